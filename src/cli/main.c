@@ -1,0 +1,60 @@
+/* placer's entry point: global options and the subcommand table. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *synopsis;
+} command;
+
+static const command commands[] = {
+    {"validate", pl_cmd_validate, "validate MODEL.json...     check models, print summaries"},
+    {"dot", pl_cmd_dot, "dot MODEL.json [-o FILE]   draw a model as GraphViz dot"},
+};
+
+static void print_help(void)
+{
+    printf("Usage: placer [-o PREFIX] MODEL.json\n"
+           "       placer COMMAND [ARGS]\n"
+           "\n"
+           "placer finds where each operation of a neural-network training graph should run,\n"
+           "measures it on its own multithreaded executor, and trains with the plan.\n"
+           "\n"
+           "The main job, placer MODEL.json, loads and validates the model, prints its\n"
+           "summary and writes PREFIX.graph.dot (PREFIX: the model file's name without\n"
+           ".json, in the current directory).\n"
+           "\n"
+           "Commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        printf("  placer %s\n", commands[i].synopsis);
+    printf("\n"
+           "Options:\n"
+           "  -h, --help     show this help and exit\n"
+           "  -V, --version  show the version and exit\n"
+           "\n"
+           "Exit status: 0 success, 1 failure, 2 bad input or usage, 130 interrupted.\n"
+           "The model format is described in docs/model-format.md.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return pl_cli_usage_error("missing MODEL.json or command");
+    const char *first = argv[1];
+    if (strcmp(first, "-h") == 0 || strcmp(first, "--help") == 0) {
+        print_help();
+        return PL_EXIT_OK;
+    }
+    if (strcmp(first, "-V") == 0 || strcmp(first, "--version") == 0) {
+        printf("placer %s\n", PACKAGE_VERSION);
+        return PL_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(first, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    return pl_cmd_main(argc, argv);
+}

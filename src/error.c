@@ -1,0 +1,74 @@
+/* The first-error record: filling it in and formatting it as one line. */
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void pl_error_init(pl_error *err, const char *source)
+{
+    if (!err)
+        return;
+    memset(err, 0, sizeof *err);
+    snprintf(err->source, sizeof err->source, "%s", source ? source : "");
+}
+
+static void set_text(pl_error *err, const char *fmt, va_list ap)
+{
+    vsnprintf(err->text, sizeof err->text, fmt, ap);
+    /* One line, always: a message quoting user text must not break the line. */
+    for (char *c = err->text; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = ' ';
+}
+
+pl_status pl_error_set(pl_error *err, pl_status status, const char *path, const char *fmt, ...)
+{
+    if (!err || err->status != PL_OK)
+        return status;
+    err->status = status;
+    snprintf(err->path, sizeof err->path, "%s", path ? path : "");
+    va_list ap;
+    va_start(ap, fmt);
+    set_text(err, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+pl_status pl_error_set_at(pl_error *err, pl_status status, int line, int column,
+                          const char *fmt, ...)
+{
+    if (!err || err->status != PL_OK)
+        return status;
+    err->status = status;
+    err->line = line;
+    err->column = column;
+    va_list ap;
+    va_start(ap, fmt);
+    set_text(err, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void pl_error_format(const pl_error *err, char *buf, size_t cap)
+{
+    const char *source = err->source[0] ? err->source : "placer";
+    if (err->line > 0)
+        snprintf(buf, cap, "%s:%d:%d: %s", source, err->line, err->column, err->text);
+    else if (err->path[0])
+        snprintf(buf, cap, "%s: %s: %s", source, err->path, err->text);
+    else
+        snprintf(buf, cap, "%s: %s", source, err->text);
+}
+
+const char *pl_status_name(pl_status status)
+{
+    switch (status) {
+    case PL_OK: return "ok";
+    case PL_EINPUT: return "bad input";
+    case PL_EIO: return "input/output error";
+    case PL_ENOMEM: return "out of memory";
+    case PL_EINTERNAL: return "internal error";
+    }
+    return "unknown status";
+}

@@ -1,0 +1,88 @@
+/* Graph IR helpers: sizes, look-ups, totals, freeing. */
+#include "graph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pl_graph_free(pl_graph *graph)
+{
+    if (!graph)
+        return;
+    free(graph->tensors);
+    free(graph->ops);
+    pl_arena_release(&graph->arena);
+    free(graph);
+}
+
+int64_t pl_tensor_elements(const pl_tensor *tensor)
+{
+    int64_t n = 1;
+    for (int a = 0; a < tensor->rank; a++)
+        n *= tensor->dims[a];
+    return n;
+}
+
+int64_t pl_tensor_bytes(const pl_tensor *tensor)
+{
+    return pl_tensor_elements(tensor) * 4; /* f32 and i32 alike */
+}
+
+const char *pl_dtype_name(pl_dtype dtype)
+{
+    return dtype == PL_I32 ? "i32" : "f32";
+}
+
+int pl_graph_find_tensor(const pl_graph *graph, const char *name)
+{
+    for (int t = 0; t < graph->n_tensors; t++)
+        if (strcmp(graph->tensors[t].name, name) == 0)
+            return t;
+    return -1;
+}
+
+int pl_graph_find_op(const pl_graph *graph, const char *name)
+{
+    for (int o = 0; o < graph->n_ops; o++)
+        if (strcmp(graph->ops[o].name, name) == 0)
+            return o;
+    return -1;
+}
+
+void pl_graph_stats_compute(const pl_graph *graph, pl_graph_stats *stats)
+{
+    memset(stats, 0, sizeof *stats);
+    for (int t = 0; t < graph->n_tensors; t++) {
+        const pl_tensor *tensor = &graph->tensors[t];
+        int64_t bytes = pl_tensor_bytes(tensor);
+        switch (tensor->kind) {
+        case PL_TENSOR_INPUT:
+            stats->n_inputs++;
+            stats->input_bytes += bytes;
+            break;
+        case PL_TENSOR_PARAM:
+            stats->n_params++;
+            stats->param_count += pl_tensor_elements(tensor);
+            stats->param_bytes += bytes;
+            break;
+        case PL_TENSOR_ACTIVATION:
+            stats->n_activations++;
+            stats->activation_bytes += bytes;
+            break;
+        }
+    }
+    for (int o = 0; o < graph->n_ops; o++) {
+        stats->flops += graph->ops[o].flops;
+        stats->op_count[graph->ops[o].kind]++;
+    }
+}
+
+void pl_shape_format(const pl_tensor *tensor, char *buf, int cap)
+{
+    int used = snprintf(buf, (size_t)cap, "[");
+    for (int a = 0; a < tensor->rank && used < cap; a++)
+        used += snprintf(buf + used, (size_t)(cap - used), "%s%lld", a ? "," : "",
+                         (long long)tensor->dims[a]);
+    if (used < cap)
+        snprintf(buf + used, (size_t)(cap - used), "]");
+}

@@ -1,0 +1,129 @@
+/* The graph IR: tensors with static shapes and the ops between them.
+ *
+ * Contract:
+ * - A pl_graph is plain data: arrays of tensors and ops that refer to each other by index.
+ *   It is built once by the loader (load.h), which validates everything, infers every
+ *   shape and sorts the ops topologically: ops[i] only reads tensors produced by ops[j],
+ *   j < i, or inputs and parameters. Nothing past the loader sees JSON.
+ * - The graph owns all of its memory (one arena); pl_graph_free releases it.
+ *   pl_graph_free(NULL) is a no-op.
+ * - Batched tensors carry the batch as dimension 0 (see docs/model-format.md), so a step
+ *   can be split into micro-batches without changing its meaning.
+ * - Reading a graph from several threads is safe; changing it is the owner's alone.
+ */
+#ifndef PLACER_GRAPH_H
+#define PLACER_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "ops.h"
+
+enum {
+    PL_MAX_RANK = 6,
+    PL_MAX_NAME = 255,
+    PL_MAX_OPS = 4000000,
+};
+#define PL_MAX_DIM INT64_C(2147483647)      /* 2^31 - 1 */
+#define PL_MAX_ELEMENTS INT64_C(2147483648) /* 2^31 per tensor */
+
+typedef enum pl_dtype { PL_F32, PL_I32 } pl_dtype;
+
+typedef enum pl_tensor_kind {
+    PL_TENSOR_INPUT,     /* fed each step: data or labels */
+    PL_TENSOR_PARAM,     /* trained state */
+    PL_TENSOR_ACTIVATION /* produced by an op */
+} pl_tensor_kind;
+
+typedef enum pl_role { PL_ROLE_NONE, PL_ROLE_DATA, PL_ROLE_LABEL } pl_role;
+
+typedef enum pl_init_kind {
+    PL_INIT_ZEROS,
+    PL_INIT_ONES,
+    PL_INIT_CONSTANT,
+    PL_INIT_UNIFORM,
+    PL_INIT_NORMAL,
+    PL_INIT_GLOROT_UNIFORM,
+    PL_INIT_HE_NORMAL,
+} pl_init_kind;
+
+typedef struct pl_init {
+    pl_init_kind kind;
+    double a, b; /* value; low, high; mean, std */
+    uint64_t seed;
+} pl_init;
+
+typedef struct pl_tensor {
+    const char *name;
+    pl_tensor_kind kind;
+    pl_dtype dtype;
+    int rank;
+    int64_t dims[PL_MAX_RANK];
+    bool batched;  /* dims[0] is the batch */
+    pl_role role;  /* inputs only */
+    pl_init init;  /* parameters only */
+    int producer;  /* op index, or -1 for inputs and parameters */
+} pl_tensor;
+
+typedef struct pl_op {
+    const char *name;
+    pl_op_kind kind;
+    int n_inputs, n_outputs;
+    int *inputs, *outputs; /* tensor indices */
+    pl_attrs attrs;
+    double flops;          /* floating-point operations of one execution */
+    int64_t bytes_read;    /* all inputs, parameters included */
+    int64_t bytes_written; /* all outputs */
+    int64_t param_bytes;   /* the parameter inputs among bytes_read */
+    int source_index;      /* position in the model file's "nodes" */
+} pl_op;
+
+typedef enum pl_optimizer_kind { PL_OPT_SGD, PL_OPT_ADAM } pl_optimizer_kind;
+
+typedef struct pl_optimizer {
+    pl_optimizer_kind kind;
+    double lr, momentum, weight_decay; /* sgd (weight_decay for both) */
+    double beta1, beta2, eps;          /* adam */
+} pl_optimizer;
+
+typedef struct pl_graph {
+    const char *name;
+    const char *description; /* "" when absent */
+    int batch_size;
+    int n_tensors, n_ops;
+    pl_tensor *tensors;
+    pl_op *ops;    /* topological order */
+    int loss;      /* tensor index */
+    pl_optimizer optimizer;
+    uint64_t hash; /* of the model file's bytes: plans name the graph they were made for */
+    pl_arena arena;
+} pl_graph;
+
+/* Totals over the whole graph, for summaries and lower bounds. */
+typedef struct pl_graph_stats {
+    int n_inputs, n_params, n_activations;
+    int64_t param_count;      /* parameter elements */
+    int64_t param_bytes;
+    int64_t input_bytes;      /* one step's inputs */
+    int64_t activation_bytes; /* every activation of one step, all kept as training does */
+    double flops;             /* one forward pass */
+    int op_count[PL_OP_COUNT];
+} pl_graph_stats;
+
+void pl_graph_free(pl_graph *graph);
+
+int64_t pl_tensor_elements(const pl_tensor *tensor);
+int64_t pl_tensor_bytes(const pl_tensor *tensor);
+const char *pl_dtype_name(pl_dtype dtype);
+
+/* Index of the tensor or op with this name, or -1. Linear: for tools and tests. */
+int pl_graph_find_tensor(const pl_graph *graph, const char *name);
+int pl_graph_find_op(const pl_graph *graph, const char *name);
+
+void pl_graph_stats_compute(const pl_graph *graph, pl_graph_stats *stats);
+
+/* Writes "[64,784]" (at most cap bytes, always terminated). */
+void pl_shape_format(const pl_tensor *tensor, char *buf, int cap);
+
+#endif

@@ -1,0 +1,360 @@
+/* JSON pointers, typed member access and file parsing with located errors. */
+#include "json_reader.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "graph.h"
+#include "hash.h"
+
+void pl_json_reader_init(pl_json_reader *r, pl_error *err)
+{
+    r->err = err;
+    r->path[0] = '\0';
+    r->path_len = 0;
+}
+
+/* ---- parsing -------------------------------------------------------------------------- */
+
+/* Finds the first byte that is not valid UTF-8 (overlong forms, surrogates and code points
+ * above U+10FFFF included); returns its offset or -1. */
+static long invalid_utf8_at(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t len;
+        unsigned min;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            len = 2, min = 0x80, c &= 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            len = 3, min = 0x800, c &= 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            len = 4, min = 0x10000, c &= 0x07;
+        } else {
+            return (long)i;
+        }
+        if (i + len > n)
+            return (long)i;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return (long)i;
+            c = (c << 6) | (s[i + k] & 0x3F);
+        }
+        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+            return (long)i;
+        i += len;
+    }
+    return -1;
+}
+
+static void line_column(const char *data, size_t offset, int *line, int *column)
+{
+    *line = 1;
+    *column = 1;
+    for (size_t i = 0; i < offset; i++) {
+        if (data[i] == '\n')
+            (*line)++, *column = 1;
+        else if (((unsigned char)data[i] & 0xC0) != 0x80)
+            (*column)++;
+    }
+}
+
+json_t *pl_json_parse_buffer(const char *data, size_t size, pl_error *err)
+{
+    size_t start = 0;
+    while (start < size && strchr(" \t\r\n", data[start]))
+        start++;
+    if (start == size) {
+        pl_error_set(err, PL_EINPUT, NULL, size ? "the file holds only white space"
+                                                : "the file is empty");
+        return NULL;
+    }
+    long bad = invalid_utf8_at((const unsigned char *)data, size);
+    if (bad >= 0) {
+        int line, column;
+        line_column(data, (size_t)bad, &line, &column);
+        pl_error_set_at(err, PL_EINPUT, line, column, "invalid UTF-8 (byte 0x%02x): "
+                        "the file must be UTF-8 text", (unsigned char)data[bad]);
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        pl_error_set_at(err, PL_EINPUT, jerr.line > 0 ? jerr.line : 1,
+                        jerr.column > 0 ? jerr.column : 1, "%s", jerr.text);
+    return root;
+}
+
+json_t *pl_json_parse_file(const char *path, size_t max_bytes, pl_error *err,
+                           uint64_t *content_hash)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        pl_error_set(err, errno == ENOENT ? PL_EINPUT : PL_EIO, NULL, "cannot open: %s",
+                     strerror(errno));
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        pl_error_set(err, PL_EINPUT, NULL, "is a directory, not a file");
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        pl_error_set(err, PL_EINPUT, NULL, "is not a regular file");
+        return NULL;
+    }
+    if ((uint64_t)st.st_size > max_bytes) {
+        pl_error_set(err, PL_EINPUT, NULL, "the file has %lld bytes; the limit is %zu",
+                     (long long)st.st_size, max_bytes);
+        return NULL;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        pl_error_set(err, PL_EIO, NULL, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    size_t cap = (size_t)st.st_size + 1, size = 0;
+    char *data = malloc(cap);
+    if (!data) {
+        fclose(f);
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory reading %zu bytes", cap);
+        return NULL;
+    }
+    size_t got;
+    while ((got = fread(data + size, 1, cap - size, f)) > 0) {
+        size += got;
+        if (size == cap && size <= max_bytes) { /* the file grew while we read it */
+            char *bigger = realloc(data, cap * 2);
+            if (!bigger)
+                break;
+            data = bigger;
+            cap *= 2;
+        }
+    }
+    bool failed = ferror(f) != 0;
+    fclose(f);
+    json_t *root = NULL;
+    if (failed)
+        pl_error_set(err, PL_EIO, NULL, "read error");
+    else if (size > max_bytes)
+        pl_error_set(err, PL_EINPUT, NULL, "the file has more than %zu bytes", max_bytes);
+    else
+        root = pl_json_parse_buffer(data, size, err);
+    if (root && content_hash)
+        *content_hash = pl_hash_bytes(PL_HASH_INIT, data, size);
+    free(data);
+    return root;
+}
+
+/* ---- pointers and failures ------------------------------------------------------------- */
+
+size_t pl_json_push_key(pl_json_reader *r, const char *key)
+{
+    size_t len = r->path_len, cap = sizeof r->path;
+    if (len + 1 < cap)
+        r->path[len++] = '/';
+    for (const char *c = key; *c && len + 2 < cap; c++) {
+        if (*c == '~' || *c == '/') { /* RFC 6901 escapes */
+            r->path[len++] = '~';
+            r->path[len++] = *c == '~' ? '0' : '1';
+        } else {
+            r->path[len++] = *c;
+        }
+    }
+    r->path[len] = '\0';
+    size_t before = r->path_len;
+    r->path_len = len;
+    return before;
+}
+
+size_t pl_json_push_index(pl_json_reader *r, size_t index)
+{
+    char key[32];
+    snprintf(key, sizeof key, "%zu", index);
+    return pl_json_push_key(r, key);
+}
+
+void pl_json_pop(pl_json_reader *r, size_t len)
+{
+    r->path_len = len;
+    r->path[len] = '\0';
+}
+
+bool pl_json_fail(pl_json_reader *r, const char *fmt, ...)
+{
+    if (r->err && r->err->status == PL_OK) {
+        char text[PL_ERROR_TEXT_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(text, sizeof text, fmt, ap);
+        va_end(ap);
+        pl_error_set(r->err, PL_EINPUT, r->path_len ? r->path : "/", "%s", text);
+    }
+    return false;
+}
+
+const char *pl_json_type_name(const json_t *value)
+{
+    switch (json_typeof(value)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a fractional number";
+    case JSON_TRUE: return "true";
+    case JSON_FALSE: return "false";
+    case JSON_NULL: return "null";
+    }
+    return "something else";
+}
+
+static const char *expected_name(json_type type)
+{
+    switch (type) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "true or false";
+    case JSON_NULL: return "null";
+    }
+    return "something else";
+}
+
+static bool has_type(const json_t *value, json_type type)
+{
+    switch (type) {
+    case JSON_REAL: return json_is_number(value);
+    case JSON_TRUE:
+    case JSON_FALSE: return json_is_boolean(value);
+    default: return json_typeof(value) == type;
+    }
+}
+
+/* ---- members ----------------------------------------------------------------------------- */
+
+bool pl_json_expect_object(pl_json_reader *r, const json_t *value,
+                           const char *const *allowed)
+{
+    if (!json_is_object(value))
+        return pl_json_fail(r, "expected an object, found %s", pl_json_type_name(value));
+    const char *key;
+    json_t *member;
+    json_object_foreach((json_t *)value, key, member) {
+        bool known = false;
+        for (const char *const *a = allowed; *a && !known; a++)
+            known = strcmp(*a, key) == 0;
+        if (!known) {
+            char list[512];
+            size_t used = 0;
+            list[0] = '\0';
+            for (const char *const *a = allowed; *a && used < sizeof list; a++)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%s",
+                                         a == allowed ? "" : ", ", *a);
+            size_t back = pl_json_push_key(r, key);
+            pl_json_fail(r, "unknown field \"%s\" (expected: %s)", key, list);
+            pl_json_pop(r, back);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool pl_json_member(pl_json_reader *r, const json_t *object, const char *key, json_type type,
+                    bool required, json_t **out)
+{
+    json_t *value = json_object_get(object, key);
+    *out = NULL;
+    if (!value) {
+        if (required)
+            return pl_json_fail(r, "missing field \"%s\"", key);
+        return true;
+    }
+    if (!has_type(value, type)) {
+        size_t back = pl_json_push_key(r, key);
+        pl_json_fail(r, "expected %s, found %s", expected_name(type), pl_json_type_name(value));
+        pl_json_pop(r, back);
+        return false;
+    }
+    *out = value;
+    return true;
+}
+
+bool pl_json_string(pl_json_reader *r, const json_t *object, const char *key, bool required,
+                    const char **out)
+{
+    json_t *value;
+    if (!pl_json_member(r, object, key, JSON_STRING, required, &value))
+        return false;
+    if (value)
+        *out = json_string_value(value);
+    return true;
+}
+
+bool pl_json_integer(pl_json_reader *r, const json_t *object, const char *key, bool required,
+                     int64_t min, int64_t max, int64_t *out)
+{
+    json_t *value;
+    if (!pl_json_member(r, object, key, JSON_INTEGER, required, &value))
+        return false;
+    if (!value)
+        return true;
+    json_int_t v = json_integer_value(value);
+    if (v < min || v > max) {
+        size_t back = pl_json_push_key(r, key);
+        pl_json_fail(r, "%lld is out of range [%lld, %lld]", (long long)v, (long long)min,
+                     (long long)max);
+        pl_json_pop(r, back);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool pl_json_number(pl_json_reader *r, const json_t *object, const char *key, bool required,
+                    double min, double max, double *out)
+{
+    json_t *value;
+    if (!pl_json_member(r, object, key, JSON_REAL, required, &value))
+        return false;
+    if (!value)
+        return true;
+    double v = json_number_value(value);
+    if (!(v >= min && v <= max)) {
+        size_t back = pl_json_push_key(r, key);
+        pl_json_fail(r, "%g is out of range [%g, %g]", v, min, max);
+        pl_json_pop(r, back);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool pl_json_check_name(pl_json_reader *r, const json_t *value, const char *what)
+{
+    if (!json_is_string(value))
+        return pl_json_fail(r, "expected %s name (a string), found %s", what,
+                            pl_json_type_name(value));
+    const char *name = json_string_value(value);
+    size_t len = json_string_length(value);
+    if (len == 0)
+        return pl_json_fail(r, "the %s name is empty", what);
+    if (len > PL_MAX_NAME)
+        return pl_json_fail(r, "the %s name has %zu bytes; the limit is %d", what, len,
+                            PL_MAX_NAME);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+            return pl_json_fail(r, "the %s name contains a control character (byte %zu)",
+                                what, i);
+    return true;
+}

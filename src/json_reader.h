@@ -1,0 +1,64 @@
+/* Reading a JSON document with errors that point at the offending value.
+ *
+ * Every loader of a placer file (model, cluster, plan) walks its jansson tree through a
+ * pl_json_reader, which keeps the JSON pointer of where it is and records the first error
+ * as "FILE: /pointer: message". Helpers return false after recording an error, so loaders
+ * read as a chain of checks. Not thread-safe; one reader per document. */
+#ifndef PLACER_JSON_READER_H
+#define PLACER_JSON_READER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef struct pl_json_reader {
+    pl_error *err; /* may be NULL */
+    char path[PL_ERROR_PATH_MAX];
+    size_t path_len;
+} pl_json_reader;
+
+void pl_json_reader_init(pl_json_reader *r, pl_error *err);
+
+/* Reads a whole file into memory and parses it (UTF-8 checked, duplicate keys rejected).
+ * Syntax errors carry line and column. Returns a new reference, or NULL. `max_bytes`
+ * bounds the file size. */
+json_t *pl_json_parse_file(const char *path, size_t max_bytes, pl_error *err,
+                           uint64_t *content_hash);
+json_t *pl_json_parse_buffer(const char *data, size_t size, pl_error *err);
+
+/* Moving the pointer: push returns the length to pop back to. */
+size_t pl_json_push_key(pl_json_reader *r, const char *key);
+size_t pl_json_push_index(pl_json_reader *r, size_t index);
+void pl_json_pop(pl_json_reader *r, size_t len);
+
+/* Records a PL_EINPUT error at the current pointer; returns false. */
+bool pl_json_fail(pl_json_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* "an object", "a string", ... for messages. */
+const char *pl_json_type_name(const json_t *value);
+
+/* `value` must be an object whose keys are all among the NULL-terminated `allowed`. */
+bool pl_json_expect_object(pl_json_reader *r, const json_t *value,
+                           const char *const *allowed);
+
+/* Member access: on success *out is the member (borrowed) or NULL when optional and
+ * absent. The error for a missing member points at the object; for a wrong type, at the
+ * member. */
+bool pl_json_member(pl_json_reader *r, const json_t *object, const char *key, json_type type,
+                    bool required, json_t **out);
+
+/* Typed members, pushing the member's key for their own checks. */
+bool pl_json_string(pl_json_reader *r, const json_t *object, const char *key, bool required,
+                    const char **out);
+bool pl_json_integer(pl_json_reader *r, const json_t *object, const char *key, bool required,
+                     int64_t min, int64_t max, int64_t *out);
+bool pl_json_number(pl_json_reader *r, const json_t *object, const char *key, bool required,
+                    double min, double max, double *out);
+
+/* A name: 1 to 255 bytes, no control characters. `value` is the string at the current
+ * pointer. */
+bool pl_json_check_name(pl_json_reader *r, const json_t *value, const char *what);
+
+#endif

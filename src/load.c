@@ -1,0 +1,375 @@
+/* The model loader's entry points and its top-level fields: format, batch size, inputs,
+ * parameters, loss and optimiser. Nodes are in load_nodes.c, graph checks in
+ * load_order.c. */
+#include "load.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "load_impl.h"
+
+static const char *const root_fields[] = {"format", "version", "name", "description",
+                                          "batch_size", "inputs", "parameters", "nodes",
+                                          "loss", "optimizer", NULL};
+
+/* Reads `key` of `object` as a shape of at most `max_rank` positive dimensions, after
+ * `lead` dimensions already in dims (the batch). Checks the element count against the
+ * limit without overflowing. */
+static bool read_shape(loader *L, const json_t *object, const char *key, int lead,
+                       int max_rank, pl_tensor *t)
+{
+    json_t *shape;
+    if (!pl_json_member(&L->r, object, key, JSON_ARRAY, true, &shape))
+        return false;
+    size_t back = pl_json_push_key(&L->r, key);
+    size_t rank = json_array_size(shape);
+    if (rank > (size_t)max_rank) {
+        pl_json_fail(&L->r, "rank %zu is more than the limit of %d%s", rank, max_rank,
+                     lead ? " per sample (the batch adds one)" : "");
+        return false;
+    }
+    int64_t count = 1;
+    for (int a = 0; a < lead; a++)
+        count *= t->dims[a];
+    for (size_t a = 0; a < rank; a++) {
+        json_t *dim = json_array_get(shape, a);
+        size_t at = pl_json_push_index(&L->r, a);
+        if (!json_is_integer(dim))
+            return pl_json_fail(&L->r, "expected a dimension (a positive integer), found %s",
+                                pl_json_type_name(dim));
+        json_int_t d = json_integer_value(dim);
+        if (d <= 0 || d > PL_MAX_DIM)
+            return pl_json_fail(&L->r, "dimension %lld must be between 1 and %lld",
+                                (long long)d, (long long)PL_MAX_DIM);
+        pl_json_pop(&L->r, at);
+        if (count > PL_MAX_ELEMENTS / d)
+            return pl_json_fail(&L->r, "the tensor would have more than %lld elements, "
+                                "the limit", (long long)PL_MAX_ELEMENTS);
+        count *= d;
+        t->dims[lead + a] = d;
+    }
+    t->rank = lead + (int)rank;
+    pl_json_pop(&L->r, back);
+    return true;
+}
+
+static bool read_dtype(loader *L, const json_t *object, bool required, pl_dtype *dtype)
+{
+    const char *name = NULL;
+    if (!pl_json_string(&L->r, object, "dtype", required, &name))
+        return false;
+    if (!name)
+        return true;
+    if (strcmp(name, "f32") == 0)
+        *dtype = PL_F32;
+    else if (strcmp(name, "i32") == 0)
+        *dtype = PL_I32;
+    else {
+        size_t back = pl_json_push_key(&L->r, "dtype");
+        pl_json_fail(&L->r, "unknown dtype \"%s\" (known: f32, i32)", name);
+        pl_json_pop(&L->r, back);
+        return false;
+    }
+    return true;
+}
+
+/* Runs `read_one` on each element of the array member `key`, pointer kept current. */
+static bool for_each_element(loader *L, const json_t *root, const char *key,
+                             bool (*read_one)(loader *, const json_t *, int))
+{
+    json_t *array;
+    if (!pl_json_member(&L->r, root, key, JSON_ARRAY, true, &array))
+        return false;
+    size_t back = pl_json_push_key(&L->r, key);
+    for (size_t i = 0; i < json_array_size(array); i++) {
+        size_t at = pl_json_push_index(&L->r, i);
+        if (!read_one(L, json_array_get(array, i), (int)i))
+            return false;
+        pl_json_pop(&L->r, at);
+    }
+    pl_json_pop(&L->r, back);
+    return true;
+}
+
+static bool read_input(loader *L, const json_t *value, int index)
+{
+    static const char *const fields[] = {"name", "shape", "dtype", "role", NULL};
+    if (!pl_json_expect_object(&L->r, value, fields))
+        return false;
+    json_t *name;
+    if (!pl_json_member(&L->r, value, "name", JSON_STRING, true, &name))
+        return false;
+    size_t back = pl_json_push_key(&L->r, "name");
+    int t = pl_load_add_tensor(L, name, PL_TENSOR_INPUT, -1, index);
+    pl_json_pop(&L->r, back);
+    if (t < 0)
+        return false;
+    pl_tensor *tensor = &L->graph->tensors[t];
+    tensor->batched = true;
+    tensor->dims[0] = L->graph->batch_size;
+    if (!read_shape(L, value, "shape", 1, PL_MAX_RANK - 1, tensor) ||
+        !read_dtype(L, value, true, &tensor->dtype))
+        return false;
+    const char *role;
+    if (!pl_json_string(&L->r, value, "role", true, &role))
+        return false;
+    if (strcmp(role, "data") == 0)
+        tensor->role = PL_ROLE_DATA;
+    else if (strcmp(role, "label") == 0)
+        tensor->role = PL_ROLE_LABEL;
+    else {
+        pl_json_push_key(&L->r, "role");
+        return pl_json_fail(&L->r, "unknown role \"%s\" (known: data, label)", role);
+    }
+    return true;
+}
+
+static const struct {
+    const char *name;
+    pl_init_kind kind;
+    const char *a, *b; /* its number fields, in pl_init.a and .b */
+    bool seeded;
+} init_kinds[] = {
+    {"zeros", PL_INIT_ZEROS, NULL, NULL, false},
+    {"ones", PL_INIT_ONES, NULL, NULL, false},
+    {"constant", PL_INIT_CONSTANT, "value", NULL, false},
+    {"uniform", PL_INIT_UNIFORM, "low", "high", true},
+    {"normal", PL_INIT_NORMAL, "mean", "std", true},
+    {"glorot_uniform", PL_INIT_GLOROT_UNIFORM, NULL, NULL, true},
+    {"he_normal", PL_INIT_HE_NORMAL, NULL, NULL, true},
+};
+
+static bool read_init(loader *L, const json_t *init, pl_init *out)
+{
+    if (!json_is_object(init))
+        return pl_json_fail(&L->r, "expected an object, found %s", pl_json_type_name(init));
+    const char *kind;
+    if (!pl_json_string(&L->r, init, "kind", true, &kind))
+        return false;
+    size_t k = 0, n = sizeof init_kinds / sizeof init_kinds[0];
+    while (k < n && strcmp(init_kinds[k].name, kind) != 0)
+        k++;
+    if (k == n) {
+        pl_json_push_key(&L->r, "kind");
+        return pl_json_fail(&L->r, "unknown initialiser \"%s\" (known: zeros, ones, constant, "
+                            "uniform, normal, glorot_uniform, he_normal)", kind);
+    }
+    const char *fields[] = {"kind", init_kinds[k].seeded ? "seed" : init_kinds[k].a,
+                            init_kinds[k].seeded ? init_kinds[k].a : NULL, init_kinds[k].b,
+                            NULL};
+    if (!pl_json_expect_object(&L->r, init, fields))
+        return false;
+    out->kind = init_kinds[k].kind;
+    const double big = 1e30;
+    if (init_kinds[k].a && !pl_json_number(&L->r, init, init_kinds[k].a, true, -big, big, &out->a))
+        return false;
+    if (init_kinds[k].b) {
+        bool is_std = out->kind == PL_INIT_NORMAL;
+        if (!pl_json_number(&L->r, init, init_kinds[k].b, true, is_std ? 0 : -big, big, &out->b))
+            return false;
+        if (out->kind == PL_INIT_UNIFORM && !(out->a < out->b)) {
+            pl_json_push_key(&L->r, "high");
+            return pl_json_fail(&L->r, "high %g must be greater than low %g", out->b, out->a);
+        }
+    }
+    int64_t seed = 0;
+    if (init_kinds[k].seeded &&
+        !pl_json_integer(&L->r, init, "seed", true, 0, INT64_MAX, &seed))
+        return false;
+    out->seed = (uint64_t)seed;
+    return true;
+}
+
+static bool read_parameter(loader *L, const json_t *value, int index)
+{
+    static const char *const fields[] = {"name", "shape", "dtype", "init", NULL};
+    if (!pl_json_expect_object(&L->r, value, fields))
+        return false;
+    json_t *name, *init;
+    if (!pl_json_member(&L->r, value, "name", JSON_STRING, true, &name))
+        return false;
+    size_t back = pl_json_push_key(&L->r, "name");
+    int t = pl_load_add_tensor(L, name, PL_TENSOR_PARAM, -1, index);
+    pl_json_pop(&L->r, back);
+    if (t < 0)
+        return false;
+    pl_tensor *tensor = &L->graph->tensors[t];
+    tensor->dtype = PL_F32;
+    if (!read_shape(L, value, "shape", 0, PL_MAX_RANK, tensor) ||
+        !read_dtype(L, value, false, &tensor->dtype))
+        return false;
+    if (tensor->dtype != PL_F32) {
+        pl_json_push_key(&L->r, "dtype");
+        return pl_json_fail(&L->r, "parameters are trained, so they must be f32");
+    }
+    if (!pl_json_member(&L->r, value, "init", JSON_OBJECT, true, &init))
+        return false;
+    pl_json_push_key(&L->r, "init");
+    if (!read_init(L, init, &tensor->init))
+        return false;
+    pl_json_pop(&L->r, back);
+    return true;
+}
+
+static bool read_optimizer(loader *L, const json_t *root)
+{
+    json_t *opt;
+    if (!pl_json_member(&L->r, root, "optimizer", JSON_OBJECT, true, &opt))
+        return false;
+    pl_json_push_key(&L->r, "optimizer");
+    const char *kind;
+    if (!pl_json_string(&L->r, opt, "kind", true, &kind))
+        return false;
+    pl_optimizer *o = &L->graph->optimizer;
+    *o = (pl_optimizer){.momentum = 0, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+    static const char *const sgd_fields[] = {"kind", "lr", "momentum", "weight_decay", NULL};
+    static const char *const adam_fields[] = {"kind", "lr", "beta1", "beta2", "eps",
+                                              "weight_decay", NULL};
+    if (strcmp(kind, "sgd") == 0) {
+        o->kind = PL_OPT_SGD;
+        if (!pl_json_expect_object(&L->r, opt, sgd_fields) ||
+            !pl_json_number(&L->r, opt, "momentum", false, 0, 0.999999, &o->momentum))
+            return false;
+    } else if (strcmp(kind, "adam") == 0) {
+        o->kind = PL_OPT_ADAM;
+        if (!pl_json_expect_object(&L->r, opt, adam_fields) ||
+            !pl_json_number(&L->r, opt, "beta1", false, 0, 0.999999, &o->beta1) ||
+            !pl_json_number(&L->r, opt, "beta2", false, 0, 0.999999, &o->beta2) ||
+            !pl_json_number(&L->r, opt, "eps", false, 1e-30, 1, &o->eps))
+            return false;
+    } else {
+        pl_json_push_key(&L->r, "kind");
+        return pl_json_fail(&L->r, "unknown optimizer \"%s\" (known: sgd, adam)", kind);
+    }
+    if (!pl_json_number(&L->r, opt, "lr", true, 1e-12, 1e6, &o->lr) ||
+        !pl_json_number(&L->r, opt, "weight_decay", false, 0, 1e6, &o->weight_decay))
+        return false;
+    pl_json_pop(&L->r, 0);
+    return true;
+}
+
+static bool read_header(loader *L, const json_t *root)
+{
+    if (!json_is_object(root))
+        return pl_json_fail(&L->r, "expected the model object, found %s",
+                            pl_json_type_name(root));
+    const char *format;
+    int64_t version;
+    if (!pl_json_string(&L->r, root, "format", true, &format))
+        return false;
+    if (strcmp(format, "placer-model") != 0) {
+        pl_json_push_key(&L->r, "format");
+        return pl_json_fail(&L->r, "this is a \"%s\" file, not a \"placer-model\"", format);
+    }
+    if (!pl_json_integer(&L->r, root, "version", true, INT64_MIN, INT64_MAX, &version))
+        return false;
+    if (version != PL_MODEL_FORMAT_VERSION) {
+        pl_json_push_key(&L->r, "version");
+        return pl_json_fail(&L->r, "unsupported format version %lld (this placer reads "
+                            "version %d)", (long long)version, PL_MODEL_FORMAT_VERSION);
+    }
+    /* The version is checked before the fields, so that a newer file says so. */
+    if (!pl_json_expect_object(&L->r, root, root_fields))
+        return false;
+    const char *name, *description = "";
+    int64_t batch;
+    json_t *name_value;
+    if (!pl_json_member(&L->r, root, "name", JSON_STRING, true, &name_value))
+        return false;
+    pl_json_push_key(&L->r, "name");
+    if (!pl_json_check_name(&L->r, name_value, "model"))
+        return false;
+    pl_json_pop(&L->r, 0);
+    name = json_string_value(name_value);
+    if (!pl_json_string(&L->r, root, "description", false, &description) ||
+        !pl_json_integer(&L->r, root, "batch_size", true, 1, PL_MAX_DIM, &batch))
+        return false;
+    pl_graph *g = L->graph;
+    g->name = pl_arena_strndup(&g->arena, name, strlen(name));
+    g->description = pl_arena_strndup(&g->arena, description, strlen(description));
+    g->batch_size = (int)batch;
+    if (!g->name || !g->description) {
+        pl_error_set(L->r.err, PL_ENOMEM, NULL, "out of memory");
+        return false;
+    }
+    return true;
+}
+
+static bool check_loss(loader *L, const json_t *root)
+{
+    json_t *loss_value;
+    if (!pl_json_member(&L->r, root, "loss", JSON_STRING, true, &loss_value))
+        return false;
+    pl_json_push_key(&L->r, "loss");
+    const char *name = json_string_value(loss_value);
+    int t = pl_strmap_get(&L->tensor_names, name);
+    if (t < 0)
+        return pl_json_fail(&L->r, "tensor \"%s\" is not defined", name);
+    const pl_tensor *loss = &L->graph->tensors[t];
+    if (loss->kind != PL_TENSOR_ACTIVATION)
+        return pl_json_fail(&L->r, "the loss \"%s\" must be computed by a node, not be %s",
+                            name, loss->kind == PL_TENSOR_INPUT ? "an input" : "a parameter");
+    if (loss->rank != 0 || loss->dtype != PL_F32) {
+        char shape[96];
+        pl_shape_format(loss, shape, sizeof shape);
+        return pl_json_fail(&L->r, "the loss \"%s\" must be an f32 scalar [], but it is %s %s",
+                            name, pl_dtype_name(loss->dtype), shape);
+    }
+    L->graph->loss = t;
+    pl_json_pop(&L->r, 0);
+    return true;
+}
+
+static pl_graph *load_root(const json_t *root, uint64_t hash, pl_error *err)
+{
+    loader L = {0};
+    pl_json_reader_init(&L.r, err);
+    L.graph = calloc(1, sizeof *L.graph);
+    if (!L.graph) {
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    L.graph->hash = hash;
+    L.graph->loss = -1;
+    bool ok = read_header(&L, root) && for_each_element(&L, root, "inputs", read_input) &&
+              for_each_element(&L, root, "parameters", read_parameter) &&
+              pl_load_nodes(&L, json_object_get(root, "nodes")) &&
+              pl_load_resolve_and_sort(&L) && pl_load_infer_shapes(&L) &&
+              check_loss(&L, root) && read_optimizer(&L, root);
+    pl_strmap_release(&L.tensor_names);
+    pl_strmap_release(&L.op_names);
+    free(L.def_node);
+    free(L.def_slot);
+    free(L.input_names);
+    if (!ok) {
+        pl_error_set(err, PL_EINTERNAL, NULL, "the loader failed without saying why");
+        pl_graph_free(L.graph);
+        return NULL;
+    }
+    return L.graph;
+}
+
+pl_graph *pl_graph_load_file(const char *path, pl_error *err)
+{
+    pl_error_init(err, path);
+    uint64_t hash = 0;
+    json_t *root = pl_json_parse_file(path, PL_MODEL_MAX_BYTES, err, &hash);
+    if (!root)
+        return NULL;
+    pl_graph *graph = load_root(root, hash, err);
+    json_decref(root);
+    return graph;
+}
+
+pl_graph *pl_graph_load_buffer(const char *data, size_t size, const char *source,
+                               pl_error *err)
+{
+    pl_error_init(err, source);
+    json_t *root = pl_json_parse_buffer(data, size, err);
+    if (!root)
+        return NULL;
+    pl_graph *graph = load_root(root, pl_hash_bytes(PL_HASH_INIT, data, size), err);
+    json_decref(root);
+    return graph;
+}

@@ -1,0 +1,813 @@
+/* The op table, with each op's shape inference and FLOP count.
+ *
+ * Shape inference checks everything an op needs of its inputs (ranks, dims, dtypes,
+ * attributes against shapes) and keeps the batch rule of graph.h: a batched tensor's
+ * axis 0 is never reduced, cut, joined or moved, and a batched output has the batch as
+ * axis 0. Messages show the shapes involved, since that is what a person fixes. */
+#include "ops.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+
+bool pl_infer_fail(pl_infer_ctx *ctx, int blame_input, int blame_attr, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->message, sizeof ctx->message, fmt, ap);
+    va_end(ap);
+    ctx->blame_input = blame_input;
+    ctx->blame_attr = blame_attr;
+    return false;
+}
+
+/* ---- helpers ---------------------------------------------------------------------- */
+
+#define NO_INPUT (-1)
+#define NO_ATTR (-1)
+
+typedef struct shape_text {
+    char s[96];
+} shape_text;
+
+static shape_text shape_of(const pl_tensor *t)
+{
+    shape_text text;
+    pl_shape_format(t, text.s, sizeof text.s);
+    return text;
+}
+
+static const char *ordinal(int i)
+{
+    static const char *const names[] = {"first", "second", "third", "fourth", "fifth"};
+    return i < 5 ? names[i] : "next";
+}
+
+static void set_output(pl_tensor *out, pl_dtype dtype, int rank, const int64_t *dims,
+                       bool batched)
+{
+    out->dtype = dtype;
+    out->rank = rank;
+    memcpy(out->dims, dims, (size_t)rank * sizeof *dims);
+    out->batched = batched;
+}
+
+static void copy_shape(pl_tensor *out, const pl_tensor *in)
+{
+    set_output(out, in->dtype, in->rank, in->dims, in->batched);
+}
+
+static bool need_f32(pl_infer_ctx *ctx, int i)
+{
+    if (ctx->in[i]->dtype == PL_F32)
+        return true;
+    return pl_infer_fail(ctx, i, NO_ATTR, "the %s input \"%s\" must be f32, not %s",
+                         ordinal(i), ctx->in[i]->name,
+                         pl_dtype_name(ctx->in[i]->dtype));
+}
+
+static bool need_rank(pl_infer_ctx *ctx, int i, int min_rank, int max_rank)
+{
+    int r = ctx->in[i]->rank;
+    if (r >= min_rank && r <= max_rank)
+        return true;
+    shape_text s = shape_of(ctx->in[i]);
+    if (min_rank == max_rank)
+        return pl_infer_fail(ctx, i, NO_ATTR, "\"%s\" must have rank %d, but it is %s",
+                             ctx->in[i]->name, min_rank, s.s);
+    return pl_infer_fail(ctx, i, NO_ATTR, "\"%s\" must have rank %d to %d, but it is %s",
+                         ctx->in[i]->name, min_rank, max_rank, s.s);
+}
+
+static bool need_unbatched(pl_infer_ctx *ctx, int i, const char *what)
+{
+    if (!ctx->in[i]->batched)
+        return true;
+    return pl_infer_fail(ctx, i, NO_ATTR, "the %s \"%s\" must not depend on the batch",
+                         what, ctx->in[i]->name);
+}
+
+/* Resolves a possibly negative axis of a rank-`rank` tensor into [0, rank). */
+static bool resolve_axis(pl_infer_ctx *ctx, pl_attr_id attr, int64_t axis, int rank,
+                         int64_t *resolved)
+{
+    int64_t a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank)
+        return pl_infer_fail(ctx, NO_INPUT, attr, "axis %lld is out of range for rank %d",
+                             (long long)axis, rank);
+    *resolved = a;
+    return true;
+}
+
+static bool keep_batch_axis(pl_infer_ctx *ctx, int i, pl_attr_id attr, int64_t axis,
+                            const char *verb)
+{
+    if (axis != 0 || !ctx->in[i]->batched)
+        return true;
+    return pl_infer_fail(ctx, i, attr,
+                         "cannot %s axis 0 of \"%s\": it is the batch axis", verb,
+                         ctx->in[i]->name);
+}
+
+/* NumPy broadcasting of `n` shapes (aligned at the last axis) into `out_dims`, keeping the
+ * batch rule: a batched operand spans every output axis, and an unbatched one that reaches
+ * axis 0 of a batched result has size 1 there. `trim` drops each shape's last `trim`
+ * axes first (matmul broadcasts only its leading axes). */
+static bool broadcast(pl_infer_ctx *ctx, const int *which, int n, int trim, int *out_rank,
+                      int64_t *out_dims, bool *out_batched)
+{
+    int rank = 0;
+    bool batched = false;
+    for (int j = 0; j < n; j++) {
+        const pl_tensor *t = ctx->in[which[j]];
+        if (t->rank - trim > rank)
+            rank = t->rank - trim;
+        batched |= t->batched;
+    }
+    for (int a = 0; a < rank; a++)
+        out_dims[a] = 1;
+    for (int j = 0; j < n; j++) {
+        const pl_tensor *t = ctx->in[which[j]];
+        int r = t->rank - trim, offset = rank - r;
+        for (int a = 0; a < r; a++) {
+            int64_t d = t->dims[a], *o = &out_dims[offset + a];
+            if (d == *o || d == 1)
+                continue;
+            if (*o == 1) {
+                *o = d;
+                continue;
+            }
+            shape_text s0 = shape_of(ctx->in[which[0]]), s1 = shape_of(t);
+            return pl_infer_fail(ctx, which[j], NO_ATTR,
+                                 "shapes do not broadcast: %s and %s (axis %d: %lld vs %lld)",
+                                 s0.s, s1.s, offset + a, (long long)*o, (long long)d);
+        }
+    }
+    for (int j = 0; j < n && batched; j++) {
+        const pl_tensor *t = ctx->in[which[j]];
+        int offset = rank - (t->rank - trim);
+        if (t->batched && offset != 0)
+            return pl_infer_fail(ctx, which[j], NO_ATTR,
+                                 "the batched \"%s\" would not keep the batch as axis 0 "
+                                 "when broadcast to rank %d", t->name, rank + trim);
+        if (!t->batched && offset == 0 && t->rank - trim > 0 && t->dims[0] != 1)
+            return pl_infer_fail(ctx, which[j], NO_ATTR,
+                                 "\"%s\" is not batched but would stretch over the batch "
+                                 "axis 0 (size %lld, expected 1 or fewer axes)",
+                                 t->name, (long long)t->dims[0]);
+    }
+    *out_rank = rank;
+    *out_batched = batched;
+    return true;
+}
+
+static int64_t elements(const pl_tensor *t)
+{
+    return pl_tensor_elements(t);
+}
+
+/* ---- element-wise --------------------------------------------------------------------- */
+
+static bool infer_unary(pl_infer_ctx *ctx)
+{
+    if (!need_f32(ctx, 0))
+        return false;
+    copy_shape(ctx->out[0], ctx->in[0]);
+    return true;
+}
+
+static bool infer_binary(pl_infer_ctx *ctx)
+{
+    if (!need_f32(ctx, 0) || !need_f32(ctx, 1))
+        return false;
+    static const int both[] = {0, 1};
+    int rank;
+    int64_t dims[PL_MAX_RANK];
+    bool batched;
+    if (!broadcast(ctx, both, 2, 0, &rank, dims, &batched))
+        return false;
+    set_output(ctx->out[0], PL_F32, rank, dims, batched);
+    return true;
+}
+
+static bool infer_dropout(pl_infer_ctx *ctx)
+{
+    if (ctx->attrs->rate >= 1.0)
+        return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_RATE, "rate must be below 1, not %g",
+                             ctx->attrs->rate);
+    return infer_unary(ctx);
+}
+
+static double flops_none(const pl_infer_ctx *ctx) { return 0; }
+static double flops_out1(const pl_infer_ctx *ctx) { return (double)elements(ctx->out[0]); }
+static double flops_out2(const pl_infer_ctx *ctx) { return 2.0 * elements(ctx->out[0]); }
+static double flops_out4(const pl_infer_ctx *ctx) { return 4.0 * elements(ctx->out[0]); }
+static double flops_out5(const pl_infer_ctx *ctx) { return 5.0 * elements(ctx->out[0]); }
+static double flops_out8(const pl_infer_ctx *ctx) { return 8.0 * elements(ctx->out[0]); }
+static double flops_in1(const pl_infer_ctx *ctx) { return (double)elements(ctx->in[0]); }
+static double flops_in3(const pl_infer_ctx *ctx) { return 3.0 * elements(ctx->in[0]); }
+static double flops_in5(const pl_infer_ctx *ctx) { return 5.0 * elements(ctx->in[0]); }
+
+/* ---- matmul --------------------------------------------------------------------------- */
+
+static void matmul_dims(const pl_infer_ctx *ctx, int64_t *m, int64_t *k, int64_t *k_b,
+                        int64_t *n)
+{
+    const pl_tensor *a = ctx->in[0], *b = ctx->in[1];
+    int64_t a_rows = a->dims[a->rank - 2], a_cols = a->dims[a->rank - 1];
+    int64_t b_rows = b->dims[b->rank - 2], b_cols = b->dims[b->rank - 1];
+    *m = ctx->attrs->transpose_a ? a_cols : a_rows;
+    *k = ctx->attrs->transpose_a ? a_rows : a_cols;
+    *k_b = ctx->attrs->transpose_b ? b_cols : b_rows;
+    *n = ctx->attrs->transpose_b ? b_rows : b_cols;
+}
+
+static bool infer_matmul(pl_infer_ctx *ctx)
+{
+    const pl_tensor *a = ctx->in[0], *b = ctx->in[1];
+    if (!need_f32(ctx, 0) || !need_f32(ctx, 1) || !need_rank(ctx, 0, 2, PL_MAX_RANK) ||
+        !need_rank(ctx, 1, 2, PL_MAX_RANK))
+        return false;
+    int64_t m, k, k_b, n;
+    matmul_dims(ctx, &m, &k, &k_b, &n);
+    if (k != k_b) {
+        shape_text sa = shape_of(a), sb = shape_of(b);
+        return pl_infer_fail(ctx, 1, NO_ATTR,
+                             "inner dimensions differ: a is %s%s, b is %s%s (%lld vs %lld)",
+                             sa.s, ctx->attrs->transpose_a ? " transposed" : "", sb.s,
+                             ctx->attrs->transpose_b ? " transposed" : "", (long long)k,
+                             (long long)k_b);
+    }
+    /* A batched rank-2 operand has the batch as a matrix axis: it may only be a's rows. */
+    if (a->batched && a->rank == 2 && ctx->attrs->transpose_a)
+        return pl_infer_fail(ctx, 0, PL_ATTR_TRANSPOSE_A,
+                             "transposing the batched \"%s\" would sum over the batch", a->name);
+    if (b->batched && b->rank == 2)
+        return pl_infer_fail(ctx, 1, NO_ATTR,
+                             "the batched \"%s\" has the batch as a matrix axis; only a "
+                             "rank-2 a may be batched", b->name);
+    static const int both[] = {0, 1};
+    int lead_rank;
+    int64_t dims[PL_MAX_RANK];
+    bool batched;
+    if (a->rank == 2 && b->rank == 2) {
+        lead_rank = 0;
+        batched = a->batched;
+    } else {
+        if (a->batched && a->rank == 2)
+            return pl_infer_fail(ctx, 0, NO_ATTR,
+                                 "the batched \"%s\" has rank 2 but b \"%s\" has leading "
+                                 "axes: the batch would not stay axis 0", a->name, b->name);
+        if (!broadcast(ctx, both, 2, 2, &lead_rank, dims, &batched))
+            return false;
+    }
+    dims[lead_rank] = m;
+    dims[lead_rank + 1] = n;
+    set_output(ctx->out[0], PL_F32, lead_rank + 2, dims, batched);
+    return true;
+}
+
+static double flops_matmul(const pl_infer_ctx *ctx)
+{
+    int64_t m, k, k_b, n;
+    matmul_dims(ctx, &m, &k, &k_b, &n);
+    const pl_tensor *y = ctx->out[0];
+    double lead = (double)elements(y) / ((double)m * (double)n);
+    return 2.0 * lead * (double)m * (double)n * (double)k;
+}
+
+/* ---- losses --------------------------------------------------------------------------- */
+
+static const int64_t no_dims[1] = {0};
+
+static bool infer_softmax_cross_entropy(pl_infer_ctx *ctx)
+{
+    const pl_tensor *logits = ctx->in[0], *labels = ctx->in[1];
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 1, PL_MAX_RANK))
+        return false;
+    if (labels->dtype != PL_I32)
+        return pl_infer_fail(ctx, 1, NO_ATTR, "the labels \"%s\" must be i32 class indices, "
+                             "not %s", labels->name, pl_dtype_name(labels->dtype));
+    bool same = labels->rank == logits->rank - 1 && labels->batched == logits->batched;
+    for (int a = 0; same && a < labels->rank; a++)
+        same = labels->dims[a] == logits->dims[a];
+    if (!same) {
+        shape_text sl = shape_of(logits), sy = shape_of(labels);
+        return pl_infer_fail(ctx, 1, NO_ATTR,
+                             "labels %s must have the shape of the logits %s without their "
+                             "last (class) axis", sy.s, sl.s);
+    }
+    set_output(ctx->out[0], PL_F32, 0, no_dims, false);
+    return true;
+}
+
+static bool infer_mse(pl_infer_ctx *ctx)
+{
+    const pl_tensor *p = ctx->in[0], *t = ctx->in[1];
+    if (!need_f32(ctx, 0) || !need_f32(ctx, 1))
+        return false;
+    bool same = p->rank == t->rank && p->batched == t->batched;
+    for (int a = 0; same && a < p->rank; a++)
+        same = p->dims[a] == t->dims[a];
+    if (!same) {
+        shape_text sp = shape_of(p), st = shape_of(t);
+        return pl_infer_fail(ctx, 1, NO_ATTR,
+                             "prediction %s and target %s must have the same shape", sp.s, st.s);
+    }
+    set_output(ctx->out[0], PL_F32, 0, no_dims, false);
+    return true;
+}
+
+/* ---- normalisation -------------------------------------------------------------------- */
+
+/* gamma and beta (inputs 1 and 2) must be unbatched [n]. */
+static bool need_affine(pl_infer_ctx *ctx, int64_t n, const char *axis_name)
+{
+    for (int i = 1; i <= 2; i++) {
+        const pl_tensor *t = ctx->in[i];
+        if (!need_f32(ctx, i) || !need_unbatched(ctx, i, i == 1 ? "scale" : "shift"))
+            return false;
+        if (t->rank != 1 || t->dims[0] != n) {
+            shape_text s = shape_of(t), x = shape_of(ctx->in[0]);
+            return pl_infer_fail(ctx, i, NO_ATTR, "\"%s\" is %s but must be [%lld], the %s "
+                                 "of the input %s", t->name, s.s, (long long)n, axis_name, x.s);
+        }
+    }
+    return true;
+}
+
+static bool infer_layer_norm(pl_infer_ctx *ctx)
+{
+    const pl_tensor *x = ctx->in[0];
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, x->batched ? 2 : 1, PL_MAX_RANK))
+        return false;
+    if (!need_affine(ctx, x->dims[x->rank - 1], "last axis"))
+        return false;
+    copy_shape(ctx->out[0], x);
+    return true;
+}
+
+static bool infer_batch_norm(pl_infer_ctx *ctx)
+{
+    const pl_tensor *x = ctx->in[0];
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 2, PL_MAX_RANK))
+        return false;
+    if (!need_affine(ctx, x->dims[1], "channel axis 1"))
+        return false;
+    copy_shape(ctx->out[0], x);
+    return true;
+}
+
+/* ---- convolution and pooling ----------------------------------------------------------- */
+
+/* Output size of a window sliding over `size`; false when the window does not fit. */
+static bool window_out(int64_t size, int64_t kernel, int64_t stride, int64_t pad,
+                       int64_t dilation, int64_t *out)
+{
+    int64_t span = dilation * (kernel - 1) + 1, room = size + 2 * pad;
+    if (room < span)
+        return false;
+    *out = (room - span) / stride + 1;
+    return true;
+}
+
+static bool infer_conv2d(pl_infer_ctx *ctx)
+{
+    const pl_tensor *x = ctx->in[0], *w = ctx->in[1];
+    const pl_attrs *at = ctx->attrs;
+    if (!need_f32(ctx, 0) || !need_f32(ctx, 1) || !need_rank(ctx, 0, 4, 4) ||
+        !need_rank(ctx, 1, 4, 4) || !need_unbatched(ctx, 1, "filter"))
+        return false;
+    int64_t c = x->dims[1], o = w->dims[0], g = at->groups;
+    if (c % g != 0 || o % g != 0)
+        return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_GROUPS, "groups %lld must divide the input "
+                             "channels %lld and the output channels %lld", (long long)g,
+                             (long long)c, (long long)o);
+    if (w->dims[1] != c / g) {
+        shape_text sx = shape_of(x), sw = shape_of(w);
+        return pl_infer_fail(ctx, 1, NO_ATTR, "filter %s must have %lld input channels "
+                             "(input %s, %lld groups)", sw.s, (long long)(c / g), sx.s,
+                             (long long)g);
+    }
+    if (ctx->n_in == 3) {
+        const pl_tensor *bias = ctx->in[2];
+        if (!need_f32(ctx, 2) || !need_unbatched(ctx, 2, "bias"))
+            return false;
+        if (bias->rank != 1 || bias->dims[0] != o) {
+            shape_text sb = shape_of(bias);
+            return pl_infer_fail(ctx, 2, NO_ATTR, "bias %s must be [%lld], one per output "
+                                 "channel", sb.s, (long long)o);
+        }
+    }
+    int64_t dims[4] = {x->dims[0], o, 0, 0};
+    for (int a = 0; a < 2; a++) {
+        if (!window_out(x->dims[2 + a], w->dims[2 + a], at->stride[a], at->padding[a],
+                        at->dilation[a], &dims[2 + a])) {
+            shape_text sx = shape_of(x), sw = shape_of(w);
+            return pl_infer_fail(ctx, 1, NO_ATTR, "filter %s does not fit the input %s with "
+                                 "padding %lld and dilation %lld", sw.s, sx.s,
+                                 (long long)at->padding[a], (long long)at->dilation[a]);
+        }
+    }
+    set_output(ctx->out[0], PL_F32, 4, dims, x->batched);
+    return true;
+}
+
+static double flops_conv2d(const pl_infer_ctx *ctx)
+{
+    const pl_tensor *w = ctx->in[1];
+    double per_output = 2.0 * (double)(w->dims[1] * w->dims[2] * w->dims[3]);
+    return (double)elements(ctx->out[0]) * (per_output + (ctx->n_in == 3));
+}
+
+static bool infer_pool(pl_infer_ctx *ctx)
+{
+    const pl_tensor *x = ctx->in[0];
+    const pl_attrs *at = ctx->attrs;
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 4, 4))
+        return false;
+    bool stride_given = at->given & PL_ATTR_BIT(PL_ATTR_STRIDE);
+    int64_t dims[4] = {x->dims[0], x->dims[1], 0, 0};
+    for (int a = 0; a < 2; a++) {
+        int64_t k = at->kernel[a], stride = stride_given ? at->stride[a] : k;
+        if (at->padding[a] * 2 > k)
+            return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_PADDING, "padding %lld is more than "
+                                 "half the kernel %lld", (long long)at->padding[a],
+                                 (long long)k);
+        if (!window_out(x->dims[2 + a], k, stride, at->padding[a], 1, &dims[2 + a])) {
+            shape_text sx = shape_of(x);
+            return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_KERNEL, "kernel %lldx%lld does not "
+                                 "fit the input %s", (long long)at->kernel[0],
+                                 (long long)at->kernel[1], sx.s);
+        }
+    }
+    set_output(ctx->out[0], PL_F32, 4, dims, x->batched);
+    return true;
+}
+
+static double flops_pool(const pl_infer_ctx *ctx)
+{
+    return (double)elements(ctx->out[0]) * (double)(ctx->attrs->kernel[0] * ctx->attrs->kernel[1]);
+}
+
+static bool infer_global_avg_pool(pl_infer_ctx *ctx)
+{
+    const pl_tensor *x = ctx->in[0];
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 4, 4))
+        return false;
+    set_output(ctx->out[0], PL_F32, 2, x->dims, x->batched);
+    return true;
+}
+
+/* ---- joining and cutting ---------------------------------------------------------------- */
+
+static bool infer_concat(pl_infer_ctx *ctx)
+{
+    const pl_tensor *first = ctx->in[0];
+    int64_t axis = 0;
+    if (!resolve_axis(ctx, PL_ATTR_AXIS, ctx->attrs->axis, first->rank, &axis) ||
+        !keep_batch_axis(ctx, 0, PL_ATTR_AXIS, axis, "concatenate along"))
+        return false;
+    int64_t dims[PL_MAX_RANK];
+    memcpy(dims, first->dims, sizeof dims);
+    dims[axis] = 0;
+    for (int i = 0; i < ctx->n_in; i++) {
+        const pl_tensor *t = ctx->in[i];
+        bool fits = t->rank == first->rank && t->dtype == first->dtype &&
+                    t->batched == first->batched;
+        for (int a = 0; fits && a < t->rank; a++)
+            fits = a == axis || t->dims[a] == first->dims[a];
+        if (!fits) {
+            shape_text s0 = shape_of(first), si = shape_of(t);
+            return pl_infer_fail(ctx, i, NO_ATTR, "\"%s\" %s %s does not match \"%s\" %s %s "
+                                 "outside axis %lld", t->name, pl_dtype_name(t->dtype), si.s,
+                                 first->name, pl_dtype_name(first->dtype), s0.s,
+                                 (long long)axis);
+        }
+        dims[axis] += t->dims[axis];
+    }
+    set_output(ctx->out[0], first->dtype, first->rank, dims, first->batched);
+    return true;
+}
+
+static bool infer_split(pl_infer_ctx *ctx)
+{
+    const pl_tensor *x = ctx->in[0];
+    const pl_attrs *at = ctx->attrs;
+    int64_t axis = 0;
+    if (!resolve_axis(ctx, PL_ATTR_AXIS, at->axis, x->rank, &axis) ||
+        !keep_batch_axis(ctx, 0, PL_ATTR_AXIS, axis, "split along"))
+        return false;
+    int64_t total = x->dims[axis];
+    if (at->given & PL_ATTR_BIT(PL_ATTR_SIZES)) {
+        if (at->sizes.n != ctx->n_out)
+            return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_SIZES, "%d sizes for %d outputs",
+                                 at->sizes.n, ctx->n_out);
+        int64_t sum = 0;
+        for (int i = 0; i < at->sizes.n; i++)
+            sum += at->sizes.v[i];
+        if (sum != total)
+            return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_SIZES, "sizes add up to %lld, but axis "
+                                 "%lld of \"%s\" has %lld", (long long)sum, (long long)axis,
+                                 x->name, (long long)total);
+    } else if (total % ctx->n_out != 0) {
+        return pl_infer_fail(ctx, NO_INPUT, NO_ATTR, "axis %lld of \"%s\" (%lld) does not split "
+                             "into %d equal parts; give \"sizes\"", (long long)axis, x->name,
+                             (long long)total, ctx->n_out);
+    }
+    for (int i = 0; i < ctx->n_out; i++) {
+        copy_shape(ctx->out[i], x);
+        ctx->out[i]->dims[axis] = (at->given & PL_ATTR_BIT(PL_ATTR_SIZES)) ? at->sizes.v[i]
+                                                                          : total / ctx->n_out;
+    }
+    return true;
+}
+
+static bool infer_slice(pl_infer_ctx *ctx)
+{
+    const pl_tensor *x = ctx->in[0];
+    const pl_attrs *at = ctx->attrs;
+    int64_t axis = 0;
+    if (!resolve_axis(ctx, PL_ATTR_AXIS, at->axis, x->rank, &axis) ||
+        !keep_batch_axis(ctx, 0, PL_ATTR_AXIS, axis, "slice along"))
+        return false;
+    if (at->start >= at->end || at->end > x->dims[axis])
+        return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_END, "range [%lld, %lld) is empty or outside "
+                             "axis %lld of \"%s\" (size %lld)", (long long)at->start,
+                             (long long)at->end, (long long)axis, x->name,
+                             (long long)x->dims[axis]);
+    copy_shape(ctx->out[0], x);
+    ctx->out[0]->dims[axis] = at->end - at->start;
+    return true;
+}
+
+/* ---- shape changes --------------------------------------------------------------------- */
+
+static bool infer_reshape(pl_infer_ctx *ctx)
+{
+    const pl_tensor *x = ctx->in[0];
+    const pl_int_list *shape = &ctx->attrs->shape;
+    int lead = x->batched ? 1 : 0;
+    if (shape->n + lead > PL_MAX_RANK)
+        return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_SHAPE, "the result would have rank %d; "
+                             "the limit is %d", shape->n + lead, PL_MAX_RANK);
+    int64_t dims[PL_MAX_RANK], count = 1;
+    dims[0] = x->dims[0];
+    for (int a = 0; a < shape->n; a++) {
+        dims[lead + a] = shape->v[a];
+        if (count > PL_MAX_ELEMENTS / shape->v[a])
+            count = PL_MAX_ELEMENTS + 1; /* too many: never equal to a valid input */
+        else
+            count *= shape->v[a];
+    }
+    int64_t want = elements(x) / (x->batched ? x->dims[0] : 1);
+    if (count != want) {
+        shape_text sx = shape_of(x);
+        return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_SHAPE, "\"%s\" %s has %lld elements%s, "
+                             "the new shape %lld", x->name, sx.s, (long long)want,
+                             x->batched ? " per sample" : "", (long long)count);
+    }
+    set_output(ctx->out[0], x->dtype, shape->n + lead, dims, x->batched);
+    return true;
+}
+
+static bool infer_flatten(pl_infer_ctx *ctx)
+{
+    const pl_tensor *x = ctx->in[0];
+    if (!need_rank(ctx, 0, 2, PL_MAX_RANK))
+        return false;
+    int64_t dims[2] = {x->dims[0], elements(x) / x->dims[0]};
+    set_output(ctx->out[0], x->dtype, 2, dims, x->batched);
+    return true;
+}
+
+static bool infer_transpose(pl_infer_ctx *ctx)
+{
+    const pl_tensor *x = ctx->in[0];
+    const pl_int_list *perm = &ctx->attrs->perm;
+    if (perm->n != x->rank)
+        return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_PERM, "perm has %d axes but \"%s\" has rank %d",
+                             perm->n, x->name, x->rank);
+    bool seen[PL_MAX_RANK] = {false};
+    int64_t dims[PL_MAX_RANK];
+    for (int a = 0; a < perm->n; a++) {
+        int64_t p = perm->v[a];
+        if (p >= x->rank || seen[p])
+            return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_PERM, "perm is not a permutation of "
+                                 "0..%d", x->rank - 1);
+        seen[p] = true;
+        dims[a] = x->dims[p];
+    }
+    if (x->batched && perm->v[0] != 0)
+        return pl_infer_fail(ctx, 0, PL_ATTR_PERM, "cannot move axis 0 of \"%s\": it is the "
+                             "batch axis", x->name);
+    set_output(ctx->out[0], x->dtype, x->rank, dims, x->batched);
+    return true;
+}
+
+static bool infer_embedding(pl_infer_ctx *ctx)
+{
+    const pl_tensor *table = ctx->in[0], *ids = ctx->in[1];
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 2, 2) || !need_unbatched(ctx, 0, "table"))
+        return false;
+    if (ids->dtype != PL_I32)
+        return pl_infer_fail(ctx, 1, NO_ATTR, "the ids \"%s\" must be i32, not %s", ids->name,
+                             pl_dtype_name(ids->dtype));
+    if (ids->rank + 1 > PL_MAX_RANK)
+        return pl_infer_fail(ctx, 1, NO_ATTR, "the result would have rank %d; the limit is %d",
+                             ids->rank + 1, PL_MAX_RANK);
+    int64_t dims[PL_MAX_RANK];
+    memcpy(dims, ids->dims, (size_t)ids->rank * sizeof *dims);
+    dims[ids->rank] = table->dims[1];
+    set_output(ctx->out[0], PL_F32, ids->rank + 1, dims, ids->batched);
+    return true;
+}
+
+static bool infer_reduce(pl_infer_ctx *ctx)
+{
+    const pl_tensor *x = ctx->in[0];
+    const pl_int_list *axes = &ctx->attrs->axes;
+    if (!need_f32(ctx, 0))
+        return false;
+    bool reduced[PL_MAX_RANK] = {false};
+    for (int i = 0; i < axes->n; i++) {
+        int64_t axis = 0;
+        if (!resolve_axis(ctx, PL_ATTR_AXES, axes->v[i], x->rank, &axis) ||
+            !keep_batch_axis(ctx, 0, PL_ATTR_AXES, axis, "reduce"))
+            return false;
+        if (reduced[axis])
+            return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_AXES, "axis %lld is listed twice",
+                                 (long long)axis);
+        reduced[axis] = true;
+    }
+    int64_t dims[PL_MAX_RANK];
+    int rank = 0;
+    for (int a = 0; a < x->rank; a++) {
+        if (!reduced[a])
+            dims[rank++] = x->dims[a];
+        else if (ctx->attrs->keepdims)
+            dims[rank++] = 1;
+    }
+    set_output(ctx->out[0], PL_F32, rank, dims, x->batched);
+    return true;
+}
+
+static bool infer_softmax(pl_infer_ctx *ctx)
+{
+    const pl_tensor *x = ctx->in[0];
+    int64_t axis = 0;
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 1, PL_MAX_RANK) ||
+        !resolve_axis(ctx, PL_ATTR_AXIS, ctx->attrs->axis, x->rank, &axis) ||
+        !keep_batch_axis(ctx, 0, PL_ATTR_AXIS, axis, "normalise along"))
+        return false;
+    copy_shape(ctx->out[0], x);
+    return true;
+}
+
+static bool infer_topk_gate(pl_infer_ctx *ctx)
+{
+    const pl_tensor *x = ctx->in[0];
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, x->batched ? 2 : 1, PL_MAX_RANK))
+        return false;
+    int64_t experts = x->dims[x->rank - 1];
+    if (ctx->attrs->k > experts)
+        return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_K, "k %lld exceeds the %lld experts of "
+                             "\"%s\"", (long long)ctx->attrs->k, (long long)experts, x->name);
+    copy_shape(ctx->out[0], x);
+    return true;
+}
+
+static double flops_topk_gate(const pl_infer_ctx *ctx)
+{
+    return (double)elements(ctx->in[0]) * (double)(ctx->attrs->k + 5);
+}
+
+/* ---- LSTM ------------------------------------------------------------------------------ */
+
+/* Inputs: x [N,E], w [E+H,4H], b [4H], then optionally h [N,H] and c [N,H]. */
+static bool infer_lstm_cell(pl_infer_ctx *ctx)
+{
+    if (ctx->n_in == 4)
+        return pl_infer_fail(ctx, 3, NO_ATTR, "give both h and c, or neither");
+    for (int i = 0; i < ctx->n_in; i++)
+        if (!need_f32(ctx, i))
+            return false;
+    const pl_tensor *x = ctx->in[0], *w = ctx->in[1], *b = ctx->in[2];
+    if (!need_rank(ctx, 0, 2, 2) || !need_rank(ctx, 1, 2, 2) || !need_rank(ctx, 2, 1, 1) ||
+        !need_unbatched(ctx, 1, "weight") || !need_unbatched(ctx, 2, "bias"))
+        return false;
+    if (b->dims[0] % 4 != 0)
+        return pl_infer_fail(ctx, 2, NO_ATTR, "bias \"%s\" has %lld entries; it must be 4H, "
+                             "for the gates i, f, g, o", b->name, (long long)b->dims[0]);
+    int64_t n = x->dims[0], e = x->dims[1], h = b->dims[0] / 4;
+    if (w->dims[0] != e + h || w->dims[1] != 4 * h) {
+        shape_text sw = shape_of(w), sx = shape_of(x);
+        return pl_infer_fail(ctx, 1, NO_ATTR, "weight %s must be [%lld,%lld] for input %s "
+                             "and hidden size %lld", sw.s, (long long)(e + h),
+                             (long long)(4 * h), sx.s, (long long)h);
+    }
+    for (int i = 3; i < ctx->n_in; i++) {
+        const pl_tensor *s = ctx->in[i];
+        if (s->rank != 2 || s->dims[0] != n || s->dims[1] != h || s->batched != x->batched) {
+            shape_text ss = shape_of(s);
+            return pl_infer_fail(ctx, i, NO_ATTR, "state \"%s\" is %s but must be [%lld,%lld]%s",
+                                 s->name, ss.s, (long long)n, (long long)h,
+                                 x->batched ? ", batched like x" : "");
+        }
+    }
+    int64_t dims[2] = {n, h};
+    for (int i = 0; i < 2; i++)
+        set_output(ctx->out[i], PL_F32, 2, dims, x->batched);
+    return true;
+}
+
+static double flops_lstm_cell(const pl_infer_ctx *ctx)
+{
+    const pl_tensor *w = ctx->in[1];
+    double n = (double)ctx->in[0]->dims[0], h = (double)w->dims[1] / 4;
+    return 2.0 * n * (double)w->dims[0] * (double)w->dims[1] + 30.0 * n * h;
+}
+
+/* ---- the table -------------------------------------------------------------------------- */
+
+#define A(id) PL_ATTR_BIT(PL_ATTR_##id)
+#define CONV_ATTRS (A(STRIDE) | A(PADDING) | A(DILATION) | A(GROUPS))
+#define POOL_ATTRS (A(KERNEL) | A(STRIDE) | A(PADDING))
+
+static const pl_op_info op_table[PL_OP_COUNT] = {
+    /* name, inputs min/max, outputs min/max, attrs, required, infer, flops */
+    [PL_OP_MATMUL] = {"matmul", 2, 2, 1, 1, A(TRANSPOSE_A) | A(TRANSPOSE_B), 0, infer_matmul,
+                      flops_matmul},
+    [PL_OP_ADD] = {"add", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1},
+    [PL_OP_SUB] = {"sub", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1},
+    [PL_OP_MUL] = {"mul", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1},
+    [PL_OP_SCALE] = {"scale", 1, 1, 1, 1, A(FACTOR), A(FACTOR), infer_unary, flops_out1},
+    [PL_OP_RELU] = {"relu", 1, 1, 1, 1, 0, 0, infer_unary, flops_out1},
+    [PL_OP_GELU] = {"gelu", 1, 1, 1, 1, 0, 0, infer_unary, flops_out8},
+    [PL_OP_TANH] = {"tanh", 1, 1, 1, 1, 0, 0, infer_unary, flops_out5},
+    [PL_OP_SIGMOID] = {"sigmoid", 1, 1, 1, 1, 0, 0, infer_unary, flops_out4},
+    [PL_OP_SOFTMAX] = {"softmax", 1, 1, 1, 1, A(AXIS), 0, infer_softmax, flops_out5},
+    [PL_OP_LOG_SOFTMAX] = {"log_softmax", 1, 1, 1, 1, A(AXIS), 0, infer_softmax, flops_out5},
+    [PL_OP_SOFTMAX_CROSS_ENTROPY] = {"softmax_cross_entropy", 2, 2, 1, 1, 0, 0,
+                                     infer_softmax_cross_entropy, flops_in5},
+    [PL_OP_MSE] = {"mse", 2, 2, 1, 1, 0, 0, infer_mse, flops_in3},
+    [PL_OP_LAYER_NORM] = {"layer_norm", 3, 3, 1, 1, A(EPS), 0, infer_layer_norm, flops_out8},
+    [PL_OP_BATCH_NORM] = {"batch_norm", 3, 3, 1, 1, A(EPS) | A(MOMENTUM), 0, infer_batch_norm,
+                          flops_out8},
+    [PL_OP_CONV2D] = {"conv2d", 2, 3, 1, 1, CONV_ATTRS, 0, infer_conv2d, flops_conv2d},
+    [PL_OP_MAX_POOL] = {"max_pool", 1, 1, 1, 1, POOL_ATTRS, A(KERNEL), infer_pool, flops_pool},
+    [PL_OP_AVG_POOL] = {"avg_pool", 1, 1, 1, 1, POOL_ATTRS, A(KERNEL), infer_pool, flops_pool},
+    [PL_OP_GLOBAL_AVG_POOL] = {"global_avg_pool", 1, 1, 1, 1, 0, 0, infer_global_avg_pool,
+                               flops_in1},
+    [PL_OP_CONCAT] = {"concat", 1, -1, 1, 1, A(AXIS), A(AXIS), infer_concat, flops_none},
+    [PL_OP_SPLIT] = {"split", 1, 1, 1, 127, A(AXIS) | A(SIZES), A(AXIS), infer_split,
+                     flops_none},
+    [PL_OP_SLICE] = {"slice", 1, 1, 1, 1, A(AXIS) | A(START) | A(END),
+                     A(AXIS) | A(START) | A(END), infer_slice, flops_none},
+    [PL_OP_RESHAPE] = {"reshape", 1, 1, 1, 1, A(SHAPE), A(SHAPE), infer_reshape, flops_none},
+    [PL_OP_FLATTEN] = {"flatten", 1, 1, 1, 1, 0, 0, infer_flatten, flops_none},
+    [PL_OP_TRANSPOSE] = {"transpose", 1, 1, 1, 1, A(PERM), A(PERM), infer_transpose,
+                         flops_none},
+    [PL_OP_EMBEDDING] = {"embedding", 2, 2, 1, 1, 0, 0, infer_embedding, flops_none},
+    [PL_OP_REDUCE_SUM] = {"reduce_sum", 1, 1, 1, 1, A(AXES) | A(KEEPDIMS), A(AXES),
+                          infer_reduce, flops_in1},
+    [PL_OP_REDUCE_MEAN] = {"reduce_mean", 1, 1, 1, 1, A(AXES) | A(KEEPDIMS), A(AXES),
+                           infer_reduce, flops_in1},
+    [PL_OP_DROPOUT] = {"dropout", 1, 1, 1, 1, A(RATE) | A(SEED), A(RATE), infer_dropout,
+                       flops_out2},
+    [PL_OP_TOPK_GATE] = {"topk_gate", 1, 1, 1, 1, A(K), A(K), infer_topk_gate, flops_topk_gate},
+    [PL_OP_LSTM_CELL] = {"lstm_cell", 3, 5, 2, 2, 0, 0, infer_lstm_cell, flops_lstm_cell},
+};
+
+const pl_op_info *pl_op_info_of(pl_op_kind kind)
+{
+    return kind < PL_OP_COUNT ? &op_table[kind] : NULL;
+}
+
+pl_op_kind pl_op_from_name(const char *name)
+{
+    for (int k = 0; k < PL_OP_COUNT; k++)
+        if (strcmp(op_table[k].name, name) == 0)
+            return (pl_op_kind)k;
+    return PL_OP_COUNT;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void pl_op_names_join(char *buf, size_t cap)
+{
+    const char *names[PL_OP_COUNT];
+    for (int k = 0; k < PL_OP_COUNT; k++)
+        names[k] = op_table[k].name;
+    qsort(names, PL_OP_COUNT, sizeof *names, compare_names);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < PL_OP_COUNT && used < cap; k++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s", k ? ", " : "", names[k]);
+}

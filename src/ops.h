@@ -1,0 +1,149 @@
+/* The op table: one entry per op kind, holding everything that differs between kinds
+ * (name, arity, accepted attributes, shape inference, FLOP count). Adding an op touches
+ * its enum value, its entry in ops.c and, if it has a new attribute, the attribute table.
+ * Later layers (kernels, autodiff) attach to the same entries.
+ *
+ * The table is constant and thread-safe to read. */
+#ifndef PLACER_OPS_H
+#define PLACER_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum pl_op_kind {
+    PL_OP_MATMUL,
+    PL_OP_ADD,
+    PL_OP_SUB,
+    PL_OP_MUL,
+    PL_OP_SCALE,
+    PL_OP_RELU,
+    PL_OP_GELU,
+    PL_OP_TANH,
+    PL_OP_SIGMOID,
+    PL_OP_SOFTMAX,
+    PL_OP_LOG_SOFTMAX,
+    PL_OP_SOFTMAX_CROSS_ENTROPY,
+    PL_OP_MSE,
+    PL_OP_LAYER_NORM,
+    PL_OP_BATCH_NORM,
+    PL_OP_CONV2D,
+    PL_OP_MAX_POOL,
+    PL_OP_AVG_POOL,
+    PL_OP_GLOBAL_AVG_POOL,
+    PL_OP_CONCAT,
+    PL_OP_SPLIT,
+    PL_OP_SLICE,
+    PL_OP_RESHAPE,
+    PL_OP_FLATTEN,
+    PL_OP_TRANSPOSE,
+    PL_OP_EMBEDDING,
+    PL_OP_REDUCE_SUM,
+    PL_OP_REDUCE_MEAN,
+    PL_OP_DROPOUT,
+    PL_OP_TOPK_GATE,
+    PL_OP_LSTM_CELL,
+    PL_OP_COUNT
+} pl_op_kind;
+
+/* Attributes, by id. Each op accepts a subset (pl_op_info.attrs). */
+typedef enum pl_attr_id {
+    PL_ATTR_TRANSPOSE_A,
+    PL_ATTR_TRANSPOSE_B,
+    PL_ATTR_FACTOR,
+    PL_ATTR_AXIS,
+    PL_ATTR_AXES,
+    PL_ATTR_KEEPDIMS,
+    PL_ATTR_EPS,
+    PL_ATTR_MOMENTUM,
+    PL_ATTR_STRIDE,
+    PL_ATTR_PADDING,
+    PL_ATTR_DILATION,
+    PL_ATTR_GROUPS,
+    PL_ATTR_KERNEL,
+    PL_ATTR_SIZES,
+    PL_ATTR_START,
+    PL_ATTR_END,
+    PL_ATTR_SHAPE,
+    PL_ATTR_PERM,
+    PL_ATTR_RATE,
+    PL_ATTR_SEED,
+    PL_ATTR_K,
+    PL_ATTR_COUNT
+} pl_attr_id;
+
+#define PL_ATTR_BIT(id) (UINT32_C(1) << (id))
+
+typedef enum pl_attr_type {
+    PL_ATTR_TYPE_BOOL, /* true/false */
+    PL_ATTR_TYPE_INT,  /* integer within [min, max] */
+    PL_ATTR_TYPE_PAIR, /* integer or [h, w], each within [min, max] */
+    PL_ATTR_TYPE_INTS, /* array of integers within [min, max] */
+    PL_ATTR_TYPE_REAL, /* number within [min, max] */
+} pl_attr_type;
+
+typedef struct pl_int_list {
+    int n;
+    const int64_t *v;
+} pl_int_list;
+
+/* Every attribute any op has, in one flat struct: kernels read fields directly. Fields an
+ * op does not accept keep the defaults of pl_attrs_default. */
+typedef struct pl_attrs {
+    uint32_t given; /* PL_ATTR_BIT of each attribute the model file set */
+    bool transpose_a, transpose_b, keepdims;
+    int64_t axis, groups, start, end, k;
+    int64_t stride[2], padding[2], dilation[2], kernel[2];
+    pl_int_list axes, sizes, shape, perm;
+    double factor, eps, momentum, rate;
+    int64_t seed;
+} pl_attrs;
+
+typedef struct pl_attr_info {
+    const char *name;
+    pl_attr_type type;
+    size_t offset;   /* of the field in pl_attrs */
+    double min, max; /* inclusive range of each value */
+    int max_count;   /* PL_ATTR_TYPE_INTS: the longest list accepted */
+} pl_attr_info;
+
+const pl_attr_info *pl_attr_info_of(pl_attr_id id);
+pl_attr_id pl_attr_from_name(const char *name); /* PL_ATTR_COUNT when unknown */
+void pl_attrs_default(pl_attrs *attrs);
+
+/* What shape inference sees and fills in. Inputs are complete; the infer function sets
+ * each output's dtype, rank, dims and batched flag, and on a problem calls pl_infer_fail
+ * and returns false. */
+struct pl_tensor;
+typedef struct pl_infer_ctx {
+    const struct pl_tensor *const *in;
+    struct pl_tensor *const *out;
+    int n_in, n_out;
+    const pl_attrs *attrs;
+    /* Set by pl_infer_fail: the message, and what to blame (an input index or an
+     * attribute id, -1 when the op as a whole is wrong). */
+    char message[512];
+    int blame_input;
+    int blame_attr;
+} pl_infer_ctx;
+
+bool pl_infer_fail(pl_infer_ctx *ctx, int blame_input, int blame_attr, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+typedef struct pl_op_info {
+    const char *name;
+    int8_t min_inputs, max_inputs; /* max -1: any number */
+    int8_t min_outputs, max_outputs;
+    uint32_t attrs;    /* accepted attributes */
+    uint32_t required; /* attributes that must be given */
+    bool (*infer)(pl_infer_ctx *ctx);
+    /* Floating-point operations of one execution, from the inferred shapes. */
+    double (*flops)(const pl_infer_ctx *ctx);
+} pl_op_info;
+
+const pl_op_info *pl_op_info_of(pl_op_kind kind);
+pl_op_kind pl_op_from_name(const char *name); /* PL_OP_COUNT when unknown */
+/* Writes "add, avg_pool, batch_norm, ...": every op name, sorted. */
+void pl_op_names_join(char *buf, size_t cap);
+
+#endif

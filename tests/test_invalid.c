@@ -1,0 +1,81 @@
+/* Bad-input cases as data: each folder of tests/invalid holds an input `model.json` (a
+ * file, a directory, or nothing) and `expected`, the one-line message the loader must
+ * give, with the input written as "model.json". Adding a case needs no code. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "load.h"
+#include "suites.h"
+#include "test_util.h"
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool read_line(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    bool ok = fgets(buf, (int)cap, f) != NULL;
+    fclose(f);
+    buf[strcspn(buf, "\n")] = '\0';
+    return ok;
+}
+
+static void test_every_case(void)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tests/invalid", pl_test_srcdir());
+    DIR *d = opendir(dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    char *names[1024];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 1024)
+        if (e->d_name[0] != '.')
+            names[n++] = strdup(e->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, compare_names);
+    int checked = 0;
+    for (int i = 0; i < n; i++) {
+        char input[8192], expected_path[8192], expected[2048], got[4096];
+        snprintf(input, sizeof input, "%s/%s/model.json", dir, names[i]);
+        snprintf(expected_path, sizeof expected_path, "%s/%s/expected", dir, names[i]);
+        if (!read_line(expected_path, expected, sizeof expected)) {
+            fprintf(stderr, "\n    %s: no expected message\n", names[i]);
+            CU_FAIL("case without an expected message");
+            continue;
+        }
+        pl_error err;
+        pl_graph *g = pl_graph_load_file(input, &err);
+        CU_ASSERT_PTR_NULL(g);
+        pl_graph_free(g);
+        CU_ASSERT_EQUAL(err.status, PL_EINPUT);
+        /* The message names the input as given; compare from its base name on. */
+        pl_error_format(&err, got, sizeof got);
+        const char *shown = strstr(got, "model.json");
+        if (!shown || strcmp(shown, expected) != 0) {
+            fprintf(stderr, "\n    case %s\n      got:      %s\n      expected: %s\n",
+                    names[i], shown ? shown : got, expected);
+            CU_FAIL("message differs");
+        }
+        checked++;
+    }
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    printf("(%d cases) ", checked);
+    CU_ASSERT_TRUE(checked >= 40);
+}
+
+void pl_register_invalid_tests(void)
+{
+    static const pl_test_case cases[] = {
+        {"every tests/invalid case gives its message", test_every_case},
+        {NULL, NULL},
+    };
+    pl_test_add_suite("invalid", cases);
+}

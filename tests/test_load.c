@@ -1,0 +1,188 @@
+/* The loader on valid models: order, shapes, costs, the batch flag, bundled models. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "load.h"
+#include "suites.h"
+#include "test_util.h"
+
+static const char *const mlp_params =
+    "{\"name\": \"w1\", \"shape\": [6, 5], \"init\": {\"kind\": \"glorot_uniform\", \"seed\": 1}},"
+    "{\"name\": \"b1\", \"shape\": [5], \"init\": {\"kind\": \"zeros\"}},"
+    "{\"name\": \"w2\", \"shape\": [5, 3], \"init\": {\"kind\": \"normal\", \"mean\": 0, "
+    "\"std\": 0.1, \"seed\": 2}}";
+
+/* Listed against the dataflow on purpose: the loader must sort them. */
+static const char *const mlp_nodes =
+    "{\"name\": \"xent\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"logits\", \"y\"],"
+    " \"outputs\": [\"loss\"]},"
+    "{\"name\": \"fc2\", \"op\": \"matmul\", \"inputs\": [\"h\", \"w2\"], \"outputs\": [\"logits\"]},"
+    "{\"name\": \"fc1\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w1\"], \"outputs\": [\"z\"]},"
+    "{\"name\": \"bias\", \"op\": \"add\", \"inputs\": [\"z\", \"b1\"], \"outputs\": [\"zb\"]},"
+    "{\"name\": \"act\", \"op\": \"relu\", \"inputs\": [\"zb\"], \"outputs\": [\"h\"]}";
+
+static void test_sorts_and_infers(void)
+{
+    pl_error err;
+    pl_graph *g = pl_test_model("[6]", mlp_params, mlp_nodes, "loss", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(g->n_ops, 5);
+    static const char *const order[] = {"fc1", "bias", "act", "fc2", "xent"};
+    for (int o = 0; o < 5; o++)
+        CU_ASSERT_STRING_EQUAL(g->ops[o].name, order[o]);
+    /* every op reads only what earlier ops produced */
+    for (int o = 0; o < g->n_ops; o++)
+        for (int i = 0; i < g->ops[o].n_inputs; i++)
+            CU_ASSERT_TRUE(g->tensors[g->ops[o].inputs[i]].producer < o);
+    int logits = pl_graph_find_tensor(g, "logits");
+    CU_ASSERT_EQUAL(g->tensors[logits].rank, 2);
+    CU_ASSERT_EQUAL(g->tensors[logits].dims[0], 4);
+    CU_ASSERT_EQUAL(g->tensors[logits].dims[1], 3);
+    CU_ASSERT_TRUE(g->tensors[logits].batched);
+    CU_ASSERT_EQUAL(g->tensors[logits].producer, pl_graph_find_op(g, "fc2"));
+    CU_ASSERT_EQUAL(g->loss, pl_graph_find_tensor(g, "loss"));
+    CU_ASSERT_FALSE(g->tensors[g->loss].batched);
+    int x = pl_graph_find_tensor(g, "x");
+    CU_ASSERT_EQUAL(g->tensors[x].dims[0], 4); /* the batch, prepended */
+    CU_ASSERT_EQUAL(g->tensors[x].role, PL_ROLE_DATA);
+    CU_ASSERT_EQUAL(g->tensors[pl_graph_find_tensor(g, "w2")].init.kind, PL_INIT_NORMAL);
+    CU_ASSERT_DOUBLE_EQUAL(g->tensors[pl_graph_find_tensor(g, "w2")].init.b, 0.1, 1e-12);
+    CU_ASSERT_EQUAL(g->optimizer.kind, PL_OPT_SGD);
+    CU_ASSERT_DOUBLE_EQUAL(g->optimizer.lr, 0.1, 1e-12);
+    pl_graph_free(g);
+}
+
+static void test_costs(void)
+{
+    pl_error err;
+    pl_graph *g = pl_test_model("[6]", mlp_params, mlp_nodes, "loss", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    const pl_op *fc1 = &g->ops[pl_graph_find_op(g, "fc1")];
+    CU_ASSERT_DOUBLE_EQUAL(fc1->flops, 2.0 * 4 * 6 * 5, 1e-9);
+    CU_ASSERT_EQUAL(fc1->bytes_read, (4 * 6 + 6 * 5) * 4);
+    CU_ASSERT_EQUAL(fc1->param_bytes, 6 * 5 * 4);
+    CU_ASSERT_EQUAL(fc1->bytes_written, 4 * 5 * 4);
+    pl_graph_stats s;
+    pl_graph_stats_compute(g, &s);
+    CU_ASSERT_EQUAL(s.n_params, 3);
+    CU_ASSERT_EQUAL(s.param_count, 30 + 5 + 15);
+    CU_ASSERT_EQUAL(s.param_bytes, 50 * 4);
+    CU_ASSERT_EQUAL(s.n_inputs, 2);
+    CU_ASSERT_EQUAL(s.input_bytes, (4 * 6 + 4) * 4);
+    CU_ASSERT_EQUAL(s.op_count[PL_OP_MATMUL], 2);
+    CU_ASSERT_EQUAL(s.activation_bytes, (20 + 20 + 20 + 12 + 1) * 4);
+    pl_graph_free(g);
+}
+
+static void test_hash_follows_content(void)
+{
+    pl_error err;
+    pl_graph *a = pl_test_model("[6]", mlp_params, mlp_nodes, "loss", &err);
+    pl_graph *b = pl_test_model("[6]", mlp_params, mlp_nodes, "loss", &err);
+    pl_graph *c = pl_test_model("[6] ", mlp_params, mlp_nodes, "loss", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(a->hash, b->hash);
+    CU_ASSERT_NOT_EQUAL(a->hash, c->hash);
+    pl_graph_free(a);
+    pl_graph_free(b);
+    pl_graph_free(c);
+    pl_graph_free(NULL); /* a no-op */
+}
+
+static void test_error_without_record(void)
+{
+    /* Callers that do not care about the message pass NULL. */
+    CU_ASSERT_PTR_NULL(pl_graph_load_buffer("{", 1, "x.json", NULL));
+    CU_ASSERT_PTR_NULL(pl_graph_load_file("/nonexistent/model.json", NULL));
+}
+
+static void test_errors_point_at_the_value(void)
+{
+    pl_error err;
+    pl_graph *g = pl_test_model("[6]", mlp_params,
+                                "{\"name\": \"fc\", \"op\": \"matmul\", \"inputs\": [\"x\", "
+                                "\"w2\"], \"outputs\": [\"loss\"]}",
+                                "loss", &err);
+    PL_ASSERT_FAILS_WITH(g, err, "matmul \"fc\": inner dimensions differ");
+    CU_ASSERT_STRING_EQUAL(err.path, "/nodes/0/inputs/1");
+    char line[2048];
+    pl_error_format(&err, line, sizeof line);
+    CU_ASSERT_EQUAL(strncmp(line, "test.json: /nodes/0/inputs/1: matmul", 36), 0);
+
+    g = pl_test_model("[6]", mlp_params,
+                      "{\"name\": \"r\", \"op\": \"relu\", \"inputs\": [\"x\"], \"outputs\": "
+                      "[\"loss\"]}",
+                      "loss", &err);
+    PL_ASSERT_FAILS_WITH(g, err, "must be an f32 scalar [], but it is f32 [4,6]");
+    CU_ASSERT_STRING_EQUAL(err.path, "/loss");
+}
+
+static void test_weights_shared_across_steps(void)
+{
+    /* One parameter read by several nodes, as an unrolled RNN does. */
+    pl_error err;
+    pl_graph *g = pl_test_model(
+        "[3]", "{\"name\": \"w\", \"shape\": [3, 3], \"init\": {\"kind\": \"ones\"}}",
+        "{\"name\": \"s1\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w\"], \"outputs\": [\"h1\"]},"
+        "{\"name\": \"s2\", \"op\": \"matmul\", \"inputs\": [\"h1\", \"w\"], \"outputs\": [\"h2\"]},"
+        "{\"name\": \"l\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"h2\", \"y\"], "
+        "\"outputs\": [\"loss\"]}",
+        "loss", &err);
+    CU_ASSERT_PTR_NOT_NULL(g);
+    pl_graph_free(g);
+}
+
+/* Every model shipped in graphs/ (and graphs/small/) loads. */
+static void load_all_in(const char *dir, int *count)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", pl_test_srcdir(), dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s/%s", pl_test_srcdir(), dir, e->d_name);
+        pl_error err;
+        pl_graph *g = pl_graph_load_file(path, &err);
+        if (!g) {
+            char line[2048];
+            pl_error_format(&err, line, sizeof line);
+            fprintf(stderr, "\n    %s\n", line);
+        }
+        CU_ASSERT_PTR_NOT_NULL(g);
+        pl_graph_free(g);
+        (*count)++;
+    }
+    closedir(d);
+}
+
+static void test_bundled_models_load(void)
+{
+    int count = 0;
+    load_all_in("graphs", &count);
+    load_all_in("graphs/small", &count);
+    CU_ASSERT_TRUE(count >= 1);
+}
+
+void pl_register_load_tests(void)
+{
+    static const pl_test_case cases[] = {
+        {"nodes are sorted and shapes inferred", test_sorts_and_infers},
+        {"FLOPs, bytes and totals", test_costs},
+        {"graph hash follows the file's bytes", test_hash_follows_content},
+        {"a NULL error record is allowed", test_error_without_record},
+        {"errors point at the offending value", test_errors_point_at_the_value},
+        {"a parameter may feed several nodes", test_weights_shared_across_steps},
+        {"bundled models load", test_bundled_models_load},
+        {NULL, NULL},
+    };
+    pl_test_add_suite("load", cases);
+}

@@ -1,0 +1,130 @@
+/* The support modules: error records, the string map, the arena, atomic files, JSON
+ * pointers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "arena.h"
+#include "atomic_file.h"
+#include "json_reader.h"
+#include "strmap.h"
+#include "suites.h"
+#include "test_util.h"
+
+static void test_error_first_wins(void)
+{
+    pl_error err;
+    pl_error_init(&err, "m.json");
+    CU_ASSERT_EQUAL(pl_error_set(&err, PL_EINPUT, "/a", "first %d", 1), PL_EINPUT);
+    pl_error_set(&err, PL_EIO, "/b", "second");
+    char line[256];
+    pl_error_format(&err, line, sizeof line);
+    CU_ASSERT_STRING_EQUAL(line, "m.json: /a: first 1");
+    CU_ASSERT_EQUAL(err.status, PL_EINPUT);
+
+    pl_error_init(&err, "m.json");
+    pl_error_set_at(&err, PL_EINPUT, 3, 14, "bad\nthing");
+    pl_error_format(&err, line, sizeof line);
+    CU_ASSERT_STRING_EQUAL(line, "m.json:3:14: bad thing"); /* always one line */
+    CU_ASSERT_EQUAL(pl_error_set(NULL, PL_EIO, NULL, "ignored"), PL_EIO);
+}
+
+static void test_strmap(void)
+{
+    pl_strmap map = {0};
+    char keys[5000][16];
+    for (int i = 0; i < 5000; i++) {
+        snprintf(keys[i], sizeof keys[i], "t%d", i);
+        int existing;
+        CU_ASSERT_TRUE(pl_strmap_put(&map, keys[i], i, &existing));
+        CU_ASSERT_EQUAL(existing, -1);
+    }
+    int existing;
+    CU_ASSERT_TRUE(pl_strmap_put(&map, "t42", 7, &existing));
+    CU_ASSERT_EQUAL(existing, 42);
+    for (int i = 0; i < 5000; i += 97)
+        CU_ASSERT_EQUAL(pl_strmap_get(&map, keys[i]), i);
+    CU_ASSERT_EQUAL(pl_strmap_get(&map, "absent"), -1);
+    CU_ASSERT_EQUAL(map.count, 5000u);
+    pl_strmap_release(&map);
+    CU_ASSERT_EQUAL(pl_strmap_get(&map, "t1"), -1);
+}
+
+static void test_arena(void)
+{
+    pl_arena arena = {0};
+    char *small = pl_arena_strndup(&arena, "hello world", 5);
+    CU_ASSERT_STRING_EQUAL(small, "hello");
+    unsigned char *big = pl_arena_alloc(&arena, 1 << 20); /* larger than a block */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+    CU_ASSERT_EQUAL(big[12345], 0);
+    big[(1 << 20) - 1] = 1;
+    CU_ASSERT_STRING_EQUAL(small, "hello");
+    pl_arena_release(&arena);
+    pl_arena_release(&arena);
+}
+
+static void test_atomic_file(void)
+{
+    char dir[] = "/tmp/placer-test-XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    FILE *old = fopen(path, "w");
+    fputs("old\n", old);
+    fclose(old);
+
+    pl_atomic_file file;
+    CU_ASSERT_EQUAL(pl_atomic_open(&file, path, NULL), PL_OK);
+    fputs("new\n", file.fp);
+    pl_atomic_abort(&file); /* the old file stays */
+    char line[16] = "";
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof line, f));
+    fclose(f);
+    CU_ASSERT_STRING_EQUAL(line, "old\n");
+
+    CU_ASSERT_EQUAL(pl_atomic_open(&file, path, NULL), PL_OK);
+    fputs("new\n", file.fp);
+    CU_ASSERT_EQUAL(pl_atomic_commit(&file, NULL), PL_OK);
+    f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL(fgets(line, sizeof line, f));
+    fclose(f);
+    CU_ASSERT_STRING_EQUAL(line, "new\n");
+
+    pl_error err;
+    pl_error_init(&err, NULL);
+    snprintf(path, sizeof path, "%s/missing/out.txt", dir);
+    CU_ASSERT_EQUAL(pl_atomic_open(&file, path, &err), PL_EIO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "No such file or directory"));
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    unlink(path);
+    CU_ASSERT_EQUAL(rmdir(dir), 0); /* nothing left behind */
+}
+
+static void test_json_pointer_escapes(void)
+{
+    pl_json_reader r;
+    pl_json_reader_init(&r, NULL);
+    size_t back = pl_json_push_key(&r, "nodes");
+    pl_json_push_index(&r, 17);
+    pl_json_push_key(&r, "a/b~c");
+    CU_ASSERT_STRING_EQUAL(r.path, "/nodes/17/a~1b~0c");
+    pl_json_pop(&r, back);
+    CU_ASSERT_STRING_EQUAL(r.path, "");
+}
+
+void pl_register_support_tests(void)
+{
+    static const pl_test_case cases[] = {
+        {"the first error wins and stays on one line", test_error_first_wins},
+        {"string map grows and finds", test_strmap},
+        {"arena allocations", test_arena},
+        {"atomic files replace whole or not at all", test_atomic_file},
+        {"JSON pointers escape / and ~", test_json_pointer_escapes},
+        {NULL, NULL},
+    };
+    pl_test_add_suite("support", cases);
+}

@@ -1,0 +1,37 @@
+/* Helpers shared by the unit tests: locating test data and building small models. */
+#ifndef PLACER_TESTS_UTIL_H
+#define PLACER_TESTS_UTIL_H
+
+#include <CUnit/CUnit.h>
+
+#include "error.h"
+#include "graph.h"
+
+/* The source tree's top (from $top_srcdir, as `make check` sets it; "." otherwise). */
+const char *pl_test_srcdir(void);
+
+/* A model from its parts, JSON text each: batch size 4, inputs "x" (per-sample shape
+ * `x_shape`, f32 data) and "y" (i32 label, shape []); `params` and `nodes` are the bodies
+ * of their arrays; `loss` names the loss tensor. Returns the loaded graph or NULL with
+ * `err` filled in. */
+pl_graph *pl_test_model(const char *x_shape, const char *params, const char *nodes,
+                        const char *loss, pl_error *err);
+
+/* Asserts that loading failed with a message that contains `needle`. */
+#define PL_ASSERT_FAILS_WITH(graph, err, needle)                                             \
+    do {                                                                                     \
+        CU_ASSERT_PTR_NULL(graph);                                                           \
+        CU_ASSERT_EQUAL((err).status, PL_EINPUT);                                            \
+        if (!strstr((err).text, (needle)))                                                   \
+            fprintf(stderr, "\n    message: %s\n    wanted:  %s\n", (err).text, (needle));  \
+        CU_ASSERT_PTR_NOT_NULL(strstr((err).text, (needle)));                                \
+    } while (0)
+
+/* Adds a suite with its tests; aborts the run when CUnit cannot. */
+typedef struct pl_test_case {
+    const char *name;
+    void (*run)(void);
+} pl_test_case;
+void pl_test_add_suite(const char *name, const pl_test_case *cases);
+
+#endif

@@ -1,0 +1,34 @@
+/* The unit-test runner: registers every suite and runs them all (`make check`).
+ * `tests/unit SUITE` runs one suite by name. Exit status 1 when anything failed. */
+#include <CUnit/Basic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "suites.h"
+
+int main(int argc, char **argv)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    pl_register_support_tests();
+    pl_register_ops_tests();
+    pl_register_load_tests();
+    pl_register_invalid_tests();
+    pl_register_dot_tests();
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    if (argc > 1) {
+        CU_pSuite suite = CU_get_suite(argv[1]);
+        if (!suite) {
+            fprintf(stderr, "unit: no suite named '%s'\n", argv[1]);
+            CU_cleanup_registry();
+            return 2;
+        }
+        CU_basic_run_suite(suite);
+    } else {
+        CU_basic_run_tests();
+    }
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    unsigned ran = CU_get_number_of_tests_run();
+    CU_cleanup_registry();
+    return (failed || ran == 0) ? 1 : 0;
+}

@@ -1,0 +1,54 @@
+/* Loading speed: loads a model file repeatedly (after one warm-up load) and prints the
+ * median, minimum and maximum wall time. Used by tools/bench-load. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "load.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int compare(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: load_graph MODEL.json [REPEATS]\n");
+        return 2;
+    }
+    int repeats = argc > 2 ? atoi(argv[2]) : 7;
+    if (repeats < 1 || repeats > 1000)
+        repeats = 7;
+    double times[1000];
+    int ops = 0;
+    for (int k = -1; k < repeats; k++) { /* k = -1: warm-up */
+        pl_error err;
+        double start = now();
+        pl_graph *g = pl_graph_load_file(argv[1], &err);
+        double elapsed = now() - start;
+        if (!g) {
+            char line[2048];
+            pl_error_format(&err, line, sizeof line);
+            fprintf(stderr, "%s\n", line);
+            return 2;
+        }
+        ops = g->n_ops;
+        pl_graph_free(g);
+        if (k >= 0)
+            times[k] = elapsed;
+    }
+    qsort(times, (size_t)repeats, sizeof *times, compare);
+    printf("%d ops  repeats %d  median %.3f s  min %.3f s  max %.3f s\n", ops, repeats,
+           times[repeats / 2], times[0], times[repeats - 1]);
+    return 0;
+}
