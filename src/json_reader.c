@@ -177,9 +177,13 @@ size_t pl_json_push_key(pl_json_reader *r, const char *key)
 
 size_t pl_json_push_index(pl_json_reader *r, size_t index)
 {
-    char key[32];
-    snprintf(key, sizeof key, "%zu", index);
-    return pl_json_push_key(r, key);
+    /* By hand: snprintf was a tenth of the loader's own time on large graphs. */
+    char key[24], *p = key + sizeof key;
+    *--p = '\0';
+    do
+        *--p = (char)('0' + index % 10);
+    while ((index /= 10) > 0);
+    return pl_json_push_key(r, p);
 }
 
 void pl_json_pop(pl_json_reader *r, size_t len)
@@ -196,7 +200,8 @@ bool pl_json_fail(pl_json_reader *r, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(text, sizeof text, fmt, ap);
         va_end(ap);
-        pl_error_set(r->err, PL_EINPUT, r->path_len ? r->path : "/", "%s", text);
+        /* The document itself has the empty pointer: then no pointer is shown. */
+        pl_error_set(r->err, PL_EINPUT, r->path, "%s", text);
     }
     return false;
 }
@@ -208,7 +213,7 @@ const char *pl_json_type_name(const json_t *value)
     case JSON_ARRAY: return "an array";
     case JSON_STRING: return "a string";
     case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a fractional number";
+    case JSON_REAL: return "a real number";
     case JSON_TRUE: return "true";
     case JSON_FALSE: return "false";
     case JSON_NULL: return "null";

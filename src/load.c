@@ -44,8 +44,8 @@ static bool read_shape(loader *L, const json_t *object, const char *key, int lea
                                 (long long)d, (long long)PL_MAX_DIM);
         pl_json_pop(&L->r, at);
         if (count > PL_MAX_ELEMENTS / d)
-            return pl_json_fail(&L->r, "the tensor would have more than %lld elements, "
-                                "the limit", (long long)PL_MAX_ELEMENTS);
+            return pl_json_fail(&L->r, "the tensor has more elements than the limit of %lld "
+                                "(2^31)", (long long)PL_MAX_ELEMENTS);
         count *= d;
         t->dims[lead + a] = d;
     }

@@ -267,11 +267,12 @@ bool pl_load_infer_shapes(loader *L)
         if (!ok) {
             char path[PL_ERROR_PATH_MAX];
             int n = snprintf(path, sizeof path, "/nodes/%d", op->source_index);
-            if (ctx.blame_input >= 0)
-                snprintf(path + n, sizeof path - (size_t)n, "/inputs/%d", ctx.blame_input);
-            else if (ctx.blame_attr >= 0 && (op->attrs.given & PL_ATTR_BIT(ctx.blame_attr)))
+            /* Point at the attribute when the file set it, else at the input. */
+            if (ctx.blame_attr >= 0 && (op->attrs.given & PL_ATTR_BIT(ctx.blame_attr)))
                 snprintf(path + n, sizeof path - (size_t)n, "/attrs/%s",
                          pl_attr_info_of((pl_attr_id)ctx.blame_attr)->name);
+            else if (ctx.blame_input >= 0)
+                snprintf(path + n, sizeof path - (size_t)n, "/inputs/%d", ctx.blame_input);
             pl_error_set(L->r.err, PL_EINPUT, path, "%s \"%s\": %s", info->name, op->name,
                          ctx.message);
             return false;

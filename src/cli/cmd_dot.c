@@ -12,7 +12,7 @@ int pl_cmd_dot(int argc, char **argv)
     const char *output = "-";
     int c;
     opterr = 0; /* our own message, below */
-    while ((c = getopt_long(argc, argv, "+o:h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:h", options, NULL)) != -1) {
         switch (c) {
         case 'o':
             output = optarg;

@@ -11,7 +11,7 @@ int pl_cmd_validate(int argc, char **argv)
                                             {NULL, 0, NULL, 0}};
     int quiet = 0, c;
     opterr = 0; /* our own message, below */
-    while ((c = getopt_long(argc, argv, "+qh", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "qh", options, NULL)) != -1) {
         switch (c) {
         case 'q':
             quiet = 1;

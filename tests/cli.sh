@@ -1,0 +1,80 @@
+#!/bin/sh
+# The command line as a user meets it: exit statuses, messages, outputs written whole.
+# Run by `make check` (top_srcdir and top_builddir set) or by hand from the top.
+set -u
+src=$(cd "${top_srcdir:-.}" && pwd)
+bin=$(cd "${top_builddir:-.}" && pwd)/placer
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# expect STATUS DESCRIPTION COMMAND...: runs it, output in $work/out and $work/err.
+expect() {
+    want=$1 what=$2
+    shift 2
+    "$@" >"$work/out" 2>"$work/err"
+    got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, expected $want"; sed 's/^/    /' "$work/err"; fi
+}
+
+contains() { # FILE TEXT DESCRIPTION
+    if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in output"; sed 's/^/    /' "$1"; fi
+}
+
+expect 0 "--help" "$bin" --help
+contains "$work/out" "Usage: placer" "--help"
+expect 0 "--version" "$bin" --version
+contains "$work/out" "placer " "--version"
+expect 2 "no arguments" "$bin"
+contains "$work/err" "Try 'placer --help'" "no arguments"
+expect 2 "unknown option" "$bin" --frobnicate "$src/graphs/mlp.json"
+contains "$work/err" "unknown option" "unknown option"
+expect 2 "validate without a model" "$bin" validate
+expect 2 "validate with an unknown option" "$bin" validate --bogus "$src/graphs/mlp.json"
+expect 2 "dot with a missing -o argument" "$bin" dot "$src/graphs/mlp.json" -o
+expect 2 "a missing model file" "$bin" "$work/nothing.json"
+contains "$work/err" "nothing.json: cannot open: No such file or directory" "missing model"
+
+# Every bad-input case: exit 2 and exactly its expected line on stderr.
+cases=0
+for dir in "$src"/tests/invalid/*/; do
+    name=$(basename "$dir")
+    ( cd "$dir" && "$bin" validate model.json ) >"$work/out" 2>"$work/err"
+    status=$?
+    [ "$(cat "$work/err")" = "$(cat "$dir/expected")" ] && [ "$status" -eq 2 ] && [ ! -s "$work/out" ] \
+        && ok || { bad "invalid/$name: exit $status, stderr: $(cat "$work/err")"; }
+    cases=$((cases + 1))
+done
+[ "$cases" -ge 40 ] && ok || bad "only $cases bad-input cases"
+
+# Every bundled model validates, and its drawing renders with plain dot.
+for model in "$src"/graphs/*.json "$src"/graphs/small/*.json; do
+    [ -e "$model" ] || continue
+    name=$(basename "$model" .json)
+    expect 0 "validate $name" "$bin" validate "$model"
+    contains "$work/out" "valid model" "validate $name"
+    expect 0 "dot $name" "$bin" dot "$model" -o "$work/$name.dot"
+    if command -v dot >/dev/null 2>&1; then
+        expect 0 "render $name" dot -Tsvg "$work/$name.dot" -o "$work/$name.svg"
+    fi
+done
+
+# The main job: summary on stdout, the drawing written whole, named after the model.
+( cd "$work" && "$bin" "$src/graphs/mlp.json" ) >"$work/out" 2>"$work/err" \
+    && ok || bad "main job on mlp.json: $(cat "$work/err")"
+[ -s "$work/mlp.graph.dot" ] && ok || bad "main job did not write mlp.graph.dot"
+contains "$work/out" "wrote mlp.graph.dot" "main job"
+expect 0 "main job with -o" "$bin" -o "$work/custom" "$src/graphs/mlp.json"
+[ -s "$work/custom.graph.dot" ] && ok || bad "-o PREFIX did not write custom.graph.dot"
+ls "$work" | grep -q 'tmp-' && bad "a temporary file was left behind" || ok
+
+# A failed write leaves nothing behind and says why.
+expect 1 "dot into a missing directory" "$bin" dot "$src/graphs/mlp.json" -o "$work/no/such/dir/x.dot"
+contains "$work/err" "No such file or directory" "dot into a missing directory"
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
