@@ -69,6 +69,10 @@ void pl_graph_stats_compute(const pl_graph *graph, pl_graph_stats *stats)
             stats->n_activations++;
             stats->activation_bytes += bytes;
             break;
+        case PL_TENSOR_STATE:
+        case PL_TENSOR_CONST:
+            stats->state_bytes += bytes;
+            break;
         }
     }
     for (int o = 0; o < graph->n_ops; o++) {

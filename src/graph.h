@@ -31,9 +31,12 @@ enum {
 typedef enum pl_dtype { PL_F32, PL_I32 } pl_dtype;
 
 typedef enum pl_tensor_kind {
-    PL_TENSOR_INPUT,     /* fed each step: data or labels */
-    PL_TENSOR_PARAM,     /* trained state */
-    PL_TENSOR_ACTIVATION /* produced by an op */
+    PL_TENSOR_INPUT,      /* fed each step: data or labels */
+    PL_TENSOR_PARAM,      /* trained state */
+    PL_TENSOR_ACTIVATION, /* produced by an op */
+    PL_TENSOR_STATE,      /* kept across steps, changed in place: gradient accumulators,
+                             optimiser moments, batch-norm running averages */
+    PL_TENSOR_CONST       /* set once from its initialiser, never written (the loss seed) */
 } pl_tensor_kind;
 
 typedef enum pl_role { PL_ROLE_NONE, PL_ROLE_DATA, PL_ROLE_LABEL } pl_role;
@@ -62,9 +65,14 @@ typedef struct pl_tensor {
     int64_t dims[PL_MAX_RANK];
     bool batched;  /* dims[0] is the batch */
     pl_role role;  /* inputs only */
-    pl_init init;  /* parameters only */
-    int producer;  /* op index, or -1 for inputs and parameters */
+    pl_init init;  /* parameters, states and constants */
+    int producer;  /* op index, or -1 for inputs, parameters, states and constants */
+    int param;     /* states: the parameter they serve, or -1 */
 } pl_tensor;
+
+/* Where an op belongs in a training step: forward and backward ops run once per
+ * micro-batch, updates once per step after every micro-batch. */
+typedef enum pl_phase { PL_PHASE_FORWARD, PL_PHASE_BACKWARD, PL_PHASE_UPDATE } pl_phase;
 
 typedef struct pl_op {
     const char *name;
@@ -76,7 +84,10 @@ typedef struct pl_op {
     int64_t bytes_read;    /* all inputs, parameters included */
     int64_t bytes_written; /* all outputs */
     int64_t param_bytes;   /* the parameter inputs among bytes_read */
-    int source_index;      /* position in the model file's "nodes" */
+    int source_index;      /* position in the model file's "nodes", -1 if written later */
+    pl_phase phase;
+    int group;             /* co-location group: the index of the forward op this op goes
+                              with (itself, for a forward op); placement moves groups */
 } pl_op;
 
 typedef enum pl_optimizer_kind { PL_OPT_SGD, PL_OPT_ADAM } pl_optimizer_kind;
@@ -92,6 +103,8 @@ typedef struct pl_graph {
     const char *description; /* "" when absent */
     int batch_size;
     int n_tensors, n_ops;
+    int n_forward_ops; /* ops[0 .. n_forward_ops) are the model's; autodiff appends */
+    int tensor_cap, op_cap;
     pl_tensor *tensors;
     pl_op *ops;    /* topological order */
     int loss;      /* tensor index */
@@ -107,6 +120,7 @@ typedef struct pl_graph_stats {
     int64_t param_bytes;
     int64_t input_bytes;      /* one step's inputs */
     int64_t activation_bytes; /* every activation of one step, all kept as training does */
+    int64_t state_bytes;      /* training state: accumulators, moments, constants */
     double flops;             /* one forward pass */
     int op_count[PL_OP_COUNT];
 } pl_graph_stats;

@@ -58,7 +58,7 @@ int pl_load_add_tensor(loader *L, const json_t *name_value, pl_tensor_kind kind,
         pl_json_fail(&L->r, "tensor \"%s\" is defined twice: also by %s", name, where);
         return -1;
     }
-    g->tensors[t] = (pl_tensor){.name = copy, .kind = kind, .producer = def_node};
+    g->tensors[t] = (pl_tensor){.name = copy, .kind = kind, .producer = def_node, .param = -1};
     L->def_node[t] = def_node;
     L->def_slot[t] = def_slot;
     g->n_tensors++;
@@ -250,7 +250,7 @@ static bool read_node(loader *L, const json_t *node, int index)
     if (!pl_json_member(&L->r, node, "op", JSON_STRING, true, &kind))
         return false;
     op->kind = pl_op_from_name(json_string_value(kind));
-    if (op->kind == PL_OP_COUNT) {
+    if (op->kind == PL_OP_COUNT || pl_op_info_of(op->kind)->internal) {
         char known[1024];
         pl_op_names_join(known, sizeof known);
         pl_json_push_key(&L->r, "op");

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph_build.h"
 #include "load_impl.h"
 
 static bool out_of_memory(loader *L)
@@ -187,6 +188,7 @@ bool pl_load_resolve_and_sort(loader *L)
     int *position = waiting; /* reused: old index -> new index */
     for (int k = 0; k < n; k++) {
         ops[k] = g->ops[order[k]];
+        ops[k].group = k; /* a forward op is its own co-location group */
         position[order[k]] = k;
     }
     free(g->ops);
@@ -233,38 +235,10 @@ static bool check_output_size(loader *L, const pl_op *op, int slot, const pl_ten
 bool pl_load_infer_shapes(loader *L)
 {
     pl_graph *g = L->graph;
-    const pl_tensor *in[256];
-    pl_tensor *out[128];
     for (int o = 0; o < g->n_ops; o++) {
         pl_op *op = &g->ops[o];
-        const pl_op_info *info = pl_op_info_of(op->kind);
-        /* Variadic ops (concat) may have many inputs: use the heap beyond the stack array. */
-        const pl_tensor **inputs = in;
-        if (op->n_inputs > (int)(sizeof in / sizeof in[0])) {
-            inputs = malloc((size_t)op->n_inputs * sizeof *inputs);
-            if (!inputs)
-                return out_of_memory(L);
-        }
-        for (int i = 0; i < op->n_inputs; i++)
-            inputs[i] = &g->tensors[op->inputs[i]];
-        for (int i = 0; i < op->n_outputs; i++)
-            out[i] = &g->tensors[op->outputs[i]];
-        pl_infer_ctx ctx = {.in = inputs, .out = out, .n_in = op->n_inputs,
-                            .n_out = op->n_outputs, .attrs = &op->attrs,
-                            .blame_input = -1, .blame_attr = -1};
-        bool ok = info->infer(&ctx);
-        if (ok) {
-            op->flops = info->flops(&ctx);
-            for (int i = 0; i < op->n_inputs; i++) {
-                int64_t bytes = pl_tensor_bytes(inputs[i]);
-                op->bytes_read += bytes;
-                if (inputs[i]->kind == PL_TENSOR_PARAM)
-                    op->param_bytes += bytes;
-            }
-        }
-        if (inputs != in)
-            free(inputs);
-        if (!ok) {
+        pl_infer_ctx ctx;
+        if (!pl_graph_infer_op(g, o, &ctx)) {
             char path[PL_ERROR_PATH_MAX];
             int n = snprintf(path, sizeof path, "/nodes/%d", op->source_index);
             /* Point at the attribute when the file set it, else at the input. */
@@ -273,15 +247,16 @@ bool pl_load_infer_shapes(loader *L)
                          pl_attr_info_of((pl_attr_id)ctx.blame_attr)->name);
             else if (ctx.blame_input >= 0)
                 snprintf(path + n, sizeof path - (size_t)n, "/inputs/%d", ctx.blame_input);
-            pl_error_set(L->r.err, PL_EINPUT, path, "%s \"%s\": %s", info->name, op->name,
-                         ctx.message);
+            pl_error_set(L->r.err, PL_EINPUT, path, "%s \"%s\": %s",
+                         pl_op_info_of(op->kind)->name, op->name, ctx.message);
             return false;
         }
-        for (int i = 0; i < op->n_outputs; i++) {
-            if (!check_output_size(L, op, i, out[i]))
+        for (int i = 0; i < op->n_outputs; i++)
+            if (!check_output_size(L, op, i, &g->tensors[op->outputs[i]]))
                 return false;
-            op->bytes_written += pl_tensor_bytes(out[i]);
-        }
     }
+    g->n_forward_ops = g->n_ops;
+    g->op_cap = g->n_ops;
+    g->tensor_cap = L->tensor_cap;
     return true;
 }

@@ -12,6 +12,9 @@
 #include <string.h>
 
 #include "graph.h"
+#include "autodiff_impl.h"
+#include "kernels/kernels.h"
+#include "ops_impl.h"
 
 bool pl_infer_fail(pl_infer_ctx *ctx, int blame_input, int blame_attr, const char *fmt, ...)
 {
@@ -357,6 +360,11 @@ static bool infer_batch_norm(pl_infer_ctx *ctx)
         return false;
     if (!need_affine(ctx, x->dims[1], "channel axis 1"))
         return false;
+    /* Training graphs add the running mean and variance, kept as state. */
+    if (ctx->n_in != 3 && (ctx->n_in != 5 || ctx->in[3]->kind != PL_TENSOR_STATE ||
+                           ctx->in[4]->kind != PL_TENSOR_STATE))
+        return pl_infer_fail(ctx, 3, NO_ATTR, "batch_norm takes x, gamma and beta; training "
+                             "adds its running averages itself");
     copy_shape(ctx->out[0], x);
     return true;
 }
@@ -738,48 +746,193 @@ static double flops_lstm_cell(const pl_infer_ctx *ctx)
 #define POOL_ATTRS (A(KERNEL) | A(STRIDE) | A(PADDING))
 
 static const pl_op_info op_table[PL_OP_COUNT] = {
-    /* name, inputs min/max, outputs min/max, attrs, required, infer, flops */
-    [PL_OP_MATMUL] = {"matmul", 2, 2, 1, 1, A(TRANSPOSE_A) | A(TRANSPOSE_B), 0, infer_matmul,
-                      flops_matmul},
-    [PL_OP_ADD] = {"add", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1},
-    [PL_OP_SUB] = {"sub", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1},
-    [PL_OP_MUL] = {"mul", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1},
-    [PL_OP_SCALE] = {"scale", 1, 1, 1, 1, A(FACTOR), A(FACTOR), infer_unary, flops_out1},
-    [PL_OP_RELU] = {"relu", 1, 1, 1, 1, 0, 0, infer_unary, flops_out1},
-    [PL_OP_GELU] = {"gelu", 1, 1, 1, 1, 0, 0, infer_unary, flops_out8},
-    [PL_OP_TANH] = {"tanh", 1, 1, 1, 1, 0, 0, infer_unary, flops_out5},
-    [PL_OP_SIGMOID] = {"sigmoid", 1, 1, 1, 1, 0, 0, infer_unary, flops_out4},
-    [PL_OP_SOFTMAX] = {"softmax", 1, 1, 1, 1, A(AXIS), 0, infer_softmax, flops_out5},
-    [PL_OP_LOG_SOFTMAX] = {"log_softmax", 1, 1, 1, 1, A(AXIS), 0, infer_softmax, flops_out5},
-    [PL_OP_SOFTMAX_CROSS_ENTROPY] = {"softmax_cross_entropy", 2, 2, 1, 1, 0, 0,
-                                     infer_softmax_cross_entropy, flops_in5},
-    [PL_OP_MSE] = {"mse", 2, 2, 1, 1, 0, 0, infer_mse, flops_in3},
-    [PL_OP_LAYER_NORM] = {"layer_norm", 3, 3, 1, 1, A(EPS), 0, infer_layer_norm, flops_out8},
-    [PL_OP_BATCH_NORM] = {"batch_norm", 3, 3, 1, 1, A(EPS) | A(MOMENTUM), 0, infer_batch_norm,
-                          flops_out8},
-    [PL_OP_CONV2D] = {"conv2d", 2, 3, 1, 1, CONV_ATTRS, 0, infer_conv2d, flops_conv2d},
-    [PL_OP_MAX_POOL] = {"max_pool", 1, 1, 1, 1, POOL_ATTRS, A(KERNEL), infer_pool, flops_pool},
-    [PL_OP_AVG_POOL] = {"avg_pool", 1, 1, 1, 1, POOL_ATTRS, A(KERNEL), infer_pool, flops_pool},
-    [PL_OP_GLOBAL_AVG_POOL] = {"global_avg_pool", 1, 1, 1, 1, 0, 0, infer_global_avg_pool,
-                               flops_in1},
-    [PL_OP_CONCAT] = {"concat", 1, -1, 1, 1, A(AXIS), A(AXIS), infer_concat, flops_none},
-    [PL_OP_SPLIT] = {"split", 1, 1, 1, 127, A(AXIS) | A(SIZES), A(AXIS), infer_split,
-                     flops_none},
-    [PL_OP_SLICE] = {"slice", 1, 1, 1, 1, A(AXIS) | A(START) | A(END),
-                     A(AXIS) | A(START) | A(END), infer_slice, flops_none},
-    [PL_OP_RESHAPE] = {"reshape", 1, 1, 1, 1, A(SHAPE), A(SHAPE), infer_reshape, flops_none},
-    [PL_OP_FLATTEN] = {"flatten", 1, 1, 1, 1, 0, 0, infer_flatten, flops_none},
-    [PL_OP_TRANSPOSE] = {"transpose", 1, 1, 1, 1, A(PERM), A(PERM), infer_transpose,
-                         flops_none},
-    [PL_OP_EMBEDDING] = {"embedding", 2, 2, 1, 1, 0, 0, infer_embedding, flops_none},
-    [PL_OP_REDUCE_SUM] = {"reduce_sum", 1, 1, 1, 1, A(AXES) | A(KEEPDIMS), A(AXES),
-                          infer_reduce, flops_in1},
-    [PL_OP_REDUCE_MEAN] = {"reduce_mean", 1, 1, 1, 1, A(AXES) | A(KEEPDIMS), A(AXES),
-                           infer_reduce, flops_in1},
-    [PL_OP_DROPOUT] = {"dropout", 1, 1, 1, 1, A(RATE) | A(SEED), A(RATE), infer_dropout,
-                       flops_out2},
-    [PL_OP_TOPK_GATE] = {"topk_gate", 1, 1, 1, 1, A(K), A(K), infer_topk_gate, flops_topk_gate},
-    [PL_OP_LSTM_CELL] = {"lstm_cell", 3, 5, 2, 2, 0, 0, infer_lstm_cell, flops_lstm_cell},
+#define OP(kind, text, in_min, in_max, out_min, out_max, accepted, needed, infer_fn, flops_fn, \
+           ...)                                                                            \
+    [kind] = {.name = text, .min_inputs = in_min, .max_inputs = in_max,                     \
+              .min_outputs = out_min, .max_outputs = out_max, .attrs = accepted,            \
+              .required = needed, .infer = infer_fn, .flops = flops_fn, __VA_ARGS__}
+    /* kind, name, inputs min/max, outputs min/max, attrs, required, infer, flops, rest */
+    OP(PL_OP_MATMUL, "matmul", 2, 2, 1, 1, A(TRANSPOSE_A) | A(TRANSPOSE_B), 0, infer_matmul, flops_matmul,
+       .backward = pl_backward_matmul,
+       .kernel = pl_kernel_matmul),
+    OP(PL_OP_ADD, "add", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1,
+       .backward = pl_backward_add,
+       .kernel = pl_kernel_add),
+    OP(PL_OP_SUB, "sub", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1,
+       .backward = pl_backward_sub,
+       .kernel = pl_kernel_sub),
+    OP(PL_OP_MUL, "mul", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1,
+       .backward = pl_backward_mul,
+       .kernel = pl_kernel_mul),
+    OP(PL_OP_SCALE, "scale", 1, 1, 1, 1, A(FACTOR), A(FACTOR), infer_unary, flops_out1,
+       .backward = pl_backward_scale,
+       .kernel = pl_kernel_scale),
+    OP(PL_OP_RELU, "relu", 1, 1, 1, 1, 0, 0, infer_unary, flops_out1,
+       .backward = pl_backward_activation,
+       .kernel = pl_kernel_relu),
+    OP(PL_OP_GELU, "gelu", 1, 1, 1, 1, 0, 0, infer_unary, flops_out8,
+       .backward = pl_backward_activation,
+       .kernel = pl_kernel_gelu),
+    OP(PL_OP_TANH, "tanh", 1, 1, 1, 1, 0, 0, infer_unary, flops_out5,
+       .backward = pl_backward_activation,
+       .kernel = pl_kernel_tanh),
+    OP(PL_OP_SIGMOID, "sigmoid", 1, 1, 1, 1, 0, 0, infer_unary, flops_out4,
+       .backward = pl_backward_activation,
+       .kernel = pl_kernel_sigmoid),
+    OP(PL_OP_SOFTMAX, "softmax", 1, 1, 1, 1, A(AXIS), 0, infer_softmax, flops_out5,
+       .backward = pl_backward_softmax,
+       .kernel = pl_kernel_softmax),
+    OP(PL_OP_LOG_SOFTMAX, "log_softmax", 1, 1, 1, 1, A(AXIS), 0, infer_softmax, flops_out5,
+       .backward = pl_backward_softmax,
+       .kernel = pl_kernel_log_softmax),
+    OP(PL_OP_SOFTMAX_CROSS_ENTROPY, "softmax_cross_entropy", 2, 2, 1, 1, 0, 0, infer_softmax_cross_entropy, flops_in5,
+       .backward = pl_backward_softmax_cross_entropy,
+       .kernel = pl_kernel_softmax_cross_entropy, .finish = pl_kernel_softmax_cross_entropy_finish, .workspace = pl_kernel_softmax_cross_entropy_workspace),
+    OP(PL_OP_MSE, "mse", 2, 2, 1, 1, 0, 0, infer_mse, flops_in3,
+       .backward = pl_backward_mse,
+       .kernel = pl_kernel_mse, .finish = pl_kernel_mse_finish, .workspace = pl_kernel_mse_workspace),
+    OP(PL_OP_LAYER_NORM, "layer_norm", 3, 3, 1, 1, A(EPS), 0, infer_layer_norm, flops_out8,
+       .backward = pl_backward_norm,
+       .kernel = pl_kernel_layer_norm),
+    OP(PL_OP_BATCH_NORM, "batch_norm", 3, 5, 1, 1, A(EPS) | A(MOMENTUM), 0, infer_batch_norm, flops_out8,
+       .backward = pl_backward_norm, .mutates = true, /* its running averages */
+       .kernel = pl_kernel_batch_norm),
+    OP(PL_OP_CONV2D, "conv2d", 2, 3, 1, 1, CONV_ATTRS, 0, infer_conv2d, flops_conv2d,
+       .backward = pl_backward_conv2d,
+       .kernel = pl_kernel_conv2d, .workspace = pl_kernel_conv2d_workspace),
+    OP(PL_OP_MAX_POOL, "max_pool", 1, 1, 1, 1, POOL_ATTRS, A(KERNEL), infer_pool, flops_pool,
+       .backward = pl_backward_pool,
+       .kernel = pl_kernel_max_pool),
+    OP(PL_OP_AVG_POOL, "avg_pool", 1, 1, 1, 1, POOL_ATTRS, A(KERNEL), infer_pool, flops_pool,
+       .backward = pl_backward_pool,
+       .kernel = pl_kernel_avg_pool),
+    OP(PL_OP_GLOBAL_AVG_POOL, "global_avg_pool", 1, 1, 1, 1, 0, 0, infer_global_avg_pool, flops_in1,
+       .backward = pl_backward_pool,
+       .kernel = pl_kernel_global_avg_pool),
+    OP(PL_OP_CONCAT, "concat", 1, -1, 1, 1, A(AXIS), A(AXIS), infer_concat, flops_none,
+       .backward = pl_backward_concat,
+       .kernel = pl_kernel_concat),
+    OP(PL_OP_SPLIT, "split", 1, 1, 1, 127, A(AXIS) | A(SIZES), A(AXIS), infer_split, flops_none,
+       .backward = pl_backward_split,
+       .kernel = pl_kernel_split),
+    OP(PL_OP_SLICE, "slice", 1, 1, 1, 1, A(AXIS) | A(START) | A(END), A(AXIS) | A(START) | A(END), infer_slice, flops_none,
+       .backward = pl_backward_slice,
+       .kernel = pl_kernel_slice),
+    OP(PL_OP_RESHAPE, "reshape", 1, 1, 1, 1, A(SHAPE), A(SHAPE), infer_reshape, flops_none,
+       .backward = pl_backward_reshape,
+       .kernel = pl_kernel_copy),
+    OP(PL_OP_FLATTEN, "flatten", 1, 1, 1, 1, 0, 0, infer_flatten, flops_none,
+       .backward = pl_backward_reshape,
+       .kernel = pl_kernel_copy),
+    OP(PL_OP_TRANSPOSE, "transpose", 1, 1, 1, 1, A(PERM), A(PERM), infer_transpose, flops_none,
+       .backward = pl_backward_transpose,
+       .kernel = pl_kernel_transpose),
+    OP(PL_OP_EMBEDDING, "embedding", 2, 2, 1, 1, 0, 0, infer_embedding, flops_none,
+       .backward = pl_backward_embedding,
+       .kernel = pl_kernel_embedding),
+    OP(PL_OP_REDUCE_SUM, "reduce_sum", 1, 1, 1, 1, A(AXES) | A(KEEPDIMS), A(AXES), infer_reduce, flops_in1,
+       .backward = pl_backward_reduce,
+       .kernel = pl_kernel_reduce_sum),
+    OP(PL_OP_REDUCE_MEAN, "reduce_mean", 1, 1, 1, 1, A(AXES) | A(KEEPDIMS), A(AXES), infer_reduce, flops_in1,
+       .backward = pl_backward_reduce,
+       .kernel = pl_kernel_reduce_mean),
+    OP(PL_OP_DROPOUT, "dropout", 1, 1, 1, 1, A(RATE) | A(SEED), A(RATE), infer_dropout, flops_out2,
+       .backward = pl_backward_dropout,
+       .kernel = pl_kernel_dropout),
+    OP(PL_OP_TOPK_GATE, "topk_gate", 1, 1, 1, 1, A(K), A(K), infer_topk_gate, flops_topk_gate,
+       .backward = pl_backward_softmax,
+       .kernel = pl_kernel_topk_gate),
+    OP(PL_OP_LSTM_CELL, "lstm_cell", 3, 5, 2, 2, 0, 0, infer_lstm_cell, flops_lstm_cell,
+       .backward = pl_backward_lstm_cell,
+       .kernel = pl_kernel_lstm_cell, .workspace = pl_kernel_lstm_cell_workspace),
+#undef OP
+
+#define INTERNAL(kind, text, in_min, in_max, out_min, out_max, infer_fn, flops_fn, ...)        \
+    [kind] = {.name = text, .min_inputs = in_min, .max_inputs = in_max,                         \
+              .min_outputs = out_min, .max_outputs = out_max, .infer = infer_fn,                \
+              .flops = flops_fn, .internal = true, __VA_ARGS__}
+    INTERNAL(PL_OP_MATMUL_GRAD_A, "matmul_grad_a", 3, 3, 1, 1, pl_infer_like_second,
+             pl_flops_matmul_grad,
+       .kernel = pl_kernel_matmul_grad_a),
+    INTERNAL(PL_OP_MATMUL_GRAD_B, "matmul_grad_b", 3, 3, 1, 1, pl_infer_like_third,
+             pl_flops_matmul_grad,
+       .kernel = pl_kernel_matmul_grad_b),
+    INTERNAL(PL_OP_SUM_TO, "sum_to", 2, 2, 1, 1, pl_infer_like_second, pl_flops_elements_in0,
+       .kernel = pl_kernel_sum_to),
+    INTERNAL(PL_OP_RELU_GRAD, "relu_grad", 2, 2, 1, 1, pl_infer_like_first,
+             pl_flops_elements_in0,
+       .kernel = pl_kernel_relu_grad),
+    INTERNAL(PL_OP_GELU_GRAD, "gelu_grad", 2, 2, 1, 1, pl_infer_like_first,
+             pl_flops_elements_out0x4,
+       .kernel = pl_kernel_gelu_grad),
+    INTERNAL(PL_OP_TANH_GRAD, "tanh_grad", 2, 2, 1, 1, pl_infer_like_first,
+             pl_flops_elements_out0x4,
+       .kernel = pl_kernel_tanh_grad),
+    INTERNAL(PL_OP_SIGMOID_GRAD, "sigmoid_grad", 2, 2, 1, 1, pl_infer_like_first,
+             pl_flops_elements_out0x4,
+       .kernel = pl_kernel_sigmoid_grad),
+    INTERNAL(PL_OP_SOFTMAX_GRAD, "softmax_grad", 2, 2, 1, 1, pl_infer_like_first,
+             pl_flops_elements_out0x4,
+       .kernel = pl_kernel_softmax_grad),
+    INTERNAL(PL_OP_LOG_SOFTMAX_GRAD, "log_softmax_grad", 2, 2, 1, 1, pl_infer_like_first,
+             pl_flops_elements_out0x4,
+       .kernel = pl_kernel_log_softmax_grad),
+    INTERNAL(PL_OP_SOFTMAX_CROSS_ENTROPY_GRAD, "softmax_cross_entropy_grad", 3, 3, 1, 1,
+             pl_infer_like_first, pl_flops_elements_out0x4,
+       .kernel = pl_kernel_softmax_cross_entropy_grad),
+    INTERNAL(PL_OP_MSE_GRAD, "mse_grad", 3, 3, 1, 1, pl_infer_like_first,
+             pl_flops_elements_out0x4,
+       .kernel = pl_kernel_mse_grad),
+    INTERNAL(PL_OP_LAYER_NORM_GRAD, "layer_norm_grad", 3, 3, 3, 3, pl_infer_norm_grad,
+             pl_flops_elements_in0,
+       .kernel = pl_kernel_layer_norm_grad, .finish = pl_kernel_layer_norm_grad_finish, .workspace = pl_kernel_layer_norm_grad_workspace),
+    INTERNAL(PL_OP_BATCH_NORM_GRAD, "batch_norm_grad", 3, 3, 3, 3, pl_infer_norm_grad,
+             pl_flops_elements_in0,
+       .kernel = pl_kernel_batch_norm_grad),
+    INTERNAL(PL_OP_CONV2D_GRAD_INPUT, "conv2d_grad_input", 3, 3, 1, 1, pl_infer_like_second,
+             pl_flops_conv2d_grad,
+       .kernel = pl_kernel_conv2d_grad_input, .workspace = pl_kernel_conv2d_grad_input_workspace),
+    INTERNAL(PL_OP_CONV2D_GRAD_FILTER, "conv2d_grad_filter", 3, 3, 1, 2,
+             pl_infer_conv2d_grad_filter, pl_flops_conv2d_grad,
+       .kernel = pl_kernel_conv2d_grad_filter, .finish = pl_kernel_conv2d_grad_filter_finish, .workspace = pl_kernel_conv2d_grad_filter_workspace),
+    INTERNAL(PL_OP_MAX_POOL_GRAD, "max_pool_grad", 2, 2, 1, 1, pl_infer_like_second,
+             pl_flops_elements_out0x4,
+       .kernel = pl_kernel_max_pool_grad),
+    INTERNAL(PL_OP_AVG_POOL_GRAD, "avg_pool_grad", 2, 2, 1, 1, pl_infer_like_second,
+             pl_flops_elements_out0x4,
+       .kernel = pl_kernel_avg_pool_grad),
+    INTERNAL(PL_OP_GLOBAL_AVG_POOL_GRAD, "global_avg_pool_grad", 2, 2, 1, 1,
+             pl_infer_like_second, pl_flops_elements_in0,
+       .kernel = pl_kernel_global_avg_pool_grad),
+    INTERNAL(PL_OP_SLICE_GRAD, "slice_grad", 2, 2, 1, 1, pl_infer_like_second, pl_flops_zero,
+       .kernel = pl_kernel_slice_grad),
+    INTERNAL(PL_OP_RESHAPE_LIKE, "reshape_like", 2, 2, 1, 1, pl_infer_like_second,
+             pl_flops_zero,
+       .kernel = pl_kernel_copy),
+    INTERNAL(PL_OP_BROADCAST_LIKE, "broadcast_like", 2, 2, 1, 1, pl_infer_like_second,
+             pl_flops_elements_out0x4,
+       .kernel = pl_kernel_broadcast_like),
+    INTERNAL(PL_OP_DROPOUT_GRAD, "dropout_grad", 1, 1, 1, 1, pl_infer_like_first,
+             pl_flops_elements_in0,
+       .kernel = pl_kernel_dropout_grad),
+    INTERNAL(PL_OP_LSTM_CELL_GRAD, "lstm_cell_grad", 5, 7, 3, 5, pl_infer_lstm_cell_grad,
+             pl_flops_lstm_cell_grad,
+       .kernel = pl_kernel_lstm_cell_grad, .finish = pl_kernel_lstm_cell_grad_finish, .workspace = pl_kernel_lstm_cell_grad_workspace),
+    INTERNAL(PL_OP_ZEROS_LIKE, "zeros_like", 1, 1, 1, 1, pl_infer_like_first, pl_flops_zero,
+       .kernel = pl_kernel_zeros_like),
+    INTERNAL(PL_OP_ACCUMULATE, "accumulate", 2, 2, 0, 0, pl_infer_in_place,
+             pl_flops_elements_in0, .mutates = true,
+       .kernel = pl_kernel_accumulate),
+    INTERNAL(PL_OP_SCATTER_ACCUMULATE, "scatter_accumulate", 3, 3, 0, 0, pl_infer_in_place,
+             pl_flops_elements_in0, .mutates = true,
+       .kernel = pl_kernel_scatter_accumulate),
+    INTERNAL(PL_OP_SGD_UPDATE, "sgd_update", 2, 3, 0, 0, pl_infer_in_place, pl_flops_update,
+             .mutates = true,
+       .kernel = pl_kernel_sgd_update),
+    INTERNAL(PL_OP_ADAM_UPDATE, "adam_update", 4, 4, 0, 0, pl_infer_in_place, pl_flops_update,
+             .mutates = true,
+       .kernel = pl_kernel_adam_update),
+#undef INTERNAL
 };
 
 const pl_op_info *pl_op_info_of(pl_op_kind kind)
@@ -803,11 +956,13 @@ static int compare_names(const void *a, const void *b)
 void pl_op_names_join(char *buf, size_t cap)
 {
     const char *names[PL_OP_COUNT];
+    int n = 0;
     for (int k = 0; k < PL_OP_COUNT; k++)
-        names[k] = op_table[k].name;
-    qsort(names, PL_OP_COUNT, sizeof *names, compare_names);
+        if (!op_table[k].internal)
+            names[n++] = op_table[k].name;
+    qsort(names, (size_t)n, sizeof *names, compare_names);
     size_t used = 0;
     buf[0] = '\0';
-    for (int k = 0; k < PL_OP_COUNT && used < cap; k++)
+    for (int k = 0; k < n && used < cap; k++)
         used += (size_t)snprintf(buf + used, cap - used, "%s%s", k ? ", " : "", names[k]);
 }

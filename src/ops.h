@@ -43,8 +43,40 @@ typedef enum pl_op_kind {
     PL_OP_DROPOUT,
     PL_OP_TOPK_GATE,
     PL_OP_LSTM_CELL,
+    /* Internal ops: automatic differentiation writes them into the training graph; model
+     * files cannot name them. Inputs -> outputs; "like" inputs give only their shape. */
+    PL_OP_MATMUL_GRAD_A,   /* dy, a, b -> da; forward's transpose flags; sums broadcast axes */
+    PL_OP_MATMUL_GRAD_B,   /* dy, a, b -> db; likewise */
+    PL_OP_SUM_TO,          /* x, like -> x summed over the axes where `like` was broadcast */
+    PL_OP_RELU_GRAD,       /* dy, y -> dy * (y > 0) */
+    PL_OP_GELU_GRAD,       /* dy, x -> dy * gelu'(x) */
+    PL_OP_TANH_GRAD,       /* dy, y -> dy * (1 - y^2) */
+    PL_OP_SIGMOID_GRAD,    /* dy, y -> dy * y * (1 - y) */
+    PL_OP_SOFTMAX_GRAD,    /* dy, y -> y * (dy - sum(dy * y)) along axis; also top-k gates */
+    PL_OP_LOG_SOFTMAX_GRAD,            /* dy, y -> dy - exp(y) * sum(dy) along axis */
+    PL_OP_SOFTMAX_CROSS_ENTROPY_GRAD,  /* logits, labels, dloss -> dlogits */
+    PL_OP_MSE_GRAD,        /* prediction, target, dloss -> dprediction */
+    PL_OP_LAYER_NORM_GRAD, /* dy, x, gamma -> dx, dgamma, dbeta; eps */
+    PL_OP_BATCH_NORM_GRAD, /* dy, x, gamma -> dx, dgamma, dbeta; eps; batch statistics */
+    PL_OP_CONV2D_GRAD_INPUT,  /* dy, x, w -> dx; the forward's conv attributes */
+    PL_OP_CONV2D_GRAD_FILTER, /* dy, x, w -> dw [, dbias] */
+    PL_OP_MAX_POOL_GRAD,   /* dy, x -> dx (to the first maximum of each window) */
+    PL_OP_AVG_POOL_GRAD,   /* dy, x -> dx */
+    PL_OP_GLOBAL_AVG_POOL_GRAD, /* dy, x -> dx */
+    PL_OP_SLICE_GRAD,      /* dy, x -> dx: dy in [start, end) along axis, zeros elsewhere */
+    PL_OP_RESHAPE_LIKE,    /* x, like -> x's elements in like's shape */
+    PL_OP_BROADCAST_LIKE,  /* dy, x -> factor * dy repeated over the `axes` reduced from x */
+    PL_OP_DROPOUT_GRAD,    /* dy -> dy masked and scaled exactly as the forward pass did */
+    PL_OP_LSTM_CELL_GRAD,  /* dh', dc', x, w, b [, h, c] -> dx, dw, db [, dh, dc] */
+    PL_OP_ZEROS_LIKE,      /* x -> zeros of x's shape */
+    PL_OP_ACCUMULATE,      /* acc, g -> (none): acc += g, in place */
+    PL_OP_SCATTER_ACCUMULATE, /* acc [V,D], dy [...,D], ids [...] -> (none): acc[ids] += dy */
+    PL_OP_SGD_UPDATE,      /* param, acc [, velocity] -> (none): in place; acc zeroed */
+    PL_OP_ADAM_UPDATE,     /* param, acc, m, v -> (none): in place; acc zeroed */
     PL_OP_COUNT
 } pl_op_kind;
+
+#define PL_OP_FIRST_INTERNAL PL_OP_MATMUL_GRAD_A
 
 /* Attributes, by id. Each op accepts a subset (pl_op_info.attrs). */
 typedef enum pl_attr_id {
@@ -97,6 +129,8 @@ typedef struct pl_attrs {
     pl_int_list axes, sizes, shape, perm;
     double factor, eps, momentum, rate;
     int64_t seed;
+    /* Internal ops only (set by autodiff, never read from a file): the optimiser. */
+    double lr, weight_decay, beta1, beta2;
 } pl_attrs;
 
 typedef struct pl_attr_info {
@@ -130,6 +164,9 @@ typedef struct pl_infer_ctx {
 bool pl_infer_fail(pl_infer_ctx *ctx, int blame_input, int blame_attr, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+struct pl_kernel_args;
+struct pl_autodiff;
+
 typedef struct pl_op_info {
     const char *name;
     int8_t min_inputs, max_inputs; /* max -1: any number */
@@ -139,6 +176,18 @@ typedef struct pl_op_info {
     bool (*infer)(pl_infer_ctx *ctx);
     /* Floating-point operations of one execution, from the inferred shapes. */
     double (*flops)(const pl_infer_ctx *ctx);
+    /* Execution (kernels/kernels.h): `kernel` runs on every thread of a device, each
+     * doing its share; `finish`, when set, runs once after all of them (reductions);
+     * `workspace` gives the scratch bytes the op needs for `nth` threads. */
+    void (*kernel)(const struct pl_kernel_args *args);
+    void (*finish)(const struct pl_kernel_args *args);
+    size_t (*workspace)(const struct pl_kernel_args *args);
+    /* Automatic differentiation (autodiff.c): appends the ops computing the gradients of
+     * the op's inputs. NULL: the op has no gradient (labels, ids, internal ops). */
+    bool (*backward)(struct pl_autodiff *ad, int op);
+    bool internal; /* written by autodiff; model files cannot name it */
+    bool mutates;  /* writes state inputs in place (accumulators, optimiser moments,
+                      batch-norm running averages) */
 } pl_op_info;
 
 const pl_op_info *pl_op_info_of(pl_op_kind kind);

@@ -7,5 +7,18 @@ void pl_register_ops_tests(void);
 void pl_register_load_tests(void);
 void pl_register_invalid_tests(void);
 void pl_register_dot_tests(void);
+void pl_register_data_tests(void);
+void pl_register_pool_tests(void);
+void pl_register_autodiff_tests(void);
+void pl_register_session_tests(void);
+void pl_register_kernels_dense_tests(void);
+void pl_register_kernels_elementwise_tests(void);
+void pl_register_kernels_softmax_tests(void);
+void pl_register_kernels_norm_tests(void);
+void pl_register_kernels_lstm_tests(void);
+void pl_register_kernels_optim_tests(void);
+void pl_register_kernels_conv_tests(void);
+void pl_register_kernels_pool_tests(void);
+void pl_register_kernels_shape_tests(void);
 
 #endif

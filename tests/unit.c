@@ -15,6 +15,19 @@ int main(int argc, char **argv)
     pl_register_load_tests();
     pl_register_invalid_tests();
     pl_register_dot_tests();
+    pl_register_data_tests();
+    pl_register_pool_tests();
+    pl_register_autodiff_tests();
+    pl_register_session_tests();
+    pl_register_kernels_dense_tests();
+    pl_register_kernels_elementwise_tests();
+    pl_register_kernels_softmax_tests();
+    pl_register_kernels_norm_tests();
+    pl_register_kernels_lstm_tests();
+    pl_register_kernels_optim_tests();
+    pl_register_kernels_conv_tests();
+    pl_register_kernels_pool_tests();
+    pl_register_kernels_shape_tests();
     CU_basic_set_mode(CU_BRM_VERBOSE);
     if (argc > 1) {
         CU_pSuite suite = CU_get_suite(argv[1]);

@@ -14,6 +14,7 @@ typedef struct command {
 static const command commands[] = {
     {"validate", pl_cmd_validate, "validate MODEL.json...     check models, print summaries"},
     {"dot", pl_cmd_dot, "dot MODEL.json [-o FILE]   draw a model as GraphViz dot"},
+    {"train", pl_cmd_train, "train MODEL.json [OPTIONS] train a model on one device"},
 };
 
 static void print_help(void)

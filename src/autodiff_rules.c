@@ -1,0 +1,278 @@
+/* The backward rule of every differentiable op: given the gradients of its outputs,
+ * append the ops that compute the gradients of its inputs (see autodiff_impl.h for the
+ * helpers). Each rule copies the forward op first: emitting may move the op array. */
+#include <stdlib.h>
+
+#include "autodiff_impl.h"
+
+#define EMIT(kind, n_out, attrs, ...)                                                       \
+    pl_ad_emit(ad, kind, (const int[]){__VA_ARGS__},                                        \
+               (int)(sizeof((const int[]){__VA_ARGS__}) / sizeof(int)), n_out, attrs)
+
+static pl_op forward(const pl_autodiff *ad, int op)
+{
+    return ad->g->ops[op];
+}
+
+bool pl_backward_matmul(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int dy = pl_ad_grad(ad, f.outputs[0]), a = f.inputs[0], b = f.inputs[1];
+    if (pl_ad_needs(ad, a) && !pl_ad_contribute(ad, a, EMIT(PL_OP_MATMUL_GRAD_A, 1, NULL, dy, a, b)))
+        return false;
+    if (pl_ad_needs(ad, b) && !pl_ad_contribute(ad, b, EMIT(PL_OP_MATMUL_GRAD_B, 1, NULL, dy, a, b)))
+        return false;
+    return true;
+}
+
+/* y = a + b or a - b: the gradient passes through (negated for b of sub); contribute
+ * reduces broadcast axes. */
+static bool backward_sum(pl_autodiff *ad, int op, float b_sign)
+{
+    pl_op f = forward(ad, op);
+    int dy = pl_ad_grad(ad, f.outputs[0]);
+    if (pl_ad_needs(ad, f.inputs[0]) && !pl_ad_contribute(ad, f.inputs[0], dy))
+        return false;
+    if (!pl_ad_needs(ad, f.inputs[1]))
+        return true;
+    int db = dy;
+    if (b_sign < 0) {
+        pl_attrs negate;
+        pl_attrs_default(&negate);
+        negate.factor = -1;
+        db = EMIT(PL_OP_SCALE, 1, &negate, dy);
+    }
+    return pl_ad_contribute(ad, f.inputs[1], db);
+}
+
+bool pl_backward_add(pl_autodiff *ad, int op)
+{
+    return backward_sum(ad, op, 1);
+}
+
+bool pl_backward_sub(pl_autodiff *ad, int op)
+{
+    return backward_sum(ad, op, -1);
+}
+
+bool pl_backward_mul(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int dy = pl_ad_grad(ad, f.outputs[0]);
+    for (int i = 0; i < 2; i++) {
+        int x = f.inputs[i], other = f.inputs[1 - i];
+        if (pl_ad_needs(ad, x) && !pl_ad_contribute(ad, x, EMIT(PL_OP_MUL, 1, NULL, dy, other)))
+            return false;
+    }
+    return true;
+}
+
+bool pl_backward_scale(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    return pl_ad_contribute(ad, f.inputs[0], EMIT(PL_OP_SCALE, 1, NULL, pl_ad_grad(ad, f.outputs[0])));
+}
+
+bool pl_backward_activation(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int dy = pl_ad_grad(ad, f.outputs[0]), x = f.inputs[0], y = f.outputs[0];
+    int dx;
+    switch (f.kind) {
+    case PL_OP_RELU: dx = EMIT(PL_OP_RELU_GRAD, 1, NULL, dy, y); break;
+    case PL_OP_GELU: dx = EMIT(PL_OP_GELU_GRAD, 1, NULL, dy, x); break;
+    case PL_OP_TANH: dx = EMIT(PL_OP_TANH_GRAD, 1, NULL, dy, y); break;
+    default: dx = EMIT(PL_OP_SIGMOID_GRAD, 1, NULL, dy, y); break;
+    }
+    return pl_ad_contribute(ad, x, dx);
+}
+
+bool pl_backward_softmax(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int dy = pl_ad_grad(ad, f.outputs[0]), y = f.outputs[0];
+    pl_attrs attrs = f.attrs;
+    if (f.kind == PL_OP_TOPK_GATE)
+        attrs.axis = -1; /* zero gates have zero gradient under the softmax rule */
+    pl_op_kind kind = f.kind == PL_OP_LOG_SOFTMAX ? PL_OP_LOG_SOFTMAX_GRAD : PL_OP_SOFTMAX_GRAD;
+    return pl_ad_contribute(ad, f.inputs[0], EMIT(kind, 1, &attrs, dy, y));
+}
+
+bool pl_backward_softmax_cross_entropy(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int dloss = pl_ad_grad(ad, f.outputs[0]);
+    return pl_ad_contribute(ad, f.inputs[0], EMIT(PL_OP_SOFTMAX_CROSS_ENTROPY_GRAD, 1, NULL,
+                                                  f.inputs[0], f.inputs[1], dloss));
+}
+
+bool pl_backward_mse(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int dloss = pl_ad_grad(ad, f.outputs[0]);
+    int dpred = EMIT(PL_OP_MSE_GRAD, 1, NULL, f.inputs[0], f.inputs[1], dloss);
+    if (pl_ad_needs(ad, f.inputs[0]) && !pl_ad_contribute(ad, f.inputs[0], dpred))
+        return false;
+    if (!pl_ad_needs(ad, f.inputs[1]))
+        return true;
+    pl_attrs negate;
+    pl_attrs_default(&negate);
+    negate.factor = -1;
+    return pl_ad_contribute(ad, f.inputs[1], EMIT(PL_OP_SCALE, 1, &negate, dpred));
+}
+
+bool pl_backward_norm(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    pl_op_kind kind = f.kind == PL_OP_LAYER_NORM ? PL_OP_LAYER_NORM_GRAD : PL_OP_BATCH_NORM_GRAD;
+    int dx = EMIT(kind, 3, NULL, pl_ad_grad(ad, f.outputs[0]), f.inputs[0], f.inputs[1]);
+    if (dx < 0)
+        return false;
+    for (int k = 0; k < 3; k++)
+        if (pl_ad_needs(ad, f.inputs[k]) &&
+            !pl_ad_contribute(ad, f.inputs[k], pl_ad_output(ad, dx, k)))
+            return false;
+    return true;
+}
+
+bool pl_backward_conv2d(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int dy = pl_ad_grad(ad, f.outputs[0]), x = f.inputs[0], w = f.inputs[1];
+    if (pl_ad_needs(ad, x) &&
+        !pl_ad_contribute(ad, x, EMIT(PL_OP_CONV2D_GRAD_INPUT, 1, NULL, dy, x, w)))
+        return false;
+    bool bias = f.n_inputs == 3;
+    if (!pl_ad_needs(ad, w) && !(bias && pl_ad_needs(ad, f.inputs[2])))
+        return true;
+    int dw = EMIT(PL_OP_CONV2D_GRAD_FILTER, bias ? 2 : 1, NULL, dy, x, w);
+    if (dw < 0 || (pl_ad_needs(ad, w) && !pl_ad_contribute(ad, w, dw)))
+        return false;
+    return !bias || !pl_ad_needs(ad, f.inputs[2]) ||
+           pl_ad_contribute(ad, f.inputs[2], pl_ad_output(ad, dw, 1));
+}
+
+bool pl_backward_pool(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    pl_op_kind kind = f.kind == PL_OP_MAX_POOL   ? PL_OP_MAX_POOL_GRAD
+                      : f.kind == PL_OP_AVG_POOL ? PL_OP_AVG_POOL_GRAD
+                                                 : PL_OP_GLOBAL_AVG_POOL_GRAD;
+    return pl_ad_contribute(ad, f.inputs[0],
+                            EMIT(kind, 1, NULL, pl_ad_grad(ad, f.outputs[0]), f.inputs[0]));
+}
+
+bool pl_backward_concat(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int dy = pl_ad_grad(ad, f.outputs[0]);
+    const pl_tensor *y = &ad->g->tensors[f.outputs[0]];
+    int64_t axis = f.attrs.axis < 0 ? f.attrs.axis + y->rank : f.attrs.axis, offset = 0;
+    for (int i = 0; i < f.n_inputs; i++) {
+        int x = f.inputs[i];
+        int64_t size = ad->g->tensors[x].dims[axis];
+        if (pl_ad_needs(ad, x)) {
+            pl_attrs cut;
+            pl_attrs_default(&cut);
+            cut.axis = axis;
+            cut.start = offset;
+            cut.end = offset + size;
+            if (!pl_ad_contribute(ad, x, EMIT(PL_OP_SLICE, 1, &cut, dy)))
+                return false;
+        }
+        offset += size;
+    }
+    return true;
+}
+
+bool pl_backward_split(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int *parts = malloc((size_t)f.n_outputs * sizeof *parts);
+    if (!parts)
+        return false;
+    bool ok = true;
+    for (int i = 0; i < f.n_outputs && ok; i++)
+        ok = (parts[i] = pl_ad_grad_or_zeros(ad, f.outputs[i])) >= 0;
+    pl_attrs join;
+    pl_attrs_default(&join);
+    join.axis = f.attrs.axis;
+    ok = ok && pl_ad_contribute(ad, f.inputs[0],
+                                pl_ad_emit(ad, PL_OP_CONCAT, parts, f.n_outputs, 1, &join));
+    free(parts);
+    return ok;
+}
+
+bool pl_backward_slice(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    return pl_ad_contribute(ad, f.inputs[0], EMIT(PL_OP_SLICE_GRAD, 1, NULL,
+                                                  pl_ad_grad(ad, f.outputs[0]), f.inputs[0]));
+}
+
+bool pl_backward_reshape(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    return pl_ad_contribute(ad, f.inputs[0], EMIT(PL_OP_RESHAPE_LIKE, 1, NULL,
+                                                  pl_ad_grad(ad, f.outputs[0]), f.inputs[0]));
+}
+
+bool pl_backward_transpose(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int64_t *inverse = pl_arena_alloc(&ad->g->arena, (size_t)f.attrs.perm.n * sizeof *inverse);
+    if (!inverse)
+        return false;
+    for (int a = 0; a < f.attrs.perm.n; a++)
+        inverse[f.attrs.perm.v[a]] = a;
+    pl_attrs back = f.attrs;
+    back.perm = (pl_int_list){f.attrs.perm.n, inverse};
+    return pl_ad_contribute(ad, f.inputs[0],
+                            EMIT(PL_OP_TRANSPOSE, 1, &back, pl_ad_grad(ad, f.outputs[0])));
+}
+
+bool pl_backward_embedding(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    return pl_ad_contribute_rows(ad, f.inputs[0], pl_ad_grad(ad, f.outputs[0]), f.inputs[1]);
+}
+
+bool pl_backward_reduce(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    const pl_tensor *x = &ad->g->tensors[f.inputs[0]], *y = &ad->g->tensors[f.outputs[0]];
+    pl_attrs spread = f.attrs;
+    spread.factor = f.kind == PL_OP_REDUCE_MEAN
+                        ? (double)pl_tensor_elements(y) / (double)pl_tensor_elements(x)
+                        : 1.0;
+    return pl_ad_contribute(ad, f.inputs[0], EMIT(PL_OP_BROADCAST_LIKE, 1, &spread,
+                                                  pl_ad_grad(ad, f.outputs[0]), f.inputs[0]));
+}
+
+bool pl_backward_dropout(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    return pl_ad_contribute(ad, f.inputs[0],
+                            EMIT(PL_OP_DROPOUT_GRAD, 1, NULL, pl_ad_grad(ad, f.outputs[0])));
+}
+
+/* lstm_cell(x, w, b [, h, c]) -> h', c'; lstm_cell_grad(dh', dc', x, w, b [, h, c]) ->
+ * dx, dw, db [, dh, dc]: the gradient of every input, in input order. */
+bool pl_backward_lstm_cell(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int inputs[7];
+    if ((inputs[0] = pl_ad_grad_or_zeros(ad, f.outputs[0])) < 0 ||
+        (inputs[1] = pl_ad_grad_or_zeros(ad, f.outputs[1])) < 0)
+        return false;
+    for (int i = 0; i < f.n_inputs; i++)
+        inputs[2 + i] = f.inputs[i];
+    int first = pl_ad_emit(ad, PL_OP_LSTM_CELL_GRAD, inputs, f.n_inputs + 2, f.n_inputs, NULL);
+    if (first < 0)
+        return false;
+    for (int i = 0; i < f.n_inputs; i++)
+        if (pl_ad_needs(ad, f.inputs[i]) &&
+            !pl_ad_contribute(ad, f.inputs[i], pl_ad_output(ad, first, i)))
+            return false;
+    return true;
+}

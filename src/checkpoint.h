@@ -1,0 +1,29 @@
+/* Training checkpoints: every parameter and state tensor of a session plus where training
+ * stood, so that a resumed run continues exactly as an uninterrupted one would.
+ *
+ * Format (little-endian, as the machine writes it): "PLACERCK", u32 version 1, u64 model
+ * hash, i64 step, i64 epoch, i64 position, u64 seed, u32 tensor count, then per tensor
+ * u32 name length, the name, u64 element count, the floats. Written atomically. Reading
+ * checks the model hash and every tensor's name and size before changing anything. */
+#ifndef PLACER_CHECKPOINT_H
+#define PLACER_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "error.h"
+#include "graph.h"
+#include "session.h"
+
+typedef struct pl_train_position {
+    int64_t step;     /* steps done */
+    int64_t epoch;    /* current epoch, from 0 */
+    int64_t position; /* samples of the current epoch done */
+    uint64_t seed;
+} pl_train_position;
+
+pl_status pl_checkpoint_write(const char *path, const pl_graph *graph, pl_session *session,
+                              const pl_train_position *where, pl_error *err);
+pl_status pl_checkpoint_read(const char *path, const pl_graph *graph, pl_session *session,
+                             pl_train_position *where, pl_error *err);
+
+#endif

@@ -1,0 +1,403 @@
+/* placer train MODEL.json: trains a model for real on one device, printing loss, accuracy
+ * and throughput as it goes, with checkpoints that resume exactly. */
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "autodiff.h"
+#include "checkpoint.h"
+#include "cli.h"
+#include "data.h"
+#include "graph_build.h"
+#include "session.h"
+
+typedef struct train_options {
+    const char *model, *data, *checkpoint, *resume;
+    long epochs, steps, batch, threads, micro_batches, log_every, checkpoint_every;
+    double lr;
+    unsigned long long seed;
+    bool quiet;
+} train_options;
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int signal_number)
+{
+    (void)signal_number;
+    interrupted = 1;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void usage(void)
+{
+    printf("Usage: placer train MODEL.json [options]\n"
+           "Trains the model on one device and prints loss, accuracy and samples per second.\n"
+           "\n"
+           "  --data PATH          a Fashion-MNIST directory, a text file, or 'synthetic'\n"
+           "                       (default: chosen by the model's inputs)\n"
+           "  --epochs N           train until N epochs are done (default 1)\n"
+           "  --steps N            train until N steps are done (instead of --epochs)\n"
+           "  --batch N            samples per step (default: the model's batch size)\n"
+           "  --micro-batches N    split each step into N micro-batches (default 1)\n"
+           "  --lr X               learning rate (default: the model's)\n"
+           "  --seed N             data order and dropout seed (default 1)\n"
+           "  --threads N          worker threads of the device (default 1)\n"
+           "  --checkpoint FILE    write a checkpoint here at the end (and on Ctrl-C)\n"
+           "  --checkpoint-every N also every N steps\n"
+           "  --resume FILE        continue from a checkpoint\n"
+           "  --log-every N        print a line every N steps (default 100)\n"
+           "  -q, --quiet          only the epoch lines and the summary\n");
+}
+
+static bool parse_long(const char *text, long min, long *out)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || v < min)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int parse_options(int argc, char **argv, train_options *o)
+{
+    enum { DATA = 256, EPOCHS, STEPS, BATCH, MICRO, LR, SEED, THREADS, CKPT, CKPT_EVERY,
+           RESUME, LOG_EVERY };
+    static const struct option options[] = {
+        {"data", required_argument, NULL, DATA}, {"epochs", required_argument, NULL, EPOCHS},
+        {"steps", required_argument, NULL, STEPS}, {"batch", required_argument, NULL, BATCH},
+        {"micro-batches", required_argument, NULL, MICRO}, {"lr", required_argument, NULL, LR},
+        {"seed", required_argument, NULL, SEED}, {"threads", required_argument, NULL, THREADS},
+        {"checkpoint", required_argument, NULL, CKPT},
+        {"checkpoint-every", required_argument, NULL, CKPT_EVERY},
+        {"resume", required_argument, NULL, RESUME},
+        {"log-every", required_argument, NULL, LOG_EVERY},
+        {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    *o = (train_options){.epochs = 0, .steps = 0, .threads = 1, .micro_batches = 1,
+                         .log_every = 100, .seed = 1};
+    opterr = 0; /* our own message, below */
+    int c;
+    long value = 0;
+    while ((c = getopt_long(argc, argv, "qh", options, NULL)) != -1) {
+        const char *arg = optarg;
+        bool ok = true;
+        switch (c) {
+        case DATA: o->data = arg; break;
+        case EPOCHS: ok = parse_long(arg, 1, &o->epochs); break;
+        case STEPS: ok = parse_long(arg, 1, &o->steps); break;
+        case BATCH: ok = parse_long(arg, 1, &o->batch); break;
+        case MICRO: ok = parse_long(arg, 1, &o->micro_batches); break;
+        case THREADS: ok = parse_long(arg, 1, &o->threads) && o->threads <= 256; break;
+        case LOG_EVERY: ok = parse_long(arg, 1, &o->log_every); break;
+        case CKPT: o->checkpoint = arg; break;
+        case CKPT_EVERY: ok = parse_long(arg, 1, &o->checkpoint_every); break;
+        case RESUME: o->resume = arg; break;
+        case SEED: ok = parse_long(arg, 0, &value); o->seed = (unsigned long long)value; break;
+        case LR: {
+            char *end;
+            o->lr = strtod(arg, &end);
+            ok = *arg && *end == '\0' && o->lr > 0 && isfinite(o->lr);
+            break;
+        }
+        case 'q': o->quiet = true; break;
+        case 'h': usage(); return -1;
+        default:
+            return pl_cli_usage_error("train: unknown option or missing argument '%s'",
+                                      argv[optind - 1]);
+        }
+        if (!ok)
+            return pl_cli_usage_error("train: invalid value '%s' for %s", arg, argv[optind - 2]);
+    }
+    if (optind >= argc)
+        return pl_cli_usage_error("train: missing MODEL.json");
+    if (optind + 1 < argc)
+        return pl_cli_usage_error("train: one model at a time ('%s' is extra)", argv[optind + 1]);
+    if (o->epochs && o->steps)
+        return pl_cli_usage_error("train: give --epochs or --steps, not both");
+    if (!o->epochs && !o->steps)
+        o->epochs = 1;
+    o->model = argv[optind];
+    return PL_EXIT_OK;
+}
+
+/* Classification: the loss is softmax cross-entropy; its inputs are logits and labels. */
+typedef struct scorer {
+    int logits, labels; /* tensors, or -1 */
+    int64_t classes, positions_per_sample;
+} scorer;
+
+static scorer find_scorer(const pl_graph *g)
+{
+    scorer sc = {-1, -1, 0, 0};
+    const pl_tensor *loss = &g->tensors[g->loss];
+    if (loss->producer < 0 || g->ops[loss->producer].kind != PL_OP_SOFTMAX_CROSS_ENTROPY)
+        return sc;
+    const pl_op *op = &g->ops[loss->producer];
+    sc.logits = op->inputs[0];
+    sc.labels = op->inputs[1];
+    const pl_tensor *logits = &g->tensors[sc.logits], *labels = &g->tensors[sc.labels];
+    sc.classes = logits->dims[logits->rank - 1];
+    sc.positions_per_sample = pl_tensor_elements(labels) / g->batch_size;
+    return sc;
+}
+
+/* Correct predictions among the first `samples` samples of the batch. */
+static int64_t count_correct(const scorer *sc, pl_session *s, int64_t samples)
+{
+    const float *logits = pl_session_data(s, sc->logits);
+    const int32_t *labels = pl_session_data(s, sc->labels);
+    int64_t correct = 0, n = samples * sc->positions_per_sample;
+    for (int64_t i = 0; i < n; i++) {
+        const float *row = logits + i * sc->classes;
+        int64_t best = 0;
+        for (int64_t c = 1; c < sc->classes; c++)
+            if (row[c] > row[best])
+                best = c;
+        correct += best == labels[i];
+    }
+    return correct;
+}
+
+static void **input_buffers(const pl_graph *g, pl_session *s)
+{
+    void **inputs = calloc((size_t)g->n_tensors, sizeof *inputs);
+    for (int t = 0; inputs && t < g->n_tensors; t++)
+        if (g->tensors[t].kind == PL_TENSOR_INPUT)
+            inputs[t] = pl_session_data(s, t);
+    return inputs;
+}
+
+/* Test-split accuracy (and mean loss), evaluation mode, whole batches. */
+static void evaluate(const pl_graph *g, pl_session *s, const pl_dataset *data,
+                     const scorer *sc, void *const *inputs, double *loss, double *accuracy)
+{
+    int64_t size = pl_dataset_size(data, PL_SPLIT_TEST), correct = 0, batches = 0;
+    double total = 0;
+    pl_error err;
+    for (int64_t first = 0; first < size; first += g->batch_size, batches++) {
+        int64_t count = size - first < g->batch_size ? size - first : g->batch_size;
+        pl_dataset_fill(data, PL_SPLIT_TEST, 0, first, g->batch_size, inputs);
+        float batch_loss = 0;
+        if (pl_session_forward(s, false, &batch_loss, &err) != PL_OK)
+            break;
+        total += batch_loss;
+        if (sc->logits >= 0)
+            correct += count_correct(sc, s, count);
+    }
+    *loss = batches ? total / (double)batches : NAN;
+    *accuracy = sc->logits >= 0 && size ? (double)correct / (double)(size * sc->positions_per_sample)
+                                        : NAN;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void print_timing(double *times, long n)
+{
+    long warmup = n >= 10 ? 5 : n / 2;
+    if (n - warmup < 1)
+        return;
+    qsort(times + warmup, (size_t)(n - warmup), sizeof *times, compare_doubles);
+    printf("timing: %ld steps, median %.3f ms, min %.3f ms, max %.3f ms (%ld warm-up steps "
+           "excluded)\n", n - warmup, 1e3 * times[warmup + (n - warmup) / 2],
+           1e3 * times[warmup], 1e3 * times[n - 1], warmup);
+}
+
+typedef struct trainer {
+    train_options o;
+    pl_graph *g;
+    pl_dataset *data;
+    pl_session *s;
+    void **inputs;
+    scorer sc;
+    pl_train_position at;
+    int64_t epoch_size;
+} trainer;
+
+static int write_checkpoint(trainer *t)
+{
+    pl_error err;
+    pl_error_init(&err, t->o.checkpoint);
+    if (pl_checkpoint_write(t->o.checkpoint, t->g, t->s, &t->at, &err) != PL_OK)
+        return pl_cli_report(&err);
+    return PL_EXIT_OK;
+}
+
+static bool finished(const trainer *t)
+{
+    return t->o.steps ? t->at.step >= t->o.steps : t->at.epoch >= t->o.epochs;
+}
+
+static int run(trainer *t)
+{
+    const pl_graph *g = t->g;
+    bool tty = !t->o.quiet && isatty(STDOUT_FILENO);
+    long capacity = 1024, timed = 0;
+    double *times = malloc((size_t)capacity * sizeof *times);
+    double window_loss = 0, window_start = now_seconds(), epoch_loss = 0;
+    int64_t window_steps = 0, window_correct = 0, epoch_steps = 0;
+    int status = PL_EXIT_OK;
+    while (!finished(t) && !interrupted && times) {
+        pl_dataset_fill(t->data, PL_SPLIT_TRAIN, t->at.epoch, t->at.position, g->batch_size,
+                        t->inputs);
+        pl_error err;
+        pl_error_init(&err, t->o.model);
+        float loss;
+        double start = now_seconds();
+        if (pl_session_train_step(t->s, t->at.step + 1, (int)t->o.micro_batches, &loss,
+                                  &err) != PL_OK) {
+            status = pl_cli_report(&err);
+            break;
+        }
+        double elapsed = now_seconds() - start;
+        if (timed == capacity) {
+            double *more = realloc(times, (size_t)(capacity *= 2) * sizeof *times);
+            if (!more)
+                break;
+            times = more;
+        }
+        times[timed++] = elapsed;
+        t->at.step++;
+        t->at.position += g->batch_size;
+        window_loss += loss;
+        epoch_loss += loss;
+        window_steps++;
+        epoch_steps++;
+        if (t->sc.logits >= 0 && t->o.micro_batches == 1)
+            window_correct += count_correct(&t->sc, t->s, g->batch_size);
+        if (!isfinite(loss)) {
+            fprintf(stderr, "placer: train: the loss became %f at step %lld; try a smaller "
+                    "--lr\n", (double)loss, (long long)t->at.step);
+            status = PL_EXIT_FAILURE;
+            break;
+        }
+        bool epoch_done = t->at.position >= t->epoch_size;
+        if (t->at.step % t->o.log_every == 0 || (tty && window_steps % 10 == 0)) {
+            double seconds = now_seconds() - window_start;
+            char accuracy[32] = "";
+            if (t->sc.logits >= 0 && t->o.micro_batches == 1)
+                snprintf(accuracy, sizeof accuracy, "  accuracy %.4f",
+                         (double)window_correct /
+                             (double)(window_steps * g->batch_size * t->sc.positions_per_sample));
+            bool line = t->at.step % t->o.log_every == 0;
+            if (!t->o.quiet || !line)
+                printf("%sstep %lld  epoch %lld  loss %.4f%s  %.0f samples/s%s", tty ? "\r" : "",
+                       (long long)t->at.step, (long long)t->at.epoch + 1,
+                       window_loss / (double)window_steps, accuracy,
+                       (double)(window_steps * g->batch_size) / seconds,
+                       line || !tty ? "\n" : "   ");
+            fflush(stdout);
+            if (line) {
+                window_loss = 0;
+                window_steps = window_correct = 0;
+                window_start = now_seconds();
+            }
+        }
+        if (epoch_done) {
+            double test_loss, test_accuracy;
+            evaluate(g, t->s, t->data, &t->sc, t->inputs, &test_loss, &test_accuracy);
+            printf("%sepoch %lld  train loss %.4f", tty ? "\r" : "", (long long)t->at.epoch + 1,
+                   epoch_loss / (double)epoch_steps);
+            if (pl_dataset_size(t->data, PL_SPLIT_TEST) > 0)
+                printf("  test loss %.4f", test_loss);
+            if (!isnan(test_accuracy))
+                printf("  test accuracy %.4f", test_accuracy);
+            printf("\n");
+            fflush(stdout);
+            t->at.epoch++;
+            t->at.position = 0;
+            epoch_loss = 0;
+            epoch_steps = 0;
+        }
+        if (t->o.checkpoint && t->o.checkpoint_every && t->at.step % t->o.checkpoint_every == 0 &&
+            (status = write_checkpoint(t)) != PL_EXIT_OK)
+            break;
+    }
+    if (tty)
+        printf("\n");
+    if (times)
+        print_timing(times, timed);
+    free(times);
+    if (status == PL_EXIT_OK && t->o.checkpoint)
+        status = write_checkpoint(t);
+    if (status == PL_EXIT_OK && interrupted) {
+        fprintf(stderr, "placer: train: interrupted at step %lld%s\n", (long long)t->at.step,
+                t->o.checkpoint ? "; checkpoint written" : "");
+        status = PL_EXIT_INTERRUPTED;
+    }
+    return status;
+}
+
+static int set_up(trainer *t)
+{
+    int status;
+    if (!(t->g = pl_cli_load_model(t->o.model, &status)))
+        return status;
+    pl_error err;
+    pl_error_init(&err, t->o.model);
+    if (t->o.batch && pl_graph_set_batch(t->g, (int)t->o.batch, &err) != PL_OK)
+        return pl_cli_report(&err);
+    if (t->o.lr > 0)
+        t->g->optimizer.lr = t->o.lr;
+    if (t->g->batch_size % t->o.micro_batches != 0)
+        return pl_cli_usage_error("train: %ld micro-batches do not divide the batch of %d",
+                                  t->o.micro_batches, t->g->batch_size);
+    if (pl_autodiff_build(t->g, &err) != PL_OK)
+        return pl_cli_report(&err);
+    if (!(t->data = pl_dataset_open(t->g, t->o.data, t->o.seed, &err)))
+        return pl_cli_report(&err);
+    if (!(t->s = pl_session_new(t->g, (int)t->o.threads, &err)))
+        return pl_cli_report(&err);
+    t->inputs = input_buffers(t->g, t->s);
+    t->sc = find_scorer(t->g);
+    t->at = (pl_train_position){.seed = t->o.seed};
+    t->epoch_size = pl_dataset_size(t->data, PL_SPLIT_TRAIN);
+    if (t->o.resume) {
+        pl_error_init(&err, t->o.resume);
+        if (pl_checkpoint_read(t->o.resume, t->g, t->s, &t->at, &err) != PL_OK)
+            return pl_cli_report(&err);
+        if (t->at.seed != t->o.seed)
+            fprintf(stderr, "placer: train: continuing with the checkpoint's seed %llu\n",
+                    (unsigned long long)t->at.seed);
+    }
+    if (!t->o.quiet)
+        printf("training %s: batch %d%s, %d ops, %s, %ld thread%s, data: %s\n", t->g->name,
+               t->g->batch_size, t->o.micro_batches > 1 ? " in micro-batches" : "",
+               t->g->n_ops, t->g->optimizer.kind == PL_OPT_ADAM ? "adam" : "sgd",
+               t->o.threads, t->o.threads == 1 ? "" : "s", pl_dataset_describe(t->data));
+    return PL_EXIT_OK;
+}
+
+int pl_cmd_train(int argc, char **argv)
+{
+    trainer t = {0};
+    int status = parse_options(argc, argv, &t.o);
+    if (status != PL_EXIT_OK)
+        return status < 0 ? PL_EXIT_OK : status;
+    status = set_up(&t);
+    if (status == PL_EXIT_OK) {
+        signal(SIGINT, on_interrupt);
+        status = run(&t);
+        signal(SIGINT, SIG_DFL);
+    }
+    free(t.inputs);
+    pl_session_free(t.s);
+    pl_dataset_free(t.data);
+    pl_graph_free(t.g);
+    return status;
+}

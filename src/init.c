@@ -1,0 +1,62 @@
+/* Parameter initialisers. */
+#include "init.h"
+
+#include <math.h>
+
+#include "rng.h"
+
+void pl_tensor_fans(const pl_tensor *t, double *fan_in, double *fan_out)
+{
+    if (t->rank == 4) { /* [out, in/groups, kh, kw] */
+        double field = (double)(t->dims[2] * t->dims[3]);
+        *fan_in = (double)t->dims[1] * field;
+        *fan_out = (double)t->dims[0] * field;
+    } else if (t->rank >= 2) { /* [..., in, out] */
+        *fan_in = (double)t->dims[t->rank - 2];
+        *fan_out = (double)t->dims[t->rank - 1];
+    } else {
+        *fan_in = *fan_out = t->rank == 1 ? (double)t->dims[0] : 1.0;
+    }
+}
+
+void pl_tensor_initialize(const pl_tensor *t, float *data)
+{
+    int64_t n = pl_tensor_elements(t);
+    const pl_init *init = &t->init;
+    double fan_in, fan_out;
+    pl_tensor_fans(t, &fan_in, &fan_out);
+    switch (init->kind) {
+    case PL_INIT_ZEROS:
+    case PL_INIT_ONES:
+    case PL_INIT_CONSTANT: {
+        float value = init->kind == PL_INIT_ZEROS ? 0.0f
+                      : init->kind == PL_INIT_ONES ? 1.0f
+                                                   : (float)init->a;
+        for (int64_t i = 0; i < n; i++)
+            data[i] = value;
+        return;
+    }
+    case PL_INIT_UNIFORM:
+    case PL_INIT_GLOROT_UNIFORM: {
+        double low = init->a, high = init->b;
+        if (init->kind == PL_INIT_GLOROT_UNIFORM) {
+            high = sqrt(6.0 / (fan_in + fan_out));
+            low = -high;
+        }
+        for (int64_t i = 0; i < n; i++)
+            data[i] = (float)(low + (high - low) * pl_rng_uniform(init->seed, (uint64_t)i));
+        return;
+    }
+    case PL_INIT_NORMAL:
+    case PL_INIT_HE_NORMAL: {
+        double mean = init->a, std = init->b;
+        if (init->kind == PL_INIT_HE_NORMAL) {
+            mean = 0;
+            std = sqrt(2.0 / fan_in);
+        }
+        for (int64_t i = 0; i < n; i++)
+            data[i] = (float)(mean + std * pl_rng_normal(init->seed, (uint64_t)i));
+        return;
+    }
+    }
+}

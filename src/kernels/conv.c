@@ -1,0 +1,402 @@
+/* 2-D convolution (NCHW, grouped, strided, padded, dilated) as im2col + cblas_sgemm, and
+ * its two gradients.
+ *
+ * A "column matrix" of one sample and group has a row per (input channel, kernel row,
+ * kernel column) and a column per output position; the convolution is then the group's
+ * filter [Og, K] times it. A 1x1 filter with stride 1 and no padding needs no copy: the
+ * input itself is that matrix.
+ *
+ * Threads share "chunks" of work whose extent is a function of the shapes only, never of
+ * nth: OpenBLAS does not promise bitwise equal results for the same element computed by
+ * calls of different shapes, so a chunking that followed nth would make results follow
+ * it too. With fixed chunks each output element comes from the same calls in the same
+ * order for any nth, so all three kernels are bitwise nth-independent (the filter
+ * gradient's sum over samples included: the sample blocks are fixed too, and summed in
+ * a fixed order).
+ *
+ *   conv2d:             chunk = (sample, group, block of output columns)
+ *   conv2d_grad_input:  chunk = (sample, group, block of input channels); the block's
+ *                       rows of w^T.dy, then col2im into those channels of dx only
+ *   conv2d_grad_filter: chunk = (group, block of input channels, block of samples);
+ *                       sample blocks after the first add into copies of dw that
+ *                       `finish` sums in block order; dbias shared by channel */
+#include <cblas.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* Floats in one thread's column buffer, at most (unless a single row needs more). */
+#define COLUMN_BUFFER_FLOATS (INT64_C(1) << 17)
+/* Forward column blocks: wide enough that repacking the filter per call is negligible,
+ * narrow enough to give threads several chunks per sample (256 measured fastest on
+ * 32x32 inputs). */
+#define MIN_BLOCK_COLUMNS INT64_C(64)
+#define MAX_BLOCK_COLUMNS INT64_C(256)
+/* The filter gradient is cut into about this many chunks for the threads to share, by
+ * input channels while a chunk's sgemm keeps at least MIN_FILTER_COLUMNS columns (two
+ * channels of a 3x3 filter: measured fastest, since the column block stays in cache),
+ * then by samples. */
+#define FILTER_GRAD_CHUNKS INT64_C(32)
+#define MIN_FILTER_COLUMNS INT64_C(16)
+
+typedef struct conv_geom {
+    int64_t n, c, h, w;       /* input */
+    int64_t o, kh, kw;        /* filter [o, c / groups, kh, kw] */
+    int64_t oh, ow;           /* output */
+    int64_t groups, cg, og;   /* groups; input and output channels per group */
+    int64_t sh, sw, ph, pw, dh, dw;
+    int64_t taps;             /* kh * kw */
+    int64_t k;                /* cg * taps: rows of a column matrix */
+    int64_t hw, ohw;
+    bool direct;              /* 1x1, stride 1, no padding: the input is the column matrix */
+} conv_geom;
+
+static conv_geom geometry(const pl_tensor *x, const pl_tensor *w, const pl_tensor *y,
+                          const pl_attrs *at)
+{
+    conv_geom g = {
+        .n = x->dims[0], .c = x->dims[1], .h = x->dims[2], .w = x->dims[3],
+        .o = w->dims[0], .kh = w->dims[2], .kw = w->dims[3],
+        .oh = y->dims[2], .ow = y->dims[3],
+        .groups = at->groups,
+        .sh = at->stride[0], .sw = at->stride[1],
+        .ph = at->padding[0], .pw = at->padding[1],
+        .dh = at->dilation[0], .dw = at->dilation[1],
+    };
+    g.cg = g.c / g.groups;
+    g.og = g.o / g.groups;
+    g.taps = g.kh * g.kw;
+    g.k = g.cg * g.taps;
+    g.hw = g.h * g.w;
+    g.ohw = g.oh * g.ow;
+    g.direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+    return g;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Cuts `total` into the fewest blocks of at most `most`, of nearly equal size: returns
+ * the block size. */
+static int64_t even_block(int64_t total, int64_t most)
+{
+    return ceil_div(total, ceil_div(total, most < 1 ? 1 : most));
+}
+
+/* The output columns ox in [*lo, *hi) whose input column ox * sw + offset lies inside
+ * [0, w), for the kernel column giving `offset` (= kj * dw - pw). */
+static void valid_columns(const conv_geom *g, int64_t offset, int64_t *lo, int64_t *hi)
+{
+    *lo = offset >= 0 ? 0 : ceil_div(-offset, g->sw);
+    *hi = g->w - 1 - offset < 0 ? 0 : (g->w - 1 - offset) / g->sw + 1;
+    if (*hi > g->ow)
+        *hi = g->ow;
+    if (*lo > *hi)
+        *lo = *hi;
+}
+
+/* Rows for channels [c0, c1) of one sample and group (`xg` points at its first channel)
+ * and output positions [j0, j1), into col [(c1 - c0) * taps, j1 - j0]. Padding reads 0. */
+static void im2col(const conv_geom *g, const float *xg, int64_t c0, int64_t c1, int64_t j0,
+                   int64_t j1, float *col)
+{
+    int64_t cols = j1 - j0;
+    for (int64_t c = c0; c < c1; c++) {
+        const float *plane = xg + c * g->hw;
+        for (int64_t ki = 0; ki < g->kh; ki++)
+            for (int64_t kj = 0; kj < g->kw; kj++) {
+                float *row = col + (((c - c0) * g->kh + ki) * g->kw + kj) * cols;
+                int64_t offset = kj * g->dw - g->pw, lo, hi;
+                valid_columns(g, offset, &lo, &hi);
+                for (int64_t j = j0; j < j1;) {
+                    int64_t oy = j / g->ow, x0 = j % g->ow;
+                    int64_t x1 = x0 + (j1 - j) < g->ow ? x0 + (j1 - j) : g->ow;
+                    int64_t iy = oy * g->sh - g->ph + ki * g->dh;
+                    float *dst = row + (j - j0); /* output column ox at dst[ox - x0] */
+                    if (iy < 0 || iy >= g->h) {
+                        memset(dst, 0, (size_t)(x1 - x0) * sizeof(float));
+                    } else {
+                        const float *src = plane + iy * g->w; /* input column ox*sw+offset */
+                        int64_t a = clamp(lo, x0, x1), b = clamp(hi, a, x1);
+                        for (int64_t ox = x0; ox < a; ox++)
+                            dst[ox - x0] = 0.0f;
+                        if (g->sw == 1)
+                            memcpy(dst + (a - x0), src + a + offset,
+                                   (size_t)(b - a) * sizeof(float));
+                        else
+                            for (int64_t ox = a; ox < b; ox++)
+                                dst[ox - x0] = src[ox * g->sw + offset];
+                        for (int64_t ox = b; ox < x1; ox++)
+                            dst[ox - x0] = 0.0f;
+                    }
+                    j += x1 - x0;
+                }
+            }
+    }
+}
+
+/* The inverse scatter: channels [c0, c1) of dx (`dxg` at the group's first channel) from
+ * dcol [(c1 - c0) * taps, ohw], every contribution added in one fixed order. */
+static void col2im(const conv_geom *g, const float *dcol, int64_t c0, int64_t c1, float *dxg)
+{
+    for (int64_t c = c0; c < c1; c++) {
+        float *plane = dxg + c * g->hw;
+        memset(plane, 0, (size_t)g->hw * sizeof(float));
+        for (int64_t ki = 0; ki < g->kh; ki++)
+            for (int64_t kj = 0; kj < g->kw; kj++) {
+                const float *row = dcol + (((c - c0) * g->kh + ki) * g->kw + kj) * g->ohw;
+                int64_t offset = kj * g->dw - g->pw, lo, hi;
+                valid_columns(g, offset, &lo, &hi);
+                for (int64_t oy = 0; oy < g->oh; oy++) {
+                    int64_t iy = oy * g->sh - g->ph + ki * g->dh;
+                    if (iy < 0 || iy >= g->h)
+                        continue;
+                    float *dst = plane + iy * g->w; /* input column ox*sw+offset */
+                    const float *src = row + oy * g->ow;
+                    if (g->sw == 1)
+                        for (int64_t ox = lo; ox < hi; ox++)
+                            dst[ox + offset] += src[ox];
+                    else
+                        for (int64_t ox = lo; ox < hi; ox++)
+                            dst[ox * g->sw + offset] += src[ox];
+                }
+            }
+    }
+}
+
+/* ---- conv2d --------------------------------------------------------------------------- */
+
+static int64_t forward_block_columns(const conv_geom *g)
+{
+    int64_t fit = clamp(COLUMN_BUFFER_FLOATS / g->k, MIN_BLOCK_COLUMNS, MAX_BLOCK_COLUMNS);
+    return even_block(g->ohw, fit);
+}
+
+static conv_geom forward_geometry(const pl_kernel_args *args)
+{
+    return geometry(args->in_t[0], args->in_t[1], args->out_t[0], &args->op->attrs);
+}
+
+PL_WORKSPACE(conv2d)
+{
+    conv_geom g = forward_geometry(args);
+    if (g.direct)
+        return 0;
+    return (size_t)args->nth * (size_t)(g.k * forward_block_columns(&g)) * sizeof(float);
+}
+
+/* y[n, group's channels, j0:j1] = w_g . col (+ bias). */
+PL_KERNEL(conv2d)
+{
+    conv_geom g = forward_geometry(args);
+    const float *x = args->in[0], *w = args->in[1];
+    const float *bias = args->op->n_inputs == 3 ? args->in[2] : NULL;
+    float *y = args->out[0];
+    int64_t block = forward_block_columns(&g), blocks = ceil_div(g.ohw, block);
+    float *col = g.direct ? NULL : (float *)args->work + (int64_t)args->ith * g.k * block;
+    int64_t begin, end;
+    pl_kernel_share(g.n * g.groups * blocks, args->ith, args->nth, &begin, &end);
+    for (int64_t chunk = begin; chunk < end; chunk++) {
+        int64_t b = chunk % blocks, gi = chunk / blocks % g.groups, ni = chunk / blocks / g.groups;
+        int64_t j0 = b * block, j1 = j0 + block < g.ohw ? j0 + block : g.ohw, cols = j1 - j0;
+        const float *xg = x + (ni * g.c + gi * g.cg) * g.hw;
+        float *yg = y + (ni * g.o + gi * g.og) * g.ohw + j0;
+        const float *source = xg + j0;
+        int64_t ld = g.hw;
+        if (!g.direct) {
+            im2col(&g, xg, 0, g.cg, j0, j1, col);
+            source = col;
+            ld = cols;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g.og, (int)cols, (int)g.k,
+                    1.0f, w + gi * g.og * g.k, (int)g.k, source, (int)ld, 0.0f, yg,
+                    (int)g.ohw);
+        if (bias)
+            for (int64_t r = 0; r < g.og; r++) {
+                float add = bias[gi * g.og + r];
+                float *out = yg + r * g.ohw;
+                for (int64_t j = 0; j < cols; j++)
+                    out[j] += add;
+            }
+    }
+}
+
+/* ---- conv2d_grad_input ------------------------------------------------------------------ */
+
+static conv_geom grad_geometry(const pl_kernel_args *args)
+{
+    /* dy, x, w: the forward's output, input and filter */
+    return geometry(args->in_t[1], args->in_t[2], args->in_t[0], &args->op->attrs);
+}
+
+/* Input channels per chunk: their rows of dcol fill at most one column buffer. */
+static int64_t channel_block(const conv_geom *g)
+{
+    return even_block(g->cg, COLUMN_BUFFER_FLOATS / (g->taps * g->ohw));
+}
+
+PL_WORKSPACE(conv2d_grad_input)
+{
+    conv_geom g = grad_geometry(args);
+    if (g.direct)
+        return 0;
+    return (size_t)args->nth * (size_t)(channel_block(&g) * g.taps * g.ohw) * sizeof(float);
+}
+
+/* dx = col2im(w_g^T . dy), one block of input channels at a time: the block's rows of
+ * w_g^T are the block's columns of w_g. */
+PL_KERNEL(conv2d_grad_input)
+{
+    conv_geom g = grad_geometry(args);
+    const float *dy = args->in[0], *w = args->in[2];
+    float *dx = args->out[0];
+    int64_t block = channel_block(&g), blocks = ceil_div(g.cg, block);
+    float *dcol = g.direct ? NULL
+                           : (float *)args->work + (int64_t)args->ith * block * g.taps * g.ohw;
+    int64_t begin, end;
+    pl_kernel_share(g.n * g.groups * blocks, args->ith, args->nth, &begin, &end);
+    for (int64_t chunk = begin; chunk < end; chunk++) {
+        int64_t b = chunk % blocks, gi = chunk / blocks % g.groups, ni = chunk / blocks / g.groups;
+        int64_t c0 = b * block, c1 = c0 + block < g.cg ? c0 + block : g.cg;
+        int64_t rows = (c1 - c0) * g.taps;
+        const float *dyg = dy + (ni * g.o + gi * g.og) * g.ohw;
+        const float *wg = w + gi * g.og * g.k + c0 * g.taps;
+        float *dxg = dx + (ni * g.c + gi * g.cg) * g.hw;
+        float *target = g.direct ? dxg + c0 * g.hw : dcol;
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)g.ohw, (int)g.og,
+                    1.0f, wg, (int)g.k, dyg, (int)g.ohw, 0.0f, target, (int)g.ohw);
+        if (!g.direct)
+            col2im(&g, dcol, c0, c1, dxg);
+    }
+}
+
+/* ---- conv2d_grad_filter ---------------------------------------------------------------- */
+
+/* The fixed cut of the filter gradient into (group, input-channel block, sample block)
+ * chunks. Channel blocks fit a column buffer and are otherwise as many as give
+ * FILTER_GRAD_CHUNKS chunks, down to MIN_FILTER_COLUMNS columns of dw each; if that is
+ * too few, the samples are cut into blocks too, each adding into its own copy of dw
+ * (block 0 into dw itself, the others in the workspace), summed by `finish` in block
+ * order. */
+typedef struct filter_plan {
+    int64_t c_block, c_blocks, s_block, s_blocks;
+} filter_plan;
+
+static filter_plan filter_grad_plan(const conv_geom *g)
+{
+    filter_plan p;
+    int64_t c_blocks = ceil_div(g->cg, channel_block(g));
+    int64_t narrowest = ceil_div(MIN_FILTER_COLUMNS, g->taps); /* channels per block */
+    int64_t most = ceil_div(g->cg, narrowest);
+    if (g->groups * c_blocks < FILTER_GRAD_CHUNKS && c_blocks < most)
+        c_blocks = clamp(ceil_div(FILTER_GRAD_CHUNKS, g->groups), c_blocks, most);
+    p.c_block = ceil_div(g->cg, c_blocks);
+    p.c_blocks = ceil_div(g->cg, p.c_block);
+    int64_t s_blocks = clamp(ceil_div(FILTER_GRAD_CHUNKS, g->groups * p.c_blocks), 1, g->n);
+    p.s_block = ceil_div(g->n, s_blocks);
+    p.s_blocks = ceil_div(g->n, p.s_block);
+    return p;
+}
+
+static int64_t filter_elements(const conv_geom *g)
+{
+    return g->o * g->k;
+}
+
+/* Workspace: dw copies for sample blocks 1.., then one column buffer per thread. */
+PL_WORKSPACE(conv2d_grad_filter)
+{
+    conv_geom g = grad_geometry(args);
+    filter_plan p = filter_grad_plan(&g);
+    int64_t copies = (p.s_blocks - 1) * filter_elements(&g);
+    int64_t buffers = g.direct ? 0 : (int64_t)args->nth * p.c_block * g.taps * g.ohw;
+    return (size_t)(copies + buffers) * sizeof(float);
+}
+
+/* Sum of n floats in eight interleaved lanes: vectorisable, and the same order every
+ * time. */
+static double sum_floats(const float *v, int64_t n)
+{
+    float lane[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++)
+            lane[l] += v[i + l];
+    double total = 0;
+    for (int l = 0; l < 8; l++)
+        total += lane[l];
+    for (; i < n; i++)
+        total += v[i];
+    return total;
+}
+
+/* dbias[oc] = sum over samples and positions of dy[:, oc, :]; threads share channels. */
+static void bias_grad_share(const conv_geom *g, const float *dy, float *db, int ith, int nth)
+{
+    int64_t begin, end;
+    pl_kernel_share(g->o, ith, nth, &begin, &end);
+    for (int64_t oc = begin; oc < end; oc++) {
+        double total = 0;
+        for (int64_t ni = 0; ni < g->n; ni++)
+            total += sum_floats(dy + (ni * g->o + oc) * g->ohw, g->ohw);
+        db[oc] = (float)total;
+    }
+}
+
+/* dw_g[:, rows of channels c0:c1] = sum over a block of samples of dy_g . col^T. */
+PL_KERNEL(conv2d_grad_filter)
+{
+    conv_geom g = grad_geometry(args);
+    const float *dy = args->in[0], *x = args->in[1];
+    filter_plan p = filter_grad_plan(&g);
+    float *copies = args->work;
+    float *col = g.direct ? NULL
+                          : copies + (p.s_blocks - 1) * filter_elements(&g) +
+                                (int64_t)args->ith * p.c_block * g.taps * g.ohw;
+    int64_t begin, end;
+    pl_kernel_share(g.groups * p.c_blocks * p.s_blocks, args->ith, args->nth, &begin, &end);
+    for (int64_t chunk = begin; chunk < end; chunk++) {
+        int64_t sb = chunk % p.s_blocks, cb = chunk / p.s_blocks % p.c_blocks;
+        int64_t gi = chunk / p.s_blocks / p.c_blocks;
+        int64_t c0 = cb * p.c_block, c1 = c0 + p.c_block < g.cg ? c0 + p.c_block : g.cg;
+        int64_t n0 = sb * p.s_block, n1 = n0 + p.s_block < g.n ? n0 + p.s_block : g.n;
+        float *dw = sb ? copies + (sb - 1) * filter_elements(&g) : args->out[0];
+        float *target = dw + gi * g.og * g.k + c0 * g.taps;
+        for (int64_t ni = n0; ni < n1; ni++) {
+            const float *xg = x + (ni * g.c + gi * g.cg) * g.hw;
+            const float *source = xg + c0 * g.hw;
+            if (!g.direct) {
+                im2col(&g, xg, c0, c1, 0, g.ohw, col);
+                source = col;
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g.og,
+                        (int)((c1 - c0) * g.taps), (int)g.ohw, 1.0f,
+                        dy + (ni * g.o + gi * g.og) * g.ohw, (int)g.ohw, source, (int)g.ohw,
+                        ni > n0 ? 1.0f : 0.0f, target, (int)g.k);
+        }
+    }
+    if (args->op->n_outputs == 2)
+        bias_grad_share(&g, dy, args->out[1], args->ith, args->nth);
+}
+
+/* dw += the other sample blocks' copies, in block order. */
+PL_FINISH(conv2d_grad_filter)
+{
+    conv_geom g = grad_geometry(args);
+    filter_plan p = filter_grad_plan(&g);
+    int64_t n = filter_elements(&g);
+    float *dw = args->out[0];
+    const float *copies = args->work;
+    for (int64_t sb = 1; sb < p.s_blocks; sb++) {
+        const float *copy = copies + (sb - 1) * n;
+        for (int64_t i = 0; i < n; i++)
+            dw[i] += copy[i];
+    }
+}

@@ -1,0 +1,147 @@
+/* The kernel contract: how an op's computation is called.
+ *
+ * Kernels are pure: they read their inputs and write their outputs (and, for ops marked
+ * `mutates` in the op table, their first inputs), use only the workspace they were given,
+ * allocate nothing, take no locks and keep no state. All f32 data is float, all i32 data
+ * int32_t, contiguous and row-major in the shape of its tensor descriptor.
+ *
+ * Threads: the executor calls `kernel` once on each of the `nth` threads of a device, with
+ * `ith` in [0, nth), concurrently; each thread computes its own disjoint share of the
+ * output, so the result must not depend on nth (up to float summation order, where a
+ * kernel documents it). When the op table gives a `finish`, the executor calls it once,
+ * on one thread, after every thread's `kernel` has returned: reductions keep per-thread
+ * partial results in the workspace and combine them there. Matrix products call OpenBLAS
+ * (cblas_sgemm), which the executor runs single-threaded: parallelism is ours.
+ *
+ * Shapes come from the descriptors in the arguments, not from the graph: the executor
+ * passes micro-batch shapes when it splits a step. */
+#ifndef PLACER_KERNELS_H
+#define PLACER_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph.h"
+
+/* Where in training a call happens: dropout masks and Adam's bias correction use it. */
+typedef struct pl_step_info {
+    int64_t step;      /* 1 for the first training step */
+    int micro_batch;   /* index within the step, 0-based */
+    int micro_batches; /* per step; updates divide accumulated gradients by it */
+    bool training;     /* false in evaluation: dropout passes through, batch norm uses its
+                          running averages */
+} pl_step_info;
+
+typedef struct pl_kernel_args {
+    const pl_op *op;              /* kind and attributes */
+    const pl_tensor *const *in_t; /* input descriptors (shapes, dtypes) */
+    const pl_tensor *const *out_t;
+    void *const *in;              /* input data; written only by `mutates` ops */
+    void *const *out;             /* output data */
+    void *work;                   /* `workspace` bytes, shared by all threads of the call */
+    int ith, nth;
+    const pl_step_info *step;
+} pl_kernel_args;
+
+/* This thread's share [*begin, *end) of n items, in contiguous blocks. */
+static inline void pl_kernel_share(int64_t n, int ith, int nth, int64_t *begin, int64_t *end)
+{
+    int64_t per = n / nth, extra = n % nth;
+    *begin = ith * per + (ith < extra ? ith : extra);
+    *end = *begin + per + (ith < extra ? 1 : 0);
+}
+
+#define PL_KERNEL(name) void pl_kernel_##name(const pl_kernel_args *args)
+#define PL_FINISH(name) void pl_kernel_##name##_finish(const pl_kernel_args *args)
+#define PL_WORKSPACE(name) size_t pl_kernel_##name##_workspace(const pl_kernel_args *args)
+
+/* dense.c: matrix products on OpenBLAS */
+PL_KERNEL(matmul);
+PL_KERNEL(matmul_grad_a);
+PL_KERNEL(matmul_grad_b);
+
+/* elementwise.c: NumPy broadcasting, activations, dropout and their gradients */
+PL_KERNEL(add);
+PL_KERNEL(sub);
+PL_KERNEL(mul);
+PL_KERNEL(scale);
+PL_KERNEL(relu);
+PL_KERNEL(gelu);
+PL_KERNEL(tanh);
+PL_KERNEL(sigmoid);
+PL_KERNEL(relu_grad);
+PL_KERNEL(gelu_grad);
+PL_KERNEL(tanh_grad);
+PL_KERNEL(sigmoid_grad);
+PL_KERNEL(dropout);
+PL_KERNEL(dropout_grad);
+PL_KERNEL(zeros_like);
+PL_KERNEL(sum_to);
+PL_KERNEL(broadcast_like);
+PL_KERNEL(reduce_sum);
+PL_KERNEL(reduce_mean);
+
+/* softmax.c: softmax family, losses, top-k gating */
+PL_KERNEL(softmax);
+PL_KERNEL(log_softmax);
+PL_KERNEL(softmax_grad);
+PL_KERNEL(log_softmax_grad);
+PL_KERNEL(softmax_cross_entropy);
+PL_FINISH(softmax_cross_entropy);
+PL_WORKSPACE(softmax_cross_entropy);
+PL_KERNEL(softmax_cross_entropy_grad);
+PL_KERNEL(mse);
+PL_FINISH(mse);
+PL_WORKSPACE(mse);
+PL_KERNEL(mse_grad);
+PL_KERNEL(topk_gate);
+
+/* norm.c: layer and batch normalisation */
+PL_KERNEL(layer_norm);
+PL_KERNEL(layer_norm_grad);
+PL_FINISH(layer_norm_grad);
+PL_WORKSPACE(layer_norm_grad);
+PL_KERNEL(batch_norm);
+PL_KERNEL(batch_norm_grad);
+
+/* conv.c: convolution (im2col + GEMM) and its gradients */
+PL_KERNEL(conv2d);
+PL_WORKSPACE(conv2d);
+PL_KERNEL(conv2d_grad_input);
+PL_WORKSPACE(conv2d_grad_input);
+PL_KERNEL(conv2d_grad_filter);
+PL_FINISH(conv2d_grad_filter);
+PL_WORKSPACE(conv2d_grad_filter);
+
+/* pool.c */
+PL_KERNEL(max_pool);
+PL_KERNEL(avg_pool);
+PL_KERNEL(global_avg_pool);
+PL_KERNEL(max_pool_grad);
+PL_KERNEL(avg_pool_grad);
+PL_KERNEL(global_avg_pool_grad);
+
+/* shape.c: data movement */
+PL_KERNEL(concat);
+PL_KERNEL(split);
+PL_KERNEL(slice);
+PL_KERNEL(slice_grad);
+PL_KERNEL(copy); /* reshape, flatten, reshape_like: the same bytes */
+PL_KERNEL(transpose);
+PL_KERNEL(embedding);
+
+/* lstm.c */
+PL_KERNEL(lstm_cell);
+PL_WORKSPACE(lstm_cell);
+PL_KERNEL(lstm_cell_grad);
+PL_FINISH(lstm_cell_grad);
+PL_WORKSPACE(lstm_cell_grad);
+
+/* optim.c: gradient accumulation and parameter updates, in place */
+PL_KERNEL(accumulate);
+PL_KERNEL(scatter_accumulate);
+PL_KERNEL(sgd_update);
+PL_KERNEL(adam_update);
+
+#endif

@@ -1,0 +1,410 @@
+/* Layer and batch normalisation and their gradients.
+ *
+ * layer_norm normalises each row (the last axis); threads split rows. Its gradient's dx is
+ * per row too, but dgamma and dbeta sum over all rows: the rows are cut into at most
+ * LN_BLOCKS blocks (a function of the shape, not of nth), threads split the blocks, each
+ * block leaves its partial sums in the workspace and `finish` adds the blocks in order,
+ * so the result is nth-independent.
+ *
+ * batch_norm works per channel ([N, C, S] with S the product of the spatial axes):
+ * threads split channels, and each channel's statistics are summed in double in the same
+ * order whatever the share (nth-independent). With S == 1 ([N, C] inputs) channels are
+ * walked in blocks so that the reads stay contiguous. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels.h"
+
+enum { LN_BLOCKS = 32, CHANNEL_BLOCK = 64 };
+
+/* Sum of a contiguous run in eight fixed lanes (vectorisable, order fixed by n). */
+static float sum_run(const float *x, int64_t n)
+{
+    float lane[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            lane[j] += x[i + j];
+    float sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+                ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    for (; i < n; i++)
+        sum += x[i];
+    return sum;
+}
+
+/* Sum of (x - mean)^2 over a run, in eight fixed lanes. */
+static float sq_dev_run(const float *x, float mean, int64_t n)
+{
+    float lane[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) {
+            float d = x[i + j] - mean;
+            lane[j] += d * d;
+        }
+    float sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+                ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    for (; i < n; i++)
+        sum += (x[i] - mean) * (x[i] - mean);
+    return sum;
+}
+
+/* ---- layer_norm --------------------------------------------------------------------------- */
+
+typedef struct row_stats {
+    float mean, rstd;
+} row_stats;
+
+static row_stats stats_of_row(const float *x, int64_t d, double eps)
+{
+    float mean = sum_run(x, d) / (float)d;
+    float var = sq_dev_run(x, mean, d) / (float)d;
+    return (row_stats){mean, (float)(1.0 / sqrt((double)var + eps))};
+}
+
+static void rows_of(const pl_tensor *x, int64_t *rows, int64_t *d)
+{
+    *d = x->dims[x->rank - 1];
+    *rows = pl_tensor_elements(x) / *d;
+}
+
+PL_KERNEL(layer_norm)
+{
+    const float *x = args->in[0], *gamma = args->in[1], *beta = args->in[2];
+    float *y = args->out[0];
+    int64_t rows, d, begin, end;
+    rows_of(args->in_t[0], &rows, &d);
+    pl_kernel_share(rows, args->ith, args->nth, &begin, &end);
+    for (int64_t r = begin; r < end; r++) {
+        const float *xr = x + r * d;
+        float *yr = y + r * d;
+        row_stats s = stats_of_row(xr, d, args->op->attrs.eps);
+        for (int64_t i = 0; i < d; i++)
+            yr[i] = (xr[i] - s.mean) * s.rstd * gamma[i] + beta[i];
+    }
+}
+
+/* The row blocks of the gradient's parameter sums: fixed by the row count. */
+static void ln_blocks(int64_t rows, int64_t *blocks, int64_t *per_block)
+{
+    *blocks = rows < LN_BLOCKS ? rows : LN_BLOCKS;
+    *per_block = (rows + *blocks - 1) / *blocks;
+    *blocks = (rows + *per_block - 1) / *per_block;
+}
+
+/* Per block: dgamma then dbeta partial sums, D floats each. */
+PL_WORKSPACE(layer_norm_grad)
+{
+    int64_t rows, d, blocks, per_block;
+    rows_of(args->in_t[1], &rows, &d);
+    ln_blocks(rows, &blocks, &per_block);
+    return (size_t)(blocks * 2 * d) * sizeof(float);
+}
+
+/* One row: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma, and the
+ * row's dy * xhat and dy added into the block's partial sums (written by its first row). */
+static void layer_norm_grad_row(const float *dy, const float *x, const float *gamma, float *dx,
+                                float *part_gamma, float *part_beta, int64_t d, double eps,
+                                bool first)
+{
+    row_stats s = stats_of_row(x, d, eps);
+    float sum_g = 0.0f, sum_gx = 0.0f;
+    for (int64_t i = 0; i < d; i++) {
+        float xhat = (x[i] - s.mean) * s.rstd, g = dy[i] * gamma[i];
+        sum_g += g;
+        sum_gx += g * xhat;
+    }
+    float mean_g = sum_g / (float)d, mean_gx = sum_gx / (float)d;
+    for (int64_t i = 0; i < d; i++) {
+        float xhat = (x[i] - s.mean) * s.rstd;
+        dx[i] = s.rstd * (dy[i] * gamma[i] - mean_g - xhat * mean_gx);
+        part_gamma[i] = first ? dy[i] * xhat : part_gamma[i] + dy[i] * xhat;
+        part_beta[i] = first ? dy[i] : part_beta[i] + dy[i];
+    }
+}
+
+PL_KERNEL(layer_norm_grad)
+{
+    const float *dy = args->in[0], *x = args->in[1], *gamma = args->in[2];
+    float *dx = args->out[0], *parts = args->work;
+    int64_t rows, d, blocks, per_block, begin, end;
+    rows_of(args->in_t[1], &rows, &d);
+    ln_blocks(rows, &blocks, &per_block);
+    pl_kernel_share(blocks, args->ith, args->nth, &begin, &end);
+    for (int64_t b = begin; b < end; b++) {
+        int64_t r0 = b * per_block, r1 = r0 + per_block < rows ? r0 + per_block : rows;
+        float *part_gamma = parts + b * 2 * d, *part_beta = part_gamma + d;
+        for (int64_t r = r0; r < r1; r++)
+            layer_norm_grad_row(dy + r * d, x + r * d, gamma, dx + r * d, part_gamma,
+                                part_beta, d, args->op->attrs.eps, r == r0);
+    }
+}
+
+PL_FINISH(layer_norm_grad)
+{
+    const float *parts = args->work;
+    float *dgamma = args->out[1], *dbeta = args->out[2];
+    int64_t rows, d, blocks, per_block;
+    rows_of(args->in_t[1], &rows, &d);
+    ln_blocks(rows, &blocks, &per_block);
+    memcpy(dgamma, parts, (size_t)d * sizeof *dgamma);
+    memcpy(dbeta, parts + d, (size_t)d * sizeof *dbeta);
+    for (int64_t b = 1; b < blocks; b++) {
+        const float *part_gamma = parts + b * 2 * d, *part_beta = part_gamma + d;
+        for (int64_t i = 0; i < d; i++) {
+            dgamma[i] += part_gamma[i];
+            dbeta[i] += part_beta[i];
+        }
+    }
+}
+
+/* ---- batch_norm --------------------------------------------------------------------------- */
+
+/* x as [n, c, s]: batch, channels, spatial positions. */
+typedef struct nchw {
+    int64_t n, c, s;
+} nchw;
+
+static nchw view_nchw(const pl_tensor *x)
+{
+    nchw v = {x->dims[0], x->dims[1], 1};
+    for (int a = 2; a < x->rank; a++)
+        v.s *= x->dims[a];
+    return v;
+}
+
+/* A channel's centre (its mean, or a pivot) as a float pair hi + lo: x - c is computed as
+ * (x - hi) - lo, exact in its first step for x near c, so that a large mean against a
+ * small spread keeps the deviations' precision at the cost of one subtraction. */
+typedef struct centre {
+    float hi, lo;
+} centre;
+
+static centre centre_of(double c)
+{
+    float hi = (float)c;
+    return (centre){hi, (float)(c - (double)hi)};
+}
+
+/* What a channel reduction sums: x - c, (x - c)^2, or dy * (x - c). */
+typedef enum channel_term { TERM_DEV, TERM_SQ_DEV, TERM_DY_DEV } channel_term;
+
+/* run += TERM (of the index j) over [0, n), in eight fixed lanes. */
+#define LANE_SUM(n, TERM)                                                                  \
+    do {                                                                                   \
+        float lane_[8] = {0};                                                              \
+        int64_t j_ = 0;                                                                    \
+        for (; j_ + 8 <= (n); j_ += 8)                                                     \
+            for (int q_ = 0; q_ < 8; q_++) {                                               \
+                int64_t j = j_ + q_;                                                       \
+                lane_[q_] += TERM;                                                         \
+            }                                                                              \
+        for (; j_ < (n); j_++) {                                                           \
+            int64_t j = j_;                                                                \
+            run += TERM;                                                                   \
+        }                                                                                  \
+        run += ((lane_[0] + lane_[1]) + (lane_[2] + lane_[3])) +                           \
+               ((lane_[4] + lane_[5]) + (lane_[6] + lane_[7]));                            \
+    } while (0)
+
+#define DEV(j) ((x[j] - c.hi) - c.lo)
+
+/* One contiguous run of a channel's term. */
+static float term_run(channel_term term, const float *x, const float *dy, centre c, int64_t n)
+{
+    float run = 0.0f;
+    switch (term) {
+    case TERM_DEV:
+        LANE_SUM(n, DEV(j));
+        break;
+    case TERM_SQ_DEV:
+        LANE_SUM(n, DEV(j) * DEV(j));
+        break;
+    case TERM_DY_DEV:
+        LANE_SUM(n, dy[j] * DEV(j));
+        break;
+    }
+    return run;
+}
+
+/* Per channel of [c0, c0 + w) (w <= CHANNEL_BLOCK): the sum of `term` about the centres
+ * `at` (0 when NULL), in double, samples outermost, in the same order for any block. */
+static void channel_sums(channel_term term, const float *x, const float *dy, const nchw *v,
+                         int64_t c0, int64_t w, const double *at, double *sum)
+{
+    centre cs[CHANNEL_BLOCK];
+    for (int64_t k = 0; k < w; k++) {
+        sum[k] = 0.0;
+        cs[k] = centre_of(at ? at[k] : 0.0);
+    }
+    for (int64_t i = 0; i < v->n; i++) {
+        if (v->s == 1) { /* the block's channels are contiguous within each sample */
+            int64_t off = i * v->c + c0;
+            for (int64_t k = 0; k < w; k++) {
+                double dev = (double)x[off + k] - (at ? at[k] : 0.0);
+                sum[k] += term == TERM_DEV      ? dev
+                          : term == TERM_SQ_DEV ? dev * dev
+                                                : dy[off + k] * dev;
+            }
+            continue;
+        }
+        for (int64_t k = 0; k < w; k++) {
+            int64_t off = (i * v->c + c0 + k) * v->s;
+            sum[k] += term_run(term, x + off, dy ? dy + off : NULL, cs[k], v->s);
+        }
+    }
+}
+
+/* Per channel of the block: the mean (summed about the channel's first element, so that
+ * an offset costs no precision) and the biased variance. */
+static void channel_stats(const float *x, const nchw *v, int64_t c0, int64_t w, double *mean,
+                          double *var)
+{
+    double count = (double)(v->n * v->s), pivot[CHANNEL_BLOCK] = {0};
+    for (int64_t k = 0; k < w; k++)
+        pivot[k] = x[(c0 + k) * v->s];
+    channel_sums(TERM_DEV, x, NULL, v, c0, w, pivot, mean);
+    for (int64_t k = 0; k < w; k++)
+        mean[k] = pivot[k] + mean[k] / count;
+    channel_sums(TERM_SQ_DEV, x, NULL, v, c0, w, mean, var);
+    for (int64_t k = 0; k < w; k++)
+        var[k] /= count;
+}
+
+/* y = (x - mean) * scale + shift per channel of the block. */
+static void channel_affine(const float *x, float *y, const nchw *v, int64_t c0, int64_t w,
+                           const double *mean, const float *scale, const float *shift)
+{
+    centre cs[CHANNEL_BLOCK];
+    for (int64_t k = 0; k < w; k++)
+        cs[k] = centre_of(mean[k]);
+    for (int64_t i = 0; i < v->n; i++) {
+        if (v->s == 1) {
+            const float *xr = x + i * v->c + c0;
+            float *yr = y + i * v->c + c0;
+            for (int64_t k = 0; k < w; k++)
+                yr[k] = ((xr[k] - cs[k].hi) - cs[k].lo) * scale[k] + shift[k];
+            continue;
+        }
+        for (int64_t k = 0; k < w; k++) {
+            int64_t off = (i * v->c + c0 + k) * v->s;
+            const centre c = cs[k];
+            const float a = scale[k], b = shift[k];
+            for (int64_t j = 0; j < v->s; j++)
+                y[off + j] = ((x[off + j] - c.hi) - c.lo) * a + b;
+        }
+    }
+}
+
+/* Width of the channel block starting at c0 of a share ending at c_end. */
+static int64_t block_width(int64_t c0, int64_t c_end)
+{
+    return c_end - c0 < CHANNEL_BLOCK ? c_end - c0 : CHANNEL_BLOCK;
+}
+
+/* Training (or no running averages): the batch's mean and biased variance, and the
+ * running averages moved toward them (unbiased variance) when given. Evaluation with
+ * running averages: those. */
+static void batch_norm_stats(const pl_kernel_args *args, const nchw *v, int64_t c0, int64_t w,
+                             double *mean, double *var)
+{
+    bool running = args->op->n_inputs >= 5;
+    float *run_mean = running ? args->in[3] : NULL, *run_var = running ? args->in[4] : NULL;
+    if (running && !args->step->training) {
+        for (int64_t k = 0; k < w; k++) {
+            mean[k] = run_mean[c0 + k];
+            var[k] = run_var[c0 + k];
+        }
+        return;
+    }
+    channel_stats(args->in[0], v, c0, w, mean, var);
+    if (!running)
+        return;
+    double m = args->op->attrs.momentum, count = (double)(v->n * v->s);
+    double unbias = count > 1 ? count / (count - 1) : 1.0;
+    for (int64_t k = 0; k < w; k++) {
+        int64_t c = c0 + k;
+        run_mean[c] = (float)(m * run_mean[c] + (1 - m) * mean[k]);
+        run_var[c] = (float)(m * run_var[c] + (1 - m) * var[k] * unbias);
+    }
+}
+
+/* Updates running_mean and running_var (inputs 3 and 4) in place when training. */
+PL_KERNEL(batch_norm)
+{
+    nchw v = view_nchw(args->in_t[0]);
+    const float *gamma = args->in[1], *beta = args->in[2];
+    double eps = args->op->attrs.eps;
+    int64_t c_begin, c_end;
+    pl_kernel_share(v.c, args->ith, args->nth, &c_begin, &c_end);
+    for (int64_t c0 = c_begin; c0 < c_end; c0 += CHANNEL_BLOCK) {
+        int64_t w = block_width(c0, c_end);
+        double mean[CHANNEL_BLOCK], var[CHANNEL_BLOCK];
+        float scale[CHANNEL_BLOCK], shift[CHANNEL_BLOCK];
+        batch_norm_stats(args, &v, c0, w, mean, var);
+        for (int64_t k = 0; k < w; k++) {
+            scale[k] = (float)(gamma[c0 + k] / sqrt(var[k] + eps));
+            shift[k] = beta[c0 + k];
+        }
+        channel_affine(args->in[0], args->out[0], &v, c0, w, mean, scale, shift);
+    }
+}
+
+/* dx = dy * a + (x - mean) * b + c per channel of the block. */
+static void channel_grad_apply(const float *dy, const float *x, float *dx, const nchw *v,
+                               int64_t c0, int64_t w, const double *mean, const float *a,
+                               const float *b, const float *c)
+{
+    centre cs[CHANNEL_BLOCK];
+    for (int64_t k = 0; k < w; k++)
+        cs[k] = centre_of(mean[k]);
+    for (int64_t i = 0; i < v->n; i++) {
+        if (v->s == 1) {
+            int64_t off = i * v->c + c0;
+            for (int64_t k = 0; k < w; k++)
+                dx[off + k] = dy[off + k] * a[k] +
+                              ((x[off + k] - cs[k].hi) - cs[k].lo) * b[k] + c[k];
+            continue;
+        }
+        for (int64_t k = 0; k < w; k++) {
+            int64_t off = (i * v->c + c0 + k) * v->s;
+            const centre m = cs[k];
+            const float ak = a[k], bk = b[k], ck = c[k];
+            for (int64_t j = 0; j < v->s; j++)
+                dx[off + j] = dy[off + j] * ak + ((x[off + j] - m.hi) - m.lo) * bk + ck;
+        }
+    }
+}
+
+/* With batch statistics recomputed, per channel: dbeta = sum(dy),
+ * dgamma = sum(dy * xhat) = rstd * sum(dy * (x - mean)), and
+ * dx = gamma * rstd * (dy - dbeta / count - xhat * dgamma / count),
+ * an affine function of dy and x - mean. */
+PL_KERNEL(batch_norm_grad)
+{
+    nchw v = view_nchw(args->in_t[1]);
+    const float *dy = args->in[0], *x = args->in[1], *gamma = args->in[2];
+    float *dx = args->out[0], *dgamma = args->out[1], *dbeta = args->out[2];
+    double eps = args->op->attrs.eps, count = (double)(v.n * v.s);
+    int64_t c_begin, c_end;
+    pl_kernel_share(v.c, args->ith, args->nth, &c_begin, &c_end);
+    for (int64_t c0 = c_begin; c0 < c_end; c0 += CHANNEL_BLOCK) {
+        int64_t w = block_width(c0, c_end);
+        double mean[CHANNEL_BLOCK], var[CHANNEL_BLOCK], sum_dy[CHANNEL_BLOCK],
+            sum_dy_dev[CHANNEL_BLOCK];
+        channel_stats(x, &v, c0, w, mean, var);
+        channel_sums(TERM_DEV, dy, NULL, &v, c0, w, NULL, sum_dy);
+        channel_sums(TERM_DY_DEV, x, dy, &v, c0, w, mean, sum_dy_dev);
+        float a[CHANNEL_BLOCK], b[CHANNEL_BLOCK], c[CHANNEL_BLOCK];
+        for (int64_t k = 0; k < w; k++) {
+            double rstd = 1.0 / sqrt(var[k] + eps), dg = sum_dy_dev[k] * rstd;
+            double g = gamma[c0 + k] * rstd;
+            dgamma[c0 + k] = (float)dg;
+            dbeta[c0 + k] = (float)sum_dy[k];
+            a[k] = (float)g;
+            b[k] = (float)(-g * rstd * dg / count);
+            c[k] = (float)(-g * sum_dy[k] / count);
+        }
+        channel_grad_apply(dy, x, dx, &v, c0, w, mean, a, b, c);
+    }
+}

@@ -1,0 +1,102 @@
+/* Shape inference and FLOP counts of the internal ops that automatic differentiation
+ * writes: their outputs take the shapes of the tensors they are gradients of. Autodiff
+ * is their only author, so the checks here guard against its own mistakes. */
+#include <string.h>
+
+#include "graph.h"
+#include "ops_impl.h"
+
+static bool like(pl_infer_ctx *ctx, int out, int in)
+{
+    const pl_tensor *src = ctx->in[in];
+    pl_tensor *dst = ctx->out[out];
+    dst->dtype = src->dtype;
+    dst->rank = src->rank;
+    memcpy(dst->dims, src->dims, sizeof dst->dims);
+    dst->batched = src->batched;
+    return true;
+}
+
+bool pl_infer_like_first(pl_infer_ctx *ctx) { return like(ctx, 0, 0); }
+bool pl_infer_like_second(pl_infer_ctx *ctx) { return like(ctx, 0, 1); }
+bool pl_infer_like_third(pl_infer_ctx *ctx) { return like(ctx, 0, 2); }
+
+bool pl_infer_norm_grad(pl_infer_ctx *ctx)
+{
+    return like(ctx, 0, 1) && like(ctx, 1, 2) && like(ctx, 2, 2);
+}
+
+bool pl_infer_conv2d_grad_filter(pl_infer_ctx *ctx)
+{
+    like(ctx, 0, 2);
+    if (ctx->n_out == 2) { /* the bias gradient: one per output channel */
+        pl_tensor *db = ctx->out[1];
+        db->dtype = PL_F32;
+        db->rank = 1;
+        db->dims[0] = ctx->in[2]->dims[0];
+        db->batched = false;
+    }
+    return true;
+}
+
+/* dh', dc', x, w, b [, h, c] -> dx, dw, db [, dh, dc] */
+bool pl_infer_lstm_cell_grad(pl_infer_ctx *ctx)
+{
+    if (ctx->n_out != ctx->n_in - 2)
+        return pl_infer_fail(ctx, -1, -1, "%d inputs need %d outputs", ctx->n_in, ctx->n_in - 2);
+    for (int i = 0; i < ctx->n_out; i++)
+        like(ctx, i, i + 2);
+    return true;
+}
+
+bool pl_infer_in_place(pl_infer_ctx *ctx)
+{
+    const pl_tensor *target = ctx->in[0];
+    if (target->kind != PL_TENSOR_STATE && target->kind != PL_TENSOR_PARAM)
+        return pl_infer_fail(ctx, 0, -1, "\"%s\" is updated in place, so it must be a "
+                             "parameter or state", target->name);
+    return true;
+}
+
+double pl_flops_matmul_grad(const pl_infer_ctx *ctx)
+{
+    /* The same product as the forward pass: 2 * |dy| * k. */
+    const pl_tensor *dy = ctx->in[0], *a = ctx->in[1];
+    int64_t k = ctx->attrs->transpose_a ? a->dims[a->rank - 2] : a->dims[a->rank - 1];
+    return 2.0 * (double)pl_tensor_elements(dy) * (double)k;
+}
+
+double pl_flops_conv2d_grad(const pl_infer_ctx *ctx)
+{
+    const pl_tensor *dy = ctx->in[0], *w = ctx->in[2];
+    return 2.0 * (double)pl_tensor_elements(dy) *
+           (double)(w->dims[1] * w->dims[2] * w->dims[3]);
+}
+
+double pl_flops_lstm_cell_grad(const pl_infer_ctx *ctx)
+{
+    /* Gates recomputed (one product), then dx|dh and dw (two more). */
+    const pl_tensor *x = ctx->in[2], *w = ctx->in[3];
+    return 3.0 * 2.0 * (double)x->dims[0] * (double)w->dims[0] * (double)w->dims[1] +
+           40.0 * (double)x->dims[0] * (double)w->dims[1] / 4;
+}
+
+double pl_flops_elements_in0(const pl_infer_ctx *ctx)
+{
+    return (double)pl_tensor_elements(ctx->in[0]);
+}
+
+double pl_flops_elements_out0x4(const pl_infer_ctx *ctx)
+{
+    return 4.0 * (double)pl_tensor_elements(ctx->out[0]);
+}
+
+double pl_flops_update(const pl_infer_ctx *ctx)
+{
+    return 10.0 * (double)pl_tensor_elements(ctx->in[0]);
+}
+
+double pl_flops_zero(const pl_infer_ctx *ctx)
+{
+    return 0;
+}

@@ -1,0 +1,150 @@
+/* The training graph's structure: order, phases, co-location groups, one accumulator and
+ * one update per parameter, batch-norm state, and the errors for untrainable models. */
+#include <stdio.h>
+#include <string.h>
+
+#include "autodiff.h"
+#include "load.h"
+#include "suites.h"
+#include "test_util.h"
+
+static pl_graph *load_small(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/graphs/small/%s", pl_test_srcdir(), name);
+    pl_error err;
+    pl_graph *g = pl_graph_load_file(path, &err);
+    if (g && pl_autodiff_build(g, &err) != PL_OK) {
+        pl_graph_free(g);
+        g = NULL;
+    }
+    if (!g) {
+        char line[2048];
+        pl_error_format(&err, line, sizeof line);
+        fprintf(stderr, "\n    %s\n", line);
+    }
+    return g;
+}
+
+static void check_structure(const pl_graph *g)
+{
+    int updates = 0, params = 0;
+    for (int o = 0; o < g->n_ops; o++) {
+        const pl_op *op = &g->ops[o];
+        for (int i = 0; i < op->n_inputs; i++) /* topological */
+            CU_ASSERT_TRUE(g->tensors[op->inputs[i]].producer < o);
+        if (o < g->n_forward_ops) {
+            CU_ASSERT_EQUAL(op->phase, PL_PHASE_FORWARD);
+            CU_ASSERT_EQUAL(op->group, o);
+        } else {
+            CU_ASSERT_NOT_EQUAL(op->phase, PL_PHASE_FORWARD);
+            CU_ASSERT_TRUE(op->group >= 0 && op->group < g->n_forward_ops);
+            CU_ASSERT_TRUE(pl_op_info_of(op->kind)->internal || op->kind < PL_OP_FIRST_INTERNAL);
+        }
+        if (op->phase == PL_PHASE_UPDATE) {
+            updates++;
+            CU_ASSERT_TRUE(op->kind == PL_OP_SGD_UPDATE || op->kind == PL_OP_ADAM_UPDATE);
+        }
+    }
+    for (int t = 0; t < g->n_tensors; t++) {
+        if (g->tensors[t].kind != PL_TENSOR_PARAM)
+            continue;
+        params++;
+        int acc = pl_autodiff_gradient_of(g, t);
+        CU_ASSERT_TRUE_FATAL(acc >= 0);
+        CU_ASSERT_EQUAL(g->tensors[acc].kind, PL_TENSOR_STATE);
+        CU_ASSERT_EQUAL(g->tensors[acc].param, t);
+        CU_ASSERT_EQUAL(pl_tensor_elements(&g->tensors[acc]), pl_tensor_elements(&g->tensors[t]));
+    }
+    CU_ASSERT_EQUAL(updates, params);
+}
+
+static void test_every_small_model(void)
+{
+    static const char *const models[] = {"mlp-small.json", "cnn-small.json",
+                                         "inception-small.json", "resnet-small.json",
+                                         "lstm_lm-small.json", "seq2seq-small.json",
+                                         "transformer-small.json", "recommender-small.json",
+                                         "moe-small.json"};
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        pl_graph *g = load_small(models[m]);
+        CU_ASSERT_PTR_NOT_NULL(g);
+        if (g)
+            check_structure(g);
+        pl_graph_free(g);
+    }
+}
+
+/* Accumulations go with the parameter's first reader; the shared LSTM weight gets one
+ * accumulation per step that reads it and a single update. */
+static void test_shared_weights_and_homes(void)
+{
+    pl_graph *g = load_small("lstm_lm-small.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    for (int t = 0; t < g->n_tensors; t++) {
+        if (g->tensors[t].kind != PL_TENSOR_PARAM)
+            continue;
+        int acc = pl_autodiff_gradient_of(g, t), readers = 0, accumulations = 0, home = -1;
+        for (int o = 0; o < g->n_forward_ops; o++)
+            for (int i = 0; i < g->ops[o].n_inputs; i++)
+                if (g->ops[o].inputs[i] == t) {
+                    readers++;
+                    if (home < 0)
+                        home = o;
+                }
+        for (int o = g->n_forward_ops; o < g->n_ops; o++) {
+            const pl_op *op = &g->ops[o];
+            if ((op->kind == PL_OP_ACCUMULATE || op->kind == PL_OP_SCATTER_ACCUMULATE) &&
+                op->inputs[0] == acc) {
+                accumulations++;
+                CU_ASSERT_EQUAL(op->group, home);
+            }
+        }
+        CU_ASSERT_EQUAL(accumulations, readers);
+    }
+    pl_graph_free(g);
+}
+
+static void test_batch_norm_state(void)
+{
+    pl_graph *g = load_small("resnet-small.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    int norms = 0;
+    for (int o = 0; o < g->n_forward_ops; o++) {
+        if (g->ops[o].kind != PL_OP_BATCH_NORM)
+            continue;
+        norms++;
+        CU_ASSERT_EQUAL_FATAL(g->ops[o].n_inputs, 5);
+        CU_ASSERT_EQUAL(g->tensors[g->ops[o].inputs[3]].kind, PL_TENSOR_STATE);
+        CU_ASSERT_EQUAL(g->tensors[g->ops[o].inputs[4]].init.kind, PL_INIT_ONES);
+    }
+    CU_ASSERT_TRUE(norms > 0);
+    pl_graph_free(g);
+}
+
+static void test_untrainable_models(void)
+{
+    pl_error err;
+    /* The loss reads no parameter. */
+    pl_graph *g = pl_test_model("[3]", "{\"name\": \"w\", \"shape\": [3, 3], \"init\": "
+                                "{\"kind\": \"ones\"}}",
+                                "{\"name\": \"l\", \"op\": \"softmax_cross_entropy\", \"inputs\":"
+                                " [\"x\", \"y\"], \"outputs\": [\"loss\"]}",
+                                "loss", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(pl_autodiff_build(g, &err), PL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "does not depend on any parameter"));
+    pl_graph_free(g);
+}
+
+void pl_register_autodiff_tests(void)
+{
+    static const pl_test_case cases[] = {
+        {"training graphs of every small model are well formed", test_every_small_model},
+        {"shared weights accumulate once per reader, at home", test_shared_weights_and_homes},
+        {"batch norm gains running averages", test_batch_norm_state},
+        {"a loss without parameters cannot be trained", test_untrainable_models},
+        {NULL, NULL},
+    };
+    pl_test_add_suite("autodiff", cases);
+}

@@ -1,0 +1,547 @@
+/* Kernel tests: broadcasting arithmetic, activations, dropout, sum_to, broadcast_like and
+ * the reductions against plain double-precision references, at 1, 3 and 7 threads (the
+ * results bitwise equal), and every gradient kernel against central differences of its
+ * forward kernel. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/CUnit.h>
+
+#include "kernel_check.h"
+#include "rng.h"
+#include "suites.h"
+#include "test_util.h"
+
+#define FNS(name) ((pl_kernel_fns){pl_kernel_##name, NULL, NULL})
+
+static const int thread_counts[] = {1, 3, 7};
+enum { N_THREAD_COUNTS = sizeof thread_counts / sizeof *thread_counts };
+
+static pl_attrs defaults(void)
+{
+    pl_attrs at;
+    pl_attrs_default(&at);
+    return at;
+}
+
+static float *alloc_floats(int64_t n)
+{
+    return malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+}
+
+/* Runs a one-output kernel with `nth` threads into a new buffer first filled with NaN, so
+ * that an element left unwritten shows. */
+static float *run_op(pl_kernel_fns fns, pl_op_kind kind, const pl_attrs *at, int n_in,
+                     const pl_tensor *in_t, void *const *in, pl_tensor *out_t, int nth,
+                     const pl_step_info *step)
+{
+    CU_ASSERT_FATAL(pl_kc_infer(kind, at, n_in, in_t, 1, out_t));
+    int64_t n = pl_tensor_elements(out_t);
+    float *out = alloc_floats(n);
+    memset(out, 0xff, (size_t)n * sizeof *out);
+    void *outs[] = {out};
+    pl_kc_run(&fns, kind, at, n_in, in_t, in, 1, out_t, outs, nth, step);
+    return out;
+}
+
+/* The kernel at every thread count: close to `want` and bitwise the same each time. */
+static void check_op(pl_kernel_fns fns, pl_op_kind kind, const pl_attrs *at, int n_in,
+                     const pl_tensor *in_t, void *const *in, const float *want,
+                     const pl_step_info *step, const char *what)
+{
+    pl_tensor out_t;
+    float *first = NULL;
+    for (int t = 0; t < N_THREAD_COUNTS; t++) {
+        float *got = run_op(fns, kind, at, n_in, in_t, in, &out_t, thread_counts[t], step);
+        int64_t n = pl_tensor_elements(&out_t);
+        if (t == 0) {
+            double e = pl_kc_max_rel_error(got, want, n, 1e-3);
+            if (!(e < 1e-5))
+                fprintf(stderr, "\n    %s: error %g\n", what, e);
+            CU_ASSERT(e < 1e-5);
+            first = got;
+        } else {
+            CU_ASSERT_EQUAL(memcmp(got, first, (size_t)n * sizeof *got), 0);
+            free(got);
+        }
+    }
+    free(first);
+}
+
+/* d(sum r * forward(x))/d(input wrt) numerically against the gradient kernel's output. */
+static void check_gradient(pl_kernel_fns fwd, pl_op_kind kind, const pl_attrs *at, int n_in,
+                           const pl_tensor *in_t, void *const *in, int wrt, const float *got,
+                           const float *r, const char *what)
+{
+    pl_tensor out_t;
+    CU_ASSERT_FATAL(pl_kc_infer(kind, at, n_in, in_t, 1, &out_t));
+    int64_t n = pl_tensor_elements(&in_t[wrt]);
+    float *numeric = alloc_floats(n);
+    pl_kc_numeric_grad(&fwd, kind, at, n_in, in_t, in, 1, &out_t, 0, r, wrt, 1e-3f, numeric);
+    double e = pl_kc_max_rel_error(got, numeric, n, 1e-2);
+    if (!(e < 2e-2))
+        fprintf(stderr, "\n    %s: gradient error %g\n", what, e);
+    CU_ASSERT(e < 2e-2);
+    free(numeric);
+}
+
+/* Flat index into t (aligned at the last axis, size-1 axes broadcast) of output element i
+ * of shape `out`. */
+static int64_t source_index(const pl_tensor *out, const pl_tensor *t, int64_t i)
+{
+    int offset = out->rank - t->rank;
+    int64_t index = 0, scale = 1;
+    for (int a = out->rank - 1; a >= 0; a--) {
+        int64_t coord = i % out->dims[a];
+        i /= out->dims[a];
+        if (a < offset)
+            continue;
+        int64_t dim = t->dims[a - offset];
+        index += (dim == 1 ? 0 : coord) * scale;
+        scale *= dim;
+    }
+    return index;
+}
+
+/* ---- add, sub, mul -------------------------------------------------------------------- */
+
+static const struct {
+    const char *a, *b;
+} binary_shapes[] = {
+    {"3,4", "3,4"},   {"2,3,5", "5"},   {"5", "2,3,5"},   {"2,3,5", ""},   {"", "4"},
+    {"2,1,5", "3,1"}, {"4,1", "1,6"},   {"2,3,1,4", "3,2,1"}, {"7", "1"}, {"2", "2"},
+    {"64,33", "33"},  {"1,1", "1"},
+};
+
+static double binary_ref(pl_op_kind kind, double a, double b)
+{
+    return kind == PL_OP_ADD ? a + b : kind == PL_OP_SUB ? a - b : a * b;
+}
+
+static void test_binary(void)
+{
+    static const struct {
+        pl_op_kind kind;
+        pl_kernel_fns fns;
+        const char *name;
+    } ops[] = {
+        {PL_OP_ADD, {pl_kernel_add, NULL, NULL}, "add"},
+        {PL_OP_SUB, {pl_kernel_sub, NULL, NULL}, "sub"},
+        {PL_OP_MUL, {pl_kernel_mul, NULL, NULL}, "mul"},
+    };
+    pl_attrs at = defaults();
+    for (size_t s = 0; s < sizeof binary_shapes / sizeof *binary_shapes; s++) {
+        pl_tensor in_t[2] = {pl_kc_tensor(binary_shapes[s].a, PL_F32, false),
+                             pl_kc_tensor(binary_shapes[s].b, PL_F32, false)};
+        float *a = pl_kc_random(&in_t[0], 1, -1, 1), *b = pl_kc_random(&in_t[1], 2, -1, 1);
+        void *in[] = {a, b};
+        pl_tensor out_t;
+        CU_ASSERT_FATAL(pl_kc_infer(PL_OP_ADD, &at, 2, in_t, 1, &out_t));
+        int64_t n = pl_tensor_elements(&out_t);
+        float *want = alloc_floats(n);
+        for (size_t o = 0; o < 3; o++) {
+            for (int64_t i = 0; i < n; i++)
+                want[i] = (float)binary_ref(ops[o].kind, a[source_index(&out_t, &in_t[0], i)],
+                                            b[source_index(&out_t, &in_t[1], i)]);
+            char what[96];
+            snprintf(what, sizeof what, "%s [%s] [%s]", ops[o].name, binary_shapes[s].a,
+                     binary_shapes[s].b);
+            check_op(ops[o].fns, ops[o].kind, &at, 2, in_t, in, want, NULL, what);
+        }
+        free(want);
+        free(a);
+        free(b);
+    }
+}
+
+/* ---- activations and their gradients ----------------------------------------------------- */
+
+static double gelu_ref(double x)
+{
+    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+static double sigmoid_ref(double x)
+{
+    return 1.0 / (1.0 + exp(-x));
+}
+
+static double relu_ref(double x)
+{
+    return x > 0 ? x : 0;
+}
+
+static double scale_ref(double x)
+{
+    return -2.5 * x;
+}
+
+typedef struct activation {
+    pl_op_kind kind, grad_kind;
+    pl_kernel_fns fns, grad_fns;
+    double (*ref)(double);
+    bool grad_takes_y; /* the gradient reads the forward output, not its input */
+    const char *name;
+} activation;
+
+static const activation activations[] = {
+    {PL_OP_RELU, PL_OP_RELU_GRAD, {pl_kernel_relu, NULL, NULL},
+     {pl_kernel_relu_grad, NULL, NULL}, relu_ref, true, "relu"},
+    {PL_OP_GELU, PL_OP_GELU_GRAD, {pl_kernel_gelu, NULL, NULL},
+     {pl_kernel_gelu_grad, NULL, NULL}, gelu_ref, false, "gelu"},
+    {PL_OP_TANH, PL_OP_TANH_GRAD, {pl_kernel_tanh, NULL, NULL},
+     {pl_kernel_tanh_grad, NULL, NULL}, tanh, true, "tanh"},
+    {PL_OP_SIGMOID, PL_OP_SIGMOID_GRAD, {pl_kernel_sigmoid, NULL, NULL},
+     {pl_kernel_sigmoid_grad, NULL, NULL}, sigmoid_ref, true, "sigmoid"},
+};
+
+/* Values in [-3,3] kept 0.05 away from 0, where relu has its kink. */
+static float *activation_input(const pl_tensor *t, uint64_t seed)
+{
+    float *x = pl_kc_random(t, seed, -3, 3);
+    for (int64_t i = 0; i < pl_tensor_elements(t); i++)
+        if (fabsf(x[i]) < 0.05f)
+            x[i] = x[i] < 0 ? -0.05f - x[i] : 0.05f + x[i];
+    return x;
+}
+
+static void test_activations(void)
+{
+    static const char *const shapes[] = {"2", "3,7", "5,41"};
+    pl_attrs at = defaults();
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        pl_tensor t = pl_kc_tensor(shapes[s], PL_F32, false);
+        int64_t n = pl_tensor_elements(&t);
+        float *x = activation_input(&t, 3 + s), *want = alloc_floats(n);
+        void *in[] = {x};
+        for (size_t k = 0; k < sizeof activations / sizeof *activations; k++) {
+            const activation *act = &activations[k];
+            for (int64_t i = 0; i < n; i++)
+                want[i] = (float)act->ref(x[i]);
+            check_op(act->fns, act->kind, &at, 1, &t, in, want, NULL, act->name);
+        }
+        pl_attrs scale_at = defaults();
+        scale_at.factor = -2.5;
+        for (int64_t i = 0; i < n; i++)
+            want[i] = (float)scale_ref(x[i]);
+        check_op(FNS(scale), PL_OP_SCALE, &scale_at, 1, &t, in, want, NULL, "scale");
+        free(x);
+        free(want);
+    }
+    /* sigmoid saturates without overflow or NaN */
+    pl_tensor t = pl_kc_tensor("4", PL_F32, false);
+    float x[] = {-200, -90, 90, 200};
+    void *in[] = {x};
+    pl_tensor out_t;
+    float *y = run_op(FNS(sigmoid), PL_OP_SIGMOID, &at, 1, &t, in, &out_t, 1, NULL);
+    CU_ASSERT(y[0] == 0.0f && y[1] >= 0.0f && y[1] < 1e-30f && y[2] == 1.0f && y[3] == 1.0f);
+    free(y);
+}
+
+static void test_activation_gradients(void)
+{
+    pl_attrs at = defaults();
+    pl_tensor t = pl_kc_tensor("5,9", PL_F32, false);
+    for (size_t k = 0; k < sizeof activations / sizeof *activations; k++) {
+        const activation *act = &activations[k];
+        float *x = activation_input(&t, 20 + k), *dy = pl_kc_random(&t, 30 + k, -1, 1);
+        void *fwd_in[] = {x};
+        pl_tensor out_t;
+        float *y = run_op(act->fns, act->kind, &at, 1, &t, fwd_in, &out_t, 1, NULL);
+        pl_tensor grad_t[2] = {t, t};
+        void *grad_in[] = {dy, act->grad_takes_y ? y : x};
+        float *got = run_op(act->grad_fns, act->grad_kind, &at, 2, grad_t, grad_in, &out_t, 1,
+                            NULL);
+        check_gradient(act->fns, act->kind, &at, 1, &t, fwd_in, 0, got, dy, act->name);
+        check_op(act->grad_fns, act->grad_kind, &at, 2, grad_t, grad_in, got, NULL, act->name);
+        free(got);
+        free(y);
+        free(x);
+        free(dy);
+    }
+}
+
+/* ---- dropout ------------------------------------------------------------------------------ */
+
+static void dropout_ref(const float *x, float *y, int64_t n, double rate, int64_t seed,
+                        const pl_step_info *step)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = pl_rng_keep((uint64_t)seed, step->step, step->micro_batch * n + i, (float)rate)
+                   ? (float)(x[i] / (1.0 - rate))
+                   : 0.0f;
+}
+
+static void test_dropout(void)
+{
+    pl_attrs at = defaults();
+    at.rate = 0.3;
+    at.seed = 77;
+    pl_step_info step = {.step = 5, .micro_batch = 0, .micro_batches = 1, .training = true};
+    pl_tensor t = pl_kc_tensor("40,50", PL_F32, true);
+    int64_t n = pl_tensor_elements(&t);
+    float *x = pl_kc_random(&t, 4, 0.5, 1.5), *want = alloc_floats(n);
+    void *in[] = {x};
+    dropout_ref(x, want, n, at.rate, at.seed, &step);
+    check_op(FNS(dropout), PL_OP_DROPOUT, &at, 1, &t, in, want, &step, "dropout");
+    check_op(FNS(dropout_grad), PL_OP_DROPOUT_GRAD, &at, 1, &t, in, want, &step,
+             "dropout_grad");
+    int64_t dropped = 0;
+    for (int64_t i = 0; i < n; i++)
+        dropped += want[i] == 0.0f;
+    CU_ASSERT(dropped > n * 0.25 && dropped < n * 0.35);
+
+    /* another step draws another mask */
+    pl_step_info next = step;
+    next.step = 6;
+    pl_tensor out_t;
+    float *y6 = run_op(FNS(dropout), PL_OP_DROPOUT, &at, 1, &t, in, &out_t, 2, &next);
+    CU_ASSERT_NOT_EQUAL(memcmp(y6, want, (size_t)n * sizeof *y6), 0);
+    free(y6);
+
+    /* two micro-batches of 20 rows draw the whole step's mask */
+    float *whole = run_op(FNS(dropout), PL_OP_DROPOUT, &at, 1, &t, in, &out_t, 1, &step);
+    pl_tensor half = pl_kc_tensor("20,50", PL_F32, true);
+    for (int mb = 0; mb < 2; mb++) {
+        pl_step_info part = step;
+        part.micro_batch = mb;
+        part.micro_batches = 2;
+        void *half_in[] = {x + mb * n / 2};
+        float *y = run_op(FNS(dropout), PL_OP_DROPOUT, &at, 1, &half, half_in, &out_t, 3,
+                          &part);
+        CU_ASSERT_EQUAL(memcmp(y, whole + mb * n / 2, (size_t)n / 2 * sizeof *y), 0);
+        free(y);
+    }
+    free(whole);
+
+    /* evaluation passes x through */
+    pl_step_info eval = step;
+    eval.training = false;
+    check_op(FNS(dropout), PL_OP_DROPOUT, &at, 1, &t, in, x, &eval, "dropout (evaluation)");
+    free(x);
+    free(want);
+}
+
+static void test_dropout_gradient(void)
+{
+    pl_attrs at = defaults();
+    at.rate = 0.5;
+    at.seed = 3;
+    pl_tensor t = pl_kc_tensor("6,7", PL_F32, true);
+    float *x = pl_kc_random(&t, 5, -1, 1), *dy = pl_kc_random(&t, 6, -1, 1);
+    void *in[] = {x}, *grad_in[] = {dy};
+    pl_tensor out_t;
+    float *got = run_op(FNS(dropout_grad), PL_OP_DROPOUT_GRAD, &at, 1, &t, grad_in, &out_t, 1,
+                        NULL);
+    check_gradient(FNS(dropout), PL_OP_DROPOUT, &at, 1, &t, in, 0, got, dy, "dropout");
+    free(got);
+    free(x);
+    free(dy);
+}
+
+static void test_zeros_like(void)
+{
+    pl_attrs at = defaults();
+    pl_tensor t = pl_kc_tensor("3,5", PL_F32, false);
+    float *x = pl_kc_random(&t, 7, -1, 1), want[15] = {0};
+    void *in[] = {x};
+    check_op(FNS(zeros_like), PL_OP_ZEROS_LIKE, &at, 1, &t, in, want, NULL, "zeros_like");
+    free(x);
+}
+
+/* ---- reductions and broadcasts ---------------------------------------------------------- */
+
+/* want[map(i)] += x[i] over x, where map sends x's element i to the output element of the
+ * kept axes (reduced[a] false), then times scale. */
+static void reduce_ref(const pl_tensor *x_t, const float *x, const bool *reduced, double scale,
+                       float *want, int64_t n_out)
+{
+    double *acc = calloc((size_t)n_out, sizeof *acc);
+    int64_t n = pl_tensor_elements(x_t);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t rest = i, index = 0, mul = 1;
+        for (int a = x_t->rank - 1; a >= 0; a--) {
+            int64_t coord = rest % x_t->dims[a];
+            rest /= x_t->dims[a];
+            if (!reduced[a]) {
+                index += coord * mul;
+                mul *= x_t->dims[a];
+            }
+        }
+        acc[index] += x[i];
+    }
+    for (int64_t o = 0; o < n_out; o++)
+        want[o] = (float)(acc[o] * scale);
+    free(acc);
+}
+
+static const struct {
+    const char *x, *like;
+} sum_to_shapes[] = {
+    {"2,3,4", "4"}, {"2,3,4", "3,1"}, {"2,3,4", "2,1,4"}, {"2,3,4", "1"}, {"2,3,4", ""},
+    {"5,6", "5,6"}, {"64,33", "33"}, {"3,40,2", "40,1"}, {"2,3,5,4", "3,1,4"},
+    {"2,1,4", "1,4"},
+};
+
+static void test_sum_to(void)
+{
+    pl_attrs at = defaults();
+    for (size_t s = 0; s < sizeof sum_to_shapes / sizeof *sum_to_shapes; s++) {
+        pl_tensor in_t[2] = {pl_kc_tensor(sum_to_shapes[s].x, PL_F32, false),
+                             pl_kc_tensor(sum_to_shapes[s].like, PL_F32, false)};
+        float *x = pl_kc_random(&in_t[0], 8, -1, 1), *like = pl_kc_random(&in_t[1], 9, -1, 1);
+        int64_t n_out = pl_tensor_elements(&in_t[1]);
+        bool reduced[PL_MAX_RANK];
+        int offset = in_t[0].rank - in_t[1].rank;
+        for (int a = 0; a < in_t[0].rank; a++)
+            reduced[a] = a < offset || in_t[1].dims[a - offset] == 1;
+        float *want = alloc_floats(n_out);
+        reduce_ref(&in_t[0], x, reduced, 1.0, want, n_out);
+        void *in[] = {x, like};
+        char what[64];
+        snprintf(what, sizeof what, "sum_to [%s] -> [%s]", sum_to_shapes[s].x,
+                 sum_to_shapes[s].like);
+        check_op(FNS(sum_to), PL_OP_SUM_TO, &at, 2, in_t, in, want, NULL, what);
+
+        /* sum_to is the gradient of broadcasting `like` against x in add */
+        pl_tensor add_t[2] = {in_t[0], in_t[1]};
+        void *add_in[] = {x, like};
+        float *dy = pl_kc_random(&in_t[0], 10, -1, 1);
+        void *grad_in[] = {dy, like};
+        pl_tensor out_t;
+        float *got = run_op(FNS(sum_to), PL_OP_SUM_TO, &at, 2, in_t, grad_in, &out_t, 1, NULL);
+        check_gradient(FNS(add), PL_OP_ADD, &at, 2, add_t, add_in, 1, got, dy, what);
+        free(got);
+        free(dy);
+        free(want);
+        free(x);
+        free(like);
+    }
+}
+
+static const struct {
+    const char *x;
+    int n;
+    int64_t axes[3];
+    bool keepdims;
+} reduce_cases[] = {
+    {"2,3,4", 1, {1}, false},     {"2,3,4", 1, {-1}, true},     {"2,3,4", 2, {1, 2}, false},
+    {"2,3,4", 2, {0, 2}, true},   {"2,3,4", 3, {0, 1, 2}, false}, {"4,5,6,3", 2, {1, 3}, false},
+    {"4,5,6,3", 1, {2}, true},    {"3,1,5", 1, {1}, false},     {"40,50", 1, {1}, false},
+    {"40,50", 1, {0}, false},     {"7", 1, {0}, true},
+};
+
+static void reduce_attrs(size_t c, pl_attrs *at, bool *reduced, int rank)
+{
+    *at = defaults();
+    at->axes.n = reduce_cases[c].n;
+    at->axes.v = reduce_cases[c].axes;
+    at->keepdims = reduce_cases[c].keepdims;
+    for (int a = 0; a < PL_MAX_RANK; a++)
+        reduced[a] = false;
+    for (int i = 0; i < reduce_cases[c].n; i++) {
+        int64_t a = reduce_cases[c].axes[i];
+        reduced[a < 0 ? a + rank : a] = true;
+    }
+}
+
+static void test_reduce(void)
+{
+    for (size_t c = 0; c < sizeof reduce_cases / sizeof *reduce_cases; c++) {
+        pl_tensor x_t = pl_kc_tensor(reduce_cases[c].x, PL_F32, false);
+        pl_attrs at;
+        bool reduced[PL_MAX_RANK];
+        reduce_attrs(c, &at, reduced, x_t.rank);
+        float *x = pl_kc_random(&x_t, 11 + c, -1, 1);
+        void *in[] = {x};
+        pl_tensor out_t;
+        CU_ASSERT_FATAL(pl_kc_infer(PL_OP_REDUCE_SUM, &at, 1, &x_t, 1, &out_t));
+        int64_t n_out = pl_tensor_elements(&out_t), count = pl_tensor_elements(&x_t) / n_out;
+        float *want = alloc_floats(n_out);
+        reduce_ref(&x_t, x, reduced, 1.0, want, n_out);
+        check_op(FNS(reduce_sum), PL_OP_REDUCE_SUM, &at, 1, &x_t, in, want, NULL,
+                 "reduce_sum");
+        reduce_ref(&x_t, x, reduced, 1.0 / (double)count, want, n_out);
+        check_op(FNS(reduce_mean), PL_OP_REDUCE_MEAN, &at, 1, &x_t, in, want, NULL,
+                 "reduce_mean");
+        free(want);
+        free(x);
+    }
+}
+
+/* broadcast_like with factor 1/count is the gradient of reduce_mean (and with 1, of
+ * reduce_sum): checked against central differences and a direct reference. */
+static void test_broadcast_like(void)
+{
+    for (size_t c = 0; c < sizeof reduce_cases / sizeof *reduce_cases; c++) {
+        pl_tensor x_t = pl_kc_tensor(reduce_cases[c].x, PL_F32, false);
+        pl_attrs at;
+        bool reduced[PL_MAX_RANK];
+        reduce_attrs(c, &at, reduced, x_t.rank);
+        pl_tensor out_t;
+        CU_ASSERT_FATAL(pl_kc_infer(PL_OP_REDUCE_MEAN, &at, 1, &x_t, 1, &out_t));
+        int64_t n = pl_tensor_elements(&x_t), count = n / pl_tensor_elements(&out_t);
+        at.factor = 1.0 / (double)count;
+        float *x = pl_kc_random(&x_t, 12 + c, -1, 1), *dy = pl_kc_random(&out_t, 13 + c, -1, 1);
+        float *want = alloc_floats(n);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t rest = i, index = 0, mul = 1;
+            for (int a = x_t.rank - 1; a >= 0; a--) {
+                int64_t coord = rest % x_t.dims[a];
+                rest /= x_t.dims[a];
+                if (!reduced[a]) {
+                    index += coord * mul;
+                    mul *= x_t.dims[a];
+                }
+            }
+            want[i] = (float)(at.factor * dy[index]);
+        }
+        pl_tensor in_t[2] = {out_t, x_t};
+        void *in[] = {dy, x};
+        check_op(FNS(broadcast_like), PL_OP_BROADCAST_LIKE, &at, 2, in_t, in, want, NULL,
+                 "broadcast_like");
+        void *fwd_in[] = {x};
+        check_gradient(FNS(reduce_mean), PL_OP_REDUCE_MEAN, &at, 1, &x_t, fwd_in, 0, want, dy,
+                       "reduce_mean");
+        free(want);
+        free(x);
+        free(dy);
+    }
+}
+
+/* The test of the tests: a result wrong in one element by 1e-3 must fail the check. */
+static void test_checks_catch_errors(void)
+{
+    pl_attrs at = defaults();
+    pl_tensor t = pl_kc_tensor("3,4", PL_F32, false), out_t;
+    float *x = pl_kc_random(&t, 14, -1, 1), want[12];
+    void *in[] = {x};
+    for (int i = 0; i < 12; i++)
+        want[i] = (float)tanh(x[i]);
+    float *y = run_op(FNS(tanh), PL_OP_TANH, &at, 1, &t, in, &out_t, 1, NULL);
+    CU_ASSERT(pl_kc_max_rel_error(y, want, 12, 1e-3) < 1e-5);
+    want[5] += 1e-3f;
+    CU_ASSERT(pl_kc_max_rel_error(y, want, 12, 1e-3) > 1e-5);
+    free(y);
+    free(x);
+}
+
+void pl_register_kernels_elementwise_tests(void)
+{
+    static const pl_test_case cases[] = {
+        {"add, sub, mul broadcasting", test_binary},
+        {"activations and scale", test_activations},
+        {"activation gradients", test_activation_gradients},
+        {"dropout", test_dropout},
+        {"dropout gradient", test_dropout_gradient},
+        {"zeros_like", test_zeros_like},
+        {"sum_to", test_sum_to},
+        {"reduce_sum and reduce_mean", test_reduce},
+        {"broadcast_like", test_broadcast_like},
+        {"checks catch errors", test_checks_catch_errors},
+        {NULL, NULL},
+    };
+    pl_test_add_suite("kernels-elementwise", cases);
+}

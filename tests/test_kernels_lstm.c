@@ -1,0 +1,301 @@
+/* LSTM cell kernels against a double-precision reference (the step and its analytic
+ * gradient written out plainly), with and without the h and c state, for hidden sizes
+ * that give one and several chunks and batches that give several row blocks; at 1, 3
+ * and 7 threads with bitwise equal results; and the gradient of every input against
+ * numerical differentiation of lstm_cell. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel_check.h"
+#include "suites.h"
+#include "test_util.h"
+
+static const pl_kernel_fns cell_fns = {pl_kernel_lstm_cell, NULL, pl_kernel_lstm_cell_workspace};
+static const pl_kernel_fns grad_fns = {pl_kernel_lstm_cell_grad, pl_kernel_lstm_cell_grad_finish,
+                                       pl_kernel_lstm_cell_grad_workspace};
+
+static const int thread_counts[] = {1, 3, 7};
+#define N_THREAD_COUNTS 3
+
+typedef struct lstm_case {
+    int64_t n, e, h;
+    bool state;
+    bool numeric; /* small enough for numerical gradients */
+} lstm_case;
+
+static const lstm_case cases[] = {
+    {3, 4, 5, true, true},
+    {2, 3, 4, false, true},
+    {1, 2, 3, true, true},
+    {3, 5, 70, true, false},   /* three chunks of hidden units */
+    {2, 3, 600, false, false}, /* the most chunks, uneven */
+    {130, 3, 8, true, false},  /* two forward row blocks */
+};
+#define N_CASES (sizeof cases / sizeof cases[0])
+
+/* The forward's tensors (x, w, b, h, c), its outputs' descriptors and the upstream
+ * gradients dh', dc'. */
+typedef struct lstm_data {
+    int n_in;
+    pl_tensor in_t[5], out_t[2];
+    void *in[5];
+    float *dh_next, *dc_next;
+} lstm_data;
+
+static lstm_data make_case(const lstm_case *c, uint64_t seed)
+{
+    lstm_data d = {.n_in = c->state ? 5 : 3};
+    char dims[64];
+    snprintf(dims, sizeof dims, "%lld,%lld", (long long)c->n, (long long)c->e);
+    d.in_t[0] = pl_kc_tensor(dims, PL_F32, true);
+    snprintf(dims, sizeof dims, "%lld,%lld", (long long)(c->e + c->h), (long long)(4 * c->h));
+    d.in_t[1] = pl_kc_tensor(dims, PL_F32, false);
+    snprintf(dims, sizeof dims, "%lld", (long long)(4 * c->h));
+    d.in_t[2] = pl_kc_tensor(dims, PL_F32, false);
+    snprintf(dims, sizeof dims, "%lld,%lld", (long long)c->n, (long long)c->h);
+    d.in_t[3] = d.in_t[4] = pl_kc_tensor(dims, PL_F32, true);
+    pl_attrs at;
+    pl_attrs_default(&at);
+    CU_ASSERT_FATAL(pl_kc_infer(PL_OP_LSTM_CELL, &at, d.n_in, d.in_t, 2, d.out_t));
+    for (int i = 0; i < 5; i++)
+        d.in[i] = pl_kc_random(&d.in_t[i], seed + (uint64_t)i, -1, 1);
+    d.dh_next = pl_kc_random(&d.out_t[0], seed + 10, -1, 1);
+    d.dc_next = pl_kc_random(&d.out_t[1], seed + 11, -1, 1);
+    return d;
+}
+
+static void free_case(lstm_data *d)
+{
+    for (int i = 0; i < 5; i++)
+        free(d->in[i]);
+    free(d->dh_next);
+    free(d->dc_next);
+}
+
+/* Reference results, in double: h', c', and the gradients of x, w, b, h, c. */
+typedef struct lstm_reference {
+    double *h_next, *c_next, *grad[5];
+} lstm_reference;
+
+static double sigmoid(double v)
+{
+    return 1.0 / (1.0 + exp(-v));
+}
+
+static lstm_reference reference(const lstm_case *c, const lstm_data *d)
+{
+    int64_t n = c->n, e = c->e, h = c->h, cols = 4 * h;
+    const float *x = d->in[0], *w = d->in[1], *b = d->in[2], *hp = d->in[3], *cp = d->in[4];
+    lstm_reference r = {calloc((size_t)(n * h), sizeof(double)),
+                        calloc((size_t)(n * h), sizeof(double)), {NULL}};
+    for (int i = 0; i < 5; i++)
+        r.grad[i] = calloc((size_t)pl_tensor_elements(&d->in_t[i]), sizeof(double));
+    double *z = malloc((size_t)cols * sizeof(double)), *dz = malloc((size_t)cols * sizeof(double));
+    for (int64_t row = 0; row < n; row++) {
+        for (int64_t k = 0; k < cols; k++) {
+            z[k] = b[k];
+            for (int64_t a = 0; a < e; a++)
+                z[k] += (double)x[row * e + a] * w[a * cols + k];
+            for (int64_t a = 0; c->state && a < h; a++)
+                z[k] += (double)hp[row * h + a] * w[(e + a) * cols + k];
+        }
+        for (int64_t j = 0; j < h; j++) {
+            double gi = sigmoid(z[j]), gf = sigmoid(z[h + j]), gg = tanh(z[2 * h + j]);
+            double go = sigmoid(z[3 * h + j]), prev = c->state ? cp[row * h + j] : 0.0;
+            double cell = gf * prev + gi * gg, t = tanh(cell);
+            int64_t at = row * h + j;
+            r.c_next[at] = cell;
+            r.h_next[at] = go * t;
+            double dcell = d->dc_next[at] + d->dh_next[at] * go * (1 - t * t);
+            r.grad[4][at] = dcell * gf;
+            dz[j] = dcell * gg * gi * (1 - gi);
+            dz[h + j] = dcell * prev * gf * (1 - gf);
+            dz[2 * h + j] = dcell * gi * (1 - gg * gg);
+            dz[3 * h + j] = d->dh_next[at] * t * go * (1 - go);
+        }
+        for (int64_t k = 0; k < cols; k++) {
+            r.grad[2][k] += dz[k];
+            for (int64_t a = 0; a < e; a++) {
+                r.grad[0][row * e + a] += dz[k] * w[a * cols + k];
+                r.grad[1][a * cols + k] += dz[k] * x[row * e + a];
+            }
+            for (int64_t a = 0; c->state && a < h; a++) {
+                r.grad[3][row * h + a] += dz[k] * w[(e + a) * cols + k];
+                r.grad[1][(e + a) * cols + k] += dz[k] * hp[row * h + a];
+            }
+        }
+    }
+    free(z);
+    free(dz);
+    return r;
+}
+
+static void free_reference(lstm_reference *r)
+{
+    free(r->h_next);
+    free(r->c_next);
+    for (int i = 0; i < 5; i++)
+        free(r->grad[i]);
+}
+
+static double max_rel_error_double(const float *got, const double *want, int64_t n, double floor)
+{
+    float *w = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        w[i] = (float)want[i];
+    double e = pl_kc_max_rel_error(got, w, n, floor);
+    free(w);
+    return e;
+}
+
+static void expect_close(const char *what, const lstm_case *c, double error, double limit)
+{
+    if (error >= limit)
+        fprintf(stderr, "\n    %s (n %lld, e %lld, h %lld%s): relative error %g\n", what,
+                (long long)c->n, (long long)c->e, (long long)c->h,
+                c->state ? ", state" : "", error);
+    CU_ASSERT_TRUE(error < limit);
+}
+
+/* Runs at every thread count; every output must be bitwise equal to the first run's,
+ * which is returned in `first` (caller frees). */
+static void run_all_threads(const pl_kernel_fns *fns, pl_op_kind kind, int n_in,
+                            const pl_tensor *in_t, void *const *in, int n_out,
+                            const pl_tensor *out_t, float **first)
+{
+    pl_attrs at;
+    pl_attrs_default(&at);
+    for (int t = 0; t < N_THREAD_COUNTS; t++) {
+        float *got[5];
+        for (int o = 0; o < n_out; o++) {
+            size_t bytes = (size_t)pl_tensor_elements(&out_t[o]) * sizeof(float);
+            got[o] = malloc(bytes);
+            memset(got[o], 0xFF, bytes); /* NaN: every element must be written */
+        }
+        void *out[5] = {got[0], got[1], n_out > 2 ? got[2] : NULL, n_out > 3 ? got[3] : NULL,
+                        n_out > 4 ? got[4] : NULL};
+        pl_kc_run(fns, kind, &at, n_in, in_t, in, n_out, out_t, out, thread_counts[t], NULL);
+        for (int o = 0; o < n_out; o++) {
+            if (t == 0) {
+                first[o] = got[o];
+                continue;
+            }
+            size_t bytes = (size_t)pl_tensor_elements(&out_t[o]) * sizeof(float);
+            bool same = memcmp(got[o], first[o], bytes) == 0;
+            if (!same)
+                fprintf(stderr, "\n    %s output %d differs between 1 and %d threads\n",
+                        pl_op_info_of(kind)->name, o, thread_counts[t]);
+            CU_ASSERT_TRUE(same);
+            free(got[o]);
+        }
+    }
+}
+
+static void test_forward(void)
+{
+    for (size_t i = 0; i < N_CASES; i++) {
+        const lstm_case *c = &cases[i];
+        lstm_data d = make_case(c, 100 * i);
+        lstm_reference r = reference(c, &d);
+        float *out[2];
+        run_all_threads(&cell_fns, PL_OP_LSTM_CELL, d.n_in, d.in_t, d.in, 2,
+                        d.out_t, out);
+        int64_t n = c->n * c->h;
+        expect_close("h'", c, max_rel_error_double(out[0], r.h_next, n, 1e-2), 1e-4);
+        expect_close("c'", c, max_rel_error_double(out[1], r.c_next, n, 1e-2), 1e-4);
+        free(out[0]);
+        free(out[1]);
+        free_reference(&r);
+        free_case(&d);
+    }
+}
+
+/* d/d(input wrt) of sum(dh' * h') + sum(dc' * c'), numerically. */
+static float *numeric_grad(lstm_data *d, int wrt)
+{
+    pl_attrs at;
+    pl_attrs_default(&at);
+    int64_t n = pl_tensor_elements(&d->in_t[wrt]);
+    float *from_h = malloc((size_t)n * sizeof(float)), *from_c = malloc((size_t)n * sizeof(float));
+    void *const *in = d->in;
+    pl_kc_numeric_grad(&cell_fns, PL_OP_LSTM_CELL, &at, d->n_in, d->in_t, in, 2, d->out_t, 0,
+                       d->dh_next, wrt, 1e-2f, from_h);
+    pl_kc_numeric_grad(&cell_fns, PL_OP_LSTM_CELL, &at, d->n_in, d->in_t, in, 2, d->out_t, 1,
+                       d->dc_next, wrt, 1e-2f, from_c);
+    for (int64_t k = 0; k < n; k++)
+        from_h[k] += from_c[k];
+    free(from_c);
+    return from_h;
+}
+
+static void test_grad(void)
+{
+    static const char *const names[5] = {"dx", "dw", "db", "dh", "dc"};
+    for (size_t i = 0; i < N_CASES; i++) {
+        const lstm_case *c = &cases[i];
+        lstm_data d = make_case(c, 100 * i);
+        lstm_reference r = reference(c, &d);
+        /* dh', dc', x, w, b [, h, c] -> dx, dw, db [, dh, dc] */
+        int n_in = d.n_in + 2, n_out = d.n_in;
+        pl_tensor g_in[7] = {d.out_t[0], d.out_t[1], d.in_t[0], d.in_t[1], d.in_t[2],
+                             d.in_t[3], d.in_t[4]};
+        void *g[7] = {d.dh_next, d.dc_next, d.in[0], d.in[1], d.in[2], d.in[3], d.in[4]};
+        pl_tensor g_out[5];
+        pl_attrs at;
+        pl_attrs_default(&at);
+        CU_ASSERT_FATAL(pl_kc_infer(PL_OP_LSTM_CELL_GRAD, &at, n_in, g_in, n_out, g_out));
+        float *got[5];
+        run_all_threads(&grad_fns, PL_OP_LSTM_CELL_GRAD, n_in, g_in, g, n_out, g_out, got);
+        for (int o = 0; o < n_out; o++) {
+            int64_t n = pl_tensor_elements(&g_out[o]);
+            expect_close(names[o], c, max_rel_error_double(got[o], r.grad[o], n, 1e-2), 1e-4);
+            if (c->numeric) {
+                float *numeric = numeric_grad(&d, o);
+                expect_close(names[o], c, pl_kc_max_rel_error(got[o], numeric, n, 1e-2), 2e-2);
+                free(numeric);
+            }
+            free(got[o]);
+        }
+        free_reference(&r);
+        free_case(&d);
+    }
+}
+
+/* A check of the reference itself: with w = 0 and b = 0 every gate is sigmoid(0) = 1/2
+ * or tanh(0) = 0, so c' = c/2 and h' = tanh(c/2)/2. */
+static void test_known_values(void)
+{
+    lstm_case c = {2, 2, 3, true, false};
+    lstm_data d = make_case(&c, 7);
+    memset(d.in[1], 0, (size_t)pl_tensor_elements(&d.in_t[1]) * sizeof(float));
+    memset(d.in[2], 0, (size_t)pl_tensor_elements(&d.in_t[2]) * sizeof(float));
+    float h_next[6], c_next[6];
+    void *out[2] = {h_next, c_next};
+    pl_attrs at;
+    pl_attrs_default(&at);
+    pl_kc_run(&cell_fns, PL_OP_LSTM_CELL, &at, 5, d.in_t, d.in, 2, d.out_t, out,
+              2, NULL);
+    lstm_reference r = reference(&c, &d);
+    for (int k = 0; k < 6; k++) {
+        float want_c = ((const float *)d.in[4])[k] / 2, want_h = tanhf(want_c) / 2;
+        CU_ASSERT_DOUBLE_EQUAL(c_next[k], want_c, 1e-6);
+        CU_ASSERT_DOUBLE_EQUAL(h_next[k], want_h, 1e-6);
+        CU_ASSERT_DOUBLE_EQUAL(r.c_next[k], want_c, 1e-6);
+        CU_ASSERT_DOUBLE_EQUAL(r.h_next[k], want_h, 1e-6);
+    }
+    free_reference(&r);
+    free_case(&d);
+}
+
+void pl_register_kernels_lstm_tests(void)
+{
+    static const pl_test_case tests[] = {
+        {"known values", test_known_values},
+        {"lstm_cell", test_forward},
+        {"lstm_cell_grad", test_grad},
+        {NULL, NULL},
+    };
+    pl_test_add_suite("kernels-lstm", tests);
+}

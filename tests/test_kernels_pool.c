@@ -1,0 +1,304 @@
+/* Pooling kernels against double-precision references over default and explicit strides,
+ * padding (where max pooling must never pick the padding), uneven and overlapping
+ * windows; at 1, 3 and 7 threads with bitwise equal results; and every gradient against
+ * numerical differentiation of its forward op. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel_check.h"
+#include "rng.h"
+#include "suites.h"
+#include "test_util.h"
+
+static const pl_kernel_fns max_pool_fns = {pl_kernel_max_pool, NULL, NULL};
+static const pl_kernel_fns avg_pool_fns = {pl_kernel_avg_pool, NULL, NULL};
+static const pl_kernel_fns global_avg_pool_fns = {pl_kernel_global_avg_pool, NULL, NULL};
+static const pl_kernel_fns max_pool_grad_fns = {pl_kernel_max_pool_grad, NULL, NULL};
+static const pl_kernel_fns avg_pool_grad_fns = {pl_kernel_avg_pool_grad, NULL, NULL};
+static const pl_kernel_fns global_avg_pool_grad_fns = {pl_kernel_global_avg_pool_grad, NULL,
+                                                       NULL};
+
+static const int thread_counts[] = {1, 3, 7};
+#define N_THREAD_COUNTS 3
+
+typedef struct pool_case {
+    const char *x;
+    int64_t kernel[2], stride[2], padding[2];
+    bool stride_given;
+} pool_case;
+
+static const pool_case cases[] = {
+    {"2,3,4,6", {2, 2}, {0, 0}, {0, 0}, false},  /* stride defaults to the kernel */
+    {"2,2,5,5", {3, 3}, {1, 1}, {1, 1}, true},   /* overlapping, padded */
+    {"1,3,7,6", {3, 2}, {2, 1}, {1, 0}, true},   /* uneven */
+    {"2,2,6,7", {3, 3}, {2, 2}, {1, 1}, true},   /* padding on one side only */
+    {"1,2,7,8", {2, 2}, {3, 3}, {0, 0}, true},   /* gaps between windows */
+    {"2,2,3,3", {3, 3}, {0, 0}, {0, 0}, false},  /* one window */
+    {"1,1,5,4", {4, 3}, {1, 1}, {2, 1}, true},   /* padding = half the kernel */
+    {"1,2,3,20", {2, 18}, {1, 1}, {1, 9}, true}, /* wider than the cached columns */
+};
+#define N_CASES (sizeof cases / sizeof cases[0])
+
+static pl_attrs case_attrs(const pool_case *c)
+{
+    pl_attrs at;
+    pl_attrs_default(&at);
+    at.given = PL_ATTR_BIT(PL_ATTR_KERNEL) | PL_ATTR_BIT(PL_ATTR_PADDING);
+    for (int a = 0; a < 2; a++) {
+        at.kernel[a] = c->kernel[a];
+        at.padding[a] = c->padding[a];
+        if (c->stride_given)
+            at.stride[a] = c->stride[a];
+    }
+    if (c->stride_given)
+        at.given |= PL_ATTR_BIT(PL_ATTR_STRIDE);
+    return at;
+}
+
+/* Distinct values in [-1, 1), at least 1/n apart, in shuffled order: a numerical
+ * derivative never moves a maximum to another cell. */
+static float *distinct_values(const pl_tensor *t, uint64_t seed)
+{
+    int64_t n = pl_tensor_elements(t);
+    float *v = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        v[i] = -1.0f + 2.0f * (float)i / (float)n;
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)(pl_rng_u64(seed, (uint64_t)i) % (uint64_t)(i + 1));
+        float swap = v[i];
+        v[i] = v[j];
+        v[j] = swap;
+    }
+    return v;
+}
+
+/* The reference: y of max (first maximum) and average pooling, and dx for a given dy. */
+typedef struct pool_reference {
+    double *max_y, *avg_y, *max_dx, *avg_dx;
+} pool_reference;
+
+static pool_reference reference(const pool_case *c, const pl_tensor *x_t, const float *x,
+                                const pl_tensor *y_t, const float *dy)
+{
+    int64_t planes = x_t->dims[0] * x_t->dims[1], h = x_t->dims[2], w = x_t->dims[3];
+    int64_t oh = y_t->dims[2], ow = y_t->dims[3];
+    int64_t sh = c->stride_given ? c->stride[0] : c->kernel[0];
+    int64_t sw = c->stride_given ? c->stride[1] : c->kernel[1];
+    pool_reference r = {
+        calloc((size_t)(planes * oh * ow), sizeof(double)),
+        calloc((size_t)(planes * oh * ow), sizeof(double)),
+        calloc((size_t)(planes * h * w), sizeof(double)),
+        calloc((size_t)(planes * h * w), sizeof(double)),
+    };
+    for (int64_t p = 0; p < planes; p++)
+        for (int64_t oy = 0; oy < oh; oy++)
+            for (int64_t ox = 0; ox < ow; ox++) {
+                int64_t yi = (p * oh + oy) * ow + ox, best = -1, count = 0;
+                double sum = 0;
+                for (int64_t ki = 0; ki < c->kernel[0]; ki++)
+                    for (int64_t kj = 0; kj < c->kernel[1]; kj++) {
+                        int64_t iy = oy * sh - c->padding[0] + ki;
+                        int64_t ix = ox * sw - c->padding[1] + kj;
+                        if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+                            continue;
+                        int64_t xi = (p * h + iy) * w + ix;
+                        if (best < 0 || x[xi] > x[best])
+                            best = xi;
+                        sum += x[xi];
+                        count++;
+                    }
+                r.max_y[yi] = x[best];
+                r.avg_y[yi] = sum / (double)count;
+                r.max_dx[best] += dy[yi];
+                for (int64_t ki = 0; ki < c->kernel[0]; ki++)
+                    for (int64_t kj = 0; kj < c->kernel[1]; kj++) {
+                        int64_t iy = oy * sh - c->padding[0] + ki;
+                        int64_t ix = ox * sw - c->padding[1] + kj;
+                        if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                            r.avg_dx[(p * h + iy) * w + ix] += dy[yi] / (double)count;
+                    }
+            }
+    return r;
+}
+
+static void free_reference(pool_reference *r)
+{
+    free(r->max_y);
+    free(r->avg_y);
+    free(r->max_dx);
+    free(r->avg_dx);
+}
+
+static double max_rel_error_double(const float *got, const double *want, int64_t n, double floor)
+{
+    float *w = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        w[i] = (float)want[i];
+    double e = pl_kc_max_rel_error(got, w, n, floor);
+    free(w);
+    return e;
+}
+
+/* Runs at every thread count; the outputs must be bitwise equal to the first run's,
+ * which is returned (caller frees). */
+static float *run_all_threads(const pl_kernel_fns *fns, pl_op_kind kind, const pl_attrs *at,
+                              int n_in, const pl_tensor *in_t, void *const *in,
+                              const pl_tensor *out_t)
+{
+    size_t bytes = (size_t)pl_tensor_elements(out_t) * sizeof(float);
+    float *first = NULL;
+    for (int t = 0; t < N_THREAD_COUNTS; t++) {
+        float *got = malloc(bytes);
+        memset(got, 0xFF, bytes); /* NaN: every element must be written */
+        void *out[1] = {got};
+        pl_kc_run(fns, kind, at, n_in, in_t, in, 1, out_t, out, thread_counts[t], NULL);
+        if (!first) {
+            first = got;
+            continue;
+        }
+        bool same = memcmp(got, first, bytes) == 0;
+        if (!same)
+            fprintf(stderr, "\n    %s differs between 1 and %d threads\n",
+                    pl_op_info_of(kind)->name, thread_counts[t]);
+        CU_ASSERT_TRUE(same);
+        free(got);
+    }
+    return first;
+}
+
+static void expect_close(const char *what, const pool_case *c, double error, double limit)
+{
+    if (error >= limit)
+        fprintf(stderr, "\n    %s on %s: relative error %g\n", what, c->x, error);
+    CU_ASSERT_TRUE(error < limit);
+}
+
+/* Forward and gradient of one windowed pooling op for every case. */
+static void check_windowed(pl_op_kind kind, const pl_kernel_fns *fns, pl_op_kind grad_kind,
+                           const pl_kernel_fns *grad_fns, bool is_max)
+{
+    for (size_t i = 0; i < N_CASES; i++) {
+        const pool_case *c = &cases[i];
+        pl_attrs at = case_attrs(c);
+        pl_tensor x_t = pl_kc_tensor(c->x, PL_F32, true), y_t;
+        CU_ASSERT_FATAL(pl_kc_infer(kind, &at, 1, &x_t, 1, &y_t));
+        float *x = distinct_values(&x_t, 40 + i), *dy = pl_kc_random(&y_t, 50 + i, -1, 1);
+        pool_reference r = reference(c, &x_t, x, &y_t, dy);
+        int64_t ny = pl_tensor_elements(&y_t), nx = pl_tensor_elements(&x_t);
+
+        void *in[1] = {x};
+        float *y = run_all_threads(fns, kind, &at, 1, &x_t, in, &y_t);
+        expect_close(pl_op_info_of(kind)->name, c,
+                     max_rel_error_double(y, is_max ? r.max_y : r.avg_y, ny, 1e-2), 1e-4);
+
+        pl_tensor g_in[2] = {y_t, x_t};
+        void *g[2] = {dy, x};
+        float *dx = run_all_threads(grad_fns, grad_kind, &at, 2, g_in, g, &x_t);
+        expect_close(pl_op_info_of(grad_kind)->name, c,
+                     max_rel_error_double(dx, is_max ? r.max_dx : r.avg_dx, nx, 1e-2), 1e-4);
+
+        float *numeric = malloc((size_t)nx * sizeof(float));
+        pl_kc_numeric_grad(fns, kind, &at, 1, &x_t, in, 1, &y_t, 0, dy, 0, 1e-3f, numeric);
+        expect_close("numeric gradient", c, pl_kc_max_rel_error(dx, numeric, nx, 1e-2), 2e-2);
+
+        free(numeric);
+        free(dx);
+        free(y);
+        free_reference(&r);
+        free(x);
+        free(dy);
+    }
+}
+
+static void test_max_pool(void)
+{
+    check_windowed(PL_OP_MAX_POOL, &max_pool_fns, PL_OP_MAX_POOL_GRAD, &max_pool_grad_fns,
+                   true);
+}
+
+static void test_avg_pool(void)
+{
+    check_windowed(PL_OP_AVG_POOL, &avg_pool_fns, PL_OP_AVG_POOL_GRAD, &avg_pool_grad_fns,
+                   false);
+}
+
+/* Negative inputs with padding: a zero from the padding must never win; and of equal
+ * maxima the first (row-major) takes the gradient. */
+static void test_max_pool_padding_and_ties(void)
+{
+    pool_case c = {"1,1,2,3", {3, 3}, {1, 1}, {1, 1}, true};
+    pl_attrs at = case_attrs(&c);
+    pl_tensor x_t = pl_kc_tensor(c.x, PL_F32, true), y_t;
+    CU_ASSERT_FATAL(pl_kc_infer(PL_OP_MAX_POOL, &at, 1, &x_t, 1, &y_t));
+    float x[6] = {-5, -2, -2, -3, -4, -2}, y[6], dx[6];
+    float dy[6] = {1, 2, 4, 8, 16, 32};
+    void *in[1] = {x}, *out[1] = {y};
+    pl_kc_run(&max_pool_fns, PL_OP_MAX_POOL, &at, 1, &x_t, in, 1, &y_t, out, 2, NULL);
+    const float want_y[6] = {-2, -2, -2, -2, -2, -2};
+    CU_ASSERT_EQUAL(memcmp(y, want_y, sizeof y), 0);
+    /* every window holds x[1] = -2 and meets it before the other -2s: it takes all */
+    pl_tensor g_in[2] = {y_t, x_t};
+    void *g[2] = {dy, x}, *g_out[1] = {dx};
+    pl_kc_run(&max_pool_grad_fns, PL_OP_MAX_POOL_GRAD, &at, 2, g_in, g, 1, &x_t, g_out, 3, NULL);
+    const float want_dx[6] = {0, 63, 0, 0, 0, 0};
+    CU_ASSERT_EQUAL(memcmp(dx, want_dx, sizeof dx), 0);
+}
+
+static void test_global_avg_pool(void)
+{
+    const char *shapes[] = {"2,3,4,5", "1,1,1,1", "3,2,7,3"};
+    for (int s = 0; s < 3; s++) {
+        pl_attrs at;
+        pl_attrs_default(&at);
+        pl_tensor x_t = pl_kc_tensor(shapes[s], PL_F32, true), y_t;
+        CU_ASSERT_FATAL(pl_kc_infer(PL_OP_GLOBAL_AVG_POOL, &at, 1, &x_t, 1, &y_t));
+        float *x = pl_kc_random(&x_t, 60 + (uint64_t)s, -1, 1);
+        float *dy = pl_kc_random(&y_t, 70 + (uint64_t)s, -1, 1);
+        int64_t planes = y_t.dims[0] * y_t.dims[1], size = x_t.dims[2] * x_t.dims[3];
+        int64_t nx = planes * size;
+        double *want_y = calloc((size_t)planes, sizeof(double));
+        double *want_dx = calloc((size_t)nx, sizeof(double));
+        for (int64_t p = 0; p < planes; p++)
+            for (int64_t i = 0; i < size; i++) {
+                want_y[p] += x[p * size + i] / (double)size;
+                want_dx[p * size + i] = dy[p] / (double)size;
+            }
+        pool_case c = {shapes[s], {0, 0}, {0, 0}, {0, 0}, false};
+        void *in[1] = {x};
+        float *y = run_all_threads(&global_avg_pool_fns, PL_OP_GLOBAL_AVG_POOL, &at, 1, &x_t,
+                                   in, &y_t);
+        expect_close("global_avg_pool", &c, max_rel_error_double(y, want_y, planes, 1e-3), 1e-5);
+        pl_tensor g_in[2] = {y_t, x_t};
+        void *g[2] = {dy, x};
+        float *dx = run_all_threads(&global_avg_pool_grad_fns, PL_OP_GLOBAL_AVG_POOL_GRAD, &at,
+                                    2, g_in, g, &x_t);
+        expect_close("global_avg_pool_grad", &c, max_rel_error_double(dx, want_dx, nx, 1e-3),
+                     1e-5);
+        float *numeric = malloc((size_t)nx * sizeof(float));
+        pl_kc_numeric_grad(&global_avg_pool_fns, PL_OP_GLOBAL_AVG_POOL, &at, 1, &x_t, in, 1,
+                           &y_t, 0, dy, 0, 1e-2f, numeric);
+        expect_close("global_avg_pool numeric", &c, pl_kc_max_rel_error(dx, numeric, nx, 1e-2),
+                     2e-2);
+        free(numeric);
+        free(dx);
+        free(y);
+        free(want_y);
+        free(want_dx);
+        free(x);
+        free(dy);
+    }
+}
+
+void pl_register_kernels_pool_tests(void)
+{
+    static const pl_test_case tests[] = {
+        {"max_pool and max_pool_grad", test_max_pool},
+        {"avg_pool and avg_pool_grad", test_avg_pool},
+        {"max_pool padding and ties", test_max_pool_padding_and_ties},
+        {"global_avg_pool and its gradient", test_global_avg_pool},
+        {NULL, NULL},
+    };
+    pl_test_add_suite("kernels-pool", tests);
+}

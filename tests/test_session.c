@@ -1,0 +1,257 @@
+/* Training end to end on one device: autodiff's gradients against finite differences of
+ * the loss, the same gradients whatever the thread or micro-batch count, and every small
+ * model of the suite learning (its loss falls over 100 steps). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autodiff.h"
+#include "data.h"
+#include "graph_build.h"
+#include "load.h"
+#include "session.h"
+#include "suites.h"
+#include "test_util.h"
+
+typedef struct trained {
+    pl_graph *g;
+    pl_dataset *data;
+    pl_session *s;
+} trained;
+
+static void release(trained *t)
+{
+    pl_session_free(t->s);
+    pl_dataset_free(t->data);
+    pl_graph_free(t->g);
+}
+
+/* A small model's training graph and session (batch: the file's when 0), its inputs
+ * filled with the first batch. */
+static bool open_batch(const char *name, const char *data, int threads, int batch, trained *t)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/graphs/small/%s", pl_test_srcdir(), name);
+    pl_error err;
+    pl_error_init(&err, path);
+    memset(t, 0, sizeof *t);
+    bool ok = (t->g = pl_graph_load_file(path, &err)) &&
+              (!batch || pl_graph_set_batch(t->g, batch, &err) == PL_OK) &&
+              pl_autodiff_build(t->g, &err) == PL_OK &&
+              (t->data = pl_dataset_open(t->g, data, 7, &err)) &&
+              (t->s = pl_session_new(t->g, threads, &err));
+    if (!ok) {
+        char line[2048];
+        pl_error_format(&err, line, sizeof line);
+        fprintf(stderr, "\n    %s\n", line);
+        release(t);
+        return false;
+    }
+    void **inputs = calloc((size_t)t->g->n_tensors, sizeof *inputs);
+    for (int i = 0; i < t->g->n_tensors; i++)
+        if (t->g->tensors[i].kind == PL_TENSOR_INPUT)
+            inputs[i] = pl_session_data(t->s, i);
+    pl_dataset_fill(t->data, PL_SPLIT_TRAIN, 0, 0, t->g->batch_size, inputs);
+    free(inputs);
+    return true;
+}
+
+static bool open_model(const char *name, const char *data, int threads, trained *t)
+{
+    return open_batch(name, data, threads, 0, t);
+}
+
+static float forward_loss(trained *t)
+{
+    float loss = NAN;
+    pl_session_forward(t->s, true, &loss, NULL);
+    return loss;
+}
+
+/* For each parameter, up to `per_param` elements: the accumulated gradient of one
+ * micro-batch against finite differences of the training-mode loss, central and one-sided,
+ * at steps 1e-2 and 1e-3. The closest counts: a large step loses to curvature, a small
+ * one to float rounding, and at a kink (relu, max pooling) only the one-sided difference
+ * that stays on one side agrees; a wrong gradient agrees with none. Compared as a vector
+ * per parameter, with a floor for rounding.
+ * Models with many kinks get a wider tolerance (0.1, against 0.05 for smooth ones): at
+ * batch 4, batch norm and max pooling make the loss rough at any step size. Kernel-level
+ * tests check every gradient kernel element by element. */
+static void check_gradients(const char *model, int per_param, double tolerance)
+{
+    trained t;
+    if (!open_model(model, "synthetic", 1, &t)) {
+        CU_FAIL("model did not open");
+        return;
+    }
+    float loss;
+    CU_ASSERT_EQUAL_FATAL(pl_session_gradients(t.s, 1, 1, &loss, NULL), PL_OK);
+    double base = forward_loss(&t);
+    int checked = 0;
+    for (int p = 0; p < t.g->n_tensors; p++) {
+        if (t.g->tensors[p].kind != PL_TENSOR_PARAM)
+            continue;
+        const float *grad = pl_session_data(t.s, pl_autodiff_gradient_of(t.g, p));
+        float *value = pl_session_data(t.s, p);
+        int64_t n = pl_tensor_elements(&t.g->tensors[p]);
+        int k_max = n < per_param ? (int)n : per_param;
+        double diff2 = 0, norm2 = 0;
+        for (int k = 0; k < k_max; k++) {
+            int64_t i = (int64_t)((double)k * (double)n / k_max);
+            double numeric = INFINITY;
+            for (float h = 1e-2f; h > 5e-4f; h /= 10) {
+                float saved = value[i], step = h * fmaxf(1.0f, fabsf(saved));
+                value[i] = saved + step;
+                double up = forward_loss(&t);
+                value[i] = saved - step;
+                double down = forward_loss(&t);
+                value[i] = saved;
+                double estimates[3] = {(up - down) / (2.0 * step), (up - base) / step,
+                                       (base - down) / step};
+                for (int e = 0; e < 3; e++)
+                    if (fabs(estimates[e] - grad[i]) < fabs(numeric - grad[i]))
+                        numeric = estimates[e];
+            }
+            diff2 += (numeric - grad[i]) * (numeric - grad[i]);
+            norm2 += (double)grad[i] * grad[i];
+        }
+        double error = sqrt(diff2) / (sqrt(norm2) + 2e-3 * sqrt((double)k_max));
+        if (error > tolerance)
+            fprintf(stderr, "\n    %s: %s: gradient error %.3g\n", model, t.g->tensors[p].name,
+                    error);
+        CU_ASSERT_TRUE(error <= tolerance);
+        checked++;
+    }
+    CU_ASSERT_TRUE(checked > 0);
+    release(&t);
+}
+
+static void test_gradients_mlp(void) { check_gradients("mlp-small.json", 16, 0.05); }
+static void test_gradients_cnn(void) { check_gradients("cnn-small.json", 8, 0.1); }
+static void test_gradients_inception(void) { check_gradients("inception-small.json", 8, 0.1); }
+static void test_gradients_resnet(void) { check_gradients("resnet-small.json", 8, 0.1); }
+static void test_gradients_lstm(void) { check_gradients("lstm_lm-small.json", 16, 0.05); }
+static void test_gradients_seq2seq(void) { check_gradients("seq2seq-small.json", 16, 0.05); }
+static void test_gradients_transformer(void) { check_gradients("transformer-small.json", 16, 0.05); }
+static void test_gradients_recommender(void) { check_gradients("recommender-small.json", 16, 0.05); }
+static void test_gradients_moe(void) { check_gradients("moe-small.json", 8, 0.1); }
+
+/* Gradients of one batch, by threads and micro-batches. */
+static float *gradients_of(const char *model, int threads, int micro_batches, int64_t *count)
+{
+    trained t;
+    if (!open_model(model, "synthetic", threads, &t))
+        return NULL;
+    float loss;
+    pl_session_gradients(t.s, 1, micro_batches, &loss, NULL);
+    int64_t total = 0;
+    for (int p = 0; p < t.g->n_tensors; p++)
+        if (t.g->tensors[p].kind == PL_TENSOR_PARAM)
+            total += pl_tensor_elements(&t.g->tensors[p]);
+    float *all = malloc((size_t)total * sizeof *all), *at = all;
+    for (int p = 0; all && p < t.g->n_tensors; p++) {
+        if (t.g->tensors[p].kind != PL_TENSOR_PARAM)
+            continue;
+        int64_t n = pl_tensor_elements(&t.g->tensors[p]);
+        const float *acc = pl_session_data(t.s, pl_autodiff_gradient_of(t.g, p));
+        for (int64_t i = 0; i < n; i++) /* the sum of micro-batch means, as updates see it */
+            at[i] = acc[i] / (float)micro_batches;
+        at += n;
+    }
+    *count = total;
+    release(&t);
+    return all;
+}
+
+static double relative_difference(const float *a, const float *b, int64_t n)
+{
+    double diff2 = 0, norm2 = 0;
+    for (int64_t i = 0; i < n; i++) {
+        diff2 += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        norm2 += (double)b[i] * b[i];
+    }
+    return sqrt(diff2) / (sqrt(norm2) + 1e-30);
+}
+
+static void test_threads_and_micro_batches_agree(void)
+{
+    static const char *const models[] = {"mlp-small.json", "lstm_lm-small.json",
+                                         "transformer-small.json", "cnn-small.json"};
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        int64_t n1, n3, n4;
+        float *one = gradients_of(models[m], 1, 1, &n1);
+        float *three = gradients_of(models[m], 3, 1, &n3);
+        float *micro = gradients_of(models[m], 1, 4, &n4);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(one);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(three);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(micro);
+        double threads = relative_difference(three, one, n1);
+        double micro_batches = relative_difference(micro, one, n1);
+        if (threads > 1e-5 || micro_batches > 1e-5)
+            fprintf(stderr, "\n    %s: 3 threads differ by %.3g, 4 micro-batches by %.3g\n",
+                    models[m], threads, micro_batches);
+        CU_ASSERT_TRUE(threads <= 1e-5);
+        CU_ASSERT_TRUE(micro_batches <= 1e-5);
+        free(one);
+        free(three);
+        free(micro);
+    }
+}
+
+/* 100 steps of 16 samples on the default data: the last ten losses average clearly below
+ * the first ten. */
+static void test_every_small_model_learns(void)
+{
+    static const char *const models[] = {"mlp-small.json", "cnn-small.json",
+                                         "inception-small.json", "resnet-small.json",
+                                         "lstm_lm-small.json", "seq2seq-small.json",
+                                         "transformer-small.json", "recommender-small.json",
+                                         "moe-small.json"};
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        trained t;
+        if (!open_batch(models[m], NULL, 1, 16, &t)) {
+            CU_FAIL("model did not open");
+            continue;
+        }
+        void **inputs = calloc((size_t)t.g->n_tensors, sizeof *inputs);
+        for (int i = 0; i < t.g->n_tensors; i++)
+            if (t.g->tensors[i].kind == PL_TENSOR_INPUT)
+                inputs[i] = pl_session_data(t.s, i);
+        double first = 0, last = 0;
+        for (int step = 0; step < 100; step++) {
+            pl_dataset_fill(t.data, PL_SPLIT_TRAIN, 0, (int64_t)step * t.g->batch_size,
+                            t.g->batch_size, inputs);
+            float loss;
+            CU_ASSERT_EQUAL(pl_session_train_step(t.s, step + 1, 1, &loss, NULL), PL_OK);
+            if (step < 10)
+                first += loss / 10;
+            if (step >= 90)
+                last += loss / 10;
+        }
+        if (!(last < 0.9 * first))
+            fprintf(stderr, "\n    %s: loss %.4f -> %.4f\n", models[m], first, last);
+        CU_ASSERT_TRUE(last < 0.9 * first);
+        free(inputs);
+        release(&t);
+    }
+}
+
+void pl_register_session_tests(void)
+{
+    static const pl_test_case cases[] = {
+        {"gradients: mlp", test_gradients_mlp},
+        {"gradients: cnn", test_gradients_cnn},
+        {"gradients: inception (batch norm, concat, pools)", test_gradients_inception},
+        {"gradients: resnet", test_gradients_resnet},
+        {"gradients: lstm language model", test_gradients_lstm},
+        {"gradients: seq2seq with attention", test_gradients_seq2seq},
+        {"gradients: transformer", test_gradients_transformer},
+        {"gradients: recommender (sparse embedding rows)", test_gradients_recommender},
+        {"gradients: mixture of experts", test_gradients_moe},
+        {"threads and micro-batches give the same gradients", test_threads_and_micro_batches_agree},
+        {"every small model learns in 100 steps", test_every_small_model_learns},
+        {NULL, NULL},
+    };
+    pl_test_add_suite("session", cases);
+}
