@@ -11,12 +11,12 @@
 
 int pl_ad_grad(const pl_autodiff *ad, int t)
 {
-    return ad->grad[t];
+    return t < ad->n_model_tensors ? ad->grad[t] : -1;
 }
 
 bool pl_ad_needs(const pl_autodiff *ad, int t)
 {
-    return ad->needs[t];
+    return t < ad->n_model_tensors && ad->needs[t];
 }
 
 int pl_ad_output(const pl_autodiff *ad, int first_output, int k)
@@ -47,7 +47,8 @@ int pl_ad_emit(pl_autodiff *ad, pl_op_kind kind, const int *inputs, int n_inputs
 
 int pl_ad_grad_or_zeros(pl_autodiff *ad, int t)
 {
-    return ad->grad[t] >= 0 ? ad->grad[t] : pl_ad_emit(ad, PL_OP_ZEROS_LIKE, &t, 1, 1, NULL);
+    int grad = pl_ad_grad(ad, t);
+    return grad >= 0 ? grad : pl_ad_emit(ad, PL_OP_ZEROS_LIKE, &t, 1, 1, NULL);
 }
 
 static bool same_shape(const pl_tensor *a, const pl_tensor *b)
@@ -222,7 +223,7 @@ static bool add_updates(pl_autodiff *ad, int n_params_scan)
 pl_status pl_autodiff_build(pl_graph *g, pl_error *err)
 {
     int n = g->n_tensors;
-    pl_autodiff ad = {.g = g, .err = err};
+    pl_autodiff ad = {.g = g, .err = err, .n_model_tensors = n};
     ad.grad = malloc((size_t)n * sizeof *ad.grad);
     ad.needs = calloc((size_t)n, sizeof *ad.needs);
     ad.home = malloc((size_t)n * sizeof *ad.home);
@@ -256,9 +257,9 @@ pl_status pl_autodiff_build(pl_graph *g, pl_error *err)
         bool (*rule)(pl_autodiff *, int) = pl_op_info_of(op->kind)->backward;
         bool has_grad = false, wanted = false;
         for (int i = 0; i < op->n_outputs; i++)
-            has_grad |= ad.grad[op->outputs[i]] >= 0;
-        for (int i = 0; i < op->n_inputs; i++)
-            wanted |= ad.needs[op->inputs[i]];
+            has_grad |= pl_ad_grad(&ad, op->outputs[i]) >= 0;
+        for (int i = 0; i < op->n_inputs; i++) /* batch norm's running averages are new */
+            wanted |= pl_ad_needs(&ad, op->inputs[i]);
         if (!rule || !has_grad || !wanted)
             continue;
         ad.op = o;

@@ -8,6 +8,7 @@
 typedef struct pl_autodiff {
     pl_graph *g;
     pl_error *err;
+    int n_model_tensors; /* the arrays below cover the model's tensors, not those added */
     int *grad;      /* per tensor: its gradient tensor so far, or -1 */
     bool *needs;    /* per tensor: a parameter's gradient flows through it */
     int *home;      /* per parameter tensor: its home group, or -1 */

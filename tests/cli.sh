@@ -1,29 +1,7 @@
 #!/bin/sh
 # The command line as a user meets it: exit statuses, messages, outputs written whole.
 # Run by `make check` (top_srcdir and top_builddir set) or by hand from the top.
-set -u
-src=$(cd "${top_srcdir:-.}" && pwd)
-bin=$(cd "${top_builddir:-.}" && pwd)/placer
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
-
-# expect STATUS DESCRIPTION COMMAND...: runs it, output in $work/out and $work/err.
-expect() {
-    want=$1 what=$2
-    shift 2
-    "$@" >"$work/out" 2>"$work/err"
-    got=$?
-    if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, expected $want"; sed 's/^/    /' "$work/err"; fi
-}
-
-contains() { # FILE TEXT DESCRIPTION
-    if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in output"; sed 's/^/    /' "$1"; fi
-}
+. "$(dirname "$0")/shell_lib.sh"
 
 expect 0 "--help" "$bin" --help
 contains "$work/out" "Usage: placer" "--help"
@@ -76,5 +54,4 @@ ls "$work" | grep -q 'tmp-' && bad "a temporary file was left behind" || ok
 expect 1 "dot into a missing directory" "$bin" dot "$src/graphs/mlp.json" -o "$work/no/such/dir/x.dot"
 contains "$work/err" "No such file or directory" "dot into a missing directory"
 
-echo "cli: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish cli

@@ -17,9 +17,6 @@ static const pl_kernel_fns grad_filter_fns = {pl_kernel_conv2d_grad_filter,
                                               pl_kernel_conv2d_grad_filter_finish,
                                               pl_kernel_conv2d_grad_filter_workspace};
 
-static const int thread_counts[] = {1, 3, 7};
-#define N_THREAD_COUNTS 3
-
 /* Against the double reference: float sums of up to a few hundred products drift by
  * ~1e-5 absolute (more with OpenBLAS's generic kernels, as under valgrind), so small
  * values are compared against a floor of 1; a wrong term costs O(1). */
@@ -147,47 +144,6 @@ static void free_reference(conv_reference *r)
     free(r->db);
 }
 
-static double max_rel_error_double(const float *got, const double *want, int64_t n, double floor)
-{
-    float *w = malloc((size_t)n * sizeof(float));
-    for (int64_t i = 0; i < n; i++)
-        w[i] = (float)want[i];
-    double e = pl_kc_max_rel_error(got, w, n, floor);
-    free(w);
-    return e;
-}
-
-/* Runs at every thread count: outputs must be bitwise equal to the nth=1 run, which is
- * returned in `first` (one buffer per output, caller frees). */
-static void run_all_threads(const pl_kernel_fns *fns, pl_op_kind kind, const conv_data *d,
-                            int n_in, const pl_tensor *in_t, void *const *in, int n_out,
-                            const pl_tensor *out_t, float **first, const char *what)
-{
-    for (int t = 0; t < N_THREAD_COUNTS; t++) {
-        float *got[2];
-        for (int o = 0; o < n_out; o++) {
-            size_t bytes = (size_t)pl_tensor_elements(&out_t[o]) * sizeof(float);
-            got[o] = malloc(bytes);
-            memset(got[o], 0xFF, bytes); /* NaN: every element must be written */
-        }
-        void *out[2] = {got[0], n_out > 1 ? got[1] : NULL};
-        pl_kc_run(fns, kind, &d->at, n_in, in_t, in, n_out, out_t, out, thread_counts[t], NULL);
-        for (int o = 0; o < n_out; o++) {
-            if (t == 0) {
-                first[o] = got[o];
-                continue;
-            }
-            size_t bytes = (size_t)pl_tensor_elements(&out_t[o]) * sizeof(float);
-            bool same = memcmp(got[o], first[o], bytes) == 0;
-            if (!same)
-                fprintf(stderr, "\n    %s: output %d differs between 1 and %d threads\n", what,
-                        o, thread_counts[t]);
-            CU_ASSERT_TRUE(same);
-            free(got[o]);
-        }
-    }
-}
-
 static void report(const char *what, const conv_case *c, double error, double limit)
 {
     if (error >= limit)
@@ -202,10 +158,11 @@ static void test_forward(void)
         conv_reference r = reference(&d);
         void *in[3] = {d.x, d.w, d.b};
         float *y;
-        run_all_threads(&conv2d_fns, PL_OP_CONV2D, &d, d.n_in, d.in_t, in, 1, &d.y_t, &y,
-                        "conv2d");
+        pl_kc_run_all_threads(&conv2d_fns, PL_OP_CONV2D, &d.at, d.n_in, d.in_t, in, 1, &d.y_t,
+                              &y, "conv2d");
         report("conv2d", &cases[i],
-               max_rel_error_double(y, r.y, pl_tensor_elements(&d.y_t), REF_FLOOR), REF_LIMIT);
+               pl_kc_max_rel_error_double(y, r.y, pl_tensor_elements(&d.y_t), REF_FLOOR),
+               REF_LIMIT);
         free(y);
         free_reference(&r);
         free_case(&d);
@@ -216,7 +173,7 @@ static void test_forward(void)
 static float *numeric_grad(conv_data *d, int wrt)
 {
     void *in[3] = {d->x, d->w, d->b};
-    float *g = malloc((size_t)pl_tensor_elements(&d->in_t[wrt]) * sizeof(float));
+    float *g = pl_kc_floats(pl_tensor_elements(&d->in_t[wrt]));
     pl_kc_numeric_grad(&conv2d_fns, PL_OP_CONV2D, &d->at, d->n_in, d->in_t, in, 1, &d->y_t, 0,
                        d->dy, wrt, 1e-2f, g);
     return g;
@@ -230,10 +187,10 @@ static void test_grad_input(void)
         pl_tensor g_in[3] = {d.y_t, d.in_t[0], d.in_t[1]};
         void *in[3] = {d.dy, d.x, d.w};
         float *dx;
-        run_all_threads(&grad_input_fns, PL_OP_CONV2D_GRAD_INPUT, &d, 3, g_in, in, 1,
-                        &d.in_t[0], &dx, "conv2d_grad_input");
+        pl_kc_run_all_threads(&grad_input_fns, PL_OP_CONV2D_GRAD_INPUT, &d.at, 3, g_in, in, 1,
+                              &d.in_t[0], &dx, "conv2d_grad_input");
         int64_t n = pl_tensor_elements(&d.in_t[0]);
-        report("conv2d_grad_input", &cases[i], max_rel_error_double(dx, r.dx, n, REF_FLOOR),
+        report("conv2d_grad_input", &cases[i], pl_kc_max_rel_error_double(dx, r.dx, n, REF_FLOOR),
                REF_LIMIT);
         if (cases[i].numeric) {
             float *numeric = numeric_grad(&d, 0);
@@ -257,14 +214,14 @@ static void test_grad_filter(void)
         CU_ASSERT_FATAL(pl_kc_infer(PL_OP_CONV2D_GRAD_FILTER, &d.at, 3, g_in, n_out, g_out));
         void *in[3] = {d.dy, d.x, d.w};
         float *got[2];
-        run_all_threads(&grad_filter_fns, PL_OP_CONV2D_GRAD_FILTER, &d, 3, g_in, in, n_out,
-                        g_out, got, "conv2d_grad_filter");
+        pl_kc_run_all_threads(&grad_filter_fns, PL_OP_CONV2D_GRAD_FILTER, &d.at, 3, g_in, in,
+                              n_out, g_out, got, "conv2d_grad_filter");
         int64_t nw = pl_tensor_elements(&d.in_t[1]), nb = d.in_t[1].dims[0];
         report("conv2d_grad_filter dw", &cases[i],
-               max_rel_error_double(got[0], r.dw, nw, REF_FLOOR), REF_LIMIT);
+               pl_kc_max_rel_error_double(got[0], r.dw, nw, REF_FLOOR), REF_LIMIT);
         if (n_out == 2)
             report("conv2d_grad_filter db", &cases[i],
-                   max_rel_error_double(got[1], r.db, nb, REF_FLOOR), REF_LIMIT);
+                   pl_kc_max_rel_error_double(got[1], r.db, nb, REF_FLOOR), REF_LIMIT);
         if (cases[i].numeric) {
             float *numeric = numeric_grad(&d, 1);
             report("conv2d_grad_filter dw vs numeric", &cases[i],

@@ -16,7 +16,9 @@ static const pl_kernel_fns matmul_fns = {pl_kernel_matmul, NULL, NULL};
 static const pl_kernel_fns grad_a_fns = {pl_kernel_matmul_grad_a, NULL, NULL};
 static const pl_kernel_fns grad_b_fns = {pl_kernel_matmul_grad_b, NULL, NULL};
 
-static const int thread_counts[] = {1, 3, 7};
+/* The floor against the double reference: it keeps float rounding of long sums near zero
+ * from counting as errors. */
+#define REF_FLOOR 0.1
 
 typedef struct mm_case {
     const char *a, *b;
@@ -33,21 +35,14 @@ typedef struct mm_data {
     double *ref_y, *ref_da, *ref_db;
 } mm_data;
 
-/* The matrix index of broadcast operand t for the output's leading index `lead`. */
+/* The matrix index of broadcast operand t for the output's leading index `lead`: the
+ * broadcast index over the axes before the last two. */
 static int64_t operand_matrix(const pl_tensor *t, const pl_tensor *y, int64_t lead)
 {
-    int y_lead = y->rank - 2, t_lead = t->rank - 2, offset = y_lead - t_lead;
-    int64_t index = 0, scale = 1;
-    for (int a = y_lead - 1; a >= 0; a--) {
-        int64_t coord = lead % y->dims[a];
-        lead /= y->dims[a];
-        if (a < offset)
-            continue;
-        int64_t dim = t->dims[a - offset];
-        index += (dim == 1 ? 0 : coord) * scale;
-        scale *= dim;
-    }
-    return index;
+    pl_tensor t_lead = *t, y_lead = *y;
+    t_lead.rank -= 2;
+    y_lead.rank -= 2;
+    return pl_kc_broadcast_index(&y_lead, &t_lead, lead);
 }
 
 /* y = op(a) op(b) and, for the upstream dy, da and db, by the definition in double. */
@@ -108,17 +103,6 @@ static void mm_free(mm_data *d)
     free(d->ref_db);
 }
 
-/* The floor keeps float rounding of long sums near zero from counting as errors. */
-static double max_rel_error_double(const float *got, const double *want, int64_t n)
-{
-    float *w = malloc((size_t)n * sizeof *w);
-    for (int64_t i = 0; i < n; i++)
-        w[i] = (float)want[i];
-    double e = pl_kc_max_rel_error(got, w, n, 0.1);
-    free(w);
-    return e;
-}
-
 /* Runs `fns` (output shaped like input `like`) at every thread count: the first result
  * against `want`, the others bitwise against the first. */
 static void check_kernel(const mm_data *d, const pl_kernel_fns *fns, pl_op_kind kind,
@@ -135,14 +119,14 @@ static void check_kernel(const mm_data *d, const pl_kernel_fns *fns, pl_op_kind 
     const double *want = kind == PL_OP_MATMUL ? d->ref_y
                          : kind == PL_OP_MATMUL_GRAD_A ? d->ref_da : d->ref_db;
     float *first = malloc((size_t)n * sizeof *first), *got = malloc((size_t)n * sizeof *got);
-    for (size_t t = 0; t < sizeof thread_counts / sizeof *thread_counts; t++) {
+    for (int t = 0; t < PL_KC_THREAD_COUNTS; t++) {
         float *out = t == 0 ? first : got;
         memset(out, 0xff, (size_t)n * sizeof *out); /* NaN: every element must be written */
         void *outs[] = {out};
-        pl_kc_run(fns, kind, &d->attrs, n_in, in_t, in, 1, &out_t, outs, thread_counts[t],
+        pl_kc_run(fns, kind, &d->attrs, n_in, in_t, in, 1, &out_t, outs, pl_kc_thread_counts[t],
                   NULL);
         if (t == 0) {
-            double e = max_rel_error_double(out, want, n);
+            double e = pl_kc_max_rel_error_double(out, want, n, REF_FLOOR);
             if (e >= 1e-4)
                 fprintf(stderr, "\n    %s a=[%s]%s b=[%s]%s: error %g\n", what, c->a,
                         c->ta ? "^T" : "", c->b, c->tb ? "^T" : "", e);
@@ -266,9 +250,9 @@ static void test_reference_catches_errors(void)
     float y[12];
     void *in[] = {d.a, d.b}, *out[] = {y};
     pl_kc_run(&matmul_fns, PL_OP_MATMUL, &d.attrs, 2, &d.t[1], in, 1, &d.y, out, 1, NULL);
-    CU_ASSERT(max_rel_error_double(y, d.ref_y, 12) < 1e-4);
+    CU_ASSERT(pl_kc_max_rel_error_double(y, d.ref_y, 12, REF_FLOOR) < 1e-4);
     y[7] += 0.01f;
-    CU_ASSERT(max_rel_error_double(y, d.ref_y, 12) > 1e-3);
+    CU_ASSERT(pl_kc_max_rel_error_double(y, d.ref_y, 12, REF_FLOOR) > 1e-3);
     mm_free(&d);
 }
 

@@ -16,9 +16,6 @@ static const pl_kernel_fns cell_fns = {pl_kernel_lstm_cell, NULL, pl_kernel_lstm
 static const pl_kernel_fns grad_fns = {pl_kernel_lstm_cell_grad, pl_kernel_lstm_cell_grad_finish,
                                        pl_kernel_lstm_cell_grad_workspace};
 
-static const int thread_counts[] = {1, 3, 7};
-#define N_THREAD_COUNTS 3
-
 typedef struct lstm_case {
     int64_t n, e, h;
     bool state;
@@ -56,8 +53,7 @@ static lstm_data make_case(const lstm_case *c, uint64_t seed)
     d.in_t[2] = pl_kc_tensor(dims, PL_F32, false);
     snprintf(dims, sizeof dims, "%lld,%lld", (long long)c->n, (long long)c->h);
     d.in_t[3] = d.in_t[4] = pl_kc_tensor(dims, PL_F32, true);
-    pl_attrs at;
-    pl_attrs_default(&at);
+    pl_attrs at = pl_kc_defaults();
     CU_ASSERT_FATAL(pl_kc_infer(PL_OP_LSTM_CELL, &at, d.n_in, d.in_t, 2, d.out_t));
     for (int i = 0; i < 5; i++)
         d.in[i] = pl_kc_random(&d.in_t[i], seed + (uint64_t)i, -1, 1);
@@ -140,16 +136,6 @@ static void free_reference(lstm_reference *r)
         free(r->grad[i]);
 }
 
-static double max_rel_error_double(const float *got, const double *want, int64_t n, double floor)
-{
-    float *w = malloc((size_t)n * sizeof(float));
-    for (int64_t i = 0; i < n; i++)
-        w[i] = (float)want[i];
-    double e = pl_kc_max_rel_error(got, w, n, floor);
-    free(w);
-    return e;
-}
-
 static void expect_close(const char *what, const lstm_case *c, double error, double limit)
 {
     if (error >= limit)
@@ -159,40 +145,6 @@ static void expect_close(const char *what, const lstm_case *c, double error, dou
     CU_ASSERT_TRUE(error < limit);
 }
 
-/* Runs at every thread count; every output must be bitwise equal to the first run's,
- * which is returned in `first` (caller frees). */
-static void run_all_threads(const pl_kernel_fns *fns, pl_op_kind kind, int n_in,
-                            const pl_tensor *in_t, void *const *in, int n_out,
-                            const pl_tensor *out_t, float **first)
-{
-    pl_attrs at;
-    pl_attrs_default(&at);
-    for (int t = 0; t < N_THREAD_COUNTS; t++) {
-        float *got[5];
-        for (int o = 0; o < n_out; o++) {
-            size_t bytes = (size_t)pl_tensor_elements(&out_t[o]) * sizeof(float);
-            got[o] = malloc(bytes);
-            memset(got[o], 0xFF, bytes); /* NaN: every element must be written */
-        }
-        void *out[5] = {got[0], got[1], n_out > 2 ? got[2] : NULL, n_out > 3 ? got[3] : NULL,
-                        n_out > 4 ? got[4] : NULL};
-        pl_kc_run(fns, kind, &at, n_in, in_t, in, n_out, out_t, out, thread_counts[t], NULL);
-        for (int o = 0; o < n_out; o++) {
-            if (t == 0) {
-                first[o] = got[o];
-                continue;
-            }
-            size_t bytes = (size_t)pl_tensor_elements(&out_t[o]) * sizeof(float);
-            bool same = memcmp(got[o], first[o], bytes) == 0;
-            if (!same)
-                fprintf(stderr, "\n    %s output %d differs between 1 and %d threads\n",
-                        pl_op_info_of(kind)->name, o, thread_counts[t]);
-            CU_ASSERT_TRUE(same);
-            free(got[o]);
-        }
-    }
-}
-
 static void test_forward(void)
 {
     for (size_t i = 0; i < N_CASES; i++) {
@@ -200,11 +152,12 @@ static void test_forward(void)
         lstm_data d = make_case(c, 100 * i);
         lstm_reference r = reference(c, &d);
         float *out[2];
-        run_all_threads(&cell_fns, PL_OP_LSTM_CELL, d.n_in, d.in_t, d.in, 2,
-                        d.out_t, out);
+        pl_attrs at = pl_kc_defaults();
+        pl_kc_run_all_threads(&cell_fns, PL_OP_LSTM_CELL, &at, d.n_in, d.in_t, d.in, 2, d.out_t,
+                              out, "lstm_cell");
         int64_t n = c->n * c->h;
-        expect_close("h'", c, max_rel_error_double(out[0], r.h_next, n, 1e-2), 1e-4);
-        expect_close("c'", c, max_rel_error_double(out[1], r.c_next, n, 1e-2), 1e-4);
+        expect_close("h'", c, pl_kc_max_rel_error_double(out[0], r.h_next, n, 1e-2), 1e-4);
+        expect_close("c'", c, pl_kc_max_rel_error_double(out[1], r.c_next, n, 1e-2), 1e-4);
         free(out[0]);
         free(out[1]);
         free_reference(&r);
@@ -215,10 +168,9 @@ static void test_forward(void)
 /* d/d(input wrt) of sum(dh' * h') + sum(dc' * c'), numerically. */
 static float *numeric_grad(lstm_data *d, int wrt)
 {
-    pl_attrs at;
-    pl_attrs_default(&at);
+    pl_attrs at = pl_kc_defaults();
     int64_t n = pl_tensor_elements(&d->in_t[wrt]);
-    float *from_h = malloc((size_t)n * sizeof(float)), *from_c = malloc((size_t)n * sizeof(float));
+    float *from_h = pl_kc_floats(n), *from_c = pl_kc_floats(n);
     void *const *in = d->in;
     pl_kc_numeric_grad(&cell_fns, PL_OP_LSTM_CELL, &at, d->n_in, d->in_t, in, 2, d->out_t, 0,
                        d->dh_next, wrt, 1e-2f, from_h);
@@ -243,14 +195,14 @@ static void test_grad(void)
                              d.in_t[3], d.in_t[4]};
         void *g[7] = {d.dh_next, d.dc_next, d.in[0], d.in[1], d.in[2], d.in[3], d.in[4]};
         pl_tensor g_out[5];
-        pl_attrs at;
-        pl_attrs_default(&at);
+        pl_attrs at = pl_kc_defaults();
         CU_ASSERT_FATAL(pl_kc_infer(PL_OP_LSTM_CELL_GRAD, &at, n_in, g_in, n_out, g_out));
         float *got[5];
-        run_all_threads(&grad_fns, PL_OP_LSTM_CELL_GRAD, n_in, g_in, g, n_out, g_out, got);
+        pl_kc_run_all_threads(&grad_fns, PL_OP_LSTM_CELL_GRAD, &at, n_in, g_in, g, n_out, g_out,
+                              got, "lstm_cell_grad");
         for (int o = 0; o < n_out; o++) {
             int64_t n = pl_tensor_elements(&g_out[o]);
-            expect_close(names[o], c, max_rel_error_double(got[o], r.grad[o], n, 1e-2), 1e-4);
+            expect_close(names[o], c, pl_kc_max_rel_error_double(got[o], r.grad[o], n, 1e-2), 1e-4);
             if (c->numeric) {
                 float *numeric = numeric_grad(&d, o);
                 expect_close(names[o], c, pl_kc_max_rel_error(got[o], numeric, n, 1e-2), 2e-2);
@@ -273,8 +225,7 @@ static void test_known_values(void)
     memset(d.in[2], 0, (size_t)pl_tensor_elements(&d.in_t[2]) * sizeof(float));
     float h_next[6], c_next[6];
     void *out[2] = {h_next, c_next};
-    pl_attrs at;
-    pl_attrs_default(&at);
+    pl_attrs at = pl_kc_defaults();
     pl_kc_run(&cell_fns, PL_OP_LSTM_CELL, &at, 5, d.in_t, d.in, 2, d.out_t, out,
               2, NULL);
     lstm_reference r = reference(&c, &d);

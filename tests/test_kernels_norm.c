@@ -19,16 +19,8 @@ static const pl_kernel_fns layer_norm_grad_fns = {
 static const pl_kernel_fns batch_norm_fns = {pl_kernel_batch_norm, NULL, NULL};
 static const pl_kernel_fns batch_norm_grad_fns = {pl_kernel_batch_norm_grad, NULL, NULL};
 
-static const int thread_counts[] = {1, 3, 7};
-enum { N_THREAD_COUNTS = sizeof thread_counts / sizeof *thread_counts };
-
 static const pl_step_info training = {.step = 1, .micro_batches = 1, .training = true};
 static const pl_step_info evaluation = {.step = 1, .micro_batches = 1, .training = false};
-
-static float *alloc_floats(int64_t n)
-{
-    return malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-}
 
 static double max_error(const float *got, const float *want, int64_t n, const char *what)
 {
@@ -67,20 +59,6 @@ static void norm_free(norm_case *c)
     free(c->beta);
 }
 
-/* Runs a kernel with n_out outputs (shaped by inference) at `nth` threads. */
-static void run_outputs(const pl_kernel_fns *fns, pl_op_kind kind, const pl_attrs *at, int n_in,
-                        const pl_tensor *in_t, void *const *in, int n_out, pl_tensor *out_t,
-                        float **out, int nth, const pl_step_info *step)
-{
-    CU_ASSERT_FATAL(pl_kc_infer(kind, at, n_in, in_t, n_out, out_t));
-    for (int o = 0; o < n_out; o++) {
-        int64_t n = pl_tensor_elements(&out_t[o]);
-        out[o] = alloc_floats(n);
-        memset(out[o], 0xff, (size_t)n * sizeof(float));
-    }
-    pl_kc_run(fns, kind, at, n_in, in_t, in, n_out, out_t, (void *const *)out, nth, step);
-}
-
 /* ---- layer_norm --------------------------------------------------------------------------- */
 
 static void layer_norm_ref(const norm_case *c, double eps, float *y)
@@ -104,20 +82,18 @@ static const char *const layer_norm_shapes[] = {"3,7", "2,3,33", "4,1", "70,5", 
 
 static void test_layer_norm(void)
 {
-    pl_attrs at;
-    pl_attrs_default(&at);
+    pl_attrs at = pl_kc_defaults();
     at.eps = 1e-3;
     for (size_t s = 0; s < sizeof layer_norm_shapes / sizeof *layer_norm_shapes; s++) {
         norm_case c;
         norm_setup(&c, layer_norm_shapes[s], false, 10 * s);
         pl_tensor in_t[3] = {c.x_t, c.p_t, c.p_t}, out_t;
         void *in[] = {c.x_data, c.gamma, c.beta};
-        float *want = alloc_floats(c.n), *first = NULL;
+        float *want = pl_kc_floats(c.n), *first = NULL;
         layer_norm_ref(&c, at.eps, want);
-        for (int t = 0; t < N_THREAD_COUNTS; t++) {
-            float *y;
-            run_outputs(&layer_norm_fns, PL_OP_LAYER_NORM, &at, 3, in_t, in, 1, &out_t, &y,
-                        thread_counts[t], NULL);
+        for (int t = 0; t < PL_KC_THREAD_COUNTS; t++) {
+            float *y = pl_kc_run_fresh(&layer_norm_fns, PL_OP_LAYER_NORM, &at, 3, in_t, in,
+                                       &out_t, pl_kc_thread_counts[t], NULL);
             if (t == 0) {
                 CU_ASSERT(max_error(y, want, c.n, c.x) < 1e-4);
                 first = y;
@@ -145,11 +121,12 @@ static void check_norm_gradient(const pl_kernel_fns *fwd, const pl_kernel_fns *g
     pl_tensor grad_in_t[3] = {c->x_t, c->x_t, c->p_t}, grad_out_t[3];
     void *grad_in[] = {dy, c->x_data, c->gamma};
     float *first[3];
-    run_outputs(grad, grad_kind, at, 3, grad_in_t, grad_in, 3, grad_out_t, first, 1, NULL);
+    pl_kc_run_fresh_outputs(grad, grad_kind, at, 3, grad_in_t, grad_in, 3, grad_out_t, first, 1,
+                            NULL);
     static const char *const names[] = {"dx", "dgamma", "dbeta"};
     for (int wrt = 0; wrt < 3; wrt++) {
         int64_t n = pl_tensor_elements(&in_t[wrt]);
-        float *numeric = alloc_floats(n);
+        float *numeric = pl_kc_floats(n);
         pl_kc_numeric_grad(fwd, kind, at, 3, in_t, in, 1, &out_t, 0, dy, wrt, 1e-3f, numeric);
         double e = pl_kc_max_rel_error(first[wrt], numeric, n, 1e-2);
         if (!(e < 2e-2))
@@ -158,10 +135,10 @@ static void check_norm_gradient(const pl_kernel_fns *fwd, const pl_kernel_fns *g
         CU_ASSERT(e < 2e-2);
         free(numeric);
     }
-    for (int t = 1; t < N_THREAD_COUNTS; t++) {
+    for (int t = 1; t < PL_KC_THREAD_COUNTS; t++) {
         float *got[3];
-        run_outputs(grad, grad_kind, at, 3, grad_in_t, grad_in, 3, grad_out_t, got,
-                    thread_counts[t], NULL);
+        pl_kc_run_fresh_outputs(grad, grad_kind, at, 3, grad_in_t, grad_in, 3, grad_out_t, got,
+                                pl_kc_thread_counts[t], NULL);
         for (int o = 0; o < 3; o++) {
             CU_ASSERT_EQUAL(memcmp(got[o], first[o],
                                    (size_t)pl_tensor_elements(&grad_out_t[o]) * sizeof(float)),
@@ -176,8 +153,7 @@ static void check_norm_gradient(const pl_kernel_fns *fwd, const pl_kernel_fns *g
 
 static void test_layer_norm_gradient(void)
 {
-    pl_attrs at;
-    pl_attrs_default(&at);
+    pl_attrs at = pl_kc_defaults();
     at.eps = 1e-3;
     for (size_t s = 0; s < sizeof layer_norm_shapes / sizeof *layer_norm_shapes; s++) {
         norm_case c;
@@ -240,8 +216,7 @@ static const char *const batch_norm_shapes[] = {"4,3", "2,3,4,5", "3,70,2", "1,2
  * evaluation with them (normalising by them) and without (batch statistics). */
 static void test_batch_norm(void)
 {
-    pl_attrs at;
-    pl_attrs_default(&at);
+    pl_attrs at = pl_kc_defaults();
     at.eps = 1e-3;
     at.momentum = 0.8;
     for (size_t s = 0; s < sizeof batch_norm_shapes / sizeof *batch_norm_shapes; s++) {
@@ -253,8 +228,8 @@ static void test_batch_norm(void)
         pl_tensor in_t[5] = {c.x_t, c.p_t, c.p_t, state_t, state_t}, out_t;
         double *mean = calloc((size_t)ch, sizeof *mean), *var = calloc((size_t)ch, sizeof *var);
         float *run_mean0 = pl_kc_random(&c.p_t, 7, -1, 1), *run_var0 = pl_kc_random(&c.p_t, 8, 0.5, 2);
-        float *run_mean = alloc_floats(ch), *run_var = alloc_floats(ch), *want = alloc_floats(c.n);
-        float *want_mean = alloc_floats(ch), *want_var = alloc_floats(ch);
+        float *run_mean = pl_kc_floats(ch), *run_var = pl_kc_floats(ch), *want = pl_kc_floats(c.n);
+        float *want_mean = pl_kc_floats(ch), *want_var = pl_kc_floats(ch);
         void *in[] = {c.x_data, c.gamma, c.beta, run_mean, run_var};
         for (int mode = 0; mode < 4; mode++) {
             bool with_running = mode & 1, train = !(mode & 2);
@@ -271,12 +246,12 @@ static void test_batch_norm(void)
             }
             batch_norm_ref(&c, mean, var, at.eps, want);
             float *first = NULL;
-            for (int t = 0; t < N_THREAD_COUNTS; t++) {
+            for (int t = 0; t < PL_KC_THREAD_COUNTS; t++) {
                 memcpy(run_mean, run_mean0, (size_t)ch * sizeof *run_mean);
                 memcpy(run_var, run_var0, (size_t)ch * sizeof *run_var);
-                float *y;
-                run_outputs(&batch_norm_fns, PL_OP_BATCH_NORM, &at, n_in, in_t, in, 1, &out_t,
-                            &y, thread_counts[t], train ? &training : &evaluation);
+                float *y = pl_kc_run_fresh(&batch_norm_fns, PL_OP_BATCH_NORM, &at, n_in, in_t, in,
+                                           &out_t, pl_kc_thread_counts[t],
+                                           train ? &training : &evaluation);
                 const float *mean_now = with_running && train ? want_mean : run_mean0;
                 const float *var_now = with_running && train ? want_var : run_var0;
                 CU_ASSERT(max_error(run_mean, mean_now, ch, "running mean") < 1e-5);
@@ -306,8 +281,7 @@ static void test_batch_norm(void)
 
 static void test_batch_norm_gradient(void)
 {
-    pl_attrs at;
-    pl_attrs_default(&at);
+    pl_attrs at = pl_kc_defaults();
     at.eps = 1e-3;
     for (size_t s = 0; s < sizeof batch_norm_shapes / sizeof *batch_norm_shapes; s++) {
         norm_case c;
@@ -321,8 +295,7 @@ static void test_batch_norm_gradient(void)
 /* A large mean against a small spread: statistics about the mean keep their precision. */
 static void test_batch_norm_offset(void)
 {
-    pl_attrs at;
-    pl_attrs_default(&at);
+    pl_attrs at = pl_kc_defaults();
     norm_case c;
     norm_setup(&c, "8,2,6,6", true, 50);
     for (int64_t i = 0; i < c.n; i++)
@@ -331,9 +304,10 @@ static void test_batch_norm_offset(void)
     void *in[] = {c.x_data, c.gamma, c.beta};
     double mean[2], var[2];
     batch_stats_ref(&c, mean, var);
-    float *want = alloc_floats(c.n), *y;
+    float *want = pl_kc_floats(c.n);
     batch_norm_ref(&c, mean, var, at.eps, want);
-    run_outputs(&batch_norm_fns, PL_OP_BATCH_NORM, &at, 3, in_t, in, 1, &out_t, &y, 2, NULL);
+    float *y = pl_kc_run_fresh(&batch_norm_fns, PL_OP_BATCH_NORM, &at, 3, in_t, in, &out_t, 2,
+                               NULL);
     CU_ASSERT(max_error(y, want, c.n, "batch_norm offset") < 1e-4);
     free(y);
     free(want);
@@ -343,15 +317,15 @@ static void test_batch_norm_offset(void)
 /* The test of the tests: a result wrong by 1e-3 in one element fails the check. */
 static void test_checks_catch_errors(void)
 {
-    pl_attrs at;
-    pl_attrs_default(&at);
+    pl_attrs at = pl_kc_defaults();
     norm_case c;
     norm_setup(&c, "3,7", false, 60);
     pl_tensor in_t[3] = {c.x_t, c.p_t, c.p_t}, out_t;
     void *in[] = {c.x_data, c.gamma, c.beta};
-    float *want = alloc_floats(c.n), *y;
+    float *want = pl_kc_floats(c.n);
     layer_norm_ref(&c, at.eps, want);
-    run_outputs(&layer_norm_fns, PL_OP_LAYER_NORM, &at, 3, in_t, in, 1, &out_t, &y, 1, NULL);
+    float *y = pl_kc_run_fresh(&layer_norm_fns, PL_OP_LAYER_NORM, &at, 3, in_t, in, &out_t, 1,
+                               NULL);
     CU_ASSERT(pl_kc_max_rel_error(y, want, c.n, 1e-3) < 1e-4);
     want[4] += 1e-3f * (1.0f + fabsf(want[4]));
     CU_ASSERT(pl_kc_max_rel_error(y, want, c.n, 1e-3) > 1e-4);

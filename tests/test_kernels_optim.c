@@ -13,15 +13,7 @@
 #include "suites.h"
 #include "test_util.h"
 
-static const int thread_counts[] = {1, 3, 7};
-enum { N_THREAD_COUNTS = sizeof thread_counts / sizeof *thread_counts, MAX_IN = 4 };
-
-static pl_attrs defaults(void)
-{
-    pl_attrs at;
-    pl_attrs_default(&at);
-    return at;
-}
+enum { MAX_IN = 4 };
 
 static pl_tensor state(const char *dims)
 {
@@ -46,12 +38,12 @@ static void check_in_place(pl_kernel_fns fns, pl_op_kind kind, const pl_attrs *a
 {
     CU_ASSERT_FATAL(pl_kc_infer(kind, at, n_in, in_t, 0, NULL));
     void *in[MAX_IN], *first[MAX_IN] = {NULL};
-    for (int t = 0; t < N_THREAD_COUNTS; t++) {
+    for (int t = 0; t < PL_KC_THREAD_COUNTS; t++) {
         for (int i = 0; i < n_in; i++) {
             size_t bytes = (size_t)pl_tensor_elements(&in_t[i]) * 4;
             in[i] = i < n_mutated ? memcpy(malloc(bytes), in0[i], bytes) : in0[i];
         }
-        pl_kc_run(&fns, kind, at, n_in, in_t, in, 0, NULL, NULL, thread_counts[t], step);
+        pl_kc_run(&fns, kind, at, n_in, in_t, in, 0, NULL, NULL, pl_kc_thread_counts[t], step);
         for (int i = 0; i < n_mutated; i++) {
             int64_t n = pl_tensor_elements(&in_t[i]);
             if (t == 0) {
@@ -69,7 +61,7 @@ static void check_in_place(pl_kernel_fns fns, pl_op_kind kind, const pl_attrs *a
 
 static void test_accumulate(void)
 {
-    pl_attrs at = defaults();
+    pl_attrs at = pl_kc_defaults();
     pl_tensor in_t[2] = {state("5,7"), pl_kc_tensor("5,7", PL_F32, false)};
     float *acc = pl_kc_random(&in_t[0], 1, -1, 1), *g = pl_kc_random(&in_t[1], 2, -1, 1);
     float want[35];
@@ -99,7 +91,7 @@ static void test_scatter_accumulate(void)
     static const struct {
         const char *acc, *dy, *ids;
     } shapes[] = {{"6,5", "2,3,5", "2,3"}, {"4,1", "7,1", "7"}, {"9,40", "30,40", "30"}};
-    pl_attrs at = defaults();
+    pl_attrs at = pl_kc_defaults();
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         pl_tensor in_t[3] = {state(shapes[s].acc), pl_kc_tensor(shapes[s].dy, PL_F32, true),
                              pl_kc_tensor(shapes[s].ids, PL_I32, true)};
@@ -141,7 +133,7 @@ static void embedding_for_test(const pl_kernel_args *args)
 /* scatter_accumulate into zeros is the embedding table's gradient. */
 static void test_scatter_is_embedding_gradient(void)
 {
-    pl_attrs at = defaults();
+    pl_attrs at = pl_kc_defaults();
     pl_tensor table_t = pl_kc_tensor("6,4", PL_F32, false);
     pl_tensor ids_t = pl_kc_tensor("3,2", PL_I32, true), out_t;
     pl_tensor fwd_t[2] = {table_t, ids_t};
@@ -168,7 +160,7 @@ static void test_sgd_update(void)
 {
     pl_step_info step = {.step = 3, .micro_batch = 0, .micro_batches = 4, .training = true};
     for (int with_velocity = 0; with_velocity < 2; with_velocity++) {
-        pl_attrs at = defaults();
+        pl_attrs at = pl_kc_defaults();
         at.lr = 0.1;
         at.momentum = 0.9;
         at.weight_decay = with_velocity ? 0.01 : 0.0;
@@ -198,7 +190,7 @@ static void test_sgd_update(void)
 /* Three steps of Adam in a row, each checked against the reference state. */
 static void test_adam_update(void)
 {
-    pl_attrs at = defaults();
+    pl_attrs at = pl_kc_defaults();
     at.lr = 0.01;
     at.beta1 = 0.9;
     at.beta2 = 0.999;

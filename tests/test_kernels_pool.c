@@ -20,9 +20,6 @@ static const pl_kernel_fns avg_pool_grad_fns = {pl_kernel_avg_pool_grad, NULL, N
 static const pl_kernel_fns global_avg_pool_grad_fns = {pl_kernel_global_avg_pool_grad, NULL,
                                                        NULL};
 
-static const int thread_counts[] = {1, 3, 7};
-#define N_THREAD_COUNTS 3
-
 typedef struct pool_case {
     const char *x;
     int64_t kernel[2], stride[2], padding[2];
@@ -43,8 +40,7 @@ static const pool_case cases[] = {
 
 static pl_attrs case_attrs(const pool_case *c)
 {
-    pl_attrs at;
-    pl_attrs_default(&at);
+    pl_attrs at = pl_kc_defaults();
     at.given = PL_ATTR_BIT(PL_ATTR_KERNEL) | PL_ATTR_BIT(PL_ATTR_PADDING);
     for (int a = 0; a < 2; a++) {
         at.kernel[a] = c->kernel[a];
@@ -62,7 +58,7 @@ static pl_attrs case_attrs(const pool_case *c)
 static float *distinct_values(const pl_tensor *t, uint64_t seed)
 {
     int64_t n = pl_tensor_elements(t);
-    float *v = malloc((size_t)n * sizeof(float));
+    float *v = pl_kc_floats(n);
     for (int64_t i = 0; i < n; i++)
         v[i] = -1.0f + 2.0f * (float)i / (float)n;
     for (int64_t i = n - 1; i > 0; i--) {
@@ -131,43 +127,6 @@ static void free_reference(pool_reference *r)
     free(r->avg_dx);
 }
 
-static double max_rel_error_double(const float *got, const double *want, int64_t n, double floor)
-{
-    float *w = malloc((size_t)n * sizeof(float));
-    for (int64_t i = 0; i < n; i++)
-        w[i] = (float)want[i];
-    double e = pl_kc_max_rel_error(got, w, n, floor);
-    free(w);
-    return e;
-}
-
-/* Runs at every thread count; the outputs must be bitwise equal to the first run's,
- * which is returned (caller frees). */
-static float *run_all_threads(const pl_kernel_fns *fns, pl_op_kind kind, const pl_attrs *at,
-                              int n_in, const pl_tensor *in_t, void *const *in,
-                              const pl_tensor *out_t)
-{
-    size_t bytes = (size_t)pl_tensor_elements(out_t) * sizeof(float);
-    float *first = NULL;
-    for (int t = 0; t < N_THREAD_COUNTS; t++) {
-        float *got = malloc(bytes);
-        memset(got, 0xFF, bytes); /* NaN: every element must be written */
-        void *out[1] = {got};
-        pl_kc_run(fns, kind, at, n_in, in_t, in, 1, out_t, out, thread_counts[t], NULL);
-        if (!first) {
-            first = got;
-            continue;
-        }
-        bool same = memcmp(got, first, bytes) == 0;
-        if (!same)
-            fprintf(stderr, "\n    %s differs between 1 and %d threads\n",
-                    pl_op_info_of(kind)->name, thread_counts[t]);
-        CU_ASSERT_TRUE(same);
-        free(got);
-    }
-    return first;
-}
-
 static void expect_close(const char *what, const pool_case *c, double error, double limit)
 {
     if (error >= limit)
@@ -189,17 +148,21 @@ static void check_windowed(pl_op_kind kind, const pl_kernel_fns *fns, pl_op_kind
         int64_t ny = pl_tensor_elements(&y_t), nx = pl_tensor_elements(&x_t);
 
         void *in[1] = {x};
-        float *y = run_all_threads(fns, kind, &at, 1, &x_t, in, &y_t);
+        float *y, *dx;
+        pl_kc_run_all_threads(fns, kind, &at, 1, &x_t, in, 1, &y_t, &y,
+                              pl_op_info_of(kind)->name);
         expect_close(pl_op_info_of(kind)->name, c,
-                     max_rel_error_double(y, is_max ? r.max_y : r.avg_y, ny, 1e-2), 1e-4);
+                     pl_kc_max_rel_error_double(y, is_max ? r.max_y : r.avg_y, ny, 1e-2), 1e-4);
 
         pl_tensor g_in[2] = {y_t, x_t};
         void *g[2] = {dy, x};
-        float *dx = run_all_threads(grad_fns, grad_kind, &at, 2, g_in, g, &x_t);
+        pl_kc_run_all_threads(grad_fns, grad_kind, &at, 2, g_in, g, 1, &x_t, &dx,
+                              pl_op_info_of(grad_kind)->name);
         expect_close(pl_op_info_of(grad_kind)->name, c,
-                     max_rel_error_double(dx, is_max ? r.max_dx : r.avg_dx, nx, 1e-2), 1e-4);
+                     pl_kc_max_rel_error_double(dx, is_max ? r.max_dx : r.avg_dx, nx, 1e-2),
+                     1e-4);
 
-        float *numeric = malloc((size_t)nx * sizeof(float));
+        float *numeric = pl_kc_floats(nx);
         pl_kc_numeric_grad(fns, kind, &at, 1, &x_t, in, 1, &y_t, 0, dy, 0, 1e-3f, numeric);
         expect_close("numeric gradient", c, pl_kc_max_rel_error(dx, numeric, nx, 1e-2), 2e-2);
 
@@ -250,8 +213,7 @@ static void test_global_avg_pool(void)
 {
     const char *shapes[] = {"2,3,4,5", "1,1,1,1", "3,2,7,3"};
     for (int s = 0; s < 3; s++) {
-        pl_attrs at;
-        pl_attrs_default(&at);
+        pl_attrs at = pl_kc_defaults();
         pl_tensor x_t = pl_kc_tensor(shapes[s], PL_F32, true), y_t;
         CU_ASSERT_FATAL(pl_kc_infer(PL_OP_GLOBAL_AVG_POOL, &at, 1, &x_t, 1, &y_t));
         float *x = pl_kc_random(&x_t, 60 + (uint64_t)s, -1, 1);
@@ -267,16 +229,18 @@ static void test_global_avg_pool(void)
             }
         pool_case c = {shapes[s], {0, 0}, {0, 0}, {0, 0}, false};
         void *in[1] = {x};
-        float *y = run_all_threads(&global_avg_pool_fns, PL_OP_GLOBAL_AVG_POOL, &at, 1, &x_t,
-                                   in, &y_t);
-        expect_close("global_avg_pool", &c, max_rel_error_double(y, want_y, planes, 1e-3), 1e-5);
+        float *y, *dx;
+        pl_kc_run_all_threads(&global_avg_pool_fns, PL_OP_GLOBAL_AVG_POOL, &at, 1, &x_t, in, 1,
+                              &y_t, &y, "global_avg_pool");
+        expect_close("global_avg_pool", &c, pl_kc_max_rel_error_double(y, want_y, planes, 1e-3),
+                     1e-5);
         pl_tensor g_in[2] = {y_t, x_t};
         void *g[2] = {dy, x};
-        float *dx = run_all_threads(&global_avg_pool_grad_fns, PL_OP_GLOBAL_AVG_POOL_GRAD, &at,
-                                    2, g_in, g, &x_t);
-        expect_close("global_avg_pool_grad", &c, max_rel_error_double(dx, want_dx, nx, 1e-3),
-                     1e-5);
-        float *numeric = malloc((size_t)nx * sizeof(float));
+        pl_kc_run_all_threads(&global_avg_pool_grad_fns, PL_OP_GLOBAL_AVG_POOL_GRAD, &at, 2,
+                              g_in, g, 1, &x_t, &dx, "global_avg_pool_grad");
+        expect_close("global_avg_pool_grad", &c,
+                     pl_kc_max_rel_error_double(dx, want_dx, nx, 1e-3), 1e-5);
+        float *numeric = pl_kc_floats(nx);
         pl_kc_numeric_grad(&global_avg_pool_fns, PL_OP_GLOBAL_AVG_POOL, &at, 1, &x_t, in, 1,
                            &y_t, 0, dy, 0, 1e-2f, numeric);
         expect_close("global_avg_pool numeric", &c, pl_kc_max_rel_error(dx, numeric, nx, 1e-2),

@@ -18,16 +18,6 @@ static const pl_kernel_fns copy_fns = {pl_kernel_copy, NULL, NULL};
 static const pl_kernel_fns transpose_fns = {pl_kernel_transpose, NULL, NULL};
 static const pl_kernel_fns embedding_fns = {pl_kernel_embedding, NULL, NULL};
 
-static const int thread_counts[] = {1, 3, 7};
-#define N_THREAD_COUNTS 3
-
-static pl_attrs defaults(void)
-{
-    pl_attrs a;
-    pl_attrs_default(&a);
-    return a;
-}
-
 /* Row-major multi-index of flat position i in t. */
 static void coords_of(const pl_tensor *t, int64_t i, int64_t *coords)
 {
@@ -45,12 +35,10 @@ static int64_t flat_of(const pl_tensor *t, const int64_t *coords)
     return i;
 }
 
+/* NaN-filled room for t (4-byte elements): kernels must write every element. */
 static void *alloc_like(const pl_tensor *t)
 {
-    int64_t n = pl_tensor_elements(t);
-    void *p = malloc((size_t)(n > 0 ? n : 1) * 4);
-    memset(p, 0xFF, (size_t)(n > 0 ? n : 1) * 4); /* NaN: kernels must write every element */
-    return p;
+    return pl_kc_nans(pl_tensor_elements(t));
 }
 
 /* Runs the kernel at every thread count and compares each output bitwise with `want`. */
@@ -58,17 +46,18 @@ static void check_outputs(const pl_kernel_fns *fns, pl_op_kind kind, const pl_at
                           int n_in, const pl_tensor *in_t, void *const *in, int n_out,
                           const pl_tensor *out_t, void *const *want)
 {
-    for (int t = 0; t < N_THREAD_COUNTS; t++) {
+    for (int t = 0; t < PL_KC_THREAD_COUNTS; t++) {
         void *got[16];
         for (int o = 0; o < n_out; o++)
             got[o] = alloc_like(&out_t[o]);
-        pl_kc_run(fns, kind, attrs, n_in, in_t, in, n_out, out_t, got, thread_counts[t], NULL);
+        pl_kc_run(fns, kind, attrs, n_in, in_t, in, n_out, out_t, got, pl_kc_thread_counts[t],
+                  NULL);
         for (int o = 0; o < n_out; o++) {
             size_t bytes = (size_t)pl_tensor_elements(&out_t[o]) * 4;
             bool same = memcmp(got[o], want[o], bytes) == 0;
             if (!same)
                 fprintf(stderr, "\n    %s: output %d differs at nth=%d\n",
-                        pl_op_info_of(kind)->name, o, thread_counts[t]);
+                        pl_op_info_of(kind)->name, o, pl_kc_thread_counts[t]);
             CU_ASSERT_TRUE(same);
             free(got[o]);
         }
@@ -99,7 +88,7 @@ static void check_concat(int n_in, const char *const *shapes, pl_dtype dtype, bo
         in_t[i] = pl_kc_tensor(shapes[i], dtype, batched);
         in[i] = pl_kc_random(&in_t[i], 100 + (uint64_t)i, -1000, 1000);
     }
-    pl_attrs at = defaults();
+    pl_attrs at = pl_kc_defaults();
     at.axis = axis;
     at.given = PL_ATTR_BIT(PL_ATTR_AXIS);
     CU_ASSERT_FATAL(pl_kc_infer(PL_OP_CONCAT, &at, n_in, in_t, 1, &y_t));
@@ -132,7 +121,7 @@ static void check_split(const char *shape, int64_t axis, int n_out, const int64_
 {
     pl_tensor x_t = pl_kc_tensor(shape, PL_F32, true), y_t[8];
     void *x = pl_kc_random(&x_t, 7, -1, 1);
-    pl_attrs at = defaults();
+    pl_attrs at = pl_kc_defaults();
     at.axis = axis;
     at.given = PL_ATTR_BIT(PL_ATTR_AXIS);
     if (sizes) {
@@ -175,7 +164,7 @@ static void test_split(void)
 
 static pl_attrs slice_attrs(int64_t axis, int64_t start, int64_t end)
 {
-    pl_attrs at = defaults();
+    pl_attrs at = pl_kc_defaults();
     at.axis = axis;
     at.start = start;
     at.end = end;
@@ -254,7 +243,7 @@ static void test_slice_grad(void)
 static void test_copy(void)
 {
     static const int64_t shape[] = {3, 5};
-    pl_attrs at = defaults();
+    pl_attrs at = pl_kc_defaults();
     at.shape = (pl_int_list){2, shape};
     at.given = PL_ATTR_BIT(PL_ATTR_SHAPE);
     pl_tensor x_t = pl_kc_tensor("2,5,3", PL_F32, true), y_t;
@@ -266,7 +255,7 @@ static void test_copy(void)
     free(x);
 
     pl_tensor ids_t = pl_kc_tensor("2,2", PL_I32, true), flat_t;
-    pl_attrs none = defaults();
+    pl_attrs none = pl_kc_defaults();
     CU_ASSERT_FATAL(pl_kc_infer(PL_OP_FLATTEN, &none, 1, &ids_t, 1, &flat_t));
     void *ids = pl_kc_random(&ids_t, 6, -50, 50);
     void *id_in[1] = {ids}, *id_want[1] = {ids};
@@ -279,7 +268,7 @@ static void test_copy(void)
 static void check_transpose(const char *shape, bool batched, int rank, const int64_t *perm)
 {
     pl_tensor x_t = pl_kc_tensor(shape, PL_F32, batched), y_t;
-    pl_attrs at = defaults();
+    pl_attrs at = pl_kc_defaults();
     at.perm = (pl_int_list){rank, perm};
     at.given = PL_ATTR_BIT(PL_ATTR_PERM);
     CU_ASSERT_FATAL(pl_kc_infer(PL_OP_TRANSPOSE, &at, 1, &x_t, 1, &y_t));
@@ -322,7 +311,7 @@ static void check_embedding(const char *table_shape, const char *ids_shape)
     pl_tensor in_t[2] = {pl_kc_tensor(table_shape, PL_F32, false),
                          pl_kc_tensor(ids_shape, PL_I32, true)};
     pl_tensor y_t;
-    pl_attrs none = defaults();
+    pl_attrs none = pl_kc_defaults();
     CU_ASSERT_FATAL(pl_kc_infer(PL_OP_EMBEDDING, &none, 2, in_t, 1, &y_t));
     int64_t vocab = in_t[0].dims[0], width = in_t[0].dims[1];
     float *table = pl_kc_random(&in_t[0], 1, -1, 1);

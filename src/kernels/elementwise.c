@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "kernels_impl.h"
 #include "rng.h"
 
 static void my_share(const pl_kernel_args *args, int64_t n, int64_t *begin, int64_t *end)
@@ -406,21 +407,6 @@ static int64_t plan_offset(const reduce_plan *p, int64_t index, bool want, int s
     return off;
 }
 
-/* Sum of a contiguous run in eight fixed lanes: vectorisable, same order for any share. */
-static float sum_run(const float *x, int64_t n)
-{
-    float lane[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++)
-            lane[j] += x[i + j];
-    float sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-                ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-    for (; i < n; i++)
-        sum += x[i];
-    return sum;
-}
-
 /* Innermost axis reduced: each output element sums contiguous runs. */
 static void reduce_inner_runs(const reduce_plan *p, const float *x, float *y, int64_t begin,
                               int64_t end, float scale)
@@ -431,7 +417,7 @@ static void reduce_inner_runs(const reduce_plan *p, const float *x, float *y, in
         const float *base = x + plan_offset(p, o, false, inner);
         float sum = 0.0f;
         for (int64_t t = 0; t < outer_terms; t++)
-            sum += sum_run(base + plan_offset(p, t, true, inner), run);
+            sum += pl_sum_run(base + plan_offset(p, t, true, inner), run);
         y[o] = sum * scale;
     }
 }

@@ -14,23 +14,9 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "kernels_impl.h"
 
 enum { LN_BLOCKS = 32, CHANNEL_BLOCK = 64 };
-
-/* Sum of a contiguous run in eight fixed lanes (vectorisable, order fixed by n). */
-static float sum_run(const float *x, int64_t n)
-{
-    float lane[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++)
-            lane[j] += x[i + j];
-    float sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-                ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-    for (; i < n; i++)
-        sum += x[i];
-    return sum;
-}
 
 /* Sum of (x - mean)^2 over a run, in eight fixed lanes. */
 static float sq_dev_run(const float *x, float mean, int64_t n)
@@ -57,7 +43,7 @@ typedef struct row_stats {
 
 static row_stats stats_of_row(const float *x, int64_t d, double eps)
 {
-    float mean = sum_run(x, d) / (float)d;
+    float mean = pl_sum_run(x, d) / (float)d;
     float var = sq_dev_run(x, mean, d) / (float)d;
     return (row_stats){mean, (float)(1.0 / sqrt((double)var + eps))};
 }

@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "kernels_impl.h"
 
 typedef struct axis_view {
     int64_t outer, c, inner;
@@ -27,21 +28,6 @@ static axis_view view_along(const pl_tensor *t, int64_t axis)
     for (int a = (int)axis + 1; a < t->rank; a++)
         v.inner *= t->dims[a];
     return v;
-}
-
-/* Sum of a contiguous run in eight fixed lanes (vectorisable, order fixed by n). */
-static float sum_run(const float *x, int64_t n)
-{
-    float lane[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++)
-            lane[j] += x[i + j];
-    float sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-                ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-    for (; i < n; i++)
-        sum += x[i];
-    return sum;
 }
 
 static float max_run(const float *x, int64_t n)
@@ -60,7 +46,7 @@ static void softmax_row(const float *x, float *y, int64_t c, bool log_form)
     float m = max_run(x, c);
     for (int64_t i = 0; i < c; i++)
         y[i] = expf(x[i] - m);
-    float sum = sum_run(y, c);
+    float sum = pl_sum_run(y, c);
     if (log_form) { /* (x - m) first: exact for the large entries, whatever m's size */
         float log_sum = logf(sum);
         for (int64_t i = 0; i < c; i++)
@@ -182,7 +168,7 @@ static void softmax_grad_row(const float *dy, const float *y, float *dx, int64_t
                              bool log_form)
 {
     if (log_form) {
-        float s = sum_run(dy, c);
+        float s = pl_sum_run(dy, c);
         for (int64_t i = 0; i < c; i++)
             dx[i] = dy[i] - expf(y[i]) * s;
     } else {

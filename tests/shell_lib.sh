@@ -1,0 +1,31 @@
+# Shared by the shell tests (sourced): where things are, a scratch directory, and the
+# checks. Sets src (source tree), bin (the placer program) and work (removed at exit).
+set -u
+src=$(cd "${top_srcdir:-.}" && pwd)
+bin=$(cd "${top_builddir:-.}" && pwd)/placer
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# expect STATUS DESCRIPTION COMMAND...: runs it, output in $work/out and $work/err.
+expect() {
+    want=$1 what=$2
+    shift 2
+    "$@" >"$work/out" 2>"$work/err"
+    got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, expected $want"; sed 's/^/    /' "$work/err"; fi
+}
+
+contains() { # FILE TEXT DESCRIPTION
+    if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in output"; sed 's/^/    /' "$1"; fi
+}
+
+# finish NAME: the tally, in the "N passed, N failed" form test harnesses read.
+finish() {
+    echo "$1: $passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+}

@@ -1,0 +1,45 @@
+#!/bin/sh
+# placer train as a user meets it: it trains, checkpoints resume to the same bits, and bad
+# data, options and checkpoints get a clear error with exit status 2.
+. "$(dirname "$0")/shell_lib.sh"
+
+mlp=$src/graphs/small/mlp-small.json
+lstm=$src/graphs/small/lstm_lm-small.json
+
+expect 0 "train --help" "$bin" train --help
+contains "$work/out" "--checkpoint FILE" "train --help"
+expect 0 "a few steps" "$bin" train "$mlp" --steps 12 --log-every 4
+contains "$work/out" "step 12" "a few steps"
+contains "$work/out" "timing: " "a few steps"
+contains "$work/out" "Fashion-MNIST" "the data source is named"
+expect 0 "micro-batches and threads" "$bin" train "$lstm" --steps 6 --micro-batches 2 --threads 2 -q
+contains "$work/out" "timing: " "micro-batches and threads"
+
+# A run cut in two and resumed ends with the same bytes as one run.
+expect 0 "30 steps in one run" "$bin" train "$lstm" --steps 30 --checkpoint "$work/whole.ckpt" -q
+expect 0 "the first 12 steps" "$bin" train "$lstm" --steps 12 --checkpoint "$work/half.ckpt" -q
+expect 0 "resumed to 30" "$bin" train "$lstm" --steps 30 --resume "$work/half.ckpt" \
+    --checkpoint "$work/resumed.ckpt" -q
+if cmp -s "$work/whole.ckpt" "$work/resumed.ckpt"; then ok; else bad "resumed run differs from the whole run"; fi
+ls "$work" | grep -q 'tmp-' && bad "a temporary checkpoint file was left behind" || ok
+
+# Bad input: exit 2, a message that says what.
+expect 2 "steps and epochs" "$bin" train "$mlp" --steps 3 --epochs 1
+expect 2 "zero steps" "$bin" train "$mlp" --steps 0
+contains "$work/err" "invalid value '0' for --steps" "zero steps"
+expect 2 "unknown option" "$bin" train "$mlp" --frobnicate
+expect 2 "micro-batches that do not divide" "$bin" train "$mlp" --steps 1 --micro-batches 3
+contains "$work/err" "do not divide the batch" "micro-batches that do not divide"
+expect 2 "missing data directory" "$bin" train "$mlp" --steps 1 --data "$work/no-such-dir/"
+contains "$work/err" "no-such-dir" "missing data directory"
+printf 'tiny' >"$work/short.txt"
+expect 2 "text too short" "$bin" train "$lstm" --steps 1 --data "$work/short.txt"
+contains "$work/err" "short.txt" "text too short"
+expect 2 "resume from another model's checkpoint" "$bin" train "$mlp" --steps 1 --resume "$work/whole.ckpt"
+contains "$work/err" "different model file" "resume from another model's checkpoint"
+head -c 100 "$work/whole.ckpt" >"$work/cut.ckpt"
+expect 2 "a truncated checkpoint" "$bin" train "$lstm" --steps 31 --resume "$work/cut.ckpt"
+contains "$work/err" "truncated" "a truncated checkpoint"
+expect 2 "a missing checkpoint" "$bin" train "$lstm" --steps 1 --resume "$work/none.ckpt"
+
+finish train
