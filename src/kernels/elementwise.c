@@ -253,20 +253,23 @@ PL_KERNEL(mul)
         }                                                                                  \
     } while (0)
 
+/* gelu(x) = x/2 (1 + tanh(u)) = x * sigmoid(2u), u = c (x + a x^3): the sigmoid form keeps
+ * its relative precision where 1 + tanh(u) cancels (x well below 0). */
 static inline float gelu(float x)
 {
-    return 0.5f * x * (1.0f + tanhf(GELU_C * (x + GELU_A * x * x * x)));
+    return x * pl_sigmoidf(2.0f * GELU_C * (x + GELU_A * x * x * x));
 }
 
+/* d/dx: s + 2 x s (1 - s) u', with s = sigmoid(2u). */
 static inline float gelu_derivative(float x)
 {
-    float t = tanhf(GELU_C * (x + GELU_A * x * x * x));
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_C * (1.0f + 3.0f * GELU_A * x * x);
+    float s = pl_sigmoidf(2.0f * GELU_C * (x + GELU_A * x * x * x));
+    return s + 2.0f * x * s * (1.0f - s) * GELU_C * (1.0f + 3.0f * GELU_A * x * x);
 }
 
 static inline float sigmoid(float x)
 {
-    return 1.0f / (1.0f + expf(-x));
+    return pl_sigmoidf(x);
 }
 
 PL_KERNEL(scale)
@@ -287,7 +290,7 @@ PL_KERNEL(gelu)
 
 PL_KERNEL(tanh)
 {
-    UNARY_KERNEL(tanhf(x));
+    UNARY_KERNEL(pl_tanhf(x));
 }
 
 PL_KERNEL(sigmoid)

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "kernels_impl.h"
 
 #define MIN_CHUNK_UNITS INT64_C(32) /* narrower sgemm calls cost more than they share */
 #define MAX_CHUNKS INT64_C(16)
@@ -50,7 +51,7 @@ static lstm_geom geometry(const pl_tensor *x, const pl_tensor *b, bool state)
 
 static float sigmoid(float v)
 {
-    return 1.0f / (1.0f + expf(-v));
+    return pl_sigmoidf(v);
 }
 
 /* Rows [r0, r1) of [x | h] (K = E + H columns), the left operand of every gate product:
@@ -96,7 +97,7 @@ typedef struct gates {
 
 static gates activate(const float *z_row, int64_t j, int64_t width)
 {
-    return (gates){sigmoid(z_row[j]), sigmoid(z_row[width + j]), tanhf(z_row[2 * width + j]),
+    return (gates){sigmoid(z_row[j]), sigmoid(z_row[width + j]), pl_tanhf(z_row[2 * width + j]),
                    sigmoid(z_row[3 * width + j])};
 }
 
@@ -146,7 +147,7 @@ PL_KERNEL(lstm_cell)
                 int64_t at = r * g.h + j0 + j;
                 float cell = a.i * a.g + (c ? a.f * c[at] : 0.0f);
                 c_out[at] = cell;
-                h_out[at] = a.o * tanhf(cell);
+                h_out[at] = a.o * pl_tanhf(cell);
             }
         }
     }
@@ -185,7 +186,7 @@ static void gate_grads(const lstm_geom *g, const float *dh_next, const float *dc
             gates a = activate(z_row, j, width);
             int64_t at = r * g->h + j0 + j;
             float c_prev = c ? c[at] : 0.0f;
-            float t = tanhf(a.f * c_prev + a.i * a.g);
+            float t = pl_tanhf(a.f * c_prev + a.i * a.g);
             float dcell = dc_next[at] + dh_next[at] * a.o * (1.0f - t * t);
             if (dc)
                 dc[at] = dcell * a.f;

@@ -45,7 +45,7 @@ static void softmax_row(const float *x, float *y, int64_t c, bool log_form)
 {
     float m = max_run(x, c);
     for (int64_t i = 0; i < c; i++)
-        y[i] = expf(x[i] - m);
+        y[i] = pl_expf(x[i] - m);
     float sum = pl_sum_run(y, c);
     if (log_form) { /* (x - m) first: exact for the large entries, whatever m's size */
         float log_sum = logf(sum);
@@ -75,7 +75,7 @@ static void softmax_lanes(const float *x, float *y, int64_t c, int64_t inner, in
             maxv[l] = x[k * inner + l] > maxv[l] ? x[k * inner + l] : maxv[l];
     for (int64_t k = 0; k < c; k++)
         for (int64_t l = 0; l < n; l++) {
-            float e = expf(x[k * inner + l] - maxv[l]);
+            float e = pl_expf(x[k * inner + l] - maxv[l]);
             y[k * inner + l] = e;
             sum[l] += e;
         }
@@ -170,7 +170,7 @@ static void softmax_grad_row(const float *dy, const float *y, float *dx, int64_t
     if (log_form) {
         float s = pl_sum_run(dy, c);
         for (int64_t i = 0; i < c; i++)
-            dx[i] = dy[i] - expf(y[i]) * s;
+            dx[i] = dy[i] - pl_expf(y[i]) * s;
     } else {
         float s = dot_run(dy, y, c);
         for (int64_t i = 0; i < c; i++)
@@ -192,7 +192,7 @@ static void softmax_grad_lanes(const float *dy, const float *y, float *dx, int64
     for (int64_t k = 0; k < c; k++)
         for (int64_t l = 0; l < n; l++) {
             int64_t i = k * inner + l;
-            dx[i] = log_form ? dy[i] - expf(y[i]) * s[l] : y[i] * (dy[i] - s[l]);
+            dx[i] = log_form ? dy[i] - pl_expf(y[i]) * s[l] : y[i] * (dy[i] - s[l]);
         }
 }
 
@@ -266,9 +266,9 @@ PL_KERNEL(softmax_cross_entropy)
         int64_t i = 0;
         for (; i + 8 <= classes; i += 8)
             for (int j = 0; j < 8; j++)
-                lane[j] += expf(x[i + j] - m);
+                lane[j] += pl_expf(x[i + j] - m);
         for (; i < classes; i++)
-            sum += expf(x[i] - m);
+            sum += pl_expf(x[i] - m);
         for (int j = 0; j < 8; j++)
             sum += lane[j];
         row_loss[r] = (double)m + log((double)sum) - (double)x[labels[r]];
@@ -392,7 +392,7 @@ static void topk_row(const float *x, float *y, int64_t e, int64_t k)
     float sum = 0.0f;
     for (int64_t i = 0; i < e; i++)
         if (y[i] != 0.0f) {
-            y[i] = expf(x[i] - top);
+            y[i] = pl_expf(x[i] - top);
             sum += y[i];
         }
     float inv = 1.0f / sum;
