@@ -22,7 +22,7 @@
 #include "kernels.h"
 #include "kernels_impl.h"
 
-#define MIN_CHUNK_UNITS INT64_C(32) /* narrower sgemm calls cost more than they share */
+#define MIN_CHUNK_UNITS INT64_C(256)/* narrower sgemm calls cost more than they share */
 #define MAX_CHUNKS INT64_C(16)
 #define FORWARD_ROWS INT64_C(128)   /* batch rows per forward chunk */
 
@@ -49,7 +49,7 @@ static lstm_geom geometry(const pl_tensor *x, const pl_tensor *b, bool state)
     return g;
 }
 
-static float sigmoid(float v)
+static inline float sigmoid(float v)
 {
     return pl_sigmoidf(v);
 }
@@ -84,8 +84,11 @@ static void gate_inputs(const lstm_geom *g, const float *xh, int64_t rows, const
     for (int64_t r = 0; r < rows; r++)
         for (int q = 0; q < 4; q++)
             memcpy(z + r * ld + q * width, b + q * g->h + j0, (size_t)width * sizeof(float));
-    for (int q = 0; q < 4; q++)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)width, (int)k,
+    /* A chunk of every unit has the four gate blocks side by side, as w does: one call. */
+    int blocks = width == g->h ? 1 : 4;
+    int64_t n = width == g->h ? 4 * width : width;
+    for (int q = 0; q < blocks; q++)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)n, (int)k,
                     1.0f, xh, (int)k, w + q * g->h + j0, (int)(4 * g->h), 1.0f, z + q * width,
                     (int)ld);
 }
@@ -95,7 +98,9 @@ typedef struct gates {
     float i, f, g, o;
 } gates;
 
-static gates activate(const float *z_row, int64_t j, int64_t width)
+/* Inlined so that the loops over units around it vectorise. */
+static inline __attribute__((always_inline)) gates activate(const float *z_row, int64_t j,
+                                                            int64_t width)
 {
     return (gates){sigmoid(z_row[j]), sigmoid(z_row[width + j]), pl_tanhf(z_row[2 * width + j]),
                    sigmoid(z_row[3 * width + j])};
@@ -203,11 +208,14 @@ static void weight_grads(const lstm_geom *g, const float *xh, const float *dz, i
                          int64_t width, float *dw, float *db)
 {
     int64_t ld = 4 * width, cols = 4 * g->h, k = inner_width(g);
+    int blocks = width == g->h ? 1 : 4; /* all units: the gate blocks lie as in dw */
+    int64_t n = width == g->h ? 4 * width : width;
+    for (int q = 0; q < blocks; q++)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)k, (int)n, (int)g->n, 1.0f,
+                    xh, (int)k, dz + q * width, (int)ld, 0.0f, dw + q * g->h + j0, (int)cols);
     for (int q = 0; q < 4; q++) {
         const float *dzq = dz + q * width;
         float *dwq = dw + q * g->h + j0;
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)k, (int)width, (int)g->n,
-                    1.0f, xh, (int)k, dzq, (int)ld, 0.0f, dwq, (int)cols);
         for (int64_t r = k; r < g->e + g->h; r++) /* h = 0: no gradient for its rows */
             memset(dwq + r * cols, 0, (size_t)width * sizeof(float));
         for (int64_t j = 0; j < width; j++) {
@@ -242,8 +250,10 @@ PL_KERNEL(lstm_cell_grad)
         weight_grads(&g, xh, z, j0, width, dw, db);
         /* partial [dx | dh] = dz . w[:, this chunk's columns]^T, gate by gate */
         float *partial = partials + chunk * g.n * k;
-        for (int q = 0; q < 4; q++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g.n, (int)k, (int)width,
+        int blocks = width == g.h ? 1 : 4; /* all units: one product over the 4H columns */
+        int64_t inner = width == g.h ? 4 * width : width;
+        for (int q = 0; q < blocks; q++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g.n, (int)k, (int)inner,
                         1.0f, z + q * width, (int)(4 * width), w + q * g.h + j0, (int)cols,
                         q ? 1.0f : 0.0f, partial, (int)k);
     }
