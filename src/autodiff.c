@@ -169,6 +169,34 @@ static bool add_running_averages(pl_autodiff *ad)
     return true;
 }
 
+/* LSTM cells keep their activated gates as a third output, so that the gradient reads
+ * them instead of recomputing the gate product. */
+static bool keep_lstm_gates(pl_autodiff *ad)
+{
+    pl_graph *g = ad->g;
+    for (int o = 0; o < g->n_forward_ops; o++) {
+        if (g->ops[o].kind != PL_OP_LSTM_CELL || g->ops[o].n_outputs != 2)
+            continue;
+        int *outputs = pl_arena_alloc(&g->arena, 3 * sizeof *outputs);
+        char name[PL_MAX_NAME + 16];
+        snprintf(name, sizeof name, "%s/gates", g->ops[o].name);
+        pl_tensor placeholder = {.dtype = PL_F32};
+        int t = outputs ? pl_graph_add_tensor(g, name, PL_TENSOR_ACTIVATION, &placeholder) : -1;
+        if (t < 0)
+            return pl_error_set(ad->err, PL_ENOMEM, NULL, "out of memory"), false;
+        memcpy(outputs, g->ops[o].outputs, 2 * sizeof *outputs);
+        outputs[2] = t;
+        g->tensors[t].producer = o;
+        g->ops[o].outputs = outputs;
+        g->ops[o].n_outputs = 3;
+        pl_infer_ctx ctx;
+        if (!pl_graph_infer_op(g, o, &ctx))
+            return pl_error_set(ad->err, PL_EINTERNAL, NULL, "lstm_cell \"%s\": %s",
+                                g->ops[o].name, ctx.message), false;
+    }
+    return true;
+}
+
 static int new_state(pl_autodiff *ad, int param, const char *suffix)
 {
     char name[PL_MAX_NAME + 16];
@@ -235,7 +263,7 @@ pl_status pl_autodiff_build(pl_graph *g, pl_error *err)
         ad.grad[t] = ad.home[t] = ad.accumulator[t] = -1;
     if (ok) {
         mark_needs_and_homes(&ad);
-        ok = add_running_averages(&ad);
+        ok = add_running_averages(&ad) && keep_lstm_gates(&ad);
     }
     if (ok && !ad.needs[g->loss]) {
         pl_error_set(err, PL_EINPUT, NULL, "the loss \"%s\" does not depend on any parameter",

@@ -729,6 +729,10 @@ static bool infer_lstm_cell(pl_infer_ctx *ctx)
     int64_t dims[2] = {n, h};
     for (int i = 0; i < 2; i++)
         set_output(ctx->out[i], PL_F32, 2, dims, x->batched);
+    if (ctx->n_out == 3) { /* the activated gates, i f g o, kept for the gradient */
+        int64_t gates[2] = {n, 4 * h};
+        set_output(ctx->out[2], PL_F32, 2, gates, x->batched);
+    }
     return true;
 }
 
@@ -842,7 +846,7 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
     OP(PL_OP_TOPK_GATE, "topk_gate", 1, 1, 1, 1, A(K), A(K), infer_topk_gate, flops_topk_gate,
        .backward = pl_backward_softmax,
        .kernel = pl_kernel_topk_gate),
-    OP(PL_OP_LSTM_CELL, "lstm_cell", 3, 5, 2, 2, 0, 0, infer_lstm_cell, flops_lstm_cell,
+    OP(PL_OP_LSTM_CELL, "lstm_cell", 3, 5, 2, 3, 0, 0, infer_lstm_cell, flops_lstm_cell,
        .backward = pl_backward_lstm_cell,
        .kernel = pl_kernel_lstm_cell, .workspace = pl_kernel_lstm_cell_workspace),
 #undef OP
@@ -915,7 +919,7 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
     INTERNAL(PL_OP_DROPOUT_GRAD, "dropout_grad", 1, 1, 1, 1, pl_infer_like_first,
              pl_flops_elements_in0,
        .kernel = pl_kernel_dropout_grad),
-    INTERNAL(PL_OP_LSTM_CELL_GRAD, "lstm_cell_grad", 5, 7, 3, 5, pl_infer_lstm_cell_grad,
+    INTERNAL(PL_OP_LSTM_CELL_GRAD, "lstm_cell_grad", 5, 8, 3, 5, pl_infer_lstm_cell_grad,
              pl_flops_lstm_cell_grad,
        .kernel = pl_kernel_lstm_cell_grad, .finish = pl_kernel_lstm_cell_grad_finish, .workspace = pl_kernel_lstm_cell_grad_workspace),
     INTERNAL(PL_OP_ZEROS_LIKE, "zeros_like", 1, 1, 1, 1, pl_infer_like_first, pl_flops_zero,

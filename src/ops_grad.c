@@ -39,11 +39,13 @@ bool pl_infer_conv2d_grad_filter(pl_infer_ctx *ctx)
     return true;
 }
 
-/* dh', dc', x, w, b [, h, c] -> dx, dw, db [, dh, dc] */
+/* dh', dc', x, w, b [, h, c] [, gates] -> dx, dw, db [, dh, dc]: a gradient for every
+ * input of the cell. An even input count means the saved gates come last. */
 bool pl_infer_lstm_cell_grad(pl_infer_ctx *ctx)
 {
-    if (ctx->n_out != ctx->n_in - 2)
-        return pl_infer_fail(ctx, -1, -1, "%d inputs need %d outputs", ctx->n_in, ctx->n_in - 2);
+    int cell_inputs = ctx->n_in - 2 - (ctx->n_in % 2 == 0);
+    if (ctx->n_out != cell_inputs)
+        return pl_infer_fail(ctx, -1, -1, "%d inputs need %d outputs", ctx->n_in, cell_inputs);
     for (int i = 0; i < ctx->n_out; i++)
         like(ctx, i, i + 2);
     return true;
@@ -75,9 +77,10 @@ double pl_flops_conv2d_grad(const pl_infer_ctx *ctx)
 
 double pl_flops_lstm_cell_grad(const pl_infer_ctx *ctx)
 {
-    /* Gates recomputed (one product), then dx|dh and dw (two more). */
+    /* dx|dh and dw: two products, and a third to recompute the gates if none were saved. */
     const pl_tensor *x = ctx->in[2], *w = ctx->in[3];
-    return 3.0 * 2.0 * (double)x->dims[0] * (double)w->dims[0] * (double)w->dims[1] +
+    double products = ctx->n_in % 2 == 0 ? 2.0 : 3.0;
+    return products * 2.0 * (double)x->dims[0] * (double)w->dims[0] * (double)w->dims[1] +
            40.0 * (double)x->dims[0] * (double)w->dims[1] / 4;
 }
 

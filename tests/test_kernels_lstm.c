@@ -217,6 +217,61 @@ static void test_grad(void)
     }
 }
 
+/* Training graphs keep the forward's activated gates as a third output and hand them to
+ * the gradient: the forward writes them (checked against the reference's cell state), and
+ * the gradient from them is the gradient that recomputes them. */
+static void test_saved_gates(void)
+{
+    for (size_t i = 0; i < N_CASES; i++) {
+        const lstm_case *c = &cases[i];
+        lstm_data d = make_case(c, 100 * i + 5);
+        pl_attrs at = pl_kc_defaults();
+        pl_tensor out_t[3];
+        CU_ASSERT_FATAL(pl_kc_infer(PL_OP_LSTM_CELL, &at, d.n_in, d.in_t, 3, out_t));
+        CU_ASSERT_EQUAL(out_t[2].dims[1], 4 * c->h);
+        float *out[3];
+        pl_kc_run_all_threads(&cell_fns, PL_OP_LSTM_CELL, &at, d.n_in, d.in_t, d.in, 3, out_t,
+                              out, "lstm_cell with gates");
+        /* c' = f * c + i * g from the kept gates */
+        const float *kept = out[2], *c_prev = d.n_in == 5 ? d.in[4] : NULL;
+        double worst = 0;
+        for (int64_t r = 0; r < c->n; r++)
+            for (int64_t j = 0; j < c->h; j++) {
+                const float *row = kept + r * 4 * c->h;
+                double cell = (double)row[j] * row[2 * c->h + j] +
+                              (c_prev ? (double)row[c->h + j] * c_prev[r * c->h + j] : 0.0);
+                double error = fabs(cell - out[1][r * c->h + j]);
+                worst = error > worst ? error : worst;
+            }
+        expect_close("kept gates", c, worst, 1e-5);
+
+        int n_in = d.n_in + 2, n_out = d.n_in;
+        pl_tensor g_in[8] = {d.out_t[0], d.out_t[1], d.in_t[0], d.in_t[1], d.in_t[2],
+                             d.in_t[3], d.in_t[4]};
+        void *g[8] = {d.dh_next, d.dc_next, d.in[0], d.in[1], d.in[2], d.in[3], d.in[4]};
+        g_in[n_in] = out_t[2];
+        g[n_in] = out[2];
+        pl_tensor g_out[5], s_out[5];
+        CU_ASSERT_FATAL(pl_kc_infer(PL_OP_LSTM_CELL_GRAD, &at, n_in, g_in, n_out, g_out));
+        CU_ASSERT_FATAL(pl_kc_infer(PL_OP_LSTM_CELL_GRAD, &at, n_in + 1, g_in, n_out, s_out));
+        float *recomputed[5], *saved[5];
+        pl_kc_run_all_threads(&grad_fns, PL_OP_LSTM_CELL_GRAD, &at, n_in, g_in, g, n_out, g_out,
+                              recomputed, "lstm_cell_grad");
+        pl_kc_run_all_threads(&grad_fns, PL_OP_LSTM_CELL_GRAD, &at, n_in + 1, g_in, g, n_out,
+                              s_out, saved, "lstm_cell_grad with gates");
+        for (int o = 0; o < n_out; o++) {
+            int64_t n = pl_tensor_elements(&g_out[o]);
+            expect_close("gradient from kept gates", c,
+                         pl_kc_max_rel_error(saved[o], recomputed[o], n, 1e-2), 1e-5);
+            free(recomputed[o]);
+            free(saved[o]);
+        }
+        for (int k = 0; k < 3; k++)
+            free(out[k]);
+        free_case(&d);
+    }
+}
+
 /* A check of the reference itself: with w = 0 and b = 0 every gate is sigmoid(0) = 1/2
  * or tanh(0) = 0, so c' = c/2 and h' = tanh(c/2)/2. */
 static void test_known_values(void)
@@ -248,6 +303,7 @@ void pl_register_kernels_lstm_tests(void)
         {"known values", test_known_values},
         {"lstm_cell", test_forward},
         {"lstm_cell_grad", test_grad},
+        {"the gates kept by the forward pass", test_saved_gates},
         {NULL, NULL},
     };
     pl_test_add_suite("kernels-lstm", tests);

@@ -133,6 +133,7 @@ PL_KERNEL(lstm_cell)
     const float *x = args->in[0], *w = args->in[1], *b = args->in[2];
     const float *h = g.state ? args->in[3] : NULL, *c = g.state ? args->in[4] : NULL;
     float *h_out = args->out[0], *c_out = args->out[1];
+    float *kept = args->op->n_outputs == 3 ? args->out[2] : NULL;
     int64_t max_rows = g.n < FORWARD_ROWS ? g.n : FORWARD_ROWS;
     int64_t row_blocks = ceil_div(g.n, max_rows);
     float *z = (float *)args->work + (int64_t)args->ith * forward_buffer(&g);
@@ -154,16 +155,33 @@ PL_KERNEL(lstm_cell)
                 c_out[at] = cell;
                 h_out[at] = a.o * pl_tanhf(cell);
             }
+            if (kept) { /* the activated gates, for the gradient: i f g o blocks of H */
+                float *row = kept + r * 4 * g.h + j0;
+                for (int64_t j = 0; j < width; j++) {
+                    gates a = activate(z_row, j, width);
+                    row[j] = a.i;
+                    row[g.h + j] = a.f;
+                    row[2 * g.h + j] = a.g;
+                    row[3 * g.h + j] = a.o;
+                }
+            }
         }
     }
 }
 
 /* ---- lstm_cell_grad -------------------------------------------------------------------- */
 
-/* Inputs dh', dc', x, w, b [, h, c]; outputs dx, dw, db [, dh, dc]. */
+/* Inputs dh', dc', x, w, b [, h, c] [, gates]; outputs dx, dw, db [, dh, dc]. */
 static lstm_geom grad_geometry(const pl_kernel_args *args)
 {
-    return geometry(args->in_t[2], args->in_t[4], args->op->n_inputs == 7);
+    return geometry(args->in_t[2], args->in_t[4], args->op->n_inputs >= 7);
+}
+
+/* The forward pass's activated gates, when given (an even input count): else NULL. */
+static const float *saved_gates(const pl_kernel_args *args)
+{
+    int n = args->op->n_inputs;
+    return n % 2 == 0 ? args->in[n - 1] : NULL;
 }
 
 /* Workspace: every chunk's partial [dx | dh] (N x K), then per thread z for one chunk
@@ -183,12 +201,15 @@ PL_WORKSPACE(lstm_cell_grad)
 /* dz in place of z (rows of [4, width]) for hidden units [j0, j0 + width); dc (when the
  * cell has state) written directly, since each unit's dc is its own. */
 static void gate_grads(const lstm_geom *g, const float *dh_next, const float *dc_next,
-                       const float *c, float *z, int64_t j0, int64_t width, float *dc)
+                       const float *c, float *z, bool activated, int64_t j0, int64_t width,
+                       float *dc)
 {
     for (int64_t r = 0; r < g->n; r++) {
         float *z_row = z + r * 4 * width;
         for (int64_t j = 0; j < width; j++) {
-            gates a = activate(z_row, j, width);
+            gates a = activated ? (gates){z_row[j], z_row[width + j], z_row[2 * width + j],
+                                          z_row[3 * width + j]}
+                                : activate(z_row, j, width);
             int64_t at = r * g->h + j0 + j;
             float c_prev = c ? c[at] : 0.0f;
             float t = pl_tanhf(a.f * c_prev + a.i * a.g);
@@ -233,6 +254,7 @@ PL_KERNEL(lstm_cell_grad)
     const float *dh_next = args->in[0], *dc_next = args->in[1], *x = args->in[2];
     const float *w = args->in[3], *b = args->in[4];
     const float *h = g.state ? args->in[5] : NULL, *c = g.state ? args->in[6] : NULL;
+    const float *kept = saved_gates(args);
     float *dw = args->out[1], *db = args->out[2], *dc = g.state ? args->out[4] : NULL;
     int64_t k = inner_width(&g), cols = 4 * g.h;
     float *partials = args->work;
@@ -245,8 +267,14 @@ PL_KERNEL(lstm_cell_grad)
         int64_t j0 = chunk * g.unit, width = j0 + g.unit < g.h ? g.unit : g.h - j0;
         if (!xh)
             xh = joined_inputs(&g, x, h, 0, g.n, joined);
-        gate_inputs(&g, xh, g.n, w, b, j0, width, z);
-        gate_grads(&g, dh_next, dc_next, c, z, j0, width, dc);
+        if (kept) /* the chunk's columns of the saved gates, in z's layout */
+            for (int64_t r = 0; r < g.n; r++)
+                for (int q = 0; q < 4; q++)
+                    memcpy(z + r * 4 * width + q * width, kept + r * cols + q * g.h + j0,
+                           (size_t)width * sizeof(float));
+        else
+            gate_inputs(&g, xh, g.n, w, b, j0, width, z);
+        gate_grads(&g, dh_next, dc_next, c, z, kept != NULL, j0, width, dc);
         weight_grads(&g, xh, z, j0, width, dw, db);
         /* partial [dx | dh] = dz . w[:, this chunk's columns]^T, gate by gate */
         float *partial = partials + chunk * g.n * k;
