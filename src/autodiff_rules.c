@@ -18,9 +18,11 @@ bool pl_backward_matmul(pl_autodiff *ad, int op)
 {
     pl_op f = forward(ad, op);
     int dy = pl_ad_grad(ad, f.outputs[0]), a = f.inputs[0], b = f.inputs[1];
-    if (pl_ad_needs(ad, a) && !pl_ad_contribute(ad, a, EMIT(PL_OP_MATMUL_GRAD_A, 1, NULL, dy, a, b)))
+    if (pl_ad_needs(ad, a) &&
+        !pl_ad_contribute(ad, a, EMIT(PL_OP_MATMUL_GRAD_A, 1, NULL, dy, a, b)))
         return false;
-    if (pl_ad_needs(ad, b) && !pl_ad_contribute(ad, b, EMIT(PL_OP_MATMUL_GRAD_B, 1, NULL, dy, a, b)))
+    if (pl_ad_needs(ad, b) &&
+        !pl_ad_contribute(ad, b, EMIT(PL_OP_MATMUL_GRAD_B, 1, NULL, dy, a, b)))
         return false;
     return true;
 }
@@ -70,7 +72,8 @@ bool pl_backward_mul(pl_autodiff *ad, int op)
 bool pl_backward_scale(pl_autodiff *ad, int op)
 {
     pl_op f = forward(ad, op);
-    return pl_ad_contribute(ad, f.inputs[0], EMIT(PL_OP_SCALE, 1, NULL, pl_ad_grad(ad, f.outputs[0])));
+    int dy = pl_ad_grad(ad, f.outputs[0]);
+    return pl_ad_contribute(ad, f.inputs[0], EMIT(PL_OP_SCALE, 1, NULL, dy));
 }
 
 bool pl_backward_activation(pl_autodiff *ad, int op)
