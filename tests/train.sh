@@ -23,6 +23,18 @@ expect 0 "resumed to 30" "$bin" train "$lstm" --steps 30 --resume "$work/half.ck
 if cmp -s "$work/whole.ckpt" "$work/resumed.ckpt"; then ok; else bad "resumed run differs from the whole run"; fi
 ls "$work" | grep -q 'tmp-' && bad "a temporary checkpoint file was left behind" || ok
 
+# Ctrl-C: the step in flight finishes, the checkpoint is written, exit status 130, and the
+# checkpoint resumes.
+"$bin" train "$lstm" --steps 1000000 --checkpoint "$work/stopped.ckpt" -q >"$work/out" 2>"$work/err" &
+pid=$!
+sleep 1
+kill -INT "$pid"
+wait "$pid"
+status=$?
+[ "$status" -eq 130 ] && ok || bad "Ctrl-C: exit $status, expected 130"
+contains "$work/err" "interrupted at step" "Ctrl-C"
+expect 0 "resume after Ctrl-C" "$bin" train "$lstm" --steps 1 --resume "$work/stopped.ckpt" -q
+
 # Bad input: exit 2, a message that says what.
 expect 2 "steps and epochs" "$bin" train "$mlp" --steps 3 --epochs 1
 expect 2 "zero steps" "$bin" train "$mlp" --steps 0
