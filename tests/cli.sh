@@ -21,7 +21,11 @@ contains "$work/err" "nothing.json: cannot open: No such file or directory" "mis
 cases=0
 for dir in "$src"/tests/invalid/*/; do
     name=$(basename "$dir")
-    ( cd "$dir" && "$bin" validate model.json ) >"$work/out" 2>"$work/err"
+    if [ -e "$dir/cluster.json" ]; then
+        ( cd "$dir" && "$bin" cluster cluster.json ) >"$work/out" 2>"$work/err"
+    else
+        ( cd "$dir" && "$bin" validate model.json ) >"$work/out" 2>"$work/err"
+    fi
     status=$?
     [ "$(cat "$work/err")" = "$(cat "$dir/expected")" ] && [ "$status" -eq 2 ] && [ ! -s "$work/out" ] \
         && ok || { bad "invalid/$name: exit $status, stderr: $(cat "$work/err")"; }
@@ -40,6 +44,14 @@ for model in "$src"/graphs/*.json "$src"/graphs/small/*.json; do
         expect 0 "render $name" dot -Tsvg "$work/$name.dot" -o "$work/$name.svg"
     fi
 done
+
+# Every bundled cluster reads, and so does the local machine.
+for cluster in "$src"/graphs/clusters/*.json; do
+    expect 0 "cluster $(basename "$cluster")" "$bin" cluster "$cluster"
+    contains "$work/out" "devices" "cluster $(basename "$cluster")"
+done
+expect 0 "the local machine" "$bin" cluster
+contains "$work/out" "local machine: cluster \"local\"" "the local machine"
 
 # The main job: summary on stdout, the drawing written whole, named after the model.
 ( cd "$work" && "$bin" "$src/graphs/mlp.json" ) >"$work/out" 2>"$work/err" \

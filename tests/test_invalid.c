@@ -1,11 +1,14 @@
-/* Bad-input cases as data: each folder of tests/invalid holds an input `model.json` (a
- * file, a directory, or nothing) and `expected`, the one-line message the loader must
- * give, with the input written as "model.json". Adding a case needs no code. */
+/* Bad-input cases as data: each folder of tests/invalid holds an input, `model.json` (a
+ * file, a directory, or nothing) or `cluster.json`, and `expected`, the one-line message
+ * its loader must give, with the input written by its file name. Adding a case needs no
+ * code. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cluster.h"
 #include "load.h"
 #include "suites.h"
 #include "test_util.h"
@@ -43,7 +46,10 @@ static void test_every_case(void)
     int checked = 0;
     for (int i = 0; i < n; i++) {
         char input[8192], expected_path[8192], expected[2048], got[4096];
-        snprintf(input, sizeof input, "%s/%s/model.json", dir, names[i]);
+        snprintf(input, sizeof input, "%s/%s/cluster.json", dir, names[i]);
+        bool cluster = access(input, F_OK) == 0;
+        if (!cluster)
+            snprintf(input, sizeof input, "%s/%s/model.json", dir, names[i]);
         snprintf(expected_path, sizeof expected_path, "%s/%s/expected", dir, names[i]);
         if (!read_line(expected_path, expected, sizeof expected)) {
             fprintf(stderr, "\n    %s: no expected message\n", names[i]);
@@ -51,13 +57,19 @@ static void test_every_case(void)
             continue;
         }
         pl_error err;
-        pl_graph *g = pl_graph_load_file(input, &err);
-        CU_ASSERT_PTR_NULL(g);
-        pl_graph_free(g);
+        if (cluster) {
+            pl_cluster *c = pl_cluster_load_file(input, &err);
+            CU_ASSERT_PTR_NULL(c);
+            pl_cluster_free(c);
+        } else {
+            pl_graph *g = pl_graph_load_file(input, &err);
+            CU_ASSERT_PTR_NULL(g);
+            pl_graph_free(g);
+        }
         CU_ASSERT_EQUAL(err.status, PL_EINPUT);
         /* The message names the input as given; compare from its base name on. */
         pl_error_format(&err, got, sizeof got);
-        const char *shown = strstr(got, "model.json");
+        const char *shown = strstr(got, cluster ? "cluster.json" : "model.json");
         if (!shown || strcmp(shown, expected) != 0) {
             fprintf(stderr, "\n    case %s\n      got:      %s\n      expected: %s\n",
                     names[i], shown ? shown : got, expected);

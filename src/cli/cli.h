@@ -20,6 +20,7 @@ int pl_cmd_validate(int argc, char **argv);
 int pl_cmd_dot(int argc, char **argv);
 int pl_cmd_main(int argc, char **argv);
 int pl_cmd_train(int argc, char **argv);
+int pl_cmd_cluster(int argc, char **argv);
 
 /* Prints "placer: message" and a pointer to --help on stderr; returns PL_EXIT_USAGE. */
 int pl_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -15,6 +15,7 @@ static const command commands[] = {
     {"validate", pl_cmd_validate, "validate MODEL.json...     check models, print summaries"},
     {"dot", pl_cmd_dot, "dot MODEL.json [-o FILE]   draw a model as GraphViz dot"},
     {"train", pl_cmd_train, "train MODEL.json [OPTIONS] train a model on one device"},
+    {"cluster", pl_cmd_cluster, "cluster [CLUSTER.json]     check and describe a cluster"},
 };
 
 static void print_help(void)

@@ -1,0 +1,303 @@
+/* Cluster files and the local machine. */
+#include "cluster.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "json_reader.h"
+
+#define CLUSTER_MAX_BYTES ((size_t)16 << 20)
+
+static pl_cluster *new_cluster(int n_devices, pl_error *err)
+{
+    pl_cluster *c = calloc(1, sizeof *c);
+    if (c) {
+        c->n_devices = n_devices;
+        c->devices = pl_arena_alloc(&c->arena, (size_t)n_devices * sizeof *c->devices);
+        c->links = pl_arena_alloc(&c->arena, (size_t)n_devices * (size_t)n_devices *
+                                                 sizeof *c->links);
+        if (c->devices && c->links)
+            return c;
+        pl_cluster_free(c);
+    }
+    pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    return NULL;
+}
+
+void pl_cluster_free(pl_cluster *cluster)
+{
+    if (!cluster)
+        return;
+    pl_arena_release(&cluster->arena);
+    free(cluster);
+}
+
+const pl_link *pl_cluster_link(const pl_cluster *cluster, int from, int to)
+{
+    return &cluster->links[from * cluster->n_devices + to];
+}
+
+int pl_cluster_find_device(const pl_cluster *cluster, const char *name)
+{
+    for (int d = 0; d < cluster->n_devices; d++)
+        if (strcmp(cluster->devices[d].name, name) == 0)
+            return d;
+    return -1;
+}
+
+static const char *copy_string(pl_cluster *c, const char *text)
+{
+    return pl_arena_strndup(&c->arena, text, strlen(text));
+}
+
+/* ---- reading a file ------------------------------------------------------------------ */
+
+/* A link's declared figures (both optional: native bandwidth, no added latency). */
+static bool read_link(pl_json_reader *r, const json_t *value, const char *const *fields,
+                      pl_link *link)
+{
+    double bandwidth = 0, latency = 0;
+    if (!pl_json_expect_object(r, value, fields) ||
+        !pl_json_number(r, value, "bytes_per_second", false, 1, 1e15, &bandwidth) ||
+        !pl_json_number(r, value, "latency_seconds", false, 0, 10, &latency))
+        return false;
+    *link = (pl_link){bandwidth, latency};
+    return true;
+}
+
+static bool read_cores(pl_json_reader *r, const json_t *device, pl_cluster *c, pl_device *d)
+{
+    json_t *cores;
+    if (!pl_json_member(r, device, "cores", JSON_ARRAY, false, &cores))
+        return false;
+    if (!cores)
+        return true; /* not pinned */
+    size_t back = pl_json_push_key(r, "cores"), n = json_array_size(cores);
+    if (n == 0 || n > 1024)
+        return pl_json_fail(r, "give 1 to 1024 cores, or leave \"cores\" out");
+    int *list = pl_arena_alloc(&c->arena, n * sizeof *list);
+    if (!list)
+        return pl_error_set(r->err, PL_ENOMEM, NULL, "out of memory"), false;
+    for (size_t i = 0; i < n; i++) {
+        json_t *core = json_array_get(cores, i);
+        size_t at = pl_json_push_index(r, i);
+        if (!json_is_integer(core) || json_integer_value(core) < 0 ||
+            json_integer_value(core) > 4095)
+            return pl_json_fail(r, "a core is a number from 0 to 4095, found %s",
+                                pl_json_type_name(core));
+        list[i] = (int)json_integer_value(core);
+        for (size_t j = 0; j < i; j++)
+            if (list[j] == list[i])
+                return pl_json_fail(r, "core %d is listed twice", list[i]);
+        pl_json_pop(r, at);
+    }
+    pl_json_pop(r, back);
+    d->n_cores = (int)n;
+    d->cores = list;
+    return true;
+}
+
+static bool read_device(pl_json_reader *r, const json_t *value, pl_cluster *c, int index)
+{
+    static const char *const fields[] = {"name", "threads", "memory_bytes", "cores",
+                                         "flops_per_second", NULL};
+    pl_device *d = &c->devices[index];
+    json_t *name;
+    int64_t threads = 1, memory = 0;
+    double flops = 0;
+    if (!pl_json_expect_object(r, value, fields) ||
+        !pl_json_member(r, value, "name", JSON_STRING, true, &name))
+        return false;
+    size_t back = pl_json_push_key(r, "name");
+    if (!pl_json_check_name(r, name, "device"))
+        return false;
+    for (int other = 0; other < index; other++)
+        if (strcmp(c->devices[other].name, json_string_value(name)) == 0)
+            return pl_json_fail(r, "device \"%s\" is defined twice: also at /devices/%d",
+                                json_string_value(name), other);
+    pl_json_pop(r, back);
+    if (!pl_json_integer(r, value, "threads", false, 1, PL_MAX_DEVICE_THREADS, &threads) ||
+        !pl_json_integer(r, value, "memory_bytes", true, 1, INT64_MAX, &memory) ||
+        !pl_json_number(r, value, "flops_per_second", false, 1, 1e18, &flops) ||
+        !read_cores(r, value, c, d))
+        return false;
+    d->name = copy_string(c, json_string_value(name));
+    d->threads = (int)threads;
+    d->memory_bytes = memory;
+    d->flops_per_second = flops;
+    c->paced |= flops > 0;
+    return d->name != NULL || (pl_error_set(r->err, PL_ENOMEM, NULL, "out of memory"), false);
+}
+
+/* One pair's declared link, both directions. */
+static bool read_pair(pl_json_reader *r, const json_t *value, pl_cluster *c, bool *seen)
+{
+    static const char *const fields[] = {"devices", "bytes_per_second", "latency_seconds",
+                                         NULL};
+    json_t *pair;
+    pl_link link;
+    if (!read_link(r, value, fields, &link) ||
+        !pl_json_member(r, value, "devices", JSON_ARRAY, true, &pair))
+        return false;
+    size_t back = pl_json_push_key(r, "devices");
+    if (json_array_size(pair) != 2)
+        return pl_json_fail(r, "a link joins 2 devices, not %zu", json_array_size(pair));
+    int ends[2];
+    for (size_t i = 0; i < 2; i++) {
+        json_t *end = json_array_get(pair, i);
+        size_t at = pl_json_push_index(r, i);
+        if (!json_is_string(end))
+            return pl_json_fail(r, "expected a device name, found %s", pl_json_type_name(end));
+        if ((ends[i] = pl_cluster_find_device(c, json_string_value(end))) < 0)
+            return pl_json_fail(r, "device \"%s\" is not defined", json_string_value(end));
+        pl_json_pop(r, at);
+    }
+    if (ends[0] == ends[1])
+        return pl_json_fail(r, "a link joins two different devices");
+    int n = c->n_devices;
+    if (seen[ends[0] * n + ends[1]])
+        return pl_json_fail(r, "the link between \"%s\" and \"%s\" is given twice",
+                            c->devices[ends[0]].name, c->devices[ends[1]].name);
+    pl_json_pop(r, back);
+    seen[ends[0] * n + ends[1]] = seen[ends[1] * n + ends[0]] = true;
+    c->links[ends[0] * n + ends[1]] = c->links[ends[1] * n + ends[0]] = link;
+    return true;
+}
+
+static pl_cluster *read_cluster(pl_json_reader *r, const json_t *root)
+{
+    static const char *const fields[] = {"format", "version", "name", "description",
+                                         "devices", "default_link", "links", NULL};
+    static const char *const link_fields[] = {"bytes_per_second", "latency_seconds", NULL};
+    const char *format, *name, *description = "";
+    int64_t version;
+    json_t *devices, *default_link, *links;
+    if (!json_is_object(root))
+        return pl_json_fail(r, "expected the cluster object, found %s",
+                            pl_json_type_name(root)), NULL;
+    if (!pl_json_string(r, root, "format", true, &format))
+        return NULL;
+    if (strcmp(format, "placer-cluster") != 0) {
+        pl_json_push_key(r, "format");
+        return pl_json_fail(r, "this is a \"%s\" file, not a \"placer-cluster\"", format), NULL;
+    }
+    if (!pl_json_integer(r, root, "version", true, INT64_MIN, INT64_MAX, &version))
+        return NULL;
+    if (version != PL_CLUSTER_FORMAT_VERSION) {
+        pl_json_push_key(r, "version");
+        return pl_json_fail(r, "unsupported format version %lld (this placer reads version %d)",
+                            (long long)version, PL_CLUSTER_FORMAT_VERSION), NULL;
+    }
+    if (!pl_json_expect_object(r, root, fields) ||
+        !pl_json_string(r, root, "name", true, &name) ||
+        !pl_json_string(r, root, "description", false, &description) ||
+        !pl_json_member(r, root, "devices", JSON_ARRAY, true, &devices) ||
+        !pl_json_member(r, root, "default_link", JSON_OBJECT, false, &default_link) ||
+        !pl_json_member(r, root, "links", JSON_ARRAY, false, &links))
+        return NULL;
+    size_t n = json_array_size(devices);
+    if (n == 0 || n > PL_MAX_DEVICES) {
+        pl_json_push_key(r, "devices");
+        return pl_json_fail(r, "a cluster has 1 to %d devices, not %zu", PL_MAX_DEVICES, n),
+               NULL;
+    }
+    if (n > 1 && !default_link)
+        return pl_json_fail(r, "missing field \"default_link\" (a cluster of several devices "
+                            "needs one)"), NULL;
+    pl_cluster *c = new_cluster((int)n, r->err);
+    bool *seen = c ? calloc(n * n, sizeof *seen) : NULL;
+    bool ok = c && seen && (c->name = copy_string(c, name)) &&
+              (c->description = copy_string(c, description));
+    size_t back = pl_json_push_key(r, "devices");
+    for (size_t i = 0; ok && i < n; i++) {
+        size_t at = pl_json_push_index(r, i);
+        ok = read_device(r, json_array_get(devices, i), c, (int)i);
+        pl_json_pop(r, at);
+    }
+    pl_json_pop(r, back);
+    pl_link fallback = {0, 0};
+    if (ok && default_link) {
+        back = pl_json_push_key(r, "default_link");
+        ok = read_link(r, default_link, link_fields, &fallback);
+        pl_json_pop(r, back);
+    }
+    for (size_t i = 0; ok && i < n * n; i++)
+        c->links[i] = fallback;
+    back = pl_json_push_key(r, "links");
+    for (size_t i = 0; ok && links && i < json_array_size(links); i++) {
+        size_t at = pl_json_push_index(r, i);
+        ok = read_pair(r, json_array_get(links, i), c, seen);
+        pl_json_pop(r, at);
+    }
+    pl_json_pop(r, back);
+    for (size_t i = 0; ok && i < n * n; i++)
+        c->paced |= c->links[i].bytes_per_second > 0;
+    free(seen);
+    if (!ok) {
+        if (c && (!r->err || r->err->status == PL_OK))
+            pl_error_set(r->err, PL_ENOMEM, NULL, "out of memory");
+        pl_cluster_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Reads the cluster of a parsed document and lets the document go. */
+static pl_cluster *from_root(json_t *root, pl_error *err)
+{
+    if (!root)
+        return NULL;
+    pl_json_reader r;
+    pl_json_reader_init(&r, err);
+    pl_cluster *c = read_cluster(&r, root);
+    json_decref(root);
+    return c;
+}
+
+pl_cluster *pl_cluster_load_buffer(const char *data, size_t size, const char *source,
+                                   pl_error *err)
+{
+    pl_error_init(err, source);
+    return from_root(pl_json_parse_buffer(data, size, err), err);
+}
+
+pl_cluster *pl_cluster_load_file(const char *path, pl_error *err)
+{
+    pl_error_init(err, path);
+    return from_root(pl_json_parse_file(path, CLUSTER_MAX_BYTES, err, NULL), err);
+}
+
+/* ---- the local machine ---------------------------------------------------------------- */
+
+pl_cluster *pl_cluster_local(pl_error *err)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES),
+         page = sysconf(_SC_PAGESIZE);
+    if (cores < 1)
+        cores = 1;
+    if (cores > PL_MAX_DEVICES)
+        cores = PL_MAX_DEVICES;
+    int64_t memory = pages > 0 && page > 0 ? (int64_t)pages * page : INT64_C(1) << 30;
+    pl_cluster *c = new_cluster((int)cores, err);
+    if (!c)
+        return NULL;
+    c->name = copy_string(c, "local");
+    c->description = copy_string(c, "this machine: one native device per online core");
+    int *core_ids = pl_arena_alloc(&c->arena, (size_t)cores * sizeof *core_ids);
+    for (int d = 0; d < cores; d++) {
+        char name[32];
+        snprintf(name, sizeof name, "cpu%d", d);
+        if (core_ids)
+            core_ids[d] = d;
+        c->devices[d] = (pl_device){.name = copy_string(c, name), .threads = 1,
+                                    .memory_bytes = memory / cores, .n_cores = core_ids ? 1 : 0,
+                                    .cores = core_ids ? &core_ids[d] : NULL};
+        if (!c->devices[d].name) {
+            pl_cluster_free(c);
+            pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+            return NULL;
+        }
+    }
+    return c;
+}

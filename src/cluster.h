@@ -1,0 +1,60 @@
+/* Clusters: the devices a graph is placed on and the links between them.
+ *
+ * A device is a pool of worker threads with a memory budget; it may declare a compute
+ * throughput, and a link a bandwidth and latency, which the executor then paces kernels
+ * and copies to (never finishing early), emulating a larger or slower cluster on this
+ * machine. Without a declaration, a device or link runs as fast as the machine does
+ * (native). A cluster is read from a file (docs/cluster-format.md) or describes the local
+ * machine: one device per core.
+ *
+ * A cluster is plain data owned by one arena; pl_cluster_free(NULL) is a no-op. Reading
+ * it from several threads is safe. */
+#ifndef PLACER_CLUSTER_H
+#define PLACER_CLUSTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "error.h"
+
+enum { PL_CLUSTER_FORMAT_VERSION = 1, PL_MAX_DEVICES = 64, PL_MAX_DEVICE_THREADS = 256 };
+
+typedef struct pl_device {
+    const char *name;
+    int threads;              /* worker threads of its pool */
+    int64_t memory_bytes;     /* the budget for its tensors */
+    int n_cores;              /* CPU cores to pin its threads to; 0: not pinned */
+    const int *cores;
+    double flops_per_second;  /* declared compute throughput; 0: native */
+} pl_device;
+
+typedef struct pl_link {
+    double bytes_per_second;  /* declared bandwidth; 0: native (a memory copy) */
+    double latency_seconds;   /* declared latency added to every transfer */
+} pl_link;
+
+typedef struct pl_cluster {
+    const char *name;
+    const char *description; /* "" when absent */
+    int n_devices;
+    pl_device *devices;
+    pl_link *links;          /* n_devices x n_devices, row = source; the diagonal unused */
+    bool paced;              /* some device or link declares a throughput */
+    pl_arena arena;
+} pl_cluster;
+
+/* Reads and validates a cluster file; errors as the model loader gives them
+ * (file:line:column for syntax, a JSON pointer for meaning). */
+pl_cluster *pl_cluster_load_file(const char *path, pl_error *err);
+pl_cluster *pl_cluster_load_buffer(const char *data, size_t size, const char *source,
+                                   pl_error *err);
+/* The local machine as it is: one single-threaded native device per online core, each
+ * with an equal share of physical memory, native links. */
+pl_cluster *pl_cluster_local(pl_error *err);
+void pl_cluster_free(pl_cluster *cluster);
+
+const pl_link *pl_cluster_link(const pl_cluster *cluster, int from, int to);
+int pl_cluster_find_device(const pl_cluster *cluster, const char *name);
+
+#endif
