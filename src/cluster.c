@@ -170,25 +170,10 @@ static pl_cluster *read_cluster(pl_json_reader *r, const json_t *root)
     static const char *const fields[] = {"format", "version", "name", "description",
                                          "devices", "default_link", "links", NULL};
     static const char *const link_fields[] = {"bytes_per_second", "latency_seconds", NULL};
-    const char *format, *name, *description = "";
-    int64_t version;
+    const char *name, *description = "";
     json_t *devices, *default_link, *links;
-    if (!json_is_object(root))
-        return pl_json_fail(r, "expected the cluster object, found %s",
-                            pl_json_type_name(root)), NULL;
-    if (!pl_json_string(r, root, "format", true, &format))
+    if (!pl_json_check_header(r, root, "cluster", "placer-cluster", PL_CLUSTER_FORMAT_VERSION))
         return NULL;
-    if (strcmp(format, "placer-cluster") != 0) {
-        pl_json_push_key(r, "format");
-        return pl_json_fail(r, "this is a \"%s\" file, not a \"placer-cluster\"", format), NULL;
-    }
-    if (!pl_json_integer(r, root, "version", true, INT64_MIN, INT64_MAX, &version))
-        return NULL;
-    if (version != PL_CLUSTER_FORMAT_VERSION) {
-        pl_json_push_key(r, "version");
-        return pl_json_fail(r, "unsupported format version %lld (this placer reads version %d)",
-                            (long long)version, PL_CLUSTER_FORMAT_VERSION), NULL;
-    }
     if (!pl_json_expect_object(r, root, fields) ||
         !pl_json_string(r, root, "name", true, &name) ||
         !pl_json_string(r, root, "description", false, &description) ||

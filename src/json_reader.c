@@ -363,3 +363,27 @@ bool pl_json_check_name(pl_json_reader *r, const json_t *value, const char *what
                                 what, i);
     return true;
 }
+
+bool pl_json_check_header(pl_json_reader *r, const json_t *root, const char *what,
+                          const char *format, int64_t version)
+{
+    if (!json_is_object(root))
+        return pl_json_fail(r, "expected the %s object, found %s", what,
+                            pl_json_type_name(root));
+    const char *found;
+    int64_t found_version;
+    if (!pl_json_string(r, root, "format", true, &found))
+        return false;
+    if (strcmp(found, format) != 0) {
+        pl_json_push_key(r, "format");
+        return pl_json_fail(r, "this is a \"%s\" file, not a \"%s\"", found, format);
+    }
+    if (!pl_json_integer(r, root, "version", true, INT64_MIN, INT64_MAX, &found_version))
+        return false;
+    if (found_version != version) {
+        pl_json_push_key(r, "version");
+        return pl_json_fail(r, "unsupported format version %lld (this placer reads version "
+                            "%lld)", (long long)found_version, (long long)version);
+    }
+    return true;
+}

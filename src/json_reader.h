@@ -57,6 +57,12 @@ bool pl_json_integer(pl_json_reader *r, const json_t *object, const char *key, b
 bool pl_json_number(pl_json_reader *r, const json_t *object, const char *key, bool required,
                     double min, double max, double *out);
 
+/* The head of every placer file: `root` is an object whose "format" is `format` and whose
+ * "version" is `version`, checked before its other fields so that a newer file says so.
+ * `what` names the object in messages ("model", "cluster", "plan"). */
+bool pl_json_check_header(pl_json_reader *r, const json_t *root, const char *what,
+                          const char *format, int64_t version);
+
 /* A name: 1 to 255 bytes, no control characters. `value` is the string at the current
  * pointer. */
 bool pl_json_check_name(pl_json_reader *r, const json_t *value, const char *what);

@@ -251,24 +251,8 @@ static bool read_optimizer(loader *L, const json_t *root)
 
 static bool read_header(loader *L, const json_t *root)
 {
-    if (!json_is_object(root))
-        return pl_json_fail(&L->r, "expected the model object, found %s",
-                            pl_json_type_name(root));
-    const char *format;
-    int64_t version;
-    if (!pl_json_string(&L->r, root, "format", true, &format))
+    if (!pl_json_check_header(&L->r, root, "model", "placer-model", PL_MODEL_FORMAT_VERSION))
         return false;
-    if (strcmp(format, "placer-model") != 0) {
-        pl_json_push_key(&L->r, "format");
-        return pl_json_fail(&L->r, "this is a \"%s\" file, not a \"placer-model\"", format);
-    }
-    if (!pl_json_integer(&L->r, root, "version", true, INT64_MIN, INT64_MAX, &version))
-        return false;
-    if (version != PL_MODEL_FORMAT_VERSION) {
-        pl_json_push_key(&L->r, "version");
-        return pl_json_fail(&L->r, "unsupported format version %lld (this placer reads "
-                            "version %d)", (long long)version, PL_MODEL_FORMAT_VERSION);
-    }
     /* The version is checked before the fields, so that a newer file says so. */
     if (!pl_json_expect_object(&L->r, root, root_fields))
         return false;

@@ -21,7 +21,10 @@ contains "$work/err" "nothing.json: cannot open: No such file or directory" "mis
 cases=0
 for dir in "$src"/tests/invalid/*/; do
     name=$(basename "$dir")
-    if [ -e "$dir/cluster.json" ]; then
+    if [ -e "$dir/plan.json" ]; then
+        ( cd "$dir" && "$bin" validate -q "$src/graphs/small/mlp-small.json" \
+            --cluster "$src/graphs/clusters/paced-4.json" --plan plan.json ) >"$work/out" 2>"$work/err"
+    elif [ -e "$dir/cluster.json" ]; then
         ( cd "$dir" && "$bin" cluster cluster.json ) >"$work/out" 2>"$work/err"
     else
         ( cd "$dir" && "$bin" validate model.json ) >"$work/out" 2>"$work/err"
@@ -50,6 +53,11 @@ for cluster in "$src"/graphs/clusters/*.json; do
     expect 0 "cluster $(basename "$cluster")" "$bin" cluster "$cluster"
     contains "$work/out" "devices" "cluster $(basename "$cluster")"
 done
+expect 0 "a plan" "$bin" validate "$src/graphs/small/mlp-small.json" \
+    --cluster "$src/graphs/clusters/paced-4.json" --plan "$src/tests/plans/mlp-small-paced-4.json"
+contains "$work/out" "valid plan for \"mlp-small\" on cluster \"paced-4\": 3 stages" "a plan"
+expect 2 "--cluster without --plan" "$bin" validate "$src/graphs/small/mlp-small.json" \
+    --cluster "$src/graphs/clusters/paced-4.json"
 expect 0 "the local machine" "$bin" cluster
 contains "$work/out" "local machine: cluster \"local\"" "the local machine"
 

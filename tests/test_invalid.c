@@ -1,7 +1,8 @@
 /* Bad-input cases as data: each folder of tests/invalid holds an input, `model.json` (a
- * file, a directory, or nothing) or `cluster.json`, and `expected`, the one-line message
- * its loader must give, with the input written by its file name. Adding a case needs no
- * code. */
+ * file, a directory, or nothing), `cluster.json`, or `plan.json` (a plan for
+ * graphs/small/mlp-small.json on graphs/clusters/paced-4.json), and `expected`, the
+ * one-line message its loader must give, with the input written by its file name. Adding
+ * a case needs no code. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "cluster.h"
 #include "load.h"
+#include "plan.h"
 #include "suites.h"
 #include "test_util.h"
 
@@ -29,6 +31,22 @@ static bool read_line(const char *path, char *buf, size_t cap)
     return ok;
 }
 
+/* A plan case: checked against the small MLP on the paced 4-device cluster. */
+static pl_plan *load_plan(const char *path, pl_error *err)
+{
+    char model[4096], cluster[4096];
+    snprintf(model, sizeof model, "%s/graphs/small/mlp-small.json", pl_test_srcdir());
+    snprintf(cluster, sizeof cluster, "%s/graphs/clusters/paced-4.json", pl_test_srcdir());
+    pl_graph *g = pl_graph_load_file(model, err);
+    pl_cluster *c = pl_cluster_load_file(cluster, err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    pl_plan *plan = pl_plan_load_file(path, g, c, err);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+    return plan;
+}
+
 static void test_every_case(void)
 {
     char dir[4096];
@@ -46,10 +64,14 @@ static void test_every_case(void)
     int checked = 0;
     for (int i = 0; i < n; i++) {
         char input[8192], expected_path[8192], expected[2048], got[4096];
-        snprintf(input, sizeof input, "%s/%s/cluster.json", dir, names[i]);
-        bool cluster = access(input, F_OK) == 0;
-        if (!cluster)
-            snprintf(input, sizeof input, "%s/%s/model.json", dir, names[i]);
+        static const char *const kinds[] = {"plan.json", "cluster.json", "model.json"};
+        int kind = 0;
+        for (; kind < 2; kind++) {
+            snprintf(input, sizeof input, "%s/%s/%s", dir, names[i], kinds[kind]);
+            if (access(input, F_OK) == 0)
+                break;
+        }
+        snprintf(input, sizeof input, "%s/%s/%s", dir, names[i], kinds[kind]);
         snprintf(expected_path, sizeof expected_path, "%s/%s/expected", dir, names[i]);
         if (!read_line(expected_path, expected, sizeof expected)) {
             fprintf(stderr, "\n    %s: no expected message\n", names[i]);
@@ -57,7 +79,11 @@ static void test_every_case(void)
             continue;
         }
         pl_error err;
-        if (cluster) {
+        if (kind == 0) {
+            pl_plan *p = load_plan(input, &err);
+            CU_ASSERT_PTR_NULL(p);
+            pl_plan_free(p);
+        } else if (kind == 1) {
             pl_cluster *c = pl_cluster_load_file(input, &err);
             CU_ASSERT_PTR_NULL(c);
             pl_cluster_free(c);
@@ -69,7 +95,7 @@ static void test_every_case(void)
         CU_ASSERT_EQUAL(err.status, PL_EINPUT);
         /* The message names the input as given; compare from its base name on. */
         pl_error_format(&err, got, sizeof got);
-        const char *shown = strstr(got, cluster ? "cluster.json" : "model.json");
+        const char *shown = strstr(got, kinds[kind]);
         if (!shown || strcmp(shown, expected) != 0) {
             fprintf(stderr, "\n    case %s\n      got:      %s\n      expected: %s\n",
                     names[i], shown ? shown : got, expected);

@@ -1,14 +1,63 @@
-/* placer validate MODEL.json...: load each model, print its summary or its first error. */
+/* placer validate MODEL.json... [--cluster C --plan P]: load each model, print its
+ * summary or its first error; with a plan, check it against the model's training graph
+ * and the cluster and summarise its partitions. */
 #include <getopt.h>
 #include <stdio.h>
 
+#include "autodiff.h"
 #include "cli.h"
+#include "cluster.h"
+#include "plan.h"
+
+/* A plan's partitions: ops and incoming bytes per device. */
+static int check_plan(const char *model, pl_graph *graph, const char *cluster_path,
+                      const char *plan_path, int quiet)
+{
+    pl_error err;
+    pl_error_init(&err, model);
+    pl_cluster *cluster = cluster_path ? pl_cluster_load_file(cluster_path, &err)
+                                       : pl_cluster_local(&err);
+    pl_plan *plan = NULL;
+    pl_partitions *parts = NULL;
+    int status = PL_EXIT_OK;
+    if (!cluster || (pl_error_init(&err, plan_path),
+                     !(plan = pl_plan_load_file(plan_path, graph, cluster, &err))) ||
+        (pl_error_init(&err, model), pl_autodiff_build(graph, &err) != PL_OK) ||
+        !(parts = pl_partitions_new(plan, graph, cluster->n_devices, &err))) {
+        status = pl_cli_report(&err);
+    } else if (!quiet) {
+        printf("%s: valid plan for \"%s\" on cluster \"%s\": %d stage%s, %d micro-batch%s, %s\n",
+               plan_path, graph->name, cluster->name, plan->n_stages,
+               plan->n_stages == 1 ? "" : "s", plan->micro_batches,
+               plan->micro_batches == 1 ? "" : "es",
+               plan->schedule == PL_SCHEDULE_1F1B ? "1F1B" : "GPipe");
+        for (int d = 0; d < cluster->n_devices; d++) {
+            int64_t bytes = 0;
+            int received = 0;
+            for (int k = 0; k < parts->n_transfers; k++)
+                if (parts->transfers[k].to == d) {
+                    bytes += pl_tensor_bytes(&graph->tensors[parts->transfers[k].tensor]);
+                    received++;
+                }
+            printf("  %-12s %5d ops  receives %4d tensors, %.1f KiB per micro-batch step\n",
+                   cluster->devices[d].name, parts->first_op[d + 1] - parts->first_op[d],
+                   received, (double)bytes / 1024 / plan->micro_batches);
+        }
+    }
+    pl_partitions_free(parts);
+    pl_plan_free(plan);
+    pl_cluster_free(cluster);
+    return status;
+}
 
 int pl_cmd_validate(int argc, char **argv)
 {
     static const struct option options[] = {{"quiet", no_argument, NULL, 'q'},
                                             {"help", no_argument, NULL, 'h'},
+                                            {"cluster", required_argument, NULL, 'c'},
+                                            {"plan", required_argument, NULL, 'p'},
                                             {NULL, 0, NULL, 0}};
+    const char *cluster = NULL, *plan = NULL;
     int quiet = 0, c;
     opterr = 0; /* our own message, below */
     while ((c = getopt_long(argc, argv, "qh", options, NULL)) != -1) {
@@ -16,9 +65,17 @@ int pl_cmd_validate(int argc, char **argv)
         case 'q':
             quiet = 1;
             break;
+        case 'c':
+            cluster = optarg;
+            break;
+        case 'p':
+            plan = optarg;
+            break;
         case 'h':
-            printf("Usage: placer validate [-q|--quiet] MODEL.json...\n"
-                   "Checks each model and prints its summary (with -q, only errors).\n");
+            printf("Usage: placer validate [-q|--quiet] MODEL.json... [--cluster C] [--plan P]\n"
+                   "Checks each model and prints its summary (with -q, only errors). With\n"
+                   "--plan, also checks the plan against the model and the cluster (default:\n"
+                   "the local machine) and summarises its partitions.\n");
             return PL_EXIT_OK;
         default:
             return pl_cli_usage_error("validate: unknown option '%s'", argv[optind - 1]);
@@ -26,12 +83,18 @@ int pl_cmd_validate(int argc, char **argv)
     }
     if (optind >= argc)
         return pl_cli_usage_error("validate: missing MODEL.json");
+    if (cluster && !plan)
+        return pl_cli_usage_error("validate: --cluster goes with --plan");
+    if (plan && optind + 1 < argc)
+        return pl_cli_usage_error("validate: one model with --plan");
     int worst = PL_EXIT_OK;
     for (int i = optind; i < argc; i++) {
         int status;
         pl_graph *graph = pl_cli_load_model(argv[i], &status);
         if (graph && !quiet)
             pl_cli_print_summary(stdout, argv[i], graph);
+        if (graph && plan)
+            status = check_plan(argv[i], graph, cluster, plan, quiet);
         pl_graph_free(graph);
         if (status > worst)
             worst = status;

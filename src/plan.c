@@ -1,0 +1,188 @@
+/* Plans in memory: creating, checking, and deriving their partitions. */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+pl_plan *pl_plan_new(const pl_graph *graph, pl_error *err)
+{
+    pl_plan *plan = calloc(1, sizeof *plan);
+    size_t n = (size_t)(graph->n_forward_ops > 0 ? graph->n_forward_ops : 1);
+    if (plan) {
+        plan->device = calloc(n, sizeof *plan->device);
+        plan->stage = calloc(n, sizeof *plan->stage);
+    }
+    if (!plan || !plan->device || !plan->stage) {
+        pl_plan_free(plan);
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    plan->n_ops = graph->n_forward_ops;
+    plan->n_stages = 1;
+    plan->micro_batches = 1;
+    plan->model_hash = graph->hash;
+    return plan;
+}
+
+void pl_plan_free(pl_plan *plan)
+{
+    if (!plan)
+        return;
+    free(plan->device);
+    free(plan->stage);
+    free(plan);
+}
+
+pl_status pl_plan_check(const pl_plan *plan, const pl_graph *graph, const pl_cluster *cluster,
+                        pl_error *err)
+{
+    if (plan->n_ops != graph->n_forward_ops)
+        return pl_error_set(err, PL_EINPUT, NULL, "the plan places %d ops, the model has %d",
+                            plan->n_ops, graph->n_forward_ops);
+    if (plan->micro_batches < 1 || graph->batch_size % plan->micro_batches != 0)
+        return pl_error_set(err, PL_EINPUT, "/micro_batches", "%d micro-batches do not divide "
+                            "the batch of %d", plan->micro_batches, graph->batch_size);
+    int stages = 0;
+    for (int o = 0; o < plan->n_ops; o++) {
+        const char *name = graph->ops[o].name;
+        if (plan->device[o] < 0 || plan->device[o] >= cluster->n_devices)
+            return pl_error_set(err, PL_EINPUT, NULL, "op \"%s\" is placed on device %d; the "
+                                "cluster has %d", name, plan->device[o], cluster->n_devices);
+        if (plan->stage[o] < 0)
+            return pl_error_set(err, PL_EINPUT, NULL, "op \"%s\" has stage %d", name,
+                                plan->stage[o]);
+        if (plan->stage[o] >= stages)
+            stages = plan->stage[o] + 1;
+        const pl_op *op = &graph->ops[o];
+        for (int i = 0; i < op->n_inputs; i++) {
+            int producer = graph->tensors[op->inputs[i]].producer;
+            if (producer >= 0 && plan->stage[producer] > plan->stage[o])
+                return pl_error_set(err, PL_EINPUT, NULL, "op \"%s\" (stage %d) reads \"%s\" "
+                                    "from op \"%s\" of a later stage (%d): stages must follow "
+                                    "the dataflow", name, plan->stage[o],
+                                    graph->tensors[op->inputs[i]].name,
+                                    graph->ops[producer].name, plan->stage[producer]);
+        }
+    }
+    bool *used = calloc((size_t)(stages > 0 ? stages : 1), sizeof *used);
+    if (!used)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    for (int o = 0; o < plan->n_ops; o++)
+        used[plan->stage[o]] = true;
+    int missing = -1;
+    for (int s = 0; s < stages && missing < 0; s++)
+        if (!used[s])
+            missing = s;
+    free(used);
+    if (missing >= 0)
+        return pl_error_set(err, PL_EINPUT, NULL, "stage %d has no op: stages are numbered "
+                            "0 to %d without gaps", missing, stages - 1);
+    if (stages != plan->n_stages)
+        return pl_error_set(err, PL_EINTERNAL, NULL, "the plan counts %d stages, its ops %d",
+                            plan->n_stages, stages);
+    return PL_OK;
+}
+
+/* ---- partitions ------------------------------------------------------------------------ */
+
+void pl_partitions_free(pl_partitions *p)
+{
+    if (!p)
+        return;
+    free(p->op_device);
+    free(p->op_stage);
+    free(p->first_op);
+    free(p->ops);
+    free(p->tensor_device);
+    free(p->transfers);
+    free(p);
+}
+
+/* Where each tensor is: with its producer; parameters and states with their first reader
+ * (for a parameter, the op whose group holds its update); inputs and constants nowhere. */
+static void locate_tensors(const pl_graph *g, pl_partitions *p)
+{
+    for (int t = 0; t < g->n_tensors; t++)
+        p->tensor_device[t] = g->tensors[t].producer >= 0 ? p->op_device[g->tensors[t].producer]
+                                                          : -1;
+    for (int o = 0; o < g->n_ops; o++)
+        for (int i = 0; i < g->ops[o].n_inputs; i++) {
+            int t = g->ops[o].inputs[i];
+            pl_tensor_kind kind = g->tensors[t].kind;
+            if ((kind == PL_TENSOR_PARAM || kind == PL_TENSOR_STATE) && p->tensor_device[t] < 0)
+                p->tensor_device[t] = p->op_device[o];
+        }
+}
+
+/* A tensor crosses from where it is to each other device that reads it, once. Devices
+ * number at most 64 (cluster.h): one bit each marks where a tensor has been sent. */
+static bool collect_transfers(const pl_graph *g, pl_partitions *p)
+{
+    int cap = 64;
+    p->transfers = malloc((size_t)cap * sizeof *p->transfers);
+    uint64_t *sent = calloc((size_t)g->n_tensors, sizeof *sent);
+    bool ok = p->transfers && sent;
+    for (int o = 0; ok && o < g->n_ops; o++) {
+        int to = p->op_device[o];
+        for (int i = 0; ok && i < g->ops[o].n_inputs; i++) {
+            int t = g->ops[o].inputs[i], from = p->tensor_device[t];
+            uint64_t bit = UINT64_C(1) << to;
+            if (from < 0 || from == to || (sent[t] & bit))
+                continue;
+            sent[t] |= bit;
+            if (p->n_transfers == cap) {
+                pl_transfer *more = realloc(p->transfers, (size_t)(cap *= 2) * sizeof *more);
+                if (!(ok = more != NULL))
+                    break;
+                p->transfers = more;
+            }
+            p->transfers[p->n_transfers++] = (pl_transfer){t, from, to};
+        }
+    }
+    free(sent);
+    return ok;
+}
+
+pl_partitions *pl_partitions_new(const pl_plan *plan, const pl_graph *g, int n_devices,
+                                 pl_error *err)
+{
+    pl_partitions *p = calloc(1, sizeof *p);
+    size_t ops = (size_t)g->n_ops, tensors = (size_t)g->n_tensors;
+    if (p) {
+        p->n_devices = n_devices;
+        p->op_device = malloc(ops * sizeof *p->op_device);
+        p->op_stage = malloc(ops * sizeof *p->op_stage);
+        p->first_op = calloc((size_t)n_devices + 1, sizeof *p->first_op);
+        p->ops = malloc(ops * sizeof *p->ops);
+        p->tensor_device = malloc(tensors * sizeof *p->tensor_device);
+    }
+    if (!p || !p->op_device || !p->op_stage || !p->first_op || !p->ops || !p->tensor_device) {
+        pl_partitions_free(p);
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    for (int o = 0; o < g->n_ops; o++) { /* every op goes with its group's forward op */
+        p->op_device[o] = plan->device[g->ops[o].group];
+        p->op_stage[o] = plan->stage[g->ops[o].group];
+        p->first_op[p->op_device[o] + 1]++;
+    }
+    for (int d = 0; d < n_devices; d++)
+        p->first_op[d + 1] += p->first_op[d];
+    int *fill = malloc((size_t)n_devices * sizeof *fill);
+    if (!fill) {
+        pl_partitions_free(p);
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    memcpy(fill, p->first_op, (size_t)n_devices * sizeof *fill);
+    for (int o = 0; o < g->n_ops; o++) /* stable: topological within each device */
+        p->ops[fill[p->op_device[o]]++] = o;
+    free(fill);
+    locate_tensors(g, p);
+    if (!collect_transfers(g, p)) {
+        pl_partitions_free(p);
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    return p;
+}

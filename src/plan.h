@@ -1,0 +1,88 @@
+/* Plans: where every op of a training graph runs, and the partitions that follows from.
+ *
+ * A plan assigns each forward op a device of a cluster and a pipeline stage, and says how
+ * a step is split into micro-batches and in which schedule they run. Every other op of
+ * the training graph goes with its co-location group (graph.h: a backward op with the op
+ * it differentiates, a parameter's accumulations and update with the parameter's first
+ * reader), so a plan names forward ops only. Stages follow the dataflow: an op never
+ * reads from a later stage.
+ *
+ * The partitions are derived data, shared by the executor and the simulator so that the
+ * two cannot drift: per device, its ops in topological order; and every tensor that must
+ * cross a link, with its source and destination device. Inputs are fed to each device
+ * that reads them and constants exist everywhere, so neither crosses a link; a parameter
+ * and its state live on the device of its update.
+ *
+ * Plans and partitions are plain data, owned by the caller (free with the _free calls,
+ * NULL allowed), safe to read from several threads. */
+#ifndef PLACER_PLAN_H
+#define PLACER_PLAN_H
+
+#include <stdint.h>
+
+#include "cluster.h"
+#include "error.h"
+#include "graph.h"
+
+enum { PL_PLAN_FORMAT_VERSION = 1 };
+
+typedef enum pl_schedule { PL_SCHEDULE_GPIPE, PL_SCHEDULE_1F1B } pl_schedule;
+
+typedef struct pl_provenance {
+    char algorithm[64];       /* "expert", "rl", ... */
+    uint64_t seed;
+    double predicted_seconds; /* a step's predicted time, or 0 when unknown */
+    double measured_seconds;  /* a step's measured time, or 0 */
+} pl_provenance;
+
+typedef struct pl_plan {
+    int n_ops;          /* the forward ops of the graph it was made for */
+    int *device;        /* per forward op: a device of the cluster */
+    int *stage;         /* per forward op: its pipeline stage, from 0 */
+    int n_stages;
+    int micro_batches;  /* dividing the batch */
+    pl_schedule schedule;
+    uint64_t model_hash;
+    pl_provenance provenance;
+} pl_plan;
+
+/* A new plan with every forward op on device 0, stage 0, one micro-batch. */
+pl_plan *pl_plan_new(const pl_graph *graph, pl_error *err);
+void pl_plan_free(pl_plan *plan);
+
+/* Checks a plan against its graph and cluster: devices exist, stages follow the dataflow
+ * and number 0..n_stages-1, micro-batches divide the batch. PL_EINPUT with the op named. */
+pl_status pl_plan_check(const pl_plan *plan, const pl_graph *graph, const pl_cluster *cluster,
+                        pl_error *err);
+
+/* Reads a plan file (docs/plan-format.md) for this graph and cluster, checked; errors as
+ * the model loader gives them. */
+pl_plan *pl_plan_load_file(const char *path, const pl_graph *graph, const pl_cluster *cluster,
+                           pl_error *err);
+/* Writes the plan, its partitions and provenance, atomically. `graph` is the training
+ * graph (autodiff.h) the partitions are derived from. */
+pl_status pl_plan_write_file(const char *path, const pl_plan *plan, const pl_graph *graph,
+                             const pl_cluster *cluster, pl_error *err);
+
+typedef struct pl_transfer {
+    int tensor;
+    int from, to; /* devices */
+} pl_transfer;
+
+typedef struct pl_partitions {
+    int n_devices;
+    int *op_device;     /* per op of the training graph */
+    int *op_stage;
+    int *first_op;      /* per device d: its ops are ops[first_op[d] .. first_op[d+1]) */
+    int *ops;           /* op indices, grouped by device, topological within a device */
+    int *tensor_device; /* per tensor: where it is produced or lives; -1 inputs, constants */
+    int n_transfers;
+    pl_transfer *transfers; /* in the order of the ops that first need them */
+} pl_partitions;
+
+/* The partitions of a checked plan over a training graph. */
+pl_partitions *pl_partitions_new(const pl_plan *plan, const pl_graph *graph, int n_devices,
+                                 pl_error *err);
+void pl_partitions_free(pl_partitions *partitions);
+
+#endif

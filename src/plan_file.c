@@ -1,0 +1,212 @@
+/* Plan files (docs/plan-format.md): reading them against a graph and a cluster, writing
+ * them with their partitions for people and tools to read. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic_file.h"
+#include "json_reader.h"
+#include "plan.h"
+#include "strmap.h"
+
+#define PLAN_MAX_BYTES ((size_t)256 << 20)
+
+static bool read_placement(pl_json_reader *r, const json_t *entry, const pl_cluster *cluster,
+                           const pl_strmap *ops, pl_plan *plan, bool *placed)
+{
+    static const char *const fields[] = {"op", "device", "stage", NULL};
+    const char *op_name, *device_name;
+    int64_t stage = 0;
+    if (!pl_json_expect_object(r, entry, fields) ||
+        !pl_json_string(r, entry, "op", true, &op_name) ||
+        !pl_json_string(r, entry, "device", true, &device_name) ||
+        !pl_json_integer(r, entry, "stage", false, 0, 1 << 20, &stage))
+        return false;
+    int o = pl_strmap_get(ops, op_name);
+    if (o < 0) {
+        pl_json_push_key(r, "op");
+        return pl_json_fail(r, "the model has no op \"%s\"", op_name);
+    }
+    if (placed[o]) {
+        pl_json_push_key(r, "op");
+        return pl_json_fail(r, "op \"%s\" is placed twice", op_name);
+    }
+    int d = pl_cluster_find_device(cluster, device_name);
+    if (d < 0) {
+        pl_json_push_key(r, "device");
+        return pl_json_fail(r, "cluster \"%s\" has no device \"%s\"", cluster->name, device_name);
+    }
+    placed[o] = true;
+    plan->device[o] = d;
+    plan->stage[o] = (int)stage;
+    if (stage + 1 > plan->n_stages)
+        plan->n_stages = (int)stage + 1;
+    return true;
+}
+
+static bool read_provenance(pl_json_reader *r, const json_t *root, pl_provenance *p)
+{
+    static const char *const fields[] = {"algorithm", "seed", "predicted_seconds",
+                                         "measured_seconds", NULL};
+    json_t *value;
+    if (!pl_json_member(r, root, "provenance", JSON_OBJECT, false, &value))
+        return false;
+    if (!value)
+        return true; /* a hand-written plan need not say where it came from */
+    size_t back = pl_json_push_key(r, "provenance");
+    const char *algorithm = "";
+    int64_t seed = 0;
+    if (!pl_json_expect_object(r, value, fields) ||
+        !pl_json_string(r, value, "algorithm", false, &algorithm) ||
+        !pl_json_integer(r, value, "seed", false, 0, INT64_MAX, &seed) ||
+        !pl_json_number(r, value, "predicted_seconds", false, 0, 1e9, &p->predicted_seconds) ||
+        !pl_json_number(r, value, "measured_seconds", false, 0, 1e9, &p->measured_seconds))
+        return false;
+    snprintf(p->algorithm, sizeof p->algorithm, "%s", algorithm);
+    p->seed = (uint64_t)seed;
+    pl_json_pop(r, back);
+    return true;
+}
+
+static bool read_plan(pl_json_reader *r, const json_t *root, const pl_graph *graph,
+                      const pl_cluster *cluster, pl_plan *plan)
+{
+    static const char *const fields[] = {"format", "version", "model", "model_hash",
+                                         "cluster", "micro_batches", "schedule", "placement",
+                                         "provenance", "partitions", NULL};
+    const char *cluster_name, *schedule = "gpipe";
+    int64_t micro_batches = 1;
+    json_t *placement;
+    if (!pl_json_check_header(r, root, "plan", "placer-plan", PL_PLAN_FORMAT_VERSION))
+        return false;
+    if (!pl_json_expect_object(r, root, fields) ||
+        !pl_json_string(r, root, "cluster", true, &cluster_name) ||
+        !pl_json_integer(r, root, "micro_batches", false, 1, 1 << 20, &micro_batches) ||
+        !pl_json_string(r, root, "schedule", false, &schedule) ||
+        !pl_json_member(r, root, "placement", JSON_ARRAY, true, &placement) ||
+        !read_provenance(r, root, &plan->provenance))
+        return false;
+    if (strcmp(cluster_name, cluster->name) != 0) {
+        pl_json_push_key(r, "cluster");
+        return pl_json_fail(r, "the plan was made for cluster \"%s\", not \"%s\"", cluster_name,
+                            cluster->name);
+    }
+    if (strcmp(schedule, "gpipe") != 0 && strcmp(schedule, "1f1b") != 0) {
+        pl_json_push_key(r, "schedule");
+        return pl_json_fail(r, "unknown schedule \"%s\" (known: gpipe, 1f1b)", schedule);
+    }
+    plan->schedule = strcmp(schedule, "1f1b") == 0 ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE;
+    plan->micro_batches = (int)micro_batches;
+    plan->n_stages = 0;
+
+    pl_strmap ops = {0};
+    bool *placed = calloc((size_t)(plan->n_ops > 0 ? plan->n_ops : 1), sizeof *placed);
+    bool ok = placed != NULL;
+    for (int o = 0; ok && o < graph->n_forward_ops; o++)
+        ok = pl_strmap_put(&ops, graph->ops[o].name, o, NULL);
+    if (!ok)
+        pl_error_set(r->err, PL_ENOMEM, NULL, "out of memory");
+    size_t back = pl_json_push_key(r, "placement");
+    for (size_t i = 0; ok && i < json_array_size(placement); i++) {
+        size_t at = pl_json_push_index(r, i);
+        ok = read_placement(r, json_array_get(placement, i), cluster, &ops, plan, placed);
+        pl_json_pop(r, at);
+    }
+    for (int o = 0; ok && o < plan->n_ops; o++)
+        if (!placed[o])
+            ok = pl_json_fail(r, "op \"%s\" is not placed (every op of the model is)",
+                              graph->ops[o].name);
+    pl_json_pop(r, back);
+    pl_strmap_release(&ops);
+    free(placed);
+    return ok;
+}
+
+pl_plan *pl_plan_load_file(const char *path, const pl_graph *graph, const pl_cluster *cluster,
+                           pl_error *err)
+{
+    pl_error_init(err, path);
+    json_t *root = pl_json_parse_file(path, PLAN_MAX_BYTES, err, NULL);
+    if (!root)
+        return NULL;
+    pl_json_reader r;
+    pl_json_reader_init(&r, err);
+    pl_plan *plan = pl_plan_new(graph, err);
+    bool ok = plan && read_plan(&r, root, graph, cluster, plan) &&
+              pl_plan_check(plan, graph, cluster, err) == PL_OK;
+    json_decref(root);
+    if (!ok) {
+        pl_plan_free(plan);
+        return NULL;
+    }
+    return plan;
+}
+
+/* ---- writing ----------------------------------------------------------------------------- */
+
+static json_t *partitions_json(const pl_partitions *p, const pl_graph *g, const pl_cluster *c)
+{
+    json_t *list = json_array();
+    for (int d = 0; list && d < p->n_devices; d++) {
+        json_t *ops = json_array(), *receives = json_array(), *sends = json_array();
+        for (int k = p->first_op[d]; k < p->first_op[d + 1]; k++)
+            json_array_append_new(ops, json_string(g->ops[p->ops[k]].name));
+        for (int k = 0; k < p->n_transfers; k++) {
+            const pl_transfer *t = &p->transfers[k];
+            if (t->to == d)
+                json_array_append_new(receives, json_pack("{s:s, s:s}", "tensor",
+                                                          g->tensors[t->tensor].name, "from",
+                                                          c->devices[t->from].name));
+            if (t->from == d)
+                json_array_append_new(sends, json_pack("{s:s, s:s}", "tensor",
+                                                       g->tensors[t->tensor].name, "to",
+                                                       c->devices[t->to].name));
+        }
+        json_array_append_new(list, json_pack("{s:s, s:o, s:o, s:o}", "device",
+                                              c->devices[d].name, "ops", ops, "receives",
+                                              receives, "sends", sends));
+    }
+    return list;
+}
+
+pl_status pl_plan_write_file(const char *path, const pl_plan *plan, const pl_graph *graph,
+                             const pl_cluster *cluster, pl_error *err)
+{
+    pl_partitions *parts = pl_partitions_new(plan, graph, cluster->n_devices, err);
+    if (!parts)
+        return err ? err->status : PL_ENOMEM;
+    char hash[17];
+    snprintf(hash, sizeof hash, "%016" PRIx64, plan->model_hash);
+    json_t *placement = json_array();
+    for (int o = 0; placement && o < plan->n_ops; o++)
+        json_array_append_new(placement, json_pack("{s:s, s:s, s:i}", "op", graph->ops[o].name,
+                                                   "device",
+                                                   cluster->devices[plan->device[o]].name,
+                                                   "stage", plan->stage[o]));
+    const pl_provenance *p = &plan->provenance;
+    json_t *root = json_pack(
+        "{s:s, s:i, s:s, s:s, s:s, s:i, s:s, s:o, s:{s:s, s:I, s:f, s:f}, s:o}", "format",
+        "placer-plan", "version", PL_PLAN_FORMAT_VERSION, "model", graph->name, "model_hash",
+        hash, "cluster", cluster->name, "micro_batches", plan->micro_batches, "schedule",
+        plan->schedule == PL_SCHEDULE_1F1B ? "1f1b" : "gpipe", "placement", placement,
+        "provenance", "algorithm", p->algorithm, "seed", (json_int_t)p->seed,
+        "predicted_seconds", p->predicted_seconds, "measured_seconds", p->measured_seconds,
+        "partitions", partitions_json(parts, graph, cluster));
+    pl_partitions_free(parts);
+    if (!root)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory building the plan");
+    pl_atomic_file file;
+    pl_status status = pl_atomic_open(&file, path, err);
+    if (status == PL_OK) {
+        if (json_dumpf(root, file.fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 ||
+            fputc('\n', file.fp) == EOF) {
+            pl_atomic_abort(&file);
+            status = pl_error_set(err, PL_EIO, NULL, "cannot write %s", path);
+        } else {
+            status = pl_atomic_commit(&file, err);
+        }
+    }
+    json_decref(root);
+    return status;
+}

@@ -1,0 +1,153 @@
+/* Plans: written and read back unchanged, checked against the dataflow, and their
+ * partitions complete: every op on its group's device, every input available where it is
+ * read (there already, fed, or transferred there exactly once). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "autodiff.h"
+#include "load.h"
+#include "plan.h"
+#include "suites.h"
+#include "test_util.h"
+
+typedef struct fixture {
+    pl_graph *g;
+    pl_cluster *c;
+} fixture;
+
+static fixture open_fixture(const char *model, const char *cluster)
+{
+    char path[4096];
+    fixture f;
+    snprintf(path, sizeof path, "%s/graphs/small/%s", pl_test_srcdir(), model);
+    f.g = pl_graph_load_file(path, NULL);
+    snprintf(path, sizeof path, "%s/graphs/clusters/%s", pl_test_srcdir(), cluster);
+    f.c = pl_cluster_load_file(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f.g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f.c);
+    return f;
+}
+
+static void close_fixture(fixture *f)
+{
+    pl_graph_free(f->g);
+    pl_cluster_free(f->c);
+}
+
+/* A layer-wise split over `devices` devices and as many stages, by forward order. */
+static pl_plan *split_plan(const fixture *f, int devices)
+{
+    pl_plan *plan = pl_plan_new(f->g, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+    for (int o = 0; o < plan->n_ops; o++)
+        plan->device[o] = plan->stage[o] = o * devices / plan->n_ops;
+    plan->n_stages = devices;
+    plan->micro_batches = 2;
+    return plan;
+}
+
+static void test_round_trip(void)
+{
+    fixture f = open_fixture("transformer-small.json", "paced-4.json");
+    pl_plan *plan = split_plan(&f, 4);
+    plan->schedule = PL_SCHEDULE_1F1B;
+    snprintf(plan->provenance.algorithm, sizeof plan->provenance.algorithm, "test");
+    plan->provenance.seed = 42;
+    plan->provenance.predicted_seconds = 0.125;
+    CU_ASSERT_EQUAL_FATAL(pl_plan_check(plan, f.g, f.c, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(f.g, NULL), PL_OK);
+    char dir[] = "/tmp/placer-plan-XXXXXX", path[64];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/plan.json", dir);
+    CU_ASSERT_EQUAL_FATAL(pl_plan_write_file(path, plan, f.g, f.c, NULL), PL_OK);
+    pl_error err;
+    pl_plan *back = pl_plan_load_file(path, f.g, f.c, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    CU_ASSERT_EQUAL(memcmp(back->device, plan->device, (size_t)plan->n_ops * sizeof(int)), 0);
+    CU_ASSERT_EQUAL(memcmp(back->stage, plan->stage, (size_t)plan->n_ops * sizeof(int)), 0);
+    CU_ASSERT_EQUAL(back->n_stages, 4);
+    CU_ASSERT_EQUAL(back->micro_batches, 2);
+    CU_ASSERT_EQUAL(back->schedule, PL_SCHEDULE_1F1B);
+    CU_ASSERT_STRING_EQUAL(back->provenance.algorithm, "test");
+    CU_ASSERT_EQUAL(back->provenance.seed, 42u);
+    CU_ASSERT_DOUBLE_EQUAL(back->provenance.predicted_seconds, 0.125, 1e-12);
+    pl_plan_free(back);
+    pl_plan_free(plan);
+    unlink(path);
+    rmdir(dir);
+    close_fixture(&f);
+}
+
+static void test_partitions_complete(void)
+{
+    fixture f = open_fixture("lstm_lm-small.json", "paced-8.json");
+    pl_plan *plan = split_plan(&f, 3);
+    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(f.g, NULL), PL_OK);
+    pl_partitions *p = pl_partitions_new(plan, f.g, f.c->n_devices, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const pl_graph *g = f.g;
+    CU_ASSERT_EQUAL(p->first_op[p->n_devices], g->n_ops);
+    for (int d = 0; d < p->n_devices; d++)
+        for (int k = p->first_op[d]; k < p->first_op[d + 1]; k++) {
+            CU_ASSERT_EQUAL(p->op_device[p->ops[k]], d);
+            if (k > p->first_op[d]) /* topological within the device */
+                CU_ASSERT_TRUE(p->ops[k] > p->ops[k - 1]);
+        }
+    int missing = 0, twice = 0;
+    for (int o = 0; o < g->n_ops; o++) {
+        CU_ASSERT_EQUAL(p->op_device[o], plan->device[g->ops[o].group]);
+        for (int i = 0; i < g->ops[o].n_inputs; i++) {
+            int t = g->ops[o].inputs[i], found = 0;
+            if (p->tensor_device[t] < 0 || p->tensor_device[t] == p->op_device[o])
+                continue;
+            for (int k = 0; k < p->n_transfers; k++)
+                found += p->transfers[k].tensor == t && p->transfers[k].to == p->op_device[o] &&
+                         p->transfers[k].from == p->tensor_device[t];
+            missing += found == 0;
+            twice += found > 1;
+        }
+    }
+    CU_ASSERT_EQUAL(missing, 0);
+    CU_ASSERT_EQUAL(twice, 0);
+    CU_ASSERT_TRUE(p->n_transfers > 0);
+    /* a parameter lives where its update runs */
+    for (int o = g->n_forward_ops; o < g->n_ops; o++)
+        if (g->ops[o].kind == PL_OP_SGD_UPDATE || g->ops[o].kind == PL_OP_ADAM_UPDATE)
+            CU_ASSERT_EQUAL(p->tensor_device[g->ops[o].inputs[0]], p->op_device[o]);
+    pl_partitions_free(p);
+    pl_partitions_free(NULL);
+    pl_plan_free(plan);
+    close_fixture(&f);
+}
+
+static void test_checks(void)
+{
+    fixture f = open_fixture("mlp-small.json", "paced-4.json");
+    pl_plan *plan = split_plan(&f, 2);
+    pl_error err;
+    pl_error_init(&err, NULL);
+    plan->stage[0] = 1; /* the second op (stage 0) would read the first (stage 1) */
+    plan->stage[1] = 0;
+    CU_ASSERT_EQUAL(pl_plan_check(plan, f.g, f.c, &err), PL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "stages must follow the dataflow"));
+    plan->stage[0] = plan->stage[1] = 0;
+    plan->device[2] = 9;
+    pl_error_init(&err, NULL);
+    CU_ASSERT_EQUAL(pl_plan_check(plan, f.g, f.c, &err), PL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "the cluster has 4"));
+    pl_plan_free(plan);
+    close_fixture(&f);
+}
+
+void pl_register_plan_tests(void)
+{
+    static const pl_test_case cases[] = {
+        {"a written plan reads back the same", test_round_trip},
+        {"partitions place every op and move every tensor once", test_partitions_complete},
+        {"checks: dataflow of stages, devices", test_checks},
+        {NULL, NULL},
+    };
+    pl_test_add_suite("plan", cases);
+}
