@@ -12,7 +12,8 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"validate", pl_cmd_validate, "validate MODEL.json...     check models, print summaries"},
+    {"validate", pl_cmd_validate, "validate MODEL.json...     check models, print summaries\n"
+                                  "         [--cluster C --plan P]     and check a plan for one"},
     {"dot", pl_cmd_dot, "dot MODEL.json [-o FILE]   draw a model as GraphViz dot"},
     {"train", pl_cmd_train, "train MODEL.json [OPTIONS] train a model on one device"},
     {"cluster", pl_cmd_cluster, "cluster [CLUSTER.json]     check and describe a cluster"},
