@@ -7,6 +7,7 @@
 #include "pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -141,6 +142,18 @@ void pl_pool_run(pl_pool *pool, pl_pool_fn fn, void *context)
     while (atomic_load_explicit(&pool->pending, memory_order_acquire) != 0)
         pthread_cond_wait(&pool->job_done, &pool->lock);
     pthread_mutex_unlock(&pool->lock);
+}
+
+void pl_pool_pin(pl_pool *pool, const int *cores, int n_cores)
+{
+    if (n_cores == 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int i = 0; i < n_cores; i++)
+        CPU_SET(cores[i], &set);
+    for (int ith = 1; ith < pool->threads; ith++)
+        pthread_setaffinity_np(pool->workers[ith], sizeof set, &set);
 }
 
 void pl_pool_free(pl_pool *pool)

@@ -18,6 +18,9 @@ pl_pool *pl_pool_new(int threads, pl_error *err);
 int pl_pool_threads(const pl_pool *pool);
 /* Runs fn(context, ith, nth) on every thread, ith in [0, nth); returns when all have. */
 void pl_pool_run(pl_pool *pool, pl_pool_fn fn, void *context);
+/* Pins the workers (threads 1..n-1) to the given CPU cores, best effort; the caller pins
+ * itself. No cores: a no-op. */
+void pl_pool_pin(pl_pool *pool, const int *cores, int n_cores);
 /* Stops and joins the workers. NULL is a no-op. */
 void pl_pool_free(pl_pool *pool);
 

@@ -8,6 +8,7 @@
 #include "graph_build.h"
 #include "init.h"
 #include "kernels/kernels.h"
+#include "op_run.h"
 #include "pool.h"
 
 struct pl_session {
@@ -22,21 +23,6 @@ struct pl_session {
     const pl_tensor **in_t, **out_t; /* per-op scratch, max arity */
     void **in, **out;
 };
-
-/* A step of the pool: every thread runs its share of one op. */
-typedef struct op_call {
-    void (*kernel)(const pl_kernel_args *args);
-    pl_kernel_args args;
-} op_call;
-
-static void run_share(void *context, int ith, int nth)
-{
-    op_call *call = context;
-    pl_kernel_args args = call->args;
-    args.ith = ith;
-    args.nth = nth;
-    call->kernel(&args);
-}
 
 static void prepare_args(pl_session *s, int o, const pl_step_info *step, pl_kernel_args *args)
 {
@@ -56,12 +42,9 @@ static void prepare_args(pl_session *s, int o, const pl_step_info *step, pl_kern
 
 static void run_op(pl_session *s, int o, const pl_step_info *step)
 {
-    const pl_op_info *info = pl_op_info_of(s->g->ops[o].kind);
-    op_call call = {.kernel = info->kernel};
-    prepare_args(s, o, step, &call.args);
-    pl_pool_run(s->pool, run_share, &call);
-    if (info->finish)
-        info->finish(&call.args);
+    pl_kernel_args args;
+    prepare_args(s, o, step, &args);
+    pl_op_run(s->pool, &args);
 }
 
 static pl_status use_batch(pl_session *s, int batch, pl_error *err)

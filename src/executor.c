@@ -1,0 +1,617 @@
+/* The multi-device executor (executor.h): resources and their threads, plans, steps.
+ *
+ * Synchronisation: each resource has a ready queue (a heap of task indices under its own
+ * mutex) that its thread sleeps on. Finishing a task decrements each successor's pending
+ * count (acquire-release); whoever takes it to zero pushes the successor onto its
+ * resource's queue. That chain orders every write of a buffer before its readers. The
+ * step's caller sleeps on `done` until the count of remaining tasks reaches zero. Lock
+ * order: a queue's lock and `done_lock` are never held together. */
+#include "executor.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "heap.h"
+#include "init.h"
+#include "op_run.h"
+
+enum { LINK_STACK_BYTES = 256 << 10 };
+
+typedef struct ready_queue {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int *heap, n, cap;
+    bool stopping;
+} ready_queue;
+
+typedef struct resource {
+    pl_executor *ex;
+    bool is_link;
+    int device;            /* a device: its index; a link: its source */
+    int to;                /* a link: its destination */
+    pthread_t thread;
+    bool started;
+    ready_queue queue;
+    pl_pool *pool;         /* devices */
+    char *arena;
+    size_t arena_bytes;
+    void *work;
+    size_t work_bytes;
+    double flops_per_second;               /* devices, 0: native */
+    double bytes_per_second, latency;      /* links */
+} resource;
+
+struct pl_executor {
+    const pl_graph *g;
+    const pl_cluster *c;
+    void **host;
+    bool owns_host;
+    resource *devices;
+    resource **links;      /* n_devices x n_devices, started when a plan first uses one */
+    pl_program *program;
+    resource **task_resource;
+    void **ptrs;           /* per reference of the program: its address */
+    const pl_tensor **ref_shapes;
+    void **last_output;    /* per activation: its buffer in the last micro-batch */
+    atomic_int *pending;
+    atomic_int remaining;
+    pthread_mutex_t done_lock;
+    pthread_cond_t done;
+    pl_step_info *infos;   /* per micro-batch, then one for the updates */
+    float *losses;
+    double *starts, *ends;
+    double step_start, step_seconds;
+    int64_t steps_run;
+};
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Pacing: sleeps until `when` (CLOCK_MONOTONIC seconds); never returns earlier. */
+static void sleep_until(double when)
+{
+    struct timespec ts = {(time_t)when, (long)((when - (double)(time_t)when) * 1e9) + 1};
+    if (ts.tv_nsec >= 1000000000L)
+        ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+/* ---- ready queues ------------------------------------------------------------------------ */
+
+static bool index_less(const void *context, int a, int b)
+{
+    (void)context;
+    return a < b;
+}
+
+static void queue_push(ready_queue *q, int task)
+{
+    pthread_mutex_lock(&q->lock);
+    pl_heap_push(q->heap, &q->n, task, index_less, NULL);
+    pthread_cond_signal(&q->wake);
+    pthread_mutex_unlock(&q->lock);
+}
+
+/* The first ready task in program order, waiting for one; -1 when stopping. */
+static int queue_pop(ready_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    while (q->n == 0 && !q->stopping)
+        pthread_cond_wait(&q->wake, &q->lock);
+    int top = q->n > 0 ? pl_heap_pop(q->heap, &q->n, index_less, NULL) : -1;
+    pthread_mutex_unlock(&q->lock);
+    return top;
+}
+
+static bool queue_reserve(ready_queue *q, int cap)
+{
+    pthread_mutex_lock(&q->lock);
+    bool ok = true;
+    if (cap > q->cap) {
+        int *heap = realloc(q->heap, (size_t)cap * sizeof *heap);
+        if ((ok = heap != NULL)) {
+            q->heap = heap;
+            q->cap = cap;
+        }
+    }
+    pthread_mutex_unlock(&q->lock);
+    return ok;
+}
+
+/* ---- running tasks ----------------------------------------------------------------------- */
+
+static void run_op(resource *r, const pl_task *task, double start)
+{
+    pl_executor *ex = r->ex;
+    const pl_program *p = ex->program;
+    const pl_op *op = &ex->g->ops[task->op];
+    int k = task->micro_batch;
+    pl_kernel_args args = {
+        .op = op, .in_t = ex->ref_shapes + task->first_ref,
+        .out_t = ex->ref_shapes + task->first_ref + op->n_inputs,
+        .in = ex->ptrs + task->first_ref, .out = ex->ptrs + task->first_ref + op->n_inputs,
+        .work = r->work, .nth = pl_pool_threads(r->pool),
+        .step = &ex->infos[k >= 0 ? k : p->micro_batches]};
+    pl_op_run(r->pool, &args);
+    for (int j = 0; j < op->n_outputs; j++)
+        if (op->outputs[j] == ex->g->loss)
+            ex->losses[k] = *(const float *)args.out[j];
+    if (r->flops_per_second > 0)
+        sleep_until(start + pl_task_flops(p, task) / r->flops_per_second);
+}
+
+static void run_copy(resource *r, const pl_task *task, double start)
+{
+    pl_executor *ex = r->ex;
+    int64_t bytes = pl_task_bytes(ex->program, task);
+    memcpy(ex->ptrs[task->first_ref + 1], ex->ptrs[task->first_ref], (size_t)bytes);
+    double modelled = r->latency + (r->bytes_per_second > 0 ? (double)bytes / r->bytes_per_second
+                                                            : 0);
+    if (modelled > 0)
+        sleep_until(start + modelled);
+}
+
+static void finish_task(pl_executor *ex, int i)
+{
+    const pl_program *p = ex->program;
+    const pl_task *task = &p->tasks[i];
+    for (int e = task->first_succ; e < task->first_succ + task->n_succ; e++) {
+        int next = p->succ[e];
+        if (atomic_fetch_sub_explicit(&ex->pending[next], 1, memory_order_acq_rel) == 1)
+            queue_push(&ex->task_resource[next]->queue, next);
+    }
+    if (atomic_fetch_sub_explicit(&ex->remaining, 1, memory_order_acq_rel) == 1) {
+        pthread_mutex_lock(&ex->done_lock);
+        pthread_cond_signal(&ex->done);
+        pthread_mutex_unlock(&ex->done_lock);
+    }
+}
+
+static void pin_self(const pl_device *device)
+{
+    if (device->n_cores == 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int i = 0; i < device->n_cores; i++)
+        CPU_SET(device->cores[i], &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
+}
+
+static void *resource_main(void *arg)
+{
+    resource *r = arg;
+    pl_executor *ex = r->ex;
+    if (!r->is_link)
+        pin_self(&ex->c->devices[r->device]);
+    for (;;) {
+        int i = queue_pop(&r->queue);
+        if (i < 0)
+            return NULL;
+        const pl_task *task = &ex->program->tasks[i];
+        double start = now_seconds();
+        if (task->kind == PL_TASK_OP)
+            run_op(r, task, start);
+        else
+            run_copy(r, task, start);
+        ex->starts[i] = start - ex->step_start;
+        ex->ends[i] = now_seconds() - ex->step_start;
+        finish_task(ex, i);
+    }
+}
+
+/* ---- resources --------------------------------------------------------------------------- */
+
+static pl_status start_resource(resource *r, pl_error *err)
+{
+    pthread_mutex_init(&r->queue.lock, NULL);
+    pthread_cond_init(&r->queue.wake, NULL);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (r->is_link)
+        pthread_attr_setstacksize(&attr, LINK_STACK_BYTES);
+    r->started = pthread_create(&r->thread, &attr, resource_main, r) == 0;
+    pthread_attr_destroy(&attr);
+    if (!r->started) {
+        pthread_cond_destroy(&r->queue.wake);
+        pthread_mutex_destroy(&r->queue.lock);
+        return pl_error_set(err, PL_EIO, NULL, "cannot start a thread for %s %s",
+                            r->is_link ? "a link from" : "device",
+                            r->ex->c->devices[r->device].name);
+    }
+    return PL_OK;
+}
+
+static void stop_resource(resource *r)
+{
+    if (!r->started)
+        return;
+    pthread_mutex_lock(&r->queue.lock);
+    r->queue.stopping = true;
+    pthread_cond_signal(&r->queue.wake);
+    pthread_mutex_unlock(&r->queue.lock);
+    pthread_join(r->thread, NULL);
+    pthread_cond_destroy(&r->queue.wake);
+    pthread_mutex_destroy(&r->queue.lock);
+    free(r->queue.heap);
+    r->started = false;
+}
+
+static pl_status start_device(pl_executor *ex, int d, pl_error *err)
+{
+    const pl_device *device = &ex->c->devices[d];
+    resource *r = &ex->devices[d];
+    *r = (resource){.ex = ex, .device = d, .flops_per_second = device->flops_per_second};
+    if (!(r->pool = pl_pool_new(device->threads, err)))
+        return err ? err->status : PL_EIO;
+    pl_pool_pin(r->pool, device->cores, device->n_cores);
+    return start_resource(r, err);
+}
+
+static resource *link_of(pl_executor *ex, int from, int to, pl_error *err)
+{
+    resource **slot = &ex->links[from * ex->c->n_devices + to];
+    if (*slot)
+        return *slot;
+    resource *r = calloc(1, sizeof *r);
+    if (!r) {
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    const pl_link *link = pl_cluster_link(ex->c, from, to);
+    *r = (resource){.ex = ex, .is_link = true, .device = from, .to = to,
+                    .bytes_per_second = link->bytes_per_second, .latency = link->latency_seconds};
+    if (start_resource(r, err) != PL_OK) {
+        free(r);
+        return NULL;
+    }
+    return *slot = r;
+}
+
+/* ---- the executor ------------------------------------------------------------------------ */
+
+static void free_plan(pl_executor *ex)
+{
+    pl_program_free(ex->program);
+    ex->program = NULL;
+    free(ex->task_resource);
+    free(ex->ptrs);
+    free(ex->ref_shapes);
+    free(ex->pending);
+    free(ex->infos);
+    free(ex->losses);
+    free(ex->starts);
+    free(ex->ends);
+    ex->task_resource = NULL;
+    ex->ptrs = NULL;
+    ex->ref_shapes = NULL;
+    ex->pending = NULL;
+    ex->infos = NULL;
+    ex->losses = NULL;
+    ex->starts = ex->ends = NULL;
+}
+
+void pl_executor_free(pl_executor *ex)
+{
+    if (!ex)
+        return;
+    int n = ex->c->n_devices;
+    for (int i = 0; ex->links && i < n * n; i++)
+        if (ex->links[i]) {
+            stop_resource(ex->links[i]);
+            free(ex->links[i]);
+        }
+    for (int d = 0; ex->devices && d < n; d++) {
+        stop_resource(&ex->devices[d]);
+        pl_pool_free(ex->devices[d].pool);
+        free(ex->devices[d].arena);
+        free(ex->devices[d].work);
+    }
+    free_plan(ex);
+    if (ex->owns_host)
+        for (int t = 0; t < ex->g->n_tensors; t++)
+            free(ex->host[t]);
+    free(ex->host);
+    free(ex->last_output);
+    free(ex->links);
+    free(ex->devices);
+    pthread_cond_destroy(&ex->done);
+    pthread_mutex_destroy(&ex->done_lock);
+    free(ex);
+}
+
+static bool lives_on_host(const pl_tensor *tensor)
+{
+    return tensor->kind != PL_TENSOR_ACTIVATION;
+}
+
+static pl_status set_up_host(pl_executor *ex, void *const *host, pl_error *err)
+{
+    const pl_graph *g = ex->g;
+    ex->owns_host = host == NULL;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const pl_tensor *tensor = &g->tensors[t];
+        if (!lives_on_host(tensor))
+            continue;
+        if (host) {
+            ex->host[t] = host[t];
+            continue;
+        }
+        size_t bytes = ((size_t)pl_tensor_bytes(tensor) + 63) / 64 * 64;
+        if (!(ex->host[t] = aligned_alloc(64, bytes ? bytes : 64)))
+            return pl_error_set(err, PL_ENOMEM, NULL, "out of memory for tensor \"%s\"",
+                                tensor->name);
+        memset(ex->host[t], 0, bytes ? bytes : 64);
+        if (tensor->kind != PL_TENSOR_INPUT)
+            pl_tensor_initialize(tensor, ex->host[t]);
+    }
+    return PL_OK;
+}
+
+pl_executor *pl_executor_new(const pl_graph *g, const pl_cluster *c, void *const *host,
+                             pl_error *err)
+{
+    pl_executor *ex = calloc(1, sizeof *ex);
+    if (!ex) {
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    ex->g = g;
+    ex->c = c;
+    pthread_mutex_init(&ex->done_lock, NULL);
+    pthread_cond_init(&ex->done, NULL);
+    openblas_set_num_threads(1); /* parallelism is the pools' */
+    size_t n = (size_t)c->n_devices;
+    ex->host = calloc((size_t)g->n_tensors, sizeof *ex->host);
+    ex->last_output = calloc((size_t)g->n_tensors, sizeof *ex->last_output);
+    ex->devices = calloc(n, sizeof *ex->devices);
+    ex->links = calloc(n * n, sizeof *ex->links);
+    if (!ex->host || !ex->last_output || !ex->devices || !ex->links) {
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        pl_executor_free(ex);
+        return NULL;
+    }
+    if (set_up_host(ex, host, err) != PL_OK) {
+        pl_executor_free(ex);
+        return NULL;
+    }
+    for (int d = 0; d < c->n_devices; d++)
+        if (start_device(ex, d, err) != PL_OK) {
+            pl_executor_free(ex);
+            return NULL;
+        }
+    return ex;
+}
+
+static bool grow(void **buffer, size_t *have, size_t need)
+{
+    if (need <= *have)
+        return true;
+    free(*buffer);
+    size_t bytes = (need + 63) / 64 * 64;
+    if (!(*buffer = aligned_alloc(64, bytes))) {
+        *have = 0;
+        return false;
+    }
+    memset(*buffer, 0, bytes);
+    *have = need;
+    return true;
+}
+
+/* Arenas and workspaces big enough, link threads started, every reference's address. */
+static pl_status bind_program(pl_executor *ex, pl_error *err)
+{
+    const pl_program *p = ex->program;
+    int n = p->n_tasks, n_refs = 0;
+    for (int d = 0; d < p->n_devices; d++) {
+        resource *r = &ex->devices[d];
+        if (!grow((void **)&r->arena, &r->arena_bytes, (size_t)p->memory[d].arena) ||
+            !grow(&r->work, &r->work_bytes, (size_t)p->memory[d].workspace))
+            return pl_error_set(err, PL_ENOMEM, NULL, "out of memory for device %s",
+                                ex->c->devices[d].name);
+    }
+    ex->task_resource = malloc((size_t)n * sizeof *ex->task_resource + 1);
+    ex->pending = malloc((size_t)n * sizeof *ex->pending + 1);
+    ex->starts = calloc((size_t)n + 1, sizeof *ex->starts);
+    ex->ends = calloc((size_t)n + 1, sizeof *ex->ends);
+    ex->infos = calloc((size_t)p->micro_batches + 1, sizeof *ex->infos);
+    ex->losses = calloc((size_t)p->micro_batches, sizeof *ex->losses);
+    int *per_resource = calloc((size_t)(p->n_devices + p->n_links), sizeof *per_resource);
+    if (!ex->task_resource || !ex->pending || !ex->starts || !ex->ends || !ex->infos ||
+        !ex->losses || !per_resource) {
+        free(per_resource);
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        const pl_task *task = &p->tasks[i];
+        per_resource[task->resource]++;
+        if (task->resource < p->n_devices) {
+            ex->task_resource[i] = &ex->devices[task->resource];
+        } else {
+            const pl_link_use *use = &p->links[task->resource - p->n_devices];
+            if (!(ex->task_resource[i] = link_of(ex, use->from, use->to, err))) {
+                free(per_resource);
+                return err ? err->status : PL_EIO;
+            }
+        }
+        int end = task->kind == PL_TASK_COPY
+                      ? task->first_ref + 2
+                      : task->first_ref + ex->g->ops[task->op].n_inputs +
+                            ex->g->ops[task->op].n_outputs;
+        if (end > n_refs)
+            n_refs = end;
+    }
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++)
+        if (per_resource[p->tasks[i].resource] > 0) {
+            ok = queue_reserve(&ex->task_resource[i]->queue, per_resource[p->tasks[i].resource]);
+            per_resource[p->tasks[i].resource] = 0;
+        }
+    free(per_resource);
+    ex->ptrs = malloc((size_t)n_refs * sizeof *ex->ptrs + 1);
+    ex->ref_shapes = malloc((size_t)n_refs * sizeof *ex->ref_shapes + 1);
+    if (!ok || !ex->ptrs || !ex->ref_shapes)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    for (int ref = 0; ref < n_refs; ref++) {
+        const pl_buffer *buf = &p->buffers[p->refs[ref]];
+        char *base = buf->device >= 0 ? ex->devices[buf->device].arena : ex->host[buf->tensor];
+        ex->ptrs[ref] = base + buf->offset;
+        ex->ref_shapes[ref] = &p->shapes[buf->tensor];
+    }
+    for (int i = 0; i < n; i++) { /* the last micro-batch's activations, for readers */
+        const pl_task *task = &p->tasks[i];
+        if (task->kind != PL_TASK_OP || task->micro_batch != p->micro_batches - 1)
+            continue;
+        const pl_op *op = &ex->g->ops[task->op];
+        for (int j = 0; j < op->n_outputs; j++)
+            ex->last_output[op->outputs[j]] = ex->ptrs[task->first_ref + op->n_inputs + j];
+    }
+    return PL_OK;
+}
+
+pl_status pl_executor_set_plan(pl_executor *ex, const pl_plan *plan, pl_fit *fit, pl_error *err)
+{
+    free_plan(ex);
+    memset(ex->last_output, 0, (size_t)ex->g->n_tensors * sizeof *ex->last_output);
+    *fit = (pl_fit){.fits = true, .device = -1};
+    pl_program *p = pl_program_new(ex->g, ex->c, plan, err);
+    if (!p)
+        return err ? err->status : PL_EINPUT;
+    if (p->oom_device >= 0) {
+        *fit = (pl_fit){false, p->oom_device, p->memory[p->oom_device].total,
+                        ex->c->devices[p->oom_device].memory_bytes};
+        pl_program_free(p);
+        return PL_OK;
+    }
+    ex->program = p;
+    pl_status status = bind_program(ex, err);
+    if (status != PL_OK)
+        free_plan(ex);
+    return status;
+}
+
+const pl_program *pl_executor_program(const pl_executor *ex)
+{
+    return ex->program;
+}
+
+void *pl_executor_data(pl_executor *ex, int t)
+{
+    return lives_on_host(&ex->g->tensors[t]) ? ex->host[t] : ex->last_output[t];
+}
+
+pl_status pl_executor_step(pl_executor *ex, int64_t step, float *loss, pl_error *err)
+{
+    const pl_program *p = ex->program;
+    if (!p)
+        return pl_error_set(err, PL_EINPUT, NULL, "the executor has no plan that fits");
+    int m = p->micro_batches;
+    for (int k = 0; k <= m; k++)
+        ex->infos[k] = (pl_step_info){.step = step, .micro_batch = k < m ? k : 0,
+                                      .micro_batches = m, .training = true};
+    for (int i = 0; i < p->n_tasks; i++)
+        atomic_store_explicit(&ex->pending[i], p->tasks[i].n_deps, memory_order_relaxed);
+    atomic_store(&ex->remaining, p->n_tasks);
+    ex->step_start = now_seconds();
+    for (int i = 0; i < p->n_tasks; i++)
+        if (p->tasks[i].n_deps == 0)
+            queue_push(&ex->task_resource[i]->queue, i);
+    pthread_mutex_lock(&ex->done_lock);
+    while (atomic_load_explicit(&ex->remaining, memory_order_acquire) != 0)
+        pthread_cond_wait(&ex->done, &ex->done_lock);
+    pthread_mutex_unlock(&ex->done_lock);
+    ex->step_seconds = now_seconds() - ex->step_start;
+    ex->steps_run++;
+    double total = 0;
+    for (int k = 0; k < m; k++)
+        total += ex->losses[k];
+    *loss = (float)(total / m);
+    return PL_OK;
+}
+
+double pl_executor_step_seconds(const pl_executor *ex)
+{
+    return ex->step_seconds;
+}
+
+const double *pl_executor_task_starts(const pl_executor *ex)
+{
+    return ex->starts;
+}
+
+const double *pl_executor_task_ends(const pl_executor *ex)
+{
+    return ex->ends;
+}
+
+const char *pl_executor_device_name(const pl_executor *ex, int d)
+{
+    return ex->c->devices[d].name;
+}
+
+bool pl_executor_paced(const pl_executor *ex)
+{
+    return ex->c->paced;
+}
+
+int pl_executor_threads(const pl_executor *ex)
+{
+    int threads = 0;
+    for (int d = 0; d < ex->c->n_devices; d++) {
+        bool used = false;
+        for (int i = 0; ex->program && i < ex->program->n_tasks && !used; i++)
+            used = ex->program->tasks[i].resource == d;
+        threads += used ? ex->c->devices[d].threads : 0;
+    }
+    return threads;
+}
+
+int pl_machine_cores(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 0 ? (int)cores : 1;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+pl_status pl_executor_measure(pl_executor *ex, int warmup, int steps, pl_measurement *m,
+                              pl_error *err)
+{
+    if (steps < 1)
+        return pl_error_set(err, PL_EINPUT, NULL, "measure at least one step, not %d", steps);
+    double *times = malloc((size_t)steps * sizeof *times);
+    if (!times)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    *m = (pl_measurement){.warmup = warmup, .steps = steps};
+    pl_status status = PL_OK;
+    for (int i = 0; i < warmup + steps && status == PL_OK; i++) {
+        status = pl_executor_step(ex, ex->steps_run + 1, &m->last_loss, err);
+        if (i >= warmup)
+            times[i - warmup] = ex->step_seconds;
+    }
+    if (status == PL_OK) {
+        qsort(times, (size_t)steps, sizeof *times, compare_doubles);
+        m->min = times[0];
+        m->max = times[steps - 1];
+        m->median = steps % 2 ? times[steps / 2] : 0.5 * (times[steps / 2 - 1] + times[steps / 2]);
+        m->spread = m->median > 0 ? (m->max - m->min) / m->median : 0;
+    }
+    free(times);
+    return status;
+}

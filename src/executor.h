@@ -1,0 +1,98 @@
+/* The multi-device executor: runs a training graph placed by a plan on a cluster, for
+ * real, and measures it.
+ *
+ * Each device is a worker pool (pool.h) driven by its own thread, with its own memory
+ * arena; each directed link that a plan copies over has a worker thread that copies
+ * tensors into the destination device's arena. A step runs the plan's program (program.h):
+ * every device and link takes, of its tasks that are ready, the first in program order,
+ * so a step computes exactly what the program order computes. Devices and links that
+ * declare a throughput are paced: a kernel or copy is held until its modelled time has
+ * passed, never released early.
+ *
+ * Parameters, state, constants and inputs live in host buffers, one per tensor, for the
+ * executor's life; they count against the memory of the device that holds them (inputs
+ * and constants: every device that reads them). Switching plans keeps the threads, the
+ * host buffers and the arenas (grown when needed), so the placement search can measure
+ * many plans in one process.
+ *
+ * Not thread-safe: one caller drives an executor. */
+#ifndef PLACER_EXECUTOR_H
+#define PLACER_EXECUTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "error.h"
+#include "graph.h"
+#include "plan.h"
+#include "program.h"
+
+typedef struct pl_executor pl_executor;
+
+/* `graph` is a training graph (autodiff.h) and `cluster` its devices, both borrowed for
+ * the executor's life. `host`: NULL, and the executor allocates and initialises every
+ * parameter, state, constant and input; or host[t] for each such tensor t (a session's
+ * buffers, laid out for the full batch), borrowed. */
+pl_executor *pl_executor_new(const pl_graph *graph, const pl_cluster *cluster,
+                             void *const *host, pl_error *err);
+void pl_executor_free(pl_executor *executor);
+
+/* Whether a plan fits: when it does not, the first device that overflows, what it would
+ * need (its peak) and its capacity. */
+typedef struct pl_fit {
+    bool fits;
+    int device;
+    int64_t need, capacity;
+} pl_fit;
+
+/* Switches to `plan` (checked against graph and cluster: PL_EINPUT when wrong). A plan
+ * that does not fit a device's memory is a result, not an error: PL_OK with fit->fits
+ * false, and the executor has no plan until one that fits is set. */
+pl_status pl_executor_set_plan(pl_executor *executor, const pl_plan *plan, pl_fit *fit,
+                               pl_error *err);
+/* The current plan's program, or NULL. */
+const pl_program *pl_executor_program(const pl_executor *executor);
+
+/* The host buffer of a parameter, state, constant or input tensor (inputs for the full
+ * batch: fill them before a step). For an activation, its value in the last micro-batch
+ * of the last step, on its home device. */
+void *pl_executor_data(pl_executor *executor, int t);
+
+/* One training step: every micro-batch's forward and backward ops, then the updates.
+ * *loss gets the mean of the micro-batches' losses. PL_EINPUT without a plan that fits. */
+pl_status pl_executor_step(pl_executor *executor, int64_t step, float *loss, pl_error *err);
+
+/* The last step's timeline: its wall-clock seconds, and each task's start and end in
+ * seconds from the step's start (indexed as the program's tasks). */
+double pl_executor_step_seconds(const pl_executor *executor);
+const double *pl_executor_task_starts(const pl_executor *executor);
+const double *pl_executor_task_ends(const pl_executor *executor);
+
+/* The name of device d of the cluster. */
+const char *pl_executor_device_name(const pl_executor *executor, int d);
+/* Whether some device or link is paced (cluster.h). */
+bool pl_executor_paced(const pl_executor *executor);
+/* The threads that compute at once (every device's pool) against the machine's cores:
+ * more threads than cores make the measurement share cores. */
+int pl_executor_threads(const pl_executor *executor);
+int pl_machine_cores(void);
+
+/* The measurement protocol: `warmup` steps, then `steps` measured ones (at least 1), with
+ * the median, minimum and maximum step time. Parameters train as the steps run. */
+typedef struct pl_measurement {
+    int warmup, steps;
+    double median, min, max;
+    double spread; /* (max - min) / median */
+    float last_loss;
+} pl_measurement;
+
+pl_status pl_executor_measure(pl_executor *executor, int warmup, int steps,
+                              pl_measurement *measurement, pl_error *err);
+
+/* Writes the last step's timeline as Chrome/Perfetto trace-event JSON (one row per device
+ * and per link, tasks named by op or tensor and micro-batch), atomically. */
+pl_status pl_executor_write_trace(const pl_executor *executor, const char *path,
+                                  pl_error *err);
+
+#endif

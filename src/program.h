@@ -1,0 +1,105 @@
+/* A step program: one training step of a placed graph, compiled into tasks.
+ *
+ * The executor runs a program and the simulator (cost/) replays it, so the two share one
+ * meaning of a plan. A task is an op for one micro-batch (forward and backward ops), an
+ * op once per step (updates), or a copy of a tensor over a link. Each task runs on one
+ * resource: a device, or a directed link between two devices; a resource runs one task at
+ * a time and, of the tasks that are ready, always the first in program order.
+ *
+ * Program order is the schedule. Each pipeline stage's micro-batches follow GPipe (every
+ * forward, then every backward) or 1F1B (forwards until the stage holds n_stages - stage
+ * micro-batches, then one backward for each forward); an ideal timeline of those sequences
+ * orders the stages against each other, and a topological sort by that order makes the
+ * program. Copies come right after the task producing what they carry.
+ *
+ * Buffers: every tensor has one home, where its producer runs or, for parameters and
+ * state, where its update runs; a tensor read on another device arrives by a copy into
+ * that device's memory. An activation gets as many slots as micro-batches are alive at
+ * once in program order (a GPipe stage keeps all of them, a 1F1B stage n_stages - stage).
+ * A task depends on the tasks before it in program order that write what it reads, or
+ * read or write what it writes: any run that respects these dependencies computes what
+ * the program computes in order, which is what one device computes, and cannot deadlock.
+ *
+ * Memory: a device holds its activation slots and received copies (its arena), the
+ * parameters and state at home on it, the inputs and constants it reads, and the
+ * workspace of its largest op. A program whose device needs more than its capacity is
+ * still built; `oom_device` says which device does not fit.
+ *
+ * A program is plain data, read-only once built: several threads may read it. */
+#ifndef PLACER_PROGRAM_H
+#define PLACER_PROGRAM_H
+
+#include <stdint.h>
+
+#include "cluster.h"
+#include "error.h"
+#include "graph.h"
+#include "plan.h"
+
+typedef enum pl_task_kind { PL_TASK_OP, PL_TASK_COPY } pl_task_kind;
+
+typedef struct pl_task {
+    pl_task_kind kind;
+    int op;          /* PL_TASK_OP: the op; else -1 */
+    int transfer;    /* PL_TASK_COPY: index into partitions->transfers; else -1 */
+    int micro_batch; /* -1: once per step (updates, parameter copies) */
+    int resource;    /* a device, or n_devices + an index into `links` */
+    int n_deps;      /* tasks that must finish first */
+    int first_succ, n_succ; /* succ[first_succ ..]: the tasks depending on this one */
+    int first_ref;   /* refs[first_ref ..]: an op's inputs then outputs; a copy's source
+                        then destination */
+} pl_task;
+
+/* Where a value is: a device's arena (offset into it), or the host buffer of its tensor
+ * (device -1: inputs, constants, parameters and state; offset selects a micro-batch). */
+typedef struct pl_buffer {
+    int tensor;
+    int device;
+    int64_t offset;
+    int64_t bytes;
+} pl_buffer;
+
+typedef struct pl_link_use {
+    int from, to;
+} pl_link_use;
+
+typedef struct pl_device_memory {
+    int64_t arena;     /* activation slots and received copies */
+    int64_t resident;  /* parameters, state, inputs and constants it holds or reads */
+    int64_t workspace; /* its largest op's scratch */
+    int64_t total;
+} pl_device_memory;
+
+typedef struct pl_program {
+    const pl_graph *graph;
+    pl_partitions *partitions;
+    int n_devices;
+    int n_links;
+    pl_link_use *links;  /* the directed links this program copies over */
+    int micro_batches;
+    pl_schedule schedule;
+    pl_tensor *shapes;   /* every tensor at the micro-batch size */
+    double *op_flops;    /* every op's FLOPs at the micro-batch size */
+    int n_tasks;
+    pl_task *tasks;      /* program order */
+    int *succ;
+    int *refs;           /* buffer indices */
+    int n_buffers;
+    pl_buffer *buffers;
+    pl_device_memory *memory; /* per device */
+    int oom_device;      /* the first device whose memory.total exceeds its capacity, or -1 */
+} pl_program;
+
+/* Compiles a step of `graph` (a training graph) under `plan`, checked against the
+ * cluster. PL_EINPUT for a plan that does not fit the graph or cluster. */
+pl_program *pl_program_new(const pl_graph *graph, const pl_cluster *cluster,
+                           const pl_plan *plan, pl_error *err);
+void pl_program_free(pl_program *program);
+
+/* The op's FLOPs at the micro-batch size, a copy's bytes: what pacing holds a task for. */
+double pl_task_flops(const pl_program *program, const pl_task *task);
+int64_t pl_task_bytes(const pl_program *program, const pl_task *task);
+/* "fc1/matmul#3" (micro-batch 3) or "send fc1/relu:0#3" into buf; for traces. */
+void pl_task_name(const pl_program *program, const pl_task *task, char *buf, size_t cap);
+
+#endif

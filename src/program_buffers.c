@@ -1,0 +1,364 @@
+/* A program's buffers: slots for the micro-batches alive at once, each task's references,
+ * the dependencies that make any run compute what the program order computes, and every
+ * device's memory. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "program_impl.h"
+
+enum { ALIGN = 64 };
+
+static int64_t aligned(int64_t bytes)
+{
+    return (bytes + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+/* Instances: where a value of a tensor is kept. Instance t is tensor t at home (on the
+ * host, for inputs and constants); instance n_tensors + x is transfer x's copy. */
+typedef struct instances {
+    int n, m;
+    int *base;  /* per instance: its first buffer */
+    int *slot;  /* per instance and micro-batch: its slot (activations) */
+} instances;
+
+static int instance_of(const pl_builder *b, int t, int d)
+{
+    int home = b->parts->tensor_device[t];
+    return home < 0 || home == d ? t : b->g->n_tensors + pl_find_transfer(b, t, d);
+}
+
+static int instance_tensor(const pl_builder *b, int i)
+{
+    return i < b->g->n_tensors ? i : b->parts->transfers[i - b->g->n_tensors].tensor;
+}
+
+/* The device whose arena holds the instance, or -1 when it lives on the host. */
+static int instance_device(const pl_builder *b, int i)
+{
+    if (i >= b->g->n_tensors)
+        return b->parts->transfers[i - b->g->n_tensors].to;
+    return pl_tensor_per_micro_batch(b->g, i) ? b->parts->tensor_device[i] : -1;
+}
+
+static bool mutated_input(const pl_graph *g, const pl_op *op, int j)
+{
+    pl_tensor_kind kind = g->tensors[op->inputs[j]].kind;
+    return pl_op_info_of(op->kind)->mutates &&
+           (kind == PL_TENSOR_STATE || (kind == PL_TENSOR_PARAM && op->phase == PL_PHASE_UPDATE));
+}
+
+/* Calls visit(b, context, instance, micro_batch, writes) for what task i reads, then for
+ * what it writes (a mutated input: both). */
+typedef void (*ref_visitor)(const pl_builder *b, void *context, int instance, int k,
+                            bool writes);
+
+static void visit_refs(const pl_builder *b, int i, ref_visitor visit, void *context)
+{
+    const pl_task *task = &b->p->tasks[i];
+    int k = task->micro_batch;
+    if (task->kind == PL_TASK_COPY) {
+        int t = b->parts->transfers[task->transfer].tensor;
+        visit(b, context, t, k, false);
+        visit(b, context, b->g->n_tensors + task->transfer, k, true);
+        return;
+    }
+    const pl_op *op = &b->g->ops[task->op];
+    int d = b->parts->op_device[task->op];
+    for (int j = 0; j < op->n_inputs; j++)
+        visit(b, context, instance_of(b, op->inputs[j], d), k, false);
+    for (int j = 0; j < op->n_inputs; j++)
+        if (mutated_input(b->g, op, j))
+            visit(b, context, instance_of(b, op->inputs[j], d), k, true);
+    for (int j = 0; j < op->n_outputs; j++)
+        visit(b, context, op->outputs[j], k, true);
+}
+
+/* ---- slots: interval colouring of each activation's micro-batches ------------------------ */
+
+typedef struct lifetimes {
+    int position;
+    int *written, *last_read; /* per instance and micro-batch, in program order */
+} lifetimes;
+
+static void note_lifetime(const pl_builder *b, void *context, int i, int k, bool writes)
+{
+    lifetimes *l = context;
+    if (k < 0 || !pl_tensor_per_micro_batch(b->g, instance_tensor(b, i)))
+        return;
+    int *at = writes ? l->written : l->last_read;
+    at[(size_t)i * (size_t)b->m + (size_t)k] = l->position;
+}
+
+/* Gives each micro-batch of each activation instance the lowest slot free when it is
+ * written (freed after its last reader); returns the slot count per instance. */
+static bool assign_slots(pl_builder *b, instances *in, int *n_slots)
+{
+    int m = b->m;
+    size_t cells = (size_t)in->n * (size_t)m;
+    lifetimes l = {0, malloc(cells * sizeof(int)), malloc(cells * sizeof(int))};
+    int *slot_end = malloc((size_t)m * sizeof *slot_end);
+    bool ok = l.written && l.last_read && slot_end;
+    if (ok) {
+        for (size_t c = 0; c < cells; c++)
+            l.written[c] = l.last_read[c] = -1;
+        for (l.position = 0; l.position < b->p->n_tasks; l.position++)
+            visit_refs(b, l.position, note_lifetime, &l);
+    }
+    for (int i = 0; ok && i < in->n; i++) {
+        n_slots[i] = 0;
+        if (!pl_tensor_per_micro_batch(b->g, instance_tensor(b, i)))
+            continue;
+        for (int k = 0; k < m; k++) { /* micro-batches are written in order */
+            size_t c = (size_t)i * (size_t)m + (size_t)k;
+            int start = l.written[c], end = l.last_read[c] > start ? l.last_read[c] : start;
+            int s = 0;
+            while (s < n_slots[i] && slot_end[s] >= start)
+                s++;
+            if (s == n_slots[i])
+                n_slots[i]++;
+            slot_end[s] = end;
+            in->slot[c] = s;
+        }
+    }
+    free(l.written);
+    free(l.last_read);
+    free(slot_end);
+    return ok;
+}
+
+static int buffer_of(const pl_builder *b, const instances *in, int i, int k)
+{
+    int t = instance_tensor(b, i);
+    if (pl_tensor_per_micro_batch(b->g, t))
+        return in->base[i] + in->slot[(size_t)i * (size_t)b->m + (size_t)k];
+    if (b->g->tensors[t].kind == PL_TENSOR_INPUT && k > 0)
+        return in->base[i] + k;
+    return in->base[i];
+}
+
+/* An input has a buffer per micro-batch (its slice); anything else on the host one. */
+static int host_buffers(const pl_builder *b, int t)
+{
+    return b->g->tensors[t].kind == PL_TENSOR_INPUT ? b->m : 1;
+}
+
+/* Every instance's buffers: slots in its device's arena, or its place on the host (a
+ * batched input: one buffer per micro-batch, each its slice). */
+static bool lay_out_buffers(pl_builder *b, instances *in, const int *n_slots)
+{
+    pl_program *p = b->p;
+    int count = 0;
+    for (int i = 0; i < in->n; i++) {
+        in->base[i] = count;
+        int t = instance_tensor(b, i);
+        count += n_slots[i] ? n_slots[i] : host_buffers(b, t);
+    }
+    if (!(p->buffers = malloc((size_t)(count ? count : 1) * sizeof *p->buffers)))
+        return false;
+    p->n_buffers = count;
+    for (int i = 0; i < in->n; i++) {
+        int t = instance_tensor(b, i), d = instance_device(b, i);
+        int64_t bytes = pl_tensor_bytes(&p->shapes[t]);
+        int n = n_slots[i] ? n_slots[i] : host_buffers(b, t);
+        for (int s = 0; s < n; s++) {
+            pl_buffer *buf = &p->buffers[in->base[i] + s];
+            *buf = (pl_buffer){.tensor = t, .device = d, .bytes = bytes};
+            if (d >= 0) {
+                buf->offset = p->memory[d].arena;
+                p->memory[d].arena += aligned(bytes);
+            } else if (b->g->tensors[t].kind == PL_TENSOR_INPUT) {
+                buf->offset = b->g->tensors[t].batched ? bytes * s : 0;
+            } else {
+                buf->bytes = pl_tensor_bytes(&b->g->tensors[t]);
+            }
+        }
+    }
+    return true;
+}
+
+/* ---- references and dependencies --------------------------------------------------------- */
+
+typedef struct hazards {
+    const instances *in;
+    int task;
+    int *refs;        /* the program's refs, filled in order */
+    int n_refs;
+    int *last_writer; /* per buffer: the task that wrote it last, or -1 */
+    int *readers;     /* per buffer: the head of its readers since, in `reader_next` */
+    int *reader_task, *reader_next, n_readers;
+    int *marked;      /* per task: the last task that took it as a dependency */
+    pl_edges deps;
+    bool ok;
+} hazards;
+
+static void depend(hazards *h, int before)
+{
+    if (before < 0 || before == h->task || h->marked[before] == h->task)
+        return;
+    h->marked[before] = h->task;
+    h->ok = h->ok && pl_edges_add(&h->deps, before, h->task);
+}
+
+/* Reads depend on the last write; writes on the last write and every read since. Inputs
+ * and constants are never written during a step: nothing to order. */
+static void note_hazard(const pl_builder *b, void *context, int i, int k, bool writes)
+{
+    hazards *h = context;
+    int buf = buffer_of(b, h->in, i, k);
+    pl_tensor_kind kind = b->g->tensors[instance_tensor(b, i)].kind;
+    if (kind == PL_TENSOR_INPUT || kind == PL_TENSOR_CONST)
+        return;
+    depend(h, h->last_writer[buf]);
+    if (!writes) {
+        h->reader_task[h->n_readers] = h->task;
+        h->reader_next[h->n_readers] = h->readers[buf];
+        h->readers[buf] = h->n_readers++;
+        return;
+    }
+    for (int r = h->readers[buf]; r >= 0; r = h->reader_next[r])
+        depend(h, h->reader_task[r]);
+    h->readers[buf] = -1;
+    h->last_writer[buf] = h->task;
+}
+
+/* A task's references: an op's inputs then outputs, a copy's source then destination. */
+static void write_refs(const pl_builder *b, hazards *h)
+{
+    const pl_task *task = &b->p->tasks[h->task];
+    int k = task->micro_batch;
+    if (task->kind == PL_TASK_COPY) {
+        int t = b->parts->transfers[task->transfer].tensor;
+        h->refs[h->n_refs++] = buffer_of(b, h->in, t, k);
+        h->refs[h->n_refs++] = buffer_of(b, h->in, b->g->n_tensors + task->transfer, k);
+        return;
+    }
+    const pl_op *op = &b->g->ops[task->op];
+    int d = b->parts->op_device[task->op];
+    for (int j = 0; j < op->n_inputs; j++)
+        h->refs[h->n_refs++] = buffer_of(b, h->in, instance_of(b, op->inputs[j], d), k);
+    for (int j = 0; j < op->n_outputs; j++)
+        h->refs[h->n_refs++] = buffer_of(b, h->in, op->outputs[j], k);
+}
+
+static pl_status find_dependencies(pl_builder *b, const instances *in, pl_error *err)
+{
+    pl_program *p = b->p;
+    int n = p->n_tasks, n_refs = 0;
+    for (int i = 0; i < n; i++) {
+        const pl_task *task = &p->tasks[i];
+        n_refs += task->kind == PL_TASK_COPY
+                      ? 2 : b->g->ops[task->op].n_inputs + b->g->ops[task->op].n_outputs;
+    }
+    hazards h = {.in = in, .refs = malloc((size_t)n_refs * sizeof(int) + 1),
+                 .last_writer = malloc((size_t)p->n_buffers * sizeof(int) + 1),
+                 .readers = malloc((size_t)p->n_buffers * sizeof(int) + 1),
+                 .reader_task = malloc((size_t)n_refs * sizeof(int) + 1),
+                 .reader_next = malloc((size_t)n_refs * sizeof(int) + 1),
+                 .marked = malloc((size_t)n * sizeof(int) + 1), .ok = true};
+    h.ok = h.refs && h.last_writer && h.readers && h.reader_task && h.reader_next && h.marked;
+    for (int i = 0; h.ok && i < p->n_buffers; i++)
+        h.last_writer[i] = h.readers[i] = -1;
+    for (int i = 0; h.ok && i < n; i++)
+        h.marked[i] = -1;
+    for (h.task = 0; h.ok && h.task < n; h.task++) {
+        p->tasks[h.task].first_ref = h.n_refs;
+        write_refs(b, &h);
+        visit_refs(b, h.task, note_hazard, &h);
+    }
+    int *first = NULL;
+    if (h.ok && (h.ok = pl_edges_csr(&h.deps, n, &first, &p->succ))) {
+        for (int i = 0; i < n; i++) {
+            p->tasks[i].first_succ = first[i];
+            p->tasks[i].n_succ = first[i + 1] - first[i];
+            p->tasks[i].n_deps = 0;
+        }
+        for (int e = 0; e < h.deps.n; e++)
+            p->tasks[h.deps.to[e]].n_deps++;
+    }
+    p->refs = h.refs;
+    free(first);
+    free(h.last_writer);
+    free(h.readers);
+    free(h.reader_task);
+    free(h.reader_next);
+    free(h.marked);
+    pl_edges_free(&h.deps);
+    return h.ok ? PL_OK : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+}
+
+/* ---- memory ------------------------------------------------------------------------------ */
+
+/* What each device holds besides its arena: parameters and state at home, inputs and
+ * constants it reads; and its largest workspace. */
+static pl_status count_memory(pl_builder *b, pl_error *err)
+{
+    const pl_graph *g = b->g;
+    pl_program *p = b->p;
+    uint64_t *counted = calloc((size_t)g->n_tensors, sizeof *counted);
+    if (!counted)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    for (int t = 0; t < g->n_tensors; t++) {
+        pl_tensor_kind kind = g->tensors[t].kind;
+        int home = b->parts->tensor_device[t];
+        if ((kind == PL_TENSOR_PARAM || kind == PL_TENSOR_STATE) && home >= 0)
+            p->memory[home].resident += aligned(pl_tensor_bytes(&g->tensors[t]));
+    }
+    const pl_tensor *in_t[64], *out_t[64];
+    void *none[64] = {0};
+    pl_step_info step = {.step = 1, .micro_batches = b->m, .training = true};
+    for (int o = 0; o < g->n_ops; o++) {
+        const pl_op *op = &g->ops[o];
+        int d = b->parts->op_device[o];
+        for (int j = 0; j < op->n_inputs; j++) {
+            int t = op->inputs[j];
+            pl_tensor_kind kind = g->tensors[t].kind;
+            if ((kind == PL_TENSOR_INPUT || kind == PL_TENSOR_CONST) &&
+                !(counted[t] & (UINT64_C(1) << d))) {
+                counted[t] |= UINT64_C(1) << d;
+                p->memory[d].resident += aligned(pl_tensor_bytes(&g->tensors[t]));
+            }
+        }
+        const pl_op_info *info = pl_op_info_of(op->kind);
+        if (!info->workspace || op->n_inputs > 64 || op->n_outputs > 64)
+            continue;
+        for (int j = 0; j < op->n_inputs; j++)
+            in_t[j] = &p->shapes[op->inputs[j]];
+        for (int j = 0; j < op->n_outputs; j++)
+            out_t[j] = &p->shapes[op->outputs[j]];
+        pl_kernel_args args = {.op = op, .in_t = in_t, .out_t = out_t, .in = none, .out = none,
+                               .nth = b->c->devices[d].threads, .step = &step};
+        int64_t bytes = (int64_t)info->workspace(&args);
+        if (bytes > p->memory[d].workspace)
+            p->memory[d].workspace = aligned(bytes);
+    }
+    free(counted);
+    p->oom_device = -1;
+    for (int d = 0; d < p->n_devices; d++) {
+        pl_device_memory *mem = &p->memory[d];
+        mem->total = mem->arena + mem->resident + mem->workspace;
+        if (p->oom_device < 0 && mem->total > b->c->devices[d].memory_bytes)
+            p->oom_device = d;
+    }
+    return PL_OK;
+}
+
+pl_status pl_program_assign_buffers(pl_builder *b, pl_error *err)
+{
+    instances in = {b->g->n_tensors + b->parts->n_transfers, b->m, NULL, NULL};
+    in.base = malloc((size_t)in.n * sizeof *in.base);
+    in.slot = malloc((size_t)in.n * (size_t)b->m * sizeof *in.slot);
+    int *n_slots = malloc((size_t)in.n * sizeof *n_slots);
+    pl_status status = PL_OK;
+    if (!in.base || !in.slot || !n_slots || !assign_slots(b, &in, n_slots) ||
+        !lay_out_buffers(b, &in, n_slots))
+        status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    if (status == PL_OK)
+        status = find_dependencies(b, &in, err);
+    if (status == PL_OK)
+        status = count_memory(b, err);
+    free(in.base);
+    free(in.slot);
+    free(n_slots);
+    return status;
+}

@@ -1,0 +1,474 @@
+/* The multi-device executor: random plans compute what one device computes, plans that do
+ * not fit are reported, pipeline schedules keep the memory they promise, paced devices
+ * are never early, and traces are well-formed. */
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "autodiff.h"
+#include "data.h"
+#include "executor.h"
+#include "graph_build.h"
+#include "load.h"
+#include "rng.h"
+#include "session.h"
+#include "suites.h"
+#include "test_util.h"
+
+enum { STEPS = 2, PLANS_PER_MODEL = 24, DEADLOCK_SECONDS = 600 };
+
+/* A small model's training graph at batch 8 (micro-batches 1, 2, 4 or 8). */
+static pl_graph *training_graph(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/graphs/small/%s", pl_test_srcdir(), name);
+    pl_error err;
+    pl_error_init(&err, path);
+    pl_graph *g = pl_graph_load_file(path, &err);
+    if (!g || pl_graph_set_batch(g, 8, &err) != PL_OK || pl_autodiff_build(g, &err) != PL_OK) {
+        char line[2048];
+        pl_error_format(&err, line, sizeof line);
+        fprintf(stderr, "\n    %s\n", line);
+        pl_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* `n` native devices of `threads` threads each, `memory` bytes each. */
+static pl_cluster *native_cluster(int n, int threads, long long memory, double flops)
+{
+    char text[4096];
+    int at = snprintf(text, sizeof text, "{\"format\": \"placer-cluster\", \"version\": 1, "
+                      "\"name\": \"test\", \"devices\": [");
+    for (int d = 0; d < n; d++) {
+        at += snprintf(text + at, sizeof text - (size_t)at, "%s{\"name\": \"d%d\", \"threads\": "
+                       "%d, \"memory_bytes\": %lld", d ? ", " : "", d, threads, memory);
+        if (flops > 0)
+            at += snprintf(text + at, sizeof text - (size_t)at, ", \"flops_per_second\": %g",
+                           flops);
+        at += snprintf(text + at, sizeof text - (size_t)at, "}");
+    }
+    snprintf(text + at, sizeof text - (size_t)at, "], \"default_link\": {}}");
+    pl_error err;
+    pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "test.json", &err);
+    CU_ASSERT_PTR_NOT_NULL(c);
+    return c;
+}
+
+/* A random plan: each op on a random device; stages that follow the dataflow (an op
+ * starts at its inputs' latest stage and sometimes moves on), renumbered without gaps;
+ * a random divisor of the batch as micro-batch count; either schedule. */
+static pl_plan *random_plan(const pl_graph *g, int n_devices, uint64_t seed)
+{
+    pl_plan *plan = pl_plan_new(g, NULL);
+    uint64_t draw = 0;
+    int max_stage = (int)(pl_rng_u64(seed, draw++) % 4);
+    for (int o = 0; o < g->n_forward_ops; o++) {
+        const pl_op *op = &g->ops[o];
+        int stage = 0;
+        for (int i = 0; i < op->n_inputs; i++) {
+            int producer = g->tensors[op->inputs[i]].producer;
+            if (producer >= 0 && plan->stage[producer] > stage)
+                stage = plan->stage[producer];
+        }
+        if (stage < max_stage && pl_rng_u64(seed, draw++) % 4 == 0)
+            stage++;
+        plan->stage[o] = stage;
+        plan->device[o] = (int)(pl_rng_u64(seed, draw++) % (uint64_t)n_devices);
+    }
+    int renumber[8] = {0}, used[8] = {0}, n_stages = 0;
+    for (int o = 0; o < g->n_forward_ops; o++)
+        used[plan->stage[o]] = 1;
+    for (int s = 0; s < 8; s++)
+        renumber[s] = used[s] ? n_stages++ : -1;
+    for (int o = 0; o < g->n_forward_ops; o++)
+        plan->stage[o] = renumber[plan->stage[o]];
+    plan->n_stages = n_stages;
+    int divisors[16], n_divisors = 0;
+    for (int m = 1; m <= g->batch_size && n_divisors < 16; m++)
+        if (g->batch_size % m == 0)
+            divisors[n_divisors++] = m;
+    plan->micro_batches = divisors[pl_rng_u64(seed, draw++) % (uint64_t)n_divisors];
+    plan->schedule = pl_rng_u64(seed, draw++) % 2 ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE;
+    return plan;
+}
+
+static void fill_inputs(const pl_graph *g, pl_dataset *data, void *(*buffer)(void *, int),
+                        void *owner)
+{
+    void **inputs = calloc((size_t)g->n_tensors, sizeof *inputs);
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].kind == PL_TENSOR_INPUT)
+            inputs[t] = buffer(owner, t);
+    pl_dataset_fill(data, PL_SPLIT_TRAIN, 0, 0, g->batch_size, inputs);
+    free(inputs);
+}
+
+static void *session_buffer(void *s, int t) { return pl_session_data(s, t); }
+static void *executor_buffer(void *ex, int t) { return pl_executor_data(ex, t); }
+
+/* The losses of STEPS steps on one device, with m micro-batches. */
+static void reference_losses(const pl_graph *g, pl_dataset *data, int m, float *losses)
+{
+    pl_session *s = pl_session_new(g, 1, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    fill_inputs(g, data, session_buffer, s);
+    for (int step = 1; step <= STEPS; step++)
+        CU_ASSERT_EQUAL(pl_session_train_step(s, step, m, &losses[step - 1], NULL), PL_OK);
+    pl_session_free(s);
+}
+
+/* Everything the steps change (parameters, state), to start each plan afresh. */
+typedef struct snapshot {
+    void **data;
+    size_t *bytes;
+} snapshot;
+
+static snapshot take_snapshot(const pl_graph *g, pl_executor *ex)
+{
+    snapshot shot = {calloc((size_t)g->n_tensors, sizeof(void *)),
+                     calloc((size_t)g->n_tensors, sizeof(size_t))};
+    for (int t = 0; t < g->n_tensors; t++) {
+        pl_tensor_kind kind = g->tensors[t].kind;
+        if (kind != PL_TENSOR_PARAM && kind != PL_TENSOR_STATE)
+            continue;
+        shot.bytes[t] = (size_t)pl_tensor_bytes(&g->tensors[t]);
+        shot.data[t] = malloc(shot.bytes[t] + 1);
+        memcpy(shot.data[t], pl_executor_data(ex, t), shot.bytes[t]);
+    }
+    return shot;
+}
+
+static void restore_snapshot(const pl_graph *g, pl_executor *ex, const snapshot *shot)
+{
+    for (int t = 0; t < g->n_tensors; t++)
+        if (shot->data[t])
+            memcpy(pl_executor_data(ex, t), shot->data[t], shot->bytes[t]);
+}
+
+static void free_snapshot(const pl_graph *g, snapshot *shot)
+{
+    for (int t = 0; t < g->n_tensors; t++)
+        free(shot->data[t]);
+    free(shot->data);
+    free(shot->bytes);
+}
+
+static void on_deadlock(int signal_number)
+{
+    (void)signal_number;
+    static const char text[] = "\nexecutor: a step did not finish in time (deadlock?)\n";
+    if (write(STDERR_FILENO, text, sizeof text - 1) < 0)
+        _exit(1);
+    _exit(1);
+}
+
+static int plans_run;
+
+/* PLANS_PER_MODEL random plans on clusters of 2 to 4 devices, all switched on one
+ * executor per cluster: each must give the single-device losses, bitwise with one
+ * micro-batch, within 1e-5 relative otherwise. */
+static void check_random_plans(const char *model)
+{
+    pl_graph *g = training_graph(model);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_dataset *data = pl_dataset_open(g, "synthetic", 3, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    float reference[65][STEPS];
+    bool have[65] = {false};
+    signal(SIGALRM, on_deadlock);
+    for (int n_devices = 2, done = 0; n_devices <= 4; n_devices++) {
+        pl_cluster *c = native_cluster(n_devices, n_devices == 3 ? 2 : 1, 1LL << 34, 0);
+        pl_executor *ex = pl_executor_new(g, c, NULL, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ex);
+        fill_inputs(g, data, executor_buffer, ex);
+        snapshot initial = take_snapshot(g, ex);
+        for (int i = 0; i < PLANS_PER_MODEL / 3; i++, done++) {
+            pl_plan *plan = random_plan(g, n_devices, 1000u * (uint64_t)done + 17);
+            int m = plan->micro_batches;
+            if (!have[m]) {
+                reference_losses(g, data, m, reference[m]);
+                have[m] = true;
+            }
+            restore_snapshot(g, ex, &initial);
+            pl_fit fit;
+            pl_error err;
+            pl_error_init(&err, model);
+            CU_ASSERT_EQUAL_FATAL(pl_executor_set_plan(ex, plan, &fit, &err), PL_OK);
+            CU_ASSERT_TRUE(fit.fits);
+            for (int step = 1; step <= STEPS; step++) {
+                float loss = NAN;
+                alarm(DEADLOCK_SECONDS);
+                CU_ASSERT_EQUAL(pl_executor_step(ex, step, &loss, &err), PL_OK);
+                alarm(0);
+                float want = reference[m][step - 1];
+                bool same = m == 1 ? memcmp(&loss, &want, sizeof loss) == 0
+                                   : fabsf(loss - want) <= 1e-5f * fabsf(want);
+                if (!same)
+                    fprintf(stderr, "\n    %s plan %d (%d devices, %d stages, %d micro-batches, "
+                            "%s) step %d: loss %.9g, one device %.9g", model, done, n_devices,
+                            plan->n_stages, m, plan->schedule ? "1f1b" : "gpipe", step,
+                            (double)loss, (double)want);
+                CU_ASSERT_TRUE(same);
+            }
+            plans_run++;
+            pl_plan_free(plan);
+        }
+        free_snapshot(g, &initial);
+        pl_executor_free(ex);
+        pl_cluster_free(c);
+    }
+    signal(SIGALRM, SIG_DFL);
+    pl_dataset_free(data);
+    pl_graph_free(g);
+}
+
+static void test_random_mlp(void) { check_random_plans("mlp-small.json"); }
+static void test_random_cnn(void) { check_random_plans("cnn-small.json"); }
+static void test_random_inception(void) { check_random_plans("inception-small.json"); }
+static void test_random_resnet(void) { check_random_plans("resnet-small.json"); }
+static void test_random_lstm(void) { check_random_plans("lstm_lm-small.json"); }
+static void test_random_seq2seq(void) { check_random_plans("seq2seq-small.json"); }
+static void test_random_transformer(void) { check_random_plans("transformer-small.json"); }
+static void test_random_recommender(void) { check_random_plans("recommender-small.json"); }
+static void test_random_moe(void) { check_random_plans("moe-small.json"); }
+
+static void test_plan_count(void)
+{
+    CU_ASSERT(plans_run >= 200);
+}
+
+/* A layer-wise pipeline: forward op o on stage o * n / n_forward_ops, device = stage. */
+static pl_plan *pipeline_plan(const pl_graph *g, int n, int m, pl_schedule schedule)
+{
+    pl_plan *plan = pl_plan_new(g, NULL);
+    for (int o = 0; o < g->n_forward_ops; o++)
+        plan->device[o] = plan->stage[o] = (int)((long)o * n / g->n_forward_ops);
+    plan->n_stages = n;
+    plan->micro_batches = m;
+    plan->schedule = schedule;
+    return plan;
+}
+
+/* A plan that does not fit is a result naming the device, its need and its capacity. */
+static void test_out_of_memory(void)
+{
+    pl_graph *g = training_graph("mlp-small.json");
+    pl_cluster *c = native_cluster(2, 1, 4096, 0);
+    pl_executor *ex = pl_executor_new(g, c, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ex);
+    pl_plan *plan = pipeline_plan(g, 2, 1, PL_SCHEDULE_GPIPE);
+    pl_fit fit;
+    pl_error err;
+    pl_error_init(&err, NULL);
+    CU_ASSERT_EQUAL(pl_executor_set_plan(ex, plan, &fit, &err), PL_OK);
+    CU_ASSERT_FALSE(fit.fits);
+    CU_ASSERT(fit.device >= 0 && fit.device < 2);
+    CU_ASSERT_EQUAL(fit.capacity, 4096);
+    CU_ASSERT(fit.need > fit.capacity);
+    float loss;
+    CU_ASSERT_EQUAL(pl_executor_step(ex, 1, &loss, &err), PL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "no plan"));
+    pl_plan_free(plan);
+    pl_executor_free(ex);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* Plans with unknown devices or stages against the dataflow are refused. */
+static void test_bad_plans(void)
+{
+    pl_graph *g = training_graph("mlp-small.json");
+    pl_cluster *c = native_cluster(2, 1, 1LL << 30, 0);
+    pl_executor *ex = pl_executor_new(g, c, NULL, NULL);
+    pl_plan *plan = pipeline_plan(g, 2, 1, PL_SCHEDULE_GPIPE);
+    pl_fit fit;
+    pl_error err;
+    plan->device[1] = 5;
+    pl_error_init(&err, NULL);
+    CU_ASSERT_EQUAL(pl_executor_set_plan(ex, plan, &fit, &err), PL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "the cluster has 2"));
+    plan->device[1] = 0;
+    plan->stage[0] = 1; /* reads nothing: fine; its reader in stage 0 is not */
+    plan->stage[g->n_forward_ops - 1] = 0;
+    pl_error_init(&err, NULL);
+    CU_ASSERT_EQUAL(pl_executor_set_plan(ex, plan, &fit, &err), PL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "stages must follow the dataflow"));
+    pl_plan_free(plan);
+    pl_executor_free(ex);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* The buffers a program gives a tensor on its home device. */
+static int slots_of(const pl_program *p, const pl_graph *g, const char *name)
+{
+    int t = pl_graph_find_tensor(g, name), n = 0;
+    for (int i = 0; i < p->n_buffers; i++)
+        n += p->buffers[i].tensor == t && p->buffers[i].device == p->partitions->tensor_device[t];
+    return n;
+}
+
+/* A 4-stage pipeline of 8 micro-batches: a GPipe stage keeps every micro-batch's
+ * activations, a 1F1B stage s at most 4 - s. At batch 1024 activations outweigh the
+ * weight gradients: every device needs less under 1F1B. */
+static void test_schedule_memory(void)
+{
+    pl_graph *g = training_graph("mlp-small.json");
+    CU_ASSERT_EQUAL_FATAL(pl_graph_set_batch(g, 1024, NULL), PL_OK);
+    pl_cluster *c = native_cluster(4, 1, 1LL << 30, 0);
+    pl_plan *gpipe = pipeline_plan(g, 4, 8, PL_SCHEDULE_GPIPE);
+    pl_plan *ofob = pipeline_plan(g, 4, 8, PL_SCHEDULE_1F1B);
+    pl_error err;
+    pl_error_init(&err, NULL);
+    pl_program *a = pl_program_new(g, c, gpipe, &err), *b = pl_program_new(g, c, ofob, &err);
+    if (!a || !b)
+        fprintf(stderr, "\n    %s\n", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    for (int d = 0; d < 4; d++)
+        CU_ASSERT(b->memory[d].arena < a->memory[d].arena);
+    CU_ASSERT_EQUAL(slots_of(a, g, "fc1/relu"), 8);
+    CU_ASSERT_EQUAL(slots_of(b, g, "fc1/relu"), 4);
+    pl_program_free(a);
+    pl_program_free(b);
+    pl_plan_free(gpipe);
+    pl_plan_free(ofob);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* Every dependency points backwards in program order, so no run can deadlock; each
+ * resource's tasks are in the schedule's order. */
+static void test_program_order(void)
+{
+    pl_graph *g = training_graph("transformer-small.json");
+    pl_cluster *c = native_cluster(3, 1, 1LL << 30, 0);
+    for (int seed = 0; seed < 20; seed++) {
+        pl_plan *plan = random_plan(g, 3, (uint64_t)seed);
+        pl_program *p = pl_program_new(g, c, plan, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        int backwards = 0, deps = 0;
+        for (int i = 0; i < p->n_tasks; i++) {
+            const pl_task *task = &p->tasks[i];
+            for (int e = task->first_succ; e < task->first_succ + task->n_succ; e++)
+                backwards += p->succ[e] <= i;
+            deps += task->n_deps;
+        }
+        CU_ASSERT_EQUAL(backwards, 0);
+        CU_ASSERT(deps > 0);
+        pl_program_free(p);
+        pl_plan_free(plan);
+    }
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* mlp-small on two devices in a 2-stage pipeline of 2 micro-batches. */
+typedef struct pipeline {
+    pl_graph *g;
+    pl_cluster *c;
+    pl_executor *ex;
+    pl_plan *plan;
+} pipeline;
+
+static pipeline open_pipeline(double flops, pl_schedule schedule)
+{
+    pipeline f;
+    f.g = training_graph("mlp-small.json");
+    f.c = native_cluster(2, 1, 1LL << 30, flops);
+    f.ex = pl_executor_new(f.g, f.c, NULL, NULL);
+    f.plan = pipeline_plan(f.g, 2, 2, schedule);
+    pl_fit fit;
+    CU_ASSERT_EQUAL_FATAL(pl_executor_set_plan(f.ex, f.plan, &fit, NULL), PL_OK);
+    return f;
+}
+
+static void close_pipeline(pipeline *f)
+{
+    pl_plan_free(f->plan);
+    pl_executor_free(f->ex);
+    pl_cluster_free(f->c);
+    pl_graph_free(f->g);
+}
+
+/* On a paced device no kernel ends before its FLOPs at the declared rate. */
+static void test_pacing_never_early(void)
+{
+    pipeline f = open_pipeline(1e8, PL_SCHEDULE_1F1B);
+    pl_executor *ex = f.ex;
+    float loss;
+    CU_ASSERT_EQUAL(pl_executor_step(ex, 1, &loss, NULL), PL_OK);
+    const pl_program *p = pl_executor_program(ex);
+    const double *starts = pl_executor_task_starts(ex), *ends = pl_executor_task_ends(ex);
+    int early = 0;
+    double busy = 0;
+    for (int i = 0; i < p->n_tasks; i++) {
+        double modelled = pl_task_flops(p, &p->tasks[i]) / 1e8;
+        early += ends[i] - starts[i] < modelled;
+        busy += modelled;
+    }
+    CU_ASSERT_EQUAL(early, 0);
+    CU_ASSERT(pl_executor_step_seconds(ex) >= busy / 2);
+    CU_ASSERT_TRUE(pl_executor_paced(ex));
+    close_pipeline(&f);
+}
+
+/* The trace parses as JSON, names a row per device and link, and has an event per task. */
+static void test_trace(void)
+{
+    pipeline f = open_pipeline(0, PL_SCHEDULE_GPIPE);
+    pl_executor *ex = f.ex;
+    pl_measurement m;
+    CU_ASSERT_EQUAL(pl_executor_measure(ex, 1, 3, &m, NULL), PL_OK);
+    CU_ASSERT(m.min <= m.median && m.median <= m.max);
+    char path[] = "/tmp/placer-trace-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    CU_ASSERT_EQUAL(pl_executor_write_trace(ex, path, NULL), PL_OK);
+    json_t *root = json_load_file(path, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    json_t *events = json_object_get(root, "traceEvents");
+    const pl_program *p = pl_executor_program(ex);
+    size_t tasks = 0, rows = 0;
+    for (size_t i = 0; i < json_array_size(events); i++) {
+        const char *ph = json_string_value(json_object_get(json_array_get(events, i), "ph"));
+        const char *name = json_string_value(json_object_get(json_array_get(events, i), "name"));
+        tasks += ph && strcmp(ph, "X") == 0;
+        rows += name && strcmp(name, "thread_name") == 0;
+    }
+    CU_ASSERT_EQUAL(tasks, (size_t)p->n_tasks);
+    CU_ASSERT_EQUAL(rows, (size_t)(p->n_devices + p->n_links));
+    json_decref(root);
+    unlink(path);
+    close_pipeline(&f);
+}
+
+void pl_register_executor_tests(void)
+{
+    static const pl_test_case cases[] = {
+        {"plans that do not fit are reported", test_out_of_memory},
+        {"bad plans are refused", test_bad_plans},
+        {"1F1B keeps fewer micro-batches than GPipe", test_schedule_memory},
+        {"dependencies follow program order", test_program_order},
+        {"paced kernels are never early", test_pacing_never_early},
+        {"traces are trace-event JSON", test_trace},
+        {"random plans: mlp", test_random_mlp},
+        {"random plans: cnn", test_random_cnn},
+        {"random plans: inception", test_random_inception},
+        {"random plans: resnet", test_random_resnet},
+        {"random plans: lstm_lm", test_random_lstm},
+        {"random plans: seq2seq", test_random_seq2seq},
+        {"random plans: transformer", test_random_transformer},
+        {"random plans: recommender", test_random_recommender},
+        {"random plans: moe", test_random_moe},
+        {"at least 200 random plans ran", test_plan_count},
+        {NULL, NULL}};
+    pl_test_add_suite("executor", cases);
+}
