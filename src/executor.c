@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,7 @@ static void *resource_main(void *arg)
     pl_executor *ex = r->ex;
     if (!r->is_link)
         pin_self(&ex->c->devices[r->device]);
+    prctl(PR_SET_TIMERSLACK, 1000UL); /* pacing wakes within microseconds, not Linux's 50 */
     for (;;) {
         int i = queue_pop(&r->queue);
         if (i < 0)

@@ -4,15 +4,19 @@
 #ifndef PLACER_CLI_H
 #define PLACER_CLI_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
+#include "cluster.h"
 #include "error.h"
 #include "graph.h"
+#include "plan.h"
 
 enum {
     PL_EXIT_OK = 0,
     PL_EXIT_FAILURE = 1,
     PL_EXIT_USAGE = 2, /* bad input or usage */
+    PL_EXIT_NO_FIT = 3, /* the plan does not fit a device's memory */
     PL_EXIT_INTERRUPTED = 130,
 };
 
@@ -21,6 +25,7 @@ int pl_cmd_dot(int argc, char **argv);
 int pl_cmd_main(int argc, char **argv);
 int pl_cmd_train(int argc, char **argv);
 int pl_cmd_cluster(int argc, char **argv);
+int pl_cmd_run(int argc, char **argv);
 
 /* Prints "placer: message" and a pointer to --help on stderr; returns PL_EXIT_USAGE. */
 int pl_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -28,6 +33,15 @@ int pl_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 int pl_cli_report(const pl_error *err);
 /* Loads and validates a model, printing the error on failure (NULL then, *status set). */
 pl_graph *pl_cli_load_model(const char *path, int *status);
+/* The cluster (the local machine when cluster_path is NULL) and the plan (every op on the
+ * first device when plan_path is NULL) for a graph; on failure reports the error and
+ * returns its exit status, with both set to NULL. */
+int pl_cli_load_placement(const char *cluster_path, const char *plan_path,
+                          const pl_graph *graph, pl_cluster **cluster, pl_plan **plan);
+/* A whole decimal number in [min, max], or false. */
+bool pl_cli_parse_long(const char *text, long min, long max, long *out);
+/* "1.5 MiB" into buf. */
+const char *pl_cli_bytes(double bytes, char *buf, size_t cap);
 /* The validate summary of a loaded model. */
 void pl_cli_print_summary(FILE *out, const char *path, const pl_graph *graph);
 /* Writes the model's dot drawing to `path` atomically ("-" for standard output). */

@@ -1,6 +1,9 @@
-/* placer train MODEL.json: trains a model for real on one device, printing loss, accuracy
- * and throughput as it goes, with checkpoints that resume exactly. */
+/* placer train MODEL.json: trains a model for real, on one device or placed by a plan on
+ * a cluster, printing loss, accuracy and throughput as it goes, with checkpoints that
+ * resume exactly. With a plan, the executor runs the training steps on the session's
+ * parameters; evaluation runs on one device. */
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,11 +16,12 @@
 #include "checkpoint.h"
 #include "cli.h"
 #include "data.h"
+#include "executor.h"
 #include "graph_build.h"
 #include "session.h"
 
 typedef struct train_options {
-    const char *model, *data, *checkpoint, *resume;
+    const char *model, *data, *checkpoint, *resume, *plan, *cluster;
     long epochs, steps, batch, threads, micro_batches, log_every, checkpoint_every;
     double lr;
     unsigned long long seed;
@@ -42,8 +46,12 @@ static double now_seconds(void)
 static void usage(void)
 {
     printf("Usage: placer train MODEL.json [options]\n"
-           "Trains the model on one device and prints loss, accuracy and samples per second.\n"
+           "Trains the model and prints loss, accuracy and samples per second: on one\n"
+           "device, or placed by a plan (evaluation then runs on one device).\n"
            "\n"
+           "  --plan FILE          train with this plan (docs/plan-format.md); it sets the\n"
+           "                       micro-batches and the devices' threads\n"
+           "  --cluster FILE       the plan's cluster (default: this machine)\n"
            "  --data PATH          a Fashion-MNIST directory, a text file, or 'synthetic'\n"
            "                       (default: chosen by the model's inputs)\n"
            "  --epochs N           train until N epochs are done (default 1)\n"
@@ -60,20 +68,10 @@ static void usage(void)
            "  -q, --quiet          only the epoch lines and the summary\n");
 }
 
-static bool parse_long(const char *text, long min, long *out)
-{
-    char *end;
-    long v = strtol(text, &end, 10);
-    if (*text == '\0' || *end != '\0' || v < min)
-        return false;
-    *out = v;
-    return true;
-}
-
 static int parse_options(int argc, char **argv, train_options *o)
 {
     enum { DATA = 256, EPOCHS, STEPS, BATCH, MICRO, LR, SEED, THREADS, CKPT, CKPT_EVERY,
-           RESUME, LOG_EVERY };
+           RESUME, LOG_EVERY, PLAN, CLUSTER };
     static const struct option options[] = {
         {"data", required_argument, NULL, DATA}, {"epochs", required_argument, NULL, EPOCHS},
         {"steps", required_argument, NULL, STEPS}, {"batch", required_argument, NULL, BATCH},
@@ -83,9 +81,10 @@ static int parse_options(int argc, char **argv, train_options *o)
         {"checkpoint-every", required_argument, NULL, CKPT_EVERY},
         {"resume", required_argument, NULL, RESUME},
         {"log-every", required_argument, NULL, LOG_EVERY},
+        {"plan", required_argument, NULL, PLAN}, {"cluster", required_argument, NULL, CLUSTER},
         {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    *o = (train_options){.epochs = 0, .steps = 0, .threads = 1, .micro_batches = 1,
+    *o = (train_options){.epochs = 0, .steps = 0, .threads = 0, .micro_batches = 0,
                          .log_every = 100, .seed = 1};
     opterr = 0; /* our own message, below */
     int c;
@@ -95,16 +94,21 @@ static int parse_options(int argc, char **argv, train_options *o)
         bool ok = true;
         switch (c) {
         case DATA: o->data = arg; break;
-        case EPOCHS: ok = parse_long(arg, 1, &o->epochs); break;
-        case STEPS: ok = parse_long(arg, 1, &o->steps); break;
-        case BATCH: ok = parse_long(arg, 1, &o->batch); break;
-        case MICRO: ok = parse_long(arg, 1, &o->micro_batches); break;
-        case THREADS: ok = parse_long(arg, 1, &o->threads) && o->threads <= 256; break;
-        case LOG_EVERY: ok = parse_long(arg, 1, &o->log_every); break;
+        case EPOCHS: ok = pl_cli_parse_long(arg, 1, LONG_MAX, &o->epochs); break;
+        case STEPS: ok = pl_cli_parse_long(arg, 1, LONG_MAX, &o->steps); break;
+        case BATCH: ok = pl_cli_parse_long(arg, 1, LONG_MAX, &o->batch); break;
+        case MICRO: ok = pl_cli_parse_long(arg, 1, LONG_MAX, &o->micro_batches); break;
+        case THREADS: ok = pl_cli_parse_long(arg, 1, 256, &o->threads); break;
+        case LOG_EVERY: ok = pl_cli_parse_long(arg, 1, LONG_MAX, &o->log_every); break;
         case CKPT: o->checkpoint = arg; break;
-        case CKPT_EVERY: ok = parse_long(arg, 1, &o->checkpoint_every); break;
+        case CKPT_EVERY: ok = pl_cli_parse_long(arg, 1, LONG_MAX, &o->checkpoint_every); break;
         case RESUME: o->resume = arg; break;
-        case SEED: ok = parse_long(arg, 0, &value); o->seed = (unsigned long long)value; break;
+        case PLAN: o->plan = arg; break;
+        case CLUSTER: o->cluster = arg; break;
+        case SEED:
+            ok = pl_cli_parse_long(arg, 0, LONG_MAX, &value);
+            o->seed = (unsigned long long)value;
+            break;
         case LR: {
             char *end;
             o->lr = strtod(arg, &end);
@@ -128,6 +132,15 @@ static int parse_options(int argc, char **argv, train_options *o)
         return pl_cli_usage_error("train: give --epochs or --steps, not both");
     if (!o->epochs && !o->steps)
         o->epochs = 1;
+    if (o->cluster && !o->plan)
+        return pl_cli_usage_error("train: --cluster goes with --plan");
+    if (o->plan && (o->threads || o->micro_batches))
+        return pl_cli_usage_error("train: the plan sets the %s", o->threads ? "threads (its "
+                                  "cluster's devices)" : "micro-batches");
+    if (!o->threads)
+        o->threads = 1;
+    if (!o->micro_batches)
+        o->micro_batches = 1;
     o->model = argv[optind];
     return PL_EXIT_OK;
 }
@@ -154,10 +167,9 @@ static scorer find_scorer(const pl_graph *g)
 }
 
 /* Correct predictions among the first `samples` samples of the batch. */
-static int64_t count_correct(const scorer *sc, pl_session *s, int64_t samples)
+static int64_t count_correct(const scorer *sc, const float *logits, const int32_t *labels,
+                             int64_t samples)
 {
-    const float *logits = pl_session_data(s, sc->logits);
-    const int32_t *labels = pl_session_data(s, sc->labels);
     int64_t correct = 0, n = samples * sc->positions_per_sample;
     for (int64_t i = 0; i < n; i++) {
         const float *row = logits + i * sc->classes;
@@ -194,7 +206,8 @@ static void evaluate(const pl_graph *g, pl_session *s, const pl_dataset *data,
             break;
         total += batch_loss;
         if (sc->logits >= 0)
-            correct += count_correct(sc, s, count);
+            correct += count_correct(sc, pl_session_data(s, sc->logits),
+                                     pl_session_data(s, sc->labels), count);
     }
     *loss = batches ? total / (double)batches : NAN;
     *accuracy = sc->logits >= 0 && size ? (double)correct / (double)(size * sc->positions_per_sample)
@@ -223,6 +236,9 @@ typedef struct trainer {
     pl_graph *g;
     pl_dataset *data;
     pl_session *s;
+    pl_cluster *cluster; /* with a plan: its cluster, the plan and the executor */
+    pl_plan *plan;
+    pl_executor *ex;
     void **inputs;
     scorer sc;
     pl_train_position at;
@@ -259,8 +275,10 @@ static int run(trainer *t)
         pl_error_init(&err, t->o.model);
         float loss;
         double start = now_seconds();
-        if (pl_session_train_step(t->s, t->at.step + 1, (int)t->o.micro_batches, &loss,
-                                  &err) != PL_OK) {
+        pl_status stepped = t->ex ? pl_executor_step(t->ex, t->at.step + 1, &loss, &err)
+                                  : pl_session_train_step(t->s, t->at.step + 1,
+                                                          (int)t->o.micro_batches, &loss, &err);
+        if (stepped != PL_OK) {
             status = pl_cli_report(&err);
             break;
         }
@@ -279,7 +297,10 @@ static int run(trainer *t)
         window_steps++;
         epoch_steps++;
         if (t->sc.logits >= 0 && t->o.micro_batches == 1)
-            window_correct += count_correct(&t->sc, t->s, g->batch_size);
+            window_correct += count_correct(
+                &t->sc, t->ex ? pl_executor_data(t->ex, t->sc.logits)
+                              : pl_session_data(t->s, t->sc.logits),
+                pl_session_data(t->s, t->sc.labels), g->batch_size);
         if (!isfinite(loss)) {
             fprintf(stderr, "placer: train: the loss became %f at step %lld; try a smaller "
                     "--lr\n", (double)loss, (long long)t->at.step);
@@ -343,6 +364,35 @@ static int run(trainer *t)
     return status;
 }
 
+/* The plan's executor, working on the session's parameters, state and inputs. */
+static int set_up_plan(trainer *t)
+{
+    int status = pl_cli_load_placement(t->o.cluster, t->o.plan, t->g, &t->cluster, &t->plan);
+    if (status != PL_EXIT_OK)
+        return status;
+    t->o.micro_batches = t->plan->micro_batches;
+    void **host = calloc((size_t)t->g->n_tensors, sizeof *host);
+    if (!host)
+        return PL_EXIT_FAILURE;
+    for (int i = 0; i < t->g->n_tensors; i++)
+        if (t->g->tensors[i].kind != PL_TENSOR_ACTIVATION)
+            host[i] = pl_session_data(t->s, i);
+    pl_error err;
+    pl_error_init(&err, t->o.plan);
+    pl_fit fit = {.fits = true};
+    t->ex = pl_executor_new(t->g, t->cluster, host, &err);
+    free(host);
+    if (!t->ex || pl_executor_set_plan(t->ex, t->plan, &fit, &err) != PL_OK)
+        return pl_cli_report(&err);
+    if (!fit.fits) {
+        fprintf(stderr, "placer: train: the plan does not fit: device %s needs %lld bytes "
+                "and has %lld\n", t->cluster->devices[fit.device].name, (long long)fit.need,
+                (long long)fit.capacity);
+        return PL_EXIT_NO_FIT;
+    }
+    return PL_EXIT_OK;
+}
+
 static int set_up(trainer *t)
 {
     int status;
@@ -367,6 +417,8 @@ static int set_up(trainer *t)
     t->sc = find_scorer(t->g);
     t->at = (pl_train_position){.seed = t->o.seed};
     t->epoch_size = pl_dataset_size(t->data, PL_SPLIT_TRAIN);
+    if (t->o.plan && (status = set_up_plan(t)) != PL_EXIT_OK)
+        return status;
     if (t->o.resume) {
         pl_error_init(&err, t->o.resume);
         if (pl_checkpoint_read(t->o.resume, t->g, t->s, &t->at, &err) != PL_OK)
@@ -375,11 +427,19 @@ static int set_up(trainer *t)
             fprintf(stderr, "placer: train: continuing with the checkpoint's seed %llu\n",
                     (unsigned long long)t->at.seed);
     }
-    if (!t->o.quiet)
+    if (!t->o.quiet && !t->plan)
         printf("training %s: batch %d%s, %d ops, %s, %ld thread%s, data: %s\n", t->g->name,
                t->g->batch_size, t->o.micro_batches > 1 ? " in micro-batches" : "",
                t->g->n_ops, t->g->optimizer.kind == PL_OPT_ADAM ? "adam" : "sgd",
                t->o.threads, t->o.threads == 1 ? "" : "s", pl_dataset_describe(t->data));
+    if (!t->o.quiet && t->plan)
+        printf("training %s: batch %d in %d micro-batch%s, %d ops, %s, placed by %s on "
+               "cluster \"%s\" (%d stage%s, %s%s), data: %s\n", t->g->name, t->g->batch_size,
+               t->plan->micro_batches, t->plan->micro_batches == 1 ? "" : "es", t->g->n_ops,
+               t->g->optimizer.kind == PL_OPT_ADAM ? "adam" : "sgd", t->o.plan,
+               t->cluster->name, t->plan->n_stages, t->plan->n_stages == 1 ? "" : "s",
+               t->plan->schedule == PL_SCHEDULE_1F1B ? "1F1B" : "GPipe",
+               t->cluster->paced ? ", paced" : "", pl_dataset_describe(t->data));
     return PL_EXIT_OK;
 }
 
@@ -396,6 +456,9 @@ int pl_cmd_train(int argc, char **argv)
         signal(SIGINT, SIG_DFL);
     }
     free(t.inputs);
+    pl_executor_free(t.ex);
+    pl_plan_free(t.plan);
+    pl_cluster_free(t.cluster);
     pl_session_free(t.s);
     pl_dataset_free(t.data);
     pl_graph_free(t.g);

@@ -1,9 +1,13 @@
 /* What every subcommand shares: error reporting, exit statuses, loading a model. */
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 
 #include "atomic_file.h"
 #include "cli.h"
+#include "cluster.h"
 #include "dot.h"
 #include "load.h"
 
@@ -24,6 +28,47 @@ int pl_cli_report(const pl_error *err)
     pl_error_format(err, line, sizeof line);
     fprintf(stderr, "%s\n", line);
     return err->status == PL_EINPUT ? PL_EXIT_USAGE : PL_EXIT_FAILURE;
+}
+
+bool pl_cli_parse_long(const char *text, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || errno || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+const char *pl_cli_bytes(double bytes, char *buf, size_t cap)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 4)
+        bytes /= 1024, u++;
+    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+    return buf;
+}
+
+int pl_cli_load_placement(const char *cluster_path, const char *plan_path,
+                          const pl_graph *graph, pl_cluster **cluster, pl_plan **plan)
+{
+    pl_error err;
+    pl_error_init(&err, cluster_path);
+    *plan = NULL;
+    *cluster = cluster_path ? pl_cluster_load_file(cluster_path, &err) : pl_cluster_local(&err);
+    if (!*cluster)
+        return pl_cli_report(&err);
+    pl_error_init(&err, plan_path);
+    *plan = plan_path ? pl_plan_load_file(plan_path, graph, *cluster, &err)
+                      : pl_plan_new(graph, &err);
+    if (!*plan) {
+        pl_cluster_free(*cluster);
+        *cluster = NULL;
+        return pl_cli_report(&err);
+    }
+    return PL_EXIT_OK;
 }
 
 pl_graph *pl_cli_load_model(const char *path, int *status)

@@ -16,6 +16,8 @@ static const command commands[] = {
                                   "         [--cluster C --plan P]     and check a plan for one"},
     {"dot", pl_cmd_dot, "dot MODEL.json [-o FILE]   draw a model as GraphViz dot"},
     {"train", pl_cmd_train, "train MODEL.json [OPTIONS] train a model on one device"},
+    {"run", pl_cmd_run, "run MODEL.json --plan P    measure the step time of a placed model\n"
+                        "         [--cluster C] [--trace F]"},
     {"cluster", pl_cmd_cluster, "cluster [CLUSTER.json]     check and describe a cluster"},
 };
 
@@ -39,7 +41,8 @@ static void print_help(void)
            "  -h, --help     show this help and exit\n"
            "  -V, --version  show the version and exit\n"
            "\n"
-           "Exit status: 0 success, 1 failure, 2 bad input or usage, 130 interrupted.\n"
+           "Exit status: 0 success, 1 failure, 2 bad input or usage, 3 a plan that does not\n"
+           "fit a device's memory, 130 interrupted.\n"
            "The model format is described in docs/model-format.md.\n");
 }
 

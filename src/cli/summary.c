@@ -4,16 +4,6 @@
 
 #include "cli.h"
 
-static const char *human_bytes(double bytes, char *buf, size_t cap)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (bytes >= 1024 && u < 4)
-        bytes /= 1024, u++;
-    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
-    return buf;
-}
-
 static const char *human_count(double n, const char *unit, char *buf, size_t cap)
 {
     static const char *const prefixes[] = {"", "k", "M", "G", "T", "P"};
@@ -49,12 +39,12 @@ void pl_cli_print_summary(FILE *out, const char *path, const pl_graph *graph)
     }
     fprintf(out, ")\n");
     fprintf(out, "  inputs            %d tensors, %s per step\n", s.n_inputs,
-            human_bytes((double)s.input_bytes, a, sizeof a));
+            pl_cli_bytes((double)s.input_bytes, a, sizeof a));
     fprintf(out, "  parameters        %d tensors, %s values, %s\n", s.n_params,
             human_count((double)s.param_count, "", b, sizeof b),
-            human_bytes((double)s.param_bytes, a, sizeof a));
+            pl_cli_bytes((double)s.param_bytes, a, sizeof a));
     fprintf(out, "  activations       %d tensors, %s per step\n", s.n_activations,
-            human_bytes((double)s.activation_bytes, a, sizeof a));
+            pl_cli_bytes((double)s.activation_bytes, a, sizeof a));
     fprintf(out, "  forward FLOPs     %s per step\n", human_count(s.flops, "FLOP", a, sizeof a));
     const pl_tensor *loss = &graph->tensors[graph->loss];
     fprintf(out, "  loss              \"%s\" (%s)\n", loss->name,

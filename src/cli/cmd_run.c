@@ -1,0 +1,202 @@
+/* placer run MODEL.json --plan PLAN.json: executes the training graph as the plan places
+ * it, on real threads, and reports its step time by the measurement protocol (warm-up,
+ * then median, minimum, maximum and spread), the pacing mode, every device's memory and
+ * how busy it was; optionally the timeline as a Chrome trace. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "autodiff.h"
+#include "cli.h"
+#include "data.h"
+#include "executor.h"
+
+typedef struct run_options {
+    const char *model, *plan, *cluster, *trace, *data;
+    long steps, warmup;
+} run_options;
+
+static void usage(void)
+{
+    printf("Usage: placer run MODEL.json [--plan PLAN.json] [options]\n"
+           "Runs training steps of the model placed by the plan and reports the step time.\n"
+           "\n"
+           "  --plan FILE      the plan (docs/plan-format.md; default: every op on the\n"
+           "                   cluster's first device)\n"
+           "  --cluster FILE   the cluster (docs/cluster-format.md; default: this machine,\n"
+           "                   one device per core)\n"
+           "  --steps N        measured steps (default 10)\n"
+           "  --warmup N       steps run first and not measured (default 3)\n"
+           "  --trace FILE     write the last step's timeline as Chrome trace-event JSON\n"
+           "  --data PATH      what to feed (default 'synthetic'; see placer train --help)\n"
+           "\n"
+           "Exit status 3: the plan does not fit a device's memory (the device, its need\n"
+           "and its capacity are printed).\n");
+}
+
+static int parse_options(int argc, char **argv, run_options *o)
+{
+    enum { PLAN = 256, CLUSTER, STEPS, WARMUP, TRACE, DATA };
+    static const struct option options[] = {
+        {"plan", required_argument, NULL, PLAN}, {"cluster", required_argument, NULL, CLUSTER},
+        {"steps", required_argument, NULL, STEPS}, {"warmup", required_argument, NULL, WARMUP},
+        {"trace", required_argument, NULL, TRACE}, {"data", required_argument, NULL, DATA},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    *o = (run_options){.steps = 10, .warmup = 3, .data = "synthetic"};
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        bool ok = true;
+        switch (c) {
+        case PLAN: o->plan = optarg; break;
+        case CLUSTER: o->cluster = optarg; break;
+        case TRACE: o->trace = optarg; break;
+        case DATA: o->data = optarg; break;
+        case STEPS: ok = pl_cli_parse_long(optarg, 1, 1000000, &o->steps); break;
+        case WARMUP: ok = pl_cli_parse_long(optarg, 0, 1000000, &o->warmup); break;
+        case 'h': usage(); return -1;
+        default:
+            return pl_cli_usage_error("run: unknown option or missing argument '%s'",
+                                      argv[optind - 1]);
+        }
+        if (!ok)
+            return pl_cli_usage_error("run: invalid value '%s' for %s", optarg, argv[optind - 2]);
+    }
+    if (optind >= argc)
+        return pl_cli_usage_error("run: missing MODEL.json");
+    if (optind + 1 < argc)
+        return pl_cli_usage_error("run: one model at a time ('%s' is extra)", argv[optind + 1]);
+    o->model = argv[optind];
+    return PL_EXIT_OK;
+}
+
+static void describe_plan(const pl_plan *plan, const pl_cluster *c, const pl_program *p)
+{
+    int devices = 0, copies = 0;
+    int64_t bytes = 0;
+    for (int d = 0; d < c->n_devices; d++)
+        devices += p->partitions->first_op[d + 1] > p->partitions->first_op[d];
+    for (int i = 0; i < p->n_tasks; i++)
+        if (p->tasks[i].kind == PL_TASK_COPY) {
+            copies++;
+            bytes += pl_task_bytes(p, &p->tasks[i]);
+        }
+    char size[32];
+    printf("plan: %d device%s, %d stage%s, %d micro-batch%s, %s; %d tasks, %d copies (%s) "
+           "per step\n", devices, devices == 1 ? "" : "s", plan->n_stages,
+           plan->n_stages == 1 ? "" : "s", plan->micro_batches,
+           plan->micro_batches == 1 ? "" : "es",
+           plan->schedule == PL_SCHEDULE_1F1B ? "1F1B" : "GPipe", p->n_tasks, copies,
+           pl_cli_bytes((double)bytes, size, sizeof size));
+}
+
+/* Per device used: ops, memory against capacity, and the share of the last step it was
+ * busy. */
+static void describe_devices(const pl_executor *ex, const pl_cluster *c)
+{
+    const pl_program *p = pl_executor_program(ex);
+    const double *starts = pl_executor_task_starts(ex), *ends = pl_executor_task_ends(ex);
+    double step = pl_executor_step_seconds(ex);
+    for (int d = 0; d < c->n_devices; d++) {
+        int ops = p->partitions->first_op[d + 1] - p->partitions->first_op[d];
+        if (ops == 0)
+            continue;
+        double busy = 0;
+        for (int i = 0; i < p->n_tasks; i++)
+            if (p->tasks[i].resource == d)
+                busy += ends[i] - starts[i];
+        char need[32], have[32];
+        printf("  %-12s %6d ops  memory %10s of %-10s  busy %3.0f%% of the last step\n",
+               c->devices[d].name, ops, pl_cli_bytes((double)p->memory[d].total, need, sizeof need),
+               pl_cli_bytes((double)c->devices[d].memory_bytes, have, sizeof have),
+               step > 0 ? 100 * busy / step : 0);
+    }
+}
+
+static void feed(const pl_graph *g, pl_dataset *data, pl_executor *ex)
+{
+    void **inputs = calloc((size_t)g->n_tensors, sizeof *inputs);
+    for (int t = 0; inputs && t < g->n_tensors; t++)
+        if (g->tensors[t].kind == PL_TENSOR_INPUT)
+            inputs[t] = pl_executor_data(ex, t);
+    if (inputs)
+        pl_dataset_fill(data, PL_SPLIT_TRAIN, 0, 0, g->batch_size, inputs);
+    free(inputs);
+}
+
+static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
+                   const pl_plan *plan, pl_executor *ex)
+{
+    pl_error err;
+    pl_error_init(&err, o->model);
+    pl_fit fit;
+    if (pl_executor_set_plan(ex, plan, &fit, &err) != PL_OK)
+        return pl_cli_report(&err);
+    if (!fit.fits) {
+        char need[32], have[32];
+        fprintf(stderr, "placer: run: out of memory: device %s needs %s (%lld bytes) at its "
+                "peak and has %s (%lld bytes)\n", c->devices[fit.device].name,
+                pl_cli_bytes((double)fit.need, need, sizeof need), (long long)fit.need,
+                pl_cli_bytes((double)fit.capacity, have, sizeof have), (long long)fit.capacity);
+        return PL_EXIT_NO_FIT;
+    }
+    printf("run %s on cluster \"%s\" (%s)\n", g->name, c->name,
+           c->paced ? "paced: kernels and copies held to the declared speeds"
+                    : "native: as fast as this machine runs");
+    describe_plan(plan, c, pl_executor_program(ex));
+    int threads = pl_executor_threads(ex), cores = pl_machine_cores();
+    if (threads > cores)
+        fprintf(stderr, "placer: run: warning: the plan's devices have %d threads and this "
+                "machine %d cores: they share cores%s\n", threads, cores,
+                c->paced ? " (paced devices mostly wait, which leaves room)" : "");
+    pl_measurement m;
+    if (pl_executor_measure(ex, (int)o->warmup, (int)o->steps, &m, &err) != PL_OK)
+        return pl_cli_report(&err);
+    describe_devices(ex, c);
+    printf("step time: median %.3f ms, min %.3f ms, max %.3f ms, spread %.1f%% (%ld steps "
+           "after %ld warm-up)\n", 1e3 * m.median, 1e3 * m.min, 1e3 * m.max, 100 * m.spread,
+           o->steps, o->warmup);
+    printf("throughput: %.0f samples/s; loss %.4f at the last step\n",
+           g->batch_size / m.median, (double)m.last_loss);
+    if (o->trace) {
+        pl_error_init(&err, o->trace);
+        if (pl_executor_write_trace(ex, o->trace, &err) != PL_OK)
+            return pl_cli_report(&err);
+        printf("trace: %s (the last step)\n", o->trace);
+    }
+    return PL_EXIT_OK;
+}
+
+int pl_cmd_run(int argc, char **argv)
+{
+    run_options o;
+    int status = parse_options(argc, argv, &o);
+    if (status != PL_EXIT_OK)
+        return status < 0 ? PL_EXIT_OK : status;
+    pl_graph *g = pl_cli_load_model(o.model, &status);
+    pl_cluster *c = NULL;
+    pl_plan *plan = NULL;
+    pl_dataset *data = NULL;
+    pl_executor *ex = NULL;
+    pl_error err;
+    pl_error_init(&err, o.model);
+    if (!g)
+        return status;
+    if (pl_autodiff_build(g, &err) != PL_OK)
+        status = pl_cli_report(&err);
+    else
+        status = pl_cli_load_placement(o.cluster, o.plan, g, &c, &plan);
+    if (status == PL_EXIT_OK && (!(data = pl_dataset_open(g, o.data, 1, &err)) ||
+                                 !(ex = pl_executor_new(g, c, NULL, &err))))
+        status = pl_cli_report(&err);
+    if (status == PL_EXIT_OK) {
+        feed(g, data, ex);
+        status = measure(&o, g, c, plan, ex);
+    }
+    pl_executor_free(ex);
+    pl_dataset_free(data);
+    pl_plan_free(plan);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+    return status;
+}

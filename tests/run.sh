@@ -1,0 +1,61 @@
+#!/bin/sh
+# placer run and placer train --plan: a placed model measured and trained, its trace,
+# plans that do not fit, and bad input.
+. "${top_srcdir:-.}/tests/shell_lib.sh"
+
+mlp=$src/graphs/small/mlp-small.json
+paced=$src/graphs/clusters/paced-4.json
+plan=$src/tests/plans/mlp-small-paced-4.json
+
+# A placed run on the paced cluster: the pacing mode, the plan, per-device lines, the
+# measurement protocol, and a trace that names every device.
+expect 0 "run a plan" "$bin" run "$mlp" --cluster "$paced" --plan "$plan" --steps 4 --warmup 1 \
+    --trace "$work/trace.json"
+contains "$work/out" 'run mlp-small on cluster "paced-4" (paced:' "run a plan"
+contains "$work/out" "plan: 3 devices, 3 stages, 2 micro-batches, 1F1B" "run a plan"
+contains "$work/out" "dev2 " "run a plan"
+contains "$work/out" "(4 steps after 1 warm-up)" "run a plan"
+contains "$work/out" "step time: median" "run a plan"
+contains "$work/err" "warning: the plan's devices have 3 threads" "run a plan"
+contains "$work/trace.json" '"traceEvents"' "trace"
+contains "$work/trace.json" '"name":"link dev0 -> dev1"' "trace"
+contains "$work/trace.json" '"name":"fc1/matmul#1"' "trace"
+ls "$work"/.*trace* >/dev/null 2>&1 && bad "trace: a temporary file is left" || ok
+
+# Without a plan or cluster: every op on the local machine's first device, native.
+expect 0 "run without a plan" "$bin" run "$mlp" --steps 2 --warmup 0
+contains "$work/out" "native: as fast as this machine runs" "run without a plan"
+contains "$work/out" "plan: 1 device, 1 stage, 1 micro-batch, GPipe" "run without a plan"
+
+# A plan that does not fit: exit 3 naming the device, its need and its capacity.
+sed 's/"memory_bytes": 1073741824/"memory_bytes": 8192/' "$paced" >"$work/small.json"
+expect 3 "a plan that does not fit" "$bin" run "$mlp" --cluster "$work/small.json" --plan "$plan"
+contains "$work/err" "out of memory: device dev0 needs" "a plan that does not fit"
+contains "$work/err" "has 8.0 KiB (8192 bytes)" "a plan that does not fit"
+expect 3 "training with a plan that does not fit" "$bin" train "$mlp" --steps 1 \
+    --cluster "$work/small.json" --plan "$plan"
+contains "$work/err" "the plan does not fit: device dev0" "training with a plan that does not fit"
+
+# Training with the plan gives the one-device losses (micro-batches as the plan's).
+expect 0 "train with a plan" "$bin" train "$mlp" --steps 20 --log-every 10 --cluster "$paced" \
+    --plan "$plan"
+contains "$work/out" "placed by $plan on cluster \"paced-4\" (3 stages, 1F1B, paced)" "train with a plan"
+grep '^step' "$work/out" | sed 's/  [0-9]* samples.*//' >"$work/placed"
+expect 0 "train on one device" "$bin" train "$mlp" --steps 20 --log-every 10 --micro-batches 2
+grep '^step' "$work/out" | sed 's/  [0-9]* samples.*//' >"$work/single"
+if cmp -s "$work/placed" "$work/single"; then ok; else bad "placed and one-device losses differ"; diff "$work/placed" "$work/single"; fi
+
+# Bad input: exit 2 with what is wrong.
+expect 2 "run: missing model" "$bin" run
+expect 2 "run: zero steps" "$bin" run "$mlp" --steps 0
+contains "$work/err" "invalid value '0' for --steps" "run: zero steps"
+expect 2 "run: a plan for another cluster" "$bin" run "$mlp" --plan "$plan"
+contains "$work/err" "mlp-small-paced-4.json" "run: a plan for another cluster"
+expect 2 "run: a missing plan" "$bin" run "$mlp" --cluster "$paced" --plan "$work/none.json"
+expect 2 "train: --plan with --threads" "$bin" train "$mlp" --plan "$plan" --threads 2
+contains "$work/err" "the plan sets the threads" "train: --plan with --threads"
+expect 2 "train: --cluster without --plan" "$bin" train "$mlp" --cluster "$paced"
+expect 1 "run: trace into a missing directory" "$bin" run "$mlp" --steps 1 --warmup 0 \
+    --trace "$work/no/such/trace.json"
+
+finish run
