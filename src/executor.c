@@ -79,14 +79,28 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Pacing: sleeps until `when` (CLOCK_MONOTONIC seconds); never returns earlier. */
-static void sleep_until(double when)
+/* Pacing: waits until `when` (CLOCK_MONOTONIC seconds), never returning earlier. A
+ * sleeping thread wakes tens of microseconds late on a VM, which adds up over thousands
+ * of tasks: so it sleeps until SPIN_SECONDS before the deadline and spins the rest. */
+#define SPIN_SECONDS 60e-6
+
+static inline void cpu_relax(void)
 {
-    struct timespec ts = {(time_t)when, (long)((when - (double)(time_t)when) * 1e9) + 1};
-    if (ts.tv_nsec >= 1000000000L)
-        ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void wait_until(double when)
+{
+    double wake = when - SPIN_SECONDS;
+    if (wake > now_seconds()) {
+        struct timespec ts = {(time_t)wake, (long)((wake - (double)(time_t)wake) * 1e9)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+    }
+    while (now_seconds() < when)
+        cpu_relax();
 }
 
 /* ---- ready queues ------------------------------------------------------------------------ */
@@ -150,7 +164,7 @@ static void run_op(resource *r, const pl_task *task, double start)
         if (op->outputs[j] == ex->g->loss)
             ex->losses[k] = *(const float *)args.out[j];
     if (r->flops_per_second > 0)
-        sleep_until(start + pl_task_flops(p, task) / r->flops_per_second);
+        wait_until(start + pl_task_flops(p, task) / r->flops_per_second);
 }
 
 static void run_copy(resource *r, const pl_task *task, double start)
@@ -161,7 +175,7 @@ static void run_copy(resource *r, const pl_task *task, double start)
     double modelled = r->latency + (r->bytes_per_second > 0 ? (double)bytes / r->bytes_per_second
                                                             : 0);
     if (modelled > 0)
-        sleep_until(start + modelled);
+        wait_until(start + modelled);
 }
 
 static void finish_task(pl_executor *ex, int i)

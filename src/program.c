@@ -1,5 +1,6 @@
-/* Compiling a placed training step: the tasks, and their order (program.h). Buffers,
- * dependencies and memory follow in program_buffers.c. */
+/* Compiling a placed training step: the tasks, and their order (program.h). The
+ * schedules' timeline is in program_schedule.c; buffers, dependencies and memory follow
+ * in program_buffers.c. */
 #include "program.h"
 
 #include <limits.h>
@@ -10,111 +11,6 @@
 #include "graph_build.h"
 #include "heap.h"
 #include "program_impl.h"
-
-/* ---- the schedule's ideal timeline ------------------------------------------------------- */
-
-enum { FORWARD = 0, BACKWARD = 1 };
-
-static int block_of(int stage, int phase, int micro_batch, int m)
-{
-    return (stage * 2 + phase) * m + micro_batch;
-}
-
-/* Stage s's sequence of (phase, micro-batch): GPipe runs every forward, then every
- * backward; 1F1B runs forwards until n_stages - s micro-batches are in flight, then
- * alternates, then drains. */
-static void stage_sequence(int s, int n_stages, int m, pl_schedule schedule, int *phase,
-                           int *mb)
-{
-    int n = 0;
-    if (schedule == PL_SCHEDULE_GPIPE) {
-        for (int k = 0; k < m; k++, n++)
-            phase[n] = FORWARD, mb[n] = k;
-        for (int k = 0; k < m; k++, n++)
-            phase[n] = BACKWARD, mb[n] = k;
-        return;
-    }
-    int warm = n_stages - s - 1 < m ? n_stages - s - 1 : m;
-    for (int k = 0; k < warm; k++, n++)
-        phase[n] = FORWARD, mb[n] = k;
-    for (int k = 0; k < m - warm; k++) {
-        phase[n] = FORWARD, mb[n++] = warm + k;
-        phase[n] = BACKWARD, mb[n++] = k;
-    }
-    for (int k = m - warm; k < m; k++, n++)
-        phase[n] = BACKWARD, mb[n] = k;
-}
-
-typedef struct timed_block {
-    int start, stage, phase, block;
-} timed_block;
-
-static int compare_blocks(const void *a, const void *b)
-{
-    const timed_block *x = a, *y = b;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    if (x->stage != y->stage)
-        return x->stage < y->stage ? -1 : 1;
-    return x->phase - y->phase;
-}
-
-/* Ranks every (stage, phase, micro-batch) block by its start in the ideal timeline: a
- * forward takes 1, a backward 2; a forward follows the previous stage's forward of its
- * micro-batch, a backward the next stage's backward. */
-static int *rank_blocks(int n_stages, int m, pl_schedule schedule, pl_error *err)
-{
-    int n_blocks = n_stages * 2 * m;
-    int *rank = malloc((size_t)n_blocks * sizeof *rank);
-    int *end = malloc((size_t)n_blocks * sizeof *end);
-    int *phase = malloc((size_t)n_stages * 2 * (size_t)m * sizeof *phase);
-    int *mb = malloc((size_t)n_stages * 2 * (size_t)m * sizeof *mb);
-    int *next = calloc((size_t)n_stages, sizeof *next), *clock = calloc((size_t)n_stages, sizeof *clock);
-    timed_block *order = malloc((size_t)n_blocks * sizeof *order);
-    if (!rank || !end || !phase || !mb || !next || !clock || !order) {
-        free(rank);
-        rank = NULL;
-        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-        goto done;
-    }
-    for (int s = 0; s < n_stages; s++)
-        stage_sequence(s, n_stages, m, schedule, phase + s * 2 * m, mb + s * 2 * m);
-    for (int b = 0; b < n_blocks; b++)
-        end[b] = -1;
-    for (int placed = 0; placed < n_blocks;) {
-        int before = placed;
-        for (int s = 0; s < n_stages; s++)
-            for (; next[s] < 2 * m; next[s]++, placed++) {
-                int ph = phase[s * 2 * m + next[s]], k = mb[s * 2 * m + next[s]];
-                int after = ph == FORWARD ? (s > 0 ? end[block_of(s - 1, FORWARD, k, m)] : 0)
-                                          : (s + 1 < n_stages ? end[block_of(s + 1, BACKWARD, k, m)]
-                                                              : end[block_of(s, FORWARD, k, m)]);
-                if (after < 0)
-                    break;
-                int start = after > clock[s] ? after : clock[s];
-                int b = block_of(s, ph, k, m);
-                clock[s] = end[b] = start + (ph == FORWARD ? 1 : 2);
-                order[placed] = (timed_block){start, s, ph, b};
-            }
-        if (placed == before) {
-            free(rank);
-            rank = NULL;
-            pl_error_set(err, PL_EINTERNAL, NULL, "the pipeline schedule does not progress");
-            goto done;
-        }
-    }
-    qsort(order, (size_t)n_blocks, sizeof *order, compare_blocks);
-    for (int i = 0; i < n_blocks; i++)
-        rank[order[i].block] = i;
-done:
-    free(end);
-    free(phase);
-    free(mb);
-    free(next);
-    free(clock);
-    free(order);
-    return rank;
-}
 
 /* ---- tasks ------------------------------------------------------------------------------- */
 
@@ -172,7 +68,7 @@ static pl_status create_tasks(pl_builder *b, const pl_plan *plan, pl_error *err)
     const pl_graph *g = b->g;
     const pl_partitions *parts = b->parts;
     int m = b->m;
-    int *rank = rank_blocks(plan->n_stages, m, plan->schedule, err);
+    int *rank = pl_rank_blocks(plan->n_stages, m, plan->schedule, err);
     if (!rank)
         return err ? err->status : PL_ENOMEM;
     for (int o = 0; o < g->n_ops; o++) {
@@ -182,10 +78,10 @@ static pl_status create_tasks(pl_builder *b, const pl_plan *plan, pl_error *err)
             add_task(b, PL_TASK_OP, o, -1, parts->op_device[o], (task_key){INT_MAX, o, 0});
             continue;
         }
-        int phase = op->phase == PL_PHASE_FORWARD ? FORWARD : BACKWARD;
+        int phase = op->phase == PL_PHASE_FORWARD ? PL_FORWARD : PL_BACKWARD;
         for (int k = 0; k < m; k++)
             add_task(b, PL_TASK_OP, o, k, parts->op_device[o],
-                     (task_key){rank[block_of(parts->op_stage[o], phase, k, m)], o, 0});
+                     (task_key){rank[pl_block_of(parts->op_stage[o], phase, k, m)], o, 0});
     }
     for (int x = 0; x < parts->n_transfers; x++) {
         const pl_transfer *tr = &parts->transfers[x];

@@ -48,6 +48,17 @@ int pl_copy_task(const pl_builder *b, int x, int k);
 int pl_find_transfer(const pl_builder *b, int t, int to);
 int pl_source_task(const pl_builder *b, int t, int d, int k);
 
+/* program_schedule.c: blocks are (stage, phase, micro-batch); their rank in the ideal
+ * timeline of the schedule, indexed by pl_block_of. NULL with err set on failure. */
+enum { PL_FORWARD = 0, PL_BACKWARD = 1 };
+
+static inline int pl_block_of(int stage, int phase, int micro_batch, int m)
+{
+    return (stage * 2 + phase) * m + micro_batch;
+}
+
+int *pl_rank_blocks(int n_stages, int m, pl_schedule schedule, pl_error *err);
+
 /* program_buffers.c: slots and buffers, each task's references, the dependencies, and
  * every device's memory. */
 pl_status pl_program_assign_buffers(pl_builder *b, pl_error *err);

@@ -25,12 +25,16 @@ static inline float pl_sum_run(const float *x, int64_t n)
  * below 2e-7 for exp over its float range; absolute error below 1e-6 for tanh. */
 
 /* exp(x): x = n*ln2 + r with |r| <= ln2/2 (ln2 split in two for exactness), a degree-6
- * polynomial for exp(r), and 2^n built in the exponent bits. */
+ * polynomial for exp(r), and 2^n built in the exponent bits. n is read from the bits of
+ * x*log2(e) + 1.5*2^23, whose low mantissa bits hold it, in unsigned arithmetic: no
+ * float-to-int conversion or signed shift, so a NaN flows through to the result without
+ * undefined behaviour. */
 static inline float pl_expf(float x)
 {
     x = x < -87.3f ? -87.3f : x > 88.7f ? 88.7f : x;
     const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-    float n = (x * 1.44269504088896341f + shifter) - shifter;
+    float t = x * 1.44269504088896341f + shifter;
+    float n = t - shifter;
     float r = x - n * 0.693359375f + n * 2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -40,9 +44,10 @@ static inline float pl_expf(float x)
     p = p * r + 5.0000001201e-1f;
     float y = p * r * r + r + 1.0f;
     union {
-        int32_t i;
         float f;
-    } scale = {.i = ((int32_t)n + 127) << 23};
+        uint32_t u;
+    } bits = {.f = t}, scale;
+    scale.u = (bits.u - UINT32_C(0x4B400000) + 127u) << 23;
     return y * scale.f;
 }
 
