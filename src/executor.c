@@ -81,15 +81,9 @@ static double now_seconds(void)
 
 /* Pacing: waits until `when` (CLOCK_MONOTONIC seconds), never returning earlier. A
  * sleeping thread wakes tens of microseconds late on a VM, which adds up over thousands
- * of tasks: so it sleeps until SPIN_SECONDS before the deadline and spins the rest. */
+ * of tasks: so it sleeps until SPIN_SECONDS before the deadline and spins the rest,
+ * yielding, since more threads than cores may be waiting for one. */
 #define SPIN_SECONDS 60e-6
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
 
 static void wait_until(double when)
 {
@@ -100,7 +94,7 @@ static void wait_until(double when)
             ;
     }
     while (now_seconds() < when)
-        cpu_relax();
+        sched_yield(); /* a woken device or link on this core goes first */
 }
 
 /* ---- ready queues ------------------------------------------------------------------------ */

@@ -1,4 +1,4 @@
-/* JSON pointers, typed member access and file parsing with located errors. */
+/* JSON pointers, typed member access and file parsing with located errors; writing. */
 #include "json_reader.h"
 
 #include <errno.h>
@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "atomic_file.h"
 #include "graph.h"
 #include "hash.h"
 
@@ -386,4 +387,18 @@ bool pl_json_check_header(pl_json_reader *r, const json_t *root, const char *wha
                             "%lld)", (long long)found_version, (long long)version);
     }
     return true;
+}
+
+pl_status pl_json_write_file(const char *path, const json_t *root, size_t flags,
+                             pl_error *err)
+{
+    pl_atomic_file file;
+    pl_status status = pl_atomic_open(&file, path, err);
+    if (status != PL_OK)
+        return status;
+    if (json_dumpf(root, file.fp, flags) != 0 || fputc('\n', file.fp) == EOF) {
+        pl_atomic_abort(&file);
+        return pl_error_set(err, PL_EIO, NULL, "cannot write %s", path);
+    }
+    return pl_atomic_commit(&file, err);
 }

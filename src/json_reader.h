@@ -1,4 +1,4 @@
-/* Reading a JSON document with errors that point at the offending value.
+/* Reading a JSON document with errors that point at the offending value; writing one.
  *
  * Every loader of a placer file (model, cluster, plan) walks its jansson tree through a
  * pl_json_reader, which keeps the JSON pointer of where it is and records the first error
@@ -66,5 +66,9 @@ bool pl_json_check_header(pl_json_reader *r, const json_t *root, const char *wha
 /* A name: 1 to 255 bytes, no control characters. `value` is the string at the current
  * pointer. */
 bool pl_json_check_name(pl_json_reader *r, const json_t *value, const char *what);
+
+/* Writes `root` to `path` atomically (atomic_file.h) with jansson's dump `flags`. */
+pl_status pl_json_write_file(const char *path, const json_t *root, size_t flags,
+                             pl_error *err);
 
 #endif

@@ -196,17 +196,7 @@ pl_status pl_plan_write_file(const char *path, const pl_plan *plan, const pl_gra
     pl_partitions_free(parts);
     if (!root)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory building the plan");
-    pl_atomic_file file;
-    pl_status status = pl_atomic_open(&file, path, err);
-    if (status == PL_OK) {
-        if (json_dumpf(root, file.fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 ||
-            fputc('\n', file.fp) == EOF) {
-            pl_atomic_abort(&file);
-            status = pl_error_set(err, PL_EIO, NULL, "cannot write %s", path);
-        } else {
-            status = pl_atomic_commit(&file, err);
-        }
-    }
+    pl_status status = pl_json_write_file(path, root, JSON_INDENT(1) | JSON_PRESERVE_ORDER, err);
     json_decref(root);
     return status;
 }

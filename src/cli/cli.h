@@ -10,7 +10,9 @@
 #include "cluster.h"
 #include "error.h"
 #include "graph.h"
+#include "executor.h"
 #include "plan.h"
+#include "program.h"
 
 enum {
     PL_EXIT_OK = 0,
@@ -26,6 +28,8 @@ int pl_cmd_main(int argc, char **argv);
 int pl_cmd_train(int argc, char **argv);
 int pl_cmd_cluster(int argc, char **argv);
 int pl_cmd_run(int argc, char **argv);
+int pl_cmd_simulate(int argc, char **argv);
+int pl_cmd_calibrate(int argc, char **argv);
 
 /* Prints "placer: message" and a pointer to --help on stderr; returns PL_EXIT_USAGE. */
 int pl_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -40,6 +44,15 @@ int pl_cli_load_placement(const char *cluster_path, const char *plan_path,
                           const pl_graph *graph, pl_cluster **cluster, pl_plan **plan);
 /* A whole decimal number in [min, max], or false. */
 bool pl_cli_parse_long(const char *text, long min, long max, long *out);
+/* An executor for a training graph on a cluster, its inputs filled with the first training
+ * batch of `data_path` (as placer train --data takes it). Reports errors; exit status. */
+int pl_cli_new_executor(const pl_graph *graph, const pl_cluster *cluster,
+                        const char *data_path, pl_executor **executor);
+/* "plan: 3 devices, 3 stages, ..." for run and simulate. */
+void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *cluster,
+                          const pl_program *program);
+/* Calibration progress on stderr; `context` points to a bool that enables it. */
+void pl_cli_calibration_progress(void *context, const char *what);
 /* "1.5 MiB" into buf. */
 const char *pl_cli_bytes(double bytes, char *buf, size_t cap);
 /* The validate summary of a loaded model. */

@@ -8,7 +8,6 @@
 
 #include "autodiff.h"
 #include "cli.h"
-#include "data.h"
 #include "executor.h"
 
 typedef struct run_options {
@@ -70,26 +69,6 @@ static int parse_options(int argc, char **argv, run_options *o)
     return PL_EXIT_OK;
 }
 
-static void describe_plan(const pl_plan *plan, const pl_cluster *c, const pl_program *p)
-{
-    int devices = 0, copies = 0;
-    int64_t bytes = 0;
-    for (int d = 0; d < c->n_devices; d++)
-        devices += p->partitions->first_op[d + 1] > p->partitions->first_op[d];
-    for (int i = 0; i < p->n_tasks; i++)
-        if (p->tasks[i].kind == PL_TASK_COPY) {
-            copies++;
-            bytes += pl_task_bytes(p, &p->tasks[i]);
-        }
-    char size[32];
-    printf("plan: %d device%s, %d stage%s, %d micro-batch%s, %s; %d tasks, %d copies (%s) "
-           "per step\n", devices, devices == 1 ? "" : "s", plan->n_stages,
-           plan->n_stages == 1 ? "" : "s", plan->micro_batches,
-           plan->micro_batches == 1 ? "" : "es",
-           plan->schedule == PL_SCHEDULE_1F1B ? "1F1B" : "GPipe", p->n_tasks, copies,
-           pl_cli_bytes((double)bytes, size, sizeof size));
-}
-
 /* Per device used: ops, memory against capacity, and the share of the last step it was
  * busy. */
 static void describe_devices(const pl_executor *ex, const pl_cluster *c)
@@ -113,17 +92,6 @@ static void describe_devices(const pl_executor *ex, const pl_cluster *c)
     }
 }
 
-static void feed(const pl_graph *g, pl_dataset *data, pl_executor *ex)
-{
-    void **inputs = calloc((size_t)g->n_tensors, sizeof *inputs);
-    for (int t = 0; inputs && t < g->n_tensors; t++)
-        if (g->tensors[t].kind == PL_TENSOR_INPUT)
-            inputs[t] = pl_executor_data(ex, t);
-    if (inputs)
-        pl_dataset_fill(data, PL_SPLIT_TRAIN, 0, 0, g->batch_size, inputs);
-    free(inputs);
-}
-
 static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
                    const pl_plan *plan, pl_executor *ex)
 {
@@ -143,7 +111,7 @@ static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
     printf("run %s on cluster \"%s\" (%s)\n", g->name, c->name,
            c->paced ? "paced: kernels and copies held to the declared speeds"
                     : "native: as fast as this machine runs");
-    describe_plan(plan, c, pl_executor_program(ex));
+    pl_cli_describe_plan(plan, c, pl_executor_program(ex));
     int threads = pl_executor_threads(ex), cores = pl_machine_cores();
     if (threads > cores)
         fprintf(stderr, "placer: run: warning: the plan's devices have %d threads and this "
@@ -176,7 +144,6 @@ int pl_cmd_run(int argc, char **argv)
     pl_graph *g = pl_cli_load_model(o.model, &status);
     pl_cluster *c = NULL;
     pl_plan *plan = NULL;
-    pl_dataset *data = NULL;
     pl_executor *ex = NULL;
     pl_error err;
     pl_error_init(&err, o.model);
@@ -186,15 +153,9 @@ int pl_cmd_run(int argc, char **argv)
         status = pl_cli_report(&err);
     else
         status = pl_cli_load_placement(o.cluster, o.plan, g, &c, &plan);
-    if (status == PL_EXIT_OK && (!(data = pl_dataset_open(g, o.data, 1, &err)) ||
-                                 !(ex = pl_executor_new(g, c, NULL, &err))))
-        status = pl_cli_report(&err);
-    if (status == PL_EXIT_OK) {
-        feed(g, data, ex);
+    if (status == PL_EXIT_OK && (status = pl_cli_new_executor(g, c, o.data, &ex)) == PL_EXIT_OK)
         status = measure(&o, g, c, plan, ex);
-    }
     pl_executor_free(ex);
-    pl_dataset_free(data);
     pl_plan_free(plan);
     pl_cluster_free(c);
     pl_graph_free(g);

@@ -8,6 +8,7 @@
 #include "atomic_file.h"
 #include "cli.h"
 #include "cluster.h"
+#include "data.h"
 #include "dot.h"
 #include "load.h"
 
@@ -69,6 +70,46 @@ int pl_cli_load_placement(const char *cluster_path, const char *plan_path,
         return pl_cli_report(&err);
     }
     return PL_EXIT_OK;
+}
+
+void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *c, const pl_program *p)
+{
+    int devices = 0, copies = 0;
+    int64_t bytes = 0;
+    for (int d = 0; d < c->n_devices; d++)
+        devices += p->partitions->first_op[d + 1] > p->partitions->first_op[d];
+    for (int i = 0; i < p->n_tasks; i++)
+        if (p->tasks[i].kind == PL_TASK_COPY) {
+            copies++;
+            bytes += pl_task_bytes(p, &p->tasks[i]);
+        }
+    char size[32];
+    printf("plan: %d device%s, %d stage%s, %d micro-batch%s, %s; %d tasks, %d copies (%s) "
+           "per step\n", devices, devices == 1 ? "" : "s", plan->n_stages,
+           plan->n_stages == 1 ? "" : "s", plan->micro_batches,
+           plan->micro_batches == 1 ? "" : "es",
+           plan->schedule == PL_SCHEDULE_1F1B ? "1F1B" : "GPipe", p->n_tasks, copies,
+           pl_cli_bytes((double)bytes, size, sizeof size));
+}
+
+int pl_cli_new_executor(const pl_graph *g, const pl_cluster *c, const char *data_path,
+                        pl_executor **ex)
+{
+    pl_error err;
+    pl_error_init(&err, data_path);
+    pl_dataset *data = pl_dataset_open(g, data_path, 1, &err);
+    void **inputs = calloc((size_t)g->n_tensors, sizeof *inputs);
+    bool memory = inputs != NULL;
+    *ex = data && inputs ? pl_executor_new(g, c, NULL, &err) : NULL;
+    if (*ex) {
+        for (int t = 0; t < g->n_tensors; t++)
+            if (g->tensors[t].kind == PL_TENSOR_INPUT)
+                inputs[t] = pl_executor_data(*ex, t);
+        pl_dataset_fill(data, PL_SPLIT_TRAIN, 0, 0, g->batch_size, inputs);
+    }
+    free(inputs);
+    pl_dataset_free(data);
+    return *ex ? PL_EXIT_OK : memory ? pl_cli_report(&err) : PL_EXIT_FAILURE;
 }
 
 pl_graph *pl_cli_load_model(const char *path, int *status)

@@ -18,6 +18,9 @@ static const command commands[] = {
     {"train", pl_cmd_train, "train MODEL.json [OPTIONS] train a model on one device"},
     {"run", pl_cmd_run, "run MODEL.json --plan P    measure the step time of a placed model\n"
                         "         [--cluster C] [--trace F]"},
+    {"simulate", pl_cmd_simulate, "simulate MODEL.json        predict the step time of a placed model\n"
+                                  "         --plan P [--cluster C] [--measure N]"},
+    {"calibrate", pl_cmd_calibrate, "calibrate [--cluster C]    measure this machine for the simulator"},
     {"cluster", pl_cmd_cluster, "cluster [CLUSTER.json]     check and describe a cluster"},
 };
 

@@ -1,0 +1,31 @@
+/* Calibration: measures this machine with the executor itself and fits the cost model.
+ *
+ * - Ops: every model of a directory (its .json files and those of its small/) runs on one
+ *   device of T threads at its batch, half, a quarter and an eighth of it; each op's time
+ *   (the median over the measured steps) is a sample of its kind at that size.
+ * - Copies: the memory copies a native link does, from 1 KiB to 16 MiB.
+ * - The executor's own costs, read from the timelines of small models placed on two native
+ *   devices: the gap between a device's tasks (per-task overhead) and the delay of a task
+ *   released from another device (a sleeping thread waking); and how late paced tasks end.
+ *
+ * It takes tens of seconds; `placer calibrate` caches the result (profile.h). */
+#ifndef PLACER_CALIBRATE_H
+#define PLACER_CALIBRATE_H
+
+#include "cost_model.h"
+#include "error.h"
+
+typedef struct pl_calibration {
+    const char *graphs_dir; /* the models to measure: DIR and DIR/small */
+    const int *threads;     /* the thread counts to measure; NULL: {1} */
+    int n_threads;
+    int steps;              /* measured steps per model and batch; 0: 3 */
+    /* Called before each model, for progress lines; may be NULL. */
+    void (*progress)(void *context, const char *what);
+    void *context;
+} pl_calibration;
+
+/* Overwrites `model` (release it with pl_cost_model_clear). */
+pl_status pl_cost_calibrate(pl_cost_model *model, const pl_calibration *how, pl_error *err);
+
+#endif

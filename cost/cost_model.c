@@ -1,0 +1,322 @@
+/* The cost model (cost_model.h): predictions, the fit, and profile files. */
+#include "cost_model.h"
+
+#include <cblas.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "json_reader.h"
+
+void pl_cost_machine_key(char *buf, size_t cap)
+{
+    char cpu[256] = "unknown";
+    FILE *info = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (info && fgets(line, sizeof line, info))
+        if (strncmp(line, "model name", 10) == 0) {
+            const char *colon = strchr(line, ':');
+            snprintf(cpu, sizeof cpu, "%.200s", colon ? colon + 2 : line);
+            cpu[strcspn(cpu, "\n")] = '\0';
+            break;
+        }
+    if (info)
+        fclose(info);
+    snprintf(buf, cap, "cpu=%s; cores=%ld; openblas=%s %s; placer=%s", cpu,
+             sysconf(_SC_NPROCESSORS_ONLN), openblas_get_corename(), openblas_get_config(),
+             PACKAGE_VERSION);
+}
+
+bool pl_cost_has_threads(const pl_cost_model *m, int threads)
+{
+    return threads >= 1 && threads <= PL_COST_MAX_THREADS &&
+           m->ops[threads][PL_OP_COUNT].samples > 0;
+}
+
+/* The measured thread count closest to `threads` from below, else any. */
+static int measured_threads(const pl_cost_model *m, int threads)
+{
+    if (threads > PL_COST_MAX_THREADS)
+        threads = PL_COST_MAX_THREADS;
+    for (int t = threads; t >= 1; t--)
+        if (pl_cost_has_threads(m, t))
+            return t;
+    for (int t = threads + 1; t <= PL_COST_MAX_THREADS; t++)
+        if (pl_cost_has_threads(m, t))
+            return t;
+    return 1;
+}
+
+double pl_cost_op(const pl_cost_model *m, pl_op_kind kind, int threads, double flops,
+                  double bytes)
+{
+    const pl_op_cost *row = m->ops[measured_threads(m, threads)];
+    const pl_op_cost *c = row[kind].samples > 0 ? &row[kind] : &row[PL_OP_COUNT];
+    return c->seconds + c->per_flop * flops + c->per_byte * bytes;
+}
+
+double pl_task_op_bytes(const pl_program *p, const pl_task *task)
+{
+    const pl_op *op = &p->graph->ops[task->op];
+    double bytes = 0;
+    for (int j = 0; j < op->n_inputs; j++)
+        bytes += (double)pl_tensor_bytes(&p->shapes[op->inputs[j]]);
+    for (int j = 0; j < op->n_outputs; j++)
+        bytes += (double)pl_tensor_bytes(&p->shapes[op->outputs[j]]);
+    return bytes;
+}
+
+double pl_cost_task(const pl_cost_model *m, const pl_program *p, const pl_cluster *c,
+                    const pl_task *task)
+{
+    if (task->kind == PL_TASK_OP) {
+        const pl_device *device = &c->devices[task->resource];
+        const pl_op *op = &p->graph->ops[task->op];
+        double flops = pl_task_flops(p, task);
+        double native = pl_cost_lookup(m, pl_op_signature(op, p->shapes, device->threads));
+        if (native < 0)
+            native = pl_cost_op(m, op->kind, device->threads, flops, pl_task_op_bytes(p, task));
+        if (device->flops_per_second <= 0)
+            return native;
+        double paced = flops / device->flops_per_second;
+        return (native > paced ? native : paced) + m->paced_late_seconds;
+    }
+    const pl_link_use *use = &p->links[task->resource - p->n_devices];
+    const pl_link *link = pl_cluster_link(c, use->from, use->to);
+    double bytes = (double)pl_task_bytes(p, task);
+    double native = m->copy_seconds + m->copy_per_byte * bytes;
+    if (link->bytes_per_second <= 0 && link->latency_seconds <= 0)
+        return native;
+    double paced = link->latency_seconds +
+                   (link->bytes_per_second > 0 ? bytes / link->bytes_per_second : 0);
+    return (native > paced ? native : paced) + m->paced_late_seconds;
+}
+
+/* ---- the fit ----------------------------------------------------------------------------- */
+
+/* Solves the n x n system a x = b (n <= 3) by elimination with partial pivoting; false
+ * when singular. */
+static bool solve(double a[3][3], double b[3], int n, double x[3])
+{
+    for (int col = 0; col < n; col++) {
+        int pivot = col;
+        for (int r = col + 1; r < n; r++)
+            if (fabs(a[r][col]) > fabs(a[pivot][col]))
+                pivot = r;
+        if (fabs(a[pivot][col]) < 1e-12)
+            return false;
+        for (int k = 0; k < n; k++) {
+            double t = a[col][k];
+            a[col][k] = a[pivot][k];
+            a[pivot][k] = t;
+        }
+        double t = b[col];
+        b[col] = b[pivot];
+        b[pivot] = t;
+        for (int r = col + 1; r < n; r++) {
+            double f = a[r][col] / a[col][col];
+            for (int k = col; k < n; k++)
+                a[r][k] -= f * a[col][k];
+            b[r] -= f * b[col];
+        }
+    }
+    for (int r = n - 1; r >= 0; r--) {
+        double s = b[r];
+        for (int k = r + 1; k < n; k++)
+            s -= a[r][k] * x[k];
+        x[r] = s / a[r][r];
+    }
+    return true;
+}
+
+/* Feature f of sample i, divided by its time: a relative-error fit. */
+static double feature(int f, int i, const double *seconds, const double *flops,
+                      const double *bytes)
+{
+    double v = f == 0 ? 1 : f == 1 ? flops[i] : bytes[i];
+    return v / seconds[i];
+}
+
+pl_op_cost pl_cost_fit(const double *seconds, const double *flops, const double *bytes, int n)
+{
+    pl_op_cost best = {0};
+    double best_error = DBL_MAX;
+    double scale[3] = {0};
+    for (int i = 0; i < n; i++)
+        for (int f = 0; f < 3; f++)
+            scale[f] += feature(f, i, seconds, flops, bytes) *
+                        feature(f, i, seconds, flops, bytes) / n;
+    for (int f = 0; f < 3; f++)
+        scale[f] = scale[f] > 0 ? sqrt(scale[f]) : 1;
+    /* Every subset of the three features; the best whose coefficients are all >= 0. */
+    for (int subset = 1; subset < 8; subset++) {
+        int use[3], k = 0;
+        for (int f = 0; f < 3; f++)
+            if (subset & (1 << f))
+                use[k++] = f;
+        double a[3][3] = {{0}}, b[3] = {0}, x[3] = {0};
+        for (int i = 0; i < n; i++)
+            for (int r = 0; r < k; r++) {
+                double fr = feature(use[r], i, seconds, flops, bytes) / scale[use[r]];
+                b[r] += fr;
+                for (int c = 0; c < k; c++)
+                    a[r][c] += fr * feature(use[c], i, seconds, flops, bytes) / scale[use[c]];
+            }
+        if (!solve(a, b, k, x))
+            continue;
+        double coef[3] = {0};
+        bool ok = true;
+        for (int r = 0; r < k; r++) {
+            coef[use[r]] = x[r] / scale[use[r]];
+            ok = ok && coef[use[r]] >= 0;
+        }
+        if (!ok)
+            continue;
+        double error = 0;
+        for (int i = 0; i < n; i++) {
+            double pred = coef[0] + coef[1] * flops[i] + coef[2] * bytes[i];
+            error += (pred / seconds[i] - 1) * (pred / seconds[i] - 1);
+        }
+        if (error < best_error) {
+            best_error = error;
+            best = (pl_op_cost){coef[0], coef[1], coef[2], n};
+        }
+    }
+    return best;
+}
+
+/* ---- profile files ----------------------------------------------------------------------- */
+
+static const char *const PROFILE_FORMAT = "placer-cost-profile";
+
+pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error *err)
+{
+    json_t *ops = json_array();
+    for (int t = 1; t <= PL_COST_MAX_THREADS; t++)
+        for (int k = 0; k <= PL_OP_COUNT; k++) {
+            const pl_op_cost *c = &m->ops[t][k];
+            if (c->samples == 0)
+                continue;
+            json_array_append_new(ops, json_pack("{s:s, s:i, s:f, s:f, s:f, s:i}", "kind",
+                                                 k == PL_OP_COUNT ? "*" : pl_op_info_of(k)->name,
+                                                 "threads", t, "seconds", c->seconds,
+                                                 "per_flop", c->per_flop, "per_byte",
+                                                 c->per_byte, "samples", c->samples));
+        }
+    json_t *measured = json_array();
+    for (int i = 0; i < m->n_measured; i++) {
+        char signature[17];
+        snprintf(signature, sizeof signature, "%016llx",
+                 (unsigned long long)m->measured[i].signature);
+        json_array_append_new(measured, json_pack("[s, f]", signature, m->measured[i].seconds));
+    }
+    json_t *root = json_pack("{s:s, s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:o, s:o}", "format",
+                             PROFILE_FORMAT, "version", PL_COST_FORMAT_VERSION, "machine",
+                             m->machine, "copy_seconds", m->copy_seconds, "copy_per_byte",
+                             m->copy_per_byte, "handoff_seconds", m->handoff_seconds,
+                             "task_seconds", m->task_seconds, "paced_late_seconds",
+                             m->paced_late_seconds, "ops", ops, "measured", measured);
+    if (!root)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    pl_status status = pl_json_write_file(path, root, JSON_INDENT(1) | JSON_REAL_PRECISION(9),
+                                          err);
+    json_decref(root);
+    return status;
+}
+
+static bool read_op(pl_json_reader *r, const json_t *entry, pl_cost_model *m)
+{
+    static const char *const fields[] = {"kind", "threads", "seconds", "per_flop", "per_byte",
+                                         "samples", NULL};
+    const char *kind_name;
+    int64_t threads, samples;
+    pl_op_cost c;
+    if (!pl_json_expect_object(r, entry, fields) ||
+        !pl_json_string(r, entry, "kind", true, &kind_name) ||
+        !pl_json_integer(r, entry, "threads", true, 1, PL_COST_MAX_THREADS, &threads) ||
+        !pl_json_number(r, entry, "seconds", true, 0, 1e6, &c.seconds) ||
+        !pl_json_number(r, entry, "per_flop", true, 0, 1, &c.per_flop) ||
+        !pl_json_number(r, entry, "per_byte", true, 0, 1, &c.per_byte) ||
+        !pl_json_integer(r, entry, "samples", true, 1, INT32_MAX, &samples))
+        return false;
+    pl_op_kind kind = strcmp(kind_name, "*") == 0 ? PL_OP_COUNT : pl_op_from_name(kind_name);
+    if (kind == PL_OP_COUNT && strcmp(kind_name, "*") != 0) {
+        pl_json_push_key(r, "kind");
+        return pl_json_fail(r, "unknown op kind \"%s\"", kind_name);
+    }
+    c.samples = (int)samples;
+    m->ops[threads][kind] = c;
+    return true;
+}
+
+/* [["0123456789abcdef", seconds], ...], sorted by signature. */
+static bool read_measured(pl_json_reader *r, const json_t *list, pl_cost_model *m)
+{
+    size_t n = json_array_size(list);
+    if (!(m->measured = malloc((n + 1) * sizeof *m->measured)))
+        return pl_json_fail(r, "out of memory");
+    size_t back = pl_json_push_key(r, "measured"), here = r->path_len;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *entry = json_array_get(list, i);
+        const char *hex = json_string_value(json_array_get(entry, 0));
+        const json_t *seconds = json_array_get(entry, 1);
+        char *end = NULL;
+        unsigned long long signature = hex ? strtoull(hex, &end, 16) : 0;
+        pl_json_push_index(r, i);
+        if (!json_is_array(entry) || json_array_size(entry) != 2 || !hex || *end ||
+            strlen(hex) != 16 || !json_is_number(seconds) || json_number_value(seconds) < 0 ||
+            (i > 0 && signature <= m->measured[i - 1].signature))
+            return pl_json_fail(r, "expected [\"16 hex digits\", seconds], in increasing "
+                                   "order of signature");
+        m->measured[i] = (pl_op_time){signature, json_number_value(seconds)};
+        m->n_measured = (int)i + 1;
+        pl_json_pop(r, here);
+    }
+    pl_json_pop(r, back);
+    return true;
+}
+
+pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
+{
+    static const char *const fields[] = {"format", "version", "machine", "copy_seconds",
+                                         "copy_per_byte", "handoff_seconds", "task_seconds",
+                                         "paced_late_seconds", "ops", "measured", NULL};
+    json_t *root = pl_json_parse_file(path, (size_t)16 << 20, err, NULL);
+    if (!root)
+        return err ? err->status : PL_EINPUT;
+    pl_json_reader r;
+    pl_json_reader_init(&r, err);
+    memset(m, 0, sizeof *m);
+    const char *machine;
+    json_t *ops, *measured;
+    bool ok = pl_json_check_header(&r, root, "cost profile", PROFILE_FORMAT,
+                                   PL_COST_FORMAT_VERSION) &&
+              pl_json_expect_object(&r, root, fields) &&
+              pl_json_string(&r, root, "machine", true, &machine) &&
+              pl_json_number(&r, root, "copy_seconds", true, 0, 1, &m->copy_seconds) &&
+              pl_json_number(&r, root, "copy_per_byte", true, 0, 1, &m->copy_per_byte) &&
+              pl_json_number(&r, root, "handoff_seconds", true, 0, 1, &m->handoff_seconds) &&
+              pl_json_number(&r, root, "task_seconds", true, 0, 1, &m->task_seconds) &&
+              pl_json_number(&r, root, "paced_late_seconds", true, 0, 1,
+                             &m->paced_late_seconds) &&
+              pl_json_member(&r, root, "ops", JSON_ARRAY, true, &ops) &&
+              pl_json_member(&r, root, "measured", JSON_ARRAY, true, &measured);
+    if (ok)
+        snprintf(m->machine, sizeof m->machine, "%s", machine);
+    for (size_t i = 0; ok && i < json_array_size(ops); i++) {
+        size_t back = pl_json_push_key(&r, "ops");
+        pl_json_push_index(&r, i);
+        ok = read_op(&r, json_array_get(ops, i), m);
+        pl_json_pop(&r, back);
+    }
+    if (ok)
+        ok = read_measured(&r, measured, m);
+    json_decref(root);
+    if (!ok)
+        pl_cost_model_clear(m);
+    return ok ? PL_OK : PL_EINPUT;
+}

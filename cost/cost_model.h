@@ -1,0 +1,91 @@
+/* The cost model: how long the executor takes for each task of a program, on this
+ * machine, fitted to measurements of the executor itself (cost/calibrate.c).
+ *
+ * - An op on a native device of T threads takes the time measured for its signature (its
+ *   kind, attributes, input and output shapes, and T) when calibration measured one; else
+ *   `seconds + per_flop * flops + per_byte * bytes` (FLOPs and bytes read and written at
+ *   the micro-batch's shapes), with the three coefficients fitted per op kind and thread
+ *   count to every measurement; a kind never measured uses the fit over all kinds.
+ * - On a paced device an op takes the larger of that and its FLOPs at the declared rate,
+ *   plus how late the executor's paced tasks end.
+ * - A copy over a native link takes `copy_seconds + copy_per_byte * bytes`; over a paced
+ *   link the larger of that and latency + bytes / bandwidth, plus the paced lateness.
+ * - A task released by a task on another device or link starts `handoff_seconds` later
+ *   (a sleeping thread wakes); one released on the same resource `task_seconds` later.
+ *
+ * A profile is keyed by the machine (CPU model, cores, OpenBLAS build, placer version) and
+ * is reused until any of them changes. Reading it from several threads is safe; free its
+ * measurements with pl_cost_model_clear. */
+#ifndef PLACER_COST_MODEL_H
+#define PLACER_COST_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "error.h"
+#include "graph.h"
+#include "ops.h"
+#include "program.h"
+
+enum { PL_COST_FORMAT_VERSION = 1, PL_COST_MAX_THREADS = 16 };
+
+typedef struct pl_op_cost {
+    double seconds, per_flop, per_byte;
+    int samples; /* 0: not measured */
+} pl_op_cost;
+
+/* One measured op configuration. */
+typedef struct pl_op_time {
+    uint64_t signature;
+    double seconds;
+} pl_op_time;
+
+typedef struct pl_cost_model {
+    char machine[512];  /* the key: what the profile was measured on */
+    /* by thread count (index 1 .. PL_COST_MAX_THREADS), op kind (PL_OP_COUNT: all kinds) */
+    pl_op_cost ops[PL_COST_MAX_THREADS + 1][PL_OP_COUNT + 1];
+    double copy_seconds, copy_per_byte;
+    double handoff_seconds, task_seconds;
+    double paced_late_seconds;
+    pl_op_time *measured; /* sorted by signature; malloc'd */
+    int n_measured;
+} pl_cost_model;
+
+void pl_cost_model_clear(pl_cost_model *model);
+
+/* An op's signature: what its time depends on (kind, attributes, the shapes and dtypes of
+ * its inputs and outputs in `shapes`) and the device's thread count. */
+uint64_t pl_op_signature(const pl_op *op, const pl_tensor *shapes, int threads);
+/* Adds measurements (any order, repeats allowed: the median of each signature's times is
+ * kept, and a new signature's time replaces an old one). */
+pl_status pl_cost_add_measured(pl_cost_model *model, pl_op_time *times, int n, pl_error *err);
+/* The measured time of a signature, or -1. */
+double pl_cost_lookup(const pl_cost_model *model, uint64_t signature);
+
+/* This machine's key: "cpu=...; cores=2; openblas=...; placer=0.1". */
+void pl_cost_machine_key(char *buf, size_t cap);
+
+/* Whether the model has measurements for devices of `threads` threads. */
+bool pl_cost_has_threads(const pl_cost_model *model, int threads);
+
+/* The seconds of one task of a program on its device or link of `cluster`, as the
+ * executor would take, without the hand-off before it. */
+double pl_cost_task(const pl_cost_model *model, const pl_program *program,
+                    const pl_cluster *cluster, const pl_task *task);
+/* An op on a native device of `threads` threads, at the given FLOPs and bytes. */
+double pl_cost_op(const pl_cost_model *model, pl_op_kind kind, int threads, double flops,
+                  double bytes);
+/* Bytes an op task reads and writes at the micro-batch's shapes. */
+double pl_task_op_bytes(const pl_program *program, const pl_task *task);
+
+/* Fits one op kind's coefficients to samples (seconds, flops, bytes), non-negative, by
+ * least squares on relative error (times span microseconds to seconds). */
+pl_op_cost pl_cost_fit(const double *seconds, const double *flops, const double *bytes, int n);
+
+/* Profile files (JSON, written atomically). Reading checks the format; a profile of
+ * another machine key reads fine: callers compare `machine`. */
+pl_status pl_cost_model_write(const pl_cost_model *model, const char *path, pl_error *err);
+pl_status pl_cost_model_read(pl_cost_model *model, const char *path, pl_error *err);
+
+#endif

@@ -1,0 +1,123 @@
+/* The cached calibration profile (profile.h). */
+#include "profile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+bool pl_profile_path(char *buf, size_t cap)
+{
+    const char *explicit = getenv("PLACER_PROFILE"), *cache = getenv("XDG_CACHE_HOME"),
+               *home = getenv("HOME");
+    if (explicit && *explicit)
+        return (size_t)snprintf(buf, cap, "%s", explicit) < cap;
+    if (cache && *cache)
+        return (size_t)snprintf(buf, cap, "%s/placer/profile.json", cache) < cap;
+    if (home && *home)
+        return (size_t)snprintf(buf, cap, "%s/.cache/placer/profile.json", home) < cap;
+    return false;
+}
+
+const char *pl_profile_graphs_dir(void)
+{
+    static const char *const candidates[] = {PL_INSTALLED_GRAPHS, PL_SOURCE_GRAPHS};
+    const char *chosen = getenv("PLACER_GRAPHS");
+    if (chosen && *chosen)
+        return chosen;
+    for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++) {
+        char probe[4096];
+        snprintf(probe, sizeof probe, "%s/small/mlp-small.json", candidates[i]);
+        if (access(probe, R_OK) == 0)
+            return candidates[i];
+    }
+    return NULL;
+}
+
+/* mkdir -p of the file's directory. */
+static void make_parents(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    for (char *slash = dir + 1; (slash = strchr(slash, '/')); slash++) {
+        *slash = '\0';
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+            return;
+        *slash = '/';
+    }
+}
+
+/* Whether a read profile serves this machine and every thread count of the cluster. */
+static bool profile_fits(const pl_cost_model *m, const pl_cluster *c)
+{
+    char key[sizeof m->machine];
+    pl_cost_machine_key(key, sizeof key);
+    if (strcmp(key, m->machine) != 0)
+        return false;
+    for (int d = 0; d < c->n_devices; d++)
+        if (!pl_cost_has_threads(m, c->devices[d].threads))
+            return false;
+    return true;
+}
+
+/* The cluster's distinct thread counts, and those the old profile had. */
+static int needed_threads(const pl_cluster *c, const pl_cost_model *old, int *threads)
+{
+    int n = 0;
+    for (int t = 1; t <= PL_COST_MAX_THREADS; t++) {
+        bool used = old && pl_cost_has_threads(old, t);
+        for (int d = 0; d < c->n_devices && !used; d++)
+            used = c->devices[d].threads == t;
+        if (used)
+            threads[n++] = t;
+    }
+    return n;
+}
+
+pl_status pl_profile_load(pl_cost_model *m, const pl_cluster *c, bool force,
+                          void (*progress)(void *context, const char *what), void *context,
+                          bool *calibrated, pl_error *err)
+{
+    char path[4096];
+    *calibrated = false;
+    bool have_path = pl_profile_path(path, sizeof path);
+    pl_cost_model *old = malloc(sizeof *old);
+    if (!old)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    bool read = have_path && access(path, R_OK) == 0 && pl_cost_model_read(old, path, NULL) == PL_OK;
+    if (read && !force && profile_fits(old, c)) {
+        *m = *old;
+        free(old);
+        return PL_OK;
+    }
+    if (read)
+        pl_cost_model_clear(old);
+    for (int d = 0; d < c->n_devices; d++)
+        if (c->devices[d].threads > PL_COST_MAX_THREADS) {
+            free(old);
+            return pl_error_set(err, PL_EINPUT, NULL, "device %s has %d threads: calibration "
+                                "covers 1 to %d", c->devices[d].name, c->devices[d].threads,
+                                PL_COST_MAX_THREADS);
+        }
+    int threads[PL_COST_MAX_THREADS];
+    char key[sizeof m->machine];
+    pl_cost_machine_key(key, sizeof key);
+    int n = needed_threads(c, read && strcmp(old->machine, key) == 0 ? old : NULL, threads);
+    free(old);
+    pl_calibration how = {.graphs_dir = pl_profile_graphs_dir(), .threads = threads,
+                          .n_threads = n, .progress = progress, .context = context};
+    if (!how.graphs_dir)
+        return pl_error_set(err, PL_EIO, NULL, "no bundled models to calibrate with: set "
+                            "PLACER_GRAPHS to placer's graphs/ directory");
+    pl_status status = pl_cost_calibrate(m, &how, err);
+    if (status != PL_OK)
+        return status;
+    *calibrated = true;
+    if (!have_path)
+        return PL_OK;
+    make_parents(path);
+    pl_error_init(err, path);
+    return pl_cost_model_write(m, path, err);
+}

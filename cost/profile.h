@@ -1,0 +1,29 @@
+/* The cached calibration profile: where it lives, and loading it, calibrating first when
+ * it is missing, was measured on another machine or lacks a thread count a cluster needs.
+ *
+ * The file is $PLACER_PROFILE, else $XDG_CACHE_HOME/placer/profile.json, else
+ * ~/.cache/placer/profile.json. Calibration measures the bundled models: $PLACER_GRAPHS,
+ * else the installed ones, else those of the source tree placer was built from. */
+#ifndef PLACER_PROFILE_H
+#define PLACER_PROFILE_H
+
+#include <stdbool.h>
+
+#include "calibrate.h"
+#include "cluster.h"
+#include "cost_model.h"
+
+/* The profile's path into buf; false when there is no home to put it in. */
+bool pl_profile_path(char *buf, size_t cap);
+/* The directory of models calibration measures, or NULL when none is found. */
+const char *pl_profile_graphs_dir(void);
+
+/* The profile for `cluster`: read from the cache when it fits this machine and the
+ * cluster's thread counts; else calibrated (progress as in calibrate.h) and written to the
+ * cache. `force` calibrates anyway. *calibrated says which happened. The model is
+ * overwritten: release it with pl_cost_model_clear. */
+pl_status pl_profile_load(pl_cost_model *model, const pl_cluster *cluster, bool force,
+                          void (*progress)(void *context, const char *what), void *context,
+                          bool *calibrated, pl_error *err);
+
+#endif

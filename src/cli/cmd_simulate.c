@@ -1,0 +1,172 @@
+/* placer simulate MODEL.json --plan PLAN.json: predicts a placed model's step time, each
+ * device's busy time and memory, the communication and the critical path, against the
+ * lower bound; with --measure, runs it too and gives the simulator's error. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "autodiff.h"
+#include "cli.h"
+#include "executor.h"
+#include "profile.h"
+#include "simulate.h"
+
+typedef struct simulate_options {
+    const char *model, *plan, *cluster;
+    long measure;
+} simulate_options;
+
+static int parse_options(int argc, char **argv, simulate_options *o)
+{
+    static const struct option options[] = {{"plan", required_argument, NULL, 'p'},
+                                            {"cluster", required_argument, NULL, 'c'},
+                                            {"measure", required_argument, NULL, 'm'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    *o = (simulate_options){0};
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (c) {
+        case 'p': o->plan = optarg; break;
+        case 'c': o->cluster = optarg; break;
+        case 'm':
+            if (!pl_cli_parse_long(optarg, 1, 1000000, &o->measure))
+                return pl_cli_usage_error("simulate: invalid value '%s' for --measure", optarg);
+            break;
+        case 'h':
+            printf("Usage: placer simulate MODEL.json [--plan PLAN.json] [--cluster C] "
+                   "[--measure N]\n"
+                   "Predicts the step time of the model placed by the plan (default: every op\n"
+                   "on the first device) from this machine's profile (placer calibrate; made\n"
+                   "on first use), with each device's busy time and memory, the copies, the\n"
+                   "critical path and the ratio to the lower bound. --measure N also runs N\n"
+                   "steps (after 3 warm-up) and prints the simulator's error.\n"
+                   "Exit status 3: the plan does not fit a device's memory.\n");
+            return -1;
+        default:
+            return pl_cli_usage_error("simulate: unknown option or missing argument '%s'",
+                                      argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return pl_cli_usage_error("simulate: missing MODEL.json");
+    if (optind + 1 < argc)
+        return pl_cli_usage_error("simulate: one model at a time ('%s' is extra)",
+                                  argv[optind + 1]);
+    o->model = argv[optind];
+    return PL_EXIT_OK;
+}
+
+static void print_prediction(const pl_graph *g, const pl_cluster *c, const pl_program *p,
+                             const pl_simulation *sim, double bound)
+{
+    printf("predicted step: %.3f ms, %.2fx the lower bound of %.3f ms; critical path "
+           "%.3f ms\n", 1e3 * sim->step_seconds, sim->step_seconds / bound, 1e3 * bound,
+           1e3 * sim->critical_path_seconds);
+    for (int d = 0; d < c->n_devices; d++) {
+        int ops = p->partitions->first_op[d + 1] - p->partitions->first_op[d];
+        if (ops == 0)
+            continue;
+        char need[32], have[32];
+        printf("  %-12s %6d ops  memory %10s of %-10s  busy %8.3f ms (%3.0f%%)\n",
+               c->devices[d].name, ops, pl_cli_bytes((double)sim->memory[d], need, sizeof need),
+               pl_cli_bytes((double)c->devices[d].memory_bytes, have, sizeof have),
+               1e3 * sim->busy_seconds[d], 100 * sim->busy_seconds[d] / sim->step_seconds);
+    }
+    char bytes[32];
+    printf("communication: %d copies, %s per step\n", sim->n_copies,
+           pl_cli_bytes((double)sim->copy_bytes, bytes, sizeof bytes));
+    (void)g;
+}
+
+/* Runs the plan on the executor and compares. */
+static int measure(const simulate_options *o, pl_graph *g, const pl_cluster *c,
+                   const pl_plan *plan, double predicted)
+{
+    pl_error err;
+    pl_error_init(&err, o->model);
+    pl_executor *ex = NULL;
+    pl_fit fit;
+    pl_measurement m;
+    int status = pl_cli_new_executor(g, c, "synthetic", &ex);
+    if (status != PL_EXIT_OK)
+        return status;
+    if (pl_executor_set_plan(ex, plan, &fit, &err) != PL_OK) {
+        status = pl_cli_report(&err);
+    } else {
+        if (pl_executor_measure(ex, 3, (int)o->measure, &m, &err) != PL_OK)
+            status = pl_cli_report(&err);
+        else
+            printf("measured step: median %.3f ms (min %.3f, max %.3f, %ld steps after 3 "
+                   "warm-up); the simulator's error %+.1f%%\n", 1e3 * m.median, 1e3 * m.min,
+                   1e3 * m.max, o->measure, 100 * (predicted - m.median) / m.median);
+    }
+    pl_executor_free(ex);
+    return status;
+}
+
+static int simulate(const simulate_options *o, pl_graph *g, const pl_cluster *c,
+                    const pl_plan *plan)
+{
+    pl_error err;
+    pl_error_init(&err, o->model);
+    pl_cost_model *m = calloc(1, sizeof *m);
+    pl_program *p = NULL;
+    bool calibrated, verbose = true;
+    pl_simulation sim;
+    double bound = 0;
+    int status = PL_EXIT_OK;
+    if (!m || pl_profile_load(m, c, false, pl_cli_calibration_progress, &verbose, &calibrated,
+                              &err) != PL_OK ||
+        !(p = pl_program_new(g, c, plan, &err)) ||
+        pl_simulate(p, c, m, &sim, NULL, NULL, &err) != PL_OK ||
+        pl_step_lower_bound(g, c, m, &bound, &err) != PL_OK) {
+        status = m ? pl_cli_report(&err) : PL_EXIT_FAILURE;
+    } else if (sim.oom_device >= 0) {
+        char need[32], have[32];
+        const pl_device *d = &c->devices[sim.oom_device];
+        fprintf(stderr, "placer: simulate: out of memory: device %s needs %s (%lld bytes) at "
+                "its peak and has %s (%lld bytes)\n", d->name,
+                pl_cli_bytes((double)sim.memory[sim.oom_device], need, sizeof need),
+                (long long)sim.memory[sim.oom_device],
+                pl_cli_bytes((double)d->memory_bytes, have, sizeof have),
+                (long long)d->memory_bytes);
+        status = PL_EXIT_NO_FIT;
+    } else {
+        printf("simulate %s on cluster \"%s\" (%s), this machine's profile%s\n", g->name,
+               c->name, c->paced ? "paced" : "native", calibrated ? ", just calibrated" : "");
+        pl_cli_describe_plan(plan, c, p);
+        print_prediction(g, c, p, &sim, bound);
+        if (o->measure)
+            status = measure(o, g, c, plan, sim.step_seconds);
+    }
+    pl_program_free(p);
+    if (m)
+        pl_cost_model_clear(m);
+    free(m);
+    return status;
+}
+
+int pl_cmd_simulate(int argc, char **argv)
+{
+    simulate_options o;
+    int status = parse_options(argc, argv, &o);
+    if (status != PL_EXIT_OK)
+        return status < 0 ? PL_EXIT_OK : status;
+    pl_graph *g = pl_cli_load_model(o.model, &status);
+    if (!g)
+        return status;
+    pl_cluster *c = NULL;
+    pl_plan *plan = NULL;
+    pl_error err;
+    pl_error_init(&err, o.model);
+    if (pl_autodiff_build(g, &err) != PL_OK)
+        status = pl_cli_report(&err);
+    else if ((status = pl_cli_load_placement(o.cluster, o.plan, g, &c, &plan)) == PL_EXIT_OK)
+        status = simulate(&o, g, c, plan);
+    pl_plan_free(plan);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+    return status;
+}
