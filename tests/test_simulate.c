@@ -1,0 +1,220 @@
+/* The cost model and the simulator: schedules computed by hand for tiny graphs (every op
+ * 1 ms, every copy 1 ms), the hand-off, the lower bound, out-of-memory as the executor
+ * reports it, the fit, and profile files. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "autodiff.h"
+#include "executor.h"
+#include "load.h"
+#include "simulate.h"
+#include "suites.h"
+#include "test_util.h"
+
+/* x -> h = x w1 -> logits = h w2 -> softmax cross-entropy: 11 training ops. */
+static pl_graph *two_layers(void)
+{
+    pl_error err;
+    pl_graph *g = pl_test_model(
+        "[3]",
+        "{\"name\": \"w1\", \"shape\": [3, 3], \"init\": {\"kind\": \"zeros\"}},"
+        "{\"name\": \"w2\", \"shape\": [3, 2], \"init\": {\"kind\": \"zeros\"}}",
+        "{\"name\": \"h\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w1\"], \"outputs\": [\"h\"]},"
+        "{\"name\": \"fc\", \"op\": \"matmul\", \"inputs\": [\"h\", \"w2\"], \"outputs\": [\"logits\"]},"
+        "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"logits\", \"y\"],"
+        " \"outputs\": [\"loss\"]}",
+        "loss", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(g, &err), PL_OK);
+    CU_ASSERT_EQUAL(g->n_ops, 11);
+    return g;
+}
+
+static pl_cluster *two_devices(long long memory)
+{
+    char text[512];
+    snprintf(text, sizeof text, "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": "
+             "\"two\", \"devices\": [{\"name\": \"a\", \"memory_bytes\": %lld}, {\"name\": "
+             "\"b\", \"memory_bytes\": %lld}], \"default_link\": {}}", memory, memory);
+    pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "two.json", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    return c;
+}
+
+/* Every op 1 ms and every copy 1 ms whatever their size; hand-offs as given. */
+static pl_cost_model unit_costs(double handoff)
+{
+    pl_cost_model m;
+    memset(&m, 0, sizeof m);
+    m.ops[1][PL_OP_COUNT] = (pl_op_cost){1e-3, 0, 0, 1};
+    m.copy_seconds = 1e-3;
+    m.handoff_seconds = handoff;
+    return m;
+}
+
+/* mode 0: all on device a; 1: fc and loss on b; 2: and on stage 1, 2 micro-batches. */
+static double simulated_ms(const pl_graph *g, int mode, double handoff)
+{
+    pl_cluster *c = two_devices(1 << 20);
+    pl_plan *plan = pl_plan_new(g, NULL);
+    if (mode >= 1)
+        plan->device[1] = plan->device[2] = 1;
+    if (mode >= 2) {
+        plan->stage[1] = plan->stage[2] = 1;
+        plan->n_stages = 2;
+        plan->micro_batches = 2;
+    }
+    pl_program *p = pl_program_new(g, c, plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    pl_cost_model m = unit_costs(handoff);
+    pl_simulation sim;
+    CU_ASSERT_EQUAL(pl_simulate(p, c, &m, &sim, NULL, NULL, NULL), PL_OK);
+    pl_program_free(p);
+    pl_plan_free(plan);
+    pl_cluster_free(c);
+    return 1e3 * sim.step_seconds;
+}
+
+/* One device runs its 11 tasks back to back; a hand-off starts and ends the step. */
+static void test_chain_one_device(void)
+{
+    pl_graph *g = two_layers();
+    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 0, 0), 11, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 0, 0.25e-3), 11.5, 1e-9);
+    pl_graph_free(g);
+}
+
+/* Two devices, by hand: a: h 0-1; link: copy h 1-2; b: fc 2-3, loss 3-4, loss grad 4-5,
+ * fc grad_a 5-6, fc grad_b 6-7 while the link copies grad_a back 6-7; b: fc accumulate
+ * 7-8 while a: h grad_b 7-8; b: fc update 8-9 while a: h accumulate 8-9; a: h update
+ * 9-10. */
+static void test_two_devices(void)
+{
+    pl_graph *g = two_layers();
+    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 1, 0), 10, 1e-9);
+    pl_graph_free(g);
+}
+
+/* A 2-stage GPipe pipeline of 2 micro-batches, by hand (task#micro-batch):
+ * a: h#0 0-1, h#1 2-3 (its slot is free once copy h#0 is done, at 2);
+ * link a->b: copy h#0 1-2, copy h#1 3-4;
+ * b: fc#0 2-3, loss#0 3-4, fc#1 4-5, loss#1 5-6, loss grad#0 6-7, grad_a#0 7-8,
+ *    grad_b#0 8-9, accumulate#0 9-10, loss grad#1 10-11, grad_a#1 11-12, grad_b#1 12-13,
+ *    accumulate#1 13-14, fc update 14-15;
+ * link b->a: copy grad_a#0 8-9, copy grad_a#1 12-13;
+ * a: h grad_b#0 9-10, accumulate#0 10-11, grad_b#1 13-14, accumulate#1 14-15, update 15-16. */
+static void test_pipeline(void)
+{
+    pl_graph *g = two_layers();
+    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 2, 0), 16, 1e-9);
+    pl_graph_free(g);
+}
+
+/* The lower bound: 11 ops of 1 ms spread over 2 devices (5.5), or one sample's critical
+ * path h, fc, loss grad, fc grad_a, h grad_b, accumulate, update (7). */
+static void test_lower_bound(void)
+{
+    pl_graph *g = two_layers();
+    pl_cluster *c = two_devices(1 << 20);
+    pl_cost_model m = unit_costs(0);
+    double bound;
+    CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, &m, &bound, NULL), PL_OK);
+    CU_ASSERT_DOUBLE_EQUAL(1e3 * bound, 7, 1e-9);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* Out-of-memory: the simulator names the device the executor refuses. */
+static void test_out_of_memory(void)
+{
+    pl_graph *g = two_layers();
+    pl_cluster *c = two_devices(160);
+    pl_plan *plan = pl_plan_new(g, NULL);
+    plan->device[2] = 1;
+    pl_program *p = pl_program_new(g, c, plan, NULL);
+    pl_cost_model m = unit_costs(0);
+    pl_simulation sim;
+    CU_ASSERT_EQUAL(pl_simulate(p, c, &m, &sim, NULL, NULL, NULL), PL_OK);
+    pl_executor *ex = pl_executor_new(g, c, NULL, NULL);
+    pl_fit fit;
+    CU_ASSERT_EQUAL(pl_executor_set_plan(ex, plan, &fit, NULL), PL_OK);
+    CU_ASSERT_FALSE(fit.fits);
+    CU_ASSERT_EQUAL(sim.oom_device, fit.device);
+    CU_ASSERT_EQUAL(sim.memory[fit.device], fit.need);
+    pl_executor_free(ex);
+    pl_program_free(p);
+    pl_plan_free(plan);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* The fit recovers the coefficients that made exact samples, and drops a negative one. */
+static void test_fit(void)
+{
+    double seconds[6], flops[6], bytes[6];
+    for (int i = 0; i < 6; i++) {
+        flops[i] = 1e6 * (i + 1) * (i % 2 ? 3 : 1);
+        bytes[i] = 4e3 * (6 - i);
+        seconds[i] = 2e-6 + 1e-10 * flops[i] + 5e-11 * bytes[i];
+    }
+    pl_op_cost c = pl_cost_fit(seconds, flops, bytes, 6);
+    CU_ASSERT_DOUBLE_EQUAL(c.seconds, 2e-6, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(c.per_flop, 1e-10, 1e-16);
+    CU_ASSERT_DOUBLE_EQUAL(c.per_byte, 5e-11, 1e-17);
+    for (int i = 0; i < 6; i++)
+        seconds[i] = 1e-3 - 1e-11 * flops[i]; /* falls with FLOPs: no negative cost */
+    c = pl_cost_fit(seconds, flops, bytes, 6);
+    CU_ASSERT(c.seconds >= 0 && c.per_flop >= 0 && c.per_byte >= 0);
+}
+
+/* A profile written and read back is the same, measured op times included. */
+static void test_profile_file(void)
+{
+    pl_cost_model m = unit_costs(2e-5), back;
+    pl_cost_machine_key(m.machine, sizeof m.machine);
+    m.ops[2][PL_OP_MATMUL] = (pl_op_cost){1e-6, 2e-11, 3e-12, 40};
+    pl_op_time times[] = {{42, 3e-4}, {7, 1e-5}, {42, 1e-4}, {42, 2e-4}};
+    CU_ASSERT_EQUAL(pl_cost_add_measured(&m, times, 4, NULL), PL_OK);
+    CU_ASSERT_EQUAL(m.n_measured, 2);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_lookup(&m, 42), 2e-4, 0); /* the median */
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_lookup(&m, 8), -1, 0);
+    char path[] = "/tmp/placer-profile-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    CU_ASSERT_EQUAL(pl_cost_model_write(&m, path, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_cost_model_read(&back, path, NULL), PL_OK);
+    CU_ASSERT_STRING_EQUAL(back.machine, m.machine);
+    CU_ASSERT_DOUBLE_EQUAL(back.ops[2][PL_OP_MATMUL].per_flop, 2e-11, 1e-20);
+    CU_ASSERT_EQUAL(back.ops[2][PL_OP_MATMUL].samples, 40);
+    CU_ASSERT_DOUBLE_EQUAL(back.handoff_seconds, 2e-5, 1e-14);
+    CU_ASSERT_EQUAL(back.n_measured, 2);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_lookup(&back, 7), 1e-5, 1e-14);
+    FILE *f = fopen(path, "w");
+    fputs("{\"format\": \"placer-cost-profile\", \"version\": 9}", f);
+    fclose(f);
+    pl_error err;
+    pl_error_init(&err, path);
+    CU_ASSERT_EQUAL(pl_cost_model_read(&back, path, &err), PL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "version"));
+    unlink(path);
+    pl_cost_model_clear(&m);
+    pl_cost_model_clear(&back);
+}
+
+void pl_register_simulate_tests(void)
+{
+    static const pl_test_case cases[] = {
+        {"one device: back to back", test_chain_one_device},
+        {"two devices: by hand", test_two_devices},
+        {"a 2-stage pipeline: by hand", test_pipeline},
+        {"the lower bound", test_lower_bound},
+        {"out of memory as the executor says", test_out_of_memory},
+        {"the fit", test_fit},
+        {"profile files", test_profile_file},
+        {NULL, NULL}};
+    pl_test_add_suite("simulate", cases);
+}
