@@ -1,0 +1,111 @@
+/* Calibration of the executor's own costs (calibrate.h), read from its timelines: the
+ * gap between a device's tasks, the hand-off to another device, paced lateness. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "calibrate_impl.h"
+
+/* Reads one step's timeline: each task's latest predecessor, and what its resource did
+ * just before it. */
+static bool read_gaps(const pl_program *p, const double *starts, const double *ends, gaps *g)
+{
+    int n = p->n_tasks, resources = p->n_devices + p->n_links;
+    double *pred_end = calloc((size_t)n + 1, sizeof *pred_end);
+    int *pred_resource = malloc(((size_t)n + 1) * sizeof *pred_resource);
+    double *last_end = malloc(((size_t)resources + 1) * sizeof *last_end);
+    double *order = malloc(((size_t)n + 1) * 2 * sizeof *order); /* (start, task) pairs */
+    bool ok = pred_end && pred_resource && last_end && order;
+    for (int i = 0; ok && i < n; i++)
+        pred_resource[i] = -1;
+    for (int i = 0; ok && i < n; i++)
+        for (int e = p->tasks[i].first_succ; e < p->tasks[i].first_succ + p->tasks[i].n_succ; e++)
+            if (pred_resource[p->succ[e]] < 0 || ends[i] > pred_end[p->succ[e]]) {
+                pred_end[p->succ[e]] = ends[i];
+                pred_resource[p->succ[e]] = p->tasks[i].resource;
+            }
+    for (int r = 0; ok && r < resources; r++)
+        last_end[r] = -1;
+    for (int i = 0; ok && i < n; i++) {
+        order[2 * i] = starts[i];
+        order[2 * i + 1] = i;
+    }
+    if (ok)
+        qsort(order, (size_t)n, 2 * sizeof *order, pl_calib_compare_doubles); /* by start */
+    for (int j = 0; ok && j < n; j++) {
+        int i = (int)order[2 * j + 1], r = p->tasks[i].resource;
+        if (pred_resource[i] >= 0 && pred_resource[i] != r && last_end[r] <= pred_end[i])
+            ok = pl_calib_add_sample(&g->handoff, starts[i] - pred_end[i], 0, 0);
+        else if (last_end[r] >= 0 && last_end[r] >= pred_end[i])
+            ok = pl_calib_add_sample(&g->task, starts[i] - last_end[r], 0, 0);
+        last_end[r] = ends[i];
+    }
+    free(pred_end);
+    free(pred_resource);
+    free(last_end);
+    free(order);
+    return ok;
+}
+
+/* Small models with ops dealt to two native devices in runs of three: many hand-offs. */
+pl_status pl_calib_overheads(const char *dir, int steps, gaps *g, pl_error *err)
+{
+    static const char *const models[] = {"mlp-small", "transformer-small", "inception-small"};
+    pl_cluster *c = pl_calib_cluster(2, 1, 0, err);
+    if (!c)
+        return err ? err->status : PL_ENOMEM;
+    pl_status status = PL_OK;
+    for (size_t k = 0; status == PL_OK && k < sizeof models / sizeof *models; k++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/small/%s.json", dir, models[k]);
+        workload w = {0};
+        pl_fit fit;
+        if (access(path, R_OK) != 0) /* a reduced suite (tests) may leave some out */
+            continue;
+        if ((status = pl_calib_open(&w, path, 0, c, err)) != PL_OK)
+            break;
+        for (int o = 0; o < w.plan->n_ops; o++)
+            w.plan->device[o] = (o / 3) % 2;
+        status = pl_executor_set_plan(w.ex, w.plan, &fit, err);
+        float loss;
+        for (int s = 0; status == PL_OK && s <= steps; s++)
+            if ((status = pl_executor_step(w.ex, s + 1, &loss, err)) == PL_OK && s > 0 &&
+                !read_gaps(pl_executor_program(w.ex), pl_executor_task_starts(w.ex),
+                           pl_executor_task_ends(w.ex), g))
+                status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        pl_calib_close(&w);
+    }
+    pl_cluster_free(c);
+    return status;
+}
+
+/* mlp-small on one device paced at 100 MFLOP/s: how long after its modelled time each op
+ * that takes at least 50 us ends. */
+pl_status pl_calib_paced_lateness(const char *dir, int steps, gaps *g, pl_error *err)
+{
+    enum { RATE = 100000000 };
+    char path[4096];
+    snprintf(path, sizeof path, "%s/small/mlp-small.json", dir);
+    pl_cluster *c = pl_calib_cluster(1, 1, RATE, err);
+    workload w = {0};
+    pl_fit fit;
+    pl_status status = c ? pl_calib_open(&w, path, 0, c, err) : PL_ENOMEM;
+    if (status == PL_OK)
+        status = pl_executor_set_plan(w.ex, w.plan, &fit, err);
+    float loss;
+    for (int s = 0; status == PL_OK && s <= steps; s++) {
+        if ((status = pl_executor_step(w.ex, s + 1, &loss, err)) != PL_OK || s == 0)
+            continue;
+        const pl_program *p = pl_executor_program(w.ex);
+        const double *starts = pl_executor_task_starts(w.ex), *ends = pl_executor_task_ends(w.ex);
+        for (int i = 0; i < p->n_tasks; i++) {
+            double modelled = pl_task_flops(p, &p->tasks[i]) / RATE;
+            if (modelled >= 50e-6 && !pl_calib_add_sample(&g->late, ends[i] - starts[i] - modelled, 0, 0))
+                status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        }
+    }
+    pl_calib_close(&w);
+    pl_cluster_free(c);
+    return status;
+}
+

@@ -1,0 +1,50 @@
+/* What the parts of calibration share (calibrate.c measures ops and copies and fits
+ * them; calibrate_executor.c reads the executor's own costs from its timelines). */
+#ifndef PLACER_CALIBRATE_IMPL_H
+#define PLACER_CALIBRATE_IMPL_H
+
+#include "calibrate.h"
+#include "executor.h"
+
+/* Samples of one op kind: seconds against FLOPs and bytes. */
+typedef struct samples {
+    double *seconds, *flops, *bytes;
+    int n, cap;
+} samples;
+
+/* A model's training graph, its executor, and a plan to set. */
+typedef struct workload {
+    pl_graph *g;
+    pl_executor *ex;
+    pl_plan *plan;
+} workload;
+
+bool pl_calib_add_sample(samples *s, double seconds, double flops, double bytes);
+void pl_calib_free_samples(samples *s);
+double pl_calib_median(double *v, int n); /* sorts v */
+int pl_calib_compare_doubles(const void *a, const void *b); /* for qsort */
+
+/* A cluster of `n` devices of `threads` threads; flops > 0: paced at that rate. */
+pl_cluster *pl_calib_cluster(int n, int threads, double flops, pl_error *err);
+
+/* A model's training graph at `batch` (0: its own), its executor on `cluster` with a plan
+ * of everything on device 0 (not yet set), inputs filled with synthetic data. */
+pl_status pl_calib_open(workload *w, const char *path, int batch, const pl_cluster *c,
+                        pl_error *err);
+void pl_calib_close(workload *w);
+/* One warm-up and `steps` measured steps; times[i * steps + s] is task i's duration. */
+pl_status pl_calib_run_steps(workload *w, int steps, double **times, pl_error *err);
+
+/* calibrate_executor.c: what the timelines show. */
+typedef struct gaps {
+    samples task;    /* between a device's tasks, the next one already ready */
+    samples handoff; /* from a task's release by another resource to its start */
+    samples late;    /* how long a paced op ran past its modelled time */
+} gaps;
+
+/* Hand-offs and per-task gaps from small models of DIR/small dealt to two devices. */
+pl_status pl_calib_overheads(const char *dir, int steps, gaps *g, pl_error *err);
+/* How late paced ops end, from mlp-small on a paced device. */
+pl_status pl_calib_paced_lateness(const char *dir, int steps, gaps *g, pl_error *err);
+
+#endif

@@ -1,0 +1,123 @@
+/* Calibration's shared parts: samples, and models run on a small cluster. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autodiff.h"
+#include "calibrate_impl.h"
+#include "data.h"
+#include "graph_build.h"
+#include "load.h"
+
+bool pl_calib_add_sample(samples *s, double seconds, double flops, double bytes)
+{
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 64;
+        double *a = realloc(s->seconds, (size_t)cap * sizeof *a);
+        if (a)
+            s->seconds = a;
+        double *b = realloc(s->flops, (size_t)cap * sizeof *b);
+        if (b)
+            s->flops = b;
+        double *c = realloc(s->bytes, (size_t)cap * sizeof *c);
+        if (c)
+            s->bytes = c;
+        if (!a || !b || !c)
+            return false;
+        s->cap = cap;
+    }
+    s->seconds[s->n] = seconds;
+    s->flops[s->n] = flops;
+    s->bytes[s->n++] = bytes;
+    return true;
+}
+
+void pl_calib_free_samples(samples *s)
+{
+    free(s->seconds);
+    free(s->flops);
+    free(s->bytes);
+}
+
+int pl_calib_compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double pl_calib_median(double *v, int n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, pl_calib_compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* A cluster of `n` devices of `threads` threads (flops_per_second 0: native). */
+pl_cluster *pl_calib_cluster(int n, int threads, double flops, pl_error *err)
+{
+    char text[2048], pace[64] = "";
+    if (flops > 0)
+        snprintf(pace, sizeof pace, ", \"flops_per_second\": %g", flops);
+    int at = snprintf(text, sizeof text, "{\"format\": \"placer-cluster\", \"version\": 1, "
+                      "\"name\": \"calibration\", \"devices\": [");
+    for (int d = 0; d < n; d++)
+        at += snprintf(text + at, sizeof text - (size_t)at, "%s{\"name\": \"d%d\", \"threads\": "
+                       "%d, \"memory_bytes\": %lld%s}", d ? ", " : "", d, threads, 1LL << 40,
+                       pace);
+    snprintf(text + at, sizeof text - (size_t)at, "], \"default_link\": {}}");
+    return pl_cluster_load_buffer(text, strlen(text), "calibration", err);
+}
+
+void pl_calib_close(workload *w)
+{
+    pl_executor_free(w->ex);
+    pl_plan_free(w->plan);
+    pl_graph_free(w->g);
+    *w = (workload){0};
+}
+
+pl_status pl_calib_open(workload *w, const char *path, int batch, const pl_cluster *c,
+                               pl_error *err)
+{
+    *w = (workload){0};
+    pl_dataset *data = NULL;
+    if (!(w->g = pl_graph_load_file(path, err)) ||
+        (batch && pl_graph_set_batch(w->g, batch, err) != PL_OK) ||
+        pl_autodiff_build(w->g, err) != PL_OK || !(w->plan = pl_plan_new(w->g, err)) ||
+        !(data = pl_dataset_open(w->g, "synthetic", 1, err)) ||
+        !(w->ex = pl_executor_new(w->g, c, NULL, err))) {
+        pl_dataset_free(data);
+        pl_calib_close(w);
+        return err && err->status != PL_OK ? err->status : PL_ENOMEM;
+    }
+    void **inputs = calloc((size_t)w->g->n_tensors, sizeof *inputs);
+    for (int t = 0; inputs && t < w->g->n_tensors; t++)
+        if (w->g->tensors[t].kind == PL_TENSOR_INPUT)
+            inputs[t] = pl_executor_data(w->ex, t);
+    if (inputs)
+        pl_dataset_fill(data, PL_SPLIT_TRAIN, 0, 0, w->g->batch_size, inputs);
+    free(inputs);
+    pl_dataset_free(data);
+    return PL_OK;
+}
+
+/* Runs one warm-up and `steps` measured steps; times[i * steps + s] is task i's duration
+ * in step s. */
+pl_status pl_calib_run_steps(workload *w, int steps, double **times, pl_error *err)
+{
+    const pl_program *p = pl_executor_program(w->ex);
+    *times = malloc((size_t)p->n_tasks * (size_t)steps * sizeof **times + 1);
+    if (!*times)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    float loss;
+    pl_status status = pl_executor_step(w->ex, 1, &loss, err);
+    for (int s = 0; status == PL_OK && s < steps; s++) {
+        status = pl_executor_step(w->ex, s + 2, &loss, err);
+        const double *starts = pl_executor_task_starts(w->ex), *ends = pl_executor_task_ends(w->ex);
+        for (int i = 0; i < p->n_tasks; i++)
+            (*times)[(size_t)i * (size_t)steps + (size_t)s] = ends[i] - starts[i];
+    }
+    return status;
+}
+
