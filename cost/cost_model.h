@@ -86,6 +86,7 @@ pl_op_cost pl_cost_fit(const double *seconds, const double *flops, const double 
 /* Profile files (JSON, written atomically). Reading checks the format; a profile of
  * another machine key reads fine: callers compare `machine`. */
 pl_status pl_cost_model_write(const pl_cost_model *model, const char *path, pl_error *err);
+/* Reading fills `model` afresh: clear a model read before reading into it again. */
 pl_status pl_cost_model_read(pl_cost_model *model, const char *path, pl_error *err);
 
 #endif

@@ -193,6 +193,7 @@ static void test_profile_file(void)
     CU_ASSERT_DOUBLE_EQUAL(back.handoff_seconds, 2e-5, 1e-14);
     CU_ASSERT_EQUAL(back.n_measured, 2);
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_lookup(&back, 7), 1e-5, 1e-14);
+    pl_cost_model_clear(&back); /* read fills a model afresh, so it owns nothing yet */
     FILE *f = fopen(path, "w");
     fputs("{\"format\": \"placer-cost-profile\", \"version\": 9}", f);
     fclose(f);
