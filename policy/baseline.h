@@ -1,0 +1,56 @@
+/* Baseline placers: the classical algorithms the learned agent is held against.
+ *
+ * Each turns a training graph (autodiff.h) and a cluster into a plan (plan.h), using the
+ * cost model for op and copy times where the algorithm needs them:
+ *
+ *   single         every op on the fastest device that holds the whole model
+ *   round-robin    forward ops dealt over the devices in topological order
+ *   expert         what a practitioner writes: contiguous blocks of balanced FLOPs, one per
+ *                  device, and a model's parallel branches spread over devices
+ *   metis          k-way partition minimising the bytes cut with balanced compute (METIS)
+ *   etf, sct       memory-aware list scheduling in the style of Baechi's m-ETF and m-SCT
+ *   pipeline-dp    contiguous stages by dynamic programming over the topological order,
+ *                  minimising the slowest stage with its communication, choosing the
+ *                  micro-batch count
+ *
+ * Rules every algorithm keeps: a plan places forward ops only, so co-location groups
+ * (a backward op with its forward op, an update with its parameter) move together; it
+ * respects each device's memory capacity as the program (program.h) counts it, or fails
+ * (PL_EINPUT) saying which device cannot be made to fit; it is deterministic for a
+ * given seed; and its provenance names the algorithm.
+ *
+ * Re-entrant: no state beyond the arguments, which are only read. */
+#ifndef PLACER_BASELINE_H
+#define PLACER_BASELINE_H
+
+#include <stdint.h>
+
+#include "cluster.h"
+#include "cost_model.h"
+#include "error.h"
+#include "graph.h"
+#include "plan.h"
+
+typedef enum pl_baseline {
+    PL_BASELINE_SINGLE,
+    PL_BASELINE_ROUND_ROBIN,
+    PL_BASELINE_EXPERT,
+    PL_BASELINE_METIS,
+    PL_BASELINE_ETF,
+    PL_BASELINE_SCT,
+    PL_BASELINE_PIPELINE_DP,
+    PL_BASELINE_COUNT
+} pl_baseline;
+
+/* "single", "round-robin", "expert", "metis", "etf", "sct", "pipeline-dp". */
+const char *pl_baseline_name(pl_baseline algorithm);
+/* The algorithm of a name, or PL_BASELINE_COUNT when there is none. */
+pl_baseline pl_baseline_from_name(const char *name);
+
+/* A new plan (free with pl_plan_free) for a training graph on a cluster, or NULL with
+ * `err` filled in. */
+pl_plan *pl_baseline_place(pl_baseline algorithm, const pl_graph *graph,
+                           const pl_cluster *cluster, const pl_cost_model *model,
+                           uint64_t seed, pl_error *err);
+
+#endif
