@@ -1,0 +1,386 @@
+/* The agent's learning loop: draw plans from the policy, simulate them on threads, reward
+ * them, take a policy-gradient step with Adam, and keep the best plans seen. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_impl.h"
+#include "hash.h"
+#include "program.h"
+#include "simulate.h"
+
+void pl_agent_options_default(pl_agent_options *o)
+{
+    *o = (pl_agent_options){.seed = 1, .samples = 32, .groups = 16, .hidden = 32,
+                            .rounds = 2, .lr = 0.01, .entropy = 0.01, .threads = 2,
+                            .imitation_steps = 200};
+}
+
+static pl_status check_options(const pl_agent_options *o, pl_error *err)
+{
+    if (o->samples < 2 || o->samples > 4096)
+        return pl_error_set(err, PL_EINPUT, NULL, "samples per iteration must be 2 to 4096");
+    if (o->groups < 1 || o->groups > PL_AGENT_MAX_GROUPS)
+        return pl_error_set(err, PL_EINPUT, NULL, "groups must be 1 to %d", PL_AGENT_MAX_GROUPS);
+    if (o->hidden < 1 || o->hidden > 1024 || o->rounds < 0 || o->rounds > PL_POLICY_MAX_ROUNDS)
+        return pl_error_set(err, PL_EINPUT, NULL, "hidden must be 1 to 1024, rounds 0 to %d",
+                            PL_POLICY_MAX_ROUNDS);
+    if (!(o->lr > 0) || !(o->entropy >= 0) || o->threads < 1 || o->threads > 64 ||
+        o->imitation_steps < 0)
+        return pl_error_set(err, PL_EINPUT, NULL, "invalid learning options");
+    return PL_OK;
+}
+
+/* Simulated step of a plan; *fits false when a device runs out of memory. A plan the
+ * program rejects is an error of ours: the agent only makes valid plans. */
+static pl_status simulate_plan(const pl_agent *a, const pl_plan *plan, double *step,
+                               bool *fits, pl_error *err)
+{
+    pl_program *program = pl_program_new(a->graph, a->cluster, plan, err);
+    if (!program)
+        return err ? err->status : PL_EINTERNAL;
+    pl_simulation sim;
+    pl_status status = pl_simulate(program, a->cluster, a->model, &sim, NULL, NULL, err);
+    pl_program_free(program);
+    *step = sim.step_seconds;
+    *fits = sim.oom_device < 0;
+    return status;
+}
+
+pl_agent *pl_agent_alloc(const pl_graph *g, const pl_cluster *c, const pl_cost_model *m,
+                         const pl_agent_options *o, pl_error *err)
+{
+    if (check_options(o, err) != PL_OK)
+        return NULL;
+    if (g->n_forward_ops < 1) {
+        pl_error_set(err, PL_EINPUT, NULL, "the model has no ops to place");
+        return NULL;
+    }
+    pl_agent *a = calloc(1, sizeof *a);
+    if (!a) {
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    a->graph = g;
+    a->cluster = c;
+    a->model = m;
+    a->options = *o;
+    if (pl_policy_init(&a->policy, g, c, o->hidden, o->rounds, o->groups, o->seed, err) !=
+        PL_OK) {
+        pl_agent_free(a);
+        return NULL;
+    }
+    size_t n = (size_t)a->policy.layout.n;
+    a->adam_m = calloc(n, sizeof *a->adam_m);
+    a->adam_v = calloc(n, sizeof *a->adam_v);
+    a->grad = calloc(n, sizeof *a->grad);
+    a->actions = pl_actions_new(&a->policy, o->samples);
+    a->plans = calloc((size_t)o->samples, sizeof *a->plans);
+    a->steps = calloc((size_t)o->samples, sizeof *a->steps);
+    a->fits = calloc((size_t)o->samples, sizeof *a->fits);
+    a->weights = calloc((size_t)o->samples, sizeof *a->weights);
+    bool ok = a->adam_m && a->adam_v && a->grad && a->actions && a->plans && a->steps &&
+              a->fits && a->weights;
+    for (int s = 0; ok && s < o->samples; s++)
+        ok = (a->plans[s] = pl_plan_new(g, err)) != NULL;
+    for (int k = 0; ok && k < PL_AGENT_MAX_BEST; k++)
+        ok = (a->best[k].plan = pl_plan_new(g, err)) != NULL;
+    if (!ok) {
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        pl_agent_free(a);
+        return NULL;
+    }
+    return a;
+}
+
+pl_agent *pl_agent_new(const pl_graph *g, const pl_cluster *c, const pl_cost_model *m,
+                       const pl_agent_options *o, pl_error *err)
+{
+    pl_agent *a = pl_agent_alloc(g, c, m, o, err);
+    if (!a)
+        return NULL;
+    /* rewards are relative to every op on the first device: scale-free across models */
+    bool fits;
+    if (simulate_plan(a, a->best[0].plan, &a->reference, &fits, err) != PL_OK) {
+        pl_agent_free(a);
+        return NULL;
+    }
+    if (!(a->reference > 0))
+        a->reference = 1e-3;
+    return a;
+}
+
+void pl_agent_free(pl_agent *a)
+{
+    if (!a)
+        return;
+    pl_policy_clear(&a->policy);
+    free(a->adam_m);
+    free(a->adam_v);
+    free(a->grad);
+    pl_actions_free(a->actions, a->options.samples);
+    for (int s = 0; a->plans && s < a->options.samples; s++)
+        pl_plan_free(a->plans[s]);
+    free(a->plans);
+    free(a->steps);
+    free(a->fits);
+    free(a->weights);
+    for (int k = 0; k < PL_AGENT_MAX_BEST; k++)
+        pl_plan_free(a->best[k].plan);
+    free(a->curve);
+    free(a);
+}
+
+/* ---- the best plans ---------------------------------------------------------------------- */
+
+static uint64_t plan_key(const pl_plan *p)
+{
+    uint64_t h = pl_hash_bytes(PL_HASH_INIT, p->device, (size_t)p->n_ops * sizeof *p->device);
+    h = pl_hash_bytes(h, p->stage, (size_t)p->n_ops * sizeof *p->stage);
+    return h ^ ((uint64_t)p->micro_batches << 1) ^ (uint64_t)p->schedule;
+}
+
+static void copy_plan(pl_plan *to, const pl_plan *from)
+{
+    memcpy(to->device, from->device, (size_t)from->n_ops * sizeof *to->device);
+    memcpy(to->stage, from->stage, (size_t)from->n_ops * sizeof *to->stage);
+    to->n_stages = from->n_stages;
+    to->micro_batches = from->micro_batches;
+    to->schedule = from->schedule;
+    to->provenance = from->provenance;
+}
+
+/* Keeps the plan if it is among the best distinct ones. */
+void pl_agent_keep(pl_agent *a, const pl_plan *plan, double step, const char *algorithm)
+{
+    uint64_t key = plan_key(plan);
+    for (int k = 0; k < a->n_best; k++)
+        if (a->best[k].key == key)
+            return;
+    if (a->n_best == PL_AGENT_MAX_BEST && step >= a->best[a->n_best - 1].step)
+        return;
+    int at = a->n_best < PL_AGENT_MAX_BEST ? a->n_best++ : PL_AGENT_MAX_BEST - 1;
+    pl_agent_best spare = a->best[at];
+    while (at > 0 && a->best[at - 1].step > step) {
+        a->best[at] = a->best[at - 1];
+        at--;
+    }
+    a->best[at] = spare;
+    copy_plan(spare.plan, plan);
+    a->best[at].step = step;
+    a->best[at].key = key;
+    snprintf(a->best[at].algorithm, sizeof a->best[at].algorithm, "%s", algorithm);
+}
+
+int pl_agent_best_count(const pl_agent *a)
+{
+    return a->n_best;
+}
+
+pl_plan *pl_agent_best_plan(const pl_agent *a, int k, pl_error *err)
+{
+    if (k < 0 || k >= a->n_best)
+        return NULL;
+    pl_plan *plan = pl_plan_new(a->graph, err);
+    if (!plan)
+        return NULL;
+    copy_plan(plan, a->best[k].plan);
+    plan->provenance = (pl_provenance){0};
+    snprintf(plan->provenance.algorithm, sizeof plan->provenance.algorithm, "%s",
+             a->best[k].algorithm);
+    plan->provenance.seed = a->options.seed;
+    plan->provenance.predicted_seconds = a->best[k].step;
+    plan->model_hash = a->graph->hash;
+    return plan;
+}
+
+pl_status pl_agent_offer(pl_agent *a, const pl_plan *plan, pl_error *err)
+{
+    if (pl_plan_check(plan, a->graph, a->cluster, err) != PL_OK)
+        return err ? err->status : PL_EINPUT;
+    double step;
+    bool fits;
+    pl_status status = simulate_plan(a, plan, &step, &fits, err);
+    if (status == PL_OK && fits)
+        pl_agent_keep(a, plan, step, plan->provenance.algorithm[0] ? plan->provenance.algorithm
+                                                                   : "offered");
+    return status;
+}
+
+void pl_agent_correct(pl_agent *a, double simulated, double measured)
+{
+    if (!(simulated > 0) || !(measured > 0))
+        return;
+    a->log_ratio_sum += log(measured / simulated);
+    a->n_corrections++;
+}
+
+double pl_agent_correction(const pl_agent *a)
+{
+    return a->n_corrections ? exp(a->log_ratio_sum / a->n_corrections) : 1.0;
+}
+
+int pl_agent_iterations(const pl_agent *a)
+{
+    return a->iteration;
+}
+
+const pl_agent_iteration *pl_agent_curve(const pl_agent *a)
+{
+    return a->curve;
+}
+
+/* ---- learning ---------------------------------------------------------------------------- */
+
+/* One Adam step that increases the objective whose gradient is in a->grad. */
+static void adam_ascend(pl_agent *a)
+{
+    const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    a->adam_t++;
+    double c1 = 1 - pow(b1, (double)a->adam_t), c2 = 1 - pow(b2, (double)a->adam_t);
+    for (int i = 0; i < a->policy.layout.n; i++) {
+        double g = a->grad[i];
+        a->adam_m[i] = b1 * a->adam_m[i] + (1 - b1) * g;
+        a->adam_v[i] = b2 * a->adam_v[i] + (1 - b2) * g * g;
+        a->policy.params[i] += a->options.lr * (a->adam_m[i] / c1) / (sqrt(a->adam_v[i] / c2) + eps);
+    }
+}
+
+pl_status pl_agent_imitate(pl_agent *a, const pl_plan *plan, pl_error *err)
+{
+    pl_status status = pl_agent_offer(a, plan, err);
+    if (status != PL_OK)
+        return status;
+    pl_action *target = pl_actions_new(&a->policy, 1);
+    if (!target)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    if (!pl_action_from_plan(&a->policy, plan, target)) {
+        pl_actions_free(target, 1);
+        return pl_error_set(err, PL_EINPUT, NULL, "the plan's %d micro-batches are not among "
+                            "the agent's choices", plan->micro_batches);
+    }
+    double one = 1, objective;
+    for (int step = 0; step < a->options.imitation_steps && status == PL_OK; step++) {
+        memset(a->grad, 0, (size_t)a->policy.layout.n * sizeof *a->grad);
+        status = pl_policy_objective(&a->policy, target, &one, 1, 0, &objective, NULL,
+                                     a->grad, err);
+        if (status == PL_OK)
+            adam_ascend(a);
+    }
+    pl_actions_free(target, 1);
+    return status;
+}
+
+typedef struct worker {
+    pl_agent *agent;
+    int first, stride;
+    pl_status status;
+    pl_error err;
+} worker;
+
+static void *simulate_samples(void *arg)
+{
+    worker *w = arg;
+    pl_agent *a = w->agent;
+    for (int s = w->first; s < a->options.samples && w->status == PL_OK; s += w->stride)
+        w->status = simulate_plan(a, a->plans[s], &a->steps[s], &a->fits[s], &w->err);
+    return NULL;
+}
+
+static pl_status simulate_all(pl_agent *a, pl_error *err)
+{
+    int n = a->options.threads < a->options.samples ? a->options.threads : a->options.samples;
+    worker workers[64];
+    pthread_t threads[64];
+    int started = 0;
+    for (int t = 0; t < n; t++) {
+        workers[t] = (worker){.agent = a, .first = t, .stride = n, .status = PL_OK};
+        pl_error_init(&workers[t].err, err ? err->source : NULL);
+    }
+    for (int t = 1; t < n; t++) {
+        if (pthread_create(&threads[t], NULL, simulate_samples, &workers[t]) != 0)
+            break;
+        started = t;
+    }
+    if (started < n - 1) /* fewer threads than asked: the rest on this one, same results */
+        for (int t = started + 1; t < n; t++)
+            simulate_samples(&workers[t]);
+    simulate_samples(&workers[0]);
+    for (int t = 1; t <= started; t++)
+        pthread_join(threads[t], NULL);
+    for (int t = 0; t < n; t++)
+        if (workers[t].status != PL_OK) {
+            if (err && err->status == PL_OK)
+                *err = workers[t].err;
+            return workers[t].status;
+        }
+    return PL_OK;
+}
+
+static pl_status grow_curve(pl_agent *a)
+{
+    if (a->iteration < a->curve_cap)
+        return PL_OK;
+    int cap = a->curve_cap ? 2 * a->curve_cap : 64;
+    pl_agent_iteration *curve = realloc(a->curve, (size_t)cap * sizeof *curve);
+    if (!curve)
+        return PL_ENOMEM;
+    a->curve = curve;
+    a->curve_cap = cap;
+    return PL_OK;
+}
+
+pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *err)
+{
+    int n = a->options.samples;
+    if (grow_curve(a) != PL_OK)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    uint64_t stream = (uint64_t)a->iteration * (uint64_t)n;
+    pl_status status = pl_policy_sample(&a->policy, a->options.seed, stream, a->actions, n, err);
+    if (status != PL_OK)
+        return status;
+    for (int s = 0; s < n; s++)
+        pl_action_to_plan(&a->policy, &a->actions[s], a->plans[s]);
+    if ((status = simulate_all(a, err)) != PL_OK)
+        return status;
+    pl_agent_iteration it = {.iteration = a->iteration + 1, .best_reward = -INFINITY};
+    double *reward = a->weights, sum = 0, fit_steps = 0;
+    int fit = 0;
+    for (int s = 0; s < n; s++) {
+        reward[s] = a->fits[s] ? -sqrt(a->steps[s] / a->reference) : PL_AGENT_OOM_REWARD;
+        sum += reward[s];
+        if (reward[s] > it.best_reward)
+            it.best_reward = reward[s];
+        if (a->fits[s]) {
+            fit++;
+            fit_steps += a->steps[s];
+            pl_agent_keep(a, a->plans[s], a->steps[s], "rl");
+        }
+    }
+    it.oom = n - fit;
+    it.mean_reward = sum / n;
+    it.mean_step = fit ? fit_steps / fit : 0;
+    it.best_step = a->n_best ? a->best[0].step : 0;
+    /* leave-one-out baseline, advantages over the rewards' spread */
+    double var = 0;
+    for (int s = 0; s < n; s++)
+        var += (reward[s] - it.mean_reward) * (reward[s] - it.mean_reward);
+    double spread = sqrt(var / n) + 1e-6;
+    for (int s = 0; s < n; s++) {
+        double others = (sum - reward[s]) / (n - 1);
+        reward[s] = (reward[s] - others) / spread / n; /* now the sample's weight */
+    }
+    memset(a->grad, 0, (size_t)a->policy.layout.n * sizeof *a->grad);
+    double objective;
+    status = pl_policy_objective(&a->policy, a->actions, a->weights, n, a->options.entropy,
+                                 &objective, &it.entropy, a->grad, err);
+    if (status != PL_OK)
+        return status;
+    adam_ascend(a);
+    a->curve[a->iteration++] = it;
+    if (result)
+        *result = it;
+    return PL_OK;
+}

@@ -1,0 +1,117 @@
+/* The reinforcement-learning placement agent: a learned policy over graph features that
+ * groups a training graph's forward ops and places the groups on a cluster's devices and
+ * pipeline stages, trained by policy gradient on rewards from the simulator.
+ *
+ * The policy (docs/agent.md): per-op features (op kind, log FLOPs, log output and
+ * parameter bytes, topological depth, degree, the FLOPs of its co-location group) refined
+ * by rounds of message passing over the dataflow; a grouper that assigns each forward op
+ * (with its co-location group) to one of at most `groups` groups; a placer that gives each
+ * group a device and a pipeline stage, attending over the groups; and the micro-batch
+ * count, drawn from the divisors of the batch up to 8. Stages are then made to follow the
+ * dataflow (an op's stage is at least its inputs'), and numbered without gaps.
+ *
+ * Learning: each iteration draws `samples` plans from the policy, simulates them
+ * (cost/simulate.h, on `threads` threads), rewards each with -sqrt(step / reference) where
+ * the reference is the first plan's step (or PL_AGENT_OOM_REWARD when a device runs out of
+ * memory), and takes one Adam step on REINFORCE with a leave-one-out baseline (each
+ * sample's advantage is its reward against the mean of the others, over their spread) and
+ * an entropy bonus. The agent keeps the best distinct plans it has simulated; the caller
+ * measures them on the executor and tells the agent (pl_agent_correct) how the simulator
+ * compares, and chooses the final plan by measured step.
+ *
+ * Reproducible: every random draw is a pure function of (seed, iteration, sample), so the
+ * result of a number of iterations depends on the seed alone, not on the thread count or
+ * the wall clock. A checkpoint holds the weights, the optimiser's moments, the iteration
+ * (the random state), the learning curve and the best plans: an agent read back from one
+ * continues as the uninterrupted agent would, bit for bit.
+ *
+ * Ownership: the agent borrows the graph (a training graph, autodiff.h), the cluster and
+ * the cost model for its life. Not thread-safe: one caller drives an agent (it runs its
+ * own simulation threads inside pl_agent_iterate and joins them before returning). */
+#ifndef PLACER_AGENT_H
+#define PLACER_AGENT_H
+
+#include <stdint.h>
+
+#include "cluster.h"
+#include "cost_model.h"
+#include "error.h"
+#include "graph.h"
+#include "plan.h"
+
+#define PL_AGENT_OOM_REWARD (-3.0)
+
+enum { PL_AGENT_MAX_BEST = 8, PL_AGENT_MAX_GROUPS = 64 };
+
+typedef struct pl_agent_options {
+    uint64_t seed;
+    int samples;       /* plans drawn per iteration (default 32) */
+    int groups;        /* the grouper's groups (default 16, at most PL_AGENT_MAX_GROUPS) */
+    int hidden;        /* width of the op embeddings (default 32) */
+    int rounds;        /* message-passing rounds (default 2) */
+    double lr;         /* Adam's step size (default 0.01) */
+    double entropy;    /* weight of the entropy bonus (default 0.01) */
+    int threads;       /* simulation threads (default 2) */
+    int imitation_steps; /* supervised steps towards pl_agent_imitate's plan (default 200) */
+} pl_agent_options;
+
+/* The defaults above. */
+void pl_agent_options_default(pl_agent_options *options);
+
+typedef struct pl_agent pl_agent;
+
+/* One iteration's outcome. */
+typedef struct pl_agent_iteration {
+    int iteration;        /* from 1 */
+    double mean_reward;   /* over the samples */
+    double best_reward;   /* the best sample's */
+    double mean_step;     /* mean simulated step of the samples that fit, seconds */
+    double best_step;     /* the best simulated step so far (any iteration), seconds */
+    int oom;              /* samples that did not fit */
+    double entropy;       /* mean entropy per decision */
+} pl_agent_iteration;
+
+/* A new agent with freshly initialised weights (from options->seed), or NULL with `err`
+ * filled in (PL_EINPUT: a graph without forward ops, options out of range). */
+pl_agent *pl_agent_new(const pl_graph *graph, const pl_cluster *cluster,
+                       const pl_cost_model *model, const pl_agent_options *options,
+                       pl_error *err);
+void pl_agent_free(pl_agent *agent);
+
+/* Trains the policy to reproduce `plan` (supervised, options->imitation_steps Adam steps
+ * on the plan's log-likelihood) and offers the plan as a candidate. Call before the first
+ * iteration; optional. */
+pl_status pl_agent_imitate(pl_agent *agent, const pl_plan *plan, pl_error *err);
+
+/* Offers a plan made elsewhere (a baseline) as a candidate, simulated, so that the best
+ * plans include it when it is among the best. */
+pl_status pl_agent_offer(pl_agent *agent, const pl_plan *plan, pl_error *err);
+
+/* One iteration of sampling, simulation and learning. */
+pl_status pl_agent_iterate(pl_agent *agent, pl_agent_iteration *result, pl_error *err);
+
+/* Iterations done, and the curve so far (one entry per iteration, borrowed, valid until
+ * the next call that changes the agent). */
+int pl_agent_iterations(const pl_agent *agent);
+const pl_agent_iteration *pl_agent_curve(const pl_agent *agent);
+
+/* The best distinct plans simulated so far, best first (at most PL_AGENT_MAX_BEST): a new
+ * plan (pl_plan_free) with its simulated step in provenance.predicted_seconds and
+ * algorithm "rl" (or the offered plan's own), or NULL when k is out of range. */
+int pl_agent_best_count(const pl_agent *agent);
+pl_plan *pl_agent_best_plan(const pl_agent *agent, int k, pl_error *err);
+
+/* What the executor measured for a plan the simulator predicted `simulated` seconds for:
+ * the agent keeps the geometric mean of measured / simulated as the simulator's
+ * correction for this model and cluster, and reports corrected steps from then on. */
+void pl_agent_correct(pl_agent *agent, double simulated, double measured);
+double pl_agent_correction(const pl_agent *agent);
+
+/* Checkpoints, written atomically; reading checks that the checkpoint was made for this
+ * graph, cluster and options (PL_EINPUT otherwise). */
+pl_status pl_agent_save(const pl_agent *agent, const char *path, pl_error *err);
+pl_agent *pl_agent_load(const char *path, const pl_graph *graph, const pl_cluster *cluster,
+                        const pl_cost_model *model, const pl_agent_options *options,
+                        pl_error *err);
+
+#endif

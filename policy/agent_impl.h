@@ -1,0 +1,49 @@
+/* The agent's state, shared by its learning loop (agent.c) and its checkpoints
+ * (agent_checkpoint.c). */
+#ifndef PLACER_AGENT_IMPL_H
+#define PLACER_AGENT_IMPL_H
+
+#include <stdbool.h>
+
+#include "agent.h"
+#include "policy_impl.h"
+
+typedef struct pl_agent_best {
+    pl_plan *plan;      /* always allocated; valid for the first n_best */
+    double step;        /* simulated */
+    uint64_t key;       /* of its devices, stages, micro-batches and schedule */
+    char algorithm[64];
+} pl_agent_best;
+
+struct pl_agent {
+    const pl_graph *graph;
+    const pl_cluster *cluster;
+    const pl_cost_model *model;
+    pl_agent_options options;
+    pl_policy policy;
+    double *adam_m, *adam_v;
+    int64_t adam_t;
+    int iteration;             /* also the random state: iteration i draws stream i */
+    double reference;          /* every op on the first device, simulated: rewards' scale */
+    double log_ratio_sum;      /* executor against simulator */
+    int n_corrections;
+    pl_agent_iteration *curve;
+    int curve_cap;
+    pl_agent_best best[PL_AGENT_MAX_BEST];
+    int n_best;
+    /* per iteration, reused */
+    double *grad;
+    pl_action *actions;
+    pl_plan **plans;
+    double *steps;
+    bool *fits;
+    double *weights;
+};
+
+/* An agent with its buffers and initial weights, no reference yet. */
+pl_agent *pl_agent_alloc(const pl_graph *graph, const pl_cluster *cluster,
+                         const pl_cost_model *model, const pl_agent_options *options,
+                         pl_error *err);
+void pl_agent_keep(pl_agent *agent, const pl_plan *plan, double step, const char *algorithm);
+
+#endif

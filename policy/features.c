@@ -1,0 +1,197 @@
+/* The policy's view of a graph: per forward op a feature vector (its kind one-hot, log
+ * FLOPs, log output and parameter bytes, the log FLOPs of its whole co-location group,
+ * topological depth and position, in- and out-degree), the producer and consumer lists
+ * that message passing runs over, and the weights' layout and first values. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy_impl.h"
+#include "rng.h"
+
+enum { N_NUMERIC = 8 };
+
+/* Distinct producers (forward ops) of each forward op, as CSR; then the reverse. */
+static pl_status build_adjacency(pl_policy *p, const pl_graph *g, pl_error *err)
+{
+    int n = p->n_ops, edges = 0;
+    p->pred_first = calloc((size_t)n + 1, sizeof *p->pred_first);
+    p->succ_first = calloc((size_t)n + 1, sizeof *p->succ_first);
+    int cap = 0;
+    for (int o = 0; o < n; o++)
+        cap += g->ops[o].n_inputs;
+    p->pred = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *p->pred);
+    p->succ = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *p->succ);
+    int *fill = calloc((size_t)n + 1, sizeof *fill);
+    if (!p->pred_first || !p->succ_first || !p->pred || !p->succ || !fill) {
+        free(fill);
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    }
+    for (int o = 0; o < n; o++) {
+        p->pred_first[o] = edges;
+        const pl_op *op = &g->ops[o];
+        for (int i = 0; i < op->n_inputs; i++) {
+            int from = g->tensors[op->inputs[i]].producer;
+            if (from < 0 || from >= n)
+                continue;
+            bool seen = false;
+            for (int e = p->pred_first[o]; e < edges && !seen; e++)
+                seen = p->pred[e] == from;
+            if (!seen)
+                p->pred[edges++] = from;
+        }
+    }
+    p->pred_first[n] = edges;
+    for (int e = 0; e < edges; e++)
+        p->succ_first[p->pred[e] + 1]++;
+    for (int o = 0; o < n; o++)
+        p->succ_first[o + 1] += p->succ_first[o];
+    for (int o = 0; o < n; o++)
+        for (int e = p->pred_first[o]; e < p->pred_first[o + 1]; e++) {
+            int from = p->pred[e];
+            p->succ[p->succ_first[from] + fill[from]++] = o;
+        }
+    free(fill);
+    return PL_OK;
+}
+
+static pl_status build_features(pl_policy *p, const pl_graph *g, pl_error *err)
+{
+    int n = p->n_ops, kinds = PL_OP_FIRST_INTERNAL + 1;
+    p->n_features = kinds + N_NUMERIC;
+    p->features = calloc((size_t)n * (size_t)p->n_features, sizeof *p->features);
+    p->group_features = calloc((size_t)n * PL_POLICY_GROUP_FEATURES, sizeof *p->group_features);
+    double *group_flops = calloc((size_t)n, sizeof *group_flops);
+    int *depth = calloc((size_t)n, sizeof *depth);
+    if (!p->features || !p->group_features || !group_flops || !depth) {
+        free(group_flops);
+        free(depth);
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    }
+    double total = 0;
+    for (int o = 0; o < g->n_ops; o++) {
+        int home = g->ops[o].group;
+        if (home >= 0 && home < n)
+            group_flops[home] += g->ops[o].flops;
+        total += g->ops[o].flops;
+    }
+    int max_depth = 1;
+    for (int o = 0; o < n; o++) {
+        for (int e = p->pred_first[o]; e < p->pred_first[o + 1]; e++)
+            if (depth[p->pred[e]] + 1 > depth[o])
+                depth[o] = depth[p->pred[e]] + 1;
+        if (depth[o] > max_depth)
+            max_depth = depth[o];
+    }
+    for (int o = 0; o < n; o++) {
+        const pl_op *op = &g->ops[o];
+        double *f = p->features + (size_t)o * (size_t)p->n_features;
+        int kind = (int)op->kind < PL_OP_FIRST_INTERNAL ? (int)op->kind : PL_OP_FIRST_INTERNAL;
+        f[kind] = 1;
+        double *x = f + kinds;
+        x[0] = log1p(op->flops) / 20;
+        x[1] = log1p((double)op->bytes_written) / 20;
+        x[2] = log1p((double)op->param_bytes) / 20;
+        x[3] = log1p(group_flops[o]) / 20;
+        x[4] = (double)depth[o] / max_depth;
+        x[5] = (double)o / n;
+        x[6] = log1p(p->pred_first[o + 1] - p->pred_first[o]) / 2;
+        x[7] = log1p(p->succ_first[o + 1] - p->succ_first[o]) / 2;
+        p->group_features[o * PL_POLICY_GROUP_FEATURES] = total > 0 ? group_flops[o] / total : 0;
+        p->group_features[o * PL_POLICY_GROUP_FEATURES + 1] = 1.0 / n;
+    }
+    free(group_flops);
+    free(depth);
+    return PL_OK;
+}
+
+static void build_layout(pl_policy *p)
+{
+    pl_policy_layout *l = &p->layout;
+    int h = p->hidden, u = h + PL_POLICY_GROUP_FEATURES + p->groups, z = u + h, at = 0;
+#define TAKE(field, count) (l->field = at, at += (count))
+    TAKE(w0, p->n_features * h);
+    TAKE(b0, h);
+    for (int r = 0; r < p->rounds; r++) {
+        TAKE(ws[r], h * h);
+        TAKE(wi[r], h * h);
+        TAKE(wo[r], h * h);
+        TAKE(b[r], h);
+    }
+    TAKE(wg, h * p->groups);
+    TAKE(bg, p->groups);
+    TAKE(wq, u * h);
+    TAKE(wk, u * h);
+    TAKE(wv, u * h);
+    TAKE(wd, z * p->devices);
+    TAKE(bd, p->devices);
+    TAKE(wst, z * p->stages);
+    TAKE(bst, p->stages);
+    TAKE(wm, h * p->n_mb);
+    TAKE(bm, p->n_mb);
+#undef TAKE
+    l->n = at;
+}
+
+/* Normal weights of variance 1/fan_in; biases zero. */
+static void init_matrix(double *w, int fan_in, int fan_out, uint64_t seed, uint64_t *counter)
+{
+    double scale = 1 / sqrt((double)fan_in);
+    for (int i = 0; i < fan_in * fan_out; i++)
+        w[i] = scale * pl_rng_normal(seed, (*counter)++);
+}
+
+pl_status pl_policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c, int hidden,
+                         int rounds, int groups, uint64_t seed, pl_error *err)
+{
+    memset(p, 0, sizeof *p);
+    p->n_ops = g->n_forward_ops;
+    p->hidden = hidden;
+    p->rounds = rounds;
+    p->groups = groups < p->n_ops ? groups : p->n_ops;
+    p->devices = c->n_devices;
+    p->stages = c->n_devices < 8 ? c->n_devices : 8;
+    static const int counts[PL_POLICY_MAX_MB] = {1, 2, 4, 8};
+    for (int i = 0; i < PL_POLICY_MAX_MB; i++)
+        if (g->batch_size % counts[i] == 0)
+            p->mb_choice[p->n_mb++] = counts[i];
+    pl_status status = build_adjacency(p, g, err);
+    if (status == PL_OK)
+        status = build_features(p, g, err);
+    if (status != PL_OK)
+        return status;
+    build_layout(p);
+    p->params = calloc((size_t)p->layout.n, sizeof *p->params);
+    if (!p->params)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    const pl_policy_layout *l = &p->layout;
+    int h = hidden, u = h + PL_POLICY_GROUP_FEATURES + p->groups, z = u + h;
+    uint64_t counter = 0;
+    init_matrix(p->params + l->w0, p->n_features, h, seed, &counter);
+    for (int r = 0; r < rounds; r++) {
+        /* small: each round starts close to the identity (the residual) */
+        init_matrix(p->params + l->ws[r], 3 * h, h, seed, &counter);
+        init_matrix(p->params + l->wi[r], 3 * h, h, seed, &counter);
+        init_matrix(p->params + l->wo[r], 3 * h, h, seed, &counter);
+    }
+    init_matrix(p->params + l->wg, h, p->groups, seed, &counter);
+    init_matrix(p->params + l->wq, u, h, seed, &counter);
+    init_matrix(p->params + l->wk, u, h, seed, &counter);
+    init_matrix(p->params + l->wv, u, h, seed, &counter);
+    init_matrix(p->params + l->wd, z, p->devices, seed, &counter);
+    init_matrix(p->params + l->wst, z, p->stages, seed, &counter);
+    init_matrix(p->params + l->wm, h, p->n_mb, seed, &counter);
+    return PL_OK;
+}
+
+void pl_policy_clear(pl_policy *p)
+{
+    free(p->features);
+    free(p->group_features);
+    free(p->pred_first);
+    free(p->pred);
+    free(p->succ_first);
+    free(p->succ);
+    free(p->params);
+    memset(p, 0, sizeof *p);
+}

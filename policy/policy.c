@@ -1,0 +1,566 @@
+/* The policy network's forward pass, sampling, and the exact gradient of the
+ * policy-gradient objective, written by hand on cblas_dgemm (docs/agent.md says why not
+ * in placer's own IR).
+ *
+ *   h0 = tanh(X W0 + b0)                                  ops x hidden
+ *   h_r = h_{r-1} + tanh(h_{r-1} Ws + in(h_{r-1}) Wi + out(h_{r-1}) Wo + b)
+ *         in/out: the mean over an op's producers / consumers
+ *   grouper: softmax(h_R Wg + bg) per op                  ops x groups
+ *   per sampled grouping: U_k = [mean of h_R over group k, its FLOPs and op shares,
+ *         k one-hot (so that groups can differ before the grouper tells them apart)]
+ *         attention over the non-empty groups: C = softmax(U Wq (U Wk)^T / sqrt(hidden)) U Wv
+ *         device: softmax([U, C] Wd + bd), stage: softmax([U, C] Wst + bst)
+ *   micro-batches: softmax(mean(h_R) Wm + bm)
+ *
+ * The backward pass mirrors each line; tests/test_agent.c checks every weight's gradient
+ * against central differences. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy_impl.h"
+#include "rng.h"
+
+/* C = alpha op(A) op(B) + beta C, row-major; op(A) is m x k, op(B) k x n. */
+static void gemm(bool ta, bool tb, int m, int n, int k, double alpha, const double *a,
+                 const double *b, double beta, double *c)
+{
+    if (m == 0 || n == 0)
+        return;
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                m, n, k, alpha, a, ta ? m : k, b, tb ? k : n, beta, c, n);
+}
+
+static void softmax(const double *logits, int n, double *p)
+{
+    double top = logits[0];
+    for (int i = 1; i < n; i++)
+        if (logits[i] > top)
+            top = logits[i];
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += p[i] = exp(logits[i] - top);
+    for (int i = 0; i < n; i++)
+        p[i] /= sum;
+}
+
+static double entropy_of(const double *p, int n)
+{
+    double h = 0;
+    for (int i = 0; i < n; i++)
+        if (p[i] > 0)
+            h -= p[i] * log(p[i]);
+    return h;
+}
+
+/* d/dlogits of weight * log p[chosen] + beta * H(p), added to d. */
+static void categorical_grad(const double *p, int n, int chosen, double weight, double beta,
+                             double *d)
+{
+    double h = entropy_of(p, n);
+    for (int i = 0; i < n; i++) {
+        d[i] += weight * ((i == chosen) - p[i]);
+        if (beta != 0 && p[i] > 0)
+            d[i] -= beta * p[i] * (log(p[i]) + h);
+    }
+}
+
+static int draw(const double *p, int n, double u)
+{
+    double acc = 0;
+    for (int i = 0; i < n - 1; i++) {
+        acc += p[i];
+        if (u < acc)
+            return i;
+    }
+    return n - 1;
+}
+
+/* ---- the op embeddings ------------------------------------------------------------------ */
+
+typedef struct embedding {
+    double *h[PL_POLICY_MAX_ROUNDS + 1]; /* ops x hidden */
+    double *t[PL_POLICY_MAX_ROUNDS + 1]; /* tanh of each round */
+    double *in[PL_POLICY_MAX_ROUNDS], *out[PL_POLICY_MAX_ROUNDS];
+    double *pg;                          /* ops x groups */
+    double *mean;                        /* hidden: mean of h_R */
+    double pm[PL_POLICY_MAX_MB];
+    double *block;
+} embedding;
+
+/* out[i] = mean of m over i's neighbours (first/list), or 0. */
+static void aggregate(const int *first, const int *list, int n, int h, const double *m,
+                      double *out)
+{
+    for (int i = 0; i < n; i++) {
+        double *o = out + (size_t)i * h;
+        memset(o, 0, (size_t)h * sizeof *o);
+        int count = first[i + 1] - first[i];
+        for (int e = first[i]; e < first[i + 1]; e++)
+            for (int j = 0; j < h; j++)
+                o[j] += m[(size_t)list[e] * h + j] / count;
+    }
+}
+
+/* The transpose: out[list[e]] += d[i] / count(i). */
+static void aggregate_back(const int *first, const int *list, int n, int h, const double *d,
+                           double *out)
+{
+    for (int i = 0; i < n; i++) {
+        int count = first[i + 1] - first[i];
+        for (int e = first[i]; e < first[i + 1]; e++)
+            for (int j = 0; j < h; j++)
+                out[(size_t)list[e] * h + j] += d[(size_t)i * h + j] / count;
+    }
+}
+
+static void add_bias(double *m, int rows, int cols, const double *b)
+{
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            m[(size_t)i * cols + j] += b[j];
+}
+
+static pl_status embed(const pl_policy *p, embedding *e, pl_error *err)
+{
+    int n = p->n_ops, h = p->hidden, r = p->rounds;
+    size_t nh = (size_t)n * h;
+    size_t total = (size_t)(r + 1) * nh * 2 + (size_t)r * nh * 2 + (size_t)n * p->groups + h;
+    memset(e, 0, sizeof *e);
+    e->block = malloc(total * sizeof *e->block);
+    if (!e->block)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    double *at = e->block;
+    for (int i = 0; i <= r; i++) {
+        e->h[i] = at, at += nh;
+        e->t[i] = at, at += nh;
+    }
+    for (int i = 0; i < r; i++) {
+        e->in[i] = at, at += nh;
+        e->out[i] = at, at += nh;
+    }
+    e->pg = at, at += (size_t)n * p->groups;
+    e->mean = at;
+    memset(e->mean, 0, (size_t)h * sizeof *e->mean);
+    const double *w = p->params;
+    const pl_policy_layout *l = &p->layout;
+    gemm(false, false, n, h, p->n_features, 1, p->features, w + l->w0, 0, e->t[0]);
+    add_bias(e->t[0], n, h, w + l->b0);
+    for (size_t i = 0; i < nh; i++)
+        e->h[0][i] = e->t[0][i] = tanh(e->t[0][i]);
+    for (int k = 1; k <= r; k++) {
+        double *prev = e->h[k - 1], *t = e->t[k];
+        aggregate(p->pred_first, p->pred, n, h, prev, e->in[k - 1]);
+        aggregate(p->succ_first, p->succ, n, h, prev, e->out[k - 1]);
+        gemm(false, false, n, h, h, 1, prev, w + l->ws[k - 1], 0, t);
+        gemm(false, false, n, h, h, 1, e->in[k - 1], w + l->wi[k - 1], 1, t);
+        gemm(false, false, n, h, h, 1, e->out[k - 1], w + l->wo[k - 1], 1, t);
+        add_bias(t, n, h, w + l->b[k - 1]);
+        for (size_t i = 0; i < nh; i++) {
+            t[i] = tanh(t[i]);
+            e->h[k][i] = prev[i] + t[i];
+        }
+    }
+    const double *top = e->h[r];
+    gemm(false, false, n, p->groups, h, 1, top, w + l->wg, 0, e->pg);
+    add_bias(e->pg, n, p->groups, w + l->bg);
+    for (int i = 0; i < n; i++)
+        softmax(e->pg + (size_t)i * p->groups, p->groups, e->pg + (size_t)i * p->groups);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < h; j++)
+            e->mean[j] += top[(size_t)i * h + j] / n;
+    double logits[PL_POLICY_MAX_MB];
+    for (int m = 0; m < p->n_mb; m++) {
+        logits[m] = w[l->bm + m];
+        for (int j = 0; j < h; j++)
+            logits[m] += e->mean[j] * w[l->wm + j * p->n_mb + m];
+    }
+    softmax(logits, p->n_mb, e->pm);
+    return PL_OK;
+}
+
+/* ---- the head over one grouping -------------------------------------------------------- */
+
+typedef struct head {
+    int count[PL_AGENT_MAX_GROUPS];
+    int nonempty;
+    double *u, *q, *k, *v, *att, *c, *z, *pd, *ps;
+    double *block;
+} head;
+
+static pl_status head_forward(const pl_policy *p, const embedding *e, const int *group,
+                              head *hd, pl_error *err)
+{
+    int n = p->n_ops, h = p->hidden, g = p->groups, u = h + PL_POLICY_GROUP_FEATURES + g;
+    int z = u + h;
+    size_t total = (size_t)g * (u + 3 * h + g + h + z + p->devices + p->stages);
+    memset(hd->count, 0, sizeof hd->count);
+    hd->block = calloc(total, sizeof *hd->block);
+    if (!hd->block)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    double *at = hd->block;
+    hd->u = at, at += (size_t)g * u;
+    hd->q = at, at += (size_t)g * h;
+    hd->k = at, at += (size_t)g * h;
+    hd->v = at, at += (size_t)g * h;
+    hd->att = at, at += (size_t)g * g;
+    hd->c = at, at += (size_t)g * h;
+    hd->z = at, at += (size_t)g * z;
+    hd->pd = at, at += (size_t)g * p->devices;
+    hd->ps = at;
+    const double *top = e->h[p->rounds];
+    for (int i = 0; i < n; i++) {
+        int k = group[i];
+        hd->count[k]++;
+        for (int j = 0; j < h; j++)
+            hd->u[(size_t)k * u + j] += top[(size_t)i * h + j];
+        for (int j = 0; j < PL_POLICY_GROUP_FEATURES; j++)
+            hd->u[(size_t)k * u + h + j] += p->group_features[i * PL_POLICY_GROUP_FEATURES + j];
+    }
+    hd->nonempty = 0;
+    for (int k = 0; k < g; k++)
+        if (hd->count[k]) {
+            hd->nonempty++;
+            for (int j = 0; j < h; j++)
+                hd->u[(size_t)k * u + j] /= hd->count[k];
+            hd->u[(size_t)k * u + h + PL_POLICY_GROUP_FEATURES + k] = 1; /* its index */
+        }
+    const double *w = p->params;
+    const pl_policy_layout *l = &p->layout;
+    gemm(false, false, g, h, u, 1, hd->u, w + l->wq, 0, hd->q);
+    gemm(false, false, g, h, u, 1, hd->u, w + l->wk, 0, hd->k);
+    gemm(false, false, g, h, u, 1, hd->u, w + l->wv, 0, hd->v);
+    gemm(false, true, g, g, h, 1 / sqrt((double)h), hd->q, hd->k, 0, hd->att);
+    for (int a = 0; a < g; a++) {
+        double *row = hd->att + (size_t)a * g;
+        if (!hd->count[a]) {
+            memset(row, 0, (size_t)g * sizeof *row);
+            continue;
+        }
+        double top_score = -INFINITY, sum = 0;
+        for (int b = 0; b < g; b++)
+            if (hd->count[b] && row[b] > top_score)
+                top_score = row[b];
+        for (int b = 0; b < g; b++)
+            sum += row[b] = hd->count[b] ? exp(row[b] - top_score) : 0;
+        for (int b = 0; b < g; b++)
+            row[b] /= sum;
+    }
+    gemm(false, false, g, h, g, 1, hd->att, hd->v, 0, hd->c);
+    for (int k = 0; k < g; k++) {
+        memcpy(hd->z + (size_t)k * z, hd->u + (size_t)k * u, (size_t)u * sizeof *hd->z);
+        memcpy(hd->z + (size_t)k * z + u, hd->c + (size_t)k * h, (size_t)h * sizeof *hd->z);
+    }
+    gemm(false, false, g, p->devices, z, 1, hd->z, w + l->wd, 0, hd->pd);
+    add_bias(hd->pd, g, p->devices, w + l->bd);
+    gemm(false, false, g, p->stages, z, 1, hd->z, w + l->wst, 0, hd->ps);
+    add_bias(hd->ps, g, p->stages, w + l->bst);
+    for (int k = 0; k < g; k++) {
+        softmax(hd->pd + (size_t)k * p->devices, p->devices, hd->pd + (size_t)k * p->devices);
+        softmax(hd->ps + (size_t)k * p->stages, p->stages, hd->ps + (size_t)k * p->stages);
+    }
+    return PL_OK;
+}
+
+/* Given dL/dlogits of the device and stage heads (g x devices, g x stages), adds the
+ * weights' gradients to grad and dL/dh_R to dtop. */
+static pl_status head_backward(const pl_policy *p, const head *hd, const int *group,
+                               const double *dld, const double *dls, double *grad,
+                               double *dtop, pl_error *err)
+{
+    int n = p->n_ops, h = p->hidden, g = p->groups, u = h + PL_POLICY_GROUP_FEATURES + g;
+    int z = u + h;
+    const double *w = p->params;
+    const pl_policy_layout *l = &p->layout;
+    double *block = calloc((size_t)g * (z + h + g + g + 3 * h + u), sizeof *block);
+    if (!block)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    double *dz = block, *dc = dz + (size_t)g * z, *datt = dc + (size_t)g * h;
+    double *ds = datt + (size_t)g * g, *dq = ds + (size_t)g * g, *dk = dq + (size_t)g * h;
+    double *dv = dk + (size_t)g * h, *du = dv + (size_t)g * h;
+    gemm(true, false, z, p->devices, g, 1, hd->z, dld, 1, grad + l->wd);
+    gemm(true, false, z, p->stages, g, 1, hd->z, dls, 1, grad + l->wst);
+    for (int k = 0; k < g; k++) {
+        for (int j = 0; j < p->devices; j++)
+            grad[l->bd + j] += dld[(size_t)k * p->devices + j];
+        for (int j = 0; j < p->stages; j++)
+            grad[l->bst + j] += dls[(size_t)k * p->stages + j];
+    }
+    gemm(false, true, g, z, p->devices, 1, dld, w + l->wd, 0, dz);
+    gemm(false, true, g, z, p->stages, 1, dls, w + l->wst, 1, dz);
+    for (int k = 0; k < g; k++) {
+        memcpy(du + (size_t)k * u, dz + (size_t)k * z, (size_t)u * sizeof *du);
+        memcpy(dc + (size_t)k * h, dz + (size_t)k * z + u, (size_t)h * sizeof *dc);
+    }
+    /* C = att V */
+    gemm(false, true, g, g, h, 1, dc, hd->v, 0, datt);
+    gemm(true, false, g, h, g, 1, hd->att, dc, 0, dv);
+    /* att = softmax(S) per row */
+    for (int a = 0; a < g; a++) {
+        const double *row = hd->att + (size_t)a * g;
+        const double *drow = datt + (size_t)a * g;
+        double dot = 0;
+        for (int b = 0; b < g; b++)
+            dot += row[b] * drow[b];
+        for (int b = 0; b < g; b++)
+            ds[(size_t)a * g + b] = row[b] * (drow[b] - dot);
+    }
+    double scale = 1 / sqrt((double)h);
+    gemm(false, false, g, h, g, scale, ds, hd->k, 0, dq);
+    gemm(true, false, g, h, g, scale, ds, hd->q, 0, dk);
+    gemm(true, false, u, h, g, 1, hd->u, dq, 1, grad + l->wq);
+    gemm(true, false, u, h, g, 1, hd->u, dk, 1, grad + l->wk);
+    gemm(true, false, u, h, g, 1, hd->u, dv, 1, grad + l->wv);
+    gemm(false, true, g, u, h, 1, dq, w + l->wq, 1, du);
+    gemm(false, true, g, u, h, 1, dk, w + l->wk, 1, du);
+    gemm(false, true, g, u, h, 1, dv, w + l->wv, 1, du);
+    for (int i = 0; i < n; i++) {
+        int k = group[i];
+        for (int j = 0; j < h; j++)
+            dtop[(size_t)i * h + j] += du[(size_t)k * u + j] / hd->count[k];
+    }
+    free(block);
+    return PL_OK;
+}
+
+/* ---- sampling ---------------------------------------------------------------------------- */
+
+pl_action *pl_actions_new(const pl_policy *p, int n)
+{
+    pl_action *a = calloc((size_t)n, sizeof *a);
+    if (!a)
+        return NULL;
+    for (int s = 0; s < n; s++)
+        if (!(a[s].group = calloc((size_t)p->n_ops, sizeof *a[s].group))) {
+            pl_actions_free(a, n);
+            return NULL;
+        }
+    return a;
+}
+
+void pl_actions_free(pl_action *a, int n)
+{
+    if (!a)
+        return;
+    for (int s = 0; s < n; s++)
+        free(a[s].group);
+    free(a);
+}
+
+pl_status pl_policy_sample(const pl_policy *p, uint64_t seed, uint64_t stream,
+                           pl_action *actions, int n, pl_error *err)
+{
+    embedding e;
+    pl_status status = embed(p, &e, err);
+    for (int s = 0; s < n && status == PL_OK; s++) {
+        /* each sample its own counter stream: draws do not depend on other samples */
+        uint64_t key = pl_rng_mix(seed ^ pl_rng_mix(stream + (uint64_t)s));
+        uint64_t counter = 0;
+        pl_action *a = &actions[s];
+        for (int i = 0; i < p->n_ops; i++)
+            a->group[i] = draw(e.pg + (size_t)i * p->groups, p->groups,
+                               pl_rng_uniform(key, counter++));
+        head hd;
+        if ((status = head_forward(p, &e, a->group, &hd, err)) != PL_OK)
+            break;
+        for (int k = 0; k < p->groups; k++) {
+            a->device[k] = draw(hd.pd + (size_t)k * p->devices, p->devices,
+                                pl_rng_uniform(key, counter++));
+            a->stage[k] = draw(hd.ps + (size_t)k * p->stages, p->stages,
+                               pl_rng_uniform(key, counter++));
+        }
+        a->mb = draw(e.pm, p->n_mb, pl_rng_uniform(key, counter++));
+        free(hd.block);
+    }
+    free(e.block);
+    return status;
+}
+
+/* ---- the objective and its gradient -------------------------------------------------- */
+
+pl_status pl_policy_objective(const pl_policy *p, const pl_action *actions,
+                              const double *weight, int n, double beta, double *objective,
+                              double *mean_entropy, double *grad, pl_error *err)
+{
+    int ops = p->n_ops, h = p->hidden, g = p->groups;
+    const pl_policy_layout *l = &p->layout;
+    embedding e;
+    pl_status status = embed(p, &e, err);
+    if (status != PL_OK)
+        return status;
+    size_t nh = (size_t)ops * h;
+    double *dlg = calloc((size_t)ops * g, sizeof *dlg);
+    double *dtop = calloc(nh, sizeof *dtop);
+    double *dprev = calloc(nh, sizeof *dprev);
+    double *dz = calloc(nh, sizeof *dz);
+    double *tmp = calloc(nh, sizeof *tmp);
+    double *dld = calloc((size_t)g * p->devices, sizeof *dld);
+    double *dls = calloc((size_t)g * p->stages, sizeof *dls);
+    if (!dlg || !dtop || !dprev || !dz || !tmp || !dld || !dls) {
+        status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        goto done;
+    }
+    double j_total = 0, h_group = 0, h_head = 0;
+    double dlm[PL_POLICY_MAX_MB] = {0};
+    for (int i = 0; i < ops; i++) {
+        const double *pg = e.pg + (size_t)i * g;
+        h_group += entropy_of(pg, g) / ops;
+        double *d = dlg + (size_t)i * g;
+        for (int s = 0; s < n; s++) {
+            j_total += weight[s] * log(pg[actions[s].group[i]]);
+            categorical_grad(pg, g, actions[s].group[i], weight[s], 0, d);
+        }
+        categorical_grad(pg, g, 0, 0, beta / ops, d);
+    }
+    double h_mb = entropy_of(e.pm, p->n_mb);
+    for (int s = 0; s < n; s++) {
+        j_total += weight[s] * log(e.pm[actions[s].mb]);
+        categorical_grad(e.pm, p->n_mb, actions[s].mb, weight[s], 0, dlm);
+    }
+    categorical_grad(e.pm, p->n_mb, 0, 0, beta, dlm);
+    for (int s = 0; s < n && status == PL_OK; s++) {
+        head hd;
+        if ((status = head_forward(p, &e, actions[s].group, &hd, err)) != PL_OK)
+            break;
+        memset(dld, 0, (size_t)g * p->devices * sizeof *dld);
+        memset(dls, 0, (size_t)g * p->stages * sizeof *dls);
+        double bw = beta / n / hd.nonempty, hs = 0;
+        for (int k = 0; k < g; k++) {
+            if (!hd.count[k])
+                continue;
+            const double *pd = hd.pd + (size_t)k * p->devices;
+            const double *ps = hd.ps + (size_t)k * p->stages;
+            j_total += weight[s] * (log(pd[actions[s].device[k]]) + log(ps[actions[s].stage[k]]));
+            hs += entropy_of(pd, p->devices) + entropy_of(ps, p->stages);
+            categorical_grad(pd, p->devices, actions[s].device[k], weight[s], bw,
+                             dld + (size_t)k * p->devices);
+            categorical_grad(ps, p->stages, actions[s].stage[k], weight[s], bw,
+                             dls + (size_t)k * p->stages);
+        }
+        h_head += hs / hd.nonempty / n;
+        if (grad)
+            status = head_backward(p, &hd, actions[s].group, dld, dls, grad, dtop, err);
+        free(hd.block);
+    }
+    if (status != PL_OK)
+        goto done;
+    double h_all = h_group + h_head + h_mb;
+    *objective = j_total + beta * h_all;
+    if (mean_entropy)
+        *mean_entropy = h_all;
+    if (!grad)
+        goto done;
+    const double *top = e.h[p->rounds];
+    /* micro-batches: logits = mean(h_R) Wm + bm */
+    for (int m = 0; m < p->n_mb; m++) {
+        grad[l->bm + m] += dlm[m];
+        for (int j = 0; j < h; j++)
+            grad[l->wm + j * p->n_mb + m] += e.mean[j] * dlm[m];
+    }
+    for (int j = 0; j < h; j++) {
+        double dmean = 0;
+        for (int m = 0; m < p->n_mb; m++)
+            dmean += dlm[m] * p->params[l->wm + j * p->n_mb + m];
+        for (int i = 0; i < ops; i++)
+            dtop[(size_t)i * h + j] += dmean / ops;
+    }
+    /* grouper */
+    gemm(true, false, h, g, ops, 1, top, dlg, 1, grad + l->wg);
+    for (int i = 0; i < ops; i++)
+        for (int k = 0; k < g; k++)
+            grad[l->bg + k] += dlg[(size_t)i * g + k];
+    gemm(false, true, ops, h, g, 1, dlg, p->params + l->wg, 1, dtop);
+    /* message passing, last round first */
+    for (int r = p->rounds; r >= 1; r--) {
+        const double *t = e.t[r], *prev = e.h[r - 1];
+        for (size_t i = 0; i < nh; i++)
+            dz[i] = dtop[i] * (1 - t[i] * t[i]);
+        gemm(true, false, h, h, ops, 1, prev, dz, 1, grad + l->ws[r - 1]);
+        gemm(true, false, h, h, ops, 1, e.in[r - 1], dz, 1, grad + l->wi[r - 1]);
+        gemm(true, false, h, h, ops, 1, e.out[r - 1], dz, 1, grad + l->wo[r - 1]);
+        for (int i = 0; i < ops; i++)
+            for (int j = 0; j < h; j++)
+                grad[l->b[r - 1] + j] += dz[(size_t)i * h + j];
+        memcpy(dprev, dtop, nh * sizeof *dprev);
+        gemm(false, true, ops, h, h, 1, dz, p->params + l->ws[r - 1], 1, dprev);
+        gemm(false, true, ops, h, h, 1, dz, p->params + l->wi[r - 1], 0, tmp);
+        aggregate_back(p->pred_first, p->pred, ops, h, tmp, dprev);
+        gemm(false, true, ops, h, h, 1, dz, p->params + l->wo[r - 1], 0, tmp);
+        aggregate_back(p->succ_first, p->succ, ops, h, tmp, dprev);
+        memcpy(dtop, dprev, nh * sizeof *dtop);
+    }
+    for (size_t i = 0; i < nh; i++)
+        dz[i] = dtop[i] * (1 - e.h[0][i] * e.h[0][i]);
+    gemm(true, false, p->n_features, h, ops, 1, p->features, dz, 1, grad + l->w0);
+    for (int i = 0; i < ops; i++)
+        for (int j = 0; j < h; j++)
+            grad[l->b0 + j] += dz[(size_t)i * h + j];
+done:
+    free(dlg);
+    free(dtop);
+    free(dprev);
+    free(dz);
+    free(tmp);
+    free(dld);
+    free(dls);
+    free(e.block);
+    return status;
+}
+
+/* ---- actions and plans ----------------------------------------------------------------- */
+
+void pl_action_to_plan(const pl_policy *p, const pl_action *a, pl_plan *plan)
+{
+    int n = p->n_ops;
+    int used[PL_AGENT_MAX_GROUPS] = {0};
+    for (int i = 0; i < n; i++) {
+        int k = a->group[i];
+        plan->device[i] = a->device[k];
+        int stage = a->stage[k];
+        for (int e = p->pred_first[i]; e < p->pred_first[i + 1]; e++)
+            if (plan->stage[p->pred[e]] > stage)
+                stage = plan->stage[p->pred[e]];
+        plan->stage[i] = stage;
+        used[stage] = 1;
+    }
+    int rank[PL_AGENT_MAX_GROUPS], stages = 0;
+    for (int s = 0; s < p->stages; s++)
+        rank[s] = used[s] ? stages++ : -1;
+    for (int i = 0; i < n; i++)
+        plan->stage[i] = rank[plan->stage[i]];
+    plan->n_stages = stages;
+    plan->micro_batches = p->mb_choice[a->mb];
+    plan->schedule = stages > 1 ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE;
+}
+
+bool pl_action_from_plan(const pl_policy *p, const pl_plan *plan, pl_action *a)
+{
+    int n_pairs = 0, pair_device[PL_AGENT_MAX_GROUPS], pair_stage[PL_AGENT_MAX_GROUPS];
+    for (int i = 0; i < p->n_ops; i++) {
+        int stage = plan->stage[i] < p->stages ? plan->stage[i] : p->stages - 1;
+        int k = 0;
+        while (k < n_pairs && (pair_device[k] != plan->device[i] || pair_stage[k] != stage))
+            k++;
+        if (k == n_pairs) {
+            if (n_pairs < p->groups) {
+                pair_device[n_pairs] = plan->device[i];
+                pair_stage[n_pairs] = stage;
+                n_pairs++;
+            } else {
+                k = p->groups - 1;
+            }
+        }
+        a->group[i] = k;
+    }
+    for (int k = 0; k < p->groups; k++) {
+        a->device[k] = k < n_pairs ? pair_device[k] : 0;
+        a->stage[k] = k < n_pairs ? pair_stage[k] : 0;
+    }
+    for (int m = 0; m < p->n_mb; m++)
+        if (p->mb_choice[m] == plan->micro_batches) {
+            a->mb = m;
+            return true;
+        }
+    return false;
+}

@@ -1,0 +1,82 @@
+/* The agent's policy network, inside policy/: features, the forward pass, sampling, and
+ * the hand-written gradient of the policy-gradient objective (policy.c, features.c).
+ *
+ * Everything is double precision and row-major; matrix products go through cblas_dgemm.
+ * The network's weights are one flat array (`params`) so that Adam, checkpoints and the
+ * finite-difference test treat them as one vector. */
+#ifndef PLACER_POLICY_IMPL_H
+#define PLACER_POLICY_IMPL_H
+
+#include <stdint.h>
+
+#include "agent.h"
+#include "cluster.h"
+#include "graph.h"
+#include "plan.h"
+
+enum { PL_POLICY_MAX_ROUNDS = 4, PL_POLICY_MAX_MB = 4, PL_POLICY_GROUP_FEATURES = 2 };
+
+/* Offsets of each weight matrix in the flat parameter vector. */
+typedef struct pl_policy_layout {
+    int w0, b0;                                  /* features -> hidden */
+    int ws[PL_POLICY_MAX_ROUNDS], wi[PL_POLICY_MAX_ROUNDS], wo[PL_POLICY_MAX_ROUNDS],
+        b[PL_POLICY_MAX_ROUNDS];                 /* message passing: self, in, out */
+    int wg, bg;                                  /* grouper */
+    int wq, wk, wv;                              /* attention over groups */
+    int wd, bd, wst, bst;                        /* device and stage heads */
+    int wm, bm;                                  /* micro-batch head */
+    int n;
+} pl_policy_layout;
+
+typedef struct pl_policy {
+    int n_ops, n_features, hidden, rounds, groups, devices, stages;
+    int n_mb;                        /* micro-batch choices */
+    int mb_choice[PL_POLICY_MAX_MB]; /* their counts */
+    double *features;                /* n_ops x n_features */
+    double *group_features;          /* n_ops x PL_POLICY_GROUP_FEATURES: FLOPs share, 1/n */
+    int *pred_first, *pred;          /* distinct producers of each forward op (CSR) */
+    int *succ_first, *succ;          /* distinct consumers */
+    pl_policy_layout layout;
+    double *params;                  /* layout.n */
+} pl_policy;
+
+/* One sampled decision set. */
+typedef struct pl_action {
+    int *group;                       /* per op */
+    int device[PL_AGENT_MAX_GROUPS];  /* per group */
+    int stage[PL_AGENT_MAX_GROUPS];
+    int mb;                           /* index into mb_choice */
+} pl_action;
+
+/* Builds features and adjacency for `graph`'s forward ops, the layout, and weights drawn
+ * from `seed`. */
+pl_status pl_policy_init(pl_policy *policy, const pl_graph *graph, const pl_cluster *cluster,
+                         int hidden, int rounds, int groups, uint64_t seed, pl_error *err);
+void pl_policy_clear(pl_policy *policy);
+
+pl_action *pl_actions_new(const pl_policy *policy, int n);
+void pl_actions_free(pl_action *actions, int n);
+
+/* Draws n actions from the policy; randomness from (seed, stream + sample). */
+pl_status pl_policy_sample(const pl_policy *policy, uint64_t seed, uint64_t stream,
+                           pl_action *actions, int n, pl_error *err);
+
+/* J = sum_s weight[s] * log pi(actions[s]) + entropy * (mean entropy of the grouper's
+ * decisions + mean over s of the mean entropy of the device and stage decisions of the
+ * non-empty groups + entropy of the micro-batch decision). Adds dJ/dparams to `grad`
+ * (NULL: only J) and returns J in *objective; *mean_entropy gets the entropy term without
+ * its weight (NULL allowed). */
+pl_status pl_policy_objective(const pl_policy *policy, const pl_action *actions,
+                              const double *weight, int n, double entropy, double *objective,
+                              double *mean_entropy, double *grad, pl_error *err);
+
+/* The plan of an action: devices and stages per op, stages made to follow the dataflow
+ * and numbered without gaps, 1F1B when pipelined. `plan` has graph->n_forward_ops ops. */
+void pl_action_to_plan(const pl_policy *policy, const pl_action *action, pl_plan *plan);
+
+/* The action that reproduces a plan: one group per distinct (device, stage) pair, in
+ * order of first appearance (pairs beyond the groups share the last group); false when
+ * the plan's micro-batch count is not among the choices. */
+bool pl_action_from_plan(const pl_policy *policy, const pl_plan *plan, pl_action *action);
+
+#endif

@@ -1,0 +1,257 @@
+/* The placement agent: the policy's gradient against central differences, the obvious
+ * answer on two heavy independent branches, learning (the mean sampled reward rises),
+ * imitation, and a checkpointed run resumed against an uninterrupted one. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent_impl.h"
+#include "autodiff.h"
+#include "load.h"
+#include "policy_impl.h"
+#include "rng.h"
+#include "suites.h"
+#include "test_util.h"
+
+/* x -> two branches (matmul 64x512, relu, matmul 512x10), added, softmax cross-entropy:
+ * 8 forward ops, the branches' matmuls dominating. */
+static pl_graph *two_branches(void)
+{
+    pl_error err;
+    pl_graph *g = pl_test_model(
+        "[64]",
+        "{\"name\": \"w1\", \"shape\": [64, 512], \"init\": {\"kind\": \"zeros\"}},"
+        "{\"name\": \"v1\", \"shape\": [512, 10], \"init\": {\"kind\": \"zeros\"}},"
+        "{\"name\": \"w2\", \"shape\": [64, 512], \"init\": {\"kind\": \"zeros\"}},"
+        "{\"name\": \"v2\", \"shape\": [512, 10], \"init\": {\"kind\": \"zeros\"}}",
+        "{\"name\": \"a1\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w1\"], \"outputs\": [\"h1\"]},"
+        "{\"name\": \"r1\", \"op\": \"relu\", \"inputs\": [\"h1\"], \"outputs\": [\"g1\"]},"
+        "{\"name\": \"b1\", \"op\": \"matmul\", \"inputs\": [\"g1\", \"v1\"], \"outputs\": [\"o1\"]},"
+        "{\"name\": \"a2\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w2\"], \"outputs\": [\"h2\"]},"
+        "{\"name\": \"r2\", \"op\": \"relu\", \"inputs\": [\"h2\"], \"outputs\": [\"g2\"]},"
+        "{\"name\": \"b2\", \"op\": \"matmul\", \"inputs\": [\"g2\", \"v2\"], \"outputs\": [\"o2\"]},"
+        "{\"name\": \"sum\", \"op\": \"add\", \"inputs\": [\"o1\", \"o2\"], \"outputs\": [\"logits\"]},"
+        "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"logits\", \"y\"],"
+        " \"outputs\": [\"loss\"]}",
+        "loss", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(g, &err), PL_OK);
+    CU_ASSERT_EQUAL(g->n_forward_ops, 8);
+    return g;
+}
+
+static pl_cluster *two_devices(void)
+{
+    static const char text[] =
+        "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": \"two\", \"devices\": "
+        "[{\"name\": \"a\", \"memory_bytes\": 1073741824}, {\"name\": \"b\", \"memory_bytes\": "
+        "1073741824}], \"default_link\": {}}";
+    pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "two.json", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    return c;
+}
+
+/* An op costs 2 us plus 1 ns per FLOP; a copy 5 us plus 0.1 ns per byte. */
+static pl_cost_model flop_costs(void)
+{
+    pl_cost_model m;
+    memset(&m, 0, sizeof m);
+    m.ops[1][PL_OP_COUNT] = (pl_op_cost){2e-6, 1e-9, 0, 1};
+    m.copy_seconds = 5e-6;
+    m.copy_per_byte = 1e-10;
+    m.handoff_seconds = 1e-6;
+    return m;
+}
+
+/* Every weight's gradient of the objective against central differences. */
+static void test_gradient(void)
+{
+    pl_graph *g = two_branches();
+    pl_cluster *c = two_devices();
+    pl_policy p;
+    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, 5, 2, 3, 7, NULL), PL_OK);
+    /* move the biases off zero so that every term is exercised */
+    for (int i = 0; i < p.layout.n; i++)
+        p.params[i] += 0.1 * pl_rng_normal(99, (uint64_t)i);
+    enum { N = 3 };
+    pl_action *actions = pl_actions_new(&p, N);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(actions);
+    CU_ASSERT_EQUAL(pl_policy_sample(&p, 5, 0, actions, N, NULL), PL_OK);
+    actions[0].group[0] = 2; /* no group may be empty in every sample by chance alone */
+    double weight[N] = {0.7, -0.4, 0.25}, beta = 0.3, j0;
+    double *grad = calloc((size_t)p.layout.n, sizeof *grad);
+    CU_ASSERT_EQUAL(pl_policy_objective(&p, actions, weight, N, beta, &j0, NULL, grad, NULL),
+                    PL_OK);
+    int bad = 0, nonzero = 0;
+    for (int i = 0; i < p.layout.n; i++) {
+        double keep = p.params[i], plus, minus, h = 1e-5;
+        p.params[i] = keep + h;
+        pl_policy_objective(&p, actions, weight, N, beta, &plus, NULL, NULL, NULL);
+        p.params[i] = keep - h;
+        pl_policy_objective(&p, actions, weight, N, beta, &minus, NULL, NULL, NULL);
+        p.params[i] = keep;
+        double numeric = (plus - minus) / (2 * h);
+        nonzero += fabs(grad[i]) > 1e-6;
+        if (fabs(numeric - grad[i]) > 1e-6 + 1e-4 * fabs(numeric)) {
+            if (bad++ < 5)
+                fprintf(stderr, "\n    weight %d: analytic %.9g, numeric %.9g", i, grad[i],
+                        numeric);
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(nonzero > p.layout.n / 2);
+    free(grad);
+    pl_actions_free(actions, N);
+    pl_policy_clear(&p);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+static pl_agent_options small_options(uint64_t seed)
+{
+    pl_agent_options o;
+    pl_agent_options_default(&o);
+    o.seed = seed;
+    o.samples = 16;
+    o.groups = 4;
+    o.hidden = 16; o.lr = 0.1; 
+    return o;
+}
+
+/* Two heavy branches on two devices: one branch per device, and the policy learns it. */
+static void test_obvious_answer(void)
+{
+    pl_graph *g = two_branches();
+    pl_cluster *c = two_devices();
+    pl_cost_model m = flop_costs();
+    pl_agent_options o = small_options(1);
+    pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    enum { ITERATIONS = 150 };
+    for (int i = 0; i < ITERATIONS; i++)
+        CU_ASSERT_EQUAL_FATAL(pl_agent_iterate(a, NULL, NULL), PL_OK);
+    pl_plan *best = pl_agent_best_plan(a, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(best);
+    int a1 = pl_graph_find_op(g, "a1"), b1 = pl_graph_find_op(g, "b1");
+    int a2 = pl_graph_find_op(g, "a2"), b2 = pl_graph_find_op(g, "b2");
+    CU_ASSERT_EQUAL(best->device[a1], best->device[b1]);
+    CU_ASSERT_EQUAL(best->device[a2], best->device[b2]);
+    CU_ASSERT_NOT_EQUAL(best->device[a1], best->device[a2]);
+    CU_ASSERT(best->provenance.predicted_seconds < 0.7 * a->reference);
+    /* learning, not luck: the mean sampled reward of the last iterations beats the first */
+    const pl_agent_iteration *curve = pl_agent_curve(a);
+    double first = 0, last = 0;
+    for (int i = 0; i < 10; i++) {
+        first += curve[i].mean_reward / 10;
+        last += curve[ITERATIONS - 10 + i].mean_reward / 10;
+    }
+    CU_ASSERT(last > first + 0.05);
+    if (!(last > first + 0.05))
+        fprintf(stderr, "\n    mean reward: first %.4f, last %.4f", first, last);
+    pl_plan_free(best);
+    pl_agent_free(a);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* After imitation the policy draws the imitated plan far more often than by chance. */
+static void test_imitation(void)
+{
+    pl_graph *g = two_branches();
+    pl_cluster *c = two_devices();
+    pl_cost_model m = flop_costs();
+    pl_agent_options o = small_options(4);
+    pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    pl_plan *target = pl_plan_new(g, NULL);
+    for (int i = 0; i < target->n_ops; i++)
+        target->device[i] = i % 2;
+    target->micro_batches = 2;
+    snprintf(target->provenance.algorithm, sizeof target->provenance.algorithm, "test");
+    CU_ASSERT_EQUAL_FATAL(pl_agent_imitate(a, target, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_agent_iterate(a, NULL, NULL), PL_OK);
+    int same = 0;
+    for (int s = 0; s < o.samples; s++) {
+        const pl_plan *p = a->plans[s];
+        same += memcmp(p->device, target->device, (size_t)p->n_ops * sizeof *p->device) == 0 &&
+                p->micro_batches == 2 && p->n_stages == 1;
+    }
+    CU_ASSERT(same >= o.samples / 2);
+    /* the offered plan is a candidate under its own name */
+    bool found = false;
+    for (int k = 0; k < pl_agent_best_count(a); k++)
+        found = found || strcmp(a->best[k].algorithm, "test") == 0;
+    CU_ASSERT(found);
+    pl_plan_free(target);
+    pl_agent_free(a);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* Six iterations straight against three, a checkpoint, a fresh agent, three more. */
+static void test_resume(void)
+{
+    pl_graph *g = two_branches();
+    pl_cluster *c = two_devices();
+    pl_cost_model m = flop_costs();
+    pl_agent_options o = small_options(11);
+    char path[] = "/tmp/placer-agent-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    pl_agent *straight = pl_agent_new(g, c, &m, &o, NULL);
+    pl_agent *first = pl_agent_new(g, c, &m, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(straight);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(first);
+    for (int i = 0; i < 6; i++)
+        CU_ASSERT_EQUAL(pl_agent_iterate(straight, NULL, NULL), PL_OK);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(pl_agent_iterate(first, NULL, NULL), PL_OK);
+    pl_agent_correct(first, 1.0, 1.5);
+    pl_agent_correct(straight, 1.0, 1.5);
+    pl_error err;
+    pl_error_init(&err, path);
+    CU_ASSERT_EQUAL(pl_agent_save(first, path, &err), PL_OK);
+    pl_agent_free(first);
+    o.threads = 1; /* the thread count is not part of the result */
+    pl_agent *resumed = pl_agent_load(path, g, c, &m, &o, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(resumed);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(pl_agent_iterate(resumed, NULL, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_agent_iterations(resumed), 6);
+    CU_ASSERT_EQUAL(memcmp(resumed->policy.params, straight->policy.params,
+                           (size_t)straight->policy.layout.n * sizeof(double)), 0);
+    CU_ASSERT_EQUAL(memcmp(resumed->curve, straight->curve, 6 * sizeof *straight->curve), 0);
+    CU_ASSERT_EQUAL(pl_agent_best_count(resumed), pl_agent_best_count(straight));
+    CU_ASSERT_DOUBLE_EQUAL(pl_agent_correction(resumed), 1.5, 1e-12);
+    pl_plan *x = pl_agent_best_plan(resumed, 0, NULL), *y = pl_agent_best_plan(straight, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(y);
+    CU_ASSERT_EQUAL(memcmp(x->device, y->device, (size_t)x->n_ops * sizeof *x->device), 0);
+    CU_ASSERT_EQUAL(x->provenance.predicted_seconds, y->provenance.predicted_seconds);
+    pl_plan_free(x);
+    pl_plan_free(y);
+    /* another seed's options are refused with a reason */
+    o.seed = 12;
+    pl_error_init(&err, path);
+    CU_ASSERT_PTR_NULL(pl_agent_load(path, g, c, &m, &o, &err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "other search options"));
+    pl_agent_free(resumed);
+    pl_agent_free(straight);
+    unlink(path);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+void pl_register_agent_tests(void)
+{
+    static const pl_test_case cases[] = {
+        {"the policy's gradient against finite differences", test_gradient},
+        {"two heavy branches, two devices: one each", test_obvious_answer},
+        {"imitation", test_imitation},
+        {"checkpoint and resume: as uninterrupted", test_resume},
+        {NULL, NULL}};
+    pl_test_add_suite("agent", cases);
+}
