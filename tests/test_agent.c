@@ -116,7 +116,7 @@ static pl_agent_options small_options(uint64_t seed)
     o.seed = seed;
     o.samples = 16;
     o.groups = 4;
-    o.hidden = 16; o.lr = 0.1; 
+    o.hidden = 16;
     return o;
 }
 
