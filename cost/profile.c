@@ -62,6 +62,20 @@ static bool profile_fits(const pl_cost_model *m, const pl_cluster *c)
     return true;
 }
 
+bool pl_profile_read_cached(pl_cost_model *m, const pl_cluster *c)
+{
+    char path[4096];
+    memset(m, 0, sizeof *m);
+    if (!pl_profile_path(path, sizeof path) || access(path, R_OK) != 0 ||
+        pl_cost_model_read(m, path, NULL) != PL_OK)
+        return false;
+    if (profile_fits(m, c))
+        return true;
+    pl_cost_model_clear(m);
+    memset(m, 0, sizeof *m);
+    return false;
+}
+
 /* The cluster's distinct thread counts, and those the old profile had. */
 static int needed_threads(const pl_cluster *c, const pl_cost_model *old, int *threads)
 {

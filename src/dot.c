@@ -3,20 +3,30 @@
  * separate name spaces in the model format. */
 #include "dot.h"
 
-#include <graphviz/cgraph.h>
 #include <stdlib.h>
 #include <string.h>
 
-static Agnode_t *node_named(Agraph_t *g, const char *prefix, const char *name)
+#include "dot_impl.h"
+
+Agnode_t *pl__dot_node(Agraph_t *g, const char *prefix, const char *name)
 {
-    char id[PL_MAX_NAME + 8];
+    char id[PL_MAX_NAME + 16];
     snprintf(id, sizeof id, "%s%s", prefix, name);
     return agnode(g, id, 1);
 }
 
-static void set(void *object, const char *key, const char *value)
+void pl__dot_set(void *object, const char *key, const char *value)
 {
     agsafeset(object, (char *)key, (char *)value, "");
+}
+
+pl_status pl__dot_finish(Agraph_t *g, FILE *out, pl_error *err)
+{
+    int written = agwrite(g, out);
+    agclose(g);
+    if (written != 0 || ferror(out))
+        return pl_error_set(err, PL_EIO, NULL, "writing the dot file failed");
+    return PL_OK;
 }
 
 static void append(char *buf, size_t cap, size_t *used, const char *fmt, const char *a,
@@ -58,44 +68,40 @@ pl_status pl_dot_write_graph(const pl_graph *graph, FILE *out, pl_error *err)
     agattr(g, AGEDGE, "color", "gray40");
     agattr(g, AGEDGE, "tooltip", "");
     agattr(g, AGRAPH, "label", "");
-    set(g, "label", graph->name);
+    pl__dot_set(g, "label", graph->name);
 
     char label[2048], shape[96];
     for (int t = 0; t < graph->n_tensors; t++) {
         const pl_tensor *tensor = &graph->tensors[t];
         if (tensor->kind != PL_TENSOR_INPUT)
             continue;
-        Agnode_t *n = node_named(g, "in:", tensor->name);
+        Agnode_t *n = pl__dot_node(g, "in:", tensor->name);
         pl_shape_format(tensor, shape, sizeof shape);
         snprintf(label, sizeof label, "%s\n%s %s", tensor->name, shape,
                  pl_dtype_name(tensor->dtype));
-        set(n, "label", label);
-        set(n, "shape", "ellipse");
-        set(n, "style", "");
+        pl__dot_set(n, "label", label);
+        pl__dot_set(n, "shape", "ellipse");
+        pl__dot_set(n, "style", "");
     }
     for (int o = 0; o < graph->n_ops; o++) {
         const pl_op *op = &graph->ops[o];
-        Agnode_t *n = node_named(g, "op:", op->name);
+        Agnode_t *n = pl__dot_node(g, "op:", op->name);
         op_label(graph, op, label, sizeof label);
-        set(n, "label", label);
+        pl__dot_set(n, "label", label);
         if (op->n_outputs == 1 && op->outputs[0] == graph->loss)
-            set(n, "penwidth", "2");
+            pl__dot_set(n, "penwidth", "2");
         for (int i = 0; i < op->n_inputs; i++) {
             const pl_tensor *t = &graph->tensors[op->inputs[i]];
             Agnode_t *from;
             if (t->kind == PL_TENSOR_INPUT)
-                from = node_named(g, "in:", t->name);
+                from = pl__dot_node(g, "in:", t->name);
             else if (t->kind == PL_TENSOR_ACTIVATION)
-                from = node_named(g, "op:", graph->ops[t->producer].name);
+                from = pl__dot_node(g, "op:", graph->ops[t->producer].name);
             else
                 continue; /* parameters are listed in the op's label */
             Agedge_t *e = agedge(g, from, n, NULL, 1);
-            set(e, "tooltip", t->name);
+            pl__dot_set(e, "tooltip", t->name);
         }
     }
-    int written = agwrite(g, out);
-    agclose(g);
-    if (written != 0 || ferror(out))
-        return pl_error_set(err, PL_EIO, NULL, "writing the dot file failed");
-    return PL_OK;
+    return pl__dot_finish(g, out, err);
 }

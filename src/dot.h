@@ -1,16 +1,42 @@
-/* Drawing graphs in GraphViz dot, through cgraph.
+/* Drawing graphs in GraphViz dot, through cgraph, so that quoting is GraphViz's own. The
+ * output renders with plain `dot -Tsvg`.
  *
- * pl_dot_write_graph draws a model: one box per op (name, op kind, parameters, output
- * shape), one ellipse per input, an edge per tensor. The caller owns `out`. Thread-safe
- * (cgraph keeps no shared state for graphs it is given). */
+ * Both functions borrow everything they are given (the caller owns `out` and keeps it
+ * open), write one whole graph or fail with PL_EIO, and never print. Call them from one
+ * thread at a time: cgraph keeps process-wide state (its error reporting, the graph being
+ * built). */
 #ifndef PLACER_DOT_H
 #define PLACER_DOT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "error.h"
 #include "graph.h"
+#include "plan.h"
 
+/* A model: one box per op (name, op kind, parameters, output shape), one ellipse per
+ * input, an edge per tensor. */
 pl_status pl_dot_write_graph(const pl_graph *graph, FILE *out, pl_error *err);
+
+/* Draws a placed training graph: ops filled with their device's colour, a legend of the
+ * devices (name, colour, op count, and their ops' total time when op_seconds is given), a
+ * GraphViz cluster per device holding ops, and within it one per pipeline stage when the
+ * plan has several. Cross-device edges are heavier, red and labelled with the bytes they
+ * carry per step in both directions (the step program's copies: a tensor copied once to a
+ * device and read there by several boxes labels each of their edges; the title gives the
+ * true total). Edges show the forward dataflow (with all_ops, the backward too) and every
+ * tensor that crosses devices, parameters included (dashed).
+ *
+ * `graph` is the training graph (autodiff.h); `plan` must be valid for it and `cluster`
+ * (pl_plan_check; else PL_EINPUT from compiling its program). `op_seconds`, when not NULL,
+ * holds a time per op of the training graph (seconds per step, all micro-batches), shown
+ * on each box and summed per device. all_ops false draws each co-location group (graph.h)
+ * as its forward op, labelled with the group's summed time, which keeps a 300-op training
+ * graph readable; true draws every op (backward dashed, updates dotted). Node ids are
+ * "op:NAME", device clusters "cluster_device:NAME", stages "cluster_device:NAME/stage:S". */
+pl_status pl_dot_write_plan(const pl_graph *graph, const pl_plan *plan,
+                            const pl_cluster *cluster, const double *op_seconds, bool all_ops,
+                            FILE *out, pl_error *err);
 
 #endif

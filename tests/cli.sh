@@ -61,6 +61,33 @@ expect 2 "--cluster without --plan" "$bin" validate "$src/graphs/small/mlp-small
 expect 0 "the local machine" "$bin" cluster
 contains "$work/out" "local machine: cluster \"local\"" "the local machine"
 
+# A plan's drawing: a cluster per device, the bytes on cross-device edges, and it renders.
+# With no profile cached it draws without times and calibrates nothing.
+small="$src/graphs/small/mlp-small.json" paced="$src/graphs/clusters/paced-4.json"
+PLACER_PROFILE="$work/no-profile.json" expect 0 "dot --plan" "$bin" dot "$small" \
+    --plan "$src/tests/plans/mlp-small-paced-4.json" --cluster "$paced" -o "$work/plan.dot"
+[ ! -e "$work/no-profile.json" ] && ok || bad "dot --plan calibrated"
+for device in dev0 dev1 dev2; do
+    contains "$work/plan.dot" "subgraph \"cluster_device:$device\"" "dot --plan"
+done
+grep -q 'cluster_device:dev3' "$work/plan.dot" && bad "dot --plan: a cluster for idle dev3" || ok
+contains "$work/plan.dot" "label=\"1.0 KiB\"" "dot --plan bytes"
+contains "$work/plan.dot" "1.5 KiB per step in 8 copies" "dot --plan total"
+grep -q ' ms\| µs' "$work/plan.dot" && bad "dot --plan: times without a profile" || ok
+expect 0 "dot --plan --all-ops" "$bin" dot "$small" --all-ops \
+    --plan "$src/tests/plans/mlp-small-paced-4.json" --cluster "$paced" -o "$work/all.dot"
+[ "$(grep -c '"op:[^"]*"[[:space:]]*\[' "$work/all.dot")" -gt \
+  "$(grep -c '"op:[^"]*"[[:space:]]*\[' "$work/plan.dot")" ] && ok || bad "--all-ops draws no more ops"
+if command -v dot >/dev/null 2>&1; then
+    expect 0 "render a plan" dot -Tsvg "$work/plan.dot" -o "$work/plan.svg"
+    expect 0 "render a plan, every op" dot -Tsvg "$work/all.dot" -o "$work/all.svg"
+fi
+expect 2 "dot with another model's plan" "$bin" dot "$small" --cluster "$paced" \
+    --plan "$src/tests/plans/transformer-small-paced-4.json" -o "$work/bad.dot"
+contains "$work/err" 'the model has no op "embed"' "dot with another model's plan"
+[ "$(wc -l <"$work/err")" -eq 1 ] && [ ! -e "$work/bad.dot" ] && ok || bad "bad plan: not one line, or a file"
+expect 2 "dot --all-ops without a plan" "$bin" dot "$small" --all-ops
+
 # The main job: summary on stdout, the drawing written whole, named after the model.
 ( cd "$work" && "$bin" "$src/graphs/mlp.json" ) >"$work/out" 2>"$work/err" \
     && ok || bad "main job on mlp.json: $(cat "$work/err")"

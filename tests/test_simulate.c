@@ -14,25 +14,6 @@
 #include "suites.h"
 #include "test_util.h"
 
-/* x -> h = x w1 -> logits = h w2 -> softmax cross-entropy: 11 training ops. */
-static pl_graph *two_layers(void)
-{
-    pl_error err;
-    pl_graph *g = pl_test_model(
-        "[3]",
-        "{\"name\": \"w1\", \"shape\": [3, 3], \"init\": {\"kind\": \"zeros\"}},"
-        "{\"name\": \"w2\", \"shape\": [3, 2], \"init\": {\"kind\": \"zeros\"}}",
-        "{\"name\": \"h\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w1\"], \"outputs\": [\"h\"]},"
-        "{\"name\": \"fc\", \"op\": \"matmul\", \"inputs\": [\"h\", \"w2\"], \"outputs\": [\"logits\"]},"
-        "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"logits\", \"y\"],"
-        " \"outputs\": [\"loss\"]}",
-        "loss", &err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(g, &err), PL_OK);
-    CU_ASSERT_EQUAL(g->n_ops, 11);
-    return g;
-}
-
 static pl_cluster *two_devices(long long memory)
 {
     char text[512];
@@ -81,7 +62,7 @@ static double simulated_ms(const pl_graph *g, int mode, double handoff)
 /* One device runs its 11 tasks back to back; a hand-off starts and ends the step. */
 static void test_chain_one_device(void)
 {
-    pl_graph *g = two_layers();
+    pl_graph *g = pl_test_two_layers();
     CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 0, 0), 11, 1e-9);
     CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 0, 0.25e-3), 11.5, 1e-9);
     pl_graph_free(g);
@@ -93,7 +74,7 @@ static void test_chain_one_device(void)
  * 9-10. */
 static void test_two_devices(void)
 {
-    pl_graph *g = two_layers();
+    pl_graph *g = pl_test_two_layers();
     CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 1, 0), 10, 1e-9);
     pl_graph_free(g);
 }
@@ -108,7 +89,7 @@ static void test_two_devices(void)
  * a: h grad_b#0 9-10, accumulate#0 10-11, grad_b#1 13-14, accumulate#1 14-15, update 15-16. */
 static void test_pipeline(void)
 {
-    pl_graph *g = two_layers();
+    pl_graph *g = pl_test_two_layers();
     CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 2, 0), 16, 1e-9);
     pl_graph_free(g);
 }
@@ -117,7 +98,7 @@ static void test_pipeline(void)
  * path h, fc, loss grad, fc grad_a, h grad_b, accumulate, update (7). */
 static void test_lower_bound(void)
 {
-    pl_graph *g = two_layers();
+    pl_graph *g = pl_test_two_layers();
     pl_cluster *c = two_devices(1 << 20);
     pl_cost_model m = unit_costs(0);
     double bound;
@@ -130,7 +111,7 @@ static void test_lower_bound(void)
 /* Out-of-memory: the simulator names the device the executor refuses. */
 static void test_out_of_memory(void)
 {
-    pl_graph *g = two_layers();
+    pl_graph *g = pl_test_two_layers();
     pl_cluster *c = two_devices(160);
     pl_plan *plan = pl_plan_new(g, NULL);
     plan->device[2] = 1;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autodiff.h"
 #include "load.h"
 
 const char *pl_test_srcdir(void)
@@ -32,6 +33,24 @@ pl_graph *pl_test_model(const char *x_shape, const char *params, const char *nod
     pl_graph *graph = pl_graph_load_buffer(text, (size_t)len, "test.json", err);
     free(text);
     return graph;
+}
+
+pl_graph *pl_test_two_layers(void)
+{
+    pl_error err;
+    pl_graph *g = pl_test_model(
+        "[3]",
+        "{\"name\": \"w1\", \"shape\": [3, 3], \"init\": {\"kind\": \"zeros\"}},"
+        "{\"name\": \"w2\", \"shape\": [3, 2], \"init\": {\"kind\": \"zeros\"}}",
+        "{\"name\": \"h\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w1\"], \"outputs\": [\"h\"]},"
+        "{\"name\": \"fc\", \"op\": \"matmul\", \"inputs\": [\"h\", \"w2\"], \"outputs\": [\"logits\"]},"
+        "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"logits\", \"y\"],"
+        " \"outputs\": [\"loss\"]}",
+        "loss", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(g, &err), PL_OK);
+    CU_ASSERT_EQUAL(g->n_ops, 11);
+    return g;
 }
 
 void pl_test_add_suite(const char *name, const pl_test_case *cases)

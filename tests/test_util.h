@@ -17,6 +17,10 @@ const char *pl_test_srcdir(void);
 pl_graph *pl_test_model(const char *x_shape, const char *params, const char *nodes,
                         const char *loss, pl_error *err);
 
+/* x[4,3] -> h = x w1 -> logits = h w2 -> softmax cross-entropy, as its training graph
+ * (11 ops). Asserts (fatally) that it builds. */
+pl_graph *pl_test_two_layers(void);
+
 /* Asserts that loading failed with a message that contains `needle`. */
 #define PL_ASSERT_FAILS_WITH(graph, err, needle)                                             \
     do {                                                                                     \

@@ -60,5 +60,13 @@ const char *pl_cli_bytes(double bytes, char *buf, size_t cap);
 void pl_cli_print_summary(FILE *out, const char *path, const pl_graph *graph);
 /* Writes the model's dot drawing to `path` atomically ("-" for standard output). */
 int pl_cli_write_dot(const pl_graph *graph, const char *path);
+/* Writes the drawing of a placed training graph (dot.h: pl_dot_write_plan) the same way. */
+int pl_cli_write_plan_dot(const pl_graph *graph, const pl_plan *plan,
+                          const pl_cluster *cluster, const double *op_seconds, bool all_ops,
+                          const char *path);
+/* Each op's simulated time per step (summed over its tasks) from the cached profile, or
+ * NULL when no cached profile fits (never calibrates) or the simulation fails. free(). */
+double *pl_cli_cached_op_seconds(const pl_graph *graph, const pl_cluster *cluster,
+                                 const pl_plan *plan);
 
 #endif

@@ -1,27 +1,48 @@
-/* placer dot MODEL.json [-o FILE]: the model as GraphViz dot. */
+/* placer dot MODEL.json [--plan PLAN.json [--cluster C] [--all-ops]] [-o FILE]: the model
+ * as GraphViz dot or, with a plan, its placed training graph (dot.h). Op times come from
+ * the cached calibration profile when one fits; dot never calibrates. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "autodiff.h"
 #include "cli.h"
 
-int pl_cmd_dot(int argc, char **argv)
+typedef struct dot_options {
+    const char *model, *plan, *cluster, *output;
+    bool all_ops;
+} dot_options;
+
+/* PL_EXIT_OK, a usage error's status, or -1 after --help. */
+static int parse_options(int argc, char **argv, dot_options *o)
 {
     static const struct option options[] = {{"output", required_argument, NULL, 'o'},
+                                            {"plan", required_argument, NULL, 'p'},
+                                            {"cluster", required_argument, NULL, 'c'},
+                                            {"all-ops", no_argument, NULL, 'a'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    const char *output = "-";
+    *o = (dot_options){.output = "-"};
     int c;
     opterr = 0; /* our own message, below */
     while ((c = getopt_long(argc, argv, "o:h", options, NULL)) != -1) {
         switch (c) {
-        case 'o':
-            output = optarg;
-            break;
+        case 'o': o->output = optarg; break;
+        case 'p': o->plan = optarg; break;
+        case 'c': o->cluster = optarg; break;
+        case 'a': o->all_ops = true; break;
         case 'h':
-            printf("Usage: placer dot MODEL.json [-o FILE]\n"
+            printf("Usage: placer dot MODEL.json [--plan PLAN.json [--cluster C] [--all-ops]] "
+                   "[-o FILE]\n"
                    "Writes the model graph in GraphViz dot to FILE (default: standard output).\n"
+                   "With --plan, draws the placed training graph instead: ops coloured by\n"
+                   "device, a cluster per device (and per stage), cross-device edges labelled\n"
+                   "with their bytes per step, op times from the cached calibration profile\n"
+                   "when one fits (dot never calibrates). Each forward op stands for its\n"
+                   "backward ops and updates unless --all-ops. --cluster: the plan's cluster\n"
+                   "(default: this machine).\n"
                    "Render it with: dot -Tsvg FILE > model.svg\n");
-            return PL_EXIT_OK;
+            return -1;
         default:
             return pl_cli_usage_error("dot: unknown option or missing argument '%s'",
                                       argv[optind - 1]);
@@ -31,11 +52,42 @@ int pl_cmd_dot(int argc, char **argv)
         return pl_cli_usage_error("dot: missing MODEL.json");
     if (optind + 1 < argc)
         return pl_cli_usage_error("dot: one model at a time ('%s' is extra)", argv[optind + 1]);
-    int status;
-    pl_graph *graph = pl_cli_load_model(argv[optind], &status);
+    if (!o->plan && (o->cluster || o->all_ops))
+        return pl_cli_usage_error("dot: %s draws a plan: give --plan PLAN.json",
+                                  o->cluster ? "--cluster" : "--all-ops");
+    o->model = argv[optind];
+    return PL_EXIT_OK;
+}
+
+static int draw_plan(const dot_options *o, pl_graph *graph)
+{
+    pl_error err;
+    pl_error_init(&err, o->model);
+    if (pl_autodiff_build(graph, &err) != PL_OK)
+        return pl_cli_report(&err);
+    pl_cluster *cluster;
+    pl_plan *plan;
+    int status = pl_cli_load_placement(o->cluster, o->plan, graph, &cluster, &plan);
+    if (status != PL_EXIT_OK)
+        return status;
+    double *op_seconds = pl_cli_cached_op_seconds(graph, cluster, plan);
+    status = pl_cli_write_plan_dot(graph, plan, cluster, op_seconds, o->all_ops, o->output);
+    free(op_seconds);
+    pl_plan_free(plan);
+    pl_cluster_free(cluster);
+    return status;
+}
+
+int pl_cmd_dot(int argc, char **argv)
+{
+    dot_options o;
+    int status = parse_options(argc, argv, &o);
+    if (status != PL_EXIT_OK)
+        return status < 0 ? PL_EXIT_OK : status;
+    pl_graph *graph = pl_cli_load_model(o.model, &status);
     if (!graph)
         return status;
-    status = pl_cli_write_dot(graph, output);
+    status = o.plan ? draw_plan(&o, graph) : pl_cli_write_dot(graph, o.output);
     pl_graph_free(graph);
     return status;
 }

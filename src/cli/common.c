@@ -11,6 +11,8 @@
 #include "data.h"
 #include "dot.h"
 #include "load.h"
+#include "profile.h"
+#include "simulate.h"
 
 int pl_cli_usage_error(const char *fmt, ...)
 {
@@ -120,23 +122,92 @@ pl_graph *pl_cli_load_model(const char *path, int *status)
     return graph;
 }
 
-int pl_cli_write_dot(const pl_graph *graph, const char *path)
+/* Writes a drawing to `path` atomically ("-": standard output); reports errors. */
+static int write_drawing(const char *path, pl_status (*draw)(const void *what, FILE *out,
+                                                             pl_error *err),
+                         const void *what)
 {
     pl_error err;
     pl_error_init(&err, path);
     if (path[0] == '-' && path[1] == '\0') {
-        if (pl_dot_write_graph(graph, stdout, &err) != PL_OK || fflush(stdout) != 0)
+        if (draw(what, stdout, &err) != PL_OK || fflush(stdout) != 0)
             return pl_cli_report(&err);
         return PL_EXIT_OK;
     }
     pl_atomic_file file;
     if (pl_atomic_open(&file, path, &err) != PL_OK)
         return pl_cli_report(&err);
-    if (pl_dot_write_graph(graph, file.fp, &err) != PL_OK) {
+    if (draw(what, file.fp, &err) != PL_OK) {
         pl_atomic_abort(&file);
         return pl_cli_report(&err);
     }
     if (pl_atomic_commit(&file, &err) != PL_OK)
         return pl_cli_report(&err);
     return PL_EXIT_OK;
+}
+
+static pl_status draw_graph(const void *what, FILE *out, pl_error *err)
+{
+    return pl_dot_write_graph(what, out, err);
+}
+
+int pl_cli_write_dot(const pl_graph *graph, const char *path)
+{
+    return write_drawing(path, draw_graph, graph);
+}
+
+typedef struct plan_drawing {
+    const pl_graph *graph;
+    const pl_plan *plan;
+    const pl_cluster *cluster;
+    const double *op_seconds;
+    bool all_ops;
+} plan_drawing;
+
+static pl_status draw_plan(const void *what, FILE *out, pl_error *err)
+{
+    const plan_drawing *p = what;
+    return pl_dot_write_plan(p->graph, p->plan, p->cluster, p->op_seconds, p->all_ops, out,
+                             err);
+}
+
+int pl_cli_write_plan_dot(const pl_graph *graph, const pl_plan *plan,
+                          const pl_cluster *cluster, const double *op_seconds, bool all_ops,
+                          const char *path)
+{
+    plan_drawing p = {graph, plan, cluster, op_seconds, all_ops};
+    return write_drawing(path, draw_plan, &p);
+}
+
+double *pl_cli_cached_op_seconds(const pl_graph *graph, const pl_cluster *cluster,
+                                 const pl_plan *plan)
+{
+    pl_cost_model *model = malloc(sizeof *model);
+    if (!model || !pl_profile_read_cached(model, cluster)) {
+        free(model);
+        return NULL;
+    }
+    pl_program *program = pl_program_new(graph, cluster, plan, NULL);
+    double *starts = NULL, *ends = NULL, *op_seconds = NULL;
+    pl_simulation sim;
+    if (program) {
+        starts = malloc(((size_t)program->n_tasks + 1) * sizeof *starts);
+        ends = malloc(((size_t)program->n_tasks + 1) * sizeof *ends);
+        op_seconds = calloc((size_t)graph->n_ops, sizeof *op_seconds);
+    }
+    if (starts && ends && op_seconds &&
+        pl_simulate(program, cluster, model, &sim, starts, ends, NULL) == PL_OK) {
+        for (int i = 0; i < program->n_tasks; i++)
+            if (program->tasks[i].kind == PL_TASK_OP)
+                op_seconds[program->tasks[i].op] += ends[i] - starts[i];
+    } else {
+        free(op_seconds);
+        op_seconds = NULL;
+    }
+    free(starts);
+    free(ends);
+    pl_program_free(program);
+    pl_cost_model_clear(model);
+    free(model);
+    return op_seconds;
 }

@@ -14,7 +14,9 @@ typedef struct command {
 static const command commands[] = {
     {"validate", pl_cmd_validate, "validate MODEL.json...     check models, print summaries\n"
                                   "         [--cluster C --plan P]     and check a plan for one"},
-    {"dot", pl_cmd_dot, "dot MODEL.json [-o FILE]   draw a model as GraphViz dot"},
+    {"dot", pl_cmd_dot, "dot MODEL.json [-o FILE]   draw a model as GraphViz dot, or with\n"
+                        "         [--plan P [--cluster C]    a plan its placement (devices,\n"
+                        "         [--all-ops]]               stages, bytes across devices)"},
     {"train", pl_cmd_train, "train MODEL.json [OPTIONS] train a model on one device"},
     {"run", pl_cmd_run, "run MODEL.json --plan P    measure the step time of a placed model\n"
                         "         [--cluster C] [--trace F]"},

@@ -1,0 +1,403 @@
+/* A placed training graph as GraphViz dot (dot.h: pl_dot_write_plan), built with cgraph.
+ *
+ * The picture is made of "units": every op when all ops are drawn, else every co-location
+ * group (graph.h), drawn as its forward op. A unit sits in the cluster of its device and,
+ * when the plan has several stages, in the cluster of its stage inside it. Edges follow
+ * the tensors between units: the forward dataflow always (and, with all ops, the backward
+ * one), and every tensor that crosses devices whatever it is, since that is what the
+ * placement costs. Bytes per step come from the step program's copy tasks (program.h), so
+ * they are the ones the executor moves and `placer simulate` counts. */
+#include "dot.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dot_impl.h"
+#include "program.h"
+
+/* Light fills that black text reads on; devices past these get evenly spread hues. */
+static const char *const palette[] = {"#a6cee3", "#b2df8a", "#fb9a99", "#fdbf6f",
+                                      "#cab2d6", "#ffff99", "#8dd3c7", "#bebada",
+                                      "#fccde5", "#ccebc5", "#ffed6f", "#d9d9d9"};
+enum { PALETTE_SIZE = sizeof palette / sizeof *palette };
+
+typedef struct edge_record {
+    Agrec_t header;   /* cgraph's, first */
+    double bytes;     /* carried across devices per step, both directions */
+    int first_tensor; /* for the tooltip */
+    int n_tensors;
+} edge_record;
+
+typedef struct drawing {
+    const pl_graph *graph;
+    const pl_plan *plan;
+    const pl_cluster *cluster;
+    const pl_program *program;
+    const pl_partitions *parts;
+    const double *op_seconds;
+    bool all_ops;
+    Agraph_t *g;
+    Agnode_t **node;       /* per unit (an op index); NULL for ops that are not units */
+    double *unit_seconds;  /* per unit: its ops' summed time */
+    double *transfer_bytes; /* per transfer of the partitions: bytes per step */
+    int *first_transfer, *next_transfer; /* per tensor: its transfers, as a list */
+    int *first_reader, *readers;         /* per tensor: the ops reading it (CSR) */
+    int *stamp;            /* per unit: the last tensor that reached it, to count once */
+    double total_bytes;
+    int n_copies;
+} drawing;
+
+static int unit_of(const drawing *d, int op)
+{
+    return d->all_ops ? op : d->graph->ops[op].group;
+}
+
+static void device_color(int device, char *buf, size_t cap)
+{
+    if (device < PALETTE_SIZE)
+        snprintf(buf, cap, "%s", palette[device]);
+    else /* golden-ratio steps keep neighbouring devices apart */
+        snprintf(buf, cap, "%.3f 0.35 1.000", (double)(device - PALETTE_SIZE) * 0.618034 -
+                                                  (double)(int)((device - PALETTE_SIZE) *
+                                                                0.618034));
+}
+
+static const char *format_seconds(double seconds, char *buf, size_t cap)
+{
+    if (seconds >= 1)
+        snprintf(buf, cap, "%.2f s", seconds);
+    else if (seconds >= 1e-3)
+        snprintf(buf, cap, "%.2f ms", 1e3 * seconds);
+    else
+        snprintf(buf, cap, "%.0f µs", 1e6 * seconds);
+    return buf;
+}
+
+static const char *format_bytes(double bytes, char *buf, size_t cap)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int unit = 0;
+    for (; bytes >= 1024 && unit < 4; unit++)
+        bytes /= 1024;
+    snprintf(buf, cap, unit ? "%.1f %s" : "%.0f %s", bytes, units[unit]);
+    return buf;
+}
+
+/* The tensors' readers, the transfers' bytes and the units' times: everything the drawing
+ * needs before it starts. */
+static pl_status gather(drawing *d, pl_error *err)
+{
+    const pl_graph *g = d->graph;
+    const pl_partitions *parts = d->parts;
+    size_t n_ops = (size_t)g->n_ops, n_tensors = (size_t)g->n_tensors;
+    int n_reads = 0;
+    for (int o = 0; o < g->n_ops; o++)
+        n_reads += g->ops[o].n_inputs;
+    d->node = calloc(n_ops, sizeof *d->node);
+    d->unit_seconds = calloc(n_ops, sizeof *d->unit_seconds);
+    d->stamp = malloc(n_ops * sizeof *d->stamp);
+    d->transfer_bytes = calloc((size_t)parts->n_transfers + 1, sizeof *d->transfer_bytes);
+    d->next_transfer = malloc(((size_t)parts->n_transfers + 1) * sizeof *d->next_transfer);
+    d->first_transfer = malloc(n_tensors * sizeof *d->first_transfer);
+    d->first_reader = calloc(n_tensors + 1, sizeof *d->first_reader);
+    d->readers = malloc(((size_t)n_reads + 1) * sizeof *d->readers);
+    if (!d->node || !d->unit_seconds || !d->stamp || !d->transfer_bytes || !d->next_transfer ||
+        !d->first_transfer || !d->first_reader || !d->readers)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory drawing the plan");
+
+    for (size_t o = 0; o < n_ops; o++)
+        d->stamp[o] = -1;
+    for (size_t t = 0; t < n_tensors; t++)
+        d->first_transfer[t] = -1;
+    for (int x = parts->n_transfers - 1; x >= 0; x--) {
+        int t = parts->transfers[x].tensor;
+        d->next_transfer[x] = d->first_transfer[t];
+        d->first_transfer[t] = x;
+    }
+    for (int i = 0; i < d->program->n_tasks; i++) {
+        const pl_task *task = &d->program->tasks[i];
+        if (task->kind == PL_TASK_COPY) {
+            double bytes = (double)pl_task_bytes(d->program, task);
+            d->transfer_bytes[task->transfer] += bytes;
+            d->total_bytes += bytes;
+            d->n_copies++;
+        }
+    }
+    /* readers by tensor, in op order: counts, prefix sums, then fill */
+    for (int o = 0; o < g->n_ops; o++)
+        for (int i = 0; i < g->ops[o].n_inputs; i++)
+            d->first_reader[g->ops[o].inputs[i] + 1]++;
+    for (size_t t = 0; t < n_tensors; t++)
+        d->first_reader[t + 1] += d->first_reader[t];
+    int *cursor = malloc(n_tensors * sizeof *cursor);
+    if (!cursor)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory drawing the plan");
+    memcpy(cursor, d->first_reader, n_tensors * sizeof *cursor);
+    for (int o = 0; o < g->n_ops; o++)
+        for (int i = 0; i < g->ops[o].n_inputs; i++)
+            d->readers[cursor[g->ops[o].inputs[i]]++] = o;
+    free(cursor);
+    if (d->op_seconds)
+        for (int o = 0; o < g->n_ops; o++)
+            d->unit_seconds[unit_of(d, o)] += d->op_seconds[o];
+    return PL_OK;
+}
+
+/* The graph, its defaults and its title: what was placed where, and what it moves. */
+static pl_status open_graph(drawing *d, pl_error *err)
+{
+    const pl_plan *plan = d->plan;
+    d->g = agopen((char *)d->graph->name, Agdirected, NULL);
+    if (!d->g)
+        return pl_error_set(err, PL_ENOMEM, NULL, "cgraph could not create a graph");
+    Agraph_t *g = d->g;
+    agattr(g, AGRAPH, "rankdir", "TB");
+    agattr(g, AGRAPH, "newrank", "true");
+    agattr(g, AGRAPH, "nodesep", "0.2");
+    agattr(g, AGRAPH, "ranksep", "0.3");
+    agattr(g, AGRAPH, "fontname", "Helvetica");
+    agattr(g, AGRAPH, "labelloc", "t");
+    agattr(g, AGNODE, "shape", "box");
+    agattr(g, AGNODE, "style", "filled,rounded");
+    agattr(g, AGNODE, "fontname", "Helvetica");
+    agattr(g, AGNODE, "fontsize", "10");
+    agattr(g, AGNODE, "height", "0.3");
+    agattr(g, AGNODE, "margin", "0.08,0.03");
+    agattr(g, AGEDGE, "color", "gray50");
+    agattr(g, AGEDGE, "arrowsize", "0.6");
+    agattr(g, AGEDGE, "fontname", "Helvetica");
+    agattr(g, AGEDGE, "fontsize", "9");
+
+    int used = 0;
+    for (int dev = 0; dev < d->cluster->n_devices; dev++)
+        used += d->parts->first_op[dev + 1] > d->parts->first_op[dev];
+    char title[1024], bytes[32];
+    snprintf(title, sizeof title,
+             "%s on %s (%s): %d device%s, %d stage%s, %d micro-batch%s, %s\n"
+             "cross-device traffic %s per step in %d copies%s\n%s",
+             d->graph->name, d->cluster->name,
+             plan->provenance.algorithm[0] ? plan->provenance.algorithm : "plan", used,
+             used == 1 ? "" : "s", plan->n_stages, plan->n_stages == 1 ? "" : "s",
+             plan->micro_batches, plan->micro_batches == 1 ? "" : "es",
+             plan->schedule == PL_SCHEDULE_1F1B ? "1F1B" : "GPipe",
+             format_bytes(d->total_bytes, bytes, sizeof bytes), d->n_copies,
+             d->op_seconds ? "; op times per step" : "",
+             d->all_ops ? "every op; dashed: backward, dotted: optimizer update"
+                        : "each box: a forward op with its backward ops and updates");
+    pl__dot_set(g, "label", title);
+    return PL_OK;
+}
+
+/* One box per device in its colour, with its op count and time, in a row on top. */
+static void draw_legend(drawing *d)
+{
+    Agraph_t *legend = agsubg(d->g, "cluster_legend", 1);
+    Agraph_t *row = agsubg(legend, "legend_row", 1);
+    pl__dot_set(legend, "label", "devices");
+    pl__dot_set(legend, "style", "rounded");
+    pl__dot_set(legend, "color", "gray70");
+    pl__dot_set(row, "rank", "same");
+    Agnode_t *previous = NULL;
+    for (int dev = 0; dev < d->cluster->n_devices; dev++) {
+        int n_ops = d->parts->first_op[dev + 1] - d->parts->first_op[dev];
+        double seconds = 0;
+        for (int i = d->parts->first_op[dev]; d->op_seconds && i < d->parts->first_op[dev + 1];
+             i++)
+            seconds += d->op_seconds[d->parts->ops[i]];
+        char label[PL_MAX_NAME + 64], time[32], color[32];
+        if (n_ops == 0)
+            snprintf(label, sizeof label, "%s\nno ops", d->cluster->devices[dev].name);
+        else
+            snprintf(label, sizeof label, "%s\n%d op%s%s%s", d->cluster->devices[dev].name,
+                     n_ops, n_ops == 1 ? "" : "s", d->op_seconds ? " · " : "",
+                     d->op_seconds ? format_seconds(seconds, time, sizeof time) : "");
+        Agnode_t *n = pl__dot_node(row, "legend:", d->cluster->devices[dev].name);
+        device_color(dev, color, sizeof color);
+        pl__dot_set(n, "label", label);
+        pl__dot_set(n, "fillcolor", n_ops ? color : "white");
+        if (n_ops == 0)
+            pl__dot_set(n, "style", "rounded,dashed");
+        if (previous) /* keeps the devices in their order */
+            pl__dot_set(agedge(d->g, previous, n, NULL, 1), "style", "invis");
+        previous = n;
+    }
+}
+
+/* The cluster a unit is drawn in: its device's, or its stage's inside that. */
+static Agraph_t *container(drawing *d, int unit)
+{
+    int dev = d->parts->op_device[unit];
+    const char *name = d->cluster->devices[dev].name;
+    char id[PL_MAX_NAME + 64];
+    snprintf(id, sizeof id, "cluster_device:%s", name);
+    Agraph_t *device = agsubg(d->g, id, 0);
+    if (!device) {
+        char color[32];
+        device = agsubg(d->g, id, 1);
+        device_color(dev, color, sizeof color);
+        pl__dot_set(device, "label", name);
+        pl__dot_set(device, "style", "rounded");
+        pl__dot_set(device, "color", color);
+        pl__dot_set(device, "penwidth", "3");
+    }
+    if (d->plan->n_stages <= 1)
+        return device;
+    snprintf(id, sizeof id, "cluster_device:%s/stage:%d", name, d->parts->op_stage[unit]);
+    Agraph_t *stage = agsubg(device, id, 0);
+    if (!stage) {
+        char label[32];
+        stage = agsubg(device, id, 1);
+        snprintf(label, sizeof label, "stage %d", d->parts->op_stage[unit]);
+        pl__dot_set(stage, "label", label);
+        pl__dot_set(stage, "style", "dashed,rounded");
+        pl__dot_set(stage, "color", "gray60");
+    }
+    return stage;
+}
+
+static void draw_units(drawing *d)
+{
+    const pl_graph *g = d->graph;
+    for (int o = 0; o < g->n_ops; o++) {
+        if (unit_of(d, o) != o)
+            continue;
+        const pl_op *op = &g->ops[o];
+        char label[PL_MAX_NAME + 96], time[32], color[32];
+        snprintf(label, sizeof label, "%s\n%s%s%s", op->name, pl_op_info_of(op->kind)->name,
+                 d->op_seconds ? " · " : "",
+                 d->op_seconds ? format_seconds(d->unit_seconds[o], time, sizeof time) : "");
+        Agnode_t *n = pl__dot_node(container(d, o), "op:", op->name);
+        device_color(d->parts->op_device[o], color, sizeof color);
+        pl__dot_set(n, "label", label);
+        pl__dot_set(n, "fillcolor", color);
+        if (op->phase == PL_PHASE_BACKWARD)
+            pl__dot_set(n, "style", "filled,rounded,dashed");
+        else if (op->phase == PL_PHASE_UPDATE)
+            pl__dot_set(n, "style", "filled,rounded,dotted");
+        d->node[o] = n;
+    }
+}
+
+/* The bytes per step of tensor t's copy to `device`, or 0. */
+static double transfer_bytes(const drawing *d, int t, int device)
+{
+    for (int x = d->first_transfer[t]; x >= 0; x = d->next_transfer[x])
+        if (d->parts->transfers[x].to == device)
+            return d->transfer_bytes[x];
+    return 0;
+}
+
+/* Every tensor's way from the unit it comes from to the units reading it. */
+static pl_status draw_edges(drawing *d, pl_error *err)
+{
+    const pl_graph *g = d->graph;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const pl_tensor *tensor = &g->tensors[t];
+        int begin = d->first_reader[t], end = d->first_reader[t + 1];
+        if (tensor->kind == PL_TENSOR_INPUT || tensor->kind == PL_TENSOR_CONST || begin == end)
+            continue;
+        /* parameters and state live with their first reader's group (plan.h) */
+        int source = tensor->producer >= 0 ? tensor->producer : d->readers[begin];
+        int from = unit_of(d, source), home = d->parts->tensor_device[t];
+        for (int r = begin; r < end; r++) {
+            int reader = d->readers[r], to = unit_of(d, reader);
+            bool crossing = home >= 0 && home != d->parts->op_device[reader];
+            bool dataflow = tensor->producer >= 0 &&
+                            (d->all_ops || (reader < g->n_forward_ops &&
+                                            tensor->producer < g->n_forward_ops));
+            if (from == to || (!dataflow && !crossing))
+                continue;
+            Agnode_t *tail = d->node[from < to ? from : to], *head = d->node[from < to ? to : from];
+            Agedge_t *e = agedge(d->g, tail, head, NULL, 0);
+            edge_record *rec;
+            if (!e) {
+                e = agedge(d->g, tail, head, NULL, 1);
+                rec = e ? agbindrec(e, "pl_dot_plan", sizeof *rec, false) : NULL;
+                if (!rec)
+                    return pl_error_set(err, PL_ENOMEM, NULL, "cgraph could not add an edge");
+                rec->first_tensor = t;
+                pl__dot_set(e, "style", "dashed");
+            } else {
+                rec = (edge_record *)aggetrec(e, "pl_dot_plan", 0);
+            }
+            if (dataflow)
+                pl__dot_set(e, "style", "solid");
+            if (d->stamp[to] == t)
+                continue; /* this unit has it already */
+            d->stamp[to] = t;
+            rec->n_tensors++;
+            if (crossing)
+                rec->bytes += transfer_bytes(d, t, d->parts->op_device[reader]);
+        }
+    }
+    return PL_OK;
+}
+
+/* Cross-device edges: heavier, red, labelled with their bytes; tooltips name tensors. */
+static void label_edges(drawing *d)
+{
+    for (Agnode_t *n = agfstnode(d->g); n; n = agnxtnode(d->g, n))
+        for (Agedge_t *e = agfstout(d->g, n); e; e = agnxtout(d->g, e)) {
+            edge_record *rec = (edge_record *)aggetrec(e, "pl_dot_plan", 0);
+            if (!rec)
+                continue; /* the legend's */
+            char text[PL_MAX_NAME + 64];
+            const char *first = d->graph->tensors[rec->first_tensor].name;
+            if (rec->n_tensors > 1)
+                snprintf(text, sizeof text, "%s and %d more", first, rec->n_tensors - 1);
+            else
+                snprintf(text, sizeof text, "%s", first);
+            pl__dot_set(e, "tooltip", text);
+            if (rec->bytes <= 0)
+                continue;
+            pl__dot_set(e, "label", format_bytes(rec->bytes, text, sizeof text));
+            pl__dot_set(e, "color", "firebrick");
+            pl__dot_set(e, "fontcolor", "firebrick");
+            pl__dot_set(e, "penwidth", "2.5");
+        }
+}
+
+pl_status pl_dot_write_plan(const pl_graph *graph, const pl_plan *plan,
+                            const pl_cluster *cluster, const double *op_seconds, bool all_ops,
+                            FILE *out, pl_error *err)
+{
+    if (graph->n_ops == graph->n_forward_ops)
+        return pl_error_set(err, PL_EINPUT, NULL, "drawing a plan needs the training graph "
+                            "(pl_autodiff_build)");
+    pl_error own;
+    if (!err) { /* the program's status is needed below */
+        pl_error_init(&own, NULL);
+        err = &own;
+    }
+    drawing d = {.graph = graph, .plan = plan, .cluster = cluster, .op_seconds = op_seconds,
+                 .all_ops = all_ops};
+    pl_program *program = pl_program_new(graph, cluster, plan, err);
+    if (!program)
+        return err->status;
+    d.program = program;
+    d.parts = program->partitions;
+    pl_status status = gather(&d, err);
+    if (status == PL_OK)
+        status = open_graph(&d, err);
+    if (status == PL_OK) {
+        draw_legend(&d);
+        draw_units(&d);
+        status = draw_edges(&d, err);
+    }
+    if (status == PL_OK) {
+        label_edges(&d);
+        status = pl__dot_finish(d.g, out, err);
+    } else if (d.g) {
+        agclose(d.g);
+    }
+    free(d.node);
+    free(d.unit_seconds);
+    free(d.stamp);
+    free(d.transfer_bytes);
+    free(d.next_transfer);
+    free(d.first_transfer);
+    free(d.first_reader);
+    free(d.readers);
+    pl_program_free(program);
+    return status;
+}
