@@ -151,7 +151,7 @@ pl_status pl_policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c, i
     p->groups = groups < p->n_ops ? groups : p->n_ops;
     p->devices = c->n_devices;
     p->stages = c->n_devices < 8 ? c->n_devices : 8;
-    static const int counts[PL_POLICY_MAX_MB] = {1, 2, 4, 8};
+    static const int counts[PL_POLICY_MAX_MB] = {1, 2, 4, 8, 16, 32};
     for (int i = 0; i < PL_POLICY_MAX_MB; i++)
         if (g->batch_size % counts[i] == 0)
             p->mb_choice[p->n_mb++] = counts[i];

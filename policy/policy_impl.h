@@ -14,7 +14,7 @@
 #include "graph.h"
 #include "plan.h"
 
-enum { PL_POLICY_MAX_ROUNDS = 4, PL_POLICY_MAX_MB = 4, PL_POLICY_GROUP_FEATURES = 2 };
+enum { PL_POLICY_MAX_ROUNDS = 4, PL_POLICY_MAX_MB = 6, PL_POLICY_GROUP_FEATURES = 2 };
 
 /* Offsets of each weight matrix in the flat parameter vector. */
 typedef struct pl_policy_layout {

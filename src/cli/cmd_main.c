@@ -1,11 +1,48 @@
-/* placer [-o PREFIX] MODEL.json: the main job. For now it does what exists: load and
- * validate the model, print its summary, draw it. Placement search joins here. */
+/* placer MODEL.json: the main job. Load and validate the model (its summary and
+ * PREFIX.graph.dot as before), calibrate (cached), run the baselines, run the agent within
+ * the budget, measure the best candidates on the executor, and write the plan
+ * (PREFIX.plan.json), its drawing (PREFIX.plan.dot) and a report (PREFIX.report.md with
+ * PREFIX.curve.svg), all atomically. Ctrl-C stops the search and still writes the best
+ * plan found so far (exit 130). */
 #include <getopt.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "atomic_file.h"
+#include "autodiff.h"
+#include "baseline.h"
 #include "cli.h"
+#include "dot.h"
+#include "job.h"
+#include "profile.h"
+
+typedef struct main_options {
+    const char *model, *prefix, *cluster, *resume;
+    double budget;
+    long iterations, samples, measure_steps;
+    unsigned long long seed;
+    bool quiet;
+} main_options;
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int signal_number)
+{
+    (void)signal_number;
+    interrupted = 1;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* "graphs/mlp.json" -> "mlp": the file name without directory and ".json". */
 static char *default_prefix(const char *path)
@@ -23,44 +60,560 @@ static char *default_prefix(const char *path)
     return prefix;
 }
 
-int pl_cmd_main(int argc, char **argv)
+static void print_usage(void)
+{
+    printf("Usage: placer MODEL.json [--cluster C] [--budget SECONDS] [--seed N] [-o PREFIX]\n"
+           "                         [--iterations N] [--samples N] [--resume CKPT] [-q]\n"
+           "Finds a placement of the model on the cluster (default: this machine): runs the\n"
+           "baseline placers and the learning agent for about --budget seconds (default 60),\n"
+           "measures the best plans on the executor and writes PREFIX.plan.json,\n"
+           "PREFIX.plan.dot, PREFIX.report.md (with PREFIX.curve.svg), the agent's checkpoint\n"
+           "PREFIX.agent.ckpt and the model's drawing PREFIX.graph.dot. --iterations stops the\n"
+           "agent after N iterations in all (the budget still applies); --resume continues\n"
+           "from a checkpoint of the same model, cluster, seed and samples. Ctrl-C stops the\n"
+           "search and writes the best plan so far (exit status 130).\n");
+}
+
+static int parse_options(int argc, char **argv, main_options *o)
 {
     static const struct option options[] = {{"output", required_argument, NULL, 'o'},
+                                            {"cluster", required_argument, NULL, 'c'},
+                                            {"budget", required_argument, NULL, 'b'},
+                                            {"seed", required_argument, NULL, 's'},
+                                            {"iterations", required_argument, NULL, 'i'},
+                                            {"samples", required_argument, NULL, 'n'},
+                                            {"measure-steps", required_argument, NULL, 'm'},
+                                            {"resume", required_argument, NULL, 'r'},
+                                            {"quiet", no_argument, NULL, 'q'},
+                                            {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    const char *prefix_option = NULL;
-    int c;
+    *o = (main_options){.budget = 60, .seed = 1, .samples = 32, .measure_steps = 3};
     opterr = 0; /* our own message, below */
-    while ((c = getopt_long(argc, argv, "o:", options, NULL)) != -1) {
-        if (c != 'o')
+    int c;
+    long value;
+    while ((c = getopt_long(argc, argv, "o:qh", options, NULL)) != -1) {
+        switch (c) {
+        case 'o': o->prefix = optarg; break;
+        case 'c': o->cluster = optarg; break;
+        case 'r': o->resume = optarg; break;
+        case 'q': o->quiet = true; break;
+        case 'b': {
+            char *end;
+            o->budget = strtod(optarg, &end);
+            if (*optarg == '\0' || *end != '\0' || !(o->budget > 0) || o->budget > 1e6)
+                return pl_cli_usage_error("invalid value '%s' for --budget (seconds, more than "
+                                          "0)", optarg);
+            break;
+        }
+        case 's':
+            if (!pl_cli_parse_long(optarg, 0, 2147483647, &value))
+                return pl_cli_usage_error("invalid value '%s' for --seed (0 to 2147483647)",
+                                          optarg);
+            o->seed = (unsigned long long)value;
+            break;
+        case 'i':
+            if (!pl_cli_parse_long(optarg, 1, 100000000, &o->iterations))
+                return pl_cli_usage_error("invalid value '%s' for --iterations (1 or more)",
+                                          optarg);
+            break;
+        case 'n':
+            if (!pl_cli_parse_long(optarg, 2, 4096, &o->samples))
+                return pl_cli_usage_error("invalid value '%s' for --samples (2 to 4096)", optarg);
+            break;
+        case 'm':
+            if (!pl_cli_parse_long(optarg, 1, 1000, &o->measure_steps))
+                return pl_cli_usage_error("invalid value '%s' for --measure-steps (1 to 1000)",
+                                          optarg);
+            break;
+        case 'h': print_usage(); return -1;
+        default:
             return pl_cli_usage_error("unknown option or missing argument '%s'",
                                       argv[optind - 1]);
-        prefix_option = optarg;
+        }
     }
     if (optind >= argc)
         return pl_cli_usage_error("missing MODEL.json");
     if (optind + 1 < argc)
         return pl_cli_usage_error("one model at a time ('%s' is extra; commands: validate, "
-                                  "dot)", argv[optind + 1]);
-    const char *model = argv[optind];
-    int status;
-    pl_graph *graph = pl_cli_load_model(model, &status);
-    if (!graph)
+                                  "dot, ...)", argv[optind + 1]);
+    o->model = argv[optind];
+    return PL_EXIT_OK;
+}
+
+static char *join_command(int argc, char **argv)
+{
+    size_t len = sizeof "placer";
+    for (int i = 1; i < argc; i++)
+        len += strlen(argv[i]) + 3;
+    char *text = malloc(len);
+    if (!text)
+        return NULL;
+    strcpy(text, "placer");
+    for (int i = 1; i < argc; i++) {
+        strcat(text, " ");
+        bool plain = strpbrk(argv[i], " \t'\"$`\\") == NULL && argv[i][0] != '\0';
+        if (!plain)
+            strcat(text, "'");
+        strcat(text, argv[i]);
+        if (!plain)
+            strcat(text, "'");
+    }
+    return text;
+}
+
+static char *path_of(const char *prefix, const char *suffix)
+{
+    size_t len = strlen(prefix) + strlen(suffix) + 1;
+    char *path = malloc(len);
+    if (path)
+        snprintf(path, len, "%s%s", prefix, suffix);
+    return path;
+}
+
+typedef struct job_state {
+    main_options o;
+    pl_job job;
+    pl_graph *g;
+    pl_cluster *c;
+    pl_cost_model *model;
+    pl_executor *ex;
+    pl_agent *agent;
+    char *prefix;
+    double start;
+} job_state;
+
+/* Simulates a row's plan. */
+static int simulate_row(job_state *s, pl_job_row *row)
+{
+    pl_error err;
+    pl_error_init(&err, s->o.model);
+    pl_program *p = pl_program_new(s->g, s->c, row->plan, &err);
+    pl_status status = p ? pl_simulate(p, s->c, s->model, &row->sim, NULL, NULL, &err)
+                         : err.status;
+    pl_program_free(p);
+    if (status != PL_OK)
+        return pl_cli_report(&err);
+    row->fits = row->sim.oom_device < 0;
+    return PL_EXIT_OK;
+}
+
+/* Measures a row's plan on the executor (median of the protocol's steps). */
+static int measure_row(job_state *s, pl_job_row *row)
+{
+    pl_error err;
+    pl_error_init(&err, s->o.model);
+    pl_fit fit;
+    pl_measurement m;
+    if (!row->plan || !row->fits)
+        return PL_EXIT_OK;
+    if (pl_executor_set_plan(s->ex, row->plan, &fit, &err) != PL_OK)
+        return pl_cli_report(&err);
+    if (!fit.fits) {
+        row->fits = false;
+        return PL_EXIT_OK;
+    }
+    if (pl_executor_measure(s->ex, 1, (int)s->o.measure_steps, &m, &err) != PL_OK)
+        return pl_cli_report(&err);
+    row->measured = m.median;
+    row->plan->provenance.measured_seconds = m.median;
+    row->plan->provenance.predicted_seconds = row->sim.step_seconds;
+    return PL_EXIT_OK;
+}
+
+static pl_job_row *add_row(job_state *s, const char *name, pl_plan *plan, bool baseline)
+{
+    if (s->job.n_rows == PL_JOB_MAX_ROWS) {
+        pl_plan_free(plan);
+        return NULL;
+    }
+    pl_job_row *row = &s->job.rows[s->job.n_rows++];
+    memset(row, 0, sizeof *row);
+    snprintf(row->name, sizeof row->name, "%s", name);
+    row->plan = plan;
+    row->baseline = baseline;
+    return row;
+}
+
+/* Every baseline: simulated, measured, offered to the agent; the best one imitated. */
+static int run_baselines(job_state *s)
+{
+    pl_job *job = &s->job;
+    job->best_baseline = -1;
+    for (int b = 0; b < PL_BASELINE_COUNT && !interrupted; b++) {
+        pl_error err;
+        pl_error_init(&err, s->o.model);
+        pl_plan *plan = pl_baseline_place((pl_baseline)b, s->g, s->c, s->model, s->o.seed, &err);
+        pl_job_row *row = add_row(s, pl_baseline_name((pl_baseline)b), plan, true);
+        if (!row)
+            break;
+        if (!plan) {
+            snprintf(row->failure, sizeof row->failure, "%s", err.text);
+            continue;
+        }
+        int status = simulate_row(s, row);
+        if (status != PL_EXIT_OK)
+            return status;
+    }
+    /* the executor measures the three best by simulation (a paced step can take a second) */
+    for (int round = 0; round < 3 && !interrupted; round++) {
+        pl_job_row *next = NULL;
+        for (int r = 0; r < job->n_rows; r++) {
+            pl_job_row *row = &job->rows[r];
+            if (row->plan && row->fits && row->measured == 0 &&
+                (!next || row->sim.step_seconds < next->sim.step_seconds))
+                next = row;
+        }
+        if (!next)
+            break;
+        int status = measure_row(s, next);
+        if (status != PL_EXIT_OK)
+            return status;
+        if (next->measured > 0 && (job->best_baseline < 0 ||
+                                   next->measured < job->rows[job->best_baseline].measured))
+            job->best_baseline = (int)(next - job->rows);
+    }
+    for (int r = 0; r < job->n_rows && !s->o.quiet; r++) {
+        const pl_job_row *row = &job->rows[r];
+        if (!row->plan)
+            printf("baseline %-12s failed: %s\n", row->name, row->failure);
+        else
+            printf("baseline %-12s simulated %9.3f ms  %s%9.3f ms%s\n", row->name,
+                   1e3 * row->sim.step_seconds, row->measured > 0 ? "measured " : "",
+                   1e3 * row->measured, row->fits ? "" : "  (does not fit)");
+    }
+    return PL_EXIT_OK;
+}
+
+static int start_agent(job_state *s, char *ckpt)
+{
+    pl_agent_options ao;
+    pl_agent_options_default(&ao);
+    ao.seed = s->o.seed;
+    ao.samples = (int)s->o.samples;
+    pl_error err;
+    pl_error_init(&err, s->o.resume ? s->o.resume : s->o.model);
+    if (s->o.resume) {
+        s->agent = pl_agent_load(s->o.resume, s->g, s->c, s->model, &ao, &err);
+        if (!s->agent)
+            return pl_cli_report(&err);
+        if (!s->o.quiet)
+            printf("agent: resumed from %s at iteration %d\n", s->o.resume,
+                   pl_agent_iterations(s->agent));
+        return PL_EXIT_OK;
+    }
+    (void)ckpt;
+    if (!(s->agent = pl_agent_new(s->g, s->c, s->model, &ao, &err)))
+        return pl_cli_report(&err);
+    pl_job *job = &s->job;
+    for (int r = 0; r < job->n_rows; r++)
+        if (job->rows[r].plan && job->rows[r].fits &&
+            pl_agent_offer(s->agent, job->rows[r].plan, &err) != PL_OK)
+            return pl_cli_report(&err);
+    if (job->best_baseline >= 0 &&
+        pl_agent_imitate(s->agent, job->rows[job->best_baseline].plan, &err) != PL_OK) {
+        if (err.status != PL_EINPUT)
+            return pl_cli_report(&err);
+        if (!s->o.quiet)
+            printf("agent: not imitating %s (%s)\n", job->rows[job->best_baseline].name,
+                   err.text);
+    }
+    return PL_EXIT_OK;
+}
+
+/* Measures the agent's best plan when it is new, and corrects the simulator with it. */
+static int measure_agent_best(job_state *s, double *measured_best, uint64_t *last_key)
+{
+    pl_error err;
+    pl_error_init(&err, s->o.model);
+    pl_plan *plan = pl_agent_best_plan(s->agent, 0, &err);
+    if (!plan)
+        return PL_EXIT_OK;
+    uint64_t key = 0;
+    for (int i = 0; i < plan->n_ops; i++)
+        key = key * 1000003u + (uint64_t)(plan->device[i] * 16 + plan->stage[i]);
+    key = key * 31 + (uint64_t)plan->micro_batches;
+    if (key == *last_key) {
+        pl_plan_free(plan);
+        return PL_EXIT_OK;
+    }
+    *last_key = key;
+    pl_job_row row = {.plan = plan};
+    int status = simulate_row(s, &row);
+    if (status == PL_EXIT_OK)
+        status = measure_row(s, &row);
+    if (status == PL_EXIT_OK && row.measured > 0) {
+        pl_agent_correct(s->agent, row.sim.step_seconds, row.measured);
+        if (*measured_best == 0 || row.measured < *measured_best)
+            *measured_best = row.measured;
+    }
+    pl_plan_free(plan);
+    return status;
+}
+
+static int search(job_state *s, const char *ckpt)
+{
+    pl_job *job = &s->job;
+    double measured_best = 0, last_measure = now_seconds(), last_save = last_measure;
+    uint64_t last_key = 0;
+    double base = job->best_baseline >= 0 ? job->rows[job->best_baseline].measured : 0;
+    bool tty = isatty(STDOUT_FILENO);
+    /* the search's share of the budget: the final measurements need the rest */
+    double stop = s->start + 0.85 * s->o.budget;
+    int status = PL_EXIT_OK;
+    pl_error err;
+    pl_error_init(&err, s->o.model);
+    while (!interrupted && now_seconds() < stop &&
+           (!s->o.iterations || pl_agent_iterations(s->agent) < s->o.iterations)) {
+        pl_agent_iteration it;
+        if (pl_agent_iterate(s->agent, &it, &err) != PL_OK)
+            return pl_cli_report(&err);
+        double now = now_seconds();
+        if (now - last_measure > 5) {
+            if ((status = measure_agent_best(s, &measured_best, &last_key)) != PL_EXIT_OK)
+                return status;
+            last_measure = now_seconds();
+        }
+        if (now - last_save > 10) {
+            if (pl_agent_save(s->agent, ckpt, &err) != PL_OK)
+                return pl_cli_report(&err);
+            last_save = now;
+        }
+        if (!s->o.quiet && (tty || it.iteration % 10 == 0 || it.iteration == 1)) {
+            printf("%siteration %4d  mean reward %7.4f  best simulated %8.3f ms (corrected "
+                   "%8.3f)  measured %8.3f ms", tty ? "\r" : "", it.iteration, it.mean_reward,
+                   1e3 * it.best_step, 1e3 * it.best_step * pl_agent_correction(s->agent),
+                   1e3 * measured_best);
+            if (base > 0 && measured_best > 0)
+                printf("  gain %.2fx over the best baseline", base / measured_best);
+            printf(tty ? "   " : "\n");
+            fflush(stdout);
+        }
+    }
+    if (tty && !s->o.quiet)
+        printf("\n");
+    if (pl_agent_save(s->agent, ckpt, &err) != PL_OK)
+        return pl_cli_report(&err);
+    return PL_EXIT_OK;
+}
+
+/* The agent's best distinct plans become rows, measured unless interrupted; the chosen
+ * row is the fastest measured (simulated when nothing was measured). */
+static int finish_search(job_state *s)
+{
+    pl_job *job = &s->job;
+    pl_error err;
+    pl_error_init(&err, s->o.model);
+    int added = 0;
+    for (int k = 0; k < pl_agent_best_count(s->agent) && added < 3; k++) {
+        pl_plan *plan = pl_agent_best_plan(s->agent, k, &err);
+        if (!plan)
+            return pl_cli_report(&err);
+        if (strcmp(plan->provenance.algorithm, "rl") != 0) { /* a baseline: already a row */
+            pl_plan_free(plan);
+            continue;
+        }
+        char name[64];
+        snprintf(name, sizeof name, "agent #%d", ++added);
+        pl_job_row *row = add_row(s, name, plan, false);
+        if (!row)
+            break;
+        int status = simulate_row(s, row);
+        if (status == PL_EXIT_OK && !interrupted)
+            status = measure_row(s, row);
+        if (status != PL_EXIT_OK)
+            return status;
+        if (row->measured > 0)
+            pl_agent_correct(s->agent, row->sim.step_seconds, row->measured);
+    }
+    job->chosen = -1;
+    for (int r = 0; r < job->n_rows; r++) {
+        const pl_job_row *row = &job->rows[r];
+        if (!row->plan || !row->fits)
+            continue;
+        double key = row->measured > 0 ? row->measured : 1e9 + row->sim.step_seconds;
+        const pl_job_row *best = job->chosen >= 0 ? &job->rows[job->chosen] : NULL;
+        double best_key = best ? (best->measured > 0 ? best->measured
+                                                     : 1e9 + best->sim.step_seconds) : 0;
+        if (!best || key < best_key)
+            job->chosen = r;
+    }
+    if (job->chosen < 0) {
+        fprintf(stderr, "placer: no plan fits the cluster's memory\n");
+        return PL_EXIT_NO_FIT;
+    }
+    /* the chosen plan's measured busy time per device, from its last step */
+    pl_job_row *chosen = &job->rows[job->chosen];
+    pl_fit fit;
+    float loss;
+    if (chosen->measured > 0 && pl_executor_set_plan(s->ex, chosen->plan, &fit, &err) == PL_OK &&
+        fit.fits && pl_executor_step(s->ex, 0, &loss, &err) == PL_OK) {
+        const pl_program *p = pl_executor_program(s->ex);
+        const double *starts = pl_executor_task_starts(s->ex), *ends = pl_executor_task_ends(s->ex);
+        for (int t = 0; t < p->n_tasks; t++)
+            if (p->tasks[t].resource < p->n_devices)
+                job->measured_busy[p->tasks[t].resource] += ends[t] - starts[t];
+    }
+    return PL_EXIT_OK;
+}
+
+/* Each op's simulated seconds per step (every micro-batch), for the drawing; NULL when
+ * it cannot be had (the drawing then goes without times). */
+static double *simulated_op_seconds(job_state *s, const pl_plan *plan)
+{
+    pl_program *p = pl_program_new(s->g, s->c, plan, NULL);
+    double *starts = p ? malloc((size_t)p->n_tasks * sizeof *starts) : NULL;
+    double *ends = p ? malloc((size_t)p->n_tasks * sizeof *ends) : NULL;
+    double *seconds = calloc((size_t)s->g->n_ops, sizeof *seconds);
+    pl_simulation sim;
+    if (!starts || !ends || !seconds ||
+        pl_simulate(p, s->c, s->model, &sim, starts, ends, NULL) != PL_OK) {
+        free(seconds);
+        seconds = NULL;
+    } else {
+        for (int t = 0; t < p->n_tasks; t++)
+            if (p->tasks[t].kind == PL_TASK_OP)
+                seconds[p->tasks[t].op] += ends[t] - starts[t];
+    }
+    free(starts);
+    free(ends);
+    pl_program_free(p);
+    return seconds;
+}
+
+static int write_outputs(job_state *s)
+{
+    pl_job *job = &s->job;
+    pl_job_row *chosen = &job->rows[job->chosen];
+    char *plan_path = path_of(s->prefix, ".plan.json");
+    char *dot_path = path_of(s->prefix, ".plan.dot");
+    int status = PL_EXIT_OK;
+    pl_error err;
+    pl_error_init(&err, plan_path);
+    if (!plan_path || !dot_path) {
+        status = PL_EXIT_FAILURE;
+    } else if (pl_plan_write_file(plan_path, chosen->plan, s->g, s->c, &err) != PL_OK) {
+        status = pl_cli_report(&err);
+    } else {
+        pl_atomic_file file = {0};
+        pl_error_init(&err, dot_path);
+        double *op_seconds = simulated_op_seconds(s, chosen->plan);
+        if (pl_atomic_open(&file, dot_path, &err) != PL_OK ||
+            pl_dot_write_plan(s->g, chosen->plan, s->c, op_seconds, false, file.fp, &err) !=
+                PL_OK) {
+            pl_atomic_abort(&file);
+            status = pl_cli_report(&err);
+        } else if (pl_atomic_commit(&file, &err) != PL_OK) {
+            status = pl_cli_report(&err);
+        }
+        free(op_seconds);
+    }
+    if (status == PL_EXIT_OK)
+        status = pl_job_write_report(job, s->prefix);
+    if (status == PL_EXIT_OK && !s->o.quiet) {
+        printf("plan: %s, %s step %.3f ms (%.2fx the lower bound)", chosen->name,
+               chosen->measured > 0 ? "measured" : "simulated",
+               1e3 * (chosen->measured > 0 ? chosen->measured : chosen->sim.step_seconds),
+               (chosen->measured > 0 ? chosen->measured : chosen->sim.step_seconds) / job->bound);
+        if (job->best_baseline >= 0 && chosen->measured > 0)
+            printf("; %.2fx faster than the best baseline (%s)",
+                   job->rows[job->best_baseline].measured / chosen->measured,
+                   job->rows[job->best_baseline].name);
+        printf("\nwrote %s, %s, %s.report.md (render: dot -Tsvg %s > %s.plan.svg)\n", plan_path,
+               dot_path, s->prefix, dot_path, s->prefix);
+    }
+    free(plan_path);
+    free(dot_path);
+    return status;
+}
+
+static int run_job(job_state *s)
+{
+    pl_error err;
+    pl_error_init(&err, s->o.model);
+    bool verbose = !s->o.quiet;
+    pl_job *job = &s->job;
+    if (pl_autodiff_build(s->g, &err) != PL_OK)
+        return pl_cli_report(&err);
+    pl_plan *unused = NULL;
+    int status = pl_cli_load_placement(s->o.cluster, NULL, s->g, &s->c, &unused);
+    pl_plan_free(unused);
+    if (status != PL_EXIT_OK)
         return status;
-    pl_cli_print_summary(stdout, model, graph);
-    char *prefix = prefix_option ? strdup(prefix_option) : default_prefix(model);
-    size_t len = prefix ? strlen(prefix) + sizeof ".graph.dot" : 0;
-    char *dot_path = prefix ? malloc(len) : NULL;
-    if (!dot_path) {
+    job->graph = s->g;
+    job->cluster = s->c;
+    if (!(s->model = calloc(1, sizeof *s->model)))
+        return PL_EXIT_FAILURE;
+    if (pl_profile_load(s->model, s->c, false, pl_cli_calibration_progress, &verbose,
+                        &job->calibrated, &err) != PL_OK ||
+        pl_step_lower_bound(s->g, s->c, s->model, &job->bound, &err) != PL_OK)
+        return pl_cli_report(&err);
+    if ((status = pl_cli_new_executor(s->g, s->c, "synthetic", &s->ex)) != PL_EXIT_OK)
+        return status;
+    if (!s->o.quiet)
+        printf("placing %s on cluster \"%s\" (%d devices, %s); lower bound %.3f ms; budget "
+               "%.0f s, seed %llu\n", s->g->name, s->c->name, s->c->n_devices,
+               s->c->paced ? "paced: emulated devices" : "native", 1e3 * job->bound,
+               s->o.budget, s->o.seed);
+    char *ckpt = path_of(s->prefix, ".agent.ckpt");
+    if (!ckpt)
+        return PL_EXIT_FAILURE;
+    if ((status = run_baselines(s)) == PL_EXIT_OK && (status = start_agent(s, ckpt)) == PL_EXIT_OK) {
+        job->agent = s->agent;
+        status = search(s, ckpt);
+    }
+    free(ckpt);
+    if (status == PL_EXIT_OK)
+        status = finish_search(s);
+    job->elapsed = now_seconds() - s->start;
+    job->interrupted = interrupted;
+    if (status == PL_EXIT_OK)
+        status = write_outputs(s);
+    if (status == PL_EXIT_OK && interrupted)
+        status = PL_EXIT_INTERRUPTED;
+    return status;
+}
+
+int pl_cmd_main(int argc, char **argv)
+{
+    job_state s;
+    memset(&s, 0, sizeof s);
+    s.start = now_seconds();
+    int status = parse_options(argc, argv, &s.o);
+    if (status != PL_EXIT_OK)
+        return status < 0 ? PL_EXIT_OK : status;
+    if (!(s.g = pl_cli_load_model(s.o.model, &status)))
+        return status;
+    if (!s.o.quiet)
+        pl_cli_print_summary(stdout, s.o.model, s.g);
+    s.prefix = s.o.prefix ? strdup(s.o.prefix) : default_prefix(s.o.model);
+    char *command = join_command(argc, argv);
+    char *dot_path = s.prefix ? path_of(s.prefix, ".graph.dot") : NULL;
+    if (!s.prefix || !command || !dot_path) {
         fprintf(stderr, "placer: out of memory\n");
         status = PL_EXIT_FAILURE;
-    } else {
-        snprintf(dot_path, len, "%s.graph.dot", prefix);
-        status = pl_cli_write_dot(graph, dot_path);
-        if (status == PL_EXIT_OK)
-            printf("wrote %s (render: dot -Tsvg %s > %s.svg)\n", dot_path, dot_path, prefix);
+    } else if ((status = pl_cli_write_dot(s.g, dot_path)) == PL_EXIT_OK) {
+        if (!s.o.quiet)
+            printf("wrote %s (render: dot -Tsvg %s > %s.svg)\n", dot_path, dot_path, s.prefix);
+        s.job.model_path = s.o.model;
+        s.job.command = command;
+        s.job.budget = s.o.budget;
+        s.job.seed = s.o.seed;
+        interrupted = 0;
+        signal(SIGINT, on_interrupt);
+        status = run_job(&s);
+        signal(SIGINT, SIG_DFL);
     }
+    for (int r = 0; r < s.job.n_rows; r++)
+        pl_plan_free(s.job.rows[r].plan);
+    pl_agent_free(s.agent);
+    pl_executor_free(s.ex);
+    if (s.model)
+        pl_cost_model_clear(s.model);
+    free(s.model);
+    pl_cluster_free(s.c);
+    pl_graph_free(s.g);
     free(dot_path);
-    free(prefix);
-    pl_graph_free(graph);
+    free(command);
+    free(s.prefix);
     return status;
 }

@@ -1,0 +1,190 @@
+/* The main job's report: PREFIX.report.md (the algorithms' table, the agent's learning
+ * curve, per-device utilisation, communication, the command) and the curve as
+ * PREFIX.curve.svg, both written atomically. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic_file.h"
+#include "cli.h"
+#include "job.h"
+
+/* The learning curve: mean sampled reward and best-so-far reward per iteration. */
+static void write_svg(FILE *fp, const pl_agent *agent)
+{
+    const int w = 640, h = 320, left = 60, right = 20, top = 30, bottom = 40;
+    int n = pl_agent_iterations(agent);
+    const pl_agent_iteration *curve = pl_agent_curve(agent);
+    double lo = 0, hi = -INFINITY, best = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (curve[i].mean_reward < lo || i == 0)
+            lo = curve[i].mean_reward;
+        if (curve[i].best_reward > hi)
+            hi = curve[i].best_reward;
+    }
+    if (n == 0 || !(hi > lo))
+        hi = lo + 1;
+    double pad = 0.05 * (hi - lo);
+    lo -= pad, hi += pad;
+    fprintf(fp, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" "
+            "height=\"100%%\" fill=\"white\"/>\n", w, h);
+    fprintf(fp, "<text x=\"%d\" y=\"18\">reward -sqrt(step / one device) per iteration</text>\n",
+            left);
+    fprintf(fp, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", left,
+            h - bottom, w - right, h - bottom);
+    fprintf(fp, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", left, top,
+            left, h - bottom);
+    for (int t = 0; t <= 4; t++) {
+        double v = lo + (hi - lo) * t / 4;
+        double y = h - bottom - (h - top - bottom) * t / 4.0;
+        fprintf(fp, "<text x=\"4\" y=\"%.1f\">%.3f</text>\n", y + 4, v);
+    }
+    fprintf(fp, "<text x=\"%d\" y=\"%d\">iteration (%d in all)</text>\n", w / 2 - 40, h - 10, n);
+    const char *colour[2] = {"#1f77b4", "#d62728"};
+    for (int series = 0; series < 2; series++) {
+        fprintf(fp, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+                colour[series]);
+        best = -INFINITY;
+        for (int i = 0; i < n; i++) {
+            if (curve[i].best_reward > best)
+                best = curve[i].best_reward;
+            double v = series == 0 ? curve[i].mean_reward : best;
+            double x = left + (w - left - right) * (n > 1 ? (double)i / (n - 1) : 0.5);
+            double y = h - bottom - (h - top - bottom) * (v - lo) / (hi - lo);
+            fprintf(fp, "%.1f,%.1f ", x, y);
+        }
+        fprintf(fp, "\"/>\n");
+    }
+    fprintf(fp, "<text x=\"%d\" y=\"%d\" fill=\"%s\">mean sampled reward</text>\n", w - 300,
+            top + 14, colour[0]);
+    fprintf(fp, "<text x=\"%d\" y=\"%d\" fill=\"%s\">best so far</text>\n", w - 140, top + 14,
+            colour[1]);
+    fprintf(fp, "</svg>\n");
+}
+
+static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
+{
+    const pl_cluster *c = job->cluster;
+    const pl_job_row *chosen = &job->rows[job->chosen];
+    char a[32], b[32];
+    fprintf(fp, "# Placement of %s on %s\n\n", job->graph->name, c->name);
+    fprintf(fp, "Command: `%s`\n\n", job->command);
+    fprintf(fp, "Cluster \"%s\": %d devices, %s. Budget %.0f s, used %.1f s; seed %llu%s%s.\n\n",
+            c->name, c->n_devices, c->paced ? "paced (emulated devices)" : "native",
+            job->budget, job->elapsed, (unsigned long long)job->seed,
+            job->calibrated ? "; calibrated this run" : "",
+            job->interrupted ? "; **interrupted (Ctrl-C): the best plan so far**" : "");
+    fprintf(fp, "Lower bound on the step: %.3f ms.\n\n", 1e3 * job->bound);
+    fprintf(fp, "## Algorithms\n\nMeasured on the executor in this run (median of the measured "
+            "steps); the ratio is measured (else simulated) over the lower bound.\n\n");
+    fprintf(fp, "| algorithm | simulated step | measured step | / lower bound | peak memory per "
+            "device |\n|---|---:|---:|---:|---|\n");
+    for (int r = 0; r < job->n_rows; r++) {
+        const pl_job_row *row = &job->rows[r];
+        if (!row->plan) {
+            fprintf(fp, "| %s | failed: %s | | | |\n", row->name, row->failure);
+            continue;
+        }
+        double step = row->measured > 0 ? row->measured : row->sim.step_seconds;
+        fprintf(fp, "| %s%s | %.3f ms | ", r == job->chosen ? "**" : "", row->name,
+                1e3 * row->sim.step_seconds);
+        if (row->measured > 0)
+            fprintf(fp, "%.3f ms", 1e3 * row->measured);
+        else
+            fprintf(fp, "%s", row->fits ? "not measured" : "does not fit");
+        fprintf(fp, "%s | %.2f | ", r == job->chosen ? "**" : "", step / job->bound);
+        for (int d = 0; d < c->n_devices; d++)
+            if (row->sim.memory[d] > 0)
+                fprintf(fp, "%s%s %s", d ? ", " : "", c->devices[d].name,
+                        pl_cli_bytes((double)row->sim.memory[d], a, sizeof a));
+        fprintf(fp, " |\n");
+    }
+    fprintf(fp, "\nChosen: **%s**", chosen->name);
+    if (job->best_baseline >= 0 && chosen->measured > 0) {
+        const pl_job_row *base = &job->rows[job->best_baseline];
+        double gain = base->measured / chosen->measured;
+        fprintf(fp, ", %.3fx the best baseline's step (%s, %.3f ms). ", 1 / gain, base->name,
+                1e3 * base->measured);
+        fprintf(fp, chosen->baseline ? "The agent did not improve on the best baseline in "
+                                       "this run.\n\n"
+                                     : "The agent improved on the best baseline.\n\n");
+    } else {
+        fprintf(fp, ".\n\n");
+    }
+    if (job->agent) {
+        int n = pl_agent_iterations(job->agent);
+        const pl_agent_iteration *curve = pl_agent_curve(job->agent);
+        fprintf(fp, "## Learning\n\n![learning curve](%s)\n\n", svg_name);
+        if (n > 0) {
+            int k = n < 10 ? n : 10;
+            double first = 0, last = 0;
+            for (int i = 0; i < k; i++) {
+                first += curve[i].mean_reward / k;
+                last += curve[n - k + i].mean_reward / k;
+            }
+            fprintf(fp, "%d iterations. Mean sampled reward: %.4f over the first %d iterations, "
+                    "%.4f over the last %d (%s). Best simulated step %.3f ms; the simulator's "
+                    "correction from the executor's measurements: x%.3f.\n\n", n, first, k,
+                    last, k, last > first ? "rising" : "not rising",
+                    1e3 * curve[n - 1].best_step, pl_agent_correction(job->agent));
+        }
+    }
+    fprintf(fp, "## Devices (the chosen plan)\n\n| device | ops | simulated busy | utilisation "
+            "(simulated) | measured busy | peak memory | capacity |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    double measured_step = chosen->measured;
+    for (int d = 0; d < c->n_devices; d++) {
+        int ops = 0;
+        for (int o = 0; o < chosen->plan->n_ops; o++)
+            ops += chosen->plan->device[o] == d;
+        fprintf(fp, "| %s | %d | %.3f ms | %.0f%% | ", c->devices[d].name, ops,
+                1e3 * chosen->sim.busy_seconds[d],
+                100 * chosen->sim.busy_seconds[d] / chosen->sim.step_seconds);
+        if (measured_step > 0)
+            fprintf(fp, "%.3f ms (%.0f%%)", 1e3 * job->measured_busy[d],
+                    100 * job->measured_busy[d] / measured_step);
+        fprintf(fp, " | %s | %s |\n", pl_cli_bytes((double)chosen->sim.memory[d], a, sizeof a),
+                pl_cli_bytes((double)c->devices[d].memory_bytes, b, sizeof b));
+    }
+    fprintf(fp, "\n## Communication\n\n%d copies per step, %s in all; %d stage%s, %d "
+            "micro-batch%s, %s.\n", chosen->sim.n_copies,
+            pl_cli_bytes((double)chosen->sim.copy_bytes, a, sizeof a), chosen->plan->n_stages,
+            chosen->plan->n_stages == 1 ? "" : "s", chosen->plan->micro_batches,
+            chosen->plan->micro_batches == 1 ? "" : "es",
+            chosen->plan->schedule == PL_SCHEDULE_1F1B ? "1F1B" : "GPipe");
+}
+
+static int write_atomic(const char *path, const pl_job *job, const char *svg_name, bool svg)
+{
+    pl_error err;
+    pl_error_init(&err, path);
+    pl_atomic_file file;
+    if (pl_atomic_open(&file, path, &err) != PL_OK)
+        return pl_cli_report(&err);
+    if (svg)
+        write_svg(file.fp, job->agent);
+    else
+        write_markdown(file.fp, job, svg_name);
+    if (pl_atomic_commit(&file, &err) != PL_OK)
+        return pl_cli_report(&err);
+    return PL_EXIT_OK;
+}
+
+int pl_job_write_report(const pl_job *job, const char *prefix)
+{
+    size_t len = strlen(prefix) + 16;
+    char *md = malloc(len), *svg = malloc(len);
+    int status = PL_EXIT_FAILURE;
+    if (md && svg) {
+        snprintf(md, len, "%s.report.md", prefix);
+        snprintf(svg, len, "%s.curve.svg", prefix);
+        const char *base = strrchr(svg, '/');
+        status = job->agent ? write_atomic(svg, job, NULL, true) : PL_EXIT_OK;
+        if (status == PL_EXIT_OK)
+            status = write_atomic(md, job, base ? base + 1 : svg, false);
+    }
+    free(md);
+    free(svg);
+    return status;
+}
