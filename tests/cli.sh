@@ -88,12 +88,16 @@ contains "$work/err" 'the model has no op "embed"' "dot with another model's pla
 [ "$(wc -l <"$work/err")" -eq 1 ] && [ ! -e "$work/bad.dot" ] && ok || bad "bad plan: not one line, or a file"
 expect 2 "dot --all-ops without a plan" "$bin" dot "$small" --all-ops
 
-# The main job: summary on stdout, the drawing written whole, named after the model.
-( cd "$work" && "$bin" "$src/graphs/mlp.json" ) >"$work/out" 2>"$work/err" \
+# The main job (tests/agent.sh has the search): summary on stdout, the drawing written
+# whole, named after the model. A profile of our own, on one small model.
+PLACER_PROFILE=$work/cache/profile.json PLACER_GRAPHS=$work/graphs
+export PLACER_PROFILE PLACER_GRAPHS
+mkdir -p "$work/graphs/small" && cp "$src/graphs/small/mlp-small.json" "$work/graphs/small/"
+( cd "$work" && "$bin" "$src/graphs/mlp.json" --iterations 1 --samples 4 ) >"$work/out" 2>"$work/err" \
     && ok || bad "main job on mlp.json: $(cat "$work/err")"
 [ -s "$work/mlp.graph.dot" ] && ok || bad "main job did not write mlp.graph.dot"
 contains "$work/out" "wrote mlp.graph.dot" "main job"
-expect 0 "main job with -o" "$bin" -o "$work/custom" "$src/graphs/mlp.json"
+expect 0 "main job with -o" "$bin" -o "$work/custom" "$src/graphs/mlp.json" --iterations 1 --samples 4
 [ -s "$work/custom.graph.dot" ] && ok || bad "-o PREFIX did not write custom.graph.dot"
 ls "$work" | grep -q 'tmp-' && bad "a temporary file was left behind" || ok
 

@@ -276,10 +276,12 @@ static int run_baselines(job_state *s)
         const pl_job_row *row = &job->rows[r];
         if (!row->plan)
             printf("baseline %-12s failed: %s\n", row->name, row->failure);
+        else if (row->measured > 0)
+            printf("baseline %-12s simulated %9.3f ms  measured %9.3f ms\n", row->name,
+                   1e3 * row->sim.step_seconds, 1e3 * row->measured);
         else
-            printf("baseline %-12s simulated %9.3f ms  %s%9.3f ms%s\n", row->name,
-                   1e3 * row->sim.step_seconds, row->measured > 0 ? "measured " : "",
-                   1e3 * row->measured, row->fits ? "" : "  (does not fit)");
+            printf("baseline %-12s simulated %9.3f ms  %s\n", row->name,
+                   1e3 * row->sim.step_seconds, row->fits ? "(not measured)" : "(does not fit)");
     }
     return PL_EXIT_OK;
 }
@@ -388,6 +390,12 @@ static int search(job_state *s, const char *ckpt)
             printf(tty ? "   " : "\n");
             fflush(stdout);
         }
+    }
+    int done = pl_agent_iterations(s->agent);
+    if (!s->o.quiet && !tty && done > 0 && done % 10 != 0 && done != 1) {
+        const pl_agent_iteration *it = &pl_agent_curve(s->agent)[done - 1];
+        printf("iteration %4d  mean reward %7.4f  best simulated %8.3f ms  measured %8.3f ms\n",
+               it->iteration, it->mean_reward, 1e3 * it->best_step, 1e3 * measured_best);
     }
     if (tty && !s->o.quiet)
         printf("\n");
@@ -578,15 +586,15 @@ int pl_cmd_main(int argc, char **argv)
     job_state s;
     memset(&s, 0, sizeof s);
     s.start = now_seconds();
+    char *command = join_command(argc, argv); /* before getopt reorders argv */
     int status = parse_options(argc, argv, &s.o);
-    if (status != PL_EXIT_OK)
+    if (status != PL_EXIT_OK || !(s.g = pl_cli_load_model(s.o.model, &status))) {
+        free(command);
         return status < 0 ? PL_EXIT_OK : status;
-    if (!(s.g = pl_cli_load_model(s.o.model, &status)))
-        return status;
+    }
     if (!s.o.quiet)
         pl_cli_print_summary(stdout, s.o.model, s.g);
     s.prefix = s.o.prefix ? strdup(s.o.prefix) : default_prefix(s.o.model);
-    char *command = join_command(argc, argv);
     char *dot_path = s.prefix ? path_of(s.prefix, ".graph.dot") : NULL;
     if (!s.prefix || !command || !dot_path) {
         fprintf(stderr, "placer: out of memory\n");

@@ -1,0 +1,61 @@
+#!/bin/sh
+# placer MODEL.json, the main job: baselines, the agent, the plan, its drawing and the
+# report; a checkpoint resumed; Ctrl-C leaves a valid plan; bad options.
+. "${top_srcdir:-.}/tests/shell_lib.sh"
+
+model=$src/graphs/small/inception-small.json
+paced=$src/graphs/clusters/paced-4.json
+
+# A profile of our own, measured on two small models: fast.
+PLACER_PROFILE=$work/cache/placer/profile.json
+PLACER_GRAPHS=$work/graphs
+export PLACER_PROFILE PLACER_GRAPHS
+mkdir -p "$work/graphs/small"
+for m in inception mlp; do cp "$src/graphs/small/$m-small.json" "$work/graphs/small/"; done
+
+expect 0 "main job" "$bin" "$model" --cluster "$paced" --iterations 4 --samples 8 -o "$work/inc"
+for f in plan.json plan.dot report.md curve.svg agent.ckpt graph.dot; do
+    [ -s "$work/inc.$f" ] && ok || bad "main job did not write inc.$f"
+done
+contains "$work/out" "baseline pipeline-dp" "main job"
+contains "$work/out" "iteration    4" "main job"
+contains "$work/out" "wrote $work/inc.plan.json" "main job"
+contains "$work/inc.report.md" "| algorithm | simulated step | measured step" "report"
+contains "$work/inc.report.md" "Command: \`placer $model --cluster $paced --iterations 4" "report"
+contains "$work/inc.report.md" "## Devices" "report"
+contains "$work/inc.curve.svg" "mean sampled reward" "curve"
+expect 0 "the plan validates" "$bin" validate -q "$model" --cluster "$paced" --plan "$work/inc.plan.json"
+ls "$work" | grep -q 'tmp-' && bad "a temporary file was left behind" || ok
+
+# Resumed from the checkpoint of 4 iterations, up to 6.
+expect 0 "resume" "$bin" "$model" --cluster "$paced" --iterations 6 --samples 8 -o "$work/inc" \
+    --resume "$work/inc.agent.ckpt"
+contains "$work/out" "resumed from $work/inc.agent.ckpt at iteration 4" "resume"
+contains "$work/out" "iteration    6" "resume"
+expect 2 "resume with other samples" "$bin" "$model" --cluster "$paced" --samples 9 -o "$work/x" \
+    --resume "$work/inc.agent.ckpt"
+contains "$work/err" "other search options" "resume with other samples"
+
+# Ctrl-C: exit 130, and the best plan so far is written and valid.
+"$bin" "$model" --cluster "$paced" --budget 600 --samples 8 -o "$work/int" >"$work/out" 2>"$work/err" &
+pid=$!
+i=0
+while [ $i -lt 600 ] && ! grep -q "^iteration" "$work/out"; do sleep 0.1; i=$((i + 1)); done
+kill -INT $pid
+wait $pid
+got=$?
+[ "$got" -eq 130 ] && ok || bad "Ctrl-C: exit $got, expected 130"
+expect 0 "the interrupted plan validates" "$bin" validate -q "$model" --cluster "$paced" --plan "$work/int.plan.json"
+contains "$work/int.report.md" "interrupted" "the interrupted report"
+
+# Bad options: exit 2 and one line.
+expect 2 "--budget 0" "$bin" "$model" --budget 0
+contains "$work/err" "invalid value '0' for --budget" "--budget 0"
+expect 2 "--seed x" "$bin" "$model" --seed x
+expect 2 "--samples 1" "$bin" "$model" --samples 1
+expect 2 "--iterations 0" "$bin" "$model" --iterations 0
+expect 2 "unknown option" "$bin" "$model" --frobnicate
+expect 2 "missing checkpoint" "$bin" "$model" --cluster "$paced" --resume "$work/none.ckpt" -o "$work/y"
+contains "$work/err" "cannot read the checkpoint" "missing checkpoint"
+
+finish agent
