@@ -14,8 +14,8 @@
 void pl_agent_options_default(pl_agent_options *o)
 {
     *o = (pl_agent_options){.seed = 1, .samples = 32, .groups = 16, .hidden = 32,
-                            .rounds = 2, .lr = 0.01, .entropy = 0.01, .threads = 2,
-                            .imitation_steps = 200};
+                            .rounds = 2, .lr = 0.005, .entropy = 0.01, .threads = 2,
+                            .imitation_steps = 200, .epochs = 4};
 }
 
 static pl_status check_options(const pl_agent_options *o, pl_error *err)
@@ -28,7 +28,7 @@ static pl_status check_options(const pl_agent_options *o, pl_error *err)
         return pl_error_set(err, PL_EINPUT, NULL, "hidden must be 1 to 1024, rounds 0 to %d",
                             PL_POLICY_MAX_ROUNDS);
     if (!(o->lr > 0) || !(o->entropy >= 0) || o->threads < 1 || o->threads > 64 ||
-        o->imitation_steps < 0)
+        o->imitation_steps < 0 || o->epochs < 1 || o->epochs > 100)
         return pl_error_set(err, PL_EINPUT, NULL, "invalid learning options");
     return PL_OK;
 }
@@ -81,8 +81,11 @@ pl_agent *pl_agent_alloc(const pl_graph *g, const pl_cluster *c, const pl_cost_m
     a->steps = calloc((size_t)o->samples, sizeof *a->steps);
     a->fits = calloc((size_t)o->samples, sizeof *a->fits);
     a->weights = calloc((size_t)o->samples, sizeof *a->weights);
+    a->advantage = calloc((size_t)o->samples, sizeof *a->advantage);
+    a->logp = calloc((size_t)o->samples, sizeof *a->logp);
+    a->logp_old = calloc((size_t)o->samples, sizeof *a->logp_old);
     bool ok = a->adam_m && a->adam_v && a->grad && a->actions && a->plans && a->steps &&
-              a->fits && a->weights;
+              a->fits && a->weights && a->advantage && a->logp && a->logp_old;
     for (int s = 0; ok && s < o->samples; s++)
         ok = (a->plans[s] = pl_plan_new(g, err)) != NULL;
     for (int k = 0; ok && k < PL_AGENT_MAX_BEST; k++)
@@ -127,6 +130,9 @@ void pl_agent_free(pl_agent *a)
     free(a->steps);
     free(a->fits);
     free(a->weights);
+    free(a->advantage);
+    free(a->logp);
+    free(a->logp_old);
     for (int k = 0; k < PL_AGENT_MAX_BEST; k++)
         pl_plan_free(a->best[k].plan);
     free(a->curve);
@@ -265,7 +271,7 @@ pl_status pl_agent_imitate(pl_agent *a, const pl_plan *plan, pl_error *err)
     for (int step = 0; step < a->options.imitation_steps && status == PL_OK; step++) {
         memset(a->grad, 0, (size_t)a->policy.layout.n * sizeof *a->grad);
         status = pl_policy_objective(&a->policy, target, &one, 1, 0, &objective, NULL,
-                                     a->grad, err);
+                                     NULL, a->grad, err);
         if (status == PL_OK)
             adam_ascend(a);
     }
@@ -346,7 +352,7 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
     if ((status = simulate_all(a, err)) != PL_OK)
         return status;
     pl_agent_iteration it = {.iteration = a->iteration + 1, .best_reward = -INFINITY};
-    double *reward = a->weights, sum = 0, fit_steps = 0;
+    double *reward = a->weights, sum = 0, fit_steps = 0; /* rewards, then weights */
     int fit = 0;
     for (int s = 0; s < n; s++) {
         reward[s] = a->fits[s] ? -sqrt(a->steps[s] / a->reference) : PL_AGENT_OOM_REWARD;
@@ -367,18 +373,39 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
     double var = 0;
     for (int s = 0; s < n; s++)
         var += (reward[s] - it.mean_reward) * (reward[s] - it.mean_reward);
-    double spread = sqrt(var / n) + 1e-6;
+    /* floored: once the samples agree, their differences are rounding, not signal, and
+     * dividing by their spread would blow that noise up into full-size steps */
+    double spread = fmax(sqrt(var / n), 0.02);
     for (int s = 0; s < n; s++) {
         double others = (sum - reward[s]) / (n - 1);
-        reward[s] = (reward[s] - others) / spread / n; /* now the sample's weight */
+        a->advantage[s] = (reward[s] - others) / spread;
     }
-    memset(a->grad, 0, (size_t)a->policy.layout.n * sizeof *a->grad);
-    double objective;
-    status = pl_policy_objective(&a->policy, a->actions, a->weights, n, a->options.entropy,
-                                 &objective, &it.entropy, a->grad, err);
+    /* PPO: several Adam steps on the same samples, each sample's weight its probability
+     * ratio to the policy that drew it, dropped once the ratio leaves [1-clip, 1+clip] in
+     * the direction its advantage pushes (the clipped surrogate's gradient). */
+    const double clip = 0.2;
+    for (int epoch = 0; epoch < a->options.epochs && status == PL_OK; epoch++) {
+        double objective;
+        status = pl_policy_objective(&a->policy, a->actions, a->advantage, n, 0, &objective,
+                                     NULL, a->logp, NULL, err);
+        if (status != PL_OK)
+            break;
+        if (epoch == 0)
+            memcpy(a->logp_old, a->logp, (size_t)n * sizeof *a->logp);
+        for (int s = 0; s < n; s++) {
+            double ratio = exp(a->logp[s] - a->logp_old[s]), adv = a->advantage[s];
+            bool clipped = (adv > 0 && ratio > 1 + clip) || (adv < 0 && ratio < 1 - clip);
+            a->weights[s] = clipped ? 0 : ratio * adv / n;
+        }
+        memset(a->grad, 0, (size_t)a->policy.layout.n * sizeof *a->grad);
+        status = pl_policy_objective(&a->policy, a->actions, a->weights, n, a->options.entropy,
+                                     &objective, epoch == 0 ? &it.entropy : NULL, NULL, a->grad,
+                                     err);
+        if (status == PL_OK)
+            adam_ascend(a);
+    }
     if (status != PL_OK)
         return status;
-    adam_ascend(a);
     a->curve[a->iteration++] = it;
     if (result)
         *result = it;

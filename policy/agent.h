@@ -13,9 +13,9 @@
  * Learning: each iteration draws `samples` plans from the policy, simulates them
  * (cost/simulate.h, on `threads` threads), rewards each with -sqrt(step / reference) where
  * the reference is the first plan's step (or PL_AGENT_OOM_REWARD when a device runs out of
- * memory), and takes one Adam step on REINFORCE with a leave-one-out baseline (each
- * sample's advantage is its reward against the mean of the others, over their spread) and
- * an entropy bonus. The agent keeps the best distinct plans it has simulated; the caller
+ * memory), and takes `epochs` Adam steps of PPO (the clipped surrogate, ratio in
+ * [0.8, 1.2]) with a leave-one-out baseline (each sample's advantage is its reward against
+ * the mean of the others, over their spread) and an entropy bonus. The agent keeps the best distinct plans it has simulated; the caller
  * measures them on the executor and tells the agent (pl_agent_correct) how the simulator
  * compares, and chooses the final plan by measured step.
  *
@@ -49,10 +49,11 @@ typedef struct pl_agent_options {
     int groups;        /* the grouper's groups (default 16, at most PL_AGENT_MAX_GROUPS) */
     int hidden;        /* width of the op embeddings (default 32) */
     int rounds;        /* message-passing rounds (default 2) */
-    double lr;         /* Adam's step size (default 0.01) */
+    double lr;         /* Adam's step size (default 0.005) */
     double entropy;    /* weight of the entropy bonus (default 0.01) */
     int threads;       /* simulation threads (default 2) */
     int imitation_steps; /* supervised steps towards pl_agent_imitate's plan (default 200) */
+    int epochs;        /* PPO: Adam steps per iteration on its samples (default 4) */
 } pl_agent_options;
 
 /* The defaults above. */

@@ -38,6 +38,7 @@ struct pl_agent {
     double *steps;
     bool *fits;
     double *weights;
+    double *advantage, *logp, *logp_old;
 };
 
 /* An agent with its buffers and initial weights, no reference yet. */

@@ -381,7 +381,7 @@ pl_status pl_policy_sample(const pl_policy *p, uint64_t seed, uint64_t stream,
 
 pl_status pl_policy_objective(const pl_policy *p, const pl_action *actions,
                               const double *weight, int n, double beta, double *objective,
-                              double *mean_entropy, double *grad, pl_error *err)
+                              double *mean_entropy, double *logp, double *grad, pl_error *err)
 {
     int ops = p->n_ops, h = p->hidden, g = p->groups;
     const pl_policy_layout *l = &p->layout;
@@ -403,12 +403,17 @@ pl_status pl_policy_objective(const pl_policy *p, const pl_action *actions,
     }
     double j_total = 0, h_group = 0, h_head = 0;
     double dlm[PL_POLICY_MAX_MB] = {0};
+    if (logp)
+        for (int s = 0; s < n; s++)
+            logp[s] = log(e.pm[actions[s].mb]);
     for (int i = 0; i < ops; i++) {
         const double *pg = e.pg + (size_t)i * g;
         h_group += entropy_of(pg, g) / ops;
         double *d = dlg + (size_t)i * g;
         for (int s = 0; s < n; s++) {
             j_total += weight[s] * log(pg[actions[s].group[i]]);
+            if (logp)
+                logp[s] += log(pg[actions[s].group[i]]);
             categorical_grad(pg, g, actions[s].group[i], weight[s], 0, d);
         }
         categorical_grad(pg, g, 0, 0, beta / ops, d);
@@ -431,7 +436,10 @@ pl_status pl_policy_objective(const pl_policy *p, const pl_action *actions,
                 continue;
             const double *pd = hd.pd + (size_t)k * p->devices;
             const double *ps = hd.ps + (size_t)k * p->stages;
-            j_total += weight[s] * (log(pd[actions[s].device[k]]) + log(ps[actions[s].stage[k]]));
+            double lp = log(pd[actions[s].device[k]]) + log(ps[actions[s].stage[k]]);
+            j_total += weight[s] * lp;
+            if (logp)
+                logp[s] += lp;
             hs += entropy_of(pd, p->devices) + entropy_of(ps, p->stages);
             categorical_grad(pd, p->devices, actions[s].device[k], weight[s], bw,
                              dld + (size_t)k * p->devices);

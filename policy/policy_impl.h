@@ -65,10 +65,10 @@ pl_status pl_policy_sample(const pl_policy *policy, uint64_t seed, uint64_t stre
  * decisions + mean over s of the mean entropy of the device and stage decisions of the
  * non-empty groups + entropy of the micro-batch decision). Adds dJ/dparams to `grad`
  * (NULL: only J) and returns J in *objective; *mean_entropy gets the entropy term without
- * its weight (NULL allowed). */
+ * its weight, logp[s] log pi(actions[s]) (both NULL allowed). */
 pl_status pl_policy_objective(const pl_policy *policy, const pl_action *actions,
                               const double *weight, int n, double entropy, double *objective,
-                              double *mean_entropy, double *grad, pl_error *err);
+                              double *mean_entropy, double *logp, double *grad, pl_error *err);
 
 /* The plan of an action: devices and stages per op, stages made to follow the dataflow
  * and numbered without gaps, 1F1B when pipelined. `plan` has graph->n_forward_ops ops. */
