@@ -14,7 +14,7 @@ mkdir -p "$work/graphs/small"
 for m in inception mlp; do cp "$src/graphs/small/$m-small.json" "$work/graphs/small/"; done
 
 expect 0 "main job" "$bin" "$model" --cluster "$paced" --iterations 4 --samples 8 -o "$work/inc"
-for f in plan.json plan.dot report.md curve.svg agent.ckpt graph.dot; do
+for f in plan.json plan.dot report.md curve.svg agent.ckpt agent.plan.json graph.dot; do
     [ -s "$work/inc.$f" ] && ok || bad "main job did not write inc.$f"
 done
 contains "$work/out" "baseline pipeline-dp" "main job"

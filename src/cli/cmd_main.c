@@ -67,11 +67,12 @@ static void print_usage(void)
            "Finds a placement of the model on the cluster (default: this machine): runs the\n"
            "baseline placers and the learning agent for about --budget seconds (default 60),\n"
            "measures the best plans on the executor and writes PREFIX.plan.json,\n"
-           "PREFIX.plan.dot, PREFIX.report.md (with PREFIX.curve.svg), the agent's checkpoint\n"
-           "PREFIX.agent.ckpt and the model's drawing PREFIX.graph.dot. --iterations stops the\n"
-           "agent after N iterations in all (the budget still applies); --resume continues\n"
-           "from a checkpoint of the same model, cluster, seed and samples. Ctrl-C stops the\n"
-           "search and writes the best plan so far (exit status 130).\n");
+           "PREFIX.plan.dot, PREFIX.report.md (with PREFIX.curve.svg), the agent's best plan\n"
+           "PREFIX.agent.plan.json and checkpoint PREFIX.agent.ckpt, and the model's drawing\n"
+           "PREFIX.graph.dot. --iterations stops the agent after N iterations in all (the\n"
+           "budget still applies); --resume continues from a checkpoint of the same model,\n"
+           "cluster, seed and samples. Ctrl-C stops the search and writes the best plan so\n"
+           "far (exit status 130).\n");
 }
 
 static int parse_options(int argc, char **argv, main_options *o)
@@ -515,6 +516,25 @@ static int write_outputs(job_state *s)
         }
         free(op_seconds);
     }
+    /* the agent's own best plan too, whether or not it was chosen (to train with it) */
+    int agent_row = -1;
+    for (int r = 0; r < job->n_rows; r++) {
+        const pl_job_row *row = &job->rows[r];
+        if (row->baseline || !row->plan || !row->fits)
+            continue;
+        if (agent_row < 0 || (row->measured > 0 && (job->rows[agent_row].measured == 0 ||
+                                                    row->measured < job->rows[agent_row].measured)))
+            agent_row = r;
+    }
+    char *agent_path = path_of(s->prefix, ".agent.plan.json");
+    if (status == PL_EXIT_OK && agent_row >= 0) {
+        pl_error_init(&err, agent_path);
+        if (!agent_path)
+            status = PL_EXIT_FAILURE;
+        else if (pl_plan_write_file(agent_path, job->rows[agent_row].plan, s->g, s->c, &err) !=
+                 PL_OK)
+            status = pl_cli_report(&err);
+    }
     if (status == PL_EXIT_OK)
         status = pl_job_write_report(job, s->prefix);
     if (status == PL_EXIT_OK && !s->o.quiet) {
@@ -526,9 +546,12 @@ static int write_outputs(job_state *s)
             printf("; %.2fx faster than the best baseline (%s)",
                    job->rows[job->best_baseline].measured / chosen->measured,
                    job->rows[job->best_baseline].name);
-        printf("\nwrote %s, %s, %s.report.md (render: dot -Tsvg %s > %s.plan.svg)\n", plan_path,
-               dot_path, s->prefix, dot_path, s->prefix);
+        printf("\nwrote %s, %s, %s.report.md (render: dot -Tsvg %s > %s.plan.svg)%s%s\n",
+               plan_path, dot_path, s->prefix, dot_path, s->prefix,
+               agent_row >= 0 ? "; the agent's best plan: " : "",
+               agent_row >= 0 ? agent_path : "");
     }
+    free(agent_path);
     free(plan_path);
     free(dot_path);
     return status;

@@ -36,9 +36,12 @@ static void print_help(void)
            "placer finds where each operation of a neural-network training graph should run,\n"
            "measures it on its own multithreaded executor, and trains with the plan.\n"
            "\n"
-           "The main job, placer MODEL.json, loads and validates the model, prints its\n"
-           "summary and writes PREFIX.graph.dot (PREFIX: the model file's name without\n"
-           ".json, in the current directory).\n"
+           "The main job, placer MODEL.json [--cluster C] [--budget SECONDS] [--seed N],\n"
+           "loads and validates the model, prints its summary, runs the baseline placers\n"
+           "and the learning agent, measures the best plans and writes PREFIX.plan.json,\n"
+           "PREFIX.plan.dot and PREFIX.report.md (PREFIX: the model file's name without\n"
+           ".json, in the current directory; -o PREFIX). placer MODEL.json --help: its\n"
+           "options.\n"
            "\n"
            "Commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

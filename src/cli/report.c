@@ -95,10 +95,13 @@ static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
         else
             fprintf(fp, "%s", row->fits ? "not measured" : "does not fit");
         fprintf(fp, "%s | %.2f | ", r == job->chosen ? "**" : "", step / job->bound);
+        const char *separator = "";
         for (int d = 0; d < c->n_devices; d++)
-            if (row->sim.memory[d] > 0)
-                fprintf(fp, "%s%s %s", d ? ", " : "", c->devices[d].name,
+            if (row->sim.memory[d] > 0) {
+                fprintf(fp, "%s%s %s", separator, c->devices[d].name,
                         pl_cli_bytes((double)row->sim.memory[d], a, sizeof a));
+                separator = ", ";
+            }
         fprintf(fp, " |\n");
     }
     fprintf(fp, "\nChosen: **%s**", chosen->name);
