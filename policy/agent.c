@@ -15,7 +15,8 @@ void pl_agent_options_default(pl_agent_options *o)
 {
     *o = (pl_agent_options){.seed = 1, .samples = 32, .groups = 16, .hidden = 32,
                             .rounds = 2, .lr = 0.005, .entropy = 0.01, .threads = 2,
-                            .imitation_steps = 200, .epochs = 4};
+                            .imitation_steps = 200, .epochs = 4,
+                            .anchor = 1.0};
 }
 
 static pl_status check_options(const pl_agent_options *o, pl_error *err)
@@ -28,7 +29,7 @@ static pl_status check_options(const pl_agent_options *o, pl_error *err)
         return pl_error_set(err, PL_EINPUT, NULL, "hidden must be 1 to 1024, rounds 0 to %d",
                             PL_POLICY_MAX_ROUNDS);
     if (!(o->lr > 0) || !(o->entropy >= 0) || o->threads < 1 || o->threads > 64 ||
-        o->imitation_steps < 0 || o->epochs < 1 || o->epochs > 100)
+        o->imitation_steps < 0 || o->epochs < 1 || o->epochs > 100 || !(o->anchor >= 0))
         return pl_error_set(err, PL_EINPUT, NULL, "invalid learning options");
     return PL_OK;
 }
@@ -76,14 +77,14 @@ pl_agent *pl_agent_alloc(const pl_graph *g, const pl_cluster *c, const pl_cost_m
     a->adam_m = calloc(n, sizeof *a->adam_m);
     a->adam_v = calloc(n, sizeof *a->adam_v);
     a->grad = calloc(n, sizeof *a->grad);
-    a->actions = pl_actions_new(&a->policy, o->samples);
+    a->actions = pl_actions_new(&a->policy, o->samples + 1); /* + the anchor */
     a->plans = calloc((size_t)o->samples, sizeof *a->plans);
     a->steps = calloc((size_t)o->samples, sizeof *a->steps);
     a->fits = calloc((size_t)o->samples, sizeof *a->fits);
-    a->weights = calloc((size_t)o->samples, sizeof *a->weights);
-    a->advantage = calloc((size_t)o->samples, sizeof *a->advantage);
-    a->logp = calloc((size_t)o->samples, sizeof *a->logp);
-    a->logp_old = calloc((size_t)o->samples, sizeof *a->logp_old);
+    a->weights = calloc((size_t)o->samples + 1, sizeof *a->weights);
+    a->advantage = calloc((size_t)o->samples + 1, sizeof *a->advantage);
+    a->logp = calloc((size_t)o->samples + 1, sizeof *a->logp);
+    a->logp_old = calloc((size_t)o->samples + 1, sizeof *a->logp_old);
     bool ok = a->adam_m && a->adam_v && a->grad && a->actions && a->plans && a->steps &&
               a->fits && a->weights && a->advantage && a->logp && a->logp_old;
     for (int s = 0; ok && s < o->samples; s++)
@@ -123,7 +124,7 @@ void pl_agent_free(pl_agent *a)
     free(a->adam_m);
     free(a->adam_v);
     free(a->grad);
-    pl_actions_free(a->actions, a->options.samples);
+    pl_actions_free(a->actions, a->options.samples + 1);
     for (int s = 0; a->plans && s < a->options.samples; s++)
         pl_plan_free(a->plans[s]);
     free(a->plans);
@@ -384,6 +385,13 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
      * ratio to the policy that drew it, dropped once the ratio leaves [1-clip, 1+clip] in
      * the direction its advantage pushes (the clipped surrogate's gradient). */
     const double clip = 0.2;
+    /* the anchor: the best plan so far (a baseline's, first), imitated alongside */
+    int m = n;
+    if (a->options.anchor > 0 && a->n_best > 0 &&
+        pl_action_from_plan(&a->policy, a->best[0].plan, &a->actions[n])) {
+        a->weights[n] = a->options.anchor / n;
+        m = n + 1;
+    }
     for (int epoch = 0; epoch < a->options.epochs && status == PL_OK; epoch++) {
         double objective;
         status = pl_policy_objective(&a->policy, a->actions, a->advantage, n, 0, &objective,
@@ -398,7 +406,7 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
             a->weights[s] = clipped ? 0 : ratio * adv / n;
         }
         memset(a->grad, 0, (size_t)a->policy.layout.n * sizeof *a->grad);
-        status = pl_policy_objective(&a->policy, a->actions, a->weights, n, a->options.entropy,
+        status = pl_policy_objective(&a->policy, a->actions, a->weights, m, a->options.entropy,
                                      &objective, epoch == 0 ? &it.entropy : NULL, NULL, a->grad,
                                      err);
         if (status == PL_OK)

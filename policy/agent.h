@@ -15,7 +15,9 @@
  * the reference is the first plan's step (or PL_AGENT_OOM_REWARD when a device runs out of
  * memory), and takes `epochs` Adam steps of PPO (the clipped surrogate, ratio in
  * [0.8, 1.2]) with a leave-one-out baseline (each sample's advantage is its reward against
- * the mean of the others, over their spread) and an entropy bonus. The agent keeps the best distinct plans it has simulated; the caller
+ * the mean of the others, over their spread) and an entropy bonus; the best plan so far
+ * (at first the best offered baseline) is imitated alongside, as one more sample of
+ * advantage `anchor` (self-imitation: it keeps the policy from drifting off what works). The agent keeps the best distinct plans it has simulated; the caller
  * measures them on the executor and tells the agent (pl_agent_correct) how the simulator
  * compares, and chooses the final plan by measured step.
  *
@@ -54,6 +56,8 @@ typedef struct pl_agent_options {
     int threads;       /* simulation threads (default 2) */
     int imitation_steps; /* supervised steps towards pl_agent_imitate's plan (default 200) */
     int epochs;        /* PPO: Adam steps per iteration on its samples (default 4) */
+    double anchor;     /* weight of the best plan so far's log-likelihood, as if one more
+                          sample of advantage `anchor` (default 1; 0: none) */
 } pl_agent_options;
 
 /* The defaults above. */
