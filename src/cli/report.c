@@ -110,9 +110,12 @@ static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
         double gain = base->measured / chosen->measured;
         fprintf(fp, ", %.3fx the best baseline's step (%s, %.3f ms). ", 1 / gain, base->name,
                 1e3 * base->measured);
-        fprintf(fp, chosen->baseline ? "The agent did not improve on the best baseline in "
-                                       "this run.\n\n"
-                                     : "The agent improved on the best baseline.\n\n");
+        if (chosen->baseline)
+            fprintf(fp, "The agent did not improve on the best baseline in this run.\n\n");
+        else
+            fprintf(fp, "The agent's plan measured %.1f%% faster than the best baseline%s.\n\n",
+                    100 * (1 - 1 / gain), gain < 1.05 ? " (within the executor's run-to-run "
+                    "spread of a few per cent: not a clear improvement)" : "");
     } else {
         fprintf(fp, ".\n\n");
     }
