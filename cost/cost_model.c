@@ -86,8 +86,11 @@ double pl_cost_task(const pl_cost_model *m, const pl_program *p, const pl_cluste
         return (native > paced ? native : paced) + m->paced_late_seconds;
     }
     const pl_link_use *use = &p->links[task->resource - p->n_devices];
-    const pl_link *link = pl_cluster_link(c, use->from, use->to);
-    double bytes = (double)pl_task_bytes(p, task);
+    return pl_cost_copy(m, pl_cluster_link(c, use->from, use->to), (double)pl_task_bytes(p, task));
+}
+
+double pl_cost_copy(const pl_cost_model *m, const pl_link *link, double bytes)
+{
     double native = m->copy_seconds + m->copy_per_byte * bytes;
     if (link->bytes_per_second <= 0 && link->latency_seconds <= 0)
         return native;

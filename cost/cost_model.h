@@ -73,6 +73,8 @@ bool pl_cost_has_threads(const pl_cost_model *model, int threads);
  * executor would take, without the hand-off before it. */
 double pl_cost_task(const pl_cost_model *model, const pl_program *program,
                     const pl_cluster *cluster, const pl_task *task);
+/* A copy of `bytes` over a link, as the executor takes it (the hand-off not included). */
+double pl_cost_copy(const pl_cost_model *model, const pl_link *link, double bytes);
 /* An op on a native device of `threads` threads, at the given FLOPs and bytes. */
 double pl_cost_op(const pl_cost_model *model, pl_op_kind kind, int threads, double flops,
                   double bytes);

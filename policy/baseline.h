@@ -53,4 +53,10 @@ pl_plan *pl_baseline_place(pl_baseline algorithm, const pl_graph *graph,
                            const pl_cluster *cluster, const pl_cost_model *model,
                            uint64_t seed, pl_error *err);
 
+/* Contiguous blocks of forward ops in topological order of about equal forward FLOPs:
+ * block[o] (0 .. n_blocks-1, non-decreasing) for each forward op o; an op goes to the block
+ * its FLOPs' midpoint falls in, so a heavy op may leave a block empty. The expert placer
+ * and the benchmarks' pipeline plans use it. */
+void pl_baseline_flop_blocks(const pl_graph *graph, int n_blocks, int *block);
+
 #endif

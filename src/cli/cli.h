@@ -30,6 +30,7 @@ int pl_cmd_cluster(int argc, char **argv);
 int pl_cmd_run(int argc, char **argv);
 int pl_cmd_simulate(int argc, char **argv);
 int pl_cmd_calibrate(int argc, char **argv);
+int pl_cmd_baseline(int argc, char **argv);
 
 /* Prints "placer: message" and a pointer to --help on stderr; returns PL_EXIT_USAGE. */
 int pl_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

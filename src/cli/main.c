@@ -22,6 +22,8 @@ static const command commands[] = {
                         "         [--cluster C] [--trace F]"},
     {"simulate", pl_cmd_simulate, "simulate MODEL.json        predict the step time of a placed model\n"
                                   "         --plan P [--cluster C] [--measure N]"},
+    {"baseline", pl_cmd_baseline, "baseline MODEL.json        place by a classical algorithm (or all of them)\n"
+                                  "         --algo NAME|all [--cluster C] [--seed N] [-o PLAN] [--measure N]"},
     {"calibrate", pl_cmd_calibrate, "calibrate [--cluster C]    measure this machine for the simulator"},
     {"cluster", pl_cmd_cluster, "cluster [CLUSTER.json]     check and describe a cluster"},
 };

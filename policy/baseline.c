@@ -1,0 +1,411 @@
+/* The baseline placers' table and what every algorithm shares: the groups' costs and
+ * memory, the dataflow between groups, memory bookkeeping, and finishing a plan (memory
+ * check, simulation, provenance). The algorithms live in baseline_*.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseline_impl.h"
+#include "simulate.h"
+
+typedef struct baseline_entry {
+    const char *name;
+    pl_status (*place)(const pl_placer *p, pl_plan *plan, pl_error *err);
+} baseline_entry;
+
+static const baseline_entry algorithms[PL_BASELINE_COUNT] = {
+    [PL_BASELINE_SINGLE] = {"single", pl_place_single},
+    [PL_BASELINE_ROUND_ROBIN] = {"round-robin", pl_place_round_robin},
+    [PL_BASELINE_EXPERT] = {"expert", pl_place_expert},
+    [PL_BASELINE_METIS] = {"metis", pl_place_metis},
+    [PL_BASELINE_ETF] = {"etf", pl_place_etf},
+    [PL_BASELINE_SCT] = {"sct", pl_place_sct},
+    [PL_BASELINE_PIPELINE_DP] = {"pipeline-dp", pl_place_pipeline_dp},
+};
+
+const char *pl_baseline_name(pl_baseline algorithm)
+{
+    return algorithm >= 0 && algorithm < PL_BASELINE_COUNT ? algorithms[algorithm].name : "?";
+}
+
+pl_baseline pl_baseline_from_name(const char *name)
+{
+    for (int a = 0; a < PL_BASELINE_COUNT; a++)
+        if (name && strcmp(name, algorithms[a].name) == 0)
+            return (pl_baseline)a;
+    return PL_BASELINE_COUNT;
+}
+
+pl_plan *pl_baseline_place(pl_baseline algorithm, const pl_graph *graph,
+                           const pl_cluster *cluster, const pl_cost_model *model,
+                           uint64_t seed, pl_error *err)
+{
+    if (algorithm < 0 || algorithm >= PL_BASELINE_COUNT) {
+        pl_error_set(err, PL_EINPUT, NULL, "unknown baseline algorithm %d", (int)algorithm);
+        return NULL;
+    }
+    pl_placer p;
+    pl_plan *plan = NULL;
+    pl_status status = pl_placer_init(&p, graph, cluster, model, seed, err);
+    if (status == PL_OK && !(plan = pl_plan_new(graph, err)))
+        status = err ? err->status : PL_ENOMEM;
+    if (status == PL_OK)
+        status = algorithms[algorithm].place(&p, plan, err);
+    if (status == PL_OK)
+        status = pl_placer_finish(&p, plan, algorithms[algorithm].name, err);
+    pl_placer_clear(&p);
+    if (status != PL_OK) {
+        pl_plan_free(plan);
+        return NULL;
+    }
+    return plan;
+}
+
+void pl_baseline_flop_blocks(const pl_graph *graph, int n_blocks, int *block)
+{
+    double *flops = malloc((size_t)(graph->n_forward_ops ? graph->n_forward_ops : 1) *
+                           sizeof *flops);
+    if (!flops) { /* no weights to balance: equal counts of ops */
+        for (int o = 0; o < graph->n_forward_ops; o++)
+            block[o] = (int)((int64_t)o * n_blocks / graph->n_forward_ops);
+        return;
+    }
+    for (int o = 0; o < graph->n_forward_ops; o++)
+        flops[o] = graph->ops[o].flops;
+    pl_weighted_blocks(flops, graph->n_forward_ops, n_blocks, block);
+    free(flops);
+}
+
+void pl_weighted_blocks(const double *weight, int n, int n_blocks, int *block)
+{
+    double total = 0, done = 0;
+    for (int i = 0; i < n; i++)
+        total += weight[i];
+    for (int i = 0; i < n; i++) {
+        double midpoint = total > 0 ? (done + 0.5 * weight[i]) / total : (i + 0.5) / n;
+        int b = (int)(midpoint * n_blocks);
+        b = b < n_blocks ? b : n_blocks - 1;
+        block[i] = b;
+        done += weight[i];
+    }
+}
+
+pl_status pl_placer_no_memory(pl_error *err)
+{
+    return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+}
+
+/* ---- the placer's view ------------------------------------------------------------------ */
+
+/* An op at the full batch on every device, as pl_cost_task times an op task; devices of
+ * the same thread count share the unpaced time. */
+static void op_seconds(const pl_placer *p, const pl_op *op, double *out)
+{
+    const pl_cluster *c = p->cluster;
+    double bytes = (double)(op->bytes_read + op->bytes_written);
+    for (int d = 0; d < c->n_devices; d++) {
+        const pl_device *device = &c->devices[d];
+        int same = 0;
+        while (same < d && c->devices[same].threads != device->threads)
+            same++;
+        double native = -1;
+        if (same < d) { /* out[same] holds its unpaced time until the loop ends */
+            native = out[same];
+        } else {
+            native = pl_cost_lookup(p->model,
+                                    pl_op_signature(op, p->graph->tensors, device->threads));
+            if (native < 0)
+                native = pl_cost_op(p->model, op->kind, device->threads, op->flops, bytes);
+        }
+        out[d] = native;
+    }
+    for (int d = 0; d < c->n_devices; d++) { /* then pacing, as the executor holds a kernel */
+        const pl_device *device = &c->devices[d];
+        if (device->flops_per_second > 0) {
+            double paced = op->flops / device->flops_per_second;
+            out[d] = (out[d] > paced ? out[d] : paced) + p->model->paced_late_seconds;
+        }
+    }
+}
+
+/* Per parameter and state tensor, its home group (its first reader's); -1 otherwise. */
+static void find_homes(const pl_graph *g, int *home)
+{
+    for (int t = 0; t < g->n_tensors; t++)
+        home[t] = -1;
+    for (int o = 0; o < g->n_ops; o++)
+        for (int j = 0; j < g->ops[o].n_inputs; j++) {
+            int t = g->ops[o].inputs[j];
+            pl_tensor_kind kind = g->tensors[t].kind;
+            if ((kind == PL_TENSOR_PARAM || kind == PL_TENSOR_STATE) && home[t] < 0)
+                home[t] = g->ops[o].group;
+        }
+}
+
+/* The group a forward op's input comes from, or -1: an activation's producer, a shared
+ * parameter's home. */
+static int source_group(const pl_graph *g, const int *home, int t)
+{
+    const pl_tensor *tensor = &g->tensors[t];
+    if (tensor->kind == PL_TENSOR_ACTIVATION)
+        return tensor->producer >= 0 ? g->ops[tensor->producer].group : -1;
+    return tensor->kind == PL_TENSOR_PARAM ? home[t] : -1;
+}
+
+/* The edges between groups, in CSR both ways (counting, then filling). */
+static pl_status build_edges(pl_placer *p, const int *home, pl_error *err)
+{
+    const pl_graph *g = p->graph;
+    int n = p->n_groups, count = 0;
+    for (int b = 0; b < n; b++)
+        for (int j = 0; j < g->ops[b].n_inputs; j++) {
+            int a = source_group(g, home, g->ops[b].inputs[j]);
+            count += a >= 0 && a != b;
+        }
+    p->n_edges = count;
+    size_t edges = (size_t)(count ? count : 1);
+    p->out_first = calloc((size_t)n + 1, sizeof *p->out_first);
+    p->in_first = calloc((size_t)n + 1, sizeof *p->in_first);
+    p->out_edge = malloc(edges * sizeof *p->out_edge);
+    p->in_edge = malloc(edges * sizeof *p->in_edge);
+    p->edge_from = malloc(edges * sizeof *p->edge_from);
+    p->edge_to = malloc(edges * sizeof *p->edge_to);
+    p->edge_bytes = malloc(edges * sizeof *p->edge_bytes);
+    if (!p->out_first || !p->in_first || !p->out_edge || !p->in_edge || !p->edge_from ||
+        !p->edge_to || !p->edge_bytes)
+        return pl_placer_no_memory(err);
+    int e = 0;
+    for (int b = 0; b < n; b++)
+        for (int j = 0; j < g->ops[b].n_inputs; j++) {
+            int t = g->ops[b].inputs[j], a = source_group(g, home, t);
+            if (a < 0 || a == b)
+                continue;
+            p->edge_from[e] = a;
+            p->edge_to[e] = b;
+            p->edge_bytes[e] = pl_tensor_bytes(&g->tensors[t]);
+            p->out_first[a + 1]++;
+            p->in_first[b + 1]++;
+            e++;
+        }
+    for (int a = 0; a < n; a++) {
+        p->out_first[a + 1] += p->out_first[a];
+        p->in_first[a + 1] += p->in_first[a];
+    }
+    int *out_fill = malloc((size_t)(n ? n : 1) * sizeof *out_fill);
+    int *in_fill = malloc((size_t)(n ? n : 1) * sizeof *in_fill);
+    if (!out_fill || !in_fill) {
+        free(out_fill);
+        free(in_fill);
+        return pl_placer_no_memory(err);
+    }
+    memcpy(out_fill, p->out_first, (size_t)n * sizeof *out_fill);
+    memcpy(in_fill, p->in_first, (size_t)n * sizeof *in_fill);
+    for (e = 0; e < count; e++) { /* edges are made in order of their destination */
+        p->out_edge[out_fill[p->edge_from[e]]++] = e;
+        p->in_edge[in_fill[p->edge_to[e]]++] = e;
+    }
+    free(out_fill);
+    free(in_fill);
+    return PL_OK;
+}
+
+/* Costs and memory per group; the reserve from the program of everything on device 0. */
+static pl_status measure_groups(pl_placer *p, const int *home, pl_error *err)
+{
+    const pl_graph *g = p->graph;
+    double one[PL_MAX_DEVICES];
+    for (int o = 0; o < g->n_ops; o++) {
+        const pl_op *op = &g->ops[o];
+        op_seconds(p, op, one);
+        for (int d = 0; d < p->n_devices; d++)
+            p->seconds[(size_t)op->group * (size_t)p->n_devices + (size_t)d] += one[d];
+        for (int j = 0; j < op->n_outputs; j++)
+            if (g->tensors[op->outputs[j]].kind == PL_TENSOR_ACTIVATION)
+                p->activation[op->group] += pl_tensor_bytes(&g->tensors[op->outputs[j]]);
+    }
+    int64_t resident = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (home[t] >= 0) {
+            p->resident[home[t]] += pl_tensor_bytes(&g->tensors[t]);
+            resident += pl_tensor_bytes(&g->tensors[t]);
+        }
+    for (int o = 0; o < p->n_groups; o++)
+        p->flops[o] = g->ops[o].flops;
+    pl_plan *plan = pl_plan_new(g, err);
+    pl_program *program = plan ? pl_program_new(g, p->cluster, plan, err) : NULL;
+    if (program) {
+        const pl_device_memory *m = &program->memory[0];
+        p->reserve = m->workspace + (m->resident > resident ? m->resident - resident : 0);
+    }
+    pl_program_free(program);
+    pl_plan_free(plan);
+    return program ? PL_OK : err ? err->status : PL_ENOMEM;
+}
+
+pl_status pl_placer_init(pl_placer *p, const pl_graph *graph, const pl_cluster *cluster,
+                         const pl_cost_model *model, uint64_t seed, pl_error *err)
+{
+    *p = (pl_placer){.graph = graph, .cluster = cluster, .model = model, .seed = seed,
+                     .n_groups = graph->n_forward_ops, .n_devices = cluster->n_devices};
+    if (graph->n_forward_ops < 1 || graph->n_ops == graph->n_forward_ops)
+        return pl_error_set(err, PL_EINPUT, NULL,
+                            "the baseline placers need a training graph (autodiff.h)");
+    size_t n = (size_t)p->n_groups;
+    p->seconds = calloc(n * (size_t)p->n_devices, sizeof *p->seconds);
+    p->flops = calloc(n, sizeof *p->flops);
+    p->activation = calloc(n, sizeof *p->activation);
+    p->resident = calloc(n, sizeof *p->resident);
+    int *home = malloc((size_t)graph->n_tensors * sizeof *home);
+    pl_status status = p->seconds && p->flops && p->activation && p->resident && home
+                           ? PL_OK : pl_placer_no_memory(err);
+    if (status == PL_OK) {
+        find_homes(graph, home);
+        status = build_edges(p, home, err);
+    }
+    if (status == PL_OK)
+        status = measure_groups(p, home, err);
+    free(home);
+    return status;
+}
+
+void pl_placer_clear(pl_placer *p)
+{
+    free(p->seconds);
+    free(p->flops);
+    free(p->activation);
+    free(p->resident);
+    free(p->out_first);
+    free(p->in_first);
+    free(p->out_edge);
+    free(p->in_edge);
+    free(p->edge_from);
+    free(p->edge_to);
+    free(p->edge_bytes);
+    *p = (pl_placer){0};
+}
+
+int64_t pl_placer_room(const pl_placer *p, int device)
+{
+    return p->cluster->devices[device].memory_bytes - p->reserve;
+}
+
+double pl_placer_copy_seconds(const pl_placer *p, int from, int to, double bytes)
+{
+    if (from == to)
+        return 0;
+    return pl_cost_copy(p->model, pl_cluster_link(p->cluster, from, to), bytes);
+}
+
+double pl_placer_mean_seconds(const pl_placer *p, int group)
+{
+    double sum = 0;
+    for (int d = 0; d < p->n_devices; d++)
+        sum += pl_placer_seconds(p, group, d);
+    return sum / p->n_devices;
+}
+
+/* ---- memory bookkeeping ------------------------------------------------------------------ */
+
+bool pl_ledger_fits(const pl_ledger *l, const pl_placer *p, const int *device, int group,
+                    int dev)
+{
+    int64_t need = pl_placer_memory(p, group);
+    for (int i = p->in_first[group]; i < p->in_first[group + 1]; i++) {
+        int e = p->in_edge[i];
+        if (device[p->edge_from[e]] != dev)
+            need += p->edge_bytes[e];
+    }
+    return l->used[dev] + need <= pl_placer_room(p, dev);
+}
+
+void pl_ledger_add(pl_ledger *l, const pl_placer *p, const int *device, int group, int dev)
+{
+    l->used[dev] += pl_placer_memory(p, group);
+    for (int i = p->in_first[group]; i < p->in_first[group + 1]; i++) {
+        int e = p->in_edge[i], from = device[p->edge_from[e]];
+        if (from != dev) { /* the copy here, and its gradient back there */
+            l->used[dev] += p->edge_bytes[e];
+            l->used[from] += p->edge_bytes[e];
+        }
+    }
+}
+
+void pl_ledger_of(pl_ledger *l, const pl_placer *p, const int *device)
+{
+    memset(l, 0, sizeof *l);
+    for (int group = 0; group < p->n_groups; group++)
+        pl_ledger_add(l, p, device, group, device[group]);
+}
+
+bool pl_placer_rebalance(const pl_placer *p, int *device)
+{
+    pl_ledger l;
+    pl_ledger_of(&l, p, device);
+    for (int moves = 0; moves <= p->n_groups; moves++) {
+        int over = -1, roomiest = 0;
+        for (int d = 0; d < p->n_devices; d++) {
+            if (over < 0 && l.used[d] > pl_placer_room(p, d))
+                over = d;
+            if (pl_placer_room(p, d) - l.used[d] > pl_placer_room(p, roomiest) - l.used[roomiest])
+                roomiest = d;
+        }
+        if (over < 0)
+            return true;
+        if (roomiest == over)
+            return false;
+        int group = p->n_groups - 1; /* the latest group that has memory to give */
+        while (group >= 0 && (device[group] != over || pl_placer_memory(p, group) == 0))
+            group--;
+        if (group < 0)
+            return false;
+        device[group] = roomiest;
+        pl_ledger_of(&l, p, device);
+    }
+    return false;
+}
+
+/* ---- finishing ---------------------------------------------------------------------------- */
+
+pl_status pl_placer_simulate(const pl_placer *p, const pl_plan *plan, double *seconds,
+                             pl_error *err)
+{
+    pl_program *program = pl_program_new(p->graph, p->cluster, plan, err);
+    if (!program)
+        return err ? err->status : PL_ENOMEM;
+    pl_simulation sim;
+    pl_status status = pl_simulate(program, p->cluster, p->model, &sim, NULL, NULL, err);
+    *seconds = sim.oom_device >= 0 ? -1 : sim.step_seconds;
+    pl_program_free(program);
+    return status;
+}
+
+pl_status pl_placer_finish(const pl_placer *p, pl_plan *plan, const char *algorithm,
+                           pl_error *err)
+{
+    pl_status status = pl_plan_check(plan, p->graph, p->cluster, err);
+    pl_program *program = status == PL_OK ? pl_program_new(p->graph, p->cluster, plan, err)
+                                          : NULL;
+    if (status == PL_OK && !program)
+        return err ? err->status : PL_ENOMEM;
+    if (status != PL_OK) /* the algorithm made a plan its own graph refuses: a bug */
+        return err ? (err->status = PL_EINTERNAL) : PL_EINTERNAL;
+    if (program->oom_device >= 0) {
+        int d = program->oom_device;
+        status = pl_error_set(err, PL_EINPUT, NULL, "%s: no placement found that fits: device "
+                              "\"%s\" needs %lld bytes and holds %lld", algorithm,
+                              p->cluster->devices[d].name,
+                              (long long)program->memory[d].total,
+                              (long long)p->cluster->devices[d].memory_bytes);
+    }
+    pl_simulation sim;
+    if (status == PL_OK)
+        status = pl_simulate(program, p->cluster, p->model, &sim, NULL, NULL, err);
+    pl_program_free(program);
+    if (status != PL_OK)
+        return status;
+    snprintf(plan->provenance.algorithm, sizeof plan->provenance.algorithm, "%s", algorithm);
+    plan->provenance.seed = p->seed;
+    plan->provenance.predicted_seconds = sim.step_seconds;
+    plan->provenance.measured_seconds = 0;
+    return PL_OK;
+}

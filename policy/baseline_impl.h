@@ -1,0 +1,103 @@
+/* What the baseline placers share (private to policy/): the placement units with their
+ * costs on each device and their memory, the dataflow between them, and the closing
+ * steps every algorithm takes (memory check, simulation, provenance).
+ *
+ * A unit is a co-location group (graph.h): a forward op with its backward ops and the
+ * updates of the parameters it reads first. Groups are numbered as their forward ops, so
+ * group order is a topological order of the forward graph. Costs are at the full batch
+ * (one micro-batch) and cover the whole group: forward, backward and update. */
+#ifndef PLACER_BASELINE_IMPL_H
+#define PLACER_BASELINE_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "baseline.h"
+
+typedef struct pl_placer {
+    const pl_graph *graph;
+    const pl_cluster *cluster;
+    const pl_cost_model *model;
+    uint64_t seed;
+    int n_groups;        /* graph->n_forward_ops */
+    int n_devices;
+    double *seconds;     /* [group * n_devices + device]: the group's ops on that device */
+    double *flops;       /* per group: its forward op's FLOPs */
+    int64_t *activation; /* per group: the activations its ops produce, one step */
+    int64_t *resident;   /* per group: parameters and state at home with it */
+    int64_t reserve;     /* every device: inputs, constants and the largest workspace */
+    /* Dataflow between groups, edges from lower to higher group (a topological order):
+     * a forward activation one group produces and another reads, or a parameter its home
+     * group shares. Every such tensor also sends a gradient back the other way. */
+    int n_edges;
+    int *out_first;      /* edges out of group a: out_edge[out_first[a] .. out_first[a+1]) */
+    int *in_first;       /* edges into group b: in_edge[in_first[b] .. in_first[b+1]) */
+    int *out_edge, *in_edge; /* edge indices */
+    int *edge_from, *edge_to;
+    int64_t *edge_bytes;
+} pl_placer;
+
+/* Builds the placer's view of graph, cluster and costs. */
+pl_status pl_placer_init(pl_placer *p, const pl_graph *graph, const pl_cluster *cluster,
+                         const pl_cost_model *model, uint64_t seed, pl_error *err);
+void pl_placer_clear(pl_placer *p);
+
+static inline double pl_placer_seconds(const pl_placer *p, int group, int device)
+{
+    return p->seconds[(size_t)group * (size_t)p->n_devices + (size_t)device];
+}
+/* The group's own memory wherever it runs: its activations and resident tensors. */
+static inline int64_t pl_placer_memory(const pl_placer *p, int group)
+{
+    return p->activation[group] + p->resident[group];
+}
+/* What a device can hold of groups: its capacity less the reserve. */
+int64_t pl_placer_room(const pl_placer *p, int device);
+/* Seconds to copy `bytes` from one device to another, as the cost model times copies. */
+double pl_placer_copy_seconds(const pl_placer *p, int from, int to, double bytes);
+/* Mean seconds of a group over the devices. */
+double pl_placer_mean_seconds(const pl_placer *p, int group);
+
+/* Memory bookkeeping for algorithms that place groups one by one in group order: a group
+ * on `device` costs its own memory plus, for every edge from a group placed elsewhere, the
+ * copy it receives (and the gradient its source receives back). */
+typedef struct pl_ledger {
+    int64_t used[PL_MAX_DEVICES];
+} pl_ledger;
+/* Whether `group` fits on `device` given where its predecessors are (device[] of groups
+ * placed so far). */
+bool pl_ledger_fits(const pl_ledger *l, const pl_placer *p, const int *device, int group,
+                    int dev);
+void pl_ledger_add(pl_ledger *l, const pl_placer *p, const int *device, int group, int dev);
+/* The whole ledger of a complete assignment. */
+void pl_ledger_of(pl_ledger *l, const pl_placer *p, const int *device);
+
+/* Moves groups off devices the ledger finds over their room, to the device with the most
+ * room left, latest groups first; false when some device still overflows. For
+ * assignments of one stage. */
+bool pl_placer_rebalance(const pl_placer *p, int *device);
+
+/* Contiguous blocks of about equal total weight over items in order: an item goes to the
+ * block its weight's midpoint falls in. */
+void pl_weighted_blocks(const double *weight, int n, int n_blocks, int *block);
+
+/* Finishes a plan: checks it, builds its program, fails (PL_EINPUT) naming the device
+ * that does not fit, simulates it (provenance.predicted_seconds) and names the algorithm. */
+pl_status pl_placer_finish(const pl_placer *p, pl_plan *plan, const char *algorithm,
+                           pl_error *err);
+/* The simulated step of a plan into *seconds, or -1 there when it does not fit. */
+pl_status pl_placer_simulate(const pl_placer *p, const pl_plan *plan, double *seconds,
+                             pl_error *err);
+
+/* The algorithms: each fills the plan (made by pl_plan_new for the graph). */
+pl_status pl_place_single(const pl_placer *p, pl_plan *plan, pl_error *err);
+pl_status pl_place_round_robin(const pl_placer *p, pl_plan *plan, pl_error *err);
+pl_status pl_place_expert(const pl_placer *p, pl_plan *plan, pl_error *err);
+pl_status pl_place_metis(const pl_placer *p, pl_plan *plan, pl_error *err);
+pl_status pl_place_etf(const pl_placer *p, pl_plan *plan, pl_error *err);
+pl_status pl_place_sct(const pl_placer *p, pl_plan *plan, pl_error *err);
+pl_status pl_place_pipeline_dp(const pl_placer *p, pl_plan *plan, pl_error *err);
+
+pl_status pl_placer_no_memory(pl_error *err);
+
+#endif

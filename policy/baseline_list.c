@@ -1,0 +1,158 @@
+/* Memory-aware list scheduling in the style of Baechi's m-ETF and m-SCT, over groups.
+ *
+ * Both simulate a schedule of the groups (each group's forward, backward and update time
+ * at the full batch, as one task) and place a group where it is scheduled:
+ * - etf (earliest task first): of every ready group and every device with room for it,
+ *   take the pair that starts earliest, a predecessor elsewhere delaying the start by its
+ *   copy;
+ * - sct (small communication time): the same, but each group has a favourite child, the
+ *   successor it sends the most bytes, and that child's start on its parent's device
+ *   counts as earlier by the copy it avoids, so chains of heavy communication stay
+ *   together unless another device is faster by more than the copy.
+ * Memory: a device is a candidate only while the ledger (baseline_impl.h) has room. */
+#include <stdlib.h>
+
+#include "baseline_impl.h"
+
+typedef struct list_state {
+    const pl_placer *p;
+    bool sct;
+    int *device;       /* the plan's, filled as groups are scheduled */
+    double *finish;
+    int *waiting;      /* per group: predecessors not yet scheduled */
+    int *ready, n_ready;
+    int *favourite_parent; /* sct: the parent whose favourite child it is, or -1 */
+    double free_at[PL_MAX_DEVICES];
+    pl_ledger ledger;
+} list_state;
+
+static double start_time(const list_state *s, int group, int dev)
+{
+    const pl_placer *p = s->p;
+    double start = s->free_at[dev];
+    for (int i = p->in_first[group]; i < p->in_first[group + 1]; i++) {
+        int e = p->in_edge[i], from = p->edge_from[e];
+        double arrives = s->finish[from] +
+                         pl_placer_copy_seconds(p, s->device[from], dev, (double)p->edge_bytes[e]);
+        if (arrives > start)
+            start = arrives;
+    }
+    return start;
+}
+
+/* sct: the copy a favourite child avoids on its parent's device. */
+static double favourite_bonus(const list_state *s, int group, int dev)
+{
+    const pl_placer *p = s->p;
+    int parent = s->sct ? s->favourite_parent[group] : -1;
+    if (parent < 0 || s->device[parent] != dev)
+        return 0;
+    double bytes = 0;
+    for (int i = p->in_first[group]; i < p->in_first[group + 1]; i++)
+        if (p->edge_from[p->in_edge[i]] == parent)
+            bytes += (double)p->edge_bytes[p->in_edge[i]];
+    int other = dev == 0 ? 1 : 0; /* what the copy costs over a link from this device */
+    return other < p->n_devices ? pl_placer_copy_seconds(p, dev, other, bytes) : 0;
+}
+
+static void find_favourites(list_state *s)
+{
+    const pl_placer *p = s->p;
+    for (int group = 0; group < p->n_groups; group++)
+        s->favourite_parent[group] = -1;
+    int64_t *best = calloc((size_t)p->n_groups, sizeof *best); /* the favourite edge's bytes */
+    for (int a = 0; best && a < p->n_groups; a++) {
+        int child = -1;
+        int64_t bytes = 0;
+        for (int i = p->out_first[a]; i < p->out_first[a + 1]; i++) {
+            int e = p->out_edge[i];
+            if (p->edge_bytes[e] > bytes) {
+                bytes = p->edge_bytes[e];
+                child = p->edge_to[e];
+            }
+        }
+        if (child >= 0 && bytes > best[child]) {
+            best[child] = bytes;
+            s->favourite_parent[child] = a;
+        }
+    }
+    free(best);
+}
+
+/* Schedules the ready group that starts earliest (by the algorithm's measure). */
+static pl_status schedule_next(list_state *s, pl_error *err)
+{
+    const pl_placer *p = s->p;
+    int pick = -1, where = -1;
+    double pick_key = 0, pick_start = 0, pick_end = 0;
+    for (int r = 0; r < s->n_ready; r++) {
+        int group = s->ready[r];
+        for (int d = 0; d < p->n_devices; d++) {
+            if (!pl_ledger_fits(&s->ledger, p, s->device, group, d))
+                continue;
+            double start = start_time(s, group, d);
+            double end = start + pl_placer_seconds(p, group, d);
+            double key = start - favourite_bonus(s, group, d);
+            if (pick < 0 || key < pick_key || (key == pick_key && end < pick_end) ||
+                (key == pick_key && end == pick_end && group < s->ready[pick])) {
+                pick = r;
+                where = d;
+                pick_key = key;
+                pick_start = start;
+                pick_end = end;
+            }
+        }
+    }
+    if (pick < 0)
+        return pl_error_set(err, PL_EINPUT, NULL, "%s: no device has room left for op \"%s\"",
+                            s->sct ? "sct" : "etf", p->graph->ops[s->ready[0]].name);
+    int group = s->ready[pick];
+    s->ready[pick] = s->ready[--s->n_ready];
+    pl_ledger_add(&s->ledger, p, s->device, group, where);
+    s->device[group] = where;
+    s->finish[group] = pick_end;
+    s->free_at[where] = pick_end;
+    (void)pick_start;
+    for (int i = p->out_first[group]; i < p->out_first[group + 1]; i++) {
+        int child = p->edge_to[p->out_edge[i]];
+        if (--s->waiting[child] == 0)
+            s->ready[s->n_ready++] = child;
+    }
+    return PL_OK;
+}
+
+static pl_status list_schedule(const pl_placer *p, pl_plan *plan, bool sct, pl_error *err)
+{
+    size_t n = (size_t)p->n_groups;
+    list_state s = {.p = p, .sct = sct, .device = plan->device,
+                    .finish = calloc(n, sizeof(double)), .waiting = calloc(n, sizeof(int)),
+                    .ready = malloc(n * sizeof(int)), .favourite_parent = malloc(n * sizeof(int))};
+    pl_status status = s.finish && s.waiting && s.ready && s.favourite_parent
+                           ? PL_OK : pl_placer_no_memory(err);
+    if (status == PL_OK) {
+        for (int group = 0; group < p->n_groups; group++) {
+            s.waiting[group] = p->in_first[group + 1] - p->in_first[group];
+            plan->device[group] = -1;
+            if (s.waiting[group] == 0)
+                s.ready[s.n_ready++] = group;
+        }
+        find_favourites(&s);
+    }
+    for (int done = 0; status == PL_OK && done < p->n_groups; done++)
+        status = schedule_next(&s, err);
+    free(s.finish);
+    free(s.waiting);
+    free(s.ready);
+    free(s.favourite_parent);
+    return status;
+}
+
+pl_status pl_place_etf(const pl_placer *p, pl_plan *plan, pl_error *err)
+{
+    return list_schedule(p, plan, false, err);
+}
+
+pl_status pl_place_sct(const pl_placer *p, pl_plan *plan, pl_error *err)
+{
+    return list_schedule(p, plan, true, err);
+}

@@ -1,0 +1,267 @@
+/* pipeline-dp: contiguous stages over the topological order by dynamic programming, in the
+ * manner of PipeDream's and Alpa's stage partitioners.
+ *
+ * The groups are first coarsened into at most MAX_SEGMENTS segments of consecutive groups
+ * of about equal time (a layer each, in PipeDream's terms). For every stage count S (stage
+ * s on device s), micro-batch count m dividing the batch, and schedule, the DP splits the
+ * segments into S stages minimising the slowest stage: its compute (the full batch, plus
+ * the fixed cost of each op for every further micro-batch) or the copies over its outgoing
+ * link, whichever is longer; a stage whose memory (its parameters and state, its
+ * activations and received copies for as many micro-batches as the schedule keeps alive)
+ * exceeds its device is not allowed. A candidate's estimate is its slowest stage times
+ * (m + S - 1) / m, the pipeline's fill and drain; the best estimates are then simulated
+ * and the fastest simulated one wins, so the simulator, not the estimate, picks S and m. */
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseline_impl.h"
+
+enum {
+    MAX_SEGMENTS = 256,
+    MAX_SIMULATED = 8,          /* candidates simulated, best estimates first */
+    SIMULATED_TASKS = 400000,   /* and at most about this many tasks simulated in all */
+};
+static const int micro_batch_choices[] = {1, 2, 4, 8, 16, 32};
+enum { N_MICRO = sizeof micro_batch_choices / sizeof *micro_batch_choices };
+
+typedef struct segments {
+    int n;
+    int *first;           /* group of segment k: first[k] .. first[k+1] */
+    double *seconds;      /* [device * (n + 1) + k]: prefix sums of the groups' seconds */
+    double *fixed;        /* prefix sums of the groups' per-micro-batch fixed seconds */
+    double *activation, *resident; /* prefix sums of bytes */
+    double *cut;          /* cut[k]: bytes crossing from before segment k to it or after */
+} segments;
+
+typedef struct candidate {
+    int stages, micro_batches;
+    pl_schedule schedule;
+    double estimate;
+    int bound[PL_MAX_DEVICES + 1]; /* stage s holds segments bound[s] .. bound[s+1] */
+} candidate;
+
+static void segments_free(segments *s)
+{
+    free(s->first);
+    free(s->seconds);
+    free(s->fixed);
+    free(s->activation);
+    free(s->resident);
+    free(s->cut);
+}
+
+/* What an op costs again for each further micro-batch: the cost model's intercept, the
+ * executor's per-task cost and, paced, its lateness. Updates run once a step. */
+static double fixed_seconds(const pl_placer *p, const pl_op *op)
+{
+    if (op->phase == PL_PHASE_UPDATE)
+        return 0;
+    const pl_device *device = &p->cluster->devices[0];
+    return pl_cost_op(p->model, op->kind, device->threads, 0, 0) + p->model->task_seconds +
+           (device->flops_per_second > 0 ? p->model->paced_late_seconds : 0);
+}
+
+static bool build_segments(const pl_placer *p, segments *s)
+{
+    int n = p->n_groups, D = p->n_devices;
+    int *block = malloc((size_t)n * sizeof *block);
+    double *weight = calloc((size_t)n, sizeof *weight);
+    double *cross = calloc((size_t)n + 2, sizeof *cross);
+    double *fixed = calloc((size_t)n, sizeof *fixed);
+    s->first = malloc(((size_t)n + 1) * sizeof *s->first);
+    bool ok = block && weight && cross && fixed && s->first;
+    if (ok) {
+        for (int group = 0; group < n; group++)
+            weight[group] = pl_placer_mean_seconds(p, group);
+        pl_weighted_blocks(weight, n, n < MAX_SEGMENTS ? n : MAX_SEGMENTS, block);
+        s->n = 0;
+        for (int group = 0; group < n; group++)
+            if (group == 0 || block[group] != block[group - 1])
+                s->first[s->n++] = group;
+        s->first[s->n] = n;
+        size_t cells = (size_t)s->n + 1;
+        s->seconds = calloc((size_t)D * cells, sizeof *s->seconds);
+        s->fixed = calloc(cells, sizeof *s->fixed);
+        s->activation = calloc(cells, sizeof *s->activation);
+        s->resident = calloc(cells, sizeof *s->resident);
+        s->cut = calloc(cells, sizeof *s->cut);
+        ok = s->seconds && s->fixed && s->activation && s->resident && s->cut;
+    }
+    for (int o = 0; ok && o < p->graph->n_ops; o++)
+        fixed[p->graph->ops[o].group] += fixed_seconds(p, &p->graph->ops[o]);
+    for (int e = 0; ok && e < p->n_edges; e++) { /* crosses the boundaries before from+1 .. to */
+        cross[p->edge_from[e] + 1] += (double)p->edge_bytes[e];
+        cross[p->edge_to[e] + 1] -= (double)p->edge_bytes[e];
+    }
+    for (int group = 1; ok && group <= n; group++)
+        cross[group] += cross[group - 1];
+    for (int k = 0; ok && k < s->n; k++) {
+        size_t cells = (size_t)s->n + 1;
+        for (int d = 0; d < D; d++) {
+            double sum = 0;
+            for (int group = s->first[k]; group < s->first[k + 1]; group++)
+                sum += pl_placer_seconds(p, group, d);
+            s->seconds[(size_t)d * cells + (size_t)k + 1] = s->seconds[(size_t)d * cells + (size_t)k] + sum;
+        }
+        double f = 0, a = 0, r = 0;
+        for (int group = s->first[k]; group < s->first[k + 1]; group++) {
+            f += fixed[group];
+            a += (double)p->activation[group];
+            r += (double)p->resident[group];
+        }
+        s->fixed[k + 1] = s->fixed[k] + f;
+        s->activation[k + 1] = s->activation[k] + a;
+        s->resident[k + 1] = s->resident[k] + r;
+        s->cut[k] = cross[s->first[k]];
+    }
+    free(block);
+    free(weight);
+    free(cross);
+    free(fixed);
+    return ok;
+}
+
+/* Stage `stage` of `c` over segments i .. j: its time, or DBL_MAX when it does not fit. */
+static double stage_cost(const pl_placer *p, const segments *s, const candidate *c, int stage,
+                         int i, int j)
+{
+    int m = c->micro_batches;
+    size_t cells = (size_t)s->n + 1;
+    const double *seconds = &s->seconds[(size_t)stage * cells];
+    double compute = seconds[j] - seconds[i] + (m - 1) * (s->fixed[j] - s->fixed[i]);
+    double link = 0;
+    if (j < s->n && stage + 1 < c->stages)
+        link = m * pl_placer_copy_seconds(p, stage, stage + 1, s->cut[j] / m);
+    int alive = c->schedule == PL_SCHEDULE_GPIPE ? m
+                : m < c->stages - stage ? m : c->stages - stage;
+    double memory = s->resident[j] - s->resident[i] +
+                    (s->activation[j] - s->activation[i] + (i > 0 ? s->cut[i] : 0) +
+                     (j < s->n ? s->cut[j] : 0)) * alive / m;
+    if (memory > (double)pl_placer_room(p, stage))
+        return DBL_MAX;
+    return compute > link ? compute : link;
+}
+
+/* The DP for one candidate: its estimate (DBL_MAX when nothing fits) and stage bounds. */
+static bool partition(const pl_placer *p, const segments *s, candidate *c, double *best,
+                      int *from)
+{
+    int K = s->n, S = c->stages;
+    if (S > K)
+        return false;
+    size_t cells = (size_t)K + 1;
+    for (int stage = 0; stage < S; stage++)
+        for (int j = 0; j <= K; j++) {
+            double *cell = &best[(size_t)stage * cells + (size_t)j];
+            *cell = DBL_MAX;
+            if (j < stage + 1 || j > K - (S - 1 - stage))
+                continue;
+            if (stage == 0) {
+                *cell = stage_cost(p, s, c, 0, 0, j);
+                from[j] = 0;
+                continue;
+            }
+            for (int i = stage; i < j; i++) {
+                double before = best[(size_t)(stage - 1) * cells + (size_t)i];
+                if (before == DBL_MAX || before >= *cell)
+                    continue;
+                double cost = stage_cost(p, s, c, stage, i, j);
+                double worst = cost > before ? cost : before;
+                if (worst < *cell) {
+                    *cell = worst;
+                    from[(size_t)stage * cells + (size_t)j] = i;
+                }
+            }
+        }
+    double slowest = best[(size_t)(S - 1) * cells + (size_t)K];
+    if (slowest == DBL_MAX)
+        return false;
+    c->bound[S] = K;
+    for (int stage = S - 1; stage > 0; stage--)
+        c->bound[stage] = from[(size_t)stage * cells + (size_t)c->bound[stage + 1]];
+    c->bound[0] = 0;
+    c->estimate = slowest * (c->micro_batches + S - 1) / c->micro_batches;
+    return true;
+}
+
+static int by_estimate(const void *a, const void *b)
+{
+    const candidate *x = a, *y = b;
+    if (x->estimate != y->estimate)
+        return x->estimate < y->estimate ? -1 : 1;
+    if (x->stages != y->stages)
+        return x->stages - y->stages;
+    if (x->micro_batches != y->micro_batches)
+        return x->micro_batches - y->micro_batches;
+    return (int)x->schedule - (int)y->schedule;
+}
+
+static void fill_plan(const pl_placer *p, const segments *s, const candidate *c, pl_plan *plan)
+{
+    for (int stage = 0; stage < c->stages; stage++)
+        for (int group = s->first[c->bound[stage]]; group < s->first[c->bound[stage + 1]]; group++)
+            plan->device[group] = plan->stage[group] = stage;
+    plan->n_stages = c->stages;
+    plan->micro_batches = c->micro_batches;
+    plan->schedule = c->schedule;
+    (void)p;
+}
+
+/* Every candidate that fits, sorted by estimate; their count in *n. */
+static candidate *make_candidates(const pl_placer *p, const segments *s, int *n)
+{
+    size_t cells = (size_t)s->n + 1, cap = (size_t)p->n_devices * N_MICRO * 2;
+    candidate *cs = malloc(cap * sizeof *cs);
+    double *best = malloc((size_t)p->n_devices * cells * sizeof *best);
+    int *from = malloc((size_t)p->n_devices * cells * sizeof *from);
+    *n = 0;
+    for (int S = 1; cs && best && from && S <= p->n_devices; S++)
+        for (int i = 0; i < N_MICRO; i++)
+            for (int k = 0; k < 2; k++) {
+                int m = micro_batch_choices[i];
+                if (p->graph->batch_size % m != 0 || (S == 1 && k == 1))
+                    continue;
+                candidate c = {.stages = S, .micro_batches = m,
+                               .schedule = k ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE};
+                if (partition(p, s, &c, best, from))
+                    cs[(*n)++] = c;
+            }
+    free(best);
+    free(from);
+    if (cs && *n > 1)
+        qsort(cs, (size_t)*n, sizeof *cs, by_estimate);
+    return cs;
+}
+
+pl_status pl_place_pipeline_dp(const pl_placer *p, pl_plan *plan, pl_error *err)
+{
+    segments s = {0};
+    int n = 0;
+    candidate *cs = NULL;
+    pl_status status = build_segments(p, &s) && (cs = make_candidates(p, &s, &n))
+                           ? PL_OK : pl_placer_no_memory(err);
+    if (status == PL_OK && n == 0)
+        status = pl_error_set(err, PL_EINPUT, NULL, "pipeline-dp: no split into stages fits "
+                              "the devices' memory");
+    int chosen = -1;
+    double fastest = 0, tasks = 0;
+    for (int i = 0; status == PL_OK && i < n && i < MAX_SIMULATED; i++) {
+        double program_tasks = (double)p->graph->n_ops * cs[i].micro_batches;
+        if (i > 0 && tasks + program_tasks > SIMULATED_TASKS)
+            continue;
+        tasks += program_tasks;
+        fill_plan(p, &s, &cs[i], plan);
+        double seconds;
+        status = pl_placer_simulate(p, plan, &seconds, err);
+        if (status == PL_OK && seconds >= 0 && (chosen < 0 || seconds < fastest)) {
+            chosen = i;
+            fastest = seconds;
+        }
+    }
+    if (status == PL_OK)
+        fill_plan(p, &s, &cs[chosen >= 0 ? chosen : 0], plan); /* finish reports a misfit */
+    free(cs);
+    segments_free(&s);
+    return status;
+}

@@ -1,0 +1,279 @@
+/* placer baseline MODEL.json --algo NAME: a plan made by one of the classical placers
+ * (policy/baseline.h), with its predicted step against the lower bound, written with -o;
+ * --algo all: every algorithm in a table (simulated and, with --measure, measured step,
+ * the ratio to the lower bound, peak memory per device, placement time). */
+#define _POSIX_C_SOURCE 200809L
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "autodiff.h"
+#include "baseline.h"
+#include "cli.h"
+#include "profile.h"
+#include "simulate.h"
+
+typedef struct baseline_options {
+    const char *model, *cluster, *output, *algo;
+    long seed, measure;
+    bool all;
+    pl_baseline algorithm;
+} baseline_options;
+
+/* What a plan came to: its program's memory, simulated and measured step. */
+typedef struct outcome {
+    pl_plan *plan;
+    double place_seconds, measured;
+    int64_t memory[PL_MAX_DEVICES];
+    pl_error err;
+} outcome;
+
+static void usage(void)
+{
+    printf("Usage: placer baseline MODEL.json --algo NAME [options]\n"
+           "Places the model by a classical algorithm (docs/baselines.md) and predicts its\n"
+           "step time with this machine's profile (placer calibrate; made on first use).\n"
+           "\n"
+           "  --algo NAME      single, round-robin, expert, metis, etf, sct, pipeline-dp, or\n"
+           "                   all: every one in a table\n"
+           "  --cluster FILE   the cluster (default: this machine, one device per core)\n"
+           "  --seed N         the seed (default 1)\n"
+           "  -o FILE          write the plan (one algorithm); default: only describe it\n"
+           "  --measure N      also run N steps (after 3 warm-up) on the executor\n");
+}
+
+static int list_error(const char *name)
+{
+    char valid[256] = "";
+    for (int a = 0; a < PL_BASELINE_COUNT; a++) {
+        strcat(valid, pl_baseline_name((pl_baseline)a));
+        strcat(valid, ", ");
+    }
+    return pl_cli_usage_error("baseline: unknown algorithm '%s' (valid: %sall)", name, valid);
+}
+
+static int parse_options(int argc, char **argv, baseline_options *o)
+{
+    enum { ALGO = 256, CLUSTER, SEED, MEASURE };
+    static const struct option options[] = {
+        {"algo", required_argument, NULL, ALGO}, {"cluster", required_argument, NULL, CLUSTER},
+        {"seed", required_argument, NULL, SEED}, {"measure", required_argument, NULL, MEASURE},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    *o = (baseline_options){.seed = 1};
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "ho:", options, NULL)) != -1) {
+        bool ok = true;
+        switch (c) {
+        case ALGO: o->algo = optarg; break;
+        case CLUSTER: o->cluster = optarg; break;
+        case 'o': o->output = optarg; break;
+        case SEED: ok = pl_cli_parse_long(optarg, 0, 2147483647, &o->seed); break;
+        case MEASURE: ok = pl_cli_parse_long(optarg, 1, 1000000, &o->measure); break;
+        case 'h': usage(); return -1;
+        default:
+            return pl_cli_usage_error("baseline: unknown option or missing argument '%s'",
+                                      argv[optind - 1]);
+        }
+        if (!ok)
+            return pl_cli_usage_error("baseline: invalid value '%s' for %s", optarg,
+                                      argv[optind - 2]);
+    }
+    if (optind >= argc)
+        return pl_cli_usage_error("baseline: missing MODEL.json");
+    if (optind + 1 < argc)
+        return pl_cli_usage_error("baseline: one model at a time ('%s' is extra)",
+                                  argv[optind + 1]);
+    o->model = argv[optind];
+    if (!o->algo)
+        return pl_cli_usage_error("baseline: missing --algo NAME");
+    o->all = strcmp(o->algo, "all") == 0;
+    o->algorithm = pl_baseline_from_name(o->algo);
+    if (!o->all && o->algorithm == PL_BASELINE_COUNT)
+        return list_error(o->algo);
+    if (o->all && o->output)
+        return pl_cli_usage_error("baseline: -o writes one plan: name one algorithm");
+    return PL_EXIT_OK;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Places by one algorithm; the plan's program memory into the outcome. */
+static void place(const baseline_options *o, pl_baseline a, const pl_graph *g,
+                  const pl_cluster *c, const pl_cost_model *m, outcome *out)
+{
+    *out = (outcome){0};
+    pl_error_init(&out->err, o->model);
+    double start = now();
+    out->plan = pl_baseline_place(a, g, c, m, (uint64_t)o->seed, &out->err);
+    out->place_seconds = now() - start;
+    pl_program *p = out->plan ? pl_program_new(g, c, out->plan, &out->err) : NULL;
+    for (int d = 0; p && d < c->n_devices; d++)
+        out->memory[d] = p->partitions->first_op[d + 1] > p->partitions->first_op[d]
+                             ? p->memory[d].total : 0;
+    if (out->plan && !p) {
+        pl_plan_free(out->plan);
+        out->plan = NULL;
+    }
+    pl_program_free(p);
+}
+
+/* Measures the outcome's plan on the executor (created on first use). */
+static int measure(const baseline_options *o, const pl_graph *g, const pl_cluster *c,
+                   pl_executor **ex, outcome *out)
+{
+    pl_error err;
+    pl_error_init(&err, o->model);
+    pl_fit fit;
+    pl_measurement m;
+    int status = *ex ? PL_EXIT_OK : pl_cli_new_executor(g, c, "synthetic", ex);
+    if (status != PL_EXIT_OK)
+        return status;
+    if (pl_executor_set_plan(*ex, out->plan, &fit, &err) != PL_OK)
+        return pl_cli_report(&err);
+    if (!fit.fits) /* the placers checked it: the executor agrees, or this is a bug */
+        return pl_error_set(&err, PL_EINTERNAL, NULL, "the plan does not fit device %d",
+                            fit.device), pl_cli_report(&err);
+    if (pl_executor_measure(*ex, 3, (int)o->measure, &m, &err) != PL_OK)
+        return pl_cli_report(&err);
+    out->measured = m.median;
+    out->plan->provenance.measured_seconds = out->measured;
+    return PL_EXIT_OK;
+}
+
+static void print_memory(const pl_cluster *c, const outcome *out)
+{
+    for (int d = 0; d < c->n_devices; d++) {
+        if (out->memory[d] == 0)
+            printf(" %6s", "-");
+        else
+            printf(" %6.1f", (double)out->memory[d] / (1 << 20));
+    }
+}
+
+static void print_header(const pl_graph *g, const pl_cluster *c, bool calibrated,
+                         double bound)
+{
+    printf("baseline placers for %s on cluster \"%s\" (%s), this machine's profile%s; lower "
+           "bound %.3f ms\n", g->name, c->name,
+           c->paced ? "paced: devices emulated at their declared speeds" : "native",
+           calibrated ? ", just calibrated" : "", 1e3 * bound);
+}
+
+static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluster *c,
+                   const pl_cost_model *m, double bound)
+{
+    pl_executor *ex = NULL;
+    int status = PL_EXIT_OK;
+    printf("%-12s %12s %12s %7s %10s  %s\n", "algorithm", "simulated", "measured", "/bound",
+           "placed in", "peak memory per device, MiB");
+    for (int a = 0; a < PL_BASELINE_COUNT && status == PL_EXIT_OK; a++) {
+        outcome out;
+        place(o, (pl_baseline)a, g, c, m, &out);
+        const char *name = pl_baseline_name((pl_baseline)a);
+        if (!out.plan) {
+            char line[2048];
+            pl_error_format(&out.err, line, sizeof line);
+            printf("%-12s failed: %s\n", name, line);
+            continue;
+        }
+        if (o->measure)
+            status = measure(o, g, c, &ex, &out);
+        char measured[32] = "-";
+        if (out.measured > 0)
+            snprintf(measured, sizeof measured, "%.3f ms", 1e3 * out.measured);
+        printf("%-12s %9.3f ms %12s %6.2fx %7.1f ms ", name,
+               1e3 * out.plan->provenance.predicted_seconds, measured,
+               out.plan->provenance.predicted_seconds / bound, 1e3 * out.place_seconds);
+        print_memory(c, &out);
+        printf("\n");
+        pl_plan_free(out.plan);
+    }
+    if (o->measure && status == PL_EXIT_OK)
+        printf("measured: median of %ld steps after 3 warm-up, %s\n", o->measure,
+               c->paced ? "paced (emulated devices)" : "native");
+    pl_executor_free(ex);
+    return status;
+}
+
+static int run_one(const baseline_options *o, const pl_graph *g, const pl_cluster *c,
+                   const pl_cost_model *m, double bound)
+{
+    outcome out;
+    place(o, o->algorithm, g, c, m, &out);
+    if (!out.plan)
+        return pl_cli_report(&out.err);
+    int status = PL_EXIT_OK;
+    pl_error err;
+    pl_program *p = pl_program_new(g, c, out.plan, &err);
+    if (p) {
+        printf("%s: ", o->algo);
+        pl_cli_describe_plan(out.plan, c, p);
+    }
+    pl_program_free(p);
+    printf("predicted step: %.3f ms, %.2fx the lower bound; placed in %.1f ms\n",
+           1e3 * out.plan->provenance.predicted_seconds,
+           out.plan->provenance.predicted_seconds / bound, 1e3 * out.place_seconds);
+    printf("peak memory per device, MiB:");
+    print_memory(c, &out);
+    printf("\n");
+    pl_executor *ex = NULL;
+    if (o->measure && (status = measure(o, g, c, &ex, &out)) == PL_EXIT_OK)
+        printf("measured step: median %.3f ms (%ld steps after 3 warm-up, %s)\n",
+               1e3 * out.measured, o->measure, c->paced ? "paced" : "native");
+    pl_executor_free(ex);
+    if (status == PL_EXIT_OK && o->output) {
+        pl_error_init(&err, o->output);
+        if (pl_plan_write_file(o->output, out.plan, g, c, &err) != PL_OK)
+            status = pl_cli_report(&err);
+        else
+            printf("plan: %s\n", o->output);
+    }
+    pl_plan_free(out.plan);
+    return status;
+}
+
+int pl_cmd_baseline(int argc, char **argv)
+{
+    baseline_options o;
+    int status = parse_options(argc, argv, &o);
+    if (status != PL_EXIT_OK)
+        return status < 0 ? PL_EXIT_OK : status;
+    pl_graph *g = pl_cli_load_model(o.model, &status);
+    if (!g)
+        return status;
+    pl_cluster *c = NULL;
+    pl_cost_model *m = calloc(1, sizeof *m);
+    pl_error err;
+    pl_error_init(&err, o.model);
+    bool calibrated = false, verbose = true;
+    double bound = 0;
+    if (!m)
+        status = PL_EXIT_FAILURE;
+    else if (pl_autodiff_build(g, &err) != PL_OK)
+        status = pl_cli_report(&err);
+    else if (pl_error_init(&err, o.cluster),
+             !(c = o.cluster ? pl_cluster_load_file(o.cluster, &err) : pl_cluster_local(&err)))
+        status = pl_cli_report(&err);
+    else if (pl_profile_load(m, c, false, pl_cli_calibration_progress, &verbose, &calibrated,
+                             &err) != PL_OK ||
+             pl_step_lower_bound(g, c, m, &bound, &err) != PL_OK)
+        status = pl_cli_report(&err);
+    else {
+        print_header(g, c, calibrated, bound);
+        status = o.all ? run_all(&o, g, c, m, bound) : run_one(&o, g, c, m, bound);
+    }
+    if (m)
+        pl_cost_model_clear(m);
+    free(m);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+    return status;
+}
