@@ -36,10 +36,11 @@ pl_status pl_simulate(const pl_program *program, const pl_cluster *cluster,
                       double *ends, pl_error *err);
 
 /* A lower bound on any plan's step for a training graph on a cluster: the larger of
- * - the critical path of one sample (every op at batch 1 on its fastest device, free
+ * - the critical path of one sample (every op on its fastest device, free
  *   communication), which no split into micro-batches can beat, and
- * - the step's work at the full batch, each op on its fastest device, spread evenly over
- *   every device.
+ * - the step's work, each op on its fastest device, spread evenly over every device,
+ * with each op's time as pl_simulate takes it, least over the micro-batch sizes a plan may
+ * choose: no plan simulates faster than the bound.
  * The memory capacities are not used: the bound stays valid, if looser, for models that
  * must be split to fit. */
 pl_status pl_step_lower_bound(const pl_graph *graph, const pl_cluster *cluster,

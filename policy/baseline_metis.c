@@ -58,7 +58,7 @@ static int merge_pairs(const pl_placer *p, pair **out)
     return n;
 }
 
-static bool build_graph(const pl_placer *p, metis_graph *m)
+static bool build_graph(const pl_placer *p, int parts, metis_graph *m)
 {
     int n = p->n_groups;
     pair *pairs = NULL;
@@ -105,14 +105,14 @@ static bool build_graph(const pl_placer *p, metis_graph *m)
         m->vwgt[v] = weight > 0 ? weight : 1;
     }
     double speed = 0; /* each device's share: its speed over the whole model */
-    for (int d = 0; d < p->n_devices; d++) {
+    for (int d = 0; d < parts; d++) {
         double total = 0;
         for (int group = 0; group < n; group++)
             total += pl_placer_seconds(p, group, d);
         m->tpwgts[d] = (real_t)(total > 0 ? 1 / total : 1);
         speed += m->tpwgts[d];
     }
-    for (int d = 0; d < p->n_devices; d++)
+    for (int d = 0; d < parts; d++)
         m->tpwgts[d] = (real_t)(m->tpwgts[d] / speed);
     free(pairs);
     return true;
@@ -120,13 +120,16 @@ static bool build_graph(const pl_placer *p, metis_graph *m)
 
 pl_status pl_place_metis(const pl_placer *p, pl_plan *plan, pl_error *err)
 {
-    if (p->n_devices == 1 || p->n_groups < 2) {
+    /* METIS needs a few vertices per part (it prints and fails on graphs too small to
+     * bisect): at most one part per two groups, on the first devices. */
+    int parts_used = p->n_devices < p->n_groups / 2 ? p->n_devices : p->n_groups / 2;
+    if (parts_used <= 1) {
         for (int o = 0; o < p->n_groups; o++)
             plan->device[o] = 0;
         return PL_OK;
     }
     metis_graph m = {0};
-    if (!build_graph(p, &m)) {
+    if (!build_graph(p, parts_used, &m)) {
         metis_graph_free(&m);
         return pl_placer_no_memory(err);
     }
@@ -135,7 +138,7 @@ pl_status pl_place_metis(const pl_placer *p, pl_plan *plan, pl_error *err)
     options[METIS_OPTION_SEED] = (idx_t)(p->seed & 0x7fffffff);
     options[METIS_OPTION_OBJTYPE] = METIS_OBJTYPE_CUT;
     options[METIS_OPTION_NUMBERING] = 0;
-    idx_t vertices = p->n_groups, constraints = 1, parts = p->n_devices, cut = 0;
+    idx_t vertices = p->n_groups, constraints = 1, parts = parts_used, cut = 0;
     real_t imbalance = IMBALANCE;
     int result = METIS_PartGraphKway(&vertices, &constraints, m.xadj, m.adjncy, m.vwgt, NULL,
                                      m.adjwgt, &parts, m.tpwgts, &imbalance, options, &cut,

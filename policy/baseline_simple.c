@@ -65,22 +65,31 @@ static int find_root(int *parent, int x)
     return x;
 }
 
-/* Where the forward graph is a chain: op i is a cut when nothing produced before it is
- * read after it. cut[i] true for those. */
+/* Where the forward graph is a chain: op i is a cut when every path from the model's
+ * inputs passes through it: it reads an activation, nothing produced before it is read
+ * after it, and no op after it starts from inputs alone (a source: it may begin a branch
+ * parallel to anything before it). cut[i] true for those. */
 static void find_cuts(const pl_graph *g, int *reach, bool *cut)
 {
     int n = g->n_forward_ops;
-    for (int o = 0; o < n; o++)
+    for (int o = 0; o < n; o++) {
         reach[o] = o;
+        cut[o] = false;
+    }
     for (int b = 0; b < n; b++)
         for (int j = 0; j < g->ops[b].n_inputs; j++) {
             const pl_tensor *t = &g->tensors[g->ops[b].inputs[j]];
-            if (t->kind == PL_TENSOR_ACTIVATION && t->producer >= 0 && reach[t->producer] < b)
-                reach[t->producer] = b;
+            if (t->kind == PL_TENSOR_ACTIVATION && t->producer >= 0) {
+                cut[b] = true; /* for now: it reads an activation */
+                if (reach[t->producer] < b)
+                    reach[t->producer] = b;
+            }
         }
-    int furthest = -1;
+    int furthest = -1; /* the furthest reach so far, the last source's at first */
+    for (int o = 0; o < n; o++)
+        furthest = cut[o] ? furthest : o;
     for (int o = 0; o < n; o++) {
-        cut[o] = furthest <= o;
+        cut[o] = cut[o] && furthest <= o;
         if (reach[o] > furthest)
             furthest = reach[o];
     }
@@ -167,14 +176,12 @@ pl_status pl_place_expert(const pl_placer *p, pl_plan *plan, pl_error *err)
         for (int o = 0; o < n; o++)
             total += p->flops[o];
         find_cuts(p->graph, s.reach, s.cut);
-        for (int o = 0; o < n;) {
-            int next = o + 1;
-            while (next < n && !s.cut[next])
-                next++;
-            if (next - o > 2) /* ops o+1 .. next-1 lie between cuts o and next */
-                spread_region(p, o + 1, next - 1, total, &s, plan->device);
-            o = next;
-        }
+        for (int o = 0, previous = -1; o <= n; o++) /* the ends count as cuts */
+            if (o == n || s.cut[o]) {
+                if (o - previous > 2) /* two or more ops between the cuts */
+                    spread_region(p, previous + 1, o - 1, total, &s, plan->device);
+                previous = o;
+            }
         for (int o = 0; o < n; o++)
             chain[o] = s.spread[o] ? 0 : p->flops[o];
         pl_weighted_blocks(chain, n, p->n_devices, block);

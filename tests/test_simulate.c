@@ -108,6 +108,35 @@ static void test_lower_bound(void)
     pl_graph_free(g);
 }
 
+/* Measured op times below the fit: the bound follows them, and stays under the step the
+ * simulator predicts for them (it took the fit alone, and came out at 7 ms against 1.1). */
+static void test_lower_bound_measured(void)
+{
+    pl_graph *g = pl_test_two_layers();
+    pl_cluster *c = two_devices(1 << 20);
+    pl_plan *plan = pl_plan_new(g, NULL);
+    pl_program *p = pl_program_new(g, c, plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    pl_cost_model m = unit_costs(0);
+    pl_op_time *times = calloc((size_t)g->n_ops, sizeof *times);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(times);
+    for (int o = 0; o < g->n_ops; o++)
+        times[o] = (pl_op_time){pl_op_signature(&g->ops[o], p->shapes, 1), 1e-4};
+    CU_ASSERT_EQUAL(pl_cost_add_measured(&m, times, g->n_ops, NULL), PL_OK);
+    pl_simulation sim;
+    double bound;
+    CU_ASSERT_EQUAL(pl_simulate(p, c, &m, &sim, NULL, NULL, NULL), PL_OK);
+    CU_ASSERT_DOUBLE_EQUAL(1e3 * sim.step_seconds, 1e-1 * g->n_ops, 1e-9);
+    CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, &m, &bound, NULL), PL_OK);
+    CU_ASSERT(bound > 0 && bound <= sim.step_seconds);
+    free(times);
+    pl_cost_model_clear(&m);
+    pl_program_free(p);
+    pl_plan_free(plan);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* Out-of-memory: the simulator names the device the executor refuses. */
 static void test_out_of_memory(void)
 {
@@ -194,6 +223,7 @@ void pl_register_simulate_tests(void)
         {"two devices: by hand", test_two_devices},
         {"a 2-stage pipeline: by hand", test_pipeline},
         {"the lower bound", test_lower_bound},
+        {"the lower bound under measured op times", test_lower_bound_measured},
         {"out of memory as the executor says", test_out_of_memory},
         {"the fit", test_fit},
         {"profile files", test_profile_file},

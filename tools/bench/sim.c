@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "autodiff.h"
+#include "baseline.h"
 #include "data.h"
 #include "executor.h"
 #include "load.h"
@@ -377,22 +378,14 @@ static pl_plan *one_device_plan(const pl_graph *g, int m, pl_error *err)
 static pl_plan *pipeline_plan(const pl_graph *g, int stages, int m, pl_schedule schedule,
                               pl_error *err)
 {
-    double total = 0;
-    for (int o = 0; o < g->n_forward_ops; o++)
-        total += g->ops[o].flops;
     pl_plan *plan = pl_plan_new(g, err);
     if (!plan)
         return NULL;
-    double done = 0;
+    pl_baseline_flop_blocks(g, stages, plan->stage);
     int used = 0;
     for (int o = 0; o < g->n_forward_ops; o++) {
-        double midpoint = total > 0 ? (done + 0.5 * g->ops[o].flops) / total
-                                    : (o + 0.5) / g->n_forward_ops;
-        int s = (int)(midpoint * stages);
-        s = s < stages ? s : stages - 1;
-        used += o == 0 || s != plan->stage[o - 1];
-        plan->stage[o] = plan->device[o] = s;
-        done += g->ops[o].flops;
+        used += o == 0 || plan->stage[o] != plan->stage[o - 1];
+        plan->device[o] = plan->stage[o];
     }
     if (used != stages) {
         pl_plan_free(plan);

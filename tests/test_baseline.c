@@ -1,0 +1,324 @@
+/* The baseline placers on tiny graphs whose best placement is known: two independent
+ * heavy branches on two devices, a chain whose copies cost more than they save, a model
+ * that fits no single device; then every algorithm on every small suite model and bundled
+ * cluster (checked plans that fit, co-location, provenance), and determinism for a seed.
+ *
+ * Costs come from a synthetic model (1 GFLOP/s devices and fixed copy speeds) so that the
+ * known answers do not depend on this machine. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autodiff.h"
+#include "baseline.h"
+#include "load.h"
+#include "simulate.h"
+#include "suites.h"
+#include "test_util.h"
+
+/* 1 us + 1 ns per FLOP for every op; a copy 1 us + `per_byte` seconds a byte. */
+static pl_cost_model synthetic_costs(double per_byte)
+{
+    pl_cost_model m;
+    memset(&m, 0, sizeof m);
+    m.ops[1][PL_OP_COUNT] = (pl_op_cost){1e-6, 1e-9, 0, 1};
+    m.copy_seconds = 1e-6;
+    m.copy_per_byte = per_byte;
+    m.handoff_seconds = 1e-6;
+    return m;
+}
+
+static pl_cluster *native_devices(int n, long long memory)
+{
+    char text[1024] = "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": \"t\", "
+                      "\"devices\": [";
+    for (int d = 0; d < n; d++)
+        snprintf(text + strlen(text), sizeof text - strlen(text),
+                 "%s{\"name\": \"d%d\", \"memory_bytes\": %lld}", d ? ", " : "", d, memory);
+    strcat(text, "], \"default_link\": {}}");
+    pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "t.json", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    return c;
+}
+
+static pl_graph *training_graph(pl_graph *g, pl_error *err)
+{
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(g, err), PL_OK);
+    return g;
+}
+
+/* x -> a1 = x wa1 -> relu -> a3 = . wa2; the same for b; a3 + b3 -> cross-entropy. */
+static pl_graph *two_branches(void)
+{
+    pl_error err;
+    const char *w = "\"shape\": [256, 256], \"init\": {\"kind\": \"zeros\"}";
+    char params[512];
+    snprintf(params, sizeof params, "{\"name\": \"wa1\", %s}, {\"name\": \"wa2\", %s}, "
+             "{\"name\": \"wb1\", %s}, {\"name\": \"wb2\", %s}", w, w, w, w);
+    return training_graph(pl_test_model(
+        "[256]", params,
+        "{\"name\": \"a1\", \"op\": \"matmul\", \"inputs\": [\"x\", \"wa1\"], \"outputs\": [\"a1\"]},"
+        "{\"name\": \"a2\", \"op\": \"relu\", \"inputs\": [\"a1\"], \"outputs\": [\"a2\"]},"
+        "{\"name\": \"a3\", \"op\": \"matmul\", \"inputs\": [\"a2\", \"wa2\"], \"outputs\": [\"a3\"]},"
+        "{\"name\": \"b1\", \"op\": \"matmul\", \"inputs\": [\"x\", \"wb1\"], \"outputs\": [\"b1\"]},"
+        "{\"name\": \"b2\", \"op\": \"relu\", \"inputs\": [\"b1\"], \"outputs\": [\"b2\"]},"
+        "{\"name\": \"b3\", \"op\": \"matmul\", \"inputs\": [\"b2\", \"wb2\"], \"outputs\": [\"b3\"]},"
+        "{\"name\": \"sum\", \"op\": \"add\", \"inputs\": [\"a3\", \"b3\"], \"outputs\": [\"sum\"]},"
+        "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"sum\", \"y\"],"
+        " \"outputs\": [\"loss\"]}",
+        "loss", &err), &err);
+}
+
+/* x -> (matmul, relu) x layers -> cross-entropy, width w. */
+static pl_graph *chain(int layers, int width)
+{
+    char params[2048] = "", nodes[4096] = "", in[16] = "x", shape[16];
+    for (int i = 0; i < layers; i++) {
+        snprintf(params + strlen(params), sizeof params - strlen(params),
+                 "%s{\"name\": \"w%d\", \"shape\": [%d, %d], \"init\": {\"kind\": \"zeros\"}}",
+                 i ? ", " : "", i, width, width);
+        snprintf(nodes + strlen(nodes), sizeof nodes - strlen(nodes),
+                 "{\"name\": \"m%d\", \"op\": \"matmul\", \"inputs\": [\"%s\", \"w%d\"], "
+                 "\"outputs\": [\"m%d\"]}, {\"name\": \"r%d\", \"op\": \"relu\", \"inputs\": "
+                 "[\"m%d\"], \"outputs\": [\"r%d\"]}, ", i, in, i, i, i, i, i);
+        snprintf(in, sizeof in, "r%d", i);
+    }
+    snprintf(nodes + strlen(nodes), sizeof nodes - strlen(nodes),
+             "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"%s\", "
+             "\"y\"], \"outputs\": [\"loss\"]}", in);
+    snprintf(shape, sizeof shape, "[%d]", width);
+    pl_error err;
+    return training_graph(pl_test_model(shape, params, nodes, "loss", &err), &err);
+}
+
+static int device_of(const pl_graph *g, const pl_plan *plan, const char *op)
+{
+    int o = pl_graph_find_op(g, op);
+    CU_ASSERT_FATAL(o >= 0 && o < g->n_forward_ops);
+    return plan->device[o];
+}
+
+/* How often consecutive forward ops change device. */
+static int device_changes(const pl_graph *g, const pl_plan *plan)
+{
+    int changes = 0;
+    for (int o = 1; o < g->n_forward_ops; o++)
+        changes += plan->device[o] != plan->device[o - 1];
+    return changes;
+}
+
+static bool fits(const pl_graph *g, const pl_cluster *c, const pl_plan *plan)
+{
+    pl_program *p = pl_program_new(g, c, plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    bool ok = p->oom_device < 0;
+    pl_program_free(p);
+    return ok;
+}
+
+/* Two independent heavy branches: every algorithm that can run them in parallel puts one
+ * on each device, and the step is shorter than on one device. */
+static void test_two_branches(void)
+{
+    pl_graph *g = two_branches();
+    pl_cluster *c = native_devices(2, 1 << 30);
+    pl_cost_model m = synthetic_costs(1e-10);
+    pl_plan *one = pl_baseline_place(PL_BASELINE_SINGLE, g, c, &m, 1, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(one);
+    CU_ASSERT_EQUAL(device_changes(g, one), 0);
+    pl_baseline parallel[] = {PL_BASELINE_EXPERT, PL_BASELINE_METIS, PL_BASELINE_ETF,
+                              PL_BASELINE_SCT, PL_BASELINE_PIPELINE_DP};
+    for (size_t i = 0; i < sizeof parallel / sizeof *parallel; i++) {
+        pl_error err;
+        pl_plan *plan = pl_baseline_place(parallel[i], g, c, &m, 1, &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+        int a = device_of(g, plan, "a1"), b = device_of(g, plan, "b1");
+        CU_ASSERT_NOT_EQUAL(a, b);
+        CU_ASSERT_EQUAL(device_of(g, plan, "a2"), a);
+        CU_ASSERT_EQUAL(device_of(g, plan, "a3"), a);
+        CU_ASSERT_EQUAL(device_of(g, plan, "b2"), b);
+        CU_ASSERT_EQUAL(device_of(g, plan, "b3"), b);
+        CU_ASSERT(plan->provenance.predicted_seconds < 0.75 * one->provenance.predicted_seconds);
+        if (a == b)
+            fprintf(stderr, "\n    %s kept the branches together\n",
+                    pl_baseline_name(parallel[i]));
+        pl_plan_free(plan);
+    }
+    pl_plan_free(one);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* A chain: nothing runs in parallel without micro-batches. With copies dearer than the
+ * ops, the list schedulers keep it on one device; the min cut and the expert's blocks cut
+ * it once, into halves of about equal work; pipelining (cheap copies) beats one device. */
+static void test_chain(void)
+{
+    pl_graph *g = chain(6, 128);
+    pl_cluster *c = native_devices(2, 1 << 30);
+    pl_cost_model dear = synthetic_costs(1e-6), cheap = synthetic_costs(1e-10);
+    for (pl_baseline a = PL_BASELINE_ETF; a <= PL_BASELINE_SCT; a++) {
+        pl_plan *plan = pl_baseline_place(a, g, c, &dear, 1, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+        CU_ASSERT_EQUAL(device_changes(g, plan), 0);
+        pl_plan_free(plan);
+    }
+    for (pl_baseline a = PL_BASELINE_EXPERT; a <= PL_BASELINE_METIS; a++) {
+        pl_plan *plan = pl_baseline_place(a, g, c, &dear, 1, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+        CU_ASSERT_EQUAL(device_changes(g, plan), 1);
+        int first = device_of(g, plan, "m0"), matmuls = 0;
+        for (int i = 0; i < 6; i++) {
+            char name[8];
+            snprintf(name, sizeof name, "m%d", i);
+            matmuls += device_of(g, plan, name) == first;
+        }
+        CU_ASSERT_EQUAL(matmuls, 3); /* the matmuls hold nearly all the FLOPs */
+        pl_plan_free(plan);
+    }
+    pl_plan *one = pl_baseline_place(PL_BASELINE_SINGLE, g, c, &cheap, 1, NULL);
+    pl_plan *piped = pl_baseline_place(PL_BASELINE_PIPELINE_DP, g, c, &cheap, 1, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(one);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(piped);
+    CU_ASSERT_EQUAL(piped->n_stages, 2);
+    CU_ASSERT(piped->micro_batches > 1);
+    for (int o = 1; o < g->n_forward_ops; o++)
+        CU_ASSERT(piped->stage[o] >= piped->stage[o - 1]);
+    CU_ASSERT(piped->provenance.predicted_seconds < one->provenance.predicted_seconds);
+    pl_plan_free(one);
+    pl_plan_free(piped);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* A model that no device holds whole: single says so; every other algorithm splits it
+ * over both devices, within their memory. */
+static void test_memory_forced_split(void)
+{
+    pl_graph *g = chain(4, 512);
+    pl_cluster *big = native_devices(1, 1LL << 30);
+    pl_plan *all = pl_plan_new(g, NULL);
+    pl_program *p = pl_program_new(g, big, all, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    long long whole = (long long)p->memory[0].total;
+    pl_program_free(p);
+    pl_plan_free(all);
+    pl_cluster_free(big);
+    pl_cluster *c = native_devices(2, whole * 6 / 10);
+    pl_cost_model m = synthetic_costs(1e-10);
+    pl_error err;
+    pl_error_init(&err, NULL);
+    CU_ASSERT_PTR_NULL(pl_baseline_place(PL_BASELINE_SINGLE, g, c, &m, 1, &err));
+    CU_ASSERT_EQUAL(err.status, PL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "no device holds the whole model"));
+    for (pl_baseline a = PL_BASELINE_ROUND_ROBIN; a < PL_BASELINE_COUNT; a++) {
+        pl_error_init(&err, NULL);
+        pl_plan *plan = pl_baseline_place(a, g, c, &m, 1, &err);
+        if (!plan)
+            fprintf(stderr, "\n    %s: %s\n", pl_baseline_name(a), err.text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+        CU_ASSERT(fits(g, c, plan));
+        CU_ASSERT(device_changes(g, plan) >= 1);
+        pl_plan_free(plan);
+    }
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* Names and the table agree; an unknown name is PL_BASELINE_COUNT. */
+static void test_names(void)
+{
+    for (pl_baseline a = 0; a < PL_BASELINE_COUNT; a++)
+        CU_ASSERT_EQUAL(pl_baseline_from_name(pl_baseline_name(a)), a);
+    CU_ASSERT_EQUAL(pl_baseline_from_name("pipeline-dp"), PL_BASELINE_PIPELINE_DP);
+    CU_ASSERT_EQUAL(pl_baseline_from_name("random"), PL_BASELINE_COUNT);
+    CU_ASSERT_EQUAL(pl_baseline_from_name(NULL), PL_BASELINE_COUNT);
+}
+
+static const char *const small_models[] = {"cnn", "inception", "lstm_lm", "mlp", "moe",
+                                           "recommender", "resnet", "seq2seq", "transformer"};
+static const char *const clusters[] = {"local-2", "paced-4", "paced-8"};
+
+/* Every algorithm on every small model and bundled cluster: a checked plan that fits, its
+ * provenance, every op with its group; the same plan again for the same seed. */
+static void test_suite_models(void)
+{
+    char path[4096];
+    for (size_t k = 0; k < sizeof clusters / sizeof *clusters; k++) {
+        snprintf(path, sizeof path, "%s/graphs/clusters/%s.json", pl_test_srcdir(), clusters[k]);
+        pl_cluster *c = pl_cluster_load_file(path, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        pl_cost_model m = synthetic_costs(1e-10);
+        for (size_t i = 0; i < sizeof small_models / sizeof *small_models; i++) {
+            snprintf(path, sizeof path, "%s/graphs/small/%s-small.json", pl_test_srcdir(),
+                     small_models[i]);
+            pl_error err;
+            pl_graph *g = training_graph(pl_graph_load_file(path, &err), &err);
+            for (pl_baseline a = 0; a < PL_BASELINE_COUNT; a++) {
+                pl_error_init(&err, path);
+                pl_plan *plan = pl_baseline_place(a, g, c, &m, 7, &err);
+                if (!plan)
+                    fprintf(stderr, "\n    %s on %s, %s: %s\n", small_models[i], clusters[k],
+                            pl_baseline_name(a), err.text);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+                CU_ASSERT_EQUAL(pl_plan_check(plan, g, c, NULL), PL_OK);
+                CU_ASSERT_STRING_EQUAL(plan->provenance.algorithm, pl_baseline_name(a));
+                CU_ASSERT_EQUAL(plan->provenance.seed, 7);
+                pl_program *p = pl_program_new(g, c, plan, NULL);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+                CU_ASSERT_EQUAL(p->oom_device, -1);
+                pl_simulation sim;
+                CU_ASSERT_EQUAL(pl_simulate(p, c, &m, &sim, NULL, NULL, NULL), PL_OK);
+                CU_ASSERT_DOUBLE_EQUAL(plan->provenance.predicted_seconds, sim.step_seconds, 0);
+                for (int o = 0; o < g->n_ops; o++)
+                    CU_ASSERT_EQUAL(p->partitions->op_device[o], plan->device[g->ops[o].group]);
+                pl_program_free(p);
+                if (k == 1) { /* determinism, on paced-4 */
+                    pl_plan *again = pl_baseline_place(a, g, c, &m, 7, NULL);
+                    CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+                    size_t bytes = (size_t)g->n_forward_ops * sizeof(int);
+                    CU_ASSERT_EQUAL(memcmp(again->device, plan->device, bytes), 0);
+                    CU_ASSERT_EQUAL(memcmp(again->stage, plan->stage, bytes), 0);
+                    CU_ASSERT_EQUAL(again->micro_batches, plan->micro_batches);
+                    CU_ASSERT_EQUAL(again->schedule, plan->schedule);
+                    pl_plan_free(again);
+                }
+                pl_plan_free(plan);
+            }
+            pl_graph_free(g);
+        }
+        pl_cluster_free(c);
+    }
+}
+
+/* A forward-only graph is refused with a message, not placed. */
+static void test_needs_training_graph(void)
+{
+    pl_error err;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/graphs/small/mlp-small.json", pl_test_srcdir());
+    pl_graph *g = pl_graph_load_file(path, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_cluster *c = native_devices(2, 1 << 30);
+    pl_cost_model m = synthetic_costs(1e-10);
+    pl_error_init(&err, NULL);
+    CU_ASSERT_PTR_NULL(pl_baseline_place(PL_BASELINE_ETF, g, c, &m, 1, &err));
+    CU_ASSERT_EQUAL(err.status, PL_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "training graph"));
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+void pl_register_baseline_tests(void)
+{
+    static const pl_test_case cases[] = {
+        {"names", test_names},
+        {"two independent branches, one per device", test_two_branches},
+        {"a chain", test_chain},
+        {"a split forced by memory", test_memory_forced_split},
+        {"a forward-only graph is refused", test_needs_training_graph},
+        {"every algorithm, small model and cluster; determinism", test_suite_models},
+        {NULL, NULL}};
+    pl_test_add_suite("baseline", cases);
+}
