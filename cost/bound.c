@@ -1,5 +1,5 @@
-/* The lower bound on a step (simulate.h): one sample's critical path, and the step's work
- * spread over every device.
+/* The lower bound on a step (simulate.h): one sample's critical path, the step's work
+ * spread over every device, and the heaviest co-location group, which runs on one device.
  *
  * Both terms take each op's time as the simulator would (the measured time of its
  * signature where calibration has one, else the fit; never less than its FLOPs at a paced
@@ -69,20 +69,26 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
                               double *seconds, pl_error *err)
 {
     pl_tensor *shapes = malloc((size_t)g->n_tensors * sizeof *shapes);
-    double *sample = malloc(3 * ((size_t)g->n_ops + 1) * sizeof *sample);
+    double *sample = malloc(4 * ((size_t)g->n_ops + 1) * sizeof *sample);
     int *writer = malloc((size_t)g->n_tensors * sizeof *writer); /* last op to write it */
     pl_status status = shapes && sample && writer
                            ? PL_OK
                            : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     double *step = sample ? sample + g->n_ops + 1 : NULL, *done = step ? step + g->n_ops + 1 : NULL;
+    double *group = done ? done + g->n_ops + 1 : NULL; /* per forward op: its group's share */
     if (status == PL_OK)
         status = least_times(g, c, m, sample, step, shapes, err);
-    double work = 0, path = 0;
+    double work = 0, path = 0, heaviest = 0;
     for (int t = 0; status == PL_OK && t < g->n_tensors; t++)
         writer[t] = g->tensors[t].producer;
+    for (int o = 0; status == PL_OK && o < g->n_ops; o++)
+        group[o] = 0;
     for (int o = 0; status == PL_OK && o < g->n_ops; o++) { /* ops are in topological order */
         const pl_op *op = &g->ops[o];
         work += step[o];
+        group[op->group] += step[o];
+        if (group[op->group] > heaviest)
+            heaviest = group[op->group];
         double begin = 0;
         for (int j = 0; j < op->n_inputs; j++) {
             int w = writer[op->inputs[j]];
@@ -98,6 +104,8 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
                     writer[op->inputs[j]] = o;
     }
     *seconds = work / c->n_devices > path ? work / c->n_devices : path;
+    if (heaviest > *seconds)
+        *seconds = heaviest;
     free(shapes);
     free(sample);
     free(writer);

@@ -38,7 +38,8 @@ pl_status pl_simulate(const pl_program *program, const pl_cluster *cluster,
 /* A lower bound on any plan's step for a training graph on a cluster: the larger of
  * - the critical path of one sample (every op on its fastest device, free
  *   communication), which no split into micro-batches can beat, and
- * - the step's work, each op on its fastest device, spread evenly over every device,
+ * - the step's work, each op on its fastest device, spread evenly over every device, and
+ * - the heaviest co-location group's work, since a group runs on one device,
  * with each op's time as pl_simulate takes it, least over the micro-batch sizes a plan may
  * choose: no plan simulates faster than the bound.
  * The memory capacities are not used: the bound stays valid, if looser, for models that

@@ -241,7 +241,8 @@ static const char *const small_models[] = {"cnn", "inception", "lstm_lm", "mlp",
 static const char *const clusters[] = {"local-2", "paced-4", "paced-8"};
 
 /* Every algorithm on every small model and bundled cluster: a checked plan that fits, its
- * provenance, every op with its group; the same plan again for the same seed. */
+ * provenance, every op with its group, a simulated step no shorter than the lower bound;
+ * the same plan again for the same seed. */
 static void test_suite_models(void)
 {
     char path[4096];
@@ -255,6 +256,8 @@ static void test_suite_models(void)
                      small_models[i]);
             pl_error err;
             pl_graph *g = training_graph(pl_graph_load_file(path, &err), &err);
+            double bound = 0;
+            CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, &m, &bound, NULL), PL_OK);
             for (pl_baseline a = 0; a < PL_BASELINE_COUNT; a++) {
                 pl_error_init(&err, path);
                 pl_plan *plan = pl_baseline_place(a, g, c, &m, 7, &err);
@@ -271,6 +274,7 @@ static void test_suite_models(void)
                 pl_simulation sim;
                 CU_ASSERT_EQUAL(pl_simulate(p, c, &m, &sim, NULL, NULL, NULL), PL_OK);
                 CU_ASSERT_DOUBLE_EQUAL(plan->provenance.predicted_seconds, sim.step_seconds, 0);
+                CU_ASSERT(bound > 0 && bound <= sim.step_seconds); /* a bound, for any plan */
                 for (int o = 0; o < g->n_ops; o++)
                     CU_ASSERT_EQUAL(p->partitions->op_device[o], plan->device[g->ops[o].group]);
                 pl_program_free(p);
