@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "autodiff.h"
 #include "baseline.h"
 #include "data.h"
@@ -23,7 +24,7 @@
 #include "profile.h"
 #include "simulate.h"
 
-enum { MAX_LIST = 16, MAX_NAME = 256, MAX_REPEATS = 50 };
+enum { MAX_LIST = BENCH_MAX_LIST, MAX_NAME = BENCH_MAX_NAME, MAX_REPEATS = 50 };
 
 typedef struct options {
     const char *top;
@@ -33,34 +34,6 @@ typedef struct options {
     double max_step;
     bool speed, table;
 } options;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static bool split_list(const char *text, char names[MAX_LIST][MAX_NAME], int *n)
-{
-    *n = 0;
-    for (const char *at = text;; at++) {
-        size_t length = strcspn(at, ",");
-        if (length == 0 || length >= MAX_NAME || *n == MAX_LIST)
-            return false;
-        memcpy(names[*n], at, length);
-        names[(*n)++][length] = '\0';
-        at += length;
-        if (*at == '\0')
-            return true;
-    }
-}
 
 /* A model's training graph: NAME (graphs/NAME.json) or a path ending in .json. */
 static pl_graph *open_graph(const options *o, const char *name, pl_error *err)
@@ -107,16 +80,16 @@ static pl_status speed_graph(const options *o, const char *name, const pl_cluste
     for (int a = 0; a < PL_BASELINE_COUNT && status == PL_OK; a++) {
         double times[MAX_REPEATS];
         for (int r = -1; r < o->repeats && status == PL_OK; r++) { /* r = -1: warm-up */
-            double start = now();
+            double start = bench_now();
             pl_plan *plan = pl_baseline_place((pl_baseline)a, g, c, m, 1, err);
             if (r >= 0)
-                times[r] = now() - start;
+                times[r] = bench_now() - start;
             status = plan ? PL_OK : err->status;
             pl_plan_free(plan);
         }
         if (status != PL_OK)
             break;
-        qsort(times, (size_t)o->repeats, sizeof *times, by_value);
+        qsort(times, (size_t)o->repeats, sizeof *times, bench_compare_doubles);
         printf("%-12s %7d %7d  %-12s %9.1f %9.1f %9.1f  %s\n", g->name, g->n_forward_ops,
                g->n_ops, pl_baseline_name((pl_baseline)a), 1e3 * times[o->repeats / 2],
                1e3 * times[0], 1e3 * times[o->repeats - 1],
@@ -148,25 +121,6 @@ static pl_status table_speed(const options *o, pl_error *err)
 
 /* ---- the table -------------------------------------------------------------------------- */
 
-static pl_executor *open_executor(const pl_graph *g, const pl_cluster *c, pl_error *err)
-{
-    pl_executor *ex = pl_executor_new(g, c, NULL, err);
-    pl_dataset *data = ex ? pl_dataset_open(g, "synthetic", 1, err) : NULL;
-    void **inputs = data ? calloc((size_t)g->n_tensors, sizeof *inputs) : NULL;
-    if (inputs) {
-        for (int t = 0; t < g->n_tensors; t++)
-            if (g->tensors[t].kind == PL_TENSOR_INPUT)
-                inputs[t] = pl_executor_data(ex, t);
-        pl_dataset_fill(data, PL_SPLIT_TRAIN, 0, 0, g->batch_size, inputs);
-    } else if (ex) {
-        pl_executor_free(ex);
-        ex = NULL;
-    }
-    free(inputs);
-    pl_dataset_free(data);
-    return ex;
-}
-
 /* One algorithm's row: simulated, measured (or "-"), ratios to the bound. */
 static pl_status table_row(const options *o, const pl_graph *g, const pl_cluster *c,
                            const pl_cost_model *m, pl_baseline a, double bound,
@@ -186,7 +140,7 @@ static pl_status table_row(const options *o, const pl_graph *g, const pl_cluster
     if (predicted <= o->max_step) {
         pl_fit fit;
         pl_measurement measured;
-        if (!*ex && !(*ex = open_executor(g, c, err)))
+        if (!*ex && !(*ex = bench_open_executor(g, c, err)))
             status = err->status;
         if (status == PL_OK)
             status = pl_executor_set_plan(*ex, plan, &fit, err);
@@ -247,28 +201,18 @@ static pl_status table_all(const options *o, pl_error *err)
 
 /* ---- main ------------------------------------------------------------------------------ */
 
-static bool parse_int(const char *text, int low, int high, int *value)
-{
-    char *end;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end || v < low || v > high)
-        return false;
-    *value = (int)v;
-    return true;
-}
-
 static bool parse(int argc, char **argv, options *o)
 {
     *o = (options){.top = ".", .repeats = 5, .steps = 3, .warmup = 1, .max_step = 1.0,
                    .speed = true, .table = true};
-    split_list("cnn,inception,lstm_lm,mlp,moe,recommender,resnet,seq2seq,transformer",
+    bench_split_list("cnn,inception,lstm_lm,mlp,moe,recommender,resnet,seq2seq,transformer",
                o->models, &o->n_models);
-    split_list("local-2,paced-4,paced-8", o->clusters, &o->n_clusters);
+    bench_split_list("local-2,paced-4,paced-8", o->clusters, &o->n_clusters);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
         bool ok = true;
         if (strcmp(arg, "--quick") == 0) {
-            split_list("mlp,transformer,inception", o->models, &o->n_models);
+            bench_split_list("mlp,transformer,inception", o->models, &o->n_models);
             o->repeats = 3;
             o->steps = 2;
             o->max_step = 0.3;
@@ -279,17 +223,17 @@ static bool parse(int argc, char **argv, options *o)
         if (strcmp(arg, "--top") == 0)
             o->top = value;
         else if (strcmp(arg, "--large") == 0)
-            ok = split_list(value, o->large, &o->n_large);
+            ok = bench_split_list(value, o->large, &o->n_large);
         else if (strcmp(arg, "--models") == 0)
-            ok = split_list(value, o->models, &o->n_models);
+            ok = bench_split_list(value, o->models, &o->n_models);
         else if (strcmp(arg, "--clusters") == 0)
-            ok = split_list(value, o->clusters, &o->n_clusters);
+            ok = bench_split_list(value, o->clusters, &o->n_clusters);
         else if (strcmp(arg, "--repeats") == 0)
-            ok = parse_int(value, 1, MAX_REPEATS, &o->repeats);
+            ok = bench_parse_int(value, 1, MAX_REPEATS, &o->repeats);
         else if (strcmp(arg, "--steps") == 0)
-            ok = parse_int(value, 1, 100, &o->steps);
+            ok = bench_parse_int(value, 1, 100, &o->steps);
         else if (strcmp(arg, "--warmup") == 0)
-            ok = parse_int(value, 0, 10, &o->warmup);
+            ok = bench_parse_int(value, 0, 10, &o->warmup);
         else if (strcmp(arg, "--only") == 0) {
             o->speed = strcmp(value, "speed") == 0;
             o->table = strcmp(value, "table") == 0;

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "autodiff.h"
 #include "data.h"
 #include "executor.h"
@@ -59,19 +60,6 @@ static void usage(FILE *out)
 
 /* ---- small utilities ----------------------------------------------------------------- */
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 typedef struct stats {
     double median, min, max;
 } stats;
@@ -79,7 +67,7 @@ typedef struct stats {
 /* Sorts `values` in place. */
 static stats sorted_stats(double *values, int n)
 {
-    qsort(values, (size_t)n, sizeof *values, compare_doubles);
+    qsort(values, (size_t)n, sizeof *values, bench_compare_doubles);
     double median = n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
     return (stats){median, values[0], values[n - 1]};
 }
@@ -92,7 +80,7 @@ typedef struct machine_mark {
 
 static machine_mark machine_mark_now(void)
 {
-    machine_mark mark = {.wall = now(), .busy = -1};
+    machine_mark mark = {.wall = bench_now(), .busy = -1};
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     mark.own = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -349,11 +337,11 @@ static pl_status contender_step(contender *c, double *seconds, pl_error *err)
 {
     float loss;
     int64_t step = ++c->steps;
-    double start = now();
+    double start = bench_now();
     pl_status status = c->ex ? pl_executor_step(c->ex, step, &loss, err)
                              : pl_session_train_step(c->session, step, c->micro_batches, &loss,
                                                      err);
-    *seconds = now() - start;
+    *seconds = bench_now() - start;
     return status;
 }
 
@@ -717,9 +705,9 @@ static pl_status time_switch(pl_executor *ex, const pl_plan *plan, int pass, swi
                              pl_error *err)
 {
     pl_fit fit;
-    double start = now();
+    double start = bench_now();
     pl_status status = pl_executor_set_plan(ex, plan, &fit, err);
-    double seconds = now() - start;
+    double seconds = bench_now() - start;
     if (status != PL_OK || pass < 0)
         return status;
     r->times[r->n_times++] = seconds;
@@ -801,16 +789,6 @@ static pl_status table_switch(const options *o, pl_error *err)
 
 /* ---- main ------------------------------------------------------------------------------ */
 
-static bool parse_int(const char *text, int low, int high, int *value)
-{
-    char *end;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end || v < low || v > high)
-        return false;
-    *value = (int)v;
-    return true;
-}
-
 /* "branch,switch" into o->run; false on an unknown name. */
 static bool parse_tables(const char *list, options *o)
 {
@@ -843,11 +821,11 @@ static bool parse_options(int argc, char **argv, options *o)
         else if (strcmp(arg, "--chain") == 0 && ok)
             o->chain = value;
         else if (strcmp(arg, "--repeats") == 0 && ok)
-            ok = parse_int(value, 1, MAX_REPEATS / OVERHEAD_ROUNDS_PER_REPEAT, &o->repeats);
+            ok = bench_parse_int(value, 1, MAX_REPEATS / OVERHEAD_ROUNDS_PER_REPEAT, &o->repeats);
         else if (strcmp(arg, "--warmup") == 0 && ok)
-            ok = parse_int(value, 0, 100, &o->warmup);
+            ok = bench_parse_int(value, 0, 100, &o->warmup);
         else if (strcmp(arg, "--plans") == 0 && ok)
-            ok = parse_int(value, 1, 100, &o->plans);
+            ok = bench_parse_int(value, 1, 100, &o->plans);
         else if (strcmp(arg, "--only") == 0 && ok)
             ok = parse_tables(value, o);
         else

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "autodiff.h"
 #include "baseline.h"
 #include "data.h"
@@ -33,8 +34,8 @@
 #include "simulate.h"
 
 enum {
-    MAX_LIST = 16,   /* models or clusters named on the command line */
-    MAX_NAME = 64,
+    MAX_LIST = BENCH_MAX_LIST,   /* models or clusters named on the command line */
+    MAX_NAME = BENCH_MAX_NAME,
     MAX_PLANS = 64,  /* measured per row */
     MAX_STEPS = 50,  /* measured per plan */
     MIN_TAU_PLANS = 3,
@@ -98,25 +99,12 @@ static void usage(FILE *out)
 
 /* ---- small utilities ----------------------------------------------------------------- */
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The q-quantile of v (sorted in place), interpolating between neighbours; NAN when empty. */
 static double quantile(double *v, int n, double q)
 {
     if (n == 0)
         return NAN;
-    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    qsort(v, (size_t)n, sizeof *v, bench_compare_doubles);
     double at = q * (n - 1);
     int low = (int)at;
     return low + 1 < n ? v[low] + (at - low) * (v[low + 1] - v[low]) : v[low];
@@ -153,7 +141,7 @@ typedef struct load_mark {
 static load_mark load_mark_now(void)
 {
     enum { IDLE = 3, IOWAIT = 4, STEAL = 7, N_FIELDS = 8 };
-    load_mark mark = {.wall = now(), .machine = -1};
+    load_mark mark = {.wall = bench_now(), .machine = -1};
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     mark.own = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -279,29 +267,6 @@ static pl_graph *open_training_graph(const options *o, const char *name, pl_erro
         return NULL;
     }
     return g;
-}
-
-/* An executor for g on c, its inputs holding one batch of synthetic samples (every step
- * reuses it: the data does not change a step's time). */
-static pl_executor *open_executor(const pl_graph *g, const pl_cluster *c, pl_error *err)
-{
-    pl_executor *ex = pl_executor_new(g, c, NULL, err);
-    pl_dataset *data = ex ? pl_dataset_open(g, "synthetic", 1, err) : NULL;
-    void **inputs = data ? calloc((size_t)g->n_tensors, sizeof *inputs) : NULL;
-    if (!inputs) {
-        if (data)
-            out_of_memory(err);
-        pl_dataset_free(data);
-        pl_executor_free(ex);
-        return NULL;
-    }
-    for (int t = 0; t < g->n_tensors; t++)
-        if (g->tensors[t].kind == PL_TENSOR_INPUT)
-            inputs[t] = pl_executor_data(ex, t);
-    pl_dataset_fill(data, PL_SPLIT_TRAIN, 0, 0, g->batch_size, inputs);
-    free(inputs);
-    pl_dataset_free(data);
-    return ex;
 }
 
 /* ---- plans -------------------------------------------------------------------------------- */
@@ -1105,7 +1070,7 @@ static pl_status measure_row(const options *o, results *rs, row *w, const pl_gra
     if (status == PL_OK) {
         choose(&cs, o, o->seed ^ g->hash, steps_per_measured(c), &w->choice);
         w->candidates = cs.n;
-        if (!(b.ex = open_executor(g, c, err)))
+        if (!(b.ex = bench_open_executor(g, c, err)))
             status = err->status;
     }
     if (status == PL_OK)
@@ -1128,10 +1093,10 @@ static pl_status accuracy_row(const options *o, results *rs, int model, int clus
     rs->rows = rows;
     row *w = &rs->rows[rs->n_rows];
     *w = (row){.model = model, .cluster = cluster};
-    double start = now();
+    double start = bench_now();
     pl_graph *g = open_training_graph(o, o->models[model], err);
     pl_status status = g ? measure_row(o, rs, w, g, c, m, err) : err->status;
-    w->seconds = now() - start;
+    w->seconds = bench_now() - start;
     pl_graph_free(g);
     if (status == PL_OK)
         print_row(o, rs, rs->n_rows++);
@@ -1147,12 +1112,12 @@ static pl_status table_accuracy(const options *o, pl_error *err)
     for (int c = 0; c < o->n_clusters && status == PL_OK; c++) {
         pl_cluster *cluster = open_cluster(o, o->clusters[c], err);
         bool calibrated = false;
-        double begin = now();
+        double begin = bench_now();
         if (!cluster ||
             load_profile(m, cluster, o->calibrate && c == 0, &calibrated, err) != PL_OK)
             status = err->status;
         if (status == PL_OK && c == 0) {
-            print_profile(m, calibrated, now() - begin);
+            print_profile(m, calibrated, bench_now() - begin);
             print_accuracy_heading(o);
         }
         for (int k = 0; k < o->n_models && status == PL_OK; k++)
@@ -1202,19 +1167,19 @@ static pl_status time_calls(const timed *t, double *seconds, pl_error *err)
     int calls = 1;
     double took = 0, per_call[TIMED_BATCHES];
     for (;; calls *= 2) { /* also the warm-up */
-        double start = now();
+        double start = bench_now();
         for (int i = 0; i < calls; i++)
             if (timed_call(t, err) != PL_OK)
                 return err->status;
-        if ((took = now() - start) >= MIN_BATCH_SECONDS)
+        if ((took = bench_now() - start) >= MIN_BATCH_SECONDS)
             break;
     }
     for (int b = 0; b < TIMED_BATCHES; b++) {
-        double start = now();
+        double start = bench_now();
         for (int i = 0; i < calls; i++)
             if (timed_call(t, err) != PL_OK)
                 return err->status;
-        per_call[b] = (now() - start) / calls;
+        per_call[b] = (bench_now() - start) / calls;
     }
     *seconds = quantile(per_call, TIMED_BATCHES, 0.5);
     return PL_OK;
@@ -1329,16 +1294,6 @@ static pl_status table_speed(const options *o, pl_error *err)
 
 /* ---- main ------------------------------------------------------------------------------ */
 
-static bool parse_int(const char *text, int low, int high, int *value)
-{
-    char *end;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end || v < low || v > high)
-        return false;
-    *value = (int)v;
-    return true;
-}
-
 static bool parse_seconds(const char *text, double *value)
 {
     char *end;
@@ -1349,27 +1304,11 @@ static bool parse_seconds(const char *text, double *value)
     return true;
 }
 
-/* "a,b,c" into names; false when empty, too many or too long. */
-static bool parse_list(const char *text, char names[MAX_LIST][MAX_NAME], int *n)
-{
-    *n = 0;
-    for (const char *at = text;; at++) {
-        size_t length = strcspn(at, ",");
-        if (length == 0 || length >= MAX_NAME || *n == MAX_LIST)
-            return false;
-        memcpy(names[*n], at, length);
-        names[(*n)++][length] = '\0';
-        at += length;
-        if (*at == '\0')
-            return true;
-    }
-}
-
 static bool parse_tables(const char *text, bool run[N_TABLES])
 {
     char names[MAX_LIST][MAX_NAME];
     int n;
-    if (!parse_list(text, names, &n))
+    if (!bench_split_list(text, names, &n))
         return false;
     memset(run, 0, N_TABLES * sizeof *run);
     for (int i = 0; i < n; i++) {
@@ -1435,20 +1374,20 @@ static bool parse_option(options *o, const char *arg, const char *value, bool *u
     else if (strcmp(arg, "--chain-100k") == 0)
         o->chain_100k = value;
     else if (strcmp(arg, "--models") == 0)
-        return parse_list(value, o->models, &o->n_models);
+        return bench_split_list(value, o->models, &o->n_models);
     else if (strcmp(arg, "--clusters") == 0)
-        return parse_list(value, o->clusters, &o->n_clusters);
+        return bench_split_list(value, o->clusters, &o->n_clusters);
     else if (strcmp(arg, "--plans") == 0)
-        return parse_int(value, 2, MAX_PLANS, &o->plans);
+        return bench_parse_int(value, 2, MAX_PLANS, &o->plans);
     else if (strcmp(arg, "--steps") == 0)
-        return parse_int(value, 1, MAX_STEPS, &o->steps);
+        return bench_parse_int(value, 1, MAX_STEPS, &o->steps);
     else if (strcmp(arg, "--warmup") == 0)
-        return parse_int(value, 0, 10, &o->warmup);
+        return bench_parse_int(value, 0, 10, &o->warmup);
     else if (strcmp(arg, "--max-step") == 0)
         return parse_seconds(value, &o->max_step);
     else if (strcmp(arg, "--budget") == 0)
         return parse_seconds(value, &o->budget);
-    else if (strcmp(arg, "--seed") == 0 && parse_int(value, 0, 1 << 30, &seed))
+    else if (strcmp(arg, "--seed") == 0 && bench_parse_int(value, 0, 1 << 30, &seed))
         o->seed = (uint64_t)seed;
     else if (strcmp(arg, "--only") == 0)
         return parse_tables(value, o->run);

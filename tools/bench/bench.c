@@ -1,0 +1,67 @@
+/* Helpers shared by the benchmark programs (bench.h). */
+#include "bench.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "data.h"
+
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int bench_compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+bool bench_parse_int(const char *text, int low, int high, int *value)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || v < low || v > high)
+        return false;
+    *value = (int)v;
+    return true;
+}
+
+bool bench_split_list(const char *text, char names[BENCH_MAX_LIST][BENCH_MAX_NAME], int *n)
+{
+    *n = 0;
+    for (const char *at = text;; at++) {
+        size_t length = strcspn(at, ",");
+        if (length == 0 || length >= BENCH_MAX_NAME || *n == BENCH_MAX_LIST)
+            return false;
+        memcpy(names[*n], at, length);
+        names[(*n)++][length] = '\0';
+        at += length;
+        if (*at == '\0')
+            return true;
+    }
+}
+
+pl_executor *bench_open_executor(const pl_graph *g, const pl_cluster *c, pl_error *err)
+{
+    pl_executor *ex = pl_executor_new(g, c, NULL, err);
+    pl_dataset *data = ex ? pl_dataset_open(g, "synthetic", 1, err) : NULL;
+    void **inputs = data ? calloc((size_t)g->n_tensors, sizeof *inputs) : NULL;
+    if (inputs) {
+        for (int t = 0; t < g->n_tensors; t++)
+            if (g->tensors[t].kind == PL_TENSOR_INPUT)
+                inputs[t] = pl_executor_data(ex, t);
+        pl_dataset_fill(data, PL_SPLIT_TRAIN, 0, 0, g->batch_size, inputs);
+    } else {
+        if (data)
+            pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        pl_executor_free(ex);
+        ex = NULL;
+    }
+    free(inputs);
+    pl_dataset_free(data);
+    return ex;
+}

@@ -1,0 +1,27 @@
+/* What the benchmark programs of tools/bench share: the clock, sorting, option parsing and
+ * an executor fed with synthetic data. Not part of the library. */
+#ifndef PLACER_BENCH_H
+#define PLACER_BENCH_H
+
+#include <stdbool.h>
+
+#include "cluster.h"
+#include "error.h"
+#include "executor.h"
+#include "graph.h"
+
+enum { BENCH_MAX_LIST = 16, BENCH_MAX_NAME = 256 };
+
+/* CLOCK_MONOTONIC, in seconds. */
+double bench_now(void);
+/* qsort's comparison for doubles, ascending. */
+int bench_compare_doubles(const void *a, const void *b);
+/* A whole decimal integer within [low, high]. */
+bool bench_parse_int(const char *text, int low, int high, int *value);
+/* "a,b,c" into names; false for an empty or too long name, or too many. */
+bool bench_split_list(const char *text, char names[BENCH_MAX_LIST][BENCH_MAX_NAME], int *n);
+/* An executor for g on c whose inputs hold one batch of synthetic samples (every step
+ * reuses it: the data does not change a step's time); NULL with err filled in. */
+pl_executor *bench_open_executor(const pl_graph *g, const pl_cluster *c, pl_error *err);
+
+#endif
