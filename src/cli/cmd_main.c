@@ -353,6 +353,16 @@ static int measure_agent_best(job_state *s, double *measured_best, uint64_t *las
     return status;
 }
 
+/* "   4.233 ms", or a dash before anything was measured. */
+static const char *format_measured(double seconds, char *buf, size_t cap)
+{
+    if (seconds > 0)
+        snprintf(buf, cap, "%8.3f ms", 1e3 * seconds);
+    else
+        snprintf(buf, cap, "%8s   ", "-");
+    return buf;
+}
+
 static int search(job_state *s, const char *ckpt)
 {
     pl_job *job = &s->job;
@@ -382,10 +392,11 @@ static int search(job_state *s, const char *ckpt)
             last_save = now;
         }
         if (!s->o.quiet && (tty || it.iteration % 10 == 0 || it.iteration == 1)) {
+            char measured[32];
             printf("%siteration %4d  mean reward %7.4f  best simulated %8.3f ms (corrected "
-                   "%8.3f)  measured %8.3f ms", tty ? "\r" : "", it.iteration, it.mean_reward,
+                   "%8.3f)  measured %s", tty ? "\r" : "", it.iteration, it.mean_reward,
                    1e3 * it.best_step, 1e3 * it.best_step * pl_agent_correction(s->agent),
-                   1e3 * measured_best);
+                   format_measured(measured_best, measured, sizeof measured));
             if (base > 0 && measured_best > 0)
                 printf("  gain %.2fx over the best baseline", base / measured_best);
             printf(tty ? "   " : "\n");
@@ -395,8 +406,10 @@ static int search(job_state *s, const char *ckpt)
     int done = pl_agent_iterations(s->agent);
     if (!s->o.quiet && !tty && done > 0 && done % 10 != 0 && done != 1) {
         const pl_agent_iteration *it = &pl_agent_curve(s->agent)[done - 1];
-        printf("iteration %4d  mean reward %7.4f  best simulated %8.3f ms  measured %8.3f ms\n",
-               it->iteration, it->mean_reward, 1e3 * it->best_step, 1e3 * measured_best);
+        char measured[32];
+        printf("iteration %4d  mean reward %7.4f  best simulated %8.3f ms  measured %s\n",
+               it->iteration, it->mean_reward, 1e3 * it->best_step,
+               format_measured(measured_best, measured, sizeof measured));
     }
     if (tty && !s->o.quiet)
         printf("\n");
