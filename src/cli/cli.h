@@ -4,6 +4,7 @@
 #ifndef PLACER_CLI_H
 #define PLACER_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -53,6 +54,13 @@ int pl_cli_new_executor(const pl_graph *graph, const pl_cluster *cluster,
 void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *cluster,
                           const pl_program *program);
 /* Calibration progress on stderr; `context` points to a bool that enables it. */
+/* Ctrl-C for long commands: pl_cli_catch_interrupt(true) clears the flag and makes SIGINT
+ * set it instead of ending the process; (false) restores the default. */
+extern volatile sig_atomic_t pl_cli_interrupted;
+void pl_cli_catch_interrupt(bool catch);
+/* CLOCK_MONOTONIC, in seconds. */
+double pl_cli_now(void);
+
 void pl_cli_calibration_progress(void *context, const char *what);
 /* "1.5 MiB" into buf. */
 const char *pl_cli_bytes(double bytes, char *buf, size_t cap);

@@ -29,21 +29,6 @@ typedef struct main_options {
     bool quiet;
 } main_options;
 
-static volatile sig_atomic_t interrupted;
-
-static void on_interrupt(int signal_number)
-{
-    (void)signal_number;
-    interrupted = 1;
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* "graphs/mlp.json" -> "mlp": the file name without directory and ".json". */
 static char *default_prefix(const char *path)
 {
@@ -240,7 +225,7 @@ static int run_baselines(job_state *s)
 {
     pl_job *job = &s->job;
     job->best_baseline = -1;
-    for (int b = 0; b < PL_BASELINE_COUNT && !interrupted; b++) {
+    for (int b = 0; b < PL_BASELINE_COUNT && !pl_cli_interrupted; b++) {
         pl_error err;
         pl_error_init(&err, s->o.model);
         pl_plan *plan = pl_baseline_place((pl_baseline)b, s->g, s->c, s->model, s->o.seed, &err);
@@ -256,7 +241,7 @@ static int run_baselines(job_state *s)
             return status;
     }
     /* the executor measures the three best by simulation (a paced step can take a second) */
-    for (int round = 0; round < 3 && !interrupted; round++) {
+    for (int round = 0; round < 3 && !pl_cli_interrupted; round++) {
         pl_job_row *next = NULL;
         for (int r = 0; r < job->n_rows; r++) {
             pl_job_row *row = &job->rows[r];
@@ -366,7 +351,7 @@ static const char *format_measured(double seconds, char *buf, size_t cap)
 static int search(job_state *s, const char *ckpt)
 {
     pl_job *job = &s->job;
-    double measured_best = 0, last_measure = now_seconds(), last_save = last_measure;
+    double measured_best = 0, last_measure = pl_cli_now(), last_save = last_measure;
     uint64_t last_key = 0;
     double base = job->best_baseline >= 0 ? job->rows[job->best_baseline].measured : 0;
     bool tty = isatty(STDOUT_FILENO);
@@ -375,16 +360,16 @@ static int search(job_state *s, const char *ckpt)
     int status = PL_EXIT_OK;
     pl_error err;
     pl_error_init(&err, s->o.model);
-    while (!interrupted && now_seconds() < stop &&
+    while (!pl_cli_interrupted && pl_cli_now() < stop &&
            (!s->o.iterations || pl_agent_iterations(s->agent) < s->o.iterations)) {
         pl_agent_iteration it;
         if (pl_agent_iterate(s->agent, &it, &err) != PL_OK)
             return pl_cli_report(&err);
-        double now = now_seconds();
+        double now = pl_cli_now();
         if (now - last_measure > 5) {
             if ((status = measure_agent_best(s, &measured_best, &last_key)) != PL_EXIT_OK)
                 return status;
-            last_measure = now_seconds();
+            last_measure = pl_cli_now();
         }
         if (now - last_save > 10) {
             if (pl_agent_save(s->agent, ckpt, &err) != PL_OK)
@@ -440,7 +425,7 @@ static int finish_search(job_state *s)
         if (!row)
             break;
         int status = simulate_row(s, row);
-        if (status == PL_EXIT_OK && !interrupted)
+        if (status == PL_EXIT_OK && !pl_cli_interrupted)
             status = measure_row(s, row);
         if (status != PL_EXIT_OK)
             return status;
@@ -608,11 +593,11 @@ static int run_job(job_state *s)
     free(ckpt);
     if (status == PL_EXIT_OK)
         status = finish_search(s);
-    job->elapsed = now_seconds() - s->start;
-    job->interrupted = interrupted;
+    job->elapsed = pl_cli_now() - s->start;
+    job->interrupted = pl_cli_interrupted;
     if (status == PL_EXIT_OK)
         status = write_outputs(s);
-    if (status == PL_EXIT_OK && interrupted)
+    if (status == PL_EXIT_OK && pl_cli_interrupted)
         status = PL_EXIT_INTERRUPTED;
     return status;
 }
@@ -621,7 +606,7 @@ int pl_cmd_main(int argc, char **argv)
 {
     job_state s;
     memset(&s, 0, sizeof s);
-    s.start = now_seconds();
+    s.start = pl_cli_now();
     char *command = join_command(argc, argv); /* before getopt reorders argv */
     int status = parse_options(argc, argv, &s.o);
     if (status != PL_EXIT_OK || !(s.g = pl_cli_load_model(s.o.model, &status))) {
@@ -642,10 +627,9 @@ int pl_cmd_main(int argc, char **argv)
         s.job.command = command;
         s.job.budget = s.o.budget;
         s.job.seed = s.o.seed;
-        interrupted = 0;
-        signal(SIGINT, on_interrupt);
+        pl_cli_catch_interrupt(true);
         status = run_job(&s);
-        signal(SIGINT, SIG_DFL);
+        pl_cli_catch_interrupt(false);
     }
     for (int r = 0; r < s.job.n_rows; r++)
         pl_plan_free(s.job.rows[r].plan);

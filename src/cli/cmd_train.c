@@ -28,21 +28,6 @@ typedef struct train_options {
     bool quiet;
 } train_options;
 
-static volatile sig_atomic_t interrupted;
-
-static void on_interrupt(int signal_number)
-{
-    (void)signal_number;
-    interrupted = 1;
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void usage(void)
 {
     printf("Usage: placer train MODEL.json [options]\n"
@@ -265,16 +250,16 @@ static int run(trainer *t)
     bool tty = !t->o.quiet && isatty(STDOUT_FILENO);
     long capacity = 1024, timed = 0;
     double *times = malloc((size_t)capacity * sizeof *times);
-    double window_loss = 0, window_start = now_seconds(), epoch_loss = 0;
+    double window_loss = 0, window_start = pl_cli_now(), epoch_loss = 0;
     int64_t window_steps = 0, window_correct = 0, epoch_steps = 0;
     int status = PL_EXIT_OK;
-    while (!finished(t) && !interrupted && times) {
+    while (!finished(t) && !pl_cli_interrupted && times) {
         pl_dataset_fill(t->data, PL_SPLIT_TRAIN, t->at.epoch, t->at.position, g->batch_size,
                         t->inputs);
         pl_error err;
         pl_error_init(&err, t->o.model);
         float loss;
-        double start = now_seconds();
+        double start = pl_cli_now();
         pl_status stepped = t->ex ? pl_executor_step(t->ex, t->at.step + 1, &loss, &err)
                                   : pl_session_train_step(t->s, t->at.step + 1,
                                                           (int)t->o.micro_batches, &loss, &err);
@@ -282,7 +267,7 @@ static int run(trainer *t)
             status = pl_cli_report(&err);
             break;
         }
-        double elapsed = now_seconds() - start;
+        double elapsed = pl_cli_now() - start;
         if (timed == capacity) {
             double *more = realloc(times, (size_t)(capacity *= 2) * sizeof *times);
             if (!more)
@@ -309,7 +294,7 @@ static int run(trainer *t)
         }
         bool epoch_done = t->at.position >= t->epoch_size;
         if (t->at.step % t->o.log_every == 0 || (tty && window_steps % 10 == 0)) {
-            double seconds = now_seconds() - window_start;
+            double seconds = pl_cli_now() - window_start;
             char accuracy[32] = "";
             if (t->sc.logits >= 0 && t->o.micro_batches == 1)
                 snprintf(accuracy, sizeof accuracy, "  accuracy %.4f",
@@ -326,7 +311,7 @@ static int run(trainer *t)
             if (line) {
                 window_loss = 0;
                 window_steps = window_correct = 0;
-                window_start = now_seconds();
+                window_start = pl_cli_now();
             }
         }
         if (epoch_done) {
@@ -356,7 +341,7 @@ static int run(trainer *t)
     free(times);
     if (status == PL_EXIT_OK && t->o.checkpoint)
         status = write_checkpoint(t);
-    if (status == PL_EXIT_OK && interrupted) {
+    if (status == PL_EXIT_OK && pl_cli_interrupted) {
         fprintf(stderr, "placer: train: interrupted at step %lld%s\n", (long long)t->at.step,
                 t->o.checkpoint ? "; checkpoint written" : "");
         status = PL_EXIT_INTERRUPTED;
@@ -451,9 +436,9 @@ int pl_cmd_train(int argc, char **argv)
         return status < 0 ? PL_EXIT_OK : status;
     status = set_up(&t);
     if (status == PL_EXIT_OK) {
-        signal(SIGINT, on_interrupt);
+        pl_cli_catch_interrupt(true);
         status = run(&t);
-        signal(SIGINT, SIG_DFL);
+        pl_cli_catch_interrupt(false);
     }
     free(t.inputs);
     pl_executor_free(t.ex);

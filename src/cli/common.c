@@ -1,9 +1,11 @@
 /* What every subcommand shares: error reporting, exit statuses, loading a model. */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "atomic_file.h"
 #include "cli.h"
@@ -210,4 +212,25 @@ double *pl_cli_cached_op_seconds(const pl_graph *graph, const pl_cluster *cluste
     pl_cost_model_clear(model);
     free(model);
     return op_seconds;
+}
+
+volatile sig_atomic_t pl_cli_interrupted;
+
+static void on_interrupt(int signal_number)
+{
+    (void)signal_number;
+    pl_cli_interrupted = 1;
+}
+
+void pl_cli_catch_interrupt(bool catch)
+{
+    pl_cli_interrupted = 0;
+    signal(SIGINT, catch ? on_interrupt : SIG_DFL);
+}
+
+double pl_cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
