@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "calibrate_impl.h"
@@ -62,48 +61,6 @@ static pl_status measure_ops(const char *path, int batch, int threads, int steps
     return status;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* A native link's copies: memcpy from 1 KiB to 16 MiB, the fastest of 5 each. */
-static pl_status measure_copies(pl_cost_model *m, pl_error *err)
-{
-    enum { SIZES = 15, REPEATS = 5 };
-    size_t largest = (size_t)1 << 24;
-    char *from = malloc(largest), *to = malloc(largest);
-    double seconds[SIZES], zeros[SIZES] = {0}, bytes[SIZES];
-    if (!from || !to) {
-        free(from);
-        free(to);
-        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    }
-    memset(from, 1, largest);
-    memset(to, 2, largest);
-    for (int s = 0; s < SIZES; s++) {
-        size_t n = (size_t)1024 << s;
-        double best = 1e9;
-        for (int r = 0; r < REPEATS; r++) {
-            double start = now_seconds();
-            memcpy(to, from, n);
-            double took = now_seconds() - start;
-            if (took < best)
-                best = took;
-        }
-        seconds[s] = best > 1e-9 ? best : 1e-9;
-        bytes[s] = (double)n;
-    }
-    pl_op_cost fit = pl_cost_fit(seconds, zeros, bytes, SIZES);
-    m->copy_seconds = fit.seconds;
-    m->copy_per_byte = fit.per_byte;
-    free(from);
-    free(to);
-    return PL_OK;
-}
-
 /* ---- the whole calibration ----------------------------------------------------------------- */
 
 static int compare_names(const void *a, const void *b)
@@ -153,7 +110,7 @@ static pl_status measure_suite(const pl_calibration *how, const char *dir, int t
             how->progress(how->context, files[f]);
         for (int b = batch, last = 0; status == PL_OK && b >= 1 && b >= batch / 8; b /= 2) {
             if (b != last)
-                status = measure_ops(files[f], b, threads, how->steps ? how->steps : 3, kinds,
+                status = measure_ops(files[f], b, threads, how->steps ? how->steps : 5, kinds,
                                      measured, err);
             last = b;
         }
@@ -183,7 +140,7 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
     static const int one[] = {1};
     const int *threads = how->threads ? how->threads : one;
     int n_threads = how->threads ? how->n_threads : 1;
-    int steps = how->steps ? how->steps : 3;
+    int steps = how->steps ? how->steps : 5;
     memset(m, 0, sizeof *m);
     pl_cost_machine_key(m->machine, sizeof m->machine);
     pl_status status = PL_OK;
@@ -207,9 +164,7 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
             pl_calib_free_samples(&kinds[k]);
         free(measured.v);
     }
-    gaps g = {{0}, {0}, {0}};
-    if (status == PL_OK)
-        status = measure_copies(m, err);
+    gaps g = {{0}, {0}, {0}, {0}};
     if (status == PL_OK)
         status = pl_calib_overheads(how->graphs_dir, steps, &g, err);
     if (status == PL_OK)
@@ -218,11 +173,15 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
         m->task_seconds = pl_calib_median(g.task.seconds, g.task.n);
         m->handoff_seconds = pl_calib_median(g.handoff.seconds, g.handoff.n);
         m->paced_late_seconds = pl_calib_median(g.late.seconds, g.late.n);
+        pl_op_cost copy = pl_cost_fit(g.copy.seconds, g.copy.flops, g.copy.bytes, g.copy.n);
+        m->copy_seconds = copy.seconds;
+        m->copy_per_byte = copy.per_byte;
         if (m->paced_late_seconds < 0)
             m->paced_late_seconds = 0;
     }
     pl_calib_free_samples(&g.task);
     pl_calib_free_samples(&g.handoff);
     pl_calib_free_samples(&g.late);
+    pl_calib_free_samples(&g.copy);
     return status;
 }

@@ -3,7 +3,8 @@
  * - Ops: every model of a directory (its .json files and those of its small/) runs on one
  *   device of T threads at its batch, half, a quarter and an eighth of it; each op's time
  *   (the median over the measured steps) is a sample of its kind at that size.
- * - Copies: the memory copies a native link does, from 1 KiB to 16 MiB.
+ * - Copies: the executor's own copies between two native devices (a memcpy by the source
+ *   device's thread), of small and full-size models dealt to them: bytes to megabytes.
  * - The executor's own costs, read from the timelines of small models placed on two native
  *   devices: the gap between a device's tasks (per-task overhead) and the delay of a task
  *   released from another device (a sleeping thread waking); and how late paced tasks end.
@@ -19,7 +20,7 @@ typedef struct pl_calibration {
     const char *graphs_dir; /* the models to measure: DIR and DIR/small */
     const int *threads;     /* the thread counts to measure; NULL: {1} */
     int n_threads;
-    int steps;              /* measured steps per model and batch; 0: 3 */
+    int steps;              /* measured steps per model and batch; 0: 5 */
     /* Called before each model, for progress lines; may be NULL. */
     void (*progress)(void *context, const char *what);
     void *context;

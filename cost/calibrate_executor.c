@@ -6,6 +6,18 @@
 
 #include "calibrate_impl.h"
 
+/* The copies of one step's timeline: seconds against bytes. */
+static bool read_copies(const pl_program *p, const double *starts, const double *ends, gaps *g)
+{
+    bool ok = true;
+    for (int i = 0; ok && i < p->n_tasks; i++) {
+        if (p->tasks[i].kind == PL_TASK_COPY && ends[i] > starts[i])
+            ok = pl_calib_add_sample(&g->copy, ends[i] - starts[i], 0,
+                                     (double)pl_task_bytes(p, &p->tasks[i]));
+    }
+    return ok;
+}
+
 /* Reads one step's timeline: each task's latest predecessor, and what its resource did
  * just before it. */
 static bool read_gaps(const pl_program *p, const double *starts, const double *ends, gaps *g)
@@ -47,33 +59,75 @@ static bool read_gaps(const pl_program *p, const double *starts, const double *e
     return ok;
 }
 
-/* Small models with ops dealt to two native devices in runs of three: many hand-offs. */
+/* What one step's timeline is read for. */
+typedef struct reading {
+    gaps *g;
+    bool copies, gaps, lateness;
+    double rate; /* lateness: the paced device's FLOP/s */
+} reading;
+
+/* How late each paced op that takes at least 50 us ends past its modelled time. */
+static bool read_lateness(const pl_program *p, const double *starts, const double *ends,
+                          const reading *how)
+{
+    bool ok = true;
+    for (int i = 0; ok && i < p->n_tasks; i++) {
+        double modelled = pl_task_flops(p, &p->tasks[i]) / how->rate;
+        if (modelled >= 50e-6)
+            ok = pl_calib_add_sample(&how->g->late, ends[i] - starts[i] - modelled, 0, 0);
+    }
+    return ok;
+}
+
+/* Sets the workload's plan, runs one warm-up and `steps` steps, reads each timeline. */
+static pl_status read_steps(workload *w, int steps, const reading *how, pl_error *err)
+{
+    pl_fit fit;
+    pl_status status = pl_executor_set_plan(w->ex, w->plan, &fit, err);
+    float loss;
+    for (int s = 0; status == PL_OK && s <= steps; s++) {
+        if ((status = pl_executor_step(w->ex, s + 1, &loss, err)) != PL_OK || s == 0)
+            continue;
+        const pl_program *p = pl_executor_program(w->ex);
+        const double *starts = pl_executor_task_starts(w->ex), *ends = pl_executor_task_ends(w->ex);
+        if ((how->copies && !read_copies(p, starts, ends, how->g)) ||
+            (how->gaps && !read_gaps(p, starts, ends, how->g)) ||
+            (how->lateness && !read_lateness(p, starts, ends, how)))
+            status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    }
+    return status;
+}
+
+/* A model with its ops dealt to two native devices in runs of three: many transfers. */
+static pl_status run_dealt(const char *path, const pl_cluster *c, int steps,
+                           const reading *how, pl_error *err)
+{
+    workload w = {0};
+    pl_status status = pl_calib_open(&w, path, 0, c, err);
+    if (status != PL_OK)
+        return status;
+    for (int o = 0; o < w.plan->n_ops; o++)
+        w.plan->device[o] = (o / 3) % 2;
+    status = read_steps(&w, steps, how, err);
+    pl_calib_close(&w);
+    return status;
+}
+
 pl_status pl_calib_overheads(const char *dir, int steps, gaps *g, pl_error *err)
 {
-    static const char *const models[] = {"mlp-small", "transformer-small", "inception-small"};
+    static const char *const models[] = {"small/mlp-small", "small/transformer-small",
+                                         "small/inception-small", "mlp", "lstm_lm", "moe"};
+    enum { N_SMALL = 3 };
     pl_cluster *c = pl_calib_cluster(2, 1, 0, err);
     if (!c)
         return err ? err->status : PL_ENOMEM;
     pl_status status = PL_OK;
     for (size_t k = 0; status == PL_OK && k < sizeof models / sizeof *models; k++) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/small/%s.json", dir, models[k]);
-        workload w = {0};
-        pl_fit fit;
-        if (access(path, R_OK) != 0) /* a reduced suite (tests) may leave some out */
-            continue;
-        if ((status = pl_calib_open(&w, path, 0, c, err)) != PL_OK)
-            break;
-        for (int o = 0; o < w.plan->n_ops; o++)
-            w.plan->device[o] = (o / 3) % 2;
-        status = pl_executor_set_plan(w.ex, w.plan, &fit, err);
-        float loss;
-        for (int s = 0; status == PL_OK && s <= steps; s++)
-            if ((status = pl_executor_step(w.ex, s + 1, &loss, err)) == PL_OK && s > 0 &&
-                !read_gaps(pl_executor_program(w.ex), pl_executor_task_starts(w.ex),
-                           pl_executor_task_ends(w.ex), g))
-                status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-        pl_calib_close(&w);
+        snprintf(path, sizeof path, "%s/%s.json", dir, models[k]);
+        if (access(path, R_OK) == 0) /* a reduced suite (tests) may leave some out */
+            status = run_dealt(path, c, steps, &(reading){.g = g, .copies = true,
+                                                          .gaps = k < N_SMALL}, err);
     }
     pl_cluster_free(c);
     return status;
@@ -88,24 +142,10 @@ pl_status pl_calib_paced_lateness(const char *dir, int steps, gaps *g, pl_error 
     snprintf(path, sizeof path, "%s/small/mlp-small.json", dir);
     pl_cluster *c = pl_calib_cluster(1, 1, RATE, err);
     workload w = {0};
-    pl_fit fit;
     pl_status status = c ? pl_calib_open(&w, path, 0, c, err) : PL_ENOMEM;
     if (status == PL_OK)
-        status = pl_executor_set_plan(w.ex, w.plan, &fit, err);
-    float loss;
-    for (int s = 0; status == PL_OK && s <= steps; s++) {
-        if ((status = pl_executor_step(w.ex, s + 1, &loss, err)) != PL_OK || s == 0)
-            continue;
-        const pl_program *p = pl_executor_program(w.ex);
-        const double *starts = pl_executor_task_starts(w.ex), *ends = pl_executor_task_ends(w.ex);
-        for (int i = 0; i < p->n_tasks; i++) {
-            double modelled = pl_task_flops(p, &p->tasks[i]) / RATE;
-            if (modelled >= 50e-6 && !pl_calib_add_sample(&g->late, ends[i] - starts[i] - modelled, 0, 0))
-                status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-        }
-    }
+        status = read_steps(&w, steps, &(reading){.g = g, .lateness = true, .rate = RATE}, err);
     pl_calib_close(&w);
     pl_cluster_free(c);
     return status;
 }
-

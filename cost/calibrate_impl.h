@@ -40,9 +40,11 @@ typedef struct gaps {
     samples task;    /* between a device's tasks, the next one already ready */
     samples handoff; /* from a task's release by another resource to its start */
     samples late;    /* how long a paced op ran past its modelled time */
+    samples copy;    /* native copies: seconds against bytes */
 } gaps;
 
-/* Hand-offs and per-task gaps from small models of DIR/small dealt to two devices. */
+/* Hand-offs and per-task gaps from small models of DIR/small dealt to two native devices,
+ * and the copies of those and of full-size models of DIR (tensors of bytes to megabytes). */
 pl_status pl_calib_overheads(const char *dir, int steps, gaps *g, pl_error *err);
 /* How late paced ops end, from mlp-small on a paced device. */
 pl_status pl_calib_paced_lateness(const char *dir, int steps, gaps *g, pl_error *err);

@@ -85,8 +85,8 @@ double pl_cost_task(const pl_cost_model *m, const pl_program *p, const pl_cluste
         double paced = flops / device->flops_per_second;
         return (native > paced ? native : paced) + m->paced_late_seconds;
     }
-    const pl_link_use *use = &p->links[task->resource - p->n_devices];
-    return pl_cost_copy(m, pl_cluster_link(c, use->from, use->to), (double)pl_task_bytes(p, task));
+    const pl_transfer *tr = &p->partitions->transfers[task->transfer];
+    return pl_cost_copy(m, pl_cluster_link(c, tr->from, tr->to), (double)pl_task_bytes(p, task));
 }
 
 double pl_cost_copy(const pl_cost_model *m, const pl_link *link, double bytes)

@@ -8,7 +8,8 @@
  *   count to every measurement; a kind never measured uses the fit over all kinds.
  * - On a paced device an op takes the larger of that and its FLOPs at the declared rate,
  *   plus how late the executor's paced tasks end.
- * - A copy over a native link takes `copy_seconds + copy_per_byte * bytes`; over a paced
+ * - A copy over a native link (a memcpy on the source device) takes `copy_seconds +
+ *   copy_per_byte * bytes`, fitted to the executor's copies; over a paced
  *   link the larger of that and latency + bytes / bandwidth, plus the paced lateness.
  * - A task released by a task on another device or link starts `handoff_seconds` later
  *   (a sleeping thread wakes); one released on the same resource `task_seconds` later.

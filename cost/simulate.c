@@ -68,8 +68,16 @@ static void finish(simulator *s, int task, double now)
         double ready = now + (p->tasks[next].resource == t->resource ? 0 : s->handoff);
         if (ready > s->ready_at[next])
             s->ready_at[next] = ready;
-        if (--s->remaining[next] == 0)
+        if (--s->remaining[next] > 0)
+            continue;
+        if (s->ready_at[next] > now) {
             post(s, s->ready_at[next], next, false);
+        } else { /* queued at once, as the executor's finishing thread does */
+            int r = p->tasks[next].resource;
+            pl_heap_push(s->queue + s->first[r], &s->queued[r], next, index_less, NULL);
+            if (r != t->resource)
+                try_start(s, r, now);
+        }
     }
     try_start(s, t->resource, now);
 }
@@ -147,9 +155,9 @@ pl_status pl_simulate(const pl_program *p, const pl_cluster *c, const pl_cost_mo
         const pl_task *t = &p->tasks[i];
         s.duration[i] = pl_cost_task(m, p, c, t) + m->task_seconds;
         s.remaining[i] = t->n_deps;
-        if (t->resource < p->n_devices) {
+        if (t->resource < p->n_devices)
             out->busy_seconds[t->resource] += s.duration[i];
-        } else {
+        if (t->kind == PL_TASK_COPY) {
             out->n_copies++;
             out->copy_bytes += pl_task_bytes(p, t);
         }

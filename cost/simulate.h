@@ -4,7 +4,7 @@
  * Same semantics as the executor: each device and link runs one task at a time and, of
  * its ready tasks, always the first in program order; a task is ready when every task it
  * depends on has finished, plus a hand-off when one of them ran elsewhere; copies on one
- * link serialise. A step starts with a hand-off (the caller releases the first tasks) and
+ * declared link serialise, a native copy runs on its source device. A step starts with a hand-off (the caller releases the first tasks) and
  * ends with one (the last task wakes the caller). Memory is the program's: the same peaks, the same out-of-memory device.
  *
  * Re-entrant: every call has its own scratch, so the search may simulate candidates on

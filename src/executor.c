@@ -24,11 +24,14 @@
 #include "op_run.h"
 
 enum { LINK_STACK_BYTES = 256 << 10 };
+#define SPIN_WAIT_SECONDS 200e-6 /* an idle native device polls this long, then sleeps */
 
 typedef struct ready_queue {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     int *heap, n, cap;
+    atomic_int queued;     /* n, readable without the lock: what a spinning thread polls */
+    double spin_seconds;   /* how long an idle thread polls before it sleeps; 0: never */
     bool stopping;
 } ready_queue;
 
@@ -109,17 +112,29 @@ static void queue_push(ready_queue *q, int task)
 {
     pthread_mutex_lock(&q->lock);
     pl_heap_push(q->heap, &q->n, task, index_less, NULL);
+    atomic_store_explicit(&q->queued, q->n, memory_order_release);
     pthread_cond_signal(&q->wake);
     pthread_mutex_unlock(&q->lock);
 }
 
-/* The first ready task in program order, waiting for one; -1 when stopping. */
+/* The first ready task in program order, waiting for one; -1 when stopping. A thread with
+ * cores of its own first polls for spin_seconds: a task released by another device soon
+ * after is picked up at once, where waking a sleeping thread takes tens of microseconds
+ * (on a VM, ~75 us once its core has halted). It yields while polling, so a woken thread
+ * sharing the core (the step's caller) still runs. */
 static int queue_pop(ready_queue *q)
 {
+    if (q->spin_seconds > 0 && atomic_load_explicit(&q->queued, memory_order_acquire) == 0) {
+        double until = now_seconds() + q->spin_seconds;
+        while (atomic_load_explicit(&q->queued, memory_order_acquire) == 0 &&
+               now_seconds() < until)
+            sched_yield();
+    }
     pthread_mutex_lock(&q->lock);
     while (q->n == 0 && !q->stopping)
         pthread_cond_wait(&q->wake, &q->lock);
     int top = q->n > 0 ? pl_heap_pop(q->heap, &q->n, index_less, NULL) : -1;
+    atomic_store_explicit(&q->queued, q->n, memory_order_relaxed);
     pthread_mutex_unlock(&q->lock);
     return top;
 }
@@ -264,6 +279,10 @@ static pl_status start_device(pl_executor *ex, int d, pl_error *err)
     const pl_device *device = &ex->c->devices[d];
     resource *r = &ex->devices[d];
     *r = (resource){.ex = ex, .device = d, .flops_per_second = device->flops_per_second};
+    /* Only a native device owning its cores spins: one sharing cores with others (paced
+     * devices, several per core) would take their time. */
+    if (device->n_cores > 0 && device->flops_per_second <= 0)
+        r->queue.spin_seconds = SPIN_WAIT_SECONDS;
     if (!(r->pool = pl_pool_new(device->threads, err)))
         return err ? err->status : PL_EIO;
     pl_pool_pin(r->pool, device->cores, device->n_cores);

@@ -61,6 +61,18 @@ static int link_resource(pl_builder *b, int from, int to)
     return b->p->n_devices + *slot;
 }
 
+/* A copy over a native link is a memcpy, which a core does: it runs on its source
+ * device's thread, right after the task producing what it carries (hot in that core's
+ * cache). A thread of its own would only compete with the devices for the cores and add
+ * a wake-up to every transfer. A declared (paced) link has its own thread. */
+static int copy_resource(pl_builder *b, int from, int to)
+{
+    const pl_link *link = pl_cluster_link(b->c, from, to);
+    if (link->bytes_per_second <= 0 && link->latency_seconds <= 0)
+        return from;
+    return link_resource(b, from, to);
+}
+
 /* Every task with its key: ops per micro-batch (updates once), copies per micro-batch for
  * activations, once for parameters. */
 static pl_status create_tasks(pl_builder *b, const pl_plan *plan, pl_error *err)
@@ -85,7 +97,7 @@ static pl_status create_tasks(pl_builder *b, const pl_plan *plan, pl_error *err)
     }
     for (int x = 0; x < parts->n_transfers; x++) {
         const pl_transfer *tr = &parts->transfers[x];
-        int resource = link_resource(b, tr->from, tr->to);
+        int resource = copy_resource(b, tr->from, tr->to);
         b->copy_task[x] = b->p->n_tasks;
         int producer = g->tensors[tr->tensor].producer;
         if (!pl_tensor_per_micro_batch(g, tr->tensor)) {

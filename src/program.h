@@ -3,8 +3,9 @@
  * The executor runs a program and the simulator (cost/) replays it, so the two share one
  * meaning of a plan. A task is an op for one micro-batch (forward and backward ops), an
  * op once per step (updates), or a copy of a tensor over a link. Each task runs on one
- * resource: a device, or a directed link between two devices; a resource runs one task at
- * a time and, of the tasks that are ready, always the first in program order.
+ * resource: a device, or a declared directed link between two devices (a copy over a
+ * native link runs on its source device: a memcpy takes a core); a resource runs one task
+ * at a time and, of the tasks that are ready, always the first in program order.
  *
  * Program order is the schedule. Each pipeline stage's micro-batches follow GPipe (every
  * forward, then every backward) or 1F1B (forwards until the stage holds n_stages - stage
@@ -43,7 +44,7 @@ typedef struct pl_task {
     int op;          /* PL_TASK_OP: the op; else -1 */
     int transfer;    /* PL_TASK_COPY: index into partitions->transfers; else -1 */
     int micro_batch; /* -1: once per step (updates, parameter copies) */
-    int resource;    /* a device, or n_devices + an index into `links` */
+    int resource;    /* a device, or n_devices + an index into `links` (declared links) */
     int n_deps;      /* tasks that must finish first */
     int first_succ, n_succ; /* succ[first_succ ..]: the tasks depending on this one */
     int first_ref;   /* refs[first_ref ..]: an op's inputs then outputs; a copy's source
@@ -75,7 +76,7 @@ typedef struct pl_program {
     pl_partitions *partitions;
     int n_devices;
     int n_links;
-    pl_link_use *links;  /* the directed links this program copies over */
+    pl_link_use *links;  /* the declared directed links this program copies over */
     int micro_batches;
     pl_schedule schedule;
     pl_tensor *shapes;   /* every tensor at the micro-batch size */

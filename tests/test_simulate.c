@@ -14,15 +14,23 @@
 #include "suites.h"
 #include "test_util.h"
 
-static pl_cluster *two_devices(long long memory)
+/* Two devices; their link `declared` (a bandwidth too high to matter: a link thread of
+ * its own) or native (copies run on the source device). */
+static pl_cluster *two_devices_linked(long long memory, bool declared)
 {
     char text[512];
     snprintf(text, sizeof text, "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": "
              "\"two\", \"devices\": [{\"name\": \"a\", \"memory_bytes\": %lld}, {\"name\": "
-             "\"b\", \"memory_bytes\": %lld}], \"default_link\": {}}", memory, memory);
+             "\"b\", \"memory_bytes\": %lld}], \"default_link\": {%s}}", memory, memory,
+             declared ? "\"bytes_per_second\": 1e15" : "");
     pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "two.json", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     return c;
+}
+
+static pl_cluster *two_devices(long long memory)
+{
+    return two_devices_linked(memory, false);
 }
 
 /* Every op 1 ms and every copy 1 ms whatever their size; hand-offs as given. */
@@ -36,10 +44,11 @@ static pl_cost_model unit_costs(double handoff)
     return m;
 }
 
-/* mode 0: all on device a; 1: fc and loss on b; 2: and on stage 1, 2 micro-batches. */
-static double simulated_ms(const pl_graph *g, int mode, double handoff)
+/* mode 0: all on device a; 1: fc and loss on b; 2: and on stage 1, 2 micro-batches. The
+ * link is declared (copies on a link thread) unless `native`. */
+static double simulated_ms(const pl_graph *g, int mode, double handoff, bool native)
 {
-    pl_cluster *c = two_devices(1 << 20);
+    pl_cluster *c = two_devices_linked(1 << 20, !native);
     pl_plan *plan = pl_plan_new(g, NULL);
     if (mode >= 1)
         plan->device[1] = plan->device[2] = 1;
@@ -50,6 +59,11 @@ static double simulated_ms(const pl_graph *g, int mode, double handoff)
     }
     pl_program *p = pl_program_new(g, c, plan, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->n_links, native || mode == 0 ? 0 : 2);
+    for (int i = 0; i < p->n_tasks; i++) /* a native copy runs on its source device */
+        if (native && p->tasks[i].kind == PL_TASK_COPY)
+            CU_ASSERT_EQUAL(p->tasks[i].resource,
+                            p->partitions->transfers[p->tasks[i].transfer].from);
     pl_cost_model m = unit_costs(handoff);
     pl_simulation sim;
     CU_ASSERT_EQUAL(pl_simulate(p, c, &m, &sim, NULL, NULL, NULL), PL_OK);
@@ -63,8 +77,8 @@ static double simulated_ms(const pl_graph *g, int mode, double handoff)
 static void test_chain_one_device(void)
 {
     pl_graph *g = pl_test_two_layers();
-    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 0, 0), 11, 1e-9);
-    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 0, 0.25e-3), 11.5, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 0, 0, true), 11, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 0, 0.25e-3, true), 11.5, 1e-9);
     pl_graph_free(g);
 }
 
@@ -75,7 +89,22 @@ static void test_chain_one_device(void)
 static void test_two_devices(void)
 {
     pl_graph *g = pl_test_two_layers();
-    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 1, 0), 10, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 1, 0, false), 10, 1e-9);
+    pl_graph_free(g);
+}
+
+/* The same over a native link, by hand: each copy runs on its source device right after
+ * the task producing what it carries: a: h 0-1, copy h 1-2; b: fc 2-3, loss 3-4, loss
+ * grad 4-5, fc grad_a 5-6, copy grad_a 6-7, fc grad_b 7-8, fc accumulate 8-9, fc update
+ * 9-10; a: h grad_b 7-8, h accumulate 8-9, h update 9-10. With a hand-off of 0.25 ms:
+ * 0.25 to start, h 0.25-1.25, copy 1.25-2.25, b from 2.5: fc .. copy grad_a 6.5-7.5, fc
+ * grad_b .. update 7.5-10.5; a from 7.75: h grad_b, accumulate, update 7.75-10.75; the
+ * caller wakes at 11. */
+static void test_two_devices_native(void)
+{
+    pl_graph *g = pl_test_two_layers();
+    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 1, 0, true), 10, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 1, 0.25e-3, true), 11, 1e-9);
     pl_graph_free(g);
 }
 
@@ -90,7 +119,21 @@ static void test_two_devices(void)
 static void test_pipeline(void)
 {
     pl_graph *g = pl_test_two_layers();
-    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 2, 0), 16, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 2, 0, false), 16, 1e-9);
+    pl_graph_free(g);
+}
+
+/* The same pipeline over a native link, by hand:
+ * a: h#0 0-1, copy h#0 1-2, h#1 2-3, copy h#1 3-4;
+ * b: fc#0 2-3, loss#0 3-4, loss grad#0 4-5 (at 4 copy h#1 ends as loss#0 does; b, already
+ *    free, takes the first task ready then), fc#1 5-6, loss#1 6-7, grad_a#0 7-8, copy
+ *    grad_a#0 8-9, grad_b#0 9-10, accumulate#0 10-11, loss grad#1 11-12, grad_a#1 12-13,
+ *    copy grad_a#1 13-14, grad_b#1 14-15, accumulate#1 15-16, fc update 16-17;
+ * a: h grad_b#0 9-10, accumulate#0 10-11, grad_b#1 14-15, accumulate#1 15-16, update 16-17. */
+static void test_pipeline_native(void)
+{
+    pl_graph *g = pl_test_two_layers();
+    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 2, 0, true), 17, 1e-9);
     pl_graph_free(g);
 }
 
@@ -222,6 +265,8 @@ void pl_register_simulate_tests(void)
         {"one device: back to back", test_chain_one_device},
         {"two devices: by hand", test_two_devices},
         {"a 2-stage pipeline: by hand", test_pipeline},
+        {"two devices, native link: by hand", test_two_devices_native},
+        {"a 2-stage pipeline, native link: by hand", test_pipeline_native},
         {"the lower bound", test_lower_bound},
         {"the lower bound under measured op times", test_lower_bound_measured},
         {"out of memory as the executor says", test_out_of_memory},
