@@ -29,7 +29,7 @@
 #include "ops.h"
 #include "program.h"
 
-enum { PL_COST_FORMAT_VERSION = 1, PL_COST_MAX_THREADS = 16 };
+enum { PL_COST_FORMAT_VERSION = 2, PL_COST_MAX_THREADS = 16 };
 
 typedef struct pl_op_cost {
     double seconds, per_flop, per_byte;
