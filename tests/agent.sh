@@ -23,6 +23,11 @@ contains "$work/out" "wrote $work/inc.plan.json" "main job"
 contains "$work/inc.report.md" "| algorithm | simulated step | measured step" "report"
 contains "$work/inc.report.md" "Command: \`placer $model --cluster $paced --iterations 4" "report"
 contains "$work/inc.report.md" "## Devices" "report"
+contains "$work/inc.report.md" "were measured again at the end, taking turns step by step" "report: head to head"
+# The chosen row (bold) is one of the head-to-head contenders named in that sentence.
+chosen=$(sed -n 's/^Chosen: \*\*\(.*\)\*\*.*/\1/p' "$work/inc.report.md")
+grep "taking turns" "$work/inc.report.md" | grep -q "[(, ]$chosen[,)]" && ok ||
+    bad "report: the chosen plan ($chosen) was not among the head-to-head contenders"
 contains "$work/inc.curve.svg" "mean sampled reward" "curve"
 expect 0 "the plan validates" "$bin" validate -q "$model" --cluster "$paced" --plan "$work/inc.plan.json"
 ls "$work" | grep -q 'tmp-' && bad "a temporary file was left behind" || ok

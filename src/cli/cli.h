@@ -60,6 +60,8 @@ extern volatile sig_atomic_t pl_cli_interrupted;
 void pl_cli_catch_interrupt(bool catch);
 /* CLOCK_MONOTONIC, in seconds. */
 double pl_cli_now(void);
+/* qsort's comparison for doubles, ascending. */
+int pl_cli_compare_doubles(const void *a, const void *b);
 
 void pl_cli_calibration_progress(void *context, const char *what);
 /* "1.5 MiB" into buf. */

@@ -356,7 +356,7 @@ static int search(job_state *s, const char *ckpt)
     double base = job->best_baseline >= 0 ? job->rows[job->best_baseline].measured : 0;
     bool tty = isatty(STDOUT_FILENO);
     /* the search's share of the budget: the final measurements need the rest */
-    double stop = s->start + 0.85 * s->o.budget;
+    double stop = s->start + 0.8 * s->o.budget;
     int status = PL_EXIT_OK;
     pl_error err;
     pl_error_init(&err, s->o.model);
@@ -403,8 +403,69 @@ static int search(job_state *s, const char *ckpt)
     return PL_EXIT_OK;
 }
 
-/* The agent's best distinct plans become rows, measured unless interrupted; the chosen
- * row is the fastest measured (simulated when nothing was measured). */
+/* The step medians of a head-to-head measurement, per contender. */
+static double contender_median(double *steps, int n)
+{
+    qsort(steps, (size_t)n, sizeof *steps, pl_cli_compare_doubles);
+    return n % 2 ? steps[n / 2] : 0.5 * (steps[n / 2 - 1] + steps[n / 2]);
+}
+
+/* The best measured baseline and the agent's plans, measured taking turns step by step:
+ * measurements minutes apart drift with the machine (a few per cent here), and the final
+ * choice compares plans within that. Each switch gets an unmeasured step first (the caches
+ * the other plan filled, arenas grown); at least 3 rounds, at most 9, as many as the
+ * budget leaves. The medians are the contenders' measurements. */
+static int head_to_head(job_state *s)
+{
+    enum { MIN_ROUNDS = 3, MAX_ROUNDS = 9 };
+    pl_job *job = &s->job;
+    int who[PL_JOB_MAX_ROWS], n = 0;
+    for (int r = 0; r < job->n_rows; r++)
+        if (r == job->best_baseline || (!job->rows[r].baseline && job->rows[r].fits))
+            who[n++] = r;
+    if (n < 2)
+        return PL_EXIT_OK;
+    pl_error err;
+    pl_error_init(&err, s->o.model);
+    double *steps = malloc((size_t)n * MAX_ROUNDS * sizeof *steps);
+    if (!steps) {
+        pl_error_set(&err, PL_ENOMEM, NULL, "out of memory");
+        return pl_cli_report(&err);
+    }
+    int rounds = 0;
+    while (rounds < MAX_ROUNDS && !pl_cli_interrupted &&
+           (rounds < MIN_ROUNDS || pl_cli_now() < s->start + s->o.budget)) {
+        for (int k = 0; k < n; k++) {
+            pl_fit fit;
+            float loss;
+            if (pl_executor_set_plan(s->ex, job->rows[who[k]].plan, &fit, &err) != PL_OK ||
+                pl_executor_step(s->ex, 0, &loss, &err) != PL_OK ||
+                pl_executor_step(s->ex, 0, &loss, &err) != PL_OK) {
+                free(steps);
+                return pl_cli_report(&err);
+            }
+            steps[k * MAX_ROUNDS + rounds] = pl_executor_step_seconds(s->ex);
+        }
+        rounds++;
+    }
+    for (int k = 0; k < n && rounds >= MIN_ROUNDS; k++) {
+        pl_job_row *row = &job->rows[who[k]];
+        row->measured = contender_median(steps + k * MAX_ROUNDS, rounds);
+        row->plan->provenance.measured_seconds = row->measured;
+        row->plan->provenance.predicted_seconds = row->sim.step_seconds;
+        row->head_to_head = true;
+        if (!row->baseline)
+            pl_agent_correct(s->agent, row->sim.step_seconds, row->measured);
+    }
+    free(steps);
+    if (rounds >= MIN_ROUNDS) /* else interrupted: nothing compared fairly */
+        job->head_to_head_rounds = rounds;
+    return PL_EXIT_OK;
+}
+
+/* The agent's best distinct plans become rows, measured head to head with the best
+ * baseline unless interrupted; the chosen row is the fastest measured (simulated when
+ * nothing was measured). */
 static int finish_search(job_state *s)
 {
     pl_job *job = &s->job;
@@ -425,18 +486,17 @@ static int finish_search(job_state *s)
         if (!row)
             break;
         int status = simulate_row(s, row);
-        if (status == PL_EXIT_OK && !pl_cli_interrupted)
-            status = measure_row(s, row);
         if (status != PL_EXIT_OK)
             return status;
-        if (row->measured > 0)
-            pl_agent_correct(s->agent, row->sim.step_seconds, row->measured);
     }
+    int status = pl_cli_interrupted ? PL_EXIT_OK : head_to_head(s);
+    if (status != PL_EXIT_OK)
+        return status;
     job->chosen = -1;
     for (int r = 0; r < job->n_rows; r++) {
         const pl_job_row *row = &job->rows[r];
-        if (!row->plan || !row->fits)
-            continue;
+        if (!row->plan || !row->fits || (job->head_to_head_rounds > 0 && !row->head_to_head))
+            continue; /* after a head-to-head, only its contenders compare fairly */
         double key = row->measured > 0 ? row->measured : 1e9 + row->sim.step_seconds;
         const pl_job_row *best = job->chosen >= 0 ? &job->rows[job->chosen] : NULL;
         double best_key = best ? (best->measured > 0 ? best->measured

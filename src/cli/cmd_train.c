@@ -199,18 +199,13 @@ static void evaluate(const pl_graph *g, pl_session *s, const pl_dataset *data,
                                         : NAN;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void print_timing(double *times, long n)
 {
     long warmup = n >= 10 ? 5 : n / 2;
     if (n - warmup < 1)
         return;
-    qsort(times + warmup, (size_t)(n - warmup), sizeof *times, compare_doubles);
+    qsort(times + warmup, (size_t)(n - warmup), sizeof *times,
+          pl_cli_compare_doubles);
     printf("timing: %ld steps, median %.3f ms, min %.3f ms, max %.3f ms (%ld warm-up steps "
            "excluded)\n", n - warmup, 1e3 * times[warmup + (n - warmup) / 2],
            1e3 * times[warmup], 1e3 * times[n - 1], warmup);

@@ -22,6 +22,7 @@ typedef struct pl_job_row {
     bool baseline;
     pl_simulation sim;    /* valid with a plan */
     double measured;      /* median step on the executor, 0 when not measured */
+    bool head_to_head;    /* measured last, taking turns with the other contenders */
     bool fits;
 } pl_job_row;
 
@@ -37,6 +38,7 @@ typedef struct pl_job {
     pl_job_row rows[PL_JOB_MAX_ROWS];
     int chosen;           /* the row written as the plan */
     int best_baseline;    /* the row of the best measured baseline, or -1 */
+    int head_to_head_rounds; /* rounds of the final measurement, 0: none */
     const pl_agent *agent;
     double measured_busy[PL_MAX_DEVICES]; /* the chosen plan's measured busy seconds */
 } pl_job;

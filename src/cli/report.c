@@ -104,6 +104,18 @@ static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
             }
         fprintf(fp, " |\n");
     }
+    if (job->head_to_head_rounds > 0) {
+        fprintf(fp, "\nThe best baseline and the agent's best plans (");
+        const char *separator = "";
+        for (int r = 0; r < job->n_rows; r++)
+            if (job->rows[r].head_to_head) {
+                fprintf(fp, "%s%s", separator, job->rows[r].name);
+                separator = ", ";
+            }
+        fprintf(fp, ") were measured again at the end, taking turns step by step for %d "
+                "rounds: their measured steps are those medians, so that the final choice "
+                "compares them on the machine as it is then.\n", job->head_to_head_rounds);
+    }
     fprintf(fp, "\nChosen: **%s**", chosen->name);
     if (job->best_baseline >= 0 && chosen->measured > 0) {
         const pl_job_row *base = &job->rows[job->best_baseline];
