@@ -35,7 +35,7 @@ static bool add_time(op_times *t, uint64_t signature, double seconds)
 static pl_status measure_ops(const char *path, int batch, int threads, int steps,
                              samples *kinds, op_times *measured, pl_error *err)
 {
-    pl_cluster *c = pl_calib_cluster(1, threads, 0, err);
+    pl_cluster *c = pl_calib_cluster(1, threads, 0, false, err);
     workload w = {0};
     pl_fit fit;
     double *times = NULL;
@@ -164,7 +164,8 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
             pl_calib_free_samples(&kinds[k]);
         free(measured.v);
     }
-    gaps g = {{0}, {0}, {0}, {0}};
+    gaps g;
+    memset(&g, 0, sizeof g);
     if (status == PL_OK)
         status = pl_calib_overheads(how->graphs_dir, steps, &g, err);
     if (status == PL_OK)
@@ -172,6 +173,12 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
     if (status == PL_OK) {
         m->task_seconds = pl_calib_median(g.task.seconds, g.task.n);
         m->handoff_seconds = pl_calib_median(g.handoff.seconds, g.handoff.n);
+        m->poll_seconds = pl_calib_median(g.poll.seconds, g.poll.n);
+        m->wake_seconds = pl_calib_median(g.wake.seconds, g.wake.n);
+        if (g.poll.n == 0) /* one core: nothing polls */
+            m->poll_seconds = m->handoff_seconds;
+        if (g.wake.n == 0)
+            m->wake_seconds = m->handoff_seconds;
         m->paced_late_seconds = pl_calib_median(g.late.seconds, g.late.n);
         pl_op_cost copy = pl_cost_fit(g.copy.seconds, g.copy.flops, g.copy.bytes, g.copy.n);
         m->copy_seconds = copy.seconds;
@@ -181,6 +188,8 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
     }
     pl_calib_free_samples(&g.task);
     pl_calib_free_samples(&g.handoff);
+    pl_calib_free_samples(&g.poll);
+    pl_calib_free_samples(&g.wake);
     pl_calib_free_samples(&g.late);
     pl_calib_free_samples(&g.copy);
     return status;

@@ -18,10 +18,32 @@ static bool read_copies(const pl_program *p, const double *starts, const double 
     return ok;
 }
 
+/* What one step's timeline is read for. */
+typedef struct reading {
+    gaps *g;
+    bool copies, gaps, lateness;
+    double rate;               /* lateness: the paced device's FLOP/s */
+    const pl_cluster *cluster; /* gaps: which devices poll */
+    bool polling;              /* gaps: read the polling devices' hand-offs alone */
+} reading;
+
+/* The samples a hand-off to resource r, idle for `idle` seconds, belongs to: NULL for
+ * none (a polling run's first task on a device: still polling from the last step). */
+static samples *handoff_kind(const pl_program *p, const reading *how, int r, double idle)
+{
+    if (!how->polling)
+        return &how->g->handoff;
+    if (r >= p->n_devices || !pl_executor_device_polls(&how->cluster->devices[r]) || idle < 0)
+        return NULL;
+    return idle < PL_EXECUTOR_POLL_SECONDS ? &how->g->poll : &how->g->wake;
+}
+
 /* Reads one step's timeline: each task's latest predecessor, and what its resource did
  * just before it. */
-static bool read_gaps(const pl_program *p, const double *starts, const double *ends, gaps *g)
+static bool read_gaps(const pl_program *p, const double *starts, const double *ends,
+                      const reading *how)
 {
+    gaps *g = how->g;
     int n = p->n_tasks, resources = p->n_devices + p->n_links;
     double *pred_end = calloc((size_t)n + 1, sizeof *pred_end);
     int *pred_resource = malloc(((size_t)n + 1) * sizeof *pred_resource);
@@ -46,10 +68,13 @@ static bool read_gaps(const pl_program *p, const double *starts, const double *e
         qsort(order, (size_t)n, 2 * sizeof *order, pl_calib_compare_doubles); /* by start */
     for (int j = 0; ok && j < n; j++) {
         int i = (int)order[2 * j + 1], r = p->tasks[i].resource;
-        if (pred_resource[i] >= 0 && pred_resource[i] != r && last_end[r] <= pred_end[i])
-            ok = pl_calib_add_sample(&g->handoff, starts[i] - pred_end[i], 0, 0);
-        else if (last_end[r] >= 0 && last_end[r] >= pred_end[i])
+        if (pred_resource[i] >= 0 && pred_resource[i] != r && last_end[r] <= pred_end[i]) {
+            samples *kind = handoff_kind(p, how, r, last_end[r] < 0 ? -1 :
+                                                    pred_end[i] - last_end[r]);
+            ok = !kind || pl_calib_add_sample(kind, starts[i] - pred_end[i], 0, 0);
+        } else if (!how->polling && last_end[r] >= 0 && last_end[r] >= pred_end[i]) {
             ok = pl_calib_add_sample(&g->task, starts[i] - last_end[r], 0, 0);
+        }
         last_end[r] = ends[i];
     }
     free(pred_end);
@@ -58,13 +83,6 @@ static bool read_gaps(const pl_program *p, const double *starts, const double *e
     free(order);
     return ok;
 }
-
-/* What one step's timeline is read for. */
-typedef struct reading {
-    gaps *g;
-    bool copies, gaps, lateness;
-    double rate; /* lateness: the paced device's FLOP/s */
-} reading;
 
 /* How late each paced op that takes at least 50 us ends past its modelled time. */
 static bool read_lateness(const pl_program *p, const double *starts, const double *ends,
@@ -91,7 +109,7 @@ static pl_status read_steps(workload *w, int steps, const reading *how, pl_error
         const pl_program *p = pl_executor_program(w->ex);
         const double *starts = pl_executor_task_starts(w->ex), *ends = pl_executor_task_ends(w->ex);
         if ((how->copies && !read_copies(p, starts, ends, how->g)) ||
-            (how->gaps && !read_gaps(p, starts, ends, how->g)) ||
+            (how->gaps && !read_gaps(p, starts, ends, how)) ||
             (how->lateness && !read_lateness(p, starts, ends, how)))
             status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     }
@@ -118,18 +136,26 @@ pl_status pl_calib_overheads(const char *dir, int steps, gaps *g, pl_error *err)
     static const char *const models[] = {"small/mlp-small", "small/transformer-small",
                                          "small/inception-small", "mlp", "lstm_lm", "moe"};
     enum { N_SMALL = 3 };
-    pl_cluster *c = pl_calib_cluster(2, 1, 0, err);
-    if (!c)
-        return err ? err->status : PL_ENOMEM;
-    pl_status status = PL_OK;
+    pl_cluster *sleeping = pl_calib_cluster(2, 1, 0, false, err);
+    pl_cluster *polling = sleeping ? pl_calib_cluster(2, 1, 0, true, err) : NULL;
+    pl_status status = polling ? PL_OK : err ? err->status : PL_ENOMEM;
     for (size_t k = 0; status == PL_OK && k < sizeof models / sizeof *models; k++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s.json", dir, models[k]);
-        if (access(path, R_OK) == 0) /* a reduced suite (tests) may leave some out */
-            status = run_dealt(path, c, steps, &(reading){.g = g, .copies = true,
-                                                          .gaps = k < N_SMALL}, err);
+        if (access(path, R_OK) != 0) /* a reduced suite (tests) may leave some out */
+            continue;
+        /* devices that sleep when idle: the hand-off to a thread that never polls */
+        if (k < N_SMALL)
+            status = run_dealt(path, sleeping, steps,
+                               &(reading){.g = g, .gaps = true, .cluster = sleeping}, err);
+        /* devices on cores of their own, as the local machine's: polling, or asleep once
+         * idle long enough (full-size ops are long enough); and the copies */
+        if (status == PL_OK)
+            status = run_dealt(path, polling, steps, &(reading){.g = g, .copies = true,
+                               .gaps = true, .polling = true, .cluster = polling}, err);
     }
-    pl_cluster_free(c);
+    pl_cluster_free(sleeping);
+    pl_cluster_free(polling);
     return status;
 }
 
@@ -140,7 +166,7 @@ pl_status pl_calib_paced_lateness(const char *dir, int steps, gaps *g, pl_error 
     enum { RATE = 100000000 };
     char path[4096];
     snprintf(path, sizeof path, "%s/small/mlp-small.json", dir);
-    pl_cluster *c = pl_calib_cluster(1, 1, RATE, err);
+    pl_cluster *c = pl_calib_cluster(1, 1, RATE, false, err);
     workload w = {0};
     pl_status status = c ? pl_calib_open(&w, path, 0, c, err) : PL_ENOMEM;
     if (status == PL_OK)

@@ -24,8 +24,9 @@ void pl_calib_free_samples(samples *s);
 double pl_calib_median(double *v, int n); /* sorts v */
 int pl_calib_compare_doubles(const void *a, const void *b); /* for qsort */
 
-/* A cluster of `n` devices of `threads` threads; flops > 0: paced at that rate. */
-pl_cluster *pl_calib_cluster(int n, int threads, double flops, pl_error *err);
+/* A cluster of `n` devices of `threads` threads; flops > 0: paced at that rate; `pin`:
+ * device d on core d when the machine has the cores (such devices poll, executor.h). */
+pl_cluster *pl_calib_cluster(int n, int threads, double flops, bool pin, pl_error *err);
 
 /* A model's training graph at `batch` (0: its own), its executor on `cluster` with a plan
  * of everything on device 0 (not yet set), inputs filled with synthetic data. */
@@ -38,13 +39,18 @@ pl_status pl_calib_run_steps(workload *w, int steps, double **times, pl_error *e
 /* calibrate_executor.c: what the timelines show. */
 typedef struct gaps {
     samples task;    /* between a device's tasks, the next one already ready */
-    samples handoff; /* from a task's release by another resource to its start */
+    samples handoff; /* from a task's release by another resource to its start: a
+                        resource that never polls (paced devices) */
+    samples poll;    /* the same, on a polling device idle less than the poll window */
+    samples wake;    /* and on one idle longer: asleep */
     samples late;    /* how long a paced op ran past its modelled time */
     samples copy;    /* native copies: seconds against bytes */
 } gaps;
 
-/* Hand-offs and per-task gaps from small models of DIR/small dealt to two native devices,
- * and the copies of those and of full-size models of DIR (tensors of bytes to megabytes). */
+/* Small models of DIR/small and full-size ones of DIR dealt to two native devices: the
+ * per-task gap and the hand-off to a sleeping thread (small models, devices not pinned);
+ * the hand-offs to a polling device and to one asleep past its poll window, and the
+ * copies (every model, devices pinned to cores of their own when the machine has them). */
 pl_status pl_calib_overheads(const char *dir, int steps, gaps *g, pl_error *err);
 /* How late paced ops end, from mlp-small on a paced device. */
 pl_status pl_calib_paced_lateness(const char *dir, int steps, gaps *g, pl_error *err);

@@ -53,18 +53,25 @@ double pl_calib_median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* A cluster of `n` devices of `threads` threads (flops_per_second 0: native). */
-pl_cluster *pl_calib_cluster(int n, int threads, double flops, pl_error *err)
+/* A cluster of `n` devices of `threads` threads (flops_per_second 0: native); `pin`: device
+ * d on core d, as the local machine's devices (they then poll when idle, executor.h), when
+ * the machine has a core for each. */
+pl_cluster *pl_calib_cluster(int n, int threads, double flops, bool pin, pl_error *err)
 {
     char text[2048], pace[64] = "";
     if (flops > 0)
         snprintf(pace, sizeof pace, ", \"flops_per_second\": %g", flops);
+    pin = pin && threads == 1 && n <= pl_machine_cores();
     int at = snprintf(text, sizeof text, "{\"format\": \"placer-cluster\", \"version\": 1, "
                       "\"name\": \"calibration\", \"devices\": [");
-    for (int d = 0; d < n; d++)
+    for (int d = 0; d < n; d++) {
+        char cores[32] = "";
+        if (pin)
+            snprintf(cores, sizeof cores, ", \"cores\": [%d]", d);
         at += snprintf(text + at, sizeof text - (size_t)at, "%s{\"name\": \"d%d\", \"threads\": "
-                       "%d, \"memory_bytes\": %lld%s}", d ? ", " : "", d, threads, 1LL << 40,
-                       pace);
+                       "%d, \"memory_bytes\": %lld%s%s}", d ? ", " : "", d, threads,
+                       1LL << 40, pace, cores);
+    }
     snprintf(text + at, sizeof text - (size_t)at, "], \"default_link\": {}}");
     return pl_cluster_load_buffer(text, strlen(text), "calibration", err);
 }

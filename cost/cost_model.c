@@ -217,12 +217,14 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
                  (unsigned long long)m->measured[i].signature);
         json_array_append_new(measured, json_pack("[s, f]", signature, m->measured[i].seconds));
     }
-    json_t *root = json_pack("{s:s, s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:o, s:o}", "format",
-                             PROFILE_FORMAT, "version", PL_COST_FORMAT_VERSION, "machine",
-                             m->machine, "copy_seconds", m->copy_seconds, "copy_per_byte",
-                             m->copy_per_byte, "handoff_seconds", m->handoff_seconds,
-                             "task_seconds", m->task_seconds, "paced_late_seconds",
-                             m->paced_late_seconds, "ops", ops, "measured", measured);
+    json_t *root = json_pack("{s:s, s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o}",
+                             "format", PROFILE_FORMAT, "version", PL_COST_FORMAT_VERSION,
+                             "machine", m->machine, "copy_seconds", m->copy_seconds,
+                             "copy_per_byte", m->copy_per_byte, "handoff_seconds",
+                             m->handoff_seconds, "poll_seconds", m->poll_seconds,
+                             "wake_seconds", m->wake_seconds, "task_seconds", m->task_seconds,
+                             "paced_late_seconds", m->paced_late_seconds, "ops", ops,
+                             "measured", measured);
     if (!root)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     pl_status status = pl_json_write_file(path, root, JSON_INDENT(1) | JSON_REAL_PRECISION(9),
@@ -286,7 +288,8 @@ static bool read_measured(pl_json_reader *r, const json_t *list, pl_cost_model *
 pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
 {
     static const char *const fields[] = {"format", "version", "machine", "copy_seconds",
-                                         "copy_per_byte", "handoff_seconds", "task_seconds",
+                                         "copy_per_byte", "handoff_seconds", "poll_seconds",
+                                         "wake_seconds", "task_seconds",
                                          "paced_late_seconds", "ops", "measured", NULL};
     json_t *root = pl_json_parse_file(path, (size_t)16 << 20, err, NULL);
     if (!root)
@@ -303,6 +306,8 @@ pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
               pl_json_number(&r, root, "copy_seconds", true, 0, 1, &m->copy_seconds) &&
               pl_json_number(&r, root, "copy_per_byte", true, 0, 1, &m->copy_per_byte) &&
               pl_json_number(&r, root, "handoff_seconds", true, 0, 1, &m->handoff_seconds) &&
+              pl_json_number(&r, root, "poll_seconds", true, 0, 1, &m->poll_seconds) &&
+              pl_json_number(&r, root, "wake_seconds", true, 0, 1, &m->wake_seconds) &&
               pl_json_number(&r, root, "task_seconds", true, 0, 1, &m->task_seconds) &&
               pl_json_number(&r, root, "paced_late_seconds", true, 0, 1,
                              &m->paced_late_seconds) &&

@@ -11,8 +11,12 @@
  * - A copy over a native link (a memcpy on the source device) takes `copy_seconds +
  *   copy_per_byte * bytes`, fitted to the executor's copies; over a paced
  *   link the larger of that and latency + bytes / bandwidth, plus the paced lateness.
- * - A task released by a task on another device or link starts `handoff_seconds` later
- *   (a sleeping thread wakes); one released on the same resource `task_seconds` later.
+ * - A task released by a task on another device or link starts at once when that resource
+ *   is busy (it takes the task when free), else after a hand-off: on a native device that
+ *   polls (executor.h) `poll_seconds` while it has been idle less than the poll window,
+ *   `wake_seconds` after (its thread sleeps, its core may have halted); elsewhere (paced
+ *   devices, links: they never poll) `handoff_seconds`, a sleeping thread woken. One
+ *   released on the same resource starts `task_seconds` later.
  *
  * A profile is keyed by the machine (CPU model, cores, OpenBLAS build, placer version) and
  * is reused until any of them changes. Reading it from several threads is safe; free its
@@ -29,7 +33,7 @@
 #include "ops.h"
 #include "program.h"
 
-enum { PL_COST_FORMAT_VERSION = 2, PL_COST_MAX_THREADS = 16 };
+enum { PL_COST_FORMAT_VERSION = 3, PL_COST_MAX_THREADS = 16 };
 
 typedef struct pl_op_cost {
     double seconds, per_flop, per_byte;
@@ -48,6 +52,8 @@ typedef struct pl_cost_model {
     pl_op_cost ops[PL_COST_MAX_THREADS + 1][PL_OP_COUNT + 1];
     double copy_seconds, copy_per_byte;
     double handoff_seconds, task_seconds;
+    double poll_seconds, wake_seconds; /* a polling native device: picking a task up while
+                                          polling, and once asleep past the poll window */
     double paced_late_seconds;
     pl_op_time *measured; /* sorted by signature; malloc'd */
     int n_measured;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "executor.h"
 #include "graph_build.h"
 #include "heap.h"
 
@@ -24,7 +25,9 @@ typedef struct simulator {
     int *first;
     event *events;
     int *event_heap, n_events, n_posted;
-    double handoff;
+    double *last_end;    /* per resource: when its last task ended (0: the step's start) */
+    bool *polls;         /* per resource: a device whose idle thread polls (executor.h) */
+    const pl_cost_model *m;
 } simulator;
 
 static bool event_less(const void *context, int a, int b)
@@ -57,15 +60,30 @@ static void try_start(simulator *s, int r, double now)
     post(s, now + s->duration[task], task, true);
 }
 
+/* How long after `now` a task released to resource r by another starts at the earliest:
+ * at once when r is busy (it takes the task when free); else a polling device picks it
+ * up, or one asleep past its poll window wakes, or a thread that never polls wakes. */
+static double handoff_to(const simulator *s, int r, double now)
+{
+    if (s->busy[r])
+        return 0;
+    if (!s->polls[r])
+        return s->m->handoff_seconds;
+    return now - s->last_end[r] < PL_EXECUTOR_POLL_SECONDS ? s->m->poll_seconds
+                                                           : s->m->wake_seconds;
+}
+
 static void finish(simulator *s, int task, double now)
 {
     const pl_program *p = s->p;
     const pl_task *t = &p->tasks[task];
     s->end[task] = now;
     s->busy[t->resource] = false;
+    s->last_end[t->resource] = now;
     for (int e = t->first_succ; e < t->first_succ + t->n_succ; e++) {
         int next = p->succ[e];
-        double ready = now + (p->tasks[next].resource == t->resource ? 0 : s->handoff);
+        int r = p->tasks[next].resource;
+        double ready = now + (r == t->resource ? 0 : handoff_to(s, r, now));
         if (ready > s->ready_at[next])
             s->ready_at[next] = ready;
         if (--s->remaining[next] > 0)
@@ -73,7 +91,6 @@ static void finish(simulator *s, int task, double now)
         if (s->ready_at[next] > now) {
             post(s, s->ready_at[next], next, false);
         } else { /* queued at once, as the executor's finishing thread does */
-            int r = p->tasks[next].resource;
             pl_heap_push(s->queue + s->first[r], &s->queued[r], next, index_less, NULL);
             if (r != t->resource)
                 try_start(s, r, now);
@@ -93,12 +110,15 @@ static void free_simulator(simulator *s)
     free(s->first);
     free(s->events);
     free(s->event_heap);
+    free(s->last_end);
+    free(s->polls);
 }
 
-static bool new_simulator(simulator *s, const pl_program *p, double *start, double *end)
+static bool new_simulator(simulator *s, const pl_program *p, const pl_cluster *c,
+                          const pl_cost_model *m, double *start, double *end)
 {
     int n = p->n_tasks, resources = p->n_devices + p->n_links;
-    *s = (simulator){.p = p};
+    *s = (simulator){.p = p, .m = m};
     s->duration = malloc(((size_t)n * 4 + 1) * sizeof(double));
     s->ready_at = calloc((size_t)n + 1, sizeof(double));
     s->remaining = malloc(((size_t)n + 1) * sizeof(int));
@@ -108,9 +128,13 @@ static bool new_simulator(simulator *s, const pl_program *p, double *start, doub
     s->first = calloc((size_t)resources + 1, sizeof(int));
     s->events = malloc(((size_t)n * 2 + 1) * sizeof(event));
     s->event_heap = malloc(((size_t)n * 2 + 1) * sizeof(int));
+    s->last_end = calloc((size_t)resources + 1, sizeof(double));
+    s->polls = calloc((size_t)resources + 1, sizeof(bool));
     if (!s->duration || !s->ready_at || !s->remaining || !s->busy || !s->queue || !s->queued ||
-        !s->first || !s->events || !s->event_heap)
+        !s->first || !s->events || !s->event_heap || !s->last_end || !s->polls)
         return false;
+    for (int d = 0; d < p->n_devices; d++)
+        s->polls[d] = pl_executor_device_polls(&c->devices[d]);
     s->start = start ? start : s->duration + n; /* scratch when the caller wants none */
     s->end = end ? end : s->duration + 2 * (size_t)n;
     for (int i = 0; i < n; i++)
@@ -145,11 +169,10 @@ pl_status pl_simulate(const pl_program *p, const pl_cluster *c, const pl_cost_mo
                       pl_simulation *out, double *starts, double *ends, pl_error *err)
 {
     simulator s;
-    if (!new_simulator(&s, p, starts, ends)) {
+    if (!new_simulator(&s, p, c, m, starts, ends)) {
         free_simulator(&s);
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     }
-    s.handoff = m->handoff_seconds;
     memset(out, 0, sizeof *out);
     for (int i = 0; i < p->n_tasks; i++) {
         const pl_task *t = &p->tasks[i];
@@ -161,8 +184,9 @@ pl_status pl_simulate(const pl_program *p, const pl_cluster *c, const pl_cost_mo
             out->n_copies++;
             out->copy_bytes += pl_task_bytes(p, t);
         }
-        if (t->n_deps == 0) /* the caller releases them; the devices wake */
-            post(&s, s.handoff, i, false);
+        if (t->n_deps == 0) /* the caller releases them (the devices polling still, when
+                               they poll: steps run back to back) */
+            post(&s, handoff_to(&s, t->resource, 0), i, false);
     }
     while (s.n_events > 0) {
         event e = s.events[pl_heap_pop(s.event_heap, &s.n_events, event_less, s.events)];
@@ -177,7 +201,7 @@ pl_status pl_simulate(const pl_program *p, const pl_cluster *c, const pl_cost_mo
     for (int i = 0; i < p->n_tasks; i++)
         if (s.end[i] > out->step_seconds)
             out->step_seconds = s.end[i];
-    out->step_seconds += s.handoff; /* the last task wakes the caller */
+    out->step_seconds += m->handoff_seconds; /* the last task wakes the caller */
     out->critical_path_seconds = critical_path(p, s.duration, s.ready_at);
     for (int d = 0; d < p->n_devices; d++)
         out->memory[d] = p->memory[d].total;

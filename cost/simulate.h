@@ -3,9 +3,11 @@
  *
  * Same semantics as the executor: each device and link runs one task at a time and, of
  * its ready tasks, always the first in program order; a task is ready when every task it
- * depends on has finished, plus a hand-off when one of them ran elsewhere; copies on one
- * declared link serialise, a native copy runs on its source device. A step starts with a hand-off (the caller releases the first tasks) and
- * ends with one (the last task wakes the caller). Memory is the program's: the same peaks, the same out-of-memory device.
+ * depends on has finished, plus a hand-off when one of them ran elsewhere and its own
+ * resource is idle (cost_model.h: polling, asleep, or a thread that never polls); copies
+ * on one declared link serialise, a native copy runs on its source device. A step starts
+ * with the caller releasing the first tasks and ends with the last task waking the
+ * caller. Memory is the program's: the same peaks, the same out-of-memory device.
  *
  * Re-entrant: every call has its own scratch, so the search may simulate candidates on
  * several threads at once. */

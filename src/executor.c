@@ -24,7 +24,6 @@
 #include "op_run.h"
 
 enum { LINK_STACK_BYTES = 256 << 10 };
-#define SPIN_WAIT_SECONDS 200e-6 /* an idle native device polls this long, then sleeps */
 
 typedef struct ready_queue {
     pthread_mutex_t lock;
@@ -279,14 +278,19 @@ static pl_status start_device(pl_executor *ex, int d, pl_error *err)
     const pl_device *device = &ex->c->devices[d];
     resource *r = &ex->devices[d];
     *r = (resource){.ex = ex, .device = d, .flops_per_second = device->flops_per_second};
-    /* Only a native device owning its cores spins: one sharing cores with others (paced
-     * devices, several per core) would take their time. */
-    if (device->n_cores > 0 && device->flops_per_second <= 0)
-        r->queue.spin_seconds = SPIN_WAIT_SECONDS;
+    if (pl_executor_device_polls(device))
+        r->queue.spin_seconds = PL_EXECUTOR_POLL_SECONDS;
     if (!(r->pool = pl_pool_new(device->threads, err)))
         return err ? err->status : PL_EIO;
     pl_pool_pin(r->pool, device->cores, device->n_cores);
     return start_resource(r, err);
+}
+
+/* Only a native device owning its cores polls: one sharing cores with others (paced
+ * devices, several per core) would take their time. */
+bool pl_executor_device_polls(const pl_device *device)
+{
+    return device->n_cores > 0 && device->flops_per_second <= 0;
 }
 
 static resource *link_of(pl_executor *ex, int from, int to, pl_error *err)

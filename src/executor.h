@@ -71,6 +71,12 @@ double pl_executor_step_seconds(const pl_executor *executor);
 const double *pl_executor_task_starts(const pl_executor *executor);
 const double *pl_executor_task_ends(const pl_executor *executor);
 
+/* An idle device's thread sleeps on its queue; one that owns its cores (native, the
+ * cluster names them) first polls for PL_EXECUTOR_POLL_SECONDS, so a task released soon
+ * after starts at once instead of after a wake-up. The simulator models the same. */
+#define PL_EXECUTOR_POLL_SECONDS 200e-6
+bool pl_executor_device_polls(const pl_device *device);
+
 /* The name of device d of the cluster. */
 const char *pl_executor_device_name(const pl_executor *executor, int d);
 /* Whether some device or link is paced (cluster.h). */
