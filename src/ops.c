@@ -939,8 +939,9 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
     INTERNAL(PL_OP_ACCUMULATE, "accumulate", 2, 2, 0, 0, pl_infer_in_place,
              pl_flops_elements_in0, .mutates = true,
        KERNEL(accumulate)),
+    /* one addition per element of the looked-up rows' gradient, not of the table */
     INTERNAL(PL_OP_SCATTER_ACCUMULATE, "scatter_accumulate", 3, 3, 0, 0, pl_infer_in_place,
-             pl_flops_elements_in0, .mutates = true,
+             pl_flops_elements_in1, .mutates = true,
        KERNEL(scatter_accumulate)),
     INTERNAL(PL_OP_SGD_UPDATE, "sgd_update", 2, 3, 0, 0, pl_infer_in_place, pl_flops_update,
              .mutates = true,

@@ -89,6 +89,11 @@ double pl_flops_elements_in0(const pl_infer_ctx *ctx)
     return (double)pl_tensor_elements(ctx->in[0]);
 }
 
+double pl_flops_elements_in1(const pl_infer_ctx *ctx)
+{
+    return (double)pl_tensor_elements(ctx->in[1]);
+}
+
 double pl_flops_elements_out0x4(const pl_infer_ctx *ctx)
 {
     return 4.0 * (double)pl_tensor_elements(ctx->out[0]);

@@ -17,6 +17,7 @@ double pl_flops_matmul_grad(const pl_infer_ctx *ctx);
 double pl_flops_conv2d_grad(const pl_infer_ctx *ctx);
 double pl_flops_lstm_cell_grad(const pl_infer_ctx *ctx);
 double pl_flops_elements_in0(const pl_infer_ctx *ctx);   /* one per element of input 0 */
+double pl_flops_elements_in1(const pl_infer_ctx *ctx);   /* one per element of input 1 */
 double pl_flops_elements_out0x4(const pl_infer_ctx *ctx);
 double pl_flops_update(const pl_infer_ctx *ctx);         /* ~10 per parameter element */
 double pl_flops_zero(const pl_infer_ctx *ctx);

@@ -362,6 +362,15 @@ static void test_embedding_and_reduce(void)
     in[1].dtype = PL_F32;
     r = infer(PL_OP_EMBEDDING, NULL, 2, in, 1);
     assert_fails(&r, "must be i32");
+    /* Its gradient adds the looked-up rows only: the FLOPs (what pacing holds the task
+     * for) are the rows' gradient's elements, not the table's. */
+    pl_tensor scatter[3] = {tensor("table/grad", "1000,16", false), tensor("dy", "4,8,16", true),
+                            tensor("ids", "4,8", true)};
+    scatter[0].kind = PL_TENSOR_STATE;
+    scatter[2].dtype = PL_I32;
+    r = infer(PL_OP_SCATTER_ACCUMULATE, NULL, 3, scatter, 0);
+    CU_ASSERT_TRUE(r.ok);
+    CU_ASSERT_DOUBLE_EQUAL(r.flops, 4 * 8 * 16, 1e-9);
 
     static const int64_t last[] = {-1}, batch[] = {0}, twice[] = {1, -1};
     pl_attrs a = attrs_default();
