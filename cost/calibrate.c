@@ -180,11 +180,11 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
         if (g.wake.n == 0)
             m->wake_seconds = m->handoff_seconds;
         m->paced_late_seconds = pl_calib_median(g.late.seconds, g.late.n);
+        if (m->paced_late_seconds < 0)
+            m->paced_late_seconds = 0;
         pl_op_cost copy = pl_cost_fit(g.copy.seconds, g.copy.flops, g.copy.bytes, g.copy.n);
         m->copy_seconds = copy.seconds;
         m->copy_per_byte = copy.per_byte;
-        if (m->paced_late_seconds < 0)
-            m->paced_late_seconds = 0;
     }
     pl_calib_free_samples(&g.task);
     pl_calib_free_samples(&g.handoff);

@@ -5,11 +5,11 @@
  * arena. A copy over a native link (a memcpy, which a core does) runs on its source
  * device's thread; each declared (paced) link that a plan copies over has a thread of its
  * own. Either copies tensors into the destination device's arena. A native device that
- * owns its cores polls briefly for its next task before it sleeps. A step runs the plan's program (program.h):
- * every device and link takes, of its tasks that are ready, the first in program order,
- * so a step computes exactly what the program order computes. Devices and links that
- * declare a throughput are paced: a kernel or copy is held until its modelled time has
- * passed, never released early.
+ * owns its cores polls briefly for its next task before it sleeps. A step runs the plan's
+ * program (program.h): every device and link takes, of its tasks that are ready, the
+ * first in program order, so a step computes exactly what the program order computes.
+ * Devices and links that declare a throughput are paced: a kernel or copy is held until
+ * its modelled time has passed, never released early.
  *
  * Parameters, state, constants and inputs live in host buffers, one per tensor, for the
  * executor's life; they count against the memory of the device that holds them (inputs

@@ -6,12 +6,7 @@
 model=$src/graphs/small/inception-small.json
 paced=$src/graphs/clusters/paced-4.json
 
-# A profile of our own, measured on two small models: fast.
-PLACER_PROFILE=$work/cache/placer/profile.json
-PLACER_GRAPHS=$work/graphs
-export PLACER_PROFILE PLACER_GRAPHS
-mkdir -p "$work/graphs/small"
-for m in inception mlp; do cp "$src/graphs/small/$m-small.json" "$work/graphs/small/"; done
+own_profile inception mlp
 
 expect 0 "main job" "$bin" "$model" --cluster "$paced" --iterations 4 --samples 8 -o "$work/inc"
 for f in plan.json plan.dot report.md curve.svg agent.ckpt agent.plan.json graph.dot; do

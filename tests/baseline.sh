@@ -6,12 +6,7 @@
 mlp=$src/graphs/small/mlp-small.json
 paced=$src/graphs/clusters/paced-4.json
 
-# A profile of our own (not the user's cache), measured on one small model: fast.
-PLACER_PROFILE=$work/cache/placer/profile.json
-PLACER_GRAPHS=$work/graphs
-export PLACER_PROFILE PLACER_GRAPHS
-mkdir -p "$work/graphs/small"
-cp "$src/graphs/small/mlp-small.json" "$work/graphs/small/"
+own_profile mlp
 
 expect 0 "baseline: one algorithm, written" "$bin" baseline "$mlp" --algo pipeline-dp --cluster "$paced" -o "$work/plan.json"
 contains "$work/out" 'baseline placers for mlp-small on cluster "paced-4"' "baseline: one algorithm"

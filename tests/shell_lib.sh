@@ -24,6 +24,16 @@ contains() { # FILE TEXT DESCRIPTION
     if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in output"; sed 's/^/    /' "$1"; fi
 }
 
+# own_profile MODEL...: a calibration profile of the test's own (not the user's cache),
+# measured on the named small models only (mlp, inception, ...): fast.
+own_profile() {
+    PLACER_PROFILE=$work/cache/placer/profile.json
+    PLACER_GRAPHS=$work/graphs
+    export PLACER_PROFILE PLACER_GRAPHS
+    mkdir -p "$work/graphs/small"
+    for m in "$@"; do cp "$src/graphs/small/$m-small.json" "$work/graphs/small/"; done
+}
+
 # finish NAME: the tally, in the "N passed, N failed" form test harnesses read.
 finish() {
     echo "$1: $passed passed, $failed failed"

@@ -7,12 +7,7 @@ mlp=$src/graphs/small/mlp-small.json
 paced=$src/graphs/clusters/paced-4.json
 plan=$src/tests/plans/mlp-small-paced-4.json
 
-# A profile of our own (not the user's cache), measured on three small models: fast.
-PLACER_PROFILE=$work/cache/placer/profile.json
-PLACER_GRAPHS=$work/graphs
-export PLACER_PROFILE PLACER_GRAPHS
-mkdir -p "$work/graphs/small"
-for m in mlp transformer inception; do cp "$src/graphs/small/$m-small.json" "$work/graphs/small/"; done
+own_profile mlp transformer inception
 
 expect 0 "calibrate" "$bin" calibrate -q
 contains "$work/out" "profile: $PLACER_PROFILE" "calibrate"
