@@ -1,7 +1,7 @@
 /* Agent checkpoints: everything a resumed search needs to continue as the uninterrupted
  * one would, bit for bit.
  *
- * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 1,
+ * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 2,
  * u64 model hash, i32 devices, the options that shape the search (u64 seed, i32 samples,
  * groups, hidden, rounds, epochs, f64 lr, entropy, anchor), i32 iteration, i64 Adam's step, f64
  * reference, f64 log-ratio sum, i32 corrections, i32 parameter count, then the
@@ -17,7 +17,7 @@
 #include "atomic_file.h"
 
 static const char MAGIC[8] = {'P', 'L', 'A', 'C', 'E', 'R', 'A', 'G'};
-enum { VERSION = 1 };
+enum { VERSION = 2 }; /* 2: the shape head (micro-batches x folds) */
 
 typedef struct header {
     uint64_t model_hash;

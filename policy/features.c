@@ -127,8 +127,8 @@ static void build_layout(pl_policy *p)
     TAKE(bd, p->devices);
     TAKE(wst, z * p->stages);
     TAKE(bst, p->stages);
-    TAKE(wm, h * p->n_mb);
-    TAKE(bm, p->n_mb);
+    TAKE(wshape, h * p->n_shapes);
+    TAKE(bshape, p->n_shapes);
 #undef TAKE
     l->n = at;
 }
@@ -150,11 +150,15 @@ pl_status pl_policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c, i
     p->rounds = rounds;
     p->groups = groups < p->n_ops ? groups : p->n_ops;
     p->devices = c->n_devices;
-    p->stages = c->n_devices < 8 ? c->n_devices : 8;
+    /* room for a folded plan's stages, so that the anchor can imitate one */
+    p->stages = PL_POLICY_MAX_FOLD * c->n_devices;
+    p->stages = p->stages < PL_POLICY_HEAD_STAGES ? p->stages : PL_POLICY_HEAD_STAGES;
     static const int counts[PL_POLICY_MAX_MB] = {1, 2, 4, 8, 16, 32};
     for (int i = 0; i < PL_POLICY_MAX_MB; i++)
-        if (g->batch_size % counts[i] == 0)
-            p->mb_choice[p->n_mb++] = counts[i];
+        for (int f = 1; f <= PL_POLICY_MAX_FOLD && g->batch_size % counts[i] == 0; f++) {
+            p->shape_mb[p->n_shapes] = counts[i];
+            p->shape_fold[p->n_shapes++] = f;
+        }
     pl_status status = build_adjacency(p, g, err);
     if (status == PL_OK)
         status = build_features(p, g, err);
@@ -180,7 +184,7 @@ pl_status pl_policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c, i
     init_matrix(p->params + l->wv, u, h, seed, &counter);
     init_matrix(p->params + l->wd, z, p->devices, seed, &counter);
     init_matrix(p->params + l->wst, z, p->stages, seed, &counter);
-    init_matrix(p->params + l->wm, h, p->n_mb, seed, &counter);
+    init_matrix(p->params + l->wshape, h, p->n_shapes, seed, &counter);
     return PL_OK;
 }
 

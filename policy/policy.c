@@ -10,7 +10,7 @@
  *         k one-hot (so that groups can differ before the grouper tells them apart)]
  *         attention over the non-empty groups: C = softmax(U Wq (U Wk)^T / sqrt(hidden)) U Wv
  *         device: softmax([U, C] Wd + bd), stage: softmax([U, C] Wst + bst)
- *   micro-batches: softmax(mean(h_R) Wm + bm)
+ *   the plan's shape (micro-batch count x stages per device): softmax(mean(h_R) Ws + bs)
  *
  * The backward pass mirrors each line; tests/test_agent.c checks every weight's gradient
  * against central differences. */
@@ -85,7 +85,7 @@ typedef struct embedding {
     double *in[PL_POLICY_MAX_ROUNDS], *out[PL_POLICY_MAX_ROUNDS];
     double *pg;                          /* ops x groups */
     double *mean;                        /* hidden: mean of h_R */
-    double pm[PL_POLICY_MAX_MB];
+    double pshape[PL_POLICY_MAX_SHAPES];
     double *block;
 } embedding;
 
@@ -170,13 +170,13 @@ static pl_status embed(const pl_policy *p, embedding *e, pl_error *err)
     for (int i = 0; i < n; i++)
         for (int j = 0; j < h; j++)
             e->mean[j] += top[(size_t)i * h + j] / n;
-    double logits[PL_POLICY_MAX_MB];
-    for (int m = 0; m < p->n_mb; m++) {
-        logits[m] = w[l->bm + m];
+    double logits[PL_POLICY_MAX_SHAPES];
+    for (int m = 0; m < p->n_shapes; m++) {
+        logits[m] = w[l->bshape + m];
         for (int j = 0; j < h; j++)
-            logits[m] += e->mean[j] * w[l->wm + j * p->n_mb + m];
+            logits[m] += e->mean[j] * w[l->wshape + j * p->n_shapes + m];
     }
-    softmax(logits, p->n_mb, e->pm);
+    softmax(logits, p->n_shapes, e->pshape);
     return PL_OK;
 }
 
@@ -370,7 +370,7 @@ pl_status pl_policy_sample(const pl_policy *p, uint64_t seed, uint64_t stream,
             a->stage[k] = draw(hd.ps + (size_t)k * p->stages, p->stages,
                                pl_rng_uniform(key, counter++));
         }
-        a->mb = draw(e.pm, p->n_mb, pl_rng_uniform(key, counter++));
+        a->shape = draw(e.pshape, p->n_shapes, pl_rng_uniform(key, counter++));
         free(hd.block);
     }
     free(e.block);
@@ -402,10 +402,10 @@ pl_status pl_policy_objective(const pl_policy *p, const pl_action *actions,
         goto done;
     }
     double j_total = 0, h_group = 0, h_head = 0;
-    double dlm[PL_POLICY_MAX_MB] = {0};
+    double dlm[PL_POLICY_MAX_SHAPES] = {0};
     if (logp)
         for (int s = 0; s < n; s++)
-            logp[s] = log(e.pm[actions[s].mb]);
+            logp[s] = log(e.pshape[actions[s].shape]);
     for (int i = 0; i < ops; i++) {
         const double *pg = e.pg + (size_t)i * g;
         h_group += entropy_of(pg, g) / ops;
@@ -418,12 +418,12 @@ pl_status pl_policy_objective(const pl_policy *p, const pl_action *actions,
         }
         categorical_grad(pg, g, 0, 0, beta / ops, d);
     }
-    double h_mb = entropy_of(e.pm, p->n_mb);
+    double h_shape = entropy_of(e.pshape, p->n_shapes);
     for (int s = 0; s < n; s++) {
-        j_total += weight[s] * log(e.pm[actions[s].mb]);
-        categorical_grad(e.pm, p->n_mb, actions[s].mb, weight[s], 0, dlm);
+        j_total += weight[s] * log(e.pshape[actions[s].shape]);
+        categorical_grad(e.pshape, p->n_shapes, actions[s].shape, weight[s], 0, dlm);
     }
-    categorical_grad(e.pm, p->n_mb, 0, 0, beta, dlm);
+    categorical_grad(e.pshape, p->n_shapes, 0, 0, beta, dlm);
     for (int s = 0; s < n && status == PL_OK; s++) {
         head hd;
         if ((status = head_forward(p, &e, actions[s].group, &hd, err)) != PL_OK)
@@ -453,23 +453,23 @@ pl_status pl_policy_objective(const pl_policy *p, const pl_action *actions,
     }
     if (status != PL_OK)
         goto done;
-    double h_all = h_group + h_head + h_mb;
+    double h_all = h_group + h_head + h_shape;
     *objective = j_total + beta * h_all;
     if (mean_entropy)
         *mean_entropy = h_all;
     if (!grad)
         goto done;
     const double *top = e.h[p->rounds];
-    /* micro-batches: logits = mean(h_R) Wm + bm */
-    for (int m = 0; m < p->n_mb; m++) {
-        grad[l->bm + m] += dlm[m];
+    /* the shape: logits = mean(h_R) Ws + bs */
+    for (int m = 0; m < p->n_shapes; m++) {
+        grad[l->bshape + m] += dlm[m];
         for (int j = 0; j < h; j++)
-            grad[l->wm + j * p->n_mb + m] += e.mean[j] * dlm[m];
+            grad[l->wshape + j * p->n_shapes + m] += e.mean[j] * dlm[m];
     }
     for (int j = 0; j < h; j++) {
         double dmean = 0;
-        for (int m = 0; m < p->n_mb; m++)
-            dmean += dlm[m] * p->params[l->wm + j * p->n_mb + m];
+        for (int m = 0; m < p->n_shapes; m++)
+            dmean += dlm[m] * p->params[l->wshape + j * p->n_shapes + m];
         for (int i = 0; i < ops; i++)
             dtop[(size_t)i * h + j] += dmean / ops;
     }
@@ -518,10 +518,70 @@ done:
 
 /* ---- actions and plans ----------------------------------------------------------------- */
 
+/* Numbers the used stages of plan->stage (each below `limit`) 0, 1, ... without gaps. */
+static int renumber_stages(pl_plan *plan, int n, int limit)
+{
+    int rank[PL_POLICY_MAX_STAGES], stages = 0;
+    for (int s = 0; s < limit; s++)
+        rank[s] = -1;
+    for (int i = 0; i < n; i++)
+        rank[plan->stage[i]] = 0;
+    for (int s = 0; s < limit; s++)
+        if (rank[s] == 0)
+            rank[s] = stages++;
+    for (int i = 0; i < n; i++)
+        plan->stage[i] = rank[plan->stage[i]];
+    return stages;
+}
+
+/* Interleaving (Megatron's virtual stages): each of the plan's stages is cut into `fold`
+ * pieces of equal work along the topological order, and the pieces, in pipeline order,
+ * are dealt round a ring of the devices: the devices that owned the stages (the one doing
+ * most of each stage's work) in stage order, then the others. With 4 stages on 4 devices
+ * and fold 2, every device holds two stages of half the size, and the pipeline's fill and
+ * drain shrink by half. */
+static int fold_stages(const pl_policy *p, pl_plan *plan, int n_stages, int fold)
+{
+    int n = p->n_ops, ring[PL_MAX_DEVICES], in_ring = 0;
+    double work[PL_POLICY_MAX_STAGES] = {0}, done[PL_POLICY_MAX_STAGES] = {0};
+    double *on = calloc((size_t)n_stages * p->devices, sizeof *on);
+    if (!on)
+        return n_stages; /* unfolded: still a valid plan */
+    for (int i = 0; i < n; i++) {
+        double f = p->group_features[i * PL_POLICY_GROUP_FEATURES];
+        work[plan->stage[i]] += f;
+        on[plan->stage[i] * p->devices + plan->device[i]] += f;
+    }
+    bool taken[PL_MAX_DEVICES] = {false};
+    for (int s = 0; s < n_stages; s++) {
+        int owner = 0;
+        for (int d = 1; d < p->devices; d++)
+            if (on[s * p->devices + d] > on[s * p->devices + owner])
+                owner = d;
+        if (!taken[owner])
+            taken[owner] = true, ring[in_ring++] = owner;
+    }
+    for (int d = 0; d < p->devices; d++)
+        if (!taken[d])
+            ring[in_ring++] = d;
+    free(on);
+    for (int i = 0; i < n; i++) {
+        int s = plan->stage[i];
+        double f = p->group_features[i * PL_POLICY_GROUP_FEATURES];
+        /* the piece holding the middle of this op's work: monotone along the order */
+        int piece = work[s] > 0 ? (int)(fold * (done[s] + f / 2) / work[s]) : 0;
+        done[s] += f;
+        piece = piece < fold ? piece : fold - 1;
+        int chunk = s * fold + piece;
+        plan->stage[i] = chunk;
+        plan->device[i] = ring[chunk % in_ring];
+    }
+    return renumber_stages(plan, n, n_stages * fold);
+}
+
 void pl_action_to_plan(const pl_policy *p, const pl_action *a, pl_plan *plan)
 {
     int n = p->n_ops;
-    int used[PL_AGENT_MAX_GROUPS] = {0};
     for (int i = 0; i < n; i++) {
         int k = a->group[i];
         plan->device[i] = a->device[k];
@@ -530,15 +590,13 @@ void pl_action_to_plan(const pl_policy *p, const pl_action *a, pl_plan *plan)
             if (plan->stage[p->pred[e]] > stage)
                 stage = plan->stage[p->pred[e]];
         plan->stage[i] = stage;
-        used[stage] = 1;
     }
-    int rank[PL_AGENT_MAX_GROUPS], stages = 0;
-    for (int s = 0; s < p->stages; s++)
-        rank[s] = used[s] ? stages++ : -1;
-    for (int i = 0; i < n; i++)
-        plan->stage[i] = rank[plan->stage[i]];
+    int stages = renumber_stages(plan, n, p->stages);
+    int fold = p->shape_fold[a->shape];
+    if (fold > 1 && stages > 1)
+        stages = fold_stages(p, plan, stages, fold);
     plan->n_stages = stages;
-    plan->micro_batches = p->mb_choice[a->mb];
+    plan->micro_batches = p->shape_mb[a->shape];
     plan->schedule = stages > 1 ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE;
 }
 
@@ -565,9 +623,9 @@ bool pl_action_from_plan(const pl_policy *p, const pl_plan *plan, pl_action *a)
         a->device[k] = k < n_pairs ? pair_device[k] : 0;
         a->stage[k] = k < n_pairs ? pair_stage[k] : 0;
     }
-    for (int m = 0; m < p->n_mb; m++)
-        if (p->mb_choice[m] == plan->micro_batches) {
-            a->mb = m;
+    for (int m = 0; m < p->n_shapes; m++)
+        if (p->shape_mb[m] == plan->micro_batches && p->shape_fold[m] == 1) {
+            a->shape = m;
             return true;
         }
     return false;

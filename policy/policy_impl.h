@@ -14,7 +14,15 @@
 #include "graph.h"
 #include "plan.h"
 
-enum { PL_POLICY_MAX_ROUNDS = 4, PL_POLICY_MAX_MB = 6, PL_POLICY_GROUP_FEATURES = 2 };
+enum {
+    PL_POLICY_MAX_ROUNDS = 4,
+    PL_POLICY_MAX_MB = 6,    /* micro-batch counts: the powers of two up to 32 */
+    PL_POLICY_MAX_FOLD = 3,  /* pipeline stages per device when interleaving */
+    PL_POLICY_MAX_SHAPES = PL_POLICY_MAX_MB * PL_POLICY_MAX_FOLD,
+    PL_POLICY_HEAD_STAGES = 16, /* the stage head's choices, at most */
+    PL_POLICY_MAX_STAGES = PL_POLICY_HEAD_STAGES * PL_POLICY_MAX_FOLD, /* after folding */
+    PL_POLICY_GROUP_FEATURES = 2
+};
 
 /* Offsets of each weight matrix in the flat parameter vector. */
 typedef struct pl_policy_layout {
@@ -24,14 +32,15 @@ typedef struct pl_policy_layout {
     int wg, bg;                                  /* grouper */
     int wq, wk, wv;                              /* attention over groups */
     int wd, bd, wst, bst;                        /* device and stage heads */
-    int wm, bm;                                  /* micro-batch head */
+    int wshape, bshape;                          /* the plan's shape: micro-batches, folds */
     int n;
 } pl_policy_layout;
 
 typedef struct pl_policy {
     int n_ops, n_features, hidden, rounds, groups, devices, stages;
-    int n_mb;                        /* micro-batch choices */
-    int mb_choice[PL_POLICY_MAX_MB]; /* their counts */
+    int n_shapes;                               /* choices of the plan's shape */
+    int shape_mb[PL_POLICY_MAX_SHAPES];         /* each one's micro-batch count */
+    int shape_fold[PL_POLICY_MAX_SHAPES];       /* and stages per device (1: no fold) */
     double *features;                /* n_ops x n_features */
     double *group_features;          /* n_ops x PL_POLICY_GROUP_FEATURES: FLOPs share, 1/n */
     int *pred_first, *pred;          /* distinct producers of each forward op (CSR) */
@@ -45,7 +54,7 @@ typedef struct pl_action {
     int *group;                       /* per op */
     int device[PL_AGENT_MAX_GROUPS];  /* per group */
     int stage[PL_AGENT_MAX_GROUPS];
-    int mb;                           /* index into mb_choice */
+    int shape;                        /* index into shape_mb and shape_fold */
 } pl_action;
 
 /* Builds features and adjacency for `graph`'s forward ops, the layout, and weights drawn
@@ -63,7 +72,7 @@ pl_status pl_policy_sample(const pl_policy *policy, uint64_t seed, uint64_t stre
 
 /* J = sum_s weight[s] * log pi(actions[s]) + entropy * (mean entropy of the grouper's
  * decisions + mean over s of the mean entropy of the device and stage decisions of the
- * non-empty groups + entropy of the micro-batch decision). Adds dJ/dparams to `grad`
+ * non-empty groups + entropy of the shape decision). Adds dJ/dparams to `grad`
  * (NULL: only J) and returns J in *objective; *mean_entropy gets the entropy term without
  * its weight, logp[s] log pi(actions[s]) (both NULL allowed). */
 pl_status pl_policy_objective(const pl_policy *policy, const pl_action *actions,

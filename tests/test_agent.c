@@ -1,6 +1,6 @@
 /* The placement agent: the policy's gradient against central differences, the obvious
  * answer on two heavy independent branches, learning (the mean sampled reward rises),
- * imitation, and a checkpointed run resumed against an uninterrupted one. */
+ * imitation, folding a pipeline, and a checkpointed run resumed against an uninterrupted one. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +188,80 @@ static void test_imitation(void)
     pl_graph_free(g);
 }
 
+/* A chain of seven equal matmuls and a small one: x -> m0 -> ... -> m7 -> loss. */
+static pl_graph *chain(void)
+{
+    char params[2048] = "", ops[4096] = "";
+    for (int i = 0; i < 8; i++) {
+        char line[256];
+        snprintf(line, sizeof line, "%s{\"name\": \"w%d\", \"shape\": [64, %d], \"init\": "
+                 "{\"kind\": \"zeros\"}}", i ? "," : "", i, i < 7 ? 64 : 10);
+        strcat(params, line);
+        char input[16] = "x";
+        if (i > 0)
+            snprintf(input, sizeof input, "h%d", i - 1);
+        snprintf(line, sizeof line, "{\"name\": \"m%d\", \"op\": \"matmul\", \"inputs\": "
+                 "[\"%s\", \"w%d\"], \"outputs\": [\"h%d\"]},", i, input, i, i);
+        strcat(ops, line);
+    }
+    strcat(ops, "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", "
+                "\"inputs\": [\"h7\", \"y\"], \"outputs\": [\"loss\"]}");
+    pl_error err;
+    pl_graph *g = pl_test_model("[64]", params, ops, "loss", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(g, &err), PL_OK);
+    return g;
+}
+
+/* Folding twice a 2-stage pipeline on two devices gives four stages of about equal work,
+ * dealt alternately to the two devices, in dataflow order. */
+static void test_fold(void)
+{
+    pl_graph *g = chain();
+    pl_cluster *c = two_devices();
+    pl_policy p;
+    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, 8, 1, 4, 1, NULL), PL_OK);
+    pl_action *a = pl_actions_new(&p, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    for (int i = 0; i < p.n_ops; i++)
+        a->group[i] = i < 4 ? 0 : 1; /* m0-m3 | m4-m7, loss */
+    a->device[0] = 0, a->stage[0] = 0;
+    a->device[1] = 1, a->stage[1] = 1;
+    a->shape = -1;
+    for (int k = 0; k < p.n_shapes; k++)
+        if (p.shape_mb[k] == 1 && p.shape_fold[k] == 2)
+            a->shape = k;
+    CU_ASSERT_FATAL(a->shape >= 0);
+    pl_plan *plan = pl_plan_new(g, NULL);
+    pl_action_to_plan(&p, a, plan);
+    CU_ASSERT_EQUAL(plan->n_stages, 4);
+    CU_ASSERT_EQUAL(plan->schedule, PL_SCHEDULE_1F1B);
+    int ops_in[4] = {0};
+    for (int i = 0; i < plan->n_ops; i++) {
+        CU_ASSERT_EQUAL(plan->device[i], plan->stage[i] % 2);
+        if (i > 0)
+            CU_ASSERT(plan->stage[i] >= plan->stage[i - 1]);
+        ops_in[plan->stage[i]]++;
+    }
+    CU_ASSERT_EQUAL(ops_in[0], 2); /* m0 m1 | m2 m3 | m4 m5 | m6 m7 loss */
+    CU_ASSERT_EQUAL(ops_in[1], 2);
+    CU_ASSERT_EQUAL(ops_in[2], 2);
+    CU_ASSERT_EQUAL(ops_in[3], 3);
+    /* fold 1 leaves the plan as sampled */
+    for (int k = 0; k < p.n_shapes; k++)
+        if (p.shape_mb[k] == 1 && p.shape_fold[k] == 1)
+            a->shape = k;
+    pl_action_to_plan(&p, a, plan);
+    CU_ASSERT_EQUAL(plan->n_stages, 2);
+    for (int i = 0; i < plan->n_ops; i++)
+        CU_ASSERT_EQUAL(plan->device[i], i < 4 ? 0 : 1);
+    pl_plan_free(plan);
+    pl_actions_free(a, 1);
+    pl_policy_clear(&p);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* Six iterations straight against three, a checkpoint, a fresh agent, three more. */
 static void test_resume(void)
 {
@@ -249,6 +323,7 @@ void pl_register_agent_tests(void)
         {"the policy's gradient against finite differences", test_gradient},
         {"two heavy branches, two devices: one each", test_obvious_answer},
         {"imitation", test_imitation},
+        {"folding interleaves a pipeline's stages round the devices", test_fold},
         {"checkpoint and resume: as uninterrupted", test_resume},
         {NULL, NULL}};
     pl_test_add_suite("agent", cases);
