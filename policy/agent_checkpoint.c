@@ -17,7 +17,7 @@
 #include "atomic_file.h"
 
 static const char MAGIC[8] = {'P', 'L', 'A', 'C', 'E', 'R', 'A', 'G'};
-enum { VERSION = 2 }; /* 2: the shape head (micro-batches x folds) */
+enum { VERSION = 2 }; /* 2: the shape head (micro-batches x folds x schedules) */
 
 typedef struct header {
     uint64_t model_hash;

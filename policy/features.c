@@ -155,10 +155,12 @@ pl_status pl_policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c, i
     p->stages = p->stages < PL_POLICY_HEAD_STAGES ? p->stages : PL_POLICY_HEAD_STAGES;
     static const int counts[PL_POLICY_MAX_MB] = {1, 2, 4, 8, 16, 32};
     for (int i = 0; i < PL_POLICY_MAX_MB; i++)
-        for (int f = 1; f <= PL_POLICY_MAX_FOLD && g->batch_size % counts[i] == 0; f++) {
-            p->shape_mb[p->n_shapes] = counts[i];
-            p->shape_fold[p->n_shapes++] = f;
-        }
+        for (int f = 1; f <= PL_POLICY_MAX_FOLD && g->batch_size % counts[i] == 0; f++)
+            for (int s = PL_SCHEDULE_GPIPE; s <= PL_SCHEDULE_1F1B; s++) {
+                p->shape_mb[p->n_shapes] = counts[i];
+                p->shape_fold[p->n_shapes] = f;
+                p->shape_schedule[p->n_shapes++] = (pl_schedule)s;
+            }
     pl_status status = build_adjacency(p, g, err);
     if (status == PL_OK)
         status = build_features(p, g, err);

@@ -10,7 +10,8 @@
  *         k one-hot (so that groups can differ before the grouper tells them apart)]
  *         attention over the non-empty groups: C = softmax(U Wq (U Wk)^T / sqrt(hidden)) U Wv
  *         device: softmax([U, C] Wd + bd), stage: softmax([U, C] Wst + bst)
- *   the plan's shape (micro-batch count x stages per device): softmax(mean(h_R) Ws + bs)
+ *   the plan's shape (micro-batch count x stages per device x schedule):
+ *         softmax(mean(h_R) Ws + bs)
  *
  * The backward pass mirrors each line; tests/test_agent.c checks every weight's gradient
  * against central differences. */
@@ -597,7 +598,7 @@ void pl_action_to_plan(const pl_policy *p, const pl_action *a, pl_plan *plan)
         stages = fold_stages(p, plan, stages, fold);
     plan->n_stages = stages;
     plan->micro_batches = p->shape_mb[a->shape];
-    plan->schedule = stages > 1 ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE;
+    plan->schedule = stages > 1 ? p->shape_schedule[a->shape] : PL_SCHEDULE_GPIPE;
 }
 
 bool pl_action_from_plan(const pl_policy *p, const pl_plan *plan, pl_action *a)
@@ -624,7 +625,8 @@ bool pl_action_from_plan(const pl_policy *p, const pl_plan *plan, pl_action *a)
         a->stage[k] = k < n_pairs ? pair_stage[k] : 0;
     }
     for (int m = 0; m < p->n_shapes; m++)
-        if (p->shape_mb[m] == plan->micro_batches && p->shape_fold[m] == 1) {
+        if (p->shape_mb[m] == plan->micro_batches && p->shape_fold[m] == 1 &&
+            (plan->n_stages <= 1 || p->shape_schedule[m] == plan->schedule)) {
             a->shape = m;
             return true;
         }

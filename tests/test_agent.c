@@ -229,7 +229,7 @@ static void test_fold(void)
     a->device[1] = 1, a->stage[1] = 1;
     a->shape = -1;
     for (int k = 0; k < p.n_shapes; k++)
-        if (p.shape_mb[k] == 1 && p.shape_fold[k] == 2)
+        if (p.shape_mb[k] == 1 && p.shape_fold[k] == 2 && p.shape_schedule[k] == PL_SCHEDULE_1F1B)
             a->shape = k;
     CU_ASSERT_FATAL(a->shape >= 0);
     pl_plan *plan = pl_plan_new(g, NULL);
