@@ -255,28 +255,53 @@ static void adam_ascend(pl_agent *a)
     }
 }
 
+/* Imitation fits the plan's device, stage and group decisions, but leaves this share of
+ * the shape decision spread over the other shapes (label smoothing): fitted outright, the
+ * shape head would all but never sample another micro-batch count or a fold, and the
+ * folds are where pipelines gain most (docs/agent.md). */
+#define IMITATION_SHAPE_SMOOTHING 0.3
+
 pl_status pl_agent_imitate(pl_agent *a, const pl_plan *plan, pl_error *err)
 {
     pl_status status = pl_agent_offer(a, plan, err);
     if (status != PL_OK)
         return status;
-    pl_action *target = pl_actions_new(&a->policy, 1);
-    if (!target)
+    int n = a->policy.n_shapes;
+    pl_action *targets = pl_actions_new(&a->policy, n);
+    double *weight = malloc((size_t)n * sizeof *weight);
+    if (!targets || !weight) {
+        pl_actions_free(targets, n);
+        free(weight);
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    if (!pl_action_from_plan(&a->policy, plan, target)) {
-        pl_actions_free(target, 1);
+    }
+    if (!pl_action_from_plan(&a->policy, plan, &targets[0])) {
+        pl_actions_free(targets, n);
+        free(weight);
         return pl_error_set(err, PL_EINPUT, NULL, "the plan's %d micro-batches are not among "
                             "the agent's choices", plan->micro_batches);
     }
-    double one = 1, objective;
+    /* the same decisions under every shape, weighted to the smoothed target */
+    int own = targets[0].shape;
+    for (int k = 0; k < n; k++) {
+        if (k > 0) {
+            memcpy(targets[k].group, targets[0].group, (size_t)a->policy.n_ops * sizeof *targets[k].group);
+            memcpy(targets[k].device, targets[0].device, sizeof targets[k].device);
+            memcpy(targets[k].stage, targets[0].stage, sizeof targets[k].stage);
+        }
+        targets[k].shape = k;
+        weight[k] = n == 1 ? 1 : k == own ? 1 - IMITATION_SHAPE_SMOOTHING
+                                          : IMITATION_SHAPE_SMOOTHING / (n - 1);
+    }
+    double objective;
     for (int step = 0; step < a->options.imitation_steps && status == PL_OK; step++) {
         memset(a->grad, 0, (size_t)a->policy.layout.n * sizeof *a->grad);
-        status = pl_policy_objective(&a->policy, target, &one, 1, 0, &objective, NULL,
+        status = pl_policy_objective(&a->policy, targets, weight, n, 0, &objective, NULL,
                                      NULL, a->grad, err);
         if (status == PL_OK)
             adam_ascend(a);
     }
-    pl_actions_free(target, 1);
+    pl_actions_free(targets, n);
+    free(weight);
     return status;
 }
 
