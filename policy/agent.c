@@ -146,7 +146,8 @@ static uint64_t plan_key(const pl_plan *p)
 {
     uint64_t h = pl_hash_bytes(PL_HASH_INIT, p->device, (size_t)p->n_ops * sizeof *p->device);
     h = pl_hash_bytes(h, p->stage, (size_t)p->n_ops * sizeof *p->stage);
-    return h ^ ((uint64_t)p->micro_batches << 1) ^ (uint64_t)p->schedule;
+    return h ^ ((uint64_t)p->micro_batches << 2) ^ ((uint64_t)p->defer_weight_gradients << 1) ^
+           (uint64_t)p->schedule;
 }
 
 static void copy_plan(pl_plan *to, const pl_plan *from)
@@ -156,6 +157,7 @@ static void copy_plan(pl_plan *to, const pl_plan *from)
     to->n_stages = from->n_stages;
     to->micro_batches = from->micro_batches;
     to->schedule = from->schedule;
+    to->defer_weight_gradients = from->defer_weight_gradients;
     to->provenance = from->provenance;
 }
 

@@ -8,7 +8,8 @@
  * parameters, Adam's first and second moments (f64 each), the curve (per iteration: i32
  * oom, f64 mean reward, best reward, mean step, best step, entropy), i32 best count and
  * per best plan: f64 step, u64 key, 64 bytes of algorithm, i32 stages, micro-batches,
- * schedule, then the device and stage of every forward op. Written atomically. */
+ * schedule, deferred weight gradients (0 or 1), then the device and stage of every
+ * forward op. Written atomically. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@
 #include "atomic_file.h"
 
 static const char MAGIC[8] = {'P', 'L', 'A', 'C', 'E', 'R', 'A', 'G'};
-enum { VERSION = 2 }; /* 2: the shape head (micro-batches x folds x schedules) */
+enum { VERSION = 2 }; /* 2: the shape head; deferred weight gradients */
 
 typedef struct header {
     uint64_t model_hash;
@@ -74,11 +75,12 @@ pl_status pl_agent_save(const pl_agent *a, const char *path, pl_error *err)
     PUT(fp, a->n_best);
     for (int k = 0; k < a->n_best; k++) {
         const pl_agent_best *b = &a->best[k];
-        int32_t shape[3] = {b->plan->n_stages, b->plan->micro_batches, (int32_t)b->plan->schedule};
+        int32_t shape[4] = {b->plan->n_stages, b->plan->micro_batches, (int32_t)b->plan->schedule,
+                            b->plan->defer_weight_gradients};
         PUT(fp, b->step);
         PUT(fp, b->key);
         PUTN(fp, b->algorithm, sizeof b->algorithm);
-        PUTN(fp, shape, 3);
+        PUTN(fp, shape, 4);
         PUTN(fp, b->plan->device, b->plan->n_ops);
         PUTN(fp, b->plan->stage, b->plan->n_ops);
     }
@@ -132,17 +134,18 @@ static pl_status read_body(pl_agent *a, FILE *fp, pl_error *err)
         return pl_error_set(err, PL_EINPUT, NULL, "corrupt agent checkpoint");
     for (int k = 0; k < a->n_best && ok; k++) {
         pl_agent_best *b = &a->best[k];
-        int32_t shape[3];
+        int32_t shape[4];
         GET(fp, b->step);
         GET(fp, b->key);
         GETN(fp, b->algorithm, sizeof b->algorithm);
-        GETN(fp, shape, 3);
+        GETN(fp, shape, 4);
         GETN(fp, b->plan->device, b->plan->n_ops);
         GETN(fp, b->plan->stage, b->plan->n_ops);
         b->algorithm[sizeof b->algorithm - 1] = '\0';
         b->plan->n_stages = shape[0];
         b->plan->micro_batches = shape[1];
         b->plan->schedule = shape[2] == PL_SCHEDULE_1F1B ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE;
+        b->plan->defer_weight_gradients = shape[3] != 0;
         if (ok && pl_plan_check(b->plan, a->graph, a->cluster, NULL) != PL_OK)
             ok = false;
     }

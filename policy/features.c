@@ -156,11 +156,13 @@ pl_status pl_policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c, i
     static const int counts[PL_POLICY_MAX_MB] = {1, 2, 4, 8, 16, 32};
     for (int i = 0; i < PL_POLICY_MAX_MB; i++)
         for (int f = 1; f <= PL_POLICY_MAX_FOLD && g->batch_size % counts[i] == 0; f++)
-            for (int s = PL_SCHEDULE_GPIPE; s <= PL_SCHEDULE_1F1B; s++) {
-                p->shape_mb[p->n_shapes] = counts[i];
-                p->shape_fold[p->n_shapes] = f;
-                p->shape_schedule[p->n_shapes++] = (pl_schedule)s;
-            }
+            for (int s = PL_SCHEDULE_GPIPE; s <= PL_SCHEDULE_1F1B; s++)
+                for (int defer = 0; defer < 2; defer++) {
+                    p->shape_mb[p->n_shapes] = counts[i];
+                    p->shape_fold[p->n_shapes] = f;
+                    p->shape_schedule[p->n_shapes] = (pl_schedule)s;
+                    p->shape_defer[p->n_shapes++] = defer;
+                }
     pl_status status = build_adjacency(p, g, err);
     if (status == PL_OK)
         status = build_features(p, g, err);

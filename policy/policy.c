@@ -10,7 +10,8 @@
  *         k one-hot (so that groups can differ before the grouper tells them apart)]
  *         attention over the non-empty groups: C = softmax(U Wq (U Wk)^T / sqrt(hidden)) U Wv
  *         device: softmax([U, C] Wd + bd), stage: softmax([U, C] Wst + bst)
- *   the plan's shape (micro-batch count x stages per device x schedule):
+ *   the plan's shape (micro-batch count x stages per device x schedule x weight gradients
+ *         deferred or not):
  *         softmax(mean(h_R) Ws + bs)
  *
  * The backward pass mirrors each line; tests/test_agent.c checks every weight's gradient
@@ -599,6 +600,7 @@ void pl_action_to_plan(const pl_policy *p, const pl_action *a, pl_plan *plan)
     plan->n_stages = stages;
     plan->micro_batches = p->shape_mb[a->shape];
     plan->schedule = stages > 1 ? p->shape_schedule[a->shape] : PL_SCHEDULE_GPIPE;
+    plan->defer_weight_gradients = p->shape_defer[a->shape];
 }
 
 bool pl_action_from_plan(const pl_policy *p, const pl_plan *plan, pl_action *a)
@@ -626,7 +628,8 @@ bool pl_action_from_plan(const pl_policy *p, const pl_plan *plan, pl_action *a)
     }
     for (int m = 0; m < p->n_shapes; m++)
         if (p->shape_mb[m] == plan->micro_batches && p->shape_fold[m] == 1 &&
-            (plan->n_stages <= 1 || p->shape_schedule[m] == plan->schedule)) {
+            (plan->n_stages <= 1 || p->shape_schedule[m] == plan->schedule) &&
+            p->shape_defer[m] == plan->defer_weight_gradients) {
             a->shape = m;
             return true;
         }

@@ -18,7 +18,8 @@ enum {
     PL_POLICY_MAX_ROUNDS = 4,
     PL_POLICY_MAX_MB = 6,    /* micro-batch counts: the powers of two up to 32 */
     PL_POLICY_MAX_FOLD = 3,  /* pipeline stages per device when interleaving */
-    PL_POLICY_MAX_SHAPES = PL_POLICY_MAX_MB * PL_POLICY_MAX_FOLD * 2, /* x GPipe, 1F1B */
+    /* x GPipe or 1F1B x weight gradients deferred or not */
+    PL_POLICY_MAX_SHAPES = PL_POLICY_MAX_MB * PL_POLICY_MAX_FOLD * 2 * 2,
     PL_POLICY_HEAD_STAGES = 16, /* the stage head's choices, at most */
     PL_POLICY_MAX_STAGES = PL_POLICY_HEAD_STAGES * PL_POLICY_MAX_FOLD, /* after folding */
     PL_POLICY_GROUP_FEATURES = 2
@@ -42,6 +43,7 @@ typedef struct pl_policy {
     int shape_mb[PL_POLICY_MAX_SHAPES];         /* each one's micro-batch count */
     int shape_fold[PL_POLICY_MAX_SHAPES];       /* stages per device (1: no fold) */
     pl_schedule shape_schedule[PL_POLICY_MAX_SHAPES]; /* when pipelined */
+    bool shape_defer[PL_POLICY_MAX_SHAPES];     /* weight gradients deferred */
     double *features;                /* n_ops x n_features */
     double *group_features;          /* n_ops x PL_POLICY_GROUP_FEATURES: FLOPs share, 1/n */
     int *pred_first, *pred;          /* distinct producers of each forward op (CSR) */

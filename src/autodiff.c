@@ -248,6 +248,35 @@ static bool add_updates(pl_autodiff *ad, int n_params_scan)
     return true;
 }
 
+/* Zero-bubble pipelines (Qi et al. 2023) split the backward pass into B, the gradients of
+ * activations, which the previous stage waits for, and W, the gradients of parameters,
+ * which only the optimizer's update waits for. A backward op is B when one of its outputs
+ * is an activation's gradient or feeds a B op; the rest are W. */
+static bool mark_weight_gradients(pl_autodiff *ad, int n_model_tensors)
+{
+    pl_graph *g = ad->g;
+    bool *b_input = calloc((size_t)g->n_tensors, sizeof *b_input); /* read by a B op */
+    if (!b_input) {
+        pl_error_set(ad->err, PL_ENOMEM, NULL, "out of memory");
+        return false;
+    }
+    for (int t = 0; t < n_model_tensors; t++)
+        if (ad->grad[t] >= 0 && g->tensors[t].kind == PL_TENSOR_ACTIVATION)
+            b_input[ad->grad[t]] = true;
+    for (int o = g->n_ops - 1; o >= g->n_forward_ops; o--) {
+        pl_op *op = &g->ops[o];
+        bool b = false;
+        for (int j = 0; j < op->n_outputs; j++)
+            b = b || b_input[op->outputs[j]];
+        op->weight_gradient = op->phase == PL_PHASE_BACKWARD && !b;
+        if (b)
+            for (int j = 0; j < op->n_inputs; j++)
+                b_input[op->inputs[j]] = true;
+    }
+    free(b_input);
+    return true;
+}
+
 pl_status pl_autodiff_build(pl_graph *g, pl_error *err)
 {
     int n = g->n_tensors;
@@ -293,6 +322,8 @@ pl_status pl_autodiff_build(pl_graph *g, pl_error *err)
         ad.op = o;
         ok = rule(&ad, o);
     }
+    if (ok)
+        ok = mark_weight_gradients(&ad, n);
     if (ok)
         ok = add_updates(&ad, n);
     free(ad.grad);

@@ -179,7 +179,7 @@ static pl_status open_graph(drawing *d, pl_error *err)
              plan->provenance.algorithm[0] ? plan->provenance.algorithm : "plan", used,
              used == 1 ? "" : "s", plan->n_stages, plan->n_stages == 1 ? "" : "s",
              plan->micro_batches, plan->micro_batches == 1 ? "" : "es",
-             plan->schedule == PL_SCHEDULE_1F1B ? "1F1B" : "GPipe",
+             pl_plan_schedule_text(plan),
              format_bytes(d->total_bytes, bytes, sizeof bytes), d->n_copies,
              d->op_seconds ? "; op times per step" : "",
              d->all_ops ? "every op; dashed: backward, dotted: optimizer update"

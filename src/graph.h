@@ -88,6 +88,8 @@ typedef struct pl_op {
     pl_phase phase;
     int group;             /* co-location group: the index of the forward op this op goes
                               with (itself, for a forward op); placement moves groups */
+    bool weight_gradient;  /* a backward op whose results reach parameter gradients only,
+                              never an activation's: a schedule may run it later */
 } pl_op;
 
 typedef enum pl_optimizer_kind { PL_OPT_SGD, PL_OPT_ADAM } pl_optimizer_kind;

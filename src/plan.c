@@ -4,6 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *pl_plan_schedule_text(const pl_plan *plan)
+{
+    if (plan->schedule == PL_SCHEDULE_1F1B)
+        return plan->defer_weight_gradients ? "1F1B, weight gradients deferred" : "1F1B";
+    return plan->defer_weight_gradients ? "GPipe, weight gradients deferred" : "GPipe";
+}
+
 pl_plan *pl_plan_new(const pl_graph *graph, pl_error *err)
 {
     pl_plan *plan = calloc(1, sizeof *plan);

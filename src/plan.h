@@ -18,6 +18,7 @@
 #ifndef PLACER_PLAN_H
 #define PLACER_PLAN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cluster.h"
@@ -42,9 +43,16 @@ typedef struct pl_plan {
     int n_stages;
     int micro_batches;  /* dividing the batch */
     pl_schedule schedule;
+    /* Parameters' gradients (graph.h: weight_gradient ops) run behind every forward and
+     * backward op of their device instead of right after the backward op they follow:
+     * they fill the pipeline's bubbles (zero-bubble pipelines, Qi et al. 2023). */
+    bool defer_weight_gradients;
     uint64_t model_hash;
     pl_provenance provenance;
 } pl_plan;
+
+/* The schedule in words: "GPipe", "1F1B", either with ", weight gradients deferred". */
+const char *pl_plan_schedule_text(const pl_plan *plan);
 
 /* A new plan with every forward op on device 0, stage 0, one micro-batch. */
 pl_plan *pl_plan_new(const pl_graph *graph, pl_error *err);

@@ -73,9 +73,10 @@ static bool read_plan(pl_json_reader *r, const json_t *root, const pl_graph *gra
                       const pl_cluster *cluster, pl_plan *plan)
 {
     static const char *const fields[] = {"format", "version", "model", "model_hash",
-                                         "cluster", "micro_batches", "schedule", "placement",
-                                         "provenance", "partitions", NULL};
-    const char *cluster_name, *schedule = "gpipe";
+                                         "cluster", "micro_batches", "schedule",
+                                         "weight_gradients", "placement", "provenance",
+                                         "partitions", NULL};
+    const char *cluster_name, *schedule = "gpipe", *weight_gradients = "with-backward";
     int64_t micro_batches = 1;
     json_t *placement;
     if (!pl_json_check_header(r, root, "plan", "placer-plan", PL_PLAN_FORMAT_VERSION))
@@ -84,6 +85,7 @@ static bool read_plan(pl_json_reader *r, const json_t *root, const pl_graph *gra
         !pl_json_string(r, root, "cluster", true, &cluster_name) ||
         !pl_json_integer(r, root, "micro_batches", false, 1, 1 << 20, &micro_batches) ||
         !pl_json_string(r, root, "schedule", false, &schedule) ||
+        !pl_json_string(r, root, "weight_gradients", false, &weight_gradients) ||
         !pl_json_member(r, root, "placement", JSON_ARRAY, true, &placement) ||
         !read_provenance(r, root, &plan->provenance))
         return false;
@@ -97,6 +99,12 @@ static bool read_plan(pl_json_reader *r, const json_t *root, const pl_graph *gra
         return pl_json_fail(r, "unknown schedule \"%s\" (known: gpipe, 1f1b)", schedule);
     }
     plan->schedule = strcmp(schedule, "1f1b") == 0 ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE;
+    if (strcmp(weight_gradients, "with-backward") != 0 && strcmp(weight_gradients, "deferred") != 0) {
+        pl_json_push_key(r, "weight_gradients");
+        return pl_json_fail(r, "unknown weight_gradients \"%s\" (known: with-backward, deferred)",
+                            weight_gradients);
+    }
+    plan->defer_weight_gradients = strcmp(weight_gradients, "deferred") == 0;
     plan->micro_batches = (int)micro_batches;
     plan->n_stages = 0;
 
@@ -186,10 +194,11 @@ pl_status pl_plan_write_file(const char *path, const pl_plan *plan, const pl_gra
                                                    "stage", plan->stage[o]));
     const pl_provenance *p = &plan->provenance;
     json_t *root = json_pack(
-        "{s:s, s:i, s:s, s:s, s:s, s:i, s:s, s:o, s:{s:s, s:I, s:f, s:f}, s:o}", "format",
+        "{s:s, s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:o, s:{s:s, s:I, s:f, s:f}, s:o}", "format",
         "placer-plan", "version", PL_PLAN_FORMAT_VERSION, "model", graph->name, "model_hash",
         hash, "cluster", cluster->name, "micro_batches", plan->micro_batches, "schedule",
-        plan->schedule == PL_SCHEDULE_1F1B ? "1f1b" : "gpipe", "placement", placement,
+        plan->schedule == PL_SCHEDULE_1F1B ? "1f1b" : "gpipe", "weight_gradients",
+        plan->defer_weight_gradients ? "deferred" : "with-backward", "placement", placement,
         "provenance", "algorithm", p->algorithm, "seed", (json_int_t)p->seed,
         "predicted_seconds", p->predicted_seconds, "measured_seconds", p->measured_seconds,
         "partitions", partitions_json(parts, graph, cluster));

@@ -45,6 +45,18 @@ expect 0 "train on one device" "$bin" train "$mlp" --steps 20 --log-every 10 --m
 grep '^step' "$work/out" | sed 's/  [0-9]* samples.*//' >"$work/single"
 if cmp -s "$work/placed" "$work/single"; then ok; else bad "placed and one-device losses differ"; diff "$work/placed" "$work/single"; fi
 
+# Weight gradients deferred behind the forward and backward ops: the same losses again.
+sed 's/"schedule": "1f1b",/&\n  "weight_gradients": "deferred",/' "$plan" >"$work/deferred.json"
+expect 0 "train with weight gradients deferred" "$bin" train "$mlp" --steps 20 --log-every 10 \
+    --cluster "$paced" --plan "$work/deferred.json"
+contains "$work/out" "(3 stages, 1F1B, weight gradients deferred, paced)" "train with weight gradients deferred"
+grep '^step' "$work/out" | sed 's/  [0-9]* samples.*//' >"$work/deferred"
+if cmp -s "$work/deferred" "$work/single"; then ok; else bad "deferred and one-device losses differ"; diff "$work/deferred" "$work/single"; fi
+sed 's/"schedule": "1f1b",/&\n  "weight_gradients": "later",/' "$plan" >"$work/later.json"
+expect 2 "run: unknown weight_gradients" "$bin" run "$mlp" --cluster "$paced" --plan "$work/later.json"
+contains "$work/err" 'unknown weight_gradients "later" (known: with-backward, deferred)' "run: unknown weight_gradients"
+contains "$work/err" "/weight_gradients" "run: unknown weight_gradients"
+
 # Bad input: exit 2 with what is wrong.
 expect 2 "run: missing model" "$bin" run
 expect 2 "run: zero steps" "$bin" run "$mlp" --steps 0

@@ -1,5 +1,6 @@
 /* The training graph's structure: order, phases, co-location groups, one accumulator and
- * one update per parameter, batch-norm state, and the errors for untrainable models. */
+ * one update per parameter, weight gradients, batch-norm state, and the errors for
+ * untrainable models. */
 #include <stdio.h>
 #include <string.h>
 
@@ -57,6 +58,40 @@ static void check_structure(const pl_graph *g)
         CU_ASSERT_EQUAL(pl_tensor_elements(&g->tensors[acc]), pl_tensor_elements(&g->tensors[t]));
     }
     CU_ASSERT_EQUAL(updates, params);
+    /* weight gradients: accumulations among them; no other backward op reads their results,
+     * so deferring them never delays an activation's gradient */
+    for (int o = 0; o < g->n_ops; o++) {
+        const pl_op *op = &g->ops[o];
+        if (op->phase != PL_PHASE_BACKWARD)
+            CU_ASSERT_FALSE(op->weight_gradient);
+        if (op->kind == PL_OP_ACCUMULATE || op->kind == PL_OP_SCATTER_ACCUMULATE)
+            CU_ASSERT_TRUE(op->weight_gradient);
+        if (op->phase != PL_PHASE_BACKWARD || op->weight_gradient)
+            continue;
+        for (int i = 0; i < op->n_inputs; i++) {
+            int producer = g->tensors[op->inputs[i]].producer;
+            CU_ASSERT_TRUE(producer < 0 || !g->ops[producer].weight_gradient);
+        }
+    }
+}
+
+/* In x -> h -> fc -> loss, the gradients of h's and fc's weights (grad_b) and their
+ * accumulations are weight gradients; the loss's gradient and fc's grad_a (h's gradient)
+ * are not. */
+static void test_weight_gradients(void)
+{
+    pl_graph *g = pl_test_two_layers();
+    int w = 0, b = 0;
+    for (int o = g->n_forward_ops; o < g->n_ops; o++) {
+        const pl_op *op = &g->ops[o];
+        if (op->kind == PL_OP_MATMUL_GRAD_B || op->kind == PL_OP_ACCUMULATE)
+            w += op->weight_gradient;
+        if (op->kind == PL_OP_MATMUL_GRAD_A || op->kind == PL_OP_SOFTMAX_CROSS_ENTROPY_GRAD)
+            b += !op->weight_gradient;
+    }
+    CU_ASSERT_EQUAL(w, 4);
+    CU_ASSERT_EQUAL(b, 2);
+    pl_graph_free(g);
 }
 
 static void test_every_small_model(void)
@@ -143,6 +178,7 @@ void pl_register_autodiff_tests(void)
         {"training graphs of every small model are well formed", test_every_small_model},
         {"shared weights accumulate once per reader, at home", test_shared_weights_and_homes},
         {"batch norm gains running averages", test_batch_norm_state},
+        {"weight gradients are told from activations' gradients", test_weight_gradients},
         {"a loss without parameters cannot be trained", test_untrainable_models},
         {NULL, NULL},
     };

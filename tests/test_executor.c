@@ -95,6 +95,7 @@ static pl_plan *random_plan(const pl_graph *g, int n_devices, uint64_t seed)
             divisors[n_divisors++] = m;
     plan->micro_batches = divisors[pl_rng_u64(seed, draw++) % (uint64_t)n_divisors];
     plan->schedule = pl_rng_u64(seed, draw++) % 2 ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE;
+    plan->defer_weight_gradients = pl_rng_u64(seed, draw++) % 2;
     return plan;
 }
 
@@ -212,7 +213,7 @@ static void check_random_plans(const char *model)
                 if (!same)
                     fprintf(stderr, "\n    %s plan %d (%d devices, %d stages, %d micro-batches, "
                             "%s) step %d: loss %.9g, one device %.9g", model, done, n_devices,
-                            plan->n_stages, m, plan->schedule ? "1f1b" : "gpipe", step,
+                            plan->n_stages, m, pl_plan_schedule_text(plan), step,
                             (double)loss, (double)want);
                 CU_ASSERT_TRUE(same);
             }

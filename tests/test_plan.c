@@ -53,6 +53,7 @@ static void test_round_trip(void)
     fixture f = open_fixture("transformer-small.json", "paced-4.json");
     pl_plan *plan = split_plan(&f, 4);
     plan->schedule = PL_SCHEDULE_1F1B;
+    plan->defer_weight_gradients = true;
     snprintf(plan->provenance.algorithm, sizeof plan->provenance.algorithm, "test");
     plan->provenance.seed = 42;
     plan->provenance.predicted_seconds = 0.125;
@@ -70,6 +71,7 @@ static void test_round_trip(void)
     CU_ASSERT_EQUAL(back->n_stages, 4);
     CU_ASSERT_EQUAL(back->micro_batches, 2);
     CU_ASSERT_EQUAL(back->schedule, PL_SCHEDULE_1F1B);
+    CU_ASSERT_TRUE(back->defer_weight_gradients);
     CU_ASSERT_STRING_EQUAL(back->provenance.algorithm, "test");
     CU_ASSERT_EQUAL(back->provenance.seed, 42u);
     CU_ASSERT_DOUBLE_EQUAL(back->provenance.predicted_seconds, 0.125, 1e-12);

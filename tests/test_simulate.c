@@ -44,8 +44,9 @@ static pl_cost_model unit_costs(double handoff)
     return m;
 }
 
-/* mode 0: all on device a; 1: fc and loss on b; 2: and on stage 1, 2 micro-batches. The
- * link is declared (copies on a link thread) unless `native`. */
+/* mode 0: all on device a; 1: fc and loss on b; 2: and on stage 1, 2 micro-batches; 3: and
+ * weight gradients deferred. The link is declared (copies on a link thread) unless
+ * `native`. */
 static double simulated_ms(const pl_graph *g, int mode, double handoff, bool native)
 {
     pl_cluster *c = two_devices_linked(1 << 20, !native);
@@ -57,6 +58,7 @@ static double simulated_ms(const pl_graph *g, int mode, double handoff, bool nat
         plan->n_stages = 2;
         plan->micro_batches = 2;
     }
+    plan->defer_weight_gradients = mode >= 3;
     pl_program *p = pl_program_new(g, c, plan, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(p->n_links, native || mode == 0 ? 0 : 2);
@@ -120,6 +122,21 @@ static void test_pipeline(void)
 {
     pl_graph *g = pl_test_two_layers();
     CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 2, 0, false), 16, 1e-9);
+    pl_graph_free(g);
+}
+
+/* The same pipeline with weight gradients deferred, by hand: b runs loss grad#1 and
+ * grad_a#1 before grad_b#0, so a gets its second gradient two tasks earlier:
+ * a: h#0 0-1, h#1 2-3; link a->b: copy h#0 1-2, copy h#1 3-4;
+ * b: fc#0 2-3, loss#0 3-4, fc#1 4-5, loss#1 5-6, loss grad#0 6-7, grad_a#0 7-8,
+ *    loss grad#1 8-9, grad_a#1 9-10, grad_b#0 10-11, accumulate#0 11-12, grad_b#1 12-13,
+ *    accumulate#1 13-14, fc update 14-15;
+ * link b->a: copy grad_a#0 8-9, copy grad_a#1 10-11;
+ * a: h grad_b#0 9-10, accumulate#0 10-11, grad_b#1 11-12, accumulate#1 12-13, update 13-14. */
+static void test_pipeline_deferred(void)
+{
+    pl_graph *g = pl_test_two_layers();
+    CU_ASSERT_DOUBLE_EQUAL(simulated_ms(g, 3, 0, false), 15, 1e-9);
     pl_graph_free(g);
 }
 
@@ -265,6 +282,7 @@ void pl_register_simulate_tests(void)
         {"one device: back to back", test_chain_one_device},
         {"two devices: by hand", test_two_devices},
         {"a 2-stage pipeline: by hand", test_pipeline},
+        {"a 2-stage pipeline, weight gradients deferred: by hand", test_pipeline_deferred},
         {"two devices, native link: by hand", test_two_devices_native},
         {"a 2-stage pipeline, native link: by hand", test_pipeline_native},
         {"the lower bound", test_lower_bound},

@@ -418,7 +418,7 @@ static int set_up(trainer *t)
                t->plan->micro_batches, t->plan->micro_batches == 1 ? "" : "es", t->g->n_ops,
                t->g->optimizer.kind == PL_OPT_ADAM ? "adam" : "sgd", t->o.plan,
                t->cluster->name, t->plan->n_stages, t->plan->n_stages == 1 ? "" : "s",
-               t->plan->schedule == PL_SCHEDULE_1F1B ? "1F1B" : "GPipe",
+               pl_plan_schedule_text(t->plan),
                t->cluster->paced ? ", paced" : "", pl_dataset_describe(t->data));
     return PL_EXIT_OK;
 }

@@ -30,7 +30,7 @@ static int check_plan(const char *model, pl_graph *graph, const char *cluster_pa
                plan_path, graph->name, cluster->name, plan->n_stages,
                plan->n_stages == 1 ? "" : "s", plan->micro_batches,
                plan->micro_batches == 1 ? "" : "es",
-               plan->schedule == PL_SCHEDULE_1F1B ? "1F1B" : "GPipe");
+               pl_plan_schedule_text(plan));
         for (int d = 0; d < cluster->n_devices; d++) {
             int64_t bytes = 0;
             int received = 0;

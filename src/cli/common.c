@@ -92,7 +92,7 @@ void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *c, const pl_pro
            "per step\n", devices, devices == 1 ? "" : "s", plan->n_stages,
            plan->n_stages == 1 ? "" : "s", plan->micro_batches,
            plan->micro_batches == 1 ? "" : "es",
-           plan->schedule == PL_SCHEDULE_1F1B ? "1F1B" : "GPipe", p->n_tasks, copies,
+           pl_plan_schedule_text(plan), p->n_tasks, copies,
            pl_cli_bytes((double)bytes, size, sizeof size));
 }
 

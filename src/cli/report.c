@@ -170,7 +170,7 @@ static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
             pl_cli_bytes((double)chosen->sim.copy_bytes, a, sizeof a), chosen->plan->n_stages,
             chosen->plan->n_stages == 1 ? "" : "s", chosen->plan->micro_batches,
             chosen->plan->micro_batches == 1 ? "" : "es",
-            chosen->plan->schedule == PL_SCHEDULE_1F1B ? "1F1B" : "GPipe");
+            pl_plan_schedule_text(chosen->plan));
 }
 
 static int write_atomic(const char *path, const pl_job *job, const char *svg_name, bool svg)
