@@ -16,7 +16,7 @@ void pl_agent_options_default(pl_agent_options *o)
     *o = (pl_agent_options){.seed = 1, .samples = 32, .groups = 16, .hidden = 32,
                             .rounds = 2, .lr = 0.005, .entropy = 0.01, .threads = 2,
                             .imitation_steps = 200, .epochs = 4,
-                            .anchor = 1.0};
+                            .anchor = 1.0, .max_fold = PL_POLICY_MAX_FOLD, .defer = true};
 }
 
 static pl_status check_options(const pl_agent_options *o, pl_error *err)
@@ -31,6 +31,8 @@ static pl_status check_options(const pl_agent_options *o, pl_error *err)
     if (!(o->lr > 0) || !(o->entropy >= 0) || o->threads < 1 || o->threads > 64 ||
         o->imitation_steps < 0 || o->epochs < 1 || o->epochs > 100 || !(o->anchor >= 0))
         return pl_error_set(err, PL_EINPUT, NULL, "invalid learning options");
+    if (o->max_fold < 1 || o->max_fold > PL_POLICY_MAX_FOLD)
+        return pl_error_set(err, PL_EINPUT, NULL, "the fold must be 1 to %d", PL_POLICY_MAX_FOLD);
     return PL_OK;
 }
 
@@ -68,7 +70,7 @@ pl_agent *pl_agent_alloc(const pl_graph *g, const pl_cluster *c, const pl_cost_m
     a->cluster = c;
     a->model = m;
     a->options = *o;
-    if (pl_policy_init(&a->policy, g, c, o->hidden, o->rounds, o->groups, o->seed, err) !=
+    if (pl_policy_init(&a->policy, g, c, o, err) !=
         PL_OK) {
         pl_agent_free(a);
         return NULL;

@@ -33,6 +33,7 @@
 #ifndef PLACER_AGENT_H
 #define PLACER_AGENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cluster.h"
@@ -58,6 +59,9 @@ typedef struct pl_agent_options {
     int epochs;        /* PPO: Adam steps per iteration on its samples (default 4) */
     double anchor;     /* weight of the best plan so far's log-likelihood, as if one more
                           sample of advantage `anchor` (default 1; 0: none) */
+    int max_fold;      /* the most pipeline stages per device the shape may choose (1 to 3,
+                          default 3; 1: no interleaving) */
+    bool defer;        /* the shape may defer weight gradients (default true) */
 } pl_agent_options;
 
 /* The defaults above. */

@@ -3,7 +3,7 @@
  *
  * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 2,
  * u64 model hash, i32 devices, the options that shape the search (u64 seed, i32 samples,
- * groups, hidden, rounds, epochs, f64 lr, entropy, anchor), i32 iteration, i64 Adam's step, f64
+ * groups, hidden, rounds, epochs, fold, defer, f64 lr, entropy, anchor), i32 iteration, i64 Adam's step, f64
  * reference, f64 log-ratio sum, i32 corrections, i32 parameter count, then the
  * parameters, Adam's first and second moments (f64 each), the curve (per iteration: i32
  * oom, f64 mean reward, best reward, mean step, best step, entropy), i32 best count and
@@ -24,7 +24,7 @@ typedef struct header {
     uint64_t model_hash;
     int32_t devices;
     uint64_t seed;
-    int32_t samples, groups, hidden, rounds, epochs;
+    int32_t samples, groups, hidden, rounds, epochs, max_fold, defer;
     double lr, entropy, anchor;
 } header;
 
@@ -40,6 +40,8 @@ static header header_of(const pl_graph *g, const pl_cluster *c, const pl_agent_o
     h.hidden = o->hidden;
     h.rounds = o->rounds;
     h.epochs = o->epochs;
+    h.max_fold = o->max_fold;
+    h.defer = o->defer;
     h.lr = o->lr;
     h.entropy = o->entropy;
     h.anchor = o->anchor;

@@ -141,9 +141,11 @@ static void init_matrix(double *w, int fan_in, int fan_out, uint64_t seed, uint6
         w[i] = scale * pl_rng_normal(seed, (*counter)++);
 }
 
-pl_status pl_policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c, int hidden,
-                         int rounds, int groups, uint64_t seed, pl_error *err)
+pl_status pl_policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c,
+                         const pl_agent_options *o, pl_error *err)
 {
+    int hidden = o->hidden, rounds = o->rounds, groups = o->groups;
+    uint64_t seed = o->seed;
     memset(p, 0, sizeof *p);
     p->n_ops = g->n_forward_ops;
     p->hidden = hidden;
@@ -155,9 +157,9 @@ pl_status pl_policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c, i
     p->stages = p->stages < PL_POLICY_HEAD_STAGES ? p->stages : PL_POLICY_HEAD_STAGES;
     static const int counts[PL_POLICY_MAX_MB] = {1, 2, 4, 8, 16, 32};
     for (int i = 0; i < PL_POLICY_MAX_MB; i++)
-        for (int f = 1; f <= PL_POLICY_MAX_FOLD && g->batch_size % counts[i] == 0; f++)
+        for (int f = 1; f <= o->max_fold && g->batch_size % counts[i] == 0; f++)
             for (int s = PL_SCHEDULE_GPIPE; s <= PL_SCHEDULE_1F1B; s++)
-                for (int defer = 0; defer < 2; defer++) {
+                for (int defer = 0; defer <= (int)o->defer; defer++) {
                     p->shape_mb[p->n_shapes] = counts[i];
                     p->shape_fold[p->n_shapes] = f;
                     p->shape_schedule[p->n_shapes] = (pl_schedule)s;

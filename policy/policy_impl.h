@@ -60,10 +60,10 @@ typedef struct pl_action {
     int shape;                        /* index into shape_mb and shape_fold */
 } pl_action;
 
-/* Builds features and adjacency for `graph`'s forward ops, the layout, and weights drawn
- * from `seed`. */
+/* Builds features and adjacency for `graph`'s forward ops, the shapes the options allow,
+ * the layout, and weights drawn from the options' seed. */
 pl_status pl_policy_init(pl_policy *policy, const pl_graph *graph, const pl_cluster *cluster,
-                         int hidden, int rounds, int groups, uint64_t seed, pl_error *err);
+                         const pl_agent_options *options, pl_error *err);
 void pl_policy_clear(pl_policy *policy);
 
 pl_action *pl_actions_new(const pl_policy *policy, int n);

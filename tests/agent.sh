@@ -35,6 +35,9 @@ contains "$work/out" "iteration    6" "resume"
 expect 2 "resume with other samples" "$bin" "$model" --cluster "$paced" --samples 9 -o "$work/x" \
     --resume "$work/inc.agent.ckpt"
 contains "$work/err" "other search options" "resume with other samples"
+expect 2 "resume without deferral" "$bin" "$model" --cluster "$paced" --samples 8 --no-defer \
+    -o "$work/x" --resume "$work/inc.agent.ckpt"
+contains "$work/err" "other search options" "resume without deferral"
 
 # Ctrl-C: exit 130, and the best plan so far is written and valid.
 "$bin" "$model" --cluster "$paced" --budget 600 --samples 8 -o "$work/int" >"$work/out" 2>"$work/err" &

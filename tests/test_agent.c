@@ -71,7 +71,10 @@ static void test_gradient(void)
     pl_graph *g = two_branches();
     pl_cluster *c = two_devices();
     pl_policy p;
-    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, 5, 2, 3, 7, NULL), PL_OK);
+    pl_agent_options o;
+    pl_agent_options_default(&o);
+    o.hidden = 5, o.rounds = 2, o.groups = 3, o.seed = 7;
+    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &o, NULL), PL_OK);
     /* move the biases off zero so that every term is exercised */
     for (int i = 0; i < p.layout.n; i++)
         p.params[i] += 0.1 * pl_rng_normal(99, (uint64_t)i);
@@ -220,7 +223,10 @@ static void test_fold(void)
     pl_graph *g = chain();
     pl_cluster *c = two_devices();
     pl_policy p;
-    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, 8, 1, 4, 1, NULL), PL_OK);
+    pl_agent_options o;
+    pl_agent_options_default(&o);
+    o.hidden = 8, o.rounds = 1, o.groups = 4;
+    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &o, NULL), PL_OK);
     pl_action *a = pl_actions_new(&p, 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     for (int i = 0; i < p.n_ops; i++)
@@ -257,6 +263,17 @@ static void test_fold(void)
         CU_ASSERT_EQUAL(plan->device[i], i < 4 ? 0 : 1);
     pl_plan_free(plan);
     pl_actions_free(a, 1);
+    pl_policy_clear(&p);
+    /* without folds and deferral, the shapes are the micro-batch counts and schedules */
+    int all = 0;
+    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &o, NULL), PL_OK);
+    all = p.n_shapes;
+    pl_policy_clear(&p);
+    o.max_fold = 1, o.defer = false;
+    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &o, NULL), PL_OK);
+    CU_ASSERT_EQUAL(p.n_shapes * PL_POLICY_MAX_FOLD * 2, all);
+    for (int k = 0; k < p.n_shapes; k++)
+        CU_ASSERT(p.shape_fold[k] == 1 && !p.shape_defer[k]);
     pl_policy_clear(&p);
     pl_cluster_free(c);
     pl_graph_free(g);

@@ -27,6 +27,7 @@ typedef struct main_options {
     long iterations, samples, measure_steps;
     unsigned long long seed;
     bool quiet;
+    bool no_fold, no_defer; /* the agent's shape: no interleaving, no deferral */
 } main_options;
 
 /* "graphs/mlp.json" -> "mlp": the file name without directory and ".json". */
@@ -49,6 +50,7 @@ static void print_usage(void)
 {
     printf("Usage: placer MODEL.json [--cluster C] [--budget SECONDS] [--seed N] [-o PREFIX]\n"
            "                         [--iterations N] [--samples N] [--resume CKPT] [-q]\n"
+           "                         [--no-fold] [--no-defer]\n"
            "Finds a placement of the model on the cluster (default: this machine): runs the\n"
            "baseline placers and the learning agent for about --budget seconds (default 60),\n"
            "measures the best plans on the executor and writes PREFIX.plan.json,\n"
@@ -57,7 +59,8 @@ static void print_usage(void)
            "PREFIX.graph.dot. --iterations stops the agent after N iterations in all (the\n"
            "budget still applies); --resume continues from a checkpoint of the same model,\n"
            "cluster, seed and samples. Ctrl-C stops the search and writes the best plan so\n"
-           "far (exit status 130).\n");
+           "far (exit status 130). --no-fold and --no-defer keep the agent from interleaving\n"
+           "pipeline stages and from deferring weight gradients (to measure what each gains).\n");
 }
 
 static int parse_options(int argc, char **argv, main_options *o)
@@ -71,6 +74,8 @@ static int parse_options(int argc, char **argv, main_options *o)
                                             {"measure-steps", required_argument, NULL, 'm'},
                                             {"resume", required_argument, NULL, 'r'},
                                             {"quiet", no_argument, NULL, 'q'},
+                                            {"no-fold", no_argument, NULL, 'F'},
+                                            {"no-defer", no_argument, NULL, 'D'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     *o = (main_options){.budget = 60, .seed = 1, .samples = 32, .measure_steps = 3};
@@ -83,6 +88,8 @@ static int parse_options(int argc, char **argv, main_options *o)
         case 'c': o->cluster = optarg; break;
         case 'r': o->resume = optarg; break;
         case 'q': o->quiet = true; break;
+        case 'F': o->no_fold = true; break;
+        case 'D': o->no_defer = true; break;
         case 'b': {
             char *end;
             o->budget = strtod(optarg, &end);
@@ -278,6 +285,8 @@ static int start_agent(job_state *s, char *ckpt)
     pl_agent_options_default(&ao);
     ao.seed = s->o.seed;
     ao.samples = (int)s->o.samples;
+    ao.max_fold = s->o.no_fold ? 1 : ao.max_fold;
+    ao.defer = !s->o.no_defer;
     pl_error err;
     pl_error_init(&err, s->o.resume ? s->o.resume : s->o.model);
     if (s->o.resume) {
