@@ -64,7 +64,7 @@ void pl_cost_model_clear(pl_cost_model *model);
 /* An op's signature: what its time depends on (kind, attributes, the shapes and dtypes of
  * its inputs and outputs in `shapes`) and the device's thread count. */
 uint64_t pl_op_signature(const pl_op *op, const pl_tensor *shapes, int threads);
-/* Adds measurements (any order, repeats allowed: the median of each signature's times is
+/* Adds measurements (any order, repeats allowed: the lower median of each signature's times is
  * kept, and a new signature's time replaces an old one). */
 pl_status pl_cost_add_measured(pl_cost_model *model, pl_op_time *times, int n, pl_error *err);
 /* The measured time of a signature, or -1. */

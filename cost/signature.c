@@ -76,7 +76,7 @@ pl_status pl_cost_add_measured(pl_cost_model *m, pl_op_time *times, int n, pl_er
     if (!all)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     int count = 0, old = 0;
-    for (int i = 0; i < n;) { /* a run of one signature: its median */
+    for (int i = 0; i < n;) { /* a run of one signature: its lower median */
         int j = i;
         while (j < n && times[j].signature == times[i].signature)
             j++;
@@ -84,7 +84,7 @@ pl_status pl_cost_add_measured(pl_cost_model *m, pl_op_time *times, int n, pl_er
             all[count++] = m->measured[old];
         if (old < m->n_measured && m->measured[old].signature == times[i].signature)
             old++; /* replaced */
-        all[count++] = (pl_op_time){times[i].signature, times[i + (j - i) / 2].seconds};
+        all[count++] = (pl_op_time){times[i].signature, times[i + (j - i - 1) / 2].seconds};
         i = j;
     }
     for (; old < m->n_measured; old++)

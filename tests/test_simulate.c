@@ -246,10 +246,11 @@ static void test_profile_file(void)
     pl_cost_model m = unit_costs(2e-5), back;
     pl_cost_machine_key(m.machine, sizeof m.machine);
     m.ops[2][PL_OP_MATMUL] = (pl_op_cost){1e-6, 2e-11, 3e-12, 40};
-    pl_op_time times[] = {{42, 3e-4}, {7, 1e-5}, {42, 1e-4}, {42, 2e-4}};
-    CU_ASSERT_EQUAL(pl_cost_add_measured(&m, times, 4, NULL), PL_OK);
-    CU_ASSERT_EQUAL(m.n_measured, 2);
+    pl_op_time times[] = {{42, 3e-4}, {7, 1e-5}, {42, 1e-4}, {42, 2e-4}, {9, 5e-5}, {9, 4e-5}};
+    CU_ASSERT_EQUAL(pl_cost_add_measured(&m, times, 6, NULL), PL_OK);
+    CU_ASSERT_EQUAL(m.n_measured, 3);
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_lookup(&m, 42), 2e-4, 0); /* the median */
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_lookup(&m, 9), 4e-5, 0);  /* of two, the lower */
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_lookup(&m, 8), -1, 0);
     char path[] = "/tmp/placer-profile-XXXXXX";
     int fd = mkstemp(path);
@@ -261,7 +262,7 @@ static void test_profile_file(void)
     CU_ASSERT_DOUBLE_EQUAL(back.ops[2][PL_OP_MATMUL].per_flop, 2e-11, 1e-20);
     CU_ASSERT_EQUAL(back.ops[2][PL_OP_MATMUL].samples, 40);
     CU_ASSERT_DOUBLE_EQUAL(back.handoff_seconds, 2e-5, 1e-14);
-    CU_ASSERT_EQUAL(back.n_measured, 2);
+    CU_ASSERT_EQUAL(back.n_measured, 3);
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_lookup(&back, 7), 1e-5, 1e-14);
     pl_cost_model_clear(&back); /* read fills a model afresh, so it owns nothing yet */
     FILE *f = fopen(path, "w");

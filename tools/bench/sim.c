@@ -272,9 +272,11 @@ static pl_graph *open_training_graph(const options *o, const char *name, pl_erro
 
 /* ---- plans -------------------------------------------------------------------------------- */
 
-typedef enum plan_kind { ONE_DEVICE, GPIPE, ONE_F_ONE_B, BLOCKED, ROUND_ROBIN, N_KINDS } plan_kind;
-static const char *const kind_names[N_KINDS] = {"one device", "GPipe", "1F1B", "blocked random",
-                                                "round-robin"};
+typedef enum plan_kind {
+    ONE_DEVICE, GPIPE, ONE_F_ONE_B, DEFERRED, INTERLEAVED, BLOCKED, ROUND_ROBIN, N_KINDS
+} plan_kind;
+static const char *const kind_names[N_KINDS] = {"one device", "GPipe", "1F1B", "1F1B, W deferred",
+                                                "interleaved", "blocked random", "round-robin"};
 
 /* A plan to measure, and what became of it. */
 typedef struct candidate {
@@ -384,7 +386,9 @@ static const int micro_batch_choices[] = {1, 2, 4, 8};
 enum { N_MICRO = sizeof micro_batch_choices / sizeof *micro_batch_choices };
 
 /* Pipelines of 2 .. n_devices stages, each micro-batch count of {1,2,4,8} that divides
- * the batch, in both schedules. */
+ * the batch, in both schedules; n_devices stages in 1F1B with weight gradients deferred;
+ * and interleaved: 2 n_devices stages, stage s on device s mod n_devices, 1F1B, weight
+ * gradients deferred for 2 and 8 micro-batches (as the agent's folds and deferral). */
 static pl_status add_pipelines(candidates *cs, const pl_graph *g, int n_devices, pl_error *err)
 {
     pl_status status = PL_OK;
@@ -401,6 +405,29 @@ static pl_status add_pipelines(candidates *cs, const pl_graph *g, int n_devices,
                     status = err->status;
             }
         }
+    for (int i = 0; i < N_MICRO && status == PL_OK; i++) {
+        int m = micro_batch_choices[i];
+        if (g->batch_size % m != 0)
+            continue;
+        pl_plan *plan = pipeline_plan(g, n_devices, m, PL_SCHEDULE_1F1B, err);
+        if (plan) {
+            plan->defer_weight_gradients = true;
+            status = add_candidate(cs, DEFERRED, plan, err, "1F1B s%d m%d W later", n_devices, m);
+        } else {
+            status = err->status;
+        }
+        if (status != PL_OK)
+            break;
+        if ((plan = pipeline_plan(g, 2 * n_devices, m, PL_SCHEDULE_1F1B, err))) {
+            for (int o = 0; o < plan->n_ops; o++)
+                plan->device[o] = plan->stage[o] % n_devices;
+            plan->defer_weight_gradients = i % 2;
+            status = add_candidate(cs, INTERLEAVED, plan, err, "1F1B s%dx2 m%d%s", n_devices, m,
+                                   i % 2 ? " W later" : "");
+        } else {
+            status = err->status;
+        }
+    }
     return status;
 }
 
@@ -873,8 +900,9 @@ static void print_accuracy_heading(const options *o)
     printf("   e = (predicted - measured) / measured; bias: median e; tau: Kendall's tau-b "
            "of the row's plans;\n   meas/LB: median measured step over pl_step_lower_bound; "
            "steps: measured per plan.\n   Candidates (cand): one device (m 1, 4), "
-           "FLOP-balanced pipelines (2..n stages, m of 1,2,4,8,\n   GPipe and 1F1B), blocked "
-           "random, round-robin. Not measured: not fitting memory (oom), predicted\n   over "
+           "FLOP-balanced pipelines (2..n stages, m of 1,2,4,8,\n   GPipe and 1F1B; n stages "
+           "with weight gradients deferred; 2n stages interleaved), blocked\n   random, "
+           "round-robin. Not measured: not fitting memory (oom), predicted\n   over "
            "%.2g s (slow), and the rest past the %.3g s budget or the %d plans (left)\n",
            o->max_step, o->budget, o->plans);
     printf("%-12s %-8s %5s %4s %4s %4s %5s%s %5s\n", "model", "cluster", "cand", "oom", "slow",
