@@ -278,11 +278,12 @@ pl_status pl_agent_imitate(pl_agent *a, const pl_plan *plan, pl_error *err)
         free(weight);
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     }
-    if (!pl_action_from_plan(&a->policy, plan, &targets[0])) {
+    if (!pl_action_from_plan(&a->policy, plan, &targets[0], NULL)) {
         pl_actions_free(targets, n);
         free(weight);
-        return pl_error_set(err, PL_EINPUT, NULL, "the plan's %d micro-batches are not among "
-                            "the agent's choices", plan->micro_batches);
+        return pl_error_set(err, PL_EINPUT, NULL, "the plan's shape (%d micro-batches, %s) is "
+                            "not among the agent's choices", plan->micro_batches,
+                            pl_plan_schedule_text(plan));
     }
     /* the same decisions under every shape, weighted to the smoothed target */
     int own = targets[0].shape;
@@ -414,10 +415,13 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
      * ratio to the policy that drew it, dropped once the ratio leaves [1-clip, 1+clip] in
      * the direction its advantage pushes (the clipped surrogate's gradient). */
     const double clip = 0.2;
-    /* the anchor: the best plan so far (a baseline's, first), imitated alongside */
+    /* the anchor: the best plan so far (a baseline's, first), imitated alongside; not when
+     * the policy cannot express it exactly (a folded plan of more stages or (device,
+     * stage) pairs than the heads have), which would pull towards another plan */
     int m = n;
+    bool exact = false;
     if (a->options.anchor > 0 && a->n_best > 0 &&
-        pl_action_from_plan(&a->policy, a->best[0].plan, &a->actions[n])) {
+        pl_action_from_plan(&a->policy, a->best[0].plan, &a->actions[n], &exact) && exact) {
         a->weights[n] = a->options.anchor / n;
         m = n + 1;
     }

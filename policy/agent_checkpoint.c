@@ -113,8 +113,9 @@ static pl_status read_body(pl_agent *a, FILE *fp, pl_error *err)
                             "or cluster");
     if (memcmp(&got, &want, sizeof got) != 0)
         return pl_error_set(err, PL_EINPUT, NULL, "the checkpoint was made with other search "
-                            "options (seed %llu, %d samples, %d groups)",
-                            (unsigned long long)got.seed, got.samples, got.groups);
+                            "options (seed %llu, %d samples, %d groups, fold up to %d, %s)",
+                            (unsigned long long)got.seed, got.samples, got.groups, got.max_fold,
+                            got.defer ? "deferral" : "no deferral");
     int32_t n = 0;
     GET(fp, a->iteration);
     GET(fp, a->adam_t);

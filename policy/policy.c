@@ -603,11 +603,13 @@ void pl_action_to_plan(const pl_policy *p, const pl_action *a, pl_plan *plan)
     plan->defer_weight_gradients = p->shape_defer[a->shape];
 }
 
-bool pl_action_from_plan(const pl_policy *p, const pl_plan *plan, pl_action *a)
+bool pl_action_from_plan(const pl_policy *p, const pl_plan *plan, pl_action *a, bool *exact)
 {
     int n_pairs = 0, pair_device[PL_AGENT_MAX_GROUPS], pair_stage[PL_AGENT_MAX_GROUPS];
+    bool same = true;
     for (int i = 0; i < p->n_ops; i++) {
         int stage = plan->stage[i] < p->stages ? plan->stage[i] : p->stages - 1;
+        same = same && stage == plan->stage[i];
         int k = 0;
         while (k < n_pairs && (pair_device[k] != plan->device[i] || pair_stage[k] != stage))
             k++;
@@ -618,6 +620,7 @@ bool pl_action_from_plan(const pl_policy *p, const pl_plan *plan, pl_action *a)
                 n_pairs++;
             } else {
                 k = p->groups - 1;
+                same = false;
             }
         }
         a->group[i] = k;
@@ -631,6 +634,8 @@ bool pl_action_from_plan(const pl_policy *p, const pl_plan *plan, pl_action *a)
             (plan->n_stages <= 1 || p->shape_schedule[m] == plan->schedule) &&
             p->shape_defer[m] == plan->defer_weight_gradients) {
             a->shape = m;
+            if (exact)
+                *exact = same;
             return true;
         }
     return false;

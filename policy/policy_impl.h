@@ -87,8 +87,11 @@ pl_status pl_policy_objective(const pl_policy *policy, const pl_action *actions,
 void pl_action_to_plan(const pl_policy *policy, const pl_action *action, pl_plan *plan);
 
 /* The action that reproduces a plan: one group per distinct (device, stage) pair, in
- * order of first appearance (pairs beyond the groups share the last group); false when
- * the plan's micro-batch count is not among the choices. */
-bool pl_action_from_plan(const pl_policy *policy, const pl_plan *plan, pl_action *action);
+ * order of first appearance (pairs beyond the groups share the last group, stages beyond
+ * the head's the last stage); false when the plan's shape is not among the choices.
+ * *exact (NULL allowed): whether the action gives back the plan itself, not such an
+ * approximation (a folded plan may have more stages or pairs than the head has). */
+bool pl_action_from_plan(const pl_policy *policy, const pl_plan *plan, pl_action *action,
+                         bool *exact);
 
 #endif

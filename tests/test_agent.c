@@ -253,6 +253,22 @@ static void test_fold(void)
     CU_ASSERT_EQUAL(ops_in[1], 2);
     CU_ASSERT_EQUAL(ops_in[2], 2);
     CU_ASSERT_EQUAL(ops_in[3], 3);
+    /* the folded plan is within the heads' reach (4 stages of 6, 4 pairs of 4 groups) */
+    pl_action *back = pl_actions_new(&p, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    bool exact = false;
+    CU_ASSERT(pl_action_from_plan(&p, plan, back, &exact) && exact);
+    pl_plan *again = pl_plan_new(g, NULL);
+    pl_action_to_plan(&p, back, again);
+    CU_ASSERT_EQUAL(memcmp(again->device, plan->device, (size_t)plan->n_ops * sizeof(int)), 0);
+    CU_ASSERT_EQUAL(memcmp(again->stage, plan->stage, (size_t)plan->n_ops * sizeof(int)), 0);
+    /* one stage per op is not: 9 stages, the stage head has 6 */
+    for (int i = 0; i < plan->n_ops; i++)
+        plan->stage[i] = i, plan->device[i] = i % 2;
+    plan->n_stages = plan->n_ops;
+    CU_ASSERT(pl_action_from_plan(&p, plan, back, &exact) && !exact);
+    pl_plan_free(again);
+    pl_actions_free(back, 1);
     /* fold 1 leaves the plan as sampled */
     for (int k = 0; k < p.n_shapes; k++)
         if (p.shape_mb[k] == 1 && p.shape_fold[k] == 1)
