@@ -541,24 +541,22 @@ static int renumber_stages(pl_plan *plan, int n, int limit)
  * are dealt round a ring of the devices: the devices that owned the stages (the one doing
  * most of each stage's work) in stage order, then the others. With 4 stages on 4 devices
  * and fold 2, every device holds two stages of half the size, and the pipeline's fill and
- * drain shrink by half. */
+ * drain shrink by half. n_stages is at most the stage head's (PL_POLICY_HEAD_STAGES). */
 static int fold_stages(const pl_policy *p, pl_plan *plan, int n_stages, int fold)
 {
     int n = p->n_ops, ring[PL_MAX_DEVICES], in_ring = 0;
     double work[PL_POLICY_MAX_STAGES] = {0}, done[PL_POLICY_MAX_STAGES] = {0};
-    double *on = calloc((size_t)n_stages * p->devices, sizeof *on);
-    if (!on)
-        return n_stages; /* unfolded: still a valid plan */
+    double on[PL_POLICY_HEAD_STAGES][PL_MAX_DEVICES] = {{0}}; /* a stage's work per device */
     for (int i = 0; i < n; i++) {
         double f = p->group_features[i * PL_POLICY_GROUP_FEATURES];
         work[plan->stage[i]] += f;
-        on[plan->stage[i] * p->devices + plan->device[i]] += f;
+        on[plan->stage[i]][plan->device[i]] += f;
     }
     bool taken[PL_MAX_DEVICES] = {false};
     for (int s = 0; s < n_stages; s++) {
         int owner = 0;
         for (int d = 1; d < p->devices; d++)
-            if (on[s * p->devices + d] > on[s * p->devices + owner])
+            if (on[s][d] > on[s][owner])
                 owner = d;
         if (!taken[owner])
             taken[owner] = true, ring[in_ring++] = owner;
@@ -566,7 +564,6 @@ static int fold_stages(const pl_policy *p, pl_plan *plan, int n_stages, int fold
     for (int d = 0; d < p->devices; d++)
         if (!taken[d])
             ring[in_ring++] = d;
-    free(on);
     for (int i = 0; i < n; i++) {
         int s = plan->stage[i];
         double f = p->group_features[i * PL_POLICY_GROUP_FEATURES];

@@ -99,7 +99,8 @@ static bool read_plan(pl_json_reader *r, const json_t *root, const pl_graph *gra
         return pl_json_fail(r, "unknown schedule \"%s\" (known: gpipe, 1f1b)", schedule);
     }
     plan->schedule = strcmp(schedule, "1f1b") == 0 ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE;
-    if (strcmp(weight_gradients, "with-backward") != 0 && strcmp(weight_gradients, "deferred") != 0) {
+    if (strcmp(weight_gradients, "with-backward") != 0 &&
+        strcmp(weight_gradients, "deferred") != 0) {
         pl_json_push_key(r, "weight_gradients");
         return pl_json_fail(r, "unknown weight_gradients \"%s\" (known: with-backward, deferred)",
                             weight_gradients);

@@ -92,7 +92,9 @@ static pl_status create_tasks(pl_builder *b, const pl_plan *plan, pl_error *err)
         }
         int phase = op->phase == PL_PHASE_FORWARD ? PL_FORWARD : PL_BACKWARD;
         /* deferred weight gradients rank behind every forward and backward block */
-        int later = plan->defer_weight_gradients && op->weight_gradient ? plan->n_stages * 2 * m : 0;
+        int later = plan->defer_weight_gradients && op->weight_gradient
+                        ? plan->n_stages * 2 * m
+                        : 0;
         for (int k = 0; k < m; k++)
             add_task(b, PL_TASK_OP, o, k, parts->op_device[o],
                      (task_key){later + rank[pl_block_of(parts->op_stage[o], phase, k, m)], o, 0});
