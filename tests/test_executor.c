@@ -14,7 +14,6 @@
 #include "executor.h"
 #include "graph_build.h"
 #include "load.h"
-#include "rng.h"
 #include "session.h"
 #include "suites.h"
 #include "test_util.h"
@@ -58,45 +57,6 @@ static pl_cluster *native_cluster(int n, int threads, long long memory, double f
     pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "test.json", &err);
     CU_ASSERT_PTR_NOT_NULL(c);
     return c;
-}
-
-/* A random plan: each op on a random device; stages that follow the dataflow (an op
- * starts at its inputs' latest stage and sometimes moves on), renumbered without gaps;
- * a random divisor of the batch as micro-batch count; either schedule. */
-static pl_plan *random_plan(const pl_graph *g, int n_devices, uint64_t seed)
-{
-    pl_plan *plan = pl_plan_new(g, NULL);
-    uint64_t draw = 0;
-    int max_stage = (int)(pl_rng_u64(seed, draw++) % 4);
-    for (int o = 0; o < g->n_forward_ops; o++) {
-        const pl_op *op = &g->ops[o];
-        int stage = 0;
-        for (int i = 0; i < op->n_inputs; i++) {
-            int producer = g->tensors[op->inputs[i]].producer;
-            if (producer >= 0 && plan->stage[producer] > stage)
-                stage = plan->stage[producer];
-        }
-        if (stage < max_stage && pl_rng_u64(seed, draw++) % 4 == 0)
-            stage++;
-        plan->stage[o] = stage;
-        plan->device[o] = (int)(pl_rng_u64(seed, draw++) % (uint64_t)n_devices);
-    }
-    int renumber[8] = {0}, used[8] = {0}, n_stages = 0;
-    for (int o = 0; o < g->n_forward_ops; o++)
-        used[plan->stage[o]] = 1;
-    for (int s = 0; s < 8; s++)
-        renumber[s] = used[s] ? n_stages++ : -1;
-    for (int o = 0; o < g->n_forward_ops; o++)
-        plan->stage[o] = renumber[plan->stage[o]];
-    plan->n_stages = n_stages;
-    int divisors[16], n_divisors = 0;
-    for (int m = 1; m <= g->batch_size && n_divisors < 16; m++)
-        if (g->batch_size % m == 0)
-            divisors[n_divisors++] = m;
-    plan->micro_batches = divisors[pl_rng_u64(seed, draw++) % (uint64_t)n_divisors];
-    plan->schedule = pl_rng_u64(seed, draw++) % 2 ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE;
-    plan->defer_weight_gradients = pl_rng_u64(seed, draw++) % 2;
-    return plan;
 }
 
 static void fill_inputs(const pl_graph *g, pl_dataset *data, void *(*buffer)(void *, int),
@@ -190,7 +150,7 @@ static void check_random_plans(const char *model)
         fill_inputs(g, data, executor_buffer, ex);
         snapshot initial = take_snapshot(g, ex);
         for (int i = 0; i < PLANS_PER_MODEL / 3; i++, done++) {
-            pl_plan *plan = random_plan(g, n_devices, 1000u * (uint64_t)done + 17);
+            pl_plan *plan = pl_test_random_plan(g, n_devices, 1000u * (uint64_t)done + 17);
             int m = plan->micro_batches;
             if (!have[m]) {
                 reference_losses(g, data, m, reference[m]);
@@ -351,7 +311,7 @@ static void test_program_order(void)
     pl_graph *g = training_graph("transformer-small.json");
     pl_cluster *c = native_cluster(3, 1, 1LL << 30, 0);
     for (int seed = 0; seed < 20; seed++) {
-        pl_plan *plan = random_plan(g, 3, (uint64_t)seed);
+        pl_plan *plan = pl_test_random_plan(g, 3, (uint64_t)seed);
         pl_program *p = pl_program_new(g, c, plan, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(p);
         int backwards = 0, deps = 0;

@@ -7,6 +7,7 @@
 
 #include "autodiff.h"
 #include "load.h"
+#include "rng.h"
 
 const char *pl_test_srcdir(void)
 {
@@ -51,6 +52,42 @@ pl_graph *pl_test_two_layers(void)
     CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(g, &err), PL_OK);
     CU_ASSERT_EQUAL(g->n_ops, 11);
     return g;
+}
+
+pl_plan *pl_test_random_plan(const pl_graph *g, int n_devices, uint64_t seed)
+{
+    pl_plan *plan = pl_plan_new(g, NULL);
+    uint64_t draw = 0;
+    int max_stage = (int)(pl_rng_u64(seed, draw++) % 4);
+    for (int o = 0; o < g->n_forward_ops; o++) {
+        const pl_op *op = &g->ops[o];
+        int stage = 0;
+        for (int i = 0; i < op->n_inputs; i++) {
+            int producer = g->tensors[op->inputs[i]].producer;
+            if (producer >= 0 && plan->stage[producer] > stage)
+                stage = plan->stage[producer];
+        }
+        if (stage < max_stage && pl_rng_u64(seed, draw++) % 4 == 0)
+            stage++;
+        plan->stage[o] = stage;
+        plan->device[o] = (int)(pl_rng_u64(seed, draw++) % (uint64_t)n_devices);
+    }
+    int renumber[8] = {0}, used[8] = {0}, n_stages = 0;
+    for (int o = 0; o < g->n_forward_ops; o++)
+        used[plan->stage[o]] = 1;
+    for (int s = 0; s < 8; s++)
+        renumber[s] = used[s] ? n_stages++ : -1;
+    for (int o = 0; o < g->n_forward_ops; o++)
+        plan->stage[o] = renumber[plan->stage[o]];
+    plan->n_stages = n_stages;
+    int divisors[16], n_divisors = 0;
+    for (int m = 1; m <= g->batch_size && n_divisors < 16; m++)
+        if (g->batch_size % m == 0)
+            divisors[n_divisors++] = m;
+    plan->micro_batches = divisors[pl_rng_u64(seed, draw++) % (uint64_t)n_divisors];
+    plan->schedule = pl_rng_u64(seed, draw++) % 2 ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE;
+    plan->defer_weight_gradients = pl_rng_u64(seed, draw++) % 2;
+    return plan;
 }
 
 void pl_test_add_suite(const char *name, const pl_test_case *cases)

@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "graph.h"
+#include "plan.h"
 
 /* The source tree's top (from $top_srcdir, as `make check` sets it; "." otherwise). */
 const char *pl_test_srcdir(void);
@@ -20,6 +21,12 @@ pl_graph *pl_test_model(const char *x_shape, const char *params, const char *nod
 /* x[4,3] -> h = x w1 -> logits = h w2 -> softmax cross-entropy, as its training graph
  * (11 ops). Asserts (fatally) that it builds. */
 pl_graph *pl_test_two_layers(void);
+
+/* A random plan for a training graph: each op on a random device of `n_devices`; stages
+ * that follow the dataflow (an op starts at its inputs' latest stage and sometimes moves
+ * on), renumbered without gaps; a random divisor of the batch as micro-batch count; either
+ * schedule; weight gradients deferred or not. */
+pl_plan *pl_test_random_plan(const pl_graph *graph, int n_devices, uint64_t seed);
 
 /* Asserts that loading failed with a message that contains `needle`. */
 #define PL_ASSERT_FAILS_WITH(graph, err, needle)                                             \
