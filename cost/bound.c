@@ -1,9 +1,14 @@
-/* The lower bound on a step (simulate.h): one sample's critical path, the step's work
- * spread over every device, and the heaviest co-location group, which runs on one device.
+/* The lower bound on a step (simulate.h). A plan splits the batch into micro-batches of
+ * one size; for each size a plan may choose, the step lasts at least the largest of
+ * - one micro-batch's critical path,
+ * - the step's work spread over every device,
+ * - the heaviest co-location group's work, since a group runs on one device, and
+ * - each update's chain: its ancestors' work, then the update itself,
+ * and the bound is the least of those over the sizes.
  *
- * Both terms take each op's time as the simulator would (the measured time of its
+ * Every term takes each op's time as the simulator would (the measured time of its
  * signature where calibration has one, else the fit; never less than its FLOPs at a paced
- * device's rate), at every micro-batch size a plan may choose, and keep the smallest. So no
+ * device's rate) on the device where the op runs fastest, with free communication. So no
  * plan's simulated step can come out below the bound, even where the measured times and
  * the fit disagree. */
 #include <stdlib.h>
@@ -11,7 +16,7 @@
 #include "graph_build.h"
 #include "simulate.h"
 
-/* An op at the given shapes on the device where it runs fastest (free communication). */
+/* An op at the given shapes on the device where it runs fastest. */
 static double fastest(const pl_cost_model *m, const pl_cluster *c, const pl_op *op,
                       const pl_tensor *shapes, double flops)
 {
@@ -33,81 +38,220 @@ static double fastest(const pl_cost_model *m, const pl_cluster *c, const pl_op *
     return best;
 }
 
-/* Per op, over every micro-batch count m dividing the batch: the least time of one sample
- * (`sample`: any micro-batch carries at least one) and of a whole step's share (`step`: m
- * micro-batches, or one run of an update). */
-static pl_status least_times(const pl_graph *g, const pl_cluster *c, const pl_cost_model *m,
-                             double *sample, double *step, pl_tensor *shapes, pl_error *err)
+/* The graph's dependencies along its tensors: each op's inputs' last writers (producers,
+ * or the ops that mutated them in place before it), as lists in one array. */
+typedef struct dependencies {
+    int *first; /* op o's writers: writers[first[o] .. first[o + 1]) */
+    int *writers;
+} dependencies;
+
+static pl_status dependencies_of(const pl_graph *g, dependencies *deps, pl_error *err)
 {
+    size_t n_inputs = 0;
     for (int o = 0; o < g->n_ops; o++)
-        sample[o] = step[o] = -1;
-    for (int size = 1; size <= g->batch_size; size++) {
-        if (g->batch_size % size)
-            continue;
-        pl_status status = pl_graph_shapes_for_batch(g, size, shapes, err);
-        for (int o = 0; status == PL_OK && o < g->n_ops; o++) {
-            const pl_op *op = &g->ops[o];
-            double flops;
-            pl_infer_ctx ctx;
-            if (!pl_op_infer(g, o, shapes, &ctx, &flops))
-                return pl_error_set(err, PL_EINTERNAL, NULL, "op \"%s\": %s", op->name,
-                                    ctx.message);
-            double t = fastest(m, c, op, shapes, flops);
-            double share = op->phase == PL_PHASE_UPDATE ? t : t * (g->batch_size / size);
-            if (sample[o] < 0 || t < sample[o])
-                sample[o] = t;
-            if (step[o] < 0 || share < step[o])
-                step[o] = share;
-        }
-        if (status != PL_OK)
-            return status;
+        n_inputs += (size_t)g->ops[o].n_inputs;
+    int *writer = malloc((size_t)g->n_tensors * sizeof *writer); /* last op to write it */
+    deps->first = malloc(((size_t)g->n_ops + 1) * sizeof *deps->first);
+    deps->writers = malloc((n_inputs + 1) * sizeof *deps->writers);
+    if (!writer || !deps->first || !deps->writers) {
+        free(writer);
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     }
+    for (int t = 0; t < g->n_tensors; t++)
+        writer[t] = g->tensors[t].producer;
+    int n = 0;
+    for (int o = 0; o < g->n_ops; o++) { /* ops are in topological order */
+        const pl_op *op = &g->ops[o];
+        deps->first[o] = n;
+        for (int j = 0; j < op->n_inputs; j++)
+            if (writer[op->inputs[j]] >= 0)
+                deps->writers[n++] = writer[op->inputs[j]];
+        if (pl_op_info_of(op->kind)->mutates) /* its in-place writes: state, parameters */
+            for (int j = 0; j < op->n_inputs; j++)
+                if (g->tensors[op->inputs[j]].kind != PL_TENSOR_ACTIVATION)
+                    writer[op->inputs[j]] = o;
+    }
+    deps->first[g->n_ops] = n;
+    free(writer);
+    return PL_OK;
+}
+
+/* One micro-batch size: each op's time for one micro-batch (`micro`) and its share of the
+ * step (`step`: every micro-batch's, or one run of an update). */
+static pl_status times_at(const pl_graph *g, const pl_cluster *c, const pl_cost_model *m,
+                          int size, pl_tensor *shapes, double *micro, double *step,
+                          pl_error *err)
+{
+    pl_status status = pl_graph_shapes_for_batch(g, size, shapes, err);
+    for (int o = 0; status == PL_OK && o < g->n_ops; o++) {
+        const pl_op *op = &g->ops[o];
+        double flops;
+        pl_infer_ctx ctx;
+        if (!pl_op_infer(g, o, shapes, &ctx, &flops))
+            return pl_error_set(err, PL_EINTERNAL, NULL, "op \"%s\": %s", op->name,
+                                ctx.message);
+        micro[o] = fastest(m, c, op, shapes, flops);
+        step[o] = op->phase == PL_PHASE_UPDATE ? micro[o] : micro[o] * (g->batch_size / size);
+    }
+    return status;
+}
+
+/* The first three terms at one size. `scratch` holds an entry per op. */
+static double spread_and_path(const pl_graph *g, const pl_cluster *c, const dependencies *deps,
+                              const double *micro, const double *step, double *scratch)
+{
+    double work = 0, path = 0, heaviest = 0;
+    double *group = scratch; /* per forward op: its group's share; then each op's finish */
+    for (int o = 0; o < g->n_ops; o++)
+        group[o] = 0;
+    for (int o = 0; o < g->n_ops; o++) {
+        work += step[o];
+        group[g->ops[o].group] += step[o];
+        if (group[g->ops[o].group] > heaviest)
+            heaviest = group[g->ops[o].group];
+    }
+    double *done = scratch;
+    for (int o = 0; o < g->n_ops; o++) {
+        double begin = 0;
+        for (int k = deps->first[o]; k < deps->first[o + 1]; k++)
+            if (done[deps->writers[k]] > begin)
+                begin = done[deps->writers[k]];
+        done[o] = begin + micro[o];
+        if (done[o] > path)
+            path = done[o];
+    }
+    double bound = work / c->n_devices > path ? work / c->n_devices : path;
+    return heaviest > bound ? heaviest : bound;
+}
+
+typedef struct keyed_update {
+    double seconds; /* at the first size */
+    int op;
+} keyed_update;
+
+static int heavier_first(const void *a, const void *b)
+{
+    double x = ((const keyed_update *)a)->seconds, y = ((const keyed_update *)b)->seconds;
+    return (x < y) - (x > y);
+}
+
+/* An update runs once a step, after every micro-batch's run of each of its ancestors:
+ * those take at least their work spread over every device, and at least the work of any
+ * one co-location group among them, which one device runs in turn. So the step lasts at
+ * least that plus the update. (On recommender the largest table's 16 ms Adam update waits
+ * for the first dense layer's forward and input gradient, both on that layer's device.)
+ * One walk per update serves every size: `step` holds n_sizes rows, `bounds` takes a term
+ * per size. The walks cost the number of dependencies per update; past a budget the
+ * lighter updates are left out, which only loosens the bound. */
+static pl_status update_chains(const pl_graph *g, const pl_cluster *c, const dependencies *deps,
+                               const double *step, int n_sizes, double *bounds, pl_error *err)
+{
+    size_t n = (size_t)g->n_ops, rows = (size_t)n_sizes;
+    int *ints = malloc(4 * n * sizeof *ints);
+    double *sums = malloc((2 * n * rows + 2 * rows) * sizeof *sums);
+    keyed_update *order = malloc(n * sizeof *order); /* the heaviest first */
+    if (!ints || !sums || !order) {
+        free(ints);
+        free(sums);
+        free(order);
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    }
+    int *seen = ints, *stack = ints + n, *touched = ints + 2 * n;
+    int *group_seen = ints + 3 * n; /* the update that last touched each group */
+    /* Op-major, so that a walk reads and adds each op's sizes side by side. */
+    double *shares = sums;            /* [op][size]: `step` transposed */
+    double *group = sums + n * rows;  /* [group][size]: an update's ancestors' work */
+    double *heaviest = group + n * rows, *work = heaviest + rows;
+    for (size_t o = 0; o < n; o++)
+        for (size_t z = 0; z < rows; z++) {
+            shares[o * rows + z] = step[z * n + o];
+            group[o * rows + z] = 0;
+        }
+    int n_updates = 0;
+    for (int o = 0; o < g->n_ops; o++) {
+        seen[o] = group_seen[o] = -1;
+        if (g->ops[o].phase == PL_PHASE_UPDATE)
+            order[n_updates++] = (keyed_update){step[o], o};
+    }
+    qsort(order, (size_t)n_updates, sizeof *order, heavier_first);
+    long budget = 2L * 1000 * 1000; /* about 0.1 s; the suite models need a few 10,000s */
+    for (int i = 0; i < n_updates && budget > 0; i++) {
+        int u = order[i].op, depth = 0, n_touched = 0;
+        for (int s = 0; s < n_sizes; s++)
+            heaviest[s] = work[s] = 0;
+        stack[depth++] = u;
+        seen[u] = u;
+        while (depth > 0) {
+            int o = stack[--depth];
+            for (int k = deps->first[o]; k < deps->first[o + 1]; k++, budget--) {
+                int a = deps->writers[k], gr = g->ops[a].group;
+                if (seen[a] == u)
+                    continue;
+                seen[a] = u;
+                stack[depth++] = a;
+                if (group_seen[gr] != u) {
+                    group_seen[gr] = u;
+                    touched[n_touched++] = gr;
+                }
+                const double *share = &shares[(size_t)a * rows];
+                double *sum = &group[(size_t)gr * rows];
+                for (int s = 0; s < n_sizes; s++) {
+                    work[s] += share[s];
+                    sum[s] += share[s];
+                    if (sum[s] > heaviest[s])
+                        heaviest[s] = sum[s];
+                }
+            }
+        }
+        for (int s = 0; s < n_sizes; s++) {
+            double before = work[s] / c->n_devices;
+            before = heaviest[s] > before ? heaviest[s] : before;
+            if (before + shares[(size_t)u * rows + s] > bounds[s])
+                bounds[s] = before + shares[(size_t)u * rows + s];
+        }
+        for (int k = 0; k < n_touched; k++)
+            for (int s = 0; s < n_sizes; s++)
+                group[(size_t)touched[k] * rows + s] = 0;
+    }
+    free(ints);
+    free(sums);
+    free(order);
     return PL_OK;
 }
 
 pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_cost_model *m,
                               double *seconds, pl_error *err)
 {
+    int n_sizes = 0;
+    for (int size = 1; size <= g->batch_size; size++)
+        n_sizes += g->batch_size % size == 0;
+    size_t n = (size_t)g->n_ops;
+    dependencies deps = {NULL, NULL};
     pl_tensor *shapes = malloc((size_t)g->n_tensors * sizeof *shapes);
-    double *sample = malloc(4 * ((size_t)g->n_ops + 1) * sizeof *sample);
-    int *writer = malloc((size_t)g->n_tensors * sizeof *writer); /* last op to write it */
-    pl_status status = shapes && sample && writer
-                           ? PL_OK
+    double *step = malloc((size_t)n_sizes * (n + 1) * sizeof *step);
+    double *micro = malloc(2 * n * sizeof *micro), *scratch = micro ? micro + n : NULL;
+    double *bounds = malloc((size_t)n_sizes * sizeof *bounds);
+    pl_status status = shapes && step && micro && bounds
+                           ? dependencies_of(g, &deps, err)
                            : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    double *step = sample ? sample + g->n_ops + 1 : NULL, *done = step ? step + g->n_ops + 1 : NULL;
-    double *group = done ? done + g->n_ops + 1 : NULL; /* per forward op: its group's share */
-    if (status == PL_OK)
-        status = least_times(g, c, m, sample, step, shapes, err);
-    double work = 0, path = 0, heaviest = 0;
-    for (int t = 0; status == PL_OK && t < g->n_tensors; t++)
-        writer[t] = g->tensors[t].producer;
-    for (int o = 0; status == PL_OK && o < g->n_ops; o++)
-        group[o] = 0;
-    for (int o = 0; status == PL_OK && o < g->n_ops; o++) { /* ops are in topological order */
-        const pl_op *op = &g->ops[o];
-        work += step[o];
-        group[op->group] += step[o];
-        if (group[op->group] > heaviest)
-            heaviest = group[op->group];
-        double begin = 0;
-        for (int j = 0; j < op->n_inputs; j++) {
-            int w = writer[op->inputs[j]];
-            if (w >= 0 && done[w] > begin)
-                begin = done[w];
-        }
-        done[o] = begin + sample[o];
-        if (done[o] > path)
-            path = done[o];
-        if (pl_op_info_of(op->kind)->mutates) /* its in-place writes: state, parameters */
-            for (int j = 0; j < op->n_inputs; j++)
-                if (g->tensors[op->inputs[j]].kind != PL_TENSOR_ACTIVATION)
-                    writer[op->inputs[j]] = o;
+    for (int size = 1, s = 0; status == PL_OK && size <= g->batch_size; size++) {
+        if (g->batch_size % size)
+            continue;
+        double *row = step + (size_t)s * n;
+        status = times_at(g, c, m, size, shapes, micro, row, err);
+        if (status == PL_OK)
+            bounds[s++] = spread_and_path(g, c, &deps, micro, row, scratch);
     }
-    *seconds = work / c->n_devices > path ? work / c->n_devices : path;
-    if (heaviest > *seconds)
-        *seconds = heaviest;
+    if (status == PL_OK)
+        status = update_chains(g, c, &deps, step, n_sizes, bounds, err);
+    for (int s = 0; status == PL_OK && s < n_sizes; s++)
+        if (s == 0 || bounds[s] < *seconds)
+            *seconds = bounds[s];
+    free(deps.first);
+    free(deps.writers);
     free(shapes);
-    free(sample);
-    free(writer);
+    free(step);
+    free(micro);
+    free(bounds);
     return status;
 }

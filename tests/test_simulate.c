@@ -9,6 +9,7 @@
 
 #include "autodiff.h"
 #include "executor.h"
+#include "graph_build.h"
 #include "load.h"
 #include "simulate.h"
 #include "suites.h"
@@ -197,6 +198,102 @@ static void test_lower_bound_measured(void)
     pl_graph_free(g);
 }
 
+static pl_graph *training_graph(const char *relative)
+{
+    char path[4096];
+    pl_error err;
+    snprintf(path, sizeof path, "%s/%s", pl_test_srcdir(), relative);
+    pl_graph *g = pl_graph_load_file(path, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(g, &err), PL_OK);
+    return g;
+}
+
+static pl_cluster *bundled_cluster(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/graphs/clusters/%s.json", pl_test_srcdir(), name);
+    pl_cluster *c = pl_cluster_load_file(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    return c;
+}
+
+/* An op's FLOPs at the whole batch, found by its name (before any "#N" autodiff adds). */
+static double op_flops(const pl_graph *g, const char *name)
+{
+    pl_tensor *shapes = malloc((size_t)g->n_tensors * sizeof *shapes);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(shapes);
+    CU_ASSERT_EQUAL_FATAL(pl_graph_shapes_for_batch(g, g->batch_size, shapes, NULL), PL_OK);
+    double flops = -1;
+    size_t len = strlen(name);
+    for (int o = 0; o < g->n_ops; o++)
+        if (strncmp(g->ops[o].name, name, len) == 0 &&
+            (g->ops[o].name[len] == '\0' || g->ops[o].name[len] == '#')) {
+            pl_infer_ctx ctx;
+            CU_ASSERT_FATAL(pl_op_infer(g, o, shapes, &ctx, &flops));
+        }
+    free(shapes);
+    CU_ASSERT_FATAL(flops > 0);
+    return flops;
+}
+
+/* recommender on paced-4, every op at its FLOPs over the devices' 2 GFLOP/s: the largest
+ * table's Adam update waits for the first dense layer's forward and input gradient, on
+ * that layer's one device, at any micro-batch count. That chain is the bound; the step's
+ * work over 4 devices (about 19 ms) and the layer's whole group (about 27) are less. */
+static void test_lower_bound_update_chain(void)
+{
+    pl_graph *g = training_graph("graphs/recommender.json");
+    pl_cluster *c = bundled_cluster("paced-4");
+    pl_cost_model m;
+    memset(&m, 0, sizeof m);
+    double chain = op_flops(g, "deep/fc1/matmul") + op_flops(g, "deep/fc1/matmul/matmul_grad_a") +
+                   op_flops(g, "embed0/adam_update");
+    double bound;
+    CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, &m, &bound, NULL), PL_OK);
+    CU_ASSERT_DOUBLE_EQUAL(bound, chain / 2e9, 1e-9);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* No plan simulates faster than the bound: random plans (devices, stages, micro-batches,
+ * schedules, deferral) of every small suite model, on paced-4 and on two native devices. */
+static void test_lower_bound_random_plans(void)
+{
+    static const char *const models[] = {"cnn", "inception", "lstm_lm", "mlp", "moe",
+                                         "recommender", "resnet", "seq2seq", "transformer"};
+    pl_cluster *clusters[] = {bundled_cluster("paced-4"), two_devices(1LL << 40)};
+    pl_cost_model m;
+    memset(&m, 0, sizeof m);
+    m.ops[1][PL_OP_COUNT] = (pl_op_cost){1e-6, 1e-9, 1e-10, 1};
+    m.copy_seconds = 1e-6;
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "graphs/small/%s-small.json", models[i]);
+        pl_graph *g = training_graph(path);
+        for (size_t k = 0; k < sizeof clusters / sizeof *clusters; k++) {
+            double bound;
+            CU_ASSERT_EQUAL(pl_step_lower_bound(g, clusters[k], &m, &bound, NULL), PL_OK);
+            for (uint64_t seed = 1; seed <= 20; seed++) {
+                pl_plan *plan = pl_test_random_plan(g, clusters[k]->n_devices, seed);
+                pl_program *p = pl_program_new(g, clusters[k], plan, NULL);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+                pl_simulation sim;
+                CU_ASSERT_EQUAL(pl_simulate(p, clusters[k], &m, &sim, NULL, NULL, NULL), PL_OK);
+                if (sim.step_seconds < bound)
+                    fprintf(stderr, "\n    %s, seed %d: %g s under the bound %g s\n", models[i],
+                            (int)seed, sim.step_seconds, bound);
+                CU_ASSERT(bound > 0 && sim.step_seconds >= bound);
+                pl_program_free(p);
+                pl_plan_free(plan);
+            }
+        }
+        pl_graph_free(g);
+    }
+    for (size_t k = 0; k < sizeof clusters / sizeof *clusters; k++)
+        pl_cluster_free(clusters[k]);
+}
+
 /* Out-of-memory: the simulator names the device the executor refuses. */
 static void test_out_of_memory(void)
 {
@@ -288,6 +385,8 @@ void pl_register_simulate_tests(void)
         {"a 2-stage pipeline, native link: by hand", test_pipeline_native},
         {"the lower bound", test_lower_bound},
         {"the lower bound under measured op times", test_lower_bound_measured},
+        {"the lower bound: an update's chain", test_lower_bound_update_chain},
+        {"the lower bound: under random plans", test_lower_bound_random_plans},
         {"out of memory as the executor says", test_out_of_memory},
         {"the fit", test_fit},
         {"profile files", test_profile_file},
