@@ -77,9 +77,9 @@ static pl_status dependencies_of(const pl_graph *g, dependencies *deps, pl_error
 }
 
 /* One micro-batch size: each op's time for one micro-batch (`micro`) and its share of the
- * step (`step`: every micro-batch's, or one run of an update). */
+ * step (step[o * stride]: every micro-batch's, or one run of an update). */
 static pl_status times_at(const pl_graph *g, const pl_cluster *c, const pl_cost_model *m,
-                          int size, pl_tensor *shapes, double *micro, double *step,
+                          int size, pl_tensor *shapes, double *micro, double *step, int stride,
                           pl_error *err)
 {
     pl_status status = pl_graph_shapes_for_batch(g, size, shapes, err);
@@ -91,22 +91,26 @@ static pl_status times_at(const pl_graph *g, const pl_cluster *c, const pl_cost_
             return pl_error_set(err, PL_EINTERNAL, NULL, "op \"%s\": %s", op->name,
                                 ctx.message);
         micro[o] = fastest(m, c, op, shapes, flops);
-        step[o] = op->phase == PL_PHASE_UPDATE ? micro[o] : micro[o] * (g->batch_size / size);
+        step[(size_t)o * stride] =
+            op->phase == PL_PHASE_UPDATE ? micro[o] : micro[o] * (g->batch_size / size);
     }
     return status;
 }
 
-/* The first three terms at one size. `scratch` holds an entry per op. */
+/* The first three terms at one size (shares step[o * stride]). `scratch` holds an entry
+ * per op. */
 static double spread_and_path(const pl_graph *g, const pl_cluster *c, const dependencies *deps,
-                              const double *micro, const double *step, double *scratch)
+                              const double *micro, const double *step, int stride,
+                              double *scratch)
 {
     double work = 0, path = 0, heaviest = 0;
     double *group = scratch; /* per forward op: its group's share; then each op's finish */
     for (int o = 0; o < g->n_ops; o++)
         group[o] = 0;
     for (int o = 0; o < g->n_ops; o++) {
-        work += step[o];
-        group[g->ops[o].group] += step[o];
+        double share = step[(size_t)o * stride];
+        work += share;
+        group[g->ops[o].group] += share;
         if (group[g->ops[o].group] > heaviest)
             heaviest = group[g->ops[o].group];
     }
@@ -140,15 +144,15 @@ static int heavier_first(const void *a, const void *b)
  * one co-location group among them, which one device runs in turn. So the step lasts at
  * least that plus the update. (On recommender the largest table's 16 ms Adam update waits
  * for the first dense layer's forward and input gradient, both on that layer's device.)
- * One walk per update serves every size: `step` holds n_sizes rows, `bounds` takes a term
- * per size. The walks cost the number of dependencies per update; past a budget the
+ * One walk per update serves every size: `step` is op-major ([op][size]), `bounds` takes a
+ * term per size. The walks cost the number of dependencies per update; past a budget the
  * lighter updates are left out, which only loosens the bound. */
 static pl_status update_chains(const pl_graph *g, const pl_cluster *c, const dependencies *deps,
                                const double *step, int n_sizes, double *bounds, pl_error *err)
 {
     size_t n = (size_t)g->n_ops, rows = (size_t)n_sizes;
-    int *ints = malloc(4 * n * sizeof *ints);
-    double *sums = malloc((2 * n * rows + 2 * rows) * sizeof *sums);
+    int *ints = malloc(2 * n * sizeof *ints);
+    double *sums = calloc(n * rows + 2 * rows, sizeof *sums);
     keyed_update *order = malloc(n * sizeof *order); /* the heaviest first */
     if (!ints || !sums || !order) {
         free(ints);
@@ -156,45 +160,34 @@ static pl_status update_chains(const pl_graph *g, const pl_cluster *c, const dep
         free(order);
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     }
-    int *seen = ints, *stack = ints + n, *touched = ints + 2 * n;
-    int *group_seen = ints + 3 * n; /* the update that last touched each group */
-    /* Op-major, so that a walk reads and adds each op's sizes side by side. */
-    double *shares = sums;            /* [op][size]: `step` transposed */
-    double *group = sums + n * rows;  /* [group][size]: an update's ancestors' work */
+    int *seen = ints;     /* the update whose walk reached each op */
+    int *walk = ints + n; /* the ops it reached, in order: a queue that is never emptied */
+    double *group = sums; /* [group][size]: an update's ancestors' work */
     double *heaviest = group + n * rows, *work = heaviest + rows;
-    for (size_t o = 0; o < n; o++)
-        for (size_t z = 0; z < rows; z++) {
-            shares[o * rows + z] = step[z * n + o];
-            group[o * rows + z] = 0;
-        }
     int n_updates = 0;
     for (int o = 0; o < g->n_ops; o++) {
-        seen[o] = group_seen[o] = -1;
+        seen[o] = -1;
         if (g->ops[o].phase == PL_PHASE_UPDATE)
-            order[n_updates++] = (keyed_update){step[o], o};
+            order[n_updates++] = (keyed_update){step[(size_t)o * rows], o};
     }
     qsort(order, (size_t)n_updates, sizeof *order, heavier_first);
     long budget = 2L * 1000 * 1000; /* about 0.1 s; the suite models need a few 10,000s */
     for (int i = 0; i < n_updates && budget > 0; i++) {
-        int u = order[i].op, depth = 0, n_touched = 0;
+        int u = order[i].op, reached = 1;
         for (int s = 0; s < n_sizes; s++)
             heaviest[s] = work[s] = 0;
-        stack[depth++] = u;
+        walk[0] = u;
         seen[u] = u;
-        while (depth > 0) {
-            int o = stack[--depth];
+        for (int next = 0; next < reached; next++) {
+            int o = walk[next];
             for (int k = deps->first[o]; k < deps->first[o + 1]; k++, budget--) {
-                int a = deps->writers[k], gr = g->ops[a].group;
+                int a = deps->writers[k];
                 if (seen[a] == u)
                     continue;
                 seen[a] = u;
-                stack[depth++] = a;
-                if (group_seen[gr] != u) {
-                    group_seen[gr] = u;
-                    touched[n_touched++] = gr;
-                }
-                const double *share = &shares[(size_t)a * rows];
-                double *sum = &group[(size_t)gr * rows];
+                walk[reached++] = a;
+                const double *share = &step[(size_t)a * rows];
+                double *sum = &group[(size_t)g->ops[a].group * rows];
                 for (int s = 0; s < n_sizes; s++) {
                     work[s] += share[s];
                     sum[s] += share[s];
@@ -206,12 +199,12 @@ static pl_status update_chains(const pl_graph *g, const pl_cluster *c, const dep
         for (int s = 0; s < n_sizes; s++) {
             double before = work[s] / c->n_devices;
             before = heaviest[s] > before ? heaviest[s] : before;
-            if (before + shares[(size_t)u * rows + s] > bounds[s])
-                bounds[s] = before + shares[(size_t)u * rows + s];
+            if (before + step[(size_t)u * rows + s] > bounds[s])
+                bounds[s] = before + step[(size_t)u * rows + s];
         }
-        for (int k = 0; k < n_touched; k++)
+        for (int k = 1; k < reached; k++) /* the groups' sums back to zero */
             for (int s = 0; s < n_sizes; s++)
-                group[(size_t)touched[k] * rows + s] = 0;
+                group[(size_t)g->ops[walk[k]].group * rows + s] = 0;
     }
     free(ints);
     free(sums);
@@ -228,7 +221,7 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     size_t n = (size_t)g->n_ops;
     dependencies deps = {NULL, NULL};
     pl_tensor *shapes = malloc((size_t)g->n_tensors * sizeof *shapes);
-    double *step = malloc((size_t)n_sizes * (n + 1) * sizeof *step);
+    double *step = malloc((size_t)n_sizes * (n + 1) * sizeof *step); /* [op][size] */
     double *micro = malloc(2 * n * sizeof *micro), *scratch = micro ? micro + n : NULL;
     double *bounds = malloc((size_t)n_sizes * sizeof *bounds);
     pl_status status = shapes && step && micro && bounds
@@ -237,10 +230,10 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     for (int size = 1, s = 0; status == PL_OK && size <= g->batch_size; size++) {
         if (g->batch_size % size)
             continue;
-        double *row = step + (size_t)s * n;
-        status = times_at(g, c, m, size, shapes, micro, row, err);
+        status = times_at(g, c, m, size, shapes, micro, step + s, n_sizes, err);
         if (status == PL_OK)
-            bounds[s++] = spread_and_path(g, c, &deps, micro, row, scratch);
+            bounds[s] = spread_and_path(g, c, &deps, micro, step + s, n_sizes, scratch);
+        s++;
     }
     if (status == PL_OK)
         status = update_chains(g, c, &deps, step, n_sizes, bounds, err);

@@ -70,8 +70,7 @@ pl_agent *pl_agent_alloc(const pl_graph *g, const pl_cluster *c, const pl_cost_m
     a->cluster = c;
     a->model = m;
     a->options = *o;
-    if (pl_policy_init(&a->policy, g, c, o, err) !=
-        PL_OK) {
+    if (pl_policy_init(&a->policy, g, c, o, err) != PL_OK) {
         pl_agent_free(a);
         return NULL;
     }

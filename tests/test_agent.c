@@ -281,9 +281,8 @@ static void test_fold(void)
     pl_actions_free(a, 1);
     pl_policy_clear(&p);
     /* without folds and deferral, the shapes are the micro-batch counts and schedules */
-    int all = 0;
     CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &o, NULL), PL_OK);
-    all = p.n_shapes;
+    int all = p.n_shapes;
     pl_policy_clear(&p);
     o.max_fold = 1, o.defer = false;
     CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &o, NULL), PL_OK);

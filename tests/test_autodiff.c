@@ -11,20 +11,9 @@
 
 static pl_graph *load_small(const char *name)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/graphs/small/%s", pl_test_srcdir(), name);
-    pl_error err;
-    pl_graph *g = pl_graph_load_file(path, &err);
-    if (g && pl_autodiff_build(g, &err) != PL_OK) {
-        pl_graph_free(g);
-        g = NULL;
-    }
-    if (!g) {
-        char line[2048];
-        pl_error_format(&err, line, sizeof line);
-        fprintf(stderr, "\n    %s\n", line);
-    }
-    return g;
+    char relative[256];
+    snprintf(relative, sizeof relative, "graphs/small/%s", name);
+    return pl_test_training_graph(relative);
 }
 
 static void check_structure(const pl_graph *g)

@@ -8,23 +8,9 @@
 #include "suites.h"
 #include "test_util.h"
 
-static pl_cluster *bundled(const char *name)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/graphs/clusters/%s", pl_test_srcdir(), name);
-    pl_error err;
-    pl_cluster *c = pl_cluster_load_file(path, &err);
-    if (!c) {
-        char line[2048];
-        pl_error_format(&err, line, sizeof line);
-        fprintf(stderr, "\n    %s\n", line);
-    }
-    return c;
-}
-
 static void test_bundled(void)
 {
-    pl_cluster *native = bundled("local-2.json");
+    pl_cluster *native = pl_test_bundled_cluster("local-2.json");
     CU_ASSERT_PTR_NOT_NULL_FATAL(native);
     CU_ASSERT_EQUAL(native->n_devices, 2);
     CU_ASSERT_FALSE(native->paced);
@@ -33,7 +19,7 @@ static void test_bundled(void)
     CU_ASSERT_EQUAL(pl_cluster_link(native, 0, 1)->bytes_per_second, 0);
     pl_cluster_free(native);
 
-    pl_cluster *paced = bundled("paced-8.json");
+    pl_cluster *paced = pl_test_bundled_cluster("paced-8.json");
     CU_ASSERT_PTR_NOT_NULL_FATAL(paced);
     CU_ASSERT_EQUAL(paced->n_devices, 8);
     CU_ASSERT_TRUE(paced->paced);
@@ -50,7 +36,7 @@ static void test_bundled(void)
     CU_ASSERT_EQUAL(paced->devices[b2].memory_bytes, 536870912);
     pl_cluster_free(paced);
 
-    pl_cluster *four = bundled("paced-4.json");
+    pl_cluster *four = pl_test_bundled_cluster("paced-4.json");
     CU_ASSERT_PTR_NOT_NULL(four);
     pl_cluster_free(four);
     pl_cluster_free(NULL);

@@ -198,26 +198,6 @@ static void test_lower_bound_measured(void)
     pl_graph_free(g);
 }
 
-static pl_graph *training_graph(const char *relative)
-{
-    char path[4096];
-    pl_error err;
-    snprintf(path, sizeof path, "%s/%s", pl_test_srcdir(), relative);
-    pl_graph *g = pl_graph_load_file(path, &err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(g, &err), PL_OK);
-    return g;
-}
-
-static pl_cluster *bundled_cluster(const char *name)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/graphs/clusters/%s.json", pl_test_srcdir(), name);
-    pl_cluster *c = pl_cluster_load_file(path, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    return c;
-}
-
 /* An op's FLOPs at the whole batch, found by its name (before any "#N" autodiff adds). */
 static double op_flops(const pl_graph *g, const char *name)
 {
@@ -243,8 +223,9 @@ static double op_flops(const pl_graph *g, const char *name)
  * work over 4 devices (about 19 ms) and the layer's whole group (about 27) are less. */
 static void test_lower_bound_update_chain(void)
 {
-    pl_graph *g = training_graph("graphs/recommender.json");
-    pl_cluster *c = bundled_cluster("paced-4");
+    pl_graph *g = pl_test_training_graph("graphs/recommender.json");
+    pl_cluster *c = pl_test_bundled_cluster("paced-4.json");
+    CU_ASSERT_FATAL(g && c);
     pl_cost_model m;
     memset(&m, 0, sizeof m);
     double chain = op_flops(g, "deep/fc1/matmul") + op_flops(g, "deep/fc1/matmul/matmul_grad_a") +
@@ -262,7 +243,8 @@ static void test_lower_bound_random_plans(void)
 {
     static const char *const models[] = {"cnn", "inception", "lstm_lm", "mlp", "moe",
                                          "recommender", "resnet", "seq2seq", "transformer"};
-    pl_cluster *clusters[] = {bundled_cluster("paced-4"), two_devices(1LL << 40)};
+    pl_cluster *clusters[] = {pl_test_bundled_cluster("paced-4.json"), two_devices(1LL << 40)};
+    CU_ASSERT_PTR_NOT_NULL_FATAL(clusters[0]);
     pl_cost_model m;
     memset(&m, 0, sizeof m);
     m.ops[1][PL_OP_COUNT] = (pl_op_cost){1e-6, 1e-9, 1e-10, 1};
@@ -270,7 +252,8 @@ static void test_lower_bound_random_plans(void)
     for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
         char path[256];
         snprintf(path, sizeof path, "graphs/small/%s-small.json", models[i]);
-        pl_graph *g = training_graph(path);
+        pl_graph *g = pl_test_training_graph(path);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
         for (size_t k = 0; k < sizeof clusters / sizeof *clusters; k++) {
             double bound;
             CU_ASSERT_EQUAL(pl_step_lower_bound(g, clusters[k], &m, &bound, NULL), PL_OK);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "autodiff.h"
+#include "cluster.h"
 #include "load.h"
 #include "rng.h"
 
@@ -34,6 +35,41 @@ pl_graph *pl_test_model(const char *x_shape, const char *params, const char *nod
     pl_graph *graph = pl_graph_load_buffer(text, (size_t)len, "test.json", err);
     free(text);
     return graph;
+}
+
+/* Prints a failed load's error under the test's name. */
+static void print_error(const pl_error *err)
+{
+    char line[2048];
+    pl_error_format(err, line, sizeof line);
+    fprintf(stderr, "\n    %s\n", line);
+}
+
+pl_graph *pl_test_training_graph(const char *relative)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", pl_test_srcdir(), relative);
+    pl_error err;
+    pl_error_init(&err, path);
+    pl_graph *g = pl_graph_load_file(path, &err);
+    if (!g || pl_autodiff_build(g, &err) != PL_OK) {
+        print_error(&err);
+        pl_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+pl_cluster *pl_test_bundled_cluster(const char *file)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/graphs/clusters/%s", pl_test_srcdir(), file);
+    pl_error err;
+    pl_error_init(&err, path);
+    pl_cluster *c = pl_cluster_load_file(path, &err);
+    if (!c)
+        print_error(&err);
+    return c;
 }
 
 pl_graph *pl_test_two_layers(void)

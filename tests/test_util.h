@@ -4,6 +4,7 @@
 
 #include <CUnit/CUnit.h>
 
+#include "cluster.h"
 #include "error.h"
 #include "graph.h"
 #include "plan.h"
@@ -17,6 +18,13 @@ const char *pl_test_srcdir(void);
  * `err` filled in. */
 pl_graph *pl_test_model(const char *x_shape, const char *params, const char *nodes,
                         const char *loss, pl_error *err);
+
+/* A model file's training graph (`relative` to the source tree), or NULL with its error
+ * printed. */
+pl_graph *pl_test_training_graph(const char *relative);
+
+/* A cluster of graphs/clusters/ (`file`: "paced-4.json"), or NULL with its error printed. */
+pl_cluster *pl_test_bundled_cluster(const char *file);
 
 /* x[4,3] -> h = x w1 -> logits = h w2 -> softmax cross-entropy, as its training graph
  * (11 ops). Asserts (fatally) that it builds. */
