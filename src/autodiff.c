@@ -323,6 +323,8 @@ pl_status pl_autodiff_build(pl_graph *g, pl_error *err)
         ok = rule(&ad, o);
     }
     if (ok)
+        ok = pl_ad_finish_lstm(&ad);
+    if (ok)
         ok = mark_weight_gradients(&ad, n);
     if (ok)
         ok = add_updates(&ad, n);
@@ -330,6 +332,7 @@ pl_status pl_autodiff_build(pl_graph *g, pl_error *err)
     free(ad.needs);
     free(ad.home);
     free(ad.accumulator);
+    free(ad.lstm_blocks);
     if (ok)
         return PL_OK;
     /* The rule that failed said why; keep its status (bad input or out of memory). */

@@ -11,12 +11,16 @@
  * micro-batch, updates once per step, dividing the accumulated sum by the micro-batch
  * count: a step of m micro-batches computes the same mean gradient as one batch.
  *
- * Batch norm ops gain two state inputs, their running mean and variance. */
+ * Batch norm ops gain two state inputs, their running mean and variance. An LSTM weight
+ * read at many steps gets its gradient per block of PL_LSTM_BLOCK_STEPS consecutive
+ * steps, each in one product with the block's earliest step (autodiff_lstm.c). */
 #ifndef PLACER_AUTODIFF_H
 #define PLACER_AUTODIFF_H
 
 #include "error.h"
 #include "graph.h"
+
+#define PL_LSTM_BLOCK_STEPS 8
 
 /* Returns PL_OK, or an error (PL_EINPUT: the model cannot be trained, e.g. an embedding
  * table that is not a parameter; PL_ENOMEM). Call once, on a graph fresh from the

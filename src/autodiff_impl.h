@@ -5,6 +5,8 @@
 #include "autodiff.h"
 #include "ops.h"
 
+typedef struct pl_lstm_block pl_lstm_block; /* autodiff_lstm.c */
+
 typedef struct pl_autodiff {
     pl_graph *g;
     pl_error *err;
@@ -15,6 +17,8 @@ typedef struct pl_autodiff {
     int *accumulator; /* per parameter tensor: "PARAM/grad", or -1 */
     int op;         /* the forward op being differentiated */
     int emitted;    /* a counter for unique names */
+    pl_lstm_block *lstm_blocks; /* per LSTM weight: the steps waiting for its gradient */
+    int n_lstm_blocks;
 } pl_autodiff;
 
 /* The gradient of tensor t, or -1 when none reaches it. */
@@ -56,6 +60,8 @@ bool pl_backward_transpose(pl_autodiff *ad, int op);
 bool pl_backward_embedding(pl_autodiff *ad, int op);
 bool pl_backward_reduce(pl_autodiff *ad, int op);     /* reduce_sum, reduce_mean */
 bool pl_backward_dropout(pl_autodiff *ad, int op);
-bool pl_backward_lstm_cell(pl_autodiff *ad, int op);
+bool pl_backward_lstm_cell(pl_autodiff *ad, int op); /* autodiff_lstm.c */
+/* The LSTM weight gradients of the steps still waiting, after the walk. */
+bool pl_ad_finish_lstm(pl_autodiff *ad);
 
 #endif

@@ -258,27 +258,3 @@ bool pl_backward_dropout(pl_autodiff *ad, int op)
     return pl_ad_contribute(ad, f.inputs[0],
                             EMIT(PL_OP_DROPOUT_GRAD, 1, NULL, pl_ad_grad(ad, f.outputs[0])));
 }
-
-/* lstm_cell(x, w, b [, h, c]) -> h', c' [, gates]; lstm_cell_grad(dh', dc', x, w, b
- * [, h, c] [, gates]) -> dx, dw, db [, dh, dc]: the gradient of every input, in input
- * order, from the gates the forward pass kept (autodiff.c adds that output). */
-bool pl_backward_lstm_cell(pl_autodiff *ad, int op)
-{
-    pl_op f = forward(ad, op);
-    int inputs[8], n = 2;
-    if ((inputs[0] = pl_ad_grad_or_zeros(ad, f.outputs[0])) < 0 ||
-        (inputs[1] = pl_ad_grad_or_zeros(ad, f.outputs[1])) < 0)
-        return false;
-    for (int i = 0; i < f.n_inputs; i++)
-        inputs[n++] = f.inputs[i];
-    if (f.n_outputs == 3)
-        inputs[n++] = f.outputs[2];
-    int first = pl_ad_emit(ad, PL_OP_LSTM_CELL_GRAD, inputs, n, f.n_inputs, NULL);
-    if (first < 0)
-        return false;
-    for (int i = 0; i < f.n_inputs; i++)
-        if (pl_ad_needs(ad, f.inputs[i]) &&
-            !pl_ad_contribute(ad, f.inputs[i], pl_ad_output(ad, first, i)))
-            return false;
-    return true;
-}

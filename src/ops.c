@@ -931,7 +931,7 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
     INTERNAL(PL_OP_DROPOUT_GRAD, "dropout_grad", 1, 1, 1, 1, pl_infer_like_first,
              pl_flops_elements_in0,
        KERNEL(dropout_grad)),
-    INTERNAL(PL_OP_LSTM_CELL_GRAD, "lstm_cell_grad", 5, 8, 3, 5, pl_infer_lstm_cell_grad,
+    INTERNAL(PL_OP_LSTM_CELL_GRAD, "lstm_cell_grad", 5, 8, 2, 4, pl_infer_lstm_cell_grad,
              pl_flops_lstm_cell_grad,
        KERNEL_REDUCE(lstm_cell_grad)),
     INTERNAL(PL_OP_ZEROS_LIKE, "zeros_like", 1, 1, 1, 1, pl_infer_like_first, pl_flops_zero,

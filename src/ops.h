@@ -67,8 +67,9 @@ typedef enum pl_op_kind {
     PL_OP_RESHAPE_LIKE,    /* x, like -> x's elements in like's shape */
     PL_OP_BROADCAST_LIKE,  /* dy, x -> factor * dy repeated over the `axes` reduced from x */
     PL_OP_DROPOUT_GRAD,    /* dy -> dy masked and scaled exactly as the forward pass did */
-    PL_OP_LSTM_CELL_GRAD,  /* dh', dc', x, w, b [, h, c] [, gates] -> dx, dw, db [, dh, dc];
-                              gates: the forward's third output, else recomputed */
+    PL_OP_LSTM_CELL_GRAD,  /* dh', dc', x, w, b [, h, c] [, gates] -> dx, dz [, dh, dc];
+                              dz: of the gates' inputs [N,4H]; gates: the forward's
+                              third output, else recomputed */
     PL_OP_ZEROS_LIKE,      /* x -> zeros of x's shape */
     PL_OP_ACCUMULATE,      /* acc, g -> (none): acc += g, in place */
     PL_OP_SCATTER_ACCUMULATE, /* acc [V,D], dy [...,D], ids [...] -> (none): acc[ids] += dy */

@@ -39,15 +39,22 @@ bool pl_infer_conv2d_grad_filter(pl_infer_ctx *ctx)
     return true;
 }
 
-/* dh', dc', x, w, b [, h, c] [, gates] -> dx, dw, db [, dh, dc]: a gradient for every
- * input of the cell. An even input count means the saved gates come last. */
+/* dh', dc', x, w, b [, h, c] [, gates] -> dx, dz [, dh, dc]: the gradients of the
+ * cell's activation inputs and of its gate pre-activations z = [x | h].w + b, from which
+ * autodiff makes those of w and b. An even input count means the saved gates come last. */
 bool pl_infer_lstm_cell_grad(pl_infer_ctx *ctx)
 {
     int cell_inputs = ctx->n_in - 2 - (ctx->n_in % 2 == 0);
-    if (ctx->n_out != cell_inputs)
-        return pl_infer_fail(ctx, -1, -1, "%d inputs need %d outputs", ctx->n_in, cell_inputs);
-    for (int i = 0; i < ctx->n_out; i++)
-        like(ctx, i, i + 2);
+    if (ctx->n_out != cell_inputs - 1)
+        return pl_infer_fail(ctx, -1, -1, "%d inputs need %d outputs", ctx->n_in,
+                             cell_inputs - 1);
+    like(ctx, 0, 2);
+    like(ctx, 1, 2); /* dz: x's rows, b's 4H columns */
+    ctx->out[1]->dims[1] = ctx->in[4]->dims[0];
+    if (ctx->n_out == 4) {
+        like(ctx, 2, 5);
+        like(ctx, 3, 6);
+    }
     return true;
 }
 
@@ -77,9 +84,9 @@ double pl_flops_conv2d_grad(const pl_infer_ctx *ctx)
 
 double pl_flops_lstm_cell_grad(const pl_infer_ctx *ctx)
 {
-    /* dx|dh and dw: two products, and a third to recompute the gates if none were saved. */
+    /* dx|dh: one product, and a second to recompute the gates if none were saved. */
     const pl_tensor *x = ctx->in[2], *w = ctx->in[3];
-    double products = ctx->n_in % 2 == 0 ? 2.0 : 3.0;
+    double products = ctx->n_in % 2 == 0 ? 1.0 : 2.0;
     return products * 2.0 * (double)x->dims[0] * (double)w->dims[0] * (double)w->dims[1] +
            40.0 * (double)x->dims[0] * (double)w->dims[1] / 4;
 }

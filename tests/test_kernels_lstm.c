@@ -71,9 +71,10 @@ static void free_case(lstm_data *d)
     free(d->dc_next);
 }
 
-/* Reference results, in double: h', c', and the gradients of x, w, b, h, c. */
+/* Reference results, in double: h', c', the gradients of x, w, b, h, c and of the gates'
+ * inputs z. */
 typedef struct lstm_reference {
-    double *h_next, *c_next, *grad[5];
+    double *h_next, *c_next, *grad[5], *dz;
 } lstm_reference;
 
 static double sigmoid(double v)
@@ -86,7 +87,8 @@ static lstm_reference reference(const lstm_case *c, const lstm_data *d)
     int64_t n = c->n, e = c->e, h = c->h, cols = 4 * h;
     const float *x = d->in[0], *w = d->in[1], *b = d->in[2], *hp = d->in[3], *cp = d->in[4];
     lstm_reference r = {calloc((size_t)(n * h), sizeof(double)),
-                        calloc((size_t)(n * h), sizeof(double)), {NULL}};
+                        calloc((size_t)(n * h), sizeof(double)), {NULL},
+                        calloc((size_t)(n * cols), sizeof(double))};
     for (int i = 0; i < 5; i++)
         r.grad[i] = calloc((size_t)pl_tensor_elements(&d->in_t[i]), sizeof(double));
     double *z = malloc((size_t)cols * sizeof(double)), *dz = malloc((size_t)cols * sizeof(double));
@@ -113,6 +115,7 @@ static lstm_reference reference(const lstm_case *c, const lstm_data *d)
             dz[3 * h + j] = d->dh_next[at] * t * go * (1 - go);
         }
         for (int64_t k = 0; k < cols; k++) {
+            r.dz[row * cols + k] = dz[k];
             r.grad[2][k] += dz[k];
             for (int64_t a = 0; a < e; a++) {
                 r.grad[0][row * e + a] += dz[k] * w[a * cols + k];
@@ -135,6 +138,7 @@ static void free_reference(lstm_reference *r)
     free(r->c_next);
     for (int i = 0; i < 5; i++)
         free(r->grad[i]);
+    free(r->dz);
 }
 
 static void expect_close(const char *what, const lstm_case *c, double error, double limit)
@@ -183,6 +187,34 @@ static float *numeric_grad(lstm_data *d, int wrt)
     return from_h;
 }
 
+/* The kernel's outputs dx, dz [, dh, dc] as the gradients of every input x, w, b [, h, c]:
+ * dw = [x | h]^T . dz and db = the column sums of dz, in double, as autodiff's ops make
+ * them over time steps. */
+static void every_input_grad(const lstm_case *c, const lstm_data *d, float *const *got,
+                             float *grad[5])
+{
+    int64_t n = c->n, e = c->e, h = c->h, cols = 4 * h;
+    const float *x = d->in[0], *hp = d->in[3], *dz = got[1];
+    grad[0] = got[0];
+    grad[3] = c->state ? got[2] : NULL;
+    grad[4] = c->state ? got[3] : NULL;
+    grad[1] = pl_kc_floats((e + h) * cols);
+    grad[2] = pl_kc_floats(cols);
+    for (int64_t k = 0; k < cols; k++) {
+        double db = 0;
+        for (int64_t row = 0; row < n; row++)
+            db += dz[row * cols + k];
+        grad[2][k] = (float)db;
+        for (int64_t a = 0; a < e + h; a++) {
+            double dw = 0;
+            for (int64_t row = 0; a < e + (c->state ? h : 0) && row < n; row++)
+                dw += (double)dz[row * cols + k] *
+                      (a < e ? x[row * e + a] : hp[row * h + a - e]);
+            grad[1][a * cols + k] = (float)dw;
+        }
+    }
+}
+
 static void test_grad(void)
 {
     static const char *const names[5] = {"dx", "dw", "db", "dh", "dc"};
@@ -190,28 +222,38 @@ static void test_grad(void)
         const lstm_case *c = &cases[i];
         lstm_data d = make_case(c, 100 * i);
         lstm_reference r = reference(c, &d);
-        /* dh', dc', x, w, b [, h, c] -> dx, dw, db [, dh, dc] */
-        int n_in = d.n_in + 2, n_out = d.n_in;
+        /* dh', dc', x, w, b [, h, c] -> dx, dz [, dh, dc] */
+        int n_in = d.n_in + 2, n_out = d.n_in - 1;
         pl_tensor g_in[7] = {d.out_t[0], d.out_t[1], d.in_t[0], d.in_t[1], d.in_t[2],
                              d.in_t[3], d.in_t[4]};
         void *g[7] = {d.dh_next, d.dc_next, d.in[0], d.in[1], d.in[2], d.in[3], d.in[4]};
-        pl_tensor g_out[5];
+        pl_tensor g_out[4];
         pl_attrs at = pl_kc_defaults();
         CU_ASSERT_FATAL(pl_kc_infer(PL_OP_LSTM_CELL_GRAD, &at, n_in, g_in, n_out, g_out));
-        float *got[5];
+        CU_ASSERT_EQUAL(g_out[1].dims[0], c->n);
+        CU_ASSERT_EQUAL(g_out[1].dims[1], 4 * c->h);
+        float *got[4];
         pl_kc_run_all_threads(&grad_fns, PL_OP_LSTM_CELL_GRAD, &at, n_in, g_in, g, n_out, g_out,
                               got, "lstm_cell_grad");
-        for (int o = 0; o < n_out; o++) {
-            int64_t n = pl_tensor_elements(&g_out[o]);
+        expect_close("dz", c, pl_kc_max_rel_error_double(got[1], r.dz, c->n * 4 * c->h, 1e-2),
+                     5e-4);
+        float *grad[5];
+        every_input_grad(c, &d, got, grad);
+        for (int o = 0; o < d.n_in; o++) {
+            int64_t n = pl_tensor_elements(&d.in_t[o]);
             /* dx and dh sum 4H float products: a few 1e-6 of the floor, not 1e-7 */
-            expect_close(names[o], c, pl_kc_max_rel_error_double(got[o], r.grad[o], n, 1e-2), 5e-4);
+            expect_close(names[o], c, pl_kc_max_rel_error_double(grad[o], r.grad[o], n, 1e-2),
+                         5e-4);
             if (c->numeric) {
                 float *numeric = numeric_grad(&d, o);
-                expect_close(names[o], c, pl_kc_max_rel_error(got[o], numeric, n, 1e-2), 2e-2);
+                expect_close(names[o], c, pl_kc_max_rel_error(grad[o], numeric, n, 1e-2), 2e-2);
                 free(numeric);
             }
-            free(got[o]);
         }
+        free(grad[1]);
+        free(grad[2]);
+        for (int o = 0; o < n_out; o++)
+            free(got[o]);
         free_reference(&r);
         free_case(&d);
     }
@@ -245,16 +287,16 @@ static void test_saved_gates(void)
             }
         expect_close("kept gates", c, worst, 1e-5);
 
-        int n_in = d.n_in + 2, n_out = d.n_in;
+        int n_in = d.n_in + 2, n_out = d.n_in - 1;
         pl_tensor g_in[8] = {d.out_t[0], d.out_t[1], d.in_t[0], d.in_t[1], d.in_t[2],
                              d.in_t[3], d.in_t[4]};
         void *g[8] = {d.dh_next, d.dc_next, d.in[0], d.in[1], d.in[2], d.in[3], d.in[4]};
         g_in[n_in] = out_t[2];
         g[n_in] = out[2];
-        pl_tensor g_out[5], s_out[5];
+        pl_tensor g_out[4], s_out[4];
         CU_ASSERT_FATAL(pl_kc_infer(PL_OP_LSTM_CELL_GRAD, &at, n_in, g_in, n_out, g_out));
         CU_ASSERT_FATAL(pl_kc_infer(PL_OP_LSTM_CELL_GRAD, &at, n_in + 1, g_in, n_out, s_out));
-        float *recomputed[5], *saved[5];
+        float *recomputed[4], *saved[4];
         pl_kc_run_all_threads(&grad_fns, PL_OP_LSTM_CELL_GRAD, &at, n_in, g_in, g, n_out, g_out,
                               recomputed, "lstm_cell_grad");
         pl_kc_run_all_threads(&grad_fns, PL_OP_LSTM_CELL_GRAD, &at, n_in + 1, g_in, g, n_out,

@@ -199,6 +199,83 @@ static void test_threads_and_micro_batches_agree(void)
     }
 }
 
+/* The gradient of one LSTM parameter, summed step by step in double from what each
+ * step's lstm_cell_grad read and wrote: w from [x | h]^T . dz (no h: nothing for w[E:]),
+ * b from dz's column sums. */
+static double *lstm_steps_gradient(trained *t, int param, int *steps)
+{
+    const pl_tensor *p = &t->g->tensors[param];
+    int64_t cols = p->dims[p->rank - 1], size = pl_tensor_elements(p);
+    double *sum = calloc((size_t)size, sizeof *sum);
+    *steps = 0;
+    for (int o = t->g->n_forward_ops; sum && o < t->g->n_ops; o++) {
+        const pl_op *op = &t->g->ops[o];
+        bool as_w = op->inputs[3] == param;
+        if (op->kind != PL_OP_LSTM_CELL_GRAD || (!as_w && op->inputs[4] != param))
+            continue;
+        (*steps)++;
+        const pl_tensor *x = &t->g->tensors[op->inputs[2]];
+        int64_t rows = x->dims[0], e = x->dims[1];
+        const float *xs = pl_session_data(t->s, op->inputs[2]);
+        const float *hs = op->n_inputs >= 7 ? pl_session_data(t->s, op->inputs[5]) : NULL;
+        const float *dz = pl_session_data(t->s, op->outputs[1]);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t k = 0; k < cols; k++) {
+                double d = dz[r * cols + k];
+                if (!as_w) {
+                    sum[k] += d;
+                    continue;
+                }
+                for (int64_t a = 0; a < e; a++)
+                    sum[a * cols + k] += d * xs[r * e + a];
+                for (int64_t a = 0; hs && a < cols / 4; a++)
+                    sum[(e + a) * cols + k] += d * hs[r * (cols / 4) + a];
+            }
+    }
+    return sum;
+}
+
+/* The full 32-step model: each LSTM weight's gradient comes from blocks of steps
+ * (autodiff_lstm.c), the last block holding the first step, which has no state. Their
+ * sum is every step's term, once. */
+static void test_lstm_weight_gradient_blocks(void)
+{
+    trained t;
+    if (!open_batch("../lstm_lm.json", "synthetic", 1, 3, &t)) { /* beside graphs/small */
+        CU_FAIL("model did not open");
+        return;
+    }
+    float loss;
+    CU_ASSERT_EQUAL_FATAL(pl_session_gradients(t.s, 1, 1, &loss, NULL), PL_OK);
+    int checked = 0;
+    for (int p = 0; p < t.g->n_tensors; p++) {
+        const char *name = t.g->tensors[p].name;
+        if (t.g->tensors[p].kind != PL_TENSOR_PARAM || strncmp(name, "lstm", 4) != 0)
+            continue;
+        int steps, acc = pl_autodiff_gradient_of(t.g, p), blocks = 0;
+        double *want = lstm_steps_gradient(&t, p, &steps);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+        CU_ASSERT_EQUAL(steps, 32);
+        for (int o = t.g->n_forward_ops; o < t.g->n_ops; o++)
+            blocks += t.g->ops[o].kind == PL_OP_ACCUMULATE && t.g->ops[o].inputs[0] == acc;
+        CU_ASSERT_EQUAL(blocks, 32 / PL_LSTM_BLOCK_STEPS);
+        const float *got = pl_session_data(t.s, acc);
+        double diff2 = 0, norm2 = 0;
+        for (int64_t i = 0; i < pl_tensor_elements(&t.g->tensors[p]); i++) {
+            diff2 += (got[i] - want[i]) * (got[i] - want[i]);
+            norm2 += want[i] * want[i];
+        }
+        double error = sqrt(diff2 / norm2);
+        if (!(error < 1e-5))
+            fprintf(stderr, "\n    %s: relative difference %.3g\n", name, error);
+        CU_ASSERT_TRUE(error < 1e-5);
+        free(want);
+        checked++;
+    }
+    CU_ASSERT_EQUAL(checked, 4);
+    release(&t);
+}
+
 /* 100 steps of 16 samples on the default data: the last ten losses average clearly below
  * the first ten. */
 static void test_every_small_model_learns(void)
@@ -246,6 +323,7 @@ void pl_register_session_tests(void)
         {"gradients: resnet", test_gradients_resnet},
         {"gradients: lstm language model", test_gradients_lstm},
         {"gradients: seq2seq with attention", test_gradients_seq2seq},
+        {"an LSTM weight's gradient: every step once, in blocks", test_lstm_weight_gradient_blocks},
         {"gradients: transformer", test_gradients_transformer},
         {"gradients: recommender (sparse embedding rows)", test_gradients_recommender},
         {"gradients: mixture of experts", test_gradients_moe},

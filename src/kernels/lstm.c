@@ -10,11 +10,12 @@
  * (OpenBLAS does not promise equal bits for an element computed in calls of different
  * shapes), so both kernels are bitwise nth-independent.
  *
- * The gradient recomputes the chunk's gates, turns them into dz in place and then owns
- * its columns of dw and db outright (sums over the batch inside one sgemm). dx and dh
+ * The gradient takes (or recomputes) the chunk's gates, turns them into dz in place and
+ * writes its columns of dz out: the weight and bias gradients are left to autodiff, which
+ * sums x.dz and h.dz over several time steps in one product (autodiff_lstm.c). dx and dh
  * sum over all 4H columns, so each chunk writes its partial dz.w^T to its own slot of
  * the workspace and `finish` adds the slots in chunk order. The forward also cuts the
- * batch into fixed row blocks; the gradient keeps whole columns so dw needs no sum. */
+ * batch into fixed row blocks; the gradient keeps whole rows of its columns. */
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
@@ -171,7 +172,7 @@ PL_KERNEL(lstm_cell)
 
 /* ---- lstm_cell_grad -------------------------------------------------------------------- */
 
-/* Inputs dh', dc', x, w, b [, h, c] [, gates]; outputs dx, dw, db [, dh, dc]. */
+/* Inputs dh', dc', x, w, b [, h, c] [, gates]; outputs dx, dz [, dh, dc]. */
 static lstm_geom grad_geometry(const pl_kernel_args *args)
 {
     return geometry(args->in_t[2], args->in_t[4], args->op->n_inputs >= 7);
@@ -224,28 +225,14 @@ static void gate_grads(const lstm_geom *g, const float *dh_next, const float *dc
     }
 }
 
-/* The chunk's columns of dw and db from its dz: dw = [x | h]^T . dz. */
-static void weight_grads(const lstm_geom *g, const float *xh, const float *dz, int64_t j0,
-                         int64_t width, float *dw, float *db)
+/* The chunk's columns of dz, from z's layout [N, 4, width] to dz's [N, 4H]. */
+static void write_gate_grads(const lstm_geom *g, const float *z, int64_t j0, int64_t width,
+                             float *dz)
 {
-    int64_t ld = 4 * width, cols = 4 * g->h, k = inner_width(g);
-    int blocks = width == g->h ? 1 : 4; /* all units: the gate blocks lie as in dw */
-    int64_t n = width == g->h ? 4 * width : width;
-    for (int q = 0; q < blocks; q++)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)k, (int)n, (int)g->n, 1.0f,
-                    xh, (int)k, dz + q * width, (int)ld, 0.0f, dw + q * g->h + j0, (int)cols);
-    for (int q = 0; q < 4; q++) {
-        const float *dzq = dz + q * width;
-        float *dwq = dw + q * g->h + j0;
-        for (int64_t r = k; r < g->e + g->h; r++) /* h = 0: no gradient for its rows */
-            memset(dwq + r * cols, 0, (size_t)width * sizeof(float));
-        for (int64_t j = 0; j < width; j++) {
-            double sum = 0.0;
-            for (int64_t r = 0; r < g->n; r++)
-                sum += dzq[r * ld + j];
-            db[q * g->h + j0 + j] = (float)sum;
-        }
-    }
+    for (int64_t r = 0; r < g->n; r++)
+        for (int q = 0; q < 4; q++)
+            memcpy(dz + r * 4 * g->h + q * g->h + j0, z + r * 4 * width + q * width,
+                   (size_t)width * sizeof(float));
 }
 
 PL_KERNEL(lstm_cell_grad)
@@ -255,27 +242,28 @@ PL_KERNEL(lstm_cell_grad)
     const float *w = args->in[3], *b = args->in[4];
     const float *h = g.state ? args->in[5] : NULL, *c = g.state ? args->in[6] : NULL;
     const float *kept = saved_gates(args);
-    float *dw = args->out[1], *db = args->out[2], *dc = g.state ? args->out[4] : NULL;
+    float *dz = args->out[1], *dc = g.state ? args->out[3] : NULL;
     int64_t k = inner_width(&g), cols = 4 * g.h;
     float *partials = args->work;
     float *z = partials + g.chunks * g.n * k + (int64_t)args->ith * grad_buffer(&g);
     float *joined = z + g.n * 4 * g.unit;
-    const float *xh = NULL; /* joined once per thread, on its first chunk */
+    const float *xh = NULL; /* joined once per thread, on its first recomputing chunk */
     int64_t begin, end;
     pl_kernel_share(g.chunks, args->ith, args->nth, &begin, &end);
     for (int64_t chunk = begin; chunk < end; chunk++) {
         int64_t j0 = chunk * g.unit, width = j0 + g.unit < g.h ? g.unit : g.h - j0;
-        if (!xh)
-            xh = joined_inputs(&g, x, h, 0, g.n, joined);
-        if (kept) /* the chunk's columns of the saved gates, in z's layout */
+        if (kept) { /* the chunk's columns of the saved gates, in z's layout */
             for (int64_t r = 0; r < g.n; r++)
                 for (int q = 0; q < 4; q++)
                     memcpy(z + r * 4 * width + q * width, kept + r * cols + q * g.h + j0,
                            (size_t)width * sizeof(float));
-        else
+        } else {
+            if (!xh)
+                xh = joined_inputs(&g, x, h, 0, g.n, joined);
             gate_inputs(&g, xh, g.n, w, b, j0, width, z);
+        }
         gate_grads(&g, dh_next, dc_next, c, z, kept != NULL, j0, width, dc);
-        weight_grads(&g, xh, z, j0, width, dw, db);
+        write_gate_grads(&g, z, j0, width, dz);
         /* partial [dx | dh] = dz . w[:, this chunk's columns]^T, gate by gate */
         float *partial = partials + chunk * g.n * k;
         int blocks = width == g.h ? 1 : 4; /* all units: one product over the 4H columns */
@@ -293,7 +281,7 @@ PL_FINISH(lstm_cell_grad)
     lstm_geom g = grad_geometry(args);
     int64_t pw = inner_width(&g);
     const float *partials = args->work;
-    float *dx = args->out[0], *dh = g.state ? args->out[3] : NULL;
+    float *dx = args->out[0], *dh = g.state ? args->out[2] : NULL;
     for (int64_t r = 0; r < g.n; r++) {
         float *dx_row = dx + r * g.e, *dh_row = dh ? dh + r * g.h : NULL;
         const float *first = partials + r * pw;
