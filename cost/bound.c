@@ -7,8 +7,9 @@
  * and the bound is the least of those over the sizes.
  *
  * Every term takes each op's time as the simulator would (the measured time of its
- * signature where calibration has one, else the fit; never less than its FLOPs at a paced
- * device's rate) on the device where the op runs fastest, with free communication. So no
+ * signature where calibration has one, else the fit; on a paced device never less than
+ * its FLOPs at the device's rate, plus the pacer's calibrated lateness, as every paced
+ * task has) on the device where the op runs fastest, with free communication. So no
  * plan's simulated step can come out below the bound, even where the measured times and
  * the fit disagree. */
 #include <stdlib.h>
@@ -30,8 +31,9 @@ static double fastest(const pl_cost_model *m, const pl_cluster *c, const pl_op *
         double t = pl_cost_lookup(m, pl_op_signature(op, shapes, device->threads));
         if (t < 0)
             t = pl_cost_op(m, op->kind, device->threads, flops, bytes);
-        if (device->flops_per_second > 0 && flops / device->flops_per_second > t)
-            t = flops / device->flops_per_second;
+        if (device->flops_per_second > 0) /* paced: its rate, and the pacer's lateness */
+            t = (flops / device->flops_per_second > t ? flops / device->flops_per_second : t) +
+                m->paced_late_seconds;
         if (best < 0 || t < best)
             best = t;
     }

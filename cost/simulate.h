@@ -44,9 +44,10 @@ pl_status pl_simulate(const pl_program *program, const pl_cluster *cluster,
  * - the heaviest co-location group's work, since a group runs on one device, and
  * - for each update, its ancestors' work (spread over every device, or the heaviest
  *   group's share of it) and then the update, which waits for every micro-batch;
- * and the least of those over the sizes. Each op's time is as pl_simulate takes it, so no
- * plan simulates faster than the bound. The memory capacities are not used: the bound
- * stays valid, if looser, for models that must be split to fit. */
+ * and the least of those over the sizes. Each op's time is as pl_simulate takes it (on a
+ * paced device with the pacer's lateness), so no plan simulates faster than the bound.
+ * The memory capacities are not used: the bound stays valid, if looser, for models that
+ * must be split to fit. */
 pl_status pl_step_lower_bound(const pl_graph *graph, const pl_cluster *cluster,
                               const pl_cost_model *model, double *seconds, pl_error *err);
 

@@ -169,6 +169,36 @@ static void test_lower_bound(void)
     pl_graph_free(g);
 }
 
+/* On paced devices every task ends the pacer's lateness after its time, in the simulator
+ * as in the executor: the bound counts it per op. The same 7-op path at 1.5 ms (10.5),
+ * against 11 ops spread (8.25); the whole step on one device simulates at 16.5. */
+static void test_lower_bound_paced(void)
+{
+    pl_graph *g = pl_test_two_layers();
+    static const char text[] =
+        "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": \"paced\", \"devices\": "
+        "[{\"name\": \"a\", \"memory_bytes\": 1048576, \"flops_per_second\": 1e15}, "
+        "{\"name\": \"b\", \"memory_bytes\": 1048576, \"flops_per_second\": 1e15}], "
+        "\"default_link\": {\"bytes_per_second\": 1e15}}";
+    pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "paced.json", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    pl_cost_model m = unit_costs(0);
+    m.paced_late_seconds = 0.5e-3;
+    double bound;
+    CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, &m, &bound, NULL), PL_OK);
+    CU_ASSERT_DOUBLE_EQUAL(1e3 * bound, 10.5, 1e-9);
+    pl_plan *plan = pl_plan_new(g, NULL);
+    pl_program *p = pl_program_new(g, c, plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    pl_simulation sim;
+    CU_ASSERT_EQUAL(pl_simulate(p, c, &m, &sim, NULL, NULL, NULL), PL_OK);
+    CU_ASSERT_DOUBLE_EQUAL(1e3 * sim.step_seconds, 16.5, 1e-9);
+    pl_program_free(p);
+    pl_plan_free(plan);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* Measured op times below the fit: the bound follows them, and stays under the step the
  * simulator predicts for them (it took the fit alone, and came out at 7 ms against 1.1). */
 static void test_lower_bound_measured(void)
@@ -249,6 +279,7 @@ static void test_lower_bound_random_plans(void)
     memset(&m, 0, sizeof m);
     m.ops[1][PL_OP_COUNT] = (pl_op_cost){1e-6, 1e-9, 1e-10, 1};
     m.copy_seconds = 1e-6;
+    m.paced_late_seconds = 3e-5; /* this machine's, about */
     for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
         char path[256];
         snprintf(path, sizeof path, "graphs/small/%s-small.json", models[i]);
@@ -367,6 +398,7 @@ void pl_register_simulate_tests(void)
         {"two devices, native link: by hand", test_two_devices_native},
         {"a 2-stage pipeline, native link: by hand", test_pipeline_native},
         {"the lower bound", test_lower_bound},
+        {"the lower bound on paced devices: their lateness", test_lower_bound_paced},
         {"the lower bound under measured op times", test_lower_bound_measured},
         {"the lower bound: an update's chain", test_lower_bound_update_chain},
         {"the lower bound: under random plans", test_lower_bound_random_plans},
