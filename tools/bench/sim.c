@@ -746,11 +746,15 @@ static pl_status measure_chosen(bench *b, candidates *cs, const choice *ch, cons
     return status;
 }
 
-static double measured_median(const candidate *k)
+/* The median of a plan's measured steps first, first + stride, ...: stride 1 for all of
+ * them, 2 for the even or the odd rounds. */
+static double measured_median(const candidate *k, int first, int stride)
 {
     double sorted[MAX_STEPS];
-    memcpy(sorted, k->times, (size_t)k->n_times * sizeof *sorted);
-    return quantile(sorted, k->n_times, 0.5);
+    int n = 0;
+    for (int i = first; i < k->n_times; i += stride)
+        sorted[n++] = k->times[i];
+    return quantile(sorted, n, 0.5);
 }
 
 /* ---- results and their summaries ---------------------------------------------------------- */
@@ -761,6 +765,7 @@ typedef struct result {
     plan_kind kind;
     char label[32];
     double predicted, measured, bound;
+    double halves[2]; /* the medians of the even and of the odd rounds */
     breakdown breakdown;
 } result;
 
@@ -779,15 +784,29 @@ typedef struct results {
     int n_rows, rows_cap;
 } results;
 
-static double relative_error(const result *r)
-{
-    return (r->predicted - r->measured) / r->measured;
-}
-
-/* Which results a summary covers: -1 matches anything. */
+/* Which results a summary covers (-1 matches anything), and what it compares: the
+ * simulator's step with the measured one, or (self) the executor with itself, the median
+ * of a plan's even rounds with that of its odd rounds. No simulator can agree with the
+ * executor much better than the executor agrees with itself. */
 typedef struct filter {
     int row, cluster, kind;
+    bool self;
 } filter;
+
+static double predicted_of(const result *r, bool self)
+{
+    return self ? r->halves[0] : r->predicted;
+}
+
+static double measured_of(const result *r, bool self)
+{
+    return self ? r->halves[1] : r->measured;
+}
+
+static double relative_error(const result *r, bool self)
+{
+    return (predicted_of(r, self) - measured_of(r, self)) / measured_of(r, self);
+}
 
 static bool matches(const result *r, filter f)
 {
@@ -801,12 +820,12 @@ typedef struct accuracy {
 } accuracy;
 
 /* Kendall's tau of one row's plans. */
-static double row_tau(const results *rs, const row *w)
+static double row_tau(const results *rs, const row *w, bool self)
 {
     double predicted[MAX_PLANS], measured[MAX_PLANS];
     for (int i = 0; i < w->n; i++) {
-        predicted[i] = rs->v[w->first + i].predicted;
-        measured[i] = rs->v[w->first + i].measured;
+        predicted[i] = predicted_of(&rs->v[w->first + i], self);
+        measured[i] = measured_of(&rs->v[w->first + i], self);
     }
     return kendall_tau(predicted, measured, w->n);
 }
@@ -822,7 +841,7 @@ static void rows_tau(const results *rs, filter f, accuracy *a)
         const row *r = &rs->rows[w];
         if ((f.row >= 0 && w != f.row) || (f.cluster >= 0 && r->cluster != f.cluster))
             continue;
-        double tau = row_tau(rs, r);
+        double tau = row_tau(rs, r, f.self);
         if (isnan(tau))
             continue;
         taus[n++] = tau;
@@ -842,7 +861,7 @@ static accuracy summarise(const results *rs, filter f)
     double *signed_error = magnitude + rs->n, *over_bound = signed_error + rs->n;
     for (int i = 0; i < rs->n; i++)
         if (matches(&rs->v[i], f)) {
-            signed_error[a.n] = relative_error(&rs->v[i]);
+            signed_error[a.n] = relative_error(&rs->v[i], f.self);
             magnitude[a.n] = fabs(signed_error[a.n]);
             over_bound[a.n++] = rs->v[i].measured / rs->v[i].bound;
         }
@@ -912,7 +931,7 @@ static void print_accuracy_heading(const options *o)
 static void print_row(const options *o, const results *rs, int w)
 {
     const row *r = &rs->rows[w];
-    accuracy a = summarise(rs, (filter){w, -1, -1});
+    accuracy a = summarise(rs, (filter){w, -1, -1, false});
     printf("%-12.12s %-8.8s %5d %4d %4d %4d %5d", o->models[r->model], o->clusters[r->cluster],
            r->candidates, r->choice.oom, r->choice.slow,
            r->candidates - r->choice.oom - r->choice.slow - r->choice.n, r->rounds);
@@ -922,7 +941,7 @@ static void print_row(const options *o, const results *rs, int w)
         const result *x = &rs->v[r->first + i];
         printf("      %-22s predicted %10.3f ms  measured %10.3f ms ", x->label,
                x->predicted * 1e3, x->measured * 1e3);
-        print_percent(relative_error(x), true);
+        print_percent(relative_error(x, false), true);
         printf("\n");
     }
     fflush(stdout);
@@ -938,7 +957,19 @@ static void print_summaries(const options *o, const results *rs)
     printf("\nper cluster, over its models (tau: the median row's; min: the worst row's)\n");
     printf("%-21s%s %5s\n", "cluster", accuracy_header, "min");
     for (int c = 0; c < o->n_clusters; c++) {
-        accuracy a = summarise(rs, (filter){-1, c, -1});
+        accuracy a = summarise(rs, (filter){-1, c, -1, false});
+        printf("%-21.21s", o->clusters[c]);
+        print_accuracy(&a);
+        print_tau(a.tau_min);
+        printf("\n");
+    }
+    printf("\nthe executor against itself, per cluster: each plan's median step of its even "
+           "rounds\n(\"predicted\") against that of its odd rounds; half the steps each, so "
+           "about twice the\nnoise of a whole median: how far the measurements alone let a "
+           "simulator be judged\n");
+    printf("%-21s%s %5s\n", "cluster", accuracy_header, "min");
+    for (int c = 0; c < o->n_clusters; c++) {
+        accuracy a = summarise(rs, (filter){-1, c, -1, true});
         printf("%-21.21s", o->clusters[c]);
         print_accuracy(&a);
         print_tau(a.tau_min);
@@ -947,12 +978,12 @@ static void print_summaries(const options *o, const results *rs)
     printf("\nper plan kind, over every model and cluster\n");
     printf("%-21s%s\n", "kind", accuracy_header);
     for (int k = 0; k < N_KINDS; k++) {
-        accuracy a = summarise(rs, (filter){-1, -1, k});
+        accuracy a = summarise(rs, (filter){-1, -1, k, false});
         printf("%-21s", kind_names[k]);
         print_accuracy(&a);
         printf("\n");
     }
-    accuracy all = summarise(rs, (filter){-1, -1, -1});
+    accuracy all = summarise(rs, (filter){-1, -1, -1, false});
     printf("\n%-21s", "overall");
     print_accuracy(&all);
     print_tau(all.tau_min);
@@ -1018,7 +1049,7 @@ static void print_cluster_breakdown(const options *o, const results *rs, int c)
         measured.handoff = quantile(column[MEAS_HANDOFF], n, 0.5);
         predicted.edges = quantile(column[PRED_EDGES], n, 0.5);
         measured.edges = quantile(column[MEAS_EDGES], n, 0.5);
-        accuracy a = summarise(rs, (filter){-1, c, -1});
+        accuracy a = summarise(rs, (filter){-1, c, -1, false});
         printf("%-30.30s", o->clusters[c]);
         print_percent(a.bias, true);
         print_breakdown_columns(&predicted, &measured);
@@ -1033,7 +1064,7 @@ static const result *worst_of_row(const results *rs, const row *w)
     const result *worst = NULL;
     for (int i = 0; i < w->n; i++) {
         const result *r = &rs->v[w->first + i];
-        if (!worst || fabs(relative_error(r)) > fabs(relative_error(worst)))
+        if (!worst || fabs(relative_error(r, false)) > fabs(relative_error(worst, false)))
             worst = r;
     }
     return worst;
@@ -1061,7 +1092,7 @@ static void print_breakdown(const options *o, const results *rs)
         snprintf(what, sizeof what, "%.11s %.7s %s", o->models[rs->rows[w].model],
                  o->clusters[rs->rows[w].cluster], r->label);
         printf("%-30.30s", what);
-        print_percent(relative_error(r), true);
+        print_percent(relative_error(r, false), true);
         print_breakdown_columns(&r->breakdown.predicted, &r->breakdown.measured);
         printf("\n");
     }
@@ -1078,7 +1109,8 @@ static pl_status add_result(results *rs, const candidate *k, int cluster, double
     rs->v = v;
     result *r = &rs->v[rs->n++];
     *r = (result){.row = rs->n_rows, .cluster = cluster, .kind = k->kind,
-                  .predicted = k->predicted, .measured = measured_median(k), .bound = bound,
+                  .predicted = k->predicted, .measured = measured_median(k, 0, 1),
+                  .halves = {measured_median(k, 0, 2), measured_median(k, 1, 2)}, .bound = bound,
                   .breakdown = *k->breakdown};
     snprintf(r->label, sizeof r->label, "%s", k->label);
     return PL_OK;
