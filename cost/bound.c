@@ -8,8 +8,8 @@
  *
  * Every term takes each op's time as the simulator would (the measured time of its
  * signature where calibration has one, else the fit; on a paced device never less than
- * its FLOPs at the device's rate, plus the pacer's calibrated lateness, as every paced
- * task has) on the device where the op runs fastest, with free communication. So no
+ * its FLOPs at the device's rate, plus the pacer's calibrated lateness where it sleeps:
+ * pl_cost_paced) on the device where the op runs fastest, with free communication. So no
  * plan's simulated step can come out below the bound, even where the measured times and
  * the fit disagree. */
 #include <stdlib.h>
@@ -32,8 +32,7 @@ static double fastest(const pl_cost_model *m, const pl_cluster *c, const pl_op *
         if (t < 0)
             t = pl_cost_op(m, op->kind, device->threads, flops, bytes);
         if (device->flops_per_second > 0) /* paced: its rate, and the pacer's lateness */
-            t = (flops / device->flops_per_second > t ? flops / device->flops_per_second : t) +
-                m->paced_late_seconds;
+            t = pl_cost_paced(m, t, flops / device->flops_per_second);
         if (best < 0 || t < best)
             best = t;
     }

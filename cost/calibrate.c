@@ -175,7 +175,7 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
     if (status == PL_OK)
         status = pl_calib_overheads(how->graphs_dir, steps, &g, err);
     if (status == PL_OK)
-        status = pl_calib_paced_lateness(how->graphs_dir, steps, &g, err);
+        status = pl_calib_paced_lateness(how->graphs_dir, steps > 2 ? 2 : steps, m, &g, err);
     if (status == PL_OK) {
         m->task_seconds = pl_calib_median(g.task.seconds, g.task.n);
         m->handoff_seconds = pl_calib_median(g.handoff.seconds, g.handoff.n);
@@ -185,9 +185,11 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
             m->poll_seconds = m->handoff_seconds;
         if (g.wake.n == 0)
             m->wake_seconds = m->handoff_seconds;
-        m->paced_late_seconds = pl_calib_median(g.late.seconds, g.late.n);
-        if (m->paced_late_seconds < 0)
-            m->paced_late_seconds = 0;
+        /* the mean: these delays add up along a step, the rare long ones included */
+        double late = 0;
+        for (int i = 0; i < g.late.n; i++)
+            late += g.late.seconds[i] / g.late.n;
+        m->paced_late_seconds = late > 0 ? late : 0;
         pl_op_cost copy = pl_cost_fit(g.copy.seconds, g.copy.flops, g.copy.bytes, g.copy.n);
         m->copy_seconds = copy.seconds;
         m->copy_per_byte = copy.per_byte;

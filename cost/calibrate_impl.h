@@ -43,7 +43,7 @@ typedef struct gaps {
                         resource that never polls (paced devices) */
     samples poll;    /* the same, on a polling device idle less than the poll window */
     samples wake;    /* and on one idle longer: asleep */
-    samples late;    /* how long a paced op ran past its modelled time */
+    samples late;    /* how long a paced task the pacer slept through ran past its time */
     samples copy;    /* native copies: seconds against bytes */
 } gaps;
 
@@ -52,7 +52,10 @@ typedef struct gaps {
  * the hand-offs to a polling device and to one asleep past its poll window, and the
  * copies (every model, devices pinned to cores of their own when the machine has them). */
 pl_status pl_calib_overheads(const char *dir, int steps, gaps *g, pl_error *err);
-/* How late paced ops end, from mlp-small on a paced device. */
-pl_status pl_calib_paced_lateness(const char *dir, int steps, gaps *g, pl_error *err);
+/* How late paced tasks that their pacer sleeps through end, from lstm_lm and transformer
+ * (else mlp-small) pipelined over four paced devices, which share the machine's cores as
+ * paced-4's do; `m` gives the ops' native times. */
+pl_status pl_calib_paced_lateness(const char *dir, int steps, const pl_cost_model *m, gaps *g,
+                                  pl_error *err);
 
 #endif

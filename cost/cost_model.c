@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "executor.h"
 #include "json_reader.h"
 
 void pl_cost_machine_key(char *buf, size_t cap)
@@ -70,23 +71,37 @@ double pl_task_op_bytes(const pl_program *p, const pl_task *task)
     return bytes;
 }
 
+double pl_cost_native(const pl_cost_model *m, const pl_program *p, const pl_cluster *c,
+                      const pl_task *task)
+{
+    if (task->kind == PL_TASK_COPY)
+        return m->copy_seconds + m->copy_per_byte * (double)pl_task_bytes(p, task);
+    const pl_device *device = &c->devices[task->resource];
+    const pl_op *op = &p->graph->ops[task->op];
+    double native = pl_cost_lookup(m, pl_op_signature(op, p->shapes, device->threads));
+    return native >= 0 ? native : pl_cost_op(m, op->kind, device->threads,
+                                             pl_task_flops(p, task), pl_task_op_bytes(p, task));
+}
+
+double pl_cost_paced(const pl_cost_model *m, double native, double paced)
+{
+    if (paced - native <= PL_EXECUTOR_PACE_SPIN_SECONDS)
+        return native > paced ? native : paced; /* the pacer spins: on time */
+    return paced + m->paced_late_seconds;
+}
+
 double pl_cost_task(const pl_cost_model *m, const pl_program *p, const pl_cluster *c,
                     const pl_task *task)
 {
-    if (task->kind == PL_TASK_OP) {
-        const pl_device *device = &c->devices[task->resource];
-        const pl_op *op = &p->graph->ops[task->op];
-        double flops = pl_task_flops(p, task);
-        double native = pl_cost_lookup(m, pl_op_signature(op, p->shapes, device->threads));
-        if (native < 0)
-            native = pl_cost_op(m, op->kind, device->threads, flops, pl_task_op_bytes(p, task));
-        if (device->flops_per_second <= 0)
-            return native;
-        double paced = flops / device->flops_per_second;
-        return (native > paced ? native : paced) + m->paced_late_seconds;
+    if (task->kind == PL_TASK_COPY) {
+        const pl_transfer *tr = &p->partitions->transfers[task->transfer];
+        return pl_cost_copy(m, pl_cluster_link(c, tr->from, tr->to),
+                            (double)pl_task_bytes(p, task));
     }
-    const pl_transfer *tr = &p->partitions->transfers[task->transfer];
-    return pl_cost_copy(m, pl_cluster_link(c, tr->from, tr->to), (double)pl_task_bytes(p, task));
+    double native = pl_cost_native(m, p, c, task);
+    const pl_device *device = &c->devices[task->resource];
+    return device->flops_per_second > 0 ?
+           pl_cost_paced(m, native, pl_task_flops(p, task) / device->flops_per_second) : native;
 }
 
 double pl_cost_copy(const pl_cost_model *m, const pl_link *link, double bytes)
@@ -94,9 +109,8 @@ double pl_cost_copy(const pl_cost_model *m, const pl_link *link, double bytes)
     double native = m->copy_seconds + m->copy_per_byte * bytes;
     if (link->bytes_per_second <= 0 && link->latency_seconds <= 0)
         return native;
-    double paced = link->latency_seconds +
-                   (link->bytes_per_second > 0 ? bytes / link->bytes_per_second : 0);
-    return (native > paced ? native : paced) + m->paced_late_seconds;
+    return pl_cost_paced(m, native, link->latency_seconds +
+                         (link->bytes_per_second > 0 ? bytes / link->bytes_per_second : 0));
 }
 
 /* ---- the fit ----------------------------------------------------------------------------- */

@@ -7,10 +7,14 @@
  *   the micro-batch's shapes), with the three coefficients fitted per op kind and thread
  *   count to every measurement; a kind never measured uses the fit over all kinds.
  * - On a paced device an op takes the larger of that and its FLOPs at the declared rate,
- *   plus how late the executor's paced tasks end.
+ *   plus, when the pacer holds it long enough to sleep (executor.h), how late such tasks
+ *   end: `paced_late_seconds`, the mean measured with four paced devices sharing the
+ *   machine's cores, since a woken thread may wait for one. A task held less spins and
+ *   ends on time.
  * - A copy over a native link (a memcpy on the source device) takes `copy_seconds +
  *   copy_per_byte * bytes`, fitted to the executor's copies; over a paced
- *   link the larger of that and latency + bytes / bandwidth, plus the paced lateness.
+ *   link the larger of that and latency + bytes / bandwidth, plus the paced lateness
+ *   likewise.
  * - A task released by a task on another device or link starts at once when that resource
  *   is busy (it takes the task when free), else after a hand-off: on a native device that
  *   polls (executor.h) `poll_seconds` while it has been idle less than the poll window,
@@ -33,7 +37,7 @@
 #include "ops.h"
 #include "program.h"
 
-enum { PL_COST_FORMAT_VERSION = 3, PL_COST_MAX_THREADS = 16 };
+enum { PL_COST_FORMAT_VERSION = 4, PL_COST_MAX_THREADS = 16 };
 
 typedef struct pl_op_cost {
     double seconds, per_flop, per_byte;
@@ -54,7 +58,7 @@ typedef struct pl_cost_model {
     double handoff_seconds, task_seconds;
     double poll_seconds, wake_seconds; /* a polling native device: picking a task up while
                                           polling, and once asleep past the poll window */
-    double paced_late_seconds;
+    double paced_late_seconds; /* a paced task whose pacer sleeps: the mean lateness */
     pl_op_time *measured; /* sorted by signature; malloc'd */
     int n_measured;
 } pl_cost_model;
@@ -80,6 +84,11 @@ bool pl_cost_has_threads(const pl_cost_model *model, int threads);
  * executor would take, without the hand-off before it. */
 double pl_cost_task(const pl_cost_model *model, const pl_program *program,
                     const pl_cluster *cluster, const pl_task *task);
+/* The same task as a native device or link would run it: no pacing. */
+double pl_cost_native(const pl_cost_model *model, const pl_program *program,
+                      const pl_cluster *cluster, const pl_task *task);
+/* A paced task: `native` seconds of work held until `paced`, and late if its pacer sleeps. */
+double pl_cost_paced(const pl_cost_model *model, double native, double paced);
 /* A copy of `bytes` over a link, as the executor takes it (the hand-off not included). */
 double pl_cost_copy(const pl_cost_model *model, const pl_link *link, double bytes);
 /* An op on a native device of `threads` threads, at the given FLOPs and bytes. */

@@ -123,7 +123,7 @@ static void op_seconds(const pl_placer *p, const pl_op *op, double *out)
         const pl_device *device = &c->devices[d];
         if (device->flops_per_second > 0) {
             double paced = op->flops / device->flops_per_second;
-            out[d] = (out[d] > paced ? out[d] : paced) + p->model->paced_late_seconds;
+            out[d] = pl_cost_paced(p->model, out[d], paced);
         }
     }
 }

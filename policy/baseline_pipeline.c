@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "baseline_impl.h"
+#include "executor.h"
 
 enum {
     MAX_SEGMENTS = 256,
@@ -52,14 +53,17 @@ static void segments_free(segments *s)
 }
 
 /* What an op costs again for each further micro-batch: the cost model's intercept, the
- * executor's per-task cost and, paced, its lateness. Updates run once a step. */
+ * executor's per-task cost and, paced, its lateness when the pacer sleeps through even
+ * the whole batch's op (more micro-batches make it shorter). Updates run once a step. */
 static double fixed_seconds(const pl_placer *p, const pl_op *op)
 {
     if (op->phase == PL_PHASE_UPDATE)
         return 0;
     const pl_device *device = &p->cluster->devices[0];
-    return pl_cost_op(p->model, op->kind, device->threads, 0, 0) + p->model->task_seconds +
-           (device->flops_per_second > 0 ? p->model->paced_late_seconds : 0);
+    double intercept = pl_cost_op(p->model, op->kind, device->threads, 0, 0);
+    bool sleeps = device->flops_per_second > 0 &&
+                  op->flops / device->flops_per_second > PL_EXECUTOR_PACE_SPIN_SECONDS;
+    return intercept + p->model->task_seconds + (sleeps ? p->model->paced_late_seconds : 0);
 }
 
 static bool build_segments(const pl_placer *p, segments *s)

@@ -83,13 +83,11 @@ static double now_seconds(void)
 
 /* Pacing: waits until `when` (CLOCK_MONOTONIC seconds), never returning earlier. A
  * sleeping thread wakes tens of microseconds late on a VM, which adds up over thousands
- * of tasks: so it sleeps until SPIN_SECONDS before the deadline and spins the rest,
- * yielding, since more threads than cores may be waiting for one. */
-#define SPIN_SECONDS 60e-6
-
+ * of tasks: so it sleeps until PL_EXECUTOR_PACE_SPIN_SECONDS before the deadline and spins
+ * the rest, yielding, since more threads than cores may be waiting for one. */
 static void wait_until(double when)
 {
-    double wake = when - SPIN_SECONDS;
+    double wake = when - PL_EXECUTOR_PACE_SPIN_SECONDS;
     if (wake > now_seconds()) {
         struct timespec ts = {(time_t)wake, (long)((wake - (double)(time_t)wake) * 1e9)};
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)

@@ -75,6 +75,11 @@ const double *pl_executor_task_ends(const pl_executor *executor);
  * cluster names them) first polls for PL_EXECUTOR_POLL_SECONDS, so a task released soon
  * after starts at once instead of after a wake-up. The simulator models the same. */
 #define PL_EXECUTOR_POLL_SECONDS 200e-6
+
+/* A paced task is held until its modelled time: its thread sleeps until
+ * PL_EXECUTOR_PACE_SPIN_SECONDS before that (a sleeping thread wakes tens of microseconds
+ * late on a VM) and spins the rest; one held less than that only spins. */
+#define PL_EXECUTOR_PACE_SPIN_SECONDS 60e-6
 bool pl_executor_device_polls(const pl_device *device);
 
 /* The name of device d of the cluster. */

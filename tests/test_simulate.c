@@ -169,33 +169,66 @@ static void test_lower_bound(void)
     pl_graph_free(g);
 }
 
-/* On paced devices every task ends the pacer's lateness after its time, in the simulator
- * as in the executor: the bound counts it per op. The same 7-op path at 1.5 ms (10.5),
- * against 11 ops spread (8.25); the whole step on one device simulates at 16.5. */
+/* A paced task is late only when its pacer sleeps, that is when it is held more than the
+ * spin window past its native work (executor.h). */
+static void test_paced_lateness(void)
+{
+    pl_cost_model m = unit_costs(0);
+    m.paced_late_seconds = 0.5e-3;
+    double spin = PL_EXECUTOR_PACE_SPIN_SECONDS;
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 0.1e-3, 2e-3), 2.5e-3, 1e-15); /* sleeps */
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 0, 0.5 * spin), 0.5 * spin, 1e-15); /* spins */
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 1e-3, 1e-3 + 0.5 * spin), 1e-3 + 0.5 * spin, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 2e-3, 1e-3), 2e-3, 1e-15); /* not held */
+}
+
+/* Two devices paced at `rate`. */
+static pl_cluster *two_paced(double rate)
+{
+    char text[512];
+    snprintf(text, sizeof text, "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": "
+             "\"paced\", \"devices\": [{\"name\": \"a\", \"memory_bytes\": 1048576, "
+             "\"flops_per_second\": %g}, {\"name\": \"b\", \"memory_bytes\": 1048576, "
+             "\"flops_per_second\": %g}], \"default_link\": {\"bytes_per_second\": 1e15}}",
+             rate, rate);
+    pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "paced.json", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    return c;
+}
+
+/* Paced devices, in the bound as in the simulator. Held less than the spin window past
+ * their 1 ms of work, the ops end on time: the bound of native devices (7), one device
+ * simulating 11. Held long (no native work, 1 kFLOP/s), every op sleeps and is late: one
+ * device simulates the sum of every op's held time and lateness, and the bound rises. */
 static void test_lower_bound_paced(void)
 {
     pl_graph *g = pl_test_two_layers();
-    static const char text[] =
-        "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": \"paced\", \"devices\": "
-        "[{\"name\": \"a\", \"memory_bytes\": 1048576, \"flops_per_second\": 1e15}, "
-        "{\"name\": \"b\", \"memory_bytes\": 1048576, \"flops_per_second\": 1e15}], "
-        "\"default_link\": {\"bytes_per_second\": 1e15}}";
-    pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "paced.json", NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    pl_cost_model m = unit_costs(0);
-    m.paced_late_seconds = 0.5e-3;
-    double bound;
-    CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, &m, &bound, NULL), PL_OK);
-    CU_ASSERT_DOUBLE_EQUAL(1e3 * bound, 10.5, 1e-9);
     pl_plan *plan = pl_plan_new(g, NULL);
-    pl_program *p = pl_program_new(g, c, plan, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    pl_simulation sim;
-    CU_ASSERT_EQUAL(pl_simulate(p, c, &m, &sim, NULL, NULL, NULL), PL_OK);
-    CU_ASSERT_DOUBLE_EQUAL(1e3 * sim.step_seconds, 16.5, 1e-9);
-    pl_program_free(p);
+    for (int sleeps = 0; sleeps <= 1; sleeps++) {
+        pl_cluster *c = two_paced(sleeps ? 1e3 : 1e15);
+        pl_cost_model m = unit_costs(0);
+        if (sleeps)
+            m.ops[1][PL_OP_COUNT].seconds = 0;
+        double bounds[2];
+        for (int late = 0; late <= 1; late++) {
+            m.paced_late_seconds = late ? 0.5e-3 : 0;
+            CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, &m, &bounds[late], NULL), PL_OK);
+        }
+        pl_program *p = pl_program_new(g, c, plan, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        pl_simulation sim;
+        CU_ASSERT_EQUAL(pl_simulate(p, c, &m, &sim, NULL, NULL, NULL), PL_OK);
+        double held = 0;
+        for (int o = 0; o < g->n_ops; o++)
+            held += g->ops[o].flops / 1e3 + m.paced_late_seconds;
+        CU_ASSERT_DOUBLE_EQUAL(sim.step_seconds, sleeps ? held : 11e-3, 1e-9 * held);
+        CU_ASSERT_DOUBLE_EQUAL(bounds[0], sleeps ? bounds[0] : 7e-3, 1e-12);
+        CU_ASSERT(sleeps ? bounds[1] > bounds[0] : bounds[1] == bounds[0]);
+        CU_ASSERT(sim.step_seconds >= bounds[1]);
+        pl_program_free(p);
+        pl_cluster_free(c);
+    }
     pl_plan_free(plan);
-    pl_cluster_free(c);
     pl_graph_free(g);
 }
 
@@ -398,6 +431,7 @@ void pl_register_simulate_tests(void)
         {"two devices, native link: by hand", test_two_devices_native},
         {"a 2-stage pipeline, native link: by hand", test_pipeline_native},
         {"the lower bound", test_lower_bound},
+        {"paced lateness: only where the pacer sleeps", test_paced_lateness},
         {"the lower bound on paced devices: their lateness", test_lower_bound_paced},
         {"the lower bound under measured op times", test_lower_bound_measured},
         {"the lower bound: an update's chain", test_lower_bound_update_chain},
