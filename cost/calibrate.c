@@ -63,6 +63,15 @@ static pl_status measure_ops(const char *path, int batch, int threads, int steps
 
 /* ---- the whole calibration ----------------------------------------------------------------- */
 
+/* The mean of lateness samples, never below 0 (none: 0). */
+static double mean_lateness(const samples *late)
+{
+    double sum = 0;
+    for (int i = 0; i < late->n; i++)
+        sum += late->seconds[i];
+    return late->n > 0 && sum > 0 ? sum / late->n : 0;
+}
+
 static int compare_names(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -186,10 +195,8 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
         if (g.wake.n == 0)
             m->wake_seconds = m->handoff_seconds;
         /* the mean: these delays add up along a step, the rare long ones included */
-        double late = 0;
-        for (int i = 0; i < g.late.n; i++)
-            late += g.late.seconds[i] / g.late.n;
-        m->paced_late_seconds = late > 0 ? late : 0;
+        m->paced_late_seconds = mean_lateness(&g.late);
+        m->paced_copy_late_seconds = mean_lateness(&g.copy_late);
         pl_op_cost copy = pl_cost_fit(g.copy.seconds, g.copy.flops, g.copy.bytes, g.copy.n);
         m->copy_seconds = copy.seconds;
         m->copy_per_byte = copy.per_byte;
@@ -199,6 +206,7 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
     pl_calib_free_samples(&g.poll);
     pl_calib_free_samples(&g.wake);
     pl_calib_free_samples(&g.late);
+    pl_calib_free_samples(&g.copy_late);
     pl_calib_free_samples(&g.copy);
     return status;
 }

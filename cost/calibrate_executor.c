@@ -91,18 +91,23 @@ static bool read_gaps(const pl_program *p, const double *starts, const double *e
     return ok;
 }
 
-/* How late each paced task that its pacer sleeps through ends past its modelled time. */
+/* How late each paced op that its pacer sleeps through, and each paced copy, ends past its
+ * modelled time. */
 static bool read_lateness(const pl_program *p, const double *starts, const double *ends,
                           const reading *how)
 {
     bool ok = true;
     for (int i = 0; ok && i < p->n_tasks; i++) {
         const pl_task *task = &p->tasks[i];
-        double modelled = task->kind == PL_TASK_OP ? pl_task_flops(p, task) / how->rate :
-                          LINK_LATENCY + (double)pl_task_bytes(p, task) / LINK_BYTES_PER_SECOND;
-        if (modelled - pl_cost_native(how->m, p, how->cluster, task) >
-            PL_EXECUTOR_PACE_SPIN_SECONDS)
-            ok = pl_calib_add_sample(&how->g->late, ends[i] - starts[i] - modelled, 0, 0);
+        double took = ends[i] - starts[i], native = pl_cost_native(how->m, p, how->cluster, task);
+        if (task->kind == PL_TASK_COPY) {
+            double modelled = LINK_LATENCY + (double)pl_task_bytes(p, task) / LINK_BYTES_PER_SECOND;
+            ok = pl_calib_add_sample(&how->g->copy_late,
+                                     took - (native > modelled ? native : modelled), 0, 0);
+        } else if (pl_task_flops(p, task) / how->rate - native > PL_EXECUTOR_PACE_SPIN_SECONDS) {
+            ok = pl_calib_add_sample(&how->g->late, took - pl_task_flops(p, task) / how->rate,
+                                     0, 0);
+        }
     }
     return ok;
 }

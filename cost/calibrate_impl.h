@@ -43,7 +43,8 @@ typedef struct gaps {
                         resource that never polls (paced devices) */
     samples poll;    /* the same, on a polling device idle less than the poll window */
     samples wake;    /* and on one idle longer: asleep */
-    samples late;    /* how long a paced task the pacer slept through ran past its time */
+    samples late;    /* how long a paced op the pacer slept through ran past its time */
+    samples copy_late; /* how long a copy over a paced link ran past its time */
     samples copy;    /* native copies: seconds against bytes */
 } gaps;
 

@@ -109,8 +109,9 @@ double pl_cost_copy(const pl_cost_model *m, const pl_link *link, double bytes)
     double native = m->copy_seconds + m->copy_per_byte * bytes;
     if (link->bytes_per_second <= 0 && link->latency_seconds <= 0)
         return native;
-    return pl_cost_paced(m, native, link->latency_seconds +
-                         (link->bytes_per_second > 0 ? bytes / link->bytes_per_second : 0));
+    double paced = link->latency_seconds +
+                   (link->bytes_per_second > 0 ? bytes / link->bytes_per_second : 0);
+    return (native > paced ? native : paced) + m->paced_copy_late_seconds;
 }
 
 /* ---- the fit ----------------------------------------------------------------------------- */
@@ -231,13 +232,14 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
                  (unsigned long long)m->measured[i].signature);
         json_array_append_new(measured, json_pack("[s, f]", signature, m->measured[i].seconds));
     }
-    json_t *root = json_pack("{s:s, s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o}",
+    json_t *root = json_pack("{s:s, s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o}",
                              "format", PROFILE_FORMAT, "version", PL_COST_FORMAT_VERSION,
                              "machine", m->machine, "copy_seconds", m->copy_seconds,
                              "copy_per_byte", m->copy_per_byte, "handoff_seconds",
                              m->handoff_seconds, "poll_seconds", m->poll_seconds,
                              "wake_seconds", m->wake_seconds, "task_seconds", m->task_seconds,
-                             "paced_late_seconds", m->paced_late_seconds, "ops", ops,
+                             "paced_late_seconds", m->paced_late_seconds,
+                             "paced_copy_late_seconds", m->paced_copy_late_seconds, "ops", ops,
                              "measured", measured);
     if (!root)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
@@ -304,7 +306,8 @@ pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
     static const char *const fields[] = {"format", "version", "machine", "copy_seconds",
                                          "copy_per_byte", "handoff_seconds", "poll_seconds",
                                          "wake_seconds", "task_seconds",
-                                         "paced_late_seconds", "ops", "measured", NULL};
+                                         "paced_late_seconds", "paced_copy_late_seconds",
+                                         "ops", "measured", NULL};
     json_t *root = pl_json_parse_file(path, (size_t)16 << 20, err, NULL);
     if (!root)
         return err ? err->status : PL_EINPUT;
@@ -325,6 +328,8 @@ pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
               pl_json_number(&r, root, "task_seconds", true, 0, 1, &m->task_seconds) &&
               pl_json_number(&r, root, "paced_late_seconds", true, 0, 1,
                              &m->paced_late_seconds) &&
+              pl_json_number(&r, root, "paced_copy_late_seconds", true, 0, 1,
+                             &m->paced_copy_late_seconds) &&
               pl_json_member(&r, root, "ops", JSON_ARRAY, true, &ops) &&
               pl_json_member(&r, root, "measured", JSON_ARRAY, true, &measured);
     if (ok)

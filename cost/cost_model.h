@@ -12,9 +12,11 @@
  *   machine's cores, since a woken thread may wait for one. A task held less spins and
  *   ends on time.
  * - A copy over a native link (a memcpy on the source device) takes `copy_seconds +
- *   copy_per_byte * bytes`, fitted to the executor's copies; over a paced
- *   link the larger of that and latency + bytes / bandwidth, plus the paced lateness
- *   likewise.
+ *   copy_per_byte * bytes`, fitted to the executor's copies; over a paced link (a thread
+ *   of its own, one of many sharing the cores) the larger of that and latency + bytes /
+ *   bandwidth, plus `paced_copy_late_seconds`, the mean lateness of such copies, measured
+ *   as the devices' (whether their pacer sleeps or not: a link thread is also late when
+ *   the core is taken while it copies).
  * - A task released by a task on another device or link starts at once when that resource
  *   is busy (it takes the task when free), else after a hand-off: on a native device that
  *   polls (executor.h) `poll_seconds` while it has been idle less than the poll window,
@@ -37,7 +39,7 @@
 #include "ops.h"
 #include "program.h"
 
-enum { PL_COST_FORMAT_VERSION = 4, PL_COST_MAX_THREADS = 16 };
+enum { PL_COST_FORMAT_VERSION = 5, PL_COST_MAX_THREADS = 16 };
 
 typedef struct pl_op_cost {
     double seconds, per_flop, per_byte;
@@ -58,7 +60,8 @@ typedef struct pl_cost_model {
     double handoff_seconds, task_seconds;
     double poll_seconds, wake_seconds; /* a polling native device: picking a task up while
                                           polling, and once asleep past the poll window */
-    double paced_late_seconds; /* a paced task whose pacer sleeps: the mean lateness */
+    double paced_late_seconds;      /* a paced op whose pacer sleeps: the mean lateness */
+    double paced_copy_late_seconds; /* a copy over a paced link: the mean lateness */
     pl_op_time *measured; /* sorted by signature; malloc'd */
     int n_measured;
 } pl_cost_model;

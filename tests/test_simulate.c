@@ -169,12 +169,18 @@ static void test_lower_bound(void)
     pl_graph_free(g);
 }
 
-/* A paced task is late only when its pacer sleeps, that is when it is held more than the
- * spin window past its native work (executor.h). */
+/* A paced op is late only when its pacer sleeps, that is when it is held more than the
+ * spin window past its native work (executor.h); a copy over a paced link is late either
+ * way, by its own measure. */
 static void test_paced_lateness(void)
 {
     pl_cost_model m = unit_costs(0);
     m.paced_late_seconds = 0.5e-3;
+    m.paced_copy_late_seconds = 0.2e-3;
+    pl_link link = {.bytes_per_second = 1e9, .latency_seconds = 2e-3};
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_copy(&m, &link, 1e6), 3.2e-3, 1e-15); /* held 3 ms */
+    link.latency_seconds = 0;
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_copy(&m, &link, 1e3), 1.2e-3, 1e-15); /* the 1 ms memcpy */
     double spin = PL_EXECUTOR_PACE_SPIN_SECONDS;
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 0.1e-3, 2e-3), 2.5e-3, 1e-15); /* sleeps */
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 0, 0.5 * spin), 0.5 * spin, 1e-15); /* spins */

@@ -28,9 +28,12 @@ static void print_profile(const pl_cost_model *m, const char *path)
                "per call\n", t, t == 1 ? "" : "s", kinds,
                mm->per_flop > 0 ? 1e-9 / mm->per_flop : 0, 1e6 * mm->seconds);
     }
-    printf("native copies: %.2f GB/s + %.2f us; per task %.2f us; paced tasks that sleep end "
-           "%.1f us late\n", m->copy_per_byte > 0 ? 1e-9 / m->copy_per_byte : 0, 1e6 * m->copy_seconds,
-           1e6 * m->task_seconds, 1e6 * m->paced_late_seconds);
+    printf("native copies: %.2f GB/s + %.2f us; per task %.2f us\n",
+           m->copy_per_byte > 0 ? 1e-9 / m->copy_per_byte : 0, 1e6 * m->copy_seconds,
+           1e6 * m->task_seconds);
+    printf("paced, four devices sharing the cores: ops the pacer sleeps through end %.1f us "
+           "late, copies %.1f us\n", 1e6 * m->paced_late_seconds,
+           1e6 * m->paced_copy_late_seconds);
     printf("hand-off to an idle device: %.1f us polling, %.1f us once it sleeps; %.1f us to a "
            "device that never polls (paced)\n", 1e6 * m->poll_seconds, 1e6 * m->wake_seconds,
            1e6 * m->handoff_seconds);
