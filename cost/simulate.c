@@ -26,6 +26,9 @@ typedef struct simulator {
     event *events;
     int *event_heap, n_events, n_posted;
     double *last_end;    /* per resource: when its last task ended (0: the step's start) */
+    double *op_seconds;  /* per op of the graph: one task's time, or -1 until needed; every
+                            micro-batch's task of an op costs the same (one device, one
+                            shape), and its signature's hash is the costly part */
     bool *polls;         /* per resource: a device whose idle thread polls (executor.h) */
     const pl_cost_model *m;
 } simulator;
@@ -112,6 +115,7 @@ static void free_simulator(simulator *s)
     free(s->event_heap);
     free(s->last_end);
     free(s->polls);
+    free(s->op_seconds);
 }
 
 static bool new_simulator(simulator *s, const pl_program *p, const pl_cluster *c,
@@ -130,9 +134,13 @@ static bool new_simulator(simulator *s, const pl_program *p, const pl_cluster *c
     s->event_heap = malloc(((size_t)n * 2 + 1) * sizeof(int));
     s->last_end = calloc((size_t)resources + 1, sizeof(double));
     s->polls = calloc((size_t)resources + 1, sizeof(bool));
+    s->op_seconds = malloc(((size_t)p->graph->n_ops + 1) * sizeof(double));
     if (!s->duration || !s->ready_at || !s->remaining || !s->busy || !s->queue || !s->queued ||
-        !s->first || !s->events || !s->event_heap || !s->last_end || !s->polls)
+        !s->first || !s->events || !s->event_heap || !s->last_end || !s->polls ||
+        !s->op_seconds)
         return false;
+    for (int o = 0; o < p->graph->n_ops; o++)
+        s->op_seconds[o] = -1;
     for (int d = 0; d < p->n_devices; d++)
         s->polls[d] = pl_executor_device_polls(&c->devices[d]);
     s->start = start ? start : s->duration + n; /* scratch when the caller wants none */
@@ -176,7 +184,12 @@ pl_status pl_simulate(const pl_program *p, const pl_cluster *c, const pl_cost_mo
     memset(out, 0, sizeof *out);
     for (int i = 0; i < p->n_tasks; i++) {
         const pl_task *t = &p->tasks[i];
-        s.duration[i] = pl_cost_task(m, p, c, t) + m->task_seconds;
+        if (t->kind == PL_TASK_COPY)
+            s.duration[i] = pl_cost_task(m, p, c, t) + m->task_seconds;
+        else if (s.op_seconds[t->op] >= 0)
+            s.duration[i] = s.op_seconds[t->op];
+        else
+            s.duration[i] = s.op_seconds[t->op] = pl_cost_task(m, p, c, t) + m->task_seconds;
         s.remaining[i] = t->n_deps;
         if (t->resource < p->n_devices)
             out->busy_seconds[t->resource] += s.duration[i];
