@@ -162,12 +162,15 @@ static void copy_plan(pl_plan *to, const pl_plan *from)
     to->provenance = from->provenance;
 }
 
-/* Keeps the plan if it is among the best distinct ones. */
+/* Keeps the plan if it is among the best distinct ones. A plan that simulates to the very
+ * step of a kept one is taken for the same: on a cluster of identical devices, the same
+ * placement with its devices relabelled (which the policy samples often), and measuring
+ * it again at the end would crowd out a different candidate. */
 void pl_agent_keep(pl_agent *a, const pl_plan *plan, double step, const char *algorithm)
 {
     uint64_t key = plan_key(plan);
     for (int k = 0; k < a->n_best; k++)
-        if (a->best[k].key == key)
+        if (a->best[k].key == key || fabs(a->best[k].step - step) <= 1e-9 * step)
             return;
     if (a->n_best == PL_AGENT_MAX_BEST && step >= a->best[a->n_best - 1].step)
         return;

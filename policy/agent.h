@@ -104,7 +104,8 @@ pl_status pl_agent_iterate(pl_agent *agent, pl_agent_iteration *result, pl_error
 int pl_agent_iterations(const pl_agent *agent);
 const pl_agent_iteration *pl_agent_curve(const pl_agent *agent);
 
-/* The best distinct plans simulated so far, best first (at most PL_AGENT_MAX_BEST): a new
+/* The best distinct plans simulated so far (a plan simulating to a kept one's very step
+ * counts as the same), best first (at most PL_AGENT_MAX_BEST): a new
  * plan (pl_plan_free) with its simulated step in provenance.predicted_seconds and
  * algorithm "rl" (or the offered plan's own), or NULL when k is out of range. */
 int pl_agent_best_count(const pl_agent *agent);

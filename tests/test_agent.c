@@ -157,6 +157,35 @@ static void test_obvious_answer(void)
     pl_graph_free(g);
 }
 
+/* The best plans are distinct: the same placement with its two identical devices swapped
+ * simulates to the same step and is not kept twice; another step is. */
+static void test_best_distinct(void)
+{
+    pl_graph *g = two_branches();
+    pl_cluster *c = two_devices();
+    pl_cost_model m = flop_costs();
+    pl_agent_options o = small_options(1);
+    pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    pl_plan *plan = pl_plan_new(g, NULL);
+    for (int i = 0; i < plan->n_ops; i++)
+        plan->device[i] = i % 2;
+    int before = pl_agent_best_count(a);
+    CU_ASSERT_EQUAL(pl_agent_offer(a, plan, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_agent_best_count(a), before + 1);
+    for (int i = 0; i < plan->n_ops; i++)
+        plan->device[i] = 1 - plan->device[i];
+    CU_ASSERT_EQUAL(pl_agent_offer(a, plan, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_agent_best_count(a), before + 1);
+    plan->micro_batches = 2;
+    CU_ASSERT_EQUAL(pl_agent_offer(a, plan, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_agent_best_count(a), before + 2);
+    pl_plan_free(plan);
+    pl_agent_free(a);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* After imitation the policy draws the imitated plan far more often than by chance. */
 static void test_imitation(void)
 {
@@ -355,6 +384,7 @@ void pl_register_agent_tests(void)
         {"the policy's gradient against finite differences", test_gradient},
         {"two heavy branches, two devices: one each", test_obvious_answer},
         {"imitation", test_imitation},
+        {"the best plans are distinct, devices relabelled or not", test_best_distinct},
         {"folding interleaves a pipeline's stages round the devices", test_fold},
         {"checkpoint and resume: as uninterrupted", test_resume},
         {NULL, NULL}};
