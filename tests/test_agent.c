@@ -123,26 +123,48 @@ static pl_agent_options small_options(uint64_t seed)
     return o;
 }
 
+/* The two-branch graph on two devices, and an agent on it (the agent borrows the rest). */
+typedef struct branches_agent {
+    pl_graph *g;
+    pl_cluster *c;
+    pl_cost_model m;
+    pl_agent_options o;
+    pl_agent *a;
+} branches_agent;
+
+static void branches_agent_init(branches_agent *t, uint64_t seed)
+{
+    t->g = two_branches();
+    t->c = two_devices();
+    t->m = flop_costs();
+    t->o = small_options(seed);
+    t->a = pl_agent_new(t->g, t->c, &t->m, &t->o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t->a);
+}
+
+static void branches_agent_free(branches_agent *t)
+{
+    pl_agent_free(t->a);
+    pl_cluster_free(t->c);
+    pl_graph_free(t->g);
+}
+
 /* Two heavy branches on two devices: one branch per device, and the policy learns it. */
 static void test_obvious_answer(void)
 {
-    pl_graph *g = two_branches();
-    pl_cluster *c = two_devices();
-    pl_cost_model m = flop_costs();
-    pl_agent_options o = small_options(1);
-    pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    branches_agent t;
+    branches_agent_init(&t, 1);
     enum { ITERATIONS = 150 };
     for (int i = 0; i < ITERATIONS; i++)
-        CU_ASSERT_EQUAL_FATAL(pl_agent_iterate(a, NULL, NULL), PL_OK);
-    pl_plan *best = pl_agent_best_plan(a, 0, NULL);
+        CU_ASSERT_EQUAL_FATAL(pl_agent_iterate(t.a, NULL, NULL), PL_OK);
+    pl_plan *best = pl_agent_best_plan(t.a, 0, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(best);
     /* the heavy matmuls apart (the light ones may go either way at the same step) */
-    int a1 = pl_graph_find_op(g, "a1"), a2 = pl_graph_find_op(g, "a2");
+    int a1 = pl_graph_find_op(t.g, "a1"), a2 = pl_graph_find_op(t.g, "a2");
     CU_ASSERT_NOT_EQUAL(best->device[a1], best->device[a2]);
-    CU_ASSERT(best->provenance.predicted_seconds < 0.7 * a->reference);
+    CU_ASSERT(best->provenance.predicted_seconds < 0.7 * t.a->reference);
     /* learning, not luck: the mean sampled reward of the last iterations beats the first */
-    const pl_agent_iteration *curve = pl_agent_curve(a);
+    const pl_agent_iteration *curve = pl_agent_curve(t.a);
     double first = 0, last = 0;
     for (int i = 0; i < 10; i++) {
         first += curve[i].mean_reward / 10;
@@ -152,72 +174,58 @@ static void test_obvious_answer(void)
     if (!(last > first + 0.05))
         fprintf(stderr, "\n    mean reward: first %.4f, last %.4f", first, last);
     pl_plan_free(best);
-    pl_agent_free(a);
-    pl_cluster_free(c);
-    pl_graph_free(g);
+    branches_agent_free(&t);
 }
 
 /* The best plans are distinct: the same placement with its two identical devices swapped
  * simulates to the same step and is not kept twice; another step is. */
 static void test_best_distinct(void)
 {
-    pl_graph *g = two_branches();
-    pl_cluster *c = two_devices();
-    pl_cost_model m = flop_costs();
-    pl_agent_options o = small_options(1);
-    pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    pl_plan *plan = pl_plan_new(g, NULL);
+    branches_agent t;
+    branches_agent_init(&t, 1);
+    pl_plan *plan = pl_plan_new(t.g, NULL);
     for (int i = 0; i < plan->n_ops; i++)
         plan->device[i] = i % 2;
-    int before = pl_agent_best_count(a);
-    CU_ASSERT_EQUAL(pl_agent_offer(a, plan, NULL), PL_OK);
-    CU_ASSERT_EQUAL(pl_agent_best_count(a), before + 1);
+    int before = pl_agent_best_count(t.a);
+    CU_ASSERT_EQUAL(pl_agent_offer(t.a, plan, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_agent_best_count(t.a), before + 1);
     for (int i = 0; i < plan->n_ops; i++)
         plan->device[i] = 1 - plan->device[i];
-    CU_ASSERT_EQUAL(pl_agent_offer(a, plan, NULL), PL_OK);
-    CU_ASSERT_EQUAL(pl_agent_best_count(a), before + 1);
+    CU_ASSERT_EQUAL(pl_agent_offer(t.a, plan, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_agent_best_count(t.a), before + 1);
     plan->micro_batches = 2;
-    CU_ASSERT_EQUAL(pl_agent_offer(a, plan, NULL), PL_OK);
-    CU_ASSERT_EQUAL(pl_agent_best_count(a), before + 2);
+    CU_ASSERT_EQUAL(pl_agent_offer(t.a, plan, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_agent_best_count(t.a), before + 2);
     pl_plan_free(plan);
-    pl_agent_free(a);
-    pl_cluster_free(c);
-    pl_graph_free(g);
+    branches_agent_free(&t);
 }
 
 /* After imitation the policy draws the imitated plan far more often than by chance. */
 static void test_imitation(void)
 {
-    pl_graph *g = two_branches();
-    pl_cluster *c = two_devices();
-    pl_cost_model m = flop_costs();
-    pl_agent_options o = small_options(4);
-    pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    pl_plan *target = pl_plan_new(g, NULL);
+    branches_agent t;
+    branches_agent_init(&t, 4);
+    pl_plan *target = pl_plan_new(t.g, NULL);
     for (int i = 0; i < target->n_ops; i++)
         target->device[i] = i % 2;
     target->micro_batches = 2;
     snprintf(target->provenance.algorithm, sizeof target->provenance.algorithm, "test");
-    CU_ASSERT_EQUAL_FATAL(pl_agent_imitate(a, target, NULL), PL_OK);
-    CU_ASSERT_EQUAL(pl_agent_iterate(a, NULL, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(pl_agent_imitate(t.a, target, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_agent_iterate(t.a, NULL, NULL), PL_OK);
     int same = 0;
-    for (int s = 0; s < o.samples; s++) {
-        const pl_plan *p = a->plans[s];
+    for (int s = 0; s < t.o.samples; s++) {
+        const pl_plan *p = t.a->plans[s];
         same += memcmp(p->device, target->device, (size_t)p->n_ops * sizeof *p->device) == 0 &&
                 p->micro_batches == 2 && p->n_stages == 1;
     }
-    CU_ASSERT(same >= o.samples / 2);
+    CU_ASSERT(same >= t.o.samples / 2);
     /* the offered plan is a candidate under its own name */
     bool found = false;
-    for (int k = 0; k < pl_agent_best_count(a); k++)
-        found = found || strcmp(a->best[k].algorithm, "test") == 0;
+    for (int k = 0; k < pl_agent_best_count(t.a); k++)
+        found = found || strcmp(t.a->best[k].algorithm, "test") == 0;
     CU_ASSERT(found);
     pl_plan_free(target);
-    pl_agent_free(a);
-    pl_cluster_free(c);
-    pl_graph_free(g);
+    branches_agent_free(&t);
 }
 
 /* A chain of seven equal matmuls and a small one: x -> m0 -> ... -> m7 -> loss. */
