@@ -197,9 +197,7 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
         /* the mean: these delays add up along a step, the rare long ones included */
         m->paced_late_seconds = mean_lateness(&g.late);
         m->paced_copy_late_seconds = mean_lateness(&g.copy_late);
-        pl_op_cost copy = pl_cost_fit(g.copy.seconds, g.copy.flops, g.copy.bytes, g.copy.n);
-        m->copy_seconds = copy.seconds;
-        m->copy_per_byte = copy.per_byte;
+        pl_calib_fit_copies(m, &g.copy);
     }
     pl_calib_free_samples(&g.task);
     pl_calib_free_samples(&g.handoff);

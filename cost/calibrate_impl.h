@@ -24,6 +24,12 @@ void pl_calib_free_samples(samples *s);
 double pl_calib_median(double *v, int n); /* sorts v */
 int pl_calib_compare_doubles(const void *a, const void *b); /* for qsort */
 
+/* Fits the native copy curve (cost_model.h) to copies' seconds against bytes: in each
+ * range of sizes a factor of 4 wide with at least 3 copies, the median size and the median
+ * time, times made not to fall with size; with fewer than two such ranges, a line fitted
+ * to them all. */
+void pl_calib_fit_copies(pl_cost_model *m, const samples *copies);
+
 /* A cluster of `n` devices of `threads` threads; flops > 0: paced at that rate; `pin`:
  * device d on core d when the machine has the cores (such devices poll, executor.h). */
 pl_cluster *pl_calib_cluster(int n, int threads, double flops, bool pin, pl_error *err);

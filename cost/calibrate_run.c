@@ -1,4 +1,5 @@
 /* Calibration's shared parts: samples, and models run on a small cluster. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,37 @@ double pl_calib_median(double *v, int n)
         return 0;
     qsort(v, (size_t)n, sizeof *v, pl_calib_compare_doubles);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void pl_calib_fit_copies(pl_cost_model *m, const samples *copies)
+{
+    enum { MIN_COPIES = 3 };
+    int n = copies->n;
+    double *size = malloc((size_t)n * sizeof *size + 1);
+    double *time = malloc((size_t)n * sizeof *time + 1);
+    m->n_copy_points = 0;
+    for (int range = 0; size && time && range < 32 && m->n_copy_points < PL_COST_COPY_POINTS;
+         range++) {
+        double low = range ? ldexp(1, 2 * range) : 0, high = ldexp(1, 2 * range + 2);
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (copies->bytes[i] >= low && copies->bytes[i] < high) {
+                size[k] = copies->bytes[i];
+                time[k++] = copies->seconds[i];
+            }
+        if (k < MIN_COPIES)
+            continue;
+        pl_copy_point *point = &m->copy_curve[m->n_copy_points++];
+        *point = (pl_copy_point){pl_calib_median(size, k), pl_calib_median(time, k)};
+        if (m->n_copy_points > 1 && point->seconds < point[-1].seconds)
+            point->seconds = point[-1].seconds;
+    }
+    free(size);
+    free(time);
+    if (m->n_copy_points < 2) {
+        pl_op_cost line = pl_cost_fit(copies->seconds, copies->flops, copies->bytes, n);
+        pl_cost_set_copy_line(m, line.seconds, line.per_byte);
+    }
 }
 
 /* A cluster of `n` devices of `threads` threads (flops_per_second 0: native); `pin`: device

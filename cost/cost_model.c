@@ -75,7 +75,7 @@ double pl_cost_native(const pl_cost_model *m, const pl_program *p, const pl_clus
                       const pl_task *task)
 {
     if (task->kind == PL_TASK_COPY)
-        return m->copy_seconds + m->copy_per_byte * (double)pl_task_bytes(p, task);
+        return pl_cost_native_copy(m, (double)pl_task_bytes(p, task));
     const pl_device *device = &c->devices[task->resource];
     const pl_op *op = &p->graph->ops[task->op];
     double native = pl_cost_lookup(m, pl_op_signature(op, p->shapes, device->threads));
@@ -104,9 +104,34 @@ double pl_cost_task(const pl_cost_model *m, const pl_program *p, const pl_cluste
            pl_cost_paced(m, native, pl_task_flops(p, task) / device->flops_per_second) : native;
 }
 
+void pl_cost_set_copy_line(pl_cost_model *m, double seconds, double per_byte)
+{
+    const double far = 1e12; /* beyond any copy */
+    m->copy_curve[0] = (pl_copy_point){0, seconds};
+    m->copy_curve[1] = (pl_copy_point){far, seconds + per_byte * far};
+    m->n_copy_points = 2;
+}
+
+double pl_cost_native_copy(const pl_cost_model *m, double bytes)
+{
+    const pl_copy_point *c = m->copy_curve;
+    int n = m->n_copy_points;
+    if (n == 0)
+        return 0;
+    if (bytes <= c[0].bytes)
+        return c[0].seconds;
+    if (bytes >= c[n - 1].bytes)
+        return c[n - 1].bytes > 0 ? c[n - 1].seconds * bytes / c[n - 1].bytes : c[n - 1].seconds;
+    int i = 1;
+    while (c[i].bytes < bytes)
+        i++;
+    return c[i - 1].seconds + (bytes - c[i - 1].bytes) * (c[i].seconds - c[i - 1].seconds) /
+                              (c[i].bytes - c[i - 1].bytes);
+}
+
 double pl_cost_copy(const pl_cost_model *m, const pl_link *link, double bytes)
 {
-    double native = m->copy_seconds + m->copy_per_byte * bytes;
+    double native = pl_cost_native_copy(m, bytes);
     if (link->bytes_per_second <= 0 && link->latency_seconds <= 0)
         return native;
     double paced = link->latency_seconds +
@@ -232,10 +257,13 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
                  (unsigned long long)m->measured[i].signature);
         json_array_append_new(measured, json_pack("[s, f]", signature, m->measured[i].seconds));
     }
-    json_t *root = json_pack("{s:s, s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o}",
+    json_t *curve = json_array();
+    for (int i = 0; i < m->n_copy_points; i++)
+        json_array_append_new(curve, json_pack("[f, f]", m->copy_curve[i].bytes,
+                                               m->copy_curve[i].seconds));
+    json_t *root = json_pack("{s:s, s:i, s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o}",
                              "format", PROFILE_FORMAT, "version", PL_COST_FORMAT_VERSION,
-                             "machine", m->machine, "copy_seconds", m->copy_seconds,
-                             "copy_per_byte", m->copy_per_byte, "handoff_seconds",
+                             "machine", m->machine, "copy_curve", curve, "handoff_seconds",
                              m->handoff_seconds, "poll_seconds", m->poll_seconds,
                              "wake_seconds", m->wake_seconds, "task_seconds", m->task_seconds,
                              "paced_late_seconds", m->paced_late_seconds,
@@ -274,6 +302,32 @@ static bool read_op(pl_json_reader *r, const json_t *entry, pl_cost_model *m)
     return true;
 }
 
+/* [[bytes, seconds], ...]: bytes ascending, seconds not falling. */
+static bool read_copy_curve(pl_json_reader *r, const json_t *list, pl_cost_model *m)
+{
+    size_t n = json_array_size(list);
+    size_t back = pl_json_push_key(r, "copy_curve"), here = r->path_len;
+    if (n > PL_COST_COPY_POINTS)
+        return pl_json_fail(r, "at most %d points", PL_COST_COPY_POINTS);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *entry = json_array_get(list, i);
+        const json_t *bytes = json_array_get(entry, 0), *seconds = json_array_get(entry, 1);
+        pl_json_push_index(r, i);
+        if (!json_is_array(entry) || json_array_size(entry) != 2 || !json_is_number(bytes) ||
+            !json_is_number(seconds) || json_number_value(bytes) < 0 ||
+            json_number_value(seconds) < 0 ||
+            (i > 0 && (json_number_value(bytes) <= m->copy_curve[i - 1].bytes ||
+                       json_number_value(seconds) < m->copy_curve[i - 1].seconds)))
+            return pl_json_fail(r, "expected [bytes, seconds], bytes increasing and seconds "
+                                   "not decreasing");
+        m->copy_curve[i] = (pl_copy_point){json_number_value(bytes), json_number_value(seconds)};
+        m->n_copy_points = (int)i + 1;
+        pl_json_pop(r, here);
+    }
+    pl_json_pop(r, back);
+    return true;
+}
+
 /* [["0123456789abcdef", seconds], ...], sorted by signature. */
 static bool read_measured(pl_json_reader *r, const json_t *list, pl_cost_model *m)
 {
@@ -303,8 +357,8 @@ static bool read_measured(pl_json_reader *r, const json_t *list, pl_cost_model *
 
 pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
 {
-    static const char *const fields[] = {"format", "version", "machine", "copy_seconds",
-                                         "copy_per_byte", "handoff_seconds", "poll_seconds",
+    static const char *const fields[] = {"format", "version", "machine", "copy_curve",
+                                         "handoff_seconds", "poll_seconds",
                                          "wake_seconds", "task_seconds",
                                          "paced_late_seconds", "paced_copy_late_seconds",
                                          "ops", "measured", NULL};
@@ -315,13 +369,13 @@ pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
     pl_json_reader_init(&r, err);
     memset(m, 0, sizeof *m);
     const char *machine;
-    json_t *ops, *measured;
+    json_t *ops, *measured, *curve;
     bool ok = pl_json_check_header(&r, root, "cost profile", PROFILE_FORMAT,
                                    PL_COST_FORMAT_VERSION) &&
               pl_json_expect_object(&r, root, fields) &&
               pl_json_string(&r, root, "machine", true, &machine) &&
-              pl_json_number(&r, root, "copy_seconds", true, 0, 1, &m->copy_seconds) &&
-              pl_json_number(&r, root, "copy_per_byte", true, 0, 1, &m->copy_per_byte) &&
+              pl_json_member(&r, root, "copy_curve", JSON_ARRAY, true, &curve) &&
+              read_copy_curve(&r, curve, m) &&
               pl_json_number(&r, root, "handoff_seconds", true, 0, 1, &m->handoff_seconds) &&
               pl_json_number(&r, root, "poll_seconds", true, 0, 1, &m->poll_seconds) &&
               pl_json_number(&r, root, "wake_seconds", true, 0, 1, &m->wake_seconds) &&

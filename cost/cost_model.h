@@ -11,8 +11,10 @@
  *   end: `paced_late_seconds`, the mean measured with four paced devices sharing the
  *   machine's cores, since a woken thread may wait for one. A task held less spins and
  *   ends on time.
- * - A copy over a native link (a memcpy on the source device) takes `copy_seconds +
- *   copy_per_byte * bytes`, fitted to the executor's copies; over a paced link (a thread
+ * - A copy over a native link (a memcpy on the source device) takes the time its size
+ *   reads off `copy_curve`: the executor's copies measured at sizes a factor of 4 apart,
+ *   interpolated (a copy that outgrows the caches runs at half the speed of one that
+ *   fits, so no straight line fits both); over a paced link (a thread
  *   of its own, one of many sharing the cores) the larger of that and latency + bytes /
  *   bandwidth, plus `paced_copy_late_seconds`, the mean lateness of such copies, measured
  *   as the devices' (whether their pacer sleeps or not: a link thread is also late when
@@ -39,12 +41,17 @@
 #include "ops.h"
 #include "program.h"
 
-enum { PL_COST_FORMAT_VERSION = 5, PL_COST_MAX_THREADS = 16 };
+enum { PL_COST_FORMAT_VERSION = 6, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
 
 typedef struct pl_op_cost {
     double seconds, per_flop, per_byte;
     int samples; /* 0: not measured */
 } pl_op_cost;
+
+/* A native copy of `bytes` takes `seconds`. */
+typedef struct pl_copy_point {
+    double bytes, seconds;
+} pl_copy_point;
 
 /* One measured op configuration. */
 typedef struct pl_op_time {
@@ -56,7 +63,8 @@ typedef struct pl_cost_model {
     char machine[512];  /* the key: what the profile was measured on */
     /* by thread count (index 1 .. PL_COST_MAX_THREADS), op kind (PL_OP_COUNT: all kinds) */
     pl_op_cost ops[PL_COST_MAX_THREADS + 1][PL_OP_COUNT + 1];
-    double copy_seconds, copy_per_byte;
+    pl_copy_point copy_curve[PL_COST_COPY_POINTS]; /* bytes ascending, seconds not falling */
+    int n_copy_points;
     double handoff_seconds, task_seconds;
     double poll_seconds, wake_seconds; /* a polling native device: picking a task up while
                                           polling, and once asleep past the poll window */
@@ -92,6 +100,11 @@ double pl_cost_native(const pl_cost_model *model, const pl_program *program,
                       const pl_cluster *cluster, const pl_task *task);
 /* A paced task: `native` seconds of work held until `paced`, and late if its pacer sleeps. */
 double pl_cost_paced(const pl_cost_model *model, double native, double paced);
+/* A native copy's curve as a straight line, seconds + per_byte * bytes (hand-made models). */
+void pl_cost_set_copy_line(pl_cost_model *model, double seconds, double per_byte);
+/* A native copy of `bytes`: linear between the curve's points, the first point's time
+ * below it, the last point's rate above it (0 without points). */
+double pl_cost_native_copy(const pl_cost_model *model, double bytes);
 /* A copy of `bytes` over a link, as the executor takes it (the hand-off not included). */
 double pl_cost_copy(const pl_cost_model *model, const pl_link *link, double bytes);
 /* An op on a native device of `threads` threads, at the given FLOPs and bytes. */

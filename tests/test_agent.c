@@ -59,8 +59,7 @@ static pl_cost_model flop_costs(void)
     pl_cost_model m;
     memset(&m, 0, sizeof m);
     m.ops[1][PL_OP_COUNT] = (pl_op_cost){2e-6, 1e-9, 0, 1};
-    m.copy_seconds = 5e-6;
-    m.copy_per_byte = 1e-10;
+    pl_cost_set_copy_line(&m, 5e-6, 1e-10);
     m.handoff_seconds = 1e-6;
     return m;
 }

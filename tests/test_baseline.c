@@ -22,8 +22,7 @@ static pl_cost_model synthetic_costs(double per_byte)
     pl_cost_model m;
     memset(&m, 0, sizeof m);
     m.ops[1][PL_OP_COUNT] = (pl_op_cost){1e-6, 1e-9, 0, 1};
-    m.copy_seconds = 1e-6;
-    m.copy_per_byte = per_byte;
+    pl_cost_set_copy_line(&m, 1e-6, per_byte);
     m.handoff_seconds = 1e-6;
     return m;
 }

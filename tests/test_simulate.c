@@ -1,6 +1,6 @@
 /* The cost model and the simulator: schedules computed by hand for tiny graphs (every op
  * 1 ms, every copy 1 ms), the hand-off, the lower bound, out-of-memory as the executor
- * reports it, the fit, and profile files. */
+ * reports it, the fits, and profile files. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "autodiff.h"
+#include "calibrate_impl.h"
 #include "executor.h"
 #include "graph_build.h"
 #include "load.h"
@@ -40,7 +41,7 @@ static pl_cost_model unit_costs(double handoff)
     pl_cost_model m;
     memset(&m, 0, sizeof m);
     m.ops[1][PL_OP_COUNT] = (pl_op_cost){1e-3, 0, 0, 1};
-    m.copy_seconds = 1e-3;
+    pl_cost_set_copy_line(&m, 1e-3, 0);
     m.handoff_seconds = handoff;
     return m;
 }
@@ -317,7 +318,7 @@ static void test_lower_bound_random_plans(void)
     pl_cost_model m;
     memset(&m, 0, sizeof m);
     m.ops[1][PL_OP_COUNT] = (pl_op_cost){1e-6, 1e-9, 1e-10, 1};
-    m.copy_seconds = 1e-6;
+    pl_cost_set_copy_line(&m, 1e-6, 0);
     m.paced_late_seconds = 3e-5; /* this machine's, about */
     for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
         char path[256];
@@ -390,6 +391,40 @@ static void test_fit(void)
     CU_ASSERT(c.seconds >= 0 && c.per_flop >= 0 && c.per_byte >= 0);
 }
 
+/* The copy curve: a point per range of sizes (a factor of 4) with three copies or more,
+ * medians, never falling; linear between points, the last rate beyond. */
+static void test_copy_curve(void)
+{
+    pl_cost_model m;
+    memset(&m, 0, sizeof m);
+    samples copies = {0};
+    const double taken[][2] = {
+        {100, 1e-6}, {120, 1e-6}, {90, 50e-6}, {110, 1e-6}, /* one slow: the median holds */
+        {3000, 2e-6}, {3100, 2e-6}, {2900, 2e-6},
+        {1 << 20, 0.5e-6}, {1 << 20, 0.5e-6}, {1 << 20, 0.5e-6}, /* faster: held at 2 us */
+        {8 << 20, 800e-6}, {8 << 20, 800e-6}, {8 << 20, 800e-6},
+        {70000, 1e-3}, /* alone in its range: no point */
+    };
+    for (size_t i = 0; i < sizeof taken / sizeof *taken; i++)
+        CU_ASSERT_FATAL(pl_calib_add_sample(&copies, taken[i][1], 0, taken[i][0]));
+    pl_calib_fit_copies(&m, &copies);
+    CU_ASSERT_EQUAL_FATAL(m.n_copy_points, 4);
+    CU_ASSERT_DOUBLE_EQUAL(m.copy_curve[0].bytes, 105, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(m.copy_curve[0].seconds, 1e-6, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(m.copy_curve[1].bytes, 3000, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(m.copy_curve[2].seconds, 2e-6, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_native_copy(&m, 10), 1e-6, 1e-15);    /* below */
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_native_copy(&m, 1552.5), 1.5e-6, 1e-15); /* halfway */
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_native_copy(&m, 16 << 20), 1600e-6, 1e-12); /* beyond */
+    pl_calib_free_samples(&copies);
+    copies = (samples){0};
+    pl_calib_add_sample(&copies, 1e-6, 0, 100); /* too few copies for a curve: a line */
+    pl_calib_add_sample(&copies, 2e-6, 0, 1100);
+    pl_calib_fit_copies(&m, &copies);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_native_copy(&m, 2100), 3e-6, 1e-12);
+    pl_calib_free_samples(&copies);
+}
+
 /* A profile written and read back is the same, measured op times included. */
 static void test_profile_file(void)
 {
@@ -412,6 +447,8 @@ static void test_profile_file(void)
     CU_ASSERT_DOUBLE_EQUAL(back.ops[2][PL_OP_MATMUL].per_flop, 2e-11, 1e-20);
     CU_ASSERT_EQUAL(back.ops[2][PL_OP_MATMUL].samples, 40);
     CU_ASSERT_DOUBLE_EQUAL(back.handoff_seconds, 2e-5, 1e-14);
+    CU_ASSERT_EQUAL(back.n_copy_points, 2);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_native_copy(&back, 1e6), 1e-3, 1e-15);
     CU_ASSERT_EQUAL(back.n_measured, 3);
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_lookup(&back, 7), 1e-5, 1e-14);
     pl_cost_model_clear(&back); /* read fills a model afresh, so it owns nothing yet */
@@ -422,6 +459,17 @@ static void test_profile_file(void)
     pl_error_init(&err, path);
     CU_ASSERT_EQUAL(pl_cost_model_read(&back, path, &err), PL_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "version"));
+    f = fopen(path, "w"); /* a copy curve whose sizes go down */
+    fprintf(f, "{\"format\": \"placer-cost-profile\", \"version\": %d, \"machine\": \"m\", "
+            "\"copy_curve\": [[100, 1e-6], [50, 2e-6]], \"handoff_seconds\": 0, "
+            "\"poll_seconds\": 0, \"wake_seconds\": 0, \"task_seconds\": 0, "
+            "\"paced_late_seconds\": 0, \"paced_copy_late_seconds\": 0, \"ops\": [], "
+            "\"measured\": []}", PL_COST_FORMAT_VERSION);
+    fclose(f);
+    pl_error_init(&err, path);
+    CU_ASSERT_EQUAL(pl_cost_model_read(&back, path, &err), PL_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err.path, "/copy_curve/1");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "bytes increasing"));
     unlink(path);
     pl_cost_model_clear(&m);
     pl_cost_model_clear(&back);
@@ -444,6 +492,7 @@ void pl_register_simulate_tests(void)
         {"the lower bound: under random plans", test_lower_bound_random_plans},
         {"out of memory as the executor says", test_out_of_memory},
         {"the fit", test_fit},
+        {"the copy curve", test_copy_curve},
         {"profile files", test_profile_file},
         {NULL, NULL}};
     pl_test_add_suite("simulate", cases);

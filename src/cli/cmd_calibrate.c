@@ -28,9 +28,13 @@ static void print_profile(const pl_cost_model *m, const char *path)
                "per call\n", t, t == 1 ? "" : "s", kinds,
                mm->per_flop > 0 ? 1e-9 / mm->per_flop : 0, 1e6 * mm->seconds);
     }
-    printf("native copies: %.2f GB/s + %.2f us; per task %.2f us\n",
-           m->copy_per_byte > 0 ? 1e-9 / m->copy_per_byte : 0, 1e6 * m->copy_seconds,
-           1e6 * m->task_seconds);
+    printf("native copies:");
+    for (int i = 0; i < m->n_copy_points; i++) {
+        char bytes[32];
+        printf("%s %s %.1f us", i ? "," : "", pl_cli_bytes(m->copy_curve[i].bytes, bytes,
+               sizeof bytes), 1e6 * m->copy_curve[i].seconds);
+    }
+    printf("; per task %.2f us\n", 1e6 * m->task_seconds);
     printf("paced, four devices sharing the cores: ops the pacer sleeps through end %.1f us "
            "late, copies %.1f us\n", 1e6 * m->paced_late_seconds,
            1e6 * m->paced_copy_late_seconds);

@@ -225,10 +225,11 @@ static void print_profile(const pl_cost_model *m, bool calibrated, double second
            calibrated ? "calibrated" : "cached, loaded", seconds);
     printf("   machine: %s\n", m->machine);
     printf("   hand-off %.1f us (polling %.1f, asleep %.1f), per task %.2f us, paced lateness "
-           "%.2f us (copies %.2f), native copy %.2f us + %.1f GB/s\n", m->handoff_seconds * 1e6,
-           m->poll_seconds * 1e6, m->wake_seconds * 1e6, m->task_seconds * 1e6,
-           m->paced_late_seconds * 1e6, m->paced_copy_late_seconds * 1e6,
-           m->copy_seconds * 1e6, m->copy_per_byte > 0 ? 1e-9 / m->copy_per_byte : 0);
+           "%.2f us (copies %.2f), native copies of 4 KiB and 4 MiB %.2f and %.1f us\n",
+           m->handoff_seconds * 1e6, m->poll_seconds * 1e6, m->wake_seconds * 1e6,
+           m->task_seconds * 1e6, m->paced_late_seconds * 1e6,
+           m->paced_copy_late_seconds * 1e6, pl_cost_native_copy(m, 4096) * 1e6,
+           pl_cost_native_copy(m, 4 << 20) * 1e6);
     printf("   %d measured op configurations; 1-thread fits: matmul %.2f us + %.1f GFLOP/s "
            "(%d samples), all kinds %.2f us + %.1f GFLOP/s (%d)\n", m->n_measured,
            matmul->seconds * 1e6, matmul->per_flop > 0 ? 1e-9 / matmul->per_flop : 0,
