@@ -747,15 +747,15 @@ static pl_status measure_chosen(bench *b, candidates *cs, const choice *ch, cons
     return status;
 }
 
-/* The median of a plan's measured steps first, first + stride, ...: stride 1 for all of
- * them, 2 for the even or the odd rounds. */
-static double measured_median(const candidate *k, int first, int stride)
+/* The q-quantile of a plan's measured steps first, first + stride, ...: stride 1 for all
+ * of them, 2 for the even or the odd rounds. */
+static double measured_quantile(const candidate *k, int first, int stride, double q)
 {
     double sorted[MAX_STEPS];
     int n = 0;
     for (int i = first; i < k->n_times; i += stride)
         sorted[n++] = k->times[i];
-    return quantile(sorted, n, 0.5);
+    return quantile(sorted, n, q);
 }
 
 /* ---- results and their summaries ---------------------------------------------------------- */
@@ -766,6 +766,7 @@ typedef struct result {
     plan_kind kind;
     char label[32];
     double predicted, measured, bound;
+    double quiet;     /* the fastest quarter's edge: the 25th percentile of its steps */
     double halves[2]; /* the medians of the even and of the odd rounds */
     breakdown breakdown;
 } result;
@@ -785,28 +786,35 @@ typedef struct results {
     int n_rows, rows_cap;
 } results;
 
-/* Which results a summary covers (-1 matches anything), and what it compares: the
- * simulator's step with the measured one, or (self) the executor with itself, the median
- * of a plan's even rounds with that of its odd rounds. No simulator can agree with the
- * executor much better than the executor agrees with itself. */
+/* What a summary compares:
+ * - the simulator's step with the measured median step;
+ * - the simulator's step with the quiet steps, the 25th percentile: on a shared machine
+ *   (a VM whose cores slow down while a neighbour works) the median carries the bursts
+ *   that fell into its rounds, which no profile of the machine can foresee;
+ * - the executor with itself, the median of a plan's even rounds with that of its odd
+ *   rounds. No simulator can agree with the executor much better than the executor
+ *   agrees with itself. */
+typedef enum comparison { AGAINST_MEDIAN, AGAINST_QUIET, SELF } comparison;
+
+/* Which results a summary covers (-1 matches anything), and what it compares. */
 typedef struct filter {
     int row, cluster, kind;
-    bool self;
+    comparison compare;
 } filter;
 
-static double predicted_of(const result *r, bool self)
+static double predicted_of(const result *r, comparison compare)
 {
-    return self ? r->halves[0] : r->predicted;
+    return compare == SELF ? r->halves[0] : r->predicted;
 }
 
-static double measured_of(const result *r, bool self)
+static double measured_of(const result *r, comparison compare)
 {
-    return self ? r->halves[1] : r->measured;
+    return compare == SELF ? r->halves[1] : compare == AGAINST_QUIET ? r->quiet : r->measured;
 }
 
-static double relative_error(const result *r, bool self)
+static double relative_error(const result *r, comparison compare)
 {
-    return (predicted_of(r, self) - measured_of(r, self)) / measured_of(r, self);
+    return (predicted_of(r, compare) - measured_of(r, compare)) / measured_of(r, compare);
 }
 
 static bool matches(const result *r, filter f)
@@ -821,12 +829,12 @@ typedef struct accuracy {
 } accuracy;
 
 /* Kendall's tau of one row's plans. */
-static double row_tau(const results *rs, const row *w, bool self)
+static double row_tau(const results *rs, const row *w, comparison compare)
 {
     double predicted[MAX_PLANS], measured[MAX_PLANS];
     for (int i = 0; i < w->n; i++) {
-        predicted[i] = predicted_of(&rs->v[w->first + i], self);
-        measured[i] = measured_of(&rs->v[w->first + i], self);
+        predicted[i] = predicted_of(&rs->v[w->first + i], compare);
+        measured[i] = measured_of(&rs->v[w->first + i], compare);
     }
     return kendall_tau(predicted, measured, w->n);
 }
@@ -842,7 +850,7 @@ static void rows_tau(const results *rs, filter f, accuracy *a)
         const row *r = &rs->rows[w];
         if ((f.row >= 0 && w != f.row) || (f.cluster >= 0 && r->cluster != f.cluster))
             continue;
-        double tau = row_tau(rs, r, f.self);
+        double tau = row_tau(rs, r, f.compare);
         if (isnan(tau))
             continue;
         taus[n++] = tau;
@@ -862,7 +870,7 @@ static accuracy summarise(const results *rs, filter f)
     double *signed_error = magnitude + rs->n, *over_bound = signed_error + rs->n;
     for (int i = 0; i < rs->n; i++)
         if (matches(&rs->v[i], f)) {
-            signed_error[a.n] = relative_error(&rs->v[i], f.self);
+            signed_error[a.n] = relative_error(&rs->v[i], f.compare);
             magnitude[a.n] = fabs(signed_error[a.n]);
             over_bound[a.n++] = rs->v[i].measured / rs->v[i].bound;
         }
@@ -932,7 +940,7 @@ static void print_accuracy_heading(const options *o)
 static void print_row(const options *o, const results *rs, int w)
 {
     const row *r = &rs->rows[w];
-    accuracy a = summarise(rs, (filter){w, -1, -1, false});
+    accuracy a = summarise(rs, (filter){w, -1, -1, AGAINST_MEDIAN});
     printf("%-12.12s %-8.8s %5d %4d %4d %4d %5d", o->models[r->model], o->clusters[r->cluster],
            r->candidates, r->choice.oom, r->choice.slow,
            r->candidates - r->choice.oom - r->choice.slow - r->choice.n, r->rounds);
@@ -942,7 +950,7 @@ static void print_row(const options *o, const results *rs, int w)
         const result *x = &rs->v[r->first + i];
         printf("      %-22s predicted %10.3f ms  measured %10.3f ms ", x->label,
                x->predicted * 1e3, x->measured * 1e3);
-        print_percent(relative_error(x, false), true);
+        print_percent(relative_error(x, AGAINST_MEDIAN), true);
         printf("\n");
     }
     fflush(stdout);
@@ -953,38 +961,39 @@ static bool passes(const accuracy *a)
     return a->median <= TARGET_MEDIAN && a->p90 <= TARGET_P90 && a->tau >= TARGET_TAU;
 }
 
+static void print_per_cluster(const options *o, const results *rs, comparison compare,
+                              const char *title)
+{
+    printf("\n%s\n", title);
+    printf("%-21s%s %5s\n", "cluster", accuracy_header, "min");
+    for (int c = 0; c < o->n_clusters; c++) {
+        accuracy a = summarise(rs, (filter){-1, c, -1, compare});
+        printf("%-21.21s", o->clusters[c]);
+        print_accuracy(&a);
+        print_tau(a.tau_min);
+        printf("\n");
+    }
+}
+
 static void print_summaries(const options *o, const results *rs)
 {
-    printf("\nper cluster, over its models (tau: the median row's; min: the worst row's)\n");
-    printf("%-21s%s %5s\n", "cluster", accuracy_header, "min");
-    for (int c = 0; c < o->n_clusters; c++) {
-        accuracy a = summarise(rs, (filter){-1, c, -1, false});
-        printf("%-21.21s", o->clusters[c]);
-        print_accuracy(&a);
-        print_tau(a.tau_min);
-        printf("\n");
-    }
-    printf("\nthe executor against itself, per cluster: each plan's median step of its even "
-           "rounds\n(\"predicted\") against that of its odd rounds; half the steps each, so "
-           "about twice the\nnoise of a whole median: how far the measurements alone let a "
-           "simulator be judged\n");
-    printf("%-21s%s %5s\n", "cluster", accuracy_header, "min");
-    for (int c = 0; c < o->n_clusters; c++) {
-        accuracy a = summarise(rs, (filter){-1, c, -1, true});
-        printf("%-21.21s", o->clusters[c]);
-        print_accuracy(&a);
-        print_tau(a.tau_min);
-        printf("\n");
-    }
+    print_per_cluster(o, rs, AGAINST_MEDIAN, "per cluster, over its models (tau: the median "
+                      "row's; min: the worst row's)");
+    print_per_cluster(o, rs, AGAINST_QUIET, "the same against each plan's quiet steps (its "
+                      "25th percentile): the machine\nundisturbed, as calibration measures it");
+    print_per_cluster(o, rs, SELF, "the executor against itself, per cluster: each plan's "
+                      "median step of its even rounds\n(\"predicted\") against that of its odd "
+                      "rounds; half the steps each, so about twice the\nnoise of a whole median: "
+                      "how far the measurements alone let a simulator be judged");
     printf("\nper plan kind, over every model and cluster\n");
     printf("%-21s%s\n", "kind", accuracy_header);
     for (int k = 0; k < N_KINDS; k++) {
-        accuracy a = summarise(rs, (filter){-1, -1, k, false});
+        accuracy a = summarise(rs, (filter){-1, -1, k, AGAINST_MEDIAN});
         printf("%-21s", kind_names[k]);
         print_accuracy(&a);
         printf("\n");
     }
-    accuracy all = summarise(rs, (filter){-1, -1, -1, false});
+    accuracy all = summarise(rs, (filter){-1, -1, -1, AGAINST_MEDIAN});
     printf("\n%-21s", "overall");
     print_accuracy(&all);
     print_tau(all.tau_min);
@@ -1050,7 +1059,7 @@ static void print_cluster_breakdown(const options *o, const results *rs, int c)
         measured.handoff = quantile(column[MEAS_HANDOFF], n, 0.5);
         predicted.edges = quantile(column[PRED_EDGES], n, 0.5);
         measured.edges = quantile(column[MEAS_EDGES], n, 0.5);
-        accuracy a = summarise(rs, (filter){-1, c, -1, false});
+        accuracy a = summarise(rs, (filter){-1, c, -1, AGAINST_MEDIAN});
         printf("%-30.30s", o->clusters[c]);
         print_percent(a.bias, true);
         print_breakdown_columns(&predicted, &measured);
@@ -1110,8 +1119,9 @@ static pl_status add_result(results *rs, const candidate *k, int cluster, double
     rs->v = v;
     result *r = &rs->v[rs->n++];
     *r = (result){.row = rs->n_rows, .cluster = cluster, .kind = k->kind,
-                  .predicted = k->predicted, .measured = measured_median(k, 0, 1),
-                  .halves = {measured_median(k, 0, 2), measured_median(k, 1, 2)}, .bound = bound,
+                  .predicted = k->predicted, .measured = measured_quantile(k, 0, 1, 0.5),
+                  .quiet = measured_quantile(k, 0, 1, 0.25),
+                  .halves = {measured_quantile(k, 0, 2, 0.5), measured_quantile(k, 1, 2, 0.5)}, .bound = bound,
                   .breakdown = *k->breakdown};
     snprintf(r->label, sizeof r->label, "%s", k->label);
     return PL_OK;
