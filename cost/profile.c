@@ -100,7 +100,17 @@ pl_status pl_profile_load(pl_cost_model *m, const pl_cluster *c, bool force,
     pl_cost_model *old = malloc(sizeof *old);
     if (!old)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    bool read = have_path && access(path, R_OK) == 0 && pl_cost_model_read(old, path, NULL) == PL_OK;
+    pl_error why;
+    pl_error_init(&why, path);
+    bool exists = have_path && access(path, R_OK) == 0;
+    bool read = exists && pl_cost_model_read(old, path, &why) == PL_OK;
+    if (exists && !read && progress) { /* say why it is measured again: an old format, a
+                                          hand edit */
+        char line[PL_ERROR_TEXT_MAX + 4096 + 64], what[sizeof line + 64];
+        pl_error_format(&why, line, sizeof line);
+        snprintf(what, sizeof what, "the cached profile does not read (%s)", line);
+        progress(context, what);
+    }
     if (read && !force && profile_fits(old, c)) {
         *m = *old;
         free(old);
