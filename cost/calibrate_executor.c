@@ -99,14 +99,16 @@ static bool read_lateness(const pl_program *p, const double *starts, const doubl
     bool ok = true;
     for (int i = 0; ok && i < p->n_tasks; i++) {
         const pl_task *task = &p->tasks[i];
-        double took = ends[i] - starts[i], native = pl_cost_native(how->m, p, how->cluster, task);
-        if (task->kind == PL_TASK_COPY) {
-            double modelled = LINK_LATENCY + (double)pl_task_bytes(p, task) / LINK_BYTES_PER_SECOND;
-            ok = pl_calib_add_sample(&how->g->copy_late,
-                                     took - (native > modelled ? native : modelled), 0, 0);
-        } else if (pl_task_flops(p, task) / how->rate - native > PL_EXECUTOR_PACE_SPIN_SECONDS) {
-            ok = pl_calib_add_sample(&how->g->late, took - pl_task_flops(p, task) / how->rate,
-                                     0, 0);
+        double took = ends[i] - starts[i];
+        if (task->kind == PL_TASK_COPY) { /* the link's time as the model takes it, unlate */
+            double modelled = pl_cost_task(how->m, p, how->cluster, task) -
+                              how->m->paced_copy_late_seconds;
+            ok = pl_calib_add_sample(&how->g->copy_late, took - modelled, 0, 0);
+        } else {
+            double held = pl_task_flops(p, task) / how->rate;
+            if (held - pl_cost_native(how->m, p, how->cluster, task) >
+                PL_EXECUTOR_PACE_SPIN_SECONDS) /* the pacer sleeps (pl_cost_paced) */
+                ok = pl_calib_add_sample(&how->g->late, took - held, 0, 0);
         }
     }
     return ok;

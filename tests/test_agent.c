@@ -148,6 +148,16 @@ static void branches_agent_free(branches_agent *t)
     pl_graph_free(t->g);
 }
 
+/* A plan of g with its ops on devices 0, 1, 0, 1, ... */
+static pl_plan *alternating_plan(const pl_graph *g)
+{
+    pl_plan *plan = pl_plan_new(g, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+    for (int i = 0; i < plan->n_ops; i++)
+        plan->device[i] = i % 2;
+    return plan;
+}
+
 /* Two heavy branches on two devices: one branch per device, and the policy learns it. */
 static void test_obvious_answer(void)
 {
@@ -182,9 +192,7 @@ static void test_best_distinct(void)
 {
     branches_agent t;
     branches_agent_init(&t, 1);
-    pl_plan *plan = pl_plan_new(t.g, NULL);
-    for (int i = 0; i < plan->n_ops; i++)
-        plan->device[i] = i % 2;
+    pl_plan *plan = alternating_plan(t.g);
     int before = pl_agent_best_count(t.a);
     CU_ASSERT_EQUAL(pl_agent_offer(t.a, plan, NULL), PL_OK);
     CU_ASSERT_EQUAL(pl_agent_best_count(t.a), before + 1);
@@ -204,9 +212,7 @@ static void test_imitation(void)
 {
     branches_agent t;
     branches_agent_init(&t, 4);
-    pl_plan *target = pl_plan_new(t.g, NULL);
-    for (int i = 0; i < target->n_ops; i++)
-        target->device[i] = i % 2;
+    pl_plan *target = alternating_plan(t.g);
     target->micro_batches = 2;
     snprintf(target->provenance.algorithm, sizeof target->provenance.algorithm, "test");
     CU_ASSERT_EQUAL_FATAL(pl_agent_imitate(t.a, target, NULL), PL_OK);

@@ -52,38 +52,27 @@ static void *run_probe(void *arg)
     return NULL;
 }
 
-static double quantile(const double *v, int n, double q)
+/* One core's row, from its samples t[0 .. n) in order (`sorted`: room for a copy); returns
+ * its quiet time. */
+static double report(int core, const double *t, int n, double interval, double *sorted)
 {
-    double *sorted = malloc((size_t)n * sizeof *sorted);
-    if (!sorted)
-        return NAN;
-    memcpy(sorted, v, (size_t)n * sizeof *sorted);
-    qsort(sorted, (size_t)n, sizeof *sorted, bench_compare_doubles);
-    double at = sorted[(int)(q * (n - 1) + 0.5)];
-    free(sorted);
-    return at;
-}
-
-static void report(int core, const double *t, int n, double interval)
-{
-    double quiet = quantile(t, n, 0.1);
+    memcpy(sorted, t, (size_t)n * sizeof *sorted);
+    double quiet = bench_quantile(sorted, n, 0.1);
     int slow5 = 0, slow20 = 0, spell = 0, longest = 0;
-    double worst = 0;
     for (int i = 0; i < n; i++) {
         slow5 += t[i] > 1.05 * quiet;
         slow20 += t[i] > 1.2 * quiet;
         spell = t[i] > 1.2 * quiet ? spell + 1 : 0;
         longest = spell > longest ? spell : longest;
-        worst = t[i] > worst ? t[i] : worst;
     }
     printf("%4d %7d %9.3f %7.2fx %7.2fx %7.2fx %7.0f%% %7.0f%% %9.0f s\n", core, n, 1e3 * quiet,
-           quantile(t, n, 0.5) / quiet, quantile(t, n, 0.9) / quiet, worst / quiet,
-           100.0 * slow5 / n, 100.0 * slow20 / n, longest * interval);
+           bench_quantile(sorted, n, 0.5) / quiet, bench_quantile(sorted, n, 0.9) / quiet,
+           sorted[n - 1] / quiet, 100.0 * slow5 / n, 100.0 * slow20 / n, longest * interval);
+    return quiet;
 }
 
-static void strip(int core, const double *t, int n)
+static void strip(int core, const double *t, int n, double quiet)
 {
-    double quiet = quantile(t, n, 0.1);
     printf("core %d  ", core);
     for (int i = 0; i < n; i++)
         putchar(t[i] > 1.2 * quiet ? '#' : t[i] > 1.05 * quiet ? '+' : '.');
@@ -137,7 +126,8 @@ int main(int argc, char **argv)
     p.x = calloc(ELEMENTS, sizeof *p.x);
     p.y = calloc(ELEMENTS, sizeof *p.y);
     double *times = malloc((size_t)cores * (size_t)rounds * sizeof *times);
-    if (!p.a || !p.b || !p.c || !p.x || !p.y || !times) {
+    double *sorted = malloc((size_t)rounds * sizeof *sorted);
+    if (!p.a || !p.b || !p.c || !p.x || !p.y || !times || !sorted) {
         fprintf(stderr, "noise: out of memory\n");
         return 1;
     }
@@ -168,12 +158,14 @@ int main(int argc, char **argv)
     }
     printf("\ncore samples  quiet ms  median      p90    worst  >5%% slow >20%% slow  "
            "longest >20%%\n");
+    double quiet[MAX_CORES];
     for (int core = 0; core < cores; core++)
-        report(core, times + (size_t)core * (size_t)rounds, n, interval);
+        quiet[core] = report(core, times + (size_t)core * (size_t)rounds, n, interval, sorted);
     printf("\neach sample in order: '.' within 5%% of quiet, '+' 5-20%% slow, '#' over 20%%\n");
     for (int core = 0; core < cores; core++)
-        strip(core, times + (size_t)core * (size_t)rounds, n);
+        strip(core, times + (size_t)core * (size_t)rounds, n, quiet[core]);
     free(times);
+    free(sorted);
     free(p.a);
     free(p.b);
     free(p.c);

@@ -99,17 +99,6 @@ static void usage(FILE *out)
 
 /* ---- small utilities ----------------------------------------------------------------- */
 
-/* The q-quantile of v (sorted in place), interpolating between neighbours; NAN when empty. */
-static double quantile(double *v, int n, double q)
-{
-    if (n == 0)
-        return NAN;
-    qsort(v, (size_t)n, sizeof *v, bench_compare_doubles);
-    double at = q * (n - 1);
-    int low = (int)at;
-    return low + 1 < n ? v[low] + (at - low) * (v[low + 1] - v[low]) : v[low];
-}
-
 static int sign(double x)
 {
     return (x > 0) - (x < 0);
@@ -641,7 +630,7 @@ static pl_status summarise_timeline(const pl_program *p, const double *starts,
         return out_of_memory(err);
     }
     f->handoffs = n;
-    f->handoff = quantile(delays, n, 0.5);
+    f->handoff = bench_quantile(delays, n, 0.5);
     free(delays);
     return PL_OK;
 }
@@ -755,7 +744,7 @@ static double measured_quantile(const candidate *k, int first, int stride, doubl
     int n = 0;
     for (int i = first; i < k->n_times; i += stride)
         sorted[n++] = k->times[i];
-    return quantile(sorted, n, q);
+    return bench_quantile(sorted, n, q);
 }
 
 /* ---- results and their summaries ---------------------------------------------------------- */
@@ -856,7 +845,7 @@ static void rows_tau(const results *rs, filter f, accuracy *a)
         taus[n++] = tau;
         a->tau_min = n == 1 || tau < a->tau_min ? tau : a->tau_min;
     }
-    a->tau = quantile(taus, n, 0.5);
+    a->tau = bench_quantile(taus, n, 0.5);
     free(taus);
 }
 
@@ -874,10 +863,10 @@ static accuracy summarise(const results *rs, filter f)
             magnitude[a.n] = fabs(signed_error[a.n]);
             over_bound[a.n++] = rs->v[i].measured / rs->v[i].bound;
         }
-    a.median = quantile(magnitude, a.n, 0.5);
-    a.p90 = quantile(magnitude, a.n, 0.9);
-    a.bias = quantile(signed_error, a.n, 0.5);
-    a.over_bound = quantile(over_bound, a.n, 0.5);
+    a.median = bench_quantile(magnitude, a.n, 0.5);
+    a.p90 = bench_quantile(magnitude, a.n, 0.9);
+    a.bias = bench_quantile(signed_error, a.n, 0.5);
+    a.over_bound = bench_quantile(over_bound, a.n, 0.5);
     if (f.kind < 0)
         rows_tau(rs, f, &a);
     else
@@ -1055,10 +1044,10 @@ static void print_cluster_breakdown(const options *o, const results *rs, int c)
         column[MEAS_EDGES][n++] = b->measured.edges;
     }
     if (n > 0) {
-        predicted.handoff = quantile(column[PRED_HANDOFF], n, 0.5);
-        measured.handoff = quantile(column[MEAS_HANDOFF], n, 0.5);
-        predicted.edges = quantile(column[PRED_EDGES], n, 0.5);
-        measured.edges = quantile(column[MEAS_EDGES], n, 0.5);
+        predicted.handoff = bench_quantile(column[PRED_HANDOFF], n, 0.5);
+        measured.handoff = bench_quantile(column[MEAS_HANDOFF], n, 0.5);
+        predicted.edges = bench_quantile(column[PRED_EDGES], n, 0.5);
+        measured.edges = bench_quantile(column[MEAS_EDGES], n, 0.5);
         accuracy a = summarise(rs, (filter){-1, c, -1, AGAINST_MEDIAN});
         printf("%-30.30s", o->clusters[c]);
         print_percent(a.bias, true);
@@ -1253,7 +1242,7 @@ static pl_status time_calls(const timed *t, double *seconds, pl_error *err)
                 return err->status;
         per_call[b] = (bench_now() - start) / calls;
     }
-    *seconds = quantile(per_call, TIMED_BATCHES, 0.5);
+    *seconds = bench_quantile(per_call, TIMED_BATCHES, 0.5);
     return PL_OK;
 }
 
