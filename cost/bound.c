@@ -4,6 +4,8 @@
  * - the step's work spread over every device,
  * - the heaviest co-location group's work, since a group runs on one device, and
  * - each update's chain: its ancestors' work, then the update itself,
+ * - the step's work plus what the devices must idle while the pipeline fills and drains,
+ *   spread over every device,
  * and the bound is the least of those over the sizes.
  *
  * Every term takes each op's time as the simulator would (the measured time of its
@@ -96,6 +98,118 @@ static pl_status times_at(const pl_graph *g, const pl_cluster *c, const pl_cost_
             op->phase == PL_PHASE_UPDATE ? micro[o] : micro[o] * (g->batch_size / size);
     }
     return status;
+}
+
+/* The pipeline's fill and drain. Before time t an op can only run once its ancestors
+ * have (head: the longest path to it), and its runs, one per micro-batch, take turns on
+ * its device: at most min(its step's work, t - head) of its work fits before t. So does
+ * a co-location group's, from its ops' earliest head, since one device runs them in turn.
+ * The devices idle the rest of D t. The last t' seconds likewise, with the longest path
+ * after each op (tail). For any t and t' with t + t' within a bound already known (so that
+ * the two ends do not overlap), the step lasts at least (work + the idle at both ends) / D.
+ * Counted per op or per group, the idle differs (more per group on inception, per op on
+ * lstm_lm): the term takes the larger. */
+typedef struct ramp_event {
+    double at;
+    int slope; /* +1: an item's work may begin to fit; -1: all of it fits */
+} ramp_event;
+
+typedef struct ramps {
+    double *head, *tail, *work; /* per item (op or group) */
+    ramp_event *events;         /* 2 per item */
+    double *curves;             /* 4 (2 + 2 per item) */
+} ramps;
+
+static int earlier(const void *a, const void *b)
+{
+    double x = ((const ramp_event *)a)->at, y = ((const ramp_event *)b)->at;
+    return (x > y) - (x < y);
+}
+
+/* The devices' idle time over [0, t] at every t up to `known` where its slope may change,
+ * items beginning at `begin` (their heads, or their tails for the step's end): the
+ * times in at[], the idle in idle[]; returns how many. */
+static int idle_curve(int n_items, int n_devices, const double *begin, const double *work,
+                      double known, ramp_event *events, double *at, double *idle)
+{
+    int n = 0;
+    for (int i = 0; i < n_items; i++)
+        if (begin[i] < known && work[i] > 0) {
+            events[n++] = (ramp_event){begin[i], 1};
+            events[n++] = (ramp_event){begin[i] + work[i], -1};
+        }
+    qsort(events, (size_t)n, sizeof *events, earlier);
+    double fits = 0, t = 0;
+    int active = 0, points = 0;
+    for (int e = 0; e <= n; e++) {
+        double next = e < n && events[e].at < known ? events[e].at : known;
+        fits += active * (next - t);
+        t = next;
+        at[points] = t;
+        idle[points++] = n_devices * t - fits;
+        if (t >= known)
+            break;
+        active += events[e].slope;
+    }
+    return points;
+}
+
+static double fill_and_drain(int n_items, int n_devices, const ramps *r, double known)
+{
+    size_t most_points = 2 * (size_t)n_items + 2;
+    double *fill_at = r->curves, *fill = fill_at + most_points;
+    double *drain_at = fill + most_points, *drain = drain_at + most_points;
+    int n_fill = idle_curve(n_items, n_devices, r->head, r->work, known, r->events, fill_at, fill);
+    int n_drain =
+        idle_curve(n_items, n_devices, r->tail, r->work, known, r->events, drain_at, drain);
+    for (int j = 1; j < n_drain; j++) /* the most idle at the end within each length */
+        if (drain[j - 1] > drain[j])
+            drain[j] = drain[j - 1];
+    double work = 0, most = 0;
+    for (int i = 0; i < n_items; i++)
+        work += r->work[i];
+    for (int i = 0, j = n_drain - 1; i < n_fill; i++) { /* longer fills, shorter drains */
+        while (j > 0 && fill_at[i] + drain_at[j] > known)
+            j--;
+        if (fill_at[i] + drain_at[j] <= known && fill[i] + drain[j] > most)
+            most = fill[i] + drain[j];
+    }
+    return (work + most) / n_devices;
+}
+
+/* The term at one size, per op and per group (`r` holds 3 entries per op for each). */
+static double pipeline_ramps(const pl_graph *g, int n_devices, const dependencies *deps,
+                             const double *micro, const double *step, int stride, double known,
+                             ramps *r)
+{
+    int n = g->n_ops;
+    ramps groups = {r->head + n, r->tail + n, r->work + n, r->events, r->curves};
+    for (int o = 0; o < n; o++) {
+        r->head[o] = r->tail[o] = 0;
+        for (int k = deps->first[o]; k < deps->first[o + 1]; k++) {
+            int w = deps->writers[k];
+            if (r->head[w] + micro[w] > r->head[o])
+                r->head[o] = r->head[w] + micro[w];
+        }
+        r->work[o] = step[(size_t)o * stride];
+        groups.head[o] = groups.tail[o] = known; /* no group: no work */
+        groups.work[o] = 0;
+    }
+    for (int o = n; o-- > 0;) /* ops are in topological order */
+        for (int k = deps->first[o]; k < deps->first[o + 1]; k++) {
+            int w = deps->writers[k];
+            if (r->tail[o] + micro[o] > r->tail[w])
+                r->tail[w] = r->tail[o] + micro[o];
+        }
+    for (int o = 0; o < n; o++) {
+        int q = g->ops[o].group;
+        groups.head[q] = r->head[o] < groups.head[q] ? r->head[o] : groups.head[q];
+        groups.tail[q] = r->tail[o] < groups.tail[q] ? r->tail[o] : groups.tail[q];
+        groups.work[q] += r->work[o];
+    }
+    double per_op = fill_and_drain(n, n_devices, r, known);
+    double per_group = fill_and_drain(n, n_devices, &groups, known);
+    return per_op > per_group ? per_op : per_group;
 }
 
 /* The first three terms at one size (shares step[o * stride]). `scratch` holds an entry
@@ -224,16 +338,25 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     pl_tensor *shapes = malloc((size_t)g->n_tensors * sizeof *shapes);
     double *step = malloc((size_t)n_sizes * (n + 1) * sizeof *step); /* [op][size] */
     double *micro = malloc(2 * n * sizeof *micro), *scratch = micro ? micro + n : NULL;
+    ramps r = {malloc(6 * n * sizeof *r.head), NULL, NULL, malloc(2 * n * sizeof *r.events + 1),
+               malloc(4 * (2 * n + 2) * sizeof *r.curves)};
+    r.tail = r.head ? r.head + 2 * n : NULL;
+    r.work = r.head ? r.head + 4 * n : NULL;
     double *bounds = malloc((size_t)n_sizes * sizeof *bounds);
-    pl_status status = shapes && step && micro && bounds
+    pl_status status = shapes && step && micro && bounds && r.head && r.events && r.curves
                            ? dependencies_of(g, &deps, err)
                            : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     for (int size = 1, s = 0; status == PL_OK && size <= g->batch_size; size++) {
         if (g->batch_size % size)
             continue;
         status = times_at(g, c, m, size, shapes, micro, step + s, n_sizes, err);
-        if (status == PL_OK)
+        if (status == PL_OK) {
             bounds[s] = spread_and_path(g, c, &deps, micro, step + s, n_sizes, scratch);
+            double fill_drain = pipeline_ramps(g, c->n_devices, &deps, micro, step + s, n_sizes,
+                                               bounds[s], &r);
+            if (fill_drain > bounds[s])
+                bounds[s] = fill_drain;
+        }
         s++;
     }
     if (status == PL_OK)
@@ -246,6 +369,9 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     free(shapes);
     free(step);
     free(micro);
+    free(r.head);
+    free(r.events);
+    free(r.curves);
     free(bounds);
     return status;
 }

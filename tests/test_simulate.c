@@ -307,6 +307,55 @@ static void test_lower_bound_update_chain(void)
     pl_graph_free(g);
 }
 
+/* The pipeline's fill and drain, on a fork (no backward pass, every op 1 ms): a, then
+ * eight branches, then their concat and the loss. Over 4 devices the work (11 ms) spreads
+ * to 2.75 ms and the critical path is 4; but in the first millisecond only a can run and
+ * in the last two only concat then loss, so the devices idle 3 + 6 ms there: (11 + 9) / 4
+ * = 5, what the best placement (a, then two branches on each device) simulates to when
+ * copies are free. */
+static void test_lower_bound_fill_and_drain(void)
+{
+    char nodes[2048];
+    int len = snprintf(nodes, sizeof nodes, "{\"name\": \"a\", \"op\": \"relu\", "
+                       "\"inputs\": [\"x\"], \"outputs\": [\"a\"]}");
+    for (int b = 0; b < 8; b++)
+        len += snprintf(nodes + len, sizeof nodes - (size_t)len, ", {\"name\": \"b%d\", "
+                        "\"op\": \"relu\", \"inputs\": [\"a\"], \"outputs\": [\"b%d\"]}",
+                        b, b);
+    snprintf(nodes + len, sizeof nodes - (size_t)len,
+             ", {\"name\": \"join\", \"op\": \"concat\", \"inputs\": [\"b0\", \"b1\", "
+             "\"b2\", \"b3\", \"b4\", \"b5\", \"b6\", \"b7\"], \"outputs\": [\"j\"], "
+             "\"attrs\": {\"axis\": 1}}, {\"name\": \"loss\", \"op\": "
+             "\"softmax_cross_entropy\", \"inputs\": [\"j\", \"y\"], \"outputs\": [\"loss\"]}");
+    pl_error err;
+    pl_graph *g = pl_test_model("[2]", "", nodes, "loss", &err);
+    static const char cluster[] =
+        "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": \"four\", \"devices\": "
+        "[{\"name\": \"a\", \"memory_bytes\": 1048576}, {\"name\": \"b\", "
+        "\"memory_bytes\": 1048576}, {\"name\": \"c\", \"memory_bytes\": 1048576}, "
+        "{\"name\": \"d\", \"memory_bytes\": 1048576}], "
+        "\"default_link\": {}}";
+    pl_cluster *c = pl_cluster_load_buffer(cluster, strlen(cluster), "four.json", NULL);
+    CU_ASSERT_FATAL(g && c && g->n_ops == 11);
+    pl_cost_model m = unit_costs(0);
+    pl_cost_set_copy_line(&m, 0, 0); /* free copies, as in the bound */
+    double bound;
+    CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, &m, &bound, NULL), PL_OK);
+    CU_ASSERT_DOUBLE_EQUAL(1e3 * bound, 5, 1e-9);
+    pl_plan *plan = pl_plan_new(g, NULL);
+    for (int b = 0; b < 8; b++)
+        plan->device[1 + b] = b / 2;
+    pl_program *p = pl_program_new(g, c, plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    pl_simulation sim;
+    CU_ASSERT_EQUAL(pl_simulate(p, c, &m, &sim, NULL, NULL, NULL), PL_OK);
+    CU_ASSERT_DOUBLE_EQUAL(1e3 * sim.step_seconds, 5, 1e-9);
+    pl_program_free(p);
+    pl_plan_free(plan);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* No plan simulates faster than the bound: random plans (devices, stages, micro-batches,
  * schedules, deferral) of every small suite model, on paced-4 and on two native devices. */
 static void test_lower_bound_random_plans(void)
@@ -489,6 +538,7 @@ void pl_register_simulate_tests(void)
         {"the lower bound on paced devices: their lateness", test_lower_bound_paced},
         {"the lower bound under measured op times", test_lower_bound_measured},
         {"the lower bound: an update's chain", test_lower_bound_update_chain},
+        {"the lower bound: the pipeline's fill and drain", test_lower_bound_fill_and_drain},
         {"the lower bound: under random plans", test_lower_bound_random_plans},
         {"out of memory as the executor says", test_out_of_memory},
         {"the fit", test_fit},
