@@ -16,7 +16,8 @@ void pl_agent_options_default(pl_agent_options *o)
     *o = (pl_agent_options){.seed = 1, .samples = 32, .groups = 16, .hidden = 32,
                             .rounds = 2, .lr = 0.005, .entropy = 0.01, .threads = 2,
                             .imitation_steps = 200, .epochs = 4,
-                            .anchor = 1.0, .max_fold = PL_POLICY_MAX_FOLD, .defer = true};
+                            .anchor = 1.0, .max_fold = PL_POLICY_MAX_FOLD, .defer = true,
+                            .sweep = true};
 }
 
 static pl_status check_options(const pl_agent_options *o, pl_error *err)
@@ -261,6 +262,83 @@ static void adam_ascend(pl_agent *a)
     }
 }
 
+typedef struct worker {
+    pl_agent *agent;
+    int first, stride, count;
+    pl_status status;
+    pl_error err;
+} worker;
+
+static void *simulate_samples(void *arg)
+{
+    worker *w = arg;
+    pl_agent *a = w->agent;
+    for (int s = w->first; s < w->count && w->status == PL_OK; s += w->stride)
+        w->status = simulate_plan(a, a->plans[s], &a->steps[s], &a->fits[s], &w->err);
+    return NULL;
+}
+
+/* Simulates a->plans[0 .. count) on the agent's threads. */
+static pl_status simulate_all(pl_agent *a, int count, pl_error *err)
+{
+    int n = a->options.threads < count ? a->options.threads : count;
+    worker workers[64];
+    pthread_t threads[64];
+    int started = 0;
+    for (int t = 0; t < n; t++) {
+        workers[t] = (worker){.agent = a, .first = t, .stride = n, .count = count,
+                              .status = PL_OK};
+        pl_error_init(&workers[t].err, err ? err->source : NULL);
+    }
+    for (int t = 1; t < n; t++) {
+        if (pthread_create(&threads[t], NULL, simulate_samples, &workers[t]) != 0)
+            break;
+        started = t;
+    }
+    if (started < n - 1) /* fewer threads than asked: the rest on this one, same results */
+        for (int t = started + 1; t < n; t++)
+            simulate_samples(&workers[t]);
+    simulate_samples(&workers[0]);
+    for (int t = 1; t <= started; t++)
+        pthread_join(threads[t], NULL);
+    for (int t = 0; t < n; t++)
+        if (workers[t].status != PL_OK) {
+            if (err && err->status == PL_OK)
+                *err = workers[t].err;
+            return workers[t].status;
+        }
+    return PL_OK;
+}
+
+/* The plan's shape is one decision of up to 72 choices whose parts work together (more
+ * micro-batches pay off once the pipeline is folded and its weight gradients deferred),
+ * and sampling reaches any one of them slowly. So when an action gives a new best plan,
+ * or a baseline is imitated, its placement is also simulated under every other shape and
+ * the fastest kept: the anchor then pulls the policy towards it. `action`'s shape is
+ * restored; a->plans are used as scratch. */
+static pl_status sweep_shapes(pl_agent *a, pl_action *action, const char *algorithm,
+                              pl_error *err)
+{
+    int own = action->shape, n = a->options.samples;
+    pl_status status = PL_OK;
+    if (!a->options.sweep)
+        return PL_OK;
+    for (int first = 0; first < a->policy.n_shapes && status == PL_OK; first += n) {
+        int count = a->policy.n_shapes - first < n ? a->policy.n_shapes - first : n;
+        for (int k = 0; k < count; k++) {
+            action->shape = first + k;
+            pl_action_to_plan(&a->policy, action, a->plans[k]);
+        }
+        if ((status = simulate_all(a, count, err)) != PL_OK)
+            break;
+        for (int k = 0; k < count; k++)
+            if (a->fits[k])
+                pl_agent_keep(a, a->plans[k], a->steps[k], algorithm);
+    }
+    action->shape = own;
+    return status;
+}
+
 /* Imitation fits the plan's device, stage and group decisions, but leaves this share of
  * the shape decision spread over the other shapes (label smoothing): fitted outright, the
  * shape head would all but never sample another micro-batch count or a fold, and the
@@ -287,6 +365,10 @@ pl_status pl_agent_imitate(pl_agent *a, const pl_plan *plan, pl_error *err)
                             "not among the agent's choices", plan->micro_batches,
                             pl_plan_schedule_text(plan));
     }
+    char reshaped[64];
+    snprintf(reshaped, sizeof reshaped, "%.50s reshaped",
+             plan->provenance.algorithm[0] ? plan->provenance.algorithm : "offered");
+    status = sweep_shapes(a, &targets[0], reshaped, err);
     /* the same decisions under every shape, weighted to the smoothed target */
     int own = targets[0].shape;
     for (int k = 0; k < n; k++) {
@@ -310,52 +392,6 @@ pl_status pl_agent_imitate(pl_agent *a, const pl_plan *plan, pl_error *err)
     pl_actions_free(targets, n);
     free(weight);
     return status;
-}
-
-typedef struct worker {
-    pl_agent *agent;
-    int first, stride;
-    pl_status status;
-    pl_error err;
-} worker;
-
-static void *simulate_samples(void *arg)
-{
-    worker *w = arg;
-    pl_agent *a = w->agent;
-    for (int s = w->first; s < a->options.samples && w->status == PL_OK; s += w->stride)
-        w->status = simulate_plan(a, a->plans[s], &a->steps[s], &a->fits[s], &w->err);
-    return NULL;
-}
-
-static pl_status simulate_all(pl_agent *a, pl_error *err)
-{
-    int n = a->options.threads < a->options.samples ? a->options.threads : a->options.samples;
-    worker workers[64];
-    pthread_t threads[64];
-    int started = 0;
-    for (int t = 0; t < n; t++) {
-        workers[t] = (worker){.agent = a, .first = t, .stride = n, .status = PL_OK};
-        pl_error_init(&workers[t].err, err ? err->source : NULL);
-    }
-    for (int t = 1; t < n; t++) {
-        if (pthread_create(&threads[t], NULL, simulate_samples, &workers[t]) != 0)
-            break;
-        started = t;
-    }
-    if (started < n - 1) /* fewer threads than asked: the rest on this one, same results */
-        for (int t = started + 1; t < n; t++)
-            simulate_samples(&workers[t]);
-    simulate_samples(&workers[0]);
-    for (int t = 1; t <= started; t++)
-        pthread_join(threads[t], NULL);
-    for (int t = 0; t < n; t++)
-        if (workers[t].status != PL_OK) {
-            if (err && err->status == PL_OK)
-                *err = workers[t].err;
-            return workers[t].status;
-        }
-    return PL_OK;
 }
 
 static pl_status grow_curve(pl_agent *a)
@@ -382,11 +418,12 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
         return status;
     for (int s = 0; s < n; s++)
         pl_action_to_plan(&a->policy, &a->actions[s], a->plans[s]);
-    if ((status = simulate_all(a, err)) != PL_OK)
+    if ((status = simulate_all(a, n, err)) != PL_OK)
         return status;
     pl_agent_iteration it = {.iteration = a->iteration + 1, .best_reward = -INFINITY};
     double *reward = a->weights, sum = 0, fit_steps = 0; /* rewards, then weights */
-    int fit = 0;
+    double before = a->n_best ? a->best[0].step : INFINITY;
+    int fit = 0, best = -1;
     for (int s = 0; s < n; s++) {
         reward[s] = a->fits[s] ? -sqrt(a->steps[s] / a->reference) : PL_AGENT_OOM_REWARD;
         sum += reward[s];
@@ -396,8 +433,12 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
             fit++;
             fit_steps += a->steps[s];
             pl_agent_keep(a, a->plans[s], a->steps[s], "rl");
+            if (a->steps[s] < before && (best < 0 || a->steps[s] < a->steps[best]))
+                best = s;
         }
     }
+    if (best >= 0 && (status = sweep_shapes(a, &a->actions[best], "rl", err)) != PL_OK)
+        return status;
     it.oom = n - fit;
     it.mean_reward = sum / n;
     it.mean_step = fit ? fit_steps / fit : 0;

@@ -62,6 +62,8 @@ typedef struct pl_agent_options {
     int max_fold;      /* the most pipeline stages per device the shape may choose (1 to 3,
                           default 3; 1: no interleaving) */
     bool defer;        /* the shape may defer weight gradients (default true) */
+    bool sweep;        /* a new best placement is also tried under every shape (default
+                          true) */
 } pl_agent_options;
 
 /* The defaults above. */

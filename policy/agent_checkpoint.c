@@ -1,9 +1,9 @@
 /* Agent checkpoints: everything a resumed search needs to continue as the uninterrupted
  * one would, bit for bit.
  *
- * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 2,
+ * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 3,
  * u64 model hash, i32 devices, the options that shape the search (u64 seed, i32 samples,
- * groups, hidden, rounds, epochs, fold, defer, f64 lr, entropy, anchor), i32 iteration,
+ * groups, hidden, rounds, epochs, fold, defer, sweep, f64 lr, entropy, anchor), i32 iteration,
  * i64 Adam's step, f64 reference, f64 log-ratio sum, i32 corrections, i32 parameter
  * count, then the parameters, Adam's first and second moments (f64 each), the curve (per iteration: i32
  * oom, f64 mean reward, best reward, mean step, best step, entropy), i32 best count and
@@ -18,13 +18,13 @@
 #include "atomic_file.h"
 
 static const char MAGIC[8] = {'P', 'L', 'A', 'C', 'E', 'R', 'A', 'G'};
-enum { VERSION = 2 }; /* 2: the shape head; deferred weight gradients */
+enum { VERSION = 3 }; /* 2: the shape head; deferred weight gradients; 3: the sweep */
 
 typedef struct header {
     uint64_t model_hash;
     int32_t devices;
     uint64_t seed;
-    int32_t samples, groups, hidden, rounds, epochs, max_fold, defer;
+    int32_t samples, groups, hidden, rounds, epochs, max_fold, defer, sweep;
     double lr, entropy, anchor;
 } header;
 
@@ -42,6 +42,7 @@ static header header_of(const pl_graph *g, const pl_cluster *c, const pl_agent_o
     h.epochs = o->epochs;
     h.max_fold = o->max_fold;
     h.defer = o->defer;
+    h.sweep = o->sweep;
     h.lr = o->lr;
     h.entropy = o->entropy;
     h.anchor = o->anchor;
@@ -113,9 +114,10 @@ static pl_status read_body(pl_agent *a, FILE *fp, pl_error *err)
                             "or cluster");
     if (memcmp(&got, &want, sizeof got) != 0)
         return pl_error_set(err, PL_EINPUT, NULL, "the checkpoint was made with other search "
-                            "options (seed %llu, %d samples, %d groups, fold up to %d, %s)",
+                            "options (seed %llu, %d samples, %d groups, fold up to %d, %s, %s)",
                             (unsigned long long)got.seed, got.samples, got.groups, got.max_fold,
-                            got.defer ? "deferral" : "no deferral");
+                            got.defer ? "deferral" : "no deferral",
+                            got.sweep ? "shape sweeps" : "no shape sweeps");
     int32_t n = 0;
     GET(fp, a->iteration);
     GET(fp, a->adam_t);

@@ -38,6 +38,9 @@ contains "$work/err" "other search options" "resume with other samples"
 expect 2 "resume without deferral" "$bin" "$model" --cluster "$paced" --samples 8 --no-defer \
     -o "$work/x" --resume "$work/inc.agent.ckpt"
 contains "$work/err" "other search options" "resume without deferral"
+expect 2 "resume without sweeps" "$bin" "$model" --cluster "$paced" --samples 8 --no-sweep \
+    -o "$work/x" --resume "$work/inc.agent.ckpt"
+contains "$work/err" "deferral, shape sweeps" "resume without sweeps"
 
 # Ctrl-C: exit 130, and the best plan so far is written and valid.
 "$bin" "$model" --cluster "$paced" --budget 600 --samples 8 -o "$work/int" >"$work/out" 2>"$work/err" &

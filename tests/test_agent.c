@@ -336,6 +336,45 @@ static void test_fold(void)
     pl_graph_free(g);
 }
 
+/* The shape sweep: a two-stage pipeline of the chain imitated with one micro-batch (no
+ * overlap at all) is kept under its own name; with the sweep, its placement under the
+ * best other shape too, much faster, as "reshaped". */
+static void test_sweep(void)
+{
+    pl_graph *g = chain();
+    pl_cluster *c = two_devices();
+    pl_cost_model m = flop_costs();
+    double own_step = 0;
+    for (int sweep = 0; sweep < 2; sweep++) {
+        pl_agent_options o = small_options(1);
+        o.sweep = sweep;
+        pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        pl_plan *plan = pl_plan_new(g, NULL);
+        for (int i = 0; i < plan->n_ops; i++)
+            plan->device[i] = plan->stage[i] = i < 4 ? 0 : 1; /* m0-m3 | m4-m7, loss */
+        plan->n_stages = 2;
+        snprintf(plan->provenance.algorithm, sizeof plan->provenance.algorithm, "test");
+        CU_ASSERT_EQUAL_FATAL(pl_agent_imitate(a, plan, NULL), PL_OK);
+        const pl_agent_best *first = &a->best[0];
+        if (!sweep) { /* the plan alone */
+            CU_ASSERT_EQUAL(pl_agent_best_count(a), 1);
+            CU_ASSERT_STRING_EQUAL(first->algorithm, "test");
+            own_step = first->step;
+        } else { /* the best plans are sorted: the fastest first */
+            CU_ASSERT_STRING_EQUAL(first->algorithm, "test reshaped");
+            CU_ASSERT(first->step < 0.8 * own_step);
+            CU_ASSERT(first->plan->micro_batches > 1);
+            for (int i = 0; first->plan->n_stages == 2 && i < plan->n_ops; i++)
+                CU_ASSERT_EQUAL(first->plan->device[i], plan->device[i]); /* unfolded */
+        }
+        pl_plan_free(plan);
+        pl_agent_free(a);
+    }
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* Six iterations straight against three, a checkpoint, a fresh agent, three more. */
 static void test_resume(void)
 {
@@ -399,6 +438,7 @@ void pl_register_agent_tests(void)
         {"imitation", test_imitation},
         {"the best plans are distinct, devices relabelled or not", test_best_distinct},
         {"folding interleaves a pipeline's stages round the devices", test_fold},
+        {"the shape sweep: the imitated placement under every shape", test_sweep},
         {"checkpoint and resume: as uninterrupted", test_resume},
         {NULL, NULL}};
     pl_test_add_suite("agent", cases);

@@ -27,7 +27,8 @@ typedef struct main_options {
     long iterations, samples, measure_steps;
     unsigned long long seed;
     bool quiet;
-    bool no_fold, no_defer; /* the agent's shape: no interleaving, no deferral */
+    bool no_fold, no_defer, no_sweep; /* the agent's shape: no interleaving, no deferral,
+                                         no sweeps of a new best placement's shapes */
 } main_options;
 
 /* "graphs/mlp.json" -> "mlp": the file name without directory and ".json". */
@@ -50,7 +51,7 @@ static void print_usage(void)
 {
     printf("Usage: placer MODEL.json [--cluster C] [--budget SECONDS] [--seed N] [-o PREFIX]\n"
            "                         [--iterations N] [--samples N] [--resume CKPT] [-q]\n"
-           "                         [--no-fold] [--no-defer]\n"
+           "                         [--no-fold] [--no-defer] [--no-sweep]\n"
            "Finds a placement of the model on the cluster (default: this machine): runs the\n"
            "baseline placers and the learning agent for about --budget seconds (default 60),\n"
            "measures the best plans on the executor and writes PREFIX.plan.json,\n"
@@ -60,7 +61,8 @@ static void print_usage(void)
            "budget still applies); --resume continues from a checkpoint of the same model,\n"
            "cluster, seed and samples. Ctrl-C stops the search and writes the best plan so\n"
            "far (exit status 130). --no-fold and --no-defer keep the agent from interleaving\n"
-           "pipeline stages and from deferring weight gradients (to measure what each gains).\n");
+           "pipeline stages and from deferring weight gradients, --no-sweep from trying a new\n"
+           "best placement under every shape (to measure what each gains).\n");
 }
 
 static int parse_options(int argc, char **argv, main_options *o)
@@ -76,6 +78,7 @@ static int parse_options(int argc, char **argv, main_options *o)
                                             {"quiet", no_argument, NULL, 'q'},
                                             {"no-fold", no_argument, NULL, 'F'},
                                             {"no-defer", no_argument, NULL, 'D'},
+                                            {"no-sweep", no_argument, NULL, 'S'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     *o = (main_options){.budget = 60, .seed = 1, .samples = 32, .measure_steps = 3};
@@ -90,6 +93,7 @@ static int parse_options(int argc, char **argv, main_options *o)
         case 'q': o->quiet = true; break;
         case 'F': o->no_fold = true; break;
         case 'D': o->no_defer = true; break;
+        case 'S': o->no_sweep = true; break;
         case 'b': {
             char *end;
             o->budget = strtod(optarg, &end);
@@ -287,6 +291,7 @@ static int start_agent(job_state *s, char *ckpt)
     ao.samples = (int)s->o.samples;
     ao.max_fold = s->o.no_fold ? 1 : ao.max_fold;
     ao.defer = !s->o.no_defer;
+    ao.sweep = !s->o.no_sweep;
     pl_error err;
     pl_error_init(&err, s->o.resume ? s->o.resume : s->o.model);
     if (s->o.resume) {
@@ -485,12 +490,18 @@ static int finish_search(job_state *s)
         pl_plan *plan = pl_agent_best_plan(s->agent, k, &err);
         if (!plan)
             return pl_cli_report(&err);
-        if (strcmp(plan->provenance.algorithm, "rl") != 0) { /* a baseline: already a row */
+        const char *origin = plan->provenance.algorithm;
+        size_t len = strlen(origin);
+        bool reshaped = len > 9 && strcmp(origin + len - 9, " reshaped") == 0;
+        if (strcmp(origin, "rl") != 0 && !reshaped) { /* a baseline: already a row */
             pl_plan_free(plan);
             continue;
         }
-        char name[64];
-        snprintf(name, sizeof name, "agent #%d", ++added);
+        char name[96]; /* a baseline's placement the agent's sweep gave another shape: said */
+        if (reshaped)
+            snprintf(name, sizeof name, "agent #%d (%s)", ++added, origin);
+        else
+            snprintf(name, sizeof name, "agent #%d", ++added);
         pl_job_row *row = add_row(s, name, plan, false);
         if (!row)
             break;

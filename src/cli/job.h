@@ -16,7 +16,7 @@ enum { PL_JOB_MAX_ROWS = 24 };
 
 /* One candidate plan: a baseline or one of the agent's. */
 typedef struct pl_job_row {
-    char name[64];
+    char name[96];
     pl_plan *plan;        /* owned; NULL when the algorithm failed */
     char failure[PL_ERROR_TEXT_MAX]; /* why, when it failed */
     bool baseline;

@@ -10,6 +10,32 @@
 #include "cli.h"
 #include "job.h"
 
+/* When a candidate is a baseline's placement under another shape (the agent's sweep,
+ * docs/agent.md), the policy's own best measured plan too: whether it improved. */
+static void report_own_plan(FILE *fp, const pl_job *job)
+{
+    const pl_job_row *own = NULL, *reshaped = NULL;
+    for (int r = 0; r < job->n_rows; r++) {
+        const pl_job_row *row = &job->rows[r];
+        if (row->baseline || !(row->measured > 0))
+            continue;
+        const pl_job_row **slot = strstr(row->name, "reshaped") ? &reshaped : &own;
+        if (!*slot || row->measured < (*slot)->measured)
+            *slot = row;
+    }
+    if (!reshaped || job->best_baseline < 0)
+        return;
+    const pl_job_row *base = &job->rows[job->best_baseline];
+    fprintf(fp, "%s is a baseline's placement under another shape (micro-batches, fold, "
+            "schedule, deferral), found by the agent's shape sweep. ", reshaped->name);
+    if (own)
+        fprintf(fp, "The policy's own best plan, %s, measured %.3f ms: %.3fx the best "
+                "baseline's step.\n\n", own->name, 1e3 * own->measured,
+                own->measured / base->measured);
+    else
+        fprintf(fp, "No plan of the policy's own was measured.\n\n");
+}
+
 /* The learning curve: mean sampled reward and best-so-far reward per iteration. */
 static void write_svg(FILE *fp, const pl_agent *agent)
 {
@@ -131,6 +157,7 @@ static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
     } else {
         fprintf(fp, ".\n\n");
     }
+    report_own_plan(fp, job);
     if (job->agent) {
         int n = pl_agent_iterations(job->agent);
         const pl_agent_iteration *curve = pl_agent_curve(job->agent);
