@@ -3,13 +3,13 @@
  *
  * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 3,
  * u64 model hash, i32 devices, the options that shape the search (u64 seed, i32 samples,
- * groups, hidden, rounds, epochs, fold, defer, sweep, f64 lr, entropy, anchor), i32 iteration,
- * i64 Adam's step, f64 reference, f64 log-ratio sum, i32 corrections, i32 parameter
- * count, then the parameters, Adam's first and second moments (f64 each), the curve (per iteration: i32
- * oom, f64 mean reward, best reward, mean step, best step, entropy), i32 best count and
- * per best plan: f64 step, u64 key, 64 bytes of algorithm, i32 stages, micro-batches,
- * schedule, deferred weight gradients (0 or 1), then the device and stage of every
- * forward op. Written atomically. */
+ * groups, hidden, rounds, epochs, fold, defer, sweep, f64 lr, entropy, anchor), i32
+ * iteration, i64 Adam's step, f64 reference, f64 log-ratio sum, i32 corrections, i32
+ * parameter count, then the parameters, Adam's first and second moments (f64 each), the
+ * curve (per iteration: i32 oom, f64 mean reward, best reward, mean step, best step,
+ * entropy), i32 best count and per best plan: f64 step, u64 key, 64 bytes of algorithm,
+ * i32 stages, micro-batches, schedule, deferred weight gradients (0 or 1), then the device
+ * and stage of every forward op. Written atomically. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
