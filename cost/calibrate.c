@@ -196,6 +196,7 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
             m->wake_seconds = m->handoff_seconds;
         /* the mean: these delays add up along a step, the rare long ones included */
         m->paced_late_seconds = mean_lateness(&g.late);
+        m->paced_spin_late_seconds = mean_lateness(&g.spin_late);
         m->paced_copy_late_seconds = mean_lateness(&g.copy_late);
         pl_calib_fit_copies(m, &g.copy);
     }
@@ -204,6 +205,7 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
     pl_calib_free_samples(&g.poll);
     pl_calib_free_samples(&g.wake);
     pl_calib_free_samples(&g.late);
+    pl_calib_free_samples(&g.spin_late);
     pl_calib_free_samples(&g.copy_late);
     pl_calib_free_samples(&g.copy);
     return status;

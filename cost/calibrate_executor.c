@@ -106,9 +106,11 @@ static bool read_lateness(const pl_program *p, const double *starts, const doubl
             ok = pl_calib_add_sample(&how->g->copy_late, took - modelled, 0, 0);
         } else {
             double held = pl_task_flops(p, task) / how->rate;
-            if (held - pl_cost_native(how->m, p, how->cluster, task) >
-                PL_EXECUTOR_PACE_SPIN_SECONDS) /* the pacer sleeps (pl_cost_paced) */
+            double native = pl_cost_native(how->m, p, how->cluster, task);
+            if (held - native > PL_EXECUTOR_PACE_SPIN_SECONDS) /* it sleeps (pl_cost_paced) */
                 ok = pl_calib_add_sample(&how->g->late, took - held, 0, 0);
+            else if (held > native) /* it spins */
+                ok = pl_calib_add_sample(&how->g->spin_late, took - held, 0, 0);
         }
     }
     return ok;

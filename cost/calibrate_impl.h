@@ -50,6 +50,7 @@ typedef struct gaps {
     samples poll;    /* the same, on a polling device idle less than the poll window */
     samples wake;    /* and on one idle longer: asleep */
     samples late;    /* how long a paced op the pacer slept through ran past its time */
+    samples spin_late; /* and one it only spun through */
     samples copy_late; /* how long a copy over a paced link ran past its time */
     samples copy;    /* native copies: seconds against bytes */
 } gaps;

@@ -85,8 +85,10 @@ double pl_cost_native(const pl_cost_model *m, const pl_program *p, const pl_clus
 
 double pl_cost_paced(const pl_cost_model *m, double native, double paced)
 {
+    if (paced <= native)
+        return native; /* not held */
     if (paced - native <= PL_EXECUTOR_PACE_SPIN_SECONDS)
-        return native > paced ? native : paced; /* the pacer spins: on time */
+        return paced + m->paced_spin_late_seconds; /* the pacer spins */
     return paced + m->paced_late_seconds;
 }
 
@@ -261,12 +263,13 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
     for (int i = 0; i < m->n_copy_points; i++)
         json_array_append_new(curve, json_pack("[f, f]", m->copy_curve[i].bytes,
                                                m->copy_curve[i].seconds));
-    json_t *root = json_pack("{s:s, s:i, s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o}",
+    json_t *root = json_pack("{s:s, s:i, s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o}",
                              "format", PROFILE_FORMAT, "version", PL_COST_FORMAT_VERSION,
                              "machine", m->machine, "copy_curve", curve, "handoff_seconds",
                              m->handoff_seconds, "poll_seconds", m->poll_seconds,
                              "wake_seconds", m->wake_seconds, "task_seconds", m->task_seconds,
                              "paced_late_seconds", m->paced_late_seconds,
+                             "paced_spin_late_seconds", m->paced_spin_late_seconds,
                              "paced_copy_late_seconds", m->paced_copy_late_seconds, "ops", ops,
                              "measured", measured);
     if (!root)
@@ -360,7 +363,8 @@ pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
     static const char *const fields[] = {"format", "version", "machine", "copy_curve",
                                          "handoff_seconds", "poll_seconds",
                                          "wake_seconds", "task_seconds",
-                                         "paced_late_seconds", "paced_copy_late_seconds",
+                                         "paced_late_seconds", "paced_spin_late_seconds",
+                                         "paced_copy_late_seconds",
                                          "ops", "measured", NULL};
     json_t *root = pl_json_parse_file(path, (size_t)16 << 20, err, NULL);
     if (!root)
@@ -382,6 +386,8 @@ pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
               pl_json_number(&r, root, "task_seconds", true, 0, 1, &m->task_seconds) &&
               pl_json_number(&r, root, "paced_late_seconds", true, 0, 1,
                              &m->paced_late_seconds) &&
+              pl_json_number(&r, root, "paced_spin_late_seconds", true, 0, 1,
+                             &m->paced_spin_late_seconds) &&
               pl_json_number(&r, root, "paced_copy_late_seconds", true, 0, 1,
                              &m->paced_copy_late_seconds) &&
               pl_json_member(&r, root, "ops", JSON_ARRAY, true, &ops) &&

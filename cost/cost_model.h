@@ -9,8 +9,9 @@
  * - On a paced device an op takes the larger of that and its FLOPs at the declared rate,
  *   plus, when the pacer holds it long enough to sleep (executor.h), how late such tasks
  *   end: `paced_late_seconds`, the mean measured with four paced devices sharing the
- *   machine's cores, since a woken thread may wait for one. A task held less spins and
- *   ends on time.
+ *   machine's cores, since a woken thread may wait for one. A task held less spins, and
+ *   ends `paced_spin_late_seconds` late on average: mostly on time, now and then after
+ *   its thread lost its core to another device's kernel for a few hundred microseconds.
  * - A copy over a native link (a memcpy on the source device) takes the time its size
  *   reads off `copy_curve`: the executor's copies measured at sizes a factor of 4 apart,
  *   interpolated (a copy that outgrows the caches runs at half the speed of one that
@@ -41,7 +42,7 @@
 #include "ops.h"
 #include "program.h"
 
-enum { PL_COST_FORMAT_VERSION = 6, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
+enum { PL_COST_FORMAT_VERSION = 7, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
 
 typedef struct pl_op_cost {
     double seconds, per_flop, per_byte;
@@ -69,6 +70,7 @@ typedef struct pl_cost_model {
     double poll_seconds, wake_seconds; /* a polling native device: picking a task up while
                                           polling, and once asleep past the poll window */
     double paced_late_seconds;      /* a paced op whose pacer sleeps: the mean lateness */
+    double paced_spin_late_seconds; /* one whose pacer only spins: the mean lateness */
     double paced_copy_late_seconds; /* a copy over a paced link: the mean lateness */
     pl_op_time *measured; /* sorted by signature; malloc'd */
     int n_measured;

@@ -170,13 +170,15 @@ static void test_lower_bound(void)
     pl_graph_free(g);
 }
 
-/* A paced op is late only when its pacer sleeps, that is when it is held more than the
- * spin window past its native work (executor.h); a copy over a paced link is late either
- * way, by its own measure. */
+/* A paced op held more than the spin window past its native work (executor.h) sleeps,
+ * and is late by the sleepers' measure; one held less spins, late by the spinners'; one
+ * not held is its native time. A copy over a paced link is late either way, by its own
+ * measure. */
 static void test_paced_lateness(void)
 {
     pl_cost_model m = unit_costs(0);
     m.paced_late_seconds = 0.5e-3;
+    m.paced_spin_late_seconds = 0.05e-3;
     m.paced_copy_late_seconds = 0.2e-3;
     pl_link link = {.bytes_per_second = 1e9, .latency_seconds = 2e-3};
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_copy(&m, &link, 1e6), 3.2e-3, 1e-15); /* held 3 ms */
@@ -184,9 +186,11 @@ static void test_paced_lateness(void)
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_copy(&m, &link, 1e3), 1.2e-3, 1e-15); /* the 1 ms memcpy */
     double spin = PL_EXECUTOR_PACE_SPIN_SECONDS;
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 0.1e-3, 2e-3), 2.5e-3, 1e-15); /* sleeps */
-    CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 0, 0.5 * spin), 0.5 * spin, 1e-15); /* spins */
-    CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 1e-3, 1e-3 + 0.5 * spin), 1e-3 + 0.5 * spin, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 0, 0.5 * spin), 0.5 * spin + 0.05e-3, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 1e-3, 1e-3 + 0.5 * spin),
+                           1e-3 + 0.5 * spin + 0.05e-3, 1e-15); /* spins */
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 2e-3, 1e-3), 2e-3, 1e-15); /* not held */
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 1e-3, 1e-3), 1e-3, 1e-15);
 }
 
 /* Two devices paced at `rate`. */
@@ -512,8 +516,9 @@ static void test_profile_file(void)
     fprintf(f, "{\"format\": \"placer-cost-profile\", \"version\": %d, \"machine\": \"m\", "
             "\"copy_curve\": [[100, 1e-6], [50, 2e-6]], \"handoff_seconds\": 0, "
             "\"poll_seconds\": 0, \"wake_seconds\": 0, \"task_seconds\": 0, "
-            "\"paced_late_seconds\": 0, \"paced_copy_late_seconds\": 0, \"ops\": [], "
-            "\"measured\": []}", PL_COST_FORMAT_VERSION);
+            "\"paced_late_seconds\": 0, \"paced_spin_late_seconds\": 0, "
+            "\"paced_copy_late_seconds\": 0, \"ops\": [], \"measured\": []}",
+            PL_COST_FORMAT_VERSION);
     fclose(f);
     pl_error_init(&err, path);
     CU_ASSERT_EQUAL(pl_cost_model_read(&back, path, &err), PL_EINPUT);
@@ -534,7 +539,7 @@ void pl_register_simulate_tests(void)
         {"two devices, native link: by hand", test_two_devices_native},
         {"a 2-stage pipeline, native link: by hand", test_pipeline_native},
         {"the lower bound", test_lower_bound},
-        {"paced lateness: only where the pacer sleeps", test_paced_lateness},
+        {"paced lateness: the pacer sleeps, spins, or does not hold", test_paced_lateness},
         {"the lower bound on paced devices: their lateness", test_lower_bound_paced},
         {"the lower bound under measured op times", test_lower_bound_measured},
         {"the lower bound: an update's chain", test_lower_bound_update_chain},

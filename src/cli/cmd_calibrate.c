@@ -36,8 +36,8 @@ static void print_profile(const pl_cost_model *m, const char *path)
     }
     printf("; per task %.2f us\n", 1e6 * m->task_seconds);
     printf("paced, four devices sharing the cores: ops the pacer sleeps through end %.1f us "
-           "late, copies %.1f us\n", 1e6 * m->paced_late_seconds,
-           1e6 * m->paced_copy_late_seconds);
+           "late, ops it spins through %.1f us, copies %.1f us\n", 1e6 * m->paced_late_seconds,
+           1e6 * m->paced_spin_late_seconds, 1e6 * m->paced_copy_late_seconds);
     printf("hand-off to an idle device: %.1f us polling, %.1f us once it sleeps; %.1f us to a "
            "device that never polls (paced)\n", 1e6 * m->poll_seconds, 1e6 * m->wake_seconds,
            1e6 * m->handoff_seconds);
