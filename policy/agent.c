@@ -93,6 +93,7 @@ pl_agent *pl_agent_alloc(const pl_graph *g, const pl_cluster *c, const pl_cost_m
         ok = (a->plans[s] = pl_plan_new(g, err)) != NULL;
     for (int k = 0; ok && k < PL_AGENT_MAX_BEST; k++)
         ok = (a->best[k].plan = pl_plan_new(g, err)) != NULL;
+    ok = ok && (a->swept = pl_plan_new(g, err)) != NULL;
     if (!ok) {
         pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
         pl_agent_free(a);
@@ -138,6 +139,7 @@ void pl_agent_free(pl_agent *a)
     free(a->logp_old);
     for (int k = 0; k < PL_AGENT_MAX_BEST; k++)
         pl_plan_free(a->best[k].plan);
+    pl_plan_free(a->swept);
     free(a->curve);
     free(a);
 }
@@ -314,12 +316,14 @@ static pl_status simulate_all(pl_agent *a, int count, pl_error *err)
  * micro-batches pay off once the pipeline is folded and its weight gradients deferred),
  * and sampling reaches any one of them slowly. So when an action gives a new best plan,
  * or a baseline is imitated, its placement is also simulated under every other shape and
- * the fastest kept: the anchor then pulls the policy towards it. `action`'s shape is
- * restored; a->plans are used as scratch. */
+ * the fastest kept (one: the other shapes of one placement would crowd the best plans);
+ * the anchor then pulls the policy towards it. `action`'s shape is restored; a->plans are
+ * used as scratch. */
 static pl_status sweep_shapes(pl_agent *a, pl_action *action, const char *algorithm,
                               pl_error *err)
 {
     int own = action->shape, n = a->options.samples;
+    double fastest = INFINITY;
     pl_status status = PL_OK;
     if (!a->options.sweep)
         return PL_OK;
@@ -332,9 +336,13 @@ static pl_status sweep_shapes(pl_agent *a, pl_action *action, const char *algori
         if ((status = simulate_all(a, count, err)) != PL_OK)
             break;
         for (int k = 0; k < count; k++)
-            if (a->fits[k])
-                pl_agent_keep(a, a->plans[k], a->steps[k], algorithm);
+            if (a->fits[k] && first + k != own && a->steps[k] < fastest) {
+                fastest = a->steps[k];
+                copy_plan(a->swept, a->plans[k]);
+            }
     }
+    if (status == PL_OK && fastest < INFINITY)
+        pl_agent_keep(a, a->swept, fastest, algorithm);
     action->shape = own;
     return status;
 }

@@ -35,6 +35,7 @@ struct pl_agent {
     double *grad;
     pl_action *actions;
     pl_plan **plans;
+    pl_plan *swept;            /* the fastest of a shape sweep */
     double *steps;
     bool *fits;
     double *weights;
