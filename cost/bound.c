@@ -2,18 +2,19 @@
  * one size; for each size a plan may choose, the step lasts at least the largest of
  * - one micro-batch's critical path,
  * - the step's work spread over every device,
- * - the heaviest co-location group's work, since a group runs on one device, and
- * - each update's chain: its ancestors' work, then the update itself,
+ * - the heaviest co-location group's work, since a group runs on one device,
  * - the step's work plus what the devices must idle while the pipeline fills and drains,
- *   spread over every device,
+ *   spread over every device, and
+ * - each update's chain: its ancestors' work, then the update itself,
  * and the bound is the least of those over the sizes.
  *
  * Every term takes each op's time as the simulator would (the measured time of its
  * signature where calibration has one, else the fit; on a paced device never less than
- * its FLOPs at the device's rate, plus the pacer's calibrated lateness where it sleeps:
- * pl_cost_paced) on the device where the op runs fastest, with free communication. So no
+ * its FLOPs at the device's rate, plus the pacer's calibrated lateness where it sleeps or
+ * spins: pl_cost_paced) on the device where the op runs fastest, with free communication. So no
  * plan's simulated step can come out below the bound, even where the measured times and
  * the fit disagree. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "graph_build.h"
@@ -154,7 +155,9 @@ static int idle_curve(int n_items, int n_devices, const double *begin, const dou
     return points;
 }
 
-static double fill_and_drain(int n_items, int n_devices, const ramps *r, double known)
+/* (work + the most idle at both ends, t + t' within `known`) / D, for the items of `r`. */
+static double fill_and_drain(int n_items, int n_devices, const ramps *r, double work,
+                             double known)
 {
     size_t most_points = 2 * (size_t)n_items + 2;
     double *fill_at = r->curves, *fill = fill_at + most_points;
@@ -165,9 +168,7 @@ static double fill_and_drain(int n_items, int n_devices, const ramps *r, double 
     for (int j = 1; j < n_drain; j++) /* the most idle at the end within each length */
         if (drain[j - 1] > drain[j])
             drain[j] = drain[j - 1];
-    double work = 0, most = 0;
-    for (int i = 0; i < n_items; i++)
-        work += r->work[i];
+    double most = 0;
     for (int i = 0, j = n_drain - 1; i < n_fill; i++) { /* longer fills, shorter drains */
         while (j > 0 && fill_at[i] + drain_at[j] > known)
             j--;
@@ -177,70 +178,52 @@ static double fill_and_drain(int n_items, int n_devices, const ramps *r, double 
     return (work + most) / n_devices;
 }
 
-/* The term at one size, per op and per group (`r` holds 3 entries per op for each). */
-static double pipeline_ramps(const pl_graph *g, int n_devices, const dependencies *deps,
-                             const double *micro, const double *step, int stride, double known,
-                             ramps *r)
+/* At one size: per op, the longest path before it (head) and after it (tail) and its
+ * share of the step (step[o * stride]); per co-location group (at its forward op's
+ * index), its ops' earliest head and tail and their shares' sum. */
+static void paths_and_groups(const pl_graph *g, const dependencies *deps, const double *micro,
+                             const double *step, int stride, ramps *ops, ramps *groups)
 {
     int n = g->n_ops;
-    ramps groups = {r->head + n, r->tail + n, r->work + n, r->events, r->curves};
     for (int o = 0; o < n; o++) {
-        r->head[o] = r->tail[o] = 0;
+        ops->head[o] = ops->tail[o] = 0;
         for (int k = deps->first[o]; k < deps->first[o + 1]; k++) {
             int w = deps->writers[k];
-            if (r->head[w] + micro[w] > r->head[o])
-                r->head[o] = r->head[w] + micro[w];
+            if (ops->head[w] + micro[w] > ops->head[o])
+                ops->head[o] = ops->head[w] + micro[w];
         }
-        r->work[o] = step[(size_t)o * stride];
-        groups.head[o] = groups.tail[o] = known; /* no group: no work */
-        groups.work[o] = 0;
+        ops->work[o] = step[(size_t)o * stride];
+        groups->head[o] = groups->tail[o] = HUGE_VAL; /* no group: no work */
+        groups->work[o] = 0;
     }
     for (int o = n; o-- > 0;) /* ops are in topological order */
         for (int k = deps->first[o]; k < deps->first[o + 1]; k++) {
             int w = deps->writers[k];
-            if (r->tail[o] + micro[o] > r->tail[w])
-                r->tail[w] = r->tail[o] + micro[o];
+            if (ops->tail[o] + micro[o] > ops->tail[w])
+                ops->tail[w] = ops->tail[o] + micro[o];
         }
     for (int o = 0; o < n; o++) {
         int q = g->ops[o].group;
-        groups.head[q] = r->head[o] < groups.head[q] ? r->head[o] : groups.head[q];
-        groups.tail[q] = r->tail[o] < groups.tail[q] ? r->tail[o] : groups.tail[q];
-        groups.work[q] += r->work[o];
+        groups->head[q] = fmin(groups->head[q], ops->head[o]);
+        groups->tail[q] = fmin(groups->tail[q], ops->tail[o]);
+        groups->work[q] += ops->work[o];
     }
-    double per_op = fill_and_drain(n, n_devices, r, known);
-    double per_group = fill_and_drain(n, n_devices, &groups, known);
-    return per_op > per_group ? per_op : per_group;
 }
 
-/* The first three terms at one size (shares step[o * stride]). `scratch` holds an entry
- * per op. */
-static double spread_and_path(const pl_graph *g, const pl_cluster *c, const dependencies *deps,
-                              const double *micro, const double *step, int stride,
-                              double *scratch)
+/* Every term but the update chains at one size, from paths_and_groups. */
+static double size_bound(const pl_graph *g, int n_devices, const double *micro,
+                         const ramps *ops, const ramps *groups)
 {
     double work = 0, path = 0, heaviest = 0;
-    double *group = scratch; /* per forward op: its group's share; then each op's finish */
-    for (int o = 0; o < g->n_ops; o++)
-        group[o] = 0;
     for (int o = 0; o < g->n_ops; o++) {
-        double share = step[(size_t)o * stride];
-        work += share;
-        group[g->ops[o].group] += share;
-        if (group[g->ops[o].group] > heaviest)
-            heaviest = group[g->ops[o].group];
+        work += ops->work[o];
+        path = fmax(path, ops->head[o] + micro[o]);
+        heaviest = fmax(heaviest, groups->work[o]);
     }
-    double *done = scratch;
-    for (int o = 0; o < g->n_ops; o++) {
-        double begin = 0;
-        for (int k = deps->first[o]; k < deps->first[o + 1]; k++)
-            if (done[deps->writers[k]] > begin)
-                begin = done[deps->writers[k]];
-        done[o] = begin + micro[o];
-        if (done[o] > path)
-            path = done[o];
-    }
-    double bound = work / c->n_devices > path ? work / c->n_devices : path;
-    return heaviest > bound ? heaviest : bound;
+    double known = fmax(fmax(work / n_devices, path), heaviest);
+    double per_op = fill_and_drain(g->n_ops, n_devices, ops, work, known);
+    double per_group = fill_and_drain(g->n_ops, n_devices, groups, work, known);
+    return fmax(known, fmax(per_op, per_group));
 }
 
 typedef struct keyed_update {
@@ -337,13 +320,14 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     dependencies deps = {NULL, NULL};
     pl_tensor *shapes = malloc((size_t)g->n_tensors * sizeof *shapes);
     double *step = malloc((size_t)n_sizes * (n + 1) * sizeof *step); /* [op][size] */
-    double *micro = malloc(2 * n * sizeof *micro), *scratch = micro ? micro + n : NULL;
-    ramps r = {malloc(6 * n * sizeof *r.head), NULL, NULL, malloc(2 * n * sizeof *r.events + 1),
-               malloc(4 * (2 * n + 2) * sizeof *r.curves)};
-    r.tail = r.head ? r.head + 2 * n : NULL;
-    r.work = r.head ? r.head + 4 * n : NULL;
+    double *micro = malloc((n + 1) * sizeof *micro);
+    double *items = malloc((6 * n + 1) * sizeof *items); /* ops' and groups' paths, work */
+    ramp_event *events = malloc((2 * n + 1) * sizeof *events);
+    double *curves = malloc(4 * (2 * n + 2) * sizeof *curves);
+    ramps ops = {items, items + n, items + 2 * n, events, curves};
+    ramps groups = {items + 3 * n, items + 4 * n, items + 5 * n, events, curves};
     double *bounds = malloc((size_t)n_sizes * sizeof *bounds);
-    pl_status status = shapes && step && micro && bounds && r.head && r.events && r.curves
+    pl_status status = shapes && step && micro && bounds && items && events && curves
                            ? dependencies_of(g, &deps, err)
                            : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     for (int size = 1, s = 0; status == PL_OK && size <= g->batch_size; size++) {
@@ -351,11 +335,8 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
             continue;
         status = times_at(g, c, m, size, shapes, micro, step + s, n_sizes, err);
         if (status == PL_OK) {
-            bounds[s] = spread_and_path(g, c, &deps, micro, step + s, n_sizes, scratch);
-            double fill_drain = pipeline_ramps(g, c->n_devices, &deps, micro, step + s, n_sizes,
-                                               bounds[s], &r);
-            if (fill_drain > bounds[s])
-                bounds[s] = fill_drain;
+            paths_and_groups(g, &deps, micro, step + s, n_sizes, &ops, &groups);
+            bounds[s] = size_bound(g, c->n_devices, micro, &ops, &groups);
         }
         s++;
     }
@@ -369,9 +350,9 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     free(shapes);
     free(step);
     free(micro);
-    free(r.head);
-    free(r.events);
-    free(r.curves);
+    free(items);
+    free(events);
+    free(curves);
     free(bounds);
     return status;
 }

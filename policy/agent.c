@@ -212,6 +212,14 @@ pl_plan *pl_agent_best_plan(const pl_agent *a, int k, pl_error *err)
     return plan;
 }
 
+bool pl_agent_made(const pl_plan *plan, bool *reshaped)
+{
+    const char *origin = plan->provenance.algorithm;
+    size_t len = strlen(origin), tail = strlen(PL_AGENT_RESHAPED);
+    *reshaped = len > tail && strcmp(origin + len - tail, PL_AGENT_RESHAPED) == 0;
+    return *reshaped || strcmp(origin, "rl") == 0;
+}
+
 pl_status pl_agent_offer(pl_agent *a, const pl_plan *plan, pl_error *err)
 {
     if (pl_plan_check(plan, a->graph, a->cluster, err) != PL_OK)
@@ -374,7 +382,7 @@ pl_status pl_agent_imitate(pl_agent *a, const pl_plan *plan, pl_error *err)
                             pl_plan_schedule_text(plan));
     }
     char reshaped[64];
-    snprintf(reshaped, sizeof reshaped, "%.50s reshaped",
+    snprintf(reshaped, sizeof reshaped, "%.50s" PL_AGENT_RESHAPED,
              plan->provenance.algorithm[0] ? plan->provenance.algorithm : "offered");
     status = sweep_shapes(a, &targets[0], reshaped, err);
     /* the same decisions under every shape, weighted to the smoothed target */

@@ -109,9 +109,16 @@ const pl_agent_iteration *pl_agent_curve(const pl_agent *agent);
 /* The best distinct plans simulated so far (a plan simulating to a kept one's very step
  * counts as the same), best first (at most PL_AGENT_MAX_BEST): a new
  * plan (pl_plan_free) with its simulated step in provenance.predicted_seconds and
- * algorithm "rl" (or the offered plan's own), or NULL when k is out of range. */
+ * algorithm "rl", the offered plan's own, or that followed by PL_AGENT_RESHAPED (an
+ * imitated plan's placement under another shape, by the agent's shape sweep), or NULL
+ * when k is out of range. */
 int pl_agent_best_count(const pl_agent *agent);
 pl_plan *pl_agent_best_plan(const pl_agent *agent, int k, pl_error *err);
+
+#define PL_AGENT_RESHAPED " reshaped"
+
+/* Whether the agent made the plan: "rl", or a baseline's placement it reshaped. */
+bool pl_agent_made(const pl_plan *plan, bool *reshaped);
 
 /* What the executor measured for a plan the simulator predicted `simulated` seconds for:
  * the agent keeps the geometric mean of measured / simulated as the simulator's

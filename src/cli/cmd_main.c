@@ -490,21 +490,20 @@ static int finish_search(job_state *s)
         pl_plan *plan = pl_agent_best_plan(s->agent, k, &err);
         if (!plan)
             return pl_cli_report(&err);
-        const char *origin = plan->provenance.algorithm;
-        size_t len = strlen(origin);
-        bool reshaped = len > 9 && strcmp(origin + len - 9, " reshaped") == 0;
-        if (strcmp(origin, "rl") != 0 && !reshaped) { /* a baseline: already a row */
+        bool reshaped;
+        if (!pl_agent_made(plan, &reshaped)) { /* a baseline: already a row */
             pl_plan_free(plan);
             continue;
         }
         char name[96]; /* a baseline's placement the agent's sweep gave another shape: said */
         if (reshaped)
-            snprintf(name, sizeof name, "agent #%d (%s)", ++added, origin);
+            snprintf(name, sizeof name, "agent #%d (%s)", ++added, plan->provenance.algorithm);
         else
             snprintf(name, sizeof name, "agent #%d", ++added);
         pl_job_row *row = add_row(s, name, plan, false);
         if (!row)
             break;
+        row->reshaped = reshaped;
         int status = simulate_row(s, row);
         if (status != PL_EXIT_OK)
             return status;

@@ -20,6 +20,7 @@ typedef struct pl_job_row {
     pl_plan *plan;        /* owned; NULL when the algorithm failed */
     char failure[PL_ERROR_TEXT_MAX]; /* why, when it failed */
     bool baseline;
+    bool reshaped;        /* the agent's: a baseline's placement under another shape */
     pl_simulation sim;    /* valid with a plan */
     double measured;      /* median step on the executor, 0 when not measured */
     bool head_to_head;    /* measured last, taking turns with the other contenders */

@@ -19,7 +19,7 @@ static void report_own_plan(FILE *fp, const pl_job *job)
         const pl_job_row *row = &job->rows[r];
         if (row->baseline || !(row->measured > 0))
             continue;
-        const pl_job_row **slot = strstr(row->name, "reshaped") ? &reshaped : &own;
+        const pl_job_row **slot = row->reshaped ? &reshaped : &own;
         if (!*slot || row->measured < (*slot)->measured)
             *slot = row;
     }
