@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "allocator.h"
 #include "cli.h"
 #include "config.h"
 
@@ -58,6 +59,7 @@ static void print_help(void)
 
 int main(int argc, char **argv)
 {
+    pl_allocator_keep_freed();
     if (argc < 2)
         return pl_cli_usage_error("missing MODEL.json or command");
     const char *first = argv[1];

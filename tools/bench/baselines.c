@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "allocator.h"
 #include "bench.h"
 #include "autodiff.h"
 #include "baseline.h"
@@ -249,6 +250,7 @@ static bool parse(int argc, char **argv, options *o)
 
 int main(int argc, char **argv)
 {
+    pl_allocator_keep_freed(); /* as placer does */
     options o;
     if (!parse(argc, argv, &o)) {
         fprintf(stderr, "usage: baselines [--top DIR] --large A.json,B.json [--models M,...] "

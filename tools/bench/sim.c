@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "allocator.h"
 #include "bench.h"
 #include "autodiff.h"
 #include "baseline.h"
@@ -1480,6 +1481,7 @@ static bool parse_options(int argc, char **argv, options *o)
 
 int main(int argc, char **argv)
 {
+    pl_allocator_keep_freed(); /* as placer does */
     static pl_status (*const tables[N_TABLES])(const options *, pl_error *) = {table_accuracy,
                                                                               table_speed};
     options o;
