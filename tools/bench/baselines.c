@@ -17,11 +17,9 @@
 
 #include "allocator.h"
 #include "bench.h"
-#include "autodiff.h"
 #include "baseline.h"
 #include "data.h"
 #include "executor.h"
-#include "load.h"
 #include "profile.h"
 #include "simulate.h"
 
@@ -36,32 +34,6 @@ typedef struct options {
     bool speed, table;
 } options;
 
-/* A model's training graph: NAME (graphs/NAME.json) or a path ending in .json. */
-static pl_graph *open_graph(const options *o, const char *name, pl_error *err)
-{
-    char path[1024];
-    size_t length = strlen(name);
-    if (length > 5 && strcmp(name + length - 5, ".json") == 0)
-        snprintf(path, sizeof path, "%s", name);
-    else
-        snprintf(path, sizeof path, "%s/graphs/%s.json", o->top, name);
-    pl_error_init(err, path);
-    pl_graph *g = pl_graph_load_file(path, err);
-    if (g && pl_autodiff_build(g, err) != PL_OK) {
-        pl_graph_free(g);
-        return NULL;
-    }
-    return g;
-}
-
-static pl_cluster *open_cluster(const options *o, const char *name, pl_error *err)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/graphs/clusters/%s.json", o->top, name);
-    pl_error_init(err, path);
-    return pl_cluster_load_file(path, err);
-}
-
 static pl_status load_profile(pl_cost_model *m, const pl_cluster *c, pl_error *err)
 {
     bool calibrated;
@@ -74,7 +46,7 @@ static pl_status load_profile(pl_cost_model *m, const pl_cluster *c, pl_error *e
 static pl_status speed_graph(const options *o, const char *name, const pl_cluster *c,
                              const pl_cost_model *m, pl_error *err)
 {
-    pl_graph *g = open_graph(o, name, err);
+    pl_graph *g = bench_open_graph(o->top, name, err);
     if (!g)
         return err->status;
     pl_status status = PL_OK;
@@ -103,7 +75,7 @@ static pl_status speed_graph(const options *o, const char *name, const pl_cluste
 static pl_status table_speed(const options *o, pl_error *err)
 {
     pl_cost_model *m = calloc(1, sizeof *m);
-    pl_cluster *c = open_cluster(o, "paced-4", err);
+    pl_cluster *c = bench_open_cluster(o->top, "paced-4", err);
     pl_status status = !m ? PL_ENOMEM : !c ? err->status : load_profile(m, c, err);
     if (status == PL_OK) {
         printf("== Placement time on paced-4 (%d timed calls after one warm-up; ms)\n",
@@ -165,7 +137,7 @@ static pl_status table_row(const options *o, const pl_graph *g, const pl_cluster
 static pl_status table_model(const options *o, const char *name, const pl_cluster *c,
                              const pl_cost_model *m, pl_error *err)
 {
-    pl_graph *g = open_graph(o, name, err);
+    pl_graph *g = bench_open_graph(o->top, name, err);
     if (!g)
         return err->status;
     double bound = 0;
@@ -188,7 +160,7 @@ static pl_status table_all(const options *o, pl_error *err)
     printf("%-12s %-8s %-12s %10s %7s %10s %7s %7s %8s\n", "model", "cluster", "algorithm",
            "sim ms", "x", "meas ms", "spread", "x", "sim err");
     for (int k = 0; k < o->n_clusters && status == PL_OK; k++) {
-        pl_cluster *c = open_cluster(o, o->clusters[k], err);
+        pl_cluster *c = bench_open_cluster(o->top, o->clusters[k], err);
         status = c ? load_profile(m, c, err) : err->status;
         for (int i = 0; i < o->n_models && status == PL_OK; i++)
             status = table_model(o, o->models[i], c, m, err);

@@ -2,11 +2,14 @@
 #include "bench.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "autodiff.h"
 #include "data.h"
+#include "load.h"
 
 double bench_now(void)
 {
@@ -75,4 +78,29 @@ pl_executor *bench_open_executor(const pl_graph *g, const pl_cluster *c, pl_erro
     free(inputs);
     pl_dataset_free(data);
     return ex;
+}
+
+pl_graph *bench_open_graph(const char *top, const char *name, pl_error *err)
+{
+    char path[4096];
+    size_t length = strlen(name);
+    if (length > 5 && strcmp(name + length - 5, ".json") == 0)
+        snprintf(path, sizeof path, "%s", name);
+    else
+        snprintf(path, sizeof path, "%s/graphs/%s.json", top, name);
+    pl_error_init(err, path);
+    pl_graph *g = pl_graph_load_file(path, err);
+    if (g && pl_autodiff_build(g, err) != PL_OK) {
+        pl_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+pl_cluster *bench_open_cluster(const char *top, const char *name, pl_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/graphs/clusters/%s.json", top, name);
+    pl_error_init(err, path);
+    return pl_cluster_load_file(path, err);
 }

@@ -23,6 +23,11 @@ double bench_quantile(double *v, int n, double q);
 bool bench_parse_int(const char *text, int low, int high, int *value);
 /* "a,b,c" into names; false for an empty or too long name, or too many. */
 bool bench_split_list(const char *text, char names[BENCH_MAX_LIST][BENCH_MAX_NAME], int *n);
+/* A model's training graph (autodiff.h): TOP/graphs/NAME.json, or NAME itself when it
+ * ends in ".json"; NULL with err filled in, naming the file. */
+pl_graph *bench_open_graph(const char *top, const char *name, pl_error *err);
+/* A bundled cluster: TOP/graphs/clusters/NAME.json. */
+pl_cluster *bench_open_cluster(const char *top, const char *name, pl_error *err);
 /* An executor for g on c whose inputs hold one batch of synthetic samples (every step
  * reuses it: the data does not change a step's time); NULL with err filled in. */
 pl_executor *bench_open_executor(const pl_graph *g, const pl_cluster *c, pl_error *err);

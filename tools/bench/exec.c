@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "autodiff.h"
 #include "data.h"
 #include "executor.h"
 #include "load.h"
@@ -137,23 +136,11 @@ static void workload_close(workload *w)
 static pl_status workload_open(workload *w, const options *o, const char *model,
                                const char *cluster, bool samples, pl_error *err)
 {
-    char path[4096];
     *w = (workload){0};
-    size_t length = strlen(model);
-    if (length > 5 && strcmp(model + length - 5, ".json") == 0)
-        snprintf(path, sizeof path, "%s", model);
-    else
-        snprintf(path, sizeof path, "%s/graphs/%s.json", o->top, model);
-    pl_error_init(err, path);
-    if (!(w->g = pl_graph_load_file(path, err)) || pl_autodiff_build(w->g, err) != PL_OK ||
-        (samples && !(w->data = pl_dataset_open(w->g, "synthetic", 1, err))))
+    if (!(w->g = bench_open_graph(o->top, model, err)) ||
+        (samples && !(w->data = pl_dataset_open(w->g, "synthetic", 1, err))) ||
+        (cluster && !(w->c = bench_open_cluster(o->top, cluster, err))))
         goto fail;
-    if (cluster) {
-        snprintf(path, sizeof path, "%s/graphs/clusters/%s.json", o->top, cluster);
-        pl_error_init(err, path);
-        if (!(w->c = pl_cluster_load_file(path, err)))
-            goto fail;
-    }
     return PL_OK;
 fail:
     workload_close(w);

@@ -16,17 +16,15 @@
 
 #include "agent.h"
 #include "allocator.h"
-#include "autodiff.h"
 #include "baseline.h"
 #include "bench.h"
-#include "load.h"
 #include "profile.h"
 #include "simulate.h"
 
 typedef struct options {
     const char *top, *cluster;
-    char models[BENCH_MAX_LIST][BENCH_MAX_NAME], seeds[BENCH_MAX_LIST][BENCH_MAX_NAME];
-    int n_models, n_seeds, iterations;
+    char models[BENCH_MAX_LIST][BENCH_MAX_NAME];
+    int n_models, seeds[BENCH_MAX_LIST], n_seeds, iterations;
 } options;
 
 typedef struct totals {
@@ -42,10 +40,11 @@ static void usage(FILE *to)
 
 static bool parse(int argc, char **argv, options *o)
 {
-    *o = (options){.top = ".", .cluster = "paced-4", .iterations = 300};
+    *o = (options){.top = ".", .cluster = "paced-4", .seeds = {1, 2}, .n_seeds = 2,
+                   .iterations = 300};
+    char seeds[BENCH_MAX_LIST][BENCH_MAX_NAME];
     bool ok = bench_split_list("inception,moe,recommender,lstm_lm,seq2seq,transformer",
-                               o->models, &o->n_models) &&
-              bench_split_list("1,2", o->seeds, &o->n_seeds);
+                               o->models, &o->n_models);
     for (int i = 1; ok && i < argc; i++) {
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(argv[i], "--top") == 0 && value)
@@ -54,16 +53,15 @@ static bool parse(int argc, char **argv, options *o)
             o->cluster = value, i++;
         else if (strcmp(argv[i], "--models") == 0 && value)
             ok = bench_split_list(value, o->models, &o->n_models), i++;
-        else if (strcmp(argv[i], "--seeds") == 0 && value)
-            ok = bench_split_list(value, o->seeds, &o->n_seeds), i++;
+        else if (strcmp(argv[i], "--seeds") == 0 && value) {
+            ok = bench_split_list(value, seeds, &o->n_seeds), i++;
+            for (int s = 0; ok && s < o->n_seeds; s++)
+                ok = bench_parse_int(seeds[s], 0, 1 << 30, &o->seeds[s]);
+        }
         else if (strcmp(argv[i], "--iterations") == 0 && value)
             ok = bench_parse_int(value, 10, 1000000, &o->iterations), i++;
         else
             ok = false;
-    }
-    for (int s = 0; ok && s < o->n_seeds; s++) {
-        int seed;
-        ok = bench_parse_int(o->seeds[s], 0, 1 << 30, &seed);
     }
     return ok;
 }
@@ -139,17 +137,10 @@ static pl_status search(const options *o, const pl_graph *g, const pl_cluster *c
 
 static pl_status run_model(const options *o, const char *name, totals *t, pl_error *err)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/graphs/%s.json", o->top, name);
-    pl_error_init(err, path);
-    pl_graph *g = pl_graph_load_file(path, err);
-    if (!g || pl_autodiff_build(g, err) != PL_OK) {
-        pl_graph_free(g);
+    pl_graph *g = bench_open_graph(o->top, name, err);
+    if (!g)
         return err->status;
-    }
-    snprintf(path, sizeof path, "%s/graphs/clusters/%s.json", o->top, o->cluster);
-    pl_error_init(err, path);
-    pl_cluster *c = pl_cluster_load_file(path, err);
+    pl_cluster *c = bench_open_cluster(o->top, o->cluster, err);
     pl_cost_model m = {0};
     bool calibrated;
     double bound = 0, step[PL_BASELINE_COUNT];
@@ -162,7 +153,7 @@ static pl_status run_model(const options *o, const char *name, totals *t, pl_err
     if (status == PL_OK && (n_plans = place_baselines(g, c, &m, plans, step, &best)) == 0)
         status = pl_error_set(err, PL_EINPUT, NULL, "no baseline places %s", name);
     for (int s = 0; s < o->n_seeds && status == PL_OK; s++)
-        status = search(o, g, c, &m, atoi(o->seeds[s]), plans, step, n_plans, best, bound, t,
+        status = search(o, g, c, &m, o->seeds[s], plans, step, n_plans, best, bound, t,
                         err);
     for (int k = 0; k < n_plans; k++)
         pl_plan_free(plans[k]);
