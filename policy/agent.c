@@ -11,6 +11,9 @@
 #include "program.h"
 #include "simulate.h"
 
+/* 16,384 plans (280 KiB); 300 iterations of lstm_lm draw 2,078 distinct ones */
+#define STEP_MEMO_LOG2_SLOTS 14
+
 void pl_agent_options_default(pl_agent_options *o)
 {
     *o = (pl_agent_options){.seed = 1, .samples = 32, .groups = 16, .hidden = 32,
@@ -83,17 +86,19 @@ pl_agent *pl_agent_alloc(const pl_graph *g, const pl_cluster *c, const pl_cost_m
     a->plans = calloc((size_t)o->samples, sizeof *a->plans);
     a->steps = calloc((size_t)o->samples, sizeof *a->steps);
     a->fits = calloc((size_t)o->samples, sizeof *a->fits);
+    a->pending = calloc((size_t)o->samples, sizeof *a->pending);
     a->weights = calloc((size_t)o->samples + 1, sizeof *a->weights);
     a->advantage = calloc((size_t)o->samples + 1, sizeof *a->advantage);
     a->logp = calloc((size_t)o->samples + 1, sizeof *a->logp);
     a->logp_old = calloc((size_t)o->samples + 1, sizeof *a->logp_old);
     bool ok = a->adam_m && a->adam_v && a->grad && a->actions && a->plans && a->steps &&
-              a->fits && a->weights && a->advantage && a->logp && a->logp_old;
+              a->fits && a->pending && a->weights && a->advantage && a->logp && a->logp_old;
     for (int s = 0; ok && s < o->samples; s++)
         ok = (a->plans[s] = pl_plan_new(g, err)) != NULL;
     for (int k = 0; ok && k < PL_AGENT_MAX_BEST; k++)
         ok = (a->best[k].plan = pl_plan_new(g, err)) != NULL;
     ok = ok && (a->swept = pl_plan_new(g, err)) != NULL;
+    ok = ok && pl_step_memo_init(&a->memo, STEP_MEMO_LOG2_SLOTS);
     if (!ok) {
         pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
         pl_agent_free(a);
@@ -133,6 +138,8 @@ void pl_agent_free(pl_agent *a)
     free(a->plans);
     free(a->steps);
     free(a->fits);
+    free(a->pending);
+    pl_step_memo_clear(&a->memo);
     free(a->weights);
     free(a->advantage);
     free(a->logp);
@@ -283,13 +290,15 @@ static void *simulate_samples(void *arg)
 {
     worker *w = arg;
     pl_agent *a = w->agent;
-    for (int s = w->first; s < w->count && w->status == PL_OK; s += w->stride)
+    for (int k = w->first; k < w->count && w->status == PL_OK; k += w->stride) {
+        int s = a->pending[k];
         w->status = simulate_plan(a, a->plans[s], &a->steps[s], &a->fits[s], &w->err);
+    }
     return NULL;
 }
 
-/* Simulates a->plans[0 .. count) on the agent's threads. */
-static pl_status simulate_all(pl_agent *a, int count, pl_error *err)
+/* Simulates the plans a->pending[0 .. count) names, spread over the agent's threads. */
+static pl_status simulate_pending(pl_agent *a, int count, pl_error *err)
 {
     int n = a->options.threads < count ? a->options.threads : count;
     worker workers[64];
@@ -318,6 +327,22 @@ static pl_status simulate_all(pl_agent *a, int count, pl_error *err)
             return workers[t].status;
         }
     return PL_OK;
+}
+
+/* Simulates a->plans[0 .. count) on the agent's threads, those it has not simulated
+ * before. */
+static pl_status simulate_all(pl_agent *a, int count, pl_error *err)
+{
+    int pending = 0;
+    for (int s = 0; s < count; s++)
+        if (!pl_step_memo_find(&a->memo, plan_key(a->plans[s]), &a->steps[s], &a->fits[s]))
+            a->pending[pending++] = s;
+    pl_status status = pending > 0 ? simulate_pending(a, pending, err) : PL_OK;
+    for (int k = 0; k < pending && status == PL_OK; k++) {
+        int s = a->pending[k];
+        pl_step_memo_store(&a->memo, plan_key(a->plans[s]), a->steps[s], a->fits[s]);
+    }
+    return status;
 }
 
 /* The plan's shape is one decision of up to 72 choices whose parts work together (more

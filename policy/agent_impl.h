@@ -7,6 +7,7 @@
 
 #include "agent.h"
 #include "policy_impl.h"
+#include "step_memo.h"
 
 typedef struct pl_agent_best {
     pl_plan *plan;      /* always allocated; valid for the first n_best */
@@ -31,6 +32,8 @@ struct pl_agent {
     int curve_cap;
     pl_agent_best best[PL_AGENT_MAX_BEST];
     int n_best;
+    pl_step_memo memo;         /* plans simulated before; not checkpointed (it saves time,
+                                  it changes no result) */
     /* per iteration, reused */
     double *grad;
     pl_action *actions;
@@ -38,6 +41,7 @@ struct pl_agent {
     pl_plan *swept;            /* the fastest of a shape sweep */
     double *steps;
     bool *fits;
+    int *pending;              /* the samples to simulate: those not in the memo */
     double *weights;
     double *advantage, *logp, *logp_old;
 };

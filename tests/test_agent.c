@@ -1,6 +1,7 @@
 /* The placement agent: the policy's gradient against central differences, the obvious
  * answer on two heavy independent branches, learning (the mean sampled reward rises),
- * imitation, folding a pipeline, and a checkpointed run resumed against an uninterrupted one. */
+ * imitation, folding a pipeline, a checkpointed run resumed against an uninterrupted one,
+ * and the memo of simulated plans. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -430,6 +431,61 @@ static void test_resume(void)
     pl_graph_free(g);
 }
 
+/* The memo of simulated plans: a plan found there is one simulated before, with its step;
+ * a new plan in the same slot evicts it; and an agent that remembers nothing (every
+ * sample simulated) learns the very same weights, curve and best plans. */
+static void test_memo(void)
+{
+    pl_step_memo memo;
+    CU_ASSERT_FATAL(pl_step_memo_init(&memo, 4));
+    double step;
+    bool fits;
+    CU_ASSERT_FALSE(pl_step_memo_find(&memo, 0x35, &step, &fits));
+    pl_step_memo_store(&memo, 0x35, 0.25, true);
+    CU_ASSERT_TRUE(pl_step_memo_find(&memo, 0x35, &step, &fits));
+    CU_ASSERT_EQUAL(step, 0.25);
+    CU_ASSERT_TRUE(fits);
+    pl_step_memo_store(&memo, 0x45, 0.5, false); /* the same slot of 16 */
+    CU_ASSERT_FALSE(pl_step_memo_find(&memo, 0x35, &step, &fits));
+    CU_ASSERT_TRUE(pl_step_memo_find(&memo, 0x45, &step, &fits));
+    CU_ASSERT_FALSE(fits);
+    pl_step_memo_clear(&memo);
+    CU_ASSERT_FALSE(pl_step_memo_find(&memo, 0x45, &step, &fits));
+
+    pl_graph *g = two_branches();
+    pl_cluster *c = two_devices();
+    pl_cost_model m = flop_costs();
+    pl_agent_options o = small_options(5);
+    pl_agent *remembering = pl_agent_new(g, c, &m, &o, NULL);
+    pl_agent *forgetting = pl_agent_new(g, c, &m, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(remembering);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(forgetting);
+    pl_step_memo_clear(&forgetting->memo); /* finds nothing, keeps nothing */
+    for (int i = 0; i < 8; i++) {
+        CU_ASSERT_EQUAL(pl_agent_iterate(remembering, NULL, NULL), PL_OK);
+        CU_ASSERT_EQUAL(pl_agent_iterate(forgetting, NULL, NULL), PL_OK);
+    }
+    CU_ASSERT_EQUAL(memcmp(remembering->policy.params, forgetting->policy.params,
+                           (size_t)remembering->policy.layout.n * sizeof(double)), 0);
+    CU_ASSERT_EQUAL(memcmp(remembering->curve, forgetting->curve, 8 * sizeof *remembering->curve),
+                    0);
+    CU_ASSERT_EQUAL(remembering->n_best, forgetting->n_best);
+    CU_ASSERT_EQUAL(remembering->best[0].step, forgetting->best[0].step);
+    /* and the memo holds the plans it simulated, the best among them */
+    int held = 0, best_held = 0;
+    for (uint64_t slot = 0; slot <= remembering->memo.mask; slot++)
+        if (remembering->memo.keys[slot]) {
+            held++;
+            best_held += remembering->memo.steps[slot] == remembering->best[0].step;
+        }
+    CU_ASSERT(held > 0);
+    CU_ASSERT(best_held > 0);
+    pl_agent_free(remembering);
+    pl_agent_free(forgetting);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 void pl_register_agent_tests(void)
 {
     static const pl_test_case cases[] = {
@@ -440,6 +496,7 @@ void pl_register_agent_tests(void)
         {"folding interleaves a pipeline's stages round the devices", test_fold},
         {"the shape sweep: the imitated placement under every shape", test_sweep},
         {"checkpoint and resume: as uninterrupted", test_resume},
+        {"the memo of simulated plans changes no result", test_memo},
         {NULL, NULL}};
     pl_test_add_suite("agent", cases);
 }
