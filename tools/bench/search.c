@@ -9,6 +9,7 @@
  * compared over many seeds without the executor's noise or the machine's pace (the job,
  * tools/bench-agent, measures both and runs for a time budget). */
 #define _POSIX_C_SOURCE 200809L
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,6 +167,10 @@ static pl_status run_model(const options *o, const char *name, totals *t, pl_err
 int main(int argc, char **argv)
 {
     pl_allocator_keep_freed(); /* as placer does */
+    /* and one OpenBLAS thread, as in the job, whose executor sets it: the policy's small
+     * products gain nothing from more, and idle OpenBLAS threads spin (sched_yield)
+     * against the simulation threads for the two cores */
+    openblas_set_num_threads(1);
     options o;
     if (!parse(argc, argv, &o)) {
         usage(stderr);
