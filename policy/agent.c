@@ -20,7 +20,7 @@ void pl_agent_options_default(pl_agent_options *o)
                             .rounds = 2, .lr = 0.005, .entropy = 0.01, .threads = 2,
                             .imitation_steps = 200, .epochs = 4,
                             .anchor = 1.0, .max_fold = PL_POLICY_MAX_FOLD, .defer = true,
-                            .sweep = true};
+                            .sweep = true, .refine_every = 20, .refine_proposals = 1000};
 }
 
 static pl_status check_options(const pl_agent_options *o, pl_error *err)
@@ -33,7 +33,8 @@ static pl_status check_options(const pl_agent_options *o, pl_error *err)
         return pl_error_set(err, PL_EINPUT, NULL, "hidden must be 1 to 1024, rounds 0 to %d",
                             PL_POLICY_MAX_ROUNDS);
     if (!(o->lr > 0) || !(o->entropy >= 0) || o->threads < 1 || o->threads > 64 ||
-        o->imitation_steps < 0 || o->epochs < 1 || o->epochs > 100 || !(o->anchor >= 0))
+        o->imitation_steps < 0 || o->epochs < 1 || o->epochs > 100 || !(o->anchor >= 0) ||
+        o->refine_every < 0 || o->refine_proposals < 0)
         return pl_error_set(err, PL_EINPUT, NULL, "invalid learning options");
     if (o->max_fold < 1 || o->max_fold > PL_POLICY_MAX_FOLD)
         return pl_error_set(err, PL_EINPUT, NULL, "the fold must be 1 to %d", PL_POLICY_MAX_FOLD);
@@ -42,8 +43,8 @@ static pl_status check_options(const pl_agent_options *o, pl_error *err)
 
 /* Simulated step of a plan; *fits false when a device runs out of memory. A plan the
  * program rejects is an error of ours: the agent only makes valid plans. */
-static pl_status simulate_plan(const pl_agent *a, const pl_plan *plan, double *step,
-                               bool *fits, pl_error *err)
+pl_status pl_agent_simulate(const pl_agent *a, const pl_plan *plan, double *step,
+                            bool *fits, pl_error *err)
 {
     pl_program *program = pl_program_new(a->graph, a->cluster, plan, err);
     if (!program)
@@ -74,6 +75,7 @@ pl_agent *pl_agent_alloc(const pl_graph *g, const pl_cluster *c, const pl_cost_m
     a->cluster = c;
     a->model = m;
     a->options = *o;
+    a->policy_best = INFINITY;
     if (pl_policy_init(&a->policy, g, c, o, err) != PL_OK) {
         pl_agent_free(a);
         return NULL;
@@ -98,6 +100,7 @@ pl_agent *pl_agent_alloc(const pl_graph *g, const pl_cluster *c, const pl_cost_m
     for (int k = 0; ok && k < PL_AGENT_MAX_BEST; k++)
         ok = (a->best[k].plan = pl_plan_new(g, err)) != NULL;
     ok = ok && (a->swept = pl_plan_new(g, err)) != NULL;
+    ok = ok && (a->lead.plan = pl_plan_new(g, err)) != NULL;
     ok = ok && pl_step_memo_init(&a->memo, STEP_MEMO_LOG2_SLOTS);
     if (!ok) {
         pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
@@ -115,7 +118,7 @@ pl_agent *pl_agent_new(const pl_graph *g, const pl_cluster *c, const pl_cost_mod
         return NULL;
     /* rewards are relative to every op on the first device: scale-free across models */
     bool fits;
-    if (simulate_plan(a, a->best[0].plan, &a->reference, &fits, err) != PL_OK) {
+    if (pl_agent_simulate(a, a->best[0].plan, &a->reference, &fits, err) != PL_OK) {
         pl_agent_free(a);
         return NULL;
     }
@@ -147,6 +150,7 @@ void pl_agent_free(pl_agent *a)
     for (int k = 0; k < PL_AGENT_MAX_BEST; k++)
         pl_plan_free(a->best[k].plan);
     pl_plan_free(a->swept);
+    pl_plan_free(a->lead.plan);
     free(a->curve);
     free(a);
 }
@@ -161,7 +165,7 @@ static uint64_t plan_key(const pl_plan *p)
            (uint64_t)p->schedule;
 }
 
-static void copy_plan(pl_plan *to, const pl_plan *from)
+void pl_agent_copy_plan(pl_plan *to, const pl_plan *from)
 {
     memcpy(to->device, from->device, (size_t)from->n_ops * sizeof *to->device);
     memcpy(to->stage, from->stage, (size_t)from->n_ops * sizeof *to->stage);
@@ -178,7 +182,18 @@ static void copy_plan(pl_plan *to, const pl_plan *from)
  * it again at the end would crowd out a different candidate. */
 void pl_agent_keep(pl_agent *a, const pl_plan *plan, double step, const char *algorithm)
 {
+    if (strcmp(algorithm, "rl") == 0 && step < a->policy_best)
+        a->policy_best = step;
     uint64_t key = plan_key(plan);
+    size_t len = strlen(algorithm), tail = strlen(PL_AGENT_REFINED);
+    bool refined = len > tail && strcmp(algorithm + len - tail, PL_AGENT_REFINED) == 0;
+    if (!refined && (a->n_lead == 0 || step < a->lead.step)) {
+        pl_agent_copy_plan(a->lead.plan, plan);
+        a->lead.step = step;
+        a->lead.key = key;
+        snprintf(a->lead.algorithm, sizeof a->lead.algorithm, "%s", algorithm);
+        a->n_lead = 1;
+    }
     for (int k = 0; k < a->n_best; k++)
         if (a->best[k].key == key || fabs(a->best[k].step - step) <= 1e-9 * step)
             return;
@@ -191,10 +206,15 @@ void pl_agent_keep(pl_agent *a, const pl_plan *plan, double step, const char *al
         at--;
     }
     a->best[at] = spare;
-    copy_plan(spare.plan, plan);
+    pl_agent_copy_plan(spare.plan, plan);
     a->best[at].step = step;
     a->best[at].key = key;
     snprintf(a->best[at].algorithm, sizeof a->best[at].algorithm, "%s", algorithm);
+}
+
+double pl_agent_policy_best(const pl_agent *a)
+{
+    return a->policy_best;
 }
 
 int pl_agent_best_count(const pl_agent *a)
@@ -202,29 +222,47 @@ int pl_agent_best_count(const pl_agent *a)
     return a->n_best;
 }
 
-pl_plan *pl_agent_best_plan(const pl_agent *a, int k, pl_error *err)
+static pl_plan *plan_of(const pl_agent *a, const pl_agent_best *b, pl_error *err)
 {
-    if (k < 0 || k >= a->n_best)
-        return NULL;
     pl_plan *plan = pl_plan_new(a->graph, err);
     if (!plan)
         return NULL;
-    copy_plan(plan, a->best[k].plan);
+    pl_agent_copy_plan(plan, b->plan);
     plan->provenance = (pl_provenance){0};
-    snprintf(plan->provenance.algorithm, sizeof plan->provenance.algorithm, "%s",
-             a->best[k].algorithm);
+    snprintf(plan->provenance.algorithm, sizeof plan->provenance.algorithm, "%s", b->algorithm);
     plan->provenance.seed = a->options.seed;
-    plan->provenance.predicted_seconds = a->best[k].step;
+    plan->provenance.predicted_seconds = b->step;
     plan->model_hash = a->graph->hash;
     return plan;
 }
 
-bool pl_agent_made(const pl_plan *plan, bool *reshaped)
+pl_plan *pl_agent_best_plan(const pl_agent *a, int k, pl_error *err)
 {
-    const char *origin = plan->provenance.algorithm;
-    size_t len = strlen(origin), tail = strlen(PL_AGENT_RESHAPED);
-    *reshaped = len > tail && strcmp(origin + len - tail, PL_AGENT_RESHAPED) == 0;
-    return *reshaped || strcmp(origin, "rl") == 0;
+    return k >= 0 && k < a->n_best ? plan_of(a, &a->best[k], err) : NULL;
+}
+
+pl_plan *pl_agent_lead_plan(const pl_agent *a, pl_error *err)
+{
+    return a->n_lead ? plan_of(a, &a->lead, err) : NULL;
+}
+
+/* Removes `suffix` from the end of `text`, if there. */
+static bool strip_suffix(char *text, const char *suffix)
+{
+    size_t len = strlen(text), tail = strlen(suffix);
+    if (len <= tail || strcmp(text + len - tail, suffix) != 0)
+        return false;
+    text[len - tail] = '\0';
+    return true;
+}
+
+bool pl_agent_made(const pl_plan *plan, bool *reshaped, bool *refined)
+{
+    char origin[sizeof plan->provenance.algorithm];
+    snprintf(origin, sizeof origin, "%s", plan->provenance.algorithm);
+    *refined = strip_suffix(origin, PL_AGENT_REFINED);
+    *reshaped = strip_suffix(origin, PL_AGENT_RESHAPED);
+    return *refined || *reshaped || strcmp(origin, "rl") == 0;
 }
 
 pl_status pl_agent_offer(pl_agent *a, const pl_plan *plan, pl_error *err)
@@ -233,7 +271,7 @@ pl_status pl_agent_offer(pl_agent *a, const pl_plan *plan, pl_error *err)
         return err ? err->status : PL_EINPUT;
     double step;
     bool fits;
-    pl_status status = simulate_plan(a, plan, &step, &fits, err);
+    pl_status status = pl_agent_simulate(a, plan, &step, &fits, err);
     if (status == PL_OK && fits)
         pl_agent_keep(a, plan, step, plan->provenance.algorithm[0] ? plan->provenance.algorithm
                                                                    : "offered");
@@ -292,7 +330,7 @@ static void *simulate_samples(void *arg)
     pl_agent *a = w->agent;
     for (int k = w->first; k < w->count && w->status == PL_OK; k += w->stride) {
         int s = a->pending[k];
-        w->status = simulate_plan(a, a->plans[s], &a->steps[s], &a->fits[s], &w->err);
+        w->status = pl_agent_simulate(a, a->plans[s], &a->steps[s], &a->fits[s], &w->err);
     }
     return NULL;
 }
@@ -371,7 +409,7 @@ static pl_status sweep_shapes(pl_agent *a, pl_action *action, const char *algori
         for (int k = 0; k < count; k++)
             if (a->fits[k] && first + k != own && a->steps[k] < fastest) {
                 fastest = a->steps[k];
-                copy_plan(a->swept, a->plans[k]);
+                pl_agent_copy_plan(a->swept, a->plans[k]);
             }
     }
     if (status == PL_OK && fastest < INFINITY)
@@ -463,7 +501,7 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
         return status;
     pl_agent_iteration it = {.iteration = a->iteration + 1, .best_reward = -INFINITY};
     double *reward = a->weights, sum = 0, fit_steps = 0; /* rewards, then weights */
-    double before = a->n_best ? a->best[0].step : INFINITY;
+    double before = a->n_lead ? a->lead.step : INFINITY;
     int fit = 0, best = -1;
     for (int s = 0; s < n; s++) {
         reward[s] = a->fits[s] ? -sqrt(a->steps[s] / a->reference) : PL_AGENT_OOM_REWARD;
@@ -499,13 +537,13 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
      * ratio to the policy that drew it, dropped once the ratio leaves [1-clip, 1+clip] in
      * the direction its advantage pushes (the clipped surrogate's gradient). */
     const double clip = 0.2;
-    /* the anchor: the best plan so far (a baseline's, first), imitated alongside; not when
+    /* the anchor: the lead (a baseline's, first), imitated alongside; not when
      * the policy cannot express it exactly (a folded plan of more stages or (device,
      * stage) pairs than the heads have), which would pull towards another plan */
     int m = n;
     bool exact = false;
-    if (a->options.anchor > 0 && a->n_best > 0 &&
-        pl_action_from_plan(&a->policy, a->best[0].plan, &a->actions[n], &exact) && exact) {
+    if (a->options.anchor > 0 && a->n_lead > 0 &&
+        pl_action_from_plan(&a->policy, a->lead.plan, &a->actions[n], &exact) && exact) {
         a->weights[n] = a->options.anchor / n;
         m = n + 1;
     }
@@ -532,6 +570,9 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
     if (status != PL_OK)
         return status;
     a->curve[a->iteration++] = it;
+    if ((status = pl_agent_refine(a, err)) != PL_OK)
+        return status;
+    a->curve[a->iteration - 1].best_step = it.best_step = a->best[0].step;
     if (result)
         *result = it;
     return PL_OK;

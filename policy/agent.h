@@ -64,6 +64,9 @@ typedef struct pl_agent_options {
     bool defer;        /* the shape may defer weight gradients (default true) */
     bool sweep;        /* a new best placement is also tried under every shape (default
                           true) */
+    int refine_every;  /* iterations between refinements of a new best plan (default 20;
+                          0: none) */
+    int refine_proposals; /* moves proposed per refinement chain (default 1000) */
 } pl_agent_options;
 
 /* The defaults above. */
@@ -109,16 +112,28 @@ const pl_agent_iteration *pl_agent_curve(const pl_agent *agent);
 /* The best distinct plans simulated so far (a plan simulating to a kept one's very step
  * counts as the same), best first (at most PL_AGENT_MAX_BEST): a new
  * plan (pl_plan_free) with its simulated step in provenance.predicted_seconds and
- * algorithm "rl", the offered plan's own, or that followed by PL_AGENT_RESHAPED (an
- * imitated plan's placement under another shape, by the agent's shape sweep), or NULL
- * when k is out of range. */
+ * algorithm "rl" (the policy's), the offered plan's own, or either followed by
+ * PL_AGENT_RESHAPED (an imitated plan's placement under another shape, by the agent's
+ * shape sweep) and/or PL_AGENT_REFINED (improved by the agent's refinement), or NULL when
+ * k is out of range. */
 int pl_agent_best_count(const pl_agent *agent);
 pl_plan *pl_agent_best_plan(const pl_agent *agent, int k, pl_error *err);
 
-#define PL_AGENT_RESHAPED " reshaped"
+/* The lead: the best plan not refined (the policy's, an offered one, or one reshaped), as
+ * pl_agent_best_plan gives it, or NULL before any plan fits. */
+pl_plan *pl_agent_lead_plan(const pl_agent *agent, pl_error *err);
 
-/* Whether the agent made the plan: "rl", or a baseline's placement it reshaped. */
-bool pl_agent_made(const pl_plan *plan, bool *reshaped);
+#define PL_AGENT_RESHAPED " reshaped"
+#define PL_AGENT_REFINED " refined"
+
+/* Whether the agent made the plan: "rl", or a plan it reshaped or refined (said in
+ * *reshaped and *refined). */
+bool pl_agent_made(const pl_plan *plan, bool *reshaped, bool *refined);
+
+/* The best simulated step among the policy's own plans (its samples and their shape
+ * sweeps; not refined), or INFINITY before any fit: what the refinement is measured
+ * against. */
+double pl_agent_policy_best(const pl_agent *agent);
 
 /* What the executor measured for a plan the simulator predicted `simulated` seconds for:
  * the agent keeps the geometric mean of measured / simulated as the simulator's

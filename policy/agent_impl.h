@@ -9,6 +9,8 @@
 #include "policy_impl.h"
 #include "step_memo.h"
 
+enum { PL_AGENT_REFINED_KEYS = 8 };
+
 typedef struct pl_agent_best {
     pl_plan *plan;      /* always allocated; valid for the first n_best */
     double step;        /* simulated */
@@ -32,6 +34,14 @@ struct pl_agent {
     int curve_cap;
     pl_agent_best best[PL_AGENT_MAX_BEST];
     int n_best;
+    pl_agent_best lead;        /* the best plan not refined (n_lead 0: none yet): what the
+                                  anchor imitates and a new sample must beat to be swept,
+                                  so the policy learns as it would without refinement */
+    int n_lead;
+    uint64_t refined[PL_AGENT_REFINED_KEYS]; /* the plans the last refinements started
+                                  from (a ring), not to start from again */
+    int n_refined;             /* refinements so far */
+    double policy_best;        /* the best step of the policy's own plans ("rl") */
     pl_step_memo memo;         /* plans simulated before; not checkpointed (it saves time,
                                   it changes no result) */
     /* per iteration, reused */
@@ -51,5 +61,16 @@ pl_agent *pl_agent_alloc(const pl_graph *graph, const pl_cluster *cluster,
                          const pl_cost_model *model, const pl_agent_options *options,
                          pl_error *err);
 void pl_agent_keep(pl_agent *agent, const pl_plan *plan, double step, const char *algorithm);
+void pl_agent_copy_plan(pl_plan *to, const pl_plan *from);
+
+/* A plan's simulated step; *fits false when a device runs out of memory. Re-entrant. */
+pl_status pl_agent_simulate(const pl_agent *agent, const pl_plan *plan, double *step,
+                            bool *fits, pl_error *err);
+
+/* Every options.refine_every iterations: simulated annealing (agent_refine.c) from the
+ * best plan, or else from the lead, whichever it has not started from before; a better
+ * plan found is kept among the best. */
+enum { PL_AGENT_REFINE_CHAINS = 2 };
+pl_status pl_agent_refine(pl_agent *agent, pl_error *err);
 
 #endif

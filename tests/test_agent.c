@@ -1,7 +1,7 @@
 /* The placement agent: the policy's gradient against central differences, the obvious
  * answer on two heavy independent branches, learning (the mean sampled reward rises),
- * imitation, folding a pipeline, a checkpointed run resumed against an uninterrupted one,
- * and the memo of simulated plans. */
+ * imitation, folding a pipeline, refining a plan, a checkpointed run resumed against an
+ * uninterrupted one, and the memo of simulated plans. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -376,6 +376,76 @@ static void test_sweep(void)
     pl_graph_free(g);
 }
 
+/* Refinement: a chain's pipeline cut after its first matmul (one device idles most of
+ * the step) is refined to a balanced cut, kept under the offered plan's name and
+ * " refined", with stages still following the dataflow and no new (device, stage) pair;
+ * the lead stays the offered plan; the result does not depend on the thread count; and
+ * refinement stops once it no longer improves. */
+static void test_refine(void)
+{
+    pl_graph *g = chain();
+    pl_cluster *c = two_devices();
+    pl_cost_model m = flop_costs();
+    double steps[2] = {0, 0};
+    int devices[2][64];
+    for (int threads = 1; threads <= 2; threads++) {
+        pl_agent_options o = small_options(3);
+        o.sweep = false, o.threads = threads, o.refine_every = 1, o.refine_proposals = 300;
+        pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        pl_plan *plan = pl_plan_new(g, NULL);
+        for (int i = 0; i < plan->n_ops; i++)
+            plan->device[i] = plan->stage[i] = i < 1 ? 0 : 1; /* m0 | m1-m7, loss */
+        plan->n_stages = 2;
+        plan->micro_batches = 4;
+        snprintf(plan->provenance.algorithm, sizeof plan->provenance.algorithm, "test");
+        CU_ASSERT_EQUAL_FATAL(pl_agent_offer(a, plan, NULL), PL_OK);
+        double offered = a->best[0].step;
+        CU_ASSERT_EQUAL_FATAL(pl_agent_refine(a, NULL), PL_OK);
+        const pl_agent_best *best = &a->best[0];
+        CU_ASSERT_STRING_EQUAL(best->algorithm, "test refined");
+        CU_ASSERT(best->step < 0.8 * offered);
+        CU_ASSERT_EQUAL(pl_plan_check(best->plan, g, c, NULL), PL_OK);
+        for (int i = 0; i < plan->n_ops; i++)
+            CU_ASSERT_EQUAL(best->plan->device[i], best->plan->stage[i]);
+        CU_ASSERT_STRING_EQUAL(a->lead.algorithm, "test");
+        CU_ASSERT_EQUAL(a->lead.step, offered);
+        steps[threads - 1] = best->step;
+        memcpy(devices[threads - 1], best->plan->device, (size_t)plan->n_ops * sizeof(int));
+        /* on from the refined plan while that improves it, then the lead was refined
+         * already: nothing more */
+        int calls = 0, before;
+        do {
+            before = a->n_refined;
+            CU_ASSERT_EQUAL_FATAL(pl_agent_refine(a, NULL), PL_OK);
+        } while (a->n_refined > before && ++calls < 100);
+        CU_ASSERT(calls < 100);
+        CU_ASSERT_EQUAL(pl_plan_check(a->best[0].plan, g, c, NULL), PL_OK);
+        pl_plan_free(plan);
+        pl_agent_free(a);
+    }
+    CU_ASSERT_EQUAL(steps[0], steps[1]);
+    CU_ASSERT_EQUAL(memcmp(devices[0], devices[1], (size_t)g->n_forward_ops * sizeof(int)), 0);
+    /* what the agent made, and how */
+    pl_plan *plan = pl_plan_new(g, NULL);
+    static const struct { const char *origin; bool made, reshaped, refined; } cases[] = {
+        {"rl", true, false, false}, {"rl refined", true, false, true},
+        {"sct", false, false, false}, {"sct refined", true, false, true},
+        {"pipeline-dp reshaped", true, true, false},
+        {"pipeline-dp reshaped refined", true, true, true}, {"refined", false, false, false}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        bool reshaped, refined;
+        snprintf(plan->provenance.algorithm, sizeof plan->provenance.algorithm, "%s",
+                 cases[k].origin);
+        CU_ASSERT_EQUAL(pl_agent_made(plan, &reshaped, &refined), cases[k].made);
+        CU_ASSERT_EQUAL(reshaped, cases[k].reshaped);
+        CU_ASSERT_EQUAL(refined, cases[k].refined);
+    }
+    pl_plan_free(plan);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* Six iterations straight against three, a checkpoint, a fresh agent, three more. */
 static void test_resume(void)
 {
@@ -383,6 +453,7 @@ static void test_resume(void)
     pl_cluster *c = two_devices();
     pl_cost_model m = flop_costs();
     pl_agent_options o = small_options(11);
+    o.refine_every = 2, o.refine_proposals = 40; /* refinements before and after the save */
     char path[] = "/tmp/placer-agent-XXXXXX";
     int fd = mkstemp(path);
     CU_ASSERT_FATAL(fd >= 0);
@@ -417,6 +488,9 @@ static void test_resume(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(y);
     CU_ASSERT_EQUAL(memcmp(x->device, y->device, (size_t)x->n_ops * sizeof *x->device), 0);
     CU_ASSERT_EQUAL(x->provenance.predicted_seconds, y->provenance.predicted_seconds);
+    CU_ASSERT_EQUAL(resumed->n_refined, straight->n_refined);
+    CU_ASSERT_EQUAL(memcmp(resumed->refined, straight->refined, sizeof straight->refined), 0);
+    CU_ASSERT_EQUAL(resumed->lead.step, straight->lead.step);
     pl_plan_free(x);
     pl_plan_free(y);
     /* another seed's options are refused with a reason */
@@ -495,6 +569,7 @@ void pl_register_agent_tests(void)
         {"the best plans are distinct, devices relabelled or not", test_best_distinct},
         {"folding interleaves a pipeline's stages round the devices", test_fold},
         {"the shape sweep: the imitated placement under every shape", test_sweep},
+        {"refinement: single-op moves balance a pipeline", test_refine},
         {"checkpoint and resume: as uninterrupted", test_resume},
         {"the memo of simulated plans changes no result", test_memo},
         {NULL, NULL}};

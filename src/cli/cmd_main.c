@@ -29,6 +29,7 @@ typedef struct main_options {
     bool quiet;
     bool no_fold, no_defer, no_sweep; /* the agent's shape: no interleaving, no deferral,
                                          no sweeps of a new best placement's shapes */
+    bool no_refine;                   /* no refinement of the best plan */
 } main_options;
 
 /* "graphs/mlp.json" -> "mlp": the file name without directory and ".json". */
@@ -51,7 +52,7 @@ static void print_usage(void)
 {
     printf("Usage: placer MODEL.json [--cluster C] [--budget SECONDS] [--seed N] [-o PREFIX]\n"
            "                         [--iterations N] [--samples N] [--resume CKPT] [-q]\n"
-           "                         [--no-fold] [--no-defer] [--no-sweep]\n"
+           "                         [--no-fold] [--no-defer] [--no-sweep] [--no-refine]\n"
            "Finds a placement of the model on the cluster (default: this machine): runs the\n"
            "baseline placers and the learning agent for about --budget seconds (default 60),\n"
            "measures the best plans on the executor and writes PREFIX.plan.json,\n"
@@ -62,7 +63,8 @@ static void print_usage(void)
            "cluster, seed and samples. Ctrl-C stops the search and writes the best plan so\n"
            "far (exit status 130). --no-fold and --no-defer keep the agent from interleaving\n"
            "pipeline stages and from deferring weight gradients, --no-sweep from trying a new\n"
-           "best placement under every shape (to measure what each gains).\n");
+           "best placement under every shape, --no-refine from refining the best plan by\n"
+           "single-op moves (to measure what each gains).\n");
 }
 
 static int parse_options(int argc, char **argv, main_options *o)
@@ -79,6 +81,7 @@ static int parse_options(int argc, char **argv, main_options *o)
                                             {"no-fold", no_argument, NULL, 'F'},
                                             {"no-defer", no_argument, NULL, 'D'},
                                             {"no-sweep", no_argument, NULL, 'S'},
+                                            {"no-refine", no_argument, NULL, 'R'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     *o = (main_options){.budget = 60, .seed = 1, .samples = 32, .measure_steps = 3};
@@ -94,6 +97,7 @@ static int parse_options(int argc, char **argv, main_options *o)
         case 'F': o->no_fold = true; break;
         case 'D': o->no_defer = true; break;
         case 'S': o->no_sweep = true; break;
+        case 'R': o->no_refine = true; break;
         case 'b': {
             char *end;
             o->budget = strtod(optarg, &end);
@@ -292,6 +296,7 @@ static int start_agent(job_state *s, char *ckpt)
     ao.max_fold = s->o.no_fold ? 1 : ao.max_fold;
     ao.defer = !s->o.no_defer;
     ao.sweep = !s->o.no_sweep;
+    ao.refine_every = s->o.no_refine ? 0 : ao.refine_every;
     pl_error err;
     pl_error_init(&err, s->o.resume ? s->o.resume : s->o.model);
     if (s->o.resume) {
@@ -477,38 +482,59 @@ static int head_to_head(job_state *s)
     return PL_EXIT_OK;
 }
 
-/* The agent's best distinct plans become rows, measured head to head with the best
- * baseline unless interrupted; the chosen row is the fastest measured (simulated when
- * nothing was measured). */
+/* One of the agent's plans as row number *added + 1, unless it is a baseline's (already a
+ * row) or the same as an agent's row before it (the same simulated step). */
+static int add_agent_row(job_state *s, pl_plan *plan, int *added)
+{
+    bool reshaped, refined, same = false;
+    for (int r = 0; r < s->job.n_rows && !same; r++)
+        same = !s->job.rows[r].baseline && s->job.rows[r].plan &&
+               s->job.rows[r].plan->provenance.predicted_seconds ==
+                   plan->provenance.predicted_seconds;
+    if (same || !pl_agent_made(plan, &reshaped, &refined)) {
+        pl_plan_free(plan);
+        return PL_EXIT_OK;
+    }
+    /* a plan the sweep reshaped or the refinement improved: said, with its origin */
+    const char *origin = plan->provenance.algorithm;
+    char name[96];
+    if (strncmp(origin, "rl ", 3) == 0)
+        origin += 3;
+    if (reshaped || refined)
+        snprintf(name, sizeof name, "agent #%d (%s)", ++*added, origin);
+    else
+        snprintf(name, sizeof name, "agent #%d", ++*added);
+    pl_job_row *row = add_row(s, name, plan, false);
+    if (!row)
+        return PL_EXIT_OK;
+    row->reshaped = reshaped;
+    row->refined = refined;
+    return simulate_row(s, row);
+}
+
+/* The agent's two best distinct plans and its lead (its best plan not refined: what the
+ * policy itself reached), or its third best when the lead is among them or a baseline,
+ * become rows, measured head to head with the best baseline unless interrupted; the
+ * chosen row is the fastest measured (simulated when nothing was measured). */
 static int finish_search(job_state *s)
 {
     pl_job *job = &s->job;
     pl_error err;
     pl_error_init(&err, s->o.model);
-    int added = 0;
-    for (int k = 0; k < pl_agent_best_count(s->agent) && added < 3; k++) {
-        pl_plan *plan = pl_agent_best_plan(s->agent, k, &err);
-        if (!plan)
-            return pl_cli_report(&err);
-        bool reshaped;
-        if (!pl_agent_made(plan, &reshaped)) { /* a baseline: already a row */
-            pl_plan_free(plan);
+    int added = 0, k = 0, n_best = pl_agent_best_count(s->agent), status = PL_EXIT_OK;
+    for (int pass = 0; pass < 3 && added < 3 && status == PL_EXIT_OK; pass++) {
+        if (pass == 1) { /* the lead */
+            pl_plan *plan = pl_agent_lead_plan(s->agent, &err);
+            status = plan ? add_agent_row(s, plan, &added) : PL_EXIT_OK;
             continue;
         }
-        char name[96]; /* a baseline's placement the agent's sweep gave another shape: said */
-        if (reshaped)
-            snprintf(name, sizeof name, "agent #%d (%s)", ++added, plan->provenance.algorithm);
-        else
-            snprintf(name, sizeof name, "agent #%d", ++added);
-        pl_job_row *row = add_row(s, name, plan, false);
-        if (!row)
-            break;
-        row->reshaped = reshaped;
-        int status = simulate_row(s, row);
-        if (status != PL_EXIT_OK)
-            return status;
+        for (int want = pass == 0 ? 2 : 3; k < n_best && added < want && status == PL_EXIT_OK;
+             k++) {
+            pl_plan *plan = pl_agent_best_plan(s->agent, k, &err);
+            status = plan ? add_agent_row(s, plan, &added) : pl_cli_report(&err);
+        }
     }
-    int status = pl_cli_interrupted ? PL_EXIT_OK : head_to_head(s);
+    status = pl_cli_interrupted ? PL_EXIT_OK : head_to_head(s);
     if (status != PL_EXIT_OK)
         return status;
     job->chosen = -1;

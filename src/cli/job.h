@@ -21,6 +21,7 @@ typedef struct pl_job_row {
     char failure[PL_ERROR_TEXT_MAX]; /* why, when it failed */
     bool baseline;
     bool reshaped;        /* the agent's: a baseline's placement under another shape */
+    bool refined;         /* the agent's: improved by its refinement */
     pl_simulation sim;    /* valid with a plan */
     double measured;      /* median step on the executor, 0 when not measured */
     bool head_to_head;    /* measured last, taking turns with the other contenders */

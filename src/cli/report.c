@@ -10,30 +10,40 @@
 #include "cli.h"
 #include "job.h"
 
-/* When a candidate is a baseline's placement under another shape (the agent's sweep,
- * docs/agent.md), the policy's own best measured plan too: whether it improved. */
+/* When a candidate is not one of the policy's own samples (a baseline's placement under
+ * another shape, or a plan the refinement improved: docs/agent.md), what the policy's own
+ * plans reached too: whether the policy itself improved on the baselines. */
 static void report_own_plan(FILE *fp, const pl_job *job)
 {
-    const pl_job_row *own = NULL, *reshaped = NULL;
+    const pl_job_row *own = NULL, *other = NULL;
     for (int r = 0; r < job->n_rows; r++) {
         const pl_job_row *row = &job->rows[r];
         if (row->baseline || !(row->measured > 0))
             continue;
-        const pl_job_row **slot = row->reshaped ? &reshaped : &own;
+        const pl_job_row **slot = row->reshaped || row->refined ? &other : &own;
         if (!*slot || row->measured < (*slot)->measured)
             *slot = row;
     }
-    if (!reshaped || job->best_baseline < 0)
+    if (!other || job->best_baseline < 0)
         return;
     const pl_job_row *base = &job->rows[job->best_baseline];
-    fprintf(fp, "%s is a baseline's placement under another shape (micro-batches, fold, "
-            "schedule, deferral), found by the agent's shape sweep. ", reshaped->name);
-    if (own)
-        fprintf(fp, "The policy's own best plan, %s, measured %.3f ms: %.3fx the best "
-                "baseline's step.\n\n", own->name, 1e3 * own->measured,
-                own->measured / base->measured);
+    if (other->reshaped)
+        fprintf(fp, "%s is a baseline's placement under another shape (micro-batches, fold, "
+                "schedule, deferral), found by the agent's shape sweep%s. ", other->name,
+                other->refined ? ", then improved by its refinement (single-op moves)" : "");
     else
-        fprintf(fp, "No plan of the policy's own was measured.\n\n");
+        fprintf(fp, "%s was improved by the agent's refinement (single-op moves from its best "
+                "plan so far). ", other->name);
+    if (own)
+        fprintf(fp, "The policy's own best measured plan, %s, measured %.3f ms: %.3fx the best "
+                "baseline's step. ", own->name, 1e3 * own->measured,
+                own->measured / base->measured);
+    double policy_best = job->agent ? pl_agent_policy_best(job->agent) : INFINITY;
+    if (isfinite(policy_best) && base->sim.step_seconds > 0)
+        fprintf(fp, "The policy's own plans simulated at best %.3f ms, %.3fx the best "
+                "baseline's simulated step.", 1e3 * policy_best,
+                policy_best / base->sim.step_seconds);
+    fprintf(fp, "\n\n");
 }
 
 /* The learning curve: mean sampled reward and best-so-far reward per iteration. */
