@@ -187,7 +187,8 @@ void pl_agent_keep(pl_agent *a, const pl_plan *plan, double step, const char *al
     uint64_t key = plan_key(plan);
     size_t len = strlen(algorithm), tail = strlen(PL_AGENT_REFINED);
     bool refined = len > tail && strcmp(algorithm + len - tail, PL_AGENT_REFINED) == 0;
-    if (!refined && (a->n_lead == 0 || step < a->lead.step)) {
+    /* a step within rounding of the lead's is the same plan, as below */
+    if (!refined && (a->n_lead == 0 || a->lead.step - step > 1e-9 * step)) {
         pl_agent_copy_plan(a->lead.plan, plan);
         a->lead.step = step;
         a->lead.key = key;

@@ -538,6 +538,8 @@ static void test_memo(void)
     for (int i = 0; i < 8; i++) {
         CU_ASSERT_EQUAL(pl_agent_iterate(remembering, NULL, NULL), PL_OK);
         CU_ASSERT_EQUAL(pl_agent_iterate(forgetting, NULL, NULL), PL_OK);
+        /* no refinement yet: the lead is the best plan, as kept (not a relabelled twin) */
+        CU_ASSERT_EQUAL(remembering->lead.key, remembering->best[0].key);
     }
     CU_ASSERT_EQUAL(memcmp(remembering->policy.params, forgetting->policy.params,
                            (size_t)remembering->policy.layout.n * sizeof(double)), 0);
