@@ -185,10 +185,9 @@ void pl_agent_keep(pl_agent *a, const pl_plan *plan, double step, const char *al
     if (strcmp(algorithm, "rl") == 0 && step < a->policy_best)
         a->policy_best = step;
     uint64_t key = plan_key(plan);
-    size_t len = strlen(algorithm), tail = strlen(PL_AGENT_REFINED);
-    bool refined = len > tail && strcmp(algorithm + len - tail, PL_AGENT_REFINED) == 0;
     /* a step within rounding of the lead's is the same plan, as below */
-    if (!refined && (a->n_lead == 0 || a->lead.step - step > 1e-9 * step)) {
+    if (!pl_agent_is_refined(algorithm) &&
+        (a->n_lead == 0 || a->lead.step - step > 1e-9 * step)) {
         pl_agent_copy_plan(a->lead.plan, plan);
         a->lead.step = step;
         a->lead.key = key;
@@ -247,14 +246,25 @@ pl_plan *pl_agent_lead_plan(const pl_agent *a, pl_error *err)
     return a->n_lead ? plan_of(a, &a->lead, err) : NULL;
 }
 
+/* Whether `text` is something followed by `suffix`. */
+static bool ends_with(const char *text, const char *suffix)
+{
+    size_t len = strlen(text), tail = strlen(suffix);
+    return len > tail && strcmp(text + len - tail, suffix) == 0;
+}
+
 /* Removes `suffix` from the end of `text`, if there. */
 static bool strip_suffix(char *text, const char *suffix)
 {
-    size_t len = strlen(text), tail = strlen(suffix);
-    if (len <= tail || strcmp(text + len - tail, suffix) != 0)
+    if (!ends_with(text, suffix))
         return false;
-    text[len - tail] = '\0';
+    text[strlen(text) - strlen(suffix)] = '\0';
     return true;
+}
+
+bool pl_agent_is_refined(const char *algorithm)
+{
+    return ends_with(algorithm, PL_AGENT_REFINED);
 }
 
 bool pl_agent_made(const pl_plan *plan, bool *reshaped, bool *refined)
@@ -522,7 +532,6 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
     it.oom = n - fit;
     it.mean_reward = sum / n;
     it.mean_step = fit ? fit_steps / fit : 0;
-    it.best_step = a->n_best ? a->best[0].step : 0;
     /* leave-one-out baseline, advantages over the rewards' spread */
     double var = 0;
     for (int s = 0; s < n; s++)
@@ -573,7 +582,8 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
     a->curve[a->iteration++] = it;
     if ((status = pl_agent_refine(a, err)) != PL_OK)
         return status;
-    a->curve[a->iteration - 1].best_step = it.best_step = a->best[0].step;
+    /* the best so far, after this iteration's refinement */
+    a->curve[a->iteration - 1].best_step = it.best_step = a->n_best ? a->best[0].step : 0;
     if (result)
         *result = it;
     return PL_OK;

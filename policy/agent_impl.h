@@ -63,6 +63,9 @@ pl_agent *pl_agent_alloc(const pl_graph *graph, const pl_cluster *cluster,
 void pl_agent_keep(pl_agent *agent, const pl_plan *plan, double step, const char *algorithm);
 void pl_agent_copy_plan(pl_plan *to, const pl_plan *from);
 
+/* Whether a kept plan's algorithm names it refined (it ends with PL_AGENT_REFINED). */
+bool pl_agent_is_refined(const char *algorithm);
+
 /* A plan's simulated step; *fits false when a device runs out of memory. Re-entrant. */
 pl_status pl_agent_simulate(const pl_agent *agent, const pl_plan *plan, double *step,
                             bool *fits, pl_error *err);

@@ -105,11 +105,11 @@ static void free_chain(chain *ch)
 /* The label of a refined plan: its origin's, marked once. */
 static void refined_label(char *label, size_t cap, const char *origin)
 {
-    size_t len = strlen(origin), tail = strlen(PL_AGENT_REFINED);
-    if (len >= tail && strcmp(origin + len - tail, PL_AGENT_REFINED) == 0)
+    if (pl_agent_is_refined(origin))
         snprintf(label, cap, "%s", origin);
     else
-        snprintf(label, cap, "%.*s" PL_AGENT_REFINED, (int)(cap - tail - 1), origin);
+        snprintf(label, cap, "%.*s" PL_AGENT_REFINED,
+                 (int)(cap - strlen(PL_AGENT_REFINED) - 1), origin);
 }
 
 static bool refined_before(const pl_agent *a, uint64_t key)

@@ -512,6 +512,19 @@ static int add_agent_row(job_state *s, pl_plan *plan, int *added)
     return simulate_row(s, row);
 }
 
+/* The agent's best plans from *k on, as rows, until *added reaches `want`. */
+static int add_best_rows(job_state *s, int *k, int want, int *added)
+{
+    pl_error err;
+    pl_error_init(&err, s->o.model);
+    int status = PL_EXIT_OK;
+    for (; *k < pl_agent_best_count(s->agent) && *added < want && status == PL_EXIT_OK; ++*k) {
+        pl_plan *plan = pl_agent_best_plan(s->agent, *k, &err);
+        status = plan ? add_agent_row(s, plan, added) : pl_cli_report(&err);
+    }
+    return status;
+}
+
 /* The agent's two best distinct plans and its lead (its best plan not refined: what the
  * policy itself reached), or its third best when the lead is among them or a baseline,
  * become rows, measured head to head with the best baseline unless interrupted; the
@@ -521,19 +534,15 @@ static int finish_search(job_state *s)
     pl_job *job = &s->job;
     pl_error err;
     pl_error_init(&err, s->o.model);
-    int added = 0, k = 0, n_best = pl_agent_best_count(s->agent), status = PL_EXIT_OK;
-    for (int pass = 0; pass < 3 && added < 3 && status == PL_EXIT_OK; pass++) {
-        if (pass == 1) { /* the lead */
-            pl_plan *plan = pl_agent_lead_plan(s->agent, &err);
-            status = plan ? add_agent_row(s, plan, &added) : PL_EXIT_OK;
-            continue;
-        }
-        for (int want = pass == 0 ? 2 : 3; k < n_best && added < want && status == PL_EXIT_OK;
-             k++) {
-            pl_plan *plan = pl_agent_best_plan(s->agent, k, &err);
-            status = plan ? add_agent_row(s, plan, &added) : pl_cli_report(&err);
-        }
-    }
+    int added = 0, k = 0;
+    int status = add_best_rows(s, &k, 2, &added);
+    pl_plan *lead = status == PL_EXIT_OK ? pl_agent_lead_plan(s->agent, &err) : NULL;
+    if (lead)
+        status = add_agent_row(s, lead, &added);
+    if (status == PL_EXIT_OK)
+        status = add_best_rows(s, &k, 3, &added);
+    if (status != PL_EXIT_OK)
+        return status;
     status = pl_cli_interrupted ? PL_EXIT_OK : head_to_head(s);
     if (status != PL_EXIT_OK)
         return status;
