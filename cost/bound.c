@@ -1,4 +1,4 @@
-/* The lower bound on a step (simulate.h). A plan splits the batch into micro-batches of
+/* The lower bound on a step (bound.h). A plan splits the batch into micro-batches of
  * one size; for each size a plan may choose, the step lasts at least the largest of
  * - one micro-batch's critical path,
  * - the step's work spread over every device,
@@ -16,6 +16,8 @@
  * the fit disagree. */
 #include <math.h>
 #include <stdlib.h>
+
+#include "bound.h"
 
 #include "graph_build.h"
 #include "simulate.h"

@@ -40,9 +40,9 @@ static samples *handoff_kind(const pl_program *p, const reading *how, int r, dou
 {
     if (!how->polling)
         return &how->g->handoff;
-    if (r >= p->n_devices || !pl_executor_device_polls(&how->cluster->devices[r]) || idle < 0)
+    if (r >= p->n_devices || !pl_device_polls(&how->cluster->devices[r]) || idle < 0)
         return NULL;
-    return idle < PL_EXECUTOR_POLL_SECONDS ? &how->g->poll : &how->g->wake;
+    return idle < PL_DEVICE_POLL_SECONDS ? &how->g->poll : &how->g->wake;
 }
 
 /* Reads one step's timeline: each task's latest predecessor, and what its resource did
@@ -107,7 +107,7 @@ static bool read_lateness(const pl_program *p, const double *starts, const doubl
         } else {
             double held = pl_task_flops(p, task) / how->rate;
             double native = pl_cost_native(how->m, p, how->cluster, task);
-            if (held - native > PL_EXECUTOR_PACE_SPIN_SECONDS) /* it sleeps (pl_cost_paced) */
+            if (held - native > PL_DEVICE_PACE_SPIN_SECONDS) /* it sleeps (pl_cost_paced) */
                 ok = pl_calib_add_sample(&how->g->late, took - held, 0, 0);
             else if (held > native) /* it spins */
                 ok = pl_calib_add_sample(&how->g->spin_late, took - held, 0, 0);

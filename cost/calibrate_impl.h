@@ -31,7 +31,7 @@ int pl_calib_compare_doubles(const void *a, const void *b); /* for qsort */
 void pl_calib_fit_copies(pl_cost_model *m, const samples *copies);
 
 /* A cluster of `n` devices of `threads` threads; flops > 0: paced at that rate; `pin`:
- * device d on core d when the machine has the cores (such devices poll, executor.h). */
+ * device d on core d when the machine has the cores (such devices poll, cluster.h). */
 pl_cluster *pl_calib_cluster(int n, int threads, double flops, bool pin, pl_error *err);
 
 /* A model's training graph at `batch` (0: its own), its executor on `cluster` with a plan

@@ -86,7 +86,7 @@ void pl_calib_fit_copies(pl_cost_model *m, const samples *copies)
 }
 
 /* A cluster of `n` devices of `threads` threads (flops_per_second 0: native); `pin`: device
- * d on core d, as the local machine's devices (they then poll when idle, executor.h), when
+ * d on core d, as the local machine's devices (they then poll when idle, cluster.h), when
  * the machine has a core for each. */
 pl_cluster *pl_calib_cluster(int n, int threads, double flops, bool pin, pl_error *err)
 {

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "executor.h"
 #include "json_reader.h"
 
 void pl_cost_machine_key(char *buf, size_t cap)
@@ -87,7 +86,7 @@ double pl_cost_paced(const pl_cost_model *m, double native, double paced)
 {
     if (paced <= native)
         return native; /* not held */
-    if (paced - native <= PL_EXECUTOR_PACE_SPIN_SECONDS)
+    if (paced - native <= PL_DEVICE_PACE_SPIN_SECONDS)
         return paced + m->paced_spin_late_seconds; /* the pacer spins */
     return paced + m->paced_late_seconds;
 }

@@ -7,7 +7,7 @@
  *   the micro-batch's shapes), with the three coefficients fitted per op kind and thread
  *   count to every measurement; a kind never measured uses the fit over all kinds.
  * - On a paced device an op takes the larger of that and its FLOPs at the declared rate,
- *   plus, when the pacer holds it long enough to sleep (executor.h), how late such tasks
+ *   plus, when the pacer holds it long enough to sleep (cluster.h), how late such tasks
  *   end: `paced_late_seconds`, the mean measured with four paced devices sharing the
  *   machine's cores, since a woken thread may wait for one. A task held less spins, and
  *   ends `paced_spin_late_seconds` late on average: mostly on time, now and then after
@@ -22,7 +22,7 @@
  *   the core is taken while it copies).
  * - A task released by a task on another device or link starts at once when that resource
  *   is busy (it takes the task when free), else after a hand-off: on a native device that
- *   polls (executor.h) `poll_seconds` while it has been idle less than the poll window,
+ *   polls (cluster.h) `poll_seconds` while it has been idle less than the poll window,
  *   `wake_seconds` after (its thread sleeps, its core may have halted); elsewhere (paced
  *   devices, links: they never poll) `handoff_seconds`, a sleeping thread woken. One
  *   released on the same resource starts `task_seconds` later.

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "executor.h"
 #include "graph_build.h"
 #include "heap.h"
 
@@ -29,7 +28,7 @@ typedef struct simulator {
     double *op_seconds;  /* per op of the graph: one task's time, or -1 until needed; every
                             micro-batch's task of an op costs the same (one device, one
                             shape), and its signature's hash is the costly part */
-    bool *polls;         /* per resource: a device whose idle thread polls (executor.h) */
+    bool *polls;         /* per resource: a device whose idle thread polls (cluster.h) */
     const pl_cost_model *m;
 } simulator;
 
@@ -72,7 +71,7 @@ static double handoff_to(const simulator *s, int r, double now)
         return 0;
     if (!s->polls[r])
         return s->m->handoff_seconds;
-    return now - s->last_end[r] < PL_EXECUTOR_POLL_SECONDS ? s->m->poll_seconds
+    return now - s->last_end[r] < PL_DEVICE_POLL_SECONDS ? s->m->poll_seconds
                                                            : s->m->wake_seconds;
 }
 
@@ -142,7 +141,7 @@ static bool new_simulator(simulator *s, const pl_program *p, const pl_cluster *c
     for (int o = 0; o < p->graph->n_ops; o++)
         s->op_seconds[o] = -1;
     for (int d = 0; d < p->n_devices; d++)
-        s->polls[d] = pl_executor_device_polls(&c->devices[d]);
+        s->polls[d] = pl_device_polls(&c->devices[d]);
     s->start = start ? start : s->duration + n; /* scratch when the caller wants none */
     s->end = end ? end : s->duration + 2 * (size_t)n;
     for (int i = 0; i < n; i++)

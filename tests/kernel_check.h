@@ -11,12 +11,6 @@
 
 #include "kernels/kernels.h"
 
-typedef struct pl_kernel_fns {
-    void (*kernel)(const pl_kernel_args *args);
-    void (*finish)(const pl_kernel_args *args);
-    size_t (*workspace)(const pl_kernel_args *args);
-} pl_kernel_fns;
-
 /* The pl_kernel_fns of pl_kernel_<name> alone (no finish, no workspace). */
 #define PL_KC_FNS(name) ((pl_kernel_fns){pl_kernel_##name, NULL, NULL})
 

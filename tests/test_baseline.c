@@ -11,6 +11,7 @@
 
 #include "autodiff.h"
 #include "baseline.h"
+#include "bound.h"
 #include "load.h"
 #include "simulate.h"
 #include "suites.h"

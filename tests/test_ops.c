@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "ops.h"
 #include "suites.h"
 #include "test_util.h"
@@ -426,7 +427,9 @@ static void test_table_is_complete(void)
         CU_ASSERT_PTR_NOT_NULL(info->flops);
         CU_ASSERT_EQUAL(pl_op_from_name(info->name), k);
         CU_ASSERT_EQUAL(info->required & ~info->attrs, 0u);
+        CU_ASSERT_PTR_NOT_NULL(pl_kernel_of((pl_op_kind)k)->kernel);
     }
+    CU_ASSERT_PTR_NULL(pl_kernel_of(PL_OP_COUNT));
     for (int id = 0; id < PL_ATTR_COUNT; id++)
         CU_ASSERT_EQUAL(pl_attr_from_name(pl_attr_info_of((pl_attr_id)id)->name), id);
     CU_ASSERT_EQUAL(pl_op_from_name("matmull"), PL_OP_COUNT);
@@ -450,7 +453,7 @@ void pl_register_ops_tests(void)
         {"reshape, flatten, transpose", test_shape_changes},
         {"embedding and reductions", test_embedding_and_reduce},
         {"top-k gate and LSTM cell", test_gate_and_lstm},
-        {"op and attribute tables are complete", test_table_is_complete},
+        {"op, kernel and attribute tables are complete", test_table_is_complete},
         {NULL, NULL},
     };
     pl_test_add_suite("ops", cases);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "autodiff.h"
+#include "bound.h"
 #include "calibrate_impl.h"
 #include "executor.h"
 #include "graph_build.h"
@@ -184,7 +185,7 @@ static void test_paced_lateness(void)
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_copy(&m, &link, 1e6), 3.2e-3, 1e-15); /* held 3 ms */
     link.latency_seconds = 0;
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_copy(&m, &link, 1e3), 1.2e-3, 1e-15); /* the 1 ms memcpy */
-    double spin = PL_EXECUTOR_PACE_SPIN_SECONDS;
+    double spin = PL_DEVICE_PACE_SPIN_SECONDS;
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 0.1e-3, 2e-3), 2.5e-3, 1e-15); /* sleeps */
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 0, 0.5 * spin), 0.5 * spin + 0.05e-3, 1e-15);
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_paced(&m, 1e-3, 1e-3 + 0.5 * spin),

@@ -11,6 +11,7 @@
 
 #include "autodiff.h"
 #include "baseline.h"
+#include "bound.h"
 #include "cli.h"
 #include "profile.h"
 #include "simulate.h"

@@ -16,6 +16,7 @@
 #include "atomic_file.h"
 #include "autodiff.h"
 #include "baseline.h"
+#include "bound.h"
 #include "cli.h"
 #include "dot.h"
 #include "job.h"

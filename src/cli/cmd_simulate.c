@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "autodiff.h"
+#include "bound.h"
 #include "cli.h"
 #include "executor.h"
 #include "profile.h"

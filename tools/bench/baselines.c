@@ -18,6 +18,7 @@
 #include "allocator.h"
 #include "bench.h"
 #include "baseline.h"
+#include "bound.h"
 #include "data.h"
 #include "executor.h"
 #include "profile.h"

@@ -19,6 +19,7 @@
 #include "allocator.h"
 #include "baseline.h"
 #include "bench.h"
+#include "bound.h"
 #include "profile.h"
 #include "simulate.h"
 

@@ -27,6 +27,7 @@
 #include "bench.h"
 #include "autodiff.h"
 #include "baseline.h"
+#include "bound.h"
 #include "data.h"
 #include "executor.h"
 #include "load.h"

@@ -8,7 +8,7 @@
  * Threads: the executor calls `kernel` once on each of the `nth` threads of a device, with
  * `ith` in [0, nth), concurrently; each thread computes its own disjoint share of the
  * output, so the result must not depend on nth (up to float summation order, where a
- * kernel documents it). When the op table gives a `finish`, the executor calls it once,
+ * kernel documents it). When the kernel table gives a `finish`, the executor calls it once,
  * on one thread, after every thread's `kernel` has returned: reductions keep per-thread
  * partial results in the workspace and combine them there. Matrix products call OpenBLAS
  * (cblas_sgemm), which the executor runs single-threaded: parallelism is ours.
@@ -51,6 +51,18 @@ static inline void pl_kernel_share(int64_t n, int ith, int nth, int64_t *begin, 
     *begin = ith * per + (ith < extra ? ith : extra);
     *end = *begin + per + (ith < extra ? 1 : 0);
 }
+
+/* How an op kind runs: `kernel` on every thread of a device, each doing its share;
+ * `finish`, when set, once after all of them (reductions); `workspace`, when set, the
+ * scratch bytes the op needs for `nth` threads. */
+typedef struct pl_kernel_fns {
+    void (*kernel)(const pl_kernel_args *args);
+    void (*finish)(const pl_kernel_args *args);
+    size_t (*workspace)(const pl_kernel_args *args);
+} pl_kernel_fns;
+
+/* The kernel table's entry for an op kind (table.c); NULL for an unknown kind. */
+const pl_kernel_fns *pl_kernel_of(pl_op_kind kind);
 
 #define PL_KERNEL(name) void pl_kernel_##name(const pl_kernel_args *args)
 #define PL_FINISH(name) void pl_kernel_##name##_finish(const pl_kernel_args *args)

@@ -319,8 +319,8 @@ static pl_status count_memory(pl_builder *b, pl_error *err)
                 p->memory[d].resident += aligned(pl_tensor_bytes(&g->tensors[t]));
             }
         }
-        const pl_op_info *info = pl_op_info_of(op->kind);
-        if (!info->workspace || op->n_inputs > 64 || op->n_outputs > 64)
+        const pl_kernel_fns *fns = pl_kernel_of(op->kind);
+        if (!fns->workspace || op->n_inputs > 64 || op->n_outputs > 64)
             continue;
         for (int j = 0; j < op->n_inputs; j++)
             in_t[j] = &p->shapes[op->inputs[j]];
@@ -328,7 +328,7 @@ static pl_status count_memory(pl_builder *b, pl_error *err)
             out_t[j] = &p->shapes[op->outputs[j]];
         pl_kernel_args args = {.op = op, .in_t = in_t, .out_t = out_t, .in = none, .out = none,
                                .nth = b->c->devices[d].threads, .step = &step};
-        int64_t bytes = (int64_t)info->workspace(&args);
+        int64_t bytes = (int64_t)fns->workspace(&args);
         if (bytes > p->memory[d].workspace)
             p->memory[d].workspace = aligned(bytes);
     }

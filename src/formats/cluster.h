@@ -29,6 +29,20 @@ typedef struct pl_device {
     double flops_per_second;  /* declared compute throughput; 0: native */
 } pl_device;
 
+/* How a device behaves when the executor runs it, which the simulator models too.
+ * An idle device's thread sleeps on its queue; one that owns its cores (native, the
+ * cluster names them) first polls for PL_DEVICE_POLL_SECONDS, so a task released soon
+ * after starts at once instead of after a wake-up (pl_device_polls). */
+#define PL_DEVICE_POLL_SECONDS 200e-6
+bool pl_device_polls(const pl_device *device);
+/* A paced task is held until its modelled time: its thread sleeps until
+ * PL_DEVICE_PACE_SPIN_SECONDS before that (a sleeping thread wakes tens of microseconds
+ * late on a VM) and spins the rest; one held less than that only spins. */
+#define PL_DEVICE_PACE_SPIN_SECONDS 60e-6
+
+/* The machine's online cores (at least 1). */
+int pl_machine_cores(void);
+
 typedef struct pl_link {
     double bytes_per_second;  /* declared bandwidth; 0: native (a memory copy) */
     double latency_seconds;   /* declared latency added to every transfer */

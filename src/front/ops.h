@@ -1,7 +1,8 @@
 /* The op table: one entry per op kind, holding everything that differs between kinds
  * (name, arity, accepted attributes, shape inference, FLOP count). Adding an op touches
  * its enum value, its entry in ops.c and, if it has a new attribute, the attribute table.
- * Later layers (kernels, autodiff) attach to the same entries.
+ * Autodiff attaches its backward rule to the same entry; the back end's kernel table
+ * (back/kernels/table.c) says how each kind runs.
  *
  * The table is constant and thread-safe to read. */
 #ifndef PLACER_OPS_H
@@ -166,7 +167,6 @@ typedef struct pl_infer_ctx {
 bool pl_infer_fail(pl_infer_ctx *ctx, int blame_input, int blame_attr, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-struct pl_kernel_args;
 struct pl_autodiff;
 
 typedef struct pl_op_info {
@@ -178,12 +178,6 @@ typedef struct pl_op_info {
     bool (*infer)(pl_infer_ctx *ctx);
     /* Floating-point operations of one execution, from the inferred shapes. */
     double (*flops)(const pl_infer_ctx *ctx);
-    /* Execution (kernels/kernels.h): `kernel` runs on every thread of a device, each
-     * doing its share; `finish`, when set, runs once after all of them (reductions);
-     * `workspace` gives the scratch bytes the op needs for `nth` threads. */
-    void (*kernel)(const struct pl_kernel_args *args);
-    void (*finish)(const struct pl_kernel_args *args);
-    size_t (*workspace)(const struct pl_kernel_args *args);
     /* Automatic differentiation (autodiff.c): appends the ops computing the gradients of
      * the op's inputs. NULL: the op has no gradient (labels, ids, internal ops). */
     bool (*backward)(struct pl_autodiff *ad, int op);

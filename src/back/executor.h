@@ -71,17 +71,6 @@ double pl_executor_step_seconds(const pl_executor *executor);
 const double *pl_executor_task_starts(const pl_executor *executor);
 const double *pl_executor_task_ends(const pl_executor *executor);
 
-/* An idle device's thread sleeps on its queue; one that owns its cores (native, the
- * cluster names them) first polls for PL_EXECUTOR_POLL_SECONDS, so a task released soon
- * after starts at once instead of after a wake-up. The simulator models the same. */
-#define PL_EXECUTOR_POLL_SECONDS 200e-6
-
-/* A paced task is held until its modelled time: its thread sleeps until
- * PL_EXECUTOR_PACE_SPIN_SECONDS before that (a sleeping thread wakes tens of microseconds
- * late on a VM) and spins the rest; one held less than that only spins. */
-#define PL_EXECUTOR_PACE_SPIN_SECONDS 60e-6
-bool pl_executor_device_polls(const pl_device *device);
-
 /* The name of device d of the cluster. */
 const char *pl_executor_device_name(const pl_executor *executor, int d);
 /* Whether some device or link is paced (cluster.h). */
@@ -89,7 +78,6 @@ bool pl_executor_paced(const pl_executor *executor);
 /* The threads that compute at once (every device's pool) against the machine's cores:
  * more threads than cores make the measurement share cores. */
 int pl_executor_threads(const pl_executor *executor);
-int pl_machine_cores(void);
 
 /* The measurement protocol: `warmup` steps, then `steps` measured ones (at least 1), with
  * the median, minimum and maximum step time. Parameters train as the steps run. */

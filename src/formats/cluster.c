@@ -286,3 +286,16 @@ pl_cluster *pl_cluster_local(pl_error *err)
     }
     return c;
 }
+
+/* Only a native device owning its cores polls: one sharing cores with others (paced
+ * devices, several per core) would take their time. */
+bool pl_device_polls(const pl_device *device)
+{
+    return device->n_cores > 0 && device->flops_per_second <= 0;
+}
+
+int pl_machine_cores(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 0 ? (int)cores : 1;
+}

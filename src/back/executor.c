@@ -83,11 +83,11 @@ static double now_seconds(void)
 
 /* Pacing: waits until `when` (CLOCK_MONOTONIC seconds), never returning earlier. A
  * sleeping thread wakes tens of microseconds late on a VM, which adds up over thousands
- * of tasks: so it sleeps until PL_EXECUTOR_PACE_SPIN_SECONDS before the deadline and spins
+ * of tasks: so it sleeps until PL_DEVICE_PACE_SPIN_SECONDS before the deadline and spins
  * the rest, yielding, since more threads than cores may be waiting for one. */
 static void wait_until(double when)
 {
-    double wake = when - PL_EXECUTOR_PACE_SPIN_SECONDS;
+    double wake = when - PL_DEVICE_PACE_SPIN_SECONDS;
     if (wake > now_seconds()) {
         struct timespec ts = {(time_t)wake, (long)((wake - (double)(time_t)wake) * 1e9)};
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
@@ -276,19 +276,12 @@ static pl_status start_device(pl_executor *ex, int d, pl_error *err)
     const pl_device *device = &ex->c->devices[d];
     resource *r = &ex->devices[d];
     *r = (resource){.ex = ex, .device = d, .flops_per_second = device->flops_per_second};
-    if (pl_executor_device_polls(device))
-        r->queue.spin_seconds = PL_EXECUTOR_POLL_SECONDS;
+    if (pl_device_polls(device))
+        r->queue.spin_seconds = PL_DEVICE_POLL_SECONDS;
     if (!(r->pool = pl_pool_new(device->threads, err)))
         return err ? err->status : PL_EIO;
     pl_pool_pin(r->pool, device->cores, device->n_cores);
     return start_resource(r, err);
-}
-
-/* Only a native device owning its cores polls: one sharing cores with others (paced
- * devices, several per core) would take their time. */
-bool pl_executor_device_polls(const pl_device *device)
-{
-    return device->n_cores > 0 && device->flops_per_second <= 0;
 }
 
 static resource *link_of(pl_executor *ex, int from, int to, pl_error *err)
@@ -607,12 +600,6 @@ int pl_executor_threads(const pl_executor *ex)
         threads += used ? ex->c->devices[d].threads : 0;
     }
     return threads;
-}
-
-int pl_machine_cores(void)
-{
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return cores > 0 ? (int)cores : 1;
 }
 
 static int compare_doubles(const void *a, const void *b)

@@ -80,9 +80,9 @@ static pl_status plan_ops(pl_session *s, pl_error *err)
     const pl_graph *g = s->g;
     int arity = 1;
     for (int o = 0; o < g->n_ops; o++) {
-        const pl_op_info *info = pl_op_info_of(g->ops[o].kind);
-        if (!info->kernel)
-            return pl_error_set(err, PL_EINTERNAL, NULL, "op %s has no kernel", info->name);
+        if (!pl_kernel_of(g->ops[o].kind)->kernel)
+            return pl_error_set(err, PL_EINTERNAL, NULL, "op %s has no kernel",
+                                pl_op_info_of(g->ops[o].kind)->name);
         if (g->ops[o].n_inputs > arity)
             arity = g->ops[o].n_inputs;
         if (g->ops[o].n_outputs > arity)
@@ -96,12 +96,12 @@ static pl_status plan_ops(pl_session *s, pl_error *err)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     pl_step_info step = {.step = 1, .micro_batches = 1, .training = true};
     for (int o = 0; o < g->n_ops; o++) {
-        const pl_op_info *info = pl_op_info_of(g->ops[o].kind);
-        if (!info->workspace)
+        const pl_kernel_fns *fns = pl_kernel_of(g->ops[o].kind);
+        if (!fns->workspace)
             continue;
         pl_kernel_args args;
         prepare_args(s, o, &step, &args);
-        size_t bytes = info->workspace(&args);
+        size_t bytes = fns->workspace(&args);
         if (bytes > s->work_bytes)
             s->work_bytes = bytes;
     }

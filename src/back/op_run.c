@@ -17,9 +17,9 @@ static void run_share(void *context, int ith, int nth)
 
 void pl_op_run(pl_pool *pool, const pl_kernel_args *args)
 {
-    const pl_op_info *info = pl_op_info_of(args->op->kind);
-    op_call call = {info->kernel, args};
+    const pl_kernel_fns *fns = pl_kernel_of(args->op->kind);
+    op_call call = {fns->kernel, args};
     pl_pool_run(pool, run_share, &call);
-    if (info->finish)
-        info->finish(args);
+    if (fns->finish)
+        fns->finish(args);
 }

@@ -1,0 +1,26 @@
+/* The lower bound on a plan's step time: what no plan of a graph on a cluster can beat,
+ * in the simulator's own terms, so that a plan's step over the bound says how much room is
+ * left. Pure and thread-safe: it reads the graph, the cluster and the cost model. */
+#ifndef PLACER_BOUND_H
+#define PLACER_BOUND_H
+
+#include "cluster.h"
+#include "cost_model.h"
+#include "error.h"
+#include "graph.h"
+
+/* A lower bound on any plan's step for a training graph on a cluster. A plan cuts the
+ * batch into micro-batches of one size; at each size a plan may choose, the larger of
+ * - one micro-batch's critical path (every op on its fastest device, free communication),
+ * - the step's work, each op on its fastest device, spread evenly over every device,
+ * - the heaviest co-location group's work, since a group runs on one device, and
+ * - for each update, its ancestors' work (spread over every device, or the heaviest
+ *   group's share of it) and then the update, which waits for every micro-batch;
+ * and the least of those over the sizes. Each op's time is as pl_simulate takes it (on a
+ * paced device with the pacer's lateness), so no plan simulates faster than the bound.
+ * The memory capacities are not used: the bound stays valid, if looser, for models that
+ * must be split to fit. */
+pl_status pl_step_lower_bound(const pl_graph *graph, const pl_cluster *cluster,
+                              const pl_cost_model *model, double *seconds, pl_error *err);
+
+#endif
