@@ -46,7 +46,7 @@ static pl_status measure_ops(const char *path, int batch, int threads, int steps
         for (int i = 0; i < p->n_tasks; i++) {
             const pl_task *task = &p->tasks[i];
             const pl_op *op = &w.g->ops[task->op];
-            double seconds = pl_calib_median(times + (size_t)i * (size_t)steps, steps);
+            double seconds = pl_median(times + (size_t)i * (size_t)steps, steps);
             if (!pl_calib_add_sample(&kinds[op->kind], seconds, pl_task_flops(p, task),
                             pl_task_op_bytes(p, task)) ||
                 !add_time(measured, pl_op_signature(op, p->shapes, threads), seconds)) {
@@ -186,10 +186,10 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
     if (status == PL_OK)
         status = pl_calib_paced_lateness(how->graphs_dir, steps > 2 ? 2 : steps, m, &g, err);
     if (status == PL_OK) {
-        m->task_seconds = pl_calib_median(g.task.seconds, g.task.n);
-        m->handoff_seconds = pl_calib_median(g.handoff.seconds, g.handoff.n);
-        m->poll_seconds = pl_calib_median(g.poll.seconds, g.poll.n);
-        m->wake_seconds = pl_calib_median(g.wake.seconds, g.wake.n);
+        m->task_seconds = pl_median(g.task.seconds, g.task.n);
+        m->handoff_seconds = pl_median(g.handoff.seconds, g.handoff.n);
+        m->poll_seconds = pl_median(g.poll.seconds, g.poll.n);
+        m->wake_seconds = pl_median(g.wake.seconds, g.wake.n);
         if (g.poll.n == 0) /* one core: nothing polls */
             m->poll_seconds = m->handoff_seconds;
         if (g.wake.n == 0)

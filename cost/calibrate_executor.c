@@ -72,7 +72,7 @@ static bool read_gaps(const pl_program *p, const double *starts, const double *e
         order[2 * i + 1] = i;
     }
     if (ok)
-        qsort(order, (size_t)n, 2 * sizeof *order, pl_calib_compare_doubles); /* by start */
+        qsort(order, (size_t)n, 2 * sizeof *order, pl_compare_doubles); /* by start */
     for (int j = 0; ok && j < n; j++) {
         int i = (int)order[2 * j + 1], r = p->tasks[i].resource;
         if (pred_resource[i] >= 0 && pred_resource[i] != r && last_end[r] <= pred_end[i]) {

@@ -5,6 +5,7 @@
 
 #include "calibrate.h"
 #include "executor.h"
+#include "stats.h"
 
 /* Samples of one op kind: seconds against FLOPs and bytes. */
 typedef struct samples {
@@ -21,8 +22,6 @@ typedef struct workload {
 
 bool pl_calib_add_sample(samples *s, double seconds, double flops, double bytes);
 void pl_calib_free_samples(samples *s);
-double pl_calib_median(double *v, int n); /* sorts v */
-int pl_calib_compare_doubles(const void *a, const void *b); /* for qsort */
 
 /* Fits the native copy curve (cost_model.h) to copies' seconds against bytes: in each
  * range of sizes a factor of 4 wide with at least 3 copies, the median size and the median

@@ -40,20 +40,6 @@ void pl_calib_free_samples(samples *s)
     free(s->bytes);
 }
 
-int pl_calib_compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double pl_calib_median(double *v, int n)
-{
-    if (n == 0)
-        return 0;
-    qsort(v, (size_t)n, sizeof *v, pl_calib_compare_doubles);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 void pl_calib_fit_copies(pl_cost_model *m, const samples *copies)
 {
     enum { MIN_COPIES = 3 };
@@ -73,7 +59,7 @@ void pl_calib_fit_copies(pl_cost_model *m, const samples *copies)
         if (k < MIN_COPIES)
             continue;
         pl_copy_point *point = &m->copy_curve[m->n_copy_points++];
-        *point = (pl_copy_point){pl_calib_median(size, k), pl_calib_median(time, k)};
+        *point = (pl_copy_point){pl_median(size, k), pl_median(time, k)};
         if (m->n_copy_points > 1 && point->seconds < point[-1].seconds)
             point->seconds = point[-1].seconds;
     }

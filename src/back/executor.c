@@ -19,9 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "heap.h"
 #include "init.h"
 #include "op_run.h"
+#include "stats.h"
 
 enum { LINK_STACK_BYTES = 256 << 10 };
 
@@ -74,13 +76,6 @@ struct pl_executor {
     int64_t steps_run;
 };
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Pacing: waits until `when` (CLOCK_MONOTONIC seconds), never returning earlier. A
  * sleeping thread wakes tens of microseconds late on a VM, which adds up over thousands
  * of tasks: so it sleeps until PL_DEVICE_PACE_SPIN_SECONDS before the deadline and spins
@@ -88,12 +83,12 @@ static double now_seconds(void)
 static void wait_until(double when)
 {
     double wake = when - PL_DEVICE_PACE_SPIN_SECONDS;
-    if (wake > now_seconds()) {
+    if (wake > pl_now()) {
         struct timespec ts = {(time_t)wake, (long)((wake - (double)(time_t)wake) * 1e9)};
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
     }
-    while (now_seconds() < when)
+    while (pl_now() < when)
         sched_yield(); /* a woken device or link on this core goes first */
 }
 
@@ -122,9 +117,9 @@ static void queue_push(ready_queue *q, int task)
 static int queue_pop(ready_queue *q)
 {
     if (q->spin_seconds > 0 && atomic_load_explicit(&q->queued, memory_order_acquire) == 0) {
-        double until = now_seconds() + q->spin_seconds;
+        double until = pl_now() + q->spin_seconds;
         while (atomic_load_explicit(&q->queued, memory_order_acquire) == 0 &&
-               now_seconds() < until)
+               pl_now() < until)
             sched_yield();
     }
     pthread_mutex_lock(&q->lock);
@@ -223,13 +218,13 @@ static void *resource_main(void *arg)
         if (i < 0)
             return NULL;
         const pl_task *task = &ex->program->tasks[i];
-        double start = now_seconds();
+        double start = pl_now();
         if (task->kind == PL_TASK_OP)
             run_op(r, task, start);
         else
             run_copy(r, task, start);
         ex->starts[i] = start - ex->step_start;
-        ex->ends[i] = now_seconds() - ex->step_start;
+        ex->ends[i] = pl_now() - ex->step_start;
         finish_task(ex, i);
     }
 }
@@ -548,7 +543,7 @@ pl_status pl_executor_step(pl_executor *ex, int64_t step, float *loss, pl_error 
     for (int i = 0; i < p->n_tasks; i++)
         atomic_store_explicit(&ex->pending[i], p->tasks[i].n_deps, memory_order_relaxed);
     atomic_store(&ex->remaining, p->n_tasks);
-    ex->step_start = now_seconds();
+    ex->step_start = pl_now();
     for (int i = 0; i < p->n_tasks; i++)
         if (p->tasks[i].n_deps == 0)
             queue_push(&ex->task_resource[i]->queue, i);
@@ -556,7 +551,7 @@ pl_status pl_executor_step(pl_executor *ex, int64_t step, float *loss, pl_error 
     while (atomic_load_explicit(&ex->remaining, memory_order_acquire) != 0)
         pthread_cond_wait(&ex->done, &ex->done_lock);
     pthread_mutex_unlock(&ex->done_lock);
-    ex->step_seconds = now_seconds() - ex->step_start;
+    ex->step_seconds = pl_now() - ex->step_start;
     ex->steps_run++;
     double total = 0;
     for (int k = 0; k < m; k++)
@@ -602,12 +597,6 @@ int pl_executor_threads(const pl_executor *ex)
     return threads;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 pl_status pl_executor_measure(pl_executor *ex, int warmup, int steps, pl_measurement *m,
                               pl_error *err)
 {
@@ -624,10 +613,10 @@ pl_status pl_executor_measure(pl_executor *ex, int warmup, int steps, pl_measure
             times[i - warmup] = ex->step_seconds;
     }
     if (status == PL_OK) {
-        qsort(times, (size_t)steps, sizeof *times, compare_doubles);
-        m->min = times[0];
-        m->max = times[steps - 1];
-        m->median = steps % 2 ? times[steps / 2] : 0.5 * (times[steps / 2 - 1] + times[steps / 2]);
+        pl_stats stats = pl_stats_of(times, steps);
+        m->min = stats.min;
+        m->max = stats.max;
+        m->median = stats.median;
         m->spread = m->median > 0 ? (m->max - m->min) / m->median : 0;
     }
     free(times);

@@ -8,12 +8,14 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "clock.h"
 #include "cluster.h"
 #include "error.h"
 #include "graph.h"
 #include "executor.h"
 #include "plan.h"
 #include "program.h"
+#include "stats.h"
 
 enum {
     PL_EXIT_OK = 0,
@@ -58,10 +60,6 @@ void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *cluster,
  * set it instead of ending the process; (false) restores the default. */
 extern volatile sig_atomic_t pl_cli_interrupted;
 void pl_cli_catch_interrupt(bool catch);
-/* CLOCK_MONOTONIC, in seconds. */
-double pl_cli_now(void);
-/* qsort's comparison for doubles, ascending. */
-int pl_cli_compare_doubles(const void *a, const void *b);
 
 void pl_cli_calibration_progress(void *context, const char *what);
 /* "1.5 MiB" into buf. */

@@ -99,22 +99,15 @@ static int parse_options(int argc, char **argv, baseline_options *o)
     return PL_EXIT_OK;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Places by one algorithm; the plan's program memory into the outcome. */
 static void place(const baseline_options *o, pl_baseline a, const pl_graph *g,
                   const pl_cluster *c, const pl_cost_model *m, outcome *out)
 {
     *out = (outcome){0};
     pl_error_init(&out->err, o->model);
-    double start = now();
+    double start = pl_now();
     out->plan = pl_baseline_place(a, g, c, m, (uint64_t)o->seed, &out->err);
-    out->place_seconds = now() - start;
+    out->place_seconds = pl_now() - start;
     pl_program *p = out->plan ? pl_program_new(g, c, out->plan, &out->err) : NULL;
     for (int d = 0; p && d < c->n_devices; d++)
         out->memory[d] = p->partitions->first_op[d + 1] > p->partitions->first_op[d]

@@ -80,23 +80,21 @@ int pl_cmd_calibrate(int argc, char **argv)
         return pl_cli_report(&err);
     pl_cost_model *m = calloc(1, sizeof *m);
     bool calibrated = false;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double start = pl_now();
     pl_error_init(&err, NULL);
     int status = PL_EXIT_OK;
     if (!m || pl_profile_load(m, cluster, force, pl_cli_calibration_progress, &verbose, &calibrated, &err) !=
                   PL_OK) {
         status = m ? pl_cli_report(&err) : PL_EXIT_FAILURE;
     } else {
-        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double seconds = pl_now() - start;
         char path[4096] = "(not cached: no home directory)";
         pl_profile_path(path, sizeof path);
         print_profile(m, path);
         if (!calibrated)
             printf("(cached; --force measures again)\n");
         else
-            printf("calibrated in %.1f s\n", (double)(t1.tv_sec - t0.tv_sec) +
-                                                 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+            printf("calibrated in %.1f s\n", seconds);
     }
     if (m)
         pl_cost_model_clear(m);

@@ -371,7 +371,7 @@ static const char *format_measured(double seconds, char *buf, size_t cap)
 static int search(job_state *s, const char *ckpt)
 {
     pl_job *job = &s->job;
-    double measured_best = 0, last_measure = pl_cli_now(), last_save = last_measure;
+    double measured_best = 0, last_measure = pl_now(), last_save = last_measure;
     uint64_t last_key = 0;
     double base = job->best_baseline >= 0 ? job->rows[job->best_baseline].measured : 0;
     bool tty = isatty(STDOUT_FILENO);
@@ -380,16 +380,16 @@ static int search(job_state *s, const char *ckpt)
     int status = PL_EXIT_OK;
     pl_error err;
     pl_error_init(&err, s->o.model);
-    while (!pl_cli_interrupted && pl_cli_now() < stop &&
+    while (!pl_cli_interrupted && pl_now() < stop &&
            (!s->o.iterations || pl_agent_iterations(s->agent) < s->o.iterations)) {
         pl_agent_iteration it;
         if (pl_agent_iterate(s->agent, &it, &err) != PL_OK)
             return pl_cli_report(&err);
-        double now = pl_cli_now();
+        double now = pl_now();
         if (now - last_measure > 5) {
             if ((status = measure_agent_best(s, &measured_best, &last_key)) != PL_EXIT_OK)
                 return status;
-            last_measure = pl_cli_now();
+            last_measure = pl_now();
         }
         if (now - last_save > 10) {
             if (pl_agent_save(s->agent, ckpt, &err) != PL_OK)
@@ -423,13 +423,6 @@ static int search(job_state *s, const char *ckpt)
     return PL_EXIT_OK;
 }
 
-/* The step medians of a head-to-head measurement, per contender. */
-static double contender_median(double *steps, int n)
-{
-    qsort(steps, (size_t)n, sizeof *steps, pl_cli_compare_doubles);
-    return n % 2 ? steps[n / 2] : 0.5 * (steps[n / 2 - 1] + steps[n / 2]);
-}
-
 /* The best measured baseline and the agent's plans, measured taking turns step by step:
  * measurements minutes apart drift with the machine (a few per cent here), and the final
  * choice compares plans within that. Each switch gets an unmeasured step first (the caches
@@ -454,7 +447,7 @@ static int head_to_head(job_state *s)
     }
     int rounds = 0;
     while (rounds < MAX_ROUNDS && !pl_cli_interrupted &&
-           (rounds < MIN_ROUNDS || pl_cli_now() < s->start + s->o.budget)) {
+           (rounds < MIN_ROUNDS || pl_now() < s->start + s->o.budget)) {
         for (int k = 0; k < n; k++) {
             pl_fit fit;
             float loss;
@@ -470,7 +463,7 @@ static int head_to_head(job_state *s)
     }
     for (int k = 0; k < n && rounds >= MIN_ROUNDS; k++) {
         pl_job_row *row = &job->rows[who[k]];
-        row->measured = contender_median(steps + k * MAX_ROUNDS, rounds);
+        row->measured = pl_median(steps + k * MAX_ROUNDS, rounds);
         row->plan->provenance.measured_seconds = row->measured;
         row->plan->provenance.predicted_seconds = row->sim.step_seconds;
         row->head_to_head = true;
@@ -708,7 +701,7 @@ static int run_job(job_state *s)
     free(ckpt);
     if (status == PL_EXIT_OK)
         status = finish_search(s);
-    job->elapsed = pl_cli_now() - s->start;
+    job->elapsed = pl_now() - s->start;
     job->interrupted = pl_cli_interrupted;
     if (status == PL_EXIT_OK)
         status = write_outputs(s);
@@ -721,7 +714,7 @@ int pl_cmd_main(int argc, char **argv)
 {
     job_state s;
     memset(&s, 0, sizeof s);
-    s.start = pl_cli_now();
+    s.start = pl_now();
     char *command = join_command(argc, argv); /* before getopt reorders argv */
     int status = parse_options(argc, argv, &s.o);
     if (status != PL_EXIT_OK || !(s.g = pl_cli_load_model(s.o.model, &status))) {

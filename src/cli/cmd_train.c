@@ -204,11 +204,10 @@ static void print_timing(double *times, long n)
     long warmup = n >= 10 ? 5 : n / 2;
     if (n - warmup < 1)
         return;
-    qsort(times + warmup, (size_t)(n - warmup), sizeof *times,
-          pl_cli_compare_doubles);
+    pl_stats stats = pl_stats_of(times + warmup, (int)(n - warmup));
     printf("timing: %ld steps, median %.3f ms, min %.3f ms, max %.3f ms (%ld warm-up steps "
-           "excluded)\n", n - warmup, 1e3 * times[warmup + (n - warmup) / 2],
-           1e3 * times[warmup], 1e3 * times[n - 1], warmup);
+           "excluded)\n", n - warmup, 1e3 * stats.median, 1e3 * stats.min, 1e3 * stats.max,
+           warmup);
 }
 
 typedef struct trainer {
@@ -245,7 +244,7 @@ static int run(trainer *t)
     bool tty = !t->o.quiet && isatty(STDOUT_FILENO);
     long capacity = 1024, timed = 0;
     double *times = malloc((size_t)capacity * sizeof *times);
-    double window_loss = 0, window_start = pl_cli_now(), epoch_loss = 0;
+    double window_loss = 0, window_start = pl_now(), epoch_loss = 0;
     int64_t window_steps = 0, window_correct = 0, epoch_steps = 0;
     int status = PL_EXIT_OK;
     while (!finished(t) && !pl_cli_interrupted && times) {
@@ -254,7 +253,7 @@ static int run(trainer *t)
         pl_error err;
         pl_error_init(&err, t->o.model);
         float loss;
-        double start = pl_cli_now();
+        double start = pl_now();
         pl_status stepped = t->ex ? pl_executor_step(t->ex, t->at.step + 1, &loss, &err)
                                   : pl_session_train_step(t->s, t->at.step + 1,
                                                           (int)t->o.micro_batches, &loss, &err);
@@ -262,7 +261,7 @@ static int run(trainer *t)
             status = pl_cli_report(&err);
             break;
         }
-        double elapsed = pl_cli_now() - start;
+        double elapsed = pl_now() - start;
         if (timed == capacity) {
             double *more = realloc(times, (size_t)(capacity *= 2) * sizeof *times);
             if (!more)
@@ -289,7 +288,7 @@ static int run(trainer *t)
         }
         bool epoch_done = t->at.position >= t->epoch_size;
         if (t->at.step % t->o.log_every == 0 || (tty && window_steps % 10 == 0)) {
-            double seconds = pl_cli_now() - window_start;
+            double seconds = pl_now() - window_start;
             char accuracy[32] = "";
             if (t->sc.logits >= 0 && t->o.micro_batches == 1)
                 snprintf(accuracy, sizeof accuracy, "  accuracy %.4f",
@@ -306,7 +305,7 @@ static int run(trainer *t)
             if (line) {
                 window_loss = 0;
                 window_steps = window_correct = 0;
-                window_start = pl_cli_now();
+                window_start = pl_now();
             }
         }
         if (epoch_done) {

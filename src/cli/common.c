@@ -228,15 +228,3 @@ void pl_cli_catch_interrupt(bool catch)
     signal(SIGINT, catch ? on_interrupt : SIG_DFL);
 }
 
-double pl_cli_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-int pl_cli_compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}

@@ -54,20 +54,19 @@ static pl_status speed_graph(const options *o, const char *name, const pl_cluste
     for (int a = 0; a < PL_BASELINE_COUNT && status == PL_OK; a++) {
         double times[MAX_REPEATS];
         for (int r = -1; r < o->repeats && status == PL_OK; r++) { /* r = -1: warm-up */
-            double start = bench_now();
+            double start = pl_now();
             pl_plan *plan = pl_baseline_place((pl_baseline)a, g, c, m, 1, err);
             if (r >= 0)
-                times[r] = bench_now() - start;
+                times[r] = pl_now() - start;
             status = plan ? PL_OK : err->status;
             pl_plan_free(plan);
         }
         if (status != PL_OK)
             break;
-        qsort(times, (size_t)o->repeats, sizeof *times, bench_compare_doubles);
+        pl_stats stats = pl_stats_of(times, o->repeats);
         printf("%-12s %7d %7d  %-12s %9.1f %9.1f %9.1f  %s\n", g->name, g->n_forward_ops,
-               g->n_ops, pl_baseline_name((pl_baseline)a), 1e3 * times[o->repeats / 2],
-               1e3 * times[0], 1e3 * times[o->repeats - 1],
-               times[o->repeats / 2] < 1 ? "under 1 s" : "OVER 1 s");
+               g->n_ops, pl_baseline_name((pl_baseline)a), 1e3 * stats.median,
+               1e3 * stats.min, 1e3 * stats.max, stats.median < 1 ? "under 1 s" : "OVER 1 s");
     }
     pl_graph_free(g);
     return status;

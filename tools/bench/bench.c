@@ -11,28 +11,6 @@
 #include "data.h"
 #include "load.h"
 
-double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-int bench_compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double bench_quantile(double *v, int n, double q)
-{
-    if (n == 0)
-        return NAN;
-    qsort(v, (size_t)n, sizeof *v, bench_compare_doubles);
-    double at = q * (n - 1);
-    int low = (int)at;
-    return low + 1 < n ? v[low] + (at - low) * (v[low + 1] - v[low]) : v[low];
-}
 
 bool bench_parse_int(const char *text, int low, int high, int *value)
 {

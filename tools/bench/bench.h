@@ -5,20 +5,15 @@
 
 #include <stdbool.h>
 
+#include "clock.h"
 #include "cluster.h"
 #include "error.h"
 #include "executor.h"
 #include "graph.h"
+#include "stats.h"
 
 enum { BENCH_MAX_LIST = 16, BENCH_MAX_NAME = 256 };
 
-/* CLOCK_MONOTONIC, in seconds. */
-double bench_now(void);
-/* qsort's comparison for doubles, ascending. */
-int bench_compare_doubles(const void *a, const void *b);
-/* The q-quantile of v[0 .. n), sorted in place, between neighbours linearly; NAN when
- * empty. */
-double bench_quantile(double *v, int n, double q);
 /* A whole decimal integer within [low, high]. */
 bool bench_parse_int(const char *text, int low, int high, int *value);
 /* "a,b,c" into names; false for an empty or too long name, or too many. */

@@ -59,18 +59,6 @@ static void usage(FILE *out)
 
 /* ---- small utilities ----------------------------------------------------------------- */
 
-typedef struct stats {
-    double median, min, max;
-} stats;
-
-/* Sorts `values` in place. */
-static stats sorted_stats(double *values, int n)
-{
-    qsort(values, (size_t)n, sizeof *values, bench_compare_doubles);
-    double median = n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-    return (stats){median, values[0], values[n - 1]};
-}
-
 /* What the rest of the machine did during a table: the CPU time of every process (from
  * /proc/stat) less this one's. Another job on a core halves what a native device gets. */
 typedef struct machine_mark {
@@ -79,7 +67,7 @@ typedef struct machine_mark {
 
 static machine_mark machine_mark_now(void)
 {
-    machine_mark mark = {.wall = bench_now(), .busy = -1};
+    machine_mark mark = {.wall = pl_now(), .busy = -1};
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     mark.own = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -324,11 +312,11 @@ static pl_status contender_step(contender *c, double *seconds, pl_error *err)
 {
     float loss;
     int64_t step = ++c->steps;
-    double start = bench_now();
+    double start = pl_now();
     pl_status status = c->ex ? pl_executor_step(c->ex, step, &loss, err)
                              : pl_session_train_step(c->session, step, c->micro_batches, &loss,
                                                      err);
-    *seconds = bench_now() - start;
+    *seconds = pl_now() - start;
     return status;
 }
 
@@ -351,43 +339,43 @@ static pl_status measure_alternating(contender *cs, int n, int warmup, int round
     return PL_OK;
 }
 
-static stats time_stats(const contender *c)
+static pl_stats time_stats(const contender *c)
 {
     double sorted[MAX_REPEATS];
     memcpy(sorted, c->times, (size_t)c->n_times * sizeof *sorted);
-    return sorted_stats(sorted, c->n_times);
+    return pl_stats_of(sorted, c->n_times);
 }
 
 /* Per round: base's time over c's (a speedup), or (c - base) / c's tasks (an overhead). */
-static stats paired_speedup(const contender *base, const contender *c)
+static pl_stats paired_speedup(const contender *base, const contender *c)
 {
     double r[MAX_REPEATS];
     for (int i = 0; i < c->n_times; i++)
         r[i] = base->times[i] / c->times[i];
-    return sorted_stats(r, c->n_times);
+    return pl_stats_of(r, c->n_times);
 }
 
 /* Per round: c's device time over base's, for the same kernels: 1 when the cores that
  * compute at once do not slow each other down. */
-static stats paired_busy_ratio(const contender *base, const contender *c)
+static pl_stats paired_busy_ratio(const contender *base, const contender *c)
 {
     double r[MAX_REPEATS];
     for (int i = 0; i < c->n_times; i++)
         r[i] = c->busy[i] / base->busy[i];
-    return sorted_stats(r, c->n_times);
+    return pl_stats_of(r, c->n_times);
 }
 
-static stats paired_overhead(const contender *base, const contender *c)
+static pl_stats paired_overhead(const contender *base, const contender *c)
 {
     double r[MAX_REPEATS];
     for (int i = 0; i < c->n_times; i++)
         r[i] = (c->times[i] - base->times[i]) / c->tasks;
-    return sorted_stats(r, c->n_times);
+    return pl_stats_of(r, c->n_times);
 }
 
 static void print_times(const contender *c)
 {
-    stats s = time_stats(c);
+    pl_stats s = time_stats(c);
     printf("%9.2f %8.2f %8.2f", s.median * 1e3, s.min * 1e3, s.max * 1e3);
 }
 
@@ -435,15 +423,15 @@ static void print_branch_table(const options *o, const workload *w, const conten
     printf("%-24s %6s %9s %8s %8s %10s   %s\n", "configuration", "tasks", "median", "min", "max",
            "device ms", "speedup: of medians (paired min-max)");
     for (int i = 0; i < 2; i++) {
-        stats ratio = paired_speedup(&cs[0], &cs[i]);
+        pl_stats ratio = paired_speedup(&cs[0], &cs[i]);
         double busy[MAX_REPEATS];
         memcpy(busy, cs[i].busy, (size_t)cs[i].n_times * sizeof *busy);
         printf("%-24s %6d ", cs[i].label, cs[i].tasks);
         print_times(&cs[i]);
-        printf(" %10.2f   %.2fx (%.2f-%.2f)\n", sorted_stats(busy, cs[i].n_times).median * 1e3,
+        printf(" %10.2f   %.2fx (%.2f-%.2f)\n", pl_stats_of(busy, cs[i].n_times).median * 1e3,
                time_stats(&cs[0]).median / time_stats(&cs[i]).median, ratio.min, ratio.max);
     }
-    stats slowdown = paired_busy_ratio(&cs[0], &cs[1]);
+    pl_stats slowdown = paired_busy_ratio(&cs[0], &cs[1]);
     printf("the same kernels took %.2fx (paired %.2f-%.2f) as long on two cores at once as on "
            "one alone:\n1.00 when the cores are independent, more when they share a physical "
            "core or memory bandwidth\n", slowdown.median, slowdown.min, slowdown.max);
@@ -523,7 +511,7 @@ static void print_pipeline_row(const contender *base, const contender *c, int m,
 {
     double ideal = (double)STAGES * m / (m + STAGES - 1), median = time_stats(c).median;
     double ratio = time_stats(base).median / median;
-    stats paired = paired_speedup(base, c);
+    pl_stats paired = paired_speedup(base, c);
     printf("%-10s %3d %6d ", c == base ? "one device" : c->label, m, c->tasks);
     print_times(c);
     if (c == base)
@@ -635,7 +623,7 @@ static void print_overhead_table(const options *o, const workload *w, const cont
         print_times(&cs[i]);
         printf("   %.2f\n", time_stats(&cs[i]).median / cs[i].tasks * 1e6);
     }
-    stats extra = paired_overhead(&cs[0], &cs[1]);
+    pl_stats extra = paired_overhead(&cs[0], &cs[1]);
     printf("executor - session: %.2f us per task (paired rounds: median; min %.2f, max %.2f)\n",
            extra.median * 1e6, extra.min * 1e6, extra.max * 1e6);
 }
@@ -692,9 +680,9 @@ static pl_status time_switch(pl_executor *ex, const pl_plan *plan, int pass, swi
                              pl_error *err)
 {
     pl_fit fit;
-    double start = bench_now();
+    double start = pl_now();
     pl_status status = pl_executor_set_plan(ex, plan, &fit, err);
-    double seconds = bench_now() - start;
+    double seconds = pl_now() - start;
     if (status != PL_OK || pass < 0)
         return status;
     r->times[r->n_times++] = seconds;
@@ -743,7 +731,7 @@ static pl_status switch_model(const options *o, const char *model, pl_error *err
     if (status == PL_OK)
         status = measure_switches(o, &w, plans, results, err);
     for (int k = 0; k < N_KINDS && status == PL_OK; k++) {
-        stats s = sorted_stats(results[k].times, results[k].n_times);
+        pl_stats s = pl_stats_of(results[k].times, results[k].n_times);
         printf("%-12s %-24s %5d %5d-%-6d %3d/%-3d %8.2f %8.2f %8.2f\n", w.g->name,
                kind_names[k], results[k].plans, results[k].min_tasks, results[k].max_tasks,
                results[k].fit, results[k].plans, s.median * 1e3, s.min * 1e3, s.max * 1e3);

@@ -3,22 +3,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "bench.h"
 #include "load.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {
@@ -33,9 +20,9 @@ int main(int argc, char **argv)
     int ops = 0;
     for (int k = -1; k < repeats; k++) { /* k = -1: warm-up */
         pl_error err;
-        double start = now();
+        double start = pl_now();
         pl_graph *g = pl_graph_load_file(argv[1], &err);
-        double elapsed = now() - start;
+        double elapsed = pl_now() - start;
         if (!g) {
             char line[2048];
             pl_error_format(&err, line, sizeof line);
@@ -47,8 +34,8 @@ int main(int argc, char **argv)
         if (k >= 0)
             times[k] = elapsed;
     }
-    qsort(times, (size_t)repeats, sizeof *times, compare);
+    pl_stats stats = pl_stats_of(times, repeats);
     printf("%d ops  repeats %d  median %.3f s  min %.3f s  max %.3f s\n", ops, repeats,
-           times[repeats / 2], times[0], times[repeats - 1]);
+           stats.median, stats.min, stats.max);
     return 0;
 }

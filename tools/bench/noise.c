@@ -28,12 +28,12 @@ typedef struct probe {
 
 static double kernel(probe *p)
 {
-    double start = bench_now();
+    double start = pl_now();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1, p->a, N, p->b, N, 0,
                 p->c, N);
     for (int i = 0; i < ELEMENTS; i++)
         p->y[i] = tanhf(p->x[i]) * p->y[i] + 1e-3f;
-    return bench_now() - start;
+    return pl_now() - start;
 }
 
 static void *run_probe(void *arg)
@@ -47,8 +47,7 @@ static void *run_probe(void *arg)
     kernel(p); /* warm: caches, the page tables */
     for (int r = 0; r < REPEATS; r++)
         times[r] = kernel(p);
-    qsort(times, REPEATS, sizeof *times, bench_compare_doubles);
-    p->seconds = times[REPEATS / 2];
+    p->seconds = pl_median(times, REPEATS);
     return NULL;
 }
 
@@ -57,7 +56,7 @@ static void *run_probe(void *arg)
 static double report(int core, const double *t, int n, double interval, double *sorted)
 {
     memcpy(sorted, t, (size_t)n * sizeof *sorted);
-    double quiet = bench_quantile(sorted, n, 0.1);
+    double quiet = pl_quantile(sorted, n, 0.1);
     int slow5 = 0, slow20 = 0, spell = 0, longest = 0;
     for (int i = 0; i < n; i++) {
         slow5 += t[i] > 1.05 * quiet;
@@ -66,7 +65,7 @@ static double report(int core, const double *t, int n, double interval, double *
         longest = spell > longest ? spell : longest;
     }
     printf("%4d %7d %9.3f %7.2fx %7.2fx %7.2fx %7.0f%% %7.0f%% %9.0f s\n", core, n, 1e3 * quiet,
-           bench_quantile(sorted, n, 0.5) / quiet, bench_quantile(sorted, n, 0.9) / quiet,
+           pl_quantile(sorted, n, 0.5) / quiet, pl_quantile(sorted, n, 0.9) / quiet,
            sorted[n - 1] / quiet, 100.0 * slow5 / n, 100.0 * slow20 / n, longest * interval);
     return quiet;
 }
@@ -137,10 +136,10 @@ int main(int argc, char **argv)
            "each of %d cores every %.2g s for %.0f s\n", N, N, ELEMENTS, REPEATS, cores,
            interval, seconds);
     fflush(stdout);
-    double start = bench_now();
+    double start = pl_now();
     int n = 0;
-    for (; n < rounds && bench_now() - start < seconds; n++) {
-        double round_start = bench_now();
+    for (; n < rounds && pl_now() - start < seconds; n++) {
+        double round_start = pl_now();
         for (int core = 0; core < cores; core++) {
             pthread_t thread;
             p.core = core;
@@ -151,7 +150,7 @@ int main(int argc, char **argv)
             pthread_join(thread, NULL);
             times[(size_t)core * (size_t)rounds + (size_t)n] = p.seconds;
         }
-        double rest = interval - (bench_now() - round_start);
+        double rest = interval - (pl_now() - round_start);
         if (rest > 0)
             nanosleep(&(struct timespec){(time_t)rest, (long)((rest - floor(rest)) * 1e9)},
                       NULL);

@@ -105,7 +105,7 @@ static pl_status search(const options *o, const pl_graph *g, const pl_cluster *c
     pl_agent_options ao;
     pl_agent_options_default(&ao);
     ao.seed = (uint64_t)seed;
-    double start = bench_now();
+    double start = pl_now();
     pl_agent *a = pl_agent_new(g, c, m, &ao, err);
     if (!a)
         return err->status;
@@ -126,7 +126,7 @@ static pl_status search(const options *o, const pl_graph *g, const pl_cluster *c
         }
         printf("| %s | %d | %s | %.3f ms | %.3f ms | %.3f | %.3f | %.4f -> %.4f | %.0f s |\n",
                g->name, seed, plans[best]->provenance.algorithm, 1e3 * step[best], 1e3 * agent,
-               agent / step[best], agent / bound, first, last, bench_now() - start);
+               agent / step[best], agent / bound, first, last, pl_now() - start);
         fflush(stdout);
         t->log_over_baseline += log(agent / step[best]);
         t->log_over_bound += log(agent / bound);

@@ -132,7 +132,7 @@ typedef struct load_mark {
 static load_mark load_mark_now(void)
 {
     enum { IDLE = 3, IOWAIT = 4, STEAL = 7, N_FIELDS = 8 };
-    load_mark mark = {.wall = bench_now(), .machine = -1};
+    load_mark mark = {.wall = pl_now(), .machine = -1};
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     mark.own = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -632,7 +632,7 @@ static pl_status summarise_timeline(const pl_program *p, const double *starts,
         return out_of_memory(err);
     }
     f->handoffs = n;
-    f->handoff = bench_quantile(delays, n, 0.5);
+    f->handoff = pl_quantile(delays, n, 0.5);
     free(delays);
     return PL_OK;
 }
@@ -746,7 +746,7 @@ static double measured_quantile(const candidate *k, int first, int stride, doubl
     int n = 0;
     for (int i = first; i < k->n_times; i += stride)
         sorted[n++] = k->times[i];
-    return bench_quantile(sorted, n, q);
+    return pl_quantile(sorted, n, q);
 }
 
 /* ---- results and their summaries ---------------------------------------------------------- */
@@ -847,7 +847,7 @@ static void rows_tau(const results *rs, filter f, accuracy *a)
         taus[n++] = tau;
         a->tau_min = n == 1 || tau < a->tau_min ? tau : a->tau_min;
     }
-    a->tau = bench_quantile(taus, n, 0.5);
+    a->tau = pl_quantile(taus, n, 0.5);
     free(taus);
 }
 
@@ -865,10 +865,10 @@ static accuracy summarise(const results *rs, filter f)
             magnitude[a.n] = fabs(signed_error[a.n]);
             over_bound[a.n++] = rs->v[i].measured / rs->v[i].bound;
         }
-    a.median = bench_quantile(magnitude, a.n, 0.5);
-    a.p90 = bench_quantile(magnitude, a.n, 0.9);
-    a.bias = bench_quantile(signed_error, a.n, 0.5);
-    a.over_bound = bench_quantile(over_bound, a.n, 0.5);
+    a.median = pl_quantile(magnitude, a.n, 0.5);
+    a.p90 = pl_quantile(magnitude, a.n, 0.9);
+    a.bias = pl_quantile(signed_error, a.n, 0.5);
+    a.over_bound = pl_quantile(over_bound, a.n, 0.5);
     if (f.kind < 0)
         rows_tau(rs, f, &a);
     else
@@ -1046,10 +1046,10 @@ static void print_cluster_breakdown(const options *o, const results *rs, int c)
         column[MEAS_EDGES][n++] = b->measured.edges;
     }
     if (n > 0) {
-        predicted.handoff = bench_quantile(column[PRED_HANDOFF], n, 0.5);
-        measured.handoff = bench_quantile(column[MEAS_HANDOFF], n, 0.5);
-        predicted.edges = bench_quantile(column[PRED_EDGES], n, 0.5);
-        measured.edges = bench_quantile(column[MEAS_EDGES], n, 0.5);
+        predicted.handoff = pl_quantile(column[PRED_HANDOFF], n, 0.5);
+        measured.handoff = pl_quantile(column[MEAS_HANDOFF], n, 0.5);
+        predicted.edges = pl_quantile(column[PRED_EDGES], n, 0.5);
+        measured.edges = pl_quantile(column[MEAS_EDGES], n, 0.5);
         accuracy a = summarise(rs, (filter){-1, c, -1, AGAINST_MEDIAN});
         printf("%-30.30s", o->clusters[c]);
         print_percent(a.bias, true);
@@ -1156,10 +1156,10 @@ static pl_status accuracy_row(const options *o, results *rs, int model, int clus
     rs->rows = rows;
     row *w = &rs->rows[rs->n_rows];
     *w = (row){.model = model, .cluster = cluster};
-    double start = bench_now();
+    double start = pl_now();
     pl_graph *g = open_training_graph(o, o->models[model], err);
     pl_status status = g ? measure_row(o, rs, w, g, c, m, err) : err->status;
-    w->seconds = bench_now() - start;
+    w->seconds = pl_now() - start;
     pl_graph_free(g);
     if (status == PL_OK)
         print_row(o, rs, rs->n_rows++);
@@ -1175,12 +1175,12 @@ static pl_status table_accuracy(const options *o, pl_error *err)
     for (int c = 0; c < o->n_clusters && status == PL_OK; c++) {
         pl_cluster *cluster = open_cluster(o, o->clusters[c], err);
         bool calibrated = false;
-        double begin = bench_now();
+        double begin = pl_now();
         if (!cluster ||
             load_profile(m, cluster, o->calibrate && c == 0, &calibrated, err) != PL_OK)
             status = err->status;
         if (status == PL_OK && c == 0) {
-            print_profile(m, calibrated, bench_now() - begin);
+            print_profile(m, calibrated, pl_now() - begin);
             print_accuracy_heading(o);
         }
         for (int k = 0; k < o->n_models && status == PL_OK; k++)
@@ -1230,21 +1230,21 @@ static pl_status time_calls(const timed *t, double *seconds, pl_error *err)
     int calls = 1;
     double took = 0, per_call[TIMED_BATCHES];
     for (;; calls *= 2) { /* also the warm-up */
-        double start = bench_now();
+        double start = pl_now();
         for (int i = 0; i < calls; i++)
             if (timed_call(t, err) != PL_OK)
                 return err->status;
-        if ((took = bench_now() - start) >= MIN_BATCH_SECONDS)
+        if ((took = pl_now() - start) >= MIN_BATCH_SECONDS)
             break;
     }
     for (int b = 0; b < TIMED_BATCHES; b++) {
-        double start = bench_now();
+        double start = pl_now();
         for (int i = 0; i < calls; i++)
             if (timed_call(t, err) != PL_OK)
                 return err->status;
-        per_call[b] = (bench_now() - start) / calls;
+        per_call[b] = (pl_now() - start) / calls;
     }
-    *seconds = bench_quantile(per_call, TIMED_BATCHES, 0.5);
+    *seconds = pl_quantile(per_call, TIMED_BATCHES, 0.5);
     return PL_OK;
 }
 
