@@ -6,7 +6,6 @@
 
 #include "autodiff.h"
 #include "calibrate_impl.h"
-#include "data.h"
 #include "graph_build.h"
 #include "load.h"
 
@@ -106,24 +105,13 @@ pl_status pl_calib_open(workload *w, const char *path, int batch, const pl_clust
                                pl_error *err)
 {
     *w = (workload){0};
-    pl_dataset *data = NULL;
     if (!(w->g = pl_graph_load_file(path, err)) ||
         (batch && pl_graph_set_batch(w->g, batch, err) != PL_OK) ||
         pl_autodiff_build(w->g, err) != PL_OK || !(w->plan = pl_plan_new(w->g, err)) ||
-        !(data = pl_dataset_open(w->g, "synthetic", 1, err)) ||
-        !(w->ex = pl_executor_new(w->g, c, NULL, err))) {
-        pl_dataset_free(data);
+        !(w->ex = pl_executor_new_with_data(w->g, c, "synthetic", err))) {
         pl_calib_close(w);
         return err && err->status != PL_OK ? err->status : PL_ENOMEM;
     }
-    void **inputs = calloc((size_t)w->g->n_tensors, sizeof *inputs);
-    for (int t = 0; inputs && t < w->g->n_tensors; t++)
-        if (w->g->tensors[t].kind == PL_TENSOR_INPUT)
-            inputs[t] = pl_executor_data(w->ex, t);
-    if (inputs)
-        pl_dataset_fill(data, PL_SPLIT_TRAIN, 0, 0, w->g->batch_size, inputs);
-    free(inputs);
-    pl_dataset_free(data);
     return PL_OK;
 }
 

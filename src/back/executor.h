@@ -40,6 +40,13 @@ pl_executor *pl_executor_new(const pl_graph *graph, const pl_cluster *cluster,
                              void *const *host, pl_error *err);
 void pl_executor_free(pl_executor *executor);
 
+/* An executor as pl_executor_new(graph, cluster, NULL, err) makes it, its inputs holding
+ * the first training batch of `data_path` (data.h: a Fashion-MNIST directory, a text file
+ * or "synthetic"; NULL chooses by the model), for measuring plans: every step reuses the
+ * batch, since the data do not change a step's time. NULL with `err` filled in. */
+pl_executor *pl_executor_new_with_data(const pl_graph *graph, const pl_cluster *cluster,
+                                       const char *data_path, pl_error *err);
+
 /* Whether a plan fits: when it does not, the first device that overflows, what it would
  * need (its peak) and its capacity. */
 typedef struct pl_fit {

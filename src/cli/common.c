@@ -10,7 +10,6 @@
 #include "atomic_file.h"
 #include "cli.h"
 #include "cluster.h"
-#include "data.h"
 #include "dot.h"
 #include "load.h"
 #include "profile.h"
@@ -101,19 +100,8 @@ int pl_cli_new_executor(const pl_graph *g, const pl_cluster *c, const char *data
 {
     pl_error err;
     pl_error_init(&err, data_path);
-    pl_dataset *data = pl_dataset_open(g, data_path, 1, &err);
-    void **inputs = calloc((size_t)g->n_tensors, sizeof *inputs);
-    bool memory = inputs != NULL;
-    *ex = data && inputs ? pl_executor_new(g, c, NULL, &err) : NULL;
-    if (*ex) {
-        for (int t = 0; t < g->n_tensors; t++)
-            if (g->tensors[t].kind == PL_TENSOR_INPUT)
-                inputs[t] = pl_executor_data(*ex, t);
-        pl_dataset_fill(data, PL_SPLIT_TRAIN, 0, 0, g->batch_size, inputs);
-    }
-    free(inputs);
-    pl_dataset_free(data);
-    return *ex ? PL_EXIT_OK : memory ? pl_cli_report(&err) : PL_EXIT_FAILURE;
+    *ex = pl_executor_new_with_data(g, c, data_path, &err);
+    return *ex ? PL_EXIT_OK : pl_cli_report(&err);
 }
 
 pl_graph *pl_cli_load_model(const char *path, int *status)

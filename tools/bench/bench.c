@@ -8,7 +8,6 @@
 #include <time.h>
 
 #include "autodiff.h"
-#include "data.h"
 #include "load.h"
 
 
@@ -39,23 +38,7 @@ bool bench_split_list(const char *text, char names[BENCH_MAX_LIST][BENCH_MAX_NAM
 
 pl_executor *bench_open_executor(const pl_graph *g, const pl_cluster *c, pl_error *err)
 {
-    pl_executor *ex = pl_executor_new(g, c, NULL, err);
-    pl_dataset *data = ex ? pl_dataset_open(g, "synthetic", 1, err) : NULL;
-    void **inputs = data ? calloc((size_t)g->n_tensors, sizeof *inputs) : NULL;
-    if (inputs) {
-        for (int t = 0; t < g->n_tensors; t++)
-            if (g->tensors[t].kind == PL_TENSOR_INPUT)
-                inputs[t] = pl_executor_data(ex, t);
-        pl_dataset_fill(data, PL_SPLIT_TRAIN, 0, 0, g->batch_size, inputs);
-    } else {
-        if (data)
-            pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-        pl_executor_free(ex);
-        ex = NULL;
-    }
-    free(inputs);
-    pl_dataset_free(data);
-    return ex;
+    return pl_executor_new_with_data(g, c, "synthetic", err);
 }
 
 pl_graph *bench_open_graph(const char *top, const char *name, pl_error *err)
