@@ -13,20 +13,20 @@
 /* When a candidate is not one of the policy's own samples (a baseline's placement under
  * another shape, or a plan the refinement improved: docs/agent.md), what the policy's own
  * plans reached too: whether the policy itself improved on the baselines. */
-static void report_own_plan(FILE *fp, const pl_job *job)
+static void report_own_plan(FILE *fp, const pl_search *search)
 {
-    const pl_job_row *own = NULL, *other = NULL;
-    for (int r = 0; r < job->n_rows; r++) {
-        const pl_job_row *row = &job->rows[r];
+    const pl_search_row *own = NULL, *other = NULL;
+    for (int r = 0; r < search->n_rows; r++) {
+        const pl_search_row *row = &search->rows[r];
         if (row->baseline || !(row->measured > 0))
             continue;
-        const pl_job_row **slot = row->reshaped || row->refined ? &other : &own;
+        const pl_search_row **slot = row->reshaped || row->refined ? &other : &own;
         if (!*slot || row->measured < (*slot)->measured)
             *slot = row;
     }
-    if (!other || job->best_baseline < 0)
+    if (!other || search->best_baseline < 0)
         return;
-    const pl_job_row *base = &job->rows[job->best_baseline];
+    const pl_search_row *base = &search->rows[search->best_baseline];
     if (other->reshaped)
         fprintf(fp, "%s is a baseline's placement under another shape (micro-batches, fold, "
                 "schedule, deferral), found by the agent's shape sweep%s. ", other->name,
@@ -38,7 +38,7 @@ static void report_own_plan(FILE *fp, const pl_job *job)
         fprintf(fp, "The policy's own best measured plan, %s, measured %.3f ms: %.3fx the best "
                 "baseline's step. ", own->name, 1e3 * own->measured,
                 own->measured / base->measured);
-    double policy_best = job->agent ? pl_agent_policy_best(job->agent) : INFINITY;
+    double policy_best = search->agent ? pl_agent_policy_best(search->agent) : INFINITY;
     if (isfinite(policy_best) && base->sim.step_seconds > 0)
         fprintf(fp, "The policy's own plans simulated at best %.3f ms, %.3fx the best "
                 "baseline's simulated step.", 1e3 * policy_best,
@@ -103,34 +103,35 @@ static void write_svg(FILE *fp, const pl_agent *agent)
 static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
 {
     const pl_cluster *c = job->cluster;
-    const pl_job_row *chosen = &job->rows[job->chosen];
+    const pl_search *search = job->search;
+    const pl_search_row *chosen = &search->rows[search->chosen];
     char a[32], b[32];
     fprintf(fp, "# Placement of %s on %s\n\n", job->graph->name, c->name);
     fprintf(fp, "Command: `%s`\n\n", job->command);
     fprintf(fp, "Cluster \"%s\": %d devices, %s. Budget %.0f s, used %.1f s; seed %llu%s%s.\n\n",
             c->name, c->n_devices, c->paced ? "paced (emulated devices)" : "native",
-            job->budget, job->elapsed, (unsigned long long)job->seed,
+            job->budget, search->elapsed, (unsigned long long)job->seed,
             job->calibrated ? "; calibrated this run" : "",
-            job->interrupted ? "; **interrupted (Ctrl-C): the best plan so far**" : "");
-    fprintf(fp, "Lower bound on the step: %.3f ms.\n\n", 1e3 * job->bound);
+            search->interrupted ? "; **interrupted (Ctrl-C): the best plan so far**" : "");
+    fprintf(fp, "Lower bound on the step: %.3f ms.\n\n", 1e3 * search->bound);
     fprintf(fp, "## Algorithms\n\nMeasured on the executor in this run (median of the measured "
             "steps); the ratio is measured (else simulated) over the lower bound.\n\n");
     fprintf(fp, "| algorithm | simulated step | measured step | / lower bound | peak memory per "
             "device |\n|---|---:|---:|---:|---|\n");
-    for (int r = 0; r < job->n_rows; r++) {
-        const pl_job_row *row = &job->rows[r];
+    for (int r = 0; r < search->n_rows; r++) {
+        const pl_search_row *row = &search->rows[r];
         if (!row->plan) {
             fprintf(fp, "| %s | failed: %s | | | |\n", row->name, row->failure);
             continue;
         }
         double step = row->measured > 0 ? row->measured : row->sim.step_seconds;
-        fprintf(fp, "| %s%s | %.3f ms | ", r == job->chosen ? "**" : "", row->name,
+        fprintf(fp, "| %s%s | %.3f ms | ", r == search->chosen ? "**" : "", row->name,
                 1e3 * row->sim.step_seconds);
         if (row->measured > 0)
             fprintf(fp, "%.3f ms", 1e3 * row->measured);
         else
             fprintf(fp, "%s", row->fits ? "not measured" : "does not fit");
-        fprintf(fp, "%s | %.2f | ", r == job->chosen ? "**" : "", step / job->bound);
+        fprintf(fp, "%s | %.2f | ", r == search->chosen ? "**" : "", step / search->bound);
         const char *separator = "";
         for (int d = 0; d < c->n_devices; d++)
             if (row->sim.memory[d] > 0) {
@@ -140,21 +141,21 @@ static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
             }
         fprintf(fp, " |\n");
     }
-    if (job->head_to_head_rounds > 0) {
+    if (search->head_to_head_rounds > 0) {
         fprintf(fp, "\nThe best baseline and the agent's best plans (");
         const char *separator = "";
-        for (int r = 0; r < job->n_rows; r++)
-            if (job->rows[r].head_to_head) {
-                fprintf(fp, "%s%s", separator, job->rows[r].name);
+        for (int r = 0; r < search->n_rows; r++)
+            if (search->rows[r].head_to_head) {
+                fprintf(fp, "%s%s", separator, search->rows[r].name);
                 separator = ", ";
             }
         fprintf(fp, ") were measured again at the end, taking turns step by step for %d "
                 "rounds: their measured steps are those medians, so that the final choice "
-                "compares them on the machine as it is then.\n", job->head_to_head_rounds);
+                "compares them on the machine as it is then.\n", search->head_to_head_rounds);
     }
     fprintf(fp, "\nChosen: **%s**", chosen->name);
-    if (job->best_baseline >= 0 && chosen->measured > 0) {
-        const pl_job_row *base = &job->rows[job->best_baseline];
+    if (search->best_baseline >= 0 && chosen->measured > 0) {
+        const pl_search_row *base = &search->rows[search->best_baseline];
         double gain = base->measured / chosen->measured;
         fprintf(fp, ", %.3fx the best baseline's step (%s, %.3f ms). ", 1 / gain, base->name,
                 1e3 * base->measured);
@@ -167,10 +168,10 @@ static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
     } else {
         fprintf(fp, ".\n\n");
     }
-    report_own_plan(fp, job);
-    if (job->agent) {
-        int n = pl_agent_iterations(job->agent);
-        const pl_agent_iteration *curve = pl_agent_curve(job->agent);
+    report_own_plan(fp, search);
+    if (search->agent) {
+        int n = pl_agent_iterations(search->agent);
+        const pl_agent_iteration *curve = pl_agent_curve(search->agent);
         fprintf(fp, "## Learning\n\n![learning curve](%s)\n\n", svg_name);
         if (n > 0) {
             int k = n < 10 ? n : 10;
@@ -183,7 +184,7 @@ static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
                     "%.4f over the last %d (%s). Best simulated step %.3f ms; the simulator's "
                     "correction from the executor's measurements: x%.3f.\n\n", n, first, k,
                     last, k, last > first ? "rising" : "not rising",
-                    1e3 * curve[n - 1].best_step, pl_agent_correction(job->agent));
+                    1e3 * curve[n - 1].best_step, pl_agent_correction(search->agent));
         }
     }
     fprintf(fp, "## Devices (the chosen plan)\n\n| device | ops | simulated busy | utilisation "
@@ -197,8 +198,8 @@ static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
                 1e3 * chosen->sim.busy_seconds[d],
                 100 * chosen->sim.busy_seconds[d] / chosen->sim.step_seconds);
         if (measured_step > 0)
-            fprintf(fp, "%.3f ms (%.0f%%)", 1e3 * job->measured_busy[d],
-                    100 * job->measured_busy[d] / measured_step);
+            fprintf(fp, "%.3f ms (%.0f%%)", 1e3 * search->measured_busy[d],
+                    100 * search->measured_busy[d] / measured_step);
         fprintf(fp, " | %s | %s |\n", pl_cli_bytes((double)chosen->sim.memory[d], a, sizeof a),
                 pl_cli_bytes((double)c->devices[d].memory_bytes, b, sizeof b));
     }
@@ -218,7 +219,7 @@ static int write_atomic(const char *path, const pl_job *job, const char *svg_nam
     if (pl_atomic_open(&file, path, &err) != PL_OK)
         return pl_cli_report(&err);
     if (svg)
-        write_svg(file.fp, job->agent);
+        write_svg(file.fp, job->search->agent);
     else
         write_markdown(file.fp, job, svg_name);
     if (pl_atomic_commit(&file, &err) != PL_OK)
@@ -235,7 +236,7 @@ int pl_job_write_report(const pl_job *job, const char *prefix)
         snprintf(md, len, "%s.report.md", prefix);
         snprintf(svg, len, "%s.curve.svg", prefix);
         const char *base = strrchr(svg, '/');
-        status = job->agent ? write_atomic(svg, job, NULL, true) : PL_EXIT_OK;
+        status = job->search->agent ? write_atomic(svg, job, NULL, true) : PL_EXIT_OK;
         if (status == PL_EXIT_OK)
             status = write_atomic(md, job, base ? base + 1 : svg, false);
     }

@@ -1,0 +1,381 @@
+/* The placement search's protocol (search.h): the baselines, the agent's start and its
+ * iterations, the agent's rows and the final choice. What it measures on the executor is
+ * in search_measure.c. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseline.h"
+#include "bound.h"
+#include "clock.h"
+#include "search_impl.h"
+
+/* The checkpoint is saved this often during the search (seconds), and the agent's best
+ * plan measured when new: often enough that Ctrl-C loses little, rarely enough that the
+ * measurements leave the search most of the machine. */
+enum { SAVE_EVERY = 10, MEASURE_EVERY = 5 };
+
+void pl_search_options_default(pl_search_options *o)
+{
+    *o = (pl_search_options){.budget = 60, .seed = 1, .samples = 32, .measure_steps = 3};
+}
+
+void pl_search__tell(const pl_search_call *call, pl_search_event event)
+{
+    event.search = call->result;
+    if (call->progress)
+        call->progress(call->context, &event);
+}
+
+static void tell_row(const pl_search_call *call, pl_search_event_kind kind,
+                     const pl_search_row *row)
+{
+    pl_search__tell(call, (pl_search_event){.kind = kind,
+                                            .row = (int)(row - call->result->rows)});
+}
+
+static void tell_kind(const pl_search_call *call, pl_search_event_kind kind)
+{
+    pl_search__tell(call, (pl_search_event){.kind = kind, .row = -1});
+}
+
+static pl_search_row *add_row(pl_search *s, const char *name, pl_plan *plan, bool baseline)
+{
+    if (s->n_rows == PL_SEARCH_MAX_ROWS) {
+        pl_plan_free(plan);
+        return NULL;
+    }
+    pl_search_row *row = &s->rows[s->n_rows++];
+    memset(row, 0, sizeof *row);
+    snprintf(row->name, sizeof row->name, "%s", name);
+    row->plan = plan;
+    row->baseline = baseline;
+    return row;
+}
+
+/* Every baseline, placed and simulated, in baseline.h's order; once interrupted, only
+ * until one fits, so that the search has a plan to give back. */
+static pl_status place_baselines(pl_search_call *call)
+{
+    bool any_fits = false;
+    for (int b = 0; b < PL_BASELINE_COUNT && !(any_fits && pl_search__interrupted(call)); b++) {
+        pl_error failure;
+        pl_error_init(&failure, NULL);
+        pl_plan *plan = pl_baseline_place((pl_baseline)b, call->graph, call->cluster,
+                                          call->model, call->options->seed, &failure);
+        pl_search_row *row = add_row(call->result, pl_baseline_name((pl_baseline)b), plan,
+                                     true);
+        if (!row)
+            break;
+        if (!plan)
+            snprintf(row->failure, sizeof row->failure, "%s", failure.text);
+        else if (pl_search__simulate_row(call, row) != PL_OK)
+            return call->err->status;
+        any_fits = any_fits || row->fits;
+        tell_row(call, PL_SEARCH_BASELINE, row);
+    }
+    return PL_OK;
+}
+
+/* The row of the fitting baseline with the least simulated step (the first of equals)
+ * among those not measured yet, or NULL. */
+static pl_search_row *fastest_simulated(pl_search *s)
+{
+    pl_search_row *fastest = NULL;
+    for (int r = 0; r < s->n_rows; r++) {
+        pl_search_row *row = &s->rows[r];
+        if (row->baseline && row->plan && row->fits && row->measured == 0 &&
+            (!fastest || row->sim.step_seconds < fastest->sim.step_seconds))
+            fastest = row;
+    }
+    return fastest;
+}
+
+/* The executor measures the three best by simulation (a paced step can take a second);
+ * the best baseline is the fastest measured. Simulating only, it is the fastest
+ * simulated. */
+static pl_status choose_baseline(pl_search_call *call)
+{
+    pl_search *s = call->result;
+    if (!call->executor) {
+        pl_search_row *fastest = fastest_simulated(s);
+        s->best_baseline = fastest ? (int)(fastest - s->rows) : -1;
+        return PL_OK;
+    }
+    for (int round = 0; round < 3 && !pl_search__interrupted(call); round++) {
+        pl_search_row *next = fastest_simulated(s);
+        if (!next)
+            break;
+        if (pl_search__measure_row(call, next) != PL_OK)
+            return call->err->status;
+        if (next->measured > 0 && (s->best_baseline < 0 ||
+                                   next->measured < s->rows[s->best_baseline].measured))
+            s->best_baseline = (int)(next - s->rows);
+        tell_row(call, PL_SEARCH_MEASURED, next);
+    }
+    return PL_OK;
+}
+
+static pl_agent_options agent_options(const pl_search_options *o)
+{
+    pl_agent_options ao;
+    pl_agent_options_default(&ao);
+    ao.seed = o->seed;
+    ao.samples = o->samples;
+    ao.max_fold = o->no_fold ? 1 : ao.max_fold;
+    ao.defer = !o->no_defer;
+    ao.sweep = !o->no_sweep;
+    ao.refine_every = o->no_refine ? 0 : ao.refine_every;
+    return ao;
+}
+
+/* Clears a recorded error, keeping its source. */
+static void forget_error(pl_error *err)
+{
+    pl_error kept = *err;
+    pl_error_init(err, kept.source);
+}
+
+/* A new agent, offered every baseline that fits and imitating the best: the policy starts
+ * from what works, and the best plans include the baselines. */
+static pl_status start_new_agent(pl_search_call *call, const pl_agent_options *ao)
+{
+    pl_search *s = call->result;
+    if (!(s->agent = pl_agent_new(call->graph, call->cluster, call->model, ao, call->err)))
+        return call->err->status;
+    for (int r = 0; r < s->n_rows; r++)
+        if (s->rows[r].plan && s->rows[r].fits &&
+            pl_agent_offer(s->agent, s->rows[r].plan, call->err) != PL_OK)
+            return call->err->status;
+    if (s->best_baseline < 0 ||
+        pl_agent_imitate(s->agent, s->rows[s->best_baseline].plan, call->err) == PL_OK)
+        return PL_OK;
+    if (call->err->status != PL_EINPUT)
+        return call->err->status;
+    /* a shape the policy cannot choose: it learns from the offered plans alone */
+    pl_search__tell(call, (pl_search_event){.kind = PL_SEARCH_NOT_IMITATING,
+                                            .row = s->best_baseline,
+                                            .text = call->err->text});
+    forget_error(call->err);
+    return PL_OK;
+}
+
+static pl_status start_agent(pl_search_call *call)
+{
+    const pl_search_options *o = call->options;
+    pl_agent_options ao = agent_options(o);
+    if (!o->resume)
+        return start_new_agent(call, &ao);
+    pl_search *s = call->result;
+    s->agent = pl_agent_load(o->resume, call->graph, call->cluster, call->model, &ao,
+                             call->err);
+    if (!s->agent) {
+        snprintf(call->err->source, sizeof call->err->source, "%s", o->resume);
+        return call->err->status;
+    }
+    tell_kind(call, PL_SEARCH_RESUMED);
+    return PL_OK;
+}
+
+/* The agent's iterations, until its iterations are done, its share of the budget is
+ * spent or the search is interrupted; the checkpoint saved as it goes and at the end. */
+static pl_status iterate(pl_search_call *call)
+{
+    const pl_search_options *o = call->options;
+    pl_agent *agent = call->result->agent;
+    double last_measure = pl_now(), last_save = last_measure;
+    uint64_t last_key = 0;
+    /* the search's share of the budget: the final measurements need the rest */
+    double stop = o->budget > 0 ? call->start + 0.8 * o->budget : INFINITY;
+    while (!pl_search__interrupted(call) && pl_now() < stop &&
+           (!o->iterations || pl_agent_iterations(agent) < o->iterations)) {
+        pl_agent_iteration it;
+        if (pl_agent_iterate(agent, &it, call->err) != PL_OK)
+            return call->err->status;
+        double now = pl_now();
+        if (call->executor && now - last_measure > MEASURE_EVERY) {
+            if (pl_search__measure_agent_best(call, &last_key) != PL_OK)
+                return call->err->status;
+            last_measure = pl_now();
+        }
+        if (o->checkpoint && now - last_save > SAVE_EVERY) {
+            if (pl_agent_save(agent, o->checkpoint, call->err) != PL_OK)
+                return call->err->status;
+            last_save = now;
+        }
+        pl_search__tell(call, (pl_search_event){.kind = PL_SEARCH_ITERATION, .row = -1,
+                                                .iteration = it});
+    }
+    tell_kind(call, PL_SEARCH_AGENT_DONE);
+    if (o->checkpoint && pl_agent_save(agent, o->checkpoint, call->err) != PL_OK)
+        return call->err->status;
+    return PL_OK;
+}
+
+/* One of the agent's plans as row number *added + 1, unless it is a baseline's (already a
+ * row) or the same as an agent's row before it (the same simulated step). */
+static pl_status add_agent_row(pl_search_call *call, pl_plan *plan, int *added)
+{
+    pl_search *s = call->result;
+    bool reshaped, refined, same = false;
+    for (int r = 0; r < s->n_rows && !same; r++)
+        same = !s->rows[r].baseline && s->rows[r].plan &&
+               s->rows[r].plan->provenance.predicted_seconds ==
+                   plan->provenance.predicted_seconds;
+    if (same || !pl_agent_made(plan, &reshaped, &refined)) {
+        pl_plan_free(plan);
+        return PL_OK;
+    }
+    /* a plan the sweep reshaped or the refinement improved: said, with its origin */
+    const char *origin = plan->provenance.algorithm;
+    char name[96];
+    if (strncmp(origin, "rl ", 3) == 0)
+        origin += 3;
+    if (reshaped || refined)
+        snprintf(name, sizeof name, "agent #%d (%s)", ++*added, origin);
+    else
+        snprintf(name, sizeof name, "agent #%d", ++*added);
+    pl_search_row *row = add_row(s, name, plan, false);
+    if (!row)
+        return PL_OK;
+    row->reshaped = reshaped;
+    row->refined = refined;
+    return pl_search__simulate_row(call, row);
+}
+
+/* The agent's best plans from *k on, as rows, until *added reaches `want`. */
+static pl_status add_best_rows(pl_search_call *call, int *k, int want, int *added)
+{
+    pl_agent *agent = call->result->agent;
+    pl_status status = PL_OK;
+    for (; *k < pl_agent_best_count(agent) && *added < want && status == PL_OK; ++*k) {
+        pl_plan *plan = pl_agent_best_plan(agent, *k, call->err);
+        status = plan ? add_agent_row(call, plan, added) : call->err->status;
+    }
+    return status;
+}
+
+/* The agent's two best distinct plans and its lead (its best plan not refined: what the
+ * policy itself reached), or its third best when the lead is among them or a baseline. */
+static pl_status add_agent_rows(pl_search_call *call)
+{
+    int added = 0, k = 0;
+    pl_status status = add_best_rows(call, &k, 2, &added);
+    pl_plan *lead = status == PL_OK ? pl_agent_lead_plan(call->result->agent, NULL) : NULL;
+    if (lead)
+        status = add_agent_row(call, lead, &added);
+    if (status == PL_OK)
+        status = add_best_rows(call, &k, 3, &added);
+    return status;
+}
+
+/* What a row is compared by: its measured step, else (after every measured one) its
+ * simulated step. */
+static double choice_key(const pl_search_row *row)
+{
+    return row->measured > 0 ? row->measured : 1e9 + row->sim.step_seconds;
+}
+
+/* The fastest row that fits; after a head-to-head, only its contenders compare fairly. */
+static void choose(pl_search *s)
+{
+    s->chosen = -1;
+    for (int r = 0; r < s->n_rows; r++) {
+        const pl_search_row *row = &s->rows[r];
+        if (!row->plan || !row->fits || (s->head_to_head_rounds > 0 && !row->head_to_head))
+            continue;
+        if (s->chosen < 0 || choice_key(row) < choice_key(&s->rows[s->chosen]))
+            s->chosen = r;
+    }
+}
+
+/* The agent's plans become rows, measured head to head with the best baseline unless
+ * interrupted; then the choice, and the chosen plan's busy time per device. */
+static pl_status finish(pl_search_call *call)
+{
+    if (add_agent_rows(call) != PL_OK)
+        return call->err->status;
+    if (call->executor && !pl_search__interrupted(call) &&
+        pl_search__head_to_head(call) != PL_OK)
+        return call->err->status;
+    choose(call->result);
+    if (call->result->chosen >= 0)
+        pl_search__measure_busy(call);
+    return PL_OK;
+}
+
+static pl_status check_options(const pl_search_options *o, pl_error *err)
+{
+    if (!(o->budget >= 0) || o->iterations < 0 || (o->budget == 0 && o->iterations == 0))
+        return pl_error_set(err, PL_EINPUT, NULL, "the search needs a budget (seconds, more "
+                            "than 0) or a number of iterations");
+    if (!o->simulate_only && o->measure_steps < 1)
+        return pl_error_set(err, PL_EINPUT, NULL, "measure at least one step, not %d",
+                            o->measure_steps);
+    return PL_OK;
+}
+
+/* The protocol of search.h, step by step; the first failure stops it. */
+static pl_status run(pl_search_call *call)
+{
+    pl_search *s = call->result;
+    if (pl_step_lower_bound(call->graph, call->cluster, call->model, &s->bound, call->err) !=
+        PL_OK)
+        return call->err->status;
+    /* the data do not change a step's time; synthetic data fit every model */
+    if (!call->options->simulate_only &&
+        !(call->executor = pl_executor_new_with_data(call->graph, call->cluster, "synthetic",
+                                                     call->err)))
+        return call->err->status;
+    tell_kind(call, PL_SEARCH_STARTED);
+    if (place_baselines(call) != PL_OK || choose_baseline(call) != PL_OK)
+        return call->err->status;
+    tell_kind(call, PL_SEARCH_BASELINES_DONE);
+    if (start_agent(call) != PL_OK || iterate(call) != PL_OK || finish(call) != PL_OK)
+        return call->err->status;
+    return PL_OK;
+}
+
+pl_search *pl_search_run(const pl_graph *graph, const pl_cluster *cluster,
+                         const pl_cost_model *model, const pl_search_options *options,
+                         pl_search_progress progress, void *context,
+                         const volatile sig_atomic_t *interrupt, pl_error *err)
+{
+    /* a record of our own, so that every step may fill it whether or not the caller cares */
+    pl_error error;
+    pl_error_init(&error, err ? err->source : NULL);
+    pl_search_call call = {.graph = graph, .cluster = cluster, .model = model,
+                           .options = options, .progress = progress, .context = context,
+                           .interrupt = interrupt, .err = &error,
+                           .start = options->start > 0 ? options->start : pl_now()};
+    pl_status status = check_options(options, &error);
+    if (status == PL_OK && !(call.result = calloc(1, sizeof *call.result)))
+        status = pl_error_set(&error, PL_ENOMEM, NULL, "out of memory");
+    if (status == PL_OK) {
+        call.result->chosen = call.result->best_baseline = -1;
+        status = run(&call);
+    }
+    if (status == PL_OK) {
+        call.result->elapsed = pl_now() - call.start;
+        call.result->interrupted = pl_search__interrupted(&call);
+    }
+    pl_executor_free(call.executor);
+    if (status != PL_OK) {
+        pl_search_free(call.result);
+        if (err)
+            *err = error;
+        return NULL;
+    }
+    return call.result;
+}
+
+void pl_search_free(pl_search *s)
+{
+    if (!s)
+        return;
+    for (int r = 0; r < s->n_rows; r++)
+        pl_plan_free(s->rows[r].plan);
+    pl_agent_free(s->agent);
+    free(s);
+}

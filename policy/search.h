@@ -1,0 +1,155 @@
+/* The placement search: what `placer MODEL.json` does between loading the model and
+ * writing the plan, as one call that the command line, the benchmarks and the tests share.
+ *
+ * The protocol (docs/agent.md):
+ *   1. every baseline (baseline.h) places the training graph and is simulated; the
+ *      executor measures the three fastest by simulation, and the best baseline is the
+ *      fastest measured (the fastest simulated when the call only simulates);
+ *   2. the agent (agent.h) starts: a new one, offered every baseline that fits and
+ *      imitating the best, or one read back from a checkpoint;
+ *   3. it iterates until its iterations are done, its share of the budget is spent or
+ *      the interrupt flag is set; every few seconds the executor measures the agent's best
+ *      plan when it is new (correcting the simulator), and the checkpoint is saved;
+ *   4. the agent's two best distinct plans and its lead (docs/agent.md) become rows, and
+ *      are measured head to head with the best baseline, taking turns step by step; the
+ *      chosen row is the fastest measured (the fastest simulated when nothing was), and
+ *      the executor measures its busy time per device.
+ * Simulating only (pl_search_options.simulate_only) skips every measurement: no executor
+ * is made, and the result depends on the code, the cost model and the seed alone.
+ *
+ * Interrupts: the search polls `*interrupt` (a signal handler's flag) between its steps.
+ * Once it is set, the search places baselines only until one fits, measures nothing more,
+ * lets the agent iterate no more, and returns the best plan so far with `interrupted`
+ * set.
+ *
+ * Errors: `err` keeps its source (the caller names it: the model's file, say), except
+ * that an error reading the checkpoint to resume from names that file. A baseline that
+ * fails is a row with its reason, not an error. No plan that fits is a result, not an
+ * error: `chosen` is -1.
+ *
+ * Ownership: the graph (a training graph, autodiff.h), the cluster, the cost model and
+ * the options are borrowed for the call; the result is new and owns its plans and its
+ * agent (pl_search_free). Thread-safety: a call makes and drives its own executor and
+ * agent, and runs the progress callback on the calling thread; calls on separate results
+ * may run at once, though measurements on one machine then disturb each other. */
+#ifndef PLACER_SEARCH_H
+#define PLACER_SEARCH_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent.h"
+#include "cluster.h"
+#include "cost_model.h"
+#include "error.h"
+#include "graph.h"
+#include "plan.h"
+#include "simulate.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { PL_SEARCH_MAX_ROWS = 24 };
+
+typedef struct pl_search_options {
+    double budget;      /* seconds for the whole search, measurements included, counted from
+                           `start` (default 60); 0: no limit (`iterations` must be set, and
+                           the head-to-head takes its fewest rounds) */
+    double start;       /* the pl_now() instant the budget counts from (clock.h), for a
+                           caller that spent part of it before (loading, calibrating); 0:
+                           the call's start */
+    uint64_t seed;      /* the baselines' and the agent's (default 1) */
+    int iterations;     /* the agent's iterations in all, a resumed agent's included; 0: as
+                           many as the budget allows (default) */
+    int samples;        /* plans the agent draws per iteration (default 32) */
+    int measure_steps;  /* measured steps per measurement of a plan (default 3) */
+    bool no_fold, no_defer, no_sweep; /* the agent's shapes: no interleaved stages, no
+                                         deferred weight gradients, no shape sweeps */
+    bool no_refine;     /* no refinement of the agent's best plan */
+    const char *resume; /* an agent checkpoint of the same graph, cluster, seed and samples
+                           to continue from, or NULL (default) */
+    const char *checkpoint; /* where to save the agent's checkpoint, or NULL (default) */
+    bool simulate_only; /* no executor: nothing measured */
+} pl_search_options;
+
+/* The defaults above. */
+void pl_search_options_default(pl_search_options *options);
+
+/* One candidate plan: a baseline or one of the agent's. */
+typedef struct pl_search_row {
+    char name[96];        /* the baseline's ("pipeline-dp") or "agent #2 (origin)" */
+    pl_plan *plan;        /* owned; NULL when the baseline failed */
+    char failure[PL_ERROR_TEXT_MAX]; /* why, when it failed */
+    bool baseline;
+    bool reshaped;        /* the agent's: a baseline's placement under another shape */
+    bool refined;         /* the agent's: improved by its refinement */
+    pl_simulation sim;    /* valid with a plan */
+    double measured;      /* median step on the executor, seconds; 0: not measured */
+    bool head_to_head;    /* measured last, taking turns with the other contenders */
+    bool fits;            /* simulated, and measured when it was, within every device */
+} pl_search_row;
+
+/* The result, and the state of the search as the progress callback sees it. */
+typedef struct pl_search {
+    int n_rows;
+    pl_search_row rows[PL_SEARCH_MAX_ROWS]; /* the baselines in baseline.h's order, then
+                                               the agent's */
+    int chosen;           /* the row to use, or -1: no plan fits the cluster's memory */
+    int best_baseline;    /* the best baseline's row, or -1 */
+    int head_to_head_rounds; /* rounds of the final measurement, 0: none */
+    double bound;         /* the lower bound on the step (bound.h), seconds */
+    double agent_measured; /* the fastest step measured of the agent's best plans during
+                              the search, seconds; 0: none */
+    pl_agent *agent;      /* owned: its curve and correction; NULL until it starts */
+    double measured_busy[PL_MAX_DEVICES]; /* the chosen plan's busy seconds per device in
+                                             one measured step; 0 when not measured */
+    double elapsed;       /* seconds from options->start to the end */
+    bool interrupted;
+} pl_search;
+
+typedef enum pl_search_event_kind {
+    PL_SEARCH_STARTED,        /* the lower bound is known; nothing placed yet */
+    PL_SEARCH_BASELINE,       /* rows[row]: a baseline placed and simulated, or failed */
+    PL_SEARCH_MEASURED,       /* rows[row]: a baseline measured */
+    PL_SEARCH_BASELINES_DONE, /* the baselines placed and measured, the best one known */
+    PL_SEARCH_RESUMED,        /* the agent read back from options->resume */
+    PL_SEARCH_NOT_IMITATING,  /* the best baseline cannot be imitated: why in `text` */
+    PL_SEARCH_ITERATION,      /* the agent's `iteration` done */
+    PL_SEARCH_AGENT_MEASURED, /* the agent's best plan measured: `measured` seconds */
+    PL_SEARCH_AGENT_DONE,     /* the agent iterates no more */
+    PL_SEARCH_HEAD_TO_HEAD,   /* round `round` of the final measurement done */
+} pl_search_event_kind;
+
+typedef struct pl_search_event {
+    pl_search_event_kind kind;
+    const pl_search *search;      /* the result so far */
+    int row;                      /* BASELINE, MEASURED, NOT_IMITATING: the row; else -1 */
+    pl_agent_iteration iteration; /* ITERATION */
+    double measured;              /* AGENT_MEASURED */
+    int round;                    /* HEAD_TO_HEAD: from 1 */
+    const char *text;             /* NOT_IMITATING; else NULL */
+} pl_search_event;
+
+/* Called as the search goes, in the order of the protocol above; the event and what it
+ * points to are valid during the call only. */
+typedef void (*pl_search_progress)(void *context, const pl_search_event *event);
+
+/* Runs the search. `progress` (may be NULL) receives the events with `context`;
+ * `interrupt` (may be NULL) is polled. Returns the new result, or NULL with `err` filled
+ * in (PL_EINPUT: options out of range, a checkpoint made for something else; PL_EIO: a
+ * checkpoint not read or written; PL_ENOMEM). */
+pl_search *pl_search_run(const pl_graph *graph, const pl_cluster *cluster,
+                         const pl_cost_model *model, const pl_search_options *options,
+                         pl_search_progress progress, void *context,
+                         const volatile sig_atomic_t *interrupt, pl_error *err);
+
+/* Frees the result, its plans and its agent; NULL is a no-op. */
+void pl_search_free(pl_search *search);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,48 @@
+/* What the search's two files share: the state of one call (search.c drives the protocol,
+ * search_measure.c measures on the executor). Private to policy/. */
+#ifndef PLACER_SEARCH_IMPL_H
+#define PLACER_SEARCH_IMPL_H
+
+#include "executor.h"
+#include "search.h"
+
+typedef struct pl_search_call {
+    const pl_graph *graph;
+    const pl_cluster *cluster;
+    const pl_cost_model *model;
+    const pl_search_options *options;
+    pl_search_progress progress;
+    void *context;
+    const volatile sig_atomic_t *interrupt;
+    pl_executor *executor; /* NULL when the call only simulates */
+    pl_search *result;
+    double start;          /* what the budget counts from */
+    pl_error *err;
+} pl_search_call;
+
+static inline bool pl_search__interrupted(const pl_search_call *call)
+{
+    return call->interrupt && *call->interrupt;
+}
+
+/* Tells the caller; `event` has its kind and fields, the rest is filled in here. */
+void pl_search__tell(const pl_search_call *call, pl_search_event event);
+
+/* Simulates a row's plan; sets its fits. */
+pl_status pl_search__simulate_row(pl_search_call *call, pl_search_row *row);
+
+/* Measures a row's plan on the executor (one warm-up step, then the median of
+ * measure_steps); a plan that does not fit the executor's memory is marked so. */
+pl_status pl_search__measure_row(pl_search_call *call, pl_search_row *row);
+
+/* Measures the agent's best plan when it is new since *last_key, and corrects the
+ * simulator with it. */
+pl_status pl_search__measure_agent_best(pl_search_call *call, uint64_t *last_key);
+
+/* The final measurement of the contenders, taking turns step by step. */
+pl_status pl_search__head_to_head(pl_search_call *call);
+
+/* The chosen plan's busy time per device in one more measured step. */
+void pl_search__measure_busy(pl_search_call *call);
+
+#endif

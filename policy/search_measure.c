@@ -1,0 +1,171 @@
+/* What the placement search (search.h) simulates and measures: a row's plan in the
+ * simulator and on the executor, the agent's best plan as it searches, the final
+ * head-to-head of the contenders and the chosen plan's busy time per device. */
+#include <stdlib.h>
+
+#include "clock.h"
+#include "search_impl.h"
+#include "stats.h"
+
+pl_status pl_search__simulate_row(pl_search_call *call, pl_search_row *row)
+{
+    pl_program *p = pl_program_new(call->graph, call->cluster, row->plan, call->err);
+    pl_status status = p ? pl_simulate(p, call->cluster, call->model, &row->sim, NULL, NULL,
+                                       call->err)
+                         : call->err->status;
+    pl_program_free(p);
+    if (status == PL_OK)
+        row->fits = row->sim.oom_device < 0;
+    return status;
+}
+
+/* What the plan file says of where its plan came from. */
+static void note_measured(pl_search_row *row)
+{
+    row->plan->provenance.measured_seconds = row->measured;
+    row->plan->provenance.predicted_seconds = row->sim.step_seconds;
+}
+
+pl_status pl_search__measure_row(pl_search_call *call, pl_search_row *row)
+{
+    pl_fit fit;
+    pl_measurement m;
+    if (!row->plan || !row->fits)
+        return PL_OK;
+    if (pl_executor_set_plan(call->executor, row->plan, &fit, call->err) != PL_OK)
+        return call->err->status;
+    if (!fit.fits) {
+        row->fits = false;
+        return PL_OK;
+    }
+    if (pl_executor_measure(call->executor, 1, call->options->measure_steps, &m, call->err) !=
+        PL_OK)
+        return call->err->status;
+    row->measured = m.median;
+    note_measured(row);
+    return PL_OK;
+}
+
+/* A plan's placement and shape as one number, to tell a new best plan from the last. */
+static uint64_t plan_key(const pl_plan *plan)
+{
+    uint64_t key = 0;
+    for (int i = 0; i < plan->n_ops; i++)
+        key = key * 1000003u + (uint64_t)(plan->device[i] * 16 + plan->stage[i]);
+    return key * 31 + (uint64_t)plan->micro_batches;
+}
+
+pl_status pl_search__measure_agent_best(pl_search_call *call, uint64_t *last_key)
+{
+    pl_search *s = call->result;
+    pl_plan *plan = pl_agent_best_plan(s->agent, 0, call->err);
+    if (!plan)
+        return PL_OK;
+    uint64_t key = plan_key(plan);
+    if (key == *last_key) {
+        pl_plan_free(plan);
+        return PL_OK;
+    }
+    *last_key = key;
+    pl_search_row row = {.plan = plan};
+    pl_status status = pl_search__simulate_row(call, &row);
+    if (status == PL_OK)
+        status = pl_search__measure_row(call, &row);
+    if (status == PL_OK && row.measured > 0) {
+        pl_agent_correct(s->agent, row.sim.step_seconds, row.measured);
+        if (s->agent_measured == 0 || row.measured < s->agent_measured)
+            s->agent_measured = row.measured;
+        pl_search__tell(call, (pl_search_event){.kind = PL_SEARCH_AGENT_MEASURED, .row = -1,
+                                                .measured = row.measured});
+    }
+    pl_plan_free(plan);
+    return status;
+}
+
+enum { MIN_ROUNDS = 3, MAX_ROUNDS = 9 };
+
+/* One round: each contender's plan set, one unmeasured step (the caches the other plan
+ * filled, arenas grown), then one measured. */
+static pl_status take_turns(pl_search_call *call, const int *who, int n, double *steps,
+                            int round)
+{
+    for (int k = 0; k < n; k++) {
+        pl_fit fit;
+        float loss;
+        if (pl_executor_set_plan(call->executor, call->result->rows[who[k]].plan, &fit,
+                                 call->err) != PL_OK ||
+            pl_executor_step(call->executor, 0, &loss, call->err) != PL_OK ||
+            pl_executor_step(call->executor, 0, &loss, call->err) != PL_OK)
+            return call->err->status;
+        steps[k * MAX_ROUNDS + round] = pl_executor_step_seconds(call->executor);
+    }
+    return PL_OK;
+}
+
+/* The contenders' medians become their measurements. */
+static void keep_medians(pl_search_call *call, const int *who, int n, double *steps,
+                         int rounds)
+{
+    for (int k = 0; k < n; k++) {
+        pl_search_row *row = &call->result->rows[who[k]];
+        row->measured = pl_median(steps + k * MAX_ROUNDS, rounds);
+        note_measured(row);
+        row->head_to_head = true;
+        if (!row->baseline)
+            pl_agent_correct(call->result->agent, row->sim.step_seconds, row->measured);
+    }
+    call->result->head_to_head_rounds = rounds;
+}
+
+/* The best measured baseline and the agent's plans, measured taking turns step by step:
+ * measurements minutes apart drift with the machine, and the final choice compares plans
+ * within that drift. At least MIN_ROUNDS rounds, at most MAX_ROUNDS, as many as the
+ * budget leaves; interrupted before MIN_ROUNDS, nothing was compared fairly and the
+ * earlier measurements stand. */
+pl_status pl_search__head_to_head(pl_search_call *call)
+{
+    const pl_search *s = call->result;
+    int who[PL_SEARCH_MAX_ROWS], n = 0;
+    for (int r = 0; r < s->n_rows; r++)
+        if (r == s->best_baseline || (!s->rows[r].baseline && s->rows[r].fits))
+            who[n++] = r;
+    if (n < 2)
+        return PL_OK;
+    double *steps = malloc((size_t)n * MAX_ROUNDS * sizeof *steps);
+    if (!steps)
+        return pl_error_set(call->err, PL_ENOMEM, NULL, "out of memory");
+    double budget_end = call->start + call->options->budget;
+    int rounds = 0;
+    pl_status status = PL_OK;
+    while (status == PL_OK && rounds < MAX_ROUNDS && !pl_search__interrupted(call) &&
+           (rounds < MIN_ROUNDS || pl_now() < budget_end)) {
+        status = take_turns(call, who, n, steps, rounds++);
+        if (status == PL_OK)
+            pl_search__tell(call, (pl_search_event){.kind = PL_SEARCH_HEAD_TO_HEAD,
+                                                    .row = -1, .round = rounds});
+    }
+    if (status == PL_OK && rounds >= MIN_ROUNDS)
+        keep_medians(call, who, n, steps, rounds);
+    free(steps);
+    return status;
+}
+
+void pl_search__measure_busy(pl_search_call *call)
+{
+    pl_search *s = call->result;
+    const pl_search_row *chosen = &s->rows[s->chosen];
+    pl_fit fit;
+    float loss;
+    /* from its last step; a failure here leaves the busy times unknown, not the search
+       failed */
+    if (!call->executor || !(chosen->measured > 0) ||
+        pl_executor_set_plan(call->executor, chosen->plan, &fit, NULL) != PL_OK || !fit.fits ||
+        pl_executor_step(call->executor, 0, &loss, NULL) != PL_OK)
+        return;
+    const pl_program *p = pl_executor_program(call->executor);
+    const double *starts = pl_executor_task_starts(call->executor);
+    const double *ends = pl_executor_task_ends(call->executor);
+    for (int t = 0; t < p->n_tasks; t++)
+        if (p->tasks[t].resource < p->n_devices)
+            s->measured_busy[p->tasks[t].resource] += ends[t] - starts[t];
+}
