@@ -1,6 +1,7 @@
-/* The agent's search alone, run by tools/bench-search: for each model and seed, the seven
- * baselines are simulated and offered to a fresh agent, which imitates the fastest and
- * then runs a fixed number of iterations. Printed per run: the best baseline's simulated
+/* The agent's search alone, run by tools/bench-search: for each model and seed, the
+ * search of the job (search.h) simulating only: the seven baselines are simulated and
+ * offered to a fresh agent, which imitates the fastest and then runs a fixed number of
+ * iterations. Printed per run: the best baseline's simulated
  * step, the agent's best, their ratio, the agent's over the lower bound, the mean sampled
  * reward over the first and the last 10 iterations, and the wall time.
  *
@@ -15,13 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
 #include "allocator.h"
-#include "baseline.h"
 #include "bench.h"
-#include "bound.h"
 #include "profile.h"
-#include "simulate.h"
+#include "search.h"
 
 typedef struct options {
     const char *top, *cluster;
@@ -68,73 +66,50 @@ static bool parse(int argc, char **argv, options *o)
     return ok;
 }
 
-/* The baselines that place the model, each simulated: the fastest's index in *best. */
-static int place_baselines(const pl_graph *g, const pl_cluster *c, const pl_cost_model *m,
-                           pl_plan *plans[PL_BASELINE_COUNT], double step[PL_BASELINE_COUNT],
-                           int *best)
+/* The mean sampled reward over the first and the last ten iterations (fewer when fewer). */
+static void reward_ends(const pl_agent *agent, double *first, double *last)
 {
-    int n = 0;
-    *best = -1;
-    for (int b = 0; b < PL_BASELINE_COUNT; b++) {
-        pl_error err;
-        pl_error_init(&err, pl_baseline_name(b));
-        pl_plan *plan = pl_baseline_place(b, g, c, m, 1, &err);
-        pl_program *program = plan ? pl_program_new(g, c, plan, &err) : NULL;
-        pl_simulation sim;
-        if (!program || pl_simulate(program, c, m, &sim, NULL, NULL, &err) != PL_OK ||
-            sim.oom_device >= 0) {
-            pl_program_free(program);
-            pl_plan_free(plan);
-            continue;
-        }
-        pl_program_free(program);
-        plans[n] = plan;
-        step[n] = sim.step_seconds;
-        if (*best < 0 || step[n] < step[*best])
-            *best = n;
-        n++;
+    const pl_agent_iteration *curve = pl_agent_curve(agent);
+    int n = pl_agent_iterations(agent), k = n < 10 ? n : 10;
+    *first = *last = 0;
+    for (int i = 0; i < k; i++) {
+        *first += curve[i].mean_reward / k;
+        *last += curve[n - k + i].mean_reward / k;
     }
-    return n;
 }
 
+/* One run: the search (search.h) simulating only, for a number of iterations. */
 static pl_status search(const options *o, const pl_graph *g, const pl_cluster *c,
-                        const pl_cost_model *m, int seed, pl_plan *const *plans,
-                        const double *step, int n_plans, int best, double bound, totals *t,
-                        pl_error *err)
+                        const pl_cost_model *m, int seed, totals *t, pl_error *err)
 {
-    pl_agent_options ao;
-    pl_agent_options_default(&ao);
-    ao.seed = (uint64_t)seed;
+    pl_search_options so;
+    pl_search_options_default(&so);
+    so.simulate_only = true;
+    so.budget = 0; /* counted, not timed */
+    so.iterations = o->iterations;
+    so.seed = (uint64_t)seed;
     double start = pl_now();
-    pl_agent *a = pl_agent_new(g, c, m, &ao, err);
-    if (!a)
+    pl_search *s = pl_search_run(g, c, m, &so, NULL, NULL, NULL, err);
+    if (!s)
         return err->status;
-    pl_status status = PL_OK;
-    for (int k = 0; k < n_plans && status == PL_OK; k++)
-        status = k == best ? PL_OK : pl_agent_offer(a, plans[k], err);
-    if (status == PL_OK)
-        status = pl_agent_imitate(a, plans[best], err);
-    for (int i = 0; i < o->iterations && status == PL_OK; i++)
-        status = pl_agent_iterate(a, NULL, err);
-    if (status == PL_OK) {
-        const pl_agent_iteration *curve = pl_agent_curve(a);
-        int n = pl_agent_iterations(a), k = n < 10 ? n : 10;
-        double first = 0, last = 0, agent = curve[n - 1].best_step;
-        for (int i = 0; i < k; i++) {
-            first += curve[i].mean_reward / k;
-            last += curve[n - k + i].mean_reward / k;
-        }
-        printf("| %s | %d | %s | %.3f ms | %.3f ms | %.3f | %.3f | %.4f -> %.4f | %.0f s |\n",
-               g->name, seed, plans[best]->provenance.algorithm, 1e3 * step[best], 1e3 * agent,
-               agent / step[best], agent / bound, first, last, pl_now() - start);
-        fflush(stdout);
-        t->log_over_baseline += log(agent / step[best]);
-        t->log_over_bound += log(agent / bound);
-        t->runs++;
-        t->rising += last > first;
+    if (s->best_baseline < 0 || pl_agent_iterations(s->agent) == 0) {
+        pl_search_free(s);
+        return pl_error_set(err, PL_EINPUT, NULL, "no baseline places %s", g->name);
     }
-    pl_agent_free(a);
-    return status;
+    const pl_search_row *base = &s->rows[s->best_baseline];
+    int n = pl_agent_iterations(s->agent);
+    double agent = pl_agent_curve(s->agent)[n - 1].best_step, first, last;
+    reward_ends(s->agent, &first, &last);
+    printf("| %s | %d | %s | %.3f ms | %.3f ms | %.3f | %.3f | %.4f -> %.4f | %.0f s |\n",
+           g->name, seed, base->name, 1e3 * base->sim.step_seconds, 1e3 * agent,
+           agent / base->sim.step_seconds, agent / s->bound, first, last, pl_now() - start);
+    fflush(stdout);
+    t->log_over_baseline += log(agent / base->sim.step_seconds);
+    t->log_over_bound += log(agent / s->bound);
+    t->runs++;
+    t->rising += last > first;
+    pl_search_free(s);
+    return PL_OK;
 }
 
 static pl_status run_model(const options *o, const char *name, totals *t, pl_error *err)
@@ -145,20 +120,10 @@ static pl_status run_model(const options *o, const char *name, totals *t, pl_err
     pl_cluster *c = bench_open_cluster(o->top, o->cluster, err);
     pl_cost_model m = {0};
     bool calibrated;
-    double bound = 0, step[PL_BASELINE_COUNT];
-    pl_plan *plans[PL_BASELINE_COUNT];
-    int n_plans = 0, best = -1;
     pl_status status = c ? pl_profile_load(&m, c, false, NULL, NULL, &calibrated, err)
                          : err->status;
-    if (status == PL_OK)
-        status = pl_step_lower_bound(g, c, &m, &bound, err);
-    if (status == PL_OK && (n_plans = place_baselines(g, c, &m, plans, step, &best)) == 0)
-        status = pl_error_set(err, PL_EINPUT, NULL, "no baseline places %s", name);
     for (int s = 0; s < o->n_seeds && status == PL_OK; s++)
-        status = search(o, g, c, &m, o->seeds[s], plans, step, n_plans, best, bound, t,
-                        err);
-    for (int k = 0; k < n_plans; k++)
-        pl_plan_free(plans[k]);
+        status = search(o, g, c, &m, o->seeds[s], t, err);
     pl_cost_model_clear(&m);
     pl_cluster_free(c);
     pl_graph_free(g);
