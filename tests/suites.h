@@ -17,6 +17,7 @@ void pl_register_executor_tests(void);
 void pl_register_simulate_tests(void);
 void pl_register_baseline_tests(void);
 void pl_register_agent_tests(void);
+void pl_register_search_tests(void);
 void pl_register_kernels_dense_tests(void);
 void pl_register_kernels_elementwise_tests(void);
 void pl_register_kernels_softmax_tests(void);

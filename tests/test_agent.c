@@ -57,12 +57,7 @@ static pl_cluster *two_devices(void)
 /* An op costs 2 us plus 1 ns per FLOP; a copy 5 us plus 0.1 ns per byte. */
 static pl_cost_model flop_costs(void)
 {
-    pl_cost_model m;
-    memset(&m, 0, sizeof m);
-    m.ops[1][PL_OP_COUNT] = (pl_op_cost){2e-6, 1e-9, 0, 1};
-    pl_cost_set_copy_line(&m, 5e-6, 1e-10);
-    m.handoff_seconds = 1e-6;
-    return m;
+    return pl_test_costs(2e-6, 5e-6, 1e-10);
 }
 
 /* Every weight's gradient of the objective against central differences. */

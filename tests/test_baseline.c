@@ -20,12 +20,7 @@
 /* 1 us + 1 ns per FLOP for every op; a copy 1 us + `per_byte` seconds a byte. */
 static pl_cost_model synthetic_costs(double per_byte)
 {
-    pl_cost_model m;
-    memset(&m, 0, sizeof m);
-    m.ops[1][PL_OP_COUNT] = (pl_op_cost){1e-6, 1e-9, 0, 1};
-    pl_cost_set_copy_line(&m, 1e-6, per_byte);
-    m.handoff_seconds = 1e-6;
-    return m;
+    return pl_test_costs(1e-6, 1e-6, per_byte);
 }
 
 static pl_cluster *native_devices(int n, long long memory)

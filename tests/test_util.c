@@ -139,3 +139,13 @@ void pl_test_add_suite(const char *name, const pl_test_case *cases)
             exit(1);
         }
 }
+
+pl_cost_model pl_test_costs(double op_seconds, double copy_seconds, double copy_per_byte)
+{
+    pl_cost_model m;
+    memset(&m, 0, sizeof m);
+    m.ops[1][PL_OP_COUNT] = (pl_op_cost){op_seconds, 1e-9, 0, 1};
+    pl_cost_set_copy_line(&m, copy_seconds, copy_per_byte);
+    m.handoff_seconds = 1e-6;
+    return m;
+}

@@ -5,6 +5,7 @@
 #include <CUnit/CUnit.h>
 
 #include "cluster.h"
+#include "cost_model.h"
 #include "error.h"
 #include "graph.h"
 #include "plan.h"
@@ -35,6 +36,10 @@ pl_graph *pl_test_two_layers(void);
  * on), renumbered without gaps; a random divisor of the batch as micro-batch count; either
  * schedule; weight gradients deferred or not. */
 pl_plan *pl_test_random_plan(const pl_graph *graph, int n_devices, uint64_t seed);
+
+/* A cost model that does not depend on this machine: every op `op_seconds` plus 1 ns per
+ * FLOP, a copy `copy_seconds` plus `copy_per_byte` seconds a byte, a hand-off 1 us. */
+pl_cost_model pl_test_costs(double op_seconds, double copy_seconds, double copy_per_byte);
 
 /* Asserts that loading failed with a message that contains `needle`. */
 #define PL_ASSERT_FAILS_WITH(graph, err, needle)                                             \

@@ -26,6 +26,7 @@ int main(int argc, char **argv)
     pl_register_simulate_tests();
     pl_register_baseline_tests();
     pl_register_agent_tests();
+    pl_register_search_tests();
     pl_register_kernels_dense_tests();
     pl_register_kernels_elementwise_tests();
     pl_register_kernels_softmax_tests();
