@@ -112,7 +112,8 @@ typedef struct pl_search {
 typedef enum pl_search_event_kind {
     PL_SEARCH_STARTED,        /* the lower bound is known; nothing placed yet */
     PL_SEARCH_BASELINE,       /* rows[row]: a baseline placed and simulated, or failed */
-    PL_SEARCH_MEASURED,       /* rows[row]: a baseline measured */
+    PL_SEARCH_MEASURED,       /* rows[row]: a baseline measured, or found not to fit the
+                                 executor's memory (fits false) */
     PL_SEARCH_BASELINES_DONE, /* the baselines placed and measured, the best one known */
     PL_SEARCH_RESUMED,        /* the agent read back from options->resume */
     PL_SEARCH_NOT_IMITATING,  /* the best baseline cannot be imitated: why in `text` */
