@@ -147,14 +147,15 @@ static pl_status embed(const pl_policy *p, embedding *e, pl_error *err)
     memset(e->mean, 0, (size_t)h * sizeof *e->mean);
     const double *w = p->params;
     const pl_policy_layout *l = &p->layout;
+    const pl_adjacency *a = p->adjacency;
     gemm(false, false, n, h, p->n_features, 1, p->features, w + l->w0, 0, e->t[0]);
     add_bias(e->t[0], n, h, w + l->b0);
     for (size_t i = 0; i < nh; i++)
         e->h[0][i] = e->t[0][i] = tanh(e->t[0][i]);
     for (int k = 1; k <= r; k++) {
         double *prev = e->h[k - 1], *t = e->t[k];
-        aggregate(p->pred_first, p->pred, n, h, prev, e->in[k - 1]);
-        aggregate(p->succ_first, p->succ, n, h, prev, e->out[k - 1]);
+        aggregate(a->producer_first, a->producer, n, h, prev, e->in[k - 1]);
+        aggregate(a->consumer_first, a->consumer, n, h, prev, e->out[k - 1]);
         gemm(false, false, n, h, h, 1, prev, w + l->ws[k - 1], 0, t);
         gemm(false, false, n, h, h, 1, e->in[k - 1], w + l->wi[k - 1], 1, t);
         gemm(false, false, n, h, h, 1, e->out[k - 1], w + l->wo[k - 1], 1, t);
@@ -495,9 +496,11 @@ pl_status pl_policy_objective(const pl_policy *p, const pl_action *actions,
         memcpy(dprev, dtop, nh * sizeof *dprev);
         gemm(false, true, ops, h, h, 1, dz, p->params + l->ws[r - 1], 1, dprev);
         gemm(false, true, ops, h, h, 1, dz, p->params + l->wi[r - 1], 0, tmp);
-        aggregate_back(p->pred_first, p->pred, ops, h, tmp, dprev);
+        aggregate_back(p->adjacency->producer_first, p->adjacency->producer, ops, h, tmp,
+                       dprev);
         gemm(false, true, ops, h, h, 1, dz, p->params + l->wo[r - 1], 0, tmp);
-        aggregate_back(p->succ_first, p->succ, ops, h, tmp, dprev);
+        aggregate_back(p->adjacency->consumer_first, p->adjacency->consumer, ops, h, tmp,
+                       dprev);
         memcpy(dtop, dprev, nh * sizeof *dtop);
     }
     for (size_t i = 0; i < nh; i++)
@@ -585,9 +588,10 @@ void pl_action_to_plan(const pl_policy *p, const pl_action *a, pl_plan *plan)
         int k = a->group[i];
         plan->device[i] = a->device[k];
         int stage = a->stage[k];
-        for (int e = p->pred_first[i]; e < p->pred_first[i + 1]; e++)
-            if (plan->stage[p->pred[e]] > stage)
-                stage = plan->stage[p->pred[e]];
+        const pl_adjacency *dataflow = p->adjacency;
+        for (int e = dataflow->producer_first[i]; e < dataflow->producer_first[i + 1]; e++)
+            if (plan->stage[dataflow->producer[e]] > stage)
+                stage = plan->stage[dataflow->producer[e]];
         plan->stage[i] = stage;
     }
     int stages = renumber_stages(plan, n, p->stages);

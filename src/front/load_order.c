@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjacency.h"
 #include "graph_build.h"
 #include "load_impl.h"
 
@@ -130,41 +131,15 @@ bool pl_load_resolve_and_sort(loader *L)
     pl_graph *g = L->graph;
     int n = g->n_ops;
     size_t count = n > 0 ? (size_t)n : 1; /* n >= 1: the loader rejects an empty graph */
-    int *waiting = calloc(count, sizeof *waiting); /* inputs not yet produced */
-    int *consumers_start = calloc(count + 1, sizeof *consumers_start);
+    pl_adjacency *adjacency = pl_adjacency_new(g, NULL, L->r.err);
+    int *waiting = malloc(count * sizeof *waiting); /* inputs not yet produced */
     int *order = malloc(count * sizeof *order);
     heap ready = {malloc(count * sizeof(int)), 0};
-    int *consumers = NULL;
     bool ok = false;
-    if (!waiting || !consumers_start || !order || !ready.items)
+    if (!adjacency || !waiting || !order || !ready.items)
         goto done;
-    /* consumers of each op, in compressed rows */
-    long edges = 0;
     for (int o = 0; o < n; o++)
-        for (int i = 0; i < g->ops[o].n_inputs; i++) {
-            int producer = g->tensors[g->ops[o].inputs[i]].producer;
-            if (producer >= 0) {
-                consumers_start[producer + 1]++;
-                waiting[o]++;
-                edges++;
-            }
-        }
-    for (int o = 0; o < n; o++)
-        consumers_start[o + 1] += consumers_start[o];
-    consumers = malloc((size_t)(edges ? edges : 1) * sizeof *consumers);
-    int *fill = malloc(count * sizeof *fill);
-    if (!consumers || !fill) {
-        free(fill);
-        goto done;
-    }
-    memcpy(fill, consumers_start, count * sizeof *fill);
-    for (int o = 0; o < n; o++)
-        for (int i = 0; i < g->ops[o].n_inputs; i++) {
-            int producer = g->tensors[g->ops[o].inputs[i]].producer;
-            if (producer >= 0)
-                consumers[fill[producer]++] = o;
-        }
-    free(fill);
+        waiting[o] = pl_adjacency_n_producers(adjacency, o);
 
     for (int o = 0; o < n; o++)
         if (waiting[o] == 0)
@@ -173,9 +148,9 @@ bool pl_load_resolve_and_sort(loader *L)
     while (ready.size > 0) {
         int o = heap_pop(&ready);
         order[sorted++] = o;
-        for (int c = consumers_start[o]; c < consumers_start[o + 1]; c++)
-            if (--waiting[consumers[c]] == 0)
-                heap_push(&ready, consumers[c]);
+        for (int c = adjacency->consumer_first[o]; c < adjacency->consumer_first[o + 1]; c++)
+            if (--waiting[adjacency->consumer[c]] == 0)
+                heap_push(&ready, adjacency->consumer[c]);
     }
     if (sorted < n) {
         report_cycle(L, waiting); /* nonzero exactly for the ops left */
@@ -201,9 +176,8 @@ bool pl_load_resolve_and_sort(loader *L)
 done:
     out_of_memory(L);
 cleanup:
+    pl_adjacency_free(adjacency);
     free(waiting);
-    free(consumers_start);
-    free(consumers);
     free(order);
     free(ready.items);
     return ok;
