@@ -19,6 +19,7 @@
 
 #include "bound.h"
 
+#include "adjacency.h"
 #include "graph_build.h"
 #include "simulate.h"
 
@@ -44,42 +45,12 @@ static double fastest(const pl_cost_model *m, const pl_cluster *c, const pl_op *
     return best;
 }
 
-/* The graph's dependencies along its tensors: each op's inputs' last writers (producers,
- * or the ops that mutated them in place before it), as lists in one array. */
-typedef struct dependencies {
-    int *first; /* op o's writers: writers[first[o] .. first[o + 1]) */
-    int *writers;
-} dependencies;
-
-static pl_status dependencies_of(const pl_graph *g, dependencies *deps, pl_error *err)
+/* The graph's dependencies along its tensors: each op's producers are its inputs' last
+ * writers (the ops that made them, or that updated them in place before it). */
+static pl_adjacency *dependencies_of(const pl_graph *g, pl_error *err)
 {
-    size_t n_inputs = 0;
-    for (int o = 0; o < g->n_ops; o++)
-        n_inputs += (size_t)g->ops[o].n_inputs;
-    int *writer = malloc((size_t)g->n_tensors * sizeof *writer); /* last op to write it */
-    deps->first = malloc(((size_t)g->n_ops + 1) * sizeof *deps->first);
-    deps->writers = malloc((n_inputs + 1) * sizeof *deps->writers);
-    if (!writer || !deps->first || !deps->writers) {
-        free(writer);
-        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    }
-    for (int t = 0; t < g->n_tensors; t++)
-        writer[t] = g->tensors[t].producer;
-    int n = 0;
-    for (int o = 0; o < g->n_ops; o++) { /* ops are in topological order */
-        const pl_op *op = &g->ops[o];
-        deps->first[o] = n;
-        for (int j = 0; j < op->n_inputs; j++)
-            if (writer[op->inputs[j]] >= 0)
-                deps->writers[n++] = writer[op->inputs[j]];
-        if (pl_op_info_of(op->kind)->mutates) /* its in-place writes: state, parameters */
-            for (int j = 0; j < op->n_inputs; j++)
-                if (g->tensors[op->inputs[j]].kind != PL_TENSOR_ACTIVATION)
-                    writer[op->inputs[j]] = o;
-    }
-    deps->first[g->n_ops] = n;
-    free(writer);
-    return PL_OK;
+    pl_adjacency_options last_writers = {.in_place = true};
+    return pl_adjacency_new(g, &last_writers, err);
 }
 
 /* One micro-batch size: each op's time for one micro-batch (`micro`) and its share of the
@@ -183,14 +154,14 @@ static double fill_and_drain(int n_items, int n_devices, const ramps *r, double 
 /* At one size: per op, the longest path before it (head) and after it (tail) and its
  * share of the step (step[o * stride]); per co-location group (at its forward op's
  * index), its ops' earliest head and tail and their shares' sum. */
-static void paths_and_groups(const pl_graph *g, const dependencies *deps, const double *micro,
+static void paths_and_groups(const pl_graph *g, const pl_adjacency *deps, const double *micro,
                              const double *step, int stride, ramps *ops, ramps *groups)
 {
     int n = g->n_ops;
     for (int o = 0; o < n; o++) {
         ops->head[o] = ops->tail[o] = 0;
-        for (int k = deps->first[o]; k < deps->first[o + 1]; k++) {
-            int w = deps->writers[k];
+        for (int k = deps->producer_first[o]; k < deps->producer_first[o + 1]; k++) {
+            int w = deps->producer[k];
             if (ops->head[w] + micro[w] > ops->head[o])
                 ops->head[o] = ops->head[w] + micro[w];
         }
@@ -199,8 +170,8 @@ static void paths_and_groups(const pl_graph *g, const dependencies *deps, const 
         groups->work[o] = 0;
     }
     for (int o = n; o-- > 0;) /* ops are in topological order */
-        for (int k = deps->first[o]; k < deps->first[o + 1]; k++) {
-            int w = deps->writers[k];
+        for (int k = deps->producer_first[o]; k < deps->producer_first[o + 1]; k++) {
+            int w = deps->producer[k];
             if (ops->tail[o] + micro[o] > ops->tail[w])
                 ops->tail[w] = ops->tail[o] + micro[o];
         }
@@ -247,7 +218,7 @@ static int heavier_first(const void *a, const void *b)
  * One walk per update serves every size: `step` is op-major ([op][size]), `bounds` takes a
  * term per size. The walks cost the number of dependencies per update; past a budget the
  * lighter updates are left out, which only loosens the bound. */
-static pl_status update_chains(const pl_graph *g, const pl_cluster *c, const dependencies *deps,
+static pl_status update_chains(const pl_graph *g, const pl_cluster *c, const pl_adjacency *deps,
                                const double *step, int n_sizes, double *bounds, pl_error *err)
 {
     size_t n = (size_t)g->n_ops, rows = (size_t)n_sizes;
@@ -280,8 +251,8 @@ static pl_status update_chains(const pl_graph *g, const pl_cluster *c, const dep
         seen[u] = u;
         for (int next = 0; next < reached; next++) {
             int o = walk[next];
-            for (int k = deps->first[o]; k < deps->first[o + 1]; k++, budget--) {
-                int a = deps->writers[k];
+            for (int k = deps->producer_first[o]; k < deps->producer_first[o + 1]; k++, budget--) {
+                int a = deps->producer[k];
                 if (seen[a] == u)
                     continue;
                 seen[a] = u;
@@ -319,7 +290,7 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     for (int size = 1; size <= g->batch_size; size++)
         n_sizes += g->batch_size % size == 0;
     size_t n = (size_t)g->n_ops;
-    dependencies deps = {NULL, NULL};
+    pl_adjacency *deps = NULL;
     pl_tensor *shapes = malloc((size_t)g->n_tensors * sizeof *shapes);
     double *step = malloc((size_t)n_sizes * (n + 1) * sizeof *step); /* [op][size] */
     double *micro = malloc((n + 1) * sizeof *micro);
@@ -329,26 +300,25 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     ramps ops = {items, items + n, items + 2 * n, events, curves};
     ramps groups = {items + 3 * n, items + 4 * n, items + 5 * n, events, curves};
     double *bounds = malloc((size_t)n_sizes * sizeof *bounds);
-    pl_status status = shapes && step && micro && bounds && items && events && curves
-                           ? dependencies_of(g, &deps, err)
-                           : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    if (shapes && step && micro && bounds && items && events && curves)
+        deps = dependencies_of(g, err);
+    pl_status status = deps ? PL_OK : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     for (int size = 1, s = 0; status == PL_OK && size <= g->batch_size; size++) {
         if (g->batch_size % size)
             continue;
         status = times_at(g, c, m, size, shapes, micro, step + s, n_sizes, err);
         if (status == PL_OK) {
-            paths_and_groups(g, &deps, micro, step + s, n_sizes, &ops, &groups);
+            paths_and_groups(g, deps, micro, step + s, n_sizes, &ops, &groups);
             bounds[s] = size_bound(g, c->n_devices, micro, &ops, &groups);
         }
         s++;
     }
     if (status == PL_OK)
-        status = update_chains(g, c, &deps, step, n_sizes, bounds, err);
+        status = update_chains(g, c, deps, step, n_sizes, bounds, err);
     for (int s = 0; status == PL_OK && s < n_sizes; s++)
         if (s == 0 || bounds[s] < *seconds)
             *seconds = bounds[s];
-    free(deps.first);
-    free(deps.writers);
+    pl_adjacency_free(deps);
     free(shapes);
     free(step);
     free(micro);

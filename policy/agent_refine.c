@@ -42,21 +42,23 @@ static bool propose(const pl_policy *p, const pl_plan *plan, const int *in_stage
                     uint64_t *counter, int *op, int *device, int *stage)
 {
     int i = (int)(pl_rng_u64(key, (*counter)++) % (uint64_t)p->n_ops);
-    int n_pred = p->pred_first[i + 1] - p->pred_first[i];
-    int degree = n_pred + p->succ_first[i + 1] - p->succ_first[i];
+    const pl_adjacency *a = p->adjacency;
+    int n_pred = pl_adjacency_n_producers(a, i);
+    int degree = n_pred + pl_adjacency_n_consumers(a, i);
     if (degree == 0)
         return false;
     int e = (int)(pl_rng_u64(key, (*counter)++) % (uint64_t)degree);
-    int j = e < n_pred ? p->pred[p->pred_first[i] + e] : p->succ[p->succ_first[i] + e - n_pred];
+    int j = e < n_pred ? a->producer[a->producer_first[i] + e]
+                       : a->consumer[a->consumer_first[i] + e - n_pred];
     int d = plan->device[j], s = plan->stage[j];
     if ((d == plan->device[i] && s == plan->stage[i]) ||
         (s != plan->stage[i] && in_stage[plan->stage[i]] == 1))
         return false;
-    for (int k = p->pred_first[i]; k < p->pred_first[i + 1]; k++)
-        if (plan->stage[p->pred[k]] > s)
+    for (int k = a->producer_first[i]; k < a->producer_first[i + 1]; k++)
+        if (plan->stage[a->producer[k]] > s)
             return false;
-    for (int k = p->succ_first[i]; k < p->succ_first[i + 1]; k++)
-        if (plan->stage[p->succ[k]] < s)
+    for (int k = a->consumer_first[i]; k < a->consumer_first[i + 1]; k++)
+        if (plan->stage[a->consumer[k]] < s)
             return false;
     *op = i, *device = d, *stage = s;
     return true;

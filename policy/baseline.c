@@ -142,70 +142,38 @@ static void find_homes(const pl_graph *g, int *home)
         }
 }
 
-/* The group a forward op's input comes from, or -1: an activation's producer, a shared
- * parameter's home. */
-static int source_group(const pl_graph *g, const int *home, int t)
+/* The group a forward op's input comes from: an activation's producer, a shared
+ * parameter's home (context: the homes); -1 for none, and for the op's own group, since
+ * what stays inside a group is no edge. */
+static int source_group(const void *context, const pl_graph *g, int op, int input)
 {
+    const int *home = context;
+    int t = g->ops[op].inputs[input], source = -1;
     const pl_tensor *tensor = &g->tensors[t];
-    if (tensor->kind == PL_TENSOR_ACTIVATION)
-        return tensor->producer >= 0 ? g->ops[tensor->producer].group : -1;
-    return tensor->kind == PL_TENSOR_PARAM ? home[t] : -1;
+    if (tensor->kind == PL_TENSOR_ACTIVATION && tensor->producer >= 0)
+        source = g->ops[tensor->producer].group;
+    else if (tensor->kind == PL_TENSOR_PARAM)
+        source = home[t];
+    return source == op ? -1 : source;
 }
 
-/* The edges between groups, in CSR both ways (counting, then filling). */
+/* The edges between groups, and the bytes each carries. */
 static pl_status build_edges(pl_placer *p, const int *home, pl_error *err)
 {
     const pl_graph *g = p->graph;
-    int n = p->n_groups, count = 0;
-    for (int b = 0; b < n; b++)
-        for (int j = 0; j < g->ops[b].n_inputs; j++) {
-            int a = source_group(g, home, g->ops[b].inputs[j]);
-            count += a >= 0 && a != b;
-        }
-    p->n_edges = count;
-    size_t edges = (size_t)(count ? count : 1);
-    p->out_first = calloc((size_t)n + 1, sizeof *p->out_first);
-    p->in_first = calloc((size_t)n + 1, sizeof *p->in_first);
-    p->out_edge = malloc(edges * sizeof *p->out_edge);
-    p->in_edge = malloc(edges * sizeof *p->in_edge);
-    p->edge_from = malloc(edges * sizeof *p->edge_from);
-    p->edge_to = malloc(edges * sizeof *p->edge_to);
-    p->edge_bytes = malloc(edges * sizeof *p->edge_bytes);
-    if (!p->out_first || !p->in_first || !p->out_edge || !p->in_edge || !p->edge_from ||
-        !p->edge_to || !p->edge_bytes)
+    pl_adjacency_options between_groups = {.forward_only = true, .source = source_group,
+                                           .context = home};
+    p->dataflow = pl_adjacency_new(g, &between_groups, err);
+    if (!p->dataflow)
+        return PL_ENOMEM;
+    const pl_adjacency *a = p->dataflow;
+    p->edge_bytes = malloc((size_t)(a->n_edges ? a->n_edges : 1) * sizeof *p->edge_bytes);
+    if (!p->edge_bytes)
         return pl_placer_no_memory(err);
-    int e = 0;
-    for (int b = 0; b < n; b++)
-        for (int j = 0; j < g->ops[b].n_inputs; j++) {
-            int t = g->ops[b].inputs[j], a = source_group(g, home, t);
-            if (a < 0 || a == b)
-                continue;
-            p->edge_from[e] = a;
-            p->edge_to[e] = b;
-            p->edge_bytes[e] = pl_tensor_bytes(&g->tensors[t]);
-            p->out_first[a + 1]++;
-            p->in_first[b + 1]++;
-            e++;
-        }
-    for (int a = 0; a < n; a++) {
-        p->out_first[a + 1] += p->out_first[a];
-        p->in_first[a + 1] += p->in_first[a];
+    for (int e = 0; e < a->n_edges; e++) {
+        const pl_op *reader = &g->ops[a->edge_consumer[e]];
+        p->edge_bytes[e] = pl_tensor_bytes(&g->tensors[reader->inputs[a->edge_input[e]]]);
     }
-    int *out_fill = malloc((size_t)(n ? n : 1) * sizeof *out_fill);
-    int *in_fill = malloc((size_t)(n ? n : 1) * sizeof *in_fill);
-    if (!out_fill || !in_fill) {
-        free(out_fill);
-        free(in_fill);
-        return pl_placer_no_memory(err);
-    }
-    memcpy(out_fill, p->out_first, (size_t)n * sizeof *out_fill);
-    memcpy(in_fill, p->in_first, (size_t)n * sizeof *in_fill);
-    for (e = 0; e < count; e++) { /* edges are made in order of their destination */
-        p->out_edge[out_fill[p->edge_from[e]]++] = e;
-        p->in_edge[in_fill[p->edge_to[e]]++] = e;
-    }
-    free(out_fill);
-    free(in_fill);
     return PL_OK;
 }
 
@@ -274,12 +242,7 @@ void pl_placer_clear(pl_placer *p)
     free(p->flops);
     free(p->activation);
     free(p->resident);
-    free(p->out_first);
-    free(p->in_first);
-    free(p->out_edge);
-    free(p->in_edge);
-    free(p->edge_from);
-    free(p->edge_to);
+    pl_adjacency_free(p->dataflow);
     free(p->edge_bytes);
     *p = (pl_placer){0};
 }
@@ -309,20 +272,20 @@ double pl_placer_mean_seconds(const pl_placer *p, int group)
 bool pl_ledger_fits(const pl_ledger *l, const pl_placer *p, const int *device, int group,
                     int dev)
 {
+    const pl_adjacency *a = p->dataflow;
     int64_t need = pl_placer_memory(p, group);
-    for (int i = p->in_first[group]; i < p->in_first[group + 1]; i++) {
-        int e = p->in_edge[i];
-        if (device[p->edge_from[e]] != dev)
+    for (int e = a->producer_first[group]; e < a->producer_first[group + 1]; e++)
+        if (device[a->producer[e]] != dev)
             need += p->edge_bytes[e];
-    }
     return l->used[dev] + need <= pl_placer_room(p, dev);
 }
 
 void pl_ledger_add(pl_ledger *l, const pl_placer *p, const int *device, int group, int dev)
 {
+    const pl_adjacency *a = p->dataflow;
     l->used[dev] += pl_placer_memory(p, group);
-    for (int i = p->in_first[group]; i < p->in_first[group + 1]; i++) {
-        int e = p->in_edge[i], from = device[p->edge_from[e]];
+    for (int e = a->producer_first[group]; e < a->producer_first[group + 1]; e++) {
+        int from = device[a->producer[e]];
         if (from != dev) { /* the copy here, and its gradient back there */
             l->used[dev] += p->edge_bytes[e];
             l->used[from] += p->edge_bytes[e];

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "adjacency.h"
 #include "baseline.h"
 
 typedef struct pl_placer {
@@ -28,13 +29,10 @@ typedef struct pl_placer {
     int64_t reserve;     /* every device: inputs, constants and the largest workspace */
     /* Dataflow between groups, edges from lower to higher group (a topological order):
      * a forward activation one group produces and another reads, or a parameter its home
-     * group shares. Every such tensor also sends a gradient back the other way. */
-    int n_edges;
-    int *out_first;      /* edges out of group a: out_edge[out_first[a] .. out_first[a+1]) */
-    int *in_first;       /* edges into group b: in_edge[in_first[b] .. in_first[b+1]) */
-    int *out_edge, *in_edge; /* edge indices */
-    int *edge_from, *edge_to;
-    int64_t *edge_bytes;
+     * group shares. Every such tensor also sends a gradient back the other way. A group's
+     * edges in are one run of edges, in order of its inputs. */
+    pl_adjacency *dataflow;
+    int64_t *edge_bytes; /* per edge */
 } pl_placer;
 
 /* Builds the placer's view of graph, cluster and costs. */

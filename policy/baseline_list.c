@@ -29,9 +29,10 @@ typedef struct list_state {
 static double start_time(const list_state *s, int group, int dev)
 {
     const pl_placer *p = s->p;
+    const pl_adjacency *a = p->dataflow;
     double start = s->free_at[dev];
-    for (int i = p->in_first[group]; i < p->in_first[group + 1]; i++) {
-        int e = p->in_edge[i], from = p->edge_from[e];
+    for (int e = a->producer_first[group]; e < a->producer_first[group + 1]; e++) {
+        int from = a->producer[e];
         double arrives = s->finish[from] +
                          pl_placer_copy_seconds(p, s->device[from], dev, (double)p->edge_bytes[e]);
         if (arrives > start)
@@ -47,10 +48,11 @@ static double favourite_bonus(const list_state *s, int group, int dev)
     int parent = s->sct ? s->favourite_parent[group] : -1;
     if (parent < 0 || s->device[parent] != dev)
         return 0;
+    const pl_adjacency *a = p->dataflow;
     double bytes = 0;
-    for (int i = p->in_first[group]; i < p->in_first[group + 1]; i++)
-        if (p->edge_from[p->in_edge[i]] == parent)
-            bytes += (double)p->edge_bytes[p->in_edge[i]];
+    for (int e = a->producer_first[group]; e < a->producer_first[group + 1]; e++)
+        if (a->producer[e] == parent)
+            bytes += (double)p->edge_bytes[e];
     int other = dev == 0 ? 1 : 0; /* what the copy costs over a link from this device */
     return other < p->n_devices ? pl_placer_copy_seconds(p, dev, other, bytes) : 0;
 }
@@ -58,17 +60,18 @@ static double favourite_bonus(const list_state *s, int group, int dev)
 static void find_favourites(list_state *s)
 {
     const pl_placer *p = s->p;
+    const pl_adjacency *dataflow = p->dataflow;
     for (int group = 0; group < p->n_groups; group++)
         s->favourite_parent[group] = -1;
     int64_t *best = calloc((size_t)p->n_groups, sizeof *best); /* the favourite edge's bytes */
     for (int a = 0; best && a < p->n_groups; a++) {
         int child = -1;
         int64_t bytes = 0;
-        for (int i = p->out_first[a]; i < p->out_first[a + 1]; i++) {
-            int e = p->out_edge[i];
+        for (int i = dataflow->consumer_first[a]; i < dataflow->consumer_first[a + 1]; i++) {
+            int e = dataflow->consumer_edge[i];
             if (p->edge_bytes[e] > bytes) {
                 bytes = p->edge_bytes[e];
-                child = p->edge_to[e];
+                child = dataflow->consumer[i];
             }
         }
         if (child >= 0 && bytes > best[child]) {
@@ -113,8 +116,9 @@ static pl_status schedule_next(list_state *s, pl_error *err)
     s->finish[group] = pick_end;
     s->free_at[where] = pick_end;
     (void)pick_start;
-    for (int i = p->out_first[group]; i < p->out_first[group + 1]; i++) {
-        int child = p->edge_to[p->out_edge[i]];
+    const pl_adjacency *a = p->dataflow;
+    for (int i = a->consumer_first[group]; i < a->consumer_first[group + 1]; i++) {
+        int child = a->consumer[i];
         if (--s->waiting[child] == 0)
             s->ready[s->n_ready++] = child;
     }
@@ -131,7 +135,7 @@ static pl_status list_schedule(const pl_placer *p, pl_plan *plan, bool sct, pl_e
                            ? PL_OK : pl_placer_no_memory(err);
     if (status == PL_OK) {
         for (int group = 0; group < p->n_groups; group++) {
-            s.waiting[group] = p->in_first[group + 1] - p->in_first[group];
+            s.waiting[group] = pl_adjacency_n_producers(p->dataflow, group);
             plan->device[group] = -1;
             if (s.waiting[group] == 0)
                 s.ready[s.n_ready++] = group;

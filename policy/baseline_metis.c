@@ -41,14 +41,15 @@ static void metis_graph_free(metis_graph *m)
 /* Merges the placer's edges into pairs; returns how many, or -1 when out of memory. */
 static int merge_pairs(const pl_placer *p, pair **out)
 {
-    pair *pairs = malloc((size_t)(p->n_edges ? p->n_edges : 1) * sizeof *pairs);
+    const pl_adjacency *a = p->dataflow;
+    pair *pairs = malloc((size_t)(a->n_edges ? a->n_edges : 1) * sizeof *pairs);
     if (!pairs)
         return -1;
-    for (int e = 0; e < p->n_edges; e++) /* edges run from lower to higher groups */
-        pairs[e] = (pair){p->edge_from[e], p->edge_to[e], 2 * p->edge_bytes[e]};
-    qsort(pairs, (size_t)p->n_edges, sizeof *pairs, by_ends);
+    for (int e = 0; e < a->n_edges; e++) /* edges run from lower to higher groups */
+        pairs[e] = (pair){a->producer[e], a->edge_consumer[e], 2 * p->edge_bytes[e]};
+    qsort(pairs, (size_t)a->n_edges, sizeof *pairs, by_ends);
     int n = 0;
-    for (int e = 0; e < p->n_edges; e++) {
+    for (int e = 0; e < a->n_edges; e++) {
         if (n > 0 && pairs[n - 1].a == pairs[e].a && pairs[n - 1].b == pairs[e].b)
             pairs[n - 1].bytes += pairs[e].bytes;
         else

@@ -95,9 +95,11 @@ static bool build_segments(const pl_placer *p, segments *s)
     }
     for (int o = 0; ok && o < p->graph->n_ops; o++)
         fixed[p->graph->ops[o].group] += fixed_seconds(p, &p->graph->ops[o]);
-    for (int e = 0; ok && e < p->n_edges; e++) { /* crosses the boundaries before from+1 .. to */
-        cross[p->edge_from[e] + 1] += (double)p->edge_bytes[e];
-        cross[p->edge_to[e] + 1] -= (double)p->edge_bytes[e];
+    const pl_adjacency *dataflow = p->dataflow;
+    /* an edge crosses the boundaries before from+1 .. to */
+    for (int e = 0; ok && e < dataflow->n_edges; e++) {
+        cross[dataflow->producer[e] + 1] += (double)p->edge_bytes[e];
+        cross[dataflow->edge_consumer[e] + 1] -= (double)p->edge_bytes[e];
     }
     for (int group = 1; ok && group <= n; group++)
         cross[group] += cross[group - 1];

@@ -11,48 +11,13 @@
 
 enum { N_NUMERIC = 8 };
 
-/* Distinct producers (forward ops) of each forward op, as CSR; then the reverse. */
+/* The forward graph that messages pass over: each op's distinct producers, and the reverse.
+ * Distinct, so that a mean over neighbours weighs each neighbour once. */
 static pl_status build_adjacency(pl_policy *p, const pl_graph *g, pl_error *err)
 {
-    int n = p->n_ops, edges = 0;
-    p->pred_first = calloc((size_t)n + 1, sizeof *p->pred_first);
-    p->succ_first = calloc((size_t)n + 1, sizeof *p->succ_first);
-    int cap = 0;
-    for (int o = 0; o < n; o++)
-        cap += g->ops[o].n_inputs;
-    p->pred = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *p->pred);
-    p->succ = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *p->succ);
-    int *fill = calloc((size_t)n + 1, sizeof *fill);
-    if (!p->pred_first || !p->succ_first || !p->pred || !p->succ || !fill) {
-        free(fill);
-        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    }
-    for (int o = 0; o < n; o++) {
-        p->pred_first[o] = edges;
-        const pl_op *op = &g->ops[o];
-        for (int i = 0; i < op->n_inputs; i++) {
-            int from = g->tensors[op->inputs[i]].producer;
-            if (from < 0 || from >= n)
-                continue;
-            bool seen = false;
-            for (int e = p->pred_first[o]; e < edges && !seen; e++)
-                seen = p->pred[e] == from;
-            if (!seen)
-                p->pred[edges++] = from;
-        }
-    }
-    p->pred_first[n] = edges;
-    for (int e = 0; e < edges; e++)
-        p->succ_first[p->pred[e] + 1]++;
-    for (int o = 0; o < n; o++)
-        p->succ_first[o + 1] += p->succ_first[o];
-    for (int o = 0; o < n; o++)
-        for (int e = p->pred_first[o]; e < p->pred_first[o + 1]; e++) {
-            int from = p->pred[e];
-            p->succ[p->succ_first[from] + fill[from]++] = o;
-        }
-    free(fill);
-    return PL_OK;
+    pl_adjacency_options forward = {.forward_only = true, .distinct = true};
+    p->adjacency = pl_adjacency_new(g, &forward, err);
+    return p->adjacency ? PL_OK : PL_ENOMEM;
 }
 
 static pl_status build_features(pl_policy *p, const pl_graph *g, pl_error *err)
@@ -75,11 +40,12 @@ static pl_status build_features(pl_policy *p, const pl_graph *g, pl_error *err)
             group_flops[home] += g->ops[o].flops;
         total += g->ops[o].flops;
     }
+    const pl_adjacency *a = p->adjacency;
     int max_depth = 1;
     for (int o = 0; o < n; o++) {
-        for (int e = p->pred_first[o]; e < p->pred_first[o + 1]; e++)
-            if (depth[p->pred[e]] + 1 > depth[o])
-                depth[o] = depth[p->pred[e]] + 1;
+        for (int e = a->producer_first[o]; e < a->producer_first[o + 1]; e++)
+            if (depth[a->producer[e]] + 1 > depth[o])
+                depth[o] = depth[a->producer[e]] + 1;
         if (depth[o] > max_depth)
             max_depth = depth[o];
     }
@@ -95,8 +61,8 @@ static pl_status build_features(pl_policy *p, const pl_graph *g, pl_error *err)
         x[3] = log1p(group_flops[o]) / 20;
         x[4] = (double)depth[o] / max_depth;
         x[5] = (double)o / n;
-        x[6] = log1p(p->pred_first[o + 1] - p->pred_first[o]) / 2;
-        x[7] = log1p(p->succ_first[o + 1] - p->succ_first[o]) / 2;
+        x[6] = log1p(pl_adjacency_n_producers(a, o)) / 2;
+        x[7] = log1p(pl_adjacency_n_consumers(a, o)) / 2;
         p->group_features[o * PL_POLICY_GROUP_FEATURES] = total > 0 ? group_flops[o] / total : 0;
         p->group_features[o * PL_POLICY_GROUP_FEATURES + 1] = 1.0 / n;
     }
@@ -198,10 +164,7 @@ void pl_policy_clear(pl_policy *p)
 {
     free(p->features);
     free(p->group_features);
-    free(p->pred_first);
-    free(p->pred);
-    free(p->succ_first);
-    free(p->succ);
+    pl_adjacency_free(p->adjacency);
     free(p->params);
     memset(p, 0, sizeof *p);
 }

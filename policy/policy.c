@@ -14,8 +14,10 @@
  *         deferred or not):
  *         softmax(mean(h_R) Ws + bs)
  *
- * The backward pass mirrors each line; tests/test_agent.c checks every weight's gradient
- * against central differences. */
+ * Each line is a forward step with its backward step beside it (input, round, grouper,
+ * shape; the head per sampled grouping), and the objective's gradient walks them in
+ * reverse: the heads, then the shape, the grouper, the rounds last first and the input.
+ * tests/test_agent.c checks every weight's gradient against central differences. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -91,6 +93,13 @@ typedef struct embedding {
     double *block;
 } embedding;
 
+/* The backward pass over the embeddings: dL/dh of the layer being walked back (dh),
+ * scratch of the same size, and the weights' gradient that every step adds to. */
+typedef struct embedding_grad {
+    double *dh, *dprev, *dz, *tmp; /* ops x hidden each */
+    double *grad;                  /* layout.n */
+} embedding_grad;
+
 /* out[i] = mean of m over i's neighbours (first/list), or 0. */
 static void aggregate(const int *first, const int *list, int n, int h, const double *m,
                       double *out)
@@ -124,6 +133,140 @@ static void add_bias(double *m, int rows, int cols, const double *b)
             m[(size_t)i * cols + j] += b[j];
 }
 
+/* The transpose: db += the sum of dm's rows. */
+static void add_bias_back(const double *dm, int rows, int cols, double *db)
+{
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            db[j] += dm[(size_t)i * cols + j];
+}
+
+/* h0 = tanh(X W0 + b0) */
+static void input_forward(const pl_policy *p, embedding *e)
+{
+    int n = p->n_ops, h = p->hidden;
+    const pl_policy_layout *l = &p->layout;
+    gemm(false, false, n, h, p->n_features, 1, p->features, p->params + l->w0, 0, e->t[0]);
+    add_bias(e->t[0], n, h, p->params + l->b0);
+    for (size_t i = 0; i < (size_t)n * h; i++)
+        e->h[0][i] = e->t[0][i] = tanh(e->t[0][i]);
+}
+
+static void input_backward(const pl_policy *p, const embedding *e, embedding_grad *d)
+{
+    int n = p->n_ops, h = p->hidden;
+    const pl_policy_layout *l = &p->layout;
+    for (size_t i = 0; i < (size_t)n * h; i++)
+        d->dz[i] = d->dh[i] * (1 - e->h[0][i] * e->h[0][i]);
+    gemm(true, false, p->n_features, h, n, 1, p->features, d->dz, 1, d->grad + l->w0);
+    add_bias_back(d->dz, n, h, d->grad + l->b0);
+}
+
+/* Round k: h_k = h_{k-1} + tanh(h_{k-1} Ws + in(h_{k-1}) Wi + out(h_{k-1}) Wo + b) */
+static void round_forward(const pl_policy *p, embedding *e, int k)
+{
+    int n = p->n_ops, h = p->hidden;
+    const double *w = p->params;
+    const pl_policy_layout *l = &p->layout;
+    const pl_adjacency *a = p->adjacency;
+    double *prev = e->h[k - 1], *t = e->t[k];
+    aggregate(a->producer_first, a->producer, n, h, prev, e->in[k - 1]);
+    aggregate(a->consumer_first, a->consumer, n, h, prev, e->out[k - 1]);
+    gemm(false, false, n, h, h, 1, prev, w + l->ws[k - 1], 0, t);
+    gemm(false, false, n, h, h, 1, e->in[k - 1], w + l->wi[k - 1], 1, t);
+    gemm(false, false, n, h, h, 1, e->out[k - 1], w + l->wo[k - 1], 1, t);
+    add_bias(t, n, h, w + l->b[k - 1]);
+    for (size_t i = 0; i < (size_t)n * h; i++) {
+        t[i] = tanh(t[i]);
+        e->h[k][i] = prev[i] + t[i];
+    }
+}
+
+/* dL/dh_k -> dL/dh_{k-1}: through the residual, and through the tanh to h_{k-1} itself
+ * and to its means over producers and consumers. */
+static void round_backward(const pl_policy *p, const embedding *e, int k, embedding_grad *d)
+{
+    int n = p->n_ops, h = p->hidden;
+    size_t nh = (size_t)n * h;
+    const double *w = p->params;
+    const pl_policy_layout *l = &p->layout;
+    const pl_adjacency *a = p->adjacency;
+    const double *t = e->t[k], *prev = e->h[k - 1];
+    for (size_t i = 0; i < nh; i++)
+        d->dz[i] = d->dh[i] * (1 - t[i] * t[i]);
+    gemm(true, false, h, h, n, 1, prev, d->dz, 1, d->grad + l->ws[k - 1]);
+    gemm(true, false, h, h, n, 1, e->in[k - 1], d->dz, 1, d->grad + l->wi[k - 1]);
+    gemm(true, false, h, h, n, 1, e->out[k - 1], d->dz, 1, d->grad + l->wo[k - 1]);
+    add_bias_back(d->dz, n, h, d->grad + l->b[k - 1]);
+    memcpy(d->dprev, d->dh, nh * sizeof *d->dprev);
+    gemm(false, true, n, h, h, 1, d->dz, w + l->ws[k - 1], 1, d->dprev);
+    gemm(false, true, n, h, h, 1, d->dz, w + l->wi[k - 1], 0, d->tmp);
+    aggregate_back(a->producer_first, a->producer, n, h, d->tmp, d->dprev);
+    gemm(false, true, n, h, h, 1, d->dz, w + l->wo[k - 1], 0, d->tmp);
+    aggregate_back(a->consumer_first, a->consumer, n, h, d->tmp, d->dprev);
+    memcpy(d->dh, d->dprev, nh * sizeof *d->dh);
+}
+
+/* grouper: softmax(h_R Wg + bg) per op */
+static void grouper_forward(const pl_policy *p, embedding *e)
+{
+    int n = p->n_ops, g = p->groups;
+    const pl_policy_layout *l = &p->layout;
+    gemm(false, false, n, g, p->hidden, 1, e->h[p->rounds], p->params + l->wg, 0, e->pg);
+    add_bias(e->pg, n, g, p->params + l->bg);
+    for (int i = 0; i < n; i++)
+        softmax(e->pg + (size_t)i * g, g, e->pg + (size_t)i * g);
+}
+
+/* Given dL/dlogits of the grouper (ops x groups). */
+static void grouper_backward(const pl_policy *p, const embedding *e, const double *dlg,
+                             embedding_grad *d)
+{
+    int n = p->n_ops, h = p->hidden, g = p->groups;
+    const pl_policy_layout *l = &p->layout;
+    gemm(true, false, h, g, n, 1, e->h[p->rounds], dlg, 1, d->grad + l->wg);
+    add_bias_back(dlg, n, g, d->grad + l->bg);
+    gemm(false, true, n, h, g, 1, dlg, p->params + l->wg, 1, d->dh);
+}
+
+/* the plan's shape: softmax(mean(h_R) Ws + bs) */
+static void shape_forward(const pl_policy *p, embedding *e)
+{
+    int n = p->n_ops, h = p->hidden;
+    const double *w = p->params, *top = e->h[p->rounds];
+    const pl_policy_layout *l = &p->layout;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < h; j++)
+            e->mean[j] += top[(size_t)i * h + j] / n;
+    double logits[PL_POLICY_MAX_SHAPES];
+    for (int m = 0; m < p->n_shapes; m++) {
+        logits[m] = w[l->bshape + m];
+        for (int j = 0; j < h; j++)
+            logits[m] += e->mean[j] * w[l->wshape + j * p->n_shapes + m];
+    }
+    softmax(logits, p->n_shapes, e->pshape);
+}
+
+/* Given dL/dlogits of the shape (dlm), through the mean to every op's h_R. */
+static void shape_backward(const pl_policy *p, const embedding *e, const double *dlm,
+                           embedding_grad *d)
+{
+    int n = p->n_ops, h = p->hidden;
+    const pl_policy_layout *l = &p->layout;
+    for (int m = 0; m < p->n_shapes; m++) {
+        d->grad[l->bshape + m] += dlm[m];
+        for (int j = 0; j < h; j++)
+            d->grad[l->wshape + j * p->n_shapes + m] += e->mean[j] * dlm[m];
+    }
+    for (int j = 0; j < h; j++) {
+        double dmean = 0;
+        for (int m = 0; m < p->n_shapes; m++)
+            dmean += dlm[m] * p->params[l->wshape + j * p->n_shapes + m];
+        for (int i = 0; i < n; i++)
+            d->dh[(size_t)i * h + j] += dmean / n;
+    }
+}
+
 static pl_status embed(const pl_policy *p, embedding *e, pl_error *err)
 {
     int n = p->n_ops, h = p->hidden, r = p->rounds;
@@ -145,41 +288,24 @@ static pl_status embed(const pl_policy *p, embedding *e, pl_error *err)
     e->pg = at, at += (size_t)n * p->groups;
     e->mean = at;
     memset(e->mean, 0, (size_t)h * sizeof *e->mean);
-    const double *w = p->params;
-    const pl_policy_layout *l = &p->layout;
-    gemm(false, false, n, h, p->n_features, 1, p->features, w + l->w0, 0, e->t[0]);
-    add_bias(e->t[0], n, h, w + l->b0);
-    for (size_t i = 0; i < nh; i++)
-        e->h[0][i] = e->t[0][i] = tanh(e->t[0][i]);
-    for (int k = 1; k <= r; k++) {
-        double *prev = e->h[k - 1], *t = e->t[k];
-        aggregate(p->pred_first, p->pred, n, h, prev, e->in[k - 1]);
-        aggregate(p->succ_first, p->succ, n, h, prev, e->out[k - 1]);
-        gemm(false, false, n, h, h, 1, prev, w + l->ws[k - 1], 0, t);
-        gemm(false, false, n, h, h, 1, e->in[k - 1], w + l->wi[k - 1], 1, t);
-        gemm(false, false, n, h, h, 1, e->out[k - 1], w + l->wo[k - 1], 1, t);
-        add_bias(t, n, h, w + l->b[k - 1]);
-        for (size_t i = 0; i < nh; i++) {
-            t[i] = tanh(t[i]);
-            e->h[k][i] = prev[i] + t[i];
-        }
-    }
-    const double *top = e->h[r];
-    gemm(false, false, n, p->groups, h, 1, top, w + l->wg, 0, e->pg);
-    add_bias(e->pg, n, p->groups, w + l->bg);
-    for (int i = 0; i < n; i++)
-        softmax(e->pg + (size_t)i * p->groups, p->groups, e->pg + (size_t)i * p->groups);
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < h; j++)
-            e->mean[j] += top[(size_t)i * h + j] / n;
-    double logits[PL_POLICY_MAX_SHAPES];
-    for (int m = 0; m < p->n_shapes; m++) {
-        logits[m] = w[l->bshape + m];
-        for (int j = 0; j < h; j++)
-            logits[m] += e->mean[j] * w[l->wshape + j * p->n_shapes + m];
-    }
-    softmax(logits, p->n_shapes, e->pshape);
+    input_forward(p, e);
+    for (int k = 1; k <= r; k++)
+        round_forward(p, e, k);
+    grouper_forward(p, e);
+    shape_forward(p, e);
     return PL_OK;
+}
+
+/* embed's steps backward, in reverse order, from d->dh = dL/dh_R as the heads left it and
+ * dL/dlogits of the shape and of the grouper. */
+static void embed_backward(const pl_policy *p, const embedding *e, const double *dlm,
+                           const double *dlg, embedding_grad *d)
+{
+    shape_backward(p, e, dlm, d);
+    grouper_backward(p, e, dlg, d);
+    for (int k = p->rounds; k >= 1; k--)
+        round_backward(p, e, k, d);
+    input_backward(p, e, d);
 }
 
 /* ---- the head over one grouping -------------------------------------------------------- */
@@ -283,12 +409,8 @@ static pl_status head_backward(const pl_policy *p, const head *hd, const int *gr
     double *dv = dk + (size_t)g * h, *du = dv + (size_t)g * h;
     gemm(true, false, z, p->devices, g, 1, hd->z, dld, 1, grad + l->wd);
     gemm(true, false, z, p->stages, g, 1, hd->z, dls, 1, grad + l->wst);
-    for (int k = 0; k < g; k++) {
-        for (int j = 0; j < p->devices; j++)
-            grad[l->bd + j] += dld[(size_t)k * p->devices + j];
-        for (int j = 0; j < p->stages; j++)
-            grad[l->bst + j] += dls[(size_t)k * p->stages + j];
-    }
+    add_bias_back(dld, g, p->devices, grad + l->bd);
+    add_bias_back(dls, g, p->stages, grad + l->bst);
     gemm(false, true, g, z, p->devices, 1, dld, w + l->wd, 0, dz);
     gemm(false, true, g, z, p->stages, 1, dls, w + l->wst, 1, dz);
     for (int k = 0; k < g; k++) {
@@ -381,139 +503,133 @@ pl_status pl_policy_sample(const pl_policy *p, uint64_t seed, uint64_t stream,
 
 /* ---- the objective and its gradient -------------------------------------------------- */
 
-pl_status pl_policy_objective(const pl_policy *p, const pl_action *actions,
-                              const double *weight, int n, double beta, double *objective,
-                              double *mean_entropy, double *logp, double *grad, pl_error *err)
+/* The objective's terms of the grouper: adds weight[s] * log pi(grouping of s) to *j and
+ * to logp[s] (NULL allowed), their gradient and the entropy bonus's to dL/dlogits (dlg);
+ * returns the grouper's mean entropy. */
+static double grouper_terms(const pl_policy *p, const embedding *e, const pl_action *actions,
+                            const double *weight, int n, double beta, double *j, double *logp,
+                            double *dlg)
 {
-    int ops = p->n_ops, h = p->hidden, g = p->groups;
-    const pl_policy_layout *l = &p->layout;
-    embedding e;
-    pl_status status = embed(p, &e, err);
-    if (status != PL_OK)
-        return status;
-    size_t nh = (size_t)ops * h;
-    double *dlg = calloc((size_t)ops * g, sizeof *dlg);
-    double *dtop = calloc(nh, sizeof *dtop);
-    double *dprev = calloc(nh, sizeof *dprev);
-    double *dz = calloc(nh, sizeof *dz);
-    double *tmp = calloc(nh, sizeof *tmp);
-    double *dld = calloc((size_t)g * p->devices, sizeof *dld);
-    double *dls = calloc((size_t)g * p->stages, sizeof *dls);
-    if (!dlg || !dtop || !dprev || !dz || !tmp || !dld || !dls) {
-        status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-        goto done;
-    }
-    double j_total = 0, h_group = 0, h_head = 0;
-    double dlm[PL_POLICY_MAX_SHAPES] = {0};
-    if (logp)
-        for (int s = 0; s < n; s++)
-            logp[s] = log(e.pshape[actions[s].shape]);
+    int ops = p->n_ops, g = p->groups;
+    double entropy = 0;
     for (int i = 0; i < ops; i++) {
-        const double *pg = e.pg + (size_t)i * g;
-        h_group += entropy_of(pg, g) / ops;
+        const double *pg = e->pg + (size_t)i * g;
+        entropy += entropy_of(pg, g) / ops;
         double *d = dlg + (size_t)i * g;
         for (int s = 0; s < n; s++) {
-            j_total += weight[s] * log(pg[actions[s].group[i]]);
+            *j += weight[s] * log(pg[actions[s].group[i]]);
             if (logp)
                 logp[s] += log(pg[actions[s].group[i]]);
             categorical_grad(pg, g, actions[s].group[i], weight[s], 0, d);
         }
         categorical_grad(pg, g, 0, 0, beta / ops, d);
     }
-    double h_shape = entropy_of(e.pshape, p->n_shapes);
+    return entropy;
+}
+
+/* The same for the plan's shape (logp[s] starts from it: see pl_policy_objective), into
+ * dlm; returns the shape's entropy. */
+static double shape_terms(const pl_policy *p, const embedding *e, const pl_action *actions,
+                          const double *weight, int n, double beta, double *j, double *dlm)
+{
     for (int s = 0; s < n; s++) {
-        j_total += weight[s] * log(e.pshape[actions[s].shape]);
-        categorical_grad(e.pshape, p->n_shapes, actions[s].shape, weight[s], 0, dlm);
+        *j += weight[s] * log(e->pshape[actions[s].shape]);
+        categorical_grad(e->pshape, p->n_shapes, actions[s].shape, weight[s], 0, dlm);
     }
-    categorical_grad(e.pshape, p->n_shapes, 0, 0, beta, dlm);
+    categorical_grad(e->pshape, p->n_shapes, 0, 0, beta, dlm);
+    return entropy_of(e->pshape, p->n_shapes);
+}
+
+/* The same for the device and stage heads of sample s over its grouping (hd), into dld
+ * and dls (cleared here); returns its share of the heads' mean entropy. */
+static double head_terms(const pl_policy *p, const head *hd, const pl_action *action,
+                         double weight, int n, double beta, double *j, double *logp, double *dld,
+                         double *dls)
+{
+    int g = p->groups;
+    memset(dld, 0, (size_t)g * p->devices * sizeof *dld);
+    memset(dls, 0, (size_t)g * p->stages * sizeof *dls);
+    double bw = beta / n / hd->nonempty, entropy = 0;
+    for (int k = 0; k < g; k++) {
+        if (!hd->count[k])
+            continue;
+        const double *pd = hd->pd + (size_t)k * p->devices;
+        const double *ps = hd->ps + (size_t)k * p->stages;
+        double lp = log(pd[action->device[k]]) + log(ps[action->stage[k]]);
+        *j += weight * lp;
+        if (logp)
+            *logp += lp;
+        entropy += entropy_of(pd, p->devices) + entropy_of(ps, p->stages);
+        categorical_grad(pd, p->devices, action->device[k], weight, bw,
+                         dld + (size_t)k * p->devices);
+        categorical_grad(ps, p->stages, action->stage[k], weight, bw,
+                         dls + (size_t)k * p->stages);
+    }
+    return entropy / hd->nonempty / n;
+}
+
+/* Scratch of the objective's gradient: dL/dlogits of the grouper, the device head and
+ * the stage head (one sample's), and the embeddings' backward state. */
+typedef struct objective_scratch {
+    double *dlg, *dld, *dls;
+    embedding_grad embedding;
+    double *block;
+} objective_scratch;
+
+static bool scratch_new(const pl_policy *p, objective_scratch *x)
+{
+    size_t nh = (size_t)p->n_ops * p->hidden, ng = (size_t)p->n_ops * p->groups;
+    size_t nd = (size_t)p->groups * p->devices, ns = (size_t)p->groups * p->stages;
+    x->block = calloc(ng + nd + ns + 4 * nh, sizeof *x->block);
+    if (!x->block)
+        return false;
+    x->dlg = x->block, x->dld = x->dlg + ng, x->dls = x->dld + nd;
+    embedding_grad *d = &x->embedding;
+    d->dh = x->dls + ns, d->dprev = d->dh + nh, d->dz = d->dprev + nh, d->tmp = d->dz + nh;
+    return true;
+}
+
+pl_status pl_policy_objective(const pl_policy *p, const pl_action *actions,
+                              const double *weight, int n, double beta, double *objective,
+                              double *mean_entropy, double *logp, double *grad, pl_error *err)
+{
+    embedding e;
+    pl_status status = embed(p, &e, err);
+    if (status != PL_OK)
+        return status;
+    objective_scratch x;
+    if (!scratch_new(p, &x)) {
+        free(e.block);
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    }
+    x.embedding.grad = grad;
+    double j_total = 0, h_head = 0, dlm[PL_POLICY_MAX_SHAPES] = {0};
+    if (logp) /* each sample's log-probability: its shape's, then its grouping's, its heads' */
+        for (int s = 0; s < n; s++)
+            logp[s] = log(e.pshape[actions[s].shape]);
+    double h_group = grouper_terms(p, &e, actions, weight, n, beta, &j_total, logp, x.dlg);
+    double h_shape = shape_terms(p, &e, actions, weight, n, beta, &j_total, dlm);
+    /* the heads come last forward, so their backward comes first (into dL/dh_R) */
     for (int s = 0; s < n && status == PL_OK; s++) {
         head hd;
         if ((status = head_forward(p, &e, actions[s].group, &hd, err)) != PL_OK)
             break;
-        memset(dld, 0, (size_t)g * p->devices * sizeof *dld);
-        memset(dls, 0, (size_t)g * p->stages * sizeof *dls);
-        double bw = beta / n / hd.nonempty, hs = 0;
-        for (int k = 0; k < g; k++) {
-            if (!hd.count[k])
-                continue;
-            const double *pd = hd.pd + (size_t)k * p->devices;
-            const double *ps = hd.ps + (size_t)k * p->stages;
-            double lp = log(pd[actions[s].device[k]]) + log(ps[actions[s].stage[k]]);
-            j_total += weight[s] * lp;
-            if (logp)
-                logp[s] += lp;
-            hs += entropy_of(pd, p->devices) + entropy_of(ps, p->stages);
-            categorical_grad(pd, p->devices, actions[s].device[k], weight[s], bw,
-                             dld + (size_t)k * p->devices);
-            categorical_grad(ps, p->stages, actions[s].stage[k], weight[s], bw,
-                             dls + (size_t)k * p->stages);
-        }
-        h_head += hs / hd.nonempty / n;
+        h_head += head_terms(p, &hd, &actions[s], weight[s], n, beta, &j_total,
+                             logp ? &logp[s] : NULL, x.dld, x.dls);
         if (grad)
-            status = head_backward(p, &hd, actions[s].group, dld, dls, grad, dtop, err);
+            status = head_backward(p, &hd, actions[s].group, x.dld, x.dls, grad,
+                                   x.embedding.dh, err);
         free(hd.block);
     }
-    if (status != PL_OK)
-        goto done;
-    double h_all = h_group + h_head + h_shape;
-    *objective = j_total + beta * h_all;
-    if (mean_entropy)
-        *mean_entropy = h_all;
-    if (!grad)
-        goto done;
-    const double *top = e.h[p->rounds];
-    /* the shape: logits = mean(h_R) Ws + bs */
-    for (int m = 0; m < p->n_shapes; m++) {
-        grad[l->bshape + m] += dlm[m];
-        for (int j = 0; j < h; j++)
-            grad[l->wshape + j * p->n_shapes + m] += e.mean[j] * dlm[m];
+    if (status == PL_OK) {
+        double h_all = h_group + h_head + h_shape;
+        *objective = j_total + beta * h_all;
+        if (mean_entropy)
+            *mean_entropy = h_all;
+        if (grad)
+            embed_backward(p, &e, dlm, x.dlg, &x.embedding);
     }
-    for (int j = 0; j < h; j++) {
-        double dmean = 0;
-        for (int m = 0; m < p->n_shapes; m++)
-            dmean += dlm[m] * p->params[l->wshape + j * p->n_shapes + m];
-        for (int i = 0; i < ops; i++)
-            dtop[(size_t)i * h + j] += dmean / ops;
-    }
-    /* grouper */
-    gemm(true, false, h, g, ops, 1, top, dlg, 1, grad + l->wg);
-    for (int i = 0; i < ops; i++)
-        for (int k = 0; k < g; k++)
-            grad[l->bg + k] += dlg[(size_t)i * g + k];
-    gemm(false, true, ops, h, g, 1, dlg, p->params + l->wg, 1, dtop);
-    /* message passing, last round first */
-    for (int r = p->rounds; r >= 1; r--) {
-        const double *t = e.t[r], *prev = e.h[r - 1];
-        for (size_t i = 0; i < nh; i++)
-            dz[i] = dtop[i] * (1 - t[i] * t[i]);
-        gemm(true, false, h, h, ops, 1, prev, dz, 1, grad + l->ws[r - 1]);
-        gemm(true, false, h, h, ops, 1, e.in[r - 1], dz, 1, grad + l->wi[r - 1]);
-        gemm(true, false, h, h, ops, 1, e.out[r - 1], dz, 1, grad + l->wo[r - 1]);
-        for (int i = 0; i < ops; i++)
-            for (int j = 0; j < h; j++)
-                grad[l->b[r - 1] + j] += dz[(size_t)i * h + j];
-        memcpy(dprev, dtop, nh * sizeof *dprev);
-        gemm(false, true, ops, h, h, 1, dz, p->params + l->ws[r - 1], 1, dprev);
-        gemm(false, true, ops, h, h, 1, dz, p->params + l->wi[r - 1], 0, tmp);
-        aggregate_back(p->pred_first, p->pred, ops, h, tmp, dprev);
-        gemm(false, true, ops, h, h, 1, dz, p->params + l->wo[r - 1], 0, tmp);
-        aggregate_back(p->succ_first, p->succ, ops, h, tmp, dprev);
-        memcpy(dtop, dprev, nh * sizeof *dtop);
-    }
-    for (size_t i = 0; i < nh; i++)
-        dz[i] = dtop[i] * (1 - e.h[0][i] * e.h[0][i]);
-    gemm(true, false, p->n_features, h, ops, 1, p->features, dz, 1, grad + l->w0);
-    for (int i = 0; i < ops; i++)
-        for (int j = 0; j < h; j++)
-            grad[l->b0 + j] += dz[(size_t)i * h + j];
-done:
-    free(dlg);
-    free(dtop);
-    free(dprev);
-    free(dz);
-    free(tmp);
-    free(dld);
-    free(dls);
+    free(x.block);
     free(e.block);
     return status;
 }
@@ -585,9 +701,10 @@ void pl_action_to_plan(const pl_policy *p, const pl_action *a, pl_plan *plan)
         int k = a->group[i];
         plan->device[i] = a->device[k];
         int stage = a->stage[k];
-        for (int e = p->pred_first[i]; e < p->pred_first[i + 1]; e++)
-            if (plan->stage[p->pred[e]] > stage)
-                stage = plan->stage[p->pred[e]];
+        const pl_adjacency *dataflow = p->adjacency;
+        for (int e = dataflow->producer_first[i]; e < dataflow->producer_first[i + 1]; e++)
+            if (plan->stage[dataflow->producer[e]] > stage)
+                stage = plan->stage[dataflow->producer[e]];
         plan->stage[i] = stage;
     }
     int stages = renumber_stages(plan, n, p->stages);

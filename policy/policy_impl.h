@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "adjacency.h"
 #include "agent.h"
 #include "cluster.h"
 #include "graph.h"
@@ -46,8 +47,7 @@ typedef struct pl_policy {
     bool shape_defer[PL_POLICY_MAX_SHAPES];     /* weight gradients deferred */
     double *features;                /* n_ops x n_features */
     double *group_features;          /* n_ops x PL_POLICY_GROUP_FEATURES: FLOPs share, 1/n */
-    int *pred_first, *pred;          /* distinct producers of each forward op (CSR) */
-    int *succ_first, *succ;          /* distinct consumers */
+    pl_adjacency *adjacency;         /* the forward ops' distinct producers and consumers */
     pl_policy_layout layout;
     double *params;                  /* layout.n */
 } pl_policy;

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "agent_impl.h"
-#include "autodiff.h"
 #include "load.h"
 #include "policy_impl.h"
 #include "rng.h"
@@ -20,8 +19,7 @@
  * 8 forward ops, the branches' matmuls dominating. */
 static pl_graph *two_branches(void)
 {
-    pl_error err;
-    pl_graph *g = pl_test_model(
+    pl_graph *g = pl_test_training_model(
         "[64]",
         "{\"name\": \"w1\", \"shape\": [64, 512], \"init\": {\"kind\": \"zeros\"}},"
         "{\"name\": \"v1\", \"shape\": [512, 10], \"init\": {\"kind\": \"zeros\"}},"
@@ -36,28 +34,21 @@ static pl_graph *two_branches(void)
         "{\"name\": \"sum\", \"op\": \"add\", \"inputs\": [\"o1\", \"o2\"], \"outputs\": [\"logits\"]},"
         "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"logits\", \"y\"],"
         " \"outputs\": [\"loss\"]}",
-        "loss", &err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(g, &err), PL_OK);
+        "loss");
     CU_ASSERT_EQUAL(g->n_forward_ops, 8);
     return g;
 }
 
+/* Two devices of 1 GiB, native links. */
 static pl_cluster *two_devices(void)
 {
-    static const char text[] =
-        "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": \"two\", \"devices\": "
-        "[{\"name\": \"a\", \"memory_bytes\": 1073741824}, {\"name\": \"b\", \"memory_bytes\": "
-        "1073741824}], \"default_link\": {}}";
-    pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "two.json", NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    return c;
+    return pl_test_cluster((pl_test_devices){.n = 2, .memory = 1073741824});
 }
 
 /* An op costs 2 us plus 1 ns per FLOP; a copy 5 us plus 0.1 ns per byte. */
 static pl_cost_model flop_costs(void)
 {
-    return pl_test_costs(2e-6, 5e-6, 1e-10);
+    return pl_test_costs((pl_op_cost){2e-6, 1e-9, 0, 1}, 5e-6, 1e-10, 1e-6);
 }
 
 /* Every weight's gradient of the objective against central differences. */
@@ -247,11 +238,7 @@ static pl_graph *chain(void)
     }
     strcat(ops, "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", "
                 "\"inputs\": [\"h7\", \"y\"], \"outputs\": [\"loss\"]}");
-    pl_error err;
-    pl_graph *g = pl_test_model("[64]", params, ops, "loss", &err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(g, &err), PL_OK);
-    return g;
+    return pl_test_training_model("[64]", params, ops, "loss");
 }
 
 /* Folding twice a 2-stage pipeline on two devices gives four stages of about equal work,

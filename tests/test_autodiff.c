@@ -9,13 +9,6 @@
 #include "suites.h"
 #include "test_util.h"
 
-static pl_graph *load_small(const char *name)
-{
-    char relative[256];
-    snprintf(relative, sizeof relative, "graphs/small/%s", name);
-    return pl_test_training_graph(relative);
-}
-
 static void check_structure(const pl_graph *g)
 {
     int updates = 0, params = 0;
@@ -85,13 +78,8 @@ static void test_weight_gradients(void)
 
 static void test_every_small_model(void)
 {
-    static const char *const models[] = {"mlp-small.json", "cnn-small.json",
-                                         "inception-small.json", "resnet-small.json",
-                                         "lstm_lm-small.json", "seq2seq-small.json",
-                                         "transformer-small.json", "recommender-small.json",
-                                         "moe-small.json"};
-    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
-        pl_graph *g = load_small(models[m]);
+    for (int m = 0; m < PL_TEST_SMALL_MODELS; m++) {
+        pl_graph *g = pl_test_bundled_training_graph(pl_test_small_models[m], 0);
         CU_ASSERT_PTR_NOT_NULL(g);
         if (g)
             check_structure(g);
@@ -104,7 +92,7 @@ static void test_every_small_model(void)
  * its 6 steps); a single update each. */
 static void test_shared_weights_and_homes(void)
 {
-    pl_graph *g = load_small("lstm_lm-small.json");
+    pl_graph *g = pl_test_bundled_training_graph("small/lstm_lm-small.json", 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     for (int t = 0; t < g->n_tensors; t++) {
         if (g->tensors[t].kind != PL_TENSOR_PARAM)
@@ -136,7 +124,7 @@ static void test_shared_weights_and_homes(void)
 
 static void test_batch_norm_state(void)
 {
-    pl_graph *g = load_small("resnet-small.json");
+    pl_graph *g = pl_test_bundled_training_graph("small/resnet-small.json", 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     int norms = 0;
     for (int o = 0; o < g->n_forward_ops; o++) {

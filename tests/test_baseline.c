@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "autodiff.h"
 #include "baseline.h"
 #include "bound.h"
 #include "load.h"
@@ -20,38 +19,22 @@
 /* 1 us + 1 ns per FLOP for every op; a copy 1 us + `per_byte` seconds a byte. */
 static pl_cost_model synthetic_costs(double per_byte)
 {
-    return pl_test_costs(1e-6, 1e-6, per_byte);
+    return pl_test_costs((pl_op_cost){1e-6, 1e-9, 0, 1}, 1e-6, per_byte, 1e-6);
 }
 
 static pl_cluster *native_devices(int n, long long memory)
 {
-    char text[1024] = "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": \"t\", "
-                      "\"devices\": [";
-    for (int d = 0; d < n; d++)
-        snprintf(text + strlen(text), sizeof text - strlen(text),
-                 "%s{\"name\": \"d%d\", \"memory_bytes\": %lld}", d ? ", " : "", d, memory);
-    strcat(text, "], \"default_link\": {}}");
-    pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "t.json", NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    return c;
-}
-
-static pl_graph *training_graph(pl_graph *g, pl_error *err)
-{
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(g, err), PL_OK);
-    return g;
+    return pl_test_cluster((pl_test_devices){.n = n, .memory = memory});
 }
 
 /* x -> a1 = x wa1 -> relu -> a3 = . wa2; the same for b; a3 + b3 -> cross-entropy. */
 static pl_graph *two_branches(void)
 {
-    pl_error err;
     const char *w = "\"shape\": [256, 256], \"init\": {\"kind\": \"zeros\"}";
     char params[512];
     snprintf(params, sizeof params, "{\"name\": \"wa1\", %s}, {\"name\": \"wa2\", %s}, "
              "{\"name\": \"wb1\", %s}, {\"name\": \"wb2\", %s}", w, w, w, w);
-    return training_graph(pl_test_model(
+    return pl_test_training_model(
         "[256]", params,
         "{\"name\": \"a1\", \"op\": \"matmul\", \"inputs\": [\"x\", \"wa1\"], \"outputs\": [\"a1\"]},"
         "{\"name\": \"a2\", \"op\": \"relu\", \"inputs\": [\"a1\"], \"outputs\": [\"a2\"]},"
@@ -62,7 +45,7 @@ static pl_graph *two_branches(void)
         "{\"name\": \"sum\", \"op\": \"add\", \"inputs\": [\"a3\", \"b3\"], \"outputs\": [\"sum\"]},"
         "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"sum\", \"y\"],"
         " \"outputs\": [\"loss\"]}",
-        "loss", &err), &err);
+        "loss");
 }
 
 /* x -> (matmul, relu) x layers -> cross-entropy, width w. */
@@ -83,8 +66,7 @@ static pl_graph *chain(int layers, int width)
              "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"%s\", "
              "\"y\"], \"outputs\": [\"loss\"]}", in);
     snprintf(shape, sizeof shape, "[%d]", width);
-    pl_error err;
-    return training_graph(pl_test_model(shape, params, nodes, "loss", &err), &err);
+    return pl_test_training_model(shape, params, nodes, "loss");
 }
 
 static int device_of(const pl_graph *g, const pl_plan *plan, const char *op)
@@ -231,33 +213,30 @@ static void test_names(void)
     CU_ASSERT_EQUAL(pl_baseline_from_name(NULL), PL_BASELINE_COUNT);
 }
 
-static const char *const small_models[] = {"cnn", "inception", "lstm_lm", "mlp", "moe",
-                                           "recommender", "resnet", "seq2seq", "transformer"};
-static const char *const clusters[] = {"local-2", "paced-4", "paced-8"};
+static const char *const clusters[] = {"local-2.json", "paced-4.json", "paced-8.json"};
 
 /* Every algorithm on every small model and bundled cluster: a checked plan that fits, its
  * provenance, every op with its group, a simulated step no shorter than the lower bound;
  * the same plan again for the same seed. */
 static void test_suite_models(void)
 {
-    char path[4096];
     for (size_t k = 0; k < sizeof clusters / sizeof *clusters; k++) {
-        snprintf(path, sizeof path, "%s/graphs/clusters/%s.json", pl_test_srcdir(), clusters[k]);
-        pl_cluster *c = pl_cluster_load_file(path, NULL);
+        pl_cluster *c = pl_test_bundled_cluster(clusters[k]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         pl_cost_model m = synthetic_costs(1e-10);
-        for (size_t i = 0; i < sizeof small_models / sizeof *small_models; i++) {
-            snprintf(path, sizeof path, "%s/graphs/small/%s-small.json", pl_test_srcdir(),
-                     small_models[i]);
+        for (int i = 0; i < PL_TEST_SMALL_MODELS; i++) {
+            const char *model = pl_test_small_models[i];
+            pl_graph *g = pl_test_bundled_training_graph(model, 0);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+            CU_ASSERT(g->n_ops > g->n_forward_ops); /* backward ops and updates */
             pl_error err;
-            pl_graph *g = training_graph(pl_graph_load_file(path, &err), &err);
             double bound = 0;
             CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, &m, &bound, NULL), PL_OK);
             for (pl_baseline a = 0; a < PL_BASELINE_COUNT; a++) {
-                pl_error_init(&err, path);
+                pl_error_init(&err, model);
                 pl_plan *plan = pl_baseline_place(a, g, c, &m, 7, &err);
                 if (!plan)
-                    fprintf(stderr, "\n    %s on %s, %s: %s\n", small_models[i], clusters[k],
+                    fprintf(stderr, "\n    %s on %s, %s: %s\n", model, clusters[k],
                             pl_baseline_name(a), err.text);
                 CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
                 CU_ASSERT_EQUAL(pl_plan_check(plan, g, c, NULL), PL_OK);
@@ -295,9 +274,7 @@ static void test_suite_models(void)
 static void test_needs_training_graph(void)
 {
     pl_error err;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/graphs/small/mlp-small.json", pl_test_srcdir());
-    pl_graph *g = pl_graph_load_file(path, &err);
+    pl_graph *g = pl_test_bundled_graph("small/mlp-small.json");
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     pl_cluster *c = native_devices(2, 1 << 30);
     pl_cost_model m = synthetic_costs(1e-10);

@@ -19,17 +19,6 @@ enum { PIXELS = 784, GUARD = 64 };
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
-static pl_graph *load_small(const char *name)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/graphs/small/%s.json", pl_test_srcdir(), name);
-    pl_error err;
-    pl_graph *graph = pl_graph_load_file(path, &err);
-    if (!graph)
-        fprintf(stderr, "\n    %s: %s\n", path, err.text);
-    return graph;
-}
-
 /* A model written with single quotes, for readability: they become double quotes. */
 static pl_graph *load_json(const char *single_quoted)
 {
@@ -132,7 +121,7 @@ static pl_dataset *mnist;
 
 static int suite_init(void)
 {
-    mlp = load_small("mlp-small");
+    mlp = pl_test_bundled_graph("small/mlp-small.json");
     pl_error err;
     mnist = mlp ? pl_dataset_open(mlp, NULL, 42, &err) : NULL;
     if (mlp && !mnist)
@@ -383,7 +372,7 @@ static void remove_set(const char *dir)
 
 static void test_mnist_small_valid_files(void)
 {
-    pl_graph *graph = load_small("cnn-small");
+    pl_graph *graph = pl_test_bundled_graph("small/cnn-small.json");
     CU_ASSERT_PTR_NOT_NULL_FATAL(graph);
     char dir[] = "/tmp/placer-data-XXXXXX";
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
@@ -508,7 +497,7 @@ static void test_text_alphabet(void)
 
 static void test_text_windows(void)
 {
-    pl_graph *graph = load_small("lstm_lm-small"); /* T = 6, V = 96 */
+    pl_graph *graph = pl_test_bundled_graph("small/lstm_lm-small.json"); /* T = 6, V = 96 */
     CU_ASSERT_PTR_NOT_NULL_FATAL(graph);
     char path[] = "/tmp/placer-text-XXXXXX";
     int fd = mkstemp(path);
@@ -613,7 +602,7 @@ static void test_text_needs_a_causal_model(void)
 {
     pl_graph *causal = tiny_text_model("\"p0\", \"p1\", \"p2\"");
     pl_graph *ahead = tiny_text_model("\"p2\", \"p1\", \"p0\"");
-    pl_graph *transformer = load_small("transformer-small");
+    pl_graph *transformer = pl_test_bundled_graph("small/transformer-small.json");
     CU_ASSERT_PTR_NOT_NULL_FATAL(causal);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ahead);
     CU_ASSERT_PTR_NOT_NULL_FATAL(transformer);
@@ -666,10 +655,11 @@ static void fill_batch(const pl_dataset *data, pl_split split, int64_t epoch, in
 
 static void test_synthetic_deterministic(void)
 {
-    static const char *const models[] = {"inception-small", "recommender-small", "seq2seq-small",
-                                         "transformer-small", "moe-small", "mlp-small"};
+    static const char *const models[] = {
+        "small/inception-small.json", "small/recommender-small.json", "small/seq2seq-small.json",
+        "small/transformer-small.json", "small/moe-small.json", "small/mlp-small.json"};
     for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
-        pl_graph *graph = load_small(models[m]);
+        pl_graph *graph = pl_test_bundled_graph(models[m]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(graph);
         pl_error err;
         pl_dataset *a = pl_dataset_open(graph, "synthetic", 5, &err);
@@ -724,7 +714,7 @@ static void check_class_spread(const int32_t *labels, int n, int64_t classes)
 static void check_learnable_class(const char *model, const char *data_name)
 {
     enum { TRAIN = 2048, TEST = 512 };
-    pl_graph *graph = load_small(model);
+    pl_graph *graph = pl_test_bundled_graph(model);
     CU_ASSERT_PTR_NOT_NULL_FATAL(graph);
     pl_error err;
     pl_dataset *data = pl_dataset_open(graph, "synthetic", 3, &err);
@@ -766,9 +756,9 @@ static void check_learnable_class(const char *model, const char *data_name)
 
 static void test_synthetic_class_teacher(void)
 {
-    check_learnable_class("moe-small", "features");
-    check_learnable_class("mlp-small", "image");
-    pl_graph *graph = load_small("recommender-small");
+    check_learnable_class("small/moe-small.json", "features");
+    check_learnable_class("small/mlp-small.json", "image");
+    pl_graph *graph = pl_test_bundled_graph("small/recommender-small.json");
     CU_ASSERT_PTR_NOT_NULL_FATAL(graph);
     pl_error err;
     pl_dataset *data = pl_dataset_open(graph, NULL, 3, &err);
@@ -796,7 +786,7 @@ static void test_synthetic_class_teacher(void)
 /* Per-position labels: the same (token, previous token) always gives the same label. */
 static void test_synthetic_token_teacher(void)
 {
-    pl_graph *graph = load_small("transformer-small"); /* T 8, V 50 */
+    pl_graph *graph = pl_test_bundled_graph("small/transformer-small.json"); /* T 8, V 50 */
     CU_ASSERT_PTR_NOT_NULL_FATAL(graph);
     pl_error err;
     pl_dataset *data = pl_dataset_open(graph, NULL, 3, &err);
@@ -842,7 +832,8 @@ static void test_synthetic_token_teacher(void)
 
 static void test_synthetic_seq2seq(void)
 {
-    pl_graph *graph = load_small("seq2seq-small"); /* source 5, target 4, vocab 32 */
+    /* source 5, target 4, vocab 32 */
+    pl_graph *graph = pl_test_bundled_graph("small/seq2seq-small.json");
     CU_ASSERT_PTR_NOT_NULL_FATAL(graph);
     pl_error err;
     pl_dataset *data = pl_dataset_open(graph, NULL, 11, &err);
@@ -1032,14 +1023,18 @@ static void test_every_small_model(void)
         const char *name;
         pl_data_kind kind;
     } models[] = {
-        {"mlp-small", PL_DATA_FASHION_MNIST},  {"cnn-small", PL_DATA_FASHION_MNIST},
-        {"lstm_lm-small", PL_DATA_TEXT},       {"inception-small", PL_DATA_SYNTHETIC},
-        {"resnet-small", PL_DATA_SYNTHETIC},   {"seq2seq-small", PL_DATA_SYNTHETIC},
-        {"transformer-small", PL_DATA_SYNTHETIC}, {"recommender-small", PL_DATA_SYNTHETIC},
-        {"moe-small", PL_DATA_SYNTHETIC},
+        {"small/mlp-small.json", PL_DATA_FASHION_MNIST},
+        {"small/cnn-small.json", PL_DATA_FASHION_MNIST},
+        {"small/lstm_lm-small.json", PL_DATA_TEXT},
+        {"small/inception-small.json", PL_DATA_SYNTHETIC},
+        {"small/resnet-small.json", PL_DATA_SYNTHETIC},
+        {"small/seq2seq-small.json", PL_DATA_SYNTHETIC},
+        {"small/transformer-small.json", PL_DATA_SYNTHETIC},
+        {"small/recommender-small.json", PL_DATA_SYNTHETIC},
+        {"small/moe-small.json", PL_DATA_SYNTHETIC},
     };
     for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
-        pl_graph *graph = load_small(models[m].name);
+        pl_graph *graph = pl_test_bundled_graph(models[m].name);
         CU_ASSERT_PTR_NOT_NULL_FATAL(graph);
         for (int synthetic = 0; synthetic < 2; synthetic++) {
             pl_error err;
@@ -1068,7 +1063,7 @@ static void test_every_small_model(void)
 
 static void test_default_text(void)
 {
-    pl_graph *graph = load_small("lstm_lm-small");
+    pl_graph *graph = pl_test_bundled_graph("small/lstm_lm-small.json");
     CU_ASSERT_PTR_NOT_NULL_FATAL(graph);
     pl_error err;
     pl_dataset *data = pl_dataset_open(graph, NULL, 1, &err);

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "autodiff.h"
 #include "dot.h"
 #include "plan.h"
 #include "suites.h"
@@ -45,18 +44,7 @@ static void test_round_trip(void)
     pl_graph_free(g);
 }
 
-static pl_cluster *three_devices(void)
-{
-    static const char text[] =
-        "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": \"three\", \"devices\": ["
-        "{\"name\": \"a\", \"memory_bytes\": 1048576}, {\"name\": \"b\", \"memory_bytes\": "
-        "1048576}, {\"name\": \"c\", \"memory_bytes\": 1048576}], \"default_link\": {}}";
-    pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "three.json", NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    return c;
-}
-
-/* The model on three devices, every op on the first until a test moves some. */
+/* The model on three devices (a, b, c), every op on the first until a test moves some. */
 typedef struct fixture {
     pl_graph *g;
     pl_cluster *c;
@@ -65,7 +53,8 @@ typedef struct fixture {
 
 static fixture setup(void)
 {
-    fixture f = {pl_test_two_layers(), three_devices(), NULL};
+    fixture f = {pl_test_two_layers(),
+                 pl_test_cluster((pl_test_devices){.n = 3, .memory = 1048576}), NULL};
     f.plan = pl_plan_new(f.g, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f.plan);
     return f;

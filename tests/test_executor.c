@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "autodiff.h"
 #include "data.h"
 #include "executor.h"
 #include "graph_build.h"
@@ -20,65 +19,22 @@
 
 enum { STEPS = 2, PLANS_PER_MODEL = 24, DEADLOCK_SECONDS = 600 };
 
-/* A small model's training graph at batch 8 (micro-batches 1, 2, 4 or 8). */
-static pl_graph *training_graph(const char *name)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/graphs/small/%s", pl_test_srcdir(), name);
-    pl_error err;
-    pl_error_init(&err, path);
-    pl_graph *g = pl_graph_load_file(path, &err);
-    if (!g || pl_graph_set_batch(g, 8, &err) != PL_OK || pl_autodiff_build(g, &err) != PL_OK) {
-        char line[2048];
-        pl_error_format(&err, line, sizeof line);
-        fprintf(stderr, "\n    %s\n", line);
-        pl_graph_free(g);
-        return NULL;
-    }
-    return g;
-}
+/* The small models' training graphs at batch 8: micro-batches 1, 2, 4 or 8. */
+enum { BATCH = 8 };
 
 /* `n` native devices of `threads` threads each, `memory` bytes each. */
 static pl_cluster *native_cluster(int n, int threads, long long memory, double flops)
 {
-    char text[4096];
-    int at = snprintf(text, sizeof text, "{\"format\": \"placer-cluster\", \"version\": 1, "
-                      "\"name\": \"test\", \"devices\": [");
-    for (int d = 0; d < n; d++) {
-        at += snprintf(text + at, sizeof text - (size_t)at, "%s{\"name\": \"d%d\", \"threads\": "
-                       "%d, \"memory_bytes\": %lld", d ? ", " : "", d, threads, memory);
-        if (flops > 0)
-            at += snprintf(text + at, sizeof text - (size_t)at, ", \"flops_per_second\": %g",
-                           flops);
-        at += snprintf(text + at, sizeof text - (size_t)at, "}");
-    }
-    snprintf(text + at, sizeof text - (size_t)at, "], \"default_link\": {}}");
-    pl_error err;
-    pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "test.json", &err);
-    CU_ASSERT_PTR_NOT_NULL(c);
-    return c;
+    return pl_test_cluster(
+        (pl_test_devices){.n = n, .memory = memory, .threads = threads, .flops = flops});
 }
-
-static void fill_inputs(const pl_graph *g, pl_dataset *data, void *(*buffer)(void *, int),
-                        void *owner)
-{
-    void **inputs = calloc((size_t)g->n_tensors, sizeof *inputs);
-    for (int t = 0; t < g->n_tensors; t++)
-        if (g->tensors[t].kind == PL_TENSOR_INPUT)
-            inputs[t] = buffer(owner, t);
-    pl_dataset_fill(data, PL_SPLIT_TRAIN, 0, 0, g->batch_size, inputs);
-    free(inputs);
-}
-
-static void *session_buffer(void *s, int t) { return pl_session_data(s, t); }
-static void *executor_buffer(void *ex, int t) { return pl_executor_data(ex, t); }
 
 /* The losses of STEPS steps on one device, with m micro-batches. */
 static void reference_losses(const pl_graph *g, pl_dataset *data, int m, float *losses)
 {
     pl_session *s = pl_session_new(g, 1, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    fill_inputs(g, data, session_buffer, s);
+    pl_test_fill_first_batch(g, data, pl_test_session_buffer, s);
     for (int step = 1; step <= STEPS; step++)
         CU_ASSERT_EQUAL(pl_session_train_step(s, step, m, &losses[step - 1], NULL), PL_OK);
     pl_session_free(s);
@@ -136,7 +92,7 @@ static int plans_run;
  * micro-batch, within 1e-5 relative otherwise. */
 static void check_random_plans(const char *model)
 {
-    pl_graph *g = training_graph(model);
+    pl_graph *g = pl_test_bundled_training_graph(model, BATCH);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     pl_dataset *data = pl_dataset_open(g, "synthetic", 3, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(data);
@@ -147,7 +103,7 @@ static void check_random_plans(const char *model)
         pl_cluster *c = native_cluster(n_devices, n_devices == 3 ? 2 : 1, 1LL << 34, 0);
         pl_executor *ex = pl_executor_new(g, c, NULL, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(ex);
-        fill_inputs(g, data, executor_buffer, ex);
+        pl_test_fill_first_batch(g, data, pl_test_executor_buffer, ex);
         snapshot initial = take_snapshot(g, ex);
         for (int i = 0; i < PLANS_PER_MODEL / 3; i++, done++) {
             pl_plan *plan = pl_test_random_plan(g, n_devices, 1000u * (uint64_t)done + 17);
@@ -189,41 +145,29 @@ static void check_random_plans(const char *model)
     pl_graph_free(g);
 }
 
-static void test_random_mlp(void) { check_random_plans("mlp-small.json"); }
-static void test_random_cnn(void) { check_random_plans("cnn-small.json"); }
-static void test_random_inception(void) { check_random_plans("inception-small.json"); }
-static void test_random_resnet(void) { check_random_plans("resnet-small.json"); }
-static void test_random_lstm(void) { check_random_plans("lstm_lm-small.json"); }
-static void test_random_seq2seq(void) { check_random_plans("seq2seq-small.json"); }
-static void test_random_transformer(void) { check_random_plans("transformer-small.json"); }
-static void test_random_recommender(void) { check_random_plans("recommender-small.json"); }
-static void test_random_moe(void) { check_random_plans("moe-small.json"); }
+static void test_random_mlp(void) { check_random_plans("small/mlp-small.json"); }
+static void test_random_cnn(void) { check_random_plans("small/cnn-small.json"); }
+static void test_random_inception(void) { check_random_plans("small/inception-small.json"); }
+static void test_random_resnet(void) { check_random_plans("small/resnet-small.json"); }
+static void test_random_lstm(void) { check_random_plans("small/lstm_lm-small.json"); }
+static void test_random_seq2seq(void) { check_random_plans("small/seq2seq-small.json"); }
+static void test_random_transformer(void) { check_random_plans("small/transformer-small.json"); }
+static void test_random_recommender(void) { check_random_plans("small/recommender-small.json"); }
+static void test_random_moe(void) { check_random_plans("small/moe-small.json"); }
 
 static void test_plan_count(void)
 {
     CU_ASSERT(plans_run >= 200);
 }
 
-/* A layer-wise pipeline: forward op o on stage o * n / n_forward_ops, device = stage. */
-static pl_plan *pipeline_plan(const pl_graph *g, int n, int m, pl_schedule schedule)
-{
-    pl_plan *plan = pl_plan_new(g, NULL);
-    for (int o = 0; o < g->n_forward_ops; o++)
-        plan->device[o] = plan->stage[o] = (int)((long)o * n / g->n_forward_ops);
-    plan->n_stages = n;
-    plan->micro_batches = m;
-    plan->schedule = schedule;
-    return plan;
-}
-
 /* A plan that does not fit is a result naming the device, its need and its capacity. */
 static void test_out_of_memory(void)
 {
-    pl_graph *g = training_graph("mlp-small.json");
+    pl_graph *g = pl_test_bundled_training_graph("small/mlp-small.json", BATCH);
     pl_cluster *c = native_cluster(2, 1, 4096, 0);
     pl_executor *ex = pl_executor_new(g, c, NULL, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ex);
-    pl_plan *plan = pipeline_plan(g, 2, 1, PL_SCHEDULE_GPIPE);
+    pl_plan *plan = pl_test_pipeline_plan(g, 2, 1, PL_SCHEDULE_GPIPE);
     pl_fit fit;
     pl_error err;
     pl_error_init(&err, NULL);
@@ -244,10 +188,10 @@ static void test_out_of_memory(void)
 /* Plans with unknown devices or stages against the dataflow are refused. */
 static void test_bad_plans(void)
 {
-    pl_graph *g = training_graph("mlp-small.json");
+    pl_graph *g = pl_test_bundled_training_graph("small/mlp-small.json", BATCH);
     pl_cluster *c = native_cluster(2, 1, 1LL << 30, 0);
     pl_executor *ex = pl_executor_new(g, c, NULL, NULL);
-    pl_plan *plan = pipeline_plan(g, 2, 1, PL_SCHEDULE_GPIPE);
+    pl_plan *plan = pl_test_pipeline_plan(g, 2, 1, PL_SCHEDULE_GPIPE);
     pl_fit fit;
     pl_error err;
     plan->device[1] = 5;
@@ -280,11 +224,11 @@ static int slots_of(const pl_program *p, const pl_graph *g, const char *name)
  * weight gradients: every device needs less under 1F1B. */
 static void test_schedule_memory(void)
 {
-    pl_graph *g = training_graph("mlp-small.json");
+    pl_graph *g = pl_test_bundled_training_graph("small/mlp-small.json", BATCH);
     CU_ASSERT_EQUAL_FATAL(pl_graph_set_batch(g, 1024, NULL), PL_OK);
     pl_cluster *c = native_cluster(4, 1, 1LL << 30, 0);
-    pl_plan *gpipe = pipeline_plan(g, 4, 8, PL_SCHEDULE_GPIPE);
-    pl_plan *ofob = pipeline_plan(g, 4, 8, PL_SCHEDULE_1F1B);
+    pl_plan *gpipe = pl_test_pipeline_plan(g, 4, 8, PL_SCHEDULE_GPIPE);
+    pl_plan *ofob = pl_test_pipeline_plan(g, 4, 8, PL_SCHEDULE_1F1B);
     pl_error err;
     pl_error_init(&err, NULL);
     pl_program *a = pl_program_new(g, c, gpipe, &err), *b = pl_program_new(g, c, ofob, &err);
@@ -308,7 +252,7 @@ static void test_schedule_memory(void)
  * resource's tasks are in the schedule's order. */
 static void test_program_order(void)
 {
-    pl_graph *g = training_graph("transformer-small.json");
+    pl_graph *g = pl_test_bundled_training_graph("small/transformer-small.json", BATCH);
     pl_cluster *c = native_cluster(3, 1, 1LL << 30, 0);
     for (int seed = 0; seed < 20; seed++) {
         pl_plan *plan = pl_test_random_plan(g, 3, (uint64_t)seed);
@@ -341,10 +285,10 @@ typedef struct pipeline {
 static pipeline open_pipeline(double flops, pl_schedule schedule)
 {
     pipeline f;
-    f.g = training_graph("mlp-small.json");
+    f.g = pl_test_bundled_training_graph("small/mlp-small.json", BATCH);
     f.c = native_cluster(2, 1, 1LL << 30, flops);
     f.ex = pl_executor_new(f.g, f.c, NULL, NULL);
-    f.plan = pipeline_plan(f.g, 2, 2, schedule);
+    f.plan = pl_test_pipeline_plan(f.g, 2, 2, schedule);
     pl_fit fit;
     CU_ASSERT_EQUAL_FATAL(pl_executor_set_plan(f.ex, f.plan, &fit, NULL), PL_OK);
     return f;

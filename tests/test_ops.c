@@ -4,21 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_check.h"
 #include "kernels/kernels.h"
 #include "ops.h"
 #include "suites.h"
 #include "test_util.h"
 
-/* A tensor from a dims string: tensor("a", "4,3", true). */
+/* A named f32 tensor from a dims string: tensor("a", "4,3", true). */
 static pl_tensor tensor(const char *name, const char *dims, bool batched)
 {
-    pl_tensor t = {.name = name, .dtype = PL_F32, .batched = batched, .producer = -1,
-                   .kind = PL_TENSOR_ACTIVATION};
-    for (const char *p = dims; *p;) {
-        char *end;
-        t.dims[t.rank++] = strtoll(p, &end, 10);
-        p = *end == ',' ? end + 1 : end;
-    }
+    pl_tensor t = pl_kc_tensor(dims, PL_F32, batched);
+    t.name = name;
     return t;
 }
 

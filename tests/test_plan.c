@@ -19,12 +19,7 @@ typedef struct fixture {
 
 static fixture open_fixture(const char *model, const char *cluster)
 {
-    char path[4096];
-    fixture f;
-    snprintf(path, sizeof path, "%s/graphs/small/%s", pl_test_srcdir(), model);
-    f.g = pl_graph_load_file(path, NULL);
-    snprintf(path, sizeof path, "%s/graphs/clusters/%s", pl_test_srcdir(), cluster);
-    f.c = pl_cluster_load_file(path, NULL);
+    fixture f = {pl_test_bundled_graph(model), pl_test_bundled_cluster(cluster)};
     CU_ASSERT_PTR_NOT_NULL_FATAL(f.g);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f.c);
     return f;
@@ -36,23 +31,10 @@ static void close_fixture(fixture *f)
     pl_cluster_free(f->c);
 }
 
-/* A layer-wise split over `devices` devices and as many stages, by forward order. */
-static pl_plan *split_plan(const fixture *f, int devices)
-{
-    pl_plan *plan = pl_plan_new(f->g, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
-    for (int o = 0; o < plan->n_ops; o++)
-        plan->device[o] = plan->stage[o] = o * devices / plan->n_ops;
-    plan->n_stages = devices;
-    plan->micro_batches = 2;
-    return plan;
-}
-
 static void test_round_trip(void)
 {
-    fixture f = open_fixture("transformer-small.json", "paced-4.json");
-    pl_plan *plan = split_plan(&f, 4);
-    plan->schedule = PL_SCHEDULE_1F1B;
+    fixture f = open_fixture("small/transformer-small.json", "paced-4.json");
+    pl_plan *plan = pl_test_pipeline_plan(f.g, 4, 2, PL_SCHEDULE_1F1B);
     plan->defer_weight_gradients = true;
     snprintf(plan->provenance.algorithm, sizeof plan->provenance.algorithm, "test");
     plan->provenance.seed = 42;
@@ -84,8 +66,8 @@ static void test_round_trip(void)
 
 static void test_partitions_complete(void)
 {
-    fixture f = open_fixture("lstm_lm-small.json", "paced-8.json");
-    pl_plan *plan = split_plan(&f, 3);
+    fixture f = open_fixture("small/lstm_lm-small.json", "paced-8.json");
+    pl_plan *plan = pl_test_pipeline_plan(f.g, 3, 2, PL_SCHEDULE_GPIPE);
     CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(f.g, NULL), PL_OK);
     pl_partitions *p = pl_partitions_new(plan, f.g, f.c->n_devices, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -126,8 +108,8 @@ static void test_partitions_complete(void)
 
 static void test_checks(void)
 {
-    fixture f = open_fixture("mlp-small.json", "paced-4.json");
-    pl_plan *plan = split_plan(&f, 2);
+    fixture f = open_fixture("small/mlp-small.json", "paced-4.json");
+    pl_plan *plan = pl_test_pipeline_plan(f.g, 2, 2, PL_SCHEDULE_GPIPE);
     pl_error err;
     pl_error_init(&err, NULL);
     plan->stage[0] = 1; /* the second op (stage 0) would read the first (stage 1) */

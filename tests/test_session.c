@@ -27,39 +27,30 @@ static void release(trained *t)
     pl_graph_free(t->g);
 }
 
-/* A small model's training graph and session (batch: the file's when 0), its inputs
- * filled with the first batch. */
-static bool open_batch(const char *name, const char *data, int threads, int batch, trained *t)
+/* A bundled model's training graph and session (`file` in graphs/; batch: the file's when
+ * 0), its inputs filled with the first batch. */
+static bool open_batch(const char *file, const char *data, int threads, int batch, trained *t)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/graphs/small/%s", pl_test_srcdir(), name);
-    pl_error err;
-    pl_error_init(&err, path);
     memset(t, 0, sizeof *t);
-    bool ok = (t->g = pl_graph_load_file(path, &err)) &&
-              (!batch || pl_graph_set_batch(t->g, batch, &err) == PL_OK) &&
-              pl_autodiff_build(t->g, &err) == PL_OK &&
-              (t->data = pl_dataset_open(t->g, data, 7, &err)) &&
-              (t->s = pl_session_new(t->g, threads, &err));
-    if (!ok) {
+    if (!(t->g = pl_test_bundled_training_graph(file, batch)))
+        return false;
+    pl_error err;
+    pl_error_init(&err, file);
+    if (!(t->data = pl_dataset_open(t->g, data, 7, &err)) ||
+        !(t->s = pl_session_new(t->g, threads, &err))) {
         char line[2048];
         pl_error_format(&err, line, sizeof line);
         fprintf(stderr, "\n    %s\n", line);
         release(t);
         return false;
     }
-    void **inputs = calloc((size_t)t->g->n_tensors, sizeof *inputs);
-    for (int i = 0; i < t->g->n_tensors; i++)
-        if (t->g->tensors[i].kind == PL_TENSOR_INPUT)
-            inputs[i] = pl_session_data(t->s, i);
-    pl_dataset_fill(t->data, PL_SPLIT_TRAIN, 0, 0, t->g->batch_size, inputs);
-    free(inputs);
+    pl_test_fill_first_batch(t->g, t->data, pl_test_session_buffer, t->s);
     return true;
 }
 
-static bool open_model(const char *name, const char *data, int threads, trained *t)
+static bool open_model(const char *file, const char *data, int threads, trained *t)
 {
-    return open_batch(name, data, threads, 0, t);
+    return open_batch(file, data, threads, 0, t);
 }
 
 static float forward_loss(trained *t)
@@ -127,15 +118,24 @@ static void check_gradients(const char *model, int per_param, double tolerance)
     release(&t);
 }
 
-static void test_gradients_mlp(void) { check_gradients("mlp-small.json", 16, 0.05); }
-static void test_gradients_cnn(void) { check_gradients("cnn-small.json", 8, 0.1); }
-static void test_gradients_inception(void) { check_gradients("inception-small.json", 8, 0.1); }
-static void test_gradients_resnet(void) { check_gradients("resnet-small.json", 8, 0.1); }
-static void test_gradients_lstm(void) { check_gradients("lstm_lm-small.json", 16, 0.05); }
-static void test_gradients_seq2seq(void) { check_gradients("seq2seq-small.json", 16, 0.05); }
-static void test_gradients_transformer(void) { check_gradients("transformer-small.json", 16, 0.05); }
-static void test_gradients_recommender(void) { check_gradients("recommender-small.json", 16, 0.05); }
-static void test_gradients_moe(void) { check_gradients("moe-small.json", 8, 0.1); }
+static void test_gradients_mlp(void) { check_gradients("small/mlp-small.json", 16, 0.05); }
+static void test_gradients_cnn(void) { check_gradients("small/cnn-small.json", 8, 0.1); }
+static void test_gradients_inception(void)
+{
+    check_gradients("small/inception-small.json", 8, 0.1);
+}
+static void test_gradients_resnet(void) { check_gradients("small/resnet-small.json", 8, 0.1); }
+static void test_gradients_lstm(void) { check_gradients("small/lstm_lm-small.json", 16, 0.05); }
+static void test_gradients_seq2seq(void) { check_gradients("small/seq2seq-small.json", 16, 0.05); }
+static void test_gradients_transformer(void)
+{
+    check_gradients("small/transformer-small.json", 16, 0.05);
+}
+static void test_gradients_recommender(void)
+{
+    check_gradients("small/recommender-small.json", 16, 0.05);
+}
+static void test_gradients_moe(void) { check_gradients("small/moe-small.json", 8, 0.1); }
 
 /* Gradients of one batch, by threads and micro-batches. */
 static float *gradients_of(const char *model, int threads, int micro_batches, int64_t *count)
@@ -176,8 +176,8 @@ static double relative_difference(const float *a, const float *b, int64_t n)
 
 static void test_threads_and_micro_batches_agree(void)
 {
-    static const char *const models[] = {"mlp-small.json", "lstm_lm-small.json",
-                                         "transformer-small.json", "cnn-small.json"};
+    static const char *const models[] = {"small/mlp-small.json", "small/lstm_lm-small.json",
+                                         "small/transformer-small.json", "small/cnn-small.json"};
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
         int64_t n1, n3, n4;
         float *one = gradients_of(models[m], 1, 1, &n1);
@@ -241,7 +241,7 @@ static double *lstm_steps_gradient(trained *t, int param, int *steps)
 static void test_lstm_weight_gradient_blocks(void)
 {
     trained t;
-    if (!open_batch("../lstm_lm.json", "synthetic", 1, 3, &t)) { /* beside graphs/small */
+    if (!open_batch("lstm_lm.json", "synthetic", 1, 3, &t)) {
         CU_FAIL("model did not open");
         return;
     }
@@ -280,21 +280,13 @@ static void test_lstm_weight_gradient_blocks(void)
  * the first ten. */
 static void test_every_small_model_learns(void)
 {
-    static const char *const models[] = {"mlp-small.json", "cnn-small.json",
-                                         "inception-small.json", "resnet-small.json",
-                                         "lstm_lm-small.json", "seq2seq-small.json",
-                                         "transformer-small.json", "recommender-small.json",
-                                         "moe-small.json"};
-    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+    for (int m = 0; m < PL_TEST_SMALL_MODELS; m++) {
         trained t;
-        if (!open_batch(models[m], NULL, 1, 16, &t)) {
+        if (!open_batch(pl_test_small_models[m], NULL, 1, 16, &t)) {
             CU_FAIL("model did not open");
             continue;
         }
-        void **inputs = calloc((size_t)t.g->n_tensors, sizeof *inputs);
-        for (int i = 0; i < t.g->n_tensors; i++)
-            if (t.g->tensors[i].kind == PL_TENSOR_INPUT)
-                inputs[i] = pl_session_data(t.s, i);
+        void **inputs = pl_test_input_buffers(t.g, pl_test_session_buffer, t.s);
         double first = 0, last = 0;
         for (int step = 0; step < 100; step++) {
             pl_dataset_fill(t.data, PL_SPLIT_TRAIN, 0, (int64_t)step * t.g->batch_size,
@@ -307,7 +299,8 @@ static void test_every_small_model_learns(void)
                 last += loss / 10;
         }
         if (!(last < 0.9 * first))
-            fprintf(stderr, "\n    %s: loss %.4f -> %.4f\n", models[m], first, last);
+            fprintf(stderr, "\n    %s: loss %.4f -> %.4f\n", pl_test_small_models[m], first,
+                    last);
         CU_ASSERT_TRUE(last < 0.9 * first);
         free(inputs);
         release(&t);

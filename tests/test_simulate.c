@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "autodiff.h"
 #include "bound.h"
 #include "calibrate_impl.h"
 #include "executor.h"
@@ -21,14 +20,8 @@
  * its own) or native (copies run on the source device). */
 static pl_cluster *two_devices_linked(long long memory, bool declared)
 {
-    char text[512];
-    snprintf(text, sizeof text, "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": "
-             "\"two\", \"devices\": [{\"name\": \"a\", \"memory_bytes\": %lld}, {\"name\": "
-             "\"b\", \"memory_bytes\": %lld}], \"default_link\": {%s}}", memory, memory,
-             declared ? "\"bytes_per_second\": 1e15" : "");
-    pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "two.json", NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    return c;
+    return pl_test_cluster((pl_test_devices){.n = 2, .memory = memory,
+                                             .link_bytes_per_second = declared ? 1e15 : 0});
 }
 
 static pl_cluster *two_devices(long long memory)
@@ -39,12 +32,7 @@ static pl_cluster *two_devices(long long memory)
 /* Every op 1 ms and every copy 1 ms whatever their size; hand-offs as given. */
 static pl_cost_model unit_costs(double handoff)
 {
-    pl_cost_model m;
-    memset(&m, 0, sizeof m);
-    m.ops[1][PL_OP_COUNT] = (pl_op_cost){1e-3, 0, 0, 1};
-    pl_cost_set_copy_line(&m, 1e-3, 0);
-    m.handoff_seconds = handoff;
-    return m;
+    return pl_test_costs((pl_op_cost){1e-3, 0, 0, 1}, 1e-3, 0, handoff);
 }
 
 /* mode 0: all on device a; 1: fc and loss on b; 2: and on stage 1, 2 micro-batches; 3: and
@@ -197,15 +185,8 @@ static void test_paced_lateness(void)
 /* Two devices paced at `rate`. */
 static pl_cluster *two_paced(double rate)
 {
-    char text[512];
-    snprintf(text, sizeof text, "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": "
-             "\"paced\", \"devices\": [{\"name\": \"a\", \"memory_bytes\": 1048576, "
-             "\"flops_per_second\": %g}, {\"name\": \"b\", \"memory_bytes\": 1048576, "
-             "\"flops_per_second\": %g}], \"default_link\": {\"bytes_per_second\": 1e15}}",
-             rate, rate);
-    pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "paced.json", NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    return c;
+    return pl_test_cluster((pl_test_devices){.n = 2, .memory = 1048576, .flops = rate,
+                                             .link_bytes_per_second = 1e15});
 }
 
 /* Paced devices, in the bound as in the simulator. Held less than the spin window past
@@ -298,7 +279,7 @@ static double op_flops(const pl_graph *g, const char *name)
  * work over 4 devices (about 19 ms) and the layer's whole group (about 27) are less. */
 static void test_lower_bound_update_chain(void)
 {
-    pl_graph *g = pl_test_training_graph("graphs/recommender.json");
+    pl_graph *g = pl_test_bundled_training_graph("recommender.json", 0);
     pl_cluster *c = pl_test_bundled_cluster("paced-4.json");
     CU_ASSERT_FATAL(g && c);
     pl_cost_model m;
@@ -334,14 +315,8 @@ static void test_lower_bound_fill_and_drain(void)
              "\"softmax_cross_entropy\", \"inputs\": [\"j\", \"y\"], \"outputs\": [\"loss\"]}");
     pl_error err;
     pl_graph *g = pl_test_model("[2]", "", nodes, "loss", &err);
-    static const char cluster[] =
-        "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": \"four\", \"devices\": "
-        "[{\"name\": \"a\", \"memory_bytes\": 1048576}, {\"name\": \"b\", "
-        "\"memory_bytes\": 1048576}, {\"name\": \"c\", \"memory_bytes\": 1048576}, "
-        "{\"name\": \"d\", \"memory_bytes\": 1048576}], "
-        "\"default_link\": {}}";
-    pl_cluster *c = pl_cluster_load_buffer(cluster, strlen(cluster), "four.json", NULL);
-    CU_ASSERT_FATAL(g && c && g->n_ops == 11);
+    CU_ASSERT_FATAL(g && g->n_ops == 11);
+    pl_cluster *c = pl_test_cluster((pl_test_devices){.n = 4, .memory = 1048576});
     pl_cost_model m = unit_costs(0);
     pl_cost_set_copy_line(&m, 0, 0); /* free copies, as in the bound */
     double bound;
@@ -365,19 +340,12 @@ static void test_lower_bound_fill_and_drain(void)
  * schedules, deferral) of every small suite model, on paced-4 and on two native devices. */
 static void test_lower_bound_random_plans(void)
 {
-    static const char *const models[] = {"cnn", "inception", "lstm_lm", "mlp", "moe",
-                                         "recommender", "resnet", "seq2seq", "transformer"};
     pl_cluster *clusters[] = {pl_test_bundled_cluster("paced-4.json"), two_devices(1LL << 40)};
     CU_ASSERT_PTR_NOT_NULL_FATAL(clusters[0]);
-    pl_cost_model m;
-    memset(&m, 0, sizeof m);
-    m.ops[1][PL_OP_COUNT] = (pl_op_cost){1e-6, 1e-9, 1e-10, 1};
-    pl_cost_set_copy_line(&m, 1e-6, 0);
+    pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, 1e-9, 1e-10, 1}, 1e-6, 0, 0);
     m.paced_late_seconds = 3e-5; /* this machine's, about */
-    for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
-        char path[256];
-        snprintf(path, sizeof path, "graphs/small/%s-small.json", models[i]);
-        pl_graph *g = pl_test_training_graph(path);
+    for (int i = 0; i < PL_TEST_SMALL_MODELS; i++) {
+        pl_graph *g = pl_test_bundled_training_graph(pl_test_small_models[i], 0);
         CU_ASSERT_PTR_NOT_NULL_FATAL(g);
         for (size_t k = 0; k < sizeof clusters / sizeof *clusters; k++) {
             double bound;
@@ -389,8 +357,8 @@ static void test_lower_bound_random_plans(void)
                 pl_simulation sim;
                 CU_ASSERT_EQUAL(pl_simulate(p, clusters[k], &m, &sim, NULL, NULL, NULL), PL_OK);
                 if (sim.step_seconds < bound)
-                    fprintf(stderr, "\n    %s, seed %d: %g s under the bound %g s\n", models[i],
-                            (int)seed, sim.step_seconds, bound);
+                    fprintf(stderr, "\n    %s, seed %d: %g s under the bound %g s\n",
+                            pl_test_small_models[i], (int)seed, sim.step_seconds, bound);
                 CU_ASSERT(bound > 0 && sim.step_seconds >= bound);
                 pl_program_free(p);
                 pl_plan_free(plan);

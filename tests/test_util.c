@@ -1,14 +1,19 @@
-/* Shared unit-test helpers. */
+/* Shared unit-test helpers: test data, the fixtures several suites build (models,
+ * clusters, cost models, plans, input buffers), and registering suites. */
 #include "test_util.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "autodiff.h"
 #include "cluster.h"
+#include "executor.h"
+#include "graph_build.h"
 #include "load.h"
 #include "rng.h"
+#include "session.h"
 
 const char *pl_test_srcdir(void)
 {
@@ -37,6 +42,16 @@ pl_graph *pl_test_model(const char *x_shape, const char *params, const char *nod
     return graph;
 }
 
+pl_graph *pl_test_training_model(const char *x_shape, const char *params, const char *nodes,
+                                 const char *loss)
+{
+    pl_error err;
+    pl_graph *g = pl_test_model(x_shape, params, nodes, loss, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(g, &err), PL_OK);
+    return g;
+}
+
 /* Prints a failed load's error under the test's name. */
 static void print_error(const pl_error *err)
 {
@@ -45,20 +60,39 @@ static void print_error(const pl_error *err)
     fprintf(stderr, "\n    %s\n", line);
 }
 
-pl_graph *pl_test_training_graph(const char *relative)
+/* The model, at `batch` samples a step (0: the file's) and as its training graph when
+ * `training`; errors printed. */
+static pl_graph *load_bundled(const char *file, int batch, bool training)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", pl_test_srcdir(), relative);
+    snprintf(path, sizeof path, "%s/graphs/%s", pl_test_srcdir(), file);
     pl_error err;
     pl_error_init(&err, path);
     pl_graph *g = pl_graph_load_file(path, &err);
-    if (!g || pl_autodiff_build(g, &err) != PL_OK) {
+    if (!g || (batch && pl_graph_set_batch(g, batch, &err) != PL_OK) ||
+        (training && pl_autodiff_build(g, &err) != PL_OK)) {
         print_error(&err);
         pl_graph_free(g);
         return NULL;
     }
     return g;
 }
+
+pl_graph *pl_test_bundled_graph(const char *file)
+{
+    return load_bundled(file, 0, false);
+}
+
+pl_graph *pl_test_bundled_training_graph(const char *file, int batch)
+{
+    return load_bundled(file, batch, true);
+}
+
+const char *const pl_test_small_models[PL_TEST_SMALL_MODELS] = {
+    "small/cnn-small.json",     "small/inception-small.json",   "small/lstm_lm-small.json",
+    "small/mlp-small.json",     "small/moe-small.json",         "small/recommender-small.json",
+    "small/resnet-small.json",  "small/seq2seq-small.json",     "small/transformer-small.json",
+};
 
 pl_cluster *pl_test_bundled_cluster(const char *file)
 {
@@ -72,10 +106,57 @@ pl_cluster *pl_test_bundled_cluster(const char *file)
     return c;
 }
 
+/* Appends to a JSON text of `cap` bytes; a text cut short fails to load. */
+static void append(char *text, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void append(char *text, size_t cap, const char *fmt, ...)
+{
+    size_t used = strlen(text);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text + used, cap - used, fmt, ap);
+    va_end(ap);
+}
+
+pl_cluster *pl_test_cluster(pl_test_devices devices)
+{
+    char text[8192] = "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": \"test\", "
+                      "\"devices\": [";
+    for (int d = 0; d < devices.n; d++) {
+        append(text, sizeof text, "%s{\"name\": \"%c\", \"threads\": %d, "
+               "\"memory_bytes\": %lld", d ? ", " : "", 'a' + d,
+               devices.threads ? devices.threads : 1, devices.memory);
+        if (devices.flops > 0)
+            append(text, sizeof text, ", \"flops_per_second\": %g", devices.flops);
+        append(text, sizeof text, "}");
+    }
+    if (devices.link_bytes_per_second > 0)
+        append(text, sizeof text, "], \"default_link\": {\"bytes_per_second\": %g}}",
+               devices.link_bytes_per_second);
+    else
+        append(text, sizeof text, "], \"default_link\": {}}");
+    pl_error err;
+    pl_cluster *c = pl_cluster_load_buffer(text, strlen(text), "test.json", &err);
+    if (!c)
+        print_error(&err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    return c;
+}
+
+pl_cost_model pl_test_costs(pl_op_cost op, double copy_seconds, double per_byte,
+                            double handoff)
+{
+    pl_cost_model m;
+    memset(&m, 0, sizeof m);
+    m.ops[1][PL_OP_COUNT] = op; /* every kind, at one thread */
+    pl_cost_set_copy_line(&m, copy_seconds, per_byte);
+    m.handoff_seconds = handoff;
+    return m;
+}
+
 pl_graph *pl_test_two_layers(void)
 {
-    pl_error err;
-    pl_graph *g = pl_test_model(
+    pl_graph *g = pl_test_training_model(
         "[3]",
         "{\"name\": \"w1\", \"shape\": [3, 3], \"init\": {\"kind\": \"zeros\"}},"
         "{\"name\": \"w2\", \"shape\": [3, 2], \"init\": {\"kind\": \"zeros\"}}",
@@ -83,11 +164,51 @@ pl_graph *pl_test_two_layers(void)
         "{\"name\": \"fc\", \"op\": \"matmul\", \"inputs\": [\"h\", \"w2\"], \"outputs\": [\"logits\"]},"
         "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"logits\", \"y\"],"
         " \"outputs\": [\"loss\"]}",
-        "loss", &err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(g, &err), PL_OK);
+        "loss");
     CU_ASSERT_EQUAL(g->n_ops, 11);
     return g;
+}
+
+pl_plan *pl_test_pipeline_plan(const pl_graph *g, int stages, int micro_batches,
+                               pl_schedule schedule)
+{
+    pl_plan *plan = pl_plan_new(g, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+    for (int o = 0; o < g->n_forward_ops; o++)
+        plan->device[o] = plan->stage[o] = (int)((long)o * stages / g->n_forward_ops);
+    plan->n_stages = stages;
+    plan->micro_batches = micro_batches;
+    plan->schedule = schedule;
+    return plan;
+}
+
+void **pl_test_input_buffers(const pl_graph *g, void *(*buffer)(void *owner, int tensor),
+                             void *owner)
+{
+    void **inputs = calloc((size_t)g->n_tensors, sizeof *inputs);
+    for (int t = 0; inputs && t < g->n_tensors; t++)
+        if (g->tensors[t].kind == PL_TENSOR_INPUT)
+            inputs[t] = buffer(owner, t);
+    return inputs;
+}
+
+void *pl_test_session_buffer(void *session, int tensor)
+{
+    return pl_session_data(session, tensor);
+}
+
+void *pl_test_executor_buffer(void *executor, int tensor)
+{
+    return pl_executor_data(executor, tensor);
+}
+
+void pl_test_fill_first_batch(const pl_graph *g, const pl_dataset *data,
+                              void *(*buffer)(void *owner, int tensor), void *owner)
+{
+    void **inputs = pl_test_input_buffers(g, buffer, owner);
+    if (inputs)
+        pl_dataset_fill(data, PL_SPLIT_TRAIN, 0, 0, g->batch_size, inputs);
+    free(inputs);
 }
 
 pl_plan *pl_test_random_plan(const pl_graph *g, int n_devices, uint64_t seed)
@@ -138,14 +259,4 @@ void pl_test_add_suite(const char *name, const pl_test_case *cases)
             fprintf(stderr, "cannot add test %s\n", c->name);
             exit(1);
         }
-}
-
-pl_cost_model pl_test_costs(double op_seconds, double copy_seconds, double copy_per_byte)
-{
-    pl_cost_model m;
-    memset(&m, 0, sizeof m);
-    m.ops[1][PL_OP_COUNT] = (pl_op_cost){op_seconds, 1e-9, 0, 1};
-    pl_cost_set_copy_line(&m, copy_seconds, copy_per_byte);
-    m.handoff_seconds = 1e-6;
-    return m;
 }

@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "cluster.h"
+#include "cost_model.h"
 #include "error.h"
 #include "graph.h"
 #include "executor.h"
@@ -46,6 +47,44 @@ pl_graph *pl_cli_load_model(const char *path, int *status);
  * returns its exit status, with both set to NULL. */
 int pl_cli_load_placement(const char *cluster_path, const char *plan_path,
                           const pl_graph *graph, pl_cluster **cluster, pl_plan **plan);
+/* What a command sets up before its own work, in the order every command takes it: the
+ * model (always), its training graph, the cluster (cluster_path, else this machine), the
+ * plan (plan_path, else every op on the cluster's first device), this machine's profile
+ * for the cluster (calibrated on first use) with the step's lower bound under it, and an
+ * executor holding the first training batch of data_path. A plan, the profile and an
+ * executor each bring the cluster with them. */
+enum {
+    PL_CLI_TRAINING = 1 << 0,
+    PL_CLI_CLUSTER = 1 << 1,
+    PL_CLI_PLAN = 1 << 2,
+    PL_CLI_COSTS = 1 << 3,
+    PL_CLI_EXECUTOR = 1 << 4,
+};
+
+typedef struct pl_cli_setup {
+    /* what the command asks for */
+    const char *model_path, *cluster_path, *plan_path, *data_path;
+    int needs;                  /* PL_CLI_* */
+    const char *profile_source; /* the file the profile's and bound's errors name (NULL:
+                                   the model) */
+    /* what it gets, owned by the set-up */
+    pl_graph *graph;
+    pl_cluster *cluster;
+    pl_plan *plan;
+    pl_cost_model *costs;
+    bool calibrated; /* the profile was measured just now */
+    double bound;    /* seconds */
+    pl_executor *executor;
+    int ready;       /* the needs met so far */
+} pl_cli_setup;
+
+/* Sets up what `needs` asks for and is not there yet, so that a command with work of its
+ * own between the steps (placer train) raises `needs` and calls again. Reports the first
+ * error; returns the exit status. */
+int pl_cli_setup_load(pl_cli_setup *setup);
+/* Frees what the set-up holds, the model last, and clears it. */
+void pl_cli_setup_release(pl_cli_setup *setup);
+
 /* A whole decimal number in [min, max], or false. */
 bool pl_cli_parse_long(const char *text, long min, long max, long *out);
 /* An executor for a training graph on a cluster, its inputs filled with the first training

@@ -9,11 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "autodiff.h"
 #include "baseline.h"
-#include "bound.h"
 #include "cli.h"
-#include "profile.h"
 #include "simulate.h"
 
 typedef struct baseline_options {
@@ -240,34 +237,18 @@ int pl_cmd_baseline(int argc, char **argv)
     int status = parse_options(argc, argv, &o);
     if (status != PL_EXIT_OK)
         return status < 0 ? PL_EXIT_OK : status;
-    pl_graph *g = pl_cli_load_model(o.model, &status);
-    if (!g)
-        return status;
-    pl_cluster *c = NULL;
-    pl_cost_model *m = calloc(1, sizeof *m);
-    pl_error err;
-    pl_error_init(&err, o.model);
-    bool calibrated = false, verbose = true;
-    double bound = 0;
-    if (!m)
-        status = PL_EXIT_FAILURE;
-    else if (pl_autodiff_build(g, &err) != PL_OK)
-        status = pl_cli_report(&err);
-    else if (pl_error_init(&err, o.cluster),
-             !(c = o.cluster ? pl_cluster_load_file(o.cluster, &err) : pl_cluster_local(&err)))
-        status = pl_cli_report(&err);
-    else if (pl_profile_load(m, c, false, pl_cli_calibration_progress, &verbose, &calibrated,
-                             &err) != PL_OK ||
-             pl_step_lower_bound(g, c, m, &bound, &err) != PL_OK)
-        status = pl_cli_report(&err);
-    else {
-        print_header(g, c, calibrated, bound);
-        status = o.all ? run_all(&o, g, c, m, bound) : run_one(&o, g, c, m, bound);
+    /* the profile is calibrated for the cluster: its errors name the cluster's file */
+    pl_cli_setup setup = {.model_path = o.model, .cluster_path = o.cluster,
+                          .needs = PL_CLI_TRAINING | PL_CLI_COSTS,
+                          .profile_source = o.cluster ? o.cluster : ""};
+    status = pl_cli_setup_load(&setup);
+    if (status == PL_EXIT_OK) {
+        const pl_graph *g = setup.graph;
+        const pl_cluster *c = setup.cluster;
+        print_header(g, c, setup.calibrated, setup.bound);
+        status = o.all ? run_all(&o, g, c, setup.costs, setup.bound)
+                       : run_one(&o, g, c, setup.costs, setup.bound);
     }
-    if (m)
-        pl_cost_model_clear(m);
-    free(m);
-    pl_cluster_free(c);
-    pl_graph_free(g);
+    pl_cli_setup_release(&setup);
     return status;
 }

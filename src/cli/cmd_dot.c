@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "autodiff.h"
 #include "cli.h"
 
 typedef struct dot_options {
@@ -59,35 +58,24 @@ static int parse_options(int argc, char **argv, dot_options *o)
     return PL_EXIT_OK;
 }
 
-static int draw_plan(const dot_options *o, pl_graph *graph)
-{
-    pl_error err;
-    pl_error_init(&err, o->model);
-    if (pl_autodiff_build(graph, &err) != PL_OK)
-        return pl_cli_report(&err);
-    pl_cluster *cluster;
-    pl_plan *plan;
-    int status = pl_cli_load_placement(o->cluster, o->plan, graph, &cluster, &plan);
-    if (status != PL_EXIT_OK)
-        return status;
-    double *op_seconds = pl_cli_cached_op_seconds(graph, cluster, plan);
-    status = pl_cli_write_plan_dot(graph, plan, cluster, op_seconds, o->all_ops, o->output);
-    free(op_seconds);
-    pl_plan_free(plan);
-    pl_cluster_free(cluster);
-    return status;
-}
-
 int pl_cmd_dot(int argc, char **argv)
 {
     dot_options o;
     int status = parse_options(argc, argv, &o);
     if (status != PL_EXIT_OK)
         return status < 0 ? PL_EXIT_OK : status;
-    pl_graph *graph = pl_cli_load_model(o.model, &status);
-    if (!graph)
-        return status;
-    status = o.plan ? draw_plan(&o, graph) : pl_cli_write_dot(graph, o.output);
-    pl_graph_free(graph);
+    /* a plan places the training graph */
+    pl_cli_setup setup = {.model_path = o.model, .cluster_path = o.cluster, .plan_path = o.plan,
+                          .needs = o.plan ? PL_CLI_TRAINING | PL_CLI_PLAN : 0};
+    status = pl_cli_setup_load(&setup);
+    if (status == PL_EXIT_OK && o.plan) {
+        double *op_seconds = pl_cli_cached_op_seconds(setup.graph, setup.cluster, setup.plan);
+        status = pl_cli_write_plan_dot(setup.graph, setup.plan, setup.cluster, op_seconds,
+                                       o.all_ops, o.output);
+        free(op_seconds);
+    } else if (status == PL_EXIT_OK) {
+        status = pl_cli_write_dot(setup.graph, o.output);
+    }
+    pl_cli_setup_release(&setup);
     return status;
 }

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "autodiff.h"
 #include "cli.h"
 #include "executor.h"
 
@@ -141,23 +140,12 @@ int pl_cmd_run(int argc, char **argv)
     int status = parse_options(argc, argv, &o);
     if (status != PL_EXIT_OK)
         return status < 0 ? PL_EXIT_OK : status;
-    pl_graph *g = pl_cli_load_model(o.model, &status);
-    pl_cluster *c = NULL;
-    pl_plan *plan = NULL;
-    pl_executor *ex = NULL;
-    pl_error err;
-    pl_error_init(&err, o.model);
-    if (!g)
-        return status;
-    if (pl_autodiff_build(g, &err) != PL_OK)
-        status = pl_cli_report(&err);
-    else
-        status = pl_cli_load_placement(o.cluster, o.plan, g, &c, &plan);
-    if (status == PL_EXIT_OK && (status = pl_cli_new_executor(g, c, o.data, &ex)) == PL_EXIT_OK)
-        status = measure(&o, g, c, plan, ex);
-    pl_executor_free(ex);
-    pl_plan_free(plan);
-    pl_cluster_free(c);
-    pl_graph_free(g);
+    pl_cli_setup setup = {.model_path = o.model, .cluster_path = o.cluster, .plan_path = o.plan,
+                          .data_path = o.data,
+                          .needs = PL_CLI_TRAINING | PL_CLI_PLAN | PL_CLI_EXECUTOR};
+    status = pl_cli_setup_load(&setup);
+    if (status == PL_EXIT_OK)
+        status = measure(&o, setup.graph, setup.cluster, setup.plan, setup.executor);
+    pl_cli_setup_release(&setup);
     return status;
 }

@@ -5,11 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "autodiff.h"
-#include "bound.h"
 #include "cli.h"
 #include "executor.h"
-#include "profile.h"
 #include "simulate.h"
 
 typedef struct simulate_options {
@@ -107,23 +104,18 @@ static int measure(const simulate_options *o, pl_graph *g, const pl_cluster *c,
     return status;
 }
 
-static int simulate(const simulate_options *o, pl_graph *g, const pl_cluster *c,
-                    const pl_plan *plan)
+static int simulate(const simulate_options *o, const pl_cli_setup *setup)
 {
+    pl_graph *g = setup->graph;
+    const pl_cluster *c = setup->cluster;
+    const pl_plan *plan = setup->plan;
     pl_error err;
     pl_error_init(&err, o->model);
-    pl_cost_model *m = calloc(1, sizeof *m);
-    pl_program *p = NULL;
-    bool calibrated, verbose = true;
     pl_simulation sim;
-    double bound = 0;
     int status = PL_EXIT_OK;
-    if (!m || pl_profile_load(m, c, false, pl_cli_calibration_progress, &verbose, &calibrated,
-                              &err) != PL_OK ||
-        !(p = pl_program_new(g, c, plan, &err)) ||
-        pl_simulate(p, c, m, &sim, NULL, NULL, &err) != PL_OK ||
-        pl_step_lower_bound(g, c, m, &bound, &err) != PL_OK) {
-        status = m ? pl_cli_report(&err) : PL_EXIT_FAILURE;
+    pl_program *p = pl_program_new(g, c, plan, &err);
+    if (!p || pl_simulate(p, c, setup->costs, &sim, NULL, NULL, &err) != PL_OK) {
+        status = pl_cli_report(&err);
     } else if (sim.oom_device >= 0) {
         char need[32], have[32];
         const pl_device *d = &c->devices[sim.oom_device];
@@ -136,16 +128,14 @@ static int simulate(const simulate_options *o, pl_graph *g, const pl_cluster *c,
         status = PL_EXIT_NO_FIT;
     } else {
         printf("simulate %s on cluster \"%s\" (%s), this machine's profile%s\n", g->name,
-               c->name, c->paced ? "paced" : "native", calibrated ? ", just calibrated" : "");
+               c->name, c->paced ? "paced" : "native",
+               setup->calibrated ? ", just calibrated" : "");
         pl_cli_describe_plan(plan, c, p);
-        print_prediction(g, c, p, &sim, bound);
+        print_prediction(g, c, p, &sim, setup->bound);
         if (o->measure)
             status = measure(o, g, c, plan, sim.step_seconds);
     }
     pl_program_free(p);
-    if (m)
-        pl_cost_model_clear(m);
-    free(m);
     return status;
 }
 
@@ -155,19 +145,11 @@ int pl_cmd_simulate(int argc, char **argv)
     int status = parse_options(argc, argv, &o);
     if (status != PL_EXIT_OK)
         return status < 0 ? PL_EXIT_OK : status;
-    pl_graph *g = pl_cli_load_model(o.model, &status);
-    if (!g)
-        return status;
-    pl_cluster *c = NULL;
-    pl_plan *plan = NULL;
-    pl_error err;
-    pl_error_init(&err, o.model);
-    if (pl_autodiff_build(g, &err) != PL_OK)
-        status = pl_cli_report(&err);
-    else if ((status = pl_cli_load_placement(o.cluster, o.plan, g, &c, &plan)) == PL_EXIT_OK)
-        status = simulate(&o, g, c, plan);
-    pl_plan_free(plan);
-    pl_cluster_free(c);
-    pl_graph_free(g);
+    pl_cli_setup setup = {.model_path = o.model, .cluster_path = o.cluster, .plan_path = o.plan,
+                          .needs = PL_CLI_TRAINING | PL_CLI_PLAN | PL_CLI_COSTS};
+    status = pl_cli_setup_load(&setup);
+    if (status == PL_EXIT_OK)
+        status = simulate(&o, &setup);
+    pl_cli_setup_release(&setup);
     return status;
 }

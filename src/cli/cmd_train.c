@@ -12,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "autodiff.h"
 #include "checkpoint.h"
 #include "cli.h"
 #include "data.h"
@@ -212,10 +211,11 @@ static void print_timing(double *times, long n)
 
 typedef struct trainer {
     train_options o;
-    pl_graph *g;
+    pl_cli_setup setup;  /* owns the model, and with a plan its cluster and the plan */
+    pl_graph *g;         /* the set-up's */
     pl_dataset *data;
     pl_session *s;
-    pl_cluster *cluster; /* with a plan: its cluster, the plan and the executor */
+    pl_cluster *cluster; /* with a plan: the set-up's cluster and plan, and an executor */
     pl_plan *plan;
     pl_executor *ex;
     void **inputs;
@@ -343,12 +343,15 @@ static int run(trainer *t)
     return status;
 }
 
-/* The plan's executor, working on the session's parameters, state and inputs. */
+/* The plan and its executor, working on the session's parameters, state and inputs. */
 static int set_up_plan(trainer *t)
 {
-    int status = pl_cli_load_placement(t->o.cluster, t->o.plan, t->g, &t->cluster, &t->plan);
+    t->setup.needs |= PL_CLI_PLAN;
+    int status = pl_cli_setup_load(&t->setup);
     if (status != PL_EXIT_OK)
         return status;
+    t->cluster = t->setup.cluster;
+    t->plan = t->setup.plan;
     t->o.micro_batches = t->plan->micro_batches;
     void **host = calloc((size_t)t->g->n_tensors, sizeof *host);
     if (!host)
@@ -372,11 +375,17 @@ static int set_up_plan(trainer *t)
     return PL_EXIT_OK;
 }
 
+/* In steps of the shared set-up (cli.h) with the trainer's own between them: the batch
+ * and learning rate change the model before its training graph is built, and the data and
+ * session come before the plan. */
 static int set_up(trainer *t)
 {
-    int status;
-    if (!(t->g = pl_cli_load_model(t->o.model, &status)))
+    t->setup = (pl_cli_setup){.model_path = t->o.model, .cluster_path = t->o.cluster,
+                              .plan_path = t->o.plan};
+    int status = pl_cli_setup_load(&t->setup);
+    if (status != PL_EXIT_OK)
         return status;
+    t->g = t->setup.graph;
     pl_error err;
     pl_error_init(&err, t->o.model);
     if (t->o.batch && pl_graph_set_batch(t->g, (int)t->o.batch, &err) != PL_OK)
@@ -386,8 +395,9 @@ static int set_up(trainer *t)
     if (t->g->batch_size % t->o.micro_batches != 0)
         return pl_cli_usage_error("train: %ld micro-batches do not divide the batch of %d",
                                   t->o.micro_batches, t->g->batch_size);
-    if (pl_autodiff_build(t->g, &err) != PL_OK)
-        return pl_cli_report(&err);
+    t->setup.needs = PL_CLI_TRAINING;
+    if ((status = pl_cli_setup_load(&t->setup)) != PL_EXIT_OK)
+        return status;
     if (!(t->data = pl_dataset_open(t->g, t->o.data, t->o.seed, &err)))
         return pl_cli_report(&err);
     if (!(t->s = pl_session_new(t->g, (int)t->o.threads, &err)))
@@ -436,10 +446,8 @@ int pl_cmd_train(int argc, char **argv)
     }
     free(t.inputs);
     pl_executor_free(t.ex);
-    pl_plan_free(t.plan);
-    pl_cluster_free(t.cluster);
     pl_session_free(t.s);
     pl_dataset_free(t.data);
-    pl_graph_free(t.g);
+    pl_cli_setup_release(&t.setup);
     return status;
 }

@@ -1,4 +1,5 @@
-/* What every subcommand shares: error reporting, exit statuses, loading a model. */
+/* What every subcommand shares: error reporting, exit statuses, a command's set-up (the
+ * model, its training graph, cluster, plan, profile and executor). */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -8,6 +9,8 @@
 #include <time.h>
 
 #include "atomic_file.h"
+#include "autodiff.h"
+#include "bound.h"
 #include "cli.h"
 #include "cluster.h"
 #include "dot.h"
@@ -55,24 +58,35 @@ const char *pl_cli_bytes(double bytes, char *buf, size_t cap)
     return buf;
 }
 
+static int load_cluster(const char *path, pl_cluster **cluster)
+{
+    pl_error err;
+    pl_error_init(&err, path);
+    *cluster = path ? pl_cluster_load_file(path, &err) : pl_cluster_local(&err);
+    return *cluster ? PL_EXIT_OK : pl_cli_report(&err);
+}
+
+static int load_plan(const char *path, const pl_graph *graph, const pl_cluster *cluster,
+                     pl_plan **plan)
+{
+    pl_error err;
+    pl_error_init(&err, path);
+    *plan = path ? pl_plan_load_file(path, graph, cluster, &err) : pl_plan_new(graph, &err);
+    return *plan ? PL_EXIT_OK : pl_cli_report(&err);
+}
+
 int pl_cli_load_placement(const char *cluster_path, const char *plan_path,
                           const pl_graph *graph, pl_cluster **cluster, pl_plan **plan)
 {
-    pl_error err;
-    pl_error_init(&err, cluster_path);
     *plan = NULL;
-    *cluster = cluster_path ? pl_cluster_load_file(cluster_path, &err) : pl_cluster_local(&err);
-    if (!*cluster)
-        return pl_cli_report(&err);
-    pl_error_init(&err, plan_path);
-    *plan = plan_path ? pl_plan_load_file(plan_path, graph, *cluster, &err)
-                      : pl_plan_new(graph, &err);
-    if (!*plan) {
+    int status = load_cluster(cluster_path, cluster);
+    if (status == PL_EXIT_OK)
+        status = load_plan(plan_path, graph, *cluster, plan);
+    if (status != PL_EXIT_OK) {
         pl_cluster_free(*cluster);
         *cluster = NULL;
-        return pl_cli_report(&err);
     }
-    return PL_EXIT_OK;
+    return status;
 }
 
 void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *c, const pl_program *p)
@@ -110,6 +124,84 @@ pl_graph *pl_cli_load_model(const char *path, int *status)
     pl_graph *graph = pl_graph_load_file(path, &err);
     *status = graph ? PL_EXIT_OK : pl_cli_report(&err);
     return graph;
+}
+
+/* ---- a command's set-up: one step per need ----------------------------------------------- */
+
+static int build_training_graph(pl_cli_setup *s)
+{
+    pl_error err;
+    pl_error_init(&err, s->model_path);
+    return pl_autodiff_build(s->graph, &err) == PL_OK ? PL_EXIT_OK : pl_cli_report(&err);
+}
+
+static int take_cluster(pl_cli_setup *s)
+{
+    return load_cluster(s->cluster_path, &s->cluster);
+}
+
+static int take_plan(pl_cli_setup *s)
+{
+    return load_plan(s->plan_path, s->graph, s->cluster, &s->plan);
+}
+
+static int take_costs(pl_cli_setup *s)
+{
+    pl_error err;
+    pl_error_init(&err, s->profile_source ? s->profile_source : s->model_path);
+    bool verbose = true;
+    if (!(s->costs = calloc(1, sizeof *s->costs)))
+        return PL_EXIT_FAILURE;
+    if (pl_profile_load(s->costs, s->cluster, false, pl_cli_calibration_progress, &verbose,
+                        &s->calibrated, &err) != PL_OK ||
+        pl_step_lower_bound(s->graph, s->cluster, s->costs, &s->bound, &err) != PL_OK)
+        return pl_cli_report(&err);
+    return PL_EXIT_OK;
+}
+
+static int take_executor(pl_cli_setup *s)
+{
+    return pl_cli_new_executor(s->graph, s->cluster, s->data_path, &s->executor);
+}
+
+/* In the order of the contract (cli.h). */
+static const struct {
+    int need;
+    int (*take)(pl_cli_setup *s);
+} setup_steps[] = {
+    {PL_CLI_TRAINING, build_training_graph},
+    {PL_CLI_CLUSTER, take_cluster},
+    {PL_CLI_PLAN, take_plan},
+    {PL_CLI_COSTS, take_costs},
+    {PL_CLI_EXECUTOR, take_executor},
+};
+
+int pl_cli_setup_load(pl_cli_setup *s)
+{
+    int status = PL_EXIT_OK;
+    if (!s->graph && !(s->graph = pl_cli_load_model(s->model_path, &status)))
+        return status;
+    int needs = s->needs;
+    if (needs & (PL_CLI_PLAN | PL_CLI_COSTS | PL_CLI_EXECUTOR))
+        needs |= PL_CLI_CLUSTER;
+    size_t n_steps = sizeof setup_steps / sizeof *setup_steps;
+    for (size_t i = 0; i < n_steps && status == PL_EXIT_OK; i++)
+        if ((needs & setup_steps[i].need) && !(s->ready & setup_steps[i].need) &&
+            (status = setup_steps[i].take(s)) == PL_EXIT_OK)
+            s->ready |= setup_steps[i].need;
+    return status;
+}
+
+void pl_cli_setup_release(pl_cli_setup *s)
+{
+    pl_executor_free(s->executor);
+    if (s->costs)
+        pl_cost_model_clear(s->costs);
+    free(s->costs);
+    pl_plan_free(s->plan);
+    pl_cluster_free(s->cluster);
+    pl_graph_free(s->graph);
+    *s = (pl_cli_setup){0};
 }
 
 /* Writes a drawing to `path` atomically ("-": standard output); reports errors. */

@@ -319,7 +319,7 @@ static pl_graph *load_root(const json_t *root, uint64_t hash, pl_error *err)
     bool ok = read_header(&L, root) && for_each_element(&L, root, "inputs", read_input) &&
               for_each_element(&L, root, "parameters", read_parameter) &&
               pl_load_nodes(&L, json_object_get(root, "nodes")) &&
-              pl_load_resolve_and_sort(&L) && pl_load_infer_shapes(&L) &&
+              pl_load_resolve_inputs(&L) && pl_load_sort(&L) && pl_load_infer_shapes(&L) &&
               check_loss(&L, root) && read_optimizer(&L, root);
     pl_strmap_release(&L.tensor_names);
     pl_strmap_release(&L.op_names);

@@ -30,8 +30,11 @@ bool pl_load_nodes(loader *L, const json_t *nodes);
 int pl_load_add_tensor(loader *L, const json_t *name_value, pl_tensor_kind kind, int def_node,
                        int def_slot);
 
-/* load_order.c */
-bool pl_load_resolve_and_sort(loader *L);
+/* load_order.c, in this order: each input's tensor, found by name; the ops in
+ * topological order (the file's own order kept wherever the dataflow allows), or the
+ * cycle that prevents one; then shapes and costs. */
+bool pl_load_resolve_inputs(loader *L);
+bool pl_load_sort(loader *L);
 bool pl_load_infer_shapes(loader *L);
 
 #endif

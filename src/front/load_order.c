@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adjacency.h"
 #include "graph_build.h"
+#include "heap.h"
 #include "load_impl.h"
 
 static bool out_of_memory(loader *L)
@@ -14,7 +16,8 @@ static bool out_of_memory(loader *L)
     return false;
 }
 
-static bool resolve_inputs(loader *L)
+/* Each node's inputs from their names to tensor indices: every output is known by now. */
+bool pl_load_resolve_inputs(loader *L)
 {
     pl_graph *g = L->graph;
     for (int o = 0; o < g->n_ops; o++) {
@@ -34,44 +37,34 @@ static bool resolve_inputs(loader *L)
     return true;
 }
 
-/* A binary min-heap of op indices. */
-typedef struct heap {
-    int *items;
-    int size;
-} heap;
-
-static void heap_push(heap *h, int value)
+/* The first of op o's producers that is left unsorted, or -1. */
+static int pending_producer(const pl_adjacency *a, const int *pending, int o)
 {
-    int i = h->size++;
-    while (i > 0 && h->items[(i - 1) / 2] > value) {
-        h->items[i] = h->items[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h->items[i] = value;
+    for (int e = a->producer_first[o]; e < a->producer_first[o + 1]; e++)
+        if (pending[a->producer[e]])
+            return a->producer[e];
+    return -1;
 }
 
-static int heap_pop(heap *h)
+/* The cycle's ops by name in dataflow order, back to the first; a long cycle by its
+ * ends, so that the message stays one line. `cycle` lists each op's producer after it. */
+static void describe_cycle(const pl_graph *g, const int *cycle, int len, char *text, size_t cap)
 {
-    int top = h->items[0], last = h->items[--h->size], i = 0;
-    for (;;) {
-        int child = 2 * i + 1;
-        if (child >= h->size)
-            break;
-        if (child + 1 < h->size && h->items[child + 1] < h->items[child])
-            child++;
-        if (h->items[child] >= last)
-            break;
-        h->items[i] = h->items[child];
-        i = child;
+    size_t used = 0;
+    text[0] = '\0';
+    for (int k = 0; k <= len && used < cap; k++) {
+        if (len > 12 && k == 5) {
+            used += (size_t)snprintf(text + used, cap - used, " -> ... %d more", len - 9);
+            k = len - 4;
+        }
+        const char *name = g->ops[cycle[(len - k) % len]].name;
+        used += (size_t)snprintf(text + used, cap - used, "%s\"%s\"", k ? " -> " : "", name);
     }
-    if (h->size > 0)
-        h->items[i] = last;
-    return top;
 }
 
 /* Some ops are left unsorted: walk from one of them to a producer that is also left until
  * an op repeats; the ops from its first visit on form a cycle. */
-static bool report_cycle(loader *L, const int *pending)
+static bool report_cycle(loader *L, const pl_adjacency *adjacency, const int *pending)
 {
     pl_graph *g = L->graph;
     int *step = malloc((size_t)g->n_ops * sizeof *step);
@@ -91,30 +84,13 @@ static bool report_cycle(loader *L, const int *pending)
     while (step[o] < 0) {
         step[o] = n;
         walk[n++] = o;
-        const pl_op *op = &g->ops[o];
-        int next = -1;
-        for (int i = 0; i < op->n_inputs && next < 0; i++) {
-            int producer = g->tensors[op->inputs[i]].producer;
-            if (producer >= 0 && pending[producer])
-                next = producer;
-        }
-        o = next; /* a pending op always has a pending producer */
+        o = pending_producer(adjacency, pending, o); /* a pending op always has one */
     }
     /* walk[step[o]..n) is the cycle, each op's producer after it; the dataflow runs the
      * other way: walk[first], walk[n-1], ..., walk[first+1], back to walk[first]. */
-    int first = step[o], len = n - first;
+    int first = step[o];
     char text[PL_ERROR_TEXT_MAX - 64];
-    size_t used = 0;
-    for (int k = 0; k <= len && used < sizeof text; k++) {
-        if (len > 12 && k == 5) { /* a long cycle: its ends, on one line */
-            used += (size_t)snprintf(text + used, sizeof text - used, " -> ... %d more",
-                                     len - 9);
-            k = len - 4;
-        }
-        const char *name = g->ops[walk[first + (len - k) % len]].name;
-        used += (size_t)snprintf(text + used, sizeof text - used, "%s\"%s\"", k ? " -> " : "",
-                                 name);
-    }
+    describe_cycle(g, walk + first, n - first, text, sizeof text);
     char path[64];
     snprintf(path, sizeof path, "/nodes/%d", walk[first]);
     pl_error_set(L->r.err, PL_EINPUT, path, "the nodes form a cycle: %s", text);
@@ -123,72 +99,45 @@ static bool report_cycle(loader *L, const int *pending)
     return false;
 }
 
-bool pl_load_resolve_and_sort(loader *L)
+static bool earlier_in_file(const void *context, int a, int b)
 {
-    if (!resolve_inputs(L))
-        return false;
-    pl_graph *g = L->graph;
-    int n = g->n_ops;
-    size_t count = n > 0 ? (size_t)n : 1; /* n >= 1: the loader rejects an empty graph */
-    int *waiting = calloc(count, sizeof *waiting); /* inputs not yet produced */
-    int *consumers_start = calloc(count + 1, sizeof *consumers_start);
-    int *order = malloc(count * sizeof *order);
-    heap ready = {malloc(count * sizeof(int)), 0};
-    int *consumers = NULL;
-    bool ok = false;
-    if (!waiting || !consumers_start || !order || !ready.items)
-        goto done;
-    /* consumers of each op, in compressed rows */
-    long edges = 0;
-    for (int o = 0; o < n; o++)
-        for (int i = 0; i < g->ops[o].n_inputs; i++) {
-            int producer = g->tensors[g->ops[o].inputs[i]].producer;
-            if (producer >= 0) {
-                consumers_start[producer + 1]++;
-                waiting[o]++;
-                edges++;
-            }
-        }
-    for (int o = 0; o < n; o++)
-        consumers_start[o + 1] += consumers_start[o];
-    consumers = malloc((size_t)(edges ? edges : 1) * sizeof *consumers);
-    int *fill = malloc(count * sizeof *fill);
-    if (!consumers || !fill) {
-        free(fill);
-        goto done;
-    }
-    memcpy(fill, consumers_start, count * sizeof *fill);
-    for (int o = 0; o < n; o++)
-        for (int i = 0; i < g->ops[o].n_inputs; i++) {
-            int producer = g->tensors[g->ops[o].inputs[i]].producer;
-            if (producer >= 0)
-                consumers[fill[producer]++] = o;
-        }
-    free(fill);
+    (void)context;
+    return a < b;
+}
 
-    for (int o = 0; o < n; o++)
+/* Kahn's algorithm, the ready op that comes first in the file taken first: fills order[]
+ * and returns how many ops it sorted, fewer than all when some form a cycle; waiting[o]
+ * (each op's inputs not yet produced) is then nonzero exactly for the ops left. ready[]
+ * is room for the ready ops. */
+static int topological_order(const pl_adjacency *a, int *waiting, int *ready, int *order)
+{
+    int n_ready = 0, sorted = 0;
+    for (int o = 0; o < a->n_ops; o++) {
+        waiting[o] = pl_adjacency_n_producers(a, o);
         if (waiting[o] == 0)
-            heap_push(&ready, o);
-    int sorted = 0;
-    while (ready.size > 0) {
-        int o = heap_pop(&ready);
+            pl_heap_push(ready, &n_ready, o, earlier_in_file, NULL);
+    }
+    while (n_ready > 0) {
+        int o = pl_heap_pop(ready, &n_ready, earlier_in_file, NULL);
         order[sorted++] = o;
-        for (int c = consumers_start[o]; c < consumers_start[o + 1]; c++)
-            if (--waiting[consumers[c]] == 0)
-                heap_push(&ready, consumers[c]);
+        for (int c = a->consumer_first[o]; c < a->consumer_first[o + 1]; c++)
+            if (--waiting[a->consumer[c]] == 0)
+                pl_heap_push(ready, &n_ready, a->consumer[c], earlier_in_file, NULL);
     }
-    if (sorted < n) {
-        report_cycle(L, waiting); /* nonzero exactly for the ops left */
-        goto cleanup;
-    }
-    /* Reorder ops and point producers at the new positions. */
-    pl_op *ops = malloc(count * sizeof *ops);
+    return sorted;
+}
+
+/* Puts the ops in `order`, each forward op its own co-location group, and points the
+ * tensors' producers at the new positions (`position`: room for one index per op). */
+static bool reorder_ops(loader *L, const int *order, int *position)
+{
+    pl_graph *g = L->graph;
+    pl_op *ops = malloc((size_t)g->n_ops * sizeof *ops);
     if (!ops)
-        goto done;
-    int *position = waiting; /* reused: old index -> new index */
-    for (int k = 0; k < n; k++) {
+        return out_of_memory(L);
+    for (int k = 0; k < g->n_ops; k++) {
         ops[k] = g->ops[order[k]];
-        ops[k].group = k; /* a forward op is its own co-location group */
+        ops[k].group = k;
         position[order[k]] = k;
     }
     free(g->ops);
@@ -196,16 +145,26 @@ bool pl_load_resolve_and_sort(loader *L)
     for (int t = 0; t < g->n_tensors; t++)
         if (g->tensors[t].producer >= 0)
             g->tensors[t].producer = position[g->tensors[t].producer];
-    ok = true;
-    goto cleanup;
-done:
-    out_of_memory(L);
-cleanup:
+    return true;
+}
+
+bool pl_load_sort(loader *L)
+{
+    pl_graph *g = L->graph;
+    size_t count = (size_t)g->n_ops + 1;
+    pl_adjacency *adjacency = pl_adjacency_new(g, NULL, L->r.err);
+    int *waiting = malloc(count * sizeof *waiting);
+    int *ready = malloc(count * sizeof *ready);
+    int *order = malloc(count * sizeof *order);
+    bool ok = adjacency && waiting && ready && order ? true : out_of_memory(L);
+    if (ok && topological_order(adjacency, waiting, ready, order) < g->n_ops)
+        ok = report_cycle(L, adjacency, waiting);
+    if (ok)
+        ok = reorder_ops(L, order, waiting); /* waiting is spent: the positions go there */
+    pl_adjacency_free(adjacency);
     free(waiting);
-    free(consumers_start);
-    free(consumers);
+    free(ready);
     free(order);
-    free(ready.items);
     return ok;
 }
 
