@@ -67,6 +67,7 @@ typedef struct pl_cli_setup {
     int needs;                  /* PL_CLI_* */
     const char *profile_source; /* the file the profile's and bound's errors name (NULL:
                                    the model) */
+    bool quiet;                 /* no calibration progress */
     /* what it gets, owned by the set-up */
     pl_graph *graph;
     pl_cluster *cluster;
@@ -94,12 +95,12 @@ int pl_cli_new_executor(const pl_graph *graph, const pl_cluster *cluster,
 /* "plan: 3 devices, 3 stages, ..." for run and simulate. */
 void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *cluster,
                           const pl_program *program);
-/* Calibration progress on stderr; `context` points to a bool that enables it. */
 /* Ctrl-C for long commands: pl_cli_catch_interrupt(true) clears the flag and makes SIGINT
  * set it instead of ending the process; (false) restores the default. */
 extern volatile sig_atomic_t pl_cli_interrupted;
 void pl_cli_catch_interrupt(bool catch);
 
+/* Calibration progress on stderr; `context` points to a bool that enables it. */
 void pl_cli_calibration_progress(void *context, const char *what);
 /* "1.5 MiB" into buf. */
 const char *pl_cli_bytes(double bytes, char *buf, size_t cap);
@@ -111,7 +112,11 @@ int pl_cli_write_dot(const pl_graph *graph, const char *path);
 int pl_cli_write_plan_dot(const pl_graph *graph, const pl_plan *plan,
                           const pl_cluster *cluster, const double *op_seconds, bool all_ops,
                           const char *path);
-/* Each op's simulated time per step (summed over its tasks) from the cached profile, or
+/* Each op's simulated time per step (summed over its tasks) under `model`, or NULL when
+ * the simulation fails. free(). */
+double *pl_cli_op_seconds(const pl_graph *graph, const pl_cluster *cluster,
+                          const pl_cost_model *model, const pl_plan *plan);
+/* The same from the cached profile, or
  * NULL when no cached profile fits (never calibrates) or the simulation fails. free(). */
 double *pl_cli_cached_op_seconds(const pl_graph *graph, const pl_cluster *cluster,
                                  const pl_plan *plan);

@@ -11,12 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "atomic_file.h"
-#include "autodiff.h"
 #include "cli.h"
-#include "dot.h"
 #include "job.h"
-#include "profile.h"
 
 typedef struct main_options {
     const char *model, *prefix, *cluster;
@@ -170,9 +166,7 @@ static char *path_of(const char *prefix, const char *suffix)
 typedef struct job_state {
     main_options o;
     pl_job job;
-    pl_graph *g;
-    pl_cluster *c;
-    pl_cost_model *model;
+    pl_cli_setup setup; /* the model, its training graph, the cluster, the profile */
     pl_search *search;
     char *prefix;
     double start;
@@ -181,9 +175,10 @@ typedef struct job_state {
 
 static void print_start(const job_state *s, const pl_search_event *event)
 {
+    const pl_cluster *c = s->setup.cluster;
     printf("placing %s on cluster \"%s\" (%d devices, %s); lower bound %.3f ms; budget "
-           "%.0f s, seed %llu\n", s->g->name, s->c->name, s->c->n_devices,
-           s->c->paced ? "paced: emulated devices" : "native", 1e3 * event->search->bound,
+           "%.0f s, seed %llu\n", s->setup.graph->name, c->name, c->n_devices,
+           c->paced ? "paced: emulated devices" : "native", 1e3 * event->search->bound,
            s->o.search.budget, (unsigned long long)s->o.search.seed);
 }
 
@@ -280,33 +275,11 @@ static void print_progress(void *context, const pl_search_event *event)
         printers[event->kind](s, event);
 }
 
-/* Each op's simulated seconds per step (every micro-batch), for the drawing; NULL when
- * it cannot be had (the drawing then goes without times). */
-static double *simulated_op_seconds(job_state *s, const pl_plan *plan)
-{
-    pl_program *p = pl_program_new(s->g, s->c, plan, NULL);
-    double *starts = p ? malloc((size_t)p->n_tasks * sizeof *starts) : NULL;
-    double *ends = p ? malloc((size_t)p->n_tasks * sizeof *ends) : NULL;
-    double *seconds = calloc((size_t)s->g->n_ops, sizeof *seconds);
-    pl_simulation sim;
-    if (!starts || !ends || !seconds ||
-        pl_simulate(p, s->c, s->model, &sim, starts, ends, NULL) != PL_OK) {
-        free(seconds);
-        seconds = NULL;
-    } else {
-        for (int t = 0; t < p->n_tasks; t++)
-            if (p->tasks[t].kind == PL_TASK_OP)
-                seconds[p->tasks[t].op] += ends[t] - starts[t];
-    }
-    free(starts);
-    free(ends);
-    pl_program_free(p);
-    return seconds;
-}
-
 static int write_outputs(job_state *s)
 {
     const pl_search *search = s->search;
+    const pl_graph *g = s->setup.graph;
+    const pl_cluster *c = s->setup.cluster;
     const pl_search_row *chosen = &search->rows[search->chosen];
     char *plan_path = path_of(s->prefix, ".plan.json");
     char *dot_path = path_of(s->prefix, ".plan.dot");
@@ -315,20 +288,12 @@ static int write_outputs(job_state *s)
     pl_error_init(&err, plan_path);
     if (!plan_path || !dot_path) {
         status = PL_EXIT_FAILURE;
-    } else if (pl_plan_write_file(plan_path, chosen->plan, s->g, s->c, &err) != PL_OK) {
+    } else if (pl_plan_write_file(plan_path, chosen->plan, g, c, &err) != PL_OK) {
         status = pl_cli_report(&err);
     } else {
-        pl_atomic_file file = {0};
-        pl_error_init(&err, dot_path);
-        double *op_seconds = simulated_op_seconds(s, chosen->plan);
-        if (pl_atomic_open(&file, dot_path, &err) != PL_OK ||
-            pl_dot_write_plan(s->g, chosen->plan, s->c, op_seconds, false, file.fp, &err) !=
-                PL_OK) {
-            pl_atomic_abort(&file);
-            status = pl_cli_report(&err);
-        } else if (pl_atomic_commit(&file, &err) != PL_OK) {
-            status = pl_cli_report(&err);
-        }
+        /* the drawing without times when they cannot be had */
+        double *op_seconds = pl_cli_op_seconds(g, c, s->setup.costs, chosen->plan);
+        status = pl_cli_write_plan_dot(g, chosen->plan, c, op_seconds, false, dot_path);
         free(op_seconds);
     }
     /* the agent's own best plan too, whether or not it was chosen (to train with it) */
@@ -347,8 +312,8 @@ static int write_outputs(job_state *s)
         pl_error_init(&err, agent_path);
         if (!agent_path)
             status = PL_EXIT_FAILURE;
-        else if (pl_plan_write_file(agent_path, search->rows[agent_row].plan, s->g, s->c,
-                                    &err) != PL_OK)
+        else if (pl_plan_write_file(agent_path, search->rows[agent_row].plan, g, c, &err) !=
+                 PL_OK)
             status = pl_cli_report(&err);
     }
     if (status == PL_EXIT_OK)
@@ -386,7 +351,7 @@ static int search(job_state *s)
     pl_error err;
     pl_error_init(&err, s->o.model);
     s->tty = isatty(STDOUT_FILENO);
-    s->search = pl_search_run(s->g, s->c, s->model, &so, print_progress, s,
+    s->search = pl_search_run(s->setup.graph, s->setup.cluster, s->setup.costs, &so, print_progress, s,
                               &pl_cli_interrupted, &err);
     free(checkpoint);
     s->job.search = s->search;
@@ -401,24 +366,13 @@ static int search(job_state *s)
 
 static int run_job(job_state *s)
 {
-    pl_error err;
-    pl_error_init(&err, s->o.model);
-    bool verbose = !s->o.quiet;
-    pl_job *job = &s->job;
-    if (pl_autodiff_build(s->g, &err) != PL_OK)
-        return pl_cli_report(&err);
-    pl_plan *unused = NULL;
-    int status = pl_cli_load_placement(s->o.cluster, NULL, s->g, &s->c, &unused);
-    pl_plan_free(unused);
+    s->setup.needs = PL_CLI_TRAINING | PL_CLI_COSTS;
+    int status = pl_cli_setup_load(&s->setup);
     if (status != PL_EXIT_OK)
         return status;
-    job->graph = s->g;
-    job->cluster = s->c;
-    if (!(s->model = calloc(1, sizeof *s->model)))
-        return PL_EXIT_FAILURE;
-    if (pl_profile_load(s->model, s->c, false, pl_cli_calibration_progress, &verbose,
-                        &job->calibrated, &err) != PL_OK)
-        return pl_cli_report(&err);
+    s->job.graph = s->setup.graph;
+    s->job.cluster = s->setup.cluster;
+    s->job.calibrated = s->setup.calibrated;
     if ((status = search(s)) == PL_EXIT_OK)
         status = write_outputs(s);
     if (status == PL_EXIT_OK && pl_cli_interrupted)
@@ -433,18 +387,20 @@ int pl_cmd_main(int argc, char **argv)
     s.start = pl_now();
     char *command = join_command(argc, argv); /* before getopt reorders argv */
     int status = parse_options(argc, argv, &s.o);
-    if (status != PL_EXIT_OK || !(s.g = pl_cli_load_model(s.o.model, &status))) {
+    s.setup = (pl_cli_setup){.model_path = s.o.model, .cluster_path = s.o.cluster,
+                             .quiet = s.o.quiet};
+    if (status != PL_EXIT_OK || (status = pl_cli_setup_load(&s.setup)) != PL_EXIT_OK) {
         free(command);
         return status < 0 ? PL_EXIT_OK : status;
     }
     if (!s.o.quiet)
-        pl_cli_print_summary(stdout, s.o.model, s.g);
+        pl_cli_print_summary(stdout, s.o.model, s.setup.graph);
     s.prefix = s.o.prefix ? strdup(s.o.prefix) : default_prefix(s.o.model);
     char *dot_path = s.prefix ? path_of(s.prefix, ".graph.dot") : NULL;
     if (!s.prefix || !command || !dot_path) {
         fprintf(stderr, "placer: out of memory\n");
         status = PL_EXIT_FAILURE;
-    } else if ((status = pl_cli_write_dot(s.g, dot_path)) == PL_EXIT_OK) {
+    } else if ((status = pl_cli_write_dot(s.setup.graph, dot_path)) == PL_EXIT_OK) {
         if (!s.o.quiet)
             printf("wrote %s (render: dot -Tsvg %s > %s.svg)\n", dot_path, dot_path, s.prefix);
         s.job.model_path = s.o.model;
@@ -456,11 +412,7 @@ int pl_cmd_main(int argc, char **argv)
         pl_cli_catch_interrupt(false);
     }
     pl_search_free(s.search);
-    if (s.model)
-        pl_cost_model_clear(s.model);
-    free(s.model);
-    pl_cluster_free(s.c);
-    pl_graph_free(s.g);
+    pl_cli_setup_release(&s.setup);
     free(dot_path);
     free(command);
     free(s.prefix);

@@ -149,7 +149,7 @@ static int take_costs(pl_cli_setup *s)
 {
     pl_error err;
     pl_error_init(&err, s->profile_source ? s->profile_source : s->model_path);
-    bool verbose = true;
+    bool verbose = !s->quiet;
     if (!(s->costs = calloc(1, sizeof *s->costs)))
         return PL_EXIT_FAILURE;
     if (pl_profile_load(s->costs, s->cluster, false, pl_cli_calibration_progress, &verbose,
@@ -261,14 +261,9 @@ int pl_cli_write_plan_dot(const pl_graph *graph, const pl_plan *plan,
     return write_drawing(path, draw_plan, &p);
 }
 
-double *pl_cli_cached_op_seconds(const pl_graph *graph, const pl_cluster *cluster,
-                                 const pl_plan *plan)
+double *pl_cli_op_seconds(const pl_graph *graph, const pl_cluster *cluster,
+                          const pl_cost_model *model, const pl_plan *plan)
 {
-    pl_cost_model *model = malloc(sizeof *model);
-    if (!model || !pl_profile_read_cached(model, cluster)) {
-        free(model);
-        return NULL;
-    }
     pl_program *program = pl_program_new(graph, cluster, plan, NULL);
     double *starts = NULL, *ends = NULL, *op_seconds = NULL;
     pl_simulation sim;
@@ -289,6 +284,18 @@ double *pl_cli_cached_op_seconds(const pl_graph *graph, const pl_cluster *cluste
     free(starts);
     free(ends);
     pl_program_free(program);
+    return op_seconds;
+}
+
+double *pl_cli_cached_op_seconds(const pl_graph *graph, const pl_cluster *cluster,
+                                 const pl_plan *plan)
+{
+    pl_cost_model *model = malloc(sizeof *model);
+    if (!model || !pl_profile_read_cached(model, cluster)) {
+        free(model);
+        return NULL;
+    }
+    double *op_seconds = pl_cli_op_seconds(graph, cluster, model, plan);
     pl_cost_model_clear(model);
     free(model);
     return op_seconds;
