@@ -9,6 +9,10 @@
 #include "error.h"
 #include "graph.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A lower bound on any plan's step for a training graph on a cluster. A plan cuts the
  * batch into micro-batches of one size; at each size a plan may choose, the larger of
  * - one micro-batch's critical path (every op on its fastest device, free communication),
@@ -22,5 +26,9 @@
  * must be split to fit. */
 pl_status pl_step_lower_bound(const pl_graph *graph, const pl_cluster *cluster,
                               const pl_cost_model *model, double *seconds, pl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -16,6 +16,10 @@
 #include "cost_model.h"
 #include "error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct pl_calibration {
     const char *graphs_dir; /* the models to measure: DIR and DIR/small */
     const int *threads;     /* the thread counts to measure; NULL: {1} */
@@ -28,5 +32,9 @@ typedef struct pl_calibration {
 
 /* Overwrites `model` (release it with pl_cost_model_clear). */
 pl_status pl_cost_calibrate(pl_cost_model *model, const pl_calibration *how, pl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -42,6 +42,10 @@
 #include "ops.h"
 #include "program.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum { PL_COST_FORMAT_VERSION = 7, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
 
 typedef struct pl_op_cost {
@@ -124,5 +128,9 @@ pl_op_cost pl_cost_fit(const double *seconds, const double *flops, const double 
 pl_status pl_cost_model_write(const pl_cost_model *model, const char *path, pl_error *err);
 /* Reading fills `model` afresh: clear a model read before reading into it again. */
 pl_status pl_cost_model_read(pl_cost_model *model, const char *path, pl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

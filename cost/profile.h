@@ -13,6 +13,10 @@
 #include "cluster.h"
 #include "cost_model.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The profile's path into buf; false when there is no home to put it in. */
 bool pl_profile_path(char *buf, size_t cap);
 /* The directory of models calibration measures, or NULL when none is found. */
@@ -30,5 +34,9 @@ pl_status pl_profile_load(pl_cost_model *model, const pl_cluster *cluster, bool 
  * counts: true, `model` filled (release it with pl_cost_model_clear). Else false, `model`
  * left empty: never calibrates, for commands that only show what a profile predicts. */
 bool pl_profile_read_cached(pl_cost_model *model, const pl_cluster *cluster);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

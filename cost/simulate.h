@@ -20,6 +20,10 @@
 #include "graph.h"
 #include "program.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct pl_simulation {
     double step_seconds;
     double critical_path_seconds;        /* the longest chain of dependent task times */
@@ -36,5 +40,9 @@ typedef struct pl_simulation {
 pl_status pl_simulate(const pl_program *program, const pl_cluster *cluster,
                       const pl_cost_model *model, pl_simulation *result, double *starts,
                       double *ends, pl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -42,6 +42,10 @@
 #include "graph.h"
 #include "plan.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define PL_AGENT_OOM_REWARD (-3.0)
 
 enum { PL_AGENT_MAX_BEST = 8, PL_AGENT_MAX_GROUPS = 64 };
@@ -147,5 +151,9 @@ pl_status pl_agent_save(const pl_agent *agent, const char *path, pl_error *err);
 pl_agent *pl_agent_load(const char *path, const pl_graph *graph, const pl_cluster *cluster,
                         const pl_cost_model *model, const pl_agent_options *options,
                         pl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -31,6 +31,10 @@
 #include "graph.h"
 #include "plan.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum pl_baseline {
     PL_BASELINE_SINGLE,
     PL_BASELINE_ROUND_ROBIN,
@@ -58,5 +62,9 @@ pl_plan *pl_baseline_place(pl_baseline algorithm, const pl_graph *graph,
  * its FLOPs' midpoint falls in, so a heavy op may leave a block empty. The expert placer
  * and the benchmarks' pipeline plans use it. */
 void pl_baseline_flop_blocks(const pl_graph *graph, int n_blocks, int *block);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

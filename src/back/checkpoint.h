@@ -14,6 +14,10 @@
 #include "graph.h"
 #include "session.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct pl_train_position {
     int64_t step;     /* steps done */
     int64_t epoch;    /* current epoch, from 0 */
@@ -25,5 +29,9 @@ pl_status pl_checkpoint_write(const char *path, const pl_graph *graph, pl_sessio
                               const pl_train_position *where, pl_error *err);
 pl_status pl_checkpoint_read(const char *path, const pl_graph *graph, pl_session *session,
                              pl_train_position *where, pl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

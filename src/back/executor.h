@@ -30,6 +30,10 @@
 #include "plan.h"
 #include "program.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct pl_executor pl_executor;
 
 /* `graph` is a training graph (autodiff.h) and `cluster` its devices, both borrowed for
@@ -102,5 +106,9 @@ pl_status pl_executor_measure(pl_executor *executor, int warmup, int steps,
  * and per link, tasks named by op or tensor and micro-batch), atomically. */
 pl_status pl_executor_write_trace(const pl_executor *executor, const char *path,
                                   pl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -37,6 +37,10 @@
 #include "graph.h"
 #include "plan.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum pl_task_kind { PL_TASK_OP, PL_TASK_COPY } pl_task_kind;
 
 typedef struct pl_task {
@@ -102,5 +106,9 @@ double pl_task_flops(const pl_program *program, const pl_task *task);
 int64_t pl_task_bytes(const pl_program *program, const pl_task *task);
 /* "fc1/matmul#3" (micro-batch 3) or "send fc1/relu:0#3" into buf; for traces. */
 void pl_task_name(const pl_program *program, const pl_task *task, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -16,6 +16,10 @@
 #include "error.h"
 #include "graph.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct pl_session pl_session;
 
 /* `graph` is a training graph (autodiff.h), borrowed for the session's life. */
@@ -44,5 +48,9 @@ void pl_session_update(pl_session *session, int64_t step, int micro_batches);
  * loss) or evaluation mode (no dropout; batch norm on its running averages). */
 pl_status pl_session_forward(pl_session *session, bool training, float *loss,
                              pl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -5,6 +5,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct pl_arena_block pl_arena_block;
 typedef struct pl_arena {
     pl_arena_block *head;
@@ -16,5 +20,9 @@ void *pl_arena_alloc(pl_arena *arena, size_t size);
 char *pl_arena_strndup(pl_arena *arena, const char *text, size_t len);
 /* Frees every block; the arena is empty and reusable afterwards. */
 void pl_arena_release(pl_arena *arena);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

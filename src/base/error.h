@@ -9,6 +9,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum pl_status {
     PL_OK = 0,
     PL_EINPUT,   /* the input (file, option, plan) is wrong: the user can fix it */
@@ -44,5 +48,9 @@ void pl_error_format(const pl_error *err, char *buf, size_t cap);
 
 /* A short name for a status ("bad input", "out of memory", ...). */
 const char *pl_status_name(pl_status status);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

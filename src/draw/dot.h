@@ -15,6 +15,10 @@
 #include "graph.h"
 #include "plan.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A model: one box per op (name, op kind, parameters, output shape), one ellipse per
  * input, an edge per tensor. */
 pl_status pl_dot_write_graph(const pl_graph *graph, FILE *out, pl_error *err);
@@ -38,5 +42,9 @@ pl_status pl_dot_write_graph(const pl_graph *graph, FILE *out, pl_error *err);
 pl_status pl_dot_write_plan(const pl_graph *graph, const pl_plan *plan,
                             const pl_cluster *cluster, const double *op_seconds, bool all_ops,
                             FILE *out, pl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -18,6 +18,10 @@
 #include "arena.h"
 #include "error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum { PL_CLUSTER_FORMAT_VERSION = 1, PL_MAX_DEVICES = 64, PL_MAX_DEVICE_THREADS = 256 };
 
 typedef struct pl_device {
@@ -70,5 +74,9 @@ void pl_cluster_free(pl_cluster *cluster);
 
 const pl_link *pl_cluster_link(const pl_cluster *cluster, int from, int to);
 int pl_cluster_find_device(const pl_cluster *cluster, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

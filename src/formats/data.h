@@ -26,6 +26,10 @@
 #include "error.h"
 #include "graph.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct pl_dataset pl_dataset;
 
 typedef enum pl_split { PL_SPLIT_TRAIN, PL_SPLIT_TEST } pl_split;
@@ -58,5 +62,9 @@ int64_t pl_dataset_size(const pl_dataset *data, pl_split split);
  * with its batch dimension equal to `count`. Indices past the end wrap around. */
 void pl_dataset_fill(const pl_dataset *data, pl_split split, int64_t epoch, int64_t first,
                      int count, void *const *inputs);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -25,6 +25,10 @@
 #include "error.h"
 #include "graph.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum { PL_PLAN_FORMAT_VERSION = 1 };
 
 typedef enum pl_schedule { PL_SCHEDULE_GPIPE, PL_SCHEDULE_1F1B } pl_schedule;
@@ -92,5 +96,9 @@ typedef struct pl_partitions {
 pl_partitions *pl_partitions_new(const pl_plan *plan, const pl_graph *graph, int n_devices,
                                  pl_error *err);
 void pl_partitions_free(pl_partitions *partitions);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

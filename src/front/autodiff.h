@@ -20,6 +20,10 @@
 #include "error.h"
 #include "graph.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define PL_LSTM_BLOCK_STEPS 8
 
 /* Returns PL_OK, or an error (PL_EINPUT: the model cannot be trained, e.g. an embedding
@@ -30,5 +34,9 @@ pl_status pl_autodiff_build(pl_graph *graph, pl_error *err);
 /* The accumulated-gradient state tensor of parameter `param`, or -1 (no gradient reaches
  * it). Valid after pl_autodiff_build. */
 int pl_autodiff_gradient_of(const pl_graph *graph, int param);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -20,6 +20,10 @@
 #include "arena.h"
 #include "ops.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum {
     PL_MAX_RANK = 6,
     PL_MAX_NAME = 255,
@@ -141,5 +145,9 @@ void pl_graph_stats_compute(const pl_graph *graph, pl_graph_stats *stats);
 
 /* Writes "[64,784]" (at most cap bytes, always terminated). */
 void pl_shape_format(const pl_tensor *tensor, char *buf, int cap);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

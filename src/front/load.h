@@ -14,6 +14,10 @@
 #include "error.h"
 #include "graph.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum { PL_MODEL_FORMAT_VERSION = 1 };
 #define PL_MODEL_MAX_BYTES ((size_t)1 << 30) /* 1 GiB */
 
@@ -21,5 +25,9 @@ pl_graph *pl_graph_load_file(const char *path, pl_error *err);
 /* The same from memory; `source` names it in errors. */
 pl_graph *pl_graph_load_buffer(const char *data, size_t size, const char *source,
                                pl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

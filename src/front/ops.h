@@ -12,6 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum pl_op_kind {
     PL_OP_MATMUL,
     PL_OP_ADD,
@@ -190,5 +194,9 @@ const pl_op_info *pl_op_info_of(pl_op_kind kind);
 pl_op_kind pl_op_from_name(const char *name); /* PL_OP_COUNT when unknown */
 /* Writes "add, avg_pool, batch_norm, ...": every op name, sorted. */
 void pl_op_names_join(char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
