@@ -25,7 +25,7 @@ grep "taking turns" "$work/inc.report.md" | grep -q "[(, ]$chosen[,)]" && ok ||
     bad "report: the chosen plan ($chosen) was not among the head-to-head contenders"
 contains "$work/inc.curve.svg" "mean sampled reward" "curve"
 expect 0 "the plan validates" "$bin" validate -q "$model" --cluster "$paced" --plan "$work/inc.plan.json"
-ls "$work" | grep -q 'tmp-' && bad "a temporary file was left behind" || ok
+ls -a "$work" | grep -q 'placer-tmp-' && bad "a temporary file was left behind" || ok
 
 # Resumed from the checkpoint of 4 iterations, up to 6.
 expect 0 "resume" "$bin" "$model" --cluster "$paced" --iterations 6 --samples 8 -o "$work/inc" \

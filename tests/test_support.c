@@ -104,6 +104,39 @@ static void test_atomic_file(void)
     CU_ASSERT_EQUAL(rmdir(dir), 0); /* nothing left behind */
 }
 
+/* The temporary file is .NAME.placer-tmp-XXXXXX beside the file it replaces: beside a
+ * link's target, not the link, which stays a link. */
+static void test_atomic_file_temp_name(void)
+{
+    char dir[] = "/tmp/placer-test-XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    char sub[64], target[64], link[64];
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    snprintf(target, sizeof target, "%s/sub/real.json", dir);
+    snprintf(link, sizeof link, "%s/link.json", dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(sub, 0700), 0);
+    CU_ASSERT_EQUAL_FATAL(symlink("sub/real.json", link), 0);
+
+    pl_atomic_file file;
+    CU_ASSERT_EQUAL_FATAL(pl_atomic_open(&file, link, NULL), PL_OK);
+    size_t folder = strlen(sub) + 1;
+    CU_ASSERT_EQUAL(strncmp(file.temp, target, folder), 0);
+    CU_ASSERT_EQUAL(strncmp(file.temp + folder, ".real.json" PL_ATOMIC_TEMP_INFIX,
+                            strlen(".real.json" PL_ATOMIC_TEMP_INFIX)), 0);
+    CU_ASSERT_EQUAL(strlen(file.temp), strlen(target) + 1 + strlen(PL_ATOMIC_TEMP_INFIX) + 6);
+    struct stat st;
+    CU_ASSERT_EQUAL(stat(file.temp, &st), 0);
+    fputs("new\n", file.fp);
+    CU_ASSERT_EQUAL(pl_atomic_commit(&file, NULL), PL_OK);
+    CU_ASSERT(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+    CU_ASSERT(lstat(target, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 4);
+
+    unlink(link);
+    unlink(target);
+    rmdir(sub);
+    CU_ASSERT_EQUAL(rmdir(dir), 0); /* nothing left behind */
+}
+
 static void test_json_pointer_escapes(void)
 {
     pl_json_reader r;
@@ -123,6 +156,7 @@ void pl_register_support_tests(void)
         {"string map grows and finds", test_strmap},
         {"arena allocations", test_arena},
         {"atomic files replace whole or not at all", test_atomic_file},
+        {"atomic files: the temporary name, beside a link's target", test_atomic_file_temp_name},
         {"JSON pointers escape / and ~", test_json_pointer_escapes},
         {NULL, NULL},
     };

@@ -21,7 +21,7 @@ expect 0 "the first 12 steps" "$bin" train "$lstm" --steps 12 --checkpoint "$wor
 expect 0 "resumed to 30" "$bin" train "$lstm" --steps 30 --resume "$work/half.ckpt" \
     --checkpoint "$work/resumed.ckpt" -q
 if cmp -s "$work/whole.ckpt" "$work/resumed.ckpt"; then ok; else bad "resumed run differs from the whole run"; fi
-ls "$work" | grep -q 'tmp-' && bad "a temporary checkpoint file was left behind" || ok
+ls -a "$work" | grep -q 'placer-tmp-' && bad "a temporary checkpoint file was left behind" || ok
 
 # Ctrl-C: the step in flight finishes, the checkpoint is written, exit status 130, and the
 # checkpoint resumes.
