@@ -99,10 +99,88 @@ mkdir -p "$work/graphs/small" && cp "$src/graphs/small/mlp-small.json" "$work/gr
 contains "$work/out" "wrote mlp.graph.dot" "main job"
 expect 0 "main job with -o" "$bin" -o "$work/custom" "$src/graphs/mlp.json" --iterations 1 --samples 4
 [ -s "$work/custom.graph.dot" ] && ok || bad "-o PREFIX did not write custom.graph.dot"
-ls "$work" | grep -q 'tmp-' && bad "a temporary file was left behind" || ok
+ls -a "$work" | grep -q 'placer-tmp-' && bad "a temporary file was left behind" || ok
 
 # A failed write leaves nothing behind and says why.
 expect 1 "dot into a missing directory" "$bin" dot "$src/graphs/mlp.json" -o "$work/no/such/dir/x.dot"
 contains "$work/err" "No such file or directory" "dot into a missing directory"
+
+# The output rules (docs/outputs.md). Devices and FIFOs are written, not replaced.
+mlp="$src/graphs/mlp.json"
+expect 0 "dot -o /dev/null" "$bin" dot "$mlp" -o /dev/null
+[ -c /dev/null ] && ok || bad "-o /dev/null replaced the device"
+mkfifo "$work/fifo"
+cat "$work/fifo" >"$work/from-fifo" &
+expect 0 "dot into a FIFO" "$bin" dot "$mlp" -o "$work/fifo"
+wait
+[ -p "$work/fifo" ] && grep -q '^digraph' "$work/from-fifo" && ok || bad "a FIFO output replaced or not read"
+if mknod "$work/null" c 1 3 2>/dev/null; then
+    expect 0 "dot into a device node" "$bin" dot "$mlp" -o "$work/null"
+    [ -c "$work/null" ] && ok || bad "a device node output was replaced"
+fi
+# A symbolic link is followed: the file it points to is replaced, the link stays.
+mkdir "$work/links" && echo old >"$work/target.dot" && ln -s ../target.dot "$work/links/drawing.dot"
+expect 0 "dot through a link" "$bin" dot "$mlp" -o "$work/links/drawing.dot"
+[ -L "$work/links/drawing.dot" ] && grep -q '^digraph' "$work/target.dot" && ok || bad "a link output: link replaced or target unchanged"
+ls -a "$work/links" "$work" | grep -q 'placer-tmp-' && bad "a temporary file left after a link" || ok
+expect 1 "dot into a directory" "$bin" dot "$mlp" -o "$work/links"
+contains "$work/err" "links: Is a directory" "dot into a directory"
+# The umask gives the mode, to a new file and to one replaced.
+mode() { stat -c %a "$1"; }
+( umask 022 && "$bin" dot "$mlp" -o "$work/m022.dot" && chmod 600 "$work/m022.dot" && \
+  "$bin" dot "$mlp" -o "$work/m022.dot" && "$bin" dot "$mlp" -o "$work/n022.dot" )
+[ "$(mode "$work/m022.dot")" = 644 ] && [ "$(mode "$work/n022.dot")" = 644 ] && ok || bad "umask 022: not 0644"
+( umask 077 && "$bin" dot "$mlp" -o "$work/n077.dot" && chmod 644 "$work/m022.dot" && \
+  "$bin" dot "$mlp" -o "$work/m022.dot" )
+[ "$(mode "$work/m022.dot")" = 600 ] && [ "$(mode "$work/n077.dot")" = 600 ] && ok || bad "umask 077: not 0600"
+# (The temporary file's name, .NAME.placer-tmp-XXXXXX, is checked by the support suite.)
+
+# An output that is also an input is refused before any work, the input unchanged.
+cp "$src/graphs/small/mlp-small.json" "$work/a.json" && cp "$work/a.json" "$work/a.orig"
+cp "$paced" "$work/c.json" && cp "$work/c.json" "$work/c.orig"
+cp "$src/tests/plans/mlp-small-paced-4.json" "$work/p.json" && cp "$work/p.json" "$work/p.orig"
+ln -s a.json "$work/link.json"
+refused() { # DESCRIPTION MESSAGE COMMAND...: exit 2, the message, every input unchanged
+    what=$1 message=$2
+    shift 2
+    expect 2 "$what" "$@"
+    contains "$work/err" "$message" "$what"
+    [ "$(wc -l <"$work/err")" -eq 1 ] && cmp -s "$work/a.json" "$work/a.orig" && \
+        cmp -s "$work/c.json" "$work/c.orig" && cmp -s "$work/p.json" "$work/p.orig" && ok \
+        || bad "$what: not one line, or an input changed"
+}
+refused "dot -o the model" "the output '$work/a.json' is the model being read" \
+    "$bin" dot "$work/a.json" -o "$work/a.json"
+refused "dot -o the model, spelled otherwise" "is the model being read" \
+    "$bin" dot "$work/a.json" -o "$work/./a.json"
+refused "dot -o a link to the model" "the output '$work/link.json' is the model" \
+    "$bin" dot "$work/a.json" -o "$work/link.json"
+refused "dot -o the plan" "is the plan being read" "$bin" dot "$work/a.json" \
+    --cluster "$work/c.json" --plan "$work/p.json" -o "$work/p.json"
+refused "train --checkpoint the model" "the checkpoint '$work/a.json' is the model being read" \
+    "$bin" train "$work/a.json" --steps 1 --checkpoint "$work/a.json"
+refused "baseline -o the model" "the output '$work/a.json' is the model being read" \
+    "$bin" baseline "$work/a.json" --algo single -o "$work/a.json"
+refused "baseline -o the cluster" "is the cluster being read" \
+    "$bin" baseline "$work/a.json" --cluster "$work/c.json" --algo single -o "$work/c.json"
+refused "run --trace the plan" "the trace '$work/p.json' is the plan being read" \
+    "$bin" run "$work/a.json" --cluster "$work/c.json" --plan "$work/p.json" --trace "$work/p.json"
+refused "run --trace the model" "is the model being read" \
+    "$bin" run "$work/a.json" --trace "$work/link.json"
+cp "$work/a.json" "$work/job.plan.json" && cp "$work/a.json" "$work/a.orig2"
+expect 2 "main job: PREFIX.plan.json is the model" "$bin" "$work/job.plan.json" -o "$work/job"
+contains "$work/err" "the output '$work/job.plan.json' is the model being read" "main job: model"
+cmp -s "$work/job.plan.json" "$work/a.orig2" && [ ! -e "$work/job.graph.dot" ] && ok || bad "main job: the model changed"
+cp "$work/c.json" "$work/job.report.md"
+refused "main job: PREFIX.report.md is the cluster" "the output '$work/job.report.md' is the cluster" \
+    "$bin" "$work/a.json" --cluster "$work/job.report.md" -o "$work/job"
+cmp -s "$work/job.report.md" "$work/c.orig" && ok || bad "main job: the cluster changed"
+refused "main job: PREFIX.plan.json is the checkpoint resumed" "is the checkpoint resumed being read" \
+    "$bin" "$work/a.json" --resume "$work/job.plan.json" -o "$work/job"
+PLACER_PROFILE=$work/c.json refused "calibrate: the profile is the cluster" \
+    "the calibration profile '$work/c.json' is the cluster being read" "$bin" calibrate --cluster "$work/c.json"
+PLACER_PROFILE=$work/a.json refused "simulate: the profile is the model" \
+    "is the model being read" "$bin" simulate "$work/a.json"
+ls -a "$work" | grep -q 'placer-tmp-' && bad "a temporary file was left behind" || ok
 
 finish cli

@@ -86,6 +86,25 @@ int pl_cli_setup_load(pl_cli_setup *setup);
 /* Frees what the set-up holds, the model last, and clears it. */
 void pl_cli_setup_release(pl_cli_setup *setup);
 
+/* A file a command reads or writes, and what it is to the command: "the model", "the
+ * checkpoint". A NULL path is no file (an option not given). */
+typedef struct pl_cli_file {
+    const char *path;
+    const char *role;
+} pl_cli_file;
+
+/* Refuses an output that is also one of the inputs, before any work (docs/outputs.md):
+ * every command calls it right after parsing its options. Files are compared by identity
+ * (device and inode, links followed) when both exist, so "./a.json", "a.json" and a link
+ * to it are one file; an output that does not exist yet is no input, and "-" (standard
+ * output) none either. Prints "placer: the output 'a.json' is the model being read" on
+ * stderr and returns PL_EXIT_USAGE, else PL_EXIT_OK. */
+int pl_cli_check_outputs(const pl_cli_file *inputs, size_t n_inputs,
+                         const pl_cli_file *outputs, size_t n_outputs);
+/* The calibration profile as an output ({NULL} when there is no home to put it in): the
+ * commands that may calibrate write it. `buf` holds the path. */
+pl_cli_file pl_cli_profile_output(char *buf, size_t cap);
+
 /* A whole decimal number in [min, max], or false. */
 bool pl_cli_parse_long(const char *text, long min, long max, long *out);
 /* An executor for a training graph on a cluster, its inputs filled with the first training

@@ -93,7 +93,11 @@ static int parse_options(int argc, char **argv, baseline_options *o)
         return list_error(o->algo);
     if (o->all && o->output)
         return pl_cli_usage_error("baseline: -o writes one plan: name one algorithm");
-    return PL_EXIT_OK;
+    const pl_cli_file inputs[] = {{o->model, "the model"}, {o->cluster, "the cluster"}};
+    char profile[4096];
+    const pl_cli_file outputs[] = {{o->output, "the output"},
+                                   pl_cli_profile_output(profile, sizeof profile)};
+    return pl_cli_check_outputs(inputs, 2, outputs, 2);
 }
 
 /* Places by one algorithm; the plan's program memory into the outcome. */

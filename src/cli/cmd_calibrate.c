@@ -72,6 +72,12 @@ int pl_cmd_calibrate(int argc, char **argv)
     }
     if (optind < argc)
         return pl_cli_usage_error("calibrate: unexpected argument '%s'", argv[optind]);
+    char profile[4096];
+    const pl_cli_file input = {cluster_path, "the cluster"};
+    const pl_cli_file output = pl_cli_profile_output(profile, sizeof profile);
+    int checked = pl_cli_check_outputs(&input, 1, &output, 1);
+    if (checked != PL_EXIT_OK)
+        return checked;
     pl_error err;
     pl_error_init(&err, cluster_path);
     pl_cluster *cluster = cluster_path ? pl_cluster_load_file(cluster_path, &err)

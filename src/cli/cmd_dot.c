@@ -55,7 +55,10 @@ static int parse_options(int argc, char **argv, dot_options *o)
         return pl_cli_usage_error("dot: %s draws a plan: give --plan PLAN.json",
                                   o->cluster ? "--cluster" : "--all-ops");
     o->model = argv[optind];
-    return PL_EXIT_OK;
+    const pl_cli_file inputs[] = {{o->model, "the model"}, {o->plan, "the plan"},
+                                  {o->cluster, "the cluster"}};
+    const pl_cli_file output = {o->output, "the output"};
+    return pl_cli_check_outputs(inputs, 3, &output, 1);
 }
 
 int pl_cmd_dot(int argc, char **argv)

@@ -163,6 +163,31 @@ static char *path_of(const char *prefix, const char *suffix)
     return path;
 }
 
+/* Every PREFIX.* output and the profile against the model and the cluster; all but
+ * PREFIX.agent.ckpt against the checkpoint resumed, which the search reads whole before
+ * it writes and continues in place (--resume PREFIX.agent.ckpt). */
+static int check_outputs(const main_options *o, const char *prefix)
+{
+    static const char *const suffixes[] = {".graph.dot", ".plan.json", ".plan.dot",
+                                           ".agent.plan.json", ".report.md", ".curve.svg",
+                                           ".agent.ckpt" /* last: see above */};
+    enum { N_SUFFIXES = sizeof suffixes / sizeof *suffixes };
+    const pl_cli_file inputs[] = {{o->model, "the model"}, {o->cluster, "the cluster"},
+                                  {o->search.resume, "the checkpoint resumed"}};
+    char profile[4096];
+    pl_cli_file outputs[1 + N_SUFFIXES] = {pl_cli_profile_output(profile, sizeof profile)};
+    int status = PL_EXIT_OK;
+    for (int i = 0; i < N_SUFFIXES; i++)
+        if (!(outputs[1 + i] = (pl_cli_file){path_of(prefix, suffixes[i]), "the output"}).path)
+            status = PL_EXIT_FAILURE;
+    if (status == PL_EXIT_OK &&
+        (status = pl_cli_check_outputs(inputs, 2, outputs, 1 + N_SUFFIXES)) == PL_EXIT_OK)
+        status = pl_cli_check_outputs(inputs + 2, 1, outputs, N_SUFFIXES);
+    for (int i = 0; i < N_SUFFIXES; i++)
+        free((char *)outputs[1 + i].path);
+    return status;
+}
+
 typedef struct job_state {
     main_options o;
     pl_job job;
@@ -387,16 +412,20 @@ int pl_cmd_main(int argc, char **argv)
     s.start = pl_now();
     char *command = join_command(argc, argv); /* before getopt reorders argv */
     int status = parse_options(argc, argv, &s.o);
+    if (status == PL_EXIT_OK) {
+        s.prefix = s.o.prefix ? strdup(s.o.prefix) : default_prefix(s.o.model);
+        status = s.prefix ? check_outputs(&s.o, s.prefix) : PL_EXIT_FAILURE;
+    }
     s.setup = (pl_cli_setup){.model_path = s.o.model, .cluster_path = s.o.cluster,
                              .quiet = s.o.quiet};
     if (status != PL_EXIT_OK || (status = pl_cli_setup_load(&s.setup)) != PL_EXIT_OK) {
         free(command);
+        free(s.prefix);
         return status < 0 ? PL_EXIT_OK : status;
     }
     if (!s.o.quiet)
         pl_cli_print_summary(stdout, s.o.model, s.setup.graph);
-    s.prefix = s.o.prefix ? strdup(s.o.prefix) : default_prefix(s.o.model);
-    char *dot_path = s.prefix ? path_of(s.prefix, ".graph.dot") : NULL;
+    char *dot_path = path_of(s.prefix, ".graph.dot");
     if (!s.prefix || !command || !dot_path) {
         fprintf(stderr, "placer: out of memory\n");
         status = PL_EXIT_FAILURE;

@@ -65,7 +65,10 @@ static int parse_options(int argc, char **argv, run_options *o)
     if (optind + 1 < argc)
         return pl_cli_usage_error("run: one model at a time ('%s' is extra)", argv[optind + 1]);
     o->model = argv[optind];
-    return PL_EXIT_OK;
+    const pl_cli_file inputs[] = {{o->model, "the model"}, {o->plan, "the plan"},
+                                  {o->cluster, "the cluster"}, {o->data, "the data"}};
+    const pl_cli_file output = {o->trace, "the trace"};
+    return pl_cli_check_outputs(inputs, 4, &output, 1);
 }
 
 /* Per device used: ops, memory against capacity, and the share of the last step it was

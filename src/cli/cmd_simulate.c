@@ -53,7 +53,11 @@ static int parse_options(int argc, char **argv, simulate_options *o)
         return pl_cli_usage_error("simulate: one model at a time ('%s' is extra)",
                                   argv[optind + 1]);
     o->model = argv[optind];
-    return PL_EXIT_OK;
+    const pl_cli_file inputs[] = {{o->model, "the model"}, {o->plan, "the plan"},
+                                  {o->cluster, "the cluster"}};
+    char profile[4096];
+    const pl_cli_file output = pl_cli_profile_output(profile, sizeof profile);
+    return pl_cli_check_outputs(inputs, 3, &output, 1);
 }
 
 static void print_prediction(const pl_graph *g, const pl_cluster *c, const pl_program *p,

@@ -126,7 +126,12 @@ static int parse_options(int argc, char **argv, train_options *o)
     if (!o->micro_batches)
         o->micro_batches = 1;
     o->model = argv[optind];
-    return PL_EXIT_OK;
+    /* not --resume: the checkpoint is read whole before training, and writing its
+     * continuation over it is how a run goes on in one file */
+    const pl_cli_file inputs[] = {{o->model, "the model"}, {o->plan, "the plan"},
+                                  {o->cluster, "the cluster"}, {o->data, "the data"}};
+    const pl_cli_file output = {o->checkpoint, "the checkpoint"};
+    return pl_cli_check_outputs(inputs, 4, &output, 1);
 }
 
 /* Classification: the loss is softmax cross-entropy; its inputs are logits and labels. */

@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "atomic_file.h"
@@ -126,6 +128,39 @@ pl_graph *pl_cli_load_model(const char *path, int *status)
     return graph;
 }
 
+/* ---- what a command reads and writes ---------------------------------------------------- */
+
+/* The one file of both, or false; a path that cannot be stat'ed is no file of the other. */
+static bool same_file(const char *input, const char *output)
+{
+    struct stat a, b;
+    return strcmp(output, "-") != 0 && stat(input, &a) == 0 && stat(output, &b) == 0 &&
+           a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+int pl_cli_check_outputs(const pl_cli_file *inputs, size_t n_inputs,
+                         const pl_cli_file *outputs, size_t n_outputs)
+{
+    for (size_t o = 0; o < n_outputs; o++)
+        for (size_t i = 0; i < n_inputs && outputs[o].path; i++) {
+            const char *in = inputs[i].path, *out = outputs[o].path;
+            if (!in || !same_file(in, out))
+                continue;
+            fprintf(stderr, "placer: %s '%s' is %s being read", outputs[o].role, out,
+                    inputs[i].role);
+            if (strcmp(in, out) != 0)
+                fprintf(stderr, " ('%s')", in);
+            fputc('\n', stderr);
+            return PL_EXIT_USAGE;
+        }
+    return PL_EXIT_OK;
+}
+
+pl_cli_file pl_cli_profile_output(char *buf, size_t cap)
+{
+    return (pl_cli_file){pl_profile_path(buf, cap) ? buf : NULL, "the calibration profile"};
+}
+
 /* ---- a command's set-up: one step per need ----------------------------------------------- */
 
 static int build_training_graph(pl_cli_setup *s)
@@ -204,18 +239,14 @@ void pl_cli_setup_release(pl_cli_setup *s)
     *s = (pl_cli_setup){0};
 }
 
-/* Writes a drawing to `path` atomically ("-": standard output); reports errors. */
+/* Writes a drawing to `path` by the output rules (atomic_file.h; "-": standard output);
+ * reports errors. */
 static int write_drawing(const char *path, pl_status (*draw)(const void *what, FILE *out,
                                                              pl_error *err),
                          const void *what)
 {
     pl_error err;
     pl_error_init(&err, path);
-    if (path[0] == '-' && path[1] == '\0') {
-        if (draw(what, stdout, &err) != PL_OK || fflush(stdout) != 0)
-            return pl_cli_report(&err);
-        return PL_EXIT_OK;
-    }
     pl_atomic_file file;
     if (pl_atomic_open(&file, path, &err) != PL_OK)
         return pl_cli_report(&err);
