@@ -39,6 +39,12 @@ expect 0 "resume after Ctrl-C" "$bin" train "$lstm" --steps 1 --resume "$work/st
 expect 2 "steps and epochs" "$bin" train "$mlp" --steps 3 --epochs 1
 expect 2 "zero steps" "$bin" train "$mlp" --steps 0
 contains "$work/err" "invalid value '0' for --steps" "zero steps"
+expect 2 "--steps=-1" "$bin" train "$mlp" --steps=-1
+contains "$work/err" "invalid value '-1' for --steps" "--steps=-1 names the option"
+expect 2 "a batch beyond an int" "$bin" train "$mlp" --batch 4294967297 --steps 1
+contains "$work/err" "for --batch (1 to 2147483647" "a batch beyond an int"
+expect 2 "a batch beyond the element limit" "$bin" train "$mlp" --batch 2147483647 --steps 1
+contains "$work/err" "more than the limit of 2147483648 elements" "a batch beyond the element limit"
 expect 2 "unknown option" "$bin" train "$mlp" --frobnicate
 expect 2 "micro-batches that do not divide" "$bin" train "$mlp" --steps 1 --micro-batches 3
 contains "$work/err" "do not divide the batch" "micro-batches that do not divide"

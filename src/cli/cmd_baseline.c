@@ -61,8 +61,8 @@ static int parse_options(int argc, char **argv, baseline_options *o)
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     *o = (baseline_options){.seed = 1};
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "ho:", options, NULL)) != -1) {
+    int c, index = 0; /* index: the long option just read */
+    while ((c = getopt_long(argc, argv, "ho:", options, &index)) != -1) {
         bool ok = true;
         switch (c) {
         case ALGO: o->algo = optarg; break;
@@ -76,8 +76,8 @@ static int parse_options(int argc, char **argv, baseline_options *o)
                                       argv[optind - 1]);
         }
         if (!ok)
-            return pl_cli_usage_error("baseline: invalid value '%s' for %s", optarg,
-                                      argv[optind - 2]);
+            return pl_cli_usage_error("baseline: invalid value '%s' for --%s", optarg,
+                                      options[index].name);
     }
     if (optind >= argc)
         return pl_cli_usage_error("baseline: missing MODEL.json");

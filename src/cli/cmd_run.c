@@ -42,8 +42,8 @@ static int parse_options(int argc, char **argv, run_options *o)
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     *o = (run_options){.steps = 10, .warmup = 3, .data = "synthetic"};
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    int c, index = 0; /* index: the long option just read */
+    while ((c = getopt_long(argc, argv, "h", options, &index)) != -1) {
         bool ok = true;
         switch (c) {
         case PLAN: o->plan = optarg; break;
@@ -58,7 +58,8 @@ static int parse_options(int argc, char **argv, run_options *o)
                                       argv[optind - 1]);
         }
         if (!ok)
-            return pl_cli_usage_error("run: invalid value '%s' for %s", optarg, argv[optind - 2]);
+            return pl_cli_usage_error("run: invalid value '%s' for --%s", optarg,
+                                      options[index].name);
     }
     if (optind >= argc)
         return pl_cli_usage_error("run: missing MODEL.json");

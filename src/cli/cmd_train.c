@@ -71,16 +71,20 @@ static int parse_options(int argc, char **argv, train_options *o)
     *o = (train_options){.epochs = 0, .steps = 0, .threads = 0, .micro_batches = 0,
                          .log_every = 100, .seed = 1};
     opterr = 0; /* our own message, below */
-    int c;
+    int c, index = 0; /* index: the long option just read */
     long value = 0;
-    while ((c = getopt_long(argc, argv, "qh", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "qh", options, &index)) != -1) {
         const char *arg = optarg;
         bool ok = true;
+        const char *range = "";
         switch (c) {
         case DATA: o->data = arg; break;
         case EPOCHS: ok = pl_cli_parse_long(arg, 1, LONG_MAX, &o->epochs); break;
         case STEPS: ok = pl_cli_parse_long(arg, 1, LONG_MAX, &o->steps); break;
-        case BATCH: ok = pl_cli_parse_long(arg, 1, LONG_MAX, &o->batch); break;
+        case BATCH:
+            ok = pl_cli_parse_long(arg, 1, INT_MAX, &o->batch);
+            range = " (1 to 2147483647: a batch is an int)";
+            break;
         case MICRO: ok = pl_cli_parse_long(arg, 1, LONG_MAX, &o->micro_batches); break;
         case THREADS: ok = pl_cli_parse_long(arg, 1, 256, &o->threads); break;
         case LOG_EVERY: ok = pl_cli_parse_long(arg, 1, LONG_MAX, &o->log_every); break;
@@ -106,7 +110,8 @@ static int parse_options(int argc, char **argv, train_options *o)
                                       argv[optind - 1]);
         }
         if (!ok)
-            return pl_cli_usage_error("train: invalid value '%s' for %s", arg, argv[optind - 2]);
+            return pl_cli_usage_error("train: invalid value '%s' for --%s%s", arg,
+                                      options[index].name, range);
     }
     if (optind >= argc)
         return pl_cli_usage_error("train: missing MODEL.json");

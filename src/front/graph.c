@@ -23,6 +23,18 @@ int64_t pl_tensor_elements(const pl_tensor *tensor)
     return n;
 }
 
+bool pl_tensor_within_limits(const pl_tensor *tensor)
+{
+    int64_t count = 1;
+    for (int a = 0; a < tensor->rank; a++) {
+        int64_t d = tensor->dims[a];
+        if (d < 1 || d > PL_MAX_DIM || count > PL_MAX_ELEMENTS / d)
+            return false;
+        count *= d;
+    }
+    return true;
+}
+
 int64_t pl_tensor_bytes(const pl_tensor *tensor)
 {
     return pl_tensor_elements(tensor) * 4; /* f32 and i32 alike */

@@ -134,6 +134,9 @@ typedef struct pl_graph_stats {
 void pl_graph_free(pl_graph *graph);
 
 int64_t pl_tensor_elements(const pl_tensor *tensor);
+/* Every dimension 1 to PL_MAX_DIM and at most PL_MAX_ELEMENTS elements, checked without
+ * overflow (pl_tensor_elements multiplies blindly). */
+bool pl_tensor_within_limits(const pl_tensor *tensor);
 int64_t pl_tensor_bytes(const pl_tensor *tensor);
 const char *pl_dtype_name(pl_dtype dtype);
 

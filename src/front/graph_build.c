@@ -14,7 +14,7 @@ bool pl_op_infer(const pl_graph *g, int o, pl_tensor *tensors, pl_infer_ctx *ctx
     pl_tensor *out[128];
     /* Variadic ops (concat) may have many inputs: use the heap beyond the stack array. */
     if (op->n_inputs > 64 && !(in = malloc((size_t)op->n_inputs * sizeof *in))) {
-        *ctx = (pl_infer_ctx){.blame_input = -1, .blame_attr = -1};
+        *ctx = (pl_infer_ctx){.blame_input = -1, .blame_attr = -1, .blame_output = -1};
         snprintf(ctx->message, sizeof ctx->message, "out of memory");
         return false;
     }
@@ -23,8 +23,18 @@ bool pl_op_infer(const pl_graph *g, int o, pl_tensor *tensors, pl_infer_ctx *ctx
     for (int i = 0; i < op->n_outputs; i++)
         out[i] = &tensors[op->outputs[i]];
     *ctx = (pl_infer_ctx){.in = in, .out = out, .n_in = op->n_inputs, .n_out = op->n_outputs,
-                          .attrs = &op->attrs, .blame_input = -1, .blame_attr = -1};
+                          .attrs = &op->attrs, .blame_input = -1, .blame_attr = -1,
+                          .blame_output = -1};
     bool ok = info->infer(ctx);
+    /* Before any FLOP count: the counts multiply output dims, which only the limits keep
+     * from overflowing. */
+    for (int i = 0; ok && i < op->n_outputs; i++)
+        if (!pl_tensor_within_limits(out[i])) {
+            ok = pl_infer_fail(ctx, -1, -1, "the output \"%s\" would exceed the limits (each "
+                               "dimension 1 to %lld, at most %lld elements)", out[i]->name,
+                               (long long)PL_MAX_DIM, (long long)PL_MAX_ELEMENTS);
+            ctx->blame_output = i;
+        }
     if (ok && flops)
         *flops = info->flops(ctx);
     if (in != in_small)
@@ -60,8 +70,13 @@ static pl_status reshape_for_batch(const pl_graph *g, int batch, pl_tensor *tens
     if (batch < 1)
         return pl_error_set(err, PL_EINPUT, NULL, "the batch must be at least 1, not %d", batch);
     for (int t = 0; t < g->n_tensors; t++)
-        if (tensors[t].batched && tensors[t].producer < 0)
+        if (tensors[t].batched && tensors[t].producer < 0) {
             tensors[t].dims[0] = batch;
+            if (!pl_tensor_within_limits(&tensors[t]))
+                return pl_error_set(err, PL_EINPUT, NULL, "with batch %d, \"%s\" would have "
+                                    "more than the limit of %lld elements", batch,
+                                    tensors[t].name, (long long)PL_MAX_ELEMENTS);
+        }
     for (int o = 0; o < g->n_ops; o++) {
         pl_infer_ctx ctx;
         if (!pl_op_infer(g, o, tensors, &ctx, NULL))

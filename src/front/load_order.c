@@ -170,27 +170,6 @@ bool pl_load_sort(loader *L)
 
 /* ---- shapes and costs --------------------------------------------------------------------- */
 
-static bool check_output_size(loader *L, const pl_op *op, int slot, const pl_tensor *t)
-{
-    int64_t count = 1;
-    bool too_big = false;
-    for (int a = 0; a < t->rank; a++) {
-        if (t->dims[a] < 1 || t->dims[a] > PL_MAX_DIM || count > PL_MAX_ELEMENTS / t->dims[a])
-            too_big = true;
-        else
-            count *= t->dims[a];
-    }
-    if (!too_big)
-        return true;
-    char path[64];
-    snprintf(path, sizeof path, "/nodes/%d/outputs/%d", op->source_index, slot);
-    pl_error_set(L->r.err, PL_EINPUT, path, "%s \"%s\": the output \"%s\" would exceed the "
-                 "limits (each dimension 1 to %lld, at most %lld elements)",
-                 pl_op_info_of(op->kind)->name, op->name, t->name, (long long)PL_MAX_DIM,
-                 (long long)PL_MAX_ELEMENTS);
-    return false;
-}
-
 bool pl_load_infer_shapes(loader *L)
 {
     pl_graph *g = L->graph;
@@ -206,13 +185,12 @@ bool pl_load_infer_shapes(loader *L)
                          pl_attr_info_of((pl_attr_id)ctx.blame_attr)->name);
             else if (ctx.blame_input >= 0)
                 snprintf(path + n, sizeof path - (size_t)n, "/inputs/%d", ctx.blame_input);
+            else if (ctx.blame_output >= 0)
+                snprintf(path + n, sizeof path - (size_t)n, "/outputs/%d", ctx.blame_output);
             pl_error_set(L->r.err, PL_EINPUT, path, "%s \"%s\": %s",
                          pl_op_info_of(op->kind)->name, op->name, ctx.message);
             return false;
         }
-        for (int i = 0; i < op->n_outputs; i++)
-            if (!check_output_size(L, op, i, &g->tensors[op->outputs[i]]))
-                return false;
     }
     g->n_forward_ops = g->n_ops;
     g->op_cap = g->n_ops;

@@ -162,10 +162,12 @@ typedef struct pl_infer_ctx {
     int n_in, n_out;
     const pl_attrs *attrs;
     /* Set by pl_infer_fail: the message, and what to blame (an input index or an
-     * attribute id, -1 when the op as a whole is wrong). */
+     * attribute id, -1 when the op as a whole is wrong); blame_output (set by
+     * pl_op_infer, -1 otherwise): an output beyond the size limits of graph.h. */
     char message[512];
     int blame_input;
     int blame_attr;
+    int blame_output;
 } pl_infer_ctx;
 
 bool pl_infer_fail(pl_infer_ctx *ctx, int blame_input, int blame_attr, const char *fmt, ...)
