@@ -16,6 +16,17 @@ expect 2 "validate with an unknown option" "$bin" validate --bogus "$src/graphs/
 expect 2 "dot with a missing -o argument" "$bin" dot "$src/graphs/mlp.json" -o
 expect 2 "a missing model file" "$bin" "$work/nothing.json"
 contains "$work/err" "nothing.json: cannot open: No such file or directory" "missing model"
+# Every bad input path is bad input (exit 2), however it is bad; a device or a FIFO is no
+# model and is never read or waited on.
+expect 2 "a path through a file" "$bin" validate "$src/graphs/mlp.json/model.json"
+long=$(printf '%0300d' 0)
+expect 2 "a path too long" "$bin" validate "$work/$long/$long.json"
+contains "$work/err" "File name too long" "a path too long"
+expect 2 "a model from /dev/zero" timeout 20 "$bin" validate /dev/zero
+contains "$work/err" "/dev/zero: is not a regular file" "a model from /dev/zero"
+mkfifo "$work/fifo.json"
+expect 2 "a model from a FIFO" timeout 20 "$bin" validate "$work/fifo.json"
+contains "$work/err" "is not a regular file" "a model from a FIFO"
 
 # Every bad-input case: exit 2 and exactly its expected line on stderr.
 cases=0

@@ -50,6 +50,18 @@ expect 2 "micro-batches that do not divide" "$bin" train "$mlp" --steps 1 --micr
 contains "$work/err" "do not divide the batch" "micro-batches that do not divide"
 expect 2 "missing data directory" "$bin" train "$mlp" --steps 1 --data "$work/no-such-dir/"
 contains "$work/err" "no-such-dir" "missing data directory"
+# Data must be regular files: a device or a FIFO is refused at once, never read until
+# memory runs out or waited on (timeout: a FIFO that blocks fails the test, not the run).
+expect 2 "data from /dev/zero" timeout 20 "$bin" train "$lstm" --steps 1 --data /dev/zero
+contains "$work/err" "/dev/zero: is not a regular file" "data from /dev/zero"
+mkfifo "$work/fifo.txt"
+expect 2 "data from a FIFO" timeout 20 "$bin" train "$lstm" --steps 1 --data "$work/fifo.txt"
+contains "$work/err" "is not a regular file" "data from a FIFO"
+mkdir "$work/mnist-fifo"
+mkfifo "$work/mnist-fifo/train-images-idx3-ubyte.gz"
+expect 2 "a FIFO in a Fashion-MNIST directory" timeout 20 "$bin" train "$mlp" --steps 1 \
+    --data "$work/mnist-fifo"
+contains "$work/err" "train-images-idx3-ubyte.gz: is not a regular file" "a FIFO in a Fashion-MNIST directory"
 printf 'tiny' >"$work/short.txt"
 expect 2 "text too short" "$bin" train "$lstm" --steps 1 --data "$work/short.txt"
 contains "$work/err" "short.txt" "text too short"

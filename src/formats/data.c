@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "input_file.h"
+
 #include "rng.h"
 
 /* ---- graph analysis ---------------------------------------------------------------- */
@@ -305,11 +307,15 @@ static pl_status open_path(pl_dataset *data, const pl_graph *graph, const char *
         return pl_data_open_synthetic(data, graph, err);
     struct stat st;
     if (stat(path, &st) != 0)
-        return pl_data_fail(err, errno == ENOENT || errno == ENOTDIR ? PL_EINPUT : PL_EIO,
-                            path, "%s (expected a Fashion-MNIST directory, a text file or "
-                            "\"synthetic\")", strerror(errno));
+        return pl_data_fail(err, pl_input_errno_status(errno), path, "%s (expected a "
+                            "Fashion-MNIST directory, a text file or \"synthetic\")",
+                            strerror(errno));
     if (S_ISDIR(st.st_mode))
         return open_directory(data, graph, path, err);
+    if (!S_ISREG(st.st_mode))
+        return pl_data_fail(err, PL_EINPUT, path, "is not a regular file (a device, FIFO or "
+                            "socket; expected a Fashion-MNIST directory, a text file or "
+                            "\"synthetic\")");
     return open_file(data, graph, path, err);
 }
 

@@ -7,7 +7,11 @@
  *   samples.
  * - Text: one i32 data input and one i32 label input, both [T] per sample, read through an
  *   embedding whose table has V rows: windows of T characters of a text file, the label
- *   the next character; characters map to ids below V.
+ *   the next character; characters map to ids below V. The file is read whole: a regular
+ *   file of at most PL_TEXT_MAX_BYTES.
+ * Data paths are read by the input rules of input_file.h: a regular file (or, for
+ * Fashion-MNIST, a directory of regular files), never a device or FIFO; every bad path is
+ * PL_EINPUT.
  * - Synthetic: any other model. Deterministic samples with a learnable target: data drawn
  *   from the seed and the sample index, labels computed from the data by a fixed random
  *   "teacher", so that training can lower the loss; a fixed train/test split.
@@ -31,6 +35,8 @@ extern "C" {
 #endif
 
 typedef struct pl_dataset pl_dataset;
+
+#define PL_TEXT_MAX_BYTES (INT64_C(1) << 30) /* 1 GiB: the largest text file read */
 
 typedef enum pl_split { PL_SPLIT_TRAIN, PL_SPLIT_TEST } pl_split;
 

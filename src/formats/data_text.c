@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "input_file.h"
 
 /* The symbols with ids of their own, most frequent (in English text) first, so that a
  * model with fewer ids than symbols loses only the rarest ones: newline, space, lower
@@ -48,24 +51,16 @@ static void release_text(void *source)
     free(t);
 }
 
-/* Reads the whole file; any size that fits in memory. */
-static pl_status read_all(FILE *file, const char *path, unsigned char **bytes,
+/* Reads the whole file, which has `size` bytes by its length (at most PL_TEXT_MAX_BYTES);
+ * a file that grew since is read only that far. */
+static pl_status read_all(FILE *file, const char *path, int64_t size, unsigned char **bytes,
                           int64_t *length, pl_error *err)
 {
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    for (;;) {
-        if (!buf)
-            return pl_data_fail(err, PL_ENOMEM, path, "out of memory reading the text");
-        n += fread(buf + n, 1, cap - n, file);
-        if (n < cap)
-            break;
-        unsigned char *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-        if (!grown)
-            free(buf);
-        buf = grown;
-        cap *= 2;
-    }
+    unsigned char *buf = malloc(size ? (size_t)size : 1);
+    if (!buf)
+        return pl_data_fail(err, PL_ENOMEM, path, "out of memory reading %lld bytes of text",
+                            (long long)size);
+    size_t n = fread(buf, 1, (size_t)size, file);
     if (ferror(file)) {
         free(buf);
         return pl_data_fail(err, PL_EIO, path, "read error: %s", strerror(errno));
@@ -77,12 +72,23 @@ static pl_status read_all(FILE *file, const char *path, unsigned char **bytes,
 
 static pl_status load_ids(text_source *t, const char *path, int64_t vocab, pl_error *err)
 {
-    errno = 0;
-    FILE *file = fopen(path, "rb");
-    if (!file)
-        return pl_data_fail(err, errno == ENOENT || errno == ENOTDIR ? PL_EINPUT : PL_EIO,
-                            path, "cannot open: %s", strerror(errno));
-    pl_status status = read_all(file, path, &t->ids, &t->length, err);
+    int64_t size;
+    pl_status status;
+    char why[256];
+    int fd = pl_input_open(path, &size, &status, why, sizeof why);
+    if (fd < 0)
+        return pl_data_fail(err, status, path, "%s", why);
+    if (size > PL_TEXT_MAX_BYTES) {
+        close(fd);
+        return pl_data_fail(err, PL_EINPUT, path, "the text has %lld bytes; the limit is %lld",
+                            (long long)size, (long long)PL_TEXT_MAX_BYTES);
+    }
+    FILE *file = fdopen(fd, "rb");
+    if (!file) {
+        close(fd);
+        return pl_data_fail(err, PL_ENOMEM, path, "cannot open: %s", strerror(errno));
+    }
+    status = read_all(file, path, size, &t->ids, &t->length, err);
     fclose(file);
     if (status != PL_OK)
         return status;

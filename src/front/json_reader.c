@@ -7,9 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "atomic_file.h"
+#include "input_file.h"
 #include "graph.h"
 #include "hash.h"
 
@@ -98,31 +99,27 @@ json_t *pl_json_parse_buffer(const char *data, size_t size, pl_error *err)
 json_t *pl_json_parse_file(const char *path, size_t max_bytes, pl_error *err,
                            uint64_t *content_hash)
 {
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        pl_error_set(err, errno == ENOENT ? PL_EINPUT : PL_EIO, NULL, "cannot open: %s",
-                     strerror(errno));
+    int64_t file_size;
+    pl_status status;
+    char why[256];
+    int fd = pl_input_open(path, &file_size, &status, why, sizeof why);
+    if (fd < 0) {
+        pl_error_set(err, status, NULL, "%s", why);
         return NULL;
     }
-    if (S_ISDIR(st.st_mode)) {
-        pl_error_set(err, PL_EINPUT, NULL, "is a directory, not a file");
-        return NULL;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        pl_error_set(err, PL_EINPUT, NULL, "is not a regular file");
-        return NULL;
-    }
-    if ((uint64_t)st.st_size > max_bytes) {
+    if ((uint64_t)file_size > max_bytes) {
+        close(fd);
         pl_error_set(err, PL_EINPUT, NULL, "the file has %lld bytes; the limit is %zu",
-                     (long long)st.st_size, max_bytes);
+                     (long long)file_size, max_bytes);
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
-        pl_error_set(err, PL_EIO, NULL, "cannot open: %s", strerror(errno));
+        close(fd);
+        pl_error_set(err, PL_ENOMEM, NULL, "cannot open: %s", strerror(errno));
         return NULL;
     }
-    size_t cap = (size_t)st.st_size + 1, size = 0;
+    size_t cap = (size_t)file_size + 1, size = 0;
     char *data = malloc(cap);
     if (!data) {
         fclose(f);
