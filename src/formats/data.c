@@ -248,6 +248,15 @@ int64_t pl_data_shuffle(uint64_t seed, int64_t epoch, int64_t index, int64_t n)
 
 /* ---- errors ------------------------------------------------------------------------ */
 
+pl_status pl_data_open_file(const char *path, int *fd, int64_t *size, pl_error *err)
+{
+    pl_status status = PL_OK;
+    char why[256];
+    if ((*fd = pl_input_open(path, size, &status, why, sizeof why)) < 0)
+        return pl_data_fail(err, status, path, "%s", why);
+    return PL_OK;
+}
+
 pl_status pl_data_fail(pl_error *err, pl_status status, const char *file, const char *fmt,
                        ...)
 {

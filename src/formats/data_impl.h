@@ -63,6 +63,9 @@ pl_data_order pl_data_order_of(const pl_graph *graph, int data, int label);
 /* Records a problem with `file` (the error's source) unless one is recorded already. */
 pl_status pl_data_fail(pl_error *err, pl_status status, const char *file, const char *fmt,
                        ...) __attribute__((format(printf, 4, 5)));
+/* Opens a data file by the input rules (input_file.h): its descriptor in *fd (the caller
+ * closes it) and its size, or the error recorded by pl_data_fail. */
+pl_status pl_data_open_file(const char *path, int *fd, int64_t *size, pl_error *err);
 
 /* Position `index` of the permutation of [0, n) drawn from (seed, epoch): a pure function,
  * so no permutation is ever stored and any thread can compute any position. */

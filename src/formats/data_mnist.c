@@ -50,12 +50,11 @@ typedef struct idx_file {
 static pl_status open_idx(idx_file *f, const char *path, pl_error *err)
 {
     f->path = path;
+    int fd;
     int64_t size;
-    pl_status status;
-    char why[256];
-    int fd = pl_input_open(path, &size, &status, why, sizeof why);
-    if (fd < 0)
-        return pl_data_fail(err, status, path, "%s", why);
+    pl_status status = pl_data_open_file(path, &fd, &size, err);
+    if (status != PL_OK)
+        return status;
     f->gz = gzdopen(fd, "rb");
     if (!f->gz) {
         close(fd);

@@ -72,12 +72,11 @@ static pl_status read_all(FILE *file, const char *path, int64_t size, unsigned c
 
 static pl_status load_ids(text_source *t, const char *path, int64_t vocab, pl_error *err)
 {
+    int fd;
     int64_t size;
-    pl_status status;
-    char why[256];
-    int fd = pl_input_open(path, &size, &status, why, sizeof why);
-    if (fd < 0)
-        return pl_data_fail(err, status, path, "%s", why);
+    pl_status status = pl_data_open_file(path, &fd, &size, err);
+    if (status != PL_OK)
+        return status;
     if (size > PL_TEXT_MAX_BYTES) {
         close(fd);
         return pl_data_fail(err, PL_EINPUT, path, "the text has %lld bytes; the limit is %lld",
