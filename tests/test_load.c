@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_reader.h"
 #include "load.h"
 #include "suites.h"
 #include "test_util.h"
@@ -172,6 +173,28 @@ static void test_bundled_models_load(void)
     CU_ASSERT_TRUE(count >= 1);
 }
 
+static size_t count_nodes(const char *text, size_t limit)
+{
+    return pl_json_count_member_elements(text, strlen(text), "nodes", limit);
+}
+
+/* The node count taken from the raw text before parsing, with a lowered limit standing in
+ * for PL_MAX_OPS: strings, nested arrays and other members named "nodes" do not count. */
+static void test_node_count_before_parsing(void)
+{
+    const char *three = "{\"name\": \"a]b[\\\"{\", \"x\": {\"nodes\": [1, 2, 3, 4]},"
+                        " \"nodes\" : [ {\"inputs\": [\"p\", \"q\"], \"s\": \",,]\"},"
+                        " [1, [2]], \"n\" ], \"tail\": [5, 6]}";
+    CU_ASSERT_EQUAL(count_nodes(three, 10), 3);
+    CU_ASSERT_EQUAL(count_nodes(three, 3), 3);
+    CU_ASSERT_EQUAL(count_nodes(three, 2), 3); /* stops once past the limit */
+    CU_ASSERT_EQUAL(count_nodes(three, 1), 2);
+    CU_ASSERT_EQUAL(count_nodes("{\"nodes\": []}", 5), 0);
+    CU_ASSERT_EQUAL(count_nodes("{\"nodes\": {\"a\": 1}}", 5), 0);
+    CU_ASSERT_EQUAL(count_nodes("{\"nodes\": [1, 2", 5), 2); /* cut short: the parser says */
+    CU_ASSERT_EQUAL(count_nodes("[\"nodes\", [1, 2]]", 5), 0);
+}
+
 void pl_register_load_tests(void)
 {
     static const pl_test_case cases[] = {
@@ -182,6 +205,7 @@ void pl_register_load_tests(void)
         {"errors point at the offending value", test_errors_point_at_the_value},
         {"a parameter may feed several nodes", test_weights_shared_across_steps},
         {"bundled models load", test_bundled_models_load},
+        {"the node count is checked before parsing", test_node_count_before_parsing},
         {NULL, NULL},
     };
     pl_test_add_suite("load", cases);

@@ -96,8 +96,7 @@ json_t *pl_json_parse_buffer(const char *data, size_t size, pl_error *err)
     return root;
 }
 
-json_t *pl_json_parse_file(const char *path, size_t max_bytes, pl_error *err,
-                           uint64_t *content_hash)
+char *pl_json_read_file(const char *path, size_t max_bytes, size_t *size_out, pl_error *err)
 {
     int64_t file_size;
     pl_status status;
@@ -139,17 +138,80 @@ json_t *pl_json_parse_file(const char *path, size_t max_bytes, pl_error *err,
     }
     bool failed = ferror(f) != 0;
     fclose(f);
-    json_t *root = NULL;
     if (failed)
         pl_error_set(err, PL_EIO, NULL, "read error");
     else if (size > max_bytes)
         pl_error_set(err, PL_EINPUT, NULL, "the file has more than %zu bytes", max_bytes);
-    else
-        root = pl_json_parse_buffer(data, size, err);
+    if (failed || size > max_bytes) {
+        free(data);
+        return NULL;
+    }
+    *size_out = size;
+    return data;
+}
+
+json_t *pl_json_parse_file(const char *path, size_t max_bytes, pl_error *err,
+                           uint64_t *content_hash)
+{
+    size_t size;
+    char *data = pl_json_read_file(path, max_bytes, &size, err);
+    json_t *root = data ? pl_json_parse_buffer(data, size, err) : NULL;
     if (root && content_hash)
         *content_hash = pl_hash_bytes(PL_HASH_INIT, data, size);
     free(data);
     return root;
+}
+
+/* The end of the string that opens at data[i] (its closing quote), or size. */
+static size_t string_end(const char *data, size_t size, size_t i)
+{
+    for (i++; i < size && data[i] != '"'; i++)
+        if (data[i] == '\\')
+            i++;
+    return i;
+}
+
+size_t pl_json_count_member_elements(const char *data, size_t size, const char *key,
+                                     size_t limit)
+{
+    size_t depth = 0, key_len = strlen(key), count = 0, array_depth = 0;
+    size_t last_string = 0, last_string_len = 0;
+    bool keyed = false;     /* a ':' after the key at depth 1: its value comes next */
+    bool in_array = false;  /* inside the member's array */
+    bool want_value = false; /* in the array, before an element */
+    for (size_t i = 0; i < size && count <= limit; i++) {
+        char c = data[i];
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
+            continue;
+        bool element = in_array && depth == array_depth && want_value && c != ']';
+        if (element) {
+            count++;
+            want_value = false;
+        }
+        if (c == '"') {
+            size_t end = string_end(data, size, i);
+            last_string = i + 1;
+            last_string_len = end - i - 1;
+            i = end;
+        } else if (c == ':' && depth == 1) {
+            keyed = !in_array && last_string_len == key_len &&
+                    memcmp(data + last_string, key, key_len) == 0;
+            continue;
+        } else if (c == '[' && depth == 1 && keyed) {
+            in_array = want_value = true;
+            array_depth = ++depth;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (in_array && depth == array_depth)
+                return count; /* the array's end */
+            depth -= depth > 0;
+        } else if (c == ',' && in_array && depth == array_depth) {
+            want_value = true;
+        }
+        keyed = false;
+    }
+    return count;
 }
 
 /* ---- pointers and failures ------------------------------------------------------------- */

@@ -26,6 +26,16 @@ void pl_json_reader_init(pl_json_reader *r, pl_error *err);
  * bounds the file size. */
 json_t *pl_json_parse_file(const char *path, size_t max_bytes, pl_error *err,
                            uint64_t *content_hash);
+/* The reading half of pl_json_parse_file: the file's bytes (malloc'ed, *size of them), or
+ * NULL with the error recorded. */
+char *pl_json_read_file(const char *path, size_t max_bytes, size_t *size, pl_error *err);
+/* The number of elements of the array that is the root object's member `key`, counted by a
+ * scan of the raw text (strings skipped) that stops once it passes `limit`: so that a
+ * count limit is enforced before the parser builds a tree in proportion to the file.
+ * Only a bound: text that is not JSON, or a member that is no array, counts what it
+ * counts (0 for none) and the parser reports it. */
+size_t pl_json_count_member_elements(const char *data, size_t size, const char *key,
+                                     size_t limit);
 json_t *pl_json_parse_buffer(const char *data, size_t size, pl_error *err);
 
 /* Moving the pointer: push returns the length to pop back to. */

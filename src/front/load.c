@@ -334,15 +334,30 @@ static pl_graph *load_root(const json_t *root, uint64_t hash, pl_error *err)
     return L.graph;
 }
 
+/* Parses and loads a model's text. The node count is checked on the raw text first: the
+ * parser's tree of an oversize model would cost gigabytes and tens of seconds before the
+ * loader could refuse it (pl_load_nodes checks the parsed array again). */
+static pl_graph *load_text(const char *data, size_t size, size_t max_nodes, pl_error *err)
+{
+    if (pl_json_count_member_elements(data, size, "nodes", max_nodes) > max_nodes) {
+        pl_error_set(err, PL_EINPUT, "/nodes", "more nodes than the limit of %zu", max_nodes);
+        return NULL;
+    }
+    json_t *root = pl_json_parse_buffer(data, size, err);
+    if (!root)
+        return NULL;
+    pl_graph *graph = load_root(root, pl_hash_bytes(PL_HASH_INIT, data, size), err);
+    json_decref(root);
+    return graph;
+}
+
 pl_graph *pl_graph_load_file(const char *path, pl_error *err)
 {
     pl_error_init(err, path);
-    uint64_t hash = 0;
-    json_t *root = pl_json_parse_file(path, PL_MODEL_MAX_BYTES, err, &hash);
-    if (!root)
-        return NULL;
-    pl_graph *graph = load_root(root, hash, err);
-    json_decref(root);
+    size_t size;
+    char *data = pl_json_read_file(path, PL_MODEL_MAX_BYTES, &size, err);
+    pl_graph *graph = data ? load_text(data, size, PL_MAX_OPS, err) : NULL;
+    free(data);
     return graph;
 }
 
@@ -350,10 +365,5 @@ pl_graph *pl_graph_load_buffer(const char *data, size_t size, const char *source
                                pl_error *err)
 {
     pl_error_init(err, source);
-    json_t *root = pl_json_parse_buffer(data, size, err);
-    if (!root)
-        return NULL;
-    pl_graph *graph = load_root(root, pl_hash_bytes(PL_HASH_INIT, data, size), err);
-    json_decref(root);
-    return graph;
+    return load_text(data, size, PL_MAX_OPS, err);
 }
