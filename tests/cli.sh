@@ -24,6 +24,15 @@ expect 2 "a path too long" "$bin" validate "$work/$long/$long.json"
 contains "$work/err" "File name too long" "a path too long"
 expect 2 "a model from /dev/zero" timeout 20 "$bin" validate /dev/zero
 contains "$work/err" "/dev/zero: is not a regular file" "a model from /dev/zero"
+# A hostile path reaches the terminal escaped: no raw ESC or BEL, in errors and usage alike.
+hostile=$(printf 'a\033[2J\007b.json')
+no_raw_controls() { tr -d '\033\007' <"$work/err" | cmp -s - "$work/err" && ok || bad "$1: raw ESC or BEL"; }
+expect 2 "a path with control characters" "$bin" validate "$work/$hostile"
+contains "$work/err" 'a\x1b[2J\x07b.json: cannot open' "a path with control characters"
+no_raw_controls "a path with control characters"
+expect 2 "an option with control characters" "$bin" validate "--$hostile"
+contains "$work/err" "unknown option '--a\\x1b" "an option with control characters"
+no_raw_controls "an option with control characters"
 mkfifo "$work/fifo.json"
 expect 2 "a model from a FIFO" timeout 20 "$bin" validate "$work/fifo.json"
 contains "$work/err" "is not a regular file" "a model from a FIFO"

@@ -2,6 +2,7 @@
 #include "error.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -50,15 +51,47 @@ pl_status pl_error_set_at(pl_error *err, pl_status status, int line, int column,
     return status;
 }
 
+void pl_text_escape(const char *text, char *buf, size_t cap)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+    if (cap == 0)
+        return;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        unsigned char c = *p;
+        /* C1 controls come as U+0080 to U+009F: two bytes in UTF-8 */
+        bool c1 = c == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
+        if (c >= 0x20 && c != 0x7f && !c1) {
+            if (n + 1 >= cap)
+                break;
+            buf[n++] = (char)c;
+            continue;
+        }
+        unsigned code = c1 ? *++p : c;
+        if (n + (c1 ? 6 : 4) >= cap)
+            break;
+        buf[n++] = '\\';
+        if (c1)
+            buf[n++] = 'u', buf[n++] = '0', buf[n++] = '0';
+        else
+            buf[n++] = 'x';
+        buf[n++] = hex[code >> 4];
+        buf[n++] = hex[code & 15];
+    }
+    buf[n] = '\0';
+}
+
 void pl_error_format(const pl_error *err, char *buf, size_t cap)
 {
     const char *source = err->source[0] ? err->source : "placer";
+    char line[PL_ERROR_SOURCE_MAX + PL_ERROR_PATH_MAX + PL_ERROR_TEXT_MAX + 32];
     if (err->line > 0)
-        snprintf(buf, cap, "%s:%d:%d: %s", source, err->line, err->column, err->text);
+        snprintf(line, sizeof line, "%s:%d:%d: %s", source, err->line, err->column, err->text);
     else if (err->path[0])
-        snprintf(buf, cap, "%s: %s: %s", source, err->path, err->text);
+        snprintf(line, sizeof line, "%s: %s: %s", source, err->path, err->text);
     else
-        snprintf(buf, cap, "%s: %s", source, err->text);
+        snprintf(line, sizeof line, "%s: %s", source, err->text);
+    pl_text_escape(line, buf, cap);
 }
 
 const char *pl_status_name(pl_status status)

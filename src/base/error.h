@@ -43,8 +43,14 @@ pl_status pl_error_set(pl_error *err, pl_status status, const char *path, const 
 pl_status pl_error_set_at(pl_error *err, pl_status status, int line, int column,
                           const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-/* One line: "source:line:column: text", "source: /path: text" or "source: text". */
+/* One line: "source:line:column: text", "source: /path: text" or "source: text", its
+ * control characters escaped (pl_text_escape): names and paths in it come from files and
+ * command lines, and must not reach a terminal as escape sequences. */
 void pl_error_format(const pl_error *err, char *buf, size_t cap);
+
+/* Copies `text` into buf[cap] (truncated, always terminated) with every control
+ * character escaped: C0 and DEL as \xNN, the C1 controls U+0080 to U+009F as \u00NN. */
+void pl_text_escape(const char *text, char *buf, size_t cap);
 
 /* A short name for a status ("bad input", "out of memory", ...). */
 const char *pl_status_name(pl_status status);

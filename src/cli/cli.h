@@ -36,7 +36,10 @@ int pl_cmd_simulate(int argc, char **argv);
 int pl_cmd_calibrate(int argc, char **argv);
 int pl_cmd_baseline(int argc, char **argv);
 
-/* Prints "placer: message" and a pointer to --help on stderr; returns PL_EXIT_USAGE. */
+/* Prints "placer: message" on stderr, its control characters escaped (pl_text_escape):
+ * every message that echoes a name or a path goes through here or pl_cli_report. */
+void pl_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same and a pointer to --help; returns PL_EXIT_USAGE. */
 int pl_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints the error's one line on stderr; returns the exit status for its status. */
 int pl_cli_report(const pl_error *err);

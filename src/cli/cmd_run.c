@@ -105,8 +105,8 @@ static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
         return pl_cli_report(&err);
     if (!fit.fits) {
         char need[32], have[32];
-        fprintf(stderr, "placer: run: out of memory: device %s needs %s (%lld bytes) at its "
-                "peak and has %s (%lld bytes)\n", c->devices[fit.device].name,
+        pl_cli_error("run: out of memory: device %s needs %s (%lld bytes) at its "
+                "peak and has %s (%lld bytes)", c->devices[fit.device].name,
                 pl_cli_bytes((double)fit.need, need, sizeof need), (long long)fit.need,
                 pl_cli_bytes((double)fit.capacity, have, sizeof have), (long long)fit.capacity);
         return PL_EXIT_NO_FIT;

@@ -123,8 +123,8 @@ static int simulate(const simulate_options *o, const pl_cli_setup *setup)
     } else if (sim.oom_device >= 0) {
         char need[32], have[32];
         const pl_device *d = &c->devices[sim.oom_device];
-        fprintf(stderr, "placer: simulate: out of memory: device %s needs %s (%lld bytes) at "
-                "its peak and has %s (%lld bytes)\n", d->name,
+        pl_cli_error("simulate: out of memory: device %s needs %s (%lld bytes) at "
+                "its peak and has %s (%lld bytes)", d->name,
                 pl_cli_bytes((double)sim.memory[sim.oom_device], need, sizeof need),
                 (long long)sim.memory[sim.oom_device],
                 pl_cli_bytes((double)d->memory_bytes, have, sizeof have),

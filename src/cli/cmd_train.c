@@ -377,8 +377,8 @@ static int set_up_plan(trainer *t)
     if (!t->ex || pl_executor_set_plan(t->ex, t->plan, &fit, &err) != PL_OK)
         return pl_cli_report(&err);
     if (!fit.fits) {
-        fprintf(stderr, "placer: train: the plan does not fit: device %s needs %lld bytes "
-                "and has %lld\n", t->cluster->devices[fit.device].name, (long long)fit.need,
+        pl_cli_error("train: the plan does not fit: device %s needs %lld bytes "
+                "and has %lld", t->cluster->devices[fit.device].name, (long long)fit.need,
                 (long long)fit.capacity);
         return PL_EXIT_NO_FIT;
     }

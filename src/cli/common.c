@@ -20,13 +20,28 @@
 #include "profile.h"
 #include "simulate.h"
 
+static void print_message(const char *fmt, va_list ap)
+{
+    char text[2048], escaped[sizeof text * 2];
+    vsnprintf(text, sizeof text, fmt, ap);
+    pl_text_escape(text, escaped, sizeof escaped);
+    fprintf(stderr, "placer: %s\n", escaped);
+}
+
+void pl_cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    print_message(fmt, ap);
+    va_end(ap);
+}
+
 int pl_cli_usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("placer: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs("\nTry 'placer --help'.\n", stderr);
+    print_message(fmt, ap);
+    fputs("Try 'placer --help'.\n", stderr);
     va_end(ap);
     return PL_EXIT_USAGE;
 }
@@ -146,11 +161,9 @@ int pl_cli_check_outputs(const pl_cli_file *inputs, size_t n_inputs,
             const char *in = inputs[i].path, *out = outputs[o].path;
             if (!in || !same_file(in, out))
                 continue;
-            fprintf(stderr, "placer: %s '%s' is %s being read", outputs[o].role, out,
-                    inputs[i].role);
-            if (strcmp(in, out) != 0)
-                fprintf(stderr, " ('%s')", in);
-            fputc('\n', stderr);
+            pl_cli_error("%s '%s' is %s being read%s%s%s", outputs[o].role, out,
+                         inputs[i].role, strcmp(in, out) ? " ('" : "", strcmp(in, out) ? in : "",
+                         strcmp(in, out) ? "')" : "");
             return PL_EXIT_USAGE;
         }
     return PL_EXIT_OK;

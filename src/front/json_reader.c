@@ -80,6 +80,14 @@ json_t *pl_json_parse_buffer(const char *data, size_t size, pl_error *err)
                                                 : "the file is empty");
         return NULL;
     }
+    const char *nul = memchr(data, '\0', size);
+    if (nul) { /* valid UTF-8 but no JSON: jansson would call it the end of the file */
+        int line, column;
+        line_column(data, (size_t)(nul - data), &line, &column);
+        pl_error_set_at(err, PL_EINPUT, line, column, "NUL byte: the file must be UTF-8 "
+                        "text");
+        return NULL;
+    }
     long bad = invalid_utf8_at((const unsigned char *)data, size);
     if (bad >= 0) {
         int line, column;
