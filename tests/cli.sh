@@ -16,6 +16,14 @@ expect 2 "validate with an unknown option" "$bin" validate --bogus "$src/graphs/
 expect 2 "dot with a missing -o argument" "$bin" dot "$src/graphs/mlp.json" -o
 expect 2 "a missing model file" "$bin" "$work/nothing.json"
 contains "$work/err" "nothing.json: cannot open: No such file or directory" "missing model"
+# A mistyped command is named as one, with the nearest command; a word that could be a
+# model (a .json name, or a path) is still a missing model.
+expect 2 "a mistyped command" "$bin" simualte
+contains "$work/err" "unknown command 'simualte' (did you mean simulate?)" "a mistyped command"
+expect 2 "an unknown word" "$bin" frobnicate
+contains "$work/err" "unknown command 'frobnicate'" "an unknown word"
+expect 2 "a missing model named like a command" "$bin" simualte.json
+contains "$work/err" "simualte.json: cannot open" "a missing model named like a command"
 # Every bad input path is bad input (exit 2), however it is bad; a device or a FIFO is no
 # model and is never read or waited on.
 expect 2 "a path through a file" "$bin" validate "$src/graphs/mlp.json/model.json"

@@ -133,23 +133,32 @@ static int parse_options(int argc, char **argv, main_options *o)
     return PL_EXIT_OK;
 }
 
+/* The command line as a shell reads it back: a word of only safe characters as it is,
+ * any other in single quotes, each ' inside as '\'' (close, escaped quote, reopen). */
 static char *join_command(int argc, char **argv)
 {
     size_t len = sizeof "placer";
     for (int i = 1; i < argc; i++)
-        len += strlen(argv[i]) + 3;
-    char *text = malloc(len);
+        len += 4 * strlen(argv[i]) + 3;
+    char *text = malloc(len), *end = text;
     if (!text)
         return NULL;
-    strcpy(text, "placer");
+    end += sprintf(end, "placer");
     for (int i = 1; i < argc; i++) {
-        strcat(text, " ");
-        bool plain = strpbrk(argv[i], " \t'\"$`\\") == NULL && argv[i][0] != '\0';
-        if (!plain)
-            strcat(text, "'");
-        strcat(text, argv[i]);
-        if (!plain)
-            strcat(text, "'");
+        const char *word = argv[i];
+        bool plain = word[0] != '\0' &&
+                     strspn(word, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                  "0123456789_@%+=:,./-") == strlen(word);
+        *end++ = ' ';
+        if (plain) {
+            end += sprintf(end, "%s", word);
+            continue;
+        }
+        *end++ = '\'';
+        for (const char *c = word; *c; c++)
+            end += *c == '\'' ? sprintf(end, "'\\''") : sprintf(end, "%c", *c);
+        *end++ = '\'';
+        *end = '\0';
     }
     return text;
 }

@@ -1,6 +1,7 @@
 /* placer's entry point: global options and the subcommand table. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "allocator.h"
 #include "cli.h"
@@ -57,6 +58,55 @@ static void print_help(void)
            "The model format is described in docs/model-format.md.\n");
 }
 
+/* Edits (insertions, deletions, substitutions, swaps of neighbours) between two words,
+ * both shorter than 32 bytes (longer ones: a large number). */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n >= 32 || m >= 32)
+        return 99;
+    int d[32][32];
+    for (size_t i = 0; i <= n; i++)
+        for (size_t j = 0; j <= m; j++) {
+            if (i == 0 || j == 0) {
+                d[i][j] = (int)(i + j);
+                continue;
+            }
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[n][m];
+}
+
+/* A first word that is no command, no existing file and no .json name is a mistyped
+ * command rather than a missing model: say so, with the nearest command when one is
+ * close. Returns -1 when the word may be a model. */
+static int unknown_command(const char *word)
+{
+    size_t len = strlen(word);
+    struct stat st;
+    if (word[0] == '-' || (len >= 5 && strcmp(word + len - 5, ".json") == 0) ||
+        strchr(word, '/') || stat(word, &st) == 0)
+        return -1;
+    const char *nearest = NULL;
+    int best = 3; /* at most 2 edits, and fewer than half the word */
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        int d = edit_distance(word, commands[i].name);
+        if (d < best && 2 * (size_t)d < len)
+            best = d, nearest = commands[i].name;
+    }
+    if (nearest)
+        return pl_cli_usage_error("unknown command '%s' (did you mean %s?)", word, nearest);
+    return pl_cli_usage_error("unknown command '%s' (and no such model file)", word);
+}
+
 int main(int argc, char **argv)
 {
     pl_allocator_keep_freed();
@@ -74,5 +124,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(first, commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    return pl_cmd_main(argc, argv);
+    int status = unknown_command(first);
+    return status >= 0 ? status : pl_cmd_main(argc, argv);
 }

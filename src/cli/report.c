@@ -107,7 +107,9 @@ static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
     const pl_search_row *chosen = &search->rows[search->chosen];
     char a[32], b[32];
     fprintf(fp, "# Placement of %s on %s\n\n", job->graph->name, c->name);
-    fprintf(fp, "Command: `%s`\n\n", job->command);
+    /* a code span with a backtick inside opens and closes with two */
+    bool tick = strchr(job->command, '`') != NULL;
+    fprintf(fp, "Command: %s%s%s\n\n", tick ? "`` " : "`", job->command, tick ? " ``" : "`");
     fprintf(fp, "Cluster \"%s\": %d devices, %s. Budget %.0f s, used %.1f s; seed %llu%s%s.\n\n",
             c->name, c->n_devices, c->paced ? "paced (emulated devices)" : "native",
             job->budget, search->elapsed, (unsigned long long)job->seed,
