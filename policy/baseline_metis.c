@@ -2,8 +2,12 @@
  * the bytes cut (an activation forward and its gradient back) with each device's share of
  * compute in proportion to its speed; then groups moved where memory demands it. METIS is
  * deterministic for a given seed, which it takes from ours. */
+#include <fcntl.h>
 #include <metis.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "baseline_impl.h"
 
@@ -119,6 +123,42 @@ static bool build_graph(const pl_placer *p, int parts, metis_graph *m)
     return true;
 }
 
+/* METIS prints some of its failures on standard output itself ("***Cannot bisect a graph
+ * with 0 vertices!", when a device's share is tiny) and has no option that stops it; the
+ * library never prints. So standard output points at /dev/null around the call: flushed
+ * before, METIS's own buffered text flushed into /dev/null after, then restored. The
+ * descriptor is the process's: `quiet_lock` orders the calls that swap it (placements may
+ * run on several threads), and the caller's other threads must not write to standard
+ * output meanwhile, which holds in placer (only the CLI writes there, from the thread
+ * that asks for the placement). When /dev/null cannot be opened, METIS runs as it is. */
+static pthread_mutex_t quiet_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int stdout_off(void)
+{
+    pthread_mutex_lock(&quiet_lock);
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (saved >= 0 && null >= 0 && dup2(null, STDOUT_FILENO) >= 0) {
+        close(null);
+        return saved;
+    }
+    if (saved >= 0)
+        close(saved);
+    if (null >= 0)
+        close(null);
+    return -1;
+}
+
+static void stdout_on(int saved)
+{
+    if (saved >= 0) {
+        fflush(stdout);
+        dup2(saved, STDOUT_FILENO);
+        close(saved);
+    }
+    pthread_mutex_unlock(&quiet_lock);
+}
+
 pl_status pl_place_metis(const pl_placer *p, pl_plan *plan, pl_error *err)
 {
     /* METIS needs a few vertices per part (it prints and fails on graphs too small to
@@ -141,9 +181,11 @@ pl_status pl_place_metis(const pl_placer *p, pl_plan *plan, pl_error *err)
     options[METIS_OPTION_NUMBERING] = 0;
     idx_t vertices = p->n_groups, constraints = 1, parts = parts_used, cut = 0;
     real_t imbalance = IMBALANCE;
+    int saved = stdout_off();
     int result = METIS_PartGraphKway(&vertices, &constraints, m.xadj, m.adjncy, m.vwgt, NULL,
                                      m.adjwgt, &parts, m.tpwgts, &imbalance, options, &cut,
                                      m.part);
+    stdout_on(saved);
     pl_status status = PL_OK;
     if (result == METIS_ERROR_MEMORY)
         status = pl_placer_no_memory(err);

@@ -26,6 +26,14 @@ contains "$work/out" "measured: median of 1 steps after 3 warm-up, native" "base
 sed 's/"memory_bytes": 1073741824/"memory_bytes": 8192/' "$paced" >"$work/small.json"
 expect 2 "baseline: nothing fits" "$bin" baseline "$mlp" --algo single --cluster "$work/small.json"
 contains "$work/err" "no device holds the whole model" "baseline: nothing fits"
+# METIS's own failure text ("***Cannot bisect ...", on a device with a tiny share) stays
+# out of the table.
+sed -e 's/"flops_per_second": 1e9}/"flops_per_second": 1e5}/' "$src/graphs/clusters/paced-8.json" >"$work/skewed.json"
+expect 0 "baseline metis on a skewed cluster" "$bin" baseline "$mlp" --algo all --cluster "$work/skewed.json"
+grep -q '\*\*\*' "$work/out" && bad "METIS printed into the table" || ok
+contains "$work/out" "metis " "baseline metis on a skewed cluster"
+expect 3 "baseline --algo all: nothing fits" "$bin" baseline "$mlp" --algo all --cluster "$work/small.json"
+contains "$work/err" "every algorithm failed: no plan fits" "baseline --algo all: nothing fits"
 
 # Bad input.
 expect 2 "baseline: unknown algorithm" "$bin" baseline "$mlp" --algo random

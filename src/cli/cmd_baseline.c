@@ -166,7 +166,8 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
                    const pl_cost_model *m, double bound)
 {
     pl_executor *ex = NULL;
-    int status = PL_EXIT_OK;
+    int status = PL_EXIT_OK, placed = 0, unfit = 0; /* unfit: failures of bad input, all of
+                                                      which say that nothing fits */
     printf("%-12s %12s %12s %7s %10s  %s\n", "algorithm", "simulated", "measured", "/bound",
            "placed in", "peak memory per device, MiB");
     for (int a = 0; a < PL_BASELINE_COUNT && status == PL_EXIT_OK; a++) {
@@ -177,8 +178,10 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
             char line[2048];
             pl_error_format(&out.err, line, sizeof line);
             printf("%-12s failed: %s\n", name, line);
+            unfit += out.err.status == PL_EINPUT;
             continue;
         }
+        placed++;
         if (o->measure)
             status = measure(o, g, c, &ex, &out);
         char measured[32] = "-";
@@ -195,6 +198,12 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
         printf("measured: median of %ld steps after 3 warm-up, %s\n", o->measure,
                c->paced ? "paced (emulated devices)" : "native");
     pl_executor_free(ex);
+    if (status == PL_EXIT_OK && placed == 0) {
+        bool none_fits = unfit == PL_BASELINE_COUNT;
+        pl_cli_error("baseline: every algorithm failed%s", none_fits ? ": no plan fits the "
+                     "cluster's memory" : "");
+        status = none_fits ? PL_EXIT_NO_FIT : PL_EXIT_FAILURE;
+    }
     return status;
 }
 
