@@ -45,6 +45,15 @@ mkfifo "$work/fifo.json"
 expect 2 "a model from a FIFO" timeout 20 "$bin" validate "$work/fifo.json"
 contains "$work/err" "is not a regular file" "a model from a FIFO"
 
+paced4=$src/graphs/clusters/paced-4.json
+# Output that cannot be written is a failure, not a success with the output lost.
+if [ -w /dev/full ]; then
+    expect 1 "validate to /dev/full" sh -c '"$0" validate "$1" >/dev/full' "$bin" "$src/graphs/mlp.json"
+    contains "$work/err" "cannot write standard output" "validate to /dev/full"
+    expect 1 "cluster to /dev/full" sh -c '"$0" cluster "$1" >/dev/full' "$bin" "$paced4"
+    contains "$work/err" "cannot write standard output" "cluster to /dev/full"
+fi
+
 # Every bad-input case: exit 2 and exactly its expected line on stderr.
 cases=0
 for dir in "$src"/tests/invalid/*/; do

@@ -1,5 +1,8 @@
 /* placer's entry point: global options and the subcommand table. */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -107,9 +110,24 @@ static int unknown_command(const char *word)
     return pl_cli_usage_error("unknown command '%s' (and no such model file)", word);
 }
 
-int main(int argc, char **argv)
+/* Standard output is written through to the end: a full disk or a closed pipe shows as
+ * a failure (exit status 1 and a message), not as success with the output lost. As in
+ * gnulib's close_stdout, a closed descriptor with nothing to write is no failure. */
+static int close_stdout(int status)
 {
-    pl_allocator_keep_freed();
+    bool failed = ferror(stdout) != 0, pending = __fpending(stdout) != 0;
+    errno = 0;
+    if (fclose(stdout) != 0 && (pending || errno != EBADF))
+        failed = true;
+    if (!failed)
+        return status;
+    fprintf(stderr, "placer: cannot write standard output%s%s\n", errno ? ": " : "",
+            errno ? strerror(errno) : "");
+    return status == PL_EXIT_OK ? PL_EXIT_FAILURE : status;
+}
+
+static int run(int argc, char **argv)
+{
     if (argc < 2)
         return pl_cli_usage_error("missing MODEL.json or command");
     const char *first = argv[1];
@@ -126,4 +144,10 @@ int main(int argc, char **argv)
             return commands[i].run(argc - 1, argv + 1);
     int status = unknown_command(first);
     return status >= 0 ? status : pl_cmd_main(argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+    pl_allocator_keep_freed();
+    return close_stdout(run(argc, argv));
 }
