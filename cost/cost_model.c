@@ -299,6 +299,9 @@ static bool read_op(pl_json_reader *r, const json_t *entry, pl_cost_model *m)
         pl_json_push_key(r, "kind");
         return pl_json_fail(r, "unknown op kind \"%s\"", kind_name);
     }
+    if (m->ops[threads][kind].samples != 0)
+        return pl_json_fail(r, "op kind \"%s\" at %d threads is given twice", kind_name,
+                            (int)threads);
     c.samples = (int)samples;
     m->ops[threads][kind] = c;
     return true;
@@ -345,10 +348,15 @@ static bool read_measured(pl_json_reader *r, const json_t *list, pl_cost_model *
         unsigned long long signature = hex ? strtoull(hex, &end, 16) : 0;
         pl_json_push_index(r, i);
         if (!json_is_array(entry) || json_array_size(entry) != 2 || !hex || *end ||
-            strlen(hex) != 16 || !json_is_number(seconds) || json_number_value(seconds) < 0 ||
+            strlen(hex) != 16 || !json_is_number(seconds) ||
             (i > 0 && signature <= m->measured[i - 1].signature))
             return pl_json_fail(r, "expected [\"16 hex digits\", seconds], in increasing "
                                    "order of signature");
+        if (!(json_number_value(seconds) >= 0 && json_number_value(seconds) <= 1e6)) {
+            pl_json_push_index(r, 1);
+            return pl_json_fail(r, "%g seconds is out of range [0, 1e+06]",
+                                json_number_value(seconds));
+        }
         m->measured[i] = (pl_op_time){signature, json_number_value(seconds)};
         m->n_measured = (int)i + 1;
         pl_json_pop(r, here);
@@ -365,6 +373,7 @@ pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
                                          "paced_late_seconds", "paced_spin_late_seconds",
                                          "paced_copy_late_seconds",
                                          "ops", "measured", NULL};
+    pl_error_init(err, path);
     json_t *root = pl_json_parse_file(path, (size_t)16 << 20, err, NULL);
     if (!root)
         return err ? err->status : PL_EINPUT;

@@ -123,8 +123,10 @@ double pl_task_op_bytes(const pl_program *program, const pl_task *task);
  * least squares on relative error (times span microseconds to seconds). */
 pl_op_cost pl_cost_fit(const double *seconds, const double *flops, const double *bytes, int n);
 
-/* Profile files (JSON, written atomically). Reading checks the format; a profile of
- * another machine key reads fine: callers compare `machine`. */
+/* Profile files (JSON, written atomically). Reading checks the format version and every
+ * field (numbers in range, each op kind and thread count at most once, measurements
+ * sorted, nothing after the document), `err` named after the file; a profile of another
+ * machine key reads fine: callers check it with pl_profile_check (profile.h). */
 pl_status pl_cost_model_write(const pl_cost_model *model, const char *path, pl_error *err);
 /* Reading fills `model` afresh: clear a model read before reading into it again. */
 pl_status pl_cost_model_read(pl_cost_model *model, const char *path, pl_error *err);

@@ -49,17 +49,25 @@ static void make_parents(const char *path)
     }
 }
 
-/* Whether a read profile serves this machine and every thread count of the cluster. */
-static bool profile_fits(const pl_cost_model *m, const pl_cluster *c)
+pl_status pl_profile_check(const pl_cost_model *m, const pl_cluster *c, pl_error *err)
 {
     char key[sizeof m->machine];
     pl_cost_machine_key(key, sizeof key);
     if (strcmp(key, m->machine) != 0)
-        return false;
+        return pl_error_set(err, PL_EINPUT, "/machine", "measured on another machine "
+                            "(\"%s\")", m->machine);
     for (int d = 0; d < c->n_devices; d++)
         if (!pl_cost_has_threads(m, c->devices[d].threads))
-            return false;
-    return true;
+            return pl_error_set(err, PL_EINPUT, "/ops", "no measurements at %d threads "
+                                "(device %s has them)", c->devices[d].threads,
+                                c->devices[d].name);
+    return PL_OK;
+}
+
+/* Whether a read profile serves this machine and every thread count of the cluster. */
+static bool profile_fits(const pl_cost_model *m, const pl_cluster *c)
+{
+    return pl_profile_check(m, c, NULL) == PL_OK;
 }
 
 bool pl_profile_read_cached(pl_cost_model *m, const pl_cluster *c)
@@ -109,6 +117,12 @@ pl_status pl_profile_load(pl_cost_model *m, const pl_cluster *c, bool force,
         char line[PL_ERROR_TEXT_MAX + 4096 + 64], what[sizeof line + 64];
         pl_error_format(&why, line, sizeof line);
         snprintf(what, sizeof what, "the cached profile does not read (%s)", line);
+        progress(context, what);
+    }
+    if (read && !force && pl_profile_check(old, c, &why) != PL_OK && progress) {
+        char line[PL_ERROR_TEXT_MAX + 4096 + 64], what[sizeof line + 64];
+        pl_error_format(&why, line, sizeof line);
+        snprintf(what, sizeof what, "the cached profile does not serve (%s)", line);
         progress(context, what);
     }
     if (read && !force && profile_fits(old, c)) {

@@ -30,6 +30,12 @@ pl_status pl_profile_load(pl_cost_model *model, const pl_cluster *cluster, bool 
                           void (*progress)(void *context, const char *what), void *context,
                           bool *calibrated, pl_error *err);
 
+/* Whether a profile read from `source` serves this machine and every thread count of
+ * `cluster`: PL_OK, or PL_EINPUT with `err` saying which does not ("source: /machine:
+ * measured on another machine (...)"). */
+pl_status pl_profile_check(const pl_cost_model *model, const pl_cluster *cluster,
+                           pl_error *err);
+
 /* The cached profile, when there is one that fits this machine and the cluster's thread
  * counts: true, `model` filled (release it with pl_cost_model_clear). Else false, `model`
  * left empty: never calibrates, for commands that only show what a profile predicts. */

@@ -1,29 +1,41 @@
 /* Agent checkpoints: everything a resumed search needs to continue as the uninterrupted
  * one would, bit for bit.
  *
- * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 4,
- * u64 model hash, i32 devices, the options that shape the search (u64 seed, i32 samples,
- * groups, hidden, rounds, epochs, fold, defer, sweep, refine_every, refine_proposals, f64
- * lr, entropy, anchor), i32 iteration, i64 Adam's step, f64 reference, f64 log-ratio sum,
- * i32 corrections, i32 refinements, u64 x 8 the keys of the plans they started from
- * (a ring), f64 the policy's own best step, i32 parameter count, then the parameters, Adam's first and second moments (f64 each), the
- * curve (per iteration: i32 oom, f64 mean reward, best reward, mean step, best step,
- * entropy), i32 best count and per best plan: f64 step, u64 key, 64 bytes of algorithm,
- * i32 stages, micro-batches, schedule, deferred weight gradients (0 or 1), then the device
- * and stage of every forward op. Written atomically. */
+ * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 5,
+ * the header struct as the machine lays it out (u64 model hash (pl_graph.hash), u64 cluster
+ * hash (pl_cluster_hash), i32 devices, the options that shape the search: u64 seed, i32
+ * samples, groups, hidden, rounds, epochs, fold, defer, sweep, refine_every,
+ * refine_proposals, f64 lr, entropy, anchor), i32 iteration, i64 Adam's step, f64
+ * reference, f64 log-ratio sum, i32 corrections, i32 refinements, u64 x 8 the keys of the
+ * plans they started from (a ring), f64 the policy's own best step, i32 parameter count,
+ * then the parameters, Adam's first and second moments (f64 each), the curve (per
+ * iteration, the pl_agent_iteration struct), i32 best count and per best plan: f64 step,
+ * u64 key, 64 bytes of algorithm, i32 stages, micro-batches, schedule, deferred weight
+ * gradients (0 or 1), then the device and stage of every forward op; the same for the lead
+ * plan after an i32 0 or 1. Written atomically. tests/invalid/README.md lists the offsets
+ * of a small checkpoint.
+ *
+ * Reading checks every field before the agent is used: the identity (model, cluster,
+ * options), each count and index within its range, each number finite, each kept plan
+ * valid for the model and cluster, nothing after the end. An error names the field. */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent_impl.h"
 #include "atomic_file.h"
+#include "binary_reader.h"
 
 static const char MAGIC[8] = {'P', 'L', 'A', 'C', 'E', 'R', 'A', 'G'};
-enum { VERSION = 4 }; /* 2: the shape head; deferred weight gradients; 3: the sweep;
-                        4: the refinement */
+enum {
+    VERSION = 5
+}; /* 2: the shape head; deferred weight gradients; 3: the sweep;
+                        4: the refinement; 5: the cluster's hash */
 
 typedef struct header {
-    uint64_t model_hash;
+    uint64_t model_hash, cluster_hash;
     int32_t devices;
     uint64_t seed;
     int32_t samples, groups, hidden, rounds, epochs, max_fold, defer, sweep;
@@ -36,6 +48,7 @@ static header header_of(const pl_graph *g, const pl_cluster *c, const pl_agent_o
     header h;
     memset(&h, 0, sizeof h); /* padding too: the bytes are compared */
     h.model_hash = g->hash;
+    h.cluster_hash = pl_cluster_hash(c);
     h.devices = c->n_devices;
     h.seed = o->seed;
     h.samples = o->samples;
@@ -55,7 +68,8 @@ static header header_of(const pl_graph *g, const pl_cluster *c, const pl_agent_o
 }
 
 #define PUT(fp, value) (ok = ok && fwrite(&(value), sizeof(value), 1, fp) == 1)
-#define PUTN(fp, ptr, n) (ok = ok && ((n) == 0 || fwrite(ptr, sizeof *(ptr), (size_t)(n), fp) == (size_t)(n)))
+#define PUTN(fp, ptr, n) \
+    (ok = ok && ((n) == 0 || fwrite(ptr, sizeof *(ptr), (size_t)(n), fp) == (size_t)(n)))
 
 /* One kept plan: f64 step, u64 key, 64 bytes of algorithm, i32 stages, micro-batches,
  * schedule, deferred weight gradients, then the device and stage of every forward op. */
@@ -112,86 +126,184 @@ pl_status pl_agent_save(const pl_agent *a, const char *path, pl_error *err)
     return pl_atomic_commit(&file, err);
 }
 
-#define GET(fp, value) (ok = ok && fread(&(value), sizeof(value), 1, fp) == 1)
-#define GETN(fp, ptr, n) (ok = ok && ((n) == 0 || fread(ptr, sizeof *(ptr), (size_t)(n), fp) == (size_t)(n)))
+/* ---- reading: every field checked, the first problem named ------------------------------ */
 
-static bool get_best(FILE *fp, const pl_agent *a, pl_agent_best *b)
+static bool finite_array(pl_binary_reader *r, const char *what, const double *values, int n,
+                         double low)
 {
-    bool ok = true;
-    int32_t shape[4];
-    GET(fp, b->step);
-    GET(fp, b->key);
-    GETN(fp, b->algorithm, sizeof b->algorithm);
-    GETN(fp, shape, 4);
-    GETN(fp, b->plan->device, b->plan->n_ops);
-    GETN(fp, b->plan->stage, b->plan->n_ops);
-    b->algorithm[sizeof b->algorithm - 1] = '\0';
-    b->plan->n_stages = shape[0];
-    b->plan->micro_batches = shape[1];
-    b->plan->schedule = shape[2] == PL_SCHEDULE_1F1B ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE;
-    b->plan->defer_weight_gradients = shape[3] != 0;
-    return ok && pl_plan_check(b->plan, a->graph, a->cluster, NULL) == PL_OK;
+    char name[128];
+    for (int k = 0; k < n && r->ok; k++)
+        if (!isfinite(values[k]) || values[k] < low) {
+            snprintf(name, sizeof name, "%s %d", what, k);
+            pl_binary_finite(r, name, values[k], low);
+        }
+    return r->ok;
 }
 
-static pl_status read_body(pl_agent *a, FILE *fp, pl_error *err)
+static bool get_curve(pl_binary_reader *r, const pl_agent *a)
+{
+    if (!pl_binary_take(r, a->curve, sizeof *a->curve, (size_t)a->iteration, "the learning curve"))
+        return false;
+    for (int k = 0; k < a->iteration && r->ok; k++) {
+        const pl_agent_iteration *it = &a->curve[k];
+        char what[128];
+        snprintf(what, sizeof what, "iteration %d of the curve: its number", k + 1);
+        pl_binary_int_in(r, what, it->iteration, k + 1, k + 1);
+        snprintf(what, sizeof what, "iteration %d of the curve: the out-of-memory sample count",
+                 k + 1);
+        pl_binary_int_in(r, what, it->oom, 0, a->options.samples);
+        const double values[] = {it->mean_reward, it->best_reward, it->mean_step, it->best_step,
+                                 it->entropy};
+        static const char *const names[] = {"mean reward", "best reward", "mean step", "best step",
+                                            "entropy"};
+        for (int v = 0; v < 5 && r->ok; v++) {
+            snprintf(what, sizeof what, "iteration %d of the curve: the %s", k + 1, names[v]);
+            pl_binary_finite(r, what, values[v], v < 2 ? -INFINITY : 0);
+        }
+    }
+    return r->ok;
+}
+
+static bool get_best(pl_binary_reader *r, const pl_agent *a, pl_agent_best *b, const char *which)
+{
+    int32_t shape[4];
+    char what[160];
+    pl_plan *plan = b->plan;
+    snprintf(what, sizeof what, "%s: its step", which);
+    if (!PL_BINARY_TAKE(r, b->step, what) || !pl_binary_finite(r, what, b->step, 0) ||
+        !PL_BINARY_TAKE(r, b->key, which) ||
+        !pl_binary_take(r, b->algorithm, 1, sizeof b->algorithm, which) ||
+        !pl_binary_take(r, shape, sizeof *shape, 4, which))
+        return false;
+    if (b->step <= 0)
+        return pl_binary_fail(r, "%s: its step is %g (expected more than 0)", which, b->step);
+    if (memchr(b->algorithm, '\0', sizeof b->algorithm) == NULL || !b->algorithm[0])
+        return pl_binary_fail(r, "%s: its algorithm is not a name of 1 to %zu bytes", which,
+                              sizeof b->algorithm - 1);
+    snprintf(what, sizeof what, "%s: its schedule", which);
+    pl_binary_int_in(r, what, shape[2], PL_SCHEDULE_GPIPE, PL_SCHEDULE_1F1B);
+    snprintf(what, sizeof what, "%s: its deferral of weight gradients", which);
+    pl_binary_int_in(r, what, shape[3], 0, 1);
+    if (!pl_binary_take(r, plan->device, sizeof *plan->device, (size_t)plan->n_ops, which) ||
+        !pl_binary_take(r, plan->stage, sizeof *plan->stage, (size_t)plan->n_ops, which))
+        return false;
+    plan->n_stages = shape[0];
+    plan->micro_batches = shape[1];
+    plan->schedule = (pl_schedule)shape[2];
+    plan->defer_weight_gradients = shape[3] != 0;
+    pl_error why;
+    pl_error_init(&why, NULL);
+    if (pl_plan_check(plan, a->graph, a->cluster, &why) != PL_OK)
+        return pl_binary_fail(r, "%s: %s%s%s", which, why.path, why.path[0] ? ": " : "", why.text);
+    return true;
+}
+
+static bool get_header(pl_binary_reader *r, const pl_agent *a)
 {
     char magic[8];
     uint32_t version = 0;
     header want = header_of(a->graph, a->cluster, &a->options), got;
-    bool ok = fread(magic, sizeof magic, 1, fp) == 1 && memcmp(magic, MAGIC, sizeof magic) == 0;
-    ok = ok && fread(&version, sizeof version, 1, fp) == 1 && version == VERSION;
-    if (!ok)
-        return pl_error_set(err, PL_EINPUT, NULL, "not an agent checkpoint (version %d)", VERSION);
-    GET(fp, got);
-    if (!ok)
-        return pl_error_set(err, PL_EINPUT, NULL, "truncated agent checkpoint");
-    if (got.model_hash != want.model_hash || got.devices != want.devices)
-        return pl_error_set(err, PL_EINPUT, NULL, "the checkpoint was made for another model "
-                            "or cluster");
+    if (!pl_binary_take(r, magic, 1, sizeof magic, "the header"))
+        return false;
+    if (memcmp(magic, MAGIC, sizeof magic) != 0)
+        return pl_binary_fail(r, "not a placer search checkpoint");
+    if (!PL_BINARY_TAKE(r, version, "the format version"))
+        return false;
+    if (version < VERSION)
+        return pl_binary_fail(r,
+                              "a search checkpoint of format %u, made by an older placer (this one "
+                              "reads %d): start the search afresh",
+                              version, VERSION);
+    if (version > VERSION)
+        return pl_binary_fail(r,
+                              "a search checkpoint of format %u, made by a newer placer (this one "
+                              "reads %d)",
+                              version, VERSION);
+    if (!PL_BINARY_TAKE(r, got, "the header"))
+        return false;
+    if (got.model_hash != want.model_hash)
+        return pl_binary_fail(r, "made for another model (its model hash differs)");
+    if (got.cluster_hash != want.cluster_hash || got.devices != want.devices)
+        return pl_binary_fail(r, "made for another cluster (its devices or links differ)");
     if (memcmp(&got, &want, sizeof got) != 0)
-        return pl_error_set(err, PL_EINPUT, NULL, "the checkpoint was made with other search "
-                            "options (seed %llu, %d samples, %d groups, fold up to %d, %s, %s, "
-                            "refinement every %d iterations)",
-                            (unsigned long long)got.seed, got.samples, got.groups, got.max_fold,
-                            got.defer ? "deferral" : "no deferral",
-                            got.sweep ? "shape sweeps" : "no shape sweeps", got.refine_every);
+        return pl_binary_fail(r,
+                              "made with other search options (seed %llu, %d samples, %d groups, "
+                              "fold up to %d, %s, %s, refinement every %d iterations)",
+                              (unsigned long long)got.seed, got.samples, got.groups, got.max_fold,
+                              got.defer ? "deferral" : "no deferral",
+                              got.sweep ? "shape sweeps" : "no shape sweeps", got.refine_every);
+    return true;
+}
+
+/* The learning state: iteration, Adam, the reference, corrections, refinements, weights. */
+static bool get_state(pl_binary_reader *r, pl_agent *a)
+{
     int32_t n = 0;
-    GET(fp, a->iteration);
-    GET(fp, a->adam_t);
-    GET(fp, a->reference);
-    GET(fp, a->log_ratio_sum);
-    GET(fp, a->n_corrections);
-    GET(fp, a->n_refined);
-    GETN(fp, a->refined, PL_AGENT_REFINED_KEYS);
-    GET(fp, a->policy_best);
-    GET(fp, n);
-    if (!ok || n != a->policy.layout.n || a->iteration < 0 || a->iteration > 100000000)
-        return pl_error_set(err, PL_EINPUT, NULL, "corrupt agent checkpoint");
-    GETN(fp, a->policy.params, n);
-    GETN(fp, a->adam_m, n);
-    GETN(fp, a->adam_v, n);
+    if (!PL_BINARY_TAKE(r, a->iteration, "the iteration") ||
+        !pl_binary_int_in(r, "the iteration", a->iteration, 0, PL_AGENT_MAX_ITERATIONS) ||
+        !PL_BINARY_TAKE(r, a->adam_t, "Adam's step") ||
+        !pl_binary_int_in(r, "Adam's step", a->adam_t, 0, INT64_C(1) << 40) ||
+        !PL_BINARY_TAKE(r, a->reference, "the reference step") ||
+        !pl_binary_finite(r, "the reference step", a->reference, 0) ||
+        !PL_BINARY_TAKE(r, a->log_ratio_sum, "the correction") ||
+        !pl_binary_finite(r, "the correction's log-ratio sum", a->log_ratio_sum, -INFINITY) ||
+        !PL_BINARY_TAKE(r, a->n_corrections, "the correction count") ||
+        !pl_binary_int_in(r, "the correction count", a->n_corrections, 0, INT32_MAX) ||
+        !PL_BINARY_TAKE(r, a->n_refined, "the refinement count") ||
+        !pl_binary_int_in(r, "the refinement count", a->n_refined, 0, a->iteration) ||
+        !pl_binary_take(r, a->refined, sizeof *a->refined, PL_AGENT_REFINED_KEYS,
+                        "the refinements") ||
+        !PL_BINARY_TAKE(r, a->policy_best, "the policy's best step") ||
+        !PL_BINARY_TAKE(r, n, "the weight count"))
+        return false;
+    if (a->reference <= 0)
+        return pl_binary_fail(r, "the reference step is %g (expected more than 0)", a->reference);
+    if (!(a->policy_best > 0))
+        return pl_binary_fail(r, "the policy's best step is %g (expected more than 0)",
+                              a->policy_best);
+    if (n != a->policy.layout.n)
+        return pl_binary_fail(r, "%d weights (this model and these options have %d)", n,
+                              a->policy.layout.n);
+    return pl_binary_take(r, a->policy.params, sizeof(double), (size_t)n, "the weights") &&
+           finite_array(r, "weight", a->policy.params, n, -INFINITY) &&
+           pl_binary_take(r, a->adam_m, sizeof(double), (size_t)n, "Adam's first moments") &&
+           finite_array(r, "Adam's first moment", a->adam_m, n, -INFINITY) &&
+           pl_binary_take(r, a->adam_v, sizeof(double), (size_t)n, "Adam's second moments") &&
+           finite_array(r, "Adam's second moment", a->adam_v, n, 0);
+}
+
+static pl_status read_body(pl_agent *a, FILE *fp, pl_error *err)
+{
+    pl_binary_reader r = {fp, err, true};
+    if (!get_header(&r, a) || !get_state(&r, a))
+        return PL_EINPUT;
     a->curve_cap = a->iteration + 64;
-    if (ok && !(a->curve = malloc((size_t)a->curve_cap * sizeof *a->curve)))
+    if (!(a->curve = malloc((size_t)a->curve_cap * sizeof *a->curve)))
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    GETN(fp, a->curve, a->iteration);
-    GET(fp, a->n_best);
-    if (!ok || a->n_best < 0 || a->n_best > PL_AGENT_MAX_BEST)
-        return pl_error_set(err, PL_EINPUT, NULL, "corrupt agent checkpoint");
-    for (int k = 0; k < a->n_best && ok; k++)
-        ok = get_best(fp, a, &a->best[k]);
-    GET(fp, a->n_lead);
-    ok = ok && (a->n_lead == 0 || (a->n_lead == 1 && get_best(fp, a, &a->lead)));
-    if (!ok || fgetc(fp) != EOF)
-        return pl_error_set(err, PL_EINPUT, NULL, "corrupt agent checkpoint");
-    return PL_OK;
+    if (!get_curve(&r, a) || !PL_BINARY_TAKE(&r, a->n_best, "the best plans' count") ||
+        !pl_binary_int_in(&r, "the best plans' count", a->n_best, 0, PL_AGENT_MAX_BEST))
+        return PL_EINPUT;
+    for (int k = 0; k < a->n_best; k++) {
+        char which[32];
+        snprintf(which, sizeof which, "best plan %d", k);
+        if (!get_best(&r, a, &a->best[k], which))
+            return PL_EINPUT;
+    }
+    if (!PL_BINARY_TAKE(&r, a->n_lead, "the lead's count") ||
+        !pl_binary_int_in(&r, "the lead's count", a->n_lead, 0, 1) ||
+        (a->n_lead && !get_best(&r, a, &a->lead, "the lead plan")))
+        return PL_EINPUT;
+    return pl_binary_at_end(&r, "the end of the checkpoint") ? PL_OK : PL_EINPUT;
 }
 
 pl_agent *pl_agent_load(const char *path, const pl_graph *g, const pl_cluster *c,
                         const pl_cost_model *m, const pl_agent_options *o, pl_error *err)
 {
+    pl_error_init(err, path);
     FILE *fp = fopen(path, "rb");
     if (!fp) {
-        pl_error_set(err, PL_EINPUT, NULL, "cannot read the checkpoint %s", path);
+        pl_error_set(err, errno == ENOENT ? PL_EINPUT : PL_EIO, NULL, "cannot open: %s",
+                     strerror(errno));
         return NULL;
     }
     pl_agent *a = pl_agent_alloc(g, c, m, o, err);

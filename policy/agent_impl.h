@@ -9,7 +9,7 @@
 #include "policy_impl.h"
 #include "step_memo.h"
 
-enum { PL_AGENT_REFINED_KEYS = 8 };
+enum { PL_AGENT_REFINED_KEYS = 8, PL_AGENT_MAX_ITERATIONS = 100000000 };
 
 typedef struct pl_agent_best {
     pl_plan *plan;      /* always allocated; valid for the first n_best */

@@ -66,6 +66,7 @@ expect 2 "--samples 1" "$bin" "$model" --samples 1
 expect 2 "--iterations 0" "$bin" "$model" --iterations 0
 expect 2 "unknown option" "$bin" "$model" --frobnicate
 expect 2 "missing checkpoint" "$bin" "$model" --cluster "$paced" --resume "$work/none.ckpt" -o "$work/y"
-contains "$work/err" "cannot read the checkpoint" "missing checkpoint"
+contains "$work/err" "none.ckpt: cannot open" "missing checkpoint"
+once "$work/err" "none.ckpt" "missing checkpoint: the path"
 
 finish agent

@@ -24,6 +24,11 @@ contains() { # FILE TEXT DESCRIPTION
     if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in output"; sed 's/^/    /' "$1"; fi
 }
 
+once() { # FILE TEXT DESCRIPTION: TEXT is in FILE exactly once (an error names its file once)
+    n=$(grep -oF -- "$2" "$1" | wc -l)
+    if [ "$n" -eq 1 ]; then ok; else bad "$3: '$2' found $n times, expected once"; sed 's/^/    /' "$1"; fi
+}
+
 # own_profile MODEL...: a calibration profile of the test's own (not the user's cache),
 # measured on the named small models only (mlp, inception, ...): fast.
 own_profile() {

@@ -49,6 +49,6 @@ PLACER_PROFILE=$work/bad.json expect 0 "a broken profile is measured again" "$bi
 contains "$work/out" "calibrated in" "a broken profile is measured again"
 printf '{"format": "placer-cost-profile", "version": 1, "machine": 5}' >"$work/bad.json"
 PLACER_PROFILE=$work/bad.json expect 0 "a broken profile: why" "$bin" calibrate
-contains "$work/err" "calibrating: the cached profile does not read ($work/bad.json: /version: unsupported format version 1" "a broken profile: why"
+contains "$work/err" "calibrating: the cached profile does not read ($work/bad.json: /version: format version 1, made by an older placer" "a broken profile: why"
 
 finish simulate

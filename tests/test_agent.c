@@ -428,7 +428,8 @@ static void test_refine(void)
     pl_graph_free(g);
 }
 
-/* Six iterations straight against three, a checkpoint, a fresh agent, three more. */
+/* Six iterations straight against three, a checkpoint, a fresh agent, three more; the
+ * checkpoint refused on another cluster of the same size and with other options. */
 static void test_resume(void)
 {
     pl_graph *g = two_branches();
@@ -475,6 +476,13 @@ static void test_resume(void)
     CU_ASSERT_EQUAL(resumed->lead.step, straight->lead.step);
     pl_plan_free(x);
     pl_plan_free(y);
+    /* another cluster of as many devices (slower links) is refused: its bounds differ */
+    pl_cluster *other = pl_test_cluster(
+        (pl_test_devices){.n = 2, .memory = 1073741824, .link_bytes_per_second = 1e9});
+    pl_error_init(&err, path);
+    CU_ASSERT_PTR_NULL(pl_agent_load(path, g, other, &m, &o, &err));
+    CU_ASSERT_STRING_EQUAL(err.text, "made for another cluster (its devices or links differ)");
+    pl_cluster_free(other);
     /* another seed's options are refused with a reason */
     o.seed = 12;
     pl_error_init(&err, path);

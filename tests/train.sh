@@ -66,10 +66,20 @@ printf 'tiny' >"$work/short.txt"
 expect 2 "text too short" "$bin" train "$lstm" --steps 1 --data "$work/short.txt"
 contains "$work/err" "short.txt" "text too short"
 expect 2 "resume from another model's checkpoint" "$bin" train "$mlp" --steps 1 --resume "$work/whole.ckpt"
-contains "$work/err" "different model file" "resume from another model's checkpoint"
+contains "$work/err" "whole.ckpt: made for another model" "resume from another model's checkpoint"
+once "$work/err" "whole.ckpt" "another model's checkpoint: the path"
 head -c 100 "$work/whole.ckpt" >"$work/cut.ckpt"
 expect 2 "a truncated checkpoint" "$bin" train "$lstm" --steps 31 --resume "$work/cut.ckpt"
-contains "$work/err" "truncated" "a truncated checkpoint"
+contains "$work/err" "cut.ckpt: truncated" "a truncated checkpoint"
+once "$work/err" "cut.ckpt" "a truncated checkpoint: the path"
 expect 2 "a missing checkpoint" "$bin" train "$lstm" --steps 1 --resume "$work/none.ckpt"
+contains "$work/err" "none.ckpt: cannot open" "a missing checkpoint"
+once "$work/err" "none.ckpt" "a missing checkpoint: the path"
+# A position past the end of the data's epoch (0xffffffffffff samples: within the format's
+# range, beyond any data set), at byte 36 of the header.
+cp "$work/whole.ckpt" "$work/far.ckpt"
+printf '\377\377\377\377\377\377\000\000' | dd of="$work/far.ckpt" bs=1 seek=36 conv=notrunc 2>/dev/null
+expect 2 "a position past the epoch" "$bin" train "$lstm" --steps 31 --resume "$work/far.ckpt"
+contains "$work/err" "far.ckpt: the position is 281474976710655: an epoch of the training data has" "a position past the epoch"
 
 finish train

@@ -3,8 +3,14 @@
  *
  * Format (little-endian, as the machine writes it): "PLACERCK", u32 version 1, u64 model
  * hash, i64 step, i64 epoch, i64 position, u64 seed, u32 tensor count, then per tensor
- * u32 name length, the name, u64 element count, the floats. Written atomically. Reading
- * checks the model hash and every tensor's name and size before changing anything. */
+ * u32 name length, the name, u64 element count, the floats. Written atomically.
+ *
+ * Reading checks everything before changing anything: the format version, the model hash
+ * (pl_graph.hash), the step (0 to PL_CHECKPOINT_MAX_STEP), the epoch (0 to the step: an
+ * epoch takes a step at least), the position (not negative; the caller checks it against
+ * its data set), every parameter and optimiser state present exactly once at its size with
+ * finite values, and nothing after the last. Errors name the file as their source, the
+ * problem in the text (one line). */
 #ifndef PLACER_CHECKPOINT_H
 #define PLACER_CHECKPOINT_H
 
@@ -17,6 +23,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+enum { PL_CHECKPOINT_VERSION = 1 };
+#define PL_CHECKPOINT_MAX_STEP (INT64_C(1) << 48)
 
 typedef struct pl_train_position {
     int64_t step;     /* steps done */

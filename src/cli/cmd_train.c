@@ -422,6 +422,12 @@ static int set_up(trainer *t)
         pl_error_init(&err, t->o.resume);
         if (pl_checkpoint_read(t->o.resume, t->g, t->s, &t->at, &err) != PL_OK)
             return pl_cli_report(&err);
+        if (t->at.position > 0 && t->at.position >= t->epoch_size) {
+            pl_error_set(&err, PL_EINPUT, NULL, "the position is %lld: an epoch of the "
+                         "training data has %lld samples", (long long)t->at.position,
+                         (long long)t->epoch_size);
+            return pl_cli_report(&err);
+        }
         if (t->at.seed != t->o.seed)
             fprintf(stderr, "placer: train: continuing with the checkpoint's seed %llu\n",
                     (unsigned long long)t->at.seed);

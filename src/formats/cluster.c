@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hash.h"
 #include "json_reader.h"
 
 #define CLUSTER_MAX_BYTES ((size_t)16 << 20)
@@ -251,6 +252,25 @@ pl_cluster *pl_cluster_load_file(const char *path, pl_error *err)
 {
     pl_error_init(err, path);
     return from_root(pl_json_parse_file(path, CLUSTER_MAX_BYTES, err, NULL), err);
+}
+
+uint64_t pl_cluster_hash(const pl_cluster *c)
+{
+    uint64_t hash = pl_hash_bytes(PL_HASH_INIT, &c->n_devices, sizeof c->n_devices);
+    for (int d = 0; d < c->n_devices; d++) {
+        const pl_device *device = &c->devices[d];
+        int64_t numbers[3] = {device->threads, device->memory_bytes, device->n_cores};
+        hash = pl_hash_bytes(hash, device->name, strlen(device->name) + 1);
+        hash = pl_hash_bytes(hash, numbers, sizeof numbers);
+        hash = pl_hash_bytes(hash, &device->flops_per_second, sizeof(double));
+        if (device->n_cores)
+            hash = pl_hash_bytes(hash, device->cores, (size_t)device->n_cores * sizeof(int));
+    }
+    for (int i = 0; i < c->n_devices * c->n_devices; i++) {
+        double link[2] = {c->links[i].bytes_per_second, c->links[i].latency_seconds};
+        hash = pl_hash_bytes(hash, link, sizeof link);
+    }
+    return hash;
 }
 
 /* ---- the local machine ---------------------------------------------------------------- */

@@ -73,6 +73,11 @@ pl_cluster *pl_cluster_local(pl_error *err);
 void pl_cluster_free(pl_cluster *cluster);
 
 const pl_link *pl_cluster_link(const pl_cluster *cluster, int from, int to);
+/* The cluster's identity: a hash of its devices (names, threads, memory, throughput,
+ * cores) and links (bandwidth, latency), not of its name or description. Checkpoints
+ * record it beside the model's hash (pl_graph.hash) so that one made on another cluster of
+ * the same size is refused. */
+uint64_t pl_cluster_hash(const pl_cluster *cluster);
 int pl_cluster_find_device(const pl_cluster *cluster, const char *name);
 
 #ifdef __cplusplus

@@ -450,8 +450,10 @@ bool pl_json_check_header(pl_json_reader *r, const json_t *root, const char *wha
         return false;
     if (found_version != version) {
         pl_json_push_key(r, "version");
-        return pl_json_fail(r, "unsupported format version %lld (this placer reads version "
-                            "%lld)", (long long)found_version, (long long)version);
+        return pl_json_fail(r, "format version %lld, made by %s placer (this one reads "
+                            "version %lld)", (long long)found_version,
+                            found_version < version ? "an older" : "a newer",
+                            (long long)version);
     }
     return true;
 }
