@@ -277,6 +277,8 @@ static pl_status read_body(pl_agent *a, FILE *fp, pl_error *err)
     pl_binary_reader r = {fp, err, true};
     if (!get_header(&r, a) || !get_state(&r, a))
         return PL_EINPUT;
+    if (!pl_binary_has(&r, sizeof *a->curve, (size_t)a->iteration, "the learning curve"))
+        return PL_EINPUT;
     a->curve_cap = a->iteration + 64;
     if (!(a->curve = malloc((size_t)a->curve_cap * sizeof *a->curve)))
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");

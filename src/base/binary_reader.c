@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 
 bool pl_binary_fail(pl_binary_reader *r, const char *fmt, ...)
 {
@@ -46,6 +47,18 @@ bool pl_binary_finite(pl_binary_reader *r, const char *what, double value, doubl
     if (low == -INFINITY)
         return pl_binary_fail(r, "%s is %g (expected a finite number)", what, value);
     return pl_binary_fail(r, "%s is %g (expected a finite number from %g)", what, value, low);
+}
+
+bool pl_binary_has(pl_binary_reader *r, size_t size, size_t n, const char *what)
+{
+    struct stat st;
+    long at = ftell(r->fp);
+    if (!r->ok || at < 0 || fstat(fileno(r->fp), &st) != 0 || !S_ISREG(st.st_mode))
+        return r->ok; /* not a file whose size is known: the reads themselves will tell */
+    size_t left = st.st_size > at ? (size_t)(st.st_size - at) : 0;
+    if (size && n > left / size)
+        return pl_binary_fail(r, "truncated (reading %s)", what);
+    return true;
 }
 
 bool pl_binary_at_end(pl_binary_reader *r, const char *what)

@@ -33,6 +33,9 @@ bool pl_binary_int_in(pl_binary_reader *r, const char *what, int64_t value, int6
                       int64_t high);
 /* `value` finite and at least `low` (-INFINITY: any finite number). */
 bool pl_binary_finite(pl_binary_reader *r, const char *what, double value, double low);
+/* At least `n` items of `size` bytes left to read, or "truncated (WHAT)": checked before
+ * allocating room for them, so that a damaged count cannot ask for more than the file. */
+bool pl_binary_has(pl_binary_reader *r, size_t size, size_t n, const char *what);
 /* Nothing left to read, or "N byte(s) after WHAT". */
 bool pl_binary_at_end(pl_binary_reader *r, const char *what);
 
