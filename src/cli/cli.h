@@ -114,8 +114,10 @@ int pl_cli_new_executor(const pl_graph *graph, const pl_cluster *cluster,
 /* "plan: 3 devices, 3 stages, ..." for run and simulate. */
 void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *cluster,
                           const pl_program *program);
-/* Ctrl-C for long commands: pl_cli_catch_interrupt(true) clears the flag and makes SIGINT
- * set it instead of ending the process; (false) restores the default. */
+/* Ctrl-C for long commands: pl_cli_catch_interrupt(true) clears the flag and makes SIGINT,
+ * SIGTERM and SIGHUP set it instead of ending the process (an interrupted command still
+ * writes what it has and exits PL_EXIT_INTERRUPTED, 130, whichever signal it was);
+ * (false) restores the defaults. */
 extern volatile sig_atomic_t pl_cli_interrupted;
 void pl_cli_catch_interrupt(bool catch);
 

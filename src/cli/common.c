@@ -340,9 +340,20 @@ static void on_interrupt(int signal_number)
     pl_cli_interrupted = 1;
 }
 
+/* SIGINT (Ctrl-C), SIGTERM (kill, a job scheduler's stop) and SIGHUP (the terminal gone)
+ * all mean "stop and keep what you have". sigaction without SA_RESTART would make a
+ * blocking read fail with EINTR; SA_RESTART resumes it, and the flag is polled. */
 void pl_cli_catch_interrupt(bool catch)
 {
+    static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = catch ? on_interrupt : SIG_DFL;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (size_t i = 0; i < sizeof signals / sizeof *signals; i++)
+        sigaddset(&action.sa_mask, signals[i]);
     pl_cli_interrupted = 0;
-    signal(SIGINT, catch ? on_interrupt : SIG_DFL);
+    for (size_t i = 0; i < sizeof signals / sizeof *signals; i++)
+        sigaction(signals[i], &action, NULL);
 }
-
