@@ -11,6 +11,7 @@
  * entropy), i32 best count and per best plan: f64 step, u64 key, 64 bytes of algorithm,
  * i32 stages, micro-batches, schedule, deferred weight gradients (0 or 1), then the device
  * and stage of every forward op. Written atomically. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,8 +107,9 @@ pl_status pl_agent_save(const pl_agent *a, const char *path, pl_error *err)
     if (a->n_lead)
         ok = ok && put_best(fp, &a->lead);
     if (!ok) {
+        int saved = errno; /* fwrite's reason, before the abort's calls */
         pl_atomic_abort(&file);
-        return pl_error_set(err, PL_EIO, NULL, "cannot write the checkpoint");
+        return pl_error_set(err, PL_EIO, NULL, "cannot write %s: %s", path, strerror(saved));
     }
     return pl_atomic_commit(&file, err);
 }

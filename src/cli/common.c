@@ -36,7 +36,9 @@ int pl_cli_report(const pl_error *err)
     char line[PL_ERROR_SOURCE_MAX + PL_ERROR_PATH_MAX + PL_ERROR_TEXT_MAX + 16];
     pl_error_format(err, line, sizeof line);
     fprintf(stderr, "%s\n", line);
-    return err->status == PL_EINPUT ? PL_EXIT_USAGE : PL_EXIT_FAILURE;
+    return err->status == PL_EINPUT         ? PL_EXIT_USAGE
+           : err->status == PL_EINTERRUPTED ? PL_EXIT_INTERRUPTED
+                                            : PL_EXIT_FAILURE;
 }
 
 bool pl_cli_parse_long(const char *text, long min, long max, long *out)
