@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "atomic_file.h"
 #include "autodiff.h"
@@ -140,6 +141,85 @@ static bool same_file(const char *input, const char *output)
            a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* The profile's role, known by its address: its folder is made when missing
+ * (profile.h), so it is the one output whose folder need not exist. */
+static const char profile_role[] = "the calibration profile";
+
+/* The folder a path's file is written in ("." for a bare name); free(). */
+static char *folder_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    size_t len = slash == path ? 1 : (size_t)(slash - path);
+    char *folder = malloc(len + 1);
+    if (folder) {
+        memcpy(folder, path, len);
+        folder[len] = '\0';
+    }
+    return folder;
+}
+
+/* Whether the output can be written (atomic_file.h: a regular file is replaced from a
+ * temporary file beside it, links followed; a device or FIFO is written in place): 0, or
+ * the errno that says why not, `*where` the path it concerns (free()). */
+static int why_unwritable(const char *path, char **where)
+{
+    struct stat st;
+    char *file = realpath(path, NULL); /* links followed, when it exists */
+    int why = 0;
+    *where = NULL;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        why = EISDIR;
+    else if (file && !S_ISREG(st.st_mode))
+        why = access(file, W_OK) == 0 ? 0 : errno;
+    else if (!file && errno != ENOENT)
+        why = errno;
+    if (why) {
+        *where = file ? file : strdup(path);
+        return why;
+    }
+    char *folder = folder_of(file ? file : path);
+    free(file);
+    if (!folder)
+        return ENOMEM;
+    if (stat(folder, &st) != 0)
+        why = errno;
+    else if (!S_ISDIR(st.st_mode))
+        why = ENOTDIR;
+    else if (access(folder, W_OK | X_OK) != 0)
+        why = errno;
+    if (why)
+        *where = folder;
+    else
+        free(folder);
+    return why;
+}
+
+/* Every output's folder exists and can be written in, before any work (one line, exit
+ * status 2 otherwise): an hour of training is not lost to a typo in --checkpoint. */
+static int check_writable(const pl_cli_file *outputs, size_t n_outputs)
+{
+    for (size_t o = 0; o < n_outputs; o++) {
+        const char *path = outputs[o].path;
+        char *where;
+        if (!path || strcmp(path, "-") == 0 || outputs[o].role == profile_role)
+            continue;
+        int why = why_unwritable(path, &where);
+        if (!why)
+            continue;
+        if (where && strcmp(where, path) != 0)
+            fprintf(stderr, "placer: cannot write %s '%s': %s: %s\n", outputs[o].role, path,
+                    where, strerror(why));
+        else
+            fprintf(stderr, "placer: cannot write %s '%s': %s\n", outputs[o].role, path,
+                    strerror(why));
+        free(where);
+        return PL_EXIT_USAGE;
+    }
+    return PL_EXIT_OK;
+}
+
 int pl_cli_check_outputs(const pl_cli_file *inputs, size_t n_inputs,
                          const pl_cli_file *outputs, size_t n_outputs)
 {
@@ -155,12 +235,12 @@ int pl_cli_check_outputs(const pl_cli_file *inputs, size_t n_inputs,
             fputc('\n', stderr);
             return PL_EXIT_USAGE;
         }
-    return PL_EXIT_OK;
+    return check_writable(outputs, n_outputs);
 }
 
 pl_cli_file pl_cli_profile_output(char *buf, size_t cap)
 {
-    return (pl_cli_file){pl_profile_path(buf, cap) ? buf : NULL, "the calibration profile"};
+    return (pl_cli_file){pl_profile_path(buf, cap) ? buf : NULL, profile_role};
 }
 
 /* ---- a command's set-up: one step per need ----------------------------------------------- */
