@@ -423,19 +423,30 @@ static void on_interrupt(int signal_number)
 }
 
 /* SIGINT (Ctrl-C), SIGTERM (kill, a job scheduler's stop) and SIGHUP (the terminal gone)
- * all mean "stop and keep what you have". sigaction without SA_RESTART would make a
- * blocking read fail with EINTR; SA_RESTART resumes it, and the flag is polled. */
+ * all mean "stop and keep what you have". A signal ignored when the command starts (SIGHUP
+ * under nohup) stays ignored. SA_RESTART: a blocking read resumes rather than failing with
+ * EINTR; the flag is polled. (false) puts back what was there before. */
 void pl_cli_catch_interrupt(bool catch)
 {
     static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
+    enum { N_SIGNALS = sizeof signals / sizeof *signals };
+    static struct sigaction before[N_SIGNALS];
+    static bool caught[N_SIGNALS];
     struct sigaction action;
     memset(&action, 0, sizeof action);
-    action.sa_handler = catch ? on_interrupt : SIG_DFL;
+    action.sa_handler = on_interrupt;
     action.sa_flags = SA_RESTART;
     sigemptyset(&action.sa_mask);
-    for (size_t i = 0; i < sizeof signals / sizeof *signals; i++)
+    for (int i = 0; i < N_SIGNALS; i++)
         sigaddset(&action.sa_mask, signals[i]);
     pl_cli_interrupted = 0;
-    for (size_t i = 0; i < sizeof signals / sizeof *signals; i++)
-        sigaction(signals[i], &action, NULL);
+    for (int i = 0; i < N_SIGNALS; i++) {
+        if (catch && !caught[i]) {
+            if (sigaction(signals[i], NULL, &before[i]) == 0 && before[i].sa_handler != SIG_IGN)
+                caught[i] = sigaction(signals[i], &action, NULL) == 0;
+        } else if (!catch && caught[i]) {
+            sigaction(signals[i], &before[i], NULL);
+            caught[i] = false;
+        }
+    }
 }
