@@ -67,7 +67,7 @@ done
 start=$(date +%s)
 expect 0 "a slow device, --budget 2" "$bin" "$mlp" --cluster "$slow" --budget 2 -o "$work/slow"
 took=$(($(date +%s) - start))
-[ "$took" -lt 60 ] && ok || bad "a slow device, --budget 2: ran $took s"
+[ "$took" -lt 120 ] && ok || bad "a slow device, --budget 2: ran $took s"
 contains "$work/out" "(not measured)" "a slow device, --budget 2"
 # ... and a signal ends the paced wait: the job stops within a second or so (10 s: a
 # liveness check, not a benchmark), with its plan and report.
