@@ -24,9 +24,9 @@
  * only until one fits, measures nothing more, lets the agent iterate no more, and returns
  * the best plan so far with `interrupted` set.
  *
- * Budget: a measurement whose steps would, by simulation, end after the budget is
- * skipped (the plan stays unmeasured), so that one slow plan cannot hold the search far
- * beyond it.
+ * Budget: a measurement (or a round of the head-to-head) that would take more than a
+ * second by simulation and end after the budget is skipped (the plan stays unmeasured),
+ * so that one slow plan cannot hold the search far beyond it; shorter ones run as before.
  *
  * The checkpoint: failing to save it (a full disk) does not fail the search: the first
  * failure is kept in `checkpoint_failure` and told (PL_SEARCH_CHECKPOINT_FAILED), the

@@ -31,12 +31,17 @@ static bool cut_short(pl_search_call *call, pl_status status)
     return true;
 }
 
-/* Whether `steps` steps of `step_seconds` each (by simulation) would end within the
- * budget; always without one. */
+/* A measurement shorter than this (by simulation) always runs, as the budget always
+ * allowed: only one that is long and would end after the budget is skipped (search.h). */
+enum { SHORT_SECONDS = 1 };
+
+/* Whether `steps` steps of `step_seconds` each (by simulation) may run: they are short, or
+ * end within the budget, or there is no budget. */
 static bool within_budget(const pl_search_call *call, int steps, double step_seconds)
 {
-    double budget = call->options->budget;
-    return !(budget > 0) || pl_now() + steps * step_seconds <= call->start + budget;
+    double budget = call->options->budget, seconds = steps * step_seconds;
+    return !(budget > 0) || seconds <= SHORT_SECONDS ||
+           pl_now() + seconds <= call->start + budget;
 }
 
 /* What the plan file says of where its plan came from. */
@@ -143,8 +148,8 @@ static void keep_medians(pl_search_call *call, const int *who, int n, double *st
 
 /* The best measured baseline and the agent's plans, measured taking turns step by step:
  * measurements minutes apart drift with the machine, and the final choice compares plans
- * within that drift. At least MIN_ROUNDS rounds, at most MAX_ROUNDS, as many as the
- * budget leaves; interrupted before MIN_ROUNDS, nothing was compared fairly and the
+ * within that drift. At least MIN_ROUNDS rounds (each while it is short or ends within the
+ * budget), at most MAX_ROUNDS, as many as the budget leaves; interrupted before MIN_ROUNDS, nothing was compared fairly and the
  * earlier measurements stand. */
 pl_status pl_search__head_to_head(pl_search_call *call)
 {
@@ -156,7 +161,7 @@ pl_status pl_search__head_to_head(pl_search_call *call)
     double round_seconds = 0; /* two steps of each contender, by simulation */
     for (int k = 0; k < n; k++)
         round_seconds += 2 * s->rows[who[k]].sim.step_seconds;
-    if (n < 2 || !within_budget(call, 1, round_seconds)) /* not even one round: none */
+    if (n < 2)
         return PL_OK;
     double *steps = malloc((size_t)n * MAX_ROUNDS * sizeof *steps);
     if (!steps)
@@ -165,7 +170,8 @@ pl_status pl_search__head_to_head(pl_search_call *call)
     int rounds = 0;
     pl_status status = PL_OK;
     while (status == PL_OK && rounds < MAX_ROUNDS && !pl_search__interrupted(call) &&
-           (rounds < MIN_ROUNDS || pl_now() < budget_end)) {
+           (rounds < MIN_ROUNDS ? within_budget(call, 1, round_seconds)
+                                : pl_now() < budget_end)) {
         status = take_turns(call, who, n, steps, rounds++);
         if (cut_short(call, status)) {
             rounds--; /* not a whole round */

@@ -121,8 +121,8 @@ void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *cluster,
 /* Ctrl-C for long commands: pl_cli_catch_interrupt(true) clears the flag and makes SIGINT,
  * SIGTERM and SIGHUP set it instead of ending the process (an interrupted command still
  * writes what it has and exits PL_EXIT_INTERRUPTED, 130, whichever signal it was);
- * (false) restores what was there before. A signal ignored at the start (SIGHUP under
- * nohup) stays ignored. */
+ * (false) restores what was there before. SIGHUP ignored at the start (nohup) stays
+ * ignored. */
 extern volatile sig_atomic_t pl_cli_interrupted;
 void pl_cli_catch_interrupt(bool catch);
 

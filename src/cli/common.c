@@ -423,8 +423,9 @@ static void on_interrupt(int signal_number)
 }
 
 /* SIGINT (Ctrl-C), SIGTERM (kill, a job scheduler's stop) and SIGHUP (the terminal gone)
- * all mean "stop and keep what you have". A signal ignored when the command starts (SIGHUP
- * under nohup) stays ignored. SA_RESTART: a blocking read resumes rather than failing with
+ * all mean "stop and keep what you have". SIGHUP ignored when the command starts (nohup)
+ * stays ignored; SIGINT is caught even so, since a shell without job control starts a
+ * background command with it ignored, and `kill -INT` is still meant. SA_RESTART: a blocking read resumes rather than failing with
  * EINTR; the flag is polled. (false) puts back what was there before. */
 void pl_cli_catch_interrupt(bool catch)
 {
@@ -442,7 +443,8 @@ void pl_cli_catch_interrupt(bool catch)
     pl_cli_interrupted = 0;
     for (int i = 0; i < N_SIGNALS; i++) {
         if (catch && !caught[i]) {
-            if (sigaction(signals[i], NULL, &before[i]) == 0 && before[i].sa_handler != SIG_IGN)
+            if (sigaction(signals[i], NULL, &before[i]) == 0 &&
+                (signals[i] != SIGHUP || before[i].sa_handler != SIG_IGN))
                 caught[i] = sigaction(signals[i], &action, NULL) == 0;
         } else if (!catch && caught[i]) {
             sigaction(signals[i], &before[i], NULL);
