@@ -120,8 +120,9 @@ pl_status pl_agent_save(const pl_agent *a, const char *path, pl_error *err)
     if (a->n_lead)
         ok = ok && put_best(fp, &a->lead);
     if (!ok) {
+        int saved = errno; /* fwrite's reason, before the abort's calls */
         pl_atomic_abort(&file);
-        return pl_error_set(err, PL_EIO, NULL, "cannot write the checkpoint");
+        return pl_error_set(err, PL_EIO, NULL, "cannot write %s: %s", path, strerror(saved));
     }
     return pl_atomic_commit(&file, err);
 }

@@ -161,12 +161,25 @@ static pl_status start_new_agent(pl_search_call *call, const pl_agent_options *a
     return PL_OK;
 }
 
+/* A new agent after the baselines; one resumed was read before them (read_resumed). */
 static pl_status start_agent(pl_search_call *call)
 {
+    if (call->result->agent) {
+        tell_kind(call, PL_SEARCH_RESUMED);
+        return PL_OK;
+    }
+    pl_agent_options ao = agent_options(call->options);
+    return start_new_agent(call, &ao);
+}
+
+/* The checkpoint to resume from, read before anything else runs: a bad one fails the
+ * search before minutes of baselines and measurements. */
+static pl_status read_resumed(pl_search_call *call)
+{
     const pl_search_options *o = call->options;
-    pl_agent_options ao = agent_options(o);
     if (!o->resume)
-        return start_new_agent(call, &ao);
+        return PL_OK;
+    pl_agent_options ao = agent_options(o);
     pl_search *s = call->result;
     s->agent = pl_agent_load(o->resume, call->graph, call->cluster, call->model, &ao,
                              call->err);
@@ -174,7 +187,28 @@ static pl_status start_agent(pl_search_call *call)
         snprintf(call->err->source, sizeof call->err->source, "%s", o->resume);
         return call->err->status;
     }
-    tell_kind(call, PL_SEARCH_RESUMED);
+    return PL_OK;
+}
+
+/* Saves the checkpoint unless a save failed before; a failure is kept and told, not
+ * returned (search.h). */
+static pl_status save_checkpoint(pl_search_call *call)
+{
+    pl_search *s = call->result;
+    const char *path = call->options->checkpoint;
+    if (!path || s->checkpoint_failure[0])
+        return PL_OK;
+    pl_error failure;
+    pl_error_init(&failure, NULL);
+    if (pl_agent_save(s->agent, path, &failure) == PL_OK)
+        return PL_OK;
+    if (failure.status == PL_ENOMEM) {
+        *call->err = failure;
+        return PL_ENOMEM;
+    }
+    snprintf(s->checkpoint_failure, sizeof s->checkpoint_failure, "%s", failure.text);
+    pl_search__tell(call, (pl_search_event){.kind = PL_SEARCH_CHECKPOINT_FAILED, .row = -1,
+                                            .text = s->checkpoint_failure});
     return PL_OK;
 }
 
@@ -200,7 +234,7 @@ static pl_status iterate(pl_search_call *call)
             last_measure = pl_now();
         }
         if (o->checkpoint && now - last_save > SAVE_EVERY) {
-            if (pl_agent_save(agent, o->checkpoint, call->err) != PL_OK)
+            if (save_checkpoint(call) != PL_OK)
                 return call->err->status;
             last_save = now;
         }
@@ -208,9 +242,7 @@ static pl_status iterate(pl_search_call *call)
                                                 .iteration = it});
     }
     tell_kind(call, PL_SEARCH_AGENT_DONE);
-    if (o->checkpoint && pl_agent_save(agent, o->checkpoint, call->err) != PL_OK)
-        return call->err->status;
-    return PL_OK;
+    return save_checkpoint(call);
 }
 
 /* One of the agent's plans as row number *added + 1, unless it is a baseline's (already a
@@ -320,14 +352,17 @@ static pl_status check_options(const pl_search_options *o, pl_error *err)
 static pl_status run(pl_search_call *call)
 {
     pl_search *s = call->result;
-    if (pl_step_lower_bound(call->graph, call->cluster, call->model, &s->bound, call->err) !=
-        PL_OK)
+    if (read_resumed(call) != PL_OK ||
+        pl_step_lower_bound(call->graph, call->cluster, call->model, &s->bound, call->err) !=
+            PL_OK)
         return call->err->status;
     /* the data do not change a step's time; synthetic data fit every model */
     if (!call->options->simulate_only &&
         !(call->executor = pl_executor_new_with_data(call->graph, call->cluster, "synthetic",
                                                      call->err)))
         return call->err->status;
+    if (call->executor)
+        pl_executor_set_interrupt(call->executor, call->interrupt);
     tell_kind(call, PL_SEARCH_STARTED);
     if (place_baselines(call) != PL_OK || choose_baseline(call) != PL_OK)
         return call->err->status;

@@ -6,7 +6,8 @@
  *      executor measures the three fastest by simulation, and the best baseline is the
  *      fastest measured (the fastest simulated when the call only simulates);
  *   2. the agent (agent.h) starts: a new one, offered every baseline that fits and
- *      imitating the best, or one read back from a checkpoint;
+ *      imitating the best, or one read back from a checkpoint (read first of all, before
+ *      the baselines: a checkpoint that cannot be resumed fails the call at once);
  *   3. it iterates until its iterations are done, its share of the budget is spent or
  *      the interrupt flag is set; every few seconds the executor measures the agent's best
  *      plan when it is new (correcting the simulator), and the checkpoint is saved;
@@ -17,10 +18,19 @@
  * Simulating only (pl_search_options.simulate_only) skips every measurement: no executor
  * is made, and the result depends on the code, the cost model and the seed alone.
  *
- * Interrupts: the search polls `*interrupt` (a signal handler's flag) between its steps.
- * Once it is set, the search places baselines only until one fits, measures nothing more,
- * lets the agent iterate no more, and returns the best plan so far with `interrupted`
- * set.
+ * Interrupts: the search polls `*interrupt` (a signal handler's flag) between its steps,
+ * and the executor polls it during a paced step (executor.h), ending the step early: a
+ * measurement cut short measures nothing. Once it is set, the search places baselines
+ * only until one fits, measures nothing more, lets the agent iterate no more, and returns
+ * the best plan so far with `interrupted` set.
+ *
+ * Budget: a measurement (or a round of the head-to-head) that would take more than a
+ * second by simulation and end after the budget is skipped (the plan stays unmeasured),
+ * so that one slow plan cannot hold the search far beyond it; shorter ones run as before.
+ *
+ * The checkpoint: failing to save it (a full disk) does not fail the search: the first
+ * failure is kept in `checkpoint_failure` and told (PL_SEARCH_CHECKPOINT_FAILED), the
+ * search saves no more and goes on to its result.
  *
  * Errors: `err` keeps its source (the caller names it: the model's file, say), except
  * that an error reading the checkpoint to resume from names that file. A baseline that
@@ -107,6 +117,9 @@ typedef struct pl_search {
                                              one measured step; 0 when not measured */
     double elapsed;       /* seconds from options->start to the end */
     bool interrupted;
+    char checkpoint_failure[PL_ERROR_TEXT_MAX]; /* why options->checkpoint could not be
+                                                   saved ("cannot write PATH: REASON"), or
+                                                   "" */
 } pl_search;
 
 typedef enum pl_search_event_kind {
@@ -121,6 +134,7 @@ typedef enum pl_search_event_kind {
     PL_SEARCH_AGENT_MEASURED, /* the agent's best plan measured: `measured` seconds */
     PL_SEARCH_AGENT_DONE,     /* the agent iterates no more */
     PL_SEARCH_HEAD_TO_HEAD,   /* round `round` of the final measurement done */
+    PL_SEARCH_CHECKPOINT_FAILED, /* the checkpoint not saved: why in `text`; no more tries */
 } pl_search_event_kind;
 
 typedef struct pl_search_event {
@@ -130,7 +144,7 @@ typedef struct pl_search_event {
     pl_agent_iteration iteration; /* ITERATION */
     double measured;              /* AGENT_MEASURED */
     int round;                    /* HEAD_TO_HEAD: from 1 */
-    const char *text;             /* NOT_IMITATING; else NULL */
+    const char *text;             /* NOT_IMITATING, CHECKPOINT_FAILED; else NULL */
 } pl_search_event;
 
 /* Called as the search goes, in the order of the protocol above; the event and what it
@@ -140,7 +154,7 @@ typedef void (*pl_search_progress)(void *context, const pl_search_event *event);
 /* Runs the search. `progress` (may be NULL) receives the events with `context`;
  * `interrupt` (may be NULL) is polled. Returns the new result, or NULL with `err` filled
  * in (PL_EINPUT: options out of range, a checkpoint made for something else; PL_EIO: a
- * checkpoint not read or written; PL_ENOMEM). */
+ * checkpoint not read; PL_ENOMEM). */
 pl_search *pl_search_run(const pl_graph *graph, const pl_cluster *cluster,
                          const pl_cost_model *model, const pl_search_options *options,
                          pl_search_progress progress, void *context,

@@ -19,6 +19,31 @@ pl_status pl_search__simulate_row(pl_search_call *call, pl_search_row *row)
     return status;
 }
 
+/* A step cut short by the interrupt (executor.h) is no failure: its error is forgotten
+ * (keeping the source) and true returned; the measurement it was part of measured
+ * nothing. */
+static bool cut_short(pl_search_call *call, pl_status status)
+{
+    if (status != PL_EINTERRUPTED)
+        return false;
+    pl_error kept = *call->err;
+    pl_error_init(call->err, kept.source);
+    return true;
+}
+
+/* A measurement shorter than this (by simulation) always runs, as the budget always
+ * allowed: only one that is long and would end after the budget is skipped (search.h). */
+enum { SHORT_SECONDS = 1 };
+
+/* Whether `steps` steps of `step_seconds` each (by simulation) may run: they are short, or
+ * end within the budget, or there is no budget. */
+static bool within_budget(const pl_search_call *call, int steps, double step_seconds)
+{
+    double budget = call->options->budget, seconds = steps * step_seconds;
+    return !(budget > 0) || seconds <= SHORT_SECONDS ||
+           pl_now() + seconds <= call->start + budget;
+}
+
 /* What the plan file says of where its plan came from. */
 static void note_measured(pl_search_row *row)
 {
@@ -30,7 +55,8 @@ pl_status pl_search__measure_row(pl_search_call *call, pl_search_row *row)
 {
     pl_fit fit;
     pl_measurement m;
-    if (!row->plan || !row->fits)
+    int steps = 1 + call->options->measure_steps;
+    if (!row->plan || !row->fits || !within_budget(call, steps, row->sim.step_seconds))
         return PL_OK;
     if (pl_executor_set_plan(call->executor, row->plan, &fit, call->err) != PL_OK)
         return call->err->status;
@@ -38,9 +64,12 @@ pl_status pl_search__measure_row(pl_search_call *call, pl_search_row *row)
         row->fits = false;
         return PL_OK;
     }
-    if (pl_executor_measure(call->executor, 1, call->options->measure_steps, &m, call->err) !=
-        PL_OK)
-        return call->err->status;
+    pl_status status = pl_executor_measure(call->executor, 1, call->options->measure_steps, &m,
+                                           call->err);
+    if (cut_short(call, status))
+        return PL_OK;
+    if (status != PL_OK)
+        return status;
     row->measured = m.median;
     note_measured(row);
     return PL_OK;
@@ -119,8 +148,8 @@ static void keep_medians(pl_search_call *call, const int *who, int n, double *st
 
 /* The best measured baseline and the agent's plans, measured taking turns step by step:
  * measurements minutes apart drift with the machine, and the final choice compares plans
- * within that drift. At least MIN_ROUNDS rounds, at most MAX_ROUNDS, as many as the
- * budget leaves; interrupted before MIN_ROUNDS, nothing was compared fairly and the
+ * within that drift. At least MIN_ROUNDS rounds (each while it is short or ends within the
+ * budget), at most MAX_ROUNDS, as many as the budget leaves; interrupted before MIN_ROUNDS, nothing was compared fairly and the
  * earlier measurements stand. */
 pl_status pl_search__head_to_head(pl_search_call *call)
 {
@@ -129,6 +158,9 @@ pl_status pl_search__head_to_head(pl_search_call *call)
     for (int r = 0; r < s->n_rows; r++)
         if (r == s->best_baseline || (!s->rows[r].baseline && s->rows[r].fits))
             who[n++] = r;
+    double round_seconds = 0; /* two steps of each contender, by simulation */
+    for (int k = 0; k < n; k++)
+        round_seconds += 2 * s->rows[who[k]].sim.step_seconds;
     if (n < 2)
         return PL_OK;
     double *steps = malloc((size_t)n * MAX_ROUNDS * sizeof *steps);
@@ -138,8 +170,14 @@ pl_status pl_search__head_to_head(pl_search_call *call)
     int rounds = 0;
     pl_status status = PL_OK;
     while (status == PL_OK && rounds < MAX_ROUNDS && !pl_search__interrupted(call) &&
-           (rounds < MIN_ROUNDS || pl_now() < budget_end)) {
+           (rounds < MIN_ROUNDS ? within_budget(call, 1, round_seconds)
+                                : pl_now() < budget_end)) {
         status = take_turns(call, who, n, steps, rounds++);
+        if (cut_short(call, status)) {
+            rounds--; /* not a whole round */
+            status = PL_OK;
+            break;
+        }
         if (status == PL_OK)
             pl_search__tell(call, (pl_search_event){.kind = PL_SEARCH_HEAD_TO_HEAD,
                                                     .row = -1, .round = rounds});
@@ -160,7 +198,7 @@ void pl_search__measure_busy(pl_search_call *call)
        failed */
     if (!call->executor || !(chosen->measured > 0) ||
         pl_executor_set_plan(call->executor, chosen->plan, &fit, NULL) != PL_OK || !fit.fits ||
-        pl_executor_step(call->executor, 0, &loss, NULL) != PL_OK)
+        pl_executor_step(call->executor, 0, &loss, NULL) != PL_OK) /* interrupted too */
         return;
     const pl_program *p = pl_executor_program(call->executor);
     const double *starts = pl_executor_task_starts(call->executor);

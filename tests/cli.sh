@@ -143,7 +143,7 @@ expect 0 "main job with -o" "$bin" -o "$work/custom" "$src/graphs/mlp.json" --it
 ls -a "$work" | grep -q 'placer-tmp-' && bad "a temporary file was left behind" || ok
 
 # A failed write leaves nothing behind and says why.
-expect 1 "dot into a missing directory" "$bin" dot "$src/graphs/mlp.json" -o "$work/no/such/dir/x.dot"
+expect 2 "dot into a missing directory" "$bin" dot "$src/graphs/mlp.json" -o "$work/no/such/dir/x.dot"
 contains "$work/err" "No such file or directory" "dot into a missing directory"
 
 # The output rules (docs/outputs.md). Devices and FIFOs are written, not replaced.
@@ -164,8 +164,8 @@ mkdir "$work/links" && echo old >"$work/target.dot" && ln -s ../target.dot "$wor
 expect 0 "dot through a link" "$bin" dot "$mlp" -o "$work/links/drawing.dot"
 [ -L "$work/links/drawing.dot" ] && grep -q '^digraph' "$work/target.dot" && ok || bad "a link output: link replaced or target unchanged"
 ls -a "$work/links" "$work" | grep -q 'placer-tmp-' && bad "a temporary file left after a link" || ok
-expect 1 "dot into a directory" "$bin" dot "$mlp" -o "$work/links"
-contains "$work/err" "links: Is a directory" "dot into a directory"
+expect 2 "dot into a directory" "$bin" dot "$mlp" -o "$work/links"
+contains "$work/err" "links': Is a directory" "dot into a directory"
 # The umask gives the mode, to a new file and to one replaced.
 mode() { stat -c %a "$1"; }
 ( umask 022 && "$bin" dot "$mlp" -o "$work/m022.dot" && chmod 600 "$work/m022.dot" && \

@@ -67,7 +67,7 @@ expect 2 "run: a missing plan" "$bin" run "$mlp" --cluster "$paced" --plan "$wor
 expect 2 "train: --plan with --threads" "$bin" train "$mlp" --plan "$plan" --threads 2
 contains "$work/err" "the plan sets the threads" "train: --plan with --threads"
 expect 2 "train: --cluster without --plan" "$bin" train "$mlp" --cluster "$paced"
-expect 1 "run: trace into a missing directory" "$bin" run "$mlp" --steps 1 --warmup 0 \
+expect 2 "run: trace into a missing directory" "$bin" run "$mlp" --steps 1 --warmup 0 \
     --trace "$work/no/such/trace.json"
 
 finish run

@@ -324,6 +324,33 @@ static void test_pacing_never_early(void)
     close_pipeline(&f);
 }
 
+/* An interrupt ends the pacing of a step modelled at minutes (1000 FLOP/s): the step
+ * returns PL_EINTERRUPTED at once, having computed what an unpaced step computes. */
+static void test_interrupt_ends_pacing(void)
+{
+    pipeline native = open_pipeline(0, PL_SCHEDULE_1F1B);
+    pipeline slow = open_pipeline(1e3, PL_SCHEDULE_1F1B);
+    volatile sig_atomic_t interrupt = 1;
+    pl_executor_set_interrupt(slow.ex, &interrupt);
+    float native_loss, slow_loss;
+    pl_error err;
+    pl_error_init(&err, NULL);
+    CU_ASSERT_EQUAL(pl_executor_step(native.ex, 1, &native_loss, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_executor_step(slow.ex, 1, &slow_loss, &err), PL_EINTERRUPTED);
+    CU_ASSERT_EQUAL(err.status, PL_EINTERRUPTED);
+    CU_ASSERT_EQUAL(native_loss, slow_loss);
+    const pl_program *p = pl_executor_program(slow.ex);
+    double modelled = 0;
+    for (int i = 0; i < p->n_tasks; i++)
+        modelled += pl_task_flops(p, &p->tasks[i]) / 1e3;
+    CU_ASSERT(modelled > 600); /* hence a step that waited would not end in a minute */
+    CU_ASSERT(pl_executor_step_seconds(slow.ex) < 60);
+    pl_measurement m;
+    CU_ASSERT_EQUAL(pl_executor_measure(slow.ex, 0, 2, &m, NULL), PL_EINTERRUPTED);
+    close_pipeline(&slow);
+    close_pipeline(&native);
+}
+
 /* The trace parses as JSON, names a row per device and link, and has an event per task. */
 static void test_trace(void)
 {
@@ -363,6 +390,7 @@ void pl_register_executor_tests(void)
         {"1F1B keeps fewer micro-batches than GPipe", test_schedule_memory},
         {"dependencies follow program order", test_program_order},
         {"paced kernels are never early", test_pacing_never_early},
+        {"an interrupt ends a paced step, computed whole", test_interrupt_ends_pacing},
         {"traces are trace-event JSON", test_trace},
         {"random plans: mlp", test_random_mlp},
         {"random plans: cnn", test_random_cnn},

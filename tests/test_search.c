@@ -304,11 +304,34 @@ static void test_errors(void)
     f.o.iterations = 2;
     f.o.resume = "/nonexistent/placer-search.ckpt";
     pl_error_init(&err, "model.json");
-    CU_ASSERT_PTR_NULL(pl_search_run(f.g, f.c, &f.m, &f.o, NULL, NULL, NULL, &err));
+    recorder r = {0};
+    CU_ASSERT_PTR_NULL(pl_search_run(f.g, f.c, &f.m, &f.o, record, &r, NULL, &err));
     CU_ASSERT_EQUAL(err.status, PL_EINPUT);
     CU_ASSERT_STRING_EQUAL(err.source, f.o.resume);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "cannot open"));
     CU_ASSERT_PTR_NULL(strstr(err.text, f.o.resume)); /* named once: as the source */
+    CU_ASSERT_EQUAL(r.n, 0); /* read before anything started: no baseline placed */
+    fixture_free(&f);
+}
+
+/* A checkpoint that cannot be saved (/dev/full: always a full disk) is told once and
+ * kept in the result, which is whole: the plan chosen as without a checkpoint. */
+static void test_checkpoint_not_saved(void)
+{
+    fixture f;
+    fixture_init(&f, "paced-4.json");
+    pl_search *plain = run(&f, NULL, NULL);
+    f.o.checkpoint = "/dev/full";
+    recorder r;
+    pl_search *s = run(&f, &r, NULL);
+    CU_ASSERT_EQUAL(count_kind(&r, PL_SEARCH_CHECKPOINT_FAILED), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(s->checkpoint_failure, "/dev/full"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(s->checkpoint_failure, "No space left on device"));
+    CU_ASSERT_STRING_EQUAL(plain->checkpoint_failure, "");
+    CU_ASSERT_EQUAL(s->chosen, plain->chosen);
+    CU_ASSERT_TRUE(s->chosen >= 0);
+    pl_search_free(s);
+    pl_search_free(plain);
     fixture_free(&f);
 }
 
@@ -348,6 +371,7 @@ void pl_register_search_tests(void)
         {"no plan fits: a result without a chosen row", test_no_fit},
         {"bad options and a missing checkpoint", test_errors},
         {"a saved checkpoint resumed", test_resume},
+        {"a checkpoint not saved: told, the result whole", test_checkpoint_not_saved},
         {NULL, NULL}};
     pl_test_add_suite("search", cases);
 }

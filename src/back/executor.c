@@ -74,17 +74,28 @@ struct pl_executor {
     double *starts, *ends;
     double step_start, step_seconds;
     int64_t steps_run;
+    const volatile sig_atomic_t *interrupt; /* ends paced waits; NULL: never */
+    atomic_bool cut_short; /* this step: a paced wait ended early */
 };
 
-/* Pacing: waits until `when` (CLOCK_MONOTONIC seconds), never returning earlier. A
+/* Pacing: waits until `when` (CLOCK_MONOTONIC seconds), never returning earlier unless
+ * the interrupt flag is set (then it records that the step was cut short and returns). A
  * sleeping thread wakes tens of microseconds late on a VM, which adds up over thousands
  * of tasks: so it sleeps until PL_DEVICE_PACE_SPIN_SECONDS before the deadline and spins
- * the rest, yielding, since more threads than cores may be waiting for one. */
-static void wait_until(double when)
+ * the rest, yielding, since more threads than cores may be waiting for one. It sleeps in
+ * slices of PL_EXECUTOR_POLL_MS at most, checking the flag between them. */
+static void wait_until(pl_executor *ex, double when)
 {
+    const volatile sig_atomic_t *interrupt = ex->interrupt;
     double wake = when - PL_DEVICE_PACE_SPIN_SECONDS;
-    if (wake > pl_now()) {
-        struct timespec ts = {(time_t)wake, (long)((wake - (double)(time_t)wake) * 1e9)};
+    for (double now = pl_now(); wake > now; now = pl_now()) {
+        if (interrupt && *interrupt) {
+            atomic_store(&ex->cut_short, true);
+            return;
+        }
+        double slice = PL_EXECUTOR_POLL_MS / 1e3;
+        double until = wake - now > slice ? now + slice : wake;
+        struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
     }
@@ -165,7 +176,7 @@ static void run_op(resource *r, const pl_task *task, double start)
         if (op->outputs[j] == ex->g->loss)
             ex->losses[k] = *(const float *)args.out[j];
     if (r->flops_per_second > 0)
-        wait_until(start + pl_task_flops(p, task) / r->flops_per_second);
+        wait_until(ex, start + pl_task_flops(p, task) / r->flops_per_second);
 }
 
 static void run_copy(resource *r, const pl_task *task, double start)
@@ -176,7 +187,7 @@ static void run_copy(resource *r, const pl_task *task, double start)
     double modelled = r->latency + (r->bytes_per_second > 0 ? (double)bytes / r->bytes_per_second
                                                             : 0);
     if (modelled > 0)
-        wait_until(start + modelled);
+        wait_until(ex, start + modelled);
 }
 
 static void finish_task(pl_executor *ex, int i)
@@ -521,6 +532,11 @@ pl_status pl_executor_set_plan(pl_executor *ex, const pl_plan *plan, pl_fit *fit
     return status;
 }
 
+void pl_executor_set_interrupt(pl_executor *ex, const volatile sig_atomic_t *interrupt)
+{
+    ex->interrupt = interrupt;
+}
+
 const pl_program *pl_executor_program(const pl_executor *ex)
 {
     return ex->program;
@@ -543,6 +559,7 @@ pl_status pl_executor_step(pl_executor *ex, int64_t step, float *loss, pl_error 
     for (int i = 0; i < p->n_tasks; i++)
         atomic_store_explicit(&ex->pending[i], p->tasks[i].n_deps, memory_order_relaxed);
     atomic_store(&ex->remaining, p->n_tasks);
+    atomic_store(&ex->cut_short, false);
     ex->step_start = pl_now();
     for (int i = 0; i < p->n_tasks; i++)
         if (p->tasks[i].n_deps == 0)
@@ -557,6 +574,8 @@ pl_status pl_executor_step(pl_executor *ex, int64_t step, float *loss, pl_error 
     for (int k = 0; k < m; k++)
         total += ex->losses[k];
     *loss = (float)(total / m);
+    if (atomic_load(&ex->cut_short))
+        return pl_error_set(err, PL_EINTERRUPTED, NULL, "interrupted");
     return PL_OK;
 }
 

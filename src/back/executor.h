@@ -17,10 +17,18 @@
  * host buffers and the arenas (grown when needed), so the placement search can measure
  * many plans in one process.
  *
+ * Interrupts: a paced wait can be long (a kernel of a 1000 FLOP/s device holds its thread
+ * for minutes). Given an interrupt flag (pl_executor_set_interrupt), every paced wait
+ * checks it at least every PL_EXECUTOR_POLL_MS and, once it is set, ends: the step's
+ * kernels and copies still all run, so its results and the parameters it updates are
+ * those of a whole step, but nothing more is held to its modelled time, and the step
+ * returns PL_EINTERRUPTED (its times measure nothing).
+ *
  * Not thread-safe: one caller drives an executor. */
 #ifndef PLACER_EXECUTOR_H
 #define PLACER_EXECUTOR_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -51,6 +59,12 @@ void pl_executor_free(pl_executor *executor);
 pl_executor *pl_executor_new_with_data(const pl_graph *graph, const pl_cluster *cluster,
                                        const char *data_path, pl_error *err);
 
+enum { PL_EXECUTOR_POLL_MS = 50 }; /* how often a paced wait checks the flag */
+
+/* The flag (a signal handler's, say; NULL: none) that ends paced waits early, borrowed
+ * for the executor's life; read by the executor's threads, set by anyone. */
+void pl_executor_set_interrupt(pl_executor *executor, const volatile sig_atomic_t *interrupt);
+
 /* Whether a plan fits: when it does not, the first device that overflows, what it would
  * need (its peak) and its capacity. */
 typedef struct pl_fit {
@@ -73,7 +87,9 @@ const pl_program *pl_executor_program(const pl_executor *executor);
 void *pl_executor_data(pl_executor *executor, int t);
 
 /* One training step: every micro-batch's forward and backward ops, then the updates.
- * *loss gets the mean of the micro-batches' losses. PL_EINPUT without a plan that fits. */
+ * *loss gets the mean of the micro-batches' losses. PL_EINPUT without a plan that fits;
+ * PL_EINTERRUPTED when the interrupt flag cut its pacing short (the step is done, *loss
+ * set, its times not modelled: see Interrupts above). */
 pl_status pl_executor_step(pl_executor *executor, int64_t step, float *loss, pl_error *err);
 
 /* The last step's timeline: its wall-clock seconds, and each task's start and end in
@@ -91,7 +107,8 @@ bool pl_executor_paced(const pl_executor *executor);
 int pl_executor_threads(const pl_executor *executor);
 
 /* The measurement protocol: `warmup` steps, then `steps` measured ones (at least 1), with
- * the median, minimum and maximum step time. Parameters train as the steps run. */
+ * the median, minimum and maximum step time. Parameters train as the steps run. An
+ * interrupted step ends it: PL_EINTERRUPTED, nothing measured. */
 typedef struct pl_measurement {
     int warmup, steps;
     double median, min, max;

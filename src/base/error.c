@@ -102,6 +102,7 @@ const char *pl_status_name(pl_status status)
     case PL_EIO: return "input/output error";
     case PL_ENOMEM: return "out of memory";
     case PL_EINTERNAL: return "internal error";
+    case PL_EINTERRUPTED: return "interrupted";
     }
     return "unknown status";
 }

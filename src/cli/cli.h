@@ -101,7 +101,11 @@ typedef struct pl_cli_file {
  * (device and inode, links followed) when both exist, so "./a.json", "a.json" and a link
  * to it are one file; an output that does not exist yet is no input, and "-" (standard
  * output) none either. Prints "placer: the output 'a.json' is the model being read" on
- * stderr and returns PL_EXIT_USAGE, else PL_EXIT_OK. */
+ * stderr and returns PL_EXIT_USAGE, else PL_EXIT_OK. Then checks that every output can be
+ * written, so that no long work ends in a failed write: its folder exists and is writable
+ * (the profile's, which is made when missing, excepted), it is no directory, and a device or FIFO is writable;
+ * otherwise "placer: cannot write the checkpoint '/x/c.ckpt': /x: No such file or
+ * directory" and PL_EXIT_USAGE. */
 int pl_cli_check_outputs(const pl_cli_file *inputs, size_t n_inputs,
                          const pl_cli_file *outputs, size_t n_outputs);
 /* The calibration profile as an output ({NULL} when there is no home to put it in): the
@@ -117,8 +121,11 @@ int pl_cli_new_executor(const pl_graph *graph, const pl_cluster *cluster,
 /* "plan: 3 devices, 3 stages, ..." for run and simulate. */
 void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *cluster,
                           const pl_program *program);
-/* Ctrl-C for long commands: pl_cli_catch_interrupt(true) clears the flag and makes SIGINT
- * set it instead of ending the process; (false) restores the default. */
+/* Ctrl-C for long commands: pl_cli_catch_interrupt(true) clears the flag and makes SIGINT,
+ * SIGTERM and SIGHUP set it instead of ending the process (an interrupted command still
+ * writes what it has and exits PL_EXIT_INTERRUPTED, 130, whichever signal it was);
+ * (false) restores what was there before. SIGHUP ignored at the start (nohup) stays
+ * ignored. */
 extern volatile sig_atomic_t pl_cli_interrupted;
 void pl_cli_catch_interrupt(bool catch);
 

@@ -1,17 +1,21 @@
 /* placer MODEL.json: the main job. Load and validate the model (its summary and
- * PREFIX.graph.dot as before), calibrate (cached), run the search (policy/search.h: the
- * baselines, the agent within the budget, the best candidates measured on the executor)
- * printing its progress, and write the plan (PREFIX.plan.json), its drawing
+ * PREFIX.graph.dot once the inputs are checked), calibrate (cached), run the search
+ * (policy/search.h: the baselines, the agent within the budget, the best candidates
+ * measured on the executor) printing its progress, and write the plan (PREFIX.plan.json), its drawing
  * (PREFIX.plan.dot) and a report (PREFIX.report.md with PREFIX.curve.svg), all
- * atomically. Ctrl-C stops the search and still writes the best plan found so far (exit
- * 130). */
+ * atomically. Ctrl-C, SIGTERM or SIGHUP stops the search and still writes the best plan
+ * found so far (exit 130); a checkpoint that cannot be saved does not keep the plan and
+ * the report from being written (exit 1). Every input is read and checked (the cluster
+ * here, the checkpoint resumed by the search) before anything is written. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "cli.h"
+#include "dot.h"
 #include "job.h"
 
 typedef struct main_options {
@@ -48,8 +52,9 @@ static void print_usage(void)
            "PREFIX.agent.plan.json and checkpoint PREFIX.agent.ckpt, and the model's drawing\n"
            "PREFIX.graph.dot. --iterations stops the agent after N iterations in all (the\n"
            "budget still applies); --resume continues from a checkpoint of the same model,\n"
-           "cluster, seed and samples. Ctrl-C stops the search and writes the best plan so\n"
-           "far (exit status 130). --no-fold and --no-defer keep the agent from interleaving\n"
+           "cluster, seed and samples. Ctrl-C (or SIGTERM, SIGHUP) stops the search and\n"
+           "writes the best plan so far (exit status 130); a checkpoint that cannot be saved\n"
+           "is said and the plan still written (exit status 1). --no-fold and --no-defer keep the agent from interleaving\n"
            "pipeline stages and from deferring weight gradients, --no-sweep from trying a new\n"
            "best placement under every shape, --no-refine from refining the best plan by\n"
            "single-op moves (to measure what each gains).\n");
@@ -205,7 +210,54 @@ typedef struct job_state {
     char *prefix;
     double start;
     bool tty;     /* progress rewrites one line in place */
+    char *graph_dot;      /* the model's drawing, made before its training graph */
+    size_t graph_dot_size;
+    int graph_dot_status; /* writing PREFIX.graph.dot: an exit status */
 } job_state;
+
+/* The model's drawing, into memory: it is written once every input has been read and
+ * checked (write_graph_dot), and autodiff adds the backward ops to the graph before. */
+static int draw_graph(job_state *s)
+{
+    pl_error err;
+    pl_error_init(&err, s->o.model);
+    FILE *out = open_memstream(&s->graph_dot, &s->graph_dot_size);
+    if (!out) {
+        fprintf(stderr, "placer: out of memory\n");
+        return PL_EXIT_FAILURE;
+    }
+    pl_status status = pl_dot_write_graph(s->setup.graph, out, &err);
+    if (fclose(out) != 0 && status == PL_OK)
+        status = pl_error_set(&err, PL_ENOMEM, NULL, "out of memory");
+    return status == PL_OK ? PL_EXIT_OK : pl_cli_report(&err);
+}
+
+/* PREFIX.graph.dot, when the search has read its inputs (the checkpoint resumed among
+ * them) and before it starts its work. */
+static int write_graph_dot(const job_state *s)
+{
+    char *path = path_of(s->prefix, ".graph.dot");
+    pl_error err;
+    pl_error_init(&err, path);
+    pl_atomic_file file;
+    int status = PL_EXIT_OK;
+    if (!path) {
+        fprintf(stderr, "placer: out of memory\n");
+        status = PL_EXIT_FAILURE;
+    } else if (pl_atomic_open(&file, path, &err) != PL_OK) {
+        status = pl_cli_report(&err);
+    } else if (fwrite(s->graph_dot, 1, s->graph_dot_size, file.fp) != s->graph_dot_size) {
+        pl_atomic_abort(&file);
+        pl_error_set(&err, PL_EIO, NULL, "cannot write %s", path);
+        status = pl_cli_report(&err);
+    } else if (pl_atomic_commit(&file, &err) != PL_OK) {
+        status = pl_cli_report(&err);
+    } else if (!s->o.quiet) {
+        printf("wrote %s (render: dot -Tsvg %s > %s.svg)\n", path, path, s->prefix);
+    }
+    free(path);
+    return status;
+}
 
 static void print_start(const job_state *s, const pl_search_event *event)
 {
@@ -303,7 +355,11 @@ static void print_progress(void *context, const pl_search_event *event)
         [PL_SEARCH_ITERATION] = print_iteration,
         [PL_SEARCH_AGENT_DONE] = print_agent_done,
     };
-    const job_state *s = context;
+    job_state *s = context;
+    if (event->kind == PL_SEARCH_STARTED)
+        s->graph_dot_status = write_graph_dot(s);
+    if (event->kind == PL_SEARCH_CHECKPOINT_FAILED) /* even when quiet */
+        fprintf(stderr, "placer: %s; the search goes on without it\n", event->text);
     if (!s->o.quiet && (size_t)event->kind < sizeof printers / sizeof *printers &&
         printers[event->kind])
         printers[event->kind](s, event);
@@ -409,6 +465,11 @@ static int run_job(job_state *s)
     s->job.calibrated = s->setup.calibrated;
     if ((status = search(s)) == PL_EXIT_OK)
         status = write_outputs(s);
+    /* an output not written (the model's drawing, the checkpoint) fails the job, after
+       the plan and the report are written */
+    if (status == PL_EXIT_OK && (s->graph_dot_status != PL_EXIT_OK ||
+                                 (s->search && s->search->checkpoint_failure[0])))
+        status = PL_EXIT_FAILURE;
     if (status == PL_EXIT_OK && pl_cli_interrupted)
         status = PL_EXIT_INTERRUPTED;
     return status;
@@ -425,22 +486,21 @@ int pl_cmd_main(int argc, char **argv)
         s.prefix = s.o.prefix ? strdup(s.o.prefix) : default_prefix(s.o.model);
         status = s.prefix ? check_outputs(&s.o, s.prefix) : PL_EXIT_FAILURE;
     }
+    /* the cluster read and checked before anything is written */
     s.setup = (pl_cli_setup){.model_path = s.o.model, .cluster_path = s.o.cluster,
-                             .quiet = s.o.quiet};
+                             .needs = PL_CLI_CLUSTER, .quiet = s.o.quiet};
     if (status != PL_EXIT_OK || (status = pl_cli_setup_load(&s.setup)) != PL_EXIT_OK) {
+        pl_cli_setup_release(&s.setup);
         free(command);
         free(s.prefix);
         return status < 0 ? PL_EXIT_OK : status;
     }
     if (!s.o.quiet)
         pl_cli_print_summary(stdout, s.o.model, s.setup.graph);
-    char *dot_path = path_of(s.prefix, ".graph.dot");
-    if (!s.prefix || !command || !dot_path) {
+    if (!s.prefix || !command) {
         fprintf(stderr, "placer: out of memory\n");
         status = PL_EXIT_FAILURE;
-    } else if ((status = pl_cli_write_dot(s.setup.graph, dot_path)) == PL_EXIT_OK) {
-        if (!s.o.quiet)
-            printf("wrote %s (render: dot -Tsvg %s > %s.svg)\n", dot_path, dot_path, s.prefix);
+    } else if ((status = draw_graph(&s)) == PL_EXIT_OK) {
         s.job.model_path = s.o.model;
         s.job.command = command;
         s.job.budget = s.o.search.budget;
@@ -451,7 +511,7 @@ int pl_cmd_main(int argc, char **argv)
     }
     pl_search_free(s.search);
     pl_cli_setup_release(&s.setup);
-    free(dot_path);
+    free(s.graph_dot);
     free(command);
     free(s.prefix);
     return status;

@@ -45,7 +45,8 @@ static void usage(void)
            "  --lr X               learning rate (default: the model's)\n"
            "  --seed N             data order and dropout seed (default 1)\n"
            "  --threads N          worker threads of the device (default 1)\n"
-           "  --checkpoint FILE    write a checkpoint here at the end (and on Ctrl-C)\n"
+           "  --checkpoint FILE    write a checkpoint here at the end (and on Ctrl-C,\n"
+           "                       SIGTERM or SIGHUP: exit status 130)\n"
            "  --checkpoint-every N also every N steps\n"
            "  --resume FILE        continue from a checkpoint\n"
            "  --log-every N        print a line every N steps (default 100)\n"
@@ -232,15 +233,20 @@ typedef struct trainer {
     scorer sc;
     pl_train_position at;
     int64_t epoch_size;
+    bool save_failed; /* a periodic checkpoint failed, and was said */
 } trainer;
 
+/* Reports a failure unless a periodic save failed and was reported before. */
 static int write_checkpoint(trainer *t)
 {
     pl_error err;
     pl_error_init(&err, t->o.checkpoint);
-    if (pl_checkpoint_write(t->o.checkpoint, t->g, t->s, &t->at, &err) != PL_OK)
-        return pl_cli_report(&err);
-    return PL_EXIT_OK;
+    if (pl_checkpoint_write(t->o.checkpoint, t->g, t->s, &t->at, &err) == PL_OK)
+        return PL_EXIT_OK;
+    if (t->save_failed)
+        return PL_EXIT_FAILURE;
+    t->save_failed = true;
+    return pl_cli_report(&err);
 }
 
 static bool finished(const trainer *t)
@@ -267,18 +273,21 @@ static int run(trainer *t)
         pl_status stepped = t->ex ? pl_executor_step(t->ex, t->at.step + 1, &loss, &err)
                                   : pl_session_train_step(t->s, t->at.step + 1,
                                                           (int)t->o.micro_batches, &loss, &err);
-        if (stepped != PL_OK) {
+        /* cut short by an interrupt (executor.h): the step is done, its time is not one */
+        bool cut_short = stepped == PL_EINTERRUPTED;
+        if (stepped != PL_OK && !cut_short) {
             status = pl_cli_report(&err);
             break;
         }
         double elapsed = pl_now() - start;
-        if (timed == capacity) {
+        if (!cut_short && timed == capacity) {
             double *more = realloc(times, (size_t)(capacity *= 2) * sizeof *times);
             if (!more)
                 break;
             times = more;
         }
-        times[timed++] = elapsed;
+        if (!cut_short)
+            times[timed++] = elapsed;
         t->at.step++;
         t->at.position += g->batch_size;
         window_loss += loss;
@@ -334,17 +343,20 @@ static int run(trainer *t)
             epoch_loss = 0;
             epoch_steps = 0;
         }
-        if (t->o.checkpoint && t->o.checkpoint_every && t->at.step % t->o.checkpoint_every == 0 &&
-            (status = write_checkpoint(t)) != PL_EXIT_OK)
-            break;
+        /* a periodic save that fails is said and training goes on: the next save, or the
+           last, may succeed (space freed), and the last one's failure is the exit status */
+        if (t->o.checkpoint && t->o.checkpoint_every && t->at.step % t->o.checkpoint_every == 0)
+            write_checkpoint(t);
     }
     if (tty)
         printf("\n");
     if (times)
         print_timing(times, timed);
     free(times);
-    if (status == PL_EXIT_OK && t->o.checkpoint)
+    if (status == PL_EXIT_OK && t->o.checkpoint) {
+        t->save_failed = false; /* the last save's failure is always said */
         status = write_checkpoint(t);
+    }
     if (status == PL_EXIT_OK && pl_cli_interrupted) {
         fprintf(stderr, "placer: train: interrupted at step %lld%s\n", (long long)t->at.step,
                 t->o.checkpoint ? "; checkpoint written" : "");
@@ -374,6 +386,8 @@ static int set_up_plan(trainer *t)
     pl_fit fit = {.fits = true};
     t->ex = pl_executor_new(t->g, t->cluster, host, &err);
     free(host);
+    if (t->ex)
+        pl_executor_set_interrupt(t->ex, &pl_cli_interrupted);
     if (!t->ex || pl_executor_set_plan(t->ex, t->plan, &fit, &err) != PL_OK)
         return pl_cli_report(&err);
     if (!fit.fits) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "atomic_file.h"
 #include "autodiff.h"
@@ -51,7 +52,9 @@ int pl_cli_report(const pl_error *err)
     char line[PL_ERROR_SOURCE_MAX + PL_ERROR_PATH_MAX + PL_ERROR_TEXT_MAX + 16];
     pl_error_format(err, line, sizeof line);
     fprintf(stderr, "%s\n", line);
-    return err->status == PL_EINPUT ? PL_EXIT_USAGE : PL_EXIT_FAILURE;
+    return err->status == PL_EINPUT         ? PL_EXIT_USAGE
+           : err->status == PL_EINTERRUPTED ? PL_EXIT_INTERRUPTED
+                                            : PL_EXIT_FAILURE;
 }
 
 bool pl_cli_parse_long(const char *text, long min, long max, long *out)
@@ -153,6 +156,85 @@ static bool same_file(const char *input, const char *output)
            a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* The profile's role, known by its address: its folder is made when missing
+ * (profile.h), so it is the one output whose folder need not exist. */
+static const char profile_role[] = "the calibration profile";
+
+/* The folder a path's file is written in ("." for a bare name); free(). */
+static char *folder_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup(".");
+    size_t len = slash == path ? 1 : (size_t)(slash - path);
+    char *folder = malloc(len + 1);
+    if (folder) {
+        memcpy(folder, path, len);
+        folder[len] = '\0';
+    }
+    return folder;
+}
+
+/* Whether the output can be written (atomic_file.h: a regular file is replaced from a
+ * temporary file beside it, links followed; a device or FIFO is written in place): 0, or
+ * the errno that says why not, `*where` the path it concerns (free()). */
+static int why_unwritable(const char *path, char **where)
+{
+    struct stat st;
+    char *file = realpath(path, NULL); /* links followed, when it exists */
+    int why = 0;
+    *where = NULL;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        why = EISDIR;
+    else if (file && !S_ISREG(st.st_mode))
+        why = access(file, W_OK) == 0 ? 0 : errno;
+    else if (!file && errno != ENOENT)
+        why = errno;
+    if (why) {
+        *where = file ? file : strdup(path);
+        return why;
+    }
+    char *folder = folder_of(file ? file : path);
+    free(file);
+    if (!folder)
+        return ENOMEM;
+    if (stat(folder, &st) != 0)
+        why = errno;
+    else if (!S_ISDIR(st.st_mode))
+        why = ENOTDIR;
+    else if (access(folder, W_OK | X_OK) != 0)
+        why = errno;
+    if (why)
+        *where = folder;
+    else
+        free(folder);
+    return why;
+}
+
+/* Every output's folder exists and can be written in, before any work (one line, exit
+ * status 2 otherwise): an hour of training is not lost to a typo in --checkpoint. */
+static int check_writable(const pl_cli_file *outputs, size_t n_outputs)
+{
+    for (size_t o = 0; o < n_outputs; o++) {
+        const char *path = outputs[o].path;
+        char *where;
+        if (!path || strcmp(path, "-") == 0 || outputs[o].role == profile_role)
+            continue;
+        int why = why_unwritable(path, &where);
+        if (!why)
+            continue;
+        if (where && strcmp(where, path) != 0)
+            fprintf(stderr, "placer: cannot write %s '%s': %s: %s\n", outputs[o].role, path,
+                    where, strerror(why));
+        else
+            fprintf(stderr, "placer: cannot write %s '%s': %s\n", outputs[o].role, path,
+                    strerror(why));
+        free(where);
+        return PL_EXIT_USAGE;
+    }
+    return PL_EXIT_OK;
+}
+
 int pl_cli_check_outputs(const pl_cli_file *inputs, size_t n_inputs,
                          const pl_cli_file *outputs, size_t n_outputs)
 {
@@ -166,12 +248,12 @@ int pl_cli_check_outputs(const pl_cli_file *inputs, size_t n_inputs,
                          strcmp(in, out) ? "')" : "");
             return PL_EXIT_USAGE;
         }
-    return PL_EXIT_OK;
+    return check_writable(outputs, n_outputs);
 }
 
 pl_cli_file pl_cli_profile_output(char *buf, size_t cap)
 {
-    return (pl_cli_file){pl_profile_path(buf, cap) ? buf : NULL, "the calibration profile"};
+    return (pl_cli_file){pl_profile_path(buf, cap) ? buf : NULL, profile_role};
 }
 
 /* ---- a command's set-up: one step per need ----------------------------------------------- */
@@ -353,9 +435,33 @@ static void on_interrupt(int signal_number)
     pl_cli_interrupted = 1;
 }
 
+/* SIGINT (Ctrl-C), SIGTERM (kill, a job scheduler's stop) and SIGHUP (the terminal gone)
+ * all mean "stop and keep what you have". SIGHUP ignored when the command starts (nohup)
+ * stays ignored; SIGINT is caught even so, since a shell without job control starts a
+ * background command with it ignored, and `kill -INT` is still meant. SA_RESTART: a blocking read resumes rather than failing with
+ * EINTR; the flag is polled. (false) puts back what was there before. */
 void pl_cli_catch_interrupt(bool catch)
 {
+    static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
+    enum { N_SIGNALS = sizeof signals / sizeof *signals };
+    static struct sigaction before[N_SIGNALS];
+    static bool caught[N_SIGNALS];
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_interrupt;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < N_SIGNALS; i++)
+        sigaddset(&action.sa_mask, signals[i]);
     pl_cli_interrupted = 0;
-    signal(SIGINT, catch ? on_interrupt : SIG_DFL);
+    for (int i = 0; i < N_SIGNALS; i++) {
+        if (catch && !caught[i]) {
+            if (sigaction(signals[i], NULL, &before[i]) == 0 &&
+                (signals[i] != SIGHUP || before[i].sa_handler != SIG_IGN))
+                caught[i] = sigaction(signals[i], &action, NULL) == 0;
+        } else if (!catch && caught[i]) {
+            sigaction(signals[i], &before[i], NULL);
+            caught[i] = false;
+        }
+    }
 }
-

@@ -56,8 +56,10 @@ static void print_help(void)
            "  -h, --help     show this help and exit\n"
            "  -V, --version  show the version and exit\n"
            "\n"
-           "Exit status: 0 success, 1 failure, 2 bad input or usage, 3 a plan that does not\n"
-           "fit a device's memory, 130 interrupted.\n"
+           "Exit status: 0 success, 1 failure (an output not written), 2 bad input or usage\n"
+           "(an output that cannot be written among them, found before any work), 3 a plan\n"
+           "that does not fit a device's memory, 130 interrupted (Ctrl-C, SIGTERM or SIGHUP,\n"
+           "what was done so far written).\n"
            "The model format is described in docs/model-format.md.\n");
 }
 

@@ -114,7 +114,11 @@ static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
             c->name, c->n_devices, c->paced ? "paced (emulated devices)" : "native",
             job->budget, search->elapsed, (unsigned long long)job->seed,
             job->calibrated ? "; calibrated this run" : "",
-            search->interrupted ? "; **interrupted (Ctrl-C): the best plan so far**" : "");
+            search->interrupted ? "; **interrupted (Ctrl-C or a signal): the best plan so far**"
+                                : "");
+    if (search->checkpoint_failure[0])
+        fprintf(fp, "**The agent's checkpoint was not saved**: %s.\n\n",
+                search->checkpoint_failure);
     fprintf(fp, "Lower bound on the step: %.3f ms.\n\n", 1e3 * search->bound);
     fprintf(fp, "## Algorithms\n\nMeasured on the executor in this run (median of the measured "
             "steps); the ratio is measured (else simulated) over the lower bound.\n\n");

@@ -1,0 +1,137 @@
+#!/bin/sh
+# Faults a long run meets: a signal (SIGINT, SIGTERM, SIGHUP) keeps what was done; a paced
+# step on a very slow device gives way to a signal and to the budget; a full disk loses
+# the checkpoint but not the plan; an output that cannot be written or an input that
+# cannot be read stops the command before any work.
+. "${top_srcdir:-.}/tests/shell_lib.sh"
+
+lstm=$src/graphs/small/lstm_lm-small.json
+mlp=$src/graphs/small/mlp-small.json
+paced=$src/graphs/clusters/paced-4.json
+full=$work/full
+trap 'umount "$full" 2>/dev/null; rm -rf "$work"' EXIT
+
+own_profile mlp
+
+# One emulated device of 1000 FLOP/s: valid, and one step of mlp-small takes minutes.
+cat >"$work/slow.json" <<'JSON'
+{"format": "placer-cluster", "version": 1, "name": "slow-1",
+ "devices": [{"name": "dev0", "threads": 1, "memory_bytes": 1073741824,
+              "flops_per_second": 1000}],
+ "default_link": {"bytes_per_second": 1e9, "latency_seconds": 2e-5}}
+JSON
+slow=$work/slow.json
+
+# stop SIGNAL SECONDS COMMAND...: runs it, sends SIGNAL after SECONDS; $got is its exit
+# status, $took the seconds from the signal to its end.
+stop() {
+    sig=$1 after=$2
+    shift 2
+    "$@" >"$work/out" 2>"$work/err" &
+    pid=$!
+    sleep "$after"
+    sent=$(date +%s)
+    kill -"$sig" "$pid"
+    wait "$pid"
+    got=$?
+    took=$(($(date +%s) - sent))
+}
+
+# placer train: every signal writes the checkpoint, exits 130, and the checkpoint resumes.
+for sig in INT TERM HUP; do
+    stop $sig 1 "$bin" train "$lstm" --steps 1000000 --checkpoint "$work/$sig.ckpt" -q
+    [ "$got" -eq 130 ] && ok || bad "train, SIG$sig: exit $got, expected 130"
+    contains "$work/err" "checkpoint written" "train, SIG$sig"
+    expect 0 "train resumes after SIG$sig" "$bin" train "$lstm" --steps 1 \
+        --resume "$work/$sig.ckpt" -q
+done
+
+# The main job: the plan and the report written, exit 130.
+for sig in INT TERM; do
+    "$bin" "$mlp" --cluster "$paced" --budget 600 --samples 8 -o "$work/$sig" \
+        >"$work/out" 2>"$work/err" &
+    pid=$!
+    i=0
+    while [ $i -lt 600 ] && ! grep -q "^iteration" "$work/out"; do sleep 0.1; i=$((i + 1)); done
+    kill -$sig $pid
+    wait $pid
+    got=$?
+    [ "$got" -eq 130 ] && ok || bad "main job, SIG$sig: exit $got, expected 130"
+    expect 0 "main job, SIG$sig: the plan validates" "$bin" validate -q "$mlp" \
+        --cluster "$paced" --plan "$work/$sig.plan.json"
+    contains "$work/$sig.report.md" "interrupted" "main job, SIG$sig: the report"
+done
+
+# A step that takes minutes does not hold the job: the budget skips measuring it (the
+# job ends within its budget of 2 s, give or take the calibration)...
+start=$(date +%s)
+expect 0 "a slow device, --budget 2" "$bin" "$mlp" --cluster "$slow" --budget 2 -o "$work/slow"
+took=$(($(date +%s) - start))
+[ "$took" -lt 120 ] && ok || bad "a slow device, --budget 2: ran $took s"
+contains "$work/out" "(not measured)" "a slow device, --budget 2"
+# ... and a signal ends the paced wait: the job stops within a second or so (10 s: a
+# liveness check, not a benchmark), with its plan and report.
+stop TERM 2 "$bin" "$mlp" --cluster "$slow" --budget 100000 -o "$work/slowterm"
+[ "$got" -eq 130 ] && ok || bad "a slow device, SIGTERM: exit $got, expected 130"
+[ "$took" -lt 10 ] && ok || bad "a slow device, SIGTERM: ended $took s after the signal"
+[ -s "$work/slowterm.plan.json" ] && [ -s "$work/slowterm.report.md" ] && ok ||
+    bad "a slow device, SIGTERM: no plan or report"
+# So does placer train on it, its checkpoint written.
+stop TERM 2 "$bin" train "$mlp" --plan "$work/slow.plan.json" --cluster "$slow" --steps 3 \
+    --checkpoint "$work/slow.ckpt" -q
+[ "$got" -eq 130 ] && ok || bad "train on a slow device, SIGTERM: exit $got, expected 130"
+[ "$took" -lt 10 ] && ok || bad "train on a slow device, SIGTERM: ended $took s after the signal"
+expect 0 "train on a slow device: the checkpoint resumes" "$bin" train "$mlp" --steps 2 \
+    --resume "$work/slow.ckpt" -q
+
+# A checkpoint that cannot be written (a full disk): said in one line naming the file and
+# the reason; the plan and the report are written all the same; exit 1. First /dev/full,
+# a device that is always full...
+ln -s /dev/full "$work/dev.agent.ckpt"
+expect 1 "checkpoint on /dev/full" "$bin" "$mlp" --cluster "$paced" --iterations 2 --samples 8 \
+    -o "$work/dev" -q
+contains "$work/err" "cannot write $work/dev.agent.ckpt: No space left on device" \
+    "checkpoint on /dev/full"
+[ "$(wc -l <"$work/err")" -eq 1 ] && ok || bad "checkpoint on /dev/full: more than one line"
+expect 0 "checkpoint on /dev/full: the plan validates" "$bin" validate -q "$mlp" \
+    --cluster "$paced" --plan "$work/dev.plan.json"
+contains "$work/dev.report.md" "checkpoint was not saved" "checkpoint on /dev/full: the report"
+# ... then a real full file system, 64 KiB: room for the plan and the report (a few KiB),
+# not for the checkpoint (300 KiB). Needs root to mount; skipped otherwise.
+mkdir "$full"
+if mount -t tmpfs -o size=64k tmpfs "$full" 2>/dev/null; then
+    expect 1 "a full disk" "$bin" "$mlp" --cluster "$paced" --iterations 2 --samples 8 \
+        -o "$full/m" -q
+    contains "$work/err" "cannot write $full/m.agent.ckpt: No space left on device" "a full disk"
+    expect 0 "a full disk: the plan validates" "$bin" validate -q "$mlp" --cluster "$paced" \
+        --plan "$full/m.plan.json"
+    [ -s "$full/m.report.md" ] && ok || bad "a full disk: no report"
+    ls -a "$full" | grep -q 'placer-tmp-' && bad "a full disk: a temporary file was left" || ok
+    umount "$full"
+else
+    echo "SKIP: a full tmpfs (cannot mount one here)"
+fi
+# placer train's checkpoint: its failure is the exit status, one line.
+expect 1 "train, checkpoint on /dev/full" "$bin" train "$mlp" --steps 2 --checkpoint /dev/full -q
+contains "$work/err" "/dev/full: cannot write: No space left on device" "train, checkpoint on /dev/full"
+
+# An output that cannot be written stops the command before any step: exit 2, one line.
+expect 2 "train --checkpoint in a missing folder" "$bin" train "$mlp" --steps 1000000 \
+    --checkpoint /nonexistent/x
+contains "$work/err" "cannot write the checkpoint '/nonexistent/x': /nonexistent: No such file" \
+    "train --checkpoint in a missing folder"
+grep -q "step" "$work/out" && bad "train --checkpoint in a missing folder: it trained" || ok
+expect 2 "main job -o in a missing folder" "$bin" "$mlp" -o "$work/no/such/m"
+expect 2 "baseline -o in a missing folder" "$bin" baseline "$mlp" -o "$work/no/such/p.json"
+expect 2 "train --checkpoint a folder" "$bin" train "$mlp" --checkpoint "$work"
+
+# A bad input stops the main job before it writes anything or places anything.
+echo "not a checkpoint" >"$work/bad.ckpt"
+expect 2 "a bad --resume" "$bin" "$mlp" --cluster "$paced" --resume "$work/bad.ckpt" -o "$work/bad"
+grep -q "^baseline" "$work/out" && bad "a bad --resume: the baselines ran first" || ok
+[ -e "$work/bad.graph.dot" ] && bad "a bad --resume: bad.graph.dot was written" || ok
+echo '{"format": "placer-cluster"' >"$work/bad-cluster.json"
+expect 2 "a bad --cluster" "$bin" "$mlp" --cluster "$work/bad-cluster.json" -o "$work/badc"
+[ -e "$work/badc.graph.dot" ] && bad "a bad --cluster: badc.graph.dot was written" || ok
+
+finish faults
