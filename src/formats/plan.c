@@ -58,6 +58,10 @@ pl_status pl_plan_check(const pl_plan *plan, const pl_graph *graph, const pl_clu
         if (plan->stage[o] < 0)
             return pl_error_set(err, PL_EINPUT, NULL, "op \"%s\" has stage %d", name,
                                 plan->stage[o]);
+        if (plan->stage[o] >= plan->n_ops) /* stages have no gaps: one op each at most */
+            return pl_error_set(err, PL_EINPUT, NULL, "op \"%s\" has stage %d; a plan of %d "
+                                "ops has at most %d stages", name, plan->stage[o], plan->n_ops,
+                                plan->n_ops);
         if (plan->stage[o] >= stages)
             stages = plan->stage[o] + 1;
         const pl_op *op = &graph->ops[o];
