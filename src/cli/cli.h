@@ -53,7 +53,7 @@ int pl_cli_load_placement(const char *cluster_path, const char *plan_path,
 /* What a command sets up before its own work, in the order every command takes it: the
  * model (always), its training graph, the cluster (cluster_path, else this machine), the
  * plan (plan_path, else every op on the cluster's first device), this machine's profile
- * for the cluster (calibrated on first use) with the step's lower bound under it, and an
+ * for the cluster (calibrated on first use), the step's lower bound under it, and an
  * executor holding the first training batch of data_path. A plan, the profile and an
  * executor each bring the cluster with them. */
 enum {
@@ -62,6 +62,7 @@ enum {
     PL_CLI_PLAN = 1 << 2,
     PL_CLI_COSTS = 1 << 3,
     PL_CLI_EXECUTOR = 1 << 4,
+    PL_CLI_BOUND = 1 << 5, /* the lower bound under the profile (the search finds its own) */
 };
 
 typedef struct pl_cli_setup {

@@ -252,7 +252,7 @@ int pl_cmd_baseline(int argc, char **argv)
         return status < 0 ? PL_EXIT_OK : status;
     /* the profile is calibrated for the cluster: its errors name the cluster's file */
     pl_cli_setup setup = {.model_path = o.model, .cluster_path = o.cluster,
-                          .needs = PL_CLI_TRAINING | PL_CLI_COSTS,
+                          .needs = PL_CLI_TRAINING | PL_CLI_BOUND,
                           .profile_source = o.cluster ? o.cluster : ""};
     status = pl_cli_setup_load(&setup);
     if (status == PL_EXIT_OK) {

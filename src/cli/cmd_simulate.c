@@ -150,7 +150,7 @@ int pl_cmd_simulate(int argc, char **argv)
     if (status != PL_EXIT_OK)
         return status < 0 ? PL_EXIT_OK : status;
     pl_cli_setup setup = {.model_path = o.model, .cluster_path = o.cluster, .plan_path = o.plan,
-                          .needs = PL_CLI_TRAINING | PL_CLI_PLAN | PL_CLI_COSTS};
+                          .needs = PL_CLI_TRAINING | PL_CLI_PLAN | PL_CLI_BOUND};
     status = pl_cli_setup_load(&setup);
     if (status == PL_EXIT_OK)
         status = simulate(&o, &setup);

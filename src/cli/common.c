@@ -283,8 +283,16 @@ static int take_costs(pl_cli_setup *s)
     if (!(s->costs = calloc(1, sizeof *s->costs)))
         return PL_EXIT_FAILURE;
     if (pl_profile_load(s->costs, s->cluster, false, pl_cli_calibration_progress, &verbose,
-                        &s->calibrated, &err) != PL_OK ||
-        pl_step_lower_bound(s->graph, s->cluster, s->costs, &s->bound, &err) != PL_OK)
+                        &s->calibrated, &err) != PL_OK)
+        return pl_cli_report(&err);
+    return PL_EXIT_OK;
+}
+
+static int take_bound(pl_cli_setup *s)
+{
+    pl_error err;
+    pl_error_init(&err, s->profile_source ? s->profile_source : s->model_path);
+    if (pl_step_lower_bound(s->graph, s->cluster, s->costs, &s->bound, &err) != PL_OK)
         return pl_cli_report(&err);
     return PL_EXIT_OK;
 }
@@ -303,6 +311,7 @@ static const struct {
     {PL_CLI_CLUSTER, take_cluster},
     {PL_CLI_PLAN, take_plan},
     {PL_CLI_COSTS, take_costs},
+    {PL_CLI_BOUND, take_bound},
     {PL_CLI_EXECUTOR, take_executor},
 };
 
@@ -312,6 +321,8 @@ int pl_cli_setup_load(pl_cli_setup *s)
     if (!s->graph && !(s->graph = pl_cli_load_model(s->model_path, &status)))
         return status;
     int needs = s->needs;
+    if (needs & PL_CLI_BOUND)
+        needs |= PL_CLI_COSTS;
     if (needs & (PL_CLI_PLAN | PL_CLI_COSTS | PL_CLI_EXECUTOR))
         needs |= PL_CLI_CLUSTER;
     size_t n_steps = sizeof setup_steps / sizeof *setup_steps;
