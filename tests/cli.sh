@@ -174,7 +174,7 @@ mode() { stat -c %a "$1"; }
 ( umask 077 && "$bin" dot "$mlp" -o "$work/n077.dot" && chmod 644 "$work/m022.dot" && \
   "$bin" dot "$mlp" -o "$work/m022.dot" )
 [ "$(mode "$work/m022.dot")" = 600 ] && [ "$(mode "$work/n077.dot")" = 600 ] && ok || bad "umask 077: not 0600"
-# (The temporary file's name, .NAME.placer-tmp-XXXXXX, is checked by the support suite.)
+# (The temporary file's name, .NAME.placer-tmp-PID-XXXXXX, is checked by the support suite.)
 
 # An output that is also an input is refused before any work, the input unchanged.
 cp "$src/graphs/small/mlp-small.json" "$work/a.json" && cp "$work/a.json" "$work/a.orig"

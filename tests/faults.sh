@@ -1,15 +1,17 @@
 #!/bin/sh
 # Faults a long run meets: a signal (SIGINT, SIGTERM, SIGHUP) keeps what was done; a paced
 # step on a very slow device gives way to a signal and to the budget; a full disk loses
-# the checkpoint but not the plan; an output that cannot be written or an input that
-# cannot be read stops the command before any work.
+# the checkpoint but not the plan; an output that cannot be written (a missing or
+# read-only folder) or an input that cannot be read stops the command before any work;
+# kill -9 during a checkpoint write leaves a checkpoint that resumes.
 . "${top_srcdir:-.}/tests/shell_lib.sh"
 
 lstm=$src/graphs/small/lstm_lm-small.json
 mlp=$src/graphs/small/mlp-small.json
 paced=$src/graphs/clusters/paced-4.json
 full=$work/full
-trap 'umount "$full" 2>/dev/null; rm -rf "$work"' EXIT
+readonly=$work/readonly
+trap 'umount "$full" "$readonly" 2>/dev/null; rm -rf "$work"' EXIT
 
 own_profile mlp
 
@@ -124,6 +126,50 @@ grep -q "step" "$work/out" && bad "train --checkpoint in a missing folder: it tr
 expect 2 "main job -o in a missing folder" "$bin" "$mlp" -o "$work/no/such/m"
 expect 2 "baseline -o in a missing folder" "$bin" baseline "$mlp" -o "$work/no/such/p.json"
 expect 2 "train --checkpoint a folder" "$bin" train "$mlp" --checkpoint "$work"
+
+# A read-only folder (a read-only mount: root writes through file modes): every output
+# in it stops the command before any work, exit 2, naming the folder and the reason.
+mkdir "$readonly"
+if mount -t tmpfs -o size=64k,ro tmpfs "$readonly" 2>/dev/null; then
+    expect 2 "main job -o in a read-only folder" "$bin" "$mlp" -o "$readonly/m"
+    contains "$work/err" "$readonly: Read-only file system" "main job -o in a read-only folder"
+    grep -q "^baseline" "$work/out" && bad "a read-only folder: the baselines ran" || ok
+    expect 2 "train --checkpoint in a read-only folder" "$bin" train "$mlp" --steps 1000000 \
+        --checkpoint "$readonly/x"
+    contains "$work/err" "$readonly: Read-only file system" "train --checkpoint in a read-only folder"
+    expect 2 "run --trace in a read-only folder" "$bin" run "$mlp" --trace "$readonly/t.json"
+    umount "$readonly"
+else
+    echo "SKIP: a read-only folder (cannot mount one here)"
+fi
+
+# kill -9 while a 16 MB checkpoint is written at every step: what is on disk is the old
+# checkpoint or the new one whole, never a part (it resumes), and the next write of it
+# removes the temporary files the killed process left. Each kill comes as soon as a
+# temporary file is seen, so most land inside a write.
+big=$src/graphs/mlp.json
+killed=$work/killed
+mkdir "$killed"
+hits=0
+for round in 1 2 3 4; do
+    "$bin" train "$big" --steps 1000000 --checkpoint-every 1 --checkpoint "$killed/m.ckpt" -q \
+        >"$work/out" 2>"$work/err" &
+    pid=$!
+    i=0
+    while [ $i -lt 3000 ] && ! { [ -e "$killed/m.ckpt" ] && ls -a "$killed" | grep -q 'placer-tmp-'; }; do
+        sleep 0.01
+        i=$((i + 1))
+    done
+    kill -KILL $pid
+    wait $pid
+    got=$?
+    [ "$got" -eq 137 ] && ok || bad "kill -9, round $round: exit $got, expected 137"
+    ls -a "$killed" | grep -q 'placer-tmp-' && hits=$((hits + 1))
+    expect 0 "kill -9, round $round: the checkpoint resumes and is written again" "$bin" train \
+        "$big" --steps 1 --resume "$killed/m.ckpt" --checkpoint "$killed/m.ckpt" -q
+    ls -a "$killed" | grep -q 'placer-tmp-' && bad "kill -9, round $round: a temporary file stayed" || ok
+done
+echo "kill -9: $hits of 4 kills left a temporary file (removed by the next write)"
 
 # A bad input stops the main job before it writes anything or places anything.
 echo "not a checkpoint" >"$work/bad.ckpt"

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "arena.h"
@@ -104,7 +105,7 @@ static void test_atomic_file(void)
     CU_ASSERT_EQUAL(rmdir(dir), 0); /* nothing left behind */
 }
 
-/* The temporary file is .NAME.placer-tmp-XXXXXX beside the file it replaces: beside a
+/* The temporary file is .NAME.placer-tmp-PID-XXXXXX beside the file it replaces: beside a
  * link's target, not the link, which stays a link. */
 static void test_atomic_file_temp_name(void)
 {
@@ -123,7 +124,11 @@ static void test_atomic_file_temp_name(void)
     CU_ASSERT_EQUAL(strncmp(file.temp, target, folder), 0);
     CU_ASSERT_EQUAL(strncmp(file.temp + folder, ".real.json" PL_ATOMIC_TEMP_INFIX,
                             strlen(".real.json" PL_ATOMIC_TEMP_INFIX)), 0);
-    CU_ASSERT_EQUAL(strlen(file.temp), strlen(target) + 1 + strlen(PL_ATOMIC_TEMP_INFIX) + 6);
+    char pid[24];
+    snprintf(pid, sizeof pid, "%ld-", (long)getpid());
+    size_t infix = folder + strlen(".real.json" PL_ATOMIC_TEMP_INFIX);
+    CU_ASSERT_EQUAL(strncmp(file.temp + infix, pid, strlen(pid)), 0);
+    CU_ASSERT_EQUAL(strlen(file.temp), infix + strlen(pid) + 6);
     struct stat st;
     CU_ASSERT_EQUAL(stat(file.temp, &st), 0);
     fputs("new\n", file.fp);
@@ -134,6 +139,48 @@ static void test_atomic_file_temp_name(void)
     unlink(link);
     unlink(target);
     rmdir(sub);
+    CU_ASSERT_EQUAL(rmdir(dir), 0); /* nothing left behind */
+}
+
+/* A temporary file whose writer no longer runs (killed outright) is removed by the next
+ * write of the same target; one whose writer runs, or another target's, stays. */
+static void test_atomic_file_leftovers(void)
+{
+    char dir[] = "/tmp/placer-test-XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    pid_t child = fork();
+    CU_ASSERT_FATAL(child >= 0);
+    if (child == 0)
+        _exit(0);
+    CU_ASSERT_EQUAL_FATAL(waitpid(child, NULL, 0), child); /* now a PID that runs nothing */
+
+    char dead[128], live[128], other[128], odd[128], target[64];
+    snprintf(dead, sizeof dead, "%s/.out.json" PL_ATOMIC_TEMP_INFIX "%ld-abcdef", dir, (long)child);
+    snprintf(live, sizeof live, "%s/.out.json" PL_ATOMIC_TEMP_INFIX "%ld-abcdef", dir,
+             (long)getpid());
+    snprintf(other, sizeof other, "%s/.in.json" PL_ATOMIC_TEMP_INFIX "%ld-abcdef", dir,
+             (long)child);
+    snprintf(odd, sizeof odd, "%s/.out.json" PL_ATOMIC_TEMP_INFIX "%ld-abc", dir, (long)child);
+    snprintf(target, sizeof target, "%s/out.json", dir);
+    const char *made[] = {dead, live, other, odd};
+    for (size_t i = 0; i < sizeof made / sizeof *made; i++) {
+        FILE *fp = fopen(made[i], "w");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+        fclose(fp);
+    }
+
+    pl_atomic_file file;
+    CU_ASSERT_EQUAL_FATAL(pl_atomic_open(&file, target, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_atomic_commit(&file, NULL), PL_OK);
+    struct stat st;
+    CU_ASSERT_NOT_EQUAL(lstat(dead, &st), 0);
+    CU_ASSERT_EQUAL(lstat(live, &st), 0);
+    CU_ASSERT_EQUAL(lstat(other, &st), 0);
+    CU_ASSERT_EQUAL(lstat(odd, &st), 0);
+
+    for (size_t i = 0; i < sizeof made / sizeof *made; i++)
+        unlink(made[i]);
+    unlink(target);
     CU_ASSERT_EQUAL(rmdir(dir), 0); /* nothing left behind */
 }
 
@@ -157,6 +204,7 @@ void pl_register_support_tests(void)
         {"arena allocations", test_arena},
         {"atomic files replace whole or not at all", test_atomic_file},
         {"atomic files: the temporary name, beside a link's target", test_atomic_file_temp_name},
+        {"atomic files: what killed writers left is removed", test_atomic_file_leftovers},
         {"JSON pointers escape / and ~", test_json_pointer_escapes},
         {NULL, NULL},
     };

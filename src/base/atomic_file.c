@@ -1,11 +1,13 @@
 /* The output rules of atomic_file.h: follow symbolic links to the file they end at, write
  * devices, FIFOs and standard output directly, replace regular files by a temporary file
- * beside them, fsync and rename. */
+ * beside them, fsync and rename; remove what killed writers left. */
 #define _POSIX_C_SOURCE 200809L
 #include "atomic_file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,15 +110,51 @@ static char *final_target(const char *path, struct stat *st)
     return NULL;
 }
 
-/* ".NAME.placer-tmp-XXXXXX" beside `target`, created with O_EXCL and mode 0666 so that the
- * umask gives the file its mode, as it would a new file. The descriptor, or -1. */
+/* Removes the temporary files of `target` that writers killed outright left behind:
+ * `.NAME.placer-tmp-PID-XXXXXX` whose PID no longer runs. A PID that runs (this process,
+ * another writer, or a process that reused the number) keeps its file. Best effort: a
+ * folder that cannot be read is left as it is. */
+static void remove_leftovers(const char *target)
+{
+    const char *slash = strrchr(target, '/');
+    const char *name = slash ? slash + 1 : target;
+    char *folder = folder_of(target);
+    size_t prefix_len = strlen(name) + sizeof PL_ATOMIC_TEMP_INFIX; /* "." NAME INFIX */
+    char *prefix = malloc(prefix_len + 1);
+    DIR *dir = folder && prefix ? opendir(folder[0] ? folder : ".") : NULL;
+    if (dir) {
+        snprintf(prefix, prefix_len + 1, ".%s" PL_ATOMIC_TEMP_INFIX, name);
+        int fd = dirfd(dir);
+        struct dirent *entry;
+        while ((entry = readdir(dir))) {
+            if (strncmp(entry->d_name, prefix, prefix_len) != 0)
+                continue;
+            char *end;
+            errno = 0;
+            long pid = strtol(entry->d_name + prefix_len, &end, 10);
+            if (errno || pid <= 0 || pid > INT32_MAX || *end != '-' || strlen(end) != 7)
+                continue;
+            struct stat st;
+            if (kill((pid_t)pid, 0) != 0 && errno == ESRCH &&
+                fstatat(fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+                unlinkat(fd, entry->d_name, 0);
+        }
+        closedir(dir);
+    }
+    free(prefix);
+    free(folder);
+}
+
+/* ".NAME.placer-tmp-PID-XXXXXX" beside `target`, created with O_EXCL and mode 0666 so that
+ * the umask gives the file its mode, as it would a new file. The descriptor, or -1. */
 static int create_temp(pl_atomic_file *file, const char *target)
 {
     static const char digits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     const char *slash = strrchr(target, '/');
     const char *name = slash ? slash + 1 : target;
     size_t folder = (size_t)(name - target);
-    size_t len = strlen(target) + sizeof "." PL_ATOMIC_TEMP_INFIX "XXXXXX";
+    long pid = (long)getpid();
+    size_t len = strlen(target) + sizeof "." PL_ATOMIC_TEMP_INFIX "-XXXXXX" + 20;
     if (!(file->temp = malloc(len))) {
         errno = ENOMEM;
         return -1;
@@ -124,7 +162,7 @@ static int create_temp(pl_atomic_file *file, const char *target)
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     uint64_t state = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30) ^
-                     ((uint64_t)getpid() << 16) ^ (uint64_t)(uintptr_t)file;
+                     ((uint64_t)pid << 16) ^ (uint64_t)(uintptr_t)file;
     for (int attempt = 0; attempt < TEMP_TRIES; attempt++) {
         char suffix[7];
         state = state * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -132,8 +170,8 @@ static int create_temp(pl_atomic_file *file, const char *target)
         for (int k = 0; k < 6; k++, bits /= sizeof digits - 1)
             suffix[k] = digits[bits % (sizeof digits - 1)];
         suffix[6] = '\0';
-        snprintf(file->temp, len, "%.*s.%s" PL_ATOMIC_TEMP_INFIX "%s", (int)folder, target,
-                 name, suffix);
+        snprintf(file->temp, len, "%.*s.%s" PL_ATOMIC_TEMP_INFIX "%ld-%s", (int)folder, target,
+                 name, pid, suffix);
         int fd = open(file->temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0 || errno != EEXIST)
             return fd;
@@ -166,6 +204,7 @@ pl_status pl_atomic_open(pl_atomic_file *file, const char *path, pl_error *err)
     } else if (st.st_mode != 0 && !S_ISREG(st.st_mode)) {
         status = open_direct(file, target, err);
     } else {
+        remove_leftovers(target);
         int fd = create_temp(file, target);
         if (fd < 0) {
             status = fail(file, err, "create a temporary file for", path, errno);

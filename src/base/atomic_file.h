@@ -2,11 +2,13 @@
  * reports, the calibration profile); docs/outputs.md says the same to users.
  *
  * - A regular file, or a path that does not exist yet, is replaced atomically: placer
- *   writes a temporary file beside it, named `.NAME.placer-tmp-XXXXXX` (NAME the target's
- *   file name, XXXXXX random), flushes it to disk and renames it over the target, so that
- *   readers see the old file or the whole new one, never a part. An aborted or failed
- *   write removes the temporary file and leaves the target untouched; only a process
- *   killed outright (kill -9, power loss) leaves one behind, and the name says whose it is.
+ *   writes a temporary file beside it, named `.NAME.placer-tmp-PID-XXXXXX` (NAME the
+ *   target's file name, PID the writer's process, XXXXXX random), flushes it to disk and
+ *   renames it over the target, so that readers see the old file or the whole new one,
+ *   never a part. An aborted or failed write removes the temporary file and leaves the
+ *   target untouched; only a process killed outright (kill -9, power loss) leaves one
+ *   behind, and the next write of the same target removes it once that PID no longer
+ *   runs on this machine.
  *   The new file gets the mode the umask gives (0666 & ~umask), whether it is new or
  *   replaces one.
  * - A symbolic link is followed (through every link of a chain): the file it ends at is
@@ -25,7 +27,7 @@
 
 #include "error.h"
 
-/* The infix of a temporary file's name: ".NAME" PL_ATOMIC_TEMP_INFIX "XXXXXX". */
+/* The infix of a temporary file's name: ".NAME" PL_ATOMIC_TEMP_INFIX "PID-XXXXXX". */
 #define PL_ATOMIC_TEMP_INFIX ".placer-tmp-"
 
 typedef struct pl_atomic_file {
