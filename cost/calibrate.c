@@ -33,13 +33,14 @@ static bool add_time(op_times *t, uint64_t signature, double seconds)
 /* Every op of one model at one batch, on one device of `threads` threads: a sample of its
  * kind and a measurement of its signature. */
 static pl_status measure_ops(const char *path, int batch, int threads, int steps,
-                             samples *kinds, op_times *measured, pl_error *err)
+                             const volatile sig_atomic_t *interrupt, samples *kinds,
+                             op_times *measured, pl_error *err)
 {
     pl_cluster *c = pl_calib_cluster(1, threads, 0, false, err);
     workload w = {0};
     pl_fit fit;
     double *times = NULL;
-    pl_status status = c ? pl_calib_open(&w, path, batch, c, err) : PL_ENOMEM;
+    pl_status status = c ? pl_calib_open(&w, path, batch, c, interrupt, err) : PL_ENOMEM;
     if (status == PL_OK && (status = pl_executor_set_plan(w.ex, w.plan, &fit, err)) == PL_OK &&
         (status = pl_calib_run_steps(&w, steps, &times, err)) == PL_OK) {
         const pl_program *p = pl_executor_program(w.ex);
@@ -120,7 +121,8 @@ static pl_status measure_suite(const pl_calibration *how, const char *dir, int t
             how->progress(how->context, files[f]);
         for (int b = batch, last = 0; status == PL_OK && b >= 1 && b >= batch / 8; b /= 2) {
             if (b != last)
-                status = measure_ops(files[f], b, threads, steps, kinds, measured, err);
+                status = measure_ops(files[f], b, threads, steps, how->interrupt, kinds,
+                                     measured, err);
             last = b;
         }
         free(files[f]);
@@ -182,9 +184,10 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
     gaps g;
     memset(&g, 0, sizeof g);
     if (status == PL_OK)
-        status = pl_calib_overheads(how->graphs_dir, steps, &g, err);
+        status = pl_calib_overheads(how->graphs_dir, steps, how->interrupt, &g, err);
     if (status == PL_OK)
-        status = pl_calib_paced_lateness(how->graphs_dir, steps > 2 ? 2 : steps, m, &g, err);
+        status = pl_calib_paced_lateness(how->graphs_dir, steps > 2 ? 2 : steps, m,
+                                         how->interrupt, &g, err);
     if (status == PL_OK) {
         m->task_seconds = pl_median(g.task.seconds, g.task.n);
         m->handoff_seconds = pl_median(g.handoff.seconds, g.handoff.n);
@@ -208,5 +211,7 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
     pl_calib_free_samples(&g.spin_late);
     pl_calib_free_samples(&g.copy_late);
     pl_calib_free_samples(&g.copy);
+    if (status != PL_OK)
+        pl_cost_model_clear(m);
     return status;
 }

@@ -13,6 +13,8 @@
 #ifndef PLACER_CALIBRATE_H
 #define PLACER_CALIBRATE_H
 
+#include <signal.h>
+
 #include "cost_model.h"
 #include "error.h"
 
@@ -28,9 +30,13 @@ typedef struct pl_calibration {
     /* Called before each model, for progress lines; may be NULL. */
     void (*progress)(void *context, const char *what);
     void *context;
+    /* A signal handler's flag, or NULL: once set, calibration stops within a step (a
+     * paced one within the executor's poll) with PL_EINTERRUPTED. */
+    const volatile sig_atomic_t *interrupt;
 } pl_calibration;
 
-/* Overwrites `model` (release it with pl_cost_model_clear). */
+/* Overwrites `model` (release it with pl_cost_model_clear); on failure or interrupt it
+ * holds nothing to release. */
 pl_status pl_cost_calibrate(pl_cost_model *model, const pl_calibration *how, pl_error *err);
 
 #ifdef __cplusplus

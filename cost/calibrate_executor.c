@@ -121,9 +121,8 @@ static pl_status read_steps(workload *w, int steps, const reading *how, pl_error
 {
     pl_fit fit;
     pl_status status = pl_executor_set_plan(w->ex, w->plan, &fit, err);
-    float loss;
     for (int s = 0; status == PL_OK && s <= steps; s++) {
-        if ((status = pl_executor_step(w->ex, s + 1, &loss, err)) != PL_OK || s == 0)
+        if ((status = pl_calib_step(w, s + 1, err)) != PL_OK || s == 0)
             continue;
         const pl_program *p = pl_executor_program(w->ex);
         const double *starts = pl_executor_task_starts(w->ex), *ends = pl_executor_task_ends(w->ex);
@@ -137,10 +136,11 @@ static pl_status read_steps(workload *w, int steps, const reading *how, pl_error
 
 /* A model with its ops dealt to two native devices in runs of three: many transfers. */
 static pl_status run_dealt(const char *path, const pl_cluster *c, int steps,
-                           const reading *how, pl_error *err)
+                           const volatile sig_atomic_t *interrupt, const reading *how,
+                           pl_error *err)
 {
     workload w = {0};
-    pl_status status = pl_calib_open(&w, path, 0, c, err);
+    pl_status status = pl_calib_open(&w, path, 0, c, interrupt, err);
     if (status != PL_OK)
         return status;
     for (int o = 0; o < w.plan->n_ops; o++)
@@ -150,7 +150,8 @@ static pl_status run_dealt(const char *path, const pl_cluster *c, int steps,
     return status;
 }
 
-pl_status pl_calib_overheads(const char *dir, int steps, gaps *g, pl_error *err)
+pl_status pl_calib_overheads(const char *dir, int steps, const volatile sig_atomic_t *interrupt,
+                             gaps *g, pl_error *err)
 {
     /* cnn: copies of megabytes, beyond the caches */
     static const char *const models[] = {"small/mlp-small", "small/transformer-small",
@@ -167,12 +168,12 @@ pl_status pl_calib_overheads(const char *dir, int steps, gaps *g, pl_error *err)
             continue;
         /* devices that sleep when idle: the hand-off to a thread that never polls */
         if (k < N_SMALL)
-            status = run_dealt(path, sleeping, steps,
+            status = run_dealt(path, sleeping, steps, interrupt,
                                &(reading){.g = g, .gaps = true, .cluster = sleeping}, err);
         /* devices on cores of their own, as the local machine's: polling, or asleep once
          * idle long enough (full-size ops are long enough); and the copies */
         if (status == PL_OK)
-            status = run_dealt(path, polling, steps, &(reading){.g = g, .copies = true,
+            status = run_dealt(path, polling, steps, interrupt, &(reading){.g = g, .copies = true,
                                .gaps = true, .polling = true, .cluster = polling}, err);
     }
     pl_cluster_free(sleeping);
@@ -220,8 +221,8 @@ static void pipeline(const pl_graph *g, pl_plan *plan)
     plan->defer_weight_gradients = true;
 }
 
-pl_status pl_calib_paced_lateness(const char *dir, int steps, const pl_cost_model *m, gaps *g,
-                                  pl_error *err)
+pl_status pl_calib_paced_lateness(const char *dir, int steps, const pl_cost_model *m,
+                                  const volatile sig_atomic_t *interrupt, gaps *g, pl_error *err)
 {
     /* full-size models, as the suite runs on paced-4; else (a reduced suite: tests) a
      * small one, paced slower so that its ops are as long */
@@ -237,7 +238,7 @@ pl_status pl_calib_paced_lateness(const char *dir, int steps, const pl_cost_mode
             continue;
         pl_cluster *c = paced_cluster(workloads[k].rate, err);
         workload w = {0};
-        status = c ? pl_calib_open(&w, path, 0, c, err) : err ? err->status : PL_ENOMEM;
+        status = c ? pl_calib_open(&w, path, 0, c, interrupt, err) : err ? err->status : PL_ENOMEM;
         if (status == PL_OK) {
             pipeline(w.g, w.plan);
             status = read_steps(&w, steps, &(reading){.g = g, .lateness = true,

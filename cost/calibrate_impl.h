@@ -18,6 +18,7 @@ typedef struct workload {
     pl_graph *g;
     pl_executor *ex;
     pl_plan *plan;
+    const volatile sig_atomic_t *interrupt; /* checked before each step; may be NULL */
 } workload;
 
 bool pl_calib_add_sample(samples *s, double seconds, double flops, double bytes);
@@ -34,9 +35,12 @@ void pl_calib_fit_copies(pl_cost_model *m, const samples *copies);
 pl_cluster *pl_calib_cluster(int n, int threads, double flops, bool pin, pl_error *err);
 
 /* A model's training graph at `batch` (0: its own), its executor on `cluster` with a plan
- * of everything on device 0 (not yet set), inputs filled with synthetic data. */
+ * of everything on device 0 (not yet set), inputs filled with synthetic data; `interrupt`
+ * (may be NULL) stops its steps. */
 pl_status pl_calib_open(workload *w, const char *path, int batch, const pl_cluster *c,
-                        pl_error *err);
+                        const volatile sig_atomic_t *interrupt, pl_error *err);
+/* One step, or PL_EINTERRUPTED when the interrupt flag is set. */
+pl_status pl_calib_step(workload *w, long long step, pl_error *err);
 void pl_calib_close(workload *w);
 /* One warm-up and `steps` measured steps; times[i * steps + s] is task i's duration. */
 pl_status pl_calib_run_steps(workload *w, int steps, double **times, pl_error *err);
@@ -58,11 +62,12 @@ typedef struct gaps {
  * per-task gap and the hand-off to a sleeping thread (small models, devices not pinned);
  * the hand-offs to a polling device and to one asleep past its poll window, and the
  * copies (every model, devices pinned to cores of their own when the machine has them). */
-pl_status pl_calib_overheads(const char *dir, int steps, gaps *g, pl_error *err);
+pl_status pl_calib_overheads(const char *dir, int steps, const volatile sig_atomic_t *interrupt,
+                             gaps *g, pl_error *err);
 /* How late paced tasks that their pacer sleeps through end, from lstm_lm and transformer
  * (else mlp-small) pipelined over four paced devices, which share the machine's cores as
  * paced-4's do; `m` gives the ops' native times. */
-pl_status pl_calib_paced_lateness(const char *dir, int steps, const pl_cost_model *m, gaps *g,
-                                  pl_error *err);
+pl_status pl_calib_paced_lateness(const char *dir, int steps, const pl_cost_model *m,
+                                  const volatile sig_atomic_t *interrupt, gaps *g, pl_error *err);
 
 #endif

@@ -102,9 +102,9 @@ void pl_calib_close(workload *w)
 }
 
 pl_status pl_calib_open(workload *w, const char *path, int batch, const pl_cluster *c,
-                               pl_error *err)
+                        const volatile sig_atomic_t *interrupt, pl_error *err)
 {
-    *w = (workload){0};
+    *w = (workload){.interrupt = interrupt};
     if (!(w->g = pl_graph_load_file(path, err)) ||
         (batch && pl_graph_set_batch(w->g, batch, err) != PL_OK) ||
         pl_autodiff_build(w->g, err) != PL_OK || !(w->plan = pl_plan_new(w->g, err)) ||
@@ -112,7 +112,16 @@ pl_status pl_calib_open(workload *w, const char *path, int batch, const pl_clust
         pl_calib_close(w);
         return err && err->status != PL_OK ? err->status : PL_ENOMEM;
     }
+    pl_executor_set_interrupt(w->ex, interrupt);
     return PL_OK;
+}
+
+pl_status pl_calib_step(workload *w, long long step, pl_error *err)
+{
+    if (w->interrupt && *w->interrupt)
+        return pl_error_set(err, PL_EINTERRUPTED, NULL, "interrupted during calibration");
+    float loss;
+    return pl_executor_step(w->ex, step, &loss, err);
 }
 
 /* Runs one warm-up and `steps` measured steps; times[i * steps + s] is task i's duration
@@ -123,10 +132,9 @@ pl_status pl_calib_run_steps(workload *w, int steps, double **times, pl_error *e
     *times = malloc((size_t)p->n_tasks * (size_t)steps * sizeof **times + 1);
     if (!*times)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    float loss;
-    pl_status status = pl_executor_step(w->ex, 1, &loss, err);
+    pl_status status = pl_calib_step(w, 1, err);
     for (int s = 0; status == PL_OK && s < steps; s++) {
-        status = pl_executor_step(w->ex, s + 2, &loss, err);
+        status = pl_calib_step(w, s + 2, err);
         const double *starts = pl_executor_task_starts(w->ex), *ends = pl_executor_task_ends(w->ex);
         for (int i = 0; i < p->n_tasks; i++)
             (*times)[(size_t)i * (size_t)steps + (size_t)s] = ends[i] - starts[i];

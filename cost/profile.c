@@ -100,7 +100,8 @@ static int needed_threads(const pl_cluster *c, const pl_cost_model *old, int *th
 
 pl_status pl_profile_load(pl_cost_model *m, const pl_cluster *c, bool force,
                           void (*progress)(void *context, const char *what), void *context,
-                          bool *calibrated, pl_error *err)
+                          const volatile sig_atomic_t *interrupt, bool *calibrated,
+                          pl_error *err)
 {
     char path[4096];
     *calibrated = false;
@@ -145,7 +146,8 @@ pl_status pl_profile_load(pl_cost_model *m, const pl_cluster *c, bool force,
     int n = needed_threads(c, read && strcmp(old->machine, key) == 0 ? old : NULL, threads);
     free(old);
     pl_calibration how = {.graphs_dir = pl_profile_graphs_dir(), .threads = threads,
-                          .n_threads = n, .progress = progress, .context = context};
+                          .n_threads = n, .progress = progress, .context = context,
+                          .interrupt = interrupt};
     if (!how.graphs_dir)
         return pl_error_set(err, PL_EIO, NULL, "no bundled models to calibrate with: set "
                             "PLACER_GRAPHS to placer's graphs/ directory");

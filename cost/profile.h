@@ -23,12 +23,14 @@ bool pl_profile_path(char *buf, size_t cap);
 const char *pl_profile_graphs_dir(void);
 
 /* The profile for `cluster`: read from the cache when it fits this machine and the
- * cluster's thread counts; else calibrated (progress as in calibrate.h) and written to the
- * cache. `force` calibrates anyway. *calibrated says which happened. The model is
- * overwritten: release it with pl_cost_model_clear. */
+ * cluster's thread counts; else calibrated (progress and interrupt as in calibrate.h; an
+ * interrupted calibration caches nothing) and written to the cache. `force` calibrates
+ * anyway. *calibrated says which happened. The model is overwritten: release it with
+ * pl_cost_model_clear. */
 pl_status pl_profile_load(pl_cost_model *model, const pl_cluster *cluster, bool force,
                           void (*progress)(void *context, const char *what), void *context,
-                          bool *calibrated, pl_error *err);
+                          const volatile sig_atomic_t *interrupt, bool *calibrated,
+                          pl_error *err);
 
 /* Whether a profile read from `source` serves this machine and every thread count of
  * `cluster`: PL_OK, or PL_EINPUT with `err` saying which does not ("source: /machine:

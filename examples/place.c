@@ -72,7 +72,7 @@ static int load(place_state *s, const char *cluster_path)
     s->cost = calloc(1, sizeof *s->cost);
     if (!s->cost)
         return 1;
-    if (pl_profile_load(s->cost, s->cluster, false, progress, NULL, &calibrated, &err) != PL_OK)
+    if (pl_profile_load(s->cost, s->cluster, false, progress, NULL, NULL, &calibrated, &err) != PL_OK)
         return report(&err);
     printf("cost model: %s\n", calibrated ? "just calibrated" : "the cached profile");
     return 0;

@@ -92,7 +92,7 @@ int place(const std::string &model_path, const std::string &cluster_path, pl_bas
     cluster_ptr cluster(must(pl_cluster_load_file(cluster_path.c_str(), &err), err));
     cost_ptr cost(new pl_cost_model());
     bool calibrated = false;
-    must(pl_profile_load(cost.get(), cluster.get(), false, progress, nullptr, &calibrated, &err),
+    must(pl_profile_load(cost.get(), cluster.get(), false, progress, nullptr, nullptr, &calibrated, &err),
          err);
     std::printf("cost model: %s\n", calibrated ? "just calibrated" : "the cached profile");
 

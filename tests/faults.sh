@@ -64,6 +64,15 @@ for sig in INT TERM; do
     contains "$work/$sig.report.md" "interrupted" "main job, SIG$sig: the report"
 done
 
+# A signal during calibration (here of every bundled model: tens of seconds) ends it
+# within a second or so, with nothing cached.
+stop TERM 1 env PLACER_PROFILE="$work/interrupted-profile.json" PLACER_GRAPHS="$src/graphs" \
+    "$bin" "$mlp" -o "$work/calibrating"
+[ "$got" -eq 130 ] && ok || bad "calibration, SIGTERM: exit $got, expected 130"
+[ "$took" -lt 10 ] && ok || bad "calibration, SIGTERM: ended $took s after the signal"
+contains "$work/err" "interrupted during calibration" "calibration, SIGTERM"
+[ -e "$work/interrupted-profile.json" ] && bad "calibration, SIGTERM: a profile was cached" || ok
+
 # A step that takes minutes does not hold the job: the budget skips measuring it (the
 # job ends within its budget of 2 s, give or take the calibration)...
 start=$(date +%s)

@@ -89,7 +89,7 @@ int pl_cmd_calibrate(int argc, char **argv)
     double start = pl_now();
     pl_error_init(&err, NULL);
     int status = PL_EXIT_OK;
-    if (!m || pl_profile_load(m, cluster, force, pl_cli_calibration_progress, &verbose, &calibrated, &err) !=
+    if (!m || pl_profile_load(m, cluster, force, pl_cli_calibration_progress, &verbose, NULL, &calibrated, &err) !=
                   PL_OK) {
         status = m ? pl_cli_report(&err) : PL_EXIT_FAILURE;
     } else {

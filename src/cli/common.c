@@ -283,7 +283,7 @@ static int take_costs(pl_cli_setup *s)
     if (!(s->costs = calloc(1, sizeof *s->costs)))
         return PL_EXIT_FAILURE;
     if (pl_profile_load(s->costs, s->cluster, false, pl_cli_calibration_progress, &verbose,
-                        &s->calibrated, &err) != PL_OK)
+                        &pl_cli_interrupted, &s->calibrated, &err) != PL_OK)
         return pl_cli_report(&err);
     return PL_EXIT_OK;
 }

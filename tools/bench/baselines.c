@@ -39,7 +39,7 @@ static pl_status load_profile(pl_cost_model *m, const pl_cluster *c, pl_error *e
 {
     bool calibrated;
     pl_cost_model_clear(m);
-    return pl_profile_load(m, c, false, NULL, NULL, &calibrated, err);
+    return pl_profile_load(m, c, false, NULL, NULL, NULL, &calibrated, err);
 }
 
 /* ---- speed ------------------------------------------------------------------------------- */

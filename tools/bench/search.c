@@ -120,7 +120,7 @@ static pl_status run_model(const options *o, const char *name, totals *t, pl_err
     pl_cluster *c = bench_open_cluster(o->top, o->cluster, err);
     pl_cost_model m = {0};
     bool calibrated;
-    pl_status status = c ? pl_profile_load(&m, c, false, NULL, NULL, &calibrated, err)
+    pl_status status = c ? pl_profile_load(&m, c, false, NULL, NULL, NULL, &calibrated, err)
                          : err->status;
     for (int s = 0; s < o->n_seeds && status == PL_OK; s++)
         status = search(o, g, c, &m, o->seeds[s], t, err);

@@ -204,7 +204,7 @@ static pl_status load_profile(pl_cost_model *m, const pl_cluster *c, bool force,
                               bool *calibrated, pl_error *err)
 {
     pl_cost_model_clear(m);
-    return pl_profile_load(m, c, force, calibration_progress, NULL, calibrated, err);
+    return pl_profile_load(m, c, force, calibration_progress, NULL, NULL, calibrated, err);
 }
 
 /* What the predictions rest on: the machine, the overheads, the matmul and overall fits. */
