@@ -27,6 +27,7 @@
 #include "agent_impl.h"
 #include "atomic_file.h"
 #include "binary_reader.h"
+#include "input_file.h"
 
 static const char MAGIC[8] = {'P', 'L', 'A', 'C', 'E', 'R', 'A', 'G'};
 enum {
@@ -303,12 +304,9 @@ pl_agent *pl_agent_load(const char *path, const pl_graph *g, const pl_cluster *c
                         const pl_cost_model *m, const pl_agent_options *o, pl_error *err)
 {
     pl_error_init(err, path);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        pl_error_set(err, errno == ENOENT ? PL_EINPUT : PL_EIO, NULL, "cannot open: %s",
-                     strerror(errno));
+    FILE *fp = pl_input_fopen(path, err);
+    if (!fp)
         return NULL;
-    }
     pl_agent *a = pl_agent_alloc(g, c, m, o, err);
     if (a && read_body(a, fp, err) != PL_OK) {
         pl_agent_free(a);

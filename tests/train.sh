@@ -75,6 +75,13 @@ once "$work/err" "cut.ckpt" "a truncated checkpoint: the path"
 expect 2 "a missing checkpoint" "$bin" train "$lstm" --steps 1 --resume "$work/none.ckpt"
 contains "$work/err" "none.ckpt: cannot open" "a missing checkpoint"
 once "$work/err" "none.ckpt" "a missing checkpoint: the path"
+# A checkpoint is read only from a regular file: a FIFO would block, /dev/zero never ends.
+mkfifo "$work/fifo.ckpt"
+for special in "$work/fifo.ckpt" /dev/zero "$work"; do
+    expect 2 "--resume $special" "$bin" train "$lstm" --steps 1 --resume "$special"
+    expect 2 "main job --resume $special" "$bin" "$mlp" --resume "$special" -o "$work/special"
+done
+contains "$work/err" "$work: is a directory, not a file" "main job --resume a folder"
 # A position past the end of the data's epoch (0xffffffffffff samples: within the format's
 # range, beyond any data set), at byte 36 of the header.
 cp "$work/whole.ckpt" "$work/far.ckpt"

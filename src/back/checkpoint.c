@@ -9,6 +9,7 @@
 
 #include "atomic_file.h"
 #include "binary_reader.h"
+#include "input_file.h"
 
 static const char magic[8] = {'P', 'L', 'A', 'C', 'E', 'R', 'C', 'K'};
 enum { VERSION = PL_CHECKPOINT_VERSION };
@@ -151,10 +152,9 @@ pl_status pl_checkpoint_read(const char *path, const pl_graph *g, pl_session *se
                              pl_train_position *where, pl_error *err)
 {
     pl_error_init(err, path);
-    pl_binary_reader r = {fopen(path, "rb"), err, true};
+    pl_binary_reader r = {pl_input_fopen(path, err), err, true};
     if (!r.fp)
-        return pl_error_set(err, errno == ENOENT ? PL_EINPUT : PL_EIO, NULL, "cannot open: %s",
-                            strerror(errno));
+        return err && err->status != PL_OK ? err->status : PL_EIO;
     pl_train_position at;
     uint32_t count = 0;
     int expected = saved_count(g);

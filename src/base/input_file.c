@@ -58,3 +58,21 @@ int pl_input_open(const char *path, int64_t *size, pl_status *status, char *why,
     *size = (int64_t)st.st_size;
     return fd;
 }
+
+FILE *pl_input_fopen(const char *path, pl_error *err)
+{
+    int64_t size;
+    pl_status status;
+    char why[256];
+    int fd = pl_input_open(path, &size, &status, why, sizeof why);
+    if (fd < 0) {
+        pl_error_set(err, status, NULL, "%s", why);
+        return NULL;
+    }
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        pl_error_set(err, PL_ENOMEM, NULL, "cannot open: %s", strerror(errno));
+        close(fd);
+    }
+    return fp;
+}

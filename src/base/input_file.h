@@ -1,4 +1,5 @@
-/* How placer opens a file it reads (models, clusters, plans, data): the one place that
+/* How placer opens a file it reads (models, clusters, plans, data, profiles, checkpoints):
+ * the one place that
  * decides what a readable input is, so that every command treats a bad path alike.
  *
  * - Only a regular file is read. A directory, a character or block device (/dev/zero), a
@@ -16,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "error.h"
 
@@ -25,6 +27,10 @@
  * not a file", "is not a regular file (a device, FIFO or socket)") and its status into
  * *status. */
 int pl_input_open(const char *path, int64_t *size, pl_status *status, char *why, size_t cap);
+
+/* The same as a stream for binary reading (checkpoints): the FILE, or NULL with `err`
+ * holding what is wrong (the path is the caller's source). */
+FILE *pl_input_fopen(const char *path, pl_error *err);
 
 /* PL_EINPUT for an errno that says the path names no readable file, else PL_EIO. */
 pl_status pl_input_errno_status(int errnum);
