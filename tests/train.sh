@@ -68,6 +68,22 @@ contains "$work/err" "short.txt" "text too short"
 expect 2 "resume from another model's checkpoint" "$bin" train "$mlp" --steps 1 --resume "$work/whole.ckpt"
 contains "$work/err" "whole.ckpt: made for another model" "resume from another model's checkpoint"
 once "$work/err" "whole.ckpt" "another model's checkpoint: the path"
+# The model's identity is its content: re-indented, keys reordered, renamed and
+# redescribed, the model still resumes the checkpoint; with another optimiser setting in
+# the file it does not (train --lr is how a resumed run changes the rate).
+/usr/bin/python3 - "$lstm" "$work/restyled.json" "$work/wider.json" <<'PY'
+import json, sys
+model = json.load(open(sys.argv[1]))
+model["name"], model["description"] = "restyled", "the same model, written differently"
+json.dump(dict(reversed(list(model.items()))), open(sys.argv[2], "w"), indent=1)
+model["optimizer"]["momentum"] = 0.5
+json.dump(model, open(sys.argv[3], "w"))
+PY
+expect 0 "resume with the model restyled" "$bin" train "$work/restyled.json" --steps 31 \
+    --resume "$work/whole.ckpt" -q
+expect 2 "resume with the model changed" "$bin" train "$work/wider.json" --steps 31 \
+    --resume "$work/whole.ckpt" -q
+contains "$work/err" "made for another model" "resume with the model changed"
 head -c 100 "$work/whole.ckpt" >"$work/cut.ckpt"
 expect 2 "a truncated checkpoint" "$bin" train "$lstm" --steps 31 --resume "$work/cut.ckpt"
 contains "$work/err" "cut.ckpt: truncated" "a truncated checkpoint"

@@ -115,7 +115,8 @@ typedef struct pl_graph {
     pl_op *ops;    /* topological order */
     int loss;      /* tensor index */
     pl_optimizer optimizer;
-    uint64_t hash; /* of the model file's bytes: plans name the graph they were made for */
+    uint64_t hash; /* of the model's content (load.c): checkpoints and plans name the
+                      model they were made for */
     pl_arena arena;
 } pl_graph;
 

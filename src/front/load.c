@@ -305,7 +305,7 @@ static bool check_loss(loader *L, const json_t *root)
     return true;
 }
 
-static pl_graph *load_root(const json_t *root, uint64_t hash, pl_error *err)
+static pl_graph *load_root(const json_t *root, pl_error *err)
 {
     loader L = {0};
     pl_json_reader_init(&L.r, err);
@@ -314,7 +314,6 @@ static pl_graph *load_root(const json_t *root, uint64_t hash, pl_error *err)
         pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
         return NULL;
     }
-    L.graph->hash = hash;
     L.graph->loss = -1;
     bool ok = read_header(&L, root) && for_each_element(&L, root, "inputs", read_input) &&
               for_each_element(&L, root, "parameters", read_parameter) &&
@@ -334,6 +333,28 @@ static pl_graph *load_root(const json_t *root, uint64_t hash, pl_error *err)
     return L.graph;
 }
 
+/* The model's identity, which checkpoints and plans carry: a hash of its document in a
+ * canonical form (compact, keys sorted, numbers as parsed), without the fields that only
+ * describe it ("name", "description"). Re-indenting the file, reordering its keys or
+ * rewording its description keeps the hash; changing an op, a shape or a setting does
+ * not. */
+static bool content_hash(const json_t *root, uint64_t *hash)
+{
+    json_t *copy = json_copy((json_t *)root); /* shallow: the members are shared */
+    if (!copy)
+        return false;
+    json_object_del(copy, "name");
+    json_object_del(copy, "description");
+    size_t size = json_dumpb(copy, NULL, 0, JSON_COMPACT | JSON_SORT_KEYS);
+    char *text = size ? malloc(size) : NULL;
+    bool ok = text && json_dumpb(copy, text, size, JSON_COMPACT | JSON_SORT_KEYS) == size;
+    if (ok)
+        *hash = pl_hash_bytes(PL_HASH_INIT, text, size);
+    free(text);
+    json_decref(copy);
+    return ok;
+}
+
 /* Parses and loads a model's text. The node count is checked on the raw text first: the
  * parser's tree of an oversize model would cost gigabytes and tens of seconds before the
  * loader could refuse it (pl_load_nodes checks the parsed array again). */
@@ -346,7 +367,12 @@ static pl_graph *load_text(const char *data, size_t size, size_t max_nodes, pl_e
     json_t *root = pl_json_parse_buffer(data, size, err);
     if (!root)
         return NULL;
-    pl_graph *graph = load_root(root, pl_hash_bytes(PL_HASH_INIT, data, size), err);
+    pl_graph *graph = load_root(root, err);
+    if (graph && !content_hash(root, &graph->hash)) {
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        pl_graph_free(graph);
+        graph = NULL;
+    }
     json_decref(root);
     return graph;
 }
