@@ -9,6 +9,7 @@
 #include "baseline.h"
 #include "bound.h"
 #include "clock.h"
+#include "grow.h"
 #include "search_impl.h"
 
 /* The checkpoint is saved this often during the search (seconds), and the agent's best
@@ -212,8 +213,41 @@ static pl_status save_checkpoint(pl_search_call *call)
     return PL_OK;
 }
 
-/* The agent's iterations, until its iterations are done, its share of the budget is
- * spent or the search is interrupted; the checkpoint saved as it goes and at the end. */
+/* Whether the search has converged after its latest iteration (search.h): no better plan
+ * for a while and a policy that draws the same plans. */
+static bool converged(const pl_agent *agent)
+{
+    int n = pl_agent_iterations(agent);
+    if (n < PL_SEARCH_STALE + PL_SEARCH_ENTROPY_WINDOW)
+        return false;
+    const pl_agent_iteration *curve = pl_agent_curve(agent);
+    int stale = n / 3 > PL_SEARCH_STALE ? n / 3 : PL_SEARCH_STALE;
+    if (stale >= n || curve[n - 1].best_step < curve[n - 1 - stale].best_step)
+        return false;
+    double entropy = 0;
+    for (int i = n - PL_SEARCH_ENTROPY_WINDOW; i < n; i++)
+        entropy += curve[i].entropy;
+    return entropy / PL_SEARCH_ENTROPY_WINDOW < PL_SEARCH_COLLAPSED_ENTROPY;
+}
+
+/* Why the loop below would stop now, or -1 to go on. */
+static int stop_reason(pl_search_call *call, double stop)
+{
+    const pl_search_options *o = call->options;
+    const pl_agent *agent = call->result->agent;
+    if (pl_search__interrupted(call))
+        return PL_SEARCH_STOP_INTERRUPTED;
+    if (o->iterations && pl_agent_iterations(agent) >= o->iterations)
+        return PL_SEARCH_STOP_ITERATIONS;
+    if (pl_now() >= stop)
+        return PL_SEARCH_STOP_BUDGET;
+    if (!o->run_to_budget && converged(agent))
+        return PL_SEARCH_STOP_CONVERGED;
+    return -1;
+}
+
+/* The agent's iterations, until a stop_reason; the checkpoint saved as it goes and at the
+ * end. */
 static pl_status iterate(pl_search_call *call)
 {
     const pl_search_options *o = call->options;
@@ -222,11 +256,18 @@ static pl_status iterate(pl_search_call *call)
     uint64_t last_key = 0;
     /* the search's share of the budget: the final measurements need the rest */
     double stop = o->budget > 0 ? call->start + 0.8 * o->budget : INFINITY;
-    while (!pl_search__interrupted(call) && pl_now() < stop &&
-           (!o->iterations || pl_agent_iterations(agent) < o->iterations)) {
+    int reason;
+    while ((reason = stop_reason(call, stop)) < 0) {
         pl_agent_iteration it;
         if (pl_agent_iterate(agent, &it, call->err) != PL_OK)
             return call->err->status;
+        pl_search *s = call->result;
+        if (s->n_timed == 0)
+            s->first_timed = it.iteration;
+        if (!pl_grow(&s->iteration_at, &s->timed_cap, s->n_timed + 1, sizeof *s->iteration_at,
+                     1024))
+            return pl_error_set(call->err, PL_ENOMEM, NULL, "out of memory");
+        s->iteration_at[s->n_timed++] = pl_now() - call->start;
         double now = pl_now();
         if (call->executor && now - last_measure > MEASURE_EVERY) {
             if (pl_search__measure_agent_best(call, &last_key) != PL_OK)
@@ -241,6 +282,7 @@ static pl_status iterate(pl_search_call *call)
         pl_search__tell(call, (pl_search_event){.kind = PL_SEARCH_ITERATION, .row = -1,
                                                 .iteration = it});
     }
+    call->result->stopped = (pl_search_stop)reason;
     tell_kind(call, PL_SEARCH_AGENT_DONE);
     return save_checkpoint(call);
 }
@@ -412,5 +454,7 @@ void pl_search_free(pl_search *s)
     for (int r = 0; r < s->n_rows; r++)
         pl_plan_free(s->rows[r].plan);
     pl_agent_free(s->agent);
+    free(s->iteration_at);
+    free(s->measurements);
     free(s);
 }

@@ -8,9 +8,13 @@
  *   2. the agent (agent.h) starts: a new one, offered every baseline that fits and
  *      imitating the best, or one read back from a checkpoint (read first of all, before
  *      the baselines: a checkpoint that cannot be resumed fails the call at once);
- *   3. it iterates until its iterations are done, its share of the budget is spent or
- *      the interrupt flag is set; every few seconds the executor measures the agent's best
- *      plan when it is new (correcting the simulator), and the checkpoint is saved;
+ *   3. it iterates until its iterations are done, its share of the budget is spent, the
+ *      interrupt flag is set, or it has converged: no better plan for PL_SEARCH_STALE
+ *      iterations (and for a third of all its iterations) while the policy's mean entropy
+ *      per decision over the last PL_SEARCH_ENTROPY_WINDOW iterations is below
+ *      PL_SEARCH_COLLAPSED_ENTROPY (it samples the same plans again and again); every few
+ *      seconds the executor measures the agent's best plan when it is new (correcting the
+ *      simulator), and the checkpoint is saved;
  *   4. the agent's two best distinct plans and its lead (docs/agent.md) become rows, and
  *      are measured head to head with the best baseline, taking turns step by step; the
  *      chosen row is the fastest measured (the fastest simulated when nothing was), and
@@ -61,7 +65,16 @@
 extern "C" {
 #endif
 
-enum { PL_SEARCH_MAX_ROWS = 24 };
+enum { PL_SEARCH_MAX_ROWS = 24, PL_SEARCH_STALE = 200, PL_SEARCH_ENTROPY_WINDOW = 50 };
+#define PL_SEARCH_COLLAPSED_ENTROPY 0.05 /* nats per decision */
+
+/* Why the agent stopped iterating. */
+typedef enum pl_search_stop {
+    PL_SEARCH_STOP_BUDGET,      /* its share of the budget spent */
+    PL_SEARCH_STOP_ITERATIONS,  /* the iterations asked for done */
+    PL_SEARCH_STOP_CONVERGED,   /* converged (above) */
+    PL_SEARCH_STOP_INTERRUPTED, /* the interrupt flag */
+} pl_search_stop;
 
 typedef struct pl_search_options {
     double budget;      /* seconds for the whole search, measurements included, counted from
@@ -82,6 +95,8 @@ typedef struct pl_search_options {
                            to continue from, or NULL (default) */
     const char *checkpoint; /* where to save the agent's checkpoint, or NULL (default) */
     bool simulate_only; /* no executor: nothing measured */
+    bool run_to_budget; /* iterate until the budget or the iterations are spent, even once
+                           the search has converged (default false: it stops early) */
 } pl_search_options;
 
 /* The defaults above. */
@@ -101,6 +116,13 @@ typedef struct pl_search_row {
     bool fits;            /* simulated, and measured when it was, within every device */
 } pl_search_row;
 
+/* A measurement of the agent's best plan during the search. */
+typedef struct pl_search_measurement {
+    int iteration;  /* the agent's iterations done when it was taken */
+    double at;      /* seconds from options->start */
+    double seconds; /* the measured step */
+} pl_search_measurement;
+
 /* The result, and the state of the search as the progress callback sees it. */
 typedef struct pl_search {
     int n_rows;
@@ -115,7 +137,16 @@ typedef struct pl_search {
     pl_agent *agent;      /* owned: its curve and correction; NULL until it starts */
     double measured_busy[PL_MAX_DEVICES]; /* the chosen plan's busy seconds per device in
                                              one measured step; 0 when not measured */
+    double measured_busy_step; /* that step's seconds (its utilisation's denominator) */
     double elapsed;       /* seconds from options->start to the end */
+    pl_search_stop stopped; /* why the agent stopped iterating (valid once it has) */
+    /* This call's history, for curves over time: iteration first_timed + i ended at
+       iteration_at[i] seconds from options->start (a resumed agent's earlier iterations
+       have no time here); the agent's best plan measured n_measurements times. */
+    int first_timed, n_timed, timed_cap;
+    double *iteration_at;
+    int n_measurements, measurements_cap;
+    pl_search_measurement *measurements;
     bool interrupted;
     char checkpoint_failure[PL_ERROR_TEXT_MAX]; /* why options->checkpoint could not be
                                                    saved ("cannot write PATH: REASON"), or

@@ -1,9 +1,11 @@
 /* What the placement search (search.h) simulates and measures: a row's plan in the
  * simulator and on the executor, the agent's best plan as it searches, the final
  * head-to-head of the contenders and the chosen plan's busy time per device. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "clock.h"
+#include "grow.h"
 #include "search_impl.h"
 #include "stats.h"
 
@@ -104,6 +106,12 @@ pl_status pl_search__measure_agent_best(pl_search_call *call, uint64_t *last_key
         pl_agent_correct(s->agent, row.sim.step_seconds, row.measured);
         if (s->agent_measured == 0 || row.measured < s->agent_measured)
             s->agent_measured = row.measured;
+        /* a point of the history lost to memory loses nothing else */
+        if (pl_grow(&s->measurements, &s->measurements_cap, s->n_measurements + 1,
+                    sizeof *s->measurements, 16))
+            s->measurements[s->n_measurements++] = (pl_search_measurement){
+                .iteration = pl_agent_iterations(s->agent), .at = pl_now() - call->start,
+                .seconds = row.measured};
         pl_search__tell(call, (pl_search_event){.kind = PL_SEARCH_AGENT_MEASURED, .row = -1,
                                                 .measured = row.measured});
     }
@@ -203,7 +211,12 @@ void pl_search__measure_busy(pl_search_call *call)
     const pl_program *p = pl_executor_program(call->executor);
     const double *starts = pl_executor_task_starts(call->executor);
     const double *ends = pl_executor_task_ends(call->executor);
-    for (int t = 0; t < p->n_tasks; t++)
+    double first = INFINITY, last = 0;
+    for (int t = 0; t < p->n_tasks; t++) {
         if (p->tasks[t].resource < p->n_devices)
             s->measured_busy[p->tasks[t].resource] += ends[t] - starts[t];
+        first = starts[t] < first ? starts[t] : first;
+        last = ends[t] > last ? ends[t] : last;
+    }
+    s->measured_busy_step = last > first ? last - first : 0;
 }

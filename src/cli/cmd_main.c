@@ -17,10 +17,12 @@
 #include "cli.h"
 #include "dot.h"
 #include "job.h"
+#include "progress.h"
 
 typedef struct main_options {
     const char *model, *prefix, *cluster;
     bool quiet;
+    pl_progress_mode progress;
     pl_search_options search; /* its defaults are the command's */
 } main_options;
 
@@ -45,6 +47,7 @@ static void print_usage(void)
     printf("Usage: placer MODEL.json [--cluster C] [--budget SECONDS] [--seed N] [-o PREFIX]\n"
            "                         [--iterations N] [--samples N] [--resume CKPT] [-q]\n"
            "                         [--no-fold] [--no-defer] [--no-sweep] [--no-refine]\n"
+           "                         [--no-early-stop] [--progress auto|live|lines|none]\n"
            "Finds a placement of the model on the cluster (default: this machine): runs the\n"
            "baseline placers and the learning agent for about --budget seconds (default 60),\n"
            "measures the best plans on the executor and writes PREFIX.plan.json,\n"
@@ -57,7 +60,11 @@ static void print_usage(void)
            "is said and the plan still written (exit status 1). --no-fold and --no-defer keep the agent from interleaving\n"
            "pipeline stages and from deferring weight gradients, --no-sweep from trying a new\n"
            "best placement under every shape, --no-refine from refining the best plan by\n"
-           "single-op moves (to measure what each gains).\n");
+           "single-op moves (to measure what each gains). The agent stops early once it has\n"
+           "converged (no better plan for a while, a policy that samples the same plans);\n"
+           "--no-early-stop keeps it going until the budget or --iterations. --progress:\n"
+           "'live' rewrites one line (the default on a terminal), 'lines' prints a line on\n"
+           "each new best and every 10 s (the default otherwise), 'none' prints no iterations.\n");
 }
 
 static int parse_options(int argc, char **argv, main_options *o)
@@ -75,6 +82,8 @@ static int parse_options(int argc, char **argv, main_options *o)
                                             {"no-defer", no_argument, NULL, 'D'},
                                             {"no-sweep", no_argument, NULL, 'S'},
                                             {"no-refine", no_argument, NULL, 'R'},
+                                            {"no-early-stop", no_argument, NULL, 'E'},
+                                            {"progress", required_argument, NULL, 'p'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     *o = (main_options){0};
@@ -92,6 +101,12 @@ static int parse_options(int argc, char **argv, main_options *o)
         case 'D': o->search.no_defer = true; break;
         case 'S': o->search.no_sweep = true; break;
         case 'R': o->search.no_refine = true; break;
+        case 'E': o->search.run_to_budget = true; break;
+        case 'p':
+            if (!pl_progress_parse(optarg, &o->progress))
+                return pl_cli_usage_error("invalid value '%s' for --progress (auto, live, "
+                                          "lines or none)", optarg);
+            break;
         case 'b': {
             char *end;
             double budget = o->search.budget = strtod(optarg, &end);
@@ -184,6 +199,7 @@ static int check_outputs(const main_options *o, const char *prefix)
 {
     static const char *const suffixes[] = {".graph.dot", ".plan.json", ".plan.dot",
                                            ".agent.plan.json", ".report.md", ".curve.svg",
+                                           ".summary.json",
                                            ".agent.ckpt" /* last: see above */};
     enum { N_SUFFIXES = sizeof suffixes / sizeof *suffixes };
     const pl_cli_file inputs[] = {{o->model, "the model"}, {o->cluster, "the cluster"},
@@ -209,7 +225,7 @@ typedef struct job_state {
     pl_search *search;
     char *prefix;
     double start;
-    bool tty;     /* progress rewrites one line in place */
+    pl_progress progress;
     char *graph_dot;      /* the model's drawing, made before its training graph */
     size_t graph_dot_size;
     int graph_dot_status; /* writing PREFIX.graph.dot: an exit status */
@@ -259,110 +275,15 @@ static int write_graph_dot(const job_state *s)
     return status;
 }
 
-static void print_start(const job_state *s, const pl_search_event *event)
-{
-    const pl_cluster *c = s->setup.cluster;
-    printf("placing %s on cluster \"%s\" (%d devices, %s); lower bound %.3f ms; budget "
-           "%.0f s, seed %llu\n", s->setup.graph->name, c->name, c->n_devices,
-           c->paced ? "paced: emulated devices" : "native", 1e3 * event->search->bound,
-           s->o.search.budget, (unsigned long long)s->o.search.seed);
-}
-
-static void print_baselines(const job_state *s, const pl_search_event *event)
-{
-    (void)s;
-    const pl_search *search = event->search;
-    for (int r = 0; r < search->n_rows; r++) {
-        const pl_search_row *row = &search->rows[r];
-        if (!row->plan)
-            printf("baseline %-12s failed: %s\n", row->name, row->failure);
-        else if (row->measured > 0)
-            printf("baseline %-12s simulated %9.3f ms  measured %9.3f ms\n", row->name,
-                   1e3 * row->sim.step_seconds, 1e3 * row->measured);
-        else
-            printf("baseline %-12s simulated %9.3f ms  %s\n", row->name,
-                   1e3 * row->sim.step_seconds, row->fits ? "(not measured)" : "(does not fit)");
-    }
-}
-
-static void print_resumed(const job_state *s, const pl_search_event *event)
-{
-    printf("agent: resumed from %s at iteration %d\n", s->o.search.resume,
-           pl_agent_iterations(event->search->agent));
-}
-
-static void print_not_imitating(const job_state *s, const pl_search_event *event)
-{
-    (void)s;
-    printf("agent: not imitating %s (%s)\n", event->search->rows[event->row].name,
-           event->text);
-}
-
-/* "   4.233 ms", or a dash before anything was measured. */
-static const char *format_measured(double seconds, char *buf, size_t cap)
-{
-    if (seconds > 0)
-        snprintf(buf, cap, "%8.3f ms", 1e3 * seconds);
-    else
-        snprintf(buf, cap, "%8s   ", "-");
-    return buf;
-}
-
-/* Every iteration on a terminal (one line, rewritten), else the first and every tenth. */
-static void print_iteration(const job_state *s, const pl_search_event *event)
-{
-    const pl_agent_iteration *it = &event->iteration;
-    const pl_search *search = event->search;
-    if (!s->tty && it->iteration % 10 != 0 && it->iteration != 1)
-        return;
-    double base = search->best_baseline >= 0 ? search->rows[search->best_baseline].measured : 0;
-    char measured[32];
-    printf("%siteration %4d  mean reward %7.4f  best simulated %8.3f ms (corrected "
-           "%8.3f)  measured %s", s->tty ? "\r" : "", it->iteration, it->mean_reward,
-           1e3 * it->best_step, 1e3 * it->best_step * pl_agent_correction(search->agent),
-           format_measured(search->agent_measured, measured, sizeof measured));
-    if (base > 0 && search->agent_measured > 0)
-        printf("  gain %.2fx over the best baseline", base / search->agent_measured);
-    printf(s->tty ? "   " : "\n");
-    fflush(stdout);
-}
-
-/* The last iteration, when print_iteration left it out; a terminal's line ended. */
-static void print_agent_done(const job_state *s, const pl_search_event *event)
-{
-    const pl_search *search = event->search;
-    int done = pl_agent_iterations(search->agent);
-    if (!s->tty && done > 0 && done % 10 != 0 && done != 1) {
-        const pl_agent_iteration *it = &pl_agent_curve(search->agent)[done - 1];
-        char measured[32];
-        printf("iteration %4d  mean reward %7.4f  best simulated %8.3f ms  measured %s\n",
-               it->iteration, it->mean_reward, 1e3 * it->best_step,
-               format_measured(search->agent_measured, measured, sizeof measured));
-    }
-    if (s->tty)
-        printf("\n");
-}
-
 /* What the job prints of the search's events (the others pass in silence). */
 static void print_progress(void *context, const pl_search_event *event)
 {
-    typedef void (*printer)(const job_state *s, const pl_search_event *event);
-    static const printer printers[] = {
-        [PL_SEARCH_STARTED] = print_start,
-        [PL_SEARCH_BASELINES_DONE] = print_baselines,
-        [PL_SEARCH_RESUMED] = print_resumed,
-        [PL_SEARCH_NOT_IMITATING] = print_not_imitating,
-        [PL_SEARCH_ITERATION] = print_iteration,
-        [PL_SEARCH_AGENT_DONE] = print_agent_done,
-    };
     job_state *s = context;
     if (event->kind == PL_SEARCH_STARTED)
         s->graph_dot_status = write_graph_dot(s);
     if (event->kind == PL_SEARCH_CHECKPOINT_FAILED) /* even when quiet */
         fprintf(stderr, "placer: %s; the search goes on without it\n", event->text);
-    if (!s->o.quiet && (size_t)event->kind < sizeof printers / sizeof *printers &&
-        printers[event->kind])
-        printers[event->kind](s, event);
+    pl_progress_event(&s->progress, event);
 }
 
 static int write_outputs(job_state *s)
@@ -409,18 +330,18 @@ static int write_outputs(job_state *s)
     if (status == PL_EXIT_OK)
         status = pl_job_write_report(&s->job, s->prefix);
     if (status == PL_EXIT_OK && !s->o.quiet) {
-        printf("plan: %s, %s step %.3f ms (%.2fx the lower bound)", chosen->name,
-               chosen->measured > 0 ? "measured" : "simulated",
-               1e3 * (chosen->measured > 0 ? chosen->measured : chosen->sim.step_seconds),
-               (chosen->measured > 0 ? chosen->measured : chosen->sim.step_seconds) /
-                   search->bound);
-        if (search->best_baseline >= 0 && chosen->measured > 0)
+        double step = chosen->measured > 0 ? chosen->measured : chosen->sim.step_seconds;
+        printf("plan: %s, %s step %.3f ms\n  %.2fx the lower bound", chosen->name,
+               chosen->measured > 0 ? "measured" : "simulated", 1e3 * step,
+               step / search->bound);
+        const pl_search_row *base =
+            search->best_baseline >= 0 ? &search->rows[search->best_baseline] : NULL;
+        if (base && base->measured > 0 && chosen->measured > 0)
             printf("; %.2fx faster than the best baseline (%s)",
-                   search->rows[search->best_baseline].measured / chosen->measured,
-                   search->rows[search->best_baseline].name);
-        printf("\nwrote %s, %s, %s.report.md (render: dot -Tsvg %s > %s.plan.svg)%s%s\n",
-               plan_path, dot_path, s->prefix, dot_path, s->prefix,
-               agent_row >= 0 ? "; the agent's best plan: " : "",
+                   base->measured / chosen->measured, base->name);
+        printf("\nwrote %s (render: dot -Tsvg %s > %s.plan.svg)\n  %s, %s.report.md, "
+               "%s.summary.json%s%s\n", plan_path, dot_path, s->prefix, dot_path, s->prefix,
+               s->prefix, agent_row >= 0 ? ", the agent's best plan " : "",
                agent_row >= 0 ? agent_path : "");
     }
     free(agent_path);
@@ -440,7 +361,8 @@ static int search(job_state *s)
     so.checkpoint = checkpoint;
     pl_error err;
     pl_error_init(&err, s->o.model);
-    s->tty = isatty(STDOUT_FILENO);
+    pl_progress_init(&s->progress, stdout, s->o.progress, s->o.quiet, s->setup.graph,
+                     s->setup.cluster, &s->o.search, s->start);
     s->search = pl_search_run(s->setup.graph, s->setup.cluster, s->setup.costs, &so, print_progress, s,
                               &pl_cli_interrupted, &err);
     free(checkpoint);

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cluster.h"
 #include "graph.h"
@@ -21,7 +22,12 @@ typedef struct pl_job {
     const pl_search *search; /* borrowed */
 } pl_job;
 
-/* Writes PREFIX.report.md and PREFIX.curve.svg, atomically; exit status. */
+/* Writes PREFIX.report.md, PREFIX.curve.svg (when the agent ran) and
+ * PREFIX.summary.json, atomically; exit status. */
 int pl_job_write_report(const pl_job *job, const char *prefix);
+/* The learning curve as SVG (curve.c); the search's agent must exist. */
+void pl_job_write_curve(FILE *fp, const pl_job *job);
+/* The job as JSON (summary.json): every row, the chosen plan's figures, the stop. */
+int pl_job_write_summary(FILE *fp, const pl_job *job);
 
 #endif

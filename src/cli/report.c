@@ -9,6 +9,7 @@
 #include "atomic_file.h"
 #include "cli.h"
 #include "job.h"
+#include "progress.h"
 
 /* When a candidate is not one of the policy's own samples (a baseline's placement under
  * another shape, or a plan the refinement improved: docs/agent.md), what the policy's own
@@ -46,167 +47,164 @@ static void report_own_plan(FILE *fp, const pl_search *search)
     fprintf(fp, "\n\n");
 }
 
-/* The learning curve: mean sampled reward and best-so-far reward per iteration. */
-static void write_svg(FILE *fp, const pl_agent *agent)
+/* Text in a table cell or a paragraph: characters markdown would read as markup
+ * (`|` ends a cell) escaped with a backslash, so that a name shows as it is. */
+static void md_text(FILE *fp, const char *text)
 {
-    const int w = 640, h = 320, left = 60, right = 20, top = 30, bottom = 40;
-    int n = pl_agent_iterations(agent);
-    const pl_agent_iteration *curve = pl_agent_curve(agent);
-    double lo = 0, hi = -INFINITY, best = -INFINITY;
-    for (int i = 0; i < n; i++) {
-        if (curve[i].mean_reward < lo || i == 0)
-            lo = curve[i].mean_reward;
-        if (curve[i].best_reward > hi)
-            hi = curve[i].best_reward;
+    for (const char *c = text; *c; c++) {
+        if (strchr("\\`*_[]<>|#", *c))
+            fputc('\\', fp);
+        fputc(*c, fp);
     }
-    if (n == 0 || !(hi > lo))
-        hi = lo + 1;
-    double pad = 0.05 * (hi - lo);
-    lo -= pad, hi += pad;
-    fprintf(fp, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-            "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" "
-            "height=\"100%%\" fill=\"white\"/>\n", w, h);
-    fprintf(fp, "<text x=\"%d\" y=\"18\">reward -sqrt(step / one device) per iteration</text>\n",
-            left);
-    fprintf(fp, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", left,
-            h - bottom, w - right, h - bottom);
-    fprintf(fp, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", left, top,
-            left, h - bottom);
-    for (int t = 0; t <= 4; t++) {
-        double v = lo + (hi - lo) * t / 4;
-        double y = h - bottom - (h - top - bottom) * t / 4.0;
-        fprintf(fp, "<text x=\"4\" y=\"%.1f\">%.3f</text>\n", y + 4, v);
-    }
-    fprintf(fp, "<text x=\"%d\" y=\"%d\">iteration (%d in all)</text>\n", w / 2 - 40, h - 10, n);
-    const char *colour[2] = {"#1f77b4", "#d62728"};
-    for (int series = 0; series < 2; series++) {
-        fprintf(fp, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
-                colour[series]);
-        best = -INFINITY;
-        for (int i = 0; i < n; i++) {
-            if (curve[i].best_reward > best)
-                best = curve[i].best_reward;
-            double v = series == 0 ? curve[i].mean_reward : best;
-            double x = left + (w - left - right) * (n > 1 ? (double)i / (n - 1) : 0.5);
-            double y = h - bottom - (h - top - bottom) * (v - lo) / (hi - lo);
-            fprintf(fp, "%.1f,%.1f ", x, y);
-        }
-        fprintf(fp, "\"/>\n");
-    }
-    fprintf(fp, "<text x=\"%d\" y=\"%d\" fill=\"%s\">mean sampled reward</text>\n", w - 300,
-            top + 14, colour[0]);
-    fprintf(fp, "<text x=\"%d\" y=\"%d\" fill=\"%s\">best so far</text>\n", w - 140, top + 14,
-            colour[1]);
-    fprintf(fp, "</svg>\n");
 }
 
-static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
+/* "12.345" (milliseconds), or a word when there is no number. */
+static void md_ms(FILE *fp, double seconds, const char *none)
+{
+    if (seconds > 0)
+        fprintf(fp, " %.3f |", 1e3 * seconds);
+    else
+        fprintf(fp, " %s |", none);
+}
+
+static void md_ratio(FILE *fp, double seconds, double bound)
+{
+    if (seconds > 0 && bound > 0)
+        fprintf(fp, " %.2f |", seconds / bound);
+    else
+        fprintf(fp, " |");
+}
+
+static void write_algorithms(FILE *fp, const pl_job *job)
 {
     const pl_cluster *c = job->cluster;
     const pl_search *search = job->search;
-    const pl_search_row *chosen = &search->rows[search->chosen];
-    char a[32], b[32];
-    fprintf(fp, "# Placement of %s on %s\n\n", job->graph->name, c->name);
-    /* a code span with a backtick inside opens and closes with two */
-    bool tick = strchr(job->command, '`') != NULL;
-    fprintf(fp, "Command: %s%s%s\n\n", tick ? "`` " : "`", job->command, tick ? " ``" : "`");
-    fprintf(fp, "Cluster \"%s\": %d devices, %s. Budget %.0f s, used %.1f s; seed %llu%s%s.\n\n",
-            c->name, c->n_devices, c->paced ? "paced (emulated devices)" : "native",
-            job->budget, search->elapsed, (unsigned long long)job->seed,
-            job->calibrated ? "; calibrated this run" : "",
-            search->interrupted ? "; **interrupted (Ctrl-C or a signal): the best plan so far**"
-                                : "");
-    if (search->checkpoint_failure[0])
-        fprintf(fp, "**The agent's checkpoint was not saved**: %s.\n\n",
-                search->checkpoint_failure);
-    fprintf(fp, "Lower bound on the step: %.3f ms.\n\n", 1e3 * search->bound);
-    fprintf(fp, "## Algorithms\n\nMeasured on the executor in this run (median of the measured "
-            "steps); the ratio is measured (else simulated) over the lower bound.\n\n");
-    fprintf(fp, "| algorithm | simulated step | measured step | / lower bound | peak memory per "
-            "device |\n|---|---:|---:|---:|---|\n");
+    char a[32];
+    fprintf(fp, "## Algorithms\n\nEvery plan the job considered. Measured steps are medians "
+            "of steps on the executor in this run; the ratios divide a step by the lower "
+            "bound (%.3f ms), simulated and measured apart. Peak memory is simulated.\n\n",
+            1e3 * search->bound);
+    fprintf(fp, "| algorithm | simulated step (ms) | measured step (ms) | simulated / lower "
+            "bound | measured / lower bound | peak memory per device | choice |\n"
+            "|---|---:|---:|---:|---:|---|---|\n");
     for (int r = 0; r < search->n_rows; r++) {
         const pl_search_row *row = &search->rows[r];
+        fprintf(fp, "| ");
+        md_text(fp, row->name);
+        fprintf(fp, " |");
         if (!row->plan) {
-            fprintf(fp, "| %s | failed: %s | | | |\n", row->name, row->failure);
+            fprintf(fp, " failed: ");
+            md_text(fp, row->failure);
+            fprintf(fp, " | | | | | |\n");
             continue;
         }
-        double step = row->measured > 0 ? row->measured : row->sim.step_seconds;
-        fprintf(fp, "| %s%s | %.3f ms | ", r == search->chosen ? "**" : "", row->name,
-                1e3 * row->sim.step_seconds);
-        if (row->measured > 0)
-            fprintf(fp, "%.3f ms", 1e3 * row->measured);
-        else
-            fprintf(fp, "%s", row->fits ? "not measured" : "does not fit");
-        fprintf(fp, "%s | %.2f | ", r == search->chosen ? "**" : "", step / search->bound);
+        md_ms(fp, row->sim.step_seconds, "");
+        md_ms(fp, row->measured, row->fits ? "not measured" : "does not fit");
+        md_ratio(fp, row->sim.step_seconds, search->bound);
+        md_ratio(fp, row->measured, search->bound);
+        fprintf(fp, " ");
         const char *separator = "";
         for (int d = 0; d < c->n_devices; d++)
             if (row->sim.memory[d] > 0) {
-                fprintf(fp, "%s%s %s", separator, c->devices[d].name,
-                        pl_cli_bytes((double)row->sim.memory[d], a, sizeof a));
+                fprintf(fp, "%s", separator);
+                md_text(fp, c->devices[d].name);
+                fprintf(fp, " %s", pl_cli_bytes((double)row->sim.memory[d], a, sizeof a));
                 separator = ", ";
             }
-        fprintf(fp, " |\n");
+        fprintf(fp, " | %s |\n", r == search->chosen ? "**chosen**"
+                                 : r == search->best_baseline ? "best baseline" : "");
     }
     if (search->head_to_head_rounds > 0) {
         fprintf(fp, "\nThe best baseline and the agent's best plans (");
         const char *separator = "";
         for (int r = 0; r < search->n_rows; r++)
             if (search->rows[r].head_to_head) {
-                fprintf(fp, "%s%s", separator, search->rows[r].name);
+                fprintf(fp, "%s", separator);
+                md_text(fp, search->rows[r].name);
                 separator = ", ";
             }
         fprintf(fp, ") were measured again at the end, taking turns step by step for %d "
                 "rounds: their measured steps are those medians, so that the final choice "
                 "compares them on the machine as it is then.\n", search->head_to_head_rounds);
     }
-    fprintf(fp, "\nChosen: **%s**", chosen->name);
-    if (search->best_baseline >= 0 && chosen->measured > 0) {
+}
+
+static void write_choice(FILE *fp, const pl_search *search)
+{
+    const pl_search_row *chosen = &search->rows[search->chosen];
+    fprintf(fp, "\nChosen: **");
+    md_text(fp, chosen->name);
+    fprintf(fp, "**");
+    if (search->best_baseline >= 0 && chosen->measured > 0 &&
+        search->rows[search->best_baseline].measured > 0) {
         const pl_search_row *base = &search->rows[search->best_baseline];
-        double gain = base->measured / chosen->measured;
-        fprintf(fp, ", %.3fx the best baseline's step (%s, %.3f ms). ", 1 / gain, base->name,
-                1e3 * base->measured);
+        double ratio = chosen->measured / base->measured;
+        fprintf(fp, ", %.3fx the best baseline's step (", ratio);
+        md_text(fp, base->name);
+        fprintf(fp, ", %.3f ms). ", 1e3 * base->measured);
         if (chosen->baseline)
             fprintf(fp, "The agent did not improve on the best baseline in this run.\n\n");
         else
             fprintf(fp, "The agent's plan measured %.1f%% faster than the best baseline%s.\n\n",
-                    100 * (1 - 1 / gain), gain < 1.05 ? " (within the executor's run-to-run "
+                    100 * (1 - ratio), ratio > 1 / 1.05 ? " (within the executor's run-to-run "
                     "spread of a few per cent: not a clear improvement)" : "");
     } else {
         fprintf(fp, ".\n\n");
     }
-    report_own_plan(fp, search);
-    if (search->agent) {
-        int n = pl_agent_iterations(search->agent);
-        const pl_agent_iteration *curve = pl_agent_curve(search->agent);
-        fprintf(fp, "## Learning\n\n![learning curve](%s)\n\n", svg_name);
-        if (n > 0) {
-            int k = n < 10 ? n : 10;
-            double first = 0, last = 0;
-            for (int i = 0; i < k; i++) {
-                first += curve[i].mean_reward / k;
-                last += curve[n - k + i].mean_reward / k;
-            }
-            fprintf(fp, "%d iterations. Mean sampled reward: %.4f over the first %d iterations, "
-                    "%.4f over the last %d (%s). Best simulated step %.3f ms; the simulator's "
-                    "correction from the executor's measurements: x%.3f.\n\n", n, first, k,
-                    last, k, last > first ? "rising" : "not rising",
-                    1e3 * curve[n - 1].best_step, pl_agent_correction(search->agent));
+}
+
+static void write_learning(FILE *fp, const pl_search *search, const char *svg_name)
+{
+    int n = pl_agent_iterations(search->agent);
+    const pl_agent_iteration *curve = pl_agent_curve(search->agent);
+    char why[256];
+    fprintf(fp, "## Learning\n\n![the agent's best step against its iterations](");
+    md_text(fp, svg_name);
+    fprintf(fp, ")\n\n%d iterations; the agent stopped: %s.", n,
+            pl_progress_stop_text(search, why, sizeof why));
+    if (n > 0) {
+        int k = n < 10 ? n : 10;
+        double first = 0, last = 0;
+        for (int i = 0; i < k; i++) {
+            first += curve[i].mean_step / k;
+            last += curve[n - k + i].mean_step / k;
         }
+        fprintf(fp, " The mean simulated step of the samples: %.3f ms over the first %d "
+                "iterations, %.3f ms over the last %d. Best simulated step %.3f ms; the "
+                "simulator's correction from the executor's measurements: x%.3f.", 1e3 * first,
+                k, 1e3 * last, k, 1e3 * curve[n - 1].best_step,
+                pl_agent_correction(search->agent));
     }
-    fprintf(fp, "## Devices (the chosen plan)\n\n| device | ops | simulated busy | utilisation "
-            "(simulated) | measured busy | peak memory | capacity |\n|---|---:|---:|---:|---:|---:|---:|\n");
-    double measured_step = chosen->measured;
+    fprintf(fp, "\n\n");
+}
+
+static void write_devices(FILE *fp, const pl_job *job)
+{
+    const pl_cluster *c = job->cluster;
+    const pl_search *search = job->search;
+    const pl_search_row *chosen = &search->rows[search->chosen];
+    char a[32], b[32];
+    fprintf(fp, "## Devices (the chosen plan)\n\nForward ops are the model's own ops placed "
+            "on the device (their backward and update ops go with them). Utilisation is busy "
+            "time over the step: simulated, and measured in one more step of the chosen "
+            "plan.\n\n| device | forward ops | simulated busy (ms) | simulated utilisation | "
+            "measured busy (ms) | measured utilisation | peak memory (simulated) | capacity |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    double step = search->measured_busy_step;
     for (int d = 0; d < c->n_devices; d++) {
         int ops = 0;
         for (int o = 0; o < chosen->plan->n_ops; o++)
             ops += chosen->plan->device[o] == d;
-        fprintf(fp, "| %s | %d | %.3f ms | %.0f%% | ", c->devices[d].name, ops,
-                1e3 * chosen->sim.busy_seconds[d],
+        fprintf(fp, "| ");
+        md_text(fp, c->devices[d].name);
+        fprintf(fp, " | %d | %.3f | %.0f%% |", ops, 1e3 * chosen->sim.busy_seconds[d],
                 100 * chosen->sim.busy_seconds[d] / chosen->sim.step_seconds);
-        if (measured_step > 0)
-            fprintf(fp, "%.3f ms (%.0f%%)", 1e3 * search->measured_busy[d],
-                    100 * search->measured_busy[d] / measured_step);
-        fprintf(fp, " | %s | %s |\n", pl_cli_bytes((double)chosen->sim.memory[d], a, sizeof a),
+        if (step > 0)
+            fprintf(fp, " %.3f | %.0f%% |", 1e3 * search->measured_busy[d],
+                    100 * search->measured_busy[d] / step);
+        else
+            fprintf(fp, " not measured | |");
+        fprintf(fp, " %s | %s |\n", pl_cli_bytes((double)chosen->sim.memory[d], a, sizeof a),
                 pl_cli_bytes((double)c->devices[d].memory_bytes, b, sizeof b));
     }
     fprintf(fp, "\n## Communication\n\n%d copies per step, %s in all; %d stage%s, %d "
@@ -217,17 +215,60 @@ static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
             pl_plan_schedule_text(chosen->plan));
 }
 
-static int write_atomic(const char *path, const pl_job *job, const char *svg_name, bool svg)
+static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
+{
+    const pl_cluster *c = job->cluster;
+    const pl_search *search = job->search;
+    fprintf(fp, "# Placement of ");
+    md_text(fp, job->graph->name);
+    fprintf(fp, " on ");
+    md_text(fp, c->name);
+    /* a code span with a backtick inside opens and closes with two */
+    bool tick = strchr(job->command, '`') != NULL;
+    fprintf(fp, "\n\nCommand: %s%s%s\n\n", tick ? "`` " : "`", job->command, tick ? " ``" : "`");
+    fprintf(fp, "Cluster \"");
+    md_text(fp, c->name);
+    fprintf(fp, "\": %d devices, %s. Budget %.0f s, used %.1f s; seed %llu%s%s.\n\n",
+            c->n_devices, c->paced ? "paced (emulated devices: every measured step comes "
+            "from their pacing)" : "native", job->budget, search->elapsed,
+            (unsigned long long)job->seed, job->calibrated ? "; calibrated this run" : "",
+            search->interrupted ? "; **interrupted (Ctrl-C or a signal): the best plan so far**"
+                                : "");
+    if (search->checkpoint_failure[0]) {
+        fprintf(fp, "**The agent's checkpoint was not saved**: ");
+        md_text(fp, search->checkpoint_failure);
+        fprintf(fp, ".\n\n");
+    }
+    fprintf(fp, "Lower bound on the step: %.3f ms.\n\n", 1e3 * search->bound);
+    write_algorithms(fp, job);
+    write_choice(fp, search);
+    report_own_plan(fp, search);
+    if (search->agent)
+        write_learning(fp, search, svg_name);
+    write_devices(fp, job);
+}
+
+typedef enum report_part { PART_MARKDOWN, PART_CURVE, PART_SUMMARY } report_part;
+
+static int write_atomic(const char *path, const pl_job *job, const char *svg_name,
+                        report_part part)
 {
     pl_error err;
     pl_error_init(&err, path);
     pl_atomic_file file;
     if (pl_atomic_open(&file, path, &err) != PL_OK)
         return pl_cli_report(&err);
-    if (svg)
-        write_svg(file.fp, job->search->agent);
-    else
+    int status = PL_EXIT_OK;
+    if (part == PART_CURVE)
+        pl_job_write_curve(file.fp, job);
+    else if (part == PART_MARKDOWN)
         write_markdown(file.fp, job, svg_name);
+    else
+        status = pl_job_write_summary(file.fp, job);
+    if (status != PL_EXIT_OK) {
+        pl_atomic_abort(&file);
+        return status;
+    }
     if (pl_atomic_commit(&file, &err) != PL_OK)
         return pl_cli_report(&err);
     return PL_EXIT_OK;
@@ -236,17 +277,21 @@ static int write_atomic(const char *path, const pl_job *job, const char *svg_nam
 int pl_job_write_report(const pl_job *job, const char *prefix)
 {
     size_t len = strlen(prefix) + 16;
-    char *md = malloc(len), *svg = malloc(len);
+    char *md = malloc(len), *svg = malloc(len), *json = malloc(len);
     int status = PL_EXIT_FAILURE;
-    if (md && svg) {
+    if (md && svg && json) {
         snprintf(md, len, "%s.report.md", prefix);
         snprintf(svg, len, "%s.curve.svg", prefix);
+        snprintf(json, len, "%s.summary.json", prefix);
         const char *base = strrchr(svg, '/');
-        status = job->search->agent ? write_atomic(svg, job, NULL, true) : PL_EXIT_OK;
+        status = job->search->agent ? write_atomic(svg, job, NULL, PART_CURVE) : PL_EXIT_OK;
         if (status == PL_EXIT_OK)
-            status = write_atomic(md, job, base ? base + 1 : svg, false);
+            status = write_atomic(md, job, base ? base + 1 : svg, PART_MARKDOWN);
+        if (status == PL_EXIT_OK)
+            status = write_atomic(json, job, NULL, PART_SUMMARY);
     }
     free(md);
     free(svg);
+    free(json);
     return status;
 }

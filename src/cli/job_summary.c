@@ -1,0 +1,104 @@
+/* PREFIX.summary.json: the main job's result for programs (docs/outputs.md describes its
+ * fields). Times are in seconds, sizes in bytes; a figure that does not exist (a plan not
+ * measured) is null. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "job.h"
+
+static json_t *seconds_or_null(double seconds)
+{
+    return seconds > 0 ? json_real(seconds) : json_null();
+}
+
+static const char *stop_name(pl_search_stop stop)
+{
+    switch (stop) {
+    case PL_SEARCH_STOP_CONVERGED: return "converged";
+    case PL_SEARCH_STOP_ITERATIONS: return "iterations";
+    case PL_SEARCH_STOP_INTERRUPTED: return "interrupted";
+    case PL_SEARCH_STOP_BUDGET: default: return "budget";
+    }
+}
+
+static json_t *row_json(const pl_search_row *row, const pl_cluster *c)
+{
+    json_t *memory = json_array();
+    for (int d = 0; row->plan && d < c->n_devices; d++)
+        json_array_append_new(memory, json_integer(row->sim.memory[d]));
+    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:b, s:o}",
+                     "name", row->name, "kind", row->baseline ? "baseline" : "agent",
+                     "failure", row->plan ? json_null() : json_string(row->failure),
+                     "simulated_seconds", row->plan ? json_real(row->sim.step_seconds)
+                                                    : json_null(),
+                     "measured_seconds", seconds_or_null(row->measured), "fits", row->fits,
+                     "head_to_head", row->head_to_head, "reshaped", row->reshaped,
+                     "refined", row->refined, "peak_memory_bytes", memory);
+}
+
+static json_t *chosen_json(const pl_search *s, const pl_cluster *c)
+{
+    const pl_search_row *row = &s->rows[s->chosen];
+    json_t *devices = json_array();
+    for (int d = 0; d < c->n_devices; d++) {
+        int ops = 0;
+        for (int o = 0; o < row->plan->n_ops; o++)
+            ops += row->plan->device[o] == d;
+        json_array_append_new(
+            devices, json_pack("{s:s, s:i, s:f, s:o, s:I, s:I}", "name", c->devices[d].name,
+                               "forward_ops", ops, "simulated_busy_seconds",
+                               row->sim.busy_seconds[d], "measured_busy_seconds",
+                               s->measured_busy_step > 0 ? json_real(s->measured_busy[d])
+                                                         : json_null(),
+                               "peak_memory_bytes", (json_int_t)row->sim.memory[d],
+                               "capacity_bytes", (json_int_t)c->devices[d].memory_bytes));
+    }
+    double base = s->best_baseline >= 0 ? s->rows[s->best_baseline].measured : 0;
+    return json_pack("{s:i, s:s, s:f, s:o, s:o, s:i, s:i, s:s, s:i, s:I, s:o, s:o}", "row",
+                     s->chosen, "name", row->name, "simulated_seconds", row->sim.step_seconds,
+                     "measured_seconds", seconds_or_null(row->measured),
+                     "over_best_baseline", row->measured > 0 && base > 0
+                                               ? json_real(row->measured / base) : json_null(),
+                     "stages", row->plan->n_stages, "micro_batches", row->plan->micro_batches,
+                     "schedule", pl_plan_schedule_text(row->plan), "copies", row->sim.n_copies,
+                     "copy_bytes", (json_int_t)row->sim.copy_bytes, "measured_busy_step_seconds",
+                     seconds_or_null(s->measured_busy_step), "devices", devices);
+}
+
+int pl_job_write_summary(FILE *fp, const pl_job *job)
+{
+    const pl_search *s = job->search;
+    const pl_cluster *c = job->cluster;
+    json_t *rows = json_array();
+    for (int r = 0; r < s->n_rows; r++)
+        json_array_append_new(rows, row_json(&s->rows[r], c));
+    char hash[24];
+    snprintf(hash, sizeof hash, "%016" PRIx64, job->graph->hash);
+    json_t *root = json_pack(
+        "{s:s, s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:s, s:f, s:f, s:I, s:b, s:b, s:f, s:s, "
+        "s:i, s:o, s:o, s:o, s:o}",
+        "format", "placer-summary", "version", 1, "model", job->graph->name, "model_path",
+        job->model_path, "model_hash", hash, "cluster", c->name, "devices", c->n_devices,
+        "paced", c->paced, "command", job->command, "budget_seconds", job->budget,
+        "elapsed_seconds", s->elapsed, "seed", (json_int_t)job->seed, "calibrated",
+        job->calibrated, "interrupted", s->interrupted, "lower_bound_seconds", s->bound,
+        "stopped", stop_name(s->stopped), "iterations",
+        s->agent ? pl_agent_iterations(s->agent) : 0, "best_baseline",
+        s->best_baseline >= 0 ? json_string(s->rows[s->best_baseline].name) : json_null(),
+        "checkpoint_failure",
+        s->checkpoint_failure[0] ? json_string(s->checkpoint_failure) : json_null(), "rows",
+        rows, "chosen", s->chosen >= 0 ? chosen_json(s, c) : json_null());
+    if (!root) {
+        fprintf(stderr, "placer: out of memory (or a name that is not UTF-8) writing the "
+                "summary\n");
+        return PL_EXIT_FAILURE;
+    }
+    int status = json_dumpf(root, fp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 &&
+                 fputc('\n', fp) != EOF ? PL_EXIT_OK : PL_EXIT_FAILURE;
+    json_decref(root);
+    if (status != PL_EXIT_OK)
+        fprintf(stderr, "placer: cannot write the summary\n");
+    return status;
+}
