@@ -153,7 +153,9 @@ static void test_plan_collapsed_and_all_ops(void)
     CU_ASSERT_TRUE(in_group_h >= 3); /* h, its weight gradient, w1's update at least */
     char *text = NULL;
     Agraph_t *read = draw(fx.g, fx.plan, fx.c, seconds, false, &text);
-    CU_ASSERT_EQUAL(agnnodes(read), 3 + 3);
+    /* 3 ops, 3 devices in the legend, 2 nodes for each of the 3 edges in the key */
+    CU_ASSERT_EQUAL(agnnodes(read), 3 + 3 + 6);
+    CU_ASSERT_PTR_NOT_NULL(agsubg(read, "cluster_edge_key", 0));
     CU_ASSERT_EQUAL(count_subgraphs(read, "cluster_device:"), 2 + 2); /* devices, stages */
     CU_ASSERT_PTR_NOT_NULL(agsubg(read, "cluster_device:c", 0));
     char want[64];
@@ -168,7 +170,7 @@ static void test_plan_collapsed_and_all_ops(void)
     free(text);
 
     read = draw(fx.g, fx.plan, fx.c, seconds, true, &text);
-    CU_ASSERT_EQUAL(agnnodes(read), fx.g->n_ops + 3);
+    CU_ASSERT_EQUAL(agnnodes(read), fx.g->n_ops + 3 + 6);
     /* the loss's own label: one op's time */
     CU_ASSERT_PTR_NOT_NULL(strstr(agget(agnode(read, "op:loss", 0), "label"), "1.00 ms"));
     agclose(read);

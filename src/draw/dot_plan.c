@@ -223,6 +223,40 @@ static void draw_legend(drawing *d)
     }
 }
 
+/* The key to the edges, beside the devices: what solid, dashed and red mean. Its nodes
+ * are plain text (no box), its edges drawn as the plan's are. */
+static void draw_edge_key(drawing *d)
+{
+    static const struct {
+        const char *style, *color, *width, *what;
+    } kinds[] = {
+        {"solid", "gray50", "1", "solid: dataflow"},
+        {"dashed", "gray50", "1", "dashed: not forward dataflow\n(a gradient, a shared parameter)"},
+        {"solid", "firebrick", "2.5", "red: crosses devices\n(a copy; its bytes per step)"},
+    };
+    Agraph_t *key = agsubg(d->g, "cluster_edge_key", 1);
+    pl__dot_set(key, "label", "edges");
+    pl__dot_set(key, "style", "rounded");
+    pl__dot_set(key, "color", "gray70");
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "%zu", k);
+        Agnode_t *from = pl__dot_node(key, "key-from:", name);
+        Agnode_t *to = pl__dot_node(key, "key-to:", name);
+        pl__dot_set(from, "label", "");
+        pl__dot_set(from, "shape", "point");
+        pl__dot_set(from, "style", "invis");
+        pl__dot_set(to, "label", kinds[k].what);
+        pl__dot_set(to, "shape", "plaintext");
+        pl__dot_set(to, "style", "");
+        Agedge_t *e = agedge(d->g, from, to, NULL, 1);
+        pl__dot_set(e, "style", kinds[k].style);
+        pl__dot_set(e, "color", kinds[k].color);
+        pl__dot_set(e, "penwidth", kinds[k].width);
+        pl__dot_set(to, "fontsize", "9");
+    }
+}
+
 /* The cluster a unit is drawn in: its device's, or its stage's inside that. */
 static Agraph_t *container(drawing *d, int unit)
 {
@@ -381,6 +415,7 @@ pl_status pl_dot_write_plan(const pl_graph *graph, const pl_plan *plan,
         status = open_graph(&d, err);
     if (status == PL_OK) {
         draw_legend(&d);
+        draw_edge_key(&d);
         draw_units(&d);
         status = draw_edges(&d, err);
     }
