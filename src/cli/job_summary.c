@@ -67,6 +67,26 @@ static json_t *chosen_json(const pl_search *s, const pl_cluster *c)
                      seconds_or_null(s->measured_busy_step), "devices", devices);
 }
 
+/* The learning curve in brief: the mean simulated step of the samples over the first and
+ * the last iterations (up to 10 each), the best simulated step, the simulator's
+ * correction. */
+static json_t *learning_json(const pl_search *s)
+{
+    int n = s->agent ? pl_agent_iterations(s->agent) : 0;
+    if (n == 0)
+        return json_null();
+    const pl_agent_iteration *curve = pl_agent_curve(s->agent);
+    int k = n < 10 ? n : 10;
+    double first = 0, last = 0;
+    for (int i = 0; i < k; i++) {
+        first += curve[i].mean_step / k;
+        last += curve[n - k + i].mean_step / k;
+    }
+    return json_pack("{s:i, s:f, s:f, s:f, s:f}", "window", k, "mean_sampled_first_seconds",
+                     first, "mean_sampled_last_seconds", last, "best_simulated_seconds",
+                     curve[n - 1].best_step, "correction", pl_agent_correction(s->agent));
+}
+
 int pl_job_write_summary(FILE *fp, const pl_job *job)
 {
     const pl_search *s = job->search;
@@ -78,14 +98,15 @@ int pl_job_write_summary(FILE *fp, const pl_job *job)
     snprintf(hash, sizeof hash, "%016" PRIx64, job->graph->hash);
     json_t *root = json_pack(
         "{s:s, s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:s, s:f, s:f, s:I, s:b, s:b, s:f, s:s, "
-        "s:i, s:o, s:o, s:o, s:o}",
+        "s:i, s:o, s:o, s:o, s:o, s:o}",
         "format", "placer-summary", "version", 1, "model", job->graph->name, "model_path",
         job->model_path, "model_hash", hash, "cluster", c->name, "devices", c->n_devices,
         "paced", c->paced, "command", job->command, "budget_seconds", job->budget,
         "elapsed_seconds", s->elapsed, "seed", (json_int_t)job->seed, "calibrated",
         job->calibrated, "interrupted", s->interrupted, "lower_bound_seconds", s->bound,
         "stopped", stop_name(s->stopped), "iterations",
-        s->agent ? pl_agent_iterations(s->agent) : 0, "best_baseline",
+        s->agent ? pl_agent_iterations(s->agent) : 0, "learning", learning_json(s),
+        "best_baseline",
         s->best_baseline >= 0 ? json_string(s->rows[s->best_baseline].name) : json_null(),
         "checkpoint_failure",
         s->checkpoint_failure[0] ? json_string(s->checkpoint_failure) : json_null(), "rows",
