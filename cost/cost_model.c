@@ -307,7 +307,8 @@ static bool read_op(pl_json_reader *r, const json_t *entry, pl_cost_model *m)
     return true;
 }
 
-/* [[bytes, seconds], ...]: bytes ascending, seconds not falling. */
+/* [[bytes, seconds], ...]: bytes ascending, seconds not falling. Each rule has its own
+ * message, so that a hand edit learns which one it broke. */
 static bool read_copy_curve(pl_json_reader *r, const json_t *list, pl_cost_model *m)
 {
     size_t n = json_array_size(list);
@@ -319,13 +320,20 @@ static bool read_copy_curve(pl_json_reader *r, const json_t *list, pl_cost_model
         const json_t *bytes = json_array_get(entry, 0), *seconds = json_array_get(entry, 1);
         pl_json_push_index(r, i);
         if (!json_is_array(entry) || json_array_size(entry) != 2 || !json_is_number(bytes) ||
-            !json_is_number(seconds) || json_number_value(bytes) < 0 ||
-            json_number_value(seconds) < 0 ||
-            (i > 0 && (json_number_value(bytes) <= m->copy_curve[i - 1].bytes ||
-                       json_number_value(seconds) < m->copy_curve[i - 1].seconds)))
-            return pl_json_fail(r, "expected [bytes, seconds], bytes increasing and seconds "
-                                   "not decreasing");
-        m->copy_curve[i] = (pl_copy_point){json_number_value(bytes), json_number_value(seconds)};
+            !json_is_number(seconds))
+            return pl_json_fail(r, "expected [bytes, seconds], two numbers");
+        pl_copy_point point = {json_number_value(bytes), json_number_value(seconds)};
+        if (point.bytes < 0 || point.seconds < 0)
+            return pl_json_fail(r, "[%g, %g]: bytes and seconds must not be negative",
+                                point.bytes, point.seconds);
+        if (i > 0 && point.bytes <= m->copy_curve[i - 1].bytes)
+            return pl_json_fail(r, "%g bytes after %g: bytes must increase", point.bytes,
+                                m->copy_curve[i - 1].bytes);
+        if (i > 0 && point.seconds < m->copy_curve[i - 1].seconds)
+            return pl_json_fail(r, "%g seconds for %g bytes, less than %g for %g: seconds must "
+                                "not decrease", point.seconds, point.bytes,
+                                m->copy_curve[i - 1].seconds, m->copy_curve[i - 1].bytes);
+        m->copy_curve[i] = point;
         m->n_copy_points = (int)i + 1;
         pl_json_pop(r, here);
     }
@@ -333,7 +341,7 @@ static bool read_copy_curve(pl_json_reader *r, const json_t *list, pl_cost_model
     return true;
 }
 
-/* [["0123456789abcdef", seconds], ...], sorted by signature. */
+/* [["0123456789abcdef", seconds], ...], sorted by signature, each once. */
 static bool read_measured(pl_json_reader *r, const json_t *list, pl_cost_model *m)
 {
     size_t n = json_array_size(list);
@@ -344,14 +352,21 @@ static bool read_measured(pl_json_reader *r, const json_t *list, pl_cost_model *
         const json_t *entry = json_array_get(list, i);
         const char *hex = json_string_value(json_array_get(entry, 0));
         const json_t *seconds = json_array_get(entry, 1);
-        char *end = NULL;
-        unsigned long long signature = hex ? strtoull(hex, &end, 16) : 0;
+        unsigned long long signature = hex ? strtoull(hex, NULL, 16) : 0;
         pl_json_push_index(r, i);
-        if (!json_is_array(entry) || json_array_size(entry) != 2 || !hex || *end ||
-            strlen(hex) != 16 || !json_is_number(seconds) ||
-            (i > 0 && signature <= m->measured[i - 1].signature))
-            return pl_json_fail(r, "expected [\"16 hex digits\", seconds], in increasing "
-                                   "order of signature");
+        if (!json_is_array(entry) || json_array_size(entry) != 2 || !hex ||
+            !json_is_number(seconds))
+            return pl_json_fail(r, "expected [\"16 hex digits\", seconds]");
+        if (strlen(hex) != 16 || strspn(hex, "0123456789abcdefABCDEF") != 16) {
+            pl_json_push_index(r, 0);
+            return pl_json_fail(r, "the signature \"%s\" is not 16 hex digits", hex);
+        }
+        if (i > 0 && signature <= m->measured[i - 1].signature) {
+            pl_json_push_index(r, 0);
+            return pl_json_fail(r, "signature %s after %016llx: signatures must increase "
+                                "(each once)", hex,
+                                (unsigned long long)m->measured[i - 1].signature);
+        }
         if (!(json_number_value(seconds) >= 0 && json_number_value(seconds) <= 1e6)) {
             pl_json_push_index(r, 1);
             return pl_json_fail(r, "%g seconds is out of range [0, 1e+06]",

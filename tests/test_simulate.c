@@ -492,7 +492,7 @@ static void test_profile_file(void)
     pl_error_init(&err, path);
     CU_ASSERT_EQUAL(pl_cost_model_read(&back, path, &err), PL_EINPUT);
     CU_ASSERT_STRING_EQUAL(err.path, "/copy_curve/1");
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "bytes increasing"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "bytes must increase"));
     unlink(path);
     pl_cost_model_clear(&m);
     pl_cost_model_clear(&back);

@@ -83,10 +83,13 @@ static bool read_cores(pl_json_reader *r, const json_t *device, pl_cluster *c, p
     for (size_t i = 0; i < n; i++) {
         json_t *core = json_array_get(cores, i);
         size_t at = pl_json_push_index(r, i);
-        if (!json_is_integer(core) || json_integer_value(core) < 0 ||
-            json_integer_value(core) > 4095)
+        if (!json_is_integer(core))
             return pl_json_fail(r, "a core is a number from 0 to 4095, found %s",
                                 pl_json_type_name(core));
+        /* an integer out of range is shown as such: its type is not what is wrong */
+        if (json_integer_value(core) < 0 || json_integer_value(core) > 4095)
+            return pl_json_fail(r, "core %" JSON_INTEGER_FORMAT " is out of range [0, 4095]",
+                                json_integer_value(core));
         list[i] = (int)json_integer_value(core);
         for (size_t j = 0; j < i; j++)
             if (list[j] == list[i])

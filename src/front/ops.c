@@ -396,8 +396,8 @@ static bool infer_conv2d(pl_infer_ctx *ctx)
     if (w->dims[1] != c / g) {
         shape_text sx = shape_of(x), sw = shape_of(w);
         return pl_infer_fail(ctx, 1, NO_ATTR, "filter %s must have %lld input channels "
-                             "(input %s, %lld groups)", sw.s, (long long)(c / g), sx.s,
-                             (long long)g);
+                             "(input %s in %lld group%s)", sw.s, (long long)(c / g), sx.s,
+                             (long long)g, g == 1 ? "" : "s");
     }
     if (ctx->n_in == 3) {
         const pl_tensor *bias = ctx->in[2];
