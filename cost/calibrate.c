@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "calibrate_impl.h"
+#include "grow.h"
 #include "load.h"
 
 /* Measured op configurations, growing. */
@@ -18,14 +19,8 @@ typedef struct op_times {
 
 static bool add_time(op_times *t, uint64_t signature, double seconds)
 {
-    if (t->n == t->cap) {
-        int cap = t->cap ? 2 * t->cap : 256;
-        pl_op_time *more = realloc(t->v, (size_t)cap * sizeof *more);
-        if (!more)
-            return false;
-        t->v = more;
-        t->cap = cap;
-    }
+    if (!pl_grow(&t->v, &t->cap, t->n + 1, sizeof *t->v, 256))
+        return false;
     t->v[t->n++] = (pl_op_time){signature, seconds};
     return true;
 }

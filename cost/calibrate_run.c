@@ -7,25 +7,19 @@
 #include "autodiff.h"
 #include "calibrate_impl.h"
 #include "graph_build.h"
+#include "grow.h"
 #include "load.h"
 
 bool pl_calib_add_sample(samples *s, double seconds, double flops, double bytes)
 {
-    if (s->n == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 64;
-        double *a = realloc(s->seconds, (size_t)cap * sizeof *a);
-        if (a)
-            s->seconds = a;
-        double *b = realloc(s->flops, (size_t)cap * sizeof *b);
-        if (b)
-            s->flops = b;
-        double *c = realloc(s->bytes, (size_t)cap * sizeof *c);
-        if (c)
-            s->bytes = c;
-        if (!a || !b || !c)
-            return false;
-        s->cap = cap;
-    }
+    int caps[3] = {s->cap, s->cap, s->cap};
+    bool room = pl_grow(&s->seconds, &caps[0], s->n + 1, sizeof *s->seconds, 64) &&
+                pl_grow(&s->flops, &caps[1], s->n + 1, sizeof *s->flops, 64) &&
+                pl_grow(&s->bytes, &caps[2], s->n + 1, sizeof *s->bytes, 64);
+    s->cap = caps[0] < caps[1] ? caps[0] : caps[1]; /* what all three arrays hold */
+    s->cap = s->cap < caps[2] ? s->cap : caps[2];
+    if (!room)
+        return false;
     s->seconds[s->n] = seconds;
     s->flops[s->n] = flops;
     s->bytes[s->n++] = bytes;

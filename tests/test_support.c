@@ -1,5 +1,6 @@
 /* The support modules: error records, the string map, the arena, atomic files, JSON
  * pointers. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "arena.h"
 #include "atomic_file.h"
+#include "grow.h"
 #include "json_reader.h"
 #include "strmap.h"
 #include "suites.h"
@@ -184,6 +186,28 @@ static void test_atomic_file_leftovers(void)
     CU_ASSERT_EQUAL(rmdir(dir), 0); /* nothing left behind */
 }
 
+/* Doubling from the first capacity, room kept, and an overflowing size refused with the
+ * array left as it was. */
+static void test_grow(void)
+{
+    int *items = NULL, cap = 0;
+    CU_ASSERT_TRUE_FATAL(pl_grow(&items, &cap, 1, sizeof *items, 16));
+    CU_ASSERT_EQUAL(cap, 16);
+    for (int i = 0; i < 1000; i++) {
+        CU_ASSERT_TRUE_FATAL(pl_grow(&items, &cap, i + 1, sizeof *items, 16));
+        items[i] = i;
+    }
+    CU_ASSERT_EQUAL(cap, 1024);
+    CU_ASSERT_EQUAL(items[999], 999);
+    int *before = items;
+    CU_ASSERT_FALSE(pl_grow(&items, &cap, 2000, SIZE_MAX / 1024, 16));
+    CU_ASSERT_PTR_EQUAL(items, before);
+    CU_ASSERT_EQUAL(cap, 1024);
+    CU_ASSERT_TRUE(pl_grow(&items, &cap, 10, sizeof *items, 16)); /* room already */
+    CU_ASSERT_EQUAL(cap, 1024);
+    free(items);
+}
+
 static void test_json_pointer_escapes(void)
 {
     pl_json_reader r;
@@ -205,6 +229,7 @@ void pl_register_support_tests(void)
         {"atomic files replace whole or not at all", test_atomic_file},
         {"atomic files: the temporary name, beside a link's target", test_atomic_file_temp_name},
         {"atomic files: what killed writers left is removed", test_atomic_file_leftovers},
+        {"arrays grow by doubling, overflow refused", test_grow},
         {"JSON pointers escape / and ~", test_json_pointer_escapes},
         {NULL, NULL},
     };

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "graph_build.h"
+#include "grow.h"
 #include "heap.h"
 #include "program_impl.h"
 
@@ -228,18 +229,12 @@ static pl_status order_tasks(pl_builder *b, pl_error *err)
 
 bool pl_edges_add(pl_edges *e, int from, int to)
 {
-    if (e->n == e->cap) {
-        int cap = e->cap ? e->cap * 2 : 256;
-        int *f = realloc(e->from, (size_t)cap * sizeof *f);
-        if (f)
-            e->from = f;
-        int *t = realloc(e->to, (size_t)cap * sizeof *t);
-        if (t)
-            e->to = t;
-        if (!f || !t)
-            return false;
-        e->cap = cap;
-    }
+    int from_cap = e->cap, to_cap = e->cap;
+    bool room = pl_grow(&e->from, &from_cap, e->n + 1, sizeof *e->from, 256) &&
+                pl_grow(&e->to, &to_cap, e->n + 1, sizeof *e->to, 256);
+    e->cap = from_cap < to_cap ? from_cap : to_cap; /* what both arrays hold */
+    if (!room)
+        return false;
     e->from[e->n] = from;
     e->to[e->n++] = to;
     return true;

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 const char *pl_plan_schedule_text(const pl_plan *plan)
 {
     if (plan->schedule == PL_SCHEDULE_1F1B)
@@ -141,12 +143,9 @@ static bool collect_transfers(const pl_graph *g, pl_partitions *p)
             if (from < 0 || from == to || (sent[t] & bit))
                 continue;
             sent[t] |= bit;
-            if (p->n_transfers == cap) {
-                pl_transfer *more = realloc(p->transfers, (size_t)(cap *= 2) * sizeof *more);
-                if (!(ok = more != NULL))
-                    break;
-                p->transfers = more;
-            }
+            if (!(ok = pl_grow(&p->transfers, &cap, p->n_transfers + 1, sizeof *p->transfers,
+                               16)))
+                break;
             p->transfers[p->n_transfers++] = (pl_transfer){t, from, to};
         }
     }
