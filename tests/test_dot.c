@@ -164,7 +164,7 @@ static void test_plan_collapsed_and_all_ops(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(label, want));
     /* the legend: device a has every op but the loss's group, 1 ms each */
     int on_a = fx.g->n_ops - in_group_loss;
-    snprintf(want, sizeof want, "a\n%d ops · %d.00 ms", on_a, on_a);
+    snprintf(want, sizeof want, "a\n%d training ops · %d.00 ms", on_a, on_a);
     CU_ASSERT_STRING_EQUAL(agget(agnode(read, "legend:a", 0), "label"), want);
     agclose(read);
     free(text);

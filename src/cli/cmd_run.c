@@ -88,7 +88,7 @@ static void describe_devices(const pl_executor *ex, const pl_cluster *c)
             if (p->tasks[i].resource == d)
                 busy += ends[i] - starts[i];
         char need[32], have[32];
-        printf("  %-12s %6d ops  memory %10s of %-10s  busy %3.0f%% of the last step\n",
+        printf("  %-12s %6d training ops  memory %10s of %-10s  busy %3.0f%% of the last step\n",
                c->devices[d].name, ops, pl_cli_bytes((double)p->memory[d].total, need, sizeof need),
                pl_cli_bytes((double)c->devices[d].memory_bytes, have, sizeof have),
                step > 0 ? 100 * busy / step : 0);

@@ -208,7 +208,7 @@ static void draw_legend(drawing *d)
         if (n_ops == 0)
             snprintf(label, sizeof label, "%s\nno ops", d->cluster->devices[dev].name);
         else
-            snprintf(label, sizeof label, "%s\n%d op%s%s%s", d->cluster->devices[dev].name,
+            snprintf(label, sizeof label, "%s\n%d training op%s%s%s", d->cluster->devices[dev].name,
                      n_ops, n_ops == 1 ? "" : "s", d->op_seconds ? " · " : "",
                      d->op_seconds ? format_seconds(seconds, time, sizeof time) : "");
         Agnode_t *n = pl__dot_node(row, "legend:", d->cluster->devices[dev].name);
