@@ -456,5 +456,7 @@ void pl_search_free(pl_search *s)
     pl_agent_free(s->agent);
     free(s->iteration_at);
     free(s->measurements);
+    free(s->measured_starts);
+    free(s->measured_ends);
     free(s);
 }

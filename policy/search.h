@@ -138,6 +138,10 @@ typedef struct pl_search {
     double measured_busy[PL_MAX_DEVICES]; /* the chosen plan's busy seconds per device in
                                              one measured step; 0 when not measured */
     double measured_busy_step; /* that step's seconds (its utilisation's denominator) */
+    int measured_tasks;        /* that step's tasks (the chosen plan's program, as
+                                  pl_program_new builds it), 0 when not measured */
+    double *measured_starts, *measured_ends; /* [measured_tasks]: seconds from the step's
+                                                start, for a timeline */
     double elapsed;       /* seconds from options->start to the end */
     pl_search_stop stopped; /* why the agent stopped iterating (valid once it has) */
     /* This call's history, for curves over time: iteration first_timed + i ended at

@@ -3,6 +3,7 @@
  * head-to-head of the contenders and the chosen plan's busy time per device. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "clock.h"
 #include "grow.h"
@@ -211,12 +212,16 @@ void pl_search__measure_busy(pl_search_call *call)
     const pl_program *p = pl_executor_program(call->executor);
     const double *starts = pl_executor_task_starts(call->executor);
     const double *ends = pl_executor_task_ends(call->executor);
-    double first = INFINITY, last = 0;
-    for (int t = 0; t < p->n_tasks; t++) {
+    for (int t = 0; t < p->n_tasks; t++)
         if (p->tasks[t].resource < p->n_devices)
             s->measured_busy[p->tasks[t].resource] += ends[t] - starts[t];
-        first = starts[t] < first ? starts[t] : first;
-        last = ends[t] > last ? ends[t] : last;
+    s->measured_busy_step = pl_executor_step_seconds(call->executor);
+    /* the task times kept for a picture of the step; without memory, no picture */
+    s->measured_starts = malloc((size_t)p->n_tasks * sizeof *s->measured_starts + 1);
+    s->measured_ends = malloc((size_t)p->n_tasks * sizeof *s->measured_ends + 1);
+    if (s->measured_starts && s->measured_ends) {
+        memcpy(s->measured_starts, starts, (size_t)p->n_tasks * sizeof *starts);
+        memcpy(s->measured_ends, ends, (size_t)p->n_tasks * sizeof *ends);
+        s->measured_tasks = p->n_tasks;
     }
-    s->measured_busy_step = last > first ? last - first : 0;
 }
