@@ -224,10 +224,16 @@ static bool converged(const pl_agent *agent)
     int stale = n / 3 > PL_SEARCH_STALE ? n / 3 : PL_SEARCH_STALE;
     if (stale >= n || curve[n - 1].best_step < curve[n - 1 - stale].best_step)
         return false;
+    /* collapsed: the policy's choices are near certain, or those still open make no
+       difference (every sample simulates within PL_SEARCH_SAME_STEP of the best plan) */
     double entropy = 0;
-    for (int i = n - PL_SEARCH_ENTROPY_WINDOW; i < n; i++)
+    bool same = true;
+    for (int i = n - PL_SEARCH_ENTROPY_WINDOW; i < n; i++) {
         entropy += curve[i].entropy;
-    return entropy / PL_SEARCH_ENTROPY_WINDOW < PL_SEARCH_COLLAPSED_ENTROPY;
+        same = same && curve[i].mean_step > 0 &&
+               curve[i].mean_step <= (1 + PL_SEARCH_SAME_STEP) * curve[i].best_step;
+    }
+    return same || entropy / PL_SEARCH_ENTROPY_WINDOW < PL_SEARCH_COLLAPSED_ENTROPY;
 }
 
 /* Why the loop below would stop now, or -1 to go on. */

@@ -10,9 +10,11 @@
  *      the baselines: a checkpoint that cannot be resumed fails the call at once);
  *   3. it iterates until its iterations are done, its share of the budget is spent, the
  *      interrupt flag is set, or it has converged: no better plan for PL_SEARCH_STALE
- *      iterations (and for a third of all its iterations) while the policy's mean entropy
- *      per decision over the last PL_SEARCH_ENTROPY_WINDOW iterations is below
- *      PL_SEARCH_COLLAPSED_ENTROPY (it samples the same plans again and again); every few
+ *      iterations (and for a third of all its iterations) while, over the last
+ *      PL_SEARCH_ENTROPY_WINDOW iterations, the policy's mean entropy per decision is below
+ *      PL_SEARCH_COLLAPSED_ENTROPY or the mean simulated step of its samples is within
+ *      PL_SEARCH_SAME_STEP of the best plan's (it samples plans as good as its best, and
+ *      the choices it keeps open make no difference); every few
  *      seconds the executor measures the agent's best plan when it is new (correcting the
  *      simulator), and the checkpoint is saved;
  *   4. the agent's two best distinct plans and its lead (docs/agent.md) become rows, and
@@ -67,6 +69,7 @@ extern "C" {
 
 enum { PL_SEARCH_MAX_ROWS = 24, PL_SEARCH_STALE = 200, PL_SEARCH_ENTROPY_WINDOW = 50 };
 #define PL_SEARCH_COLLAPSED_ENTROPY 0.05 /* nats per decision */
+#define PL_SEARCH_SAME_STEP 0.005         /* samples this close to the best plan's step */
 
 /* Why the agent stopped iterating. */
 typedef enum pl_search_stop {

@@ -56,6 +56,22 @@ contains "$work/out" "agent: 300 iterations; stopped: the iterations asked for a
     "--no-early-stop"
 grep -q '^iteration' "$work/out" && bad "--progress none printed iterations" || ok
 expect 2 "--progress sometimes" "$bin" "$model" --progress sometimes
+# On a terminal (script(1) gives it one): one line rewritten in place, each version of it
+# within 80 columns, ended once the agent stops.
+if command -v script >/dev/null 2>&1; then
+    script -qc "'$bin' '$src/graphs/small/mlp-small.json' --cluster '$paced' --iterations 30 \
+        --samples 8 -o '$work/tty'" /dev/null >"$work/tty.out" 2>&1
+    /usr/bin/python3 - "$work/tty.out" >"$work/check" <<'PY' && ok || bad "live progress: $(cat "$work/check")"
+import re, sys
+text = open(sys.argv[1], "rb").read().decode()
+lines = [s for s in re.split(r"\r\x1b\[K|\r?\n", text) if s.startswith("iteration")]
+widest = max((len(s) for s in lines), default=0)
+print(f"{len(lines)} versions of the line, the widest {widest} columns")
+sys.exit(0 if len(lines) == 30 and widest <= 80 and "\x1b[K" in text else 1)
+PY
+else
+    echo "SKIP: live progress (no script(1))"
+fi
 expect 0 "the plan validates" "$bin" validate -q "$model" --cluster "$paced" --plan "$work/inc.plan.json"
 ls -a "$work" | grep -q 'placer-tmp-' && bad "a temporary file was left behind" || ok
 

@@ -1,6 +1,7 @@
 /* The main job's progress lines, by the modes of progress.h. */
 #include "progress.h"
 
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -142,11 +143,14 @@ const char *pl_progress_stop_text(const pl_search *search, char *buf, size_t cap
         int since = n - 1;
         while (since > 0 && curve[since - 1].best_step == curve[n - 1].best_step)
             since--;
-        double entropy = 0;
-        for (int i = n - PL_SEARCH_ENTROPY_WINDOW; i < n; i++)
+        double entropy = 0, above = 0;
+        for (int i = n - PL_SEARCH_ENTROPY_WINDOW; i < n; i++) {
             entropy += curve[i].entropy / PL_SEARCH_ENTROPY_WINDOW;
+            above = fmax(above, curve[i].mean_step / curve[i].best_step - 1);
+        }
         snprintf(buf, cap, "converged (no better plan in the last %d iterations; the "
-                 "policy's entropy %.3f nats per decision)", n - 1 - since, entropy);
+                 "policy's entropy %.3f nats per decision, its samples' mean step within "
+                 "%.1f%% of the best)", n - 1 - since, entropy, 100 * above);
         break;
     }
     case PL_SEARCH_STOP_ITERATIONS:
