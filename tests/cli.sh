@@ -224,4 +224,15 @@ PLACER_PROFILE=$work/a.json refused "simulate: the profile is the model" \
     "is the model being read" "$bin" simulate "$work/a.json"
 ls -a "$work" | grep -q 'placer-tmp-' && bad "a temporary file was left behind" || ok
 
+# An oversize model fails fast, before the parser's tree: 4,000,001 nodes, or parameters,
+# counted on the raw text (elements need not be well-formed to be counted).
+for array in nodes parameters; do
+    /usr/bin/python3 -c "import sys; sys.stdout.write('{\"$array\": [' + '0,' * 4000000 + '0]}')" \
+        >"$work/oversize.json"
+    expect 2 "4,000,001 $array" "$bin" validate "$work/oversize.json"
+    contains "$work/err" "oversize.json: /$array: more $array than the limit of 4000000" \
+        "4,000,001 $array"
+done
+rm -f "$work/oversize.json"
+
 finish cli

@@ -3,6 +3,7 @@
  * load_order.c. */
 #include "load.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -355,15 +356,22 @@ static bool content_hash(const json_t *root, uint64_t *hash)
     return ok;
 }
 
-/* Parses and loads a model's text. The node count is checked on the raw text first: the
- * parser's tree of an oversize model would cost gigabytes and tens of seconds before the
- * loader could refuse it (pl_load_nodes checks the parsed array again). */
+/* Parses and loads a model's text. The counts of nodes, inputs and parameters are
+ * checked on the raw text first: the parser's tree of an oversize model would cost
+ * gigabytes and tens of seconds before the loader could refuse it (pl_load_nodes checks
+ * the parsed array again). A model has no more inputs or parameters than nodes could
+ * read, so one limit serves all three. */
 static pl_graph *load_text(const char *data, size_t size, size_t max_nodes, pl_error *err)
 {
-    if (pl_json_count_member_elements(data, size, "nodes", max_nodes) > max_nodes) {
-        pl_error_set(err, PL_EINPUT, "/nodes", "more nodes than the limit of %zu", max_nodes);
-        return NULL;
-    }
+    static const char *const arrays[] = {"nodes", "inputs", "parameters"};
+    for (size_t a = 0; a < sizeof arrays / sizeof *arrays; a++)
+        if (pl_json_count_member_elements(data, size, arrays[a], max_nodes) > max_nodes) {
+            char pointer[16];
+            snprintf(pointer, sizeof pointer, "/%s", arrays[a]);
+            pl_error_set(err, PL_EINPUT, pointer, "more %s than the limit of %zu", arrays[a],
+                         max_nodes);
+            return NULL;
+        }
     json_t *root = pl_json_parse_buffer(data, size, err);
     if (!root)
         return NULL;
