@@ -412,7 +412,8 @@ static void write_axis(const drawing *d)
             "start (ms)</text>\n</g>\n", d->plot_x + d->plot_width / 2, y + 36);
 }
 
-/* The tooltip: "fc1/matmul (forward, micro-batch 1): 0.123 ms, from 1.000 to 1.123 ms". */
+/* The tooltip: "fc1/matmul (forward, micro-batch 1): 0.123 ms, from 1.000 to 1.123 ms",
+ * "copy fc1/relu:0 (micro-batch 1) dev0 → dev1, 1.5 KiB: 20.0 µs, from ...". */
 static void write_tooltip(const drawing *d, int i)
 {
     const pl_program *p = d->program;
@@ -422,10 +423,13 @@ static void write_tooltip(const drawing *d, int i)
     if (task->kind == PL_TASK_COPY)
         fputs("copy ", out);
     write_text(out, task_subject(p, task), 0);
-    fprintf(out, " (%s", kinds[task_kind(p, task)].name);
+    if (task->kind == PL_TASK_OP)
+        fprintf(out, " (%s", kinds[task_kind(p, task)].name);
     if (task->micro_batch >= 0)
-        fprintf(out, ", micro-batch %d", task->micro_batch);
-    fputs(")", out);
+        fprintf(out, "%smicro-batch %d", task->kind == PL_TASK_OP ? ", " : " (",
+                task->micro_batch);
+    if (task->kind == PL_TASK_OP || task->micro_batch >= 0)
+        fputs(")", out);
     if (task->kind == PL_TASK_COPY) {
         const pl_transfer *transfer = &p->partitions->transfers[task->transfer];
         char bytes[32];
