@@ -82,15 +82,27 @@ static void test_hash_follows_content(void)
     pl_error err;
     pl_graph *a = pl_test_model("[6]", mlp_params, mlp_nodes, "loss", &err);
     pl_graph *b = pl_test_model("[6]", mlp_params, mlp_nodes, "loss", &err);
+    /* the same content spaced otherwise: the same model (load.c hashes it compact) */
     pl_graph *c = pl_test_model("[6] ", mlp_params, mlp_nodes, "loss", &err);
+    /* other content: w2 drawn from another seed */
+    char *params = strdup(mlp_params);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(params);
+    char *seed = strstr(params, "\"seed\": 2");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(seed);
+    seed[strlen("\"seed\": ")] = '3';
+    pl_graph *d = pl_test_model("[6]", params, mlp_nodes, "loss", &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     CU_ASSERT_EQUAL(a->hash, b->hash);
-    CU_ASSERT_NOT_EQUAL(a->hash, c->hash);
+    CU_ASSERT_EQUAL(a->hash, c->hash);
+    CU_ASSERT_NOT_EQUAL(a->hash, d->hash);
+    free(params);
     pl_graph_free(a);
     pl_graph_free(b);
     pl_graph_free(c);
+    pl_graph_free(d);
     pl_graph_free(NULL); /* a no-op */
 }
 
@@ -200,7 +212,7 @@ void pl_register_load_tests(void)
     static const pl_test_case cases[] = {
         {"nodes are sorted and shapes inferred", test_sorts_and_infers},
         {"FLOPs, bytes and totals", test_costs},
-        {"graph hash follows the file's bytes", test_hash_follows_content},
+        {"graph hash follows the content, not its spacing", test_hash_follows_content},
         {"a NULL error record is allowed", test_error_without_record},
         {"errors point at the offending value", test_errors_point_at_the_value},
         {"a parameter may feed several nodes", test_weights_shared_across_steps},
