@@ -463,9 +463,11 @@ static void write_bars(const drawing *d)
         if (x + width > right)
             x = right - width;
         double y = row_y(task->resource) + (ROW_HEIGHT - BAR_HEIGHT) / 2.0;
-        char label[600];
-        pl_task_name(p, task, label, sizeof label);
-        const char *shown = task->kind == PL_TASK_COPY ? label + 5 : label; /* no "copy " */
+        char shown[600]; /* the colour says "copy" */
+        if (task->micro_batch >= 0)
+            snprintf(shown, sizeof shown, "%s#%d", task_subject(p, task), task->micro_batch);
+        else
+            snprintf(shown, sizeof shown, "%s", task_subject(p, task));
         bool labelled = width >= text_width(text_length(shown), BAR_FONT) + 6;
         if (labelled) {
             fprintf(out, "<g class=\"%s\">", kinds[k].name);
