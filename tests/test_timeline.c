@@ -293,6 +293,12 @@ static void test_step_longer_than_tasks(void)
     CU_ASSERT(attribute(marker, "x1") <= attribute(axis, "x2") + 1e-9);
     CU_ASSERT(attribute(marker, "x1") > attribute(axis, "x1"));
     free(svg);
+    /* a step time that is not one: the last task's end */
+    svg = draw(&f, INFINITY, "t", &status);
+    CU_ASSERT_EQUAL_FATAL(status, PL_OK);
+    snprintf(heading, sizeof heading, "t — step %.3f ms", 1e3 * f.step_seconds);
+    CU_ASSERT_PTR_NOT_NULL(strstr(svg, heading));
+    free(svg);
     teardown(&f);
 }
 

@@ -251,7 +251,7 @@ static pl_status measure(drawing *d, double step_seconds)
         if (d->ends[i] > last)
             last = d->ends[i];
     }
-    d->step_seconds = step_seconds > 0 ? step_seconds : last;
+    d->step_seconds = isfinite(step_seconds) && step_seconds > 0 ? step_seconds : last;
     size_t longest = 0;
     for (int row = 0; row < d->n_rows; row++) {
         char buf[600];

@@ -43,7 +43,7 @@ extern "C" {
  * 0 <= start <= end, else PL_EINPUT naming the task, with nothing written.
  * `step_seconds` is the step's time as the caller knows it (the simulation's
  * step_seconds, the executor's pl_executor_step_seconds, which may end a little after
- * the last task); 0 or less: the last task's end. The axis covers the step and every task.
+ * the last task); 0 or less (or not finite): the last task's end. The axis covers the step and every task.
  * `title` (NULL: the model's name) heads the picture; " — step 12.345 ms" follows it.
  *
  * PL_EINPUT for a cluster whose device count is not the program's; PL_EIO when writing
