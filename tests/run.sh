@@ -1,6 +1,6 @@
 #!/bin/sh
-# placer run and placer train --plan: a placed model measured and trained, its trace,
-# plans that do not fit, and bad input.
+# placer run and placer train --plan: a placed model measured and trained, its trace and
+# timeline, plans that do not fit, and bad input.
 . "${top_srcdir:-.}/tests/shell_lib.sh"
 
 mlp=$src/graphs/small/mlp-small.json
@@ -8,9 +8,9 @@ paced=$src/graphs/clusters/paced-4.json
 plan=$src/tests/plans/mlp-small-paced-4.json
 
 # A placed run on the paced cluster: the pacing mode, the plan, per-device lines, the
-# measurement protocol, and a trace that names every device.
+# measurement protocol, a trace that names every device, and its timeline as SVG.
 expect 0 "run a plan" "$bin" run "$mlp" --cluster "$paced" --plan "$plan" --steps 4 --warmup 1 \
-    --trace "$work/trace.json"
+    --trace "$work/trace.json" --timeline "$work/timeline.svg"
 contains "$work/out" 'run mlp-small on cluster "paced-4" (paced:' "run a plan"
 contains "$work/out" "plan: 3 devices, 3 stages, 2 micro-batches, 1F1B" "run a plan"
 contains "$work/out" "dev2 " "run a plan"
@@ -21,6 +21,20 @@ contains "$work/trace.json" '"traceEvents"' "trace"
 contains "$work/trace.json" '"name":"link dev0 -> dev1"' "trace"
 contains "$work/trace.json" '"name":"fc1/matmul#1"' "trace"
 ls "$work"/.*trace* >/dev/null 2>&1 && bad "trace: a temporary file is left" || ok
+
+# The timeline: the same step as the trace, a bar per task (66) and a row per device (4)
+# and link (4), the step time in the title; it renders.
+contains "$work/out" "timeline: $work/timeline.svg (the last step)" "timeline"
+contains "$work/timeline.svg" '<svg xmlns="http://www.w3.org/2000/svg" version="1.1"' "timeline"
+contains "$work/timeline.svg" "mlp-small on paced-4, measured (the last of 4 steps, paced) — step " "timeline"
+contains "$work/timeline.svg" ">dev0 → dev1</text>" "timeline"
+contains "$work/timeline.svg" "<title>fc1/matmul (forward, micro-batch 1): " "timeline"
+bars=$(grep -oE ' class="(forward|backward|update|copy)"' "$work/timeline.svg" | wc -l)
+[ "$bars" -eq 66 ] && ok || bad "timeline: $bars bars, expected 66 (one per task)"
+rows=$(grep -o 'class="row"' "$work/timeline.svg" | wc -l)
+[ "$rows" -eq 8 ] && ok || bad "timeline: $rows rows, expected 8 (4 devices, 4 links)"
+render_svg "$work/timeline.svg" "run: timeline"
+ls "$work"/.*timeline* >/dev/null 2>&1 && bad "timeline: a temporary file is left" || ok
 
 # Without a plan or cluster: every op on the local machine's first device, native.
 expect 0 "run without a plan" "$bin" run "$mlp" --steps 2 --warmup 0
@@ -69,5 +83,11 @@ contains "$work/err" "the plan sets the threads" "train: --plan with --threads"
 expect 2 "train: --cluster without --plan" "$bin" train "$mlp" --cluster "$paced"
 expect 2 "run: trace into a missing directory" "$bin" run "$mlp" --steps 1 --warmup 0 \
     --trace "$work/no/such/trace.json"
+expect 2 "run: timeline into a missing directory" "$bin" run "$mlp" --steps 1 --warmup 0 \
+    --timeline "$work/no/such/t.svg"
+contains "$work/err" "cannot write the timeline '$work/no/such/t.svg'" "run: timeline into a missing directory"
+expect 2 "run: the timeline is the plan" "$bin" run "$mlp" --cluster "$paced" --plan "$plan" \
+    --timeline "$plan"
+contains "$work/err" "the timeline '$plan' is the plan being read" "run: the timeline is the plan"
 
 finish run

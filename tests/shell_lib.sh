@@ -39,6 +39,23 @@ own_profile() {
     for m in "$@"; do cp "$src/graphs/small/$m-small.json" "$work/graphs/small/"; done
 }
 
+# render_svg FILE DESCRIPTION: FILE renders with rsvg-convert (librsvg, which refuses XML
+# that is not well-formed) to a PNG; skipped, with a message, when rsvg-convert is missing
+# (tools/setup installs it).
+render_svg() {
+    if ! command -v rsvg-convert >/dev/null 2>&1; then
+        echo "SKIP: $2: rsvg-convert is missing (tools/setup installs librsvg2-bin)"
+        return 0
+    fi
+    if rsvg-convert -o "$work/render.png" "$1" 2>"$work/render.err" && [ -s "$work/render.png" ]; then
+        ok
+    else
+        bad "$2: rsvg-convert cannot render $1"
+        sed 's/^/    /' "$work/render.err"
+    fi
+    rm -f "$work/render.png"
+}
+
 # finish NAME: the tally, in the "N passed, N failed" form test harnesses read.
 finish() {
     echo "$1: $passed passed, $failed failed"

@@ -1,6 +1,7 @@
 #!/bin/sh
 # placer calibrate and placer simulate: a profile measured and cached, predictions with
-# their lower bound, out-of-memory plans, a comparison with a measured run, bad input.
+# their lower bound, their timelines, out-of-memory plans, a comparison with a measured
+# run, bad input.
 . "${top_srcdir:-.}/tests/shell_lib.sh"
 
 mlp=$src/graphs/small/mlp-small.json
@@ -23,6 +24,29 @@ contains "$work/out" "plan: 3 devices, 3 stages, 2 micro-batches, 1F1B" "simulat
 contains "$work/out" "the lower bound of" "simulate a plan"
 contains "$work/out" "communication: 8 copies" "simulate a plan"
 contains "$work/out" "dev2 " "simulate a plan"
+
+# The simulated step as SVG, for a pipeline of 4 stages: a bar per task (428), a row per
+# device (4) and link (7); it renders.
+tsmall=$src/graphs/small/transformer-small.json
+tplan=$src/tests/plans/transformer-small-paced-4.json
+expect 0 "simulate: timeline" "$bin" simulate "$tsmall" --cluster "$paced" --plan "$tplan" \
+    --timeline "$work/timeline.svg"
+contains "$work/out" "428 tasks" "simulate: timeline"
+contains "$work/out" "timeline: $work/timeline.svg (the simulated step)" "simulate: timeline"
+step=$(sed -n 's/^predicted step: \([0-9.]*\) ms.*/\1/p' "$work/out")
+contains "$work/timeline.svg" "transformer-small on paced-4, simulated (paced) — step $step ms" "simulate: timeline"
+bars=$(grep -oE ' class="(forward|backward|update|copy)"' "$work/timeline.svg" | wc -l)
+[ "$bars" -eq 428 ] && ok || bad "simulate: timeline: $bars bars, expected 428 (one per task)"
+rows=$(grep -o 'class="row"' "$work/timeline.svg" | wc -l)
+[ "$rows" -eq 11 ] && ok || bad "simulate: timeline: $rows rows, expected 11 (4 devices, 7 links)"
+contains "$work/timeline.svg" ">dev3 → dev2</text>" "simulate: timeline"
+contains "$work/timeline.svg" "(backward, micro-batch 1): " "simulate: timeline"
+render_svg "$work/timeline.svg" "simulate: timeline"
+expect 2 "simulate: the timeline is the model" "$bin" simulate "$tsmall" --timeline "$tsmall"
+contains "$work/err" "the timeline '$tsmall' is the model being read" "simulate: the timeline is the model"
+expect 2 "simulate: timeline into a missing directory" "$bin" simulate "$mlp" \
+    --timeline "$work/no/t.svg"
+contains "$work/err" "cannot write the timeline '$work/no/t.svg'" "simulate: timeline into a missing directory"
 
 expect 0 "simulate and measure" "$bin" simulate "$mlp" --measure 2
 contains "$work/out" "the simulator's error" "simulate and measure"

@@ -7,6 +7,7 @@ void pl_register_ops_tests(void);
 void pl_register_load_tests(void);
 void pl_register_invalid_tests(void);
 void pl_register_dot_tests(void);
+void pl_register_timeline_tests(void);
 void pl_register_cluster_tests(void);
 void pl_register_plan_tests(void);
 void pl_register_data_tests(void);

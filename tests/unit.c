@@ -16,6 +16,7 @@ int main(int argc, char **argv)
     pl_register_load_tests();
     pl_register_invalid_tests();
     pl_register_dot_tests();
+    pl_register_timeline_tests();
     pl_register_cluster_tests();
     pl_register_plan_tests();
     pl_register_data_tests();

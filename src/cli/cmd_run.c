@@ -1,16 +1,18 @@
 /* placer run MODEL.json --plan PLAN.json: executes the training graph as the plan places
  * it, on real threads, and reports its step time by the measurement protocol (warm-up,
  * then median, minimum, maximum and spread), the pacing mode, every device's memory and
- * how busy it was; optionally the timeline as a Chrome trace. */
+ * how busy it was; optionally the last step's timeline as a Chrome trace and as an SVG
+ * picture (src/draw/timeline.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli.h"
 #include "executor.h"
+#include "timeline.h"
 
 typedef struct run_options {
-    const char *model, *plan, *cluster, *trace, *data;
+    const char *model, *plan, *cluster, *trace, *timeline, *data;
     long steps, warmup;
 } run_options;
 
@@ -26,6 +28,8 @@ static void usage(void)
            "  --steps N        measured steps (default 10)\n"
            "  --warmup N       steps run first and not measured (default 3)\n"
            "  --trace FILE     write the last step's timeline as Chrome trace-event JSON\n"
+           "  --timeline FILE  draw the last step's timeline as SVG: a row per device and\n"
+           "                   link, a bar per task coloured by phase, idle time as gaps\n"
            "  --data PATH      what to feed (default 'synthetic'; see placer train --help)\n"
            "\n"
            "Exit status 3: the plan does not fit a device's memory (the device, its need\n"
@@ -34,11 +38,12 @@ static void usage(void)
 
 static int parse_options(int argc, char **argv, run_options *o)
 {
-    enum { PLAN = 256, CLUSTER, STEPS, WARMUP, TRACE, DATA };
+    enum { PLAN = 256, CLUSTER, STEPS, WARMUP, TRACE, TIMELINE, DATA };
     static const struct option options[] = {
         {"plan", required_argument, NULL, PLAN}, {"cluster", required_argument, NULL, CLUSTER},
         {"steps", required_argument, NULL, STEPS}, {"warmup", required_argument, NULL, WARMUP},
         {"trace", required_argument, NULL, TRACE}, {"data", required_argument, NULL, DATA},
+        {"timeline", required_argument, NULL, TIMELINE},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     *o = (run_options){.steps = 10, .warmup = 3, .data = "synthetic"};
     opterr = 0;
@@ -49,6 +54,7 @@ static int parse_options(int argc, char **argv, run_options *o)
         case PLAN: o->plan = optarg; break;
         case CLUSTER: o->cluster = optarg; break;
         case TRACE: o->trace = optarg; break;
+        case TIMELINE: o->timeline = optarg; break;
         case DATA: o->data = optarg; break;
         case STEPS: ok = pl_cli_parse_long(optarg, 1, 1000000, &o->steps); break;
         case WARMUP: ok = pl_cli_parse_long(optarg, 0, 1000000, &o->warmup); break;
@@ -68,8 +74,8 @@ static int parse_options(int argc, char **argv, run_options *o)
     o->model = argv[optind];
     const pl_cli_file inputs[] = {{o->model, "the model"}, {o->plan, "the plan"},
                                   {o->cluster, "the cluster"}, {o->data, "the data"}};
-    const pl_cli_file output = {o->trace, "the trace"};
-    return pl_cli_check_outputs(inputs, 4, &output, 1);
+    const pl_cli_file outputs[] = {{o->trace, "the trace"}, {o->timeline, "the timeline"}};
+    return pl_cli_check_outputs(inputs, 4, outputs, 2);
 }
 
 /* Per device used: ops, memory against capacity, and the share of the last step it was
@@ -134,6 +140,17 @@ static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
         if (pl_executor_write_trace(ex, o->trace, &err) != PL_OK)
             return pl_cli_report(&err);
         printf("trace: %s (the last step)\n", o->trace);
+    }
+    if (o->timeline) {
+        char title[1024];
+        snprintf(title, sizeof title, "%s on %s, measured (the last of %ld steps, %s)",
+                 g->name, c->name, o->steps, c->paced ? "paced" : "native");
+        pl_error_init(&err, o->timeline);
+        if (pl_timeline_write_file(o->timeline, pl_executor_program(ex), c,
+                                   pl_executor_task_starts(ex), pl_executor_task_ends(ex),
+                                   pl_executor_step_seconds(ex), title, &err) != PL_OK)
+            return pl_cli_report(&err);
+        printf("timeline: %s (the last step)\n", o->timeline);
     }
     return PL_EXIT_OK;
 }

@@ -1,6 +1,7 @@
 /* placer simulate MODEL.json --plan PLAN.json: predicts a placed model's step time, each
  * device's busy time and memory, the communication and the critical path, against the
- * lower bound; with --measure, runs it too and gives the simulator's error. */
+ * lower bound; with --measure, runs it too and gives the simulator's error; with --timeline,
+ * draws the simulated step (src/draw/timeline.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,9 +9,10 @@
 #include "cli.h"
 #include "executor.h"
 #include "simulate.h"
+#include "timeline.h"
 
 typedef struct simulate_options {
-    const char *model, *plan, *cluster;
+    const char *model, *plan, *cluster, *timeline;
     long measure;
 } simulate_options;
 
@@ -19,6 +21,7 @@ static int parse_options(int argc, char **argv, simulate_options *o)
     static const struct option options[] = {{"plan", required_argument, NULL, 'p'},
                                             {"cluster", required_argument, NULL, 'c'},
                                             {"measure", required_argument, NULL, 'm'},
+                                            {"timeline", required_argument, NULL, 't'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     *o = (simulate_options){0};
@@ -28,6 +31,7 @@ static int parse_options(int argc, char **argv, simulate_options *o)
         switch (c) {
         case 'p': o->plan = optarg; break;
         case 'c': o->cluster = optarg; break;
+        case 't': o->timeline = optarg; break;
         case 'm':
             if (!pl_cli_parse_long(optarg, 1, 1000000, &o->measure))
                 return pl_cli_usage_error("simulate: invalid value '%s' for --measure", optarg);
@@ -35,11 +39,14 @@ static int parse_options(int argc, char **argv, simulate_options *o)
         case 'h':
             printf("Usage: placer simulate MODEL.json [--plan PLAN.json] [--cluster C] "
                    "[--measure N]\n"
+                   "                       [--timeline FILE.svg]\n"
                    "Predicts the step time of the model placed by the plan (default: every op\n"
                    "on the first device) from this machine's profile (placer calibrate; made\n"
                    "on first use), with each device's busy time and memory, the copies, the\n"
                    "critical path and the ratio to the lower bound. --measure N also runs N\n"
-                   "steps (after 3 warm-up) and prints the simulator's error.\n"
+                   "steps (after 3 warm-up) and prints the simulator's error. --timeline FILE\n"
+                   "writes the simulated step as an SVG timeline: a row per device and link,\n"
+                   "a bar per task coloured by phase, idle time as gaps (docs/simulator.md).\n"
                    "Exit status 3: the plan does not fit a device's memory.\n");
             return -1;
         default:
@@ -56,8 +63,9 @@ static int parse_options(int argc, char **argv, simulate_options *o)
     const pl_cli_file inputs[] = {{o->model, "the model"}, {o->plan, "the plan"},
                                   {o->cluster, "the cluster"}};
     char profile[4096];
-    const pl_cli_file output = pl_cli_profile_output(profile, sizeof profile);
-    return pl_cli_check_outputs(inputs, 3, &output, 1);
+    const pl_cli_file outputs[] = {pl_cli_profile_output(profile, sizeof profile),
+                                   {o->timeline, "the timeline"}};
+    return pl_cli_check_outputs(inputs, 3, outputs, 2);
 }
 
 static void print_prediction(const pl_graph *g, const pl_cluster *c, const pl_program *p,
@@ -108,6 +116,23 @@ static int measure(const simulate_options *o, pl_graph *g, const pl_cluster *c,
     return status;
 }
 
+/* The simulated step's timeline, titled with what it is. */
+static int write_timeline(const simulate_options *o, const pl_graph *g, const pl_cluster *c,
+                          const pl_program *p, const pl_simulation *sim, const double *starts,
+                          const double *ends)
+{
+    char title[1024];
+    snprintf(title, sizeof title, "%s on %s, simulated (%s)", g->name, c->name,
+             c->paced ? "paced" : "native");
+    pl_error err;
+    pl_error_init(&err, o->timeline);
+    if (pl_timeline_write_file(o->timeline, p, c, starts, ends, sim->step_seconds, title,
+                               &err) != PL_OK)
+        return pl_cli_report(&err);
+    printf("timeline: %s (the simulated step)\n", o->timeline);
+    return PL_EXIT_OK;
+}
+
 static int simulate(const simulate_options *o, const pl_cli_setup *setup)
 {
     pl_graph *g = setup->graph;
@@ -118,7 +143,15 @@ static int simulate(const simulate_options *o, const pl_cli_setup *setup)
     pl_simulation sim;
     int status = PL_EXIT_OK;
     pl_program *p = pl_program_new(g, c, plan, &err);
-    if (!p || pl_simulate(p, c, setup->costs, &sim, NULL, NULL, &err) != PL_OK) {
+    double *starts = NULL, *ends = NULL;
+    if (p && o->timeline) {
+        starts = malloc(((size_t)p->n_tasks + 1) * sizeof *starts);
+        ends = malloc(((size_t)p->n_tasks + 1) * sizeof *ends);
+        if (!starts || !ends)
+            pl_error_set(&err, PL_ENOMEM, NULL, "out of memory for the timeline");
+    }
+    if (!p || err.status != PL_OK ||
+        pl_simulate(p, c, setup->costs, &sim, starts, ends, &err) != PL_OK) {
         status = pl_cli_report(&err);
     } else if (sim.oom_device >= 0) {
         char need[32], have[32];
@@ -136,9 +169,13 @@ static int simulate(const simulate_options *o, const pl_cli_setup *setup)
                setup->calibrated ? ", just calibrated" : "");
         pl_cli_describe_plan(plan, c, p);
         print_prediction(g, c, p, &sim, setup->bound);
-        if (o->measure)
+        if (o->timeline)
+            status = write_timeline(o, g, c, p, &sim, starts, ends);
+        if (o->measure && status == PL_EXIT_OK)
             status = measure(o, g, c, plan, sim.step_seconds);
     }
+    free(starts);
+    free(ends);
     pl_program_free(p);
     return status;
 }

@@ -24,9 +24,9 @@ static const command commands[] = {
                         "         [--all-ops]]               stages, bytes across devices)"},
     {"train", pl_cmd_train, "train MODEL.json [OPTIONS] train a model on one device"},
     {"run", pl_cmd_run, "run MODEL.json --plan P    measure the step time of a placed model\n"
-                        "         [--cluster C] [--trace F]"},
+                        "         [--cluster C] [--trace F] [--timeline F.svg]"},
     {"simulate", pl_cmd_simulate, "simulate MODEL.json        predict the step time of a placed model\n"
-                                  "         --plan P [--cluster C] [--measure N]"},
+                                  "         --plan P [--cluster C] [--measure N] [--timeline F.svg]"},
     {"baseline", pl_cmd_baseline, "baseline MODEL.json        place by a classical algorithm (or all of them)\n"
                                   "         --algo NAME|all [--cluster C] [--seed N] [-o PLAN] [--measure N]"},
     {"calibrate", pl_cmd_calibrate, "calibrate [--cluster C]    measure this machine for the simulator"},
