@@ -13,7 +13,8 @@ own_profile inception mlp
 quoted="$work/it's paced.json"
 ln -s "$paced" "$quoted"
 expect 0 "main job" "$bin" "$model" --cluster "$quoted" --iterations 4 --samples 8 -o "$work/inc"
-for f in plan.json plan.dot report.md curve.svg summary.json agent.ckpt agent.plan.json graph.dot; do
+for f in plan.json plan.dot report.md curve.svg timeline.svg timeline-measured.svg summary.json \
+    agent.ckpt agent.plan.json graph.dot; do
     [ -s "$work/inc.$f" ] && ok || bad "main job did not write inc.$f"
 done
 contains "$work/out" "baseline pipeline-dp" "main job"

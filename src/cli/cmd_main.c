@@ -199,7 +199,8 @@ static int check_outputs(const main_options *o, const char *prefix)
 {
     static const char *const suffixes[] = {".graph.dot", ".plan.json", ".plan.dot",
                                            ".agent.plan.json", ".report.md", ".curve.svg",
-                                           ".summary.json",
+                                           ".summary.json", ".timeline.svg",
+                                           ".timeline-measured.svg",
                                            ".agent.ckpt" /* last: see above */};
     enum { N_SUFFIXES = sizeof suffixes / sizeof *suffixes };
     const pl_cli_file inputs[] = {{o->model, "the model"}, {o->cluster, "the cluster"},
@@ -385,6 +386,7 @@ static int run_job(job_state *s)
     s->job.graph = s->setup.graph;
     s->job.cluster = s->setup.cluster;
     s->job.calibrated = s->setup.calibrated;
+    s->job.costs = s->setup.costs;
     if ((status = search(s)) == PL_EXIT_OK)
         status = write_outputs(s);
     /* an output not written (the model's drawing, the checkpoint) fails the job, after

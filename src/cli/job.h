@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "cluster.h"
+#include "cost_model.h"
 #include "graph.h"
 #include "search.h"
 
@@ -19,12 +20,18 @@ typedef struct pl_job {
     double budget;
     uint64_t seed;
     bool calibrated;
+    const pl_cost_model *costs; /* the profile the search simulated with */
     const pl_search *search; /* borrowed */
 } pl_job;
 
-/* Writes PREFIX.report.md, PREFIX.curve.svg (when the agent ran) and
+/* Writes PREFIX.report.md, PREFIX.curve.svg (when the agent ran), the chosen plan's
+ * PREFIX.timeline.svg and PREFIX.timeline-measured.svg (when measured) and
  * PREFIX.summary.json, atomically; exit status. */
 int pl_job_write_report(const pl_job *job, const char *prefix);
+/* The chosen plan's step as SVG timelines (job_timeline.c): simulated, and measured when
+ * the search measured it (*measured_written says). */
+int pl_job_write_timelines(const pl_job *job, const char *simulated_path,
+                           const char *measured_path, bool *measured_written);
 /* The learning curve as SVG (curve.c); the search's agent must exist. */
 void pl_job_write_curve(FILE *fp, const pl_job *job);
 /* The job as JSON (summary.json): every row, the chosen plan's figures, the stop. */

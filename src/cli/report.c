@@ -1,6 +1,7 @@
 /* The main job's report: PREFIX.report.md (the algorithms' table, the agent's learning
- * curve, per-device utilisation, communication, the command) and the curve as
- * PREFIX.curve.svg, both written atomically. */
+ * curve, the chosen plan's step, per-device utilisation, communication, the command), with
+ * the pictures it shows (PREFIX.curve.svg, the timelines) and PREFIX.summary.json, each
+ * written atomically. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,7 +216,32 @@ static void write_devices(FILE *fp, const pl_job *job)
             pl_plan_schedule_text(chosen->plan));
 }
 
-static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
+/* The report's files: paths, and what the markdown links to (names beside it). */
+typedef struct report_files {
+    char *markdown, *curve, *timeline, *measured, *summary;
+    bool measured_written;
+} report_files;
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static void write_step_pictures(FILE *fp, const report_files *files)
+{
+    fprintf(fp, "## The chosen plan's step\n\nEach device and link in time: a bar per task "
+            "(forward, backward, update, copy), idle time as gaps.\n\n![the step, simulated](");
+    md_text(fp, base_name(files->timeline));
+    fprintf(fp, ")\n\n");
+    if (files->measured_written) {
+        fprintf(fp, "![the step, measured](");
+        md_text(fp, base_name(files->measured));
+        fprintf(fp, ")\n\n");
+    }
+}
+
+static void write_markdown(FILE *fp, const pl_job *job, const report_files *files)
 {
     const pl_cluster *c = job->cluster;
     const pl_search *search = job->search;
@@ -244,13 +270,14 @@ static void write_markdown(FILE *fp, const pl_job *job, const char *svg_name)
     write_choice(fp, search);
     report_own_plan(fp, search);
     if (search->agent)
-        write_learning(fp, search, svg_name);
+        write_learning(fp, search, base_name(files->curve));
+    write_step_pictures(fp, files);
     write_devices(fp, job);
 }
 
 typedef enum report_part { PART_MARKDOWN, PART_CURVE, PART_SUMMARY } report_part;
 
-static int write_atomic(const char *path, const pl_job *job, const char *svg_name,
+static int write_atomic(const char *path, const pl_job *job, const report_files *files,
                         report_part part)
 {
     pl_error err;
@@ -262,7 +289,7 @@ static int write_atomic(const char *path, const pl_job *job, const char *svg_nam
     if (part == PART_CURVE)
         pl_job_write_curve(file.fp, job);
     else if (part == PART_MARKDOWN)
-        write_markdown(file.fp, job, svg_name);
+        write_markdown(file.fp, job, files);
     else
         status = pl_job_write_summary(file.fp, job);
     if (status != PL_EXIT_OK) {
@@ -274,24 +301,33 @@ static int write_atomic(const char *path, const pl_job *job, const char *svg_nam
     return PL_EXIT_OK;
 }
 
+static char *joined(const char *prefix, const char *suffix)
+{
+    size_t len = strlen(prefix) + strlen(suffix) + 1;
+    char *path = malloc(len);
+    if (path)
+        snprintf(path, len, "%s%s", prefix, suffix);
+    return path;
+}
+
 int pl_job_write_report(const pl_job *job, const char *prefix)
 {
-    size_t len = strlen(prefix) + 16;
-    char *md = malloc(len), *svg = malloc(len), *json = malloc(len);
+    report_files f = {joined(prefix, ".report.md"), joined(prefix, ".curve.svg"),
+                      joined(prefix, ".timeline.svg"), joined(prefix, ".timeline-measured.svg"),
+                      joined(prefix, ".summary.json"), false};
     int status = PL_EXIT_FAILURE;
-    if (md && svg && json) {
-        snprintf(md, len, "%s.report.md", prefix);
-        snprintf(svg, len, "%s.curve.svg", prefix);
-        snprintf(json, len, "%s.summary.json", prefix);
-        const char *base = strrchr(svg, '/');
-        status = job->search->agent ? write_atomic(svg, job, NULL, PART_CURVE) : PL_EXIT_OK;
-        if (status == PL_EXIT_OK)
-            status = write_atomic(md, job, base ? base + 1 : svg, PART_MARKDOWN);
-        if (status == PL_EXIT_OK)
-            status = write_atomic(json, job, NULL, PART_SUMMARY);
-    }
-    free(md);
-    free(svg);
-    free(json);
+    if (!f.markdown || !f.curve || !f.timeline || !f.measured || !f.summary)
+        fprintf(stderr, "placer: out of memory\n");
+    else if ((status = job->search->agent ? write_atomic(f.curve, job, &f, PART_CURVE)
+                                          : PL_EXIT_OK) == PL_EXIT_OK &&
+             (status = pl_job_write_timelines(job, f.timeline, f.measured,
+                                              &f.measured_written)) == PL_EXIT_OK &&
+             (status = write_atomic(f.markdown, job, &f, PART_MARKDOWN)) == PL_EXIT_OK)
+        status = write_atomic(f.summary, job, &f, PART_SUMMARY);
+    free(f.markdown);
+    free(f.curve);
+    free(f.timeline);
+    free(f.measured);
+    free(f.summary);
     return status;
 }
