@@ -39,8 +39,12 @@ int pl_cmd_baseline(int argc, char **argv);
 /* Prints "placer: message" on stderr, its control characters escaped (pl_text_escape):
  * every message that echoes a name or a path goes through here or pl_cli_report. */
 void pl_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The same and a pointer to --help; returns PL_EXIT_USAGE. */
+/* The same and a pointer to the running command's --help ("Try 'placer train --help'.",
+ * or 'placer --help' outside a subcommand); returns PL_EXIT_USAGE. */
 int pl_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Names the subcommand that runs (NULL: none), for pl_cli_usage_error. main() calls it
+ * once, before the command. */
+void pl_cli_set_command(const char *name);
 /* Prints the error's one line on stderr; returns the exit status for its status. */
 int pl_cli_report(const pl_error *err);
 /* Loads and validates a model, printing the error on failure (NULL then, *status set). */
@@ -97,6 +101,11 @@ typedef struct pl_cli_file {
     const char *role;
 } pl_cli_file;
 
+/* Refuses two inputs that are both "-": standard input can be read once (json_reader.h).
+ * Prints "placer: standard input ('-') is given as both the model and the plan: it
+ * can be read once" and returns
+ * PL_EXIT_USAGE, else PL_EXIT_OK. pl_cli_check_outputs calls it first. */
+int pl_cli_check_inputs(const pl_cli_file *inputs, size_t n_inputs);
 /* Refuses an output that is also one of the inputs, before any work (docs/outputs.md):
  * every command calls it right after parsing its options. Files are compared by identity
  * (device and inode, links followed) when both exist, so "./a.json", "a.json" and a link
@@ -113,6 +122,8 @@ int pl_cli_check_outputs(const pl_cli_file *inputs, size_t n_inputs,
  * commands that may calibrate write it. `buf` holds the path. */
 pl_cli_file pl_cli_profile_output(char *buf, size_t cap);
 
+/* How messages name an input: "<stdin>" for "-" (json_reader.h), else the path. */
+const char *pl_cli_input_name(const char *path);
 /* A whole decimal number in [min, max], or false. */
 bool pl_cli_parse_long(const char *text, long min, long max, long *out);
 /* An executor for a training graph on a cluster, its inputs filled with the first training

@@ -70,7 +70,7 @@ int pl_cmd_cluster(int argc, char **argv)
     pl_cluster *cluster = path ? pl_cluster_load_file(path, &err) : pl_cluster_local(&err);
     if (!cluster)
         return pl_cli_report(&err);
-    print_cluster(path ? path : "local machine", cluster);
+    print_cluster(path ? pl_cli_input_name(path) : "local machine", cluster);
     pl_cluster_free(cluster);
     return PL_EXIT_OK;
 }

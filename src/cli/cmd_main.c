@@ -482,6 +482,9 @@ int pl_cmd_main(int argc, char **argv)
     s.start = pl_now();
     char *command = join_command(argc, argv); /* before getopt reorders argv */
     int status = parse_options(argc, argv, &s.o);
+    /* a model piped in has no file name to make PREFIX of */
+    if (status == PL_EXIT_OK && !s.o.prefix && strcmp(s.o.model, "-") == 0)
+        status = pl_cli_usage_error("a model from standard input ('-') needs -o PREFIX");
     if (status == PL_EXIT_OK) {
         s.prefix = s.o.prefix ? strdup(s.o.prefix) : default_prefix(s.o.model);
         status = s.prefix ? check_outputs(&s.o, s.prefix) : PL_EXIT_FAILURE;
@@ -496,7 +499,7 @@ int pl_cmd_main(int argc, char **argv)
         return status < 0 ? PL_EXIT_OK : status;
     }
     if (!s.o.quiet)
-        pl_cli_print_summary(stdout, s.o.model, s.setup.graph);
+        pl_cli_print_summary(stdout, pl_cli_input_name(s.o.model), s.setup.graph);
     if (!s.prefix || !command) {
         fprintf(stderr, "placer: out of memory\n");
         status = PL_EXIT_FAILURE;

@@ -142,8 +142,10 @@ static int run(int argc, char **argv)
         return PL_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(first, commands[i].name) == 0)
+        if (strcmp(first, commands[i].name) == 0) {
+            pl_cli_set_command(commands[i].name);
             return commands[i].run(argc - 1, argv + 1);
+        }
     int status = unknown_command(first);
     return status >= 0 ? status : pl_cmd_main(argc, argv);
 }
