@@ -54,6 +54,10 @@ pl_graph *pl_cli_load_model(const char *path, int *status);
  * returns its exit status, with both set to NULL. */
 int pl_cli_load_placement(const char *cluster_path, const char *plan_path,
                           const pl_graph *graph, pl_cluster **cluster, pl_plan **plan);
+/* "placer: warning: PLAN was made for model "a" (HASH), not this model "b" (HASH); ..."
+ * on stderr when the plan file's model hash is not the graph's (plan.h: file_model): the
+ * plan was read, its ops matched by name, but the model has changed since. */
+void pl_cli_warn_plan_model(const char *path, const pl_plan *plan, const pl_graph *graph);
 /* What a command sets up before its own work, in the order every command takes it: the
  * model (always), its training graph, the cluster (cluster_path, else this machine), the
  * plan (plan_path, else every op on the cluster's first device), this machine's profile

@@ -27,7 +27,10 @@ static int check_plan(const char *model, pl_graph *graph, const char *cluster_pa
         (pl_error_init(&err, model), pl_autodiff_build(graph, &err) != PL_OK) ||
         !(parts = pl_partitions_new(plan, graph, cluster->n_devices, &err))) {
         status = pl_cli_report(&err);
-    } else if (!quiet) {
+    } else {
+        pl_cli_warn_plan_model(plan_path, plan, graph);
+    }
+    if (status == PL_EXIT_OK && !quiet) {
         printf("%s: valid plan for \"%s\" on cluster \"%s\": %d stage%s, %d micro-batch%s, %s\n",
                pl_cli_input_name(plan_path), graph->name, cluster->name, plan->n_stages,
                plan->n_stages == 1 ? "" : "s", plan->micro_batches,

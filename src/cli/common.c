@@ -1,6 +1,7 @@
 /* What every subcommand shares: error reporting, exit statuses, a command's set-up (the
  * model, its training graph, cluster, plan, profile and executor). */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -104,12 +105,26 @@ static int load_cluster(const char *path, pl_cluster **cluster)
     return *cluster ? PL_EXIT_OK : pl_cli_report(&err);
 }
 
+void pl_cli_warn_plan_model(const char *path, const pl_plan *plan, const pl_graph *graph)
+{
+    if (!plan->file_model_hash || plan->file_model_hash == graph->hash)
+        return;
+    char text[1024], escaped[sizeof text * 2];
+    snprintf(text, sizeof text, "%s was made for model \"%s\" (%016" PRIx64 "), not this "
+             "model \"%s\" (%016" PRIx64 "); its ops match by name", pl_cli_input_name(path),
+             plan->file_model, plan->file_model_hash, graph->name, graph->hash);
+    pl_text_escape(text, escaped, sizeof escaped);
+    fprintf(stderr, "placer: warning: %s\n", escaped);
+}
+
 static int load_plan(const char *path, const pl_graph *graph, const pl_cluster *cluster,
                      pl_plan **plan)
 {
     pl_error err;
     pl_error_init(&err, path);
     *plan = path ? pl_plan_load_file(path, graph, cluster, &err) : pl_plan_new(graph, &err);
+    if (*plan && path)
+        pl_cli_warn_plan_model(path, *plan, graph);
     return *plan ? PL_EXIT_OK : pl_cli_report(&err);
 }
 
