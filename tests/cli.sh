@@ -30,6 +30,18 @@ for typo in validate:valdiate dot:dto train:trian run:rnu simulate:simualte \
     expect 2 "${typo%%:*} --bogus" "$bin" "${typo%%:*}" --bogus
     contains "$work/err" "Try 'placer ${typo%%:*} --help'." "${typo%%:*} --bogus"
 done
+# Every long option a command parses (--help aside) is in its --help, read from its
+# option table.
+for c in main validate dot train run simulate baseline calibrate cluster; do
+    if [ "$c" = main ]; then "$bin" x.json --help; else "$bin" "$c" --help; fi >"$work/help" 2>&1
+    for option in $(grep -o '{"[a-z-]*", \(no\|required\)_argument' "$src/src/cli/cmd_$c.c" | cut -d'"' -f2 | grep -v "^help$"); do
+        contains "$work/help" "--$option" "placer $c --help lists --$option"
+    done
+done
+# The help texts name the installed documents, and train's does not say it trains on one
+# device only.
+"$bin" --help | grep -q "/share/doc/" && ok || bad "placer --help: no installed docs path"
+"$bin" train --help | grep -q "on one device" && bad "train --help says 'on one device'" || ok
 expect 2 "the main job's usage error" "$bin" "$src/graphs/mlp.json" --budget x
 contains "$work/err" "Try 'placer --help'." "the main job's usage error"
 expect 2 "a missing model named like a command" "$bin" simualte.json

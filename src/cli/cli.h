@@ -18,6 +18,12 @@
 #include "program.h"
 #include "stats.h"
 
+/* Where docs/ is installed (configure's docdir, from Makefile.am): the help texts name
+ * it so that their pointers resolve after `make install`. */
+#ifndef PLACER_DOCDIR
+#define PLACER_DOCDIR "docs"
+#endif
+
 enum {
     PL_EXIT_OK = 0,
     PL_EXIT_FAILURE = 1,

@@ -93,10 +93,16 @@ int pl_cmd_validate(int argc, char **argv)
             plan = optarg;
             break;
         case 'h':
-            printf("Usage: placer validate [-q|--quiet] MODEL.json... [--cluster C] [--plan P]\n"
+            printf("Usage: placer validate [-q|--quiet] MODEL.json... [--cluster C --plan P]\n"
                    "Checks each model and prints its summary (with -q, only errors). With\n"
                    "--plan, also checks the plan against the model and the cluster (default:\n"
-                   "the local machine) and summarises its partitions.\n");
+                   "the local machine) and summarises its partitions.\n"
+                   "\n"
+                   "  -q, --quiet      print only errors\n"
+                   "  --plan FILE      a plan for the one model (plan-format.md)\n"
+                   "  --cluster FILE   the plan's cluster (cluster-format.md)\n"
+                   "A MODEL.json or FILE of '-' is read from standard input (one of them).\n"
+                   "The formats: " PLACER_DOCDIR "/model-format.md and beside it.\n");
             return PL_EXIT_OK;
         default:
             return pl_cli_usage_error("validate: unknown option '%s'", argv[optind - 1]);
