@@ -143,8 +143,9 @@ static char *read_to_end(int fd, size_t cap, size_t max_bytes, size_t *size_out,
         if (size > max_bytes) /* /dev/zero piped in is refused, not read forever */
             break;
     }
-    if (failed || size > max_bytes) {
+    if (!failed && size > max_bytes)
         pl_error_set(err, PL_EINPUT, NULL, "the file has more than %zu bytes", max_bytes);
+    if (failed || size > max_bytes) {
         free(data);
         return NULL;
     }
