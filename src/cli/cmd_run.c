@@ -29,8 +29,7 @@ static void usage(void)
            "  --data PATH      what to feed (default 'synthetic'; see placer train --help)\n"
            "\n"
            "A MODEL.json, --plan or --cluster FILE of '-' is read from standard input (one\n"
-           "of them); --trace - writes to standard output. The formats: in\n"
-           PLACER_DOCDIR "/.\n"
+           "of them). The formats: in " PLACER_DOCDIR "/.\n"
            "Exit status 3: the plan does not fit a device's memory (the device, its need\n"
            "and its capacity are printed).\n");
 }
