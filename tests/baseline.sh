@@ -16,6 +16,34 @@ contains "$work/plan.json" '"algorithm": "pipeline-dp"' "baseline: provenance"
 expect 0 "validate accepts the plan" "$bin" validate -q "$mlp" --cluster "$paced" --plan "$work/plan.json"
 expect 0 "run accepts the plan" "$bin" run "$mlp" --cluster "$paced" --plan "$work/plan.json" --steps 1 --warmup 0
 
+# A plan is checked against the cluster's devices, not its name, and against the model's
+# ops, its hash only warned about (docs/plan-format.md).
+contains "$work/plan.json" '"devices": [' "the plan lists its devices"
+sed 's/"name": "paced-4"/"name": "renamed-4"/' "$paced" >"$work/renamed.json"
+expect 0 "a renamed cluster with the same devices" "$bin" validate -q "$mlp" --cluster "$work/renamed.json" --plan "$work/plan.json"
+[ ! -s "$work/err" ] && ok || bad "a renamed cluster: not silent: $(cat "$work/err")"
+sed -e 's/"name": "paced-4"/"name": "paced-5"/' \
+    -e '/"dev3"/s/}$/},\n    {"name": "dev4", "threads": 1, "memory_bytes": 1073741824}/' "$paced" >"$work/paced-5.json"
+expect 2 "a cluster with more devices" "$bin" validate -q "$mlp" --cluster "$work/paced-5.json" --plan "$work/plan.json"
+contains "$work/err" 'plan.json: /devices: the plan was made for cluster "paced-4" of 4 devices, without device "dev4" of cluster "paced-5" (5 devices)' "a cluster with more devices"
+sed 's/"dev2"/"gpu2"/' "$paced" >"$work/other.json"
+expect 2 "a cluster with another device" "$bin" validate -q "$mlp" --cluster "$work/other.json" --plan "$work/plan.json"
+contains "$work/err" '/devices/2: cluster "paced-4" has no device "dev2"' "a cluster with another device"
+sed 's/"lr": 0.01/"lr": 0.02/' "$mlp" >"$work/edited.json"
+expect 0 "a plan for an edited model" "$bin" validate -q "$work/edited.json" --cluster "$paced" --plan "$work/plan.json"
+contains "$work/err" "placer: warning: $work/plan.json was made for model \"mlp-small\" (" "a plan for an edited model"
+contains "$work/err" "not this model \"mlp-small\" (" "a plan for an edited model"
+[ "$(wc -l <"$work/err")" -eq 1 ] && ok || bad "a plan for an edited model: not one line"
+expect 0 "run warns too" "$bin" run "$work/edited.json" --cluster "$paced" --plan "$work/plan.json" --steps 1 --warmup 0
+contains "$work/err" "placer: warning:" "run warns too"
+# The local machine and local-2.json describe the same devices on a 2-core machine.
+if [ "$(nproc)" -eq 2 ]; then
+    expect 0 "baseline on the local machine" "$bin" baseline "$mlp" --algo single -o "$work/local.plan.json"
+    expect 0 "a plan for 'local' on local-2.json" "$bin" validate -q "$mlp" \
+        --cluster "$src/graphs/clusters/local-2.json" --plan "$work/local.plan.json"
+    [ ! -s "$work/err" ] && ok || bad "local on local-2: not silent: $(cat "$work/err")"
+fi
+
 expect 0 "baseline: every algorithm, measured" "$bin" baseline "$mlp" --algo all --measure 1
 for a in single round-robin expert metis etf sct pipeline-dp; do
     grep -q "^$a .* ms " "$work/out" && ok || bad "baseline all: no row for $a"

@@ -22,6 +22,28 @@ expect 2 "a mistyped command" "$bin" simualte
 contains "$work/err" "unknown command 'simualte' (did you mean simulate?)" "a mistyped command"
 expect 2 "an unknown word" "$bin" frobnicate
 contains "$work/err" "unknown command 'frobnicate'" "an unknown word"
+# Every command is suggested for a typo of it; a command's usage error points at its help.
+for typo in validate:valdiate dot:dto train:trian run:rnu simulate:simualte \
+        baseline:baselien calibrate:calbirate cluster:clsuter; do
+    expect 2 "a typo of ${typo%%:*}" "$bin" "${typo#*:}"
+    contains "$work/err" "(did you mean ${typo%%:*}?)" "a typo of ${typo%%:*}"
+    expect 2 "${typo%%:*} --bogus" "$bin" "${typo%%:*}" --bogus
+    contains "$work/err" "Try 'placer ${typo%%:*} --help'." "${typo%%:*} --bogus"
+done
+# Every long option a command parses (--help aside) is in its --help, read from its
+# option table.
+for c in main validate dot train run simulate baseline calibrate cluster; do
+    if [ "$c" = main ]; then "$bin" x.json --help; else "$bin" "$c" --help; fi >"$work/help" 2>&1
+    for option in $(grep -o '{"[a-z-]*", \(no\|required\)_argument' "$src/src/cli/cmd_$c.c" | cut -d'"' -f2 | grep -v "^help$"); do
+        contains "$work/help" "--$option" "placer $c --help lists --$option"
+    done
+done
+# The help texts name the installed documents, and train's does not say it trains on one
+# device only.
+"$bin" --help | grep -q "/share/doc/" && ok || bad "placer --help: no installed docs path"
+"$bin" train --help | grep -q "on one device" && bad "train --help says 'on one device'" || ok
+expect 2 "the main job's usage error" "$bin" "$src/graphs/mlp.json" --budget x
+contains "$work/err" "Try 'placer --help'." "the main job's usage error"
 expect 2 "a missing model named like a command" "$bin" simualte.json
 contains "$work/err" "simualte.json: cannot open" "a missing model named like a command"
 # Every bad input path is bad input (exit 2), however it is bad; a device or a FIFO is no
@@ -234,5 +256,39 @@ for array in nodes parameters; do
         "4,000,001 $array"
 done
 rm -f "$work/oversize.json"
+
+# "-" is standard input for every JSON input (model, --cluster, --plan), read once; and
+# "-" as an output is still standard output.
+expect 0 "validate -" sh -c '"$0" validate - <"$1"' "$bin" "$small"
+contains "$work/out" '<stdin>: valid model "mlp-small"' "validate -"
+expect 0 "validate --plan -" sh -c '"$0" validate "$1" --cluster "$2" --plan - <"$3"' "$bin" \
+    "$small" "$paced" "$src/tests/plans/mlp-small-paced-4.json"
+contains "$work/out" '<stdin>: valid plan for "mlp-small"' "validate --plan -"
+expect 0 "validate --cluster -" sh -c '"$0" validate "$1" --cluster - --plan "$3" <"$2"' "$bin" \
+    "$small" "$paced" "$src/tests/plans/mlp-small-paced-4.json"
+expect 0 "cluster -" sh -c '"$0" cluster - <"$1"' "$bin" "$paced"
+contains "$work/out" '<stdin>: cluster "paced-4"' "cluster -"
+expect 0 "dot - -o -" sh -c 'cat "$1" | "$0" dot - -o -' "$bin" "$small"
+contains "$work/out" 'digraph "mlp-small"' "dot - -o -"
+PLACER_PROFILE="$work/no-profile.json" expect 0 "dot --plan - --cluster C" \
+    sh -c '"$0" dot "$1" --cluster "$2" --plan - -o "$4" <"$3"' "$bin" "$small" "$paced" \
+    "$src/tests/plans/mlp-small-paced-4.json" "$work/stdin-plan.dot"
+contains "$work/stdin-plan.dot" "cluster_device:dev1" "dot --plan -"
+expect 2 "a model with a syntax error on stdin" sh -c 'printf "{\n" | "$0" validate -' "$bin"
+contains "$work/err" "<stdin>:2:1:" "a syntax error on stdin"
+expect 2 "an empty stdin" sh -c '"$0" validate - </dev/null' "$bin"
+contains "$work/err" "<stdin>: the file is empty" "an empty stdin"
+expect 2 "an endless stdin" sh -c 'head -c 20000000 /dev/zero | "$0" cluster -' "$bin"
+contains "$work/err" "<stdin>: the file has more than 16777216 bytes" "an endless stdin"
+expect 2 "a folder as stdin" sh -c '"$0" validate - <"$1"' "$bin" "$src/graphs"
+contains "$work/err" "<stdin>: read error: Is a directory" "a folder as stdin"
+expect 2 "two models from stdin" sh -c '"$0" validate - - <"$1"' "$bin" "$small"
+contains "$work/err" "standard input ('-') is given twice as the model" "two models from stdin"
+expect 2 "model and plan from stdin" "$bin" dot - --plan - </dev/null
+contains "$work/err" "standard input ('-') is given as both the model and the plan" "model and plan from stdin"
+expect 2 "model and cluster from stdin" "$bin" run - --cluster - </dev/null
+contains "$work/err" "given as both the model and the cluster" "model and cluster from stdin"
+expect 2 "the main job on stdin without -o" "$bin" - </dev/null
+contains "$work/err" "a model from standard input ('-') needs -o PREFIX" "main job on stdin"
 
 finish cli

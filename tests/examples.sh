@@ -22,6 +22,24 @@ if [ ! -f "$inc/placer/graph.h" ]; then
     exit 1
 fi
 
+# The manual page and the documents --help points at are installed, and the man page
+# renders without warnings.
+man1=$stage${mandir:?set by make check}/man1/placer.1
+[ -f "$man1" ] && ok || bad "no manual page at $man1"
+if command -v man >/dev/null 2>&1 && [ -f "$man1" ]; then
+    MANWIDTH=80 man --warnings -l "$man1" >/dev/null 2>"$work/man.err" && [ ! -s "$work/man.err" ] \
+        && ok || { bad "man -l placer.1 warns"; sed 's/^/    /' "$work/man.err"; }
+fi
+docs=${docdir:?set by make check}
+for c in "" validate dot train run simulate baseline calibrate cluster; do
+    "$stage${bindir:?set by make check}/placer" $c --help
+done >"$work/help.txt" 2>&1
+grep -q "$docs/" "$work/help.txt" && ok || bad "--help does not name $docs"
+for doc in $(grep -o "$docs/[a-z-]*\.md" "$work/help.txt" | sort -u) "$docs/model-format.md" \
+        "$docs/outputs.md" "$docs/README.md"; do
+    [ -f "$stage$doc" ] && ok || bad "--help names $doc, not installed"
+done
+
 # pkg-config sees the staged .pc, its paths moved into the staging directory.
 PKG_CONFIG_PATH=$stage${pkgconfigdir:?set by make check}
 export PKG_CONFIG_PATH

@@ -55,6 +55,9 @@ static void test_round_trip(void)
     CU_ASSERT_EQUAL(back->schedule, PL_SCHEDULE_1F1B);
     CU_ASSERT_TRUE(back->defer_weight_gradients);
     CU_ASSERT_STRING_EQUAL(back->provenance.algorithm, "test");
+    /* the model it was made for, recorded for the command line's warning */
+    CU_ASSERT_EQUAL(back->file_model_hash, f.g->hash);
+    CU_ASSERT_STRING_EQUAL(back->file_model, f.g->name);
     CU_ASSERT_EQUAL(back->provenance.seed, 42u);
     CU_ASSERT_DOUBLE_EQUAL(back->provenance.predicted_seconds, 0.125, 1e-12);
     pl_plan_free(back);

@@ -18,6 +18,12 @@
 #include "program.h"
 #include "stats.h"
 
+/* Where docs/ is installed (configure's docdir, from Makefile.am): the help texts name
+ * it so that their pointers resolve after `make install`. */
+#ifndef PLACER_DOCDIR
+#define PLACER_DOCDIR "docs"
+#endif
+
 enum {
     PL_EXIT_OK = 0,
     PL_EXIT_FAILURE = 1,
@@ -39,8 +45,12 @@ int pl_cmd_baseline(int argc, char **argv);
 /* Prints "placer: message" on stderr, its control characters escaped (pl_text_escape):
  * every message that echoes a name or a path goes through here or pl_cli_report. */
 void pl_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The same and a pointer to --help; returns PL_EXIT_USAGE. */
+/* The same and a pointer to the running command's --help ("Try 'placer train --help'.",
+ * or 'placer --help' outside a subcommand); returns PL_EXIT_USAGE. */
 int pl_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Names the subcommand that runs (NULL: none), for pl_cli_usage_error. main() calls it
+ * once, before the command. */
+void pl_cli_set_command(const char *name);
 /* Prints the error's one line on stderr; returns the exit status for its status. */
 int pl_cli_report(const pl_error *err);
 /* Loads and validates a model, printing the error on failure (NULL then, *status set). */
@@ -50,6 +60,10 @@ pl_graph *pl_cli_load_model(const char *path, int *status);
  * returns its exit status, with both set to NULL. */
 int pl_cli_load_placement(const char *cluster_path, const char *plan_path,
                           const pl_graph *graph, pl_cluster **cluster, pl_plan **plan);
+/* "placer: warning: PLAN was made for model "a" (HASH), not this model "b" (HASH); ..."
+ * on stderr when the plan file's model hash is not the graph's (plan.h: file_model): the
+ * plan was read, its ops matched by name, but the model has changed since. */
+void pl_cli_warn_plan_model(const char *path, const pl_plan *plan, const pl_graph *graph);
 /* What a command sets up before its own work, in the order every command takes it: the
  * model (always), its training graph, the cluster (cluster_path, else this machine), the
  * plan (plan_path, else every op on the cluster's first device), this machine's profile
@@ -97,6 +111,11 @@ typedef struct pl_cli_file {
     const char *role;
 } pl_cli_file;
 
+/* Refuses two inputs that are both "-": standard input can be read once (json_reader.h).
+ * Prints "placer: standard input ('-') is given as both the model and the plan: it
+ * can be read once" and returns
+ * PL_EXIT_USAGE, else PL_EXIT_OK. pl_cli_check_outputs calls it first. */
+int pl_cli_check_inputs(const pl_cli_file *inputs, size_t n_inputs);
 /* Refuses an output that is also one of the inputs, before any work (docs/outputs.md):
  * every command calls it right after parsing its options. Files are compared by identity
  * (device and inode, links followed) when both exist, so "./a.json", "a.json" and a link
@@ -113,6 +132,8 @@ int pl_cli_check_outputs(const pl_cli_file *inputs, size_t n_inputs,
  * commands that may calibrate write it. `buf` holds the path. */
 pl_cli_file pl_cli_profile_output(char *buf, size_t cap);
 
+/* How messages name an input: "<stdin>" for "-" (json_reader.h), else the path. */
+const char *pl_cli_input_name(const char *path);
 /* A whole decimal number in [min, max], or false. */
 bool pl_cli_parse_long(const char *text, long min, long max, long *out);
 /* An executor for a training graph on a cluster, its inputs filled with the first training

@@ -31,7 +31,7 @@ typedef struct outcome {
 static void usage(void)
 {
     printf("Usage: placer baseline MODEL.json --algo NAME [options]\n"
-           "Places the model by a classical algorithm (docs/baselines.md) and predicts its\n"
+           "Places the model by a classical algorithm (baselines.md) and predicts its\n"
            "step time with this machine's profile (placer calibrate; made on first use).\n"
            "\n"
            "  --algo NAME      single, round-robin, expert, metis, etf, sct, pipeline-dp, or\n"
@@ -39,7 +39,10 @@ static void usage(void)
            "  --cluster FILE   the cluster (default: this machine, one device per core)\n"
            "  --seed N         the seed (default 1)\n"
            "  -o FILE          write the plan (one algorithm); default: only describe it\n"
-           "  --measure N      also run N steps (after 3 warm-up) on the executor\n");
+           "  --measure N      also run N steps (after 3 warm-up) on the executor\n"
+           "\n"
+           "A MODEL.json or --cluster FILE of '-' is read from standard input (one of them).\n"
+           "The documents named: in " PLACER_DOCDIR "/.\n");
 }
 
 static int list_error(const char *name)

@@ -63,7 +63,14 @@ int pl_cmd_calibrate(int argc, char **argv)
             printf("Usage: placer calibrate [--cluster C] [--force] [-q]\n"
                    "Measures this machine's kernels, copies and executor costs for the cost\n"
                    "model, for the thread counts of the cluster's devices (default: this\n"
-                   "machine), and caches the profile; --force measures again.\n");
+                   "machine), and caches the profile; --force measures again.\n"
+                   "\n"
+                   "  --cluster FILE   the cluster ('-': standard input)\n"
+                   "  -f, --force      measure again even when the cached profile fits\n"
+                   "  -q, --quiet      no progress\n"
+                   "The profile: $PLACER_PROFILE, else $XDG_CACHE_HOME/placer/profile.json,\n"
+                   "else ~/.cache/placer/profile.json.\n"
+                   "More: " PLACER_DOCDIR "/simulator.md.\n");
             return PL_EXIT_OK;
         default:
             return pl_cli_usage_error("calibrate: unknown option or missing argument '%s'",

@@ -59,7 +59,8 @@ int pl_cmd_cluster(int argc, char **argv)
             return pl_cli_usage_error("cluster: unknown option '%s'", argv[optind - 1]);
         printf("Usage: placer cluster [CLUSTER.json]\n"
                "Checks a cluster file and describes it; without one, describes the local\n"
-               "machine (the cluster placer uses when none is given).\n");
+               "machine (the cluster placer uses when none is given). '-': read it from\n"
+               "standard input. The format: " PLACER_DOCDIR "/cluster-format.md.\n");
         return PL_EXIT_OK;
     }
     if (optind + 1 < argc)
@@ -70,7 +71,7 @@ int pl_cmd_cluster(int argc, char **argv)
     pl_cluster *cluster = path ? pl_cluster_load_file(path, &err) : pl_cluster_local(&err);
     if (!cluster)
         return pl_cli_report(&err);
-    print_cluster(path ? path : "local machine", cluster);
+    print_cluster(path ? pl_cli_input_name(path) : "local machine", cluster);
     pl_cluster_free(cluster);
     return PL_EXIT_OK;
 }

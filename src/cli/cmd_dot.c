@@ -31,8 +31,8 @@ static int parse_options(int argc, char **argv, dot_options *o)
         case 'c': o->cluster = optarg; break;
         case 'a': o->all_ops = true; break;
         case 'h':
-            printf("Usage: placer dot MODEL.json [--plan PLAN.json [--cluster C] [--all-ops]] "
-                   "[-o FILE]\n"
+            printf("Usage: placer dot MODEL.json [--plan PLAN.json [--cluster C] [--all-ops]]\n"
+                   "                  [-o FILE]\n"
                    "Writes the model graph in GraphViz dot to FILE (default: standard output).\n"
                    "With --plan, draws the placed training graph instead: ops coloured by\n"
                    "device, a cluster per device (and per stage), cross-device edges labelled\n"
@@ -40,6 +40,13 @@ static int parse_options(int argc, char **argv, dot_options *o)
                    "when one fits (dot never calibrates). Each forward op stands for its\n"
                    "backward ops and updates unless --all-ops. --cluster: the plan's cluster\n"
                    "(default: this machine).\n"
+                   "\n"
+                   "  -o, --output FILE  where to write ('-', the default: standard output)\n"
+                   "  --plan FILE        the plan to draw (plan-format.md)\n"
+                   "  --cluster FILE     the plan's cluster (cluster-format.md)\n"
+                   "  --all-ops          draw every op of the training graph\n"
+                   "A MODEL.json or FILE read of '-' is standard input (one of them).\n"
+                   "The formats: " PLACER_DOCDIR "/plan-format.md and beside it.\n"
                    "Render it with: dot -Tsvg FILE > model.svg\n");
             return -1;
         default:

@@ -44,27 +44,48 @@ static char *default_prefix(const char *path)
 
 static void print_usage(void)
 {
-    printf("Usage: placer MODEL.json [--cluster C] [--budget SECONDS] [--seed N] [-o PREFIX]\n"
-           "                         [--iterations N] [--samples N] [--resume CKPT] [-q]\n"
-           "                         [--no-fold] [--no-defer] [--no-sweep] [--no-refine]\n"
-           "                         [--no-early-stop] [--progress auto|live|lines|none]\n"
-           "Finds a placement of the model on the cluster (default: this machine): runs the\n"
-           "baseline placers and the learning agent for about --budget seconds (default 60),\n"
-           "measures the best plans on the executor and writes PREFIX.plan.json,\n"
-           "PREFIX.plan.dot, PREFIX.report.md (with PREFIX.curve.svg), the agent's best plan\n"
-           "PREFIX.agent.plan.json and checkpoint PREFIX.agent.ckpt, and the model's drawing\n"
-           "PREFIX.graph.dot. --iterations stops the agent after N iterations in all (the\n"
-           "budget still applies); --resume continues from a checkpoint of the same model,\n"
-           "cluster, seed and samples. Ctrl-C (or SIGTERM, SIGHUP) stops the search and\n"
-           "writes the best plan so far (exit status 130); a checkpoint that cannot be saved\n"
-           "is said and the plan still written (exit status 1). --no-fold and --no-defer keep the agent from interleaving\n"
-           "pipeline stages and from deferring weight gradients, --no-sweep from trying a new\n"
-           "best placement under every shape, --no-refine from refining the best plan by\n"
-           "single-op moves (to measure what each gains). The agent stops early once it has\n"
-           "converged (no better plan for a while, a policy that samples the same plans);\n"
-           "--no-early-stop keeps it going until the budget or --iterations. --progress:\n"
-           "'live' rewrites one line (the default on a terminal), 'lines' prints a line on\n"
-           "each new best and every 10 s (the default otherwise), 'none' prints no iterations.\n");
+    printf("Usage: placer MODEL.json [options]\n"
+           "Finds a placement of the model on the cluster: runs the baseline placers and\n"
+           "the learning agent for about --budget seconds, measures the best plans on the\n"
+           "executor and writes, all atomically:\n"
+           "  PREFIX.graph.dot        the model's drawing\n"
+           "  PREFIX.plan.json        the plan chosen, and PREFIX.plan.dot its drawing\n"
+           "  PREFIX.agent.plan.json  the agent's own best plan\n"
+           "  PREFIX.agent.ckpt       the agent's checkpoint (--resume it)\n"
+           "  PREFIX.report.md        the report, with its pictures: PREFIX.curve.svg (the\n"
+           "                          learning curve), PREFIX.timeline.svg and\n"
+           "                          PREFIX.timeline-measured.svg (the chosen plan's step)\n"
+           "  PREFIX.summary.json     the result for programs\n"
+           "\n"
+           "  -o, --output PREFIX   where (default: the model file's name without .json, in\n"
+           "                        the current directory; needed for a model from '-')\n"
+           "  --cluster FILE        the cluster (default: this machine, one device per core)\n"
+           "  --budget SECONDS      the time the search may take (default 60)\n"
+           "  --seed N              the seed (default 1)\n"
+           "  --iterations N        stop the agent after N iterations in all (the budget\n"
+           "                        still applies)\n"
+           "  --samples N           plans the agent draws per iteration (default 32)\n"
+           "  --measure-steps N     steps measured per plan measured (default 3)\n"
+           "  --resume CKPT         continue from a checkpoint of the same model, cluster,\n"
+           "                        seed and samples\n"
+           "  -q, --quiet           print only errors\n"
+           "  --no-fold, --no-defer keep the agent from interleaving pipeline stages, from\n"
+           "                        deferring weight gradients\n"
+           "  --no-sweep            from trying a new best placement under every shape\n"
+           "  --no-refine           from refining the best plan by single-op moves (these\n"
+           "                        four measure what each gains)\n"
+           "  --no-early-stop       iterate until the budget or --iterations even once the\n"
+           "                        search has converged (no better plan for a while, the\n"
+           "                        policy's samples all alike)\n"
+           "  --progress MODE       live (one line rewritten, the default on a terminal),\n"
+           "                        lines (a line on news and every 10 s, the default\n"
+           "                        otherwise) or none\n"
+           "\n"
+           "MODEL.json or --cluster FILE of '-' is read from standard input (one of them).\n"
+           "Ctrl-C (or SIGTERM, SIGHUP) stops the search and writes the best plan so far\n"
+           "(exit status 130); a checkpoint that cannot be saved is said and the plan still\n"
+           "written (exit status 1). More: man placer, and in " PLACER_DOCDIR "/,\n"
+           "agent.md and outputs.md.\n");
 }
 
 static int parse_options(int argc, char **argv, main_options *o)
@@ -406,6 +427,9 @@ int pl_cmd_main(int argc, char **argv)
     s.start = pl_now();
     char *command = join_command(argc, argv); /* before getopt reorders argv */
     int status = parse_options(argc, argv, &s.o);
+    /* a model piped in has no file name to make PREFIX of */
+    if (status == PL_EXIT_OK && !s.o.prefix && strcmp(s.o.model, "-") == 0)
+        status = pl_cli_usage_error("a model from standard input ('-') needs -o PREFIX");
     if (status == PL_EXIT_OK) {
         s.prefix = s.o.prefix ? strdup(s.o.prefix) : default_prefix(s.o.model);
         status = s.prefix ? check_outputs(&s.o, s.prefix) : PL_EXIT_FAILURE;
@@ -420,7 +444,7 @@ int pl_cmd_main(int argc, char **argv)
         return status < 0 ? PL_EXIT_OK : status;
     }
     if (!s.o.quiet)
-        pl_cli_print_summary(stdout, s.o.model, s.setup.graph);
+        pl_cli_print_summary(stdout, pl_cli_input_name(s.o.model), s.setup.graph);
     if (!s.prefix || !command) {
         fprintf(stderr, "placer: out of memory\n");
         status = PL_EXIT_FAILURE;

@@ -21,9 +21,9 @@ static void usage(void)
     printf("Usage: placer run MODEL.json [--plan PLAN.json] [options]\n"
            "Runs training steps of the model placed by the plan and reports the step time.\n"
            "\n"
-           "  --plan FILE      the plan (docs/plan-format.md; default: every op on the\n"
+           "  --plan FILE      the plan (plan-format.md; default: every op on the\n"
            "                   cluster's first device)\n"
-           "  --cluster FILE   the cluster (docs/cluster-format.md; default: this machine,\n"
+           "  --cluster FILE   the cluster (cluster-format.md; default: this machine,\n"
            "                   one device per core)\n"
            "  --steps N        measured steps (default 10)\n"
            "  --warmup N       steps run first and not measured (default 3)\n"
@@ -32,6 +32,8 @@ static void usage(void)
            "                   link, a bar per task coloured by phase, idle time as gaps\n"
            "  --data PATH      what to feed (default 'synthetic'; see placer train --help)\n"
            "\n"
+           "A MODEL.json, --plan or --cluster FILE of '-' is read from standard input (one\n"
+           "of them). The formats: in " PLACER_DOCDIR "/.\n"
            "Exit status 3: the plan does not fit a device's memory (the device, its need\n"
            "and its capacity are printed).\n");
 }

@@ -44,9 +44,16 @@ static int parse_options(int argc, char **argv, simulate_options *o)
                    "on the first device) from this machine's profile (placer calibrate; made\n"
                    "on first use), with each device's busy time and memory, the copies, the\n"
                    "critical path and the ratio to the lower bound. --measure N also runs N\n"
-                   "steps (after 3 warm-up) and prints the simulator's error. --timeline FILE\n"
-                   "writes the simulated step as an SVG timeline: a row per device and link,\n"
-                   "a bar per task coloured by phase, idle time as gaps (docs/simulator.md).\n"
+                   "steps (after 3 warm-up) and prints the simulator's error.\n"
+                   "\n"
+                   "  --plan FILE      the plan (plan-format.md)\n"
+                   "  --cluster FILE   the cluster (cluster-format.md; default: this machine)\n"
+                   "  --measure N      also run N steps and compare\n"
+                   "  --timeline FILE  write the simulated step as an SVG timeline: a row per\n"
+                   "                   device and link, a bar per task coloured by phase, idle\n"
+                   "                   time as gaps\n"
+                   "A MODEL.json or FILE of '-' is read from standard input (one of them).\n"
+                   "More: " PLACER_DOCDIR "/simulator.md.\n"
                    "Exit status 3: the plan does not fit a device's memory.\n");
             return -1;
         default:

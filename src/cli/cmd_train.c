@@ -30,10 +30,11 @@ typedef struct train_options {
 static void usage(void)
 {
     printf("Usage: placer train MODEL.json [options]\n"
-           "Trains the model and prints loss, accuracy and samples per second: on one\n"
-           "device, or placed by a plan (evaluation then runs on one device).\n"
+           "Trains the model and prints loss, accuracy and samples per second: placed by\n"
+           "--plan on the cluster's devices, or without a plan on a single device of\n"
+           "--threads threads. Evaluation runs on a single device.\n"
            "\n"
-           "  --plan FILE          train with this plan (docs/plan-format.md); it sets the\n"
+           "  --plan FILE          train with this plan (plan-format.md); it sets the\n"
            "                       micro-batches and the devices' threads\n"
            "  --cluster FILE       the plan's cluster (default: this machine)\n"
            "  --data PATH          a Fashion-MNIST directory, a text file, or 'synthetic'\n"
@@ -44,13 +45,16 @@ static void usage(void)
            "  --micro-batches N    split each step into N micro-batches (default 1)\n"
            "  --lr X               learning rate (default: the model's)\n"
            "  --seed N             data order and dropout seed (default 1)\n"
-           "  --threads N          worker threads of the device (default 1)\n"
+           "  --threads N          worker threads of the single device (default 1)\n"
            "  --checkpoint FILE    write a checkpoint here at the end (and on Ctrl-C,\n"
            "                       SIGTERM or SIGHUP: exit status 130)\n"
            "  --checkpoint-every N also every N steps\n"
            "  --resume FILE        continue from a checkpoint\n"
            "  --log-every N        print a line every N steps (default 100)\n"
-           "  -q, --quiet          only the epoch lines and the summary\n");
+           "  -q, --quiet          only the epoch lines and the summary\n"
+           "\n"
+           "A MODEL.json, --plan or --cluster FILE of '-' is read from standard input (one\n"
+           "of them). More: " PLACER_DOCDIR "/training.md.\n");
 }
 
 static int parse_options(int argc, char **argv, train_options *o)

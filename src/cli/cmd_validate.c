@@ -3,6 +3,7 @@
  * and the cluster and summarise its partitions. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "autodiff.h"
 #include "cli.h"
@@ -14,6 +15,7 @@ static int check_plan(const char *model, pl_graph *graph, const char *cluster_pa
                       const char *plan_path, int quiet)
 {
     pl_error err;
+    model = pl_cli_input_name(model);
     pl_error_init(&err, model);
     pl_cluster *cluster = cluster_path ? pl_cluster_load_file(cluster_path, &err)
                                        : pl_cluster_local(&err);
@@ -25,9 +27,12 @@ static int check_plan(const char *model, pl_graph *graph, const char *cluster_pa
         (pl_error_init(&err, model), pl_autodiff_build(graph, &err) != PL_OK) ||
         !(parts = pl_partitions_new(plan, graph, cluster->n_devices, &err))) {
         status = pl_cli_report(&err);
-    } else if (!quiet) {
+    } else {
+        pl_cli_warn_plan_model(plan_path, plan, graph);
+    }
+    if (status == PL_EXIT_OK && !quiet) {
         printf("%s: valid plan for \"%s\" on cluster \"%s\": %d stage%s, %d micro-batch%s, %s\n",
-               plan_path, graph->name, cluster->name, plan->n_stages,
+               pl_cli_input_name(plan_path), graph->name, cluster->name, plan->n_stages,
                plan->n_stages == 1 ? "" : "s", plan->micro_batches,
                plan->micro_batches == 1 ? "" : "es",
                pl_plan_schedule_text(plan));
@@ -47,6 +52,22 @@ static int check_plan(const char *model, pl_graph *graph, const char *cluster_pa
     pl_partitions_free(parts);
     pl_plan_free(plan);
     pl_cluster_free(cluster);
+    return status;
+}
+
+/* Standard input read once: at most one model, --cluster or --plan is "-". */
+static int check_inputs(int n_models, char **models, const char *cluster, const char *plan)
+{
+    const pl_cli_file given[] = {{cluster, "the cluster"}, {plan, "the plan"}};
+    pl_cli_file *inputs = calloc((size_t)n_models + 2, sizeof *inputs);
+    if (!inputs)
+        return PL_EXIT_FAILURE;
+    for (int i = 0; i < n_models; i++)
+        inputs[i] = (pl_cli_file){models[i], "the model"};
+    inputs[n_models] = given[0];
+    inputs[n_models + 1] = given[1];
+    int status = pl_cli_check_inputs(inputs, (size_t)n_models + 2);
+    free(inputs);
     return status;
 }
 
@@ -72,10 +93,16 @@ int pl_cmd_validate(int argc, char **argv)
             plan = optarg;
             break;
         case 'h':
-            printf("Usage: placer validate [-q|--quiet] MODEL.json... [--cluster C] [--plan P]\n"
+            printf("Usage: placer validate [-q|--quiet] MODEL.json... [--cluster C --plan P]\n"
                    "Checks each model and prints its summary (with -q, only errors). With\n"
                    "--plan, also checks the plan against the model and the cluster (default:\n"
-                   "the local machine) and summarises its partitions.\n");
+                   "the local machine) and summarises its partitions.\n"
+                   "\n"
+                   "  -q, --quiet      print only errors\n"
+                   "  --plan FILE      a plan for the one model (plan-format.md)\n"
+                   "  --cluster FILE   the plan's cluster (cluster-format.md)\n"
+                   "A MODEL.json or FILE of '-' is read from standard input (one of them).\n"
+                   "The formats: " PLACER_DOCDIR "/model-format.md and beside it.\n");
             return PL_EXIT_OK;
         default:
             return pl_cli_usage_error("validate: unknown option '%s'", argv[optind - 1]);
@@ -87,12 +114,15 @@ int pl_cmd_validate(int argc, char **argv)
         return pl_cli_usage_error("validate: --cluster goes with --plan");
     if (plan && optind + 1 < argc)
         return pl_cli_usage_error("validate: one model with --plan");
+    int checked = check_inputs(argc - optind, argv + optind, cluster, plan);
+    if (checked != PL_EXIT_OK)
+        return checked;
     int worst = PL_EXIT_OK;
     for (int i = optind; i < argc; i++) {
         int status;
         pl_graph *graph = pl_cli_load_model(argv[i], &status);
         if (graph && !quiet)
-            pl_cli_print_summary(stdout, argv[i], graph);
+            pl_cli_print_summary(stdout, pl_cli_input_name(argv[i]), graph);
         if (graph && plan)
             status = check_plan(argv[i], graph, cluster, plan, quiet);
         pl_graph_free(graph);

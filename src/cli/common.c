@@ -1,6 +1,7 @@
 /* What every subcommand shares: error reporting, exit statuses, a command's set-up (the
  * model, its training graph, cluster, plan, profile and executor). */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include "cli.h"
 #include "cluster.h"
 #include "dot.h"
+#include "json_reader.h"
 #include "load.h"
 #include "profile.h"
 #include "simulate.h"
@@ -37,12 +39,24 @@ void pl_cli_error(const char *fmt, ...)
     va_end(ap);
 }
 
+/* The subcommand running, whose --help a usage error points at; NULL: the main job or
+ * none. Set once by main() before the command runs, read only after: no thread races. */
+static const char *usage_command;
+
+void pl_cli_set_command(const char *name)
+{
+    usage_command = name;
+}
+
 int pl_cli_usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     print_message(fmt, ap);
-    fputs("Try 'placer --help'.\n", stderr);
+    if (usage_command)
+        fprintf(stderr, "Try 'placer %s --help'.\n", usage_command);
+    else
+        fputs("Try 'placer --help'.\n", stderr);
     va_end(ap);
     return PL_EXIT_USAGE;
 }
@@ -55,6 +69,11 @@ int pl_cli_report(const pl_error *err)
     return err->status == PL_EINPUT         ? PL_EXIT_USAGE
            : err->status == PL_EINTERRUPTED ? PL_EXIT_INTERRUPTED
                                             : PL_EXIT_FAILURE;
+}
+
+const char *pl_cli_input_name(const char *path)
+{
+    return path && strcmp(path, "-") == 0 ? PL_JSON_STDIN_NAME : path;
 }
 
 bool pl_cli_parse_long(const char *text, long min, long max, long *out)
@@ -86,12 +105,26 @@ static int load_cluster(const char *path, pl_cluster **cluster)
     return *cluster ? PL_EXIT_OK : pl_cli_report(&err);
 }
 
+void pl_cli_warn_plan_model(const char *path, const pl_plan *plan, const pl_graph *graph)
+{
+    if (!plan->file_model_hash || plan->file_model_hash == graph->hash)
+        return;
+    char text[1024], escaped[sizeof text * 2];
+    snprintf(text, sizeof text, "%s was made for model \"%s\" (%016" PRIx64 "), not this "
+             "model \"%s\" (%016" PRIx64 "); its ops match by name", pl_cli_input_name(path),
+             plan->file_model, plan->file_model_hash, graph->name, graph->hash);
+    pl_text_escape(text, escaped, sizeof escaped);
+    fprintf(stderr, "placer: warning: %s\n", escaped);
+}
+
 static int load_plan(const char *path, const pl_graph *graph, const pl_cluster *cluster,
                      pl_plan **plan)
 {
     pl_error err;
     pl_error_init(&err, path);
     *plan = path ? pl_plan_load_file(path, graph, cluster, &err) : pl_plan_new(graph, &err);
+    if (*plan && path)
+        pl_cli_warn_plan_model(path, *plan, graph);
     return *plan ? PL_EXIT_OK : pl_cli_report(&err);
 }
 
@@ -152,7 +185,7 @@ pl_graph *pl_cli_load_model(const char *path, int *status)
 static bool same_file(const char *input, const char *output)
 {
     struct stat a, b;
-    return strcmp(output, "-") != 0 && stat(input, &a) == 0 && stat(output, &b) == 0 &&
+    return strcmp(output, "-") != 0 && strcmp(input, "-") != 0 && stat(input, &a) == 0 && stat(output, &b) == 0 &&
            a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
@@ -235,9 +268,32 @@ static int check_writable(const pl_cli_file *outputs, size_t n_outputs)
     return PL_EXIT_OK;
 }
 
+int pl_cli_check_inputs(const pl_cli_file *inputs, size_t n_inputs)
+{
+    const pl_cli_file *first = NULL;
+    for (size_t i = 0; i < n_inputs; i++) {
+        if (!inputs[i].path || strcmp(inputs[i].path, "-") != 0)
+            continue;
+        if (first) {
+            if (strcmp(first->role, inputs[i].role) == 0)
+                pl_cli_error("standard input ('-') is given twice as %s: it can be read once",
+                             first->role);
+            else
+                pl_cli_error("standard input ('-') is given as both %s and %s: it can be "
+                             "read once", first->role, inputs[i].role);
+            return PL_EXIT_USAGE;
+        }
+        first = &inputs[i];
+    }
+    return PL_EXIT_OK;
+}
+
 int pl_cli_check_outputs(const pl_cli_file *inputs, size_t n_inputs,
                          const pl_cli_file *outputs, size_t n_outputs)
 {
+    int status = pl_cli_check_inputs(inputs, n_inputs);
+    if (status != PL_EXIT_OK)
+        return status;
     for (size_t o = 0; o < n_outputs; o++)
         for (size_t i = 0; i < n_inputs && outputs[o].path; i++) {
             const char *in = inputs[i].path, *out = outputs[o].path;
@@ -261,7 +317,7 @@ pl_cli_file pl_cli_profile_output(char *buf, size_t cap)
 static int build_training_graph(pl_cli_setup *s)
 {
     pl_error err;
-    pl_error_init(&err, s->model_path);
+    pl_error_init(&err, pl_cli_input_name(s->model_path));
     return pl_autodiff_build(s->graph, &err) == PL_OK ? PL_EXIT_OK : pl_cli_report(&err);
 }
 
@@ -278,7 +334,8 @@ static int take_plan(pl_cli_setup *s)
 static int take_costs(pl_cli_setup *s)
 {
     pl_error err;
-    pl_error_init(&err, s->profile_source ? s->profile_source : s->model_path);
+    pl_error_init(&err, s->profile_source ? s->profile_source
+                                         : pl_cli_input_name(s->model_path));
     bool verbose = !s->quiet;
     if (!(s->costs = calloc(1, sizeof *s->costs)))
         return PL_EXIT_FAILURE;
@@ -291,7 +348,8 @@ static int take_costs(pl_cli_setup *s)
 static int take_bound(pl_cli_setup *s)
 {
     pl_error err;
-    pl_error_init(&err, s->profile_source ? s->profile_source : s->model_path);
+    pl_error_init(&err, s->profile_source ? s->profile_source
+                                         : pl_cli_input_name(s->model_path));
     if (pl_step_lower_bound(s->graph, s->cluster, s->costs, &s->bound, &err) != PL_OK)
         return pl_cli_report(&err);
     return PL_EXIT_OK;

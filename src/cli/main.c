@@ -22,7 +22,8 @@ static const command commands[] = {
     {"dot", pl_cmd_dot, "dot MODEL.json [-o FILE]   draw a model as GraphViz dot, or with\n"
                         "         [--plan P [--cluster C]    a plan its placement (devices,\n"
                         "         [--all-ops]]               stages, bytes across devices)"},
-    {"train", pl_cmd_train, "train MODEL.json [OPTIONS] train a model on one device"},
+    {"train", pl_cmd_train, "train MODEL.json [OPTIONS] train a model, on one device or placed\n"
+                            "         [--plan P [--cluster C]]   by a plan"},
     {"run", pl_cmd_run, "run MODEL.json --plan P    measure the step time of a placed model\n"
                         "         [--cluster C] [--trace F] [--timeline F.svg]"},
     {"simulate", pl_cmd_simulate, "simulate MODEL.json        predict the step time of a placed model\n"
@@ -43,8 +44,9 @@ static void print_help(void)
            "\n"
            "The main job, placer MODEL.json [--cluster C] [--budget SECONDS] [--seed N],\n"
            "loads and validates the model, prints its summary, runs the baseline placers\n"
-           "and the learning agent, measures the best plans and writes PREFIX.plan.json,\n"
-           "PREFIX.plan.dot and PREFIX.report.md (PREFIX: the model file's name without\n"
+           "and the learning agent, measures the best plans and writes PREFIX.graph.dot,\n"
+           "PREFIX.plan.json, PREFIX.plan.dot, PREFIX.agent.plan.json, PREFIX.agent.ckpt,\n"
+           "PREFIX.report.md and PREFIX.curve.svg (PREFIX: the model file's name without\n"
            ".json, in the current directory; -o PREFIX). placer MODEL.json --help: its\n"
            "options.\n"
            "\n"
@@ -60,7 +62,15 @@ static void print_help(void)
            "(an output that cannot be written among them, found before any work), 3 a plan\n"
            "that does not fit a device's memory, 130 interrupted (Ctrl-C, SIGTERM or SIGHUP,\n"
            "what was done so far written).\n"
-           "The model format is described in docs/model-format.md.\n");
+           "\n"
+           "A MODEL.json, --cluster C or --plan P given as '-' is read from standard input\n"
+           "(one of them per command); -o - writes to standard output.\n"
+           "Environment: PLACER_PROFILE (the calibration profile's file), XDG_CACHE_HOME\n"
+           "(else its folder: $XDG_CACHE_HOME/placer, else ~/.cache/placer), PLACER_GRAPHS\n"
+           "(the models calibration measures).\n"
+           "Each command's options: placer COMMAND --help. More in man placer and in\n"
+           PLACER_DOCDIR "/: model-format.md, cluster-format.md,\n"
+           "plan-format.md, outputs.md, bad-inputs.md and the rest.\n");
 }
 
 /* Edits (insertions, deletions, substitutions, swaps of neighbours) between two words,
@@ -142,8 +152,10 @@ static int run(int argc, char **argv)
         return PL_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(first, commands[i].name) == 0)
+        if (strcmp(first, commands[i].name) == 0) {
+            pl_cli_set_command(commands[i].name);
             return commands[i].run(argc - 1, argv + 1);
+        }
     int status = unknown_command(first);
     return status >= 0 ? status : pl_cmd_main(argc, argv);
 }

@@ -51,8 +51,14 @@ typedef struct pl_plan {
      * backward op of their device instead of right after the backward op they follow:
      * they fill the pipeline's bubbles (zero-bubble pipelines, Qi et al. 2023). */
     bool defer_weight_gradients;
-    uint64_t model_hash;
+    uint64_t model_hash; /* of the graph it places (pl_graph.hash) */
     pl_provenance provenance;
+    /* What a plan file says it was made for (pl_plan_load_file): the model's name and
+     * content hash ("" and 0 when the file does not say, and in a plan made in memory).
+     * Information only: ops are matched by name, so a plan for an edited model still
+     * reads; the command line warns when the hash is not the model's. */
+    char file_model[256];
+    uint64_t file_model_hash;
 } pl_plan;
 
 /* The schedule in words: "GPipe", "1F1B", either with ", weight gradients deferred". */
@@ -68,7 +74,11 @@ pl_status pl_plan_check(const pl_plan *plan, const pl_graph *graph, const pl_clu
                         pl_error *err);
 
 /* Reads a plan file (docs/plan-format.md) for this graph and cluster, checked; errors as
- * the model loader gives them. */
+ * the model loader gives them. The cluster is matched by its devices, not its name: a
+ * plan whose "devices" (count and names) are the cluster's reads whatever the cluster is
+ * called, and one made for other devices is refused naming the device that differs. A
+ * plan without "devices" (hand-written) is checked op by op. The model's name and hash
+ * in the file are recorded in file_model and file_model_hash, not checked. */
 pl_plan *pl_plan_load_file(const char *path, const pl_graph *graph, const pl_cluster *cluster,
                            pl_error *err);
 /* Writes the plan, its partitions and provenance, atomically. `graph` is the training

@@ -69,11 +69,72 @@ static bool read_provenance(pl_json_reader *r, const json_t *root, pl_provenance
     return true;
 }
 
+/* The devices the plan was made for against the cluster's, as sets of names: the
+ * placement names devices, so their order and the cluster's name do not matter. Both
+ * ways, so that the error names the device that differs. */
+static bool check_devices(pl_json_reader *r, const json_t *root, const char *made_for,
+                          const pl_cluster *cluster)
+{
+    json_t *devices;
+    if (!pl_json_member(r, root, "devices", JSON_ARRAY, false, &devices))
+        return false;
+    if (!devices)
+        return true; /* a hand-written plan: each placement's device is checked */
+    size_t back = pl_json_push_key(r, "devices"), n = json_array_size(devices);
+    for (size_t i = 0; i < n; i++) {
+        size_t at = pl_json_push_index(r, i);
+        const json_t *name = json_array_get(devices, i);
+        if (!json_is_string(name))
+            return pl_json_fail(r, "expected a device name, got %s", pl_json_type_name(name));
+        if (pl_cluster_find_device(cluster, json_string_value(name)) < 0)
+            return pl_json_fail(r, "cluster \"%s\" has no device \"%s\" (the plan was made "
+                                "for cluster \"%s\" of %zu devices)", cluster->name,
+                                json_string_value(name), made_for, n);
+        pl_json_pop(r, at);
+    }
+    for (int d = 0; d < cluster->n_devices; d++) {
+        size_t i = 0;
+        while (i < n && strcmp(json_string_value(json_array_get(devices, i)),
+                               cluster->devices[d].name) != 0)
+            i++;
+        if (i == n)
+            return pl_json_fail(r, "the plan was made for cluster \"%s\" of %zu devices, "
+                                "without device \"%s\" of cluster \"%s\" (%d devices)",
+                                made_for, n, cluster->devices[d].name, cluster->name,
+                                cluster->n_devices);
+    }
+    if (n != (size_t)cluster->n_devices) /* names repeated */
+        return pl_json_fail(r, "%zu devices listed, cluster \"%s\" has %d", n,
+                            cluster->name, cluster->n_devices);
+    pl_json_pop(r, back);
+    return true;
+}
+
+/* "model" and "model_hash", for the caller to compare (plan.h: file_model). */
+static bool read_model(pl_json_reader *r, const json_t *root, pl_plan *plan)
+{
+    const char *model = "", *hash = NULL;
+    if (!pl_json_string(r, root, "model", false, &model) ||
+        !pl_json_string(r, root, "model_hash", false, &hash))
+        return false;
+    snprintf(plan->file_model, sizeof plan->file_model, "%s", model);
+    if (!hash)
+        return true;
+    char *end;
+    size_t len = strlen(hash);
+    plan->file_model_hash = strtoull(hash, &end, 16);
+    if (len == 0 || len > 16 || *end != '\0' || strspn(hash, "0123456789abcdefABCDEF") != len) {
+        pl_json_push_key(r, "model_hash");
+        return pl_json_fail(r, "expected 16 hexadecimal digits, got \"%s\"", hash);
+    }
+    return true;
+}
+
 static bool read_plan(pl_json_reader *r, const json_t *root, const pl_graph *graph,
                       const pl_cluster *cluster, pl_plan *plan)
 {
     static const char *const fields[] = {"format", "version", "model", "model_hash",
-                                         "cluster", "micro_batches", "schedule",
+                                         "cluster", "devices", "micro_batches", "schedule",
                                          "weight_gradients", "placement", "provenance",
                                          "partitions", NULL};
     const char *cluster_name, *schedule = "gpipe", *weight_gradients = "with-backward";
@@ -87,13 +148,9 @@ static bool read_plan(pl_json_reader *r, const json_t *root, const pl_graph *gra
         !pl_json_string(r, root, "schedule", false, &schedule) ||
         !pl_json_string(r, root, "weight_gradients", false, &weight_gradients) ||
         !pl_json_member(r, root, "placement", JSON_ARRAY, true, &placement) ||
-        !read_provenance(r, root, &plan->provenance))
+        !read_provenance(r, root, &plan->provenance) || !read_model(r, root, plan) ||
+        !check_devices(r, root, cluster_name, cluster))
         return false;
-    if (strcmp(cluster_name, cluster->name) != 0) {
-        pl_json_push_key(r, "cluster");
-        return pl_json_fail(r, "the plan was made for cluster \"%s\", not \"%s\"", cluster_name,
-                            cluster->name);
-    }
     if (strcmp(schedule, "gpipe") != 0 && strcmp(schedule, "1f1b") != 0) {
         pl_json_push_key(r, "schedule");
         return pl_json_fail(r, "unknown schedule \"%s\" (known: gpipe, 1f1b)", schedule);
@@ -193,11 +250,14 @@ pl_status pl_plan_write_file(const char *path, const pl_plan *plan, const pl_gra
                                                    "device",
                                                    cluster->devices[plan->device[o]].name,
                                                    "stage", plan->stage[o]));
+    json_t *devices = json_array(); /* what a reader checks the cluster by */
+    for (int d = 0; devices && d < cluster->n_devices; d++)
+        json_array_append_new(devices, json_string(cluster->devices[d].name));
     const pl_provenance *p = &plan->provenance;
     json_t *root = json_pack(
-        "{s:s, s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:o, s:{s:s, s:I, s:f, s:f}, s:o}", "format",
-        "placer-plan", "version", PL_PLAN_FORMAT_VERSION, "model", graph->name, "model_hash",
-        hash, "cluster", cluster->name, "micro_batches", plan->micro_batches, "schedule",
+        "{s:s, s:i, s:s, s:s, s:s, s:o, s:i, s:s, s:s, s:o, s:{s:s, s:I, s:f, s:f}, s:o}",
+        "format", "placer-plan", "version", PL_PLAN_FORMAT_VERSION, "model", graph->name,
+        "model_hash", hash, "cluster", cluster->name, "devices", devices, "micro_batches", plan->micro_batches, "schedule",
         plan->schedule == PL_SCHEDULE_1F1B ? "1f1b" : "gpipe", "weight_gradients",
         plan->defer_weight_gradients ? "deferred" : "with-backward", "placement", placement,
         "provenance", "algorithm", p->algorithm, "seed", (json_int_t)p->seed,

@@ -73,7 +73,8 @@ static void line_column(const char *data, size_t offset, int *line, int *column)
 json_t *pl_json_parse_buffer(const char *data, size_t size, pl_error *err)
 {
     size_t start = 0;
-    while (start < size && strchr(" \t\r\n", data[start]))
+    /* not strchr alone: it finds a NUL byte too, and NULs are no white space */
+    while (start < size && data[start] != '\0' && strchr(" \t\r\n", data[start]))
         start++;
     if (start == size) {
         pl_error_set(err, PL_EINPUT, NULL, size ? "the file holds only white space"
@@ -104,8 +105,73 @@ json_t *pl_json_parse_buffer(const char *data, size_t size, pl_error *err)
     return root;
 }
 
+/* Reads `fd` to its end into a buffer of `cap` bytes to start with, growing it (a file
+ * that grew while read, or a pipe of unknown size) until more than `max_bytes` came. */
+static char *read_to_end(int fd, size_t cap, size_t max_bytes, size_t *size_out,
+                         pl_error *err)
+{
+    char *data = malloc(cap);
+    if (!data) {
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory reading %zu bytes", cap);
+        return NULL;
+    }
+    size_t size = 0;
+    bool failed = false;
+    for (;;) {
+        if (size == cap) {
+            char *bigger = realloc(data, cap * 2);
+            if (!bigger) {
+                free(data);
+                pl_error_set(err, PL_ENOMEM, NULL, "out of memory reading %zu bytes", cap * 2);
+                return NULL;
+            }
+            data = bigger;
+            cap *= 2;
+        }
+        ssize_t got = read(fd, data + size, cap - size);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) { /* EISDIR: a folder as standard input is bad input */
+            pl_error_set(err, pl_input_errno_status(errno), NULL, "read error: %s",
+                         strerror(errno));
+            failed = true;
+            break;
+        }
+        if (got == 0)
+            break;
+        size += (size_t)got;
+        if (size > max_bytes) /* /dev/zero piped in is refused, not read forever */
+            break;
+    }
+    if (!failed && size > max_bytes)
+        pl_error_set(err, PL_EINPUT, NULL, "the file has more than %zu bytes", max_bytes);
+    if (failed || size > max_bytes) {
+        free(data);
+        return NULL;
+    }
+    *size_out = size;
+    return data;
+}
+
+/* "-": standard input, read to its end by the same limit. It is named "<stdin>" in
+ * messages. A terminal is refused rather than waited on: `placer validate -` typed
+ * without a pipe is a mistake, not a wish to type a model. */
+static char *read_stdin(size_t max_bytes, size_t *size, pl_error *err)
+{
+    if (err && strcmp(err->source, "-") == 0)
+        snprintf(err->source, sizeof err->source, "%s", PL_JSON_STDIN_NAME);
+    if (isatty(STDIN_FILENO)) {
+        pl_error_set(err, PL_EINPUT, NULL, "standard input is a terminal: pipe the file in "
+                     "or name it");
+        return NULL;
+    }
+    return read_to_end(STDIN_FILENO, 64 << 10, max_bytes, size, err);
+}
+
 char *pl_json_read_file(const char *path, size_t max_bytes, size_t *size_out, pl_error *err)
 {
+    if (strcmp(path, "-") == 0)
+        return read_stdin(max_bytes, size_out, err);
     int64_t file_size;
     pl_status status;
     char why[256];
@@ -120,41 +186,8 @@ char *pl_json_read_file(const char *path, size_t max_bytes, size_t *size_out, pl
                      (long long)file_size, max_bytes);
         return NULL;
     }
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        close(fd);
-        pl_error_set(err, PL_ENOMEM, NULL, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    size_t cap = (size_t)file_size + 1, size = 0;
-    char *data = malloc(cap);
-    if (!data) {
-        fclose(f);
-        pl_error_set(err, PL_ENOMEM, NULL, "out of memory reading %zu bytes", cap);
-        return NULL;
-    }
-    size_t got;
-    while ((got = fread(data + size, 1, cap - size, f)) > 0) {
-        size += got;
-        if (size == cap && size <= max_bytes) { /* the file grew while we read it */
-            char *bigger = realloc(data, cap * 2);
-            if (!bigger)
-                break;
-            data = bigger;
-            cap *= 2;
-        }
-    }
-    bool failed = ferror(f) != 0;
-    fclose(f);
-    if (failed)
-        pl_error_set(err, PL_EIO, NULL, "read error");
-    else if (size > max_bytes)
-        pl_error_set(err, PL_EINPUT, NULL, "the file has more than %zu bytes", max_bytes);
-    if (failed || size > max_bytes) {
-        free(data);
-        return NULL;
-    }
-    *size_out = size;
+    char *data = read_to_end(fd, (size_t)file_size + 1, max_bytes, size_out, err);
+    close(fd);
     return data;
 }
 

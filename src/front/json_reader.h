@@ -27,7 +27,11 @@ void pl_json_reader_init(pl_json_reader *r, pl_error *err);
 json_t *pl_json_parse_file(const char *path, size_t max_bytes, pl_error *err,
                            uint64_t *content_hash);
 /* The reading half of pl_json_parse_file: the file's bytes (malloc'ed, *size of them), or
- * NULL with the error recorded. */
+ * NULL with the error recorded. The path "-" is standard input (not a terminal), read to
+ * its end by the same limit and named PL_JSON_STDIN_NAME in the error's source when the
+ * caller named it "-": so that every JSON input (model, cluster, plan) can be piped in.
+ * Standard input is read once; a second reading finds it at its end (empty). */
+#define PL_JSON_STDIN_NAME "<stdin>"
 char *pl_json_read_file(const char *path, size_t max_bytes, size_t *size, pl_error *err);
 /* The number of elements of the array that is the root object's member `key`, counted by a
  * scan of the raw text (strings skipped) that stops once it passes `limit`: so that a
