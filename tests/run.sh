@@ -25,6 +25,13 @@ ls "$work"/.*trace* >/dev/null 2>&1 && bad "trace: a temporary file is left" || 
 # The timeline: the same step as the trace, a bar per task (66) and a row per device (4)
 # and link (4), the step time in the title; it renders.
 contains "$work/out" "timeline: $work/timeline.svg (the last step)" "timeline"
+# Two outputs on one file: refused before any step; two on /dev/null are fine.
+expect 2 "--trace and --timeline on one file" "$bin" run "$mlp" --trace "$work/both" \
+    --timeline "$work/both"
+contains "$work/err" "are the same file: one would replace the other" "two outputs on one file"
+[ -e "$work/both" ] && bad "two outputs on one file: something was written" || ok
+expect 0 "--trace and --timeline on /dev/null" "$bin" run "$mlp" --steps 1 --warmup 0 \
+    --trace /dev/null --timeline /dev/null
 contains "$work/timeline.svg" '<svg xmlns="http://www.w3.org/2000/svg" version="1.1"' "timeline"
 contains "$work/timeline.svg" "mlp-small on paced-4, measured (the last of 4 steps, paced) — step " "timeline"
 contains "$work/timeline.svg" ">dev0 → dev1</text>" "timeline"

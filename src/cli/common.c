@@ -208,6 +208,28 @@ static char *folder_of(const char *path)
     return folder;
 }
 
+/* Whether two outputs would write the same file: the same regular file, or the same name
+ * in the same folder when it does not exist yet. Standard output and devices (two
+ * outputs to /dev/null) may be shared. */
+static bool same_target(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (!strcmp(a, "-") || !strcmp(b, "-"))
+        return false;
+    bool has_a = stat(a, &sa) == 0, has_b = stat(b, &sb) == 0;
+    if (has_a || has_b)
+        return has_a && has_b && S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev &&
+               sa.st_ino == sb.st_ino;
+    const char *name_a = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
+    const char *name_b = strrchr(b, '/') ? strrchr(b, '/') + 1 : b;
+    char *folder_a = folder_of(a), *folder_b = folder_of(b);
+    bool same = folder_a && folder_b && !strcmp(name_a, name_b) && stat(folder_a, &sa) == 0 &&
+                stat(folder_b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    free(folder_a);
+    free(folder_b);
+    return same;
+}
+
 /* Whether the output can be written (atomic_file.h: a regular file is replaced from a
  * temporary file beside it, links followed; a device or FIFO is written in place): 0, or
  * the errno that says why not, `*where` the path it concerns (free()). */
@@ -304,6 +326,14 @@ int pl_cli_check_outputs(const pl_cli_file *inputs, size_t n_inputs,
                          strcmp(in, out) ? "')" : "");
             return PL_EXIT_USAGE;
         }
+    for (size_t o = 0; o < n_outputs; o++)
+        for (size_t p = o + 1; p < n_outputs && outputs[o].path; p++)
+            if (outputs[p].path && same_target(outputs[o].path, outputs[p].path)) {
+                pl_cli_error("%s '%s' and %s '%s' are the same file: one would replace the "
+                             "other", outputs[o].role, outputs[o].path, outputs[p].role,
+                             outputs[p].path);
+                return PL_EXIT_USAGE;
+            }
     return check_writable(outputs, n_outputs);
 }
 
