@@ -59,16 +59,22 @@ int pl_input_open(const char *path, int64_t *size, pl_status *status, char *why,
     return fd;
 }
 
+int pl_input_open_or_fail(const char *path, int64_t *size, pl_error *err)
+{
+    pl_status status;
+    char why[256];
+    int fd = pl_input_open(path, size, &status, why, sizeof why);
+    if (fd < 0)
+        pl_error_set(err, status, NULL, "%s", why);
+    return fd;
+}
+
 FILE *pl_input_fopen(const char *path, pl_error *err)
 {
     int64_t size;
-    pl_status status;
-    char why[256];
-    int fd = pl_input_open(path, &size, &status, why, sizeof why);
-    if (fd < 0) {
-        pl_error_set(err, status, NULL, "%s", why);
+    int fd = pl_input_open_or_fail(path, &size, err);
+    if (fd < 0)
         return NULL;
-    }
     FILE *fp = fdopen(fd, "rb");
     if (!fp) {
         pl_error_set(err, PL_ENOMEM, NULL, "cannot open: %s", strerror(errno));

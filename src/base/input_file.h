@@ -28,6 +28,9 @@
  * *status. */
 int pl_input_open(const char *path, int64_t *size, pl_status *status, char *why, size_t cap);
 
+/* The same with what is wrong in `err` (the path is the caller's source): the descriptor,
+ * or -1. */
+int pl_input_open_or_fail(const char *path, int64_t *size, pl_error *err);
 /* The same as a stream for binary reading (checkpoints): the FILE, or NULL with `err`
  * holding what is wrong (the path is the caller's source). */
 FILE *pl_input_fopen(const char *path, pl_error *err);

@@ -17,6 +17,7 @@
 #include "plan.h"
 #include "program.h"
 #include "stats.h"
+#include "units.h"
 
 /* Where docs/ is installed (configure's docdir, from Makefile.am): the help texts name
  * it so that their pointers resolve after `make install`. */
@@ -151,10 +152,10 @@ void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *cluster,
 extern volatile sig_atomic_t pl_cli_interrupted;
 void pl_cli_catch_interrupt(bool catch);
 
+/* PREFIX and a suffix ("m" ".plan.json"): a path to free(), or NULL without memory. */
+char *pl_cli_path(const char *prefix, const char *suffix);
 /* Calibration progress on stderr; `context` points to a bool that enables it. */
 void pl_cli_calibration_progress(void *context, const char *what);
-/* "1.5 MiB" into buf. */
-const char *pl_cli_bytes(double bytes, char *buf, size_t cap);
 /* The validate summary of a loaded model. */
 void pl_cli_print_summary(FILE *out, const char *path, const pl_graph *graph);
 /* Writes the model's dot drawing to `path` atomically ("-" for standard output). */

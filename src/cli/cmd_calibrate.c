@@ -31,7 +31,7 @@ static void print_profile(const pl_cost_model *m, const char *path)
     printf("native copies:");
     for (int i = 0; i < m->n_copy_points; i++) {
         char bytes[32];
-        printf("%s %s %.1f us", i ? "," : "", pl_cli_bytes(m->copy_curve[i].bytes, bytes,
+        printf("%s %s %.1f us", i ? "," : "", pl_units_bytes(m->copy_curve[i].bytes, bytes,
                sizeof bytes), 1e6 * m->copy_curve[i].seconds);
     }
     printf("; per task %.2f us\n", 1e6 * m->task_seconds);

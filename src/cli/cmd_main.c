@@ -204,15 +204,6 @@ static char *join_command(int argc, char **argv)
     return text;
 }
 
-static char *path_of(const char *prefix, const char *suffix)
-{
-    size_t len = strlen(prefix) + strlen(suffix) + 1;
-    char *path = malloc(len);
-    if (path)
-        snprintf(path, len, "%s%s", prefix, suffix);
-    return path;
-}
-
 /* Every PREFIX.* output and the profile against the model and the cluster; all but
  * PREFIX.agent.ckpt against the checkpoint resumed, which the search reads whole before
  * it writes and continues in place (--resume PREFIX.agent.ckpt). */
@@ -230,7 +221,7 @@ static int check_outputs(const main_options *o, const char *prefix)
     pl_cli_file outputs[1 + N_SUFFIXES] = {pl_cli_profile_output(profile, sizeof profile)};
     int status = PL_EXIT_OK;
     for (int i = 0; i < N_SUFFIXES; i++)
-        if (!(outputs[1 + i] = (pl_cli_file){path_of(prefix, suffixes[i]), "the output"}).path)
+        if (!(outputs[1 + i] = (pl_cli_file){pl_cli_path(prefix, suffixes[i]), "the output"}).path)
             status = PL_EXIT_FAILURE;
     if (status == PL_EXIT_OK &&
         (status = pl_cli_check_outputs(inputs, 2, outputs, 1 + N_SUFFIXES)) == PL_EXIT_OK)
@@ -274,7 +265,7 @@ static int draw_graph(job_state *s)
  * them) and before it starts its work. */
 static int write_graph_dot(const job_state *s)
 {
-    char *path = path_of(s->prefix, ".graph.dot");
+    char *path = pl_cli_path(s->prefix, ".graph.dot");
     pl_error err;
     pl_error_init(&err, path);
     pl_atomic_file file;
@@ -314,8 +305,8 @@ static int write_outputs(job_state *s)
     const pl_graph *g = s->setup.graph;
     const pl_cluster *c = s->setup.cluster;
     const pl_search_row *chosen = &search->rows[search->chosen];
-    char *plan_path = path_of(s->prefix, ".plan.json");
-    char *dot_path = path_of(s->prefix, ".plan.dot");
+    char *plan_path = pl_cli_path(s->prefix, ".plan.json");
+    char *dot_path = pl_cli_path(s->prefix, ".plan.dot");
     int status = PL_EXIT_OK;
     pl_error err;
     pl_error_init(&err, plan_path);
@@ -340,7 +331,7 @@ static int write_outputs(job_state *s)
                                    row->measured < search->rows[agent_row].measured)))
             agent_row = r;
     }
-    char *agent_path = path_of(s->prefix, ".agent.plan.json");
+    char *agent_path = pl_cli_path(s->prefix, ".agent.plan.json");
     if (status == PL_EXIT_OK && agent_row >= 0) {
         pl_error_init(&err, agent_path);
         if (!agent_path)
@@ -375,7 +366,7 @@ static int write_outputs(job_state *s)
 /* The search, printing as it goes; its result in s->search. */
 static int search(job_state *s)
 {
-    char *checkpoint = path_of(s->prefix, ".agent.ckpt");
+    char *checkpoint = pl_cli_path(s->prefix, ".agent.ckpt");
     if (!checkpoint)
         return PL_EXIT_FAILURE;
     pl_search_options so = s->o.search;

@@ -97,8 +97,8 @@ static void describe_devices(const pl_executor *ex, const pl_cluster *c)
                 busy += ends[i] - starts[i];
         char need[32], have[32];
         printf("  %-12s %6d training ops  memory %10s of %-10s  busy %3.0f%% of the last step\n",
-               c->devices[d].name, ops, pl_cli_bytes((double)p->memory[d].total, need, sizeof need),
-               pl_cli_bytes((double)c->devices[d].memory_bytes, have, sizeof have),
+               c->devices[d].name, ops, pl_units_bytes((double)p->memory[d].total, need, sizeof need),
+               pl_units_bytes((double)c->devices[d].memory_bytes, have, sizeof have),
                step > 0 ? 100 * busy / step : 0);
     }
 }
@@ -115,8 +115,8 @@ static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
         char need[32], have[32];
         pl_cli_error("run: out of memory: device %s needs %s (%lld bytes) at its "
                 "peak and has %s (%lld bytes)", c->devices[fit.device].name,
-                pl_cli_bytes((double)fit.need, need, sizeof need), (long long)fit.need,
-                pl_cli_bytes((double)fit.capacity, have, sizeof have), (long long)fit.capacity);
+                pl_units_bytes((double)fit.need, need, sizeof need), (long long)fit.need,
+                pl_units_bytes((double)fit.capacity, have, sizeof have), (long long)fit.capacity);
         return PL_EXIT_NO_FIT;
     }
     printf("run %s on cluster \"%s\" (%s)\n", g->name, c->name,

@@ -87,13 +87,13 @@ static void print_prediction(const pl_graph *g, const pl_cluster *c, const pl_pr
             continue;
         char need[32], have[32];
         printf("  %-12s %6d ops  memory %10s of %-10s  busy %8.3f ms (%3.0f%%)\n",
-               c->devices[d].name, ops, pl_cli_bytes((double)sim->memory[d], need, sizeof need),
-               pl_cli_bytes((double)c->devices[d].memory_bytes, have, sizeof have),
+               c->devices[d].name, ops, pl_units_bytes((double)sim->memory[d], need, sizeof need),
+               pl_units_bytes((double)c->devices[d].memory_bytes, have, sizeof have),
                1e3 * sim->busy_seconds[d], 100 * sim->busy_seconds[d] / sim->step_seconds);
     }
     char bytes[32];
     printf("communication: %d copies, %s per step\n", sim->n_copies,
-           pl_cli_bytes((double)sim->copy_bytes, bytes, sizeof bytes));
+           pl_units_bytes((double)sim->copy_bytes, bytes, sizeof bytes));
     (void)g;
 }
 
@@ -165,9 +165,9 @@ static int simulate(const simulate_options *o, const pl_cli_setup *setup)
         const pl_device *d = &c->devices[sim.oom_device];
         pl_cli_error("simulate: out of memory: device %s needs %s (%lld bytes) at "
                 "its peak and has %s (%lld bytes)", d->name,
-                pl_cli_bytes((double)sim.memory[sim.oom_device], need, sizeof need),
+                pl_units_bytes((double)sim.memory[sim.oom_device], need, sizeof need),
                 (long long)sim.memory[sim.oom_device],
-                pl_cli_bytes((double)d->memory_bytes, have, sizeof have),
+                pl_units_bytes((double)d->memory_bytes, have, sizeof have),
                 (long long)d->memory_bytes);
         status = PL_EXIT_NO_FIT;
     } else {

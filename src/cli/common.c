@@ -76,6 +76,15 @@ const char *pl_cli_input_name(const char *path)
     return path && strcmp(path, "-") == 0 ? PL_JSON_STDIN_NAME : path;
 }
 
+char *pl_cli_path(const char *prefix, const char *suffix)
+{
+    size_t len = strlen(prefix) + strlen(suffix) + 1;
+    char *path = malloc(len);
+    if (path)
+        snprintf(path, len, "%s%s", prefix, suffix);
+    return path;
+}
+
 bool pl_cli_parse_long(const char *text, long min, long max, long *out)
 {
     char *end;
@@ -85,16 +94,6 @@ bool pl_cli_parse_long(const char *text, long min, long max, long *out)
         return false;
     *out = v;
     return true;
-}
-
-const char *pl_cli_bytes(double bytes, char *buf, size_t cap)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (bytes >= 1024 && u < 4)
-        bytes /= 1024, u++;
-    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
-    return buf;
 }
 
 static int load_cluster(const char *path, pl_cluster **cluster)
@@ -159,7 +158,7 @@ void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *c, const pl_pro
            plan->n_stages == 1 ? "" : "s", plan->micro_batches,
            plan->micro_batches == 1 ? "" : "es",
            pl_plan_schedule_text(plan), p->n_tasks, copies,
-           pl_cli_bytes((double)bytes, size, sizeof size));
+           pl_units_bytes((double)bytes, size, sizeof size));
 }
 
 int pl_cli_new_executor(const pl_graph *g, const pl_cluster *c, const char *data_path,

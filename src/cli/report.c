@@ -109,7 +109,7 @@ static void write_algorithms(FILE *fp, const pl_job *job)
             if (row->sim.memory[d] > 0) {
                 fprintf(fp, "%s", separator);
                 md_text(fp, c->devices[d].name);
-                fprintf(fp, " %s", pl_cli_bytes((double)row->sim.memory[d], a, sizeof a));
+                fprintf(fp, " %s", pl_units_bytes((double)row->sim.memory[d], a, sizeof a));
                 separator = ", ";
             }
         fprintf(fp, " | %s |\n", r == search->chosen ? "**chosen**"
@@ -205,12 +205,12 @@ static void write_devices(FILE *fp, const pl_job *job)
                     100 * search->measured_busy[d] / step);
         else
             fprintf(fp, " not measured | |");
-        fprintf(fp, " %s | %s |\n", pl_cli_bytes((double)chosen->sim.memory[d], a, sizeof a),
-                pl_cli_bytes((double)c->devices[d].memory_bytes, b, sizeof b));
+        fprintf(fp, " %s | %s |\n", pl_units_bytes((double)chosen->sim.memory[d], a, sizeof a),
+                pl_units_bytes((double)c->devices[d].memory_bytes, b, sizeof b));
     }
     fprintf(fp, "\n## Communication\n\n%d copies per step, %s in all; %d stage%s, %d "
             "micro-batch%s, %s.\n", chosen->sim.n_copies,
-            pl_cli_bytes((double)chosen->sim.copy_bytes, a, sizeof a), chosen->plan->n_stages,
+            pl_units_bytes((double)chosen->sim.copy_bytes, a, sizeof a), chosen->plan->n_stages,
             chosen->plan->n_stages == 1 ? "" : "s", chosen->plan->micro_batches,
             chosen->plan->micro_batches == 1 ? "" : "es",
             pl_plan_schedule_text(chosen->plan));
@@ -301,20 +301,11 @@ static int write_atomic(const char *path, const pl_job *job, const report_files 
     return PL_EXIT_OK;
 }
 
-static char *joined(const char *prefix, const char *suffix)
-{
-    size_t len = strlen(prefix) + strlen(suffix) + 1;
-    char *path = malloc(len);
-    if (path)
-        snprintf(path, len, "%s%s", prefix, suffix);
-    return path;
-}
-
 int pl_job_write_report(const pl_job *job, const char *prefix)
 {
-    report_files f = {joined(prefix, ".report.md"), joined(prefix, ".curve.svg"),
-                      joined(prefix, ".timeline.svg"), joined(prefix, ".timeline-measured.svg"),
-                      joined(prefix, ".summary.json"), false};
+    report_files f = {pl_cli_path(prefix, ".report.md"), pl_cli_path(prefix, ".curve.svg"),
+                      pl_cli_path(prefix, ".timeline.svg"), pl_cli_path(prefix, ".timeline-measured.svg"),
+                      pl_cli_path(prefix, ".summary.json"), false};
     int status = PL_EXIT_FAILURE;
     if (!f.markdown || !f.curve || !f.timeline || !f.measured || !f.summary)
         fprintf(stderr, "placer: out of memory\n");

@@ -39,12 +39,12 @@ void pl_cli_print_summary(FILE *out, const char *path, const pl_graph *graph)
     }
     fprintf(out, ")\n");
     fprintf(out, "  inputs            %d tensors, %s per step\n", s.n_inputs,
-            pl_cli_bytes((double)s.input_bytes, a, sizeof a));
+            pl_units_bytes((double)s.input_bytes, a, sizeof a));
     fprintf(out, "  parameters        %d tensors, %s values, %s\n", s.n_params,
             human_count((double)s.param_count, "", b, sizeof b),
-            pl_cli_bytes((double)s.param_bytes, a, sizeof a));
+            pl_units_bytes((double)s.param_bytes, a, sizeof a));
     fprintf(out, "  activations       %d tensors, %s per step\n", s.n_activations,
-            pl_cli_bytes((double)s.activation_bytes, a, sizeof a));
+            pl_units_bytes((double)s.activation_bytes, a, sizeof a));
     fprintf(out, "  forward FLOPs     %s per step\n", human_count(s.flops, "FLOP", a, sizeof a));
     const pl_tensor *loss = &graph->tensors[graph->loss];
     fprintf(out, "  loss              \"%s\" (%s)\n", loss->name,

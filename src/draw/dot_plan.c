@@ -14,6 +14,7 @@
 
 #include "dot_impl.h"
 #include "program.h"
+#include "units.h"
 
 /* Light fills that black text reads on; devices past these get evenly spread hues. */
 static const char *const palette[] = {"#a6cee3", "#b2df8a", "#fb9a99", "#fdbf6f",
@@ -70,16 +71,6 @@ static const char *format_seconds(double seconds, char *buf, size_t cap)
         snprintf(buf, cap, "%.2f ms", 1e3 * seconds);
     else
         snprintf(buf, cap, "%.0f µs", 1e6 * seconds);
-    return buf;
-}
-
-static const char *format_bytes(double bytes, char *buf, size_t cap)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int unit = 0;
-    for (; bytes >= 1024 && unit < 4; unit++)
-        bytes /= 1024;
-    snprintf(buf, cap, unit ? "%.1f %s" : "%.0f %s", bytes, units[unit]);
     return buf;
 }
 
@@ -180,7 +171,7 @@ static pl_status open_graph(drawing *d, pl_error *err)
              used == 1 ? "" : "s", plan->n_stages, plan->n_stages == 1 ? "" : "s",
              plan->micro_batches, plan->micro_batches == 1 ? "" : "es",
              pl_plan_schedule_text(plan),
-             format_bytes(d->total_bytes, bytes, sizeof bytes), d->n_copies,
+             pl_units_bytes(d->total_bytes, bytes, sizeof bytes), d->n_copies,
              d->op_seconds ? "; op times per step" : "",
              d->all_ops ? "every op; dashed: backward, dotted: optimizer update"
                         : "each box: a forward op with its backward ops and updates");
@@ -384,7 +375,7 @@ static void label_edges(drawing *d)
             pl__dot_set(e, "tooltip", text);
             if (rec->bytes <= 0)
                 continue;
-            pl__dot_set(e, "label", format_bytes(rec->bytes, text, sizeof text));
+            pl__dot_set(e, "label", pl_units_bytes(rec->bytes, text, sizeof text));
             pl__dot_set(e, "color", "firebrick");
             pl__dot_set(e, "fontcolor", "firebrick");
             pl__dot_set(e, "penwidth", "2.5");

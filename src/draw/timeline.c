@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "atomic_file.h"
+#include "units.h"
 
 enum {
     ROW_HEIGHT = 18,
@@ -149,16 +150,6 @@ static const char *format_duration(double seconds, char *buf, size_t cap)
         snprintf(buf, cap, "%.3f ms", 1e3 * seconds);
     else
         snprintf(buf, cap, "%.1f µs", 1e6 * seconds);
-    return buf;
-}
-
-static const char *format_bytes(double bytes, char *buf, size_t cap)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int unit = 0;
-    for (; bytes >= 1024 && unit < 4; unit++)
-        bytes /= 1024;
-    snprintf(buf, cap, unit ? "%.1f %s" : "%.0f %s", bytes, units[unit]);
     return buf;
 }
 
@@ -437,7 +428,7 @@ static void write_tooltip(const drawing *d, int i)
         write_text(out, d->cluster->devices[transfer->from].name, 0);
         fputs(" → ", out);
         write_text(out, d->cluster->devices[transfer->to].name, 0);
-        fprintf(out, ", %s", format_bytes((double)pl_task_bytes(p, task), bytes, sizeof bytes));
+        fprintf(out, ", %s", pl_units_bytes((double)pl_task_bytes(p, task), bytes, sizeof bytes));
     }
     char duration[32];
     fprintf(out, ": %s, from %.3f to %.3f ms</title>",

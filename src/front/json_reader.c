@@ -173,13 +173,9 @@ char *pl_json_read_file(const char *path, size_t max_bytes, size_t *size_out, pl
     if (strcmp(path, "-") == 0)
         return read_stdin(max_bytes, size_out, err);
     int64_t file_size;
-    pl_status status;
-    char why[256];
-    int fd = pl_input_open(path, &file_size, &status, why, sizeof why);
-    if (fd < 0) {
-        pl_error_set(err, status, NULL, "%s", why);
+    int fd = pl_input_open_or_fail(path, &file_size, err);
+    if (fd < 0)
         return NULL;
-    }
     if ((uint64_t)file_size > max_bytes) {
         close(fd);
         pl_error_set(err, PL_EINPUT, NULL, "the file has %lld bytes; the limit is %zu",
