@@ -334,26 +334,56 @@ static pl_graph *load_root(const json_t *root, pl_error *err)
     return L.graph;
 }
 
-/* The model's identity, which checkpoints and plans carry: a hash of its document in a
- * canonical form (compact, keys sorted, numbers as parsed), without the fields that only
- * describe it ("name", "description"). Re-indenting the file, reordering its keys or
- * rewording its description keeps the hash; changing an op, a shape or a setting does
- * not. */
-static bool content_hash(const json_t *root, uint64_t *hash)
+/* A JSON value's hash, by its content: an array's elements in order, an object's members
+ * in any order (their hashes summed, so no sorting), numbers by value. */
+static uint64_t value_hash(const json_t *v)
 {
-    json_t *copy = json_copy((json_t *)root); /* shallow: the members are shared */
-    if (!copy)
-        return false;
-    json_object_del(copy, "name");
-    json_object_del(copy, "description");
-    size_t size = json_dumpb(copy, NULL, 0, JSON_COMPACT | JSON_SORT_KEYS);
-    char *text = size ? malloc(size) : NULL;
-    bool ok = text && json_dumpb(copy, text, size, JSON_COMPACT | JSON_SORT_KEYS) == size;
-    if (ok)
-        *hash = pl_hash_bytes(PL_HASH_INIT, text, size);
-    free(text);
-    json_decref(copy);
-    return ok;
+    uint64_t h = pl_hash_bytes(PL_HASH_INIT, &(int){json_typeof(v)}, sizeof(int));
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        const char *key;
+        json_t *member;
+        uint64_t sum = 0;
+        json_object_foreach((json_t *)v, key, member) {
+            uint64_t m = value_hash(member);
+            sum += pl_hash_bytes(m, key, strlen(key));
+        }
+        return pl_hash_bytes(h, &sum, sizeof sum);
+    }
+    case JSON_ARRAY:
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            uint64_t e = value_hash(json_array_get(v, i));
+            h = pl_hash_bytes(h, &e, sizeof e);
+        }
+        return h;
+    case JSON_STRING:
+        return pl_hash_bytes(h, json_string_value(v), json_string_length(v));
+    case JSON_INTEGER: {
+        json_int_t n = json_integer_value(v);
+        return pl_hash_bytes(h, &n, sizeof n);
+    }
+    case JSON_REAL: {
+        double x = json_real_value(v);
+        return pl_hash_bytes(h, &x, sizeof x);
+    }
+    default: /* true, false, null: the type says it all */
+        return h;
+    }
+}
+
+/* The model's identity, which checkpoints and plans carry: the hash of its document's
+ * content (value_hash) without the fields that only describe it ("name",
+ * "description"). Re-indenting the file, reordering its keys or rewording its
+ * description keeps the hash; changing an op, a shape or a setting does not. */
+static uint64_t content_hash(const json_t *root)
+{
+    const char *key;
+    json_t *member;
+    uint64_t sum = 0;
+    json_object_foreach((json_t *)root, key, member)
+        if (strcmp(key, "name") != 0 && strcmp(key, "description") != 0)
+            sum += pl_hash_bytes(value_hash(member), key, strlen(key));
+    return pl_hash_bytes(PL_HASH_INIT, &sum, sizeof sum);
 }
 
 /* Parses and loads a model's text. The counts of nodes, inputs and parameters are
@@ -376,11 +406,8 @@ static pl_graph *load_text(const char *data, size_t size, size_t max_nodes, pl_e
     if (!root)
         return NULL;
     pl_graph *graph = load_root(root, err);
-    if (graph && !content_hash(root, &graph->hash)) {
-        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-        pl_graph_free(graph);
-        graph = NULL;
-    }
+    if (graph)
+        graph->hash = content_hash(root);
     json_decref(root);
     return graph;
 }
