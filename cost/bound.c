@@ -10,10 +10,11 @@
  *
  * Every term takes each op's time as the simulator would (the measured time of its
  * signature where calibration has one, else the fit; on a paced device never less than
- * its FLOPs at the device's rate, plus the pacer's calibrated lateness where it sleeps or
- * spins: pl_cost_paced) on the device where the op runs fastest, with free communication. So no
- * plan's simulated step can come out below the bound, even where the measured times and
- * the fit disagree. */
+ * its FLOPs at the device's rate) on the device where the op runs fastest, with free
+ * communication, and without the executor's delays: a paced task never ends before its
+ * held time, but its lateness is a mean that a quiet step beats. So no plan's simulated
+ * step can come out below the bound, even where the measured times and the fit disagree,
+ * and no measured step on paced devices. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -37,8 +38,8 @@ static double fastest(const pl_cost_model *m, const pl_cluster *c, const pl_op *
         double t = pl_cost_lookup(m, pl_op_signature(op, shapes, device->threads));
         if (t < 0)
             t = pl_cost_op(m, op->kind, device->threads, flops, bytes);
-        if (device->flops_per_second > 0) /* paced: its rate, and the pacer's lateness */
-            t = pl_cost_paced(m, t, flops / device->flops_per_second);
+        if (device->flops_per_second > 0) /* paced: never faster than its rate */
+            t = fmax(t, flops / device->flops_per_second);
         if (best < 0 || t < best)
             best = t;
     }

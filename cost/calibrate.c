@@ -59,13 +59,26 @@ static pl_status measure_ops(const char *path, int batch, int threads, int steps
 
 /* ---- the whole calibration ----------------------------------------------------------------- */
 
-/* The mean of lateness samples, never below 0 (none: 0). */
-static double mean_lateness(const samples *late)
+/* The mean of delay samples, never below 0 (none: 0). */
+static double mean_delay(const samples *delay)
 {
     double sum = 0;
-    for (int i = 0; i < late->n; i++)
-        sum += late->seconds[i];
-    return late->n > 0 && sum > 0 ? sum / late->n : 0;
+    for (int i = 0; i < delay->n; i++)
+        sum += delay->seconds[i];
+    return delay->n > 0 && sum > 0 ? sum / delay->n : 0;
+}
+
+/* A delay's mean at each level of contention; a level with few samples (a mean of a few
+ * heavy-tailed delays is noise) takes the level below's, and no level falls below the one
+ * before: another thread computing never shortens a wait for a core. */
+static void fit_delays(double *levels, const samples *by_level)
+{
+    enum { ENOUGH = 30 };
+    for (int k = 0; k < PL_COST_CONTENTION; k++) {
+        double below = k > 0 ? levels[k - 1] : 0;
+        double mean = by_level[k].n >= ENOUGH || k == 0 ? mean_delay(&by_level[k]) : below;
+        levels[k] = mean > below ? mean : below;
+    }
 }
 
 static int compare_names(const void *a, const void *b)
@@ -180,6 +193,8 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
     memset(&g, 0, sizeof g);
     if (status == PL_OK)
         status = pl_calib_overheads(how->graphs_dir, steps, how->interrupt, &g, err);
+    if (status == PL_OK) /* the paced runs read copies' native times off the curve */
+        pl_calib_fit_copies(m, &g.copy);
     if (status == PL_OK)
         status = pl_calib_paced_lateness(how->graphs_dir, steps > 2 ? 2 : steps, m,
                                          how->interrupt, &g, err);
@@ -193,18 +208,16 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
         if (g.wake.n == 0)
             m->wake_seconds = m->handoff_seconds;
         /* the mean: these delays add up along a step, the rare long ones included */
-        m->paced_late_seconds = mean_lateness(&g.late);
-        m->paced_spin_late_seconds = mean_lateness(&g.spin_late);
-        m->paced_copy_late_seconds = mean_lateness(&g.copy_late);
-        pl_calib_fit_copies(m, &g.copy);
+        for (int d = 0; d < PL_DELAY_COUNT; d++)
+            fit_delays(m->paced_delays[d], g.delay[d]);
     }
     pl_calib_free_samples(&g.task);
     pl_calib_free_samples(&g.handoff);
     pl_calib_free_samples(&g.poll);
     pl_calib_free_samples(&g.wake);
-    pl_calib_free_samples(&g.late);
-    pl_calib_free_samples(&g.spin_late);
-    pl_calib_free_samples(&g.copy_late);
+    for (int d = 0; d < PL_DELAY_COUNT; d++)
+        for (int k = 0; k < PL_COST_CONTENTION; k++)
+            pl_calib_free_samples(&g.delay[d][k]);
     pl_calib_free_samples(&g.copy);
     if (status != PL_OK)
         pl_cost_model_clear(m);

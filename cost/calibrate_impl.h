@@ -52,9 +52,8 @@ typedef struct gaps {
                         resource that never polls (paced devices) */
     samples poll;    /* the same, on a polling device idle less than the poll window */
     samples wake;    /* and on one idle longer: asleep */
-    samples late;    /* how long a paced op the pacer slept through ran past its time */
-    samples spin_late; /* and one it only spun through */
-    samples copy_late; /* how long a copy over a paced link ran past its time */
+    /* paced runs: each delay (cost_model.h) by how many other threads were computing */
+    samples delay[PL_DELAY_COUNT][PL_COST_CONTENTION];
     samples copy;    /* native copies: seconds against bytes */
 } gaps;
 
@@ -64,9 +63,10 @@ typedef struct gaps {
  * copies (every model, devices pinned to cores of their own when the machine has them). */
 pl_status pl_calib_overheads(const char *dir, int steps, const volatile sig_atomic_t *interrupt,
                              gaps *g, pl_error *err);
-/* How late paced tasks that their pacer sleeps through end, from lstm_lm and transformer
- * (else mlp-small) pipelined over four paced devices, which share the machine's cores as
- * paced-4's do; `m` gives the ops' native times. */
+/* The paced delays (cost_model.h) by the threads computing when each arose, read from
+ * four paced devices sharing the machine's cores as paced-4's do: lstm_lm and transformer
+ * pipelined (long ops, kernels holding cores), small models dealt round-robin (short ops,
+ * many copies and hand-offs); `m` gives the tasks' native times. */
 pl_status pl_calib_paced_lateness(const char *dir, int steps, const pl_cost_model *m,
                                   const volatile sig_atomic_t *interrupt, gaps *g, pl_error *err);
 

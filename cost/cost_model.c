@@ -82,27 +82,64 @@ double pl_cost_native(const pl_cost_model *m, const pl_program *p, const pl_clus
                                              pl_task_flops(p, task), pl_task_op_bytes(p, task));
 }
 
-double pl_cost_paced(const pl_cost_model *m, double native, double paced)
+const char *const pl_delay_names[PL_DELAY_COUNT] = {"slept", "spun", "copy", "handoff",
+                                                     "next"};
+
+double pl_cost_delay(const pl_cost_model *m, pl_delay delay, int computing)
+{
+    if (computing < 0)
+        computing = 0;
+    if (computing >= PL_COST_CONTENTION)
+        computing = PL_COST_CONTENTION - 1;
+    return m->paced_delays[delay][computing];
+}
+
+/* The delay of an op `native` seconds long held until `paced`: -1 when not held. */
+static int paced_late(double native, double paced)
 {
     if (paced <= native)
-        return native; /* not held */
-    if (paced - native <= PL_DEVICE_PACE_SPIN_SECONDS)
-        return paced + m->paced_spin_late_seconds; /* the pacer spins */
-    return paced + m->paced_late_seconds;
+        return -1;
+    return paced - native <= PL_DEVICE_PACE_SPIN_SECONDS ? PL_DELAY_SPUN : PL_DELAY_SLEPT;
+}
+
+double pl_cost_paced(const pl_cost_model *m, double native, double paced)
+{
+    int late = paced_late(native, paced);
+    return late < 0 ? native : paced + pl_cost_delay(m, (pl_delay)late, 0);
+}
+
+/* A copy over `link`: its memcpy, held until latency + bytes / bandwidth when paced. */
+static pl_task_cost copy_parts(const pl_cost_model *m, const pl_link *link, double bytes)
+{
+    double native = pl_cost_native_copy(m, bytes);
+    if (link->bytes_per_second <= 0 && link->latency_seconds <= 0)
+        return (pl_task_cost){native, native, -1};
+    double paced = link->latency_seconds +
+                   (link->bytes_per_second > 0 ? bytes / link->bytes_per_second : 0);
+    return (pl_task_cost){native, native > paced ? native : paced, PL_DELAY_COPY};
+}
+
+pl_task_cost pl_cost_task_parts(const pl_cost_model *m, const pl_program *p,
+                                const pl_cluster *c, const pl_task *task)
+{
+    if (task->kind == PL_TASK_COPY) {
+        const pl_transfer *tr = &p->partitions->transfers[task->transfer];
+        return copy_parts(m, pl_cluster_link(c, tr->from, tr->to),
+                          (double)pl_task_bytes(p, task));
+    }
+    double native = pl_cost_native(m, p, c, task);
+    const pl_device *device = &c->devices[task->resource];
+    if (!(device->flops_per_second > 0))
+        return (pl_task_cost){native, native, -1};
+    double paced = pl_task_flops(p, task) / device->flops_per_second;
+    return (pl_task_cost){native, native > paced ? native : paced, paced_late(native, paced)};
 }
 
 double pl_cost_task(const pl_cost_model *m, const pl_program *p, const pl_cluster *c,
                     const pl_task *task)
 {
-    if (task->kind == PL_TASK_COPY) {
-        const pl_transfer *tr = &p->partitions->transfers[task->transfer];
-        return pl_cost_copy(m, pl_cluster_link(c, tr->from, tr->to),
-                            (double)pl_task_bytes(p, task));
-    }
-    double native = pl_cost_native(m, p, c, task);
-    const pl_device *device = &c->devices[task->resource];
-    return device->flops_per_second > 0 ?
-           pl_cost_paced(m, native, pl_task_flops(p, task) / device->flops_per_second) : native;
+    pl_task_cost t = pl_cost_task_parts(m, p, c, task);
+    return t.held + (t.late < 0 ? 0 : pl_cost_delay(m, (pl_delay)t.late, 0));
 }
 
 void pl_cost_set_copy_line(pl_cost_model *m, double seconds, double per_byte)
@@ -132,12 +169,8 @@ double pl_cost_native_copy(const pl_cost_model *m, double bytes)
 
 double pl_cost_copy(const pl_cost_model *m, const pl_link *link, double bytes)
 {
-    double native = pl_cost_native_copy(m, bytes);
-    if (link->bytes_per_second <= 0 && link->latency_seconds <= 0)
-        return native;
-    double paced = link->latency_seconds +
-                   (link->bytes_per_second > 0 ? bytes / link->bytes_per_second : 0);
-    return (native > paced ? native : paced) + m->paced_copy_late_seconds;
+    pl_task_cost t = copy_parts(m, link, bytes);
+    return t.held + (t.late < 0 ? 0 : pl_cost_delay(m, PL_DELAY_COPY, 0));
 }
 
 /* ---- the fit ----------------------------------------------------------------------------- */
@@ -262,14 +295,19 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
     for (int i = 0; i < m->n_copy_points; i++)
         json_array_append_new(curve, json_pack("[f, f]", m->copy_curve[i].bytes,
                                                m->copy_curve[i].seconds));
-    json_t *root = json_pack("{s:s, s:i, s:s, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o}",
+    json_t *delays = json_object();
+    for (int d = 0; d < PL_DELAY_COUNT; d++) {
+        json_t *levels = json_array();
+        for (int k = 0; k < PL_COST_CONTENTION; k++)
+            json_array_append_new(levels, json_real(m->paced_delays[d][k]));
+        json_object_set_new(delays, pl_delay_names[d], levels);
+    }
+    json_t *root = json_pack("{s:s, s:i, s:s, s:o, s:f, s:f, s:f, s:f, s:o, s:o, s:o}",
                              "format", PROFILE_FORMAT, "version", PL_COST_FORMAT_VERSION,
                              "machine", m->machine, "copy_curve", curve, "handoff_seconds",
                              m->handoff_seconds, "poll_seconds", m->poll_seconds,
                              "wake_seconds", m->wake_seconds, "task_seconds", m->task_seconds,
-                             "paced_late_seconds", m->paced_late_seconds,
-                             "paced_spin_late_seconds", m->paced_spin_late_seconds,
-                             "paced_copy_late_seconds", m->paced_copy_late_seconds, "ops", ops,
+                             "paced_delays", delays, "ops", ops,
                              "measured", measured);
     if (!root)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
@@ -341,6 +379,39 @@ static bool read_copy_curve(pl_json_reader *r, const json_t *list, pl_cost_model
     return true;
 }
 
+/* {"slept": [seconds by threads computing, PL_COST_CONTENTION of them], "spun": ...}. */
+static bool read_delays(pl_json_reader *r, const json_t *object, pl_cost_model *m)
+{
+    static const char *const fields[PL_DELAY_COUNT + 1] = {"slept", "spun", "copy", "handoff",
+                                                           "next", NULL};
+    size_t back = pl_json_push_key(r, "paced_delays"), at_delays = r->path_len;
+    if (!pl_json_expect_object(r, object, fields))
+        return false;
+    for (int d = 0; d < PL_DELAY_COUNT; d++) {
+        json_t *levels;
+        if (!pl_json_member(r, object, fields[d], JSON_ARRAY, true, &levels))
+            return false;
+        pl_json_push_key(r, fields[d]);
+        size_t at_levels = r->path_len;
+        if (json_array_size(levels) != PL_COST_CONTENTION)
+            return pl_json_fail(r, "expected %d numbers (seconds with 0, 1, 2 and %d or more "
+                                "other threads computing), got %zu", PL_COST_CONTENTION,
+                                PL_COST_CONTENTION - 1, json_array_size(levels));
+        for (size_t k = 0; k < PL_COST_CONTENTION; k++) {
+            const json_t *value = json_array_get(levels, k);
+            double seconds = json_number_value(value);
+            pl_json_push_index(r, k);
+            if (!json_is_number(value) || !(seconds >= 0 && seconds <= 1))
+                return pl_json_fail(r, "expected seconds in [0, 1]");
+            m->paced_delays[d][k] = seconds;
+            pl_json_pop(r, at_levels);
+        }
+        pl_json_pop(r, at_delays);
+    }
+    pl_json_pop(r, back);
+    return true;
+}
+
 /* [["0123456789abcdef", seconds], ...], sorted by signature, each once. */
 static bool read_measured(pl_json_reader *r, const json_t *list, pl_cost_model *m)
 {
@@ -385,8 +456,7 @@ pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
     static const char *const fields[] = {"format", "version", "machine", "copy_curve",
                                          "handoff_seconds", "poll_seconds",
                                          "wake_seconds", "task_seconds",
-                                         "paced_late_seconds", "paced_spin_late_seconds",
-                                         "paced_copy_late_seconds",
+                                         "paced_delays",
                                          "ops", "measured", NULL};
     pl_error_init(err, path);
     json_t *root = pl_json_parse_file(path, (size_t)16 << 20, err, NULL);
@@ -396,7 +466,7 @@ pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
     pl_json_reader_init(&r, err);
     memset(m, 0, sizeof *m);
     const char *machine;
-    json_t *ops, *measured, *curve;
+    json_t *ops, *measured, *curve, *delays;
     bool ok = pl_json_check_header(&r, root, "cost profile", PROFILE_FORMAT,
                                    PL_COST_FORMAT_VERSION) &&
               pl_json_expect_object(&r, root, fields) &&
@@ -407,12 +477,8 @@ pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
               pl_json_number(&r, root, "poll_seconds", true, 0, 1, &m->poll_seconds) &&
               pl_json_number(&r, root, "wake_seconds", true, 0, 1, &m->wake_seconds) &&
               pl_json_number(&r, root, "task_seconds", true, 0, 1, &m->task_seconds) &&
-              pl_json_number(&r, root, "paced_late_seconds", true, 0, 1,
-                             &m->paced_late_seconds) &&
-              pl_json_number(&r, root, "paced_spin_late_seconds", true, 0, 1,
-                             &m->paced_spin_late_seconds) &&
-              pl_json_number(&r, root, "paced_copy_late_seconds", true, 0, 1,
-                             &m->paced_copy_late_seconds) &&
+              pl_json_member(&r, root, "paced_delays", JSON_OBJECT, true, &delays) &&
+              read_delays(&r, delays, m) &&
               pl_json_member(&r, root, "ops", JSON_ARRAY, true, &ops) &&
               pl_json_member(&r, root, "measured", JSON_ARRAY, true, &measured);
     if (ok)

@@ -7,25 +7,23 @@
  *   the micro-batch's shapes), with the three coefficients fitted per op kind and thread
  *   count to every measurement; a kind never measured uses the fit over all kinds.
  * - On a paced device an op takes the larger of that and its FLOPs at the declared rate,
- *   plus, when the pacer holds it long enough to sleep (cluster.h), how late such tasks
- *   end: `paced_late_seconds`, the mean measured with four paced devices sharing the
- *   machine's cores, since a woken thread may wait for one. A task held less spins, and
- *   ends `paced_spin_late_seconds` late on average: mostly on time, now and then after
- *   its thread lost its core to another device's kernel for a few hundred microseconds.
+ *   and ends late by a delay (`paced_delays`) that depends on whether its pacer slept or
+ *   only spun (cluster.h) and on how many other threads were computing natively when it
+ *   fell due: a paced thread needs a core at that moment, and a kernel holds one.
  * - A copy over a native link (a memcpy on the source device) takes the time its size
  *   reads off `copy_curve`: the executor's copies measured at sizes a factor of 4 apart,
  *   interpolated (a copy that outgrows the caches runs at half the speed of one that
  *   fits, so no straight line fits both); over a paced link (a thread
  *   of its own, one of many sharing the cores) the larger of that and latency + bytes /
- *   bandwidth, plus `paced_copy_late_seconds`, the mean lateness of such copies, measured
- *   as the devices' (whether their pacer sleeps or not: a link thread is also late when
- *   the core is taken while it copies).
+ *   bandwidth, late by the copies' delay, which depends on the threads computing as an
+ *   op's does.
  * - A task released by a task on another device or link starts at once when that resource
  *   is busy (it takes the task when free), else after a hand-off: on a native device that
  *   polls (cluster.h) `poll_seconds` while it has been idle less than the poll window,
- *   `wake_seconds` after (its thread sleeps, its core may have halted); elsewhere (paced
- *   devices, links: they never poll) `handoff_seconds`, a sleeping thread woken. One
- *   released on the same resource starts `task_seconds` later.
+ *   `wake_seconds` after (its thread sleeps, its core may have halted); on a paced device
+ *   or link the paced hand-off delay, by the threads computing at the release; on a native
+ *   device that never polls `handoff_seconds`, a sleeping thread woken. One released on
+ *   the same resource starts `task_seconds` later, a paced one after the paced gap delay.
  *
  * A profile is keyed by the machine (CPU model, cores, OpenBLAS build, placer version) and
  * is reused until any of them changes. Reading it from several threads is safe; free its
@@ -46,7 +44,23 @@
 extern "C" {
 #endif
 
-enum { PL_COST_FORMAT_VERSION = 7, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
+enum { PL_COST_FORMAT_VERSION = 8, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
+
+/* The executor's delays on paced devices and links. Each is a mean (they add up along a
+ * step, the rare long ones included) measured by how many OTHER threads were computing
+ * natively at the moment it arose: 0, 1, 2, or PL_COST_CONTENTION - 1 or more. With none,
+ * a paced task ends within a microsecond of its time; with a kernel holding the core the
+ * thread wakes on, tens of microseconds later. */
+typedef enum pl_delay {
+    PL_DELAY_SLEPT,   /* a paced op its pacer slept through: how late it ends */
+    PL_DELAY_SPUN,    /* one its pacer only spun through */
+    PL_DELAY_COPY,    /* a copy over a paced link: how late it ends */
+    PL_DELAY_HANDOFF, /* a task released to an idle paced device or link: till it starts */
+    PL_DELAY_NEXT,    /* a paced device's or link's next task, queued already: the gap */
+    PL_DELAY_COUNT
+} pl_delay;
+enum { PL_COST_CONTENTION = 4 };
+extern const char *const pl_delay_names[PL_DELAY_COUNT];
 
 typedef struct pl_op_cost {
     double seconds, per_flop, per_byte;
@@ -73,9 +87,8 @@ typedef struct pl_cost_model {
     double handoff_seconds, task_seconds;
     double poll_seconds, wake_seconds; /* a polling native device: picking a task up while
                                           polling, and once asleep past the poll window */
-    double paced_late_seconds;      /* a paced op whose pacer sleeps: the mean lateness */
-    double paced_spin_late_seconds; /* one whose pacer only spins: the mean lateness */
-    double paced_copy_late_seconds; /* a copy over a paced link: the mean lateness */
+    double paced_delays[PL_DELAY_COUNT][PL_COST_CONTENTION]; /* seconds, by other threads
+                                                                computing */
     pl_op_time *measured; /* sorted by signature; malloc'd */
     int n_measured;
 } pl_cost_model;
@@ -97,21 +110,35 @@ void pl_cost_machine_key(char *buf, size_t cap);
 /* Whether the model has measurements for devices of `threads` threads. */
 bool pl_cost_has_threads(const pl_cost_model *model, int threads);
 
+/* A paced delay with `computing` other threads computing natively (clamped). */
+double pl_cost_delay(const pl_cost_model *model, pl_delay delay, int computing);
+
+/* One task as the executor runs it: `native` seconds of work on its thread, held until
+ * `held` seconds from its start (at least `native`), then late by `late` (PL_DELAY_SLEPT,
+ * PL_DELAY_SPUN or PL_DELAY_COPY; -1: not paced, never late). */
+typedef struct pl_task_cost {
+    double native, held;
+    int late;
+} pl_task_cost;
+pl_task_cost pl_cost_task_parts(const pl_cost_model *model, const pl_program *program,
+                                const pl_cluster *cluster, const pl_task *task);
 /* The seconds of one task of a program on its device or link of `cluster`, as the
- * executor would take, without the hand-off before it. */
+ * executor would take with no other thread computing, without the hand-off before it. */
 double pl_cost_task(const pl_cost_model *model, const pl_program *program,
                     const pl_cluster *cluster, const pl_task *task);
 /* The same task as a native device or link would run it: no pacing. */
 double pl_cost_native(const pl_cost_model *model, const pl_program *program,
                       const pl_cluster *cluster, const pl_task *task);
-/* A paced task: `native` seconds of work held until `paced`, and late if its pacer sleeps. */
+/* A paced task: `native` seconds of work held until `paced`, and late as its pacer sleeps
+ * or spins with no other thread computing. */
 double pl_cost_paced(const pl_cost_model *model, double native, double paced);
 /* A native copy's curve as a straight line, seconds + per_byte * bytes (hand-made models). */
 void pl_cost_set_copy_line(pl_cost_model *model, double seconds, double per_byte);
 /* A native copy of `bytes`: linear between the curve's points, the first point's time
  * below it, the last point's rate above it (0 without points). */
 double pl_cost_native_copy(const pl_cost_model *model, double bytes);
-/* A copy of `bytes` over a link, as the executor takes it (the hand-off not included). */
+/* A copy of `bytes` over a link, as the executor takes it with no other thread computing
+ * (the hand-off not included). */
 double pl_cost_copy(const pl_cost_model *model, const pl_link *link, double bytes);
 /* An op on a native device of `threads` threads, at the given FLOPs and bytes. */
 double pl_cost_op(const pl_cost_model *model, pl_op_kind kind, int threads, double flops,

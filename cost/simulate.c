@@ -7,17 +7,21 @@
 #include "graph_build.h"
 #include "heap.h"
 
-/* An event: a task released to its resource's queue, or finished on it. */
+/* An event: a task released to its resource's queue, a paced task falling due (its held
+ * time over: how late it ends depends on the threads computing then), or a task finished. */
+typedef enum event_kind { RELEASED, DUE, FINISHED } event_kind;
+
 typedef struct event {
     double time;
     int seq; /* ties: the order they were posted */
     int task;
-    bool finish;
+    event_kind kind;
 } event;
 
 typedef struct simulator {
     const pl_program *p;
-    double *duration, *ready_at, *start, *end;
+    double *duration, *native, *ready_at, *start, *end;
+    signed char *late;   /* per task: its pl_delay when paced, else -1 */
     int *remaining;
     bool *busy;          /* per resource */
     int *queue, *queued; /* per resource r: queue[first[r] ..] a heap of queued[r] tasks */
@@ -25,10 +29,13 @@ typedef struct simulator {
     event *events;
     int *event_heap, n_events, n_posted;
     double *last_end;    /* per resource: when its last task ended (0: the step's start) */
-    double *op_seconds;  /* per op of the graph: one task's time, or -1 until needed; every
-                            micro-batch's task of an op costs the same (one device, one
-                            shape), and its signature's hash is the costly part */
+    pl_task_cost *op_cost; /* per op of the graph, once needed (late -2: not yet): every
+                              micro-batch's task of an op costs the same (one device, one
+                              shape), and its signature's hash is the costly part */
     bool *polls;         /* per resource: a device whose idle thread polls (cluster.h) */
+    bool *paced;         /* per resource: a paced device or a declared link */
+    double *computing_until; /* per busy resource: when its task's native work ends */
+    int *running, n_running, *running_at; /* the busy resources, and each one's place */
     const pl_cost_model *m;
 } simulator;
 
@@ -44,31 +51,51 @@ static bool index_less(const void *context, int a, int b)
     return a < b;
 }
 
-static void post(simulator *s, double time, int task, bool finish)
+static void post(simulator *s, double time, int task, event_kind kind)
 {
     int id = s->n_posted++;
-    s->events[id] = (event){time, id, task, finish};
+    s->events[id] = (event){time, id, task, kind};
     pl_heap_push(s->event_heap, &s->n_events, id, event_less, s->events);
 }
 
-/* A free resource starts its first queued task in program order. */
+/* How many resources other than `r` compute natively at `now`: a paced thread that falls
+ * due then, or is woken, waits for a core they hold (cost_model.h). */
+static int computing(const simulator *s, int r, double now)
+{
+    int count = 0;
+    for (int i = 0; i < s->n_running; i++)
+        count += s->running[i] != r && s->computing_until[s->running[i]] > now;
+    return count;
+}
+
+/* A free resource starts its first queued task in program order; a paced one that has
+ * just finished a task takes the next after the paced gap. */
 static void try_start(simulator *s, int r, double now)
 {
     if (s->busy[r] || s->queued[r] == 0)
         return;
     int task = pl_heap_pop(s->queue + s->first[r], &s->queued[r], index_less, NULL);
+    double at = now;
+    if (s->paced[r] && now > 0 && s->last_end[r] == now)
+        at += pl_cost_delay(s->m, PL_DELAY_NEXT, computing(s, r, now));
     s->busy[r] = true;
-    s->start[task] = now;
-    post(s, now + s->duration[task], task, true);
+    s->running_at[r] = s->n_running;
+    s->running[s->n_running++] = r;
+    s->start[task] = at;
+    s->computing_until[r] = at + (s->late[task] < 0 ? s->duration[task] : s->native[task]);
+    post(s, at + s->duration[task], task, s->late[task] < 0 ? FINISHED : DUE);
 }
 
 /* How long after `now` a task released to resource r by another starts at the earliest:
  * at once when r is busy (it takes the task when free); else a polling device picks it
- * up, or one asleep past its poll window wakes, or a thread that never polls wakes. */
+ * up, or one asleep past its poll window wakes, or a paced thread wakes (waiting for a
+ * core while others compute), or a native thread that never polls wakes. */
 static double handoff_to(const simulator *s, int r, double now)
 {
     if (s->busy[r])
         return 0;
+    if (s->paced[r])
+        return pl_cost_delay(s->m, PL_DELAY_HANDOFF, computing(s, r, now));
     if (!s->polls[r])
         return s->m->handoff_seconds;
     return now - s->last_end[r] < PL_DEVICE_POLL_SECONDS ? s->m->poll_seconds
@@ -79,31 +106,35 @@ static void finish(simulator *s, int task, double now)
 {
     const pl_program *p = s->p;
     const pl_task *t = &p->tasks[task];
+    int r = t->resource, last = s->running[--s->n_running];
+    s->running[s->running_at[r]] = last;
+    s->running_at[last] = s->running_at[r];
     s->end[task] = now;
-    s->busy[t->resource] = false;
-    s->last_end[t->resource] = now;
+    s->busy[r] = false;
+    s->last_end[r] = now;
     for (int e = t->first_succ; e < t->first_succ + t->n_succ; e++) {
         int next = p->succ[e];
-        int r = p->tasks[next].resource;
-        double ready = now + (r == t->resource ? 0 : handoff_to(s, r, now));
+        int to = p->tasks[next].resource;
+        double ready = now + (to == r ? 0 : handoff_to(s, to, now));
         if (ready > s->ready_at[next])
             s->ready_at[next] = ready;
         if (--s->remaining[next] > 0)
             continue;
         if (s->ready_at[next] > now) {
-            post(s, s->ready_at[next], next, false);
+            post(s, s->ready_at[next], next, RELEASED);
         } else { /* queued at once, as the executor's finishing thread does */
-            pl_heap_push(s->queue + s->first[r], &s->queued[r], next, index_less, NULL);
-            if (r != t->resource)
-                try_start(s, r, now);
+            pl_heap_push(s->queue + s->first[to], &s->queued[to], next, index_less, NULL);
+            if (to != r)
+                try_start(s, to, now);
         }
     }
-    try_start(s, t->resource, now);
+    try_start(s, r, now);
 }
 
 static void free_simulator(simulator *s)
 {
     free(s->duration);
+    free(s->late);
     free(s->ready_at);
     free(s->remaining);
     free(s->busy);
@@ -114,7 +145,9 @@ static void free_simulator(simulator *s)
     free(s->event_heap);
     free(s->last_end);
     free(s->polls);
-    free(s->op_seconds);
+    free(s->op_cost);
+    free(s->computing_until);
+    free(s->running);
 }
 
 static bool new_simulator(simulator *s, const pl_program *p, const pl_cluster *c,
@@ -123,27 +156,35 @@ static bool new_simulator(simulator *s, const pl_program *p, const pl_cluster *c
     int n = p->n_tasks, resources = p->n_devices + p->n_links;
     *s = (simulator){.p = p, .m = m};
     s->duration = malloc(((size_t)n * 4 + 1) * sizeof(double));
+    s->late = malloc((size_t)n + 1);
     s->ready_at = calloc((size_t)n + 1, sizeof(double));
     s->remaining = malloc(((size_t)n + 1) * sizeof(int));
     s->busy = calloc((size_t)resources + 1, sizeof(bool));
     s->queue = malloc(((size_t)n + 1) * sizeof(int));
     s->queued = calloc((size_t)resources + 1, sizeof(int));
     s->first = calloc((size_t)resources + 1, sizeof(int));
-    s->events = malloc(((size_t)n * 2 + 1) * sizeof(event));
-    s->event_heap = malloc(((size_t)n * 2 + 1) * sizeof(int));
+    s->events = malloc(((size_t)n * 3 + 1) * sizeof(event));
+    s->event_heap = malloc(((size_t)n * 3 + 1) * sizeof(int));
     s->last_end = calloc((size_t)resources + 1, sizeof(double));
-    s->polls = calloc((size_t)resources + 1, sizeof(bool));
-    s->op_seconds = malloc(((size_t)p->graph->n_ops + 1) * sizeof(double));
-    if (!s->duration || !s->ready_at || !s->remaining || !s->busy || !s->queue || !s->queued ||
-        !s->first || !s->events || !s->event_heap || !s->last_end || !s->polls ||
-        !s->op_seconds)
+    s->polls = calloc(2 * ((size_t)resources + 1), sizeof(bool));
+    s->op_cost = malloc(((size_t)p->graph->n_ops + 1) * sizeof(pl_task_cost));
+    s->computing_until = calloc((size_t)resources + 1, sizeof(double));
+    s->running = malloc(2 * ((size_t)resources + 1) * sizeof(int));
+    if (!s->duration || !s->late || !s->ready_at || !s->remaining || !s->busy || !s->queue ||
+        !s->queued || !s->first || !s->events || !s->event_heap || !s->last_end ||
+        !s->polls || !s->op_cost || !s->computing_until || !s->running)
         return false;
+    s->paced = s->polls + resources + 1;
+    s->running_at = s->running + resources + 1;
     for (int o = 0; o < p->graph->n_ops; o++)
-        s->op_seconds[o] = -1;
+        s->op_cost[o].late = -2;
+    for (int r = 0; r < resources; r++)
+        s->paced[r] = r >= p->n_devices || c->devices[r].flops_per_second > 0;
     for (int d = 0; d < p->n_devices; d++)
         s->polls[d] = pl_device_polls(&c->devices[d]);
-    s->start = start ? start : s->duration + n; /* scratch when the caller wants none */
-    s->end = end ? end : s->duration + 2 * (size_t)n;
+    s->native = s->duration + n;
+    s->start = start ? start : s->duration + 2 * (size_t)n; /* scratch when the caller wants none */
+    s->end = end ? end : s->duration + 3 * (size_t)n;
     for (int i = 0; i < n; i++)
         s->first[p->tasks[i].resource]++;
     for (int r = 0, at = 0; r < resources; r++) { /* counts -> offsets */
@@ -172,6 +213,22 @@ static double critical_path(const pl_program *p, const double *duration, double 
     return longest;
 }
 
+/* Task i's work and held time (plus the executor's per-task cost) and its delay. */
+static void cost_task(simulator *s, const pl_cluster *c, int i)
+{
+    const pl_task *t = &s->p->tasks[i];
+    pl_task_cost cost;
+    if (t->kind == PL_TASK_COPY)
+        cost = pl_cost_task_parts(s->m, s->p, c, t);
+    else if (s->op_cost[t->op].late != -2)
+        cost = s->op_cost[t->op];
+    else
+        cost = s->op_cost[t->op] = pl_cost_task_parts(s->m, s->p, c, t);
+    s->duration[i] = cost.held + s->m->task_seconds;
+    s->native[i] = cost.native;
+    s->late[i] = (signed char)cost.late;
+}
+
 pl_status pl_simulate(const pl_program *p, const pl_cluster *c, const pl_cost_model *m,
                       pl_simulation *out, double *starts, double *ends, pl_error *err)
 {
@@ -183,36 +240,37 @@ pl_status pl_simulate(const pl_program *p, const pl_cluster *c, const pl_cost_mo
     memset(out, 0, sizeof *out);
     for (int i = 0; i < p->n_tasks; i++) {
         const pl_task *t = &p->tasks[i];
-        if (t->kind == PL_TASK_COPY)
-            s.duration[i] = pl_cost_task(m, p, c, t) + m->task_seconds;
-        else if (s.op_seconds[t->op] >= 0)
-            s.duration[i] = s.op_seconds[t->op];
-        else
-            s.duration[i] = s.op_seconds[t->op] = pl_cost_task(m, p, c, t) + m->task_seconds;
+        cost_task(&s, c, i);
         s.remaining[i] = t->n_deps;
-        if (t->resource < p->n_devices)
-            out->busy_seconds[t->resource] += s.duration[i];
         if (t->kind == PL_TASK_COPY) {
             out->n_copies++;
             out->copy_bytes += pl_task_bytes(p, t);
         }
-        if (t->n_deps == 0) /* the caller releases them (the devices polling still, when
-                               they poll: steps run back to back) */
-            post(&s, handoff_to(&s, t->resource, 0), i, false);
     }
+    for (int i = 0; i < p->n_tasks; i++)
+        if (p->tasks[i].n_deps == 0) /* the caller releases them (the devices polling still,
+                                        when they poll: steps run back to back) */
+            post(&s, handoff_to(&s, p->tasks[i].resource, 0), i, RELEASED);
     while (s.n_events > 0) {
         event e = s.events[pl_heap_pop(s.event_heap, &s.n_events, event_less, s.events)];
-        if (e.finish) {
+        int r = p->tasks[e.task].resource;
+        if (e.kind == FINISHED) {
             finish(&s, e.task, e.time);
+        } else if (e.kind == DUE) {
+            post(&s, e.time + pl_cost_delay(m, (pl_delay)s.late[e.task],
+                                            computing(&s, r, e.time)), e.task, FINISHED);
         } else {
-            int r = p->tasks[e.task].resource;
             pl_heap_push(s.queue + s.first[r], &s.queued[r], e.task, index_less, NULL);
             try_start(&s, r, e.time);
         }
     }
-    for (int i = 0; i < p->n_tasks; i++)
+    for (int i = 0; i < p->n_tasks; i++) {
         if (s.end[i] > out->step_seconds)
             out->step_seconds = s.end[i];
+        s.duration[i] = s.end[i] - s.start[i]; /* as run, delays and all */
+        if (p->tasks[i].resource < p->n_devices)
+            out->busy_seconds[p->tasks[i].resource] += s.duration[i];
+    }
     out->step_seconds += m->handoff_seconds; /* the last task wakes the caller */
     out->critical_path_seconds = critical_path(p, s.duration, s.ready_at);
     for (int d = 0; d < p->n_devices; d++)

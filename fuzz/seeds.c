@@ -83,8 +83,9 @@ static int write_profiles(const fuzz_fixture *f, const char *dir)
     full.n_copy_points = 6;
     full.handoff_seconds = 1e-6, full.task_seconds = 2e-7;
     full.poll_seconds = 3e-7, full.wake_seconds = 4e-5;
-    full.paced_late_seconds = 5e-5, full.paced_spin_late_seconds = 1e-6;
-    full.paced_copy_late_seconds = 2e-5;
+    for (int d = 0; d < PL_DELAY_COUNT; d++)
+        for (int k = 0; k < PL_COST_CONTENTION; k++)
+            full.paced_delays[d][k] = 1e-6 * (d + 1) * (k + 1);
     pl_op_time times[] = {{0x1234, 1e-5}, {0xfeed, 2e-4}, {0x1234, 3e-5}, {42, 7e-6}};
     if (pl_cost_add_measured(&full, times, 4, &err) != PL_OK)
         return failed("measurements", &err);

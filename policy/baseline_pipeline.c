@@ -61,9 +61,9 @@ static double fixed_seconds(const pl_placer *p, const pl_op *op)
     const pl_device *device = &p->cluster->devices[0];
     double intercept = pl_cost_op(p->model, op->kind, device->threads, 0, 0);
     double held = device->flops_per_second > 0 ? op->flops / device->flops_per_second : 0;
-    double late = held > PL_DEVICE_PACE_SPIN_SECONDS ? p->model->paced_late_seconds
-                  : held > 0                         ? p->model->paced_spin_late_seconds
-                                                     : 0;
+    double late = held > PL_DEVICE_PACE_SPIN_SECONDS ? pl_cost_delay(p->model, PL_DELAY_SLEPT, 0)
+                  : held > 0 ? pl_cost_delay(p->model, PL_DELAY_SPUN, 0)
+                             : 0;
     return intercept + p->model->task_seconds + late;
 }
 

@@ -35,12 +35,21 @@ static void print_profile(const pl_cost_model *m, const char *path)
                sizeof bytes), 1e6 * m->copy_curve[i].seconds);
     }
     printf("; per task %.2f us\n", 1e6 * m->task_seconds);
-    printf("paced, four devices sharing the cores: ops the pacer sleeps through end %.1f us "
-           "late, ops it spins through %.1f us, copies %.1f us\n", 1e6 * m->paced_late_seconds,
-           1e6 * m->paced_spin_late_seconds, 1e6 * m->paced_copy_late_seconds);
     printf("hand-off to an idle device: %.1f us polling, %.1f us once it sleeps; %.1f us to a "
-           "device that never polls (paced)\n", 1e6 * m->poll_seconds, 1e6 * m->wake_seconds,
+           "native one that never polls\n", 1e6 * m->poll_seconds, 1e6 * m->wake_seconds,
            1e6 * m->handoff_seconds);
+    static const char *const what[PL_DELAY_COUNT] = {
+        "an op its pacer slept through ends late", "one it spun through",
+        "a copy over a paced link", "a hand-off to an idle paced thread",
+        "the gap to a queued next task"};
+    printf("paced delays, us, with 0 / 1 / 2 / %d+ other threads computing:\n",
+           PL_COST_CONTENTION - 1);
+    for (int d = 0; d < PL_DELAY_COUNT; d++) {
+        printf("  %-40s", what[d]);
+        for (int k = 0; k < PL_COST_CONTENTION; k++)
+            printf(" %s%6.1f", k ? "/" : "", 1e6 * m->paced_delays[d][k]);
+        printf("\n");
+    }
 }
 
 int pl_cmd_calibrate(int argc, char **argv)

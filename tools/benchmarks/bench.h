@@ -12,7 +12,7 @@
 #include "graph.h"
 #include "stats.h"
 
-enum { BENCH_MAX_LIST = 16, BENCH_MAX_NAME = 256 };
+enum { BENCH_MAX_LIST = 32, BENCH_MAX_NAME = 256 };
 
 /* A whole decimal integer within [low, high]. */
 bool bench_parse_int(const char *text, int low, int high, int *value);

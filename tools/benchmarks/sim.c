@@ -60,8 +60,18 @@ static const char *const table_names[N_TABLES] = {"accuracy", "speed"};
 
 static const char *const suite_models[] = {"cnn", "inception", "lstm_lm", "mlp", "moe",
                                            "recommender", "resnet", "seq2seq", "transformer"};
-static const char *const quick_models[] = {"mlp", "recommender", "transformer"};
+static const char *const small_models[] = {
+    "small/cnn-small", "small/inception-small", "small/lstm_lm-small", "small/mlp-small",
+    "small/moe-small", "small/recommender-small", "small/resnet-small", "small/seq2seq-small",
+    "small/transformer-small"};
+static const char *const quick_models[] = {"mlp", "recommender", "transformer",
+                                           "small/mlp-small", "small/transformer-small"};
 static const char *const bundled_clusters[] = {"local-2", "paced-4", "paced-8"};
+
+/* The size classes a summary tells apart: the suite's models, and graphs/small's, whose
+ * steps last about a millisecond, so the executor's own costs weigh most. */
+typedef enum size_class { FULL_SIZE, SMALL, N_SIZES } size_class;
+static const char *const size_names[N_SIZES] = {"full", "small"};
 
 typedef struct options {
     const char *top;       /* the source tree: graphs/ under it */
@@ -85,7 +95,9 @@ static void usage(FILE *out)
             "The simulator's accuracy against the executor and its speed; TABLE is accuracy\n"
             "or speed (both by default; speed needs both chains, from tools/gen-chain).\n"
             "  --top DIR           the source tree holding graphs/ (default .)\n"
-            "  --models M,...      suite models (default: all nine)\n"
+            "  --models M,...      models: suite names, small/NAME, or FILE.json\n"
+            "  --sizes S,...       full, small or both: the suite's nine models, graphs/small's\n"
+            "                      nine, or both (default)\n"
             "  --clusters C,...    clusters of graphs/clusters (default local-2,paced-4,paced-8)\n"
             "  --plans N           plans measured per model and cluster, 2-%d (default 12)\n"
             "  --steps N           measured steps per plan, 1-%d (default 3)\n"
@@ -216,10 +228,12 @@ static void print_profile(const pl_cost_model *m, bool calibrated, double second
            calibrated ? "calibrated" : "cached, loaded", seconds);
     printf("   machine: %s\n", m->machine);
     printf("   hand-off %.1f us (polling %.1f, asleep %.1f), per task %.2f us, paced lateness "
-           "%.2f us (copies %.2f), native copies of 4 KiB and 4 MiB %.2f and %.1f us\n",
+           "%.2f us (copies %.2f; with a thread computing %.1f, %.1f), native copies of 4 KiB "
+           "and 4 MiB %.2f and %.1f us\n",
            m->handoff_seconds * 1e6, m->poll_seconds * 1e6, m->wake_seconds * 1e6,
-           m->task_seconds * 1e6, m->paced_late_seconds * 1e6,
-           m->paced_copy_late_seconds * 1e6, pl_cost_native_copy(m, 4096) * 1e6,
+           m->task_seconds * 1e6, m->paced_delays[PL_DELAY_SLEPT][0] * 1e6,
+           m->paced_delays[PL_DELAY_COPY][0] * 1e6, m->paced_delays[PL_DELAY_SLEPT][1] * 1e6,
+           m->paced_delays[PL_DELAY_COPY][1] * 1e6, pl_cost_native_copy(m, 4096) * 1e6,
            pl_cost_native_copy(m, 4 << 20) * 1e6);
     printf("   %d measured op configurations; 1-thread fits: matmul %.2f us + %.1f GFLOP/s "
            "(%d samples), all kinds %.2f us + %.1f GFLOP/s (%d)\n", m->n_measured,
@@ -751,9 +765,16 @@ static double measured_quantile(const candidate *k, int first, int stride, doubl
 
 /* ---- results and their summaries ---------------------------------------------------------- */
 
+/* A model's size class: graphs/small's are named small/NAME. */
+static size_class size_of(const char *model)
+{
+    return strncmp(model, "small/", 6) == 0 || strstr(model, "/small/") ? SMALL : FULL_SIZE;
+}
+
 /* One measured plan. */
 typedef struct result {
     int row, cluster;
+    size_class size;
     plan_kind kind;
     char label[32];
     double predicted, measured, bound;
@@ -789,7 +810,7 @@ typedef enum comparison { AGAINST_MEDIAN, AGAINST_QUIET, SELF } comparison;
 
 /* Which results a summary covers (-1 matches anything), and what it compares. */
 typedef struct filter {
-    int row, cluster, kind;
+    int row, cluster, kind, size;
     comparison compare;
 } filter;
 
@@ -811,7 +832,7 @@ static double relative_error(const result *r, comparison compare)
 static bool matches(const result *r, filter f)
 {
     return (f.row < 0 || r->row == f.row) && (f.cluster < 0 || r->cluster == f.cluster) &&
-           (f.kind < 0 || (int)r->kind == f.kind);
+           (f.kind < 0 || (int)r->kind == f.kind) && (f.size < 0 || (int)r->size == f.size);
 }
 
 typedef struct accuracy {
@@ -832,14 +853,15 @@ static double row_tau(const results *rs, const row *w, comparison compare)
 
 /* The median and least tau of the rows that f covers (a tau across models would mostly
  * rank the models, which is easy). */
-static void rows_tau(const results *rs, filter f, accuracy *a)
+static void rows_tau(const options *o, const results *rs, filter f, accuracy *a)
 {
     double *taus = malloc((size_t)rs->n_rows * sizeof *taus + 1);
     int n = 0;
     a->tau_min = NAN;
     for (int w = 0; taus && w < rs->n_rows; w++) {
         const row *r = &rs->rows[w];
-        if ((f.row >= 0 && w != f.row) || (f.cluster >= 0 && r->cluster != f.cluster))
+        if ((f.row >= 0 && w != f.row) || (f.cluster >= 0 && r->cluster != f.cluster) ||
+            (f.size >= 0 && (int)size_of(o->models[r->model]) != f.size))
             continue;
         double tau = row_tau(rs, r, f.compare);
         if (isnan(tau))
@@ -851,7 +873,7 @@ static void rows_tau(const results *rs, filter f, accuracy *a)
     free(taus);
 }
 
-static accuracy summarise(const results *rs, filter f)
+static accuracy summarise(const options *o, const results *rs, filter f)
 {
     accuracy a = {0};
     double *magnitude = malloc(3 * (size_t)rs->n * sizeof *magnitude + 1);
@@ -870,7 +892,7 @@ static accuracy summarise(const results *rs, filter f)
     a.bias = pl_quantile(signed_error, a.n, 0.5);
     a.over_bound = pl_quantile(over_bound, a.n, 0.5);
     if (f.kind < 0)
-        rows_tau(rs, f, &a);
+        rows_tau(o, rs, f, &a);
     else
         a.tau = a.tau_min = NAN;
     free(magnitude);
@@ -924,15 +946,18 @@ static void print_accuracy_heading(const options *o)
            "round-robin. Not measured: not fitting memory (oom), predicted\n   over "
            "%.2g s (slow), and the rest past the %.3g s budget or the %d plans (left)\n",
            o->max_step, o->budget, o->plans);
-    printf("%-12s %-8s %5s %4s %4s %4s %5s%s %5s\n", "model", "cluster", "cand", "oom", "slow",
+    printf("%-17s %-9s %5s %4s %4s %4s %5s%s %5s\n", "model", "cluster", "cand", "oom", "slow",
            "left", "steps", accuracy_header, "sec");
 }
 
 static void print_row(const options *o, const results *rs, int w)
 {
     const row *r = &rs->rows[w];
-    accuracy a = summarise(rs, (filter){w, -1, -1, AGAINST_MEDIAN});
-    printf("%-12.12s %-8.8s %5d %4d %4d %4d %5d", o->models[r->model], o->clusters[r->cluster],
+    accuracy a = summarise(o, rs, (filter){w, -1, -1, -1, AGAINST_MEDIAN});
+    const char *model = o->models[r->model];
+    printf("%-17.17s %-9.9s %5d %4d %4d %4d %5d",
+           size_of(model) == SMALL && strrchr(model, '/') ? strrchr(model, '/') + 1 : model,
+           o->clusters[r->cluster],
            r->candidates, r->choice.oom, r->choice.slow,
            r->candidates - r->choice.oom - r->choice.slow - r->choice.n, r->rounds);
     print_accuracy(&a);
@@ -952,44 +977,73 @@ static bool passes(const accuracy *a)
     return a->median <= TARGET_MEDIAN && a->p90 <= TARGET_P90 && a->tau >= TARGET_TAU;
 }
 
+/* Per cluster and size class; with `targets`, whether each meets the targets. */
 static void print_per_cluster(const options *o, const results *rs, comparison compare,
-                              const char *title)
+                              const char *title, bool targets)
 {
     printf("\n%s\n", title);
-    printf("%-21s%s %5s\n", "cluster", accuracy_header, "min");
-    for (int c = 0; c < o->n_clusters; c++) {
-        accuracy a = summarise(rs, (filter){-1, c, -1, compare});
-        printf("%-21.21s", o->clusters[c]);
-        print_accuracy(&a);
-        print_tau(a.tau_min);
-        printf("\n");
+    printf("%-21s%s %5s%s\n", "cluster, size", accuracy_header, "min", targets ? "  targets" : "");
+    for (int c = 0; c < o->n_clusters; c++)
+        for (int size = 0; size < N_SIZES; size++) {
+            accuracy a = summarise(o, rs, (filter){-1, c, -1, size, compare});
+            if (a.n == 0)
+                continue;
+            char name[64];
+            snprintf(name, sizeof name, "%.14s, %s", o->clusters[c], size_names[size]);
+            printf("%-21.21s", name);
+            print_accuracy(&a);
+            print_tau(a.tau_min);
+            if (targets)
+                printf("  %s", passes(&a) ? "met" : "NOT met");
+            printf("\n");
+        }
+}
+
+/* Every measured step below its lower bound, with the plan: a bound that bounds has none. */
+static void print_under_bound(const options *o, const results *rs)
+{
+    int under = 0;
+    for (int i = 0; i < rs->n; i++) {
+        const result *x = &rs->v[i];
+        if (x->measured >= x->bound)
+            continue;
+        if (under++ == 0)
+            printf("\nmeasured below the lower bound (measured / bound, predicted / bound):\n");
+        printf("  %-24s %-10s %-22s %.3f ms against %.3f ms: %.3fx, %.3fx\n",
+               o->models[rs->rows[x->row].model], o->clusters[x->cluster], x->label,
+               1e3 * x->measured, 1e3 * x->bound, x->measured / x->bound,
+               x->predicted / x->bound);
     }
+    if (under == 0)
+        printf("\nmeasured below the lower bound: none of %d plans\n", rs->n);
 }
 
 static void print_summaries(const options *o, const results *rs)
 {
-    print_per_cluster(o, rs, AGAINST_MEDIAN, "per cluster, over its models (tau: the median "
-                      "row's; min: the worst row's)");
+    print_per_cluster(o, rs, AGAINST_MEDIAN, "per cluster and size class, over its models "
+                      "(tau: the median row's; min: the worst row's)", true);
     print_per_cluster(o, rs, AGAINST_QUIET, "the same against each plan's quiet steps (its "
-                      "25th percentile): the machine\nundisturbed, as calibration measures it");
+                      "25th percentile): the machine\nundisturbed, as calibration measures it",
+                      false);
     print_per_cluster(o, rs, SELF, "the executor against itself, per cluster: each plan's "
                       "median step of its even rounds\n(\"predicted\") against that of its odd "
                       "rounds; half the steps each, so about twice the\nnoise of a whole median: "
-                      "how far the measurements alone let a simulator be judged");
+                      "how far the measurements alone let a simulator be judged", false);
     printf("\nper plan kind, over every model and cluster\n");
     printf("%-21s%s\n", "kind", accuracy_header);
     for (int k = 0; k < N_KINDS; k++) {
-        accuracy a = summarise(rs, (filter){-1, -1, k, AGAINST_MEDIAN});
+        accuracy a = summarise(o, rs, (filter){-1, -1, k, -1, AGAINST_MEDIAN});
         printf("%-21s", kind_names[k]);
         print_accuracy(&a);
         printf("\n");
     }
-    accuracy all = summarise(rs, (filter){-1, -1, -1, AGAINST_MEDIAN});
+    accuracy all = summarise(o, rs, (filter){-1, -1, -1, -1, AGAINST_MEDIAN});
     printf("\n%-21s", "overall");
     print_accuracy(&all);
     print_tau(all.tau_min);
     printf("\ntargets: median |e| <= %.0f%%, 90th percentile <= %.0f%%, tau >= %.1f: %s\n",
            100 * TARGET_MEDIAN, 100 * TARGET_P90, TARGET_TAU, passes(&all) ? "met" : "NOT met");
+    print_under_bound(o, rs);
 }
 
 /* ---- table 2: the breakdown ----------------------------------------------------------------- */
@@ -1050,7 +1104,7 @@ static void print_cluster_breakdown(const options *o, const results *rs, int c)
         measured.handoff = pl_quantile(column[MEAS_HANDOFF], n, 0.5);
         predicted.edges = pl_quantile(column[PRED_EDGES], n, 0.5);
         measured.edges = pl_quantile(column[MEAS_EDGES], n, 0.5);
-        accuracy a = summarise(rs, (filter){-1, c, -1, AGAINST_MEDIAN});
+        accuracy a = summarise(o, rs, (filter){-1, c, -1, -1, AGAINST_MEDIAN});
         printf("%-30.30s", o->clusters[c]);
         print_percent(a.bias, true);
         print_breakdown_columns(&predicted, &measured);
@@ -1101,15 +1155,15 @@ static void print_breakdown(const options *o, const results *rs)
 
 /* ---- table 1: one row ---------------------------------------------------------------------- */
 
-static pl_status add_result(results *rs, const candidate *k, int cluster, double bound,
-                            pl_error *err)
+static pl_status add_result(results *rs, const candidate *k, int cluster, size_class size,
+                            double bound, pl_error *err)
 {
     result *v = grow(rs->v, rs->n, &rs->cap, sizeof *v);
     if (!v)
         return out_of_memory(err);
     rs->v = v;
     result *r = &rs->v[rs->n++];
-    *r = (result){.row = rs->n_rows, .cluster = cluster, .kind = k->kind,
+    *r = (result){.row = rs->n_rows, .cluster = cluster, .size = size, .kind = k->kind,
                   .predicted = k->predicted, .measured = measured_quantile(k, 0, 1, 0.5),
                   .quiet = measured_quantile(k, 0, 1, 0.25),
                   .halves = {measured_quantile(k, 0, 2, 0.5), measured_quantile(k, 1, 2, 0.5)}, .bound = bound,
@@ -1140,7 +1194,8 @@ static pl_status measure_row(const options *o, results *rs, row *w, const pl_gra
         status = measure_chosen(&b, &cs, &w->choice, o, &w->rounds, err);
     w->first = rs->n;
     for (int i = 0; i < w->choice.n && status == PL_OK; i++)
-        status = add_result(rs, &cs.v[w->choice.chosen[i]], w->cluster, bound, err);
+        status = add_result(rs, &cs.v[w->choice.chosen[i]], w->cluster,
+                            size_of(o->models[w->model]), bound, err);
     w->n = rs->n - w->first;
     pl_executor_free(b.ex);
     candidates_free(&cs);
@@ -1392,11 +1447,41 @@ static void set_list(char names[MAX_LIST][MAX_NAME], int *n, const char *const *
         snprintf(names[i], MAX_NAME, "%s", from[i]);
 }
 
+/* The models of the size classes asked for: the suite's, graphs/small's, or both. */
+static void set_sizes(options *o, bool full, bool small)
+{
+    enum { N_SUITE = sizeof suite_models / sizeof *suite_models };
+    o->n_models = 0;
+    for (int i = 0; i < N_SUITE; i++) {
+        if (full)
+            snprintf(o->models[o->n_models++], MAX_NAME, "%s", suite_models[i]);
+        if (small)
+            snprintf(o->models[o->n_models++], MAX_NAME, "%s", small_models[i]);
+    }
+}
+
+static bool parse_sizes(options *o, const char *text)
+{
+    char names[MAX_LIST][MAX_NAME];
+    int n;
+    bool full = false, small = false;
+    if (!bench_split_list(text, names, &n))
+        return false;
+    for (int i = 0; i < n; i++) {
+        full = full || strcmp(names[i], "full") == 0;
+        small = small || strcmp(names[i], "small") == 0;
+        if (strcmp(names[i], "full") != 0 && strcmp(names[i], "small") != 0)
+            return false;
+    }
+    set_sizes(o, full, small);
+    return true;
+}
+
 static void set_defaults(options *o)
 {
     *o = (options){.top = ".", .plans = 12, .steps = 3, .warmup = 1, .max_step = 1.5,
                    .budget = 20, .seed = 1};
-    set_list(o->models, &o->n_models, suite_models, sizeof suite_models / sizeof *suite_models);
+    set_sizes(o, true, true);
     set_list(o->clusters, &o->n_clusters, bundled_clusters,
              sizeof bundled_clusters / sizeof *bundled_clusters);
     for (int t = 0; t < N_TABLES; t++)
@@ -1438,6 +1523,8 @@ static bool parse_option(options *o, const char *arg, const char *value, bool *u
         o->chain_100k = value;
     else if (strcmp(arg, "--models") == 0)
         return bench_split_list(value, o->models, &o->n_models);
+    else if (strcmp(arg, "--sizes") == 0)
+        return parse_sizes(o, value);
     else if (strcmp(arg, "--clusters") == 0)
         return bench_split_list(value, o->clusters, &o->n_clusters);
     else if (strcmp(arg, "--plans") == 0)
