@@ -213,7 +213,8 @@ static void test_names(void)
     CU_ASSERT_EQUAL(pl_baseline_from_name(NULL), PL_BASELINE_COUNT);
 }
 
-static const char *const clusters[] = {"local-2.json", "paced-4.json", "paced-8.json"};
+static const char *const clusters[] = {"local-2.json", "paced-4.json", "paced-8.json",
+                                       "unequal-4.json"};
 
 /* Every algorithm on every small model and bundled cluster: a checked plan that fits, its
  * provenance, every op with its group, a simulated step no shorter than the lower bound;

@@ -61,7 +61,7 @@ static const char *const table_names[N_TABLES] = {"accuracy", "speed"};
 static const char *const suite_models[] = {"cnn", "inception", "lstm_lm", "mlp", "moe",
                                            "recommender", "resnet", "seq2seq", "transformer"};
 static const char *const quick_models[] = {"mlp", "recommender", "transformer"};
-static const char *const bundled_clusters[] = {"local-2", "paced-4", "paced-8"};
+static const char *const bundled_clusters[] = {"local-2", "paced-4", "paced-8", "unequal-4"};
 
 typedef struct options {
     const char *top;       /* the source tree: graphs/ under it */
@@ -86,7 +86,8 @@ static void usage(FILE *out)
             "or speed (both by default; speed needs both chains, from tools/gen-chain).\n"
             "  --top DIR           the source tree holding graphs/ (default .)\n"
             "  --models M,...      suite models (default: all nine)\n"
-            "  --clusters C,...    clusters of graphs/clusters (default local-2,paced-4,paced-8)\n"
+            "  --clusters C,...    clusters of graphs/clusters (default local-2,paced-4,paced-8,\n"
+            "                      unequal-4)\n"
             "  --plans N           plans measured per model and cluster, 2-%d (default 12)\n"
             "  --steps N           measured steps per plan, 1-%d (default 3)\n"
             "  --warmup N          unmeasured steps per plan first, 0-10 (default 1)\n"
