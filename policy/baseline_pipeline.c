@@ -219,6 +219,14 @@ static int by_estimate(const void *a, const void *b)
     return memcmp(x->device, y->device, (size_t)x->stages * sizeof *x->device);
 }
 
+/* Candidates that differ only in their devices' order and estimate alike (equal devices
+ * and links): one of them is simulated. */
+static bool same_shape(const candidate *a, const candidate *b)
+{
+    return a->stages == b->stages && a->micro_batches == b->micro_batches &&
+           a->schedule == b->schedule && a->estimate == b->estimate;
+}
+
 static void fill_plan(const pl_placer *p, const segments *s, const candidate *c, pl_plan *plan)
 {
     for (int stage = 0; stage < c->stages; stage++)
@@ -235,11 +243,12 @@ static void fill_plan(const pl_placer *p, const segments *s, const candidate *c,
 
 /* The device orders stages take (orders[k * D + s]: stage s's device); returns how many.
  * The cluster's order; fastest first (the least time for the whole model), each next
- * device the fastest left, ties to the cheapest link from the one before; and that
- * reversed. Orders the same as an earlier one are left out. */
+ * device the fastest left, ties to the cheapest link from the one before; and, when the
+ * devices' speeds differ, that reversed. Orders the same as an earlier one are left out. */
 static int device_orders(const pl_placer *p, int *orders)
 {
     int D = p->n_devices, n = 1;
+    bool unequal = false;
     double total[PL_MAX_DEVICES];
     bool used[PL_MAX_DEVICES] = {false};
     for (int d = 0; d < D; d++) {
@@ -247,6 +256,7 @@ static int device_orders(const pl_placer *p, int *orders)
         total[d] = 0;
         for (int group = 0; group < p->n_groups; group++)
             total[d] += pl_placer_seconds(p, group, d);
+        unequal = unequal || total[d] != total[0];
     }
     int *fastest = orders + D, *reversed = orders + 2 * D;
     for (int s = 0; s < D; s++) {
@@ -266,7 +276,7 @@ static int device_orders(const pl_placer *p, int *orders)
         fastest[s] = best;
         reversed[D - 1 - s] = best;
     }
-    for (int k = 1; k < MAX_ORDERS; k++) {
+    for (int k = 1; k < (unequal ? MAX_ORDERS : 2); k++) {
         bool seen = false;
         for (int j = 0; j < n && !seen; j++)
             seen = memcmp(&orders[j * D], &orders[k * D], (size_t)D * sizeof *orders) == 0;
@@ -330,10 +340,13 @@ pl_status pl_place_pipeline_dp(const pl_placer *p, pl_plan *plan, pl_error *err)
                               "the devices' memory");
     int chosen = -1;
     double fastest = 0, tasks = 0;
-    for (int i = 0; status == PL_OK && i < n && i < MAX_SIMULATED; i++) {
+    for (int i = 0, simulated = 0; status == PL_OK && i < n && simulated < MAX_SIMULATED; i++) {
         double program_tasks = (double)p->graph->n_ops * cs[i].micro_batches;
         if (i > 0 && tasks + program_tasks > SIMULATED_TASKS)
             continue;
+        if (i > 0 && same_shape(&cs[i - 1], &cs[i])) /* another order of the same estimate */
+            continue;
+        simulated++;
         tasks += program_tasks;
         fill_plan(p, &s, &cs[i], plan);
         double seconds;
