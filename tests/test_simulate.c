@@ -337,12 +337,18 @@ static void test_lower_bound_fill_and_drain(void)
 }
 
 /* No plan simulates faster than the bound: random plans (devices, stages, micro-batches,
- * schedules, deferral) of every small suite model, on paced-4 and on two native devices. */
+ * schedules, deferral) of every small suite model, on paced-4, on two native devices and
+ * on unequal-4 (on a machine of 1 GFLOP/s, where its devices run alike, and of
+ * 100 GFLOP/s, where they run at their declared rates). */
 static void test_lower_bound_random_plans(void)
 {
-    pl_cluster *clusters[] = {pl_test_bundled_cluster("paced-4.json"), two_devices(1LL << 40)};
+    pl_cluster *clusters[] = {pl_test_bundled_cluster("paced-4.json"), two_devices(1LL << 40),
+                              pl_test_bundled_cluster("unequal-4.json")};
     CU_ASSERT_PTR_NOT_NULL_FATAL(clusters[0]);
-    pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, 1e-9, 1e-10, 1}, 1e-6, 0, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(clusters[2]);
+    for (int machine = 0; machine < 2; machine++) {
+    pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, machine ? 1e-11 : 1e-9, 1e-10, 1},
+                                    1e-6, 0, 0);
     m.paced_late_seconds = 3e-5; /* this machine's, about */
     for (int i = 0; i < PL_TEST_SMALL_MODELS; i++) {
         pl_graph *g = pl_test_bundled_training_graph(pl_test_small_models[i], 0);
@@ -366,8 +372,40 @@ static void test_lower_bound_random_plans(void)
         }
         pl_graph_free(g);
     }
+    }
     for (size_t k = 0; k < sizeof clusters / sizeof *clusters; k++)
         pl_cluster_free(clusters[k]);
+}
+
+/* Four paced devices of 4, 4, 1 and 1 GFLOP/s on a fast machine: the transformer's work
+ * spreads over 10 GFLOP/s, not over four devices as fast as the fastest (16), so its
+ * bound is above that of four 4 GFLOP/s devices by nearly 16/10, and no plan beats it. */
+static void test_lower_bound_unequal(void)
+{
+    pl_graph *g = pl_test_bundled_training_graph("transformer.json", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_cluster *unequal = pl_test_bundled_cluster("unequal-4.json");
+    pl_cluster *fast = pl_test_cluster((pl_test_devices){.n = 4, .memory = 1LL << 30,
+                                                         .flops = 4e9,
+                                                         .link_bytes_per_second = 2e9});
+    CU_ASSERT_PTR_NOT_NULL_FATAL(unequal);
+    pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, 1e-11, 1e-10, 1}, 1e-6, 0, 0);
+    double bound_unequal, bound_fast;
+    CU_ASSERT_EQUAL(pl_step_lower_bound(g, unequal, &m, &bound_unequal, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_step_lower_bound(g, fast, &m, &bound_fast, NULL), PL_OK);
+    CU_ASSERT(bound_unequal > 1.5 * bound_fast);
+    CU_ASSERT(bound_unequal <= 1.6 * bound_fast * (1 + 1e-9));
+    pl_plan *plan = pl_plan_new(g, NULL); /* everything on one fast device */
+    pl_program *p = pl_program_new(g, unequal, plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    pl_simulation sim;
+    CU_ASSERT_EQUAL(pl_simulate(p, unequal, &m, &sim, NULL, NULL, NULL), PL_OK);
+    CU_ASSERT(sim.step_seconds >= bound_unequal);
+    pl_program_free(p);
+    pl_plan_free(plan);
+    pl_cluster_free(fast);
+    pl_cluster_free(unequal);
+    pl_graph_free(g);
 }
 
 /* Out-of-memory: the simulator names the device the executor refuses. */
@@ -514,6 +552,7 @@ void pl_register_simulate_tests(void)
         {"the lower bound: an update's chain", test_lower_bound_update_chain},
         {"the lower bound: the pipeline's fill and drain", test_lower_bound_fill_and_drain},
         {"the lower bound: under random plans", test_lower_bound_random_plans},
+        {"the lower bound on unequal devices", test_lower_bound_unequal},
         {"out of memory as the executor says", test_out_of_memory},
         {"the fit", test_fit},
         {"the copy curve", test_copy_curve},
