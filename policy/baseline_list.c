@@ -199,7 +199,8 @@ static pl_status list_or_single(const pl_placer *p, pl_plan *plan, bool sct, pl_
     if (!single)
         return err ? err->status : PL_ENOMEM;
     double scheduled = -1, alone = -1;
-    if (pl_place_single(p, single, NULL) == PL_OK) { /* no device holds it: the schedule */
+    if (pl_place_single(p, single, NULL) == PL_OK && /* no device holds it: the schedule */
+        memcmp(plan->device, single->device, (size_t)p->n_groups * sizeof *plan->device)) {
         status = pl_placer_simulate(p, plan, &scheduled, err);
         if (status == PL_OK)
             status = pl_placer_simulate(p, single, &alone, err);
