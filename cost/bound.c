@@ -357,13 +357,14 @@ static int heavier_first(const void *a, const void *b)
 
 /* An update runs once a step, after every micro-batch's run of each of its ancestors:
  * those take at least their work spread over the devices (their weighted work, `spread`,
- * summed: the argument at the top of the file over the ancestors alone), and at least the
- * work of any one co-location group among them on its fastest device, which runs it in
- * turn. So the step lasts at least that plus the update. (On recommender the largest table's 16 ms Adam update waits
- * for the first dense layer's forward and input gradient, both on that layer's device.)
- * One walk per update serves every size: `step` and `spread` are op-major ([op][size]),
- * `bounds` takes a term per size. The walks cost the number of dependencies per update; past a budget the
- * lighter updates are left out, which only loosens the bound. */
+ * summed: the argument at the top of the file over the ancestors alone; or each op at its
+ * fastest over n_devices), and at least the work of any one co-location group among them,
+ * which one device runs in turn. So the step lasts at least that plus the update. (On
+ * recommender the largest table's 16 ms Adam update waits for the first dense layer's
+ * forward and input gradient, both on that layer's device.) One walk per update serves
+ * every size: `step` and `spread` are op-major ([op][size]), `bounds` takes a term per
+ * size. The walks cost the number of dependencies per update; past a budget the lighter
+ * updates are left out, which only loosens the bound. */
 static pl_status update_chains(const pl_graph *g, int n_devices, const pl_adjacency *deps,
                                const double *step, const double *spread, int n_sizes,
                                double *bounds, pl_error *err)
@@ -455,8 +456,8 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     ramps ops = {items, items + n, items + 2 * n, events, curves};
     ramps groups = {items + 3 * n, items + 4 * n, items + 5 * n, events, curves};
     double *bounds = malloc((size_t)n_sizes * sizeof *bounds);
-    if (shapes && step && spread && share && group_share && fastest_spread && micro && bounds && items && events &&
-        curves)
+    if (shapes && step && spread && share && group_share && fastest_spread && micro && bounds &&
+        items && events && curves)
         deps = dependencies_of(g, err);
     pl_status status = deps ? PL_OK : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     for (int size = 1, s = 0; status == PL_OK && size <= g->batch_size; size++) {

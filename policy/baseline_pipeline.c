@@ -23,9 +23,9 @@
 
 enum {
     MAX_SEGMENTS = 256,
-    MAX_SIMULATED = 8,          /* candidates simulated, best estimates first */
-    MAX_ORDERS = 3,             /* device orders tried */
-    SIMULATED_TASKS = 400000,   /* and at most about this many tasks simulated in all */
+    MAX_SIMULATED = 8,        /* candidates simulated, best estimates first */
+    MAX_ORDERS = 3,           /* device orders tried */
+    SIMULATED_TASKS = 400000, /* and at most about this many tasks simulated in all */
 };
 static const int micro_batch_choices[] = {1, 2, 4, 8, 16, 32};
 enum { N_MICRO = sizeof micro_batch_choices / sizeof *micro_batch_choices };
@@ -122,7 +122,8 @@ static bool build_segments(const pl_placer *p, segments *s)
             double f = 0;
             for (int group = s->first[k]; group < s->first[k + 1]; group++)
                 f += fixed[(size_t)d * (size_t)n + (size_t)group];
-            s->fixed[(size_t)d * cells + (size_t)k + 1] = s->fixed[(size_t)d * cells + (size_t)k] + f;
+            double *fixed_prefix = &s->fixed[(size_t)d * cells];
+            fixed_prefix[k + 1] = fixed_prefix[k] + f;
         }
         double a = 0, r = 0;
         for (int group = s->first[k]; group < s->first[k + 1]; group++) {
@@ -230,8 +231,8 @@ static bool same_shape(const candidate *a, const candidate *b)
 static void fill_plan(const pl_placer *p, const segments *s, const candidate *c, pl_plan *plan)
 {
     for (int stage = 0; stage < c->stages; stage++)
-        for (int group = s->first[c->bound[stage]]; group < s->first[c->bound[stage + 1]]; group++)
-        {
+        for (int group = s->first[c->bound[stage]]; group < s->first[c->bound[stage + 1]];
+             group++) {
             plan->device[group] = c->device[stage];
             plan->stage[group] = stage;
         }

@@ -280,9 +280,9 @@ static void test_suite_models(void)
     }
 }
 
-static const char *const bundled_models[] = {
-    "cnn.json",   "inception.json",   "lstm_lm.json",  "mlp.json",        "moe.json",
-    "recommender.json", "resnet.json", "seq2seq.json", "transformer.json"};
+static const char *const bundled_models[] = {"cnn.json",    "inception.json", "lstm_lm.json",
+                                             "mlp.json",    "moe.json",       "recommender.json",
+                                             "resnet.json", "seq2seq.json",   "transformer.json"};
 enum { BUNDLED_MODELS = sizeof bundled_models / sizeof *bundled_models };
 
 /* The simulated step of a plan that fits, or -1. */
@@ -431,7 +431,8 @@ void pl_register_baseline_tests(void)
         {"a split forced by memory", test_memory_forced_split},
         {"a forward-only graph is refused", test_needs_training_graph},
         {"every algorithm, small model and cluster; determinism", test_suite_models},
-        {"every model and cluster: the bound; unequal devices: etf, sct", test_bounds_and_unequal_devices},
+        {"every model and cluster: the bound; unequal devices: etf, sct",
+         test_bounds_and_unequal_devices},
         {"pipeline-dp on unequal devices takes the fast ones", test_pipeline_unequal_devices},
         {NULL, NULL}};
     pl_test_add_suite("baseline", cases);

@@ -336,10 +336,35 @@ static void test_lower_bound_fill_and_drain(void)
     pl_graph_free(g);
 }
 
-/* No plan simulates faster than the bound: random plans (devices, stages, micro-batches,
- * schedules, deferral) of every small suite model, on paced-4, on two native devices and
- * on unequal-4 (on a machine of 1 GFLOP/s, where its devices run alike, and of
- * 100 GFLOP/s, where they run at their declared rates). */
+/* Random plans (devices, stages, micro-batches, schedules, deferral) of every small suite
+ * model on a cluster: none simulates faster than the bound. */
+static void random_plans_over_bound(pl_cluster *c, const pl_cost_model *m)
+{
+    for (int i = 0; i < PL_TEST_SMALL_MODELS; i++) {
+        pl_graph *g = pl_test_bundled_training_graph(pl_test_small_models[i], 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        double bound;
+        CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, m, &bound, NULL), PL_OK);
+        for (uint64_t seed = 1; seed <= 20; seed++) {
+            pl_plan *plan = pl_test_random_plan(g, c->n_devices, seed);
+            pl_program *p = pl_program_new(g, c, plan, NULL);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            pl_simulation sim;
+            CU_ASSERT_EQUAL(pl_simulate(p, c, m, &sim, NULL, NULL, NULL), PL_OK);
+            if (sim.step_seconds < bound)
+                fprintf(stderr, "\n    %s on %s, seed %d: %g s under the bound %g s\n",
+                        pl_test_small_models[i], c->name, (int)seed, sim.step_seconds, bound);
+            CU_ASSERT(bound > 0 && sim.step_seconds >= bound);
+            pl_program_free(p);
+            pl_plan_free(plan);
+        }
+        pl_graph_free(g);
+    }
+}
+
+/* No plan simulates faster than the bound: random plans of every small suite model on
+ * paced-4, on two native devices and on unequal-4 (on a machine of 1 GFLOP/s, where its
+ * devices run alike, and of 100 GFLOP/s, where they run at their declared rates). */
 static void test_lower_bound_random_plans(void)
 {
     pl_cluster *clusters[] = {pl_test_bundled_cluster("paced-4.json"), two_devices(1LL << 40),
@@ -347,31 +372,11 @@ static void test_lower_bound_random_plans(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(clusters[0]);
     CU_ASSERT_PTR_NOT_NULL_FATAL(clusters[2]);
     for (int machine = 0; machine < 2; machine++) {
-    pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, machine ? 1e-11 : 1e-9, 1e-10, 1},
-                                    1e-6, 0, 0);
-    m.paced_late_seconds = 3e-5; /* this machine's, about */
-    for (int i = 0; i < PL_TEST_SMALL_MODELS; i++) {
-        pl_graph *g = pl_test_bundled_training_graph(pl_test_small_models[i], 0);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-        for (size_t k = 0; k < sizeof clusters / sizeof *clusters; k++) {
-            double bound;
-            CU_ASSERT_EQUAL(pl_step_lower_bound(g, clusters[k], &m, &bound, NULL), PL_OK);
-            for (uint64_t seed = 1; seed <= 20; seed++) {
-                pl_plan *plan = pl_test_random_plan(g, clusters[k]->n_devices, seed);
-                pl_program *p = pl_program_new(g, clusters[k], plan, NULL);
-                CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-                pl_simulation sim;
-                CU_ASSERT_EQUAL(pl_simulate(p, clusters[k], &m, &sim, NULL, NULL, NULL), PL_OK);
-                if (sim.step_seconds < bound)
-                    fprintf(stderr, "\n    %s, seed %d: %g s under the bound %g s\n",
-                            pl_test_small_models[i], (int)seed, sim.step_seconds, bound);
-                CU_ASSERT(bound > 0 && sim.step_seconds >= bound);
-                pl_program_free(p);
-                pl_plan_free(plan);
-            }
-        }
-        pl_graph_free(g);
-    }
+        pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, machine ? 1e-11 : 1e-9, 1e-10, 1},
+                                        1e-6, 0, 0);
+        m.paced_late_seconds = 3e-5; /* this machine's, about */
+        for (size_t k = 0; k < sizeof clusters / sizeof *clusters; k++)
+            random_plans_over_bound(clusters[k], &m);
     }
     for (size_t k = 0; k < sizeof clusters / sizeof *clusters; k++)
         pl_cluster_free(clusters[k]);
