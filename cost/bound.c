@@ -1,20 +1,27 @@
 /* The lower bound on a step (bound.h). A plan splits the batch into micro-batches of
  * one size; for each size a plan may choose, the step lasts at least the largest of
  * - one micro-batch's critical path,
- * - the step's work spread over every device,
+ * - the step's work spread over the devices in proportion to their weights (below),
  * - the heaviest co-location group's work, since a group runs on one device,
  * - the step's work plus what the devices must idle while the pipeline fills and drains,
- *   spread over every device, and
+ *   spread over the devices in the same proportion, and
  * - each update's chain: its ancestors' work, then the update itself,
  * and the bound is the least of those over the sizes.
  *
+ * Spreading over unequal devices: for any weights w_d >= 0 summing to 1, a step of T
+ * has T >= sum_d w_d load_d (each load_d <= T), and sum_d w_d load_d >= sum over groups
+ * of min_d w_d time(group, d), wherever the groups run. Equal weights give the work over
+ * D when devices are alike; on unequal ones the weights start in proportion to each
+ * device's speed on the whole step and are improved by a few multiplicative steps (any
+ * weights give a bound, so the best found is kept).
+ *
  * Every term takes each op's time as the simulator would (the measured time of its
  * signature where calibration has one, else the fit; on a paced device never less than
- * its FLOPs at the device's rate) on the device where the op runs fastest, with free
- * communication, and without the executor's delays: a paced task never ends before its
- * held time, but its lateness is a mean that a quiet step beats. So no plan's simulated
- * step can come out below the bound, even where the measured times and the fit disagree,
- * and no measured step on paced devices. */
+ * its FLOPs at the device's rate) on each device, with free communication, and without
+ * the executor's delays: a paced task never ends before its held time, but its lateness
+ * is a mean that a quiet step beats. So no plan's simulated step can come out below the
+ * bound, even where the measured times and the fit disagree, and no measured step on
+ * paced devices. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -24,22 +31,48 @@
 #include "graph_build.h"
 #include "simulate.h"
 
-/* An op at the given shapes on the device where it runs fastest. */
-static double fastest(const pl_cost_model *m, const pl_cluster *c, const pl_op *op,
-                      const pl_tensor *shapes, double flops)
+/* Devices that time every op alike (the same threads and declared rate) form a class;
+ * the bound works per class. */
+typedef struct device_classes {
+    int n;
+    int device[PL_MAX_DEVICES]; /* one member of each class */
+    int count[PL_MAX_DEVICES];  /* its members */
+} device_classes;
+
+static void find_classes(const pl_cluster *c, device_classes *k)
+{
+    k->n = 0;
+    for (int d = 0; d < c->n_devices; d++) {
+        const pl_device *device = &c->devices[d];
+        int i = 0;
+        while (i < k->n && (c->devices[k->device[i]].threads != device->threads ||
+                            c->devices[k->device[i]].flops_per_second != device->flops_per_second))
+            i++;
+        if (i == k->n) {
+            k->device[k->n] = d;
+            k->count[k->n++] = 0;
+        }
+        k->count[i]++;
+    }
+}
+
+/* An op at the given shapes on a device of each class (times[k]); returns the least. */
+static double per_class(const pl_cost_model *m, const pl_cluster *c, const device_classes *k,
+                        const pl_op *op, const pl_tensor *shapes, double flops, double *times)
 {
     double bytes = 0, best = -1;
     for (int j = 0; j < op->n_inputs; j++)
         bytes += (double)pl_tensor_bytes(&shapes[op->inputs[j]]);
     for (int j = 0; j < op->n_outputs; j++)
         bytes += (double)pl_tensor_bytes(&shapes[op->outputs[j]]);
-    for (int d = 0; d < c->n_devices; d++) {
-        const pl_device *device = &c->devices[d];
+    for (int i = 0; i < k->n; i++) {
+        const pl_device *device = &c->devices[k->device[i]];
         double t = pl_cost_lookup(m, pl_op_signature(op, shapes, device->threads));
         if (t < 0)
             t = pl_cost_op(m, op->kind, device->threads, flops, bytes);
         if (device->flops_per_second > 0) /* paced: never faster than its rate */
             t = fmax(t, flops / device->flops_per_second);
+        times[i] = t;
         if (best < 0 || t < best)
             best = t;
     }
@@ -54,11 +87,12 @@ static pl_adjacency *dependencies_of(const pl_graph *g, pl_error *err)
     return pl_adjacency_new(g, &last_writers, err);
 }
 
-/* One micro-batch size: each op's time for one micro-batch (`micro`) and its share of the
- * step (step[o * stride]: every micro-batch's, or one run of an update). */
+/* One micro-batch size: each op's time for one micro-batch on its fastest device
+ * (`micro`) and its share of the step there (step[o * stride]: every micro-batch's, or
+ * one run of an update), and its share on each class (share[o * classes + k]). */
 static pl_status times_at(const pl_graph *g, const pl_cluster *c, const pl_cost_model *m,
-                          int size, pl_tensor *shapes, double *micro, double *step, int stride,
-                          pl_error *err)
+                          const device_classes *k, int size, pl_tensor *shapes, double *micro,
+                          double *step, int stride, double *share, pl_error *err)
 {
     pl_status status = pl_graph_shapes_for_batch(g, size, shapes, err);
     for (int o = 0; status == PL_OK && o < g->n_ops; o++) {
@@ -68,9 +102,12 @@ static pl_status times_at(const pl_graph *g, const pl_cluster *c, const pl_cost_
         if (!pl_op_infer(g, o, shapes, &ctx, &flops))
             return pl_error_set(err, PL_EINTERNAL, NULL, "op \"%s\": %s", op->name,
                                 ctx.message);
-        micro[o] = fastest(m, c, op, shapes, flops);
-        step[(size_t)o * stride] =
-            op->phase == PL_PHASE_UPDATE ? micro[o] : micro[o] * (g->batch_size / size);
+        double *times = &share[(size_t)o * (size_t)k->n];
+        micro[o] = per_class(m, c, k, op, shapes, flops, times);
+        double runs = op->phase == PL_PHASE_UPDATE ? 1 : g->batch_size / size;
+        step[(size_t)o * stride] = micro[o] * runs;
+        for (int i = 0; i < k->n; i++)
+            times[i] *= runs;
     }
     return status;
 }
@@ -83,7 +120,12 @@ static pl_status times_at(const pl_graph *g, const pl_cluster *c, const pl_cost_
  * after each op (tail). For any t and t' with t + t' within a bound already known (so that
  * the two ends do not overlap), the step lasts at least (work + the idle at both ends) / D.
  * Counted per op or per group, the idle differs (more per group on inception, per op on
- * lstm_lm): the term takes the larger. */
+ * lstm_lm): the term takes the larger.
+ * With device weights w_d (top of the file): T = sum_d w_d (load_d + idle_d), the loads
+ * weigh at least the spread work, and an item's weighted work before t is at most
+ * max_d w_d min(time(item, d), t - head) <= w_max min(its work, t - head), its work being
+ * max_d w_d time(item, d) / w_max. So the same sweep holds over 1 / w_max devices (D when
+ * they are alike) with those works: spread + (the idle at both ends) w_max. */
 typedef struct ramp_event {
     double at;
     int slope; /* +1: an item's work may begin to fit; -1: all of it fits */
@@ -104,7 +146,7 @@ static int earlier(const void *a, const void *b)
 /* The devices' idle time over [0, t] at every t up to `known` where its slope may change,
  * items beginning at `begin` (their heads, or their tails for the step's end): the
  * times in at[], the idle in idle[]; returns how many. */
-static int idle_curve(int n_items, int n_devices, const double *begin, const double *work,
+static int idle_curve(int n_items, double n_devices, const double *begin, const double *work,
                       double known, ramp_event *events, double *at, double *idle)
 {
     int n = 0;
@@ -129,8 +171,9 @@ static int idle_curve(int n_items, int n_devices, const double *begin, const dou
     return points;
 }
 
-/* (work + the most idle at both ends, t + t' within `known`) / D, for the items of `r`. */
-static double fill_and_drain(int n_items, int n_devices, const ramps *r, double work,
+/* spread + the most idle at both ends (t + t' within `known`) / n_devices, for the items of
+ * `r`; n_devices is 1 / w_max. */
+static double fill_and_drain(int n_items, double n_devices, const ramps *r, double spread,
                              double known)
 {
     size_t most_points = 2 * (size_t)n_items + 2;
@@ -149,14 +192,13 @@ static double fill_and_drain(int n_items, int n_devices, const ramps *r, double 
         if (fill_at[i] + drain_at[j] <= known && fill[i] + drain[j] > most)
             most = fill[i] + drain[j];
     }
-    return (work + most) / n_devices;
+    return spread + most / n_devices;
 }
 
-/* At one size: per op, the longest path before it (head) and after it (tail) and its
- * share of the step (step[o * stride]); per co-location group (at its forward op's
- * index), its ops' earliest head and tail and their shares' sum. */
+/* At one size: per op, the longest path before it (head) and after it (tail); per
+ * co-location group (at its forward op's index), its ops' earliest head and tail. */
 static void paths_and_groups(const pl_graph *g, const pl_adjacency *deps, const double *micro,
-                             const double *step, int stride, ramps *ops, ramps *groups)
+                             ramps *ops, ramps *groups)
 {
     int n = g->n_ops;
     for (int o = 0; o < n; o++) {
@@ -166,9 +208,7 @@ static void paths_and_groups(const pl_graph *g, const pl_adjacency *deps, const 
             if (ops->head[w] + micro[w] > ops->head[o])
                 ops->head[o] = ops->head[w] + micro[w];
         }
-        ops->work[o] = step[(size_t)o * stride];
         groups->head[o] = groups->tail[o] = HUGE_VAL; /* no group: no work */
-        groups->work[o] = 0;
     }
     for (int o = n; o-- > 0;) /* ops are in topological order */
         for (int k = deps->producer_first[o]; k < deps->producer_first[o + 1]; k++) {
@@ -180,23 +220,129 @@ static void paths_and_groups(const pl_graph *g, const pl_adjacency *deps, const 
         int q = g->ops[o].group;
         groups->head[q] = fmin(groups->head[q], ops->head[o]);
         groups->tail[q] = fmin(groups->tail[q], ops->tail[o]);
-        groups->work[q] += ops->work[o];
     }
 }
 
-/* Every term but the update chains at one size, from paths_and_groups. */
-static double size_bound(const pl_graph *g, int n_devices, const double *micro,
-                         const ramps *ops, const ramps *groups)
+/* The weighted work of items (share[i * classes + k]: item i on a device of class k)
+ * under weights w (per device of each class): sum_i min_k w_k share; each class's load
+ * (the unweighted work of the items it is the least for) in load[]. */
+static double spread_of(const device_classes *k, const double *share, int n_items,
+                        const double *w, double *load)
 {
-    double work = 0, path = 0, heaviest = 0;
-    for (int o = 0; o < g->n_ops; o++) {
-        work += ops->work[o];
-        path = fmax(path, ops->head[o] + micro[o]);
-        heaviest = fmax(heaviest, groups->work[o]);
+    double spread = 0;
+    for (int i = 0; i < k->n; i++)
+        load[i] = 0;
+    for (int item = 0; item < n_items; item++) {
+        const double *t = &share[(size_t)item * (size_t)k->n];
+        int least = 0;
+        for (int i = 1; i < k->n; i++)
+            if (w[i] * t[i] < w[least] * t[least])
+                least = i;
+        spread += w[least] * t[least];
+        load[least] += t[least];
     }
-    double known = fmax(fmax(work / n_devices, path), heaviest);
-    double per_op = fill_and_drain(g->n_ops, n_devices, ops, work, known);
-    double per_group = fill_and_drain(g->n_ops, n_devices, groups, work, known);
+    return spread;
+}
+
+enum { WEIGHT_STEPS = 40 };
+
+/* Weights per device of each class (summing to 1 over the devices) that spread the items'
+ * work as far as it goes: first in proportion to each class's speed on all of them, then
+ * multiplicative steps that weigh a class more when its devices carry more than the
+ * spread (so that less goes to it) and less when they carry less. Any weights give a
+ * bound; the best found is kept in w[] and returned. */
+static double best_weights(const device_classes *k, const double *share, int n_items, double *w)
+{
+    double trial[PL_MAX_DEVICES], load[PL_MAX_DEVICES], sum = 0;
+    for (int i = 0; i < k->n; i++) {
+        double total = 0;
+        for (int item = 0; item < n_items; item++)
+            total += share[(size_t)item * (size_t)k->n + (size_t)i];
+        trial[i] = total > 0 ? 1 / total : 1;
+        sum += k->count[i] * trial[i];
+    }
+    for (int i = 0; i < k->n; i++)
+        w[i] = trial[i] /= sum;
+    double best = spread_of(k, share, n_items, w, load);
+    for (int step = 0; k->n > 1 && step < WEIGHT_STEPS && best > 0; step++) {
+        double spread = spread_of(k, share, n_items, trial, load);
+        if (spread > best) {
+            best = spread;
+            for (int i = 0; i < k->n; i++)
+                w[i] = trial[i];
+        }
+        double rate = 0.5 / sqrt(step + 1.0);
+        sum = 0;
+        for (int i = 0; i < k->n; i++) {
+            double carried = load[i] / k->count[i]; /* per device */
+            trial[i] *= pow((carried + 0.05 * spread) / (1.05 * spread), rate);
+            sum += k->count[i] * trial[i];
+        }
+        for (int i = 0; i < k->n; i++)
+            trial[i] /= sum;
+    }
+    return best;
+}
+
+/* The spread terms at one size from the ops' shares per class (share, [op][class]):
+ * - the groups' work spread by the best weights (returned),
+ * - the heaviest group, on the class where it runs fastest (*heaviest),
+ * - for the fill and drain, 1 / w_max (*n_devices) and each op's and group's work
+ *   (ops->work, groups->work: max_k w_k time / w_max),
+ * - per op, its weighted work min_k w_k share for the update chains (spread[o * stride]).
+ * group_share is scratch of [group][class]. */
+static double spread_terms(const pl_graph *g, const device_classes *k, const double *share,
+                           double *group_share, ramps *ops, ramps *groups, double *heaviest,
+                           double *n_devices, double *spread, int stride)
+{
+    int K = k->n, n_groups = g->n_forward_ops;
+    for (size_t i = 0; i < (size_t)n_groups * (size_t)K; i++)
+        group_share[i] = 0;
+    for (int o = 0; o < g->n_ops; o++)
+        for (int i = 0; i < K; i++)
+            group_share[(size_t)g->ops[o].group * (size_t)K + (size_t)i] +=
+                share[(size_t)o * (size_t)K + (size_t)i];
+    double w[PL_MAX_DEVICES] = {0}, most = 0;
+    double work = best_weights(k, group_share, n_groups, w);
+    for (int i = 0; i < K; i++)
+        most = fmax(most, w[i]);
+    *n_devices = 1 / most;
+    *heaviest = 0;
+    for (int q = 0; q < g->n_ops; q++) {
+        groups->work[q] = 0;
+        if (q >= n_groups)
+            continue;
+        const double *t = &group_share[(size_t)q * (size_t)K];
+        double least = t[0];
+        for (int i = 0; i < K; i++) {
+            least = fmin(least, t[i]);
+            groups->work[q] = fmax(groups->work[q], w[i] * t[i] / most);
+        }
+        *heaviest = fmax(*heaviest, least);
+    }
+    for (int o = 0; o < g->n_ops; o++) {
+        const double *t = &share[(size_t)o * (size_t)K];
+        double least = w[0] * t[0];
+        ops->work[o] = 0;
+        for (int i = 0; i < K; i++) {
+            least = fmin(least, w[i] * t[i]);
+            ops->work[o] = fmax(ops->work[o], w[i] * t[i] / most);
+        }
+        spread[(size_t)o * stride] = least;
+    }
+    return work;
+}
+
+/* Every term but the update chains at one size, from paths_and_groups and spread_terms. */
+static double size_bound(const pl_graph *g, double spread, double heaviest, double n_devices,
+                         const double *micro, const ramps *ops, const ramps *groups)
+{
+    double path = 0;
+    for (int o = 0; o < g->n_ops; o++)
+        path = fmax(path, ops->head[o] + micro[o]);
+    double known = fmax(fmax(spread, path), heaviest);
+    double per_op = fill_and_drain(g->n_ops, n_devices, ops, spread, known);
+    double per_group = fill_and_drain(g->n_ops, n_devices, groups, spread, known);
     return fmax(known, fmax(per_op, per_group));
 }
 
@@ -212,19 +358,22 @@ static int heavier_first(const void *a, const void *b)
 }
 
 /* An update runs once a step, after every micro-batch's run of each of its ancestors:
- * those take at least their work spread over every device, and at least the work of any
- * one co-location group among them, which one device runs in turn. So the step lasts at
- * least that plus the update. (On recommender the largest table's 16 ms Adam update waits
- * for the first dense layer's forward and input gradient, both on that layer's device.)
- * One walk per update serves every size: `step` is op-major ([op][size]), `bounds` takes a
- * term per size. The walks cost the number of dependencies per update; past a budget the
- * lighter updates are left out, which only loosens the bound. */
-static pl_status update_chains(const pl_graph *g, const pl_cluster *c, const pl_adjacency *deps,
-                               const double *step, int n_sizes, double *bounds, pl_error *err)
+ * those take at least their work spread over the devices (their weighted work, `spread`,
+ * summed: the argument at the top of the file over the ancestors alone; or each op at its
+ * fastest over n_devices), and at least the work of any one co-location group among them,
+ * which one device runs in turn. So the step lasts at least that plus the update. (On
+ * recommender the largest table's 16 ms Adam update waits for the first dense layer's
+ * forward and input gradient, both on that layer's device.) One walk per update serves
+ * every size: `step` and `spread` are op-major ([op][size]), `bounds` takes a term per
+ * size. The walks cost the number of dependencies per update; past a budget the lighter
+ * updates are left out, which only loosens the bound. */
+static pl_status update_chains(const pl_graph *g, int n_devices, const pl_adjacency *deps,
+                               const double *step, const double *spread, int n_sizes,
+                               double *bounds, pl_error *err)
 {
     size_t n = (size_t)g->n_ops, rows = (size_t)n_sizes;
     int *ints = malloc(2 * n * sizeof *ints);
-    double *sums = calloc(n * rows + 2 * rows, sizeof *sums);
+    double *sums = calloc(n * rows + 3 * rows, sizeof *sums);
     keyed_update *order = malloc(n * sizeof *order); /* the heaviest first */
     if (!ints || !sums || !order) {
         free(ints);
@@ -235,7 +384,7 @@ static pl_status update_chains(const pl_graph *g, const pl_cluster *c, const pl_
     int *seen = ints;     /* the update whose walk reached each op */
     int *walk = ints + n; /* the ops it reached, in order: a queue that is never emptied */
     double *group = sums; /* [group][size]: an update's ancestors' work */
-    double *heaviest = group + n * rows, *work = heaviest + rows;
+    double *heaviest = group + n * rows, *work = heaviest + rows, *fastest = work + rows;
     int n_updates = 0;
     for (int o = 0; o < g->n_ops; o++) {
         seen[o] = -1;
@@ -247,7 +396,7 @@ static pl_status update_chains(const pl_graph *g, const pl_cluster *c, const pl_
     for (int i = 0; i < n_updates && budget > 0; i++) {
         int u = order[i].op, reached = 1;
         for (int s = 0; s < n_sizes; s++)
-            heaviest[s] = work[s] = 0;
+            heaviest[s] = work[s] = fastest[s] = 0;
         walk[0] = u;
         seen[u] = u;
         for (int next = 0; next < reached; next++) {
@@ -259,9 +408,11 @@ static pl_status update_chains(const pl_graph *g, const pl_cluster *c, const pl_
                 seen[a] = u;
                 walk[reached++] = a;
                 const double *share = &step[(size_t)a * rows];
+                const double *weighted = &spread[(size_t)a * rows];
                 double *sum = &group[(size_t)g->ops[a].group * rows];
                 for (int s = 0; s < n_sizes; s++) {
-                    work[s] += share[s];
+                    work[s] += weighted[s];
+                    fastest[s] += share[s];
                     sum[s] += share[s];
                     if (sum[s] > heaviest[s])
                         heaviest[s] = sum[s];
@@ -269,7 +420,7 @@ static pl_status update_chains(const pl_graph *g, const pl_cluster *c, const pl_
             }
         }
         for (int s = 0; s < n_sizes; s++) {
-            double before = work[s] / c->n_devices;
+            double before = fmax(work[s], fastest[s] / n_devices);
             before = heaviest[s] > before ? heaviest[s] : before;
             if (before + step[(size_t)u * rows + s] > bounds[s])
                 bounds[s] = before + step[(size_t)u * rows + s];
@@ -291,9 +442,15 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     for (int size = 1; size <= g->batch_size; size++)
         n_sizes += g->batch_size % size == 0;
     size_t n = (size_t)g->n_ops;
+    device_classes k;
+    find_classes(c, &k);
     pl_adjacency *deps = NULL;
     pl_tensor *shapes = malloc((size_t)g->n_tensors * sizeof *shapes);
     double *step = malloc((size_t)n_sizes * (n + 1) * sizeof *step); /* [op][size] */
+    double *spread = malloc((size_t)n_sizes * (n + 1) * sizeof *spread); /* [op][size] */
+    double *share = malloc((n + 1) * (size_t)k.n * sizeof *share);       /* [op][class] */
+    double *group_share = malloc((n + 1) * (size_t)k.n * sizeof *group_share);
+    double *fastest_spread = malloc((n + 1) * sizeof *fastest_spread);
     double *micro = malloc((n + 1) * sizeof *micro);
     double *items = malloc((6 * n + 1) * sizeof *items); /* ops' and groups' paths, work */
     ramp_event *events = malloc((2 * n + 1) * sizeof *events);
@@ -301,27 +458,44 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     ramps ops = {items, items + n, items + 2 * n, events, curves};
     ramps groups = {items + 3 * n, items + 4 * n, items + 5 * n, events, curves};
     double *bounds = malloc((size_t)n_sizes * sizeof *bounds);
-    if (shapes && step && micro && bounds && items && events && curves)
+    if (shapes && step && spread && share && group_share && fastest_spread && micro && bounds &&
+        items && events && curves)
         deps = dependencies_of(g, err);
     pl_status status = deps ? PL_OK : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     for (int size = 1, s = 0; status == PL_OK && size <= g->batch_size; size++) {
         if (g->batch_size % size)
             continue;
-        status = times_at(g, c, m, size, shapes, micro, step + s, n_sizes, err);
+        status = times_at(g, c, m, &k, size, shapes, micro, step + s, n_sizes, share, err);
         if (status == PL_OK) {
-            paths_and_groups(g, deps, micro, step + s, n_sizes, &ops, &groups);
-            bounds[s] = size_bound(g, c->n_devices, micro, &ops, &groups);
+            double heaviest, n_devices;
+            paths_and_groups(g, deps, micro, &ops, &groups);
+            double work = spread_terms(g, &k, share, group_share, &ops, &groups, &heaviest,
+                                       &n_devices, spread + s, n_sizes);
+            bounds[s] = size_bound(g, work, heaviest, n_devices, micro, &ops, &groups);
+            if (k.n > 1) { /* and as if every device were as fast as the fastest for each op */
+                device_classes alike = {.n = 1, .count = {c->n_devices}};
+                for (size_t o = 0; o < n; o++)
+                    share[o] = step[o * (size_t)n_sizes + (size_t)s];
+                work = spread_terms(g, &alike, share, group_share, &ops, &groups, &heaviest,
+                                    &n_devices, fastest_spread, 1);
+                bounds[s] = fmax(bounds[s], size_bound(g, work, heaviest, n_devices, micro,
+                                                       &ops, &groups));
+            }
         }
         s++;
     }
     if (status == PL_OK)
-        status = update_chains(g, c, deps, step, n_sizes, bounds, err);
+        status = update_chains(g, c->n_devices, deps, step, spread, n_sizes, bounds, err);
     for (int s = 0; status == PL_OK && s < n_sizes; s++)
         if (s == 0 || bounds[s] < *seconds)
             *seconds = bounds[s];
     pl_adjacency_free(deps);
     free(shapes);
     free(step);
+    free(spread);
+    free(share);
+    free(group_share);
+    free(fastest_spread);
     free(micro);
     free(items);
     free(events);

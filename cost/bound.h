@@ -16,10 +16,14 @@ extern "C" {
 /* A lower bound on any plan's step for a training graph on a cluster. A plan cuts the
  * batch into micro-batches of one size; at each size a plan may choose, the larger of
  * - one micro-batch's critical path (every op on its fastest device, free communication),
- * - the step's work, each op on its fastest device, spread evenly over every device,
- * - the heaviest co-location group's work, since a group runs on one device, and
- * - for each update, its ancestors' work (spread over every device, or the heaviest
- *   group's share of it) and then the update, which waits for every micro-batch;
+ * - the step's work spread over the devices: on equal devices evenly, on unequal ones
+ *   weighted by device (each group's work taken where its weighted time is least, with
+ *   weights that start in proportion to the devices' speeds), and each op on its fastest
+ *   device spread evenly, whichever is larger,
+ * - the heaviest co-location group's work on the device where it runs fastest,
+ * - the work plus the idle of the pipeline's fill and drain, spread the same ways, and
+ * - for each update, its ancestors' work (spread as above, or the heaviest group's share
+ *   of it) and then the update, which waits for every micro-batch;
  * and the least of those over the sizes. Each op's time is as pl_simulate takes it (on a
  * paced device with the pacer's lateness), so no plan simulates faster than the bound.
  * The memory capacities are not used: the bound stays valid, if looser, for models that

@@ -78,13 +78,26 @@ void pl_baseline_flop_blocks(const pl_graph *graph, int n_blocks, int *block)
 
 void pl_weighted_blocks(const double *weight, int n, int n_blocks, int *block)
 {
-    double total = 0, done = 0;
+    pl_shared_blocks(weight, n, n_blocks, NULL, block);
+}
+
+void pl_shared_blocks(const double *weight, int n, int n_blocks, const double *share, int *block)
+{
+    double total = 0, done = 0, shares = 0;
     for (int i = 0; i < n; i++)
         total += weight[i];
-    for (int i = 0; i < n; i++) {
+    for (int b = 0; share && b < n_blocks; b++)
+        shares += share[b];
+    double end = share && shares > 0 ? share[0] / shares : 0; /* block b's end, a fraction */
+    for (int i = 0, b = 0; i < n; i++) {
         double midpoint = total > 0 ? (done + 0.5 * weight[i]) / total : (i + 0.5) / n;
-        int b = (int)(midpoint * n_blocks);
-        b = b < n_blocks ? b : n_blocks - 1;
+        if (share && shares > 0) {
+            while (b < n_blocks - 1 && midpoint >= end)
+                end += share[++b] / shares;
+        } else {
+            b = (int)(midpoint * n_blocks);
+            b = b < n_blocks ? b : n_blocks - 1;
+        }
         block[i] = b;
         done += weight[i];
     }
@@ -257,6 +270,14 @@ double pl_placer_copy_seconds(const pl_placer *p, int from, int to, double bytes
     if (from == to)
         return 0;
     return pl_cost_copy(p->model, pl_cluster_link(p->cluster, from, to), bytes);
+}
+
+double pl_placer_device_speed(const pl_placer *p, int device)
+{
+    double total = 0;
+    for (int group = 0; group < p->n_groups; group++)
+        total += pl_placer_seconds(p, group, device);
+    return total > 0 ? 1 / total : 1;
 }
 
 double pl_placer_mean_seconds(const pl_placer *p, int group)

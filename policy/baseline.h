@@ -5,13 +5,20 @@
  *
  *   single         every op on the fastest device that holds the whole model
  *   round-robin    forward ops dealt over the devices in topological order
- *   expert         what a practitioner writes: contiguous blocks of balanced FLOPs, one per
- *                  device, and a model's parallel branches spread over devices
- *   metis          k-way partition minimising the bytes cut with balanced compute (METIS)
- *   etf, sct       memory-aware list scheduling in the style of Baechi's m-ETF and m-SCT
+ *   expert         what a practitioner writes: contiguous blocks of FLOPs in proportion
+ *                  to the devices' speeds, one per device, and a model's parallel
+ *                  branches spread over devices
+ *   metis          k-way partition minimising the bytes cut with compute in proportion to
+ *                  the devices' speeds (METIS)
+ *   etf, sct       memory-aware list scheduling in the style of Baechi's m-ETF and m-SCT,
+ *                  each group on the device where it finishes first, never slower
+ *                  (simulated) than single
  *   pipeline-dp    contiguous stages by dynamic programming over the topological order,
- *                  minimising the slowest stage with its communication, choosing the
+ *                  each stage timed on its own device, minimising the slowest stage with
+ *                  its communication over its link, choosing the devices' order and the
  *                  micro-batch count
+ *
+ * Times are each device's own (its threads and declared rate) and each link's own.
  *
  * Rules every algorithm keeps: a plan places forward ops only, so co-location groups
  * (a backward op with its forward op, an update with its parameter) move together; it

@@ -53,6 +53,8 @@ static inline int64_t pl_placer_memory(const pl_placer *p, int group)
 int64_t pl_placer_room(const pl_placer *p, int device);
 /* Seconds to copy `bytes` from one device to another, as the cost model times copies. */
 double pl_placer_copy_seconds(const pl_placer *p, int from, int to, double bytes);
+/* A device's speed: steps a second with the whole model on it (1 / its total seconds). */
+double pl_placer_device_speed(const pl_placer *p, int device);
 /* Mean seconds of a group over the devices. */
 double pl_placer_mean_seconds(const pl_placer *p, int group);
 
@@ -78,6 +80,9 @@ bool pl_placer_rebalance(const pl_placer *p, int *device);
 /* Contiguous blocks of about equal total weight over items in order: an item goes to the
  * block its weight's midpoint falls in. */
 void pl_weighted_blocks(const double *weight, int n, int n_blocks, int *block);
+/* The same with block b taking share[b] of the total weight (shares in any unit; NULL:
+ * equal shares). */
+void pl_shared_blocks(const double *weight, int n, int n_blocks, const double *share, int *block);
 
 /* Finishes a plan: checks it, builds its program, fails (PL_EINPUT) naming the device
  * that does not fit, simulates it (provenance.predicted_seconds) and names the algorithm. */

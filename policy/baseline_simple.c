@@ -110,6 +110,7 @@ typedef struct expert_scratch {
     int *reach, *parent, *root_device;
     branch *branches;
     bool *cut, *spread;
+    double speed[PL_MAX_DEVICES]; /* each device's (pl_placer_device_speed) */
 } expert_scratch;
 
 /* The ops strictly between two cuts, first .. last, as independent branches when they are
@@ -144,10 +145,11 @@ static void spread_region(const pl_placer *p, int first, int last, double total,
     if (s->branches[0].flops * 100 > region * MAX_LARGEST_BRANCH_PERCENT)
         return;
     double load[PL_MAX_DEVICES] = {0};
-    for (int i = 0; i < n; i++) { /* longest processing time first */
+    for (int i = 0; i < n; i++) { /* longest processing time first, where it ends first */
         int best = 0;
+        double flops = s->branches[i].flops;
         for (int d = 1; d < p->n_devices; d++)
-            if (load[d] < load[best])
+            if ((load[d] + flops) / s->speed[d] < (load[best] + flops) / s->speed[best])
                 best = d;
         load[best] += s->branches[i].flops;
         s->root_device[s->branches[i].root] = best;
@@ -158,23 +160,29 @@ static void spread_region(const pl_placer *p, int first, int last, double total,
     }
 }
 
-/* Branch regions spread; the rest in contiguous blocks of balanced FLOPs, block d on
- * device d; then moved where memory demands it. */
+/* Branch regions spread; the rest in contiguous blocks of FLOPs in proportion to the
+ * devices' speeds (equal on equal devices), block d on device d; then moved where memory
+ * demands it. */
 pl_status pl_place_expert(const pl_placer *p, pl_plan *plan, pl_error *err)
 {
     int n = p->n_groups;
     size_t count = (size_t)n;
     expert_scratch s = {malloc(count * sizeof(int)), malloc(count * sizeof(int)),
                         malloc(count * sizeof(int)), malloc(count * sizeof(branch)),
-                        calloc(count, sizeof(bool)), calloc(count, sizeof(bool))};
+                        calloc(count, sizeof(bool)), calloc(count, sizeof(bool)), {0}};
     double *chain = malloc(count * sizeof *chain);
     int *block = malloc(count * sizeof *block);
     pl_status status = s.reach && s.parent && s.root_device && s.branches && s.cut &&
                        s.spread && chain && block ? PL_OK : pl_placer_no_memory(err);
     if (status == PL_OK) {
         double total = 0;
+        bool unequal = false;
         for (int o = 0; o < n; o++)
             total += p->flops[o];
+        for (int d = 0; d < p->n_devices; d++) {
+            s.speed[d] = pl_placer_device_speed(p, d);
+            unequal = unequal || s.speed[d] != s.speed[0];
+        }
         find_cuts(p->graph, s.reach, s.cut);
         for (int o = 0, previous = -1; o <= n; o++) /* the ends count as cuts */
             if (o == n || s.cut[o]) {
@@ -184,7 +192,7 @@ pl_status pl_place_expert(const pl_placer *p, pl_plan *plan, pl_error *err)
             }
         for (int o = 0; o < n; o++)
             chain[o] = s.spread[o] ? 0 : p->flops[o];
-        pl_weighted_blocks(chain, n, p->n_devices, block);
+        pl_shared_blocks(chain, n, p->n_devices, unequal ? s.speed : NULL, block);
         for (int o = 0; o < n; o++)
             if (!s.spread[o])
                 plan->device[o] = block[o];

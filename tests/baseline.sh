@@ -50,6 +50,20 @@ for a in single round-robin expert metis etf sct pipeline-dp; do
 done
 contains "$work/out" "measured: median of 1 steps after 3 warm-up, native" "baseline all"
 
+# Every bundled cluster: every algorithm places the model, none under the lower bound, and
+# on unequal devices etf and sct are no slower than single (the fastest device alone).
+for cluster in "$src"/graphs/clusters/*.json; do
+    name=$(basename "$cluster" .json)
+    expect 0 "baseline all on $name" "$bin" baseline "$mlp" --algo all --cluster "$cluster"
+    awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^[0-9.]+x$/) { if ($i + 0 < 1) bad = 1; break } }
+         END { exit bad }' "$work/out" && ok ||
+        bad "baseline all on $name: a plan under the lower bound"
+    [ "$name" = unequal-4 ] || continue
+    awk '$1 == "single" { alone = $2 } $1 == "etf" || $1 == "sct" { s[$1] = $2 }
+         END { exit !(alone > 0 && s["etf"] + 0 <= alone + 0 && s["sct"] + 0 <= alone + 0) }' \
+        "$work/out" && ok || bad "baseline all on unequal-4: etf or sct slower than single"
+done
+
 # A cluster whose devices cannot hold the model: single fails with a reason.
 sed 's/"memory_bytes": 1073741824/"memory_bytes": 8192/' "$paced" >"$work/small.json"
 expect 2 "baseline: nothing fits" "$bin" baseline "$mlp" --algo single --cluster "$work/small.json"

@@ -1,7 +1,9 @@
 /* The baseline placers on tiny graphs whose best placement is known: two independent
  * heavy branches on two devices, a chain whose copies cost more than they save, a model
  * that fits no single device; then every algorithm on every small suite model and bundled
- * cluster (checked plans that fit, co-location, provenance), and determinism for a seed.
+ * cluster (checked plans that fit, co-location, provenance), and determinism for a seed;
+ * every algorithm on every bundled model at or above the lower bound; and on unequal
+ * devices, list schedules no slower than one fast device and pipelines on the fast ones.
  *
  * Costs come from a synthetic model (1 GFLOP/s devices and fixed copy speeds) so that the
  * known answers do not depend on this machine. */
@@ -20,6 +22,13 @@
 static pl_cost_model synthetic_costs(double per_byte)
 {
     return pl_test_costs((pl_op_cost){1e-6, 1e-9, 0, 1}, 1e-6, per_byte, 1e-6);
+}
+
+/* The same on a machine of 100 GFLOP/s, so that paced devices run at their declared
+ * rates and unequal ones differ. */
+static pl_cost_model fast_machine_costs(void)
+{
+    return pl_test_costs((pl_op_cost){1e-6, 1e-11, 0, 1}, 1e-6, 1e-10, 1e-6);
 }
 
 static pl_cluster *native_devices(int n, long long memory)
@@ -213,7 +222,8 @@ static void test_names(void)
     CU_ASSERT_EQUAL(pl_baseline_from_name(NULL), PL_BASELINE_COUNT);
 }
 
-static const char *const clusters[] = {"local-2.json", "paced-4.json", "paced-8.json"};
+static const char *const clusters[] = {"local-2.json", "paced-4.json", "paced-8.json",
+                                       "unequal-4.json"};
 
 /* Every algorithm on every small model and bundled cluster: a checked plan that fits, its
  * provenance, every op with its group, a simulated step no shorter than the lower bound;
@@ -270,6 +280,132 @@ static void test_suite_models(void)
     }
 }
 
+static const char *const bundled_models[] = {"cnn.json",    "inception.json", "lstm_lm.json",
+                                             "mlp.json",    "moe.json",       "recommender.json",
+                                             "resnet.json", "seq2seq.json",   "transformer.json"};
+enum { BUNDLED_MODELS = sizeof bundled_models / sizeof *bundled_models };
+
+/* The simulated step of a plan that fits, or -1. */
+static double simulated_step(const pl_graph *g, const pl_cluster *c, const pl_cost_model *m,
+                             const pl_plan *plan)
+{
+    pl_program *p = pl_program_new(g, c, plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    pl_simulation sim;
+    CU_ASSERT_EQUAL(pl_simulate(p, c, m, &sim, NULL, NULL, NULL), PL_OK);
+    double step = p->oom_device >= 0 || sim.oom_device >= 0 ? -1 : sim.step_seconds;
+    pl_program_free(p);
+    return step;
+}
+
+/* Every algorithm on a model and cluster: every plan simulates at or above the lower
+ * bound; the steps by algorithm in steps[]. */
+static void place_all(const char *model, const pl_graph *g, const pl_cluster *c,
+                      const pl_cost_model *m, double *steps)
+{
+    double bound = 0;
+    CU_ASSERT_EQUAL_FATAL(pl_step_lower_bound(g, c, m, &bound, NULL), PL_OK);
+    for (pl_baseline a = 0; a < PL_BASELINE_COUNT; a++) {
+        pl_error err;
+        pl_error_init(&err, model);
+        pl_plan *plan = pl_baseline_place(a, g, c, m, 1, &err);
+        if (!plan)
+            fprintf(stderr, "\n    %s on %s, %s: %s\n", model, c->name, pl_baseline_name(a),
+                    err.text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+        steps[a] = simulated_step(g, c, m, plan);
+        CU_ASSERT(steps[a] > 0);
+        if (!(bound > 0 && bound <= steps[a]))
+            fprintf(stderr, "\n    %s on %s, %s: %.6f s below the bound %.6f s\n", model,
+                    c->name, pl_baseline_name(a), steps[a], bound);
+        CU_ASSERT(bound > 0 && bound <= steps[a]);
+        pl_plan_free(plan);
+    }
+}
+
+/* Every algorithm on every bundled model (and every small one) and bundled cluster:
+ * simulated at or above the lower bound. On unequal-4, etf and sct never slower than the
+ * single fastest device that holds the model. */
+static void test_bounds_and_unequal_devices(void)
+{
+    pl_cost_model m = fast_machine_costs();
+    for (size_t k = 0; k < sizeof clusters / sizeof *clusters; k++) {
+        pl_cluster *c = pl_test_bundled_cluster(clusters[k]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        bool unequal = strcmp(clusters[k], "unequal-4.json") == 0;
+        for (int i = 0; i < BUNDLED_MODELS + PL_TEST_SMALL_MODELS; i++) {
+            const char *model = i < BUNDLED_MODELS ? bundled_models[i]
+                                                   : pl_test_small_models[i - BUNDLED_MODELS];
+            pl_graph *g = pl_test_bundled_training_graph(model, 0);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+            double steps[PL_BASELINE_COUNT];
+            place_all(model, g, c, &m, steps);
+            if (unequal) {
+                double alone = steps[PL_BASELINE_SINGLE];
+                CU_ASSERT(steps[PL_BASELINE_ETF] <= alone);
+                CU_ASSERT(steps[PL_BASELINE_SCT] <= alone);
+            }
+            pl_graph_free(g);
+        }
+        pl_cluster_free(c);
+    }
+}
+
+/* unequal-4 with its slow pair listed first. */
+static const char slow_first[] =
+    "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": \"slow-first\", \"devices\": ["
+    "{\"name\": \"slow0\", \"memory_bytes\": 1073741824, \"flops_per_second\": 1e9},"
+    "{\"name\": \"slow1\", \"memory_bytes\": 1073741824, \"flops_per_second\": 1e9},"
+    "{\"name\": \"fast0\", \"memory_bytes\": 1073741824, \"flops_per_second\": 4e9},"
+    "{\"name\": \"fast1\", \"memory_bytes\": 1073741824, \"flops_per_second\": 4e9}],"
+    "\"default_link\": {\"bytes_per_second\": 2.5e8, \"latency_seconds\": 1e-4},"
+    "\"links\": [{\"devices\": [\"fast0\", \"fast1\"], \"bytes_per_second\": 2e9, "
+    "\"latency_seconds\": 1e-5}, {\"devices\": [\"slow0\", \"slow1\"], "
+    "\"bytes_per_second\": 2e9, \"latency_seconds\": 1e-5}]}";
+
+/* pipeline-dp on unequal devices listed slow first: no device it leaves out is faster than
+ * one it uses, and its heaviest stage (by FLOPs) is on a fastest device it uses. */
+static void test_pipeline_unequal_devices(void)
+{
+    pl_cost_model m = fast_machine_costs();
+    pl_error err;
+    pl_error_init(&err, "slow-first");
+    pl_cluster *c = pl_cluster_load_buffer(slow_first, sizeof slow_first - 1, "slow-first", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    for (int i = 0; i < BUNDLED_MODELS + PL_TEST_SMALL_MODELS; i++) {
+        const char *model = i < BUNDLED_MODELS ? bundled_models[i]
+                                               : pl_test_small_models[i - BUNDLED_MODELS];
+        pl_graph *g = pl_test_bundled_training_graph(model, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        pl_plan *plan = pl_baseline_place(PL_BASELINE_PIPELINE_DP, g, c, &m, 1, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+        double flops[PL_MAX_DEVICES] = {0}, slowest_used = 1e30, fastest_unused = 0;
+        bool used[PL_MAX_DEVICES] = {false};
+        for (int o = 0; o < g->n_forward_ops; o++) {
+            used[plan->device[o]] = true;
+            flops[plan->device[o]] += g->ops[o].flops;
+        }
+        int heaviest = 0;
+        for (int d = 0; d < c->n_devices; d++) {
+            double speed = c->devices[d].flops_per_second;
+            if (used[d] && speed < slowest_used)
+                slowest_used = speed;
+            if (!used[d] && speed > fastest_unused)
+                fastest_unused = speed;
+            if (flops[d] > flops[heaviest])
+                heaviest = d;
+        }
+        if (fastest_unused > slowest_used || c->devices[heaviest].flops_per_second < 4e9)
+            fprintf(stderr, "\n    %s: pipeline-dp uses a slow device before a fast one\n",
+                    model);
+        CU_ASSERT(fastest_unused <= slowest_used);
+        CU_ASSERT(c->devices[heaviest].flops_per_second == 4e9);
+        pl_plan_free(plan);
+        pl_graph_free(g);
+    }
+    pl_cluster_free(c);
+}
+
 /* A forward-only graph is refused with a message, not placed. */
 static void test_needs_training_graph(void)
 {
@@ -295,6 +431,9 @@ void pl_register_baseline_tests(void)
         {"a split forced by memory", test_memory_forced_split},
         {"a forward-only graph is refused", test_needs_training_graph},
         {"every algorithm, small model and cluster; determinism", test_suite_models},
+        {"every model and cluster: the bound; unequal devices: etf, sct",
+         test_bounds_and_unequal_devices},
+        {"pipeline-dp on unequal devices takes the fast ones", test_pipeline_unequal_devices},
         {NULL, NULL}};
     pl_test_add_suite("baseline", cases);
 }

@@ -393,39 +393,83 @@ static void test_paced_contention(void)
     pl_graph_free(g);
 }
 
-/* No plan simulates faster than the bound: random plans (devices, stages, micro-batches,
- * schedules, deferral) of every small suite model, on paced-4 and on two native devices. */
-static void test_lower_bound_random_plans(void)
+/* Random plans (devices, stages, micro-batches, schedules, deferral) of every small suite
+ * model on a cluster: none simulates faster than the bound. */
+static void random_plans_over_bound(pl_cluster *c, const pl_cost_model *m)
 {
-    pl_cluster *clusters[] = {pl_test_bundled_cluster("paced-4.json"), two_devices(1LL << 40)};
-    CU_ASSERT_PTR_NOT_NULL_FATAL(clusters[0]);
-    pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, 1e-9, 1e-10, 1}, 1e-6, 0, 0);
-    for (int k = 0; k < PL_COST_CONTENTION; k++) /* this machine's, about */
-        m.paced_delays[PL_DELAY_SLEPT][k] = m.paced_delays[PL_DELAY_COPY][k] = 8e-6 + 4e-5 * k;
     for (int i = 0; i < PL_TEST_SMALL_MODELS; i++) {
         pl_graph *g = pl_test_bundled_training_graph(pl_test_small_models[i], 0);
         CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-        for (size_t k = 0; k < sizeof clusters / sizeof *clusters; k++) {
-            double bound;
-            CU_ASSERT_EQUAL(pl_step_lower_bound(g, clusters[k], &m, &bound, NULL), PL_OK);
-            for (uint64_t seed = 1; seed <= 20; seed++) {
-                pl_plan *plan = pl_test_random_plan(g, clusters[k]->n_devices, seed);
-                pl_program *p = pl_program_new(g, clusters[k], plan, NULL);
-                CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-                pl_simulation sim;
-                CU_ASSERT_EQUAL(pl_simulate(p, clusters[k], &m, &sim, NULL, NULL, NULL), PL_OK);
-                if (sim.step_seconds < bound)
-                    fprintf(stderr, "\n    %s, seed %d: %g s under the bound %g s\n",
-                            pl_test_small_models[i], (int)seed, sim.step_seconds, bound);
-                CU_ASSERT(bound > 0 && sim.step_seconds >= bound);
-                pl_program_free(p);
-                pl_plan_free(plan);
-            }
+        double bound;
+        CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, m, &bound, NULL), PL_OK);
+        for (uint64_t seed = 1; seed <= 20; seed++) {
+            pl_plan *plan = pl_test_random_plan(g, c->n_devices, seed);
+            pl_program *p = pl_program_new(g, c, plan, NULL);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            pl_simulation sim;
+            CU_ASSERT_EQUAL(pl_simulate(p, c, m, &sim, NULL, NULL, NULL), PL_OK);
+            if (sim.step_seconds < bound)
+                fprintf(stderr, "\n    %s on %s, seed %d: %g s under the bound %g s\n",
+                        pl_test_small_models[i], c->name, (int)seed, sim.step_seconds, bound);
+            CU_ASSERT(bound > 0 && sim.step_seconds >= bound);
+            pl_program_free(p);
+            pl_plan_free(plan);
         }
         pl_graph_free(g);
     }
+}
+
+/* No plan simulates faster than the bound: random plans of every small suite model on
+ * paced-4, on two native devices and on unequal-4 (on a machine of 1 GFLOP/s, where its
+ * devices run alike, and of 100 GFLOP/s, where they run at their declared rates). */
+static void test_lower_bound_random_plans(void)
+{
+    pl_cluster *clusters[] = {pl_test_bundled_cluster("paced-4.json"), two_devices(1LL << 40),
+                              pl_test_bundled_cluster("unequal-4.json")};
+    CU_ASSERT_PTR_NOT_NULL_FATAL(clusters[0]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(clusters[2]);
+    for (int machine = 0; machine < 2; machine++) {
+        pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, machine ? 1e-11 : 1e-9, 1e-10, 1},
+                                        1e-6, 0, 0);
+        for (int k = 0; k < PL_COST_CONTENTION; k++) /* this machine's, about */
+            m.paced_delays[PL_DELAY_SLEPT][k] = m.paced_delays[PL_DELAY_COPY][k] =
+                8e-6 + 4e-5 * k;
+        for (size_t k = 0; k < sizeof clusters / sizeof *clusters; k++)
+            random_plans_over_bound(clusters[k], &m);
+    }
     for (size_t k = 0; k < sizeof clusters / sizeof *clusters; k++)
         pl_cluster_free(clusters[k]);
+}
+
+/* Four paced devices of 4, 4, 1 and 1 GFLOP/s on a fast machine: the transformer's work
+ * spreads over 10 GFLOP/s, not over four devices as fast as the fastest (16), so its
+ * bound is above that of four 4 GFLOP/s devices by nearly 16/10, and no plan beats it. */
+static void test_lower_bound_unequal(void)
+{
+    pl_graph *g = pl_test_bundled_training_graph("transformer.json", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_cluster *unequal = pl_test_bundled_cluster("unequal-4.json");
+    pl_cluster *fast = pl_test_cluster((pl_test_devices){.n = 4, .memory = 1LL << 30,
+                                                         .flops = 4e9,
+                                                         .link_bytes_per_second = 2e9});
+    CU_ASSERT_PTR_NOT_NULL_FATAL(unequal);
+    pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, 1e-11, 1e-10, 1}, 1e-6, 0, 0);
+    double bound_unequal, bound_fast;
+    CU_ASSERT_EQUAL(pl_step_lower_bound(g, unequal, &m, &bound_unequal, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_step_lower_bound(g, fast, &m, &bound_fast, NULL), PL_OK);
+    CU_ASSERT(bound_unequal > 1.5 * bound_fast);
+    CU_ASSERT(bound_unequal <= 1.6 * bound_fast * (1 + 1e-9));
+    pl_plan *plan = pl_plan_new(g, NULL); /* everything on one fast device */
+    pl_program *p = pl_program_new(g, unequal, plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    pl_simulation sim;
+    CU_ASSERT_EQUAL(pl_simulate(p, unequal, &m, &sim, NULL, NULL, NULL), PL_OK);
+    CU_ASSERT(sim.step_seconds >= bound_unequal);
+    pl_program_free(p);
+    pl_plan_free(plan);
+    pl_cluster_free(fast);
+    pl_cluster_free(unequal);
+    pl_graph_free(g);
 }
 
 /* Out-of-memory: the simulator names the device the executor refuses. */
@@ -573,6 +617,7 @@ void pl_register_simulate_tests(void)
         {"the lower bound: an update's chain", test_lower_bound_update_chain},
         {"the lower bound: the pipeline's fill and drain", test_lower_bound_fill_and_drain},
         {"the lower bound: under random plans", test_lower_bound_random_plans},
+        {"the lower bound on unequal devices", test_lower_bound_unequal},
         {"paced delays: a thread computing elsewhere", test_paced_contention},
         {"out of memory as the executor says", test_out_of_memory},
         {"the fit", test_fit},

@@ -180,7 +180,7 @@ static bool parse(int argc, char **argv, options *o)
                    .speed = true, .table = true};
     bench_split_list("cnn,inception,lstm_lm,mlp,moe,recommender,resnet,seq2seq,transformer",
                o->models, &o->n_models);
-    bench_split_list("local-2,paced-4,paced-8", o->clusters, &o->n_clusters);
+    bench_split_list("local-2,paced-4,paced-8,unequal-4", o->clusters, &o->n_clusters);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
         bool ok = true;

@@ -66,7 +66,7 @@ static const char *const small_models[] = {
     "small/transformer-small"};
 static const char *const quick_models[] = {"mlp", "recommender", "transformer",
                                            "small/mlp-small", "small/transformer-small"};
-static const char *const bundled_clusters[] = {"local-2", "paced-4", "paced-8"};
+static const char *const bundled_clusters[] = {"local-2", "paced-4", "paced-8", "unequal-4"};
 
 /* The size classes a summary tells apart: the suite's models, and graphs/small's, whose
  * steps last about a millisecond, so the executor's own costs weigh most. */
@@ -89,7 +89,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: sim [--top DIR] [--chain-100 MODEL.json] [--chain-100k MODEL.json]\n"
-            "           [--models M,...] [--clusters C,...] [--plans N] [--steps N]\n"
+            "           [--models M,...] [--sizes S,...] [--clusters C,...] [--plans N] [--steps N]\n"
             "           [--warmup N] [--max-step SECONDS] [--budget SECONDS] [--seed N]\n"
             "           [--only TABLE[,TABLE]] [--calibrate] [--quick] [-v]\n"
             "The simulator's accuracy against the executor and its speed; TABLE is accuracy\n"
@@ -98,7 +98,8 @@ static void usage(FILE *out)
             "  --models M,...      models: suite names, small/NAME, or FILE.json\n"
             "  --sizes S,...       full, small or both: the suite's nine models, graphs/small's\n"
             "                      nine, or both (default)\n"
-            "  --clusters C,...    clusters of graphs/clusters (default local-2,paced-4,paced-8)\n"
+            "  --clusters C,...    clusters of graphs/clusters (default local-2,paced-4,paced-8,\n"
+            "                      unequal-4)\n"
             "  --plans N           plans measured per model and cluster, 2-%d (default 12)\n"
             "  --steps N           measured steps per plan, 1-%d (default 3)\n"
             "  --warmup N          unmeasured steps per plan first, 0-10 (default 1)\n"
