@@ -21,6 +21,12 @@
  *      are measured head to head with the best baseline, taking turns step by step; the
  *      chosen row is the fastest measured (the fastest simulated when nothing was), and
  *      the executor measures its busy time per device.
+ * Every measurement follows the executor's protocol (measure.h): a plan's steps that ran
+ * at two speeds or drifted are measured again, a few rounds at most, and a row keeps its
+ * series (`series`: spreads, and whether it stayed unstable). An unstable measurement does
+ * not correct the simulator. The head-to-head examines each contender's steps too, goes
+ * on past the budget while one is unstable and its rounds are short, and sets
+ * `choice_unstable` when the choice rests on an unstable measurement.
  * Simulating only (pl_search_options.simulate_only) skips every measurement: no executor
  * is made, and the result depends on the code, the cost model and the seed alone.
  *
