@@ -187,6 +187,24 @@ static void write_algorithms(FILE *fp, const pl_job *job)
     }
 }
 
+/* The agent's gain over the best baseline, and whether it stands out of the noise: a few
+ * per cent at least, and more than the two measurements' spreads (half their
+ * interquartile ranges) together. */
+static void write_improvement(FILE *fp, const pl_search_row *chosen,
+                              const pl_search_row *base, double ratio)
+{
+    double gain = 1 - ratio, noise = 0.5 * (chosen->series.iqr_spread + base->series.iqr_spread);
+    fprintf(fp, "The agent's plan measured %.1f%% faster than the best baseline", 100 * gain);
+    if (ratio > 1 / 1.05)
+        fprintf(fp, " (within the executor's run-to-run spread of a few per cent: not a clear "
+                "improvement)");
+    else if (gain <= noise)
+        fprintf(fp, " (within the two measurements' spreads, ±%.1f%% and ±%.1f%%: not a "
+                "clear improvement)", 50 * chosen->series.iqr_spread,
+                50 * base->series.iqr_spread);
+    fprintf(fp, ".\n\n");
+}
+
 static void write_choice(FILE *fp, const pl_search *search)
 {
     const pl_search_row *chosen = &search->rows[search->chosen];
@@ -203,9 +221,7 @@ static void write_choice(FILE *fp, const pl_search *search)
         if (chosen->baseline)
             fprintf(fp, "The agent did not improve on the best baseline in this run.\n\n");
         else
-            fprintf(fp, "The agent's plan measured %.1f%% faster than the best baseline%s.\n\n",
-                    100 * (1 - ratio), ratio > 1 / 1.05 ? " (within the executor's run-to-run "
-                    "spread of a few per cent: not a clear improvement)" : "");
+            write_improvement(fp, chosen, base, ratio);
     } else {
         fprintf(fp, ".\n\n");
     }
