@@ -368,6 +368,11 @@ static void choose(pl_search *s)
         if (s->chosen < 0 || choice_key(row) < choice_key(&s->rows[s->chosen]))
             s->chosen = r;
     }
+    /* the choice rests on the chosen row's measurement and the best baseline's */
+    const pl_search_row *chosen = s->chosen >= 0 ? &s->rows[s->chosen] : NULL;
+    const pl_search_row *base = s->best_baseline >= 0 ? &s->rows[s->best_baseline] : NULL;
+    s->choice_unstable = (chosen && chosen->measured > 0 && chosen->series.unstable) ||
+                         (base && base->measured > 0 && base->series.unstable);
 }
 
 /* The agent's plans become rows, measured head to head with the best baseline unless

@@ -21,6 +21,12 @@
  *      are measured head to head with the best baseline, taking turns step by step; the
  *      chosen row is the fastest measured (the fastest simulated when nothing was), and
  *      the executor measures its busy time per device.
+ * Every measurement follows the executor's protocol (measure.h): a plan's steps that ran
+ * at two speeds or drifted are measured again, a few rounds at most, and a row keeps its
+ * series (`series`: spreads, and whether it stayed unstable). An unstable measurement does
+ * not correct the simulator. The head-to-head examines each contender's steps too, goes
+ * on past the budget while one is unstable and its rounds are short, and sets
+ * `choice_unstable` when the choice rests on an unstable measurement.
  * Simulating only (pl_search_options.simulate_only) skips every measurement: no executor
  * is made, and the result depends on the code, the cost model and the seed alone.
  *
@@ -60,6 +66,7 @@
 #include "cost_model.h"
 #include "error.h"
 #include "graph.h"
+#include "measure.h"
 #include "plan.h"
 #include "simulate.h"
 
@@ -115,9 +122,23 @@ typedef struct pl_search_row {
     bool refined;         /* the agent's: improved by its refinement */
     pl_simulation sim;    /* valid with a plan */
     double measured;      /* median step on the executor, seconds; 0: not measured */
+    pl_series series;     /* the measured steps, examined (measure.h): their spread and
+                             whether they were unstable; valid when measured */
+    int measure_rounds;   /* rounds that measurement took (measure.h); 1 for the
+                             head-to-head's series */
     bool head_to_head;    /* measured last, taking turns with the other contenders */
     bool fits;            /* simulated, and measured when it was, within every device */
 } pl_search_row;
+
+/* A measured step more than this many times its simulated step was most likely disturbed
+ * (another process on the cores) rather than the plan being slow: the report says so. */
+#define PL_SEARCH_DISTURBED 3.0
+
+/* Whether a row's measured step is beyond PL_SEARCH_DISTURBED times its simulated one. */
+static inline bool pl_search_row_disturbed(const pl_search_row *row)
+{
+    return row->plan && row->measured > PL_SEARCH_DISTURBED * row->sim.step_seconds;
+}
 
 /* A measurement of the agent's best plan during the search. */
 typedef struct pl_search_measurement {
@@ -134,6 +155,9 @@ typedef struct pl_search {
     int chosen;           /* the row to use, or -1: no plan fits the cluster's memory */
     int best_baseline;    /* the best baseline's row, or -1 */
     int head_to_head_rounds; /* rounds of the final measurement, 0: none */
+    bool choice_unstable; /* the chosen row's measurement, or that of the best baseline it
+                             was compared with, was unstable (measure.h): the choice may not
+                             hold on a quiet machine */
     double bound;         /* the lower bound on the step (bound.h), seconds */
     double agent_measured; /* the fastest step measured of the agent's best plans during
                               the search, seconds; 0: none */

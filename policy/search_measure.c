@@ -8,7 +8,6 @@
 #include "clock.h"
 #include "grow.h"
 #include "search_impl.h"
-#include "stats.h"
 
 pl_status pl_search__simulate_row(pl_search_call *call, pl_search_row *row)
 {
@@ -73,7 +72,9 @@ pl_status pl_search__measure_row(pl_search_call *call, pl_search_row *row)
         return PL_OK;
     if (status != PL_OK)
         return status;
-    row->measured = m.median;
+    row->measured = m.series.median;
+    row->series = m.series;
+    row->measure_rounds = m.rounds;
     note_measured(row);
     return PL_OK;
 }
@@ -104,7 +105,9 @@ pl_status pl_search__measure_agent_best(pl_search_call *call, uint64_t *last_key
     if (status == PL_OK)
         status = pl_search__measure_row(call, &row);
     if (status == PL_OK && row.measured > 0) {
-        pl_agent_correct(s->agent, row.sim.step_seconds, row.measured);
+        /* an unstable measurement measured the machine as much as the plan */
+        if (!row.series.unstable)
+            pl_agent_correct(s->agent, row.sim.step_seconds, row.measured);
         if (s->agent_measured == 0 || row.measured < s->agent_measured)
             s->agent_measured = row.measured;
         /* a point of the history lost to memory loses nothing else */
@@ -140,26 +143,47 @@ static pl_status take_turns(pl_search_call *call, const int *who, int n, double 
     return PL_OK;
 }
 
-/* The contenders' medians become their measurements. */
-static void keep_medians(pl_search_call *call, const int *who, int n, double *steps,
-                         int rounds)
+/* Whether some contender's steps so far are unstable (measure.h); false when they cannot
+ * be examined (no memory), as nothing then says they are. */
+static bool any_unstable(const int *who, int n, const double *steps, int rounds)
+{
+    bool unstable = false;
+    for (int k = 0; k < n && !unstable; k++) {
+        pl_series series;
+        unstable = pl_series_examine(steps + (size_t)k * MAX_ROUNDS, rounds, &series, NULL) ==
+                       PL_OK && series.unstable;
+    }
+    return unstable;
+}
+
+/* The contenders' step series become their measurements: the medians, and their
+ * spreads and stability. */
+static pl_status keep_series(pl_search_call *call, const int *who, int n, double *steps,
+                             int rounds)
 {
     for (int k = 0; k < n; k++) {
         pl_search_row *row = &call->result->rows[who[k]];
-        row->measured = pl_median(steps + k * MAX_ROUNDS, rounds);
+        if (pl_series_examine(steps + (size_t)k * MAX_ROUNDS, rounds, &row->series,
+                              call->err) != PL_OK)
+            return call->err->status;
+        row->measured = row->series.median;
+        row->measure_rounds = 1;
         note_measured(row);
         row->head_to_head = true;
-        if (!row->baseline)
+        if (!row->baseline && !row->series.unstable)
             pl_agent_correct(call->result->agent, row->sim.step_seconds, row->measured);
     }
     call->result->head_to_head_rounds = rounds;
+    return PL_OK;
 }
 
 /* The best measured baseline and the agent's plans, measured taking turns step by step:
  * measurements minutes apart drift with the machine, and the final choice compares plans
  * within that drift. At least MIN_ROUNDS rounds (each while it is short or ends within the
- * budget), at most MAX_ROUNDS, as many as the budget leaves; interrupted before MIN_ROUNDS, nothing was compared fairly and the
- * earlier measurements stand. */
+ * budget), at most MAX_ROUNDS, as many as the budget leaves, and more while some
+ * contender's steps are unstable (measure.h) and a round is short or ends within the
+ * budget; interrupted before MIN_ROUNDS, nothing was compared fairly and the earlier
+ * measurements stand. */
 pl_status pl_search__head_to_head(pl_search_call *call)
 {
     const pl_search *s = call->result;
@@ -180,7 +204,9 @@ pl_status pl_search__head_to_head(pl_search_call *call)
     pl_status status = PL_OK;
     while (status == PL_OK && rounds < MAX_ROUNDS && !pl_search__interrupted(call) &&
            (rounds < MIN_ROUNDS ? within_budget(call, 1, round_seconds)
-                                : pl_now() < budget_end)) {
+                                : pl_now() < budget_end ||
+                                      (within_budget(call, 1, round_seconds) &&
+                                       any_unstable(who, n, steps, rounds)))) {
         status = take_turns(call, who, n, steps, rounds++);
         if (cut_short(call, status)) {
             rounds--; /* not a whole round */
@@ -192,7 +218,7 @@ pl_status pl_search__head_to_head(pl_search_call *call)
                                                     .row = -1, .round = rounds});
     }
     if (status == PL_OK && rounds >= MIN_ROUNDS)
-        keep_medians(call, who, n, steps, rounds);
+        status = keep_series(call, who, n, steps, rounds);
     free(steps);
     return status;
 }

@@ -23,6 +23,8 @@ contains "$work/out" "wrote $work/inc.plan.json" "main job"
 contains "$work/inc.report.md" "| algorithm | simulated step (ms) | measured step (ms) | simulated / lower bound | measured / lower bound |" "report"
 contains "$work/inc.report.md" "Command: \`placer $model --cluster '$work/it'\\''s paced.json' --iterations 4" "report"
 contains "$work/inc.report.md" "## Devices" "report"
+contains "$work/inc.report.md" "±: half the interquartile range of the measured steps" "report"
+contains "$work/inc.summary.json" '"iqr_spread"' "summary"
 contains "$work/inc.report.md" "were measured again at the end, taking turns step by step" "report: head to head"
 # The chosen row (bold) is one of the head-to-head contenders named in that sentence
 # (markdown escapes aside).

@@ -49,6 +49,13 @@ for a in single round-robin expert metis etf sct pipeline-dp; do
     grep -q "^$a .* ms " "$work/out" && ok || bad "baseline all: no row for $a"
 done
 contains "$work/out" "measured: median of 1 steps after 3 warm-up, native" "baseline all"
+# Each ratio to the bound says whose it is; each measured step carries its spread.
+grep -Eq "^algorithm +simulated +sim/bound +measured +meas/bound " "$work/out" && ok ||
+    bad "baseline all: the header does not name sim/bound and meas/bound"
+for a in single round-robin expert metis etf sct pipeline-dp; do
+    grep -Eq "^$a .* ms ±[0-9.]+%" "$work/out" && ok || bad "baseline all: $a has no spread"
+done
+contains "$work/out" "±: half the interquartile range of the measured steps" "baseline all"
 
 # Every bundled cluster: every algorithm places the model, none under the lower bound, and
 # on unequal devices etf and sct are no slower than single (the fastest device alone).

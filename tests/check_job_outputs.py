@@ -77,6 +77,33 @@ def check_markdown(path):
     return chosen.group(1).replace("\\", "") if chosen else None
 
 
+def check_measurements(prefix, summary):
+    """Every measured row carries its measurement (spread, stability), and the report's
+    table marks as many rows unstable (**!**) and likely disturbed (**†**) as the summary
+    says."""
+    unstable = disturbed = 0
+    for row in summary["rows"]:
+        m = row["measurement"]
+        if (row["measured_seconds"] is None) != (m is None):
+            problem(f"{prefix}.summary.json: {row['name']}: measured_seconds and measurement "
+                    "disagree")
+            continue
+        if m is None:
+            continue
+        if not (m["iqr_spread"] >= 0 and m["min_seconds"] <= m["median_seconds"] <= m["max_seconds"]
+                and isinstance(m["unstable"], bool) and m["rounds"] >= 1):
+            problem(f"{prefix}.summary.json: {row['name']}: a measurement out of shape: {m}")
+        unstable += m["unstable"]
+        disturbed += m["likely_disturbed"]
+    table = [line for line in open(prefix + ".report.md", encoding="utf-8")
+             if line.startswith("| ")]
+    for mark, n, what in (("**!**", unstable, "unstable"), ("**†**", disturbed, "disturbed")):
+        marked = sum(mark in line for line in table)
+        if marked != n:
+            problem(f"{prefix}.report.md: {marked} rows marked {mark}, the summary has {n} "
+                    f"{what}")
+
+
 def check_svg(path):
     try:
         ElementTree.parse(path)
@@ -107,6 +134,7 @@ def main():
         name = summary["chosen"]["name"] if summary.get("chosen") else None
         if summary.get("format") != "placer-summary" or name != chosen:
             problem(f"{prefix}.summary.json: chosen {name!r}, the report's {chosen!r}")
+        check_measurements(prefix, summary)
     except (OSError, ValueError, KeyError, TypeError) as error:
         problem(f"{prefix}.summary.json: {error}")
     for text in problems:

@@ -16,6 +16,12 @@ contains "$work/out" "plan: 3 devices, 3 stages, 2 micro-batches, 1F1B" "run a p
 contains "$work/out" "dev2 " "run a plan"
 contains "$work/out" "(4 steps after 1 warm-up)" "run a plan"
 contains "$work/out" "step time: median" "run a plan"
+# The measurement's spreads and its verdict (a paced step is held to its model: steady,
+# unless the machine was too busy to keep up).
+grep -Eq "^step time: median [0-9.]+ ms ±[0-9.]+%, min .*; spread [0-9.]+% interquartile, [0-9.]+% min to max " \
+    "$work/out" && ok || bad "run a plan: no spreads in: $(grep 'step time' "$work/out")"
+grep -Eq "^measurement: (steady|UNSTABLE in all 3 rounds)" "$work/out" && ok ||
+    bad "run a plan: no verdict on the measurement"
 contains "$work/err" "warning: the plan's devices have 3 threads" "run a plan"
 contains "$work/trace.json" '"traceEvents"' "trace"
 contains "$work/trace.json" '"name":"link dev0 -> dev1"' "trace"

@@ -11,6 +11,7 @@
 
 #include "data.h"
 #include "executor.h"
+#include "measure.h"
 #include "graph_build.h"
 #include "load.h"
 #include "session.h"
@@ -358,7 +359,12 @@ static void test_trace(void)
     pl_executor *ex = f.ex;
     pl_measurement m;
     CU_ASSERT_EQUAL(pl_executor_measure(ex, 1, 3, &m, NULL), PL_OK);
-    CU_ASSERT(m.min <= m.median && m.median <= m.max);
+    CU_ASSERT(m.series.min <= m.series.median && m.series.median <= m.series.max);
+    CU_ASSERT_EQUAL(m.series.steps, 3);
+    CU_ASSERT(m.rounds >= 1 && m.rounds <= PL_MEASURE_MAX_ROUNDS);
+    CU_ASSERT(m.round >= 1 && m.round <= m.rounds);
+    CU_ASSERT_EQUAL(m.round_median[m.round - 1], m.series.median);
+    CU_ASSERT(m.rounds == PL_MEASURE_MAX_ROUNDS || !m.series.unstable);
     char path[] = "/tmp/placer-trace-XXXXXX";
     int fd = mkstemp(path);
     CU_ASSERT_FATAL(fd >= 0);

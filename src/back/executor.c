@@ -23,7 +23,6 @@
 #include "heap.h"
 #include "init.h"
 #include "op_run.h"
-#include "stats.h"
 
 enum { LINK_STACK_BYTES = 256 << 10 };
 
@@ -599,6 +598,11 @@ const char *pl_executor_device_name(const pl_executor *ex, int d)
     return ex->c->devices[d].name;
 }
 
+int64_t pl_executor_steps_run(const pl_executor *ex)
+{
+    return ex->steps_run;
+}
+
 bool pl_executor_paced(const pl_executor *ex)
 {
     return ex->c->paced;
@@ -614,30 +618,4 @@ int pl_executor_threads(const pl_executor *ex)
         threads += used ? ex->c->devices[d].threads : 0;
     }
     return threads;
-}
-
-pl_status pl_executor_measure(pl_executor *ex, int warmup, int steps, pl_measurement *m,
-                              pl_error *err)
-{
-    if (steps < 1)
-        return pl_error_set(err, PL_EINPUT, NULL, "measure at least one step, not %d", steps);
-    double *times = malloc((size_t)steps * sizeof *times);
-    if (!times)
-        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    *m = (pl_measurement){.warmup = warmup, .steps = steps};
-    pl_status status = PL_OK;
-    for (int i = 0; i < warmup + steps && status == PL_OK; i++) {
-        status = pl_executor_step(ex, ex->steps_run + 1, &m->last_loss, err);
-        if (i >= warmup)
-            times[i - warmup] = ex->step_seconds;
-    }
-    if (status == PL_OK) {
-        pl_stats stats = pl_stats_of(times, steps);
-        m->min = stats.min;
-        m->max = stats.max;
-        m->median = stats.median;
-        m->spread = m->median > 0 ? (m->max - m->min) / m->median : 0;
-    }
-    free(times);
-    return status;
 }

@@ -98,6 +98,10 @@ double pl_executor_step_seconds(const pl_executor *executor);
 const double *pl_executor_task_starts(const pl_executor *executor);
 const double *pl_executor_task_ends(const pl_executor *executor);
 
+/* Steps run since the executor was made (the next step's number, minus one). The
+ * measurement protocol that runs steps is in measure.h. */
+int64_t pl_executor_steps_run(const pl_executor *executor);
+
 /* The name of device d of the cluster. */
 const char *pl_executor_device_name(const pl_executor *executor, int d);
 /* Whether some device or link is paced (cluster.h). */
@@ -105,19 +109,6 @@ bool pl_executor_paced(const pl_executor *executor);
 /* The threads that compute at once (every device's pool) against the machine's cores:
  * more threads than cores make the measurement share cores. */
 int pl_executor_threads(const pl_executor *executor);
-
-/* The measurement protocol: `warmup` steps, then `steps` measured ones (at least 1), with
- * the median, minimum and maximum step time. Parameters train as the steps run. An
- * interrupted step ends it: PL_EINTERRUPTED, nothing measured. */
-typedef struct pl_measurement {
-    int warmup, steps;
-    double median, min, max;
-    double spread; /* (max - min) / median */
-    float last_loss;
-} pl_measurement;
-
-pl_status pl_executor_measure(pl_executor *executor, int warmup, int steps,
-                              pl_measurement *measurement, pl_error *err);
 
 /* Writes the last step's timeline as Chrome/Perfetto trace-event JSON (one row per device
  * and per link, tasks named by op or tensor and micro-batch), atomically. */

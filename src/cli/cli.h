@@ -14,6 +14,7 @@
 #include "error.h"
 #include "graph.h"
 #include "executor.h"
+#include "measure.h"
 #include "plan.h"
 #include "program.h"
 #include "stats.h"
@@ -141,6 +142,19 @@ bool pl_cli_parse_long(const char *text, long min, long max, long *out);
  * batch of `data_path` (as placer train --data takes it). Reports errors; exit status. */
 int pl_cli_new_executor(const pl_graph *graph, const pl_cluster *cluster,
                         const char *data_path, pl_executor **executor);
+/* A measured step's spread as the tables print it, "±1.2%": half the interquartile range
+ * of its steps over their median (measure.h). Returns `text`. */
+const char *pl_cli_spread_text(const pl_series *series, char *text, size_t size);
+/* What made a series unstable, for a sentence: "bimodal: 3 steps near 0.390 ms, 7 near
+ * 12.010 ms", "drifting: the last third of the steps 35% slower than the first (rank
+ * correlation +0.92)", both joined by "; ", or "" when it is steady. Returns `text`. */
+const char *pl_cli_instability_text(const pl_series *series, char *text, size_t size);
+/* The measurement's rounds and stability, a line or two for run, simulate and baseline:
+ * "measurement: steady ...", or what made it unstable in every round and which round the
+ * figures are. */
+void pl_cli_print_stability(FILE *out, const pl_measurement *measurement);
+/* The footnote of a table whose measured figures carry a spread and a mark. */
+void pl_cli_print_spread_note(FILE *out, bool any_unstable);
 /* "plan: 3 devices, 3 stages, ..." for run and simulate. */
 void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *cluster,
                           const pl_program *program);

@@ -1,7 +1,8 @@
 /* placer baseline MODEL.json --algo NAME: a plan made by one of the classical placers
  * (policy/baseline.h), with its predicted step against the lower bound, written with -o;
- * --algo all: every algorithm in a table (simulated and, with --measure, measured step,
- * the ratio to the lower bound, peak memory per device, placement time). */
+ * --algo all: every algorithm in a table (simulated and, with --measure, measured step
+ * with its spread and a mark when unstable (measure.h), each over the lower bound, peak
+ * memory per device, placement time). */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@ typedef struct baseline_options {
 typedef struct outcome {
     pl_plan *plan;
     double place_seconds, measured;
+    pl_measurement measurement; /* valid when measured > 0 */
     int64_t memory[PL_MAX_DEVICES];
     pl_error err;
 } outcome;
@@ -39,7 +41,9 @@ static void usage(void)
            "  --cluster FILE   the cluster (default: this machine, one device per core)\n"
            "  --seed N         the seed (default 1)\n"
            "  -o FILE          write the plan (one algorithm); default: only describe it\n"
-           "  --measure N      also run N steps (after 3 warm-up) on the executor\n"
+           "  --measure N      also run N steps (after 3 warm-up) on the executor; an\n"
+           "                   unstable round (two speeds, or a drift) is measured again,\n"
+           "                   up to 3 rounds\n"
            "\n"
            "A MODEL.json or --cluster FILE of '-' is read from standard input (one of them).\n"
            "The documents named: in " PLACER_DOCDIR "/.\n");
@@ -141,7 +145,8 @@ static int measure(const baseline_options *o, const pl_graph *g, const pl_cluste
                             fit.device), pl_cli_report(&err);
     if (pl_executor_measure(*ex, 3, (int)o->measure, &m, &err) != PL_OK)
         return pl_cli_report(&err);
-    out->measured = m.median;
+    out->measured = m.series.median;
+    out->measurement = m;
     out->plan->provenance.measured_seconds = out->measured;
     return PL_EXIT_OK;
 }
@@ -171,8 +176,9 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
     pl_executor *ex = NULL;
     int status = PL_EXIT_OK, placed = 0, unfit = 0; /* unfit: failures of bad input, all of
                                                       which say that nothing fits */
-    printf("%-12s %12s %12s %7s %10s  %s\n", "algorithm", "simulated", "measured", "/bound",
-           "placed in", "peak memory per device, MiB");
+    bool any_unstable = false;
+    printf("%-12s %12s %9s %18s %10s %10s  %s\n", "algorithm", "simulated", "sim/bound",
+           "measured", "meas/bound", "placed in", "peak memory per device, MiB");
     for (int a = 0; a < PL_BASELINE_COUNT && status == PL_EXIT_OK; a++) {
         outcome out;
         place(o, (pl_baseline)a, g, c, m, &out);
@@ -187,19 +193,32 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
         placed++;
         if (o->measure)
             status = measure(o, g, c, &ex, &out);
-        char measured[32] = "-";
-        if (out.measured > 0)
-            snprintf(measured, sizeof measured, "%.3f ms", 1e3 * out.measured);
-        printf("%-12s %9.3f ms %12s %6.2fx %7.1f ms ", name,
-               1e3 * out.plan->provenance.predicted_seconds, measured,
-               out.plan->provenance.predicted_seconds / bound, 1e3 * out.place_seconds);
+        char measured[48] = "-", spread[32], ratio[32] = "-";
+        if (out.measured > 0) {
+            const pl_series *times = &out.measurement.series;
+            any_unstable |= times->unstable;
+            snprintf(measured, sizeof measured, "%.3f ms %s%s", 1e3 * out.measured,
+                     pl_cli_spread_text(times, spread, sizeof spread),
+                     times->unstable ? " !" : "  ");
+            snprintf(ratio, sizeof ratio, "%.2fx", out.measured / bound);
+        }
+        /* ± is two bytes and one column: one more byte of width keeps the columns */
+        printf("%-12s %9.3f ms %8.2fx %*s %10s %7.1f ms ", name,
+               1e3 * out.plan->provenance.predicted_seconds,
+               out.plan->provenance.predicted_seconds / bound,
+               out.measured > 0 ? 19 : 18, measured, ratio, 1e3 * out.place_seconds);
         print_memory(c, &out);
         printf("\n");
         pl_plan_free(out.plan);
     }
-    if (o->measure && status == PL_EXIT_OK)
-        printf("measured: median of %ld steps after 3 warm-up, %s\n", o->measure,
-               c->paced ? "paced (emulated devices)" : "native");
+    printf("sim/bound: the simulated step over the lower bound; meas/bound: the measured "
+           "step over it\n");
+    if (o->measure && status == PL_EXIT_OK) {
+        printf("measured: median of %ld steps after 3 warm-up, %s; a round that is unstable "
+               "is measured again (up to %d rounds)\n", o->measure,
+               c->paced ? "paced (emulated devices)" : "native", PL_MEASURE_MAX_ROUNDS);
+        pl_cli_print_spread_note(stdout, any_unstable);
+    }
     pl_executor_free(ex);
     if (status == PL_EXIT_OK && placed == 0) {
         bool none_fits = unfit == PL_BASELINE_COUNT;
@@ -232,9 +251,14 @@ static int run_one(const baseline_options *o, const pl_graph *g, const pl_cluste
     print_memory(c, &out);
     printf("\n");
     pl_executor *ex = NULL;
-    if (o->measure && (status = measure(o, g, c, &ex, &out)) == PL_EXIT_OK)
-        printf("measured step: median %.3f ms (%ld steps after 3 warm-up, %s)\n",
-               1e3 * out.measured, o->measure, c->paced ? "paced" : "native");
+    if (o->measure && (status = measure(o, g, c, &ex, &out)) == PL_EXIT_OK) {
+        char spread[32];
+        printf("measured step: median %.3f ms %s, %.2fx the lower bound (%ld steps after 3 "
+               "warm-up, %s)\n", 1e3 * out.measured,
+               pl_cli_spread_text(&out.measurement.series, spread, sizeof spread),
+               out.measured / bound, o->measure, c->paced ? "paced" : "native");
+        pl_cli_print_stability(stdout, &out.measurement);
+    }
     pl_executor_free(ex);
     if (status == PL_EXIT_OK && o->output) {
         pl_error_init(&err, o->output);

@@ -344,14 +344,21 @@ static int write_outputs(job_state *s)
         status = pl_job_write_report(&s->job, s->prefix);
     if (status == PL_EXIT_OK && !s->o.quiet) {
         double step = chosen->measured > 0 ? chosen->measured : chosen->sim.step_seconds;
-        printf("plan: %s, %s step %.3f ms\n  %.2fx the lower bound", chosen->name,
-               chosen->measured > 0 ? "measured" : "simulated", 1e3 * step,
-               step / search->bound);
+        char spread[32] = "";
+        if (chosen->measured > 0)
+            pl_cli_spread_text(&chosen->series, spread, sizeof spread);
+        printf("plan: %s, %s step %.3f ms%s%s\n  %.2fx the lower bound (%s / bound)",
+               chosen->name, chosen->measured > 0 ? "measured" : "simulated", 1e3 * step,
+               spread[0] ? " " : "", spread, step / search->bound,
+               chosen->measured > 0 ? "measured" : "simulated");
         const pl_search_row *base =
             search->best_baseline >= 0 ? &search->rows[search->best_baseline] : NULL;
         if (base && base->measured > 0 && chosen->measured > 0)
             printf("; %.2fx faster than the best baseline (%s)",
                    base->measured / chosen->measured, base->name);
+        if (search->choice_unstable)
+            printf("\n  the choice rests on an unstable measurement (the machine was busy?): "
+                   "see the report");
         printf("\nwrote %s (render: dot -Tsvg %s > %s.plan.svg)\n  %s, %s.report.md, "
                "%s.summary.json%s%s\n", plan_path, dot_path, s->prefix, dot_path, s->prefix,
                s->prefix, agent_row >= 0 ? ", the agent's best plan " : "",

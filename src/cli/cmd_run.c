@@ -1,6 +1,7 @@
 /* placer run MODEL.json --plan PLAN.json: executes the training graph as the plan places
- * it, on real threads, and reports its step time by the measurement protocol (warm-up,
- * then median, minimum, maximum and spread), the pacing mode, every device's memory and
+ * it, on real threads, and reports its step time by the measurement protocol (measure.h:
+ * warm-up, rounds until the steps are steady; median, minimum, maximum, spreads and
+ * whether the steps were unstable), the pacing mode, every device's memory and
  * how busy it was; optionally the last step's timeline as a Chrome trace and as an SVG
  * picture (src/draw/timeline.h). */
 #include <getopt.h>
@@ -25,7 +26,8 @@ static void usage(void)
            "                   cluster's first device)\n"
            "  --cluster FILE   the cluster (cluster-format.md; default: this machine,\n"
            "                   one device per core)\n"
-           "  --steps N        measured steps (default 10)\n"
+           "  --steps N        measured steps per round (default 10); an unstable round\n"
+           "                   (two speeds, or a drift) is measured again, up to 3 rounds\n"
            "  --warmup N       steps run first and not measured (default 3)\n"
            "  --trace FILE     write the last step's timeline as Chrome trace-event JSON\n"
            "  --timeline FILE  draw the last step's timeline as SVG: a row per device and\n"
@@ -132,11 +134,16 @@ static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
     if (pl_executor_measure(ex, (int)o->warmup, (int)o->steps, &m, &err) != PL_OK)
         return pl_cli_report(&err);
     describe_devices(ex, c);
-    printf("step time: median %.3f ms, min %.3f ms, max %.3f ms, spread %.1f%% (%ld steps "
-           "after %ld warm-up)\n", 1e3 * m.median, 1e3 * m.min, 1e3 * m.max, 100 * m.spread,
+    const pl_series *times = &m.series;
+    char spread[32];
+    printf("step time: median %.3f ms %s, min %.3f ms, max %.3f ms; spread %.1f%% "
+           "interquartile, %.1f%% min to max (%ld steps after %ld warm-up)\n",
+           1e3 * times->median, pl_cli_spread_text(times, spread, sizeof spread),
+           1e3 * times->min, 1e3 * times->max, 100 * times->iqr_spread, 100 * times->spread,
            o->steps, o->warmup);
+    pl_cli_print_stability(stdout, &m);
     printf("throughput: %.0f samples/s; loss %.4f at the last step\n",
-           g->batch_size / m.median, (double)m.last_loss);
+           g->batch_size / m.series.median, (double)m.last_loss);
     if (o->trace) {
         pl_error_init(&err, o->trace);
         if (pl_executor_write_trace(ex, o->trace, &err) != PL_OK)

@@ -97,6 +97,21 @@ static void print_prediction(const pl_graph *g, const pl_cluster *c, const pl_pr
     (void)g;
 }
 
+/* The measured step against the prediction; the comparison is only as good as the
+ * measurement, which says when it was unstable. */
+static void print_measured(const pl_measurement *m, long steps, double predicted)
+{
+    const pl_series *times = &m->series;
+    char spread[32];
+    printf("measured step: median %.3f ms %s%s (min %.3f, max %.3f, %ld steps after 3 "
+           "warm-up); the simulator's error %+.1f%%%s\n", 1e3 * times->median,
+           pl_cli_spread_text(times, spread, sizeof spread), times->unstable ? " !" : "",
+           1e3 * times->min, 1e3 * times->max, steps,
+           100 * (predicted - times->median) / times->median,
+           times->unstable ? ", against an unstable measurement" : "");
+    pl_cli_print_stability(stdout, m);
+}
+
 /* Runs the plan on the executor and compares. */
 static int measure(const simulate_options *o, pl_graph *g, const pl_cluster *c,
                    const pl_plan *plan, double predicted)
@@ -115,9 +130,7 @@ static int measure(const simulate_options *o, pl_graph *g, const pl_cluster *c,
         if (pl_executor_measure(ex, 3, (int)o->measure, &m, &err) != PL_OK)
             status = pl_cli_report(&err);
         else
-            printf("measured step: median %.3f ms (min %.3f, max %.3f, %ld steps after 3 "
-                   "warm-up); the simulator's error %+.1f%%\n", 1e3 * m.median, 1e3 * m.min,
-                   1e3 * m.max, o->measure, 100 * (predicted - m.median) / m.median);
+            print_measured(&m, o->measure, predicted);
     }
     pl_executor_free(ex);
     return status;

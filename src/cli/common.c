@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -139,6 +140,60 @@ int pl_cli_load_placement(const char *cluster_path, const char *plan_path,
         *cluster = NULL;
     }
     return status;
+}
+
+const char *pl_cli_spread_text(const pl_series *series, char *text, size_t size)
+{
+    double half = 50 * series->iqr_spread; /* per cent */
+    snprintf(text, size, half < 9.95 ? "±%.1f%%" : "±%.0f%%", half);
+    return text;
+}
+
+const char *pl_cli_instability_text(const pl_series *s, char *text, size_t size)
+{
+    int used = 0;
+    text[0] = '\0';
+    if (s->bimodal)
+        used = snprintf(text, size, "bimodal: %d step%s near %.3f ms, %d near %.3f ms",
+                        s->low_steps, s->low_steps == 1 ? "" : "s", 1e3 * s->low_mode,
+                        s->steps - s->low_steps, 1e3 * s->high_mode);
+    if (s->drifting && used >= 0 && (size_t)used < size)
+        snprintf(text + used, size - (size_t)used, "%sdrifting: the last third of the steps "
+                 "%.0f%% %s than the first (rank correlation %+.2f)", used ? "; " : "",
+                 100 * fabs(s->drift), s->drift > 0 ? "slower" : "faster", s->correlation);
+    return text;
+}
+
+void pl_cli_print_stability(FILE *out, const pl_measurement *m)
+{
+    char medians[256] = "", why[512];
+    for (int r = 0, used = 0; r < m->rounds && used >= 0 && (size_t)used < sizeof medians;
+         r++)
+        used += snprintf(medians + used, sizeof medians - (size_t)used, "%s%.3f",
+                         r ? ", " : "", 1e3 * m->round_median[r]);
+    if (!m->series.unstable && m->rounds == 1)
+        fprintf(out, "measurement: steady (one round of %d steps: no two modes%s)\n",
+                m->steps, m->steps >= PL_SERIES_DRIFT_MIN_STEPS ? ", no drift" : "");
+    else if (!m->series.unstable)
+        fprintf(out, "measurement: steady in round %d; the round%s before %s unstable and "
+                "measured again (round medians %s ms)\n", m->round, m->round > 2 ? "s" : "",
+                m->round > 2 ? "were" : "was", medians);
+    else
+        fprintf(out, "measurement: UNSTABLE in all %d rounds (round medians %s ms); the "
+                "figures above are round %d's, the one with the smallest interquartile "
+                "spread\nunstable: %s: the machine was busy? Measure again on a quiet "
+                "machine\n", m->rounds, medians, m->round,
+                pl_cli_instability_text(&m->series, why, sizeof why));
+}
+
+void pl_cli_print_spread_note(FILE *out, bool any_unstable)
+{
+    fprintf(out, "±: half the interquartile range of the measured steps, over their "
+            "median\n");
+    if (any_unstable)
+        fprintf(out, "!: unstable: the steps ran at two speeds (bimodal) or drifted, in "
+                "every round measured: the machine was busy? Do not trust that figure; "
+                "measure again on a quiet machine\n");
 }
 
 void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *c, const pl_program *p)

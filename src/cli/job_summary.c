@@ -23,17 +23,36 @@ static const char *stop_name(pl_search_stop stop)
     }
 }
 
+/* A measured row's steps (measure.h), or null. */
+static json_t *measurement_json(const pl_search_row *row)
+{
+    const pl_series *s = &row->series;
+    if (!(row->measured > 0))
+        return json_null();
+    return json_pack("{s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:b, s:o, s:o, s:b, "
+                     "s:f, s:f, s:b}",
+                     "steps", s->steps, "rounds", row->measure_rounds, "median_seconds",
+                     s->median, "min_seconds", s->min, "max_seconds", s->max, "q1_seconds",
+                     s->q1, "q3_seconds", s->q3, "iqr_spread", s->iqr_spread, "spread",
+                     s->spread, "unstable", s->unstable, "bimodal", s->bimodal,
+                     "low_mode_seconds", s->bimodal ? json_real(s->low_mode) : json_null(),
+                     "high_mode_seconds", s->bimodal ? json_real(s->high_mode) : json_null(),
+                     "drifting", s->drifting, "drift", s->drift, "rank_correlation",
+                     s->correlation, "likely_disturbed", pl_search_row_disturbed(row));
+}
+
 static json_t *row_json(const pl_search_row *row, const pl_cluster *c)
 {
     json_t *memory = json_array();
     for (int d = 0; row->plan && d < c->n_devices; d++)
         json_array_append_new(memory, json_integer(row->sim.memory[d]));
-    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:b, s:b, s:b, s:b, s:o}",
+    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:b, s:b, s:b, s:b, s:o}",
                      "name", row->name, "kind", row->baseline ? "baseline" : "agent",
                      "failure", row->plan ? json_null() : json_string(row->failure),
                      "simulated_seconds", row->plan ? json_real(row->sim.step_seconds)
                                                     : json_null(),
-                     "measured_seconds", seconds_or_null(row->measured), "fits", row->fits,
+                     "measured_seconds", seconds_or_null(row->measured), "measurement",
+                     measurement_json(row), "fits", row->fits,
                      "head_to_head", row->head_to_head, "reshaped", row->reshaped,
                      "refined", row->refined, "peak_memory_bytes", memory);
 }
@@ -56,9 +75,10 @@ static json_t *chosen_json(const pl_search *s, const pl_cluster *c)
                                "capacity_bytes", (json_int_t)c->devices[d].memory_bytes));
     }
     double base = s->best_baseline >= 0 ? s->rows[s->best_baseline].measured : 0;
-    return json_pack("{s:i, s:s, s:f, s:o, s:o, s:i, s:i, s:s, s:i, s:I, s:o, s:o}", "row",
-                     s->chosen, "name", row->name, "simulated_seconds", row->sim.step_seconds,
-                     "measured_seconds", seconds_or_null(row->measured),
+    return json_pack("{s:i, s:s, s:f, s:o, s:b, s:o, s:i, s:i, s:s, s:i, s:I, s:o, s:o}",
+                     "row", s->chosen, "name", row->name, "simulated_seconds",
+                     row->sim.step_seconds, "measured_seconds", seconds_or_null(row->measured),
+                     "choice_unstable", s->choice_unstable,
                      "over_best_baseline", row->measured > 0 && base > 0
                                                ? json_real(row->measured / base) : json_null(),
                      "stages", row->plan->n_stages, "micro_batches", row->plan->micro_batches,

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "clock.h"
 
 bool pl_progress_parse(const char *text, pl_progress_mode *mode)
@@ -37,6 +38,22 @@ static void print_start(pl_progress *p, const pl_search_event *event)
             p->options->budget, (unsigned long long)p->options->seed);
 }
 
+/* A measured baseline: its spread, and a line more when it is not to be trusted. */
+static void print_measured_row(FILE *out, const pl_search_row *row)
+{
+    char spread[32], why[512];
+    fprintf(out, "baseline %-12s simulated %9.3f ms  measured %9.3f ms %s\n", row->name,
+            1e3 * row->sim.step_seconds, 1e3 * row->measured,
+            pl_cli_spread_text(&row->series, spread, sizeof spread));
+    if (row->series.unstable)
+        fprintf(out, "  unstable in %d round%s (%s): the machine was busy?\n",
+                row->measure_rounds, row->measure_rounds == 1 ? "" : "s",
+                pl_cli_instability_text(&row->series, why, sizeof why));
+    if (pl_search_row_disturbed(row))
+        fprintf(out, "  measured %.1fx its simulated step: likely disturbed, not a slow plan\n",
+                row->measured / row->sim.step_seconds);
+}
+
 static void print_baselines(pl_progress *p, const pl_search_event *event)
 {
     const pl_search *search = event->search;
@@ -45,8 +62,7 @@ static void print_baselines(pl_progress *p, const pl_search_event *event)
         if (!row->plan)
             fprintf(p->out, "baseline %-12s failed: %s\n", row->name, row->failure);
         else if (row->measured > 0)
-            fprintf(p->out, "baseline %-12s simulated %9.3f ms  measured %9.3f ms\n",
-                    row->name, 1e3 * row->sim.step_seconds, 1e3 * row->measured);
+            print_measured_row(p->out, row);
         else
             fprintf(p->out, "baseline %-12s simulated %9.3f ms  %s\n", row->name,
                     1e3 * row->sim.step_seconds,

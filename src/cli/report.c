@@ -68,6 +68,61 @@ static void md_ms(FILE *fp, double seconds, const char *none)
         fprintf(fp, " %s |", none);
 }
 
+/* A measured step, "0.387 ±1.2%", marked "**!**" when its steps were unstable and "**†**"
+ * when it is far above its simulation (measure.h, search.h). */
+static void md_measured(FILE *fp, const pl_search_row *row)
+{
+    if (!(row->measured > 0)) {
+        md_ms(fp, 0, row->fits ? "not measured" : "does not fit");
+        return;
+    }
+    char spread[32];
+    fprintf(fp, " %.3f %s%s%s |", 1e3 * row->measured,
+            pl_cli_spread_text(&row->series, spread, sizeof spread),
+            row->series.unstable ? " **!**" : "", pl_search_row_disturbed(row) ? " **†**" : "");
+}
+
+/* Under the table: what the marks mean, and every row they mark, said in full. */
+static void write_measurement_notes(FILE *fp, const pl_search *search)
+{
+    bool unstable = false, disturbed = false;
+    for (int r = 0; r < search->n_rows; r++) {
+        unstable |= search->rows[r].measured > 0 && search->rows[r].series.unstable;
+        disturbed |= pl_search_row_disturbed(&search->rows[r]);
+    }
+    fprintf(fp, "\n±: half the interquartile range of the measured steps, over their median "
+            "(the middle half of the steps lies about that close to it).");
+    if (unstable)
+        fprintf(fp, " **!**: unstable: the steps ran at two speeds (bimodal) or drifted, in "
+                "every round measured; the machine was most likely busy, and the figure is "
+                "not to be trusted.");
+    if (disturbed)
+        fprintf(fp, " **†**: measured more than %.0fx its simulated step: most likely "
+                "disturbed (another process on the cores), not a slow plan.",
+                PL_SEARCH_DISTURBED);
+    fprintf(fp, "\n");
+    for (int r = 0; r < search->n_rows; r++) {
+        const pl_search_row *row = &search->rows[r];
+        if (!(row->measured > 0) || (!row->series.unstable && !pl_search_row_disturbed(row)))
+            continue;
+        char why[512];
+        fprintf(fp, "\n- ");
+        md_text(fp, row->name);
+        fprintf(fp, ": measured %.3f ms", 1e3 * row->measured);
+        if (row->series.unstable) {
+            fprintf(fp, ", unstable (");
+            md_text(fp, pl_cli_instability_text(&row->series, why, sizeof why));
+            fprintf(fp, ")");
+        }
+        if (pl_search_row_disturbed(row))
+            fprintf(fp, ", %.1fx its simulated step (%.3f ms): the measurement was likely "
+                    "disturbed, not the plan slow", row->measured / row->sim.step_seconds,
+                    1e3 * row->sim.step_seconds);
+        fprintf(fp, ". Measure it again on a quiet machine (placer run).");
+    }
+    fprintf(fp, "\n");
+}
+
 static void md_ratio(FILE *fp, double seconds, double bound)
 {
     if (seconds > 0 && bound > 0)
@@ -82,8 +137,9 @@ static void write_algorithms(FILE *fp, const pl_job *job)
     const pl_search *search = job->search;
     char a[32];
     fprintf(fp, "## Algorithms\n\nEvery plan the job considered. Measured steps are medians "
-            "of steps on the executor in this run; the ratios divide a step by the lower "
-            "bound (%.3f ms), simulated and measured apart. Peak memory is simulated.\n\n",
+            "of steps on the executor in this run, with their spread (±, below); the ratios "
+            "divide a step by the lower bound (%.3f ms), the simulated step and the measured "
+            "one each in its own column. Peak memory is simulated.\n\n",
             1e3 * search->bound);
     fprintf(fp, "| algorithm | simulated step (ms) | measured step (ms) | simulated / lower "
             "bound | measured / lower bound | peak memory per device | choice |\n"
@@ -100,7 +156,7 @@ static void write_algorithms(FILE *fp, const pl_job *job)
             continue;
         }
         md_ms(fp, row->sim.step_seconds, "");
-        md_ms(fp, row->measured, row->fits ? "not measured" : "does not fit");
+        md_measured(fp, row);
         md_ratio(fp, row->sim.step_seconds, search->bound);
         md_ratio(fp, row->measured, search->bound);
         fprintf(fp, " ");
@@ -115,6 +171,7 @@ static void write_algorithms(FILE *fp, const pl_job *job)
         fprintf(fp, " | %s |\n", r == search->chosen ? "**chosen**"
                                  : r == search->best_baseline ? "best baseline" : "");
     }
+    write_measurement_notes(fp, search);
     if (search->head_to_head_rounds > 0) {
         fprintf(fp, "\nThe best baseline and the agent's best plans (");
         const char *separator = "";
@@ -128,6 +185,24 @@ static void write_algorithms(FILE *fp, const pl_job *job)
                 "rounds: their measured steps are those medians, so that the final choice "
                 "compares them on the machine as it is then.\n", search->head_to_head_rounds);
     }
+}
+
+/* The agent's gain over the best baseline, and whether it stands out of the noise: a few
+ * per cent at least, and more than the two measurements' spreads (half their
+ * interquartile ranges) together. */
+static void write_improvement(FILE *fp, const pl_search_row *chosen,
+                              const pl_search_row *base, double ratio)
+{
+    double gain = 1 - ratio, noise = 0.5 * (chosen->series.iqr_spread + base->series.iqr_spread);
+    fprintf(fp, "The agent's plan measured %.1f%% faster than the best baseline", 100 * gain);
+    if (ratio > 1 / 1.05)
+        fprintf(fp, " (within the executor's run-to-run spread of a few per cent: not a clear "
+                "improvement)");
+    else if (gain <= noise)
+        fprintf(fp, " (within the two measurements' spreads, ±%.1f%% and ±%.1f%%: not a "
+                "clear improvement)", 50 * chosen->series.iqr_spread,
+                50 * base->series.iqr_spread);
+    fprintf(fp, ".\n\n");
 }
 
 static void write_choice(FILE *fp, const pl_search *search)
@@ -146,12 +221,14 @@ static void write_choice(FILE *fp, const pl_search *search)
         if (chosen->baseline)
             fprintf(fp, "The agent did not improve on the best baseline in this run.\n\n");
         else
-            fprintf(fp, "The agent's plan measured %.1f%% faster than the best baseline%s.\n\n",
-                    100 * (1 - ratio), ratio > 1 / 1.05 ? " (within the executor's run-to-run "
-                    "spread of a few per cent: not a clear improvement)" : "");
+            write_improvement(fp, chosen, base, ratio);
     } else {
         fprintf(fp, ".\n\n");
     }
+    if (search->choice_unstable)
+        fprintf(fp, "**The choice rests on an unstable measurement** (marked **!** above): "
+                "the machine was most likely busy while it was measured, and the choice may "
+                "not hold on a quiet machine.\n\n");
 }
 
 static void write_learning(FILE *fp, const pl_search *search, const char *svg_name)

@@ -21,6 +21,7 @@
 #include "bound.h"
 #include "data.h"
 #include "executor.h"
+#include "measure.h"
 #include "profile.h"
 #include "simulate.h"
 
@@ -120,9 +121,10 @@ static pl_status table_row(const options *o, const pl_graph *g, const pl_cluster
         if (status == PL_OK && fit.fits)
             status = pl_executor_measure(*ex, o->warmup, o->steps, &measured, err);
         if (status == PL_OK && fit.fits)
-            printf(" %10.3f %6.0f%% %7.2f %+7.1f%%", 1e3 * measured.median,
-                   100 * measured.spread, measured.median / bound,
-                   100 * (predicted - measured.median) / measured.median);
+            printf(" %10.3f %5.0f%%%s %7.2f %+7.1f%%", 1e3 * measured.series.median,
+                   100 * measured.series.iqr_spread, measured.series.unstable ? "!" : " ",
+                   measured.series.median / bound,
+                   100 * (predicted - measured.series.median) / measured.series.median);
         else if (status == PL_OK)
             printf(" %10s", "no fit");
     } else {
@@ -155,10 +157,10 @@ static pl_status table_all(const options *o, pl_error *err)
     pl_cost_model *m = calloc(1, sizeof *m);
     pl_status status = m ? PL_OK : PL_ENOMEM;
     printf("\n== Step time: simulated and measured (median of %d steps after %d warm-up; "
-           "spread (max-min)/median); x: ratio to the lower bound; error of the simulation; "
+           "iqr: interquartile range/median, !: unstable (measure.h)); x: ratio to the lower bound; error of the simulation; "
            "plans predicted over %.1f s not measured\n", o->steps, o->warmup, o->max_step);
     printf("%-12s %-8s %-12s %10s %7s %10s %7s %7s %8s\n", "model", "cluster", "algorithm",
-           "sim ms", "x", "meas ms", "spread", "x", "sim err");
+           "sim ms", "x", "meas ms", "iqr", "x", "sim err");
     for (int k = 0; k < o->n_clusters && status == PL_OK; k++) {
         pl_cluster *c = bench_open_cluster(o->top, o->clusters[k], err);
         status = c ? load_profile(m, c, err) : err->status;

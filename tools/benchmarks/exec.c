@@ -20,6 +20,7 @@
 #include "bench.h"
 #include "data.h"
 #include "executor.h"
+#include "measure.h"
 #include "load.h"
 #include "rng.h"
 #include "session.h"
@@ -373,10 +374,16 @@ static pl_stats paired_overhead(const contender *base, const contender *c)
     return pl_stats_of(r, c->n_times);
 }
 
+/* Median, min and max, the max followed by "!" when the steps were unstable (measure.h:
+ * two speeds or a drift), else by a space. */
 static void print_times(const contender *c)
 {
     pl_stats s = time_stats(c);
-    printf("%9.2f %8.2f %8.2f", s.median * 1e3, s.min * 1e3, s.max * 1e3);
+    pl_series series;
+    bool unstable = pl_series_examine(c->times, c->n_times, &series, NULL) == PL_OK &&
+                    series.unstable;
+    printf("%9.2f %8.2f %8.2f%s", s.median * 1e3, s.min * 1e3, s.max * 1e3,
+           unstable ? "!" : " ");
 }
 
 /* ---- 1. branch parallelism ------------------------------------------------------------- */
@@ -410,7 +417,8 @@ static void print_heading(const char *title, const workload *w, const options *o
            w->c->n_devices == 1 ? "" : "s", threads, threads == 1 ? "" : "s", pacing,
            pl_machine_cores());
     printf("   %d measured rounds, configurations alternating step by step, after %d warm-up "
-           "steps each; times are the wall time of one step (ms)\n", rounds, o->warmup);
+           "steps each; times are the wall time of one step (ms); !: a configuration's "
+           "steps ran at two speeds or drifted (measure.h)\n", rounds, o->warmup);
     print_machine_load(start);
 }
 
