@@ -214,13 +214,14 @@ static bool read_delays(const pl_program *p, const double *starts, const double 
     return ok;
 }
 
-/* Sets the workload's plan, runs one warm-up and `steps` steps, reads each timeline. */
+/* Sets the workload's plan, runs warm-up steps and `steps` steps, reads each timeline. */
 static pl_status read_steps(workload *w, int steps, const reading *how, pl_error *err)
 {
     pl_fit fit;
+    int warmup = how->lateness ? 2 : 1; /* paced threads' first steps start cold */
     pl_status status = pl_executor_set_plan(w->ex, w->plan, &fit, err);
-    for (int s = 0; status == PL_OK && s <= steps; s++) {
-        if ((status = pl_calib_step(w, s + 1, err)) != PL_OK || s == 0)
+    for (int s = 0; status == PL_OK && s < warmup + steps; s++) {
+        if ((status = pl_calib_step(w, s + 1, err)) != PL_OK || s < warmup)
             continue;
         const pl_program *p = pl_executor_program(w->ex);
         const double *starts = pl_executor_task_starts(w->ex), *ends = pl_executor_task_ends(w->ex);
