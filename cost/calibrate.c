@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "calibrate_impl.h"
+#include "clock.h"
 #include "grow.h"
 #include "load.h"
 
@@ -55,6 +57,45 @@ static pl_status measure_ops(const char *path, int batch, int threads, int steps
     free(times);
     pl_cluster_free(c);
     return status;
+}
+
+/* ---- how noisy it was ---------------------------------------------------------------------- */
+
+/* The ops' spread between the passes (calibrate_impl.h), growing over the thread counts. */
+typedef struct spreads {
+    double *v;
+    int n, cap;
+} spreads;
+
+/* The spread of one thread count's passes: times[0 .. second) and [second .. n). */
+static pl_status add_spread(spreads *s, pl_op_time *times, int second, int n, pl_error *err)
+{
+    if (!pl_grow(&s->v, &s->cap, s->n + second + 1, sizeof *s->v, 256))
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    s->n += pl_calib_pass_spread(times, second, times + second, n - second,
+                                 PL_CALIBRATION_MIN_SECONDS, s->v + s->n);
+    return PL_OK;
+}
+
+static void record(pl_calibration_record *r, spreads *s, double start,
+                   const pl_calib_load *before)
+{
+    pl_calib_load after = pl_calib_load_now();
+    r->measured_at = (long long)time(NULL);
+    r->seconds = pl_now() - start;
+    r->attempts = 1;
+    r->compared = s->n;
+    r->spread_median = s->n ? pl_quantile(s->v, s->n, 0.5) : 0;
+    r->spread_p90 = s->n ? pl_quantile(s->v, s->n, 0.9) : 0;
+    r->others_share = pl_calib_others_share(before, &after);
+    r->spread_threshold = PL_CALIBRATION_SPREAD_THRESHOLD;
+    r->others_threshold = PL_CALIBRATION_OTHERS_THRESHOLD;
+}
+
+bool pl_calibration_noisy(const pl_calibration_record *r)
+{
+    return (r->compared >= PL_CALIBRATION_MIN_COMPARED && r->spread_p90 > r->spread_threshold) ||
+           r->others_share > r->others_threshold;
 }
 
 /* ---- the whole calibration ----------------------------------------------------------------- */
@@ -162,6 +203,9 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
     int steps = how->steps ? how->steps : 5;
     memset(m, 0, sizeof *m);
     pl_cost_machine_key(m->machine, sizeof m->machine);
+    double start = pl_now();
+    pl_calib_load load_before = pl_calib_load_now();
+    spreads spread = {0};
     pl_status status = PL_OK;
     for (int i = 0; status == PL_OK && i < n_threads; i++) {
         int t = threads[i];
@@ -176,13 +220,17 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
          * a whole model's run came out 30% slow (the VM's core slowed for a moment), and
          * every op of that model with it. */
         int pass_steps = (steps + 1) / 2 > 2 ? (steps + 1) / 2 : 2;
+        int second = 0; /* where the second pass's times begin */
         for (int pass = 0; pass < 2 && status == PL_OK; pass++) {
+            second = pass == 1 ? measured.n : 0;
             status = measure_suite(how, how->graphs_dir, t, pass_steps, kinds, &measured, err);
             if (status == PL_OK)
                 status = measure_suite(how, small, t, pass_steps, kinds, &measured, err);
         }
         if (status == PL_OK)
             fit_kinds(m, t, kinds);
+        if (status == PL_OK)
+            status = add_spread(&spread, measured.v, second, measured.n, err);
         if (status == PL_OK)
             status = pl_cost_add_measured(m, measured.v, measured.n, err);
         for (int k = 0; k < PL_OP_COUNT; k++)
@@ -210,7 +258,9 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
         /* the mean: these delays add up along a step, the rare long ones included */
         for (int d = 0; d < PL_DELAY_COUNT; d++)
             fit_delays(m->paced_delays[d], g.delay[d]);
+        record(&m->calibration, &spread, start, &load_before);
     }
+    free(spread.v);
     pl_calib_free_samples(&g.task);
     pl_calib_free_samples(&g.handoff);
     pl_calib_free_samples(&g.poll);

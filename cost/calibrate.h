@@ -22,6 +22,19 @@
 extern "C" {
 #endif
 
+/* When a calibration counts as noisy (pl_calibration_noisy, cost_model.h; docs/simulator.md
+ * gives the figures they were chosen from): the 90th percentile over the ops of their spread
+ * between the two passes, |t1 / t2 - 1|, exceeds PL_CALIBRATION_SPREAD_THRESHOLD; or other
+ * work took more than PL_CALIBRATION_OTHERS_THRESHOLD of the machine's CPU time meanwhile
+ * (a steady load slows both passes alike, so they agree). Ops under
+ * PL_CALIBRATION_MIN_SECONDS in both passes are left out (the clock and a single interrupt
+ * decide their spread), and with fewer than PL_CALIBRATION_MIN_COMPARED ops left the spread
+ * is not judged. */
+#define PL_CALIBRATION_SPREAD_THRESHOLD 0.4
+#define PL_CALIBRATION_OTHERS_THRESHOLD 0.75
+#define PL_CALIBRATION_MIN_SECONDS 100e-6
+enum { PL_CALIBRATION_MIN_COMPARED = 30 };
+
 typedef struct pl_calibration {
     const char *graphs_dir; /* the models to measure: DIR and DIR/small */
     const int *threads;     /* the thread counts to measure; NULL: {1} */
@@ -35,8 +48,12 @@ typedef struct pl_calibration {
     const volatile sig_atomic_t *interrupt;
 } pl_calibration;
 
+/* Whether a calibration was noisy (above), by the thresholds recorded with it. */
+bool pl_calibration_noisy(const pl_calibration_record *record);
+
 /* Overwrites `model` (release it with pl_cost_model_clear); on failure or interrupt it
- * holds nothing to release. */
+ * holds nothing to release. Fills model->calibration: when, how long, how noisy (one
+ * attempt: re-measuring a noisy calibration is the profile's, profile.h). */
 pl_status pl_cost_calibrate(pl_cost_model *model, const pl_calibration *how, pl_error *err);
 
 #ifdef __cplusplus

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -270,6 +271,27 @@ pl_op_cost pl_cost_fit(const double *seconds, const double *flops, const double 
 
 static const char *const PROFILE_FORMAT = "placer-cost-profile";
 
+/* A time as ISO 8601 in UTC, "2026-11-24T19:05:41Z" ("" when out of range). */
+static void utc_text(long long seconds, char *buf, size_t cap)
+{
+    time_t t = (time_t)seconds;
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(buf, cap, "%s", "");
+}
+
+static json_t *write_calibration(const pl_calibration_record *c)
+{
+    char utc[32];
+    utc_text(c->measured_at, utc, sizeof utc);
+    return json_pack("{s:I, s:s, s:f, s:i, s:i, s:f, s:f, s:f, s:f, s:f}", "measured_at",
+                     (json_int_t)c->measured_at, "measured_at_utc", utc, "seconds", c->seconds,
+                     "attempts", c->attempts, "ops_compared", c->compared, "spread_median",
+                     c->spread_median, "spread_p90", c->spread_p90, "others_share",
+                     c->others_share, "spread_threshold", c->spread_threshold,
+                     "others_threshold", c->others_threshold);
+}
+
 pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error *err)
 {
     json_t *ops = json_array();
@@ -302,13 +324,14 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
             json_array_append_new(levels, json_real(m->paced_delays[d][k]));
         json_object_set_new(delays, pl_delay_names[d], levels);
     }
-    json_t *root = json_pack("{s:s, s:i, s:s, s:o, s:f, s:f, s:f, s:f, s:o, s:o, s:o}",
+    json_t *calibration = write_calibration(&m->calibration);
+    json_t *root = json_pack("{s:s, s:i, s:s, s:o, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o}",
                              "format", PROFILE_FORMAT, "version", PL_COST_FORMAT_VERSION,
                              "machine", m->machine, "copy_curve", curve, "handoff_seconds",
                              m->handoff_seconds, "poll_seconds", m->poll_seconds,
                              "wake_seconds", m->wake_seconds, "task_seconds", m->task_seconds,
                              "paced_delays", delays, "ops", ops,
-                             "measured", measured);
+                             "measured", measured, "calibration", calibration);
     if (!root)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     pl_status status = pl_json_write_file(path, root, JSON_INDENT(1) | JSON_REAL_PRECISION(9),
@@ -451,13 +474,57 @@ static bool read_measured(pl_json_reader *r, const json_t *list, pl_cost_model *
     return true;
 }
 
+/* The latest time ISO 8601's four-digit years write: 9999-12-31T23:59:59Z. */
+#define LAST_TIME 253402300799LL
+
+/* {"measured_at": seconds since the epoch, "measured_at_utc": the same in ISO 8601, ...}. */
+static bool read_calibration(pl_json_reader *r, const json_t *object, pl_calibration_record *c)
+{
+    static const char *const fields[] = {"measured_at", "measured_at_utc", "seconds", "attempts",
+                                         "ops_compared", "spread_median", "spread_p90",
+                                         "others_share", "spread_threshold", "others_threshold",
+                                         NULL};
+    int64_t at, attempts, compared;
+    const char *utc;
+    char expected[32];
+    size_t back = pl_json_push_key(r, "calibration");
+    if (!pl_json_expect_object(r, object, fields) ||
+        !pl_json_integer(r, object, "measured_at", true, 0, LAST_TIME, &at) ||
+        !pl_json_string(r, object, "measured_at_utc", true, &utc) ||
+        !pl_json_number(r, object, "seconds", true, 0, 1e6, &c->seconds) ||
+        !pl_json_integer(r, object, "attempts", true, 0, 1000, &attempts) ||
+        !pl_json_integer(r, object, "ops_compared", true, 0, INT32_MAX, &compared) ||
+        !pl_json_number(r, object, "spread_median", true, 0, 1e6, &c->spread_median) ||
+        !pl_json_number(r, object, "spread_p90", true, 0, 1e6, &c->spread_p90) ||
+        !pl_json_number(r, object, "others_share", true, 0, 1, &c->others_share) ||
+        !pl_json_number(r, object, "spread_threshold", true, 0, 1e6, &c->spread_threshold) ||
+        !pl_json_number(r, object, "others_threshold", true, 0, 1, &c->others_threshold))
+        return false;
+    utc_text(at, expected, sizeof expected);
+    if (strcmp(utc, expected) != 0) {
+        pl_json_push_key(r, "measured_at_utc");
+        return pl_json_fail(r, "\"%s\" is not measured_at (%lld) in UTC, \"%s\"", utc,
+                            (long long)at, expected);
+    }
+    if (c->spread_p90 < c->spread_median) {
+        pl_json_push_key(r, "spread_p90");
+        return pl_json_fail(r, "%g is below spread_median (%g): a 90th percentile is not below "
+                            "the median", c->spread_p90, c->spread_median);
+    }
+    c->measured_at = at;
+    c->attempts = (int)attempts;
+    c->compared = (int)compared;
+    pl_json_pop(r, back);
+    return true;
+}
+
 pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
 {
     static const char *const fields[] = {"format", "version", "machine", "copy_curve",
                                          "handoff_seconds", "poll_seconds",
                                          "wake_seconds", "task_seconds",
                                          "paced_delays",
-                                         "ops", "measured", NULL};
+                                         "ops", "measured", "calibration", NULL};
     pl_error_init(err, path);
     json_t *root = pl_json_parse_file(path, (size_t)16 << 20, err, NULL);
     if (!root)
@@ -491,6 +558,10 @@ pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
     }
     if (ok)
         ok = read_measured(&r, measured, m);
+    json_t *calibration;
+    if (ok)
+        ok = pl_json_member(&r, root, "calibration", JSON_OBJECT, true, &calibration) &&
+             read_calibration(&r, calibration, &m->calibration);
     json_decref(root);
     if (!ok)
         pl_cost_model_clear(m);

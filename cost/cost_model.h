@@ -44,7 +44,7 @@
 extern "C" {
 #endif
 
-enum { PL_COST_FORMAT_VERSION = 8, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
+enum { PL_COST_FORMAT_VERSION = 9, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
 
 /* The executor's delays on paced devices and links. Each is a mean (they add up along a
  * step, the rare long ones included) measured by how many OTHER threads were computing
@@ -72,6 +72,21 @@ typedef struct pl_copy_point {
     double bytes, seconds;
 } pl_copy_point;
 
+/* How a profile was measured, and how noisy the machine was meanwhile (all 0 in a model
+ * made by hand). Calibration times every op twice, in two passes over the models; an op's
+ * spread is |t1 / t2 - 1| between its two times (ops under PL_CALIBRATION_MIN_SECONDS left
+ * out, calibrate.h). Whether it was noisy: pl_calibration_noisy (calibrate.h), by the
+ * thresholds recorded with it. */
+typedef struct pl_calibration_record {
+    long long measured_at; /* when it ended: UTC, seconds since the epoch; 0: unknown */
+    double seconds;        /* how long it took, every attempt included */
+    int attempts;          /* measurements made; the quietest was kept */
+    int compared;          /* op signatures timed in both passes */
+    double spread_median, spread_p90; /* of the ops' spread */
+    double others_share;   /* 0 to 1: the machine's CPU time others used (/proc/stat) */
+    double spread_threshold, others_threshold;
+} pl_calibration_record;
+
 /* One measured op configuration. */
 typedef struct pl_op_time {
     uint64_t signature;
@@ -91,6 +106,7 @@ typedef struct pl_cost_model {
                                                                 computing */
     pl_op_time *measured; /* sorted by signature; malloc'd */
     int n_measured;
+    pl_calibration_record calibration;
 } pl_cost_model;
 
 void pl_cost_model_clear(pl_cost_model *model);
@@ -152,8 +168,9 @@ pl_op_cost pl_cost_fit(const double *seconds, const double *flops, const double 
 
 /* Profile files (JSON, written atomically). Reading checks the format version and every
  * field (numbers in range, each op kind and thread count at most once, measurements
- * sorted, nothing after the document), `err` named after the file; a profile of another
- * machine key reads fine: callers check it with pl_profile_check (profile.h). */
+ * sorted, the calibration's time written twice alike, nothing after the document), `err`
+ * named after the file; a profile of another machine key reads fine: callers check it with
+ * pl_profile_check (profile.h). */
 pl_status pl_cost_model_write(const pl_cost_model *model, const char *path, pl_error *err);
 /* Reading fills `model` afresh: clear a model read before reading into it again. */
 pl_status pl_cost_model_read(pl_cost_model *model, const char *path, pl_error *err);

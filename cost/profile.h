@@ -17,6 +17,12 @@
 extern "C" {
 #endif
 
+/* A calibration that comes out noisy (calibrate.h) is measured again, up to
+ * PL_PROFILE_ATTEMPTS times in all, and the quietest kept; a profile measured more than
+ * PL_PROFILE_OLD_DAYS days ago is old. Either is warned about at every use
+ * (pl_profile_warning); neither makes a cached profile be measured again by itself. */
+enum { PL_PROFILE_ATTEMPTS = 3, PL_PROFILE_OLD_DAYS = 30 };
+
 /* The profile's path into buf; false when there is no home to put it in. */
 bool pl_profile_path(char *buf, size_t cap);
 /* The directory of models calibration measures, or NULL when none is found. */
@@ -24,9 +30,10 @@ const char *pl_profile_graphs_dir(void);
 
 /* The profile for `cluster`: read from the cache when it fits this machine and the
  * cluster's thread counts; else calibrated (progress and interrupt as in calibrate.h; an
- * interrupted calibration caches nothing) and written to the cache. `force` calibrates
- * anyway. *calibrated says which happened. The model is overwritten: release it with
- * pl_cost_model_clear. */
+ * interrupted calibration caches nothing; a noisy one is measured again, above) and
+ * written to the cache. `force` calibrates anyway. *calibrated says which happened. A
+ * caller that tells a user about the profile shows pl_profile_warning too. The model is
+ * overwritten: release it with pl_cost_model_clear. */
 pl_status pl_profile_load(pl_cost_model *model, const pl_cluster *cluster, bool force,
                           void (*progress)(void *context, const char *what), void *context,
                           const volatile sig_atomic_t *interrupt, bool *calibrated,
@@ -42,6 +49,18 @@ pl_status pl_profile_check(const pl_cost_model *model, const pl_cluster *cluster
  * counts: true, `model` filled (release it with pl_cost_model_clear). Else false, `model`
  * left empty: never calibrates, for commands that only show what a profile predicts. */
 bool pl_profile_read_cached(pl_cost_model *model, const pl_cluster *cluster);
+
+/* Whether the model's profile is old at `now` (UTC, seconds since the epoch): measured
+ * more than PL_PROFILE_OLD_DAYS days before, or at an unknown time (a model made by hand). */
+bool pl_profile_old(const pl_cost_model *model, long long now);
+
+/* A warning for every use of a noisy or old profile, one line into buf ("the calibration
+ * profile is noisy: ...; measured 2 h ago, 2026-11-24T19:05:41Z: run `placer calibrate
+ * --force` on a quiet machine"), or false when the profile is neither. */
+bool pl_profile_warning(const pl_cost_model *model, long long now, char *buf, size_t cap);
+
+/* An age in words: "40 s ago", "5 min ago", "3 h ago", "41 days ago", "in the future". */
+void pl_profile_age_text(double seconds, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,9 @@
 /* Measured op times (cost_model.h): signatures, and the sorted table of their times. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "calibrate_impl.h"
 #include "cost_model.h"
 #include "hash.h"
 
@@ -93,4 +95,37 @@ pl_status pl_cost_add_measured(pl_cost_model *m, pl_op_time *times, int n, pl_er
     m->measured = all;
     m->n_measured = count;
     return PL_OK;
+}
+
+/* The lower median of the run of one signature starting at times[*i] (sorted), *i moved
+ * past it. */
+static double run_median(const pl_op_time *times, int n, int *i)
+{
+    int j = *i;
+    while (j < n && times[j].signature == times[*i].signature)
+        j++;
+    double seconds = times[*i + (j - *i - 1) / 2].seconds;
+    *i = j;
+    return seconds;
+}
+
+int pl_calib_pass_spread(pl_op_time *first, int n_first, pl_op_time *second, int n_second,
+                         double min_seconds, double *spread)
+{
+    qsort(first, (size_t)n_first, sizeof *first, compare_times);
+    qsort(second, (size_t)n_second, sizeof *second, compare_times);
+    int n = 0;
+    for (int i = 0, j = 0; i < n_first && j < n_second;) {
+        if (first[i].signature != second[j].signature) {
+            if (first[i].signature < second[j].signature)
+                run_median(first, n_first, &i);
+            else
+                run_median(second, n_second, &j);
+            continue;
+        }
+        double a = run_median(first, n_first, &i), b = run_median(second, n_second, &j);
+        if ((a >= min_seconds || b >= min_seconds) && a > 0 && b > 0)
+            spread[n++] = fabs(a / b - 1);
+    }
+    return n;
 }

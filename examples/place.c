@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* Everything the program holds, freed in one place. */
 typedef struct place_state {
@@ -75,6 +76,9 @@ static int load(place_state *s, const char *cluster_path)
     if (pl_profile_load(s->cost, s->cluster, false, progress, NULL, NULL, &calibrated, &err) != PL_OK)
         return report(&err);
     printf("cost model: %s\n", calibrated ? "just calibrated" : "the cached profile");
+    char warning[1024]; /* a profile measured on a busy machine, or long ago */
+    if (pl_profile_warning(s->cost, (long long)time(NULL), warning, sizeof warning))
+        fprintf(stderr, "place: warning: %s\n", warning);
     return 0;
 }
 

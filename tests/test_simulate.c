@@ -12,6 +12,7 @@
 #include "executor.h"
 #include "graph_build.h"
 #include "load.h"
+#include "profile.h"
 #include "simulate.h"
 #include "suites.h"
 #include "test_util.h"
@@ -555,6 +556,8 @@ static void test_profile_file(void)
     pl_cost_model m = unit_costs(2e-5), back;
     pl_cost_machine_key(m.machine, sizeof m.machine);
     m.ops[2][PL_OP_MATMUL] = (pl_op_cost){1e-6, 2e-11, 3e-12, 40};
+    m.calibration = (pl_calibration_record){1795547646, 91.5, 3, 419, 0.021, 0.162, 0.84,
+                                            0.25, 0.75};
     pl_op_time times[] = {{42, 3e-4}, {7, 1e-5}, {42, 1e-4}, {42, 2e-4}, {9, 5e-5}, {9, 4e-5}};
     CU_ASSERT_EQUAL(pl_cost_add_measured(&m, times, 6, NULL), PL_OK);
     CU_ASSERT_EQUAL(m.n_measured, 3);
@@ -575,9 +578,25 @@ static void test_profile_file(void)
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_native_copy(&back, 1e6), 1e-3, 1e-15);
     CU_ASSERT_EQUAL(back.n_measured, 3);
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_lookup(&back, 7), 1e-5, 1e-14);
+    CU_ASSERT_EQUAL(back.calibration.measured_at, 1795547646);
+    CU_ASSERT_DOUBLE_EQUAL(back.calibration.seconds, 91.5, 1e-9);
+    CU_ASSERT_EQUAL(back.calibration.attempts, 3);
+    CU_ASSERT_EQUAL(back.calibration.compared, 419);
+    CU_ASSERT_DOUBLE_EQUAL(back.calibration.spread_p90, 0.162, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(back.calibration.others_share, 0.84, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(back.calibration.others_threshold, 0.75, 1e-12);
+    FILE *text = fopen(path, "r"); /* the time is written in ISO 8601 too */
+    char line[256];
+    bool iso = false;
+    while (text && fgets(line, sizeof line, text))
+        iso = iso || strstr(line, "\"measured_at_utc\": \"2026-11-24T19:14:06Z\"");
+    if (text)
+        fclose(text);
+    CU_ASSERT(iso);
     pl_cost_model_clear(&back); /* read fills a model afresh, so it owns nothing yet */
     FILE *f = fopen(path, "w");
-    fputs("{\"format\": \"placer-cost-profile\", \"version\": 9}", f);
+    fprintf(f, "{\"format\": \"placer-cost-profile\", \"version\": %d}",
+            PL_COST_FORMAT_VERSION + 1); /* a newer placer's */
     fclose(f);
     pl_error err;
     pl_error_init(&err, path);
@@ -599,6 +618,62 @@ static void test_profile_file(void)
     unlink(path);
     pl_cost_model_clear(&m);
     pl_cost_model_clear(&back);
+}
+
+/* The passes' spread, by hand: a signature's lower median in each pass, compared when both
+ * passes timed it and either time reaches the minimum. */
+static void test_pass_spread(void)
+{
+    pl_op_time first[] = {{4, 1e-3}, {1, 200e-6}, {1, 100e-6}, {2, 5e-4}, {3, 10e-6},
+                          {1, 120e-6}, {6, 40e-6}};
+    pl_op_time second[] = {{6, 60e-6}, {5, 1e-3}, {3, 20e-6}, {1, 100e-6}, {4, 0.8e-3}};
+    double spread[7];
+    int n = pl_calib_pass_spread(first, 7, second, 5, 50e-6, spread);
+    CU_ASSERT_EQUAL_FATAL(n, 3);
+    CU_ASSERT_DOUBLE_EQUAL(spread[0], 0.2, 1e-12);       /* 1: 120 us (of 100, 120, 200) / 100 */
+    CU_ASSERT_DOUBLE_EQUAL(spread[1], 0.25, 1e-12);      /* 4: 1 ms / 0.8 ms; 2, 5: one pass */
+    CU_ASSERT_DOUBLE_EQUAL(spread[2], 1.0 / 3, 1e-12);   /* 6: 40 / 60 us; 3: both too short */
+    CU_ASSERT_EQUAL(pl_calib_pass_spread(first, 7, second, 0, 0, spread), 0);
+}
+
+/* Noisy by the recorded thresholds; old after PL_PROFILE_OLD_DAYS or at an unknown time;
+ * the warning says which, when and what to do. */
+static void test_profile_noise(void)
+{
+    pl_calibration_record quiet = {1795547646, 10, 1, 425, 0.02, 0.10, 0.29, 0.25, 0.75};
+    pl_calibration_record spread = quiet, others = quiet, few = quiet;
+    spread.spread_p90 = 0.3;
+    others.others_share = 0.8;
+    few.spread_p90 = 0.9;
+    few.compared = PL_CALIBRATION_MIN_COMPARED - 1; /* too few ops to judge the spread */
+    CU_ASSERT(!pl_calibration_noisy(&quiet));
+    CU_ASSERT(pl_calibration_noisy(&spread));
+    CU_ASSERT(pl_calibration_noisy(&others));
+    CU_ASSERT(!pl_calibration_noisy(&few));
+    CU_ASSERT(!pl_calibration_noisy(&(pl_calibration_record){0})); /* made by hand */
+    pl_cost_model m = unit_costs(1e-5);
+    long long day = 86400, at = quiet.measured_at;
+    m.calibration = quiet;
+    char line[1024];
+    CU_ASSERT(!pl_profile_old(&m, at + (PL_PROFILE_OLD_DAYS - 1) * day));
+    CU_ASSERT(!pl_profile_warning(&m, at + 3600, line, sizeof line));
+    CU_ASSERT(pl_profile_old(&m, at + (PL_PROFILE_OLD_DAYS + 1) * day));
+    CU_ASSERT(pl_profile_warning(&m, at + 41 * day, line, sizeof line));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "old: measured 41 days ago, 2026-11-24T19:14:06Z"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "placer calibrate --force"));
+    m.calibration = others;
+    CU_ASSERT(pl_profile_warning(&m, at + 3 * 3600, line, sizeof line));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "noisy: other work took 80% of the CPU, over 75%"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "measured 3 h ago"));
+    CU_ASSERT_PTR_NULL(strchr(line, '\n'));
+    m.calibration = spread;
+    CU_ASSERT(pl_profile_warning(&m, at, line, sizeof line));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "disagreed by 30% or more on a tenth of its ops"));
+    m.calibration = (pl_calibration_record){0};
+    CU_ASSERT(pl_profile_old(&m, at));
+    CU_ASSERT(pl_profile_warning(&m, at, line, sizeof line));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "at an unknown time"));
+    pl_cost_model_clear(&m);
 }
 
 void pl_register_simulate_tests(void)
@@ -623,6 +698,8 @@ void pl_register_simulate_tests(void)
         {"the fit", test_fit},
         {"the copy curve", test_copy_curve},
         {"profile files", test_profile_file},
+        {"calibration: the passes' spread", test_pass_spread},
+        {"profiles: noisy and old", test_profile_noise},
         {NULL, NULL}};
     pl_test_add_suite("simulate", cases);
 }

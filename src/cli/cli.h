@@ -170,6 +170,10 @@ void pl_cli_catch_interrupt(bool catch);
 char *pl_cli_path(const char *prefix, const char *suffix);
 /* Calibration progress on stderr; `context` points to a bool that enables it. */
 void pl_cli_calibration_progress(void *context, const char *what);
+/* "placer: warning: the calibration profile is noisy: ..." on stderr when the profile is
+ * noisy or old (profile.h: pl_profile_warning), whatever -q says; nothing otherwise. Once
+ * per command that loads the profile. */
+void pl_cli_warn_profile(const pl_cost_model *model);
 /* The validate summary of a loaded model. */
 void pl_cli_print_summary(FILE *out, const char *path, const pl_graph *graph);
 /* Writes the model's dot drawing to `path` atomically ("-" for standard output). */

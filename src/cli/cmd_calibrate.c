@@ -1,9 +1,12 @@
-/* placer calibrate [--cluster C] [--force]: measures this machine for the cost model once
- * and caches it (cost/profile.h); prints what the profile says. */
+/* placer calibrate [--cluster C] [--force | --check]: measures this machine for the cost
+ * model once and caches it (cost/profile.h); prints what the profile says. --check measures
+ * nothing: it says whether the cached profile serves, how old and how noisy it is. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "profile.h"
@@ -12,6 +15,13 @@ void pl_cli_calibration_progress(void *context, const char *what)
 {
     if (!context || *(const bool *)context)
         fprintf(stderr, "placer: calibrating: %s\n", what);
+}
+
+void pl_cli_warn_profile(const pl_cost_model *m)
+{
+    char line[1024];
+    if (pl_profile_warning(m, (long long)time(NULL), line, sizeof line))
+        fprintf(stderr, "placer: warning: %s\n", line);
 }
 
 static void print_profile(const pl_cost_model *m, const char *path)
@@ -52,34 +62,144 @@ static void print_profile(const pl_cost_model *m, const char *path)
     }
 }
 
+/* measured: when, how long ago, in how long; noise: the figures against their thresholds. */
+static void print_calibration(const pl_calibration_record *r, long long now)
+{
+    if (r->measured_at > 0) {
+        char utc[32] = "?", age[32];
+        time_t t = (time_t)r->measured_at;
+        struct tm tm;
+        if (gmtime_r(&t, &tm))
+            strftime(utc, sizeof utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        pl_profile_age_text((double)(now - r->measured_at), age, sizeof age);
+        printf("measured: %s (%s) in %.1f s, %d attempt%s\n", utc, age, r->seconds,
+               r->attempts, r->attempts == 1 ? "" : "s");
+    } else {
+        printf("measured: at an unknown time (a profile made by hand)\n");
+    }
+    char judged[64] = "";
+    if (r->compared < PL_CALIBRATION_MIN_COMPARED)
+        snprintf(judged, sizeof judged, ", not judged under %d ops", PL_CALIBRATION_MIN_COMPARED);
+    printf("noise: the two passes disagree by %.1f%% at the median and %.1f%% at the 90th "
+           "percentile of %d ops (noisy above %.0f%%%s); other work took %.0f%% of the CPU "
+           "(noisy above %.0f%%)\n", 100 * r->spread_median, 100 * r->spread_p90, r->compared,
+           100 * r->spread_threshold, judged, 100 * r->others_share, 100 * r->others_threshold);
+}
+
+/* --check: what the cached profile is, without measuring; 0 when it serves this machine and
+ * the cluster and is quiet and recent, else 1. */
+static int check_profile(const pl_cluster *cluster)
+{
+    char path[4096];
+    if (!pl_profile_path(path, sizeof path)) {
+        printf("profile: none (no home directory, no PLACER_PROFILE)\nverdict: missing\n");
+        return PL_EXIT_FAILURE;
+    }
+    printf("profile: %s\n", path);
+    if (access(path, F_OK) != 0) {
+        printf("verdict: missing: `placer calibrate` measures it\n");
+        return PL_EXIT_FAILURE;
+    }
+    pl_cost_model *m = calloc(1, sizeof *m);
+    pl_error err;
+    if (!m)
+        return PL_EXIT_FAILURE;
+    if (pl_cost_model_read(m, path, &err) != PL_OK) {
+        char line[PL_ERROR_TEXT_MAX + 4096 + 64];
+        pl_error_format(&err, line, sizeof line);
+        printf("verdict: does not read (%s): `placer calibrate` measures it again\n", line);
+        free(m);
+        return PL_EXIT_FAILURE;
+    }
+    long long now = (long long)time(NULL);
+    printf("machine: %s\n", m->machine);
+    printf("threads: the cluster's devices have");
+    for (int t = 1, first = 1; t <= PL_COST_MAX_THREADS; t++)
+        for (int d = 0; d < cluster->n_devices; d++)
+            if (cluster->devices[d].threads == t) {
+                printf("%s %d", first ? "" : ",", t);
+                first = 0;
+                break;
+            }
+    printf("; the profile measured");
+    for (int t = 1, first = 1; t <= PL_COST_MAX_THREADS; t++)
+        if (pl_cost_has_threads(m, t)) {
+            printf("%s %d", first ? "" : ",", t);
+            first = 0;
+        }
+    printf("\n");
+    pl_error_init(&err, path);
+    bool serves = pl_profile_check(m, cluster, &err) == PL_OK;
+    if (serves) {
+        printf("serves: yes, this machine and the cluster's thread counts\n");
+    } else {
+        char line[PL_ERROR_TEXT_MAX + 4096 + 64];
+        pl_error_format(&err, line, sizeof line);
+        printf("serves: no (%s)\n", line);
+    }
+    print_calibration(&m->calibration, now);
+    bool noisy = pl_calibration_noisy(&m->calibration), old = pl_profile_old(m, now);
+    if (serves && !noisy && !old) {
+        printf("verdict: good: it serves, is quiet and was measured within %d days\n",
+               PL_PROFILE_OLD_DAYS);
+    } else {
+        char why[128] = "";
+        int at = 0;
+        if (!serves)
+            at += snprintf(why + at, sizeof why - (size_t)at, "does not serve");
+        if (noisy)
+            at += snprintf(why + at, sizeof why - (size_t)at, "%snoisy", at ? ", " : "");
+        if (old)
+            snprintf(why + at, sizeof why - (size_t)at, "%sold (over %d days or unknown)",
+                     at ? ", " : "", PL_PROFILE_OLD_DAYS);
+        printf("verdict: %s: measure again with `placer calibrate --force`%s\n", why,
+               noisy || old ? " on a quiet machine" : "");
+    }
+    pl_cost_model_clear(m);
+    free(m);
+    return serves && !noisy && !old ? PL_EXIT_OK : PL_EXIT_FAILURE;
+}
+
 int pl_cmd_calibrate(int argc, char **argv)
 {
     static const struct option options[] = {{"cluster", required_argument, NULL, 'c'},
                                             {"force", no_argument, NULL, 'f'},
+                                            {"check", no_argument, NULL, 'k'},
                                             {"quiet", no_argument, NULL, 'q'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     const char *cluster_path = NULL;
-    bool force = false, verbose = true;
+    bool force = false, check = false, verbose = true;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "fqh", options, NULL)) != -1) {
         switch (c) {
         case 'c': cluster_path = optarg; break;
         case 'f': force = true; break;
+        case 'k': check = true; break;
         case 'q': verbose = false; break;
         case 'h':
-            printf("Usage: placer calibrate [--cluster C] [--force] [-q]\n"
+            printf("Usage: placer calibrate [--cluster C] [--force | --check] [-q]\n"
                    "Measures this machine's kernels, copies and executor costs for the cost\n"
                    "model, for the thread counts of the cluster's devices (default: this\n"
-                   "machine), and caches the profile; --force measures again.\n"
+                   "machine), and caches the profile; --force measures again. A calibration\n"
+                   "whose two passes disagree, or that other work slowed, is noisy: it is\n"
+                   "measured again (%d attempts in all, the quietest kept), and a noisy or\n"
+                   "old (over %d days) profile is warned about at every use.\n"
                    "\n"
                    "  --cluster FILE   the cluster ('-': standard input)\n"
                    "  -f, --force      measure again even when the cached profile fits\n"
+                   "  --check          measure nothing: print the profile's path, whether it\n"
+                   "                   serves this machine and the cluster, when it was\n"
+                   "                   measured, how noisy it was, and a verdict\n"
                    "  -q, --quiet      no progress\n"
                    "The profile: $PLACER_PROFILE, else $XDG_CACHE_HOME/placer/profile.json,\n"
                    "else ~/.cache/placer/profile.json.\n"
-                   "More: " PLACER_DOCDIR "/simulator.md.\n");
+                   "Exit status: 0 done; with --check, 0 when the profile serves and is quiet\n"
+                   "and recent, 1 when it is missing, does not serve, is noisy or old; 1 a\n"
+                   "failure; 2 bad input or usage; 130 interrupted.\n"
+                   "More: " PLACER_DOCDIR "/simulator.md.\n", PL_PROFILE_ATTEMPTS,
+                   PL_PROFILE_OLD_DAYS);
             return PL_EXIT_OK;
         default:
             return pl_cli_usage_error("calibrate: unknown option or missing argument '%s'",
@@ -88,10 +208,13 @@ int pl_cmd_calibrate(int argc, char **argv)
     }
     if (optind < argc)
         return pl_cli_usage_error("calibrate: unexpected argument '%s'", argv[optind]);
+    if (check && force)
+        return pl_cli_usage_error("calibrate: --check measures nothing: not with --force");
     char profile[4096];
     const pl_cli_file input = {cluster_path, "the cluster"};
     const pl_cli_file output = pl_cli_profile_output(profile, sizeof profile);
-    int checked = pl_cli_check_outputs(&input, 1, &output, 1);
+    int checked = check ? pl_cli_check_inputs(&input, 1) /* --check writes nothing */
+                        : pl_cli_check_outputs(&input, 1, &output, 1);
     if (checked != PL_EXIT_OK)
         return checked;
     pl_error err;
@@ -100,6 +223,11 @@ int pl_cmd_calibrate(int argc, char **argv)
                                        : pl_cluster_local(&err);
     if (!cluster)
         return pl_cli_report(&err);
+    if (check) {
+        int verdict = check_profile(cluster);
+        pl_cluster_free(cluster);
+        return verdict;
+    }
     pl_cost_model *m = calloc(1, sizeof *m);
     bool calibrated = false;
     double start = pl_now();
@@ -113,6 +241,8 @@ int pl_cmd_calibrate(int argc, char **argv)
         char path[4096] = "(not cached: no home directory)";
         pl_profile_path(path, sizeof path);
         print_profile(m, path);
+        print_calibration(&m->calibration, (long long)time(NULL));
+        pl_cli_warn_profile(m);
         if (!calibrated)
             printf("(cached; --force measures again)\n");
         else

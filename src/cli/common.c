@@ -426,6 +426,7 @@ static int take_costs(pl_cli_setup *s)
     if (pl_profile_load(s->costs, s->cluster, false, pl_cli_calibration_progress, &verbose,
                         &pl_cli_interrupted, &s->calibrated, &err) != PL_OK)
         return pl_cli_report(&err);
+    pl_cli_warn_profile(s->costs);
     return PL_EXIT_OK;
 }
 
@@ -574,6 +575,7 @@ double *pl_cli_cached_op_seconds(const pl_graph *graph, const pl_cluster *cluste
         free(model);
         return NULL;
     }
+    pl_cli_warn_profile(model);
     double *op_seconds = pl_cli_op_seconds(graph, cluster, model, plan);
     pl_cost_model_clear(model);
     free(model);
