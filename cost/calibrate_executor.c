@@ -31,6 +31,7 @@ typedef struct reading {
     const pl_cost_model *m;    /* lateness: the ops' native times */
     const pl_cluster *cluster; /* gaps: which devices poll; lateness: the devices */
     bool polling;              /* gaps: read the polling devices' hand-offs alone */
+    bool handoffs;             /* lateness: the paced hand-offs and gaps too */
 } reading;
 
 /* The samples a hand-off to resource r, idle for `idle` seconds, belongs to: NULL for
@@ -98,6 +99,7 @@ typedef struct timeline {
     double *native; /* per task: its native work, from the model */
     int *order;     /* tasks by resource, then start */
     int *first;     /* per resource: where its tasks begin in `order` */
+    bool alone;     /* every task on one resource */
 } timeline;
 
 static const timeline *sorting; /* qsort has no context argument */
@@ -127,8 +129,12 @@ static bool open_timeline(timeline *t, const pl_program *p, const double *starts
         t->native[i] = pl_cost_task_parts(how->m, p, how->cluster, &p->tasks[i]).native;
         t->first[p->tasks[i].resource + 1]++;
     }
-    for (int r = 0; r < resources; r++)
+    int used = 0;
+    for (int r = 0; r < resources; r++) {
+        used += t->first[r + 1] > 0;
         t->first[r + 1] += t->first[r];
+    }
+    t->alone = used <= 1;
     sorting = t;
     qsort(t->order, (size_t)n, sizeof *t->order, by_resource_then_start);
     return true;
@@ -141,12 +147,13 @@ static void close_timeline(timeline *t)
     free(t->first);
 }
 
-/* How many resources other than r were computing natively at `when`: running a task
- * whose native work had not ended (a native device's task computes throughout). */
-static int computing_at(const timeline *t, const pl_cluster *c, int r, double when)
+/* The contention resource r met at `when` (pl_cost_contention): the other resources
+ * running a task, and those of them computing natively (a paced task until its native work
+ * ends, a native device's throughout). */
+static int contention_at(const timeline *t, const pl_cluster *c, int r, double when)
 {
     const pl_program *p = t->p;
-    int count = 0;
+    int busy = 0, computing = 0;
     for (int other = 0; other < p->n_devices + p->n_links; other++) {
         if (other == r)
             continue;
@@ -163,13 +170,30 @@ static int computing_at(const timeline *t, const pl_cluster *c, int r, double wh
         int i = t->order[lo];
         bool paced = other >= p->n_devices || c->devices[other].flops_per_second > 0;
         double work_ends = paced ? t->starts[i] + t->native[i] : t->ends[i];
-        count += t->starts[i] <= when && when < t->ends[i] && when < work_ends;
+        bool running = t->starts[i] <= when && when < t->ends[i];
+        busy += running;
+        computing += running && when + PL_COST_HOLDING_SECONDS < work_ends;
     }
-    return count < PL_COST_CONTENTION ? count : PL_COST_CONTENTION - 1;
+    return pl_cost_contention(t->alone, busy, computing);
 }
 
-/* The paced delays of one step (cost_model.h), each filed under the threads computing
- * when it arose: how late each paced task ended past its held time (at its due time), the
+/* How many tasks `task` made ready on other resources (each a wake-up call its thread
+ * made before taking its next task); filed with a gap as its `flops`. */
+static double signals(const pl_program *p, int task, const double *ends,
+                      const double *released, const int *releaser)
+{
+    const pl_task *t = &p->tasks[task];
+    int count = 0;
+    for (int e = t->first_succ; e < t->first_succ + t->n_succ; e++) {
+        int next = p->succ[e];
+        count += p->tasks[next].resource != t->resource && releaser[next] == t->resource &&
+                 released[next] == ends[task];
+    }
+    return count;
+}
+
+/* The paced delays of one step (cost_model.h), each filed under the contention when it
+ * arose: how late each paced task ended past its held time (at its due time), the
  * hand-off to an idle paced resource (at the release), and the gap to a queued next task
  * (at the previous task's end). */
 static bool read_delays(const pl_program *p, const double *starts, const double *ends,
@@ -194,24 +218,43 @@ static bool read_delays(const pl_program *p, const double *starts, const double 
         pl_task_cost cost = pl_cost_task_parts(how->m, p, how->cluster, &p->tasks[i]);
         if (cost.late >= 0) {
             double due = starts[i] + cost.held;
-            ok = pl_calib_add_sample(&delay[cost.late][computing_at(&t, how->cluster, r, due)],
+            ok = pl_calib_add_sample(&delay[cost.late][contention_at(&t, how->cluster, r, due)],
                                      ends[i] - due, 0, 0);
         }
         bool paced = r >= p->n_devices || how->cluster->devices[r].flops_per_second > 0;
         double previous_end = j > t.first[r] ? ends[t.order[j - 1]] : -1;
-        if (!ok || !paced)
+        if (!ok || !paced || !how->handoffs)
             continue;
         if (releaser[i] >= 0 && releaser[i] != r && previous_end <= released[i])
-            ok = pl_calib_add_sample(&delay[PL_DELAY_HANDOFF][computing_at(&t, how->cluster, r,
+            ok = pl_calib_add_sample(&delay[PL_DELAY_HANDOFF][contention_at(&t, how->cluster, r,
                                      released[i])], starts[i] - released[i], 0, 0);
         else if (previous_end >= 0 && (releaser[i] < 0 || previous_end >= released[i]))
-            ok = pl_calib_add_sample(&delay[PL_DELAY_NEXT][computing_at(&t, how->cluster, r,
-                                     previous_end)], starts[i] - previous_end, 0, 0);
+            ok = pl_calib_add_sample(&delay[PL_DELAY_NEXT][contention_at(&t, how->cluster, r,
+                                     previous_end)], starts[i] - previous_end,
+                                     signals(p, t.order[j - 1], ends, released, releaser), 0);
     }
     close_timeline(&t);
     free(released);
     free(releaser);
     return ok;
+}
+
+/* A step's edges on paced devices: the caller's hand-off to the first task (a hand-off at
+ * the contention of an idle machine) and the last task's to the caller. */
+static bool read_edges(const pl_program *p, const double *starts, const double *ends,
+                       double step, gaps *g)
+{
+    double first = step, last = 0;
+    bool alone = true;
+    for (int i = 0; i < p->n_tasks; i++) {
+        first = starts[i] < first ? starts[i] : first;
+        last = ends[i] > last ? ends[i] : last;
+        alone = alone && p->tasks[i].resource == p->tasks[0].resource;
+    }
+    return p->n_tasks == 0 ||
+           (pl_calib_add_sample(&g->delay[PL_DELAY_HANDOFF][pl_cost_contention(alone, 0, 0)],
+                                first, 0, 0) &&
+            pl_calib_add_sample(&g->finish, step - last, 0, 0));
 }
 
 /* Sets the workload's plan, runs warm-up steps and `steps` steps, reads each timeline. */
@@ -227,7 +270,9 @@ static pl_status read_steps(workload *w, int steps, const reading *how, pl_error
         const double *starts = pl_executor_task_starts(w->ex), *ends = pl_executor_task_ends(w->ex);
         if ((how->copies && !read_copies(p, starts, ends, how->g)) ||
             (how->gaps && !read_gaps(p, starts, ends, how)) ||
-            (how->lateness && !read_delays(p, starts, ends, how)))
+            (how->lateness && !read_delays(p, starts, ends, how)) ||
+            (how->handoffs && !read_edges(p, starts, ends, pl_executor_step_seconds(w->ex),
+                                          how->g)))
             status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     }
     return status;
@@ -331,10 +376,14 @@ pl_status pl_calib_paced_lateness(const char *dir, int steps, const pl_cost_mode
                                   const volatile sig_atomic_t *interrupt, gaps *g, pl_error *err)
 {
     /* full-size models pipelined, as the suite runs on paced-4 (else, in a reduced suite:
-     * tests, a small one paced slower so that its ops are as long); small ones dealt */
-    static const struct { const char *model; double rate; bool dealt; } workloads[] = {
-        {"lstm_lm", 2e9, false}, {"transformer", 2e9, false}, {"small/mlp-small", 1e8, false},
-        {"small/transformer-small", 2e9, true}, {"small/inception-small", 2e9, true}};
+     * tests, a small one paced slower so that its ops are as long); small ones dealt over
+     * the devices and on one device alone, with many short tasks */
+    typedef enum layout { PIPELINED, DEALT, ALONE } layout;
+    static const struct { const char *model; double rate; layout layout; } workloads[] = {
+        {"lstm_lm", 2e9, PIPELINED}, {"transformer", 2e9, PIPELINED},
+        {"small/mlp-small", 1e8, PIPELINED}, {"small/transformer-small", 2e9, DEALT},
+        {"small/inception-small", 2e9, DEALT}, {"small/transformer-small", 2e9, ALONE},
+        {"small/moe-small", 2e9, ALONE}};
     enum { FALLBACK = 2 };
     pl_status status = PL_OK;
     bool ran = false;
@@ -347,12 +396,16 @@ pl_status pl_calib_paced_lateness(const char *dir, int steps, const pl_cost_mode
         workload w = {0};
         status = c ? pl_calib_open(&w, path, 0, c, interrupt, err) : err ? err->status : PL_ENOMEM;
         if (status == PL_OK) {
-            if (workloads[k].dealt)
+            if (workloads[k].layout == DEALT)
                 round_robin(w.g, w.plan);
-            else
+            else if (workloads[k].layout == PIPELINED)
                 pipeline(w.g, w.plan);
-            status = read_steps(&w, workloads[k].dealt ? 4 * steps : steps,
-                                &(reading){.g = g, .lateness = true, .m = m, .cluster = c}, err);
+            /* hand-offs and gaps from the small models alone, where a step is mostly
+             * made of them; the pipelines' are fewer, and slower (docs/simulator.md) */
+            bool small = workloads[k].layout != PIPELINED;
+            status = read_steps(&w, small ? 4 * steps : steps,
+                                &(reading){.g = g, .lateness = true, .handoffs = small, .m = m,
+                                           .cluster = c}, err);
             ran = ran || k < FALLBACK;
         }
         pl_calib_close(&w);

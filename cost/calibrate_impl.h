@@ -73,6 +73,7 @@ typedef struct gaps {
     samples wake;    /* and on one idle longer: asleep */
     /* paced runs: each delay (cost_model.h) by how many other threads were computing */
     samples delay[PL_DELAY_COUNT][PL_COST_CONTENTION];
+    samples finish; /* from the last paced task's end to the step's */
     samples copy;    /* native copies: seconds against bytes */
 } gaps;
 

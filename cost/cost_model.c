@@ -86,13 +86,20 @@ double pl_cost_native(const pl_cost_model *m, const pl_program *p, const pl_clus
 const char *const pl_delay_names[PL_DELAY_COUNT] = {"slept", "spun", "copy", "handoff",
                                                      "next"};
 
-double pl_cost_delay(const pl_cost_model *m, pl_delay delay, int computing)
+int pl_cost_contention(bool alone, int others_busy, int others_computing)
 {
-    if (computing < 0)
-        computing = 0;
-    if (computing >= PL_COST_CONTENTION)
-        computing = PL_COST_CONTENTION - 1;
-    return m->paced_delays[delay][computing];
+    if (alone)
+        return 0;
+    return others_computing >= 2 ? 4 : others_computing == 1 ? 3 : others_busy > 0 ? 2 : 1;
+}
+
+double pl_cost_delay(const pl_cost_model *m, pl_delay delay, int contention)
+{
+    if (contention < 0)
+        contention = 0;
+    if (contention >= PL_COST_CONTENTION)
+        contention = PL_COST_CONTENTION - 1;
+    return m->paced_delays[delay][contention];
 }
 
 /* The delay of an op `native` seconds long held until `paced`: -1 when not held. */
@@ -324,6 +331,8 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
             json_array_append_new(levels, json_real(m->paced_delays[d][k]));
         json_object_set_new(delays, pl_delay_names[d], levels);
     }
+    json_object_set_new(delays, "signal", json_real(m->paced_signal_seconds));
+    json_object_set_new(delays, "finish", json_real(m->paced_finish_seconds));
     json_t *calibration = write_calibration(&m->calibration);
     json_t *root = json_pack("{s:s, s:i, s:s, s:o, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o}",
                              "format", PROFILE_FORMAT, "version", PL_COST_FORMAT_VERSION,
@@ -402,13 +411,16 @@ static bool read_copy_curve(pl_json_reader *r, const json_t *list, pl_cost_model
     return true;
 }
 
-/* {"slept": [seconds by threads computing, PL_COST_CONTENTION of them], "spun": ...}. */
+/* {"slept": [seconds at each contention level, PL_COST_CONTENTION of them], "spun": ...,
+ * "signal": seconds, "finish": seconds}. */
 static bool read_delays(pl_json_reader *r, const json_t *object, pl_cost_model *m)
 {
-    static const char *const fields[PL_DELAY_COUNT + 1] = {"slept", "spun", "copy", "handoff",
-                                                           "next", NULL};
+    static const char *const fields[PL_DELAY_COUNT + 3] = {"slept", "spun", "copy", "handoff",
+                                                           "next", "signal", "finish", NULL};
     size_t back = pl_json_push_key(r, "paced_delays"), at_delays = r->path_len;
-    if (!pl_json_expect_object(r, object, fields))
+    if (!pl_json_expect_object(r, object, fields) ||
+        !pl_json_number(r, object, "signal", true, 0, 1, &m->paced_signal_seconds) ||
+        !pl_json_number(r, object, "finish", true, 0, 1, &m->paced_finish_seconds))
         return false;
     for (int d = 0; d < PL_DELAY_COUNT; d++) {
         json_t *levels;
@@ -417,9 +429,10 @@ static bool read_delays(pl_json_reader *r, const json_t *object, pl_cost_model *
         pl_json_push_key(r, fields[d]);
         size_t at_levels = r->path_len;
         if (json_array_size(levels) != PL_COST_CONTENTION)
-            return pl_json_fail(r, "expected %d numbers (seconds with 0, 1, 2 and %d or more "
-                                "other threads computing), got %zu", PL_COST_CONTENTION,
-                                PL_COST_CONTENTION - 1, json_array_size(levels));
+            return pl_json_fail(r, "expected %d numbers (seconds at each contention level: "
+                                "alone, nothing else busy, others busy, one computing, more), "
+                                "got %zu",
+                                PL_COST_CONTENTION, json_array_size(levels));
         for (size_t k = 0; k < PL_COST_CONTENTION; k++) {
             const json_t *value = json_array_get(levels, k);
             double seconds = json_number_value(value);

@@ -8,20 +8,20 @@
  *   count to every measurement; a kind never measured uses the fit over all kinds.
  * - On a paced device an op takes the larger of that and its FLOPs at the declared rate,
  *   and ends late by a delay (`paced_delays`) that depends on whether its pacer slept or
- *   only spun (cluster.h) and on how many other threads were computing natively when it
- *   fell due: a paced thread needs a core at that moment, and a kernel holds one.
+ *   only spun (cluster.h) and on the contention when it fell due: a paced thread needs a
+ *   core at that moment, and a kernel holds one.
  * - A copy over a native link (a memcpy on the source device) takes the time its size
  *   reads off `copy_curve`: the executor's copies measured at sizes a factor of 4 apart,
  *   interpolated (a copy that outgrows the caches runs at half the speed of one that
  *   fits, so no straight line fits both); over a paced link (a thread
  *   of its own, one of many sharing the cores) the larger of that and latency + bytes /
- *   bandwidth, late by the copies' delay, which depends on the threads computing as an
- *   op's does.
+ *   bandwidth, late by the copies' delay, which depends on the contention as an op's
+ *   does.
  * - A task released by a task on another device or link starts at once when that resource
  *   is busy (it takes the task when free), else after a hand-off: on a native device that
  *   polls (cluster.h) `poll_seconds` while it has been idle less than the poll window,
  *   `wake_seconds` after (its thread sleeps, its core may have halted); on a paced device
- *   or link the paced hand-off delay, by the threads computing at the release; on a native
+ *   or link the paced hand-off delay, by the contention at the release; on a native
  *   device that never polls `handoff_seconds`, a sleeping thread woken. One released on
  *   the same resource starts `task_seconds` later, a paced one after the paced gap delay.
  *
@@ -47,20 +47,32 @@ extern "C" {
 enum { PL_COST_FORMAT_VERSION = 9, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
 
 /* The executor's delays on paced devices and links. Each is a mean (they add up along a
- * step, the rare long ones included) measured by how many OTHER threads were computing
- * natively at the moment it arose: 0, 1, 2, or PL_COST_CONTENTION - 1 or more. With none,
- * a paced task ends within a microsecond of its time; with a kernel holding the core the
- * thread wakes on, tens of microseconds later. */
+ * step, the rare long ones included) measured by the contention at the moment it arose
+ * (pl_cost_contention): whether other devices and links take part in the step, were busy
+ * at all, and how many of them were computing natively. Alone, a paced task ends within
+ * a microsecond of its time; beside other paced threads that sleep and spin, a few
+ * microseconds later; with a kernel holding the core the thread wakes on, tens of
+ * microseconds later. */
 typedef enum pl_delay {
     PL_DELAY_SLEPT,   /* a paced op its pacer slept through: how late it ends */
     PL_DELAY_SPUN,    /* one its pacer only spun through */
     PL_DELAY_COPY,    /* a copy over a paced link: how late it ends */
     PL_DELAY_HANDOFF, /* a task released to an idle paced device or link: till it starts */
-    PL_DELAY_NEXT,    /* a paced device's or link's next task, queued already: the gap */
+    PL_DELAY_NEXT,    /* a paced device's or link's next task, queued already: the gap,
+                         plus paced_signal_seconds a task it just handed elsewhere */
     PL_DELAY_COUNT
 } pl_delay;
-enum { PL_COST_CONTENTION = 4 };
+enum { PL_COST_CONTENTION = 5 };
+/* A kernel counts as computing (holding a core) for contention while it has at least this
+ * much native work left: one about to end frees its core within microseconds. */
+#define PL_COST_HOLDING_SECONDS 10e-6
 extern const char *const pl_delay_names[PL_DELAY_COUNT];
+
+/* The contention level a delay is read at: 0 when the step's tasks all run on one
+ * resource (the other threads never wake); else from the other devices and links busy
+ * with a task and how many of those compute natively (the rest sleep or spin in their
+ * pacer): 1 none busy, 2 busy but none computing, 3 one computing, 4 more. */
+int pl_cost_contention(bool alone, int others_busy, int others_computing);
 
 typedef struct pl_op_cost {
     double seconds, per_flop, per_byte;
@@ -102,8 +114,10 @@ typedef struct pl_cost_model {
     double handoff_seconds, task_seconds;
     double poll_seconds, wake_seconds; /* a polling native device: picking a task up while
                                           polling, and once asleep past the poll window */
-    double paced_delays[PL_DELAY_COUNT][PL_COST_CONTENTION]; /* seconds, by other threads
-                                                                computing */
+    double paced_delays[PL_DELAY_COUNT][PL_COST_CONTENTION]; /* seconds, by contention */
+    double paced_signal_seconds; /* a paced thread waking another's queue (a system call)
+                                    before it takes its own next task */
+    double paced_finish_seconds; /* the step's last paced task waking its caller */
     pl_op_time *measured; /* sorted by signature; malloc'd */
     int n_measured;
     pl_calibration_record calibration;
@@ -126,8 +140,8 @@ void pl_cost_machine_key(char *buf, size_t cap);
 /* Whether the model has measurements for devices of `threads` threads. */
 bool pl_cost_has_threads(const pl_cost_model *model, int threads);
 
-/* A paced delay with `computing` other threads computing natively (clamped). */
-double pl_cost_delay(const pl_cost_model *model, pl_delay delay, int computing);
+/* A paced delay at a contention level (pl_cost_contention; clamped). */
+double pl_cost_delay(const pl_cost_model *model, pl_delay delay, int contention);
 
 /* One task as the executor runs it: `native` seconds of work on its thread, held until
  * `held` seconds from its start (at least `native`), then late by `late` (PL_DELAY_SLEPT,
@@ -139,22 +153,22 @@ typedef struct pl_task_cost {
 pl_task_cost pl_cost_task_parts(const pl_cost_model *model, const pl_program *program,
                                 const pl_cluster *cluster, const pl_task *task);
 /* The seconds of one task of a program on its device or link of `cluster`, as the
- * executor would take with no other thread computing, without the hand-off before it. */
+ * executor would take alone (contention 0), without the hand-off before it. */
 double pl_cost_task(const pl_cost_model *model, const pl_program *program,
                     const pl_cluster *cluster, const pl_task *task);
 /* The same task as a native device or link would run it: no pacing. */
 double pl_cost_native(const pl_cost_model *model, const pl_program *program,
                       const pl_cluster *cluster, const pl_task *task);
 /* A paced task: `native` seconds of work held until `paced`, and late as its pacer sleeps
- * or spins with no other thread computing. */
+ * or spins alone (contention 0). */
 double pl_cost_paced(const pl_cost_model *model, double native, double paced);
 /* A native copy's curve as a straight line, seconds + per_byte * bytes (hand-made models). */
 void pl_cost_set_copy_line(pl_cost_model *model, double seconds, double per_byte);
 /* A native copy of `bytes`: linear between the curve's points, the first point's time
  * below it, the last point's rate above it (0 without points). */
 double pl_cost_native_copy(const pl_cost_model *model, double bytes);
-/* A copy of `bytes` over a link, as the executor takes it with no other thread computing
- * (the hand-off not included). */
+/* A copy of `bytes` over a link, as the executor takes it alone (contention 0; the
+ * hand-off not included). */
 double pl_cost_copy(const pl_cost_model *model, const pl_link *link, double bytes);
 /* An op on a native device of `threads` threads, at the given FLOPs and bytes. */
 double pl_cost_op(const pl_cost_model *model, pl_op_kind kind, int threads, double flops,

@@ -8,7 +8,7 @@
 #include "heap.h"
 
 /* An event: a task released to its resource's queue, a paced task falling due (its held
- * time over: how late it ends depends on the threads computing then), or a task finished. */
+ * time over: how late it ends depends on the contention then), or a task finished. */
 typedef enum event_kind { RELEASED, DUE, FINISHED } event_kind;
 
 typedef struct event {
@@ -29,11 +29,13 @@ typedef struct simulator {
     event *events;
     int *event_heap, n_events, n_posted;
     double *last_end;    /* per resource: when its last task ended (0: the step's start) */
+    int *signals;        /* per resource: the tasks its last one handed to other queues */
     pl_task_cost *op_cost; /* per op of the graph, once needed (late -2: not yet): every
                               micro-batch's task of an op costs the same (one device, one
                               shape), and its signature's hash is the costly part */
     bool *polls;         /* per resource: a device whose idle thread polls (cluster.h) */
     bool *paced;         /* per resource: a paced device or a declared link */
+    bool alone;          /* every task on one resource: the other threads never wake */
     double *computing_until; /* per busy resource: when its task's native work ends */
     int *running, n_running, *running_at; /* the busy resources, and each one's place */
     const pl_cost_model *m;
@@ -58,14 +60,18 @@ static void post(simulator *s, double time, int task, event_kind kind)
     pl_heap_push(s->event_heap, &s->n_events, id, event_less, s->events);
 }
 
-/* How many resources other than `r` compute natively at `now`: a paced thread that falls
- * due then, or is woken, waits for a core they hold (cost_model.h). */
-static int computing(const simulator *s, int r, double now)
+/* The contention resource r meets at `now` (pl_cost_contention): the other resources
+ * busy, and those of them computing natively, whose kernels hold cores a paced thread that
+ * falls due or is woken then waits for. */
+static int contention(const simulator *s, int r, double now)
 {
-    int count = 0;
+    int busy = 0, computing = 0;
     for (int i = 0; i < s->n_running; i++)
-        count += s->running[i] != r && s->computing_until[s->running[i]] > now;
-    return count;
+        if (s->running[i] != r) {
+            busy++;
+            computing += s->computing_until[s->running[i]] > now + PL_COST_HOLDING_SECONDS;
+        }
+    return pl_cost_contention(s->alone, busy, computing);
 }
 
 /* A free resource starts its first queued task in program order; a paced one that has
@@ -77,7 +83,8 @@ static void try_start(simulator *s, int r, double now)
     int task = pl_heap_pop(s->queue + s->first[r], &s->queued[r], index_less, NULL);
     double at = now;
     if (s->paced[r] && now > 0 && s->last_end[r] == now)
-        at += pl_cost_delay(s->m, PL_DELAY_NEXT, computing(s, r, now));
+        at += pl_cost_delay(s->m, PL_DELAY_NEXT, contention(s, r, now)) +
+              s->signals[r] * s->m->paced_signal_seconds;
     s->busy[r] = true;
     s->running_at[r] = s->n_running;
     s->running[s->n_running++] = r;
@@ -94,8 +101,8 @@ static double handoff_to(const simulator *s, int r, double now)
 {
     if (s->busy[r])
         return 0;
-    if (s->paced[r])
-        return pl_cost_delay(s->m, PL_DELAY_HANDOFF, computing(s, r, now));
+    if (s->paced[r]) /* at the step's start, from the caller: the same */
+        return pl_cost_delay(s->m, PL_DELAY_HANDOFF, contention(s, r, now));
     if (!s->polls[r])
         return s->m->handoff_seconds;
     return now - s->last_end[r] < PL_DEVICE_POLL_SECONDS ? s->m->poll_seconds
@@ -112,6 +119,7 @@ static void finish(simulator *s, int task, double now)
     s->end[task] = now;
     s->busy[r] = false;
     s->last_end[r] = now;
+    s->signals[r] = 0;
     for (int e = t->first_succ; e < t->first_succ + t->n_succ; e++) {
         int next = p->succ[e];
         int to = p->tasks[next].resource;
@@ -120,6 +128,7 @@ static void finish(simulator *s, int task, double now)
             s->ready_at[next] = ready;
         if (--s->remaining[next] > 0)
             continue;
+        s->signals[r] += to != r; /* the executor's thread wakes that queue */
         if (s->ready_at[next] > now) {
             post(s, s->ready_at[next], next, RELEASED);
         } else { /* queued at once, as the executor's finishing thread does */
@@ -148,6 +157,7 @@ static void free_simulator(simulator *s)
     free(s->op_cost);
     free(s->computing_until);
     free(s->running);
+    free(s->signals);
 }
 
 static bool new_simulator(simulator *s, const pl_program *p, const pl_cluster *c,
@@ -170,9 +180,10 @@ static bool new_simulator(simulator *s, const pl_program *p, const pl_cluster *c
     s->op_cost = malloc(((size_t)p->graph->n_ops + 1) * sizeof(pl_task_cost));
     s->computing_until = calloc((size_t)resources + 1, sizeof(double));
     s->running = malloc(2 * ((size_t)resources + 1) * sizeof(int));
+    s->signals = calloc((size_t)resources + 1, sizeof(int));
     if (!s->duration || !s->late || !s->ready_at || !s->remaining || !s->busy || !s->queue ||
         !s->queued || !s->first || !s->events || !s->event_heap || !s->last_end ||
-        !s->polls || !s->op_cost || !s->computing_until || !s->running)
+        !s->polls || !s->op_cost || !s->computing_until || !s->running || !s->signals)
         return false;
     s->paced = s->polls + resources + 1;
     s->running_at = s->running + resources + 1;
@@ -187,6 +198,9 @@ static bool new_simulator(simulator *s, const pl_program *p, const pl_cluster *c
     s->end = end ? end : s->duration + 3 * (size_t)n;
     for (int i = 0; i < n; i++)
         s->first[p->tasks[i].resource]++;
+    s->alone = true;
+    for (int i = 0; i < n; i++)
+        s->alone = s->alone && p->tasks[i].resource == p->tasks[0].resource;
     for (int r = 0, at = 0; r < resources; r++) { /* counts -> offsets */
         int count = s->first[r];
         s->first[r] = at;
@@ -258,7 +272,7 @@ pl_status pl_simulate(const pl_program *p, const pl_cluster *c, const pl_cost_mo
             finish(&s, e.task, e.time);
         } else if (e.kind == DUE) {
             post(&s, e.time + pl_cost_delay(m, (pl_delay)s.late[e.task],
-                                            computing(&s, r, e.time)), e.task, FINISHED);
+                                            contention(&s, r, e.time)), e.task, FINISHED);
         } else {
             pl_heap_push(s.queue + s.first[r], &s.queued[r], e.task, index_less, NULL);
             try_start(&s, r, e.time);
@@ -271,7 +285,10 @@ pl_status pl_simulate(const pl_program *p, const pl_cluster *c, const pl_cost_mo
         if (p->tasks[i].resource < p->n_devices)
             out->busy_seconds[p->tasks[i].resource] += s.duration[i];
     }
-    out->step_seconds += m->handoff_seconds; /* the last task wakes the caller */
+    bool paced = false; /* the last task wakes the caller */
+    for (int r = 0; r < p->n_devices + p->n_links; r++)
+        paced = paced || s.paced[r];
+    out->step_seconds += paced ? m->paced_finish_seconds : m->handoff_seconds;
     out->critical_path_seconds = critical_path(p, s.duration, s.ready_at);
     for (int d = 0; d < p->n_devices; d++)
         out->memory[d] = p->memory[d].total;

@@ -373,7 +373,7 @@ static void test_paced_contention(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     pl_cost_model m = unit_costs(0); /* 1 ms of work, so b7 sleeps through the rest */
     pl_cost_model slow = m;
-    for (int k = 1; k < PL_COST_CONTENTION; k++)
+    for (int k = 3; k < PL_COST_CONTENTION; k++) /* one computing, or more */
         slow.paced_delays[PL_DELAY_SLEPT][k] = 0.25e-3;
     m.paced_delays[PL_DELAY_SLEPT][0] = 0.25e-3;
     int b7 = -1;
@@ -606,8 +606,9 @@ static void test_profile_file(void)
     fprintf(f, "{\"format\": \"placer-cost-profile\", \"version\": %d, \"machine\": \"m\", "
             "\"copy_curve\": [[100, 1e-6], [50, 2e-6]], \"handoff_seconds\": 0, "
             "\"poll_seconds\": 0, \"wake_seconds\": 0, \"task_seconds\": 0, "
-            "\"paced_delays\": {\"slept\": [0, 0, 0, 0], \"spun\": [0, 0, 0, 0], \"copy\": "
-            "[0, 0, 0, 0], \"handoff\": [0, 0, 0, 0], \"next\": [0, 0, 0, 0]}, "
+            "\"paced_delays\": {\"slept\": [0, 0, 0, 0, 0], \"spun\": [0, 0, 0, 0, 0], \"copy\": "
+            "[0, 0, 0, 0, 0], \"handoff\": [0, 0, 0, 0, 0], \"next\": [0, 0, 0, 0, 0], "
+            "\"signal\": 0, \"finish\": 0}, "
             "\"ops\": [], \"measured\": []}",
             PL_COST_FORMAT_VERSION);
     fclose(f);

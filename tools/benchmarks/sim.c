@@ -702,19 +702,24 @@ static pl_status run_step(bench *b, pl_error *err)
 
 /* Steps run per measured step: on a native cluster a switch is followed by an unmeasured
  * step, since the first step after a switch runs on caches the other plan filled (1-2%
- * slower here); a paced step sleeps most of the time and needs none. */
-static int steps_per_measured(const pl_cluster *c)
+ * slower here); so is a short paced step, since its threads slept through the switch and
+ * wake slowly (tens of microseconds each on this VM: a tenth of a small model's step); a
+ * long paced step sleeps most of the time and needs none. */
+enum { SHORT_PACED_STEP_MS = 20 };
+static int steps_per_measured(const pl_cluster *c, double predicted)
 {
-    return c->paced ? 1 : 2;
+    return c->paced && predicted > SHORT_PACED_STEP_MS * 1e-3 ? 1 : 2;
 }
 
 /* The measured rounds for a row: o->steps, or up to MAX_ROUND_FACTOR times as many when
  * the budget allows, since cheap rows can afford a steadier median. */
-static int rounds_for(const candidates *cs, const choice *ch, const options *o, int per_switch)
+static int rounds_for(const candidates *cs, const choice *ch, const options *o,
+                      const pl_cluster *c)
 {
     double round = 0;
     for (int i = 0; i < ch->n; i++)
-        round += per_switch * cs->v[ch->chosen[i]].predicted;
+        round += steps_per_measured(c, cs->v[ch->chosen[i]].predicted) *
+                 cs->v[ch->chosen[i]].predicted;
     double afford = round > 0 ? o->budget / round - o->warmup : MAX_STEPS;
     int most = o->steps * MAX_ROUND_FACTOR < MAX_STEPS ? o->steps * MAX_ROUND_FACTOR : MAX_STEPS;
     return afford < o->steps ? o->steps : afford > most ? most : (int)afford;
@@ -726,9 +731,8 @@ static int rounds_for(const candidates *cs, const choice *ch, const options *o, 
 static pl_status measure_chosen(bench *b, candidates *cs, const choice *ch, const options *o,
                                 int *rounds, pl_error *err)
 {
-    int settle = steps_per_measured(b->c) - 1;
     pl_status status = PL_OK;
-    *rounds = rounds_for(cs, ch, o, 1 + settle);
+    *rounds = rounds_for(cs, ch, o, b->c);
     for (int i = 0; i < ch->n && status == PL_OK; i++) {
         status = switch_to(b, &cs->v[ch->chosen[i]], err);
         for (int s = 0; s < o->warmup && status == PL_OK; s++)
@@ -737,6 +741,7 @@ static pl_status measure_chosen(bench *b, candidates *cs, const choice *ch, cons
     for (int round = 0; round < *rounds && status == PL_OK; round++)
         for (int i = 0; i < ch->n && status == PL_OK; i++) {
             candidate *k = &cs->v[ch->chosen[round % 2 ? ch->n - 1 - i : i]];
+            int settle = steps_per_measured(b->c, k->predicted) - 1;
             status = switch_to(b, k, err);
             for (int s = 0; s <= settle && status == PL_OK; s++)
                 status = run_step(b, err);
@@ -1186,7 +1191,7 @@ static pl_status measure_row(const options *o, results *rs, row *w, const pl_gra
     if (status == PL_OK)
         status = pl_step_lower_bound(g, c, m, &bound, err);
     if (status == PL_OK) {
-        choose(&cs, o, o->seed ^ g->hash, steps_per_measured(c), &w->choice);
+        choose(&cs, o, o->seed ^ g->hash, steps_per_measured(c, 0), &w->choice);
         w->candidates = cs.n;
         if (!(b.ex = bench_open_executor(g, c, err)))
             status = err->status;
