@@ -90,7 +90,12 @@ static void try_start(simulator *s, int r, double now)
     s->running[s->n_running++] = r;
     s->start[task] = at;
     s->computing_until[r] = at + (s->late[task] < 0 ? s->duration[task] : s->native[task]);
-    post(s, at + s->duration[task], task, s->late[task] < 0 ? FINISHED : DUE);
+    if (s->late[task] < 0 || s->alone) /* alone, the delay is known now */
+        post(s, at + s->duration[task] +
+                (s->late[task] < 0 ? 0 : pl_cost_delay(s->m, (pl_delay)s->late[task], 0)),
+             task, FINISHED);
+    else
+        post(s, at + s->duration[task], task, DUE);
 }
 
 /* How long after `now` a task released to resource r by another starts at the earliest:

@@ -228,14 +228,17 @@ static void print_profile(const pl_cost_model *m, bool calibrated, double second
     printf("profile: %s (%s in %.1f s)\n", pl_profile_path(path, sizeof path) ? path : "?",
            calibrated ? "calibrated" : "cached, loaded", seconds);
     printf("   machine: %s\n", m->machine);
-    printf("   hand-off %.1f us (polling %.1f, asleep %.1f), per task %.2f us, paced lateness "
-           "%.2f us (copies %.2f; with a thread computing %.1f, %.1f), native copies of 4 KiB "
-           "and 4 MiB %.2f and %.1f us\n",
-           m->handoff_seconds * 1e6, m->poll_seconds * 1e6, m->wake_seconds * 1e6,
-           m->task_seconds * 1e6, m->paced_delays[PL_DELAY_SLEPT][0] * 1e6,
-           m->paced_delays[PL_DELAY_COPY][0] * 1e6, m->paced_delays[PL_DELAY_SLEPT][1] * 1e6,
-           m->paced_delays[PL_DELAY_COPY][1] * 1e6, pl_cost_native_copy(m, 4096) * 1e6,
+    printf("   hand-off %.1f us (polling %.1f, asleep %.1f), per task %.2f us, native copies of "
+           "4 KiB and 4 MiB %.2f and %.1f us\n", m->handoff_seconds * 1e6, m->poll_seconds * 1e6,
+           m->wake_seconds * 1e6, m->task_seconds * 1e6, pl_cost_native_copy(m, 4096) * 1e6,
            pl_cost_native_copy(m, 4 << 20) * 1e6);
+    printf("   paced delays, us, alone / others idle / pacing / one computing / more: slept");
+    for (int k = 0; k < PL_COST_CONTENTION; k++)
+        printf("%s%.1f", k ? " / " : " ", m->paced_delays[PL_DELAY_SLEPT][k] * 1e6);
+    printf("; copies");
+    for (int k = 0; k < PL_COST_CONTENTION; k++)
+        printf("%s%.1f", k ? " / " : " ", m->paced_delays[PL_DELAY_COPY][k] * 1e6);
+    printf("; hand-off %.1f\n", m->paced_delays[PL_DELAY_HANDOFF][1] * 1e6);
     printf("   %d measured op configurations; 1-thread fits: matmul %.2f us + %.1f GFLOP/s "
            "(%d samples), all kinds %.2f us + %.1f GFLOP/s (%d)\n", m->n_measured,
            matmul->seconds * 1e6, matmul->per_flop > 0 ? 1e-9 / matmul->per_flop : 0,
