@@ -296,13 +296,9 @@ static void test_lower_bound_update_chain(void)
     pl_graph_free(g);
 }
 
-/* The pipeline's fill and drain, on a fork (no backward pass, every op 1 ms): a, then
- * eight branches, then their concat and the loss. Over 4 devices the work (11 ms) spreads
- * to 2.75 ms and the critical path is 4; but in the first millisecond only a can run and
- * in the last two only concat then loss, so the devices idle 3 + 6 ms there: (11 + 9) / 4
- * = 5, what the best placement (a, then two branches on each device) simulates to when
- * copies are free. */
-static void test_lower_bound_fill_and_drain(void)
+/* A fork without a backward pass: a, then eight branches b0..b7 (ops 1-8), then their
+ * concat and the loss. */
+static pl_graph *fork_of_eight(void)
 {
     char nodes[2048];
     int len = snprintf(nodes, sizeof nodes, "{\"name\": \"a\", \"op\": \"relu\", "
@@ -319,6 +315,18 @@ static void test_lower_bound_fill_and_drain(void)
     pl_error err;
     pl_graph *g = pl_test_model("[2]", "", nodes, "loss", &err);
     CU_ASSERT_FATAL(g && g->n_ops == 11);
+    return g;
+}
+
+/* The pipeline's fill and drain, on a fork (no backward pass, every op 1 ms): a, then
+ * eight branches, then their concat and the loss. Over 4 devices the work (11 ms) spreads
+ * to 2.75 ms and the critical path is 4; but in the first millisecond only a can run and
+ * in the last two only concat then loss, so the devices idle 3 + 6 ms there: (11 + 9) / 4
+ * = 5, what the best placement (a, then two branches on each device) simulates to when
+ * copies are free. */
+static void test_lower_bound_fill_and_drain(void)
+{
+    pl_graph *g = fork_of_eight();
     pl_cluster *c = pl_test_cluster((pl_test_devices){.n = 4, .memory = 1048576});
     pl_cost_model m = unit_costs(0);
     pl_cost_set_copy_line(&m, 0, 0); /* free copies, as in the bound */
@@ -344,21 +352,8 @@ static void test_lower_bound_fill_and_drain(void)
  * each, computing throughout), the eighth branch on a paced one, held 1.5 ms. */
 static void test_paced_contention(void)
 {
-    char nodes[2048];
-    int len = snprintf(nodes, sizeof nodes, "{\"name\": \"a\", \"op\": \"relu\", "
-                       "\"inputs\": [\"x\"], \"outputs\": [\"a\"]}");
-    for (int b = 0; b < 8; b++)
-        len += snprintf(nodes + len, sizeof nodes - (size_t)len, ", {\"name\": \"b%d\", "
-                        "\"op\": \"relu\", \"inputs\": [\"a\"], \"outputs\": [\"b%d\"]}",
-                        b, b);
-    snprintf(nodes + len, sizeof nodes - (size_t)len,
-             ", {\"name\": \"join\", \"op\": \"concat\", \"inputs\": [\"b0\", \"b1\", "
-             "\"b2\", \"b3\", \"b4\", \"b5\", \"b6\", \"b7\"], \"outputs\": [\"j\"], "
-             "\"attrs\": {\"axis\": 1}}, {\"name\": \"loss\", \"op\": "
-             "\"softmax_cross_entropy\", \"inputs\": [\"j\", \"y\"], \"outputs\": [\"loss\"]}");
+    pl_graph *g = fork_of_eight();
     pl_error err;
-    pl_graph *g = pl_test_model("[2]", "", nodes, "loss", &err);
-    CU_ASSERT_FATAL(g && g->n_ops == 11);
     char text[512];
     snprintf(text, sizeof text, "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": "
              "\"mixed\", \"devices\": [{\"name\": \"native\", \"threads\": 1, "
