@@ -45,6 +45,21 @@ static samples *handoff_kind(const pl_program *p, const reading *how, int r, dou
     return idle < PL_DEVICE_POLL_SECONDS ? &how->g->poll : &how->g->wake;
 }
 
+/* Each task's last dependency to finish: when (released[i]) and on which resource
+ * (releaser[i]; -1 for a task that depends on none). */
+static void last_releasers(const pl_program *p, const double *ends, double *released,
+                           int *releaser)
+{
+    for (int i = 0; i < p->n_tasks; i++)
+        releaser[i] = -1;
+    for (int i = 0; i < p->n_tasks; i++)
+        for (int e = p->tasks[i].first_succ; e < p->tasks[i].first_succ + p->tasks[i].n_succ; e++)
+            if (releaser[p->succ[e]] < 0 || ends[i] > released[p->succ[e]]) {
+                released[p->succ[e]] = ends[i];
+                releaser[p->succ[e]] = p->tasks[i].resource;
+            }
+}
+
 /* Reads one step's timeline: each task's latest predecessor, and what its resource did
  * just before it. */
 static bool read_gaps(const pl_program *p, const double *starts, const double *ends,
@@ -57,14 +72,8 @@ static bool read_gaps(const pl_program *p, const double *starts, const double *e
     double *last_end = malloc(((size_t)resources + 1) * sizeof *last_end);
     double *order = malloc(((size_t)n + 1) * 2 * sizeof *order); /* (start, task) pairs */
     bool ok = pred_end && pred_resource && last_end && order;
-    for (int i = 0; ok && i < n; i++)
-        pred_resource[i] = -1;
-    for (int i = 0; ok && i < n; i++)
-        for (int e = p->tasks[i].first_succ; e < p->tasks[i].first_succ + p->tasks[i].n_succ; e++)
-            if (pred_resource[p->succ[e]] < 0 || ends[i] > pred_end[p->succ[e]]) {
-                pred_end[p->succ[e]] = ends[i];
-                pred_resource[p->succ[e]] = p->tasks[i].resource;
-            }
+    if (ok)
+        last_releasers(p, ends, pred_end, pred_resource);
     for (int r = 0; ok && r < resources; r++)
         last_end[r] = -1;
     for (int i = 0; ok && i < n; i++) {
@@ -96,7 +105,7 @@ static bool read_gaps(const pl_program *p, const double *starts, const double *e
 typedef struct timeline {
     const pl_program *p;
     const double *starts, *ends;
-    double *native; /* per task: its native work, from the model */
+    pl_task_cost *cost; /* per task: its work, held time and delay, from the model */
     int *order;     /* tasks by resource, then start */
     int *first;     /* per resource: where its tasks begin in `order` */
     bool alone;     /* every task on one resource */
@@ -119,14 +128,14 @@ static bool open_timeline(timeline *t, const pl_program *p, const double *starts
 {
     int n = p->n_tasks, resources = p->n_devices + p->n_links;
     *t = (timeline){.p = p, .starts = starts, .ends = ends};
-    t->native = malloc(((size_t)n + 1) * sizeof *t->native);
+    t->cost = malloc(((size_t)n + 1) * sizeof *t->cost);
     t->order = malloc(((size_t)n + 1) * sizeof *t->order);
     t->first = calloc((size_t)resources + 2, sizeof *t->first);
-    if (!t->native || !t->order || !t->first)
+    if (!t->cost || !t->order || !t->first)
         return false;
     for (int i = 0; i < n; i++) {
         t->order[i] = i;
-        t->native[i] = pl_cost_task_parts(how->m, p, how->cluster, &p->tasks[i]).native;
+        t->cost[i] = pl_cost_task_parts(how->m, p, how->cluster, &p->tasks[i]);
         t->first[p->tasks[i].resource + 1]++;
     }
     int used = 0;
@@ -142,7 +151,7 @@ static bool open_timeline(timeline *t, const pl_program *p, const double *starts
 
 static void close_timeline(timeline *t)
 {
-    free(t->native);
+    free(t->cost);
     free(t->order);
     free(t->first);
 }
@@ -169,7 +178,7 @@ static int contention_at(const timeline *t, const pl_cluster *c, int r, double w
             continue;
         int i = t->order[lo];
         bool paced = other >= p->n_devices || c->devices[other].flops_per_second > 0;
-        double work_ends = paced ? t->starts[i] + t->native[i] : t->ends[i];
+        double work_ends = paced ? t->starts[i] + t->cost[i].native : t->ends[i];
         bool running = t->starts[i] <= when && when < t->ends[i];
         busy += running;
         computing += running && when + PL_COST_HOLDING_SECONDS < work_ends;
@@ -192,34 +201,42 @@ static double signals(const pl_program *p, int task, const double *ends,
     return count;
 }
 
+/* A step's edges on paced devices: the caller's hand-off to the first task (a hand-off at
+ * the contention of an idle machine) and the last task's to the caller. */
+static bool read_edges(const timeline *t, double step, gaps *g)
+{
+    double first = step, last = 0;
+    for (int i = 0; i < t->p->n_tasks; i++) {
+        first = t->starts[i] < first ? t->starts[i] : first;
+        last = t->ends[i] > last ? t->ends[i] : last;
+    }
+    return t->p->n_tasks == 0 ||
+           (pl_calib_add_sample(&g->delay[PL_DELAY_HANDOFF][pl_cost_contention(t->alone, 0, 0)],
+                                first, 0, 0) &&
+            pl_calib_add_sample(&g->finish, step - last, 0, 0));
+}
+
 /* The paced delays of one step (cost_model.h), each filed under the contention when it
  * arose: how late each paced task ended past its held time (at its due time), the
- * hand-off to an idle paced resource (at the release), and the gap to a queued next task
- * (at the previous task's end). */
+ * hand-off to an idle paced resource (at the release), the gap to a queued next task
+ * (at the previous task's end), and the step's edges. */
 static bool read_delays(const pl_program *p, const double *starts, const double *ends,
-                        const reading *how)
+                        double step, const reading *how)
 {
     timeline t = {0};
     int n = p->n_tasks;
     double *released = malloc(((size_t)n + 1) * sizeof *released);
     int *releaser = malloc(((size_t)n + 1) * sizeof *releaser);
     bool ok = released && releaser && open_timeline(&t, p, starts, ends, how);
-    for (int i = 0; ok && i < n; i++)
-        releaser[i] = -1;
-    for (int i = 0; ok && i < n; i++)
-        for (int e = p->tasks[i].first_succ; e < p->tasks[i].first_succ + p->tasks[i].n_succ; e++)
-            if (releaser[p->succ[e]] < 0 || ends[i] > released[p->succ[e]]) {
-                released[p->succ[e]] = ends[i];
-                releaser[p->succ[e]] = p->tasks[i].resource;
-            }
+    if (ok)
+        last_releasers(p, ends, released, releaser);
     samples(*delay)[PL_COST_CONTENTION] = how->g->delay;
     for (int j = 0; ok && j < n; j++) {
         int i = t.order[j], r = p->tasks[i].resource;
-        pl_task_cost cost = pl_cost_task_parts(how->m, p, how->cluster, &p->tasks[i]);
-        if (cost.late >= 0) {
-            double due = starts[i] + cost.held;
-            ok = pl_calib_add_sample(&delay[cost.late][contention_at(&t, how->cluster, r, due)],
-                                     ends[i] - due, 0, 0);
+        if (t.cost[i].late >= 0) {
+            double due = starts[i] + t.cost[i].held;
+            ok = pl_calib_add_sample(&delay[t.cost[i].late][contention_at(&t, how->cluster, r,
+                                     due)], ends[i] - due, 0, 0);
         }
         bool paced = r >= p->n_devices || how->cluster->devices[r].flops_per_second > 0;
         double previous_end = j > t.first[r] ? ends[t.order[j - 1]] : -1;
@@ -233,28 +250,12 @@ static bool read_delays(const pl_program *p, const double *starts, const double 
                                      previous_end)], starts[i] - previous_end,
                                      signals(p, t.order[j - 1], ends, released, releaser), 0);
     }
+    if (ok && how->handoffs)
+        ok = read_edges(&t, step, how->g);
     close_timeline(&t);
     free(released);
     free(releaser);
     return ok;
-}
-
-/* A step's edges on paced devices: the caller's hand-off to the first task (a hand-off at
- * the contention of an idle machine) and the last task's to the caller. */
-static bool read_edges(const pl_program *p, const double *starts, const double *ends,
-                       double step, gaps *g)
-{
-    double first = step, last = 0;
-    bool alone = true;
-    for (int i = 0; i < p->n_tasks; i++) {
-        first = starts[i] < first ? starts[i] : first;
-        last = ends[i] > last ? ends[i] : last;
-        alone = alone && p->tasks[i].resource == p->tasks[0].resource;
-    }
-    return p->n_tasks == 0 ||
-           (pl_calib_add_sample(&g->delay[PL_DELAY_HANDOFF][pl_cost_contention(alone, 0, 0)],
-                                first, 0, 0) &&
-            pl_calib_add_sample(&g->finish, step - last, 0, 0));
 }
 
 /* Sets the workload's plan, runs warm-up steps and `steps` steps, reads each timeline. */
@@ -270,9 +271,8 @@ static pl_status read_steps(workload *w, int steps, const reading *how, pl_error
         const double *starts = pl_executor_task_starts(w->ex), *ends = pl_executor_task_ends(w->ex);
         if ((how->copies && !read_copies(p, starts, ends, how->g)) ||
             (how->gaps && !read_gaps(p, starts, ends, how)) ||
-            (how->lateness && !read_delays(p, starts, ends, how)) ||
-            (how->handoffs && !read_edges(p, starts, ends, pl_executor_step_seconds(w->ex),
-                                          how->g)))
+            (how->lateness &&
+             !read_delays(p, starts, ends, pl_executor_step_seconds(w->ex), how)))
             status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     }
     return status;

@@ -35,6 +35,7 @@ typedef struct simulator {
                               shape), and its signature's hash is the costly part */
     bool *polls;         /* per resource: a device whose idle thread polls (cluster.h) */
     bool *paced;         /* per resource: a paced device or a declared link */
+    bool any_paced;      /* some resource is paced: the caller is woken as a paced thread */
     bool alone;          /* every task on one resource: the other threads never wake */
     double *computing_until; /* per busy resource: when its task's native work ends */
     int *running, n_running, *running_at; /* the busy resources, and each one's place */
@@ -194,8 +195,10 @@ static bool new_simulator(simulator *s, const pl_program *p, const pl_cluster *c
     s->running_at = s->running + resources + 1;
     for (int o = 0; o < p->graph->n_ops; o++)
         s->op_cost[o].late = -2;
-    for (int r = 0; r < resources; r++)
+    for (int r = 0; r < resources; r++) {
         s->paced[r] = r >= p->n_devices || c->devices[r].flops_per_second > 0;
+        s->any_paced = s->any_paced || s->paced[r];
+    }
     for (int d = 0; d < p->n_devices; d++)
         s->polls[d] = pl_device_polls(&c->devices[d]);
     s->native = s->duration + n;
@@ -290,10 +293,8 @@ pl_status pl_simulate(const pl_program *p, const pl_cluster *c, const pl_cost_mo
         if (p->tasks[i].resource < p->n_devices)
             out->busy_seconds[p->tasks[i].resource] += s.duration[i];
     }
-    bool paced = false; /* the last task wakes the caller */
-    for (int r = 0; r < p->n_devices + p->n_links; r++)
-        paced = paced || s.paced[r];
-    out->step_seconds += paced ? m->paced_finish_seconds : m->handoff_seconds;
+    /* the last task wakes the caller */
+    out->step_seconds += s.any_paced ? m->paced_finish_seconds : m->handoff_seconds;
     out->critical_path_seconds = critical_path(p, s.duration, s.ready_at);
     for (int d = 0; d < p->n_devices; d++)
         out->memory[d] = p->memory[d].total;
