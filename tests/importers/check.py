@@ -28,31 +28,10 @@ import tempfile
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(TOP, "tools", "importers"))
-sys.path.insert(0, os.path.join(TOP, "tests", "importers"))
 
-MODELS_PY = os.path.join(TOP, "tests", "importers", "models.py")
+from zoo import MODELS, build as build_module, import_command  # noqa: E402
+
 TOLERANCE = 1e-4
-
-# name: source, per-sample input, dtype, batch, keyword arguments (for numerics: dropout 0),
-# and the input the ONNX export uses when it differs (vgg's adaptive pooling exports only
-# when it divides evenly: a 7x7 map at 224x224).
-MODELS = {
-    "resnet18": dict(source="torchvision:resnet18", input=(3, 32, 32), batch=4,
-                     kwargs={"num_classes": 10}),
-    "googlenet": dict(source="torchvision:googlenet", input=(3, 64, 64), batch=4,
-                      kwargs={"num_classes": 10}, dropout={"dropout": 0.0, "dropout_aux": 0.0}),
-    "mobilenet_v2": dict(source="torchvision:mobilenet_v2", input=(3, 32, 32), batch=4,
-                         kwargs={"num_classes": 10}, dropout={"dropout": 0.0}),
-    "mobilenet_v3_small": dict(source="torchvision:mobilenet_v3_small", input=(3, 32, 32),
-                               batch=4, kwargs={"num_classes": 10}, dropout={"dropout": 0.0}),
-    "vgg11": dict(source="torchvision:vgg11", input=(3, 32, 32), batch=2,
-                  kwargs={"num_classes": 10}, dropout={"dropout": 0.0},
-                  onnx_input=(3, 224, 224), onnx_batch=1),
-    "transformer": dict(source=MODELS_PY + ":transformer_classifier", input=(16,), dtype="i32",
-                        vocab=100, batch=8, kwargs={}, dropout={"dropout": 0.0}),
-    "gpt": dict(source=MODELS_PY + ":gpt", input=(16,), dtype="i32", vocab=64, batch=8,
-                kwargs={}),
-}
 
 
 class CheckFailed(Exception):
@@ -67,39 +46,13 @@ def run(cmd, **kw):
     return p.stdout + p.stderr
 
 
-def build(spec, numeric):
-    import torch
-    kwargs = dict(spec["kwargs"])
-    if numeric:
-        kwargs.update(spec.get("dropout", {}))
-    torch.manual_seed(0)
-    kind, _, name = spec["source"].rpartition(":")
-    if kind == "torchvision":
-        import torchvision
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return getattr(torchvision.models, name)(weights=None, **kwargs)
-    import models
-    return getattr(models, name)(**kwargs)
-
-
-def import_model(spec, via, module, work, numeric, batch, shape):
+def import_model(name, via, module, work, numeric, batch, shape):
     """Runs the importer; returns (model JSON path, weights path)."""
+    spec = MODELS[name]
     out = os.path.join(work, "model.json")
     weights = os.path.join(work, "model.weights")
-    dtype = spec.get("dtype", "f32")
-    kwargs = dict(spec["kwargs"])
-    if numeric:
-        kwargs.update(spec.get("dropout", {}))
     if via == "torch":
-        cmd = [os.path.join(TOP, "tools", "import-torch"), spec["source"],
-               "--input", ",".join(map(str, shape)), "--input-dtype", dtype,
-               "--batch", str(batch), "-o", out, "--weights", weights]
-        if "vocab" in spec:
-            cmd += ["--vocab", str(spec["vocab"])]
-        for k, v in kwargs.items():
-            cmd += ["--arg", "%s=%r" % (k, v)]
+        cmd = import_command(name, out, batch, numeric=numeric, weights=weights)
     else:
         import torch
         onnx_path = os.path.join(work, "model.onnx")
@@ -230,8 +183,8 @@ def check(name, via, train_steps, job_budget):
     shape = spec.get("onnx_input", spec["input"]) if via == "onnx" else spec["input"]
     batch = spec.get("onnx_batch", spec["batch"]) if via == "onnx" else spec["batch"]
     with tempfile.TemporaryDirectory(prefix="placer-import-") as work:
-        module = build(spec, numeric=True)
-        model_path, weights = import_model(spec, via, module, work, True, batch, shape)
+        module = build_module(name, numeric=True)
+        model_path, weights = import_model(name, via, module, work, True, batch, shape)
         run([os.path.join(TOP, "placer"), "validate", "-q", model_path])
         load_weights(module, weights)
         report = compare(spec, via, work, model_path, weights, module, batch, shape)
@@ -239,8 +192,8 @@ def check(name, via, train_steps, job_budget):
         line = "%-20s %-5s outputs %.1e  gradients %.1e (%d, worst %s)" % (
             name, via, report["outputs"], report["gradients"], report["count"], report["worst"])
         if train_steps:
-            trained = build(spec, numeric=False)
-            model_path, _ = import_model(spec, via, trained, work, False, batch, shape)
+            trained = build_module(name)
+            model_path, _ = import_model(name, via, trained, work, False, batch, shape)
             losses = train(spec, work, model_path, train_steps)
             falls = losses[-1] < losses[0]
             ok = ok and falls
