@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.join(TOP, "tools", "importers"))
 from zoo import MODELS, build as build_module, import_command  # noqa: E402
 
 TOLERANCE = 1e-4
+PLACER = os.path.join(TOP, "placer")
 
 
 class CheckFailed(Exception):
@@ -141,7 +142,7 @@ def compare(spec, via, work, model_path, weights, module, batch, shape):
         (label_name, labels.numpy().astype(np.int32))])
     outputs = os.path.join(work, "outputs.tensors")
     grads = os.path.join(work, "gradients.tensors")
-    placer = os.path.join(TOP, "placer")
+    placer = PLACER
     run([placer, "eval", model_path, "--weights", weights, "--inputs", inputs,
          "--outputs", outputs])
     got = placer_tensors.read(outputs)
@@ -169,7 +170,7 @@ def compare(spec, via, work, model_path, weights, module, batch, shape):
 
 
 def train(spec, work, model_path, steps):
-    out = run([os.path.join(TOP, "placer"), "train", model_path, "--data", "synthetic",
+    out = run([PLACER, "train", model_path, "--data", "synthetic",
                "--steps", str(steps), "--log-every", str(max(steps // 4, 1))])
     losses = [float(m.group(1)) for m in re.finditer(r"^step \d+ .*?loss ([0-9.eE+-]+)", out,
                                                       re.M)]
@@ -185,7 +186,7 @@ def check(name, via, train_steps, job_budget):
     with tempfile.TemporaryDirectory(prefix="placer-import-") as work:
         module = build_module(name, numeric=True)
         model_path, weights = import_model(name, via, module, work, True, batch, shape)
-        run([os.path.join(TOP, "placer"), "validate", "-q", model_path])
+        run([PLACER, "validate", "-q", model_path])
         load_weights(module, weights)
         report = compare(spec, via, work, model_path, weights, module, batch, shape)
         ok = report["outputs"] <= TOLERANCE and report["gradients"] <= TOLERANCE
@@ -200,7 +201,7 @@ def check(name, via, train_steps, job_budget):
             line += "  loss %.4f -> %.4f over %d steps%s" % (
                 losses[0], losses[-1], train_steps, "" if falls else " (does not fall)")
         if job_budget:
-            run([os.path.join(TOP, "placer"), model_path, "--cluster",
+            run([PLACER, model_path, "--cluster",
                  os.path.join(TOP, "graphs", "clusters", "paced-4.json"), "--budget",
                  str(job_budget), "-o", os.path.join(work, "job")])
             line += "  job ok"
@@ -209,13 +210,16 @@ def check(name, via, train_steps, job_budget):
 
 
 def main():
+    global PLACER
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("models", nargs="*", help="default: all (see --list)")
     p.add_argument("--via", choices=["torch", "onnx", "both"], default="both")
     p.add_argument("--train-steps", type=int, default=0)
     p.add_argument("--job-budget", type=float, default=0)
     p.add_argument("--list", action="store_true")
+    p.add_argument("--placer", default=PLACER, help="the placer binary")
     args = p.parse_args()
+    PLACER = os.path.abspath(args.placer)
     if args.list:
         print("\n".join(MODELS))
         return 0

@@ -4,7 +4,6 @@ Exit status: 0 written, 2 bad usage or a model that cannot be imported (nothing 
 1 an output that could not be written.
 """
 
-import argparse
 import os
 import stat
 import sys
