@@ -117,8 +117,14 @@ class Importer:
         outputs = [self.values.get(o.name) for o in self.graph.output]
         return outputs
 
+    def is_parameter(self, name):
+        """A float initializer named by its model (not onnx::...): trained, so never folded."""
+        v = self.initializers.get(name)
+        return v is not None and v.dtype.kind == "f" and "::" not in name
+
     def _node(self, n, handlers):
-        ins = [self.values.get(i) if i else None for i in n.input]
+        ins = [self.parameter(i) if self.is_parameter(i) else self.values.get(i) if i else None
+               for i in n.input]
         attrs = attributes(n)
         where = self.name_of(n)
         if any(i and i in self.values and self.values[i] is None for i in n.input):
@@ -161,7 +167,9 @@ class Importer:
     def name_of(self, n):
         path = module_path(n.name)
         if not path:
-            return (n.name or n.output[0] or n.op_type).strip("/").replace("/", ".")
+            base = (n.name or n.output[0] or n.op_type).strip("/").replace("/", ".")
+            return n.op_type.lower() + base[len(n.op_type):] if base.startswith(n.op_type) \
+                else base
         computing = [m for m in self.scope_nodes[path] if m.op_type not in ("Constant", "Shape")]
         return path if len(computing) == 1 else "%s.%s" % (path, n.op_type.lower())
 

@@ -80,7 +80,7 @@ def batch_norm(imp, n, name, ins, attrs):
                     {"eps": float(attrs.get("epsilon", 1e-5)),
                      "momentum": float(attrs.get("momentum", 0.9))})
     for k, i in (("mean", 3), ("var", 4)):
-        value = ins[i]
+        value = imp.initializers.get(n.input[i], ins[i])
         if not isinstance(value, np.ndarray):
             raise Refused("running averages computed from the input")
         imp.b.state("%s/running_%s" % (y.name, k), value.astype(np.float32))
@@ -271,7 +271,7 @@ def reduce(op):
 def gather(imp, n, name, ins, attrs):
     data, ids = ins
     axis = int(attrs.get("axis", 0))
-    if isinstance(ids, Tensor) and not isinstance(data, Tensor) and axis == 0:
+    if isinstance(ids, Tensor) and not (isinstance(data, Tensor) and data.batched) and axis == 0:
         table = imp.tensor(n.input[0], name)
         if table.rank != 2:
             raise Refused("a lookup in a %d-D table" % table.rank)
