@@ -32,6 +32,9 @@ pl_graph *pl_test_bundled_graph(const char *file);
  * printed. */
 pl_graph *pl_test_bundled_training_graph(const char *file, int batch);
 
+/* The same for a test model (`file` in tests/models/: "attention.json"). */
+pl_graph *pl_test_model_file_training_graph(const char *file, int batch);
+
 /* The bundled small models, as pl_test_bundled_graph names them ("small/mlp-small.json"). */
 enum { PL_TEST_SMALL_MODELS = 9 };
 extern const char *const pl_test_small_models[PL_TEST_SMALL_MODELS];
