@@ -27,14 +27,12 @@ static void release(trained *t)
     pl_graph_free(t->g);
 }
 
-/* A bundled model's training graph and session (`file` in graphs/, or in tests/models/
- * after "models/"; batch: the file's when 0), its inputs filled with the first batch. */
+/* A bundled model's training graph and session (`file` in graphs/, or a test's model
+ * under tests/; batch: the file's when 0), its inputs filled with the first batch. */
 static bool open_batch(const char *file, const char *data, int threads, int batch, trained *t)
 {
     memset(t, 0, sizeof *t);
-    bool test_model = strncmp(file, "models/", 7) == 0;
-    if (!(t->g = test_model ? pl_test_model_file_training_graph(file + 7, batch)
-                            : pl_test_bundled_training_graph(file, batch)))
+    if (!(t->g = pl_test_bundled_training_graph(file, batch)))
         return false;
     pl_error err;
     pl_error_init(&err, file);
@@ -142,12 +140,12 @@ static void test_gradients_moe(void) { check_gradients("small/moe-small.json", 8
  * [T,T] mask added over [N,H]. */
 static void test_gradients_attention(void)
 {
-    check_gradients("models/attention.json", 16, 0.05);
+    check_gradients("tests/models/attention.json", 16, 0.05);
 }
 /* The PyTorch importers' ops: clamp, hardswish and max pooling have kinks. */
 static void test_gradients_torch_ops(void)
 {
-    check_gradients("models/torch-ops.json", 16, 0.1);
+    check_gradients("tests/models/torch-ops.json", 16, 0.1);
 }
 
 /* Gradients of one batch, by threads and micro-batches. */
@@ -191,7 +189,7 @@ static void test_threads_and_micro_batches_agree(void)
 {
     static const char *const models[] = {"small/mlp-small.json", "small/lstm_lm-small.json",
                                          "small/transformer-small.json", "small/cnn-small.json",
-                                         "models/attention.json", "models/torch-ops.json"};
+                                         "tests/models/attention.json", "tests/models/torch-ops.json"};
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
         int64_t n1, n3, n4;
         float *one = gradients_of(models[m], 1, 1, &n1);

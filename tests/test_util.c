@@ -85,12 +85,9 @@ pl_graph *pl_test_bundled_graph(const char *file)
 
 pl_graph *pl_test_bundled_training_graph(const char *file, int batch)
 {
+    if (strncmp(file, "tests/", 6) == 0) /* a test's model, not a bundled one */
+        return load_model("tests", file + 6, batch, true);
     return load_model("graphs", file, batch, true);
-}
-
-pl_graph *pl_test_model_file_training_graph(const char *file, int batch)
-{
-    return load_model("tests/models", file, batch, true);
 }
 
 const char *const pl_test_small_models[PL_TEST_SMALL_MODELS] = {
