@@ -294,7 +294,8 @@ static inline float sigmoid(float x)
     return pl_sigmoidf(x);
 }
 
-/* The hard activations, as PyTorch computes them and their gradients at the kinks. */
+/* The hard activations, in PyTorch's order of operations (the same float roundings), and
+ * their gradients with PyTorch's values at the kinks. */
 static inline float clamp(float x, float lo, float hi)
 {
     return x < lo ? lo : x > hi ? hi : x; /* NaN passes through */
@@ -302,7 +303,7 @@ static inline float clamp(float x, float lo, float hi)
 
 static inline float hardsigmoid(float x)
 {
-    return clamp(x / 6.0f + 0.5f, 0.0f, 1.0f);
+    return clamp(x + 3.0f, 0.0f, 6.0f) / 6.0f;
 }
 
 static inline float hardswish(float x)
