@@ -85,8 +85,8 @@ bool pl_ad_contribute(pl_autodiff *ad, int t, int gradient)
     if (gradient < 0)
         return false;
     pl_tensor_kind kind = ad->g->tensors[t].kind;
-    if (kind != PL_TENSOR_PARAM && kind != PL_TENSOR_ACTIVATION)
-        return true; /* data, labels, constants: nothing to learn */
+    if ((kind != PL_TENSOR_PARAM && kind != PL_TENSOR_ACTIVATION) || ad->g->tensors[t].frozen)
+        return true; /* data, labels, constants, frozen parameters: nothing to learn */
     if (!same_shape(&ad->g->tensors[gradient], &ad->g->tensors[t])) {
         int pair[2] = {gradient, t};
         if ((gradient = pl_ad_emit(ad, PL_OP_SUM_TO, pair, 2, 1, NULL)) < 0)
@@ -108,6 +108,8 @@ bool pl_ad_contribute(pl_autodiff *ad, int t, int gradient)
 
 bool pl_ad_contribute_rows(pl_autodiff *ad, int table, int dy, int ids)
 {
+    if (ad->g->tensors[table].frozen)
+        return true; /* a frozen table: nothing to learn */
     if (ad->g->tensors[table].kind != PL_TENSOR_PARAM) {
         pl_error_set(ad->err, PL_EINPUT, NULL, "embedding \"%s\": the table \"%s\" must be "
                      "a parameter to be trained", ad->g->ops[ad->op].name,
@@ -126,7 +128,7 @@ static void mark_needs_and_homes(pl_autodiff *ad)
 {
     pl_graph *g = ad->g;
     for (int t = 0; t < g->n_tensors; t++)
-        ad->needs[t] = g->tensors[t].kind == PL_TENSOR_PARAM;
+        ad->needs[t] = g->tensors[t].kind == PL_TENSOR_PARAM && !g->tensors[t].frozen;
     for (int o = 0; o < g->n_forward_ops; o++) {
         const pl_op *op = &g->ops[o];
         bool any = false;
@@ -295,7 +297,8 @@ pl_status pl_autodiff_build(pl_graph *g, pl_error *err)
         ok = add_running_averages(&ad) && keep_lstm_gates(&ad);
     }
     if (ok && !ad.needs[g->loss]) {
-        pl_error_set(err, PL_EINPUT, NULL, "the loss \"%s\" does not depend on any parameter",
+        pl_error_set(err, PL_EINPUT, NULL, "the loss \"%s\" does not depend on any trainable "
+                     "parameter",
                      g->tensors[g->loss].name);
         ok = false;
     }
