@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +23,16 @@ int64_t pl_named_tensor_elements(const pl_named_tensor *t)
     for (int i = 0; i < t->rank; i++)
         n *= t->dims[i];
     return n;
+}
+
+void pl_named_tensor_format_shape(const pl_named_tensor *t, char *buf, size_t cap)
+{
+    size_t used = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < t->rank && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%lld", i ? "," : "",
+                                 (long long)t->dims[i]);
+    if (used < cap)
+        snprintf(buf + used, cap - used, "]");
 }
 
 void pl_tensor_file_free(pl_tensor_file *file)

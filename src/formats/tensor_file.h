@@ -20,6 +20,7 @@
 #ifndef PLACER_TENSOR_FILE_H
 #define PLACER_TENSOR_FILE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -56,6 +57,8 @@ void pl_tensor_file_free(pl_tensor_file *file);
 /* Index of the tensor called `name`, or -1. */
 int pl_tensor_file_find(const pl_tensor_file *file, const char *name);
 int64_t pl_named_tensor_elements(const pl_named_tensor *tensor);
+/* Writes "[64,784]" (at most cap bytes, always terminated). */
+void pl_named_tensor_format_shape(const pl_named_tensor *tensor, char *buf, size_t cap);
 
 /* Writes `n` tensors, in this order, atomically (atomic_file.h: the umask's mode).
  * PL_EINPUT when two share a name or a name, rank or size is out of the format's limits;

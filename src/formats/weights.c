@@ -24,16 +24,6 @@ static const char *what_weight(const pl_tensor *t)
     return t->kind == PL_TENSOR_PARAM ? "parameter" : "running average";
 }
 
-static void format_dims(int rank, const int64_t *dims, char *buf, size_t cap)
-{
-    size_t used = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < rank && used < cap; i++)
-        used += (size_t)snprintf(buf + used, cap - used, "%s%lld", i ? "," : "",
-                                 (long long)dims[i]);
-    if (used < cap)
-        snprintf(buf + used, cap - used, "]");
-}
-
 static bool same_dims(const pl_named_tensor *a, const pl_tensor *b)
 {
     if (a->rank != b->rank)
@@ -60,7 +50,7 @@ static pl_status match(const pl_tensor_file *file, int k, const pl_graph *g, con
                             pl_dtype_name(m->dtype));
     if (!same_dims(f, m)) {
         char have[160], want[160];
-        format_dims(f->rank, f->dims, have, sizeof have);
+        pl_named_tensor_format_shape(f, have, sizeof have);
         pl_shape_format(m, want, sizeof want);
         return pl_error_set(err, PL_EINPUT, NULL, "tensor \"%s\" has shape %s in the file, "
                             "%s in the model", f->name, have, want);
