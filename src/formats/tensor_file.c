@@ -280,11 +280,30 @@ static int by_offset(const void *a, const void *b)
     return x->offset < y->offset ? -1 : x->offset > y->offset ? 1 : x->index - y->index;
 }
 
-/* The data in file order: no overlaps, padding only zeros, nothing after the last. */
-static bool read_data(reader *r)
+/* The index in file order: no tensor overlaps another, nothing after the last. */
+static bool check_layout(reader *r)
 {
     int n = r->file->n;
     qsort(r->entries, (size_t)n, sizeof *r->entries, by_offset);
+    uint64_t at = r->data_start;
+    for (int k = 0; k < n; k++) {
+        const entry *e = &r->entries[k];
+        if (r->data_start + e->offset < at)
+            return fail(r, "tensor \"%s\" (offset %llu) overlaps tensor \"%s\"",
+                        r->file->tensors[e->index].name, (unsigned long long)e->offset,
+                        r->file->tensors[r->entries[k - 1].index].name);
+        at = r->data_start + e->offset + e->bytes;
+    }
+    if ((uint64_t)r->size > at)
+        return fail(r, "%llu byte(s) after the last tensor's data",
+                    (unsigned long long)((uint64_t)r->size - at));
+    return true;
+}
+
+/* The data in file order (the layout checked), padding only zeros, every checksum. */
+static bool read_data(reader *r)
+{
+    int n = r->file->n;
     uint64_t at = r->data_start, header_end = (uint64_t)ftello(r->fp);
     for (uint64_t pos = header_end; pos < at && pos < (uint64_t)r->size; pos++)
         if (getc(r->fp) != 0)
@@ -295,10 +314,6 @@ static bool read_data(reader *r)
     for (int k = 0; k < n; k++) {
         const entry *e = &r->entries[k];
         pl_named_tensor *t = &r->file->tensors[e->index];
-        if (r->data_start + e->offset < at)
-            return fail(r, "tensor \"%s\" (offset %llu) overlaps tensor \"%s\"", t->name,
-                        (unsigned long long)e->offset,
-                        r->file->tensors[r->entries[k - 1].index].name);
         if (fseeko(r->fp, (off_t)(r->data_start + e->offset), SEEK_SET) != 0 ||
             !(t->data = malloc(e->bytes ? e->bytes : 1)))
             return fail(r, "cannot read tensor \"%s\": %s", t->name, strerror(errno));
@@ -309,11 +324,7 @@ static bool read_data(reader *r)
             return fail(r, "tensor \"%s\": the checksum of its data is %u, the header says %u "
                         "(the file is damaged)", t->name, crc, e->crc);
         to_little_endian(t->data, (int64_t)(e->bytes / 4));
-        at = r->data_start + e->offset + e->bytes;
     }
-    if ((uint64_t)r->size > at)
-        return fail(r, "%llu bytes after the last tensor's data",
-                    (unsigned long long)((uint64_t)r->size - at));
     return true;
 }
 
@@ -337,7 +348,7 @@ pl_tensor_file *pl_tensor_file_read(const char *path, pl_error *err)
     if (line && !root && err && err->line > 0)
         err->line += 1; /* the header is the file's second line */
     free(line);
-    bool ok = root && read_index(&r, root) && read_data(&r);
+    bool ok = root && read_index(&r, root) && check_layout(&r) && read_data(&r);
     json_decref(root);
     fclose(r.fp);
     free(r.entries);
