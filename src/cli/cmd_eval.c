@@ -298,8 +298,8 @@ static int write_gradients(evaluator *e)
     free(list);
     if (status != PL_OK)
         return pl_cli_report(&err);
-    printf("gradients: %s (%d parameters; loss %.6f on the first batch, training mode)\n",
-           e->o.gradients, n, (double)loss);
+    printf("gradients: %s (%d parameter%s; loss %.6f on the first batch, training mode)\n",
+           e->o.gradients, n, n == 1 ? "" : "s", (double)loss);
     return PL_EXIT_OK;
 }
 
