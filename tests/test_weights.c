@@ -84,6 +84,16 @@ static void test_writer_refuses(void)
     CU_ASSERT_EQUAL(access("/tmp/placer-never-written", F_OK), -1);
 }
 
+/* The error's line holds `message`. */
+static void expect_message(const pl_error *err, const char *message)
+{
+    char line[2048];
+    pl_error_format(err, line, sizeof line);
+    if (!strstr(line, message))
+        fprintf(stderr, "\n    expected \"%s\" in \"%s\"\n", message, line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, message));
+}
+
 /* A file's bytes (the header's JSON written by hand): what the reader says of it. */
 static void expect_read_error(const char *bytes, size_t size, const char *message)
 {
@@ -95,11 +105,7 @@ static void expect_read_error(const char *bytes, size_t size, const char *messag
     pl_error err;
     pl_tensor_file *f = pl_tensor_file_read(path, &err);
     CU_ASSERT_PTR_NULL(f);
-    char line[2048];
-    pl_error_format(&err, line, sizeof line);
-    if (!strstr(line, message))
-        fprintf(stderr, "\n    expected \"%s\" in \"%s\"\n", message, line);
-    CU_ASSERT_PTR_NOT_NULL(strstr(line, message));
+    expect_message(&err, message);
     CU_ASSERT_EQUAL(err.status, PL_EINPUT);
     pl_tensor_file_free(f);
     unlink(path);
@@ -197,9 +203,7 @@ static void expect_weights_error(pl_named_tensor *list, int n, const char *messa
     float before = ((float *)buffers[pl_graph_find_tensor(g, "fc1/w")])[0];
     pl_error err;
     CU_ASSERT_EQUAL(pl_weights_load(path, g, buffers, &err), PL_EINPUT);
-    if (!strstr(err.text, message))
-        fprintf(stderr, "\n    expected \"%s\" in \"%s\"\n", message, err.text);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, message));
+    expect_message(&err, message);
     CU_ASSERT_STRING_EQUAL(err.source, path);
     /* nothing changed */
     CU_ASSERT_EQUAL(((float *)buffers[pl_graph_find_tensor(g, "fc1/w")])[0], before);
@@ -290,11 +294,7 @@ static void expect_load_error(const char *params, const char *message)
     pl_error err;
     pl_graph *g = pl_test_model("[3]", params, frozen_nodes, "loss", &err);
     CU_ASSERT_PTR_NULL(g);
-    char line[2048];
-    pl_error_format(&err, line, sizeof line);
-    if (!strstr(line, message))
-        fprintf(stderr, "\n    expected \"%s\" in \"%s\"\n", message, line);
-    CU_ASSERT_PTR_NOT_NULL(strstr(line, message));
+    expect_message(&err, message);
     pl_graph_free(g);
 }
 

@@ -3,7 +3,6 @@
 #include "tensor_file.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include <zlib.h>
 
 #include "atomic_file.h"
+#include "binary_reader.h"
 #include "input_file.h"
 #include "json_reader.h"
 #include "strmap.h"
@@ -96,9 +96,7 @@ typedef struct entry {
 } entry;
 
 typedef struct reader {
-    const char *path;
-    pl_error *err;
-    FILE *fp;
+    pl_binary_reader bin; /* the file and the first problem */
     int64_t size;   /* the file's */
     uint64_t data_start;
     pl_json_reader json;
@@ -106,45 +104,33 @@ typedef struct reader {
     entry *entries;
 } reader;
 
-static bool fail(reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool fail(reader *r, const char *fmt, ...)
-{
-    char text[PL_ERROR_TEXT_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    pl_error_set(r->err, PL_EINPUT, NULL, "%s", text);
-    return false;
-}
-
 /* The magic line, then the header line (without its newline) into a new string. */
 static char *read_header_line(reader *r, size_t *length)
 {
     char magic[sizeof PL_TENSOR_FILE_MAGIC - 1];
-    if (fread(magic, 1, sizeof magic, r->fp) != sizeof magic ||
+    if (fread(magic, 1, sizeof magic, r->bin.fp) != sizeof magic ||
         memcmp(magic, PL_TENSOR_FILE_MAGIC, sizeof magic) != 0)
-        return fail(r, "not a placer tensor file (it must start with the line "
+        return pl_binary_fail(&r->bin, "not a placer tensor file (it must start with the line "
                        "\"placer-tensors\")"), NULL;
     size_t cap = 4096, used = 0;
     char *line = malloc(cap);
     for (;;) {
         if (!line)
-            return fail(r, "out of memory"), NULL;
+            return pl_binary_fail(&r->bin, "out of memory"), NULL;
         if (used == cap) {
             char *more = cap >= (size_t)PL_TENSOR_FILE_MAX_HEADER ? NULL : realloc(line, cap * 2);
             if (!more) {
                 free(line);
-                return fail(r, "the header line is longer than %lld bytes",
+                return pl_binary_fail(&r->bin, "the header line is longer than %lld bytes",
                             (long long)PL_TENSOR_FILE_MAX_HEADER), NULL;
             }
             line = more;
             cap *= 2;
         }
-        int c = getc(r->fp);
+        int c = getc(r->bin.fp);
         if (c == EOF) {
             free(line);
-            return fail(r, "truncated (reading the header line: no newline ends it)"), NULL;
+            return pl_binary_fail(&r->bin, "truncated (reading the header line: no newline ends it)"), NULL;
         }
         if (c == '\n')
             break;
@@ -238,7 +224,7 @@ static bool read_entry(reader *r, const json_t *item, int k, pl_strmap *names)
     }
     if ((uint64_t)offset > (uint64_t)r->size || (uint64_t)bytes > (uint64_t)r->size ||
         r->data_start + (uint64_t)offset + (uint64_t)bytes > (uint64_t)r->size)
-        return fail(r, "truncated: tensor \"%s\" ends at byte %llu of a %lld-byte file", t->name,
+        return pl_binary_fail(&r->bin, "truncated: tensor \"%s\" ends at byte %llu of a %lld-byte file", t->name,
                     (unsigned long long)(r->data_start + (uint64_t)offset + (uint64_t)bytes),
                     (long long)r->size);
     return true;
@@ -260,7 +246,7 @@ static bool read_index(reader *r, const json_t *root)
     r->file->tensors = calloc(n + 1, sizeof *r->file->tensors);
     r->entries = calloc(n + 1, sizeof *r->entries);
     if (!r->file->tensors || !r->entries)
-        return fail(r, "out of memory");
+        return pl_binary_fail(&r->bin, "out of memory");
     pl_strmap names = {0};
     bool ok = true;
     for (size_t k = 0; ok && k < n; k++) {
@@ -289,13 +275,13 @@ static bool check_layout(reader *r)
     for (int k = 0; k < n; k++) {
         const entry *e = &r->entries[k];
         if (r->data_start + e->offset < at)
-            return fail(r, "tensor \"%s\" (offset %llu) overlaps tensor \"%s\"",
+            return pl_binary_fail(&r->bin, "tensor \"%s\" (offset %llu) overlaps tensor \"%s\"",
                         r->file->tensors[e->index].name, (unsigned long long)e->offset,
                         r->file->tensors[r->entries[k - 1].index].name);
         at = r->data_start + e->offset + e->bytes;
     }
     if ((uint64_t)r->size > at)
-        return fail(r, "%llu byte(s) after the last tensor's data",
+        return pl_binary_fail(&r->bin, "%llu byte(s) after the last tensor's data",
                     (unsigned long long)((uint64_t)r->size - at));
     return true;
 }
@@ -304,24 +290,24 @@ static bool check_layout(reader *r)
 static bool read_data(reader *r)
 {
     int n = r->file->n;
-    uint64_t at = r->data_start, header_end = (uint64_t)ftello(r->fp);
+    uint64_t at = r->data_start, header_end = (uint64_t)ftello(r->bin.fp);
     for (uint64_t pos = header_end; pos < at && pos < (uint64_t)r->size; pos++)
-        if (getc(r->fp) != 0)
-            return fail(r, "byte %llu, between the header and the data, is not zero",
+        if (getc(r->bin.fp) != 0)
+            return pl_binary_fail(&r->bin, "byte %llu, between the header and the data, is not zero",
                         (unsigned long long)pos);
     if ((uint64_t)r->size < at)
-        return fail(r, "truncated (reading the padding before the data)");
+        return pl_binary_fail(&r->bin, "truncated (reading the padding before the data)");
     for (int k = 0; k < n; k++) {
         const entry *e = &r->entries[k];
         pl_named_tensor *t = &r->file->tensors[e->index];
-        if (fseeko(r->fp, (off_t)(r->data_start + e->offset), SEEK_SET) != 0 ||
+        if (fseeko(r->bin.fp, (off_t)(r->data_start + e->offset), SEEK_SET) != 0 ||
             !(t->data = malloc(e->bytes ? e->bytes : 1)))
-            return fail(r, "cannot read tensor \"%s\": %s", t->name, strerror(errno));
-        if (fread(t->data, 1, e->bytes, r->fp) != e->bytes)
-            return fail(r, "truncated (reading tensor \"%s\")", t->name);
+            return pl_binary_fail(&r->bin, "cannot read tensor \"%s\": %s", t->name, strerror(errno));
+        if (fread(t->data, 1, e->bytes, r->bin.fp) != e->bytes)
+            return pl_binary_fail(&r->bin, "truncated (reading tensor \"%s\")", t->name);
         uint32_t crc = checksum(t->data, e->bytes);
         if (crc != e->crc)
-            return fail(r, "tensor \"%s\": the checksum of its data is %u, the header says %u "
+            return pl_binary_fail(&r->bin, "tensor \"%s\": the checksum of its data is %u, the header says %u "
                         "(the file is damaged)", t->name, crc, e->crc);
         to_little_endian(t->data, (int64_t)(e->bytes / 4));
     }
@@ -331,11 +317,11 @@ static bool read_data(reader *r)
 pl_tensor_file *pl_tensor_file_read(const char *path, pl_error *err)
 {
     pl_error_init(err, path);
-    reader r = {.path = path, .err = err};
+    reader r = {.bin = {.err = err, .ok = true}};
     int fd = pl_input_open_or_fail(path, &r.size, err);
     if (fd < 0)
         return NULL;
-    if (!(r.fp = fdopen(fd, "rb"))) {
+    if (!(r.bin.fp = fdopen(fd, "rb"))) {
         close(fd);
         pl_error_set(err, PL_EIO, NULL, "cannot open: %s", strerror(errno));
         return NULL;
@@ -343,14 +329,14 @@ pl_tensor_file *pl_tensor_file_read(const char *path, pl_error *err)
     pl_json_reader_init(&r.json, err);
     r.file = calloc(1, sizeof *r.file);
     size_t length = 0;
-    char *line = r.file ? read_header_line(&r, &length) : (fail(&r, "out of memory"), NULL);
+    char *line = r.file ? read_header_line(&r, &length) : (pl_binary_fail(&r.bin, "out of memory"), NULL);
     json_t *root = line ? pl_json_parse_buffer(line, length, err) : NULL;
     if (line && !root && err && err->line > 0)
         err->line += 1; /* the header is the file's second line */
     free(line);
     bool ok = root && read_index(&r, root) && check_layout(&r) && read_data(&r);
     json_decref(root);
-    fclose(r.fp);
+    fclose(r.bin.fp);
     free(r.entries);
     if (ok)
         return r.file;

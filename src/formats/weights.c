@@ -24,16 +24,6 @@ static const char *what_weight(const pl_tensor *t)
     return t->kind == PL_TENSOR_PARAM ? "parameter" : "running average";
 }
 
-static bool same_dims(const pl_named_tensor *a, const pl_tensor *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i])
-            return false;
-    return true;
-}
-
 /* The file's tensor `k` against the graph: a weight of it, of its dtype and shape. */
 static pl_status match(const pl_tensor_file *file, int k, const pl_graph *g, const bool *weight,
                        int *index, pl_error *err)
@@ -48,7 +38,7 @@ static pl_status match(const pl_tensor_file *file, int k, const pl_graph *g, con
         return pl_error_set(err, PL_EINPUT, NULL, "tensor \"%s\" is %s in the file, %s in "
                             "the model", f->name, pl_dtype_name(f->dtype),
                             pl_dtype_name(m->dtype));
-    if (!same_dims(f, m)) {
+    if (!pl_tensor_has_dims(m, f->rank, f->dims)) {
         char have[160], want[160];
         pl_named_tensor_format_shape(f, have, sizeof have);
         pl_shape_format(m, want, sizeof want);

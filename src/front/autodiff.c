@@ -51,16 +51,6 @@ int pl_ad_grad_or_zeros(pl_autodiff *ad, int t)
     return grad >= 0 ? grad : pl_ad_emit(ad, PL_OP_ZEROS_LIKE, &t, 1, 1, NULL);
 }
 
-static bool same_shape(const pl_tensor *a, const pl_tensor *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i])
-            return false;
-    return true;
-}
-
 /* The parameter's accumulator, created on first use. */
 static int accumulator_of(pl_autodiff *ad, int param)
 {
@@ -87,7 +77,8 @@ bool pl_ad_contribute(pl_autodiff *ad, int t, int gradient)
     pl_tensor_kind kind = ad->g->tensors[t].kind;
     if ((kind != PL_TENSOR_PARAM && kind != PL_TENSOR_ACTIVATION) || ad->g->tensors[t].frozen)
         return true; /* data, labels, constants, frozen parameters: nothing to learn */
-    if (!same_shape(&ad->g->tensors[gradient], &ad->g->tensors[t])) {
+    if (!pl_tensor_has_dims(&ad->g->tensors[gradient], ad->g->tensors[t].rank,
+                            ad->g->tensors[t].dims)) {
         int pair[2] = {gradient, t};
         if ((gradient = pl_ad_emit(ad, PL_OP_SUM_TO, pair, 2, 1, NULL)) < 0)
             return false;

@@ -142,6 +142,8 @@ int64_t pl_tensor_elements(const pl_tensor *tensor);
 /* Every dimension 1 to PL_MAX_DIM and at most PL_MAX_ELEMENTS elements, checked without
  * overflow (pl_tensor_elements multiplies blindly). */
 bool pl_tensor_within_limits(const pl_tensor *tensor);
+/* Whether the tensor's shape is `rank` dimensions equal to `dims`. */
+bool pl_tensor_has_dims(const pl_tensor *tensor, int rank, const int64_t *dims);
 int64_t pl_tensor_bytes(const pl_tensor *tensor);
 const char *pl_dtype_name(pl_dtype dtype);
 
