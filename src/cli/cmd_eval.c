@@ -206,7 +206,10 @@ static int prepare_outputs(evaluator *e)
         return pl_cli_error("out of memory"), PL_EXIT_FAILURE;
     for (int i = 0; loss && i < loss->n_inputs; i++) {
         const pl_tensor *t = &g->tensors[loss->inputs[i]];
-        if (t->kind != PL_TENSOR_ACTIVATION || pl_tensor_bytes(t) == 0)
+        bool seen = false; /* a tensor read twice by the loss (mse(x, x)) is written once */
+        for (int k = 0; k < e->n_outputs; k++)
+            seen |= strcmp(e->outputs[k].name, t->name) == 0;
+        if (t->kind != PL_TENSOR_ACTIVATION || pl_tensor_bytes(t) == 0 || seen)
             continue;
         pl_named_tensor *out = &e->outputs[e->n_outputs++];
         *out = (pl_named_tensor){.name = t->name, .dtype = t->dtype, .rank = t->rank ? t->rank : 1};
@@ -222,13 +225,10 @@ static int prepare_outputs(evaluator *e)
 
 static void keep_outputs(evaluator *e, long b)
 {
-    const pl_op *loss = &e->g->ops[e->g->tensors[e->g->loss].producer];
-    for (int i = 0, k = 0; k < e->n_outputs && i < loss->n_inputs; i++) {
-        if (strcmp(e->g->tensors[loss->inputs[i]].name, e->outputs[k].name) != 0)
-            continue;
-        size_t bytes = (size_t)pl_tensor_bytes(&e->g->tensors[loss->inputs[i]]);
-        memcpy((char *)e->outputs[k].data + bytes * (size_t)b, e->buffers[loss->inputs[i]], bytes);
-        k++;
+    for (int k = 0; k < e->n_outputs; k++) {
+        int t = pl_graph_find_tensor(e->g, e->outputs[k].name);
+        size_t bytes = (size_t)pl_tensor_bytes(&e->g->tensors[t]);
+        memcpy((char *)e->outputs[k].data + bytes * (size_t)b, e->buffers[t], bytes);
     }
 }
 
@@ -254,8 +254,10 @@ static int evaluate(evaluator *e)
         if (e->o.outputs)
             keep_outputs(e, b);
     }
-    if (pl_cli_interrupted)
+    if (pl_cli_interrupted) {
+        fprintf(stderr, "placer: eval: interrupted; nothing written\n");
         return PL_EXIT_INTERRUPTED;
+    }
     printf("loss %.6f", total / (double)e->batches);
     if (sc.logits >= 0)
         printf("  accuracy %.4f", (double)correct /
