@@ -6,9 +6,10 @@ inputs and expected outputs with, and read placer's outputs (`placer eval --outp
     placer_tensors.write("model.weights", [("fc1.weight", w), ("fc1.bias", b)])
     for name, array in placer_tensors.read("model.weights"): ...
 
-Arrays are numpy arrays of float32 or int32 (C-ordered when written; read ones are
-read-only views of nothing: fresh arrays). Both sides check what the C reader checks;
-a problem raises TensorFileError naming the file and the tensor or JSON pointer.
+Arrays are numpy arrays of float32 or int32 (any layout when written, row-major in the
+file; read ones are fresh, writable arrays). Both functions check what the C reader
+(src/formats/tensor_file.c) checks; a problem raises TensorFileError naming the file and
+the tensor or JSON pointer.
 Needs numpy and the standard library only (zlib for the CRC-32)."""
 
 import json
