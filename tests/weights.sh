@@ -23,6 +23,10 @@ contains "$work/out" "accuracy " "eval of a classifier"
 expect 0 "train from weights" "$bin" train "$mlp" --steps 2 --weights "$work/mlp.weights" \
     --save-weights "$work/mlp2.weights" -q
 expect 0 "run --weights" "$bin" run "$mlp" --weights "$work/mlp.weights" --steps 1 --warmup 0
+expect 0 "train --plan from weights" "$bin" train "$mlp" --steps 2 --weights "$work/mlp.weights" \
+    --plan "$src/tests/plans/mlp-small-paced-4.json" --cluster "$src/graphs/clusters/paced-4.json" \
+    --save-weights "$work/mlp-planned.weights" -q
+cmp -s "$work/mlp.weights" "$work/mlp-planned.weights" && bad "train --plan did not change the weights" || ok
 # Batch norm's running averages are weights too; eval uses them unless --train-mode.
 expect 0 "resnet weights" "$bin" train "$resnet" --steps 2 --data synthetic \
     --save-weights "$work/resnet.weights" -q
