@@ -33,6 +33,7 @@ from zoo import MODELS, build as build_module, import_command  # noqa: E402
 
 TOLERANCE = 1e-4
 PLACER = os.path.join(TOP, "placer")
+VERBOSE = False
 
 
 class CheckFailed(Exception):
@@ -47,13 +48,14 @@ def run(cmd, **kw):
     return p.stdout + p.stderr
 
 
-def import_model(name, via, module, work, numeric, batch, shape):
+def import_model(name, via, module, work, numeric, batch, shape, gradients=False):
     """Runs the importer; returns (model JSON path, weights path)."""
     spec = MODELS[name]
     out = os.path.join(work, "model.json")
     weights = os.path.join(work, "model.weights")
     if via == "torch":
-        cmd = import_command(name, out, batch, numeric=numeric, weights=weights)
+        cmd = import_command(name, out, batch, numeric=numeric, weights=weights,
+                             gradients=gradients)
     else:
         import torch
         onnx_path = os.path.join(work, "model.onnx")
@@ -84,13 +86,68 @@ def example_input(spec, batch, shape, seed=1):
     return torch.randn((batch,) + tuple(shape), generator=g)
 
 
-def load_weights(module, path):
-    """The weights file into the module: every tensor must have its counterpart."""
+TIE_GAP = 1e-6
+
+
+def smallest_pool_gap(module, x):
+    """The smallest relative gap between the two largest, different values of a positive
+    max-pooling window, over every nn.MaxPool2d, in float64; None for a model without
+    one. Exact ties are copies of one value (a maximum passed on by an earlier pooling),
+    which every implementation breaks alike, by taking the first."""
+    import copy
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    gaps = []
+
+    def hook(mod, inputs, output):
+        v = inputs[0]
+        pad = mod.padding if isinstance(mod.padding, tuple) else (mod.padding,) * 2
+        v = F.pad(v, (pad[1], pad[1], pad[0], pad[0]), value=float("-inf"))
+        cells = F.unfold(v.reshape(-1, 1, *v.shape[2:]), mod.kernel_size, stride=mod.stride)
+        top = cells.topk(2, dim=1).values
+        gap = ((top[:, 0] - top[:, 1]) / top[:, 0])[top[:, 0] > 0]
+        gap = gap[gap > 0]  # an exact tie is a copy (one max seen by two windows) or zeros
+        if gap.numel():
+            gaps.append(float(gap.min()))
+
+    if not any(isinstance(mod, nn.MaxPool2d) for mod in module.modules()):
+        return None
+    for training in (False, True):  # outputs are compared in inference, gradients training
+        m = copy.deepcopy(module).double().train(training)
+        for mod in m.modules():
+            if isinstance(mod, nn.MaxPool2d):
+                mod.register_forward_hook(hook)
+        with torch.no_grad():
+            m(x.double() if x.is_floating_point() else x)
+    return min(gaps) if gaps else None
+
+
+def conditioned_input(spec, module, batch, shape):
+    """The example input of the first seed whose max-pooling windows have no near-tie
+    (two largest values within TIE_GAP): there float32 rounding picks the cell that gets
+    the gradient, and PyTorch's own float32 gradients differ from float64 by up to 6e-3
+    (vgg11 at 224x224)."""
+    for seed in range(1, 41):
+        x = example_input(spec, batch, shape, seed)
+        gap = smallest_pool_gap(module, x)
+        if gap is None or gap >= TIE_GAP:
+            return x
+    raise CheckFailed("no input among 40 seeds without a max-pooling near-tie")
+
+
+def load_weights(module, path, model_path):
+    """The weights file into the module: every tensor must have its counterpart, except the
+    constants the importer folded (parameters with "trainable": false)."""
     import torch
     import placer_tensors
+    frozen = {p["name"] for p in json.load(open(model_path))["parameters"]
+              if p.get("trainable") is False}
     state = module.state_dict()
     seen = set()
     for name, array in placer_tensors.read(path):
+        if name in frozen:
+            continue
         key = name.replace("/", ".")
         if key not in state:
             raise CheckFailed("weights: %s has no counterpart %s in the module" % (name, key))
@@ -100,7 +157,8 @@ def load_weights(module, path):
         state[key] = torch.from_numpy(array.copy())
         seen.add(key)
     module.load_state_dict(state)
-    missing = [k for k, v in module.named_parameters() if k not in seen]
+    used = {p["name"] for p in json.load(open(model_path))["parameters"]}
+    missing = [k for k, v in module.named_parameters() if k not in seen and k in used]
     if missing:
         raise CheckFailed("weights: parameters missing from the file: %s" % ", ".join(missing))
 
@@ -111,61 +169,90 @@ def torch_output(out):
     return out
 
 
-def relative_error(got, want):
+def relative_error(got, want, floor=0.0):
     import numpy as np
     want = np.asarray(want, dtype=np.float64)
     got = np.asarray(got, dtype=np.float64)
     if got.shape != want.shape:
         raise CheckFailed("shapes differ: placer %s, torch %s" % (list(got.shape),
                                                                   list(want.shape)))
-    scale = np.max(np.abs(want)) if want.size else 0.0
+    scale = max(np.max(np.abs(want)) if want.size else 0.0, floor)
     return float(np.max(np.abs(got - want)) / scale) if scale > 0 else float(np.max(np.abs(got)))
 
 
-def compare(spec, via, work, model_path, weights, module, batch, shape):
-    import numpy as np
+def torch_side(module, x, labels, double):
+    """PyTorch's outputs (inference mode) and gradients (training mode, first step), in
+    float32 as PyTorch runs, or in float64 as the reference both are held against."""
+    import copy
     import torch
     import torch.nn.functional as F
+    m = copy.deepcopy(module)
+    if double:
+        m = m.double()
+        if x.is_floating_point():
+            x = x.double()
+    m.eval()
+    with torch.no_grad():
+        logits = torch_output(m(x)).numpy()
+    m.train()
+    m.zero_grad()
+    out = torch_output(m(x))
+    F.cross_entropy(out.reshape(-1, out.shape[-1]), labels.reshape(-1)).backward()
+    return logits, {k: p.grad.numpy() for k, p in m.named_parameters() if p.grad is not None}
+
+
+def worst_gradient(got, want):
+    """The largest error over the parameters, each relative to its own largest gradient,
+    or to a thousandth of the largest over all parameters where that is more: a gradient
+    that is zero in exact arithmetic (a bias before a batch norm) is all rounding."""
+    floor = 1e-3 * max(float(abs(g).max()) for g in want.values() if g.size)
+    worst, worst_name = 0.0, None
+    for name, array in got:
+        if name not in want:
+            raise CheckFailed("gradients: %s is not a parameter of the module" % name)
+        err = relative_error(array, want[name], floor)
+        if VERBOSE:
+            print("    %-40s %.1e" % (name, err))
+        if err >= worst:
+            worst, worst_name = err, name
+    return worst, worst_name
+
+
+def compare(spec, via, work, model_path, weights, module, batch, shape):
+    """Placer's error and PyTorch's own (float32), both against PyTorch in float64."""
+    import numpy as np
+    import torch
     import placer_tensors
     model = json.load(open(model_path))
-    x = example_input(spec, batch, shape)
+    x = conditioned_input(spec, module, batch, shape)
     data_name = next(i["name"] for i in model["inputs"] if i["role"] == "data")
     label_name = next(i["name"] for i in model["inputs"] if i["role"] == "label")
     module.eval()
     with torch.no_grad():
-        logits = torch_output(module(x))
+        out = torch_output(module(x))
     g = torch.Generator().manual_seed(2)
-    labels = torch.randint(0, logits.shape[-1], logits.shape[:-1], generator=g)
+    labels = torch.randint(0, out.shape[-1], out.shape[:-1], generator=g)
     inputs = os.path.join(work, "inputs.tensors")
     placer_tensors.write(inputs, [
         (data_name, x.numpy().astype(np.int32 if spec.get("dtype") == "i32" else np.float32)),
         (label_name, labels.numpy().astype(np.int32))])
     outputs = os.path.join(work, "outputs.tensors")
     grads = os.path.join(work, "gradients.tensors")
-    placer = PLACER
-    run([placer, "eval", model_path, "--weights", weights, "--inputs", inputs,
+    run([PLACER, "eval", model_path, "--weights", weights, "--inputs", inputs,
          "--outputs", outputs])
-    got = placer_tensors.read(outputs)
-    report = {"outputs": relative_error(got[0][1], logits.numpy())}
-    run([placer, "eval", model_path, "--weights", weights, "--inputs", inputs, "--train-mode",
+    run([PLACER, "eval", model_path, "--weights", weights, "--inputs", inputs, "--train-mode",
          "--gradients", grads])
-    module.train()
-    module.zero_grad()
-    out = torch_output(module(x))
-    F.cross_entropy(out.reshape(-1, out.shape[-1]), labels.reshape(-1)).backward()
-    params = dict(module.named_parameters())
-    worst, worst_name = 0.0, None
-    count = 0
-    for name, array in placer_tensors.read(grads):
-        if name not in params:
-            raise CheckFailed("gradients: %s is not a parameter of the module" % name)
-        err = relative_error(array, params[name].grad.numpy())
-        count += 1
-        if err > worst:
-            worst, worst_name = err, name
-    report["gradients"] = worst
-    report["worst"] = worst_name
-    report["count"] = count
+    ref_out, ref_grads = torch_side(module, x, labels, double=True)
+    f32_out, f32_grads = torch_side(module, x, labels, double=False)
+    got_grads = placer_tensors.read(grads)
+    if len(got_grads) != len(ref_grads):
+        raise CheckFailed("gradients: placer wrote %d, the module has %d parameters"
+                          % (len(got_grads), len(ref_grads)))
+    report = {"outputs": relative_error(placer_tensors.read(outputs)[0][1], ref_out),
+              "torch_outputs": relative_error(f32_out, ref_out),
+              "count": len(got_grads)}
+    report["gradients"], report["worst"] = worst_gradient(got_grads, ref_grads)
+    report["torch_gradients"], _ = worst_gradient(list(f32_grads.items()), ref_grads)
     return report
 
 
@@ -187,11 +274,20 @@ def check(name, via, train_steps, job_budget):
         module = build_module(name, numeric=True)
         model_path, weights = import_model(name, via, module, work, True, batch, shape)
         run([PLACER, "validate", "-q", model_path])
-        load_weights(module, weights)
+        load_weights(module, weights, model_path)
         report = compare(spec, via, work, model_path, weights, module, batch, shape)
+        if "gradient_source" in spec:  # the gradients of a variant (see zoo.py)
+            module = build_module(name, numeric=True, gradients=True)
+            model_path, weights = import_model(name, via, module, work, True, batch, shape,
+                                               gradients=True)
+            load_weights(module, weights, model_path)
+            variant = compare(spec, via, work, model_path, weights, module, batch, shape)
+            for key in ("gradients", "torch_gradients", "worst", "count"):
+                report[key] = variant[key]
         ok = report["outputs"] <= TOLERANCE and report["gradients"] <= TOLERANCE
-        line = "%-20s %-5s outputs %.1e  gradients %.1e (%d, worst %s)" % (
-            name, via, report["outputs"], report["gradients"], report["count"], report["worst"])
+        line = "%-18s %-5s outputs %.1e (torch %.1e)  gradients %.1e (torch %.1e; %d, worst %s)" % (
+            name, via, report["outputs"], report["torch_outputs"], report["gradients"],
+            report["torch_gradients"], report["count"], report["worst"])
         if train_steps:
             trained = build_module(name)
             model_path, _ = import_model(name, via, trained, work, False, batch, shape)
@@ -210,16 +306,18 @@ def check(name, via, train_steps, job_budget):
 
 
 def main():
-    global PLACER
+    global PLACER, VERBOSE
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("models", nargs="*", help="default: all (see --list)")
     p.add_argument("--via", choices=["torch", "onnx", "both"], default="both")
     p.add_argument("--train-steps", type=int, default=0)
     p.add_argument("--job-budget", type=float, default=0)
     p.add_argument("--list", action="store_true")
+    p.add_argument("--verbose", action="store_true", help="every gradient's error")
     p.add_argument("--placer", default=PLACER, help="the placer binary")
     args = p.parse_args()
     PLACER = os.path.abspath(args.placer)
+    VERBOSE = args.verbose
     if args.list:
         print("\n".join(MODELS))
         return 0

@@ -90,3 +90,20 @@ def transformer_classifier(**kwargs):
 
 def gpt(**kwargs):
     return GPT(**kwargs)
+
+
+def googlenet_average_pools(**kwargs):
+    """torchvision's GoogLeNet with each max pooling replaced by average pooling over the same
+    windows (rounding sizes down: torch.onnx exports ceil_mode average pooling with a Pad),
+    without the auxiliary heads (their adaptive pooling then no longer exports to ONNX). Its gradients are what the importers' check compares: GoogLeNet's many max
+    poolings meet near-ties where float32 rounding picks the cell that gets the gradient,
+    and PyTorch's own float32 gradients then differ from float64 by up to 0.24."""
+    import torchvision
+    kwargs.pop("dropout_aux", None)
+    model = torchvision.models.googlenet(weights=None, **dict(kwargs, aux_logits=False))
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, nn.MaxPool2d):
+                setattr(parent, name, nn.AvgPool2d(child.kernel_size, child.stride,
+                                                   child.padding))
+    return model

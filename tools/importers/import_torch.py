@@ -56,14 +56,12 @@ def parse_args(argv):
             args.kwargs[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
             args.kwargs[key] = value
-    if args.classes is not None:
-        if args.classes < 1:
-            p.error("--classes must be at least 1")
-        args.kwargs["num_classes"] = args.classes
+    if args.classes is not None and args.classes < 1:
+        p.error("--classes must be at least 1")
     return args
 
 
-def load_module(source, kwargs):
+def load_module(source, kwargs, classes):
     """Returns (module, model name, the file it came from or None)."""
     kind, sep, name = source.partition(":")
     if not sep or not name:
@@ -73,6 +71,8 @@ def load_module(source, kwargs):
         builder = getattr(torchvision.models, name, None)
         if builder is None or not callable(builder) or name.startswith("_"):
             raise command.UsageError("torchvision has no model %r" % name)
+        if classes is not None:
+            kwargs = dict(kwargs, num_classes=classes)
         try:
             return builder(weights=None, **kwargs), name, None
         except TypeError as e:
@@ -92,7 +92,7 @@ def load_module(source, kwargs):
     if not callable(build):
         raise command.UsageError("%s has no callable %r" % (path, name))
     try:
-        model = build(**{k: v for k, v in kwargs.items() if k != "num_classes"})
+        model = build(**kwargs)
     except Exception as e:
         raise ImportError_("%s:%s() failed: %s: %s" % (path, name, type(e).__name__, e))
     import torch
@@ -109,7 +109,7 @@ def main():
     import torch_fx
     placer_tensors = None if not args.weights else __import__("placer_tensors")
     torch.manual_seed(0)
-    module, name, _ = load_module(args.source, args.kwargs)
+    module, name, _ = load_module(args.source, args.kwargs, args.classes)
     module.train()
     gm = torch_fx.trace(module)
     b = Builder(args.name or name, args.batch,

@@ -33,9 +33,13 @@ class Refused(Exception):
 def module_path(node_name):
     """"/layer1/layer1.0/conv1/Conv" -> "layer1.0.conv1"; "" when the name has no scope."""
     parts = [p for p in node_name.split("/") if p][:-1]
-    path = ""
-    for p in parts:
-        path = p if not path or p.startswith(path + ".") else path + "." + p
+    path, last = "", ""
+    for p in parts:  # a part is named relative to the one before: layer1, layer1.0, conv1
+        if last and p.startswith(last + "."):
+            path = path[:len(path) - len(last)] + p
+        else:
+            path = path + "." + p if path else p
+        last = p
     return path
 
 
@@ -146,6 +150,9 @@ class Importer:
                 self._set(n, folded)
                 return
         handler = handlers.get(n.op_type)
+        if any(type(v).__name__ == "Padded" for v in ins) and \
+                n.op_type not in ("Conv", "AveragePool", "MaxPool"):
+            handler = None  # a Pad only a pooling or convolution can take
         if handler is None:
             self.unsupported.add(n.op_type, where)
             self._set(n, [None] * len(n.output))

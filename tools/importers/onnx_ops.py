@@ -33,6 +33,7 @@ def _window_out(size, k, s, p, d, ceil):
 
 
 def conv(imp, n, name, ins, attrs):
+    ins, attrs, _ = _unpad(ins, attrs, "Conv")
     x = ins[0]
     w = imp.tensor(n.input[1], name)
     if w.rank != 4:
@@ -51,6 +52,11 @@ def conv(imp, n, name, ins, attrs):
 
 def _pool(op):
     def handler(imp, n, name, ins, attrs):
+        if op == "max_pool" and isinstance(ins[0], Padded):
+            raise Refused("max pooling of zero-padded input")
+        ins, attrs, padded = _unpad(ins, attrs, op)
+        if padded:  # the zeros were part of the input: they count
+            attrs["count_include_pad"] = 1
         x = ins[0]
         if _pair(attrs.get("dilations"), 1) != [1, 1]:
             raise Refused("dilations")
@@ -330,6 +336,42 @@ def _const(imp, name, value, like):
     return imp.b.constant(name, value)
 
 
+class Padded:
+    """The result of a Pad of zeros around the two spatial axes, which only the average
+    pooling or convolution reading it can take (as its own padding)."""
+
+    def __init__(self, x, padding):
+        self.x, self.padding = x, padding
+
+
+def pad(imp, n, name, ins, attrs):
+    """torch.onnx puts a Pad before every average pooling (all zeros, or the padding that
+    count_include_pad counts); placer has no pad op of its own."""
+    pads = ins[1] if len(ins) > 1 and ins[1] is not None else attrs.get("pads")
+    value = ins[2] if len(ins) > 2 and ins[2] is not None else attrs.get("value", 0.0)
+    if pads is None or not isinstance(pads, (np.ndarray, list)) or \
+            attrs.get("mode", "constant") != "constant" or np.any(np.asarray(value)):
+        raise Refused("padding other than zeros of a constant size")
+    pads = [int(p) for p in pads]
+    x = ins[0]
+    if not any(pads):
+        return [x]
+    r = len(pads) // 2
+    if x.rank != 4 or r != 4 or pads[:2] + pads[4:6] != [0, 0, 0, 0] or pads[2:4] != pads[6:]:
+        raise Refused("padding other than equal sides of the two spatial axes")
+    return [Padded(x, pads[2:4])]
+
+
+def _unpad(ins, attrs, op):
+    """A pooling or convolution reading a Pad: the pad becomes its own padding."""
+    if not isinstance(ins[0], Padded):
+        return ins, attrs, False
+    if any(attrs.get("pads", [0, 0, 0, 0])):
+        raise Refused("%s of a padded input with padding of its own" % op)
+    attrs = dict(attrs, pads=ins[0].padding * 2)
+    return [ins[0].x] + list(ins[1:]), attrs, True
+
+
 def identity(imp, n, name, ins, attrs):
     return [ins[0]]
 
@@ -370,7 +412,7 @@ HANDLERS = {
     "Unsqueeze": squeeze_unsqueeze, "Transpose": transpose, "Concat": concat, "Split": split,
     "Slice": slice_, "ReduceMean": reduce("reduce_mean"), "ReduceSum": reduce("reduce_sum"),
     "Gather": gather, "Dropout": dropout, "Identity": identity, "Cast": cast, "Pow": pow_,
-    "Neg": neg, "Where": where,
+    "Neg": neg, "Where": where, "Pad": pad,
 }
 
 __all__ = ["HANDLERS", "ImportError_"]

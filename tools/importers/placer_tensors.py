@@ -20,7 +20,7 @@ import zlib
 
 import numpy
 
-__all__ = ["TensorFileError", "read", "write", "MAGIC", "VERSION", "ALIGN"]
+__all__ = ["TensorFileError", "read", "write", "encode", "MAGIC", "VERSION", "ALIGN"]
 
 MAGIC = b"placer-tensors\n"
 VERSION = 1
@@ -66,9 +66,30 @@ def write(path, tensors):
     `path` atomically: a temporary file beside it, renamed over it, with the mode the umask
     gives (as placer writes its files)."""
     path = os.fspath(path)
+    data = encode(tensors, path)
+    directory = os.path.dirname(path) or "."
+    fd, temp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
 
+
+def encode(tensors, where="tensors"):
+    """The file's bytes for `tensors` (as write takes them); `where` names it in errors."""
     def fail(message):
-        raise TensorFileError(f"{path}: {message}")
+        raise TensorFileError(f"{where}: {message}")
 
     tensors = list(tensors)
     if len(tensors) > MAX_TENSORS:
@@ -100,27 +121,12 @@ def write(path, tensors):
     header = json.dumps({"format": "placer-tensors", "version": VERSION, "tensors": index},
                         separators=(",", ":"), ensure_ascii=True).encode("ascii")
     head = MAGIC + header + b"\n"
-    directory = os.path.dirname(path) or "."
-    fd, temp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(head + bytes(_align(len(head)) - len(head)))
-            for k, data in enumerate(blobs):
-                out.write(data)
-                if k + 1 < len(blobs):
-                    out.write(bytes(_align(len(data)) - len(data)))
-            out.flush()
-            os.fsync(out.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp, 0o666 & ~umask)
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+    parts = [head, bytes(_align(len(head)) - len(head))]
+    for k, data in enumerate(blobs):
+        parts.append(data)
+        if k + 1 < len(blobs):
+            parts.append(bytes(_align(len(data)) - len(data)))
+    return b"".join(parts)
 
 
 def _member(obj, key, kind, where, fail):

@@ -12,15 +12,16 @@ MODELS_PY = os.path.join(TOP, "tests", "importers", "models.py")
 IMAGE = (3, 224, 224)
 
 MODELS = {
-    "resnet18": dict(source="torchvision:resnet18", input=(3, 32, 32), bench_input=IMAGE,
+    "resnet18": dict(source="torchvision:resnet18", input=(3, 64, 64), bench_input=IMAGE,
                      batch=4, kwargs={"num_classes": 10}),
     "googlenet": dict(source="torchvision:googlenet", input=(3, 64, 64), bench_input=IMAGE,
                       batch=4, kwargs={"num_classes": 10},
-                      dropout={"dropout": 0.0, "dropout_aux": 0.0}),
-    "mobilenet_v2": dict(source="torchvision:mobilenet_v2", input=(3, 32, 32),
+                      dropout={"dropout": 0.0, "dropout_aux": 0.0, "init_weights": False},
+                      gradient_source=MODELS_PY + ":googlenet_average_pools"),
+    "mobilenet_v2": dict(source="torchvision:mobilenet_v2", input=(3, 64, 64),
                          bench_input=IMAGE, batch=4, kwargs={"num_classes": 10},
                          dropout={"dropout": 0.0}),
-    "mobilenet_v3_small": dict(source="torchvision:mobilenet_v3_small", input=(3, 32, 32),
+    "mobilenet_v3_small": dict(source="torchvision:mobilenet_v3_small", input=(3, 64, 64),
                                bench_input=IMAGE, batch=4, kwargs={"num_classes": 10},
                                dropout={"dropout": 0.0}),
     # vgg's adaptive pooling exports to ONNX only where it divides evenly: a 7x7 map.
@@ -37,7 +38,14 @@ MODELS = {
 }
 
 
-def build(name, bench=False, numeric=False):
+def source(name, gradients=False):
+    """Where the model comes from; for the gradient comparison, a variant where it has one
+    (gradient_source: GoogLeNet with average pooling, see tests/importers/models.py)."""
+    spec = MODELS[name]
+    return spec.get("gradient_source", spec["source"]) if gradients else spec["source"]
+
+
+def build(name, bench=False, numeric=False, gradients=False):
     """The PyTorch module, seeded as tools/import-torch seeds it."""
     import torch
     spec = MODELS[name]
@@ -47,7 +55,7 @@ def build(name, bench=False, numeric=False):
     if numeric:
         kwargs.update(spec.get("dropout", {}))
     torch.manual_seed(0)
-    kind, _, attr = spec["source"].rpartition(":")
+    kind, _, attr = source(name, gradients).rpartition(":")
     if kind == "torchvision":
         import warnings
         import torchvision
@@ -61,7 +69,8 @@ def build(name, bench=False, numeric=False):
     return getattr(module, attr)(**kwargs)
 
 
-def import_command(name, output, batch, bench=False, numeric=False, weights=None):
+def import_command(name, output, batch, bench=False, numeric=False, weights=None,
+                   gradients=False):
     """The tools/import-torch command line for the model."""
     spec = MODELS[name]
     kwargs = dict(spec["kwargs"])
@@ -70,7 +79,7 @@ def import_command(name, output, batch, bench=False, numeric=False, weights=None
     if numeric:
         kwargs.update(spec.get("dropout", {}))
     shape = spec["bench_input"] if bench else spec["input"]
-    cmd = [os.path.join(TOP, "tools", "import-torch"), spec["source"],
+    cmd = [os.path.join(TOP, "tools", "import-torch"), source(name, gradients),
            "--input", ",".join(map(str, shape)), "--input-dtype", spec.get("dtype", "f32"),
            "--batch", str(batch), "-o", output]
     if weights:
