@@ -20,7 +20,7 @@ import zlib
 
 import numpy
 
-__all__ = ["TensorFileError", "read", "write", "MAGIC", "VERSION", "ALIGN"]
+__all__ = ["TensorFileError", "read", "write", "encode", "decode", "MAGIC", "VERSION", "ALIGN"]
 
 MAGIC = b"placer-tensors\n"
 VERSION = 1
@@ -64,11 +64,34 @@ def _dtype_name(array):
 def write(path, tensors):
     """Writes `tensors`, a list of (name, numpy array of float32 or int32), in this order, to
     `path` atomically: a temporary file beside it, renamed over it, with the mode the umask
-    gives (as placer writes its files)."""
+    gives (as placer writes its files). Nothing is written when `tensors` is refused."""
     path = os.fspath(path)
+    data = encode(tensors, path)
+    directory = os.path.dirname(path) or "."
+    fd, temp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+def encode(tensors, source="<tensors>"):
+    """The bytes of a tensor file holding `tensors` (as `write` takes them), for a caller that
+    writes the file itself; TensorFileError messages start with `source`."""
 
     def fail(message):
-        raise TensorFileError(f"{path}: {message}")
+        raise TensorFileError(f"{source}: {message}")
 
     tensors = list(tensors)
     if len(tensors) > MAX_TENSORS:
@@ -100,27 +123,12 @@ def write(path, tensors):
     header = json.dumps({"format": "placer-tensors", "version": VERSION, "tensors": index},
                         separators=(",", ":"), ensure_ascii=True).encode("ascii")
     head = MAGIC + header + b"\n"
-    directory = os.path.dirname(path) or "."
-    fd, temp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(head + bytes(_align(len(head)) - len(head)))
-            for k, data in enumerate(blobs):
-                out.write(data)
-                if k + 1 < len(blobs):
-                    out.write(bytes(_align(len(data)) - len(data)))
-            out.flush()
-            os.fsync(out.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp, 0o666 & ~umask)
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+    parts = [head, bytes(_align(len(head)) - len(head))]
+    for k, data in enumerate(blobs):
+        parts.append(data)
+        if k + 1 < len(blobs):  # the next tensor starts aligned; the last one ends the file
+            parts.append(bytes(_align(len(data)) - len(data)))
+    return b"".join(parts)
 
 
 def _member(obj, key, kind, where, fail):
@@ -175,12 +183,17 @@ def read(path):
     """The tensors of the file at `path` as a list of (name, numpy array), in the file's
     order, after checking everything (TensorFileError otherwise)."""
     path = os.fspath(path)
+    with open(path, "rb") as f:
+        return decode(f.read(), path)
+
+
+def decode(blob, source="<bytes>"):
+    """The tensors of a tensor file's bytes, as `read` returns them; TensorFileError
+    messages start with `source`."""
+    path = source
 
     def fail(message):
         raise TensorFileError(f"{path}: {message}")
-
-    with open(path, "rb") as f:
-        blob = f.read()
     if not blob.startswith(MAGIC):
         fail('not a placer tensor file (it must start with the line "placer-tensors")')
     end = blob.find(b"\n", len(MAGIC))
