@@ -163,6 +163,11 @@ except pt.TensorFileError as error:
     assert '"a" is given twice' in str(error), str(error)
 else:
     raise SystemExit("no error")
+# encode and decode: the file's bytes, for an importer that writes the file itself
+tensors = pt.read(sys.argv[1].replace("damaged", "py"))
+data = pt.encode(tensors)
+assert data == open(sys.argv[1].replace("damaged", "py"), "rb").read()
+assert [n for n, _ in pt.decode(data)] == [n for n, _ in tensors]
 EOF
 if py "$work/damaged.py" "$work/damaged.weights" 2>"$work/err"; then ok; else
     bad "Python's reader or writer misses a problem"; sed 's/^/    /' "$work/err"; fi

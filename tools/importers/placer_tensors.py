@@ -20,7 +20,7 @@ import zlib
 
 import numpy
 
-__all__ = ["TensorFileError", "read", "write", "encode", "MAGIC", "VERSION", "ALIGN"]
+__all__ = ["TensorFileError", "read", "write", "encode", "decode", "MAGIC", "VERSION", "ALIGN"]
 
 MAGIC = b"placer-tensors\n"
 VERSION = 1
@@ -64,7 +64,7 @@ def _dtype_name(array):
 def write(path, tensors):
     """Writes `tensors`, a list of (name, numpy array of float32 or int32), in this order, to
     `path` atomically: a temporary file beside it, renamed over it, with the mode the umask
-    gives (as placer writes its files)."""
+    gives (as placer writes its files). Nothing is written when `tensors` is refused."""
     path = os.fspath(path)
     data = encode(tensors, path)
     directory = os.path.dirname(path) or "."
@@ -86,10 +86,12 @@ def write(path, tensors):
         raise
 
 
-def encode(tensors, where="tensors"):
-    """The file's bytes for `tensors` (as write takes them); `where` names it in errors."""
+def encode(tensors, source="<tensors>"):
+    """The bytes of a tensor file holding `tensors` (as `write` takes them), for a caller that
+    writes the file itself; TensorFileError messages start with `source`."""
+
     def fail(message):
-        raise TensorFileError(f"{where}: {message}")
+        raise TensorFileError(f"{source}: {message}")
 
     tensors = list(tensors)
     if len(tensors) > MAX_TENSORS:
@@ -124,7 +126,7 @@ def encode(tensors, where="tensors"):
     parts = [head, bytes(_align(len(head)) - len(head))]
     for k, data in enumerate(blobs):
         parts.append(data)
-        if k + 1 < len(blobs):
+        if k + 1 < len(blobs):  # the next tensor starts aligned; the last one ends the file
             parts.append(bytes(_align(len(data)) - len(data)))
     return b"".join(parts)
 
@@ -181,12 +183,17 @@ def read(path):
     """The tensors of the file at `path` as a list of (name, numpy array), in the file's
     order, after checking everything (TensorFileError otherwise)."""
     path = os.fspath(path)
+    with open(path, "rb") as f:
+        return decode(f.read(), path)
+
+
+def decode(blob, source="<bytes>"):
+    """The tensors of a tensor file's bytes, as `read` returns them; TensorFileError
+    messages start with `source`."""
+    path = source
 
     def fail(message):
         raise TensorFileError(f"{path}: {message}")
-
-    with open(path, "rb") as f:
-        blob = f.read()
     if not blob.startswith(MAGIC):
         fail('not a placer tensor file (it must start with the line "placer-tensors")')
     end = blob.find(b"\n", len(MAGIC))
