@@ -190,10 +190,9 @@ static void test_out_of_memory(void)
  * two-stage pipeline's losses over several steps with 1, 2, 4 and 8 micro-batches agree
  * with one device's whole steps within 1e-5 (dropout's masks follow each sample's place
  * in the step, the loss ops average equal micro-batches). */
-static void check_micro_batches_keep_losses(const char *model)
+static void check_micro_batches_keep_losses(pl_graph *g, const char *model)
 {
     enum { STEPS_COMPARED = 4 };
-    pl_graph *g = pl_test_bundled_training_graph(model, BATCH);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     CU_ASSERT_EQUAL(pl_graph_whole_step_op(g), -1);
     pl_dataset *data = pl_dataset_open(g, "synthetic", 3, NULL);
@@ -206,7 +205,7 @@ static void check_micro_batches_keep_losses(const char *model)
         CU_ASSERT_EQUAL(pl_session_train_step(s, step, 1, &whole[step - 1], NULL), PL_OK);
     pl_session_free(s);
     pl_cluster *c = native_cluster(2, 1, 1LL << 34, 0);
-    for (int m = 1; m <= BATCH; m *= 2) {
+    for (int m = 1; m <= g->batch_size; m *= 2) {
         pl_executor *ex = pl_executor_new(g, c, NULL, NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(ex);
         pl_test_fill_first_batch(g, data, pl_test_executor_buffer, ex);
@@ -230,25 +229,44 @@ static void check_micro_batches_keep_losses(const char *model)
     pl_graph_free(g);
 }
 
-static void test_micro_batches_mlp(void) { check_micro_batches_keep_losses("small/mlp-small.json"); }
-static void test_micro_batches_cnn(void) { check_micro_batches_keep_losses("small/cnn-small.json"); }
-static void test_micro_batches_lstm(void)
+static void bundled_keeps_losses(const char *model)
 {
-    check_micro_batches_keep_losses("small/lstm_lm-small.json");
+    check_micro_batches_keep_losses(pl_test_bundled_training_graph(model, BATCH), model);
 }
-static void test_micro_batches_seq2seq(void)
-{
-    check_micro_batches_keep_losses("small/seq2seq-small.json");
-}
+
+static void test_micro_batches_mlp(void) { bundled_keeps_losses("small/mlp-small.json"); }
+static void test_micro_batches_cnn(void) { bundled_keeps_losses("small/cnn-small.json"); }
+static void test_micro_batches_lstm(void) { bundled_keeps_losses("small/lstm_lm-small.json"); }
+static void test_micro_batches_seq2seq(void) { bundled_keeps_losses("small/seq2seq-small.json"); }
 static void test_micro_batches_transformer(void)
 {
-    check_micro_batches_keep_losses("small/transformer-small.json");
+    bundled_keeps_losses("small/transformer-small.json");
 }
 static void test_micro_batches_recommender(void)
 {
-    check_micro_batches_keep_losses("small/recommender-small.json");
+    bundled_keeps_losses("small/recommender-small.json");
 }
-static void test_micro_batches_moe(void) { check_micro_batches_keep_losses("small/moe-small.json"); }
+static void test_micro_batches_moe(void) { bundled_keeps_losses("small/moe-small.json"); }
+
+/* Dropout between two layers: its masks must not depend on the micro-batch count. */
+static void test_micro_batches_dropout(void)
+{
+    pl_graph *g = pl_test_training_model(
+        "[16]",
+        "{\"name\": \"w1\", \"shape\": [16, 32], \"init\": {\"kind\": \"glorot_uniform\", "
+        "\"seed\": 1}},"
+        "{\"name\": \"w2\", \"shape\": [32, 3], \"init\": {\"kind\": \"glorot_uniform\", "
+        "\"seed\": 2}}",
+        "{\"name\": \"fc1\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w1\"], \"outputs\": [\"h\"]},"
+        "{\"name\": \"drop\", \"op\": \"dropout\", \"inputs\": [\"h\"], \"outputs\": [\"d\"],"
+        " \"attrs\": {\"rate\": 0.5, \"seed\": 7}},"
+        "{\"name\": \"act\", \"op\": \"relu\", \"inputs\": [\"d\"], \"outputs\": [\"r\"]},"
+        "{\"name\": \"fc2\", \"op\": \"matmul\", \"inputs\": [\"r\", \"w2\"], \"outputs\": [\"logits\"]},"
+        "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"logits\", \"y\"],"
+        " \"outputs\": [\"loss\"]}",
+        "loss");
+    check_micro_batches_keep_losses(g, "dropout");
+}
 
 /* A batch-norm model whose statistics are per step refuses micro-batches, naming the op
  * and the field; declared per micro-batch, it runs them. */
@@ -499,6 +517,7 @@ void pl_register_executor_tests(void)
         {"micro-batches keep the losses: transformer", test_micro_batches_transformer},
         {"micro-batches keep the losses: recommender", test_micro_batches_recommender},
         {"micro-batches keep the losses: moe", test_micro_batches_moe},
+        {"micro-batches keep the losses: dropout", test_micro_batches_dropout},
         {"batch statistics per step refuse micro-batches", test_batch_statistics},
         {"1F1B keeps fewer micro-batches than GPipe", test_schedule_memory},
         {"dependencies follow program order", test_program_order},
