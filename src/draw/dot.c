@@ -32,6 +32,12 @@ void *pl__dot_edge_record(Agraph_t *g, Agnode_t *tail, Agnode_t *head, const cha
     return *edge ? agbindrec(*edge, (char *)name, (unsigned int)size, false) : NULL;
 }
 
+void pl__dot_fast_layout(Agraph_t *g)
+{
+    pl__dot_set(g, "nslimit", "1");
+    pl__dot_set(g, "remincross", "false");
+}
+
 pl_status pl__dot_finish(Agraph_t *g, FILE *out, pl_error *err)
 {
     int written = agwrite(g, out);
@@ -237,6 +243,8 @@ pl_status pl_dot_write_graph(const pl_graph *graph, int max_boxes, FILE *out, pl
                  "parts of their names (3-D boxes: modules; edges: bytes per step)",
                  graph->name, graph->n_ops, d.groups.n_boxes, d.groups.depth);
     pl__dot_set(g, "label", d.groups.depth > 0 ? label : graph->name);
+    if (d.groups.depth > 0 || graph->n_ops > PL_DOT_MAX_BOXES)
+        pl__dot_fast_layout(g);
 
     for (int t = 0; t < graph->n_tensors; t++) {
         const pl_tensor *tensor = &graph->tensors[t];

@@ -25,7 +25,8 @@ extern "C" {
  * slashes "stage1/block2/conv1"): one 3-D box per module (its path, its op count), cut at
  * the deepest path depth whose modules fit max_boxes, inside a cluster of its parent
  * module; edges join the modules, labelled with the bytes per step of the tensors they
- * carry. An op alone at its depth keeps its own box. max_boxes <= 0 draws op by op
+ * carry. An op alone at its depth keeps its own box. A plan drawn with all_ops groups
+ * from max_boxes / 2 (its backward edges cost dot more). max_boxes <= 0 draws op by op
  * whatever the size. PL_DOT_MAX_BOXES is the command line's default. */
 enum { PL_DOT_MAX_BOXES = 300 };
 

@@ -19,6 +19,12 @@ void pl__dot_set(void *object, const char *key, const char *value);
  * NULL when out of memory. */
 void *pl__dot_edge_record(Agraph_t *g, Agnode_t *tail, Agnode_t *head, const char *name,
                           size_t size, Agedge_t **edge, bool *created);
+/* Layout settings that keep dot fast on a large drawing (more than PL_DOT_MAX_BOXES units
+ * drawn op by op, or any drawn in module boxes): one round of network simplex placing
+ * the boxes across (nslimit=1) and no second crossing minimisation per cluster
+ * (remincross=false), the two that paid (docs/plan-format.md, "Large models"); smaller
+ * drawings keep dot's defaults, which place their boxes better. */
+void pl__dot_fast_layout(Agraph_t *g);
 /* Writes g to out and closes it; PL_EIO when writing failed. */
 pl_status pl__dot_finish(Agraph_t *g, FILE *out, pl_error *err);
 

@@ -5,8 +5,8 @@
  * a name gives its module: its first k components, or the whole name when it has no more
  * (the op is a box of its own). A drawing of more boxes than its limit takes the deepest
  * k whose modules, counted per container (a device, a stage, a phase), fit the limit: the
- * most detail the limit allows. dot's layout time grows much faster than the boxes do (a
- * 430-op DenseNet took it minutes, its modules seconds; docs/outputs.md). */
+ * most detail the limit allows. dot's layout time grows much faster than the boxes do
+ * (docs/plan-format.md, "Large models"). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +22,7 @@ static bool is_separator(char c)
 static size_t module_length(const char *name, int depth)
 {
     int seen = 0;
-    for (size_t i = 0; name[i] && depth > 0; i++)
+    for (size_t i = 1; name[0] && name[i] && depth > 0; i++) /* a leading one cuts nothing */
         if (is_separator(name[i]) && ++seen == depth)
             return i;
     return strlen(name);
@@ -31,7 +31,7 @@ static size_t module_length(const char *name, int depth)
 static int components(const char *name)
 {
     int n = 1;
-    for (const char *c = name; *c; c++)
+    for (const char *c = name[0] ? name + 1 : name; *c; c++)
         n += is_separator(*c);
     return n;
 }

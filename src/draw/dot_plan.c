@@ -167,7 +167,11 @@ static pl_status group_units(drawing *d, pl_error *err)
             containers[u++] = (d->parts->op_device[o] * d->plan->n_stages +
                                d->parts->op_stage[o]) * 3 + (int)g->ops[o].phase;
         }
-        status = pl__dot_group(d->n_units, names, containers, d->max_boxes, &d->groups, err);
+        /* every op: the backward ops' edges from the forward activations span the drawing
+         * and cost dot far more per box (docs/plan-format.md, "Large models"), so half as
+         * many boxes */
+        int limit = d->all_ops && d->max_boxes > 1 ? d->max_boxes / 2 : d->max_boxes;
+        status = pl__dot_group(d->n_units, names, containers, limit, &d->groups, err);
     } else {
         pl_error_set(err, PL_ENOMEM, NULL, "out of memory drawing the plan");
     }
@@ -224,6 +228,8 @@ static pl_status open_graph(drawing *d, pl_error *err)
                         : "each box: a forward op with its backward ops and updates",
              grouped);
     pl__dot_set(g, "label", title);
+    if (d->groups.depth > 0 || d->n_units > PL_DOT_MAX_BOXES)
+        pl__dot_fast_layout(g);
     return PL_OK;
 }
 
