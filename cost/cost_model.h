@@ -44,7 +44,7 @@
 extern "C" {
 #endif
 
-enum { PL_COST_FORMAT_VERSION = 9, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
+enum { PL_COST_FORMAT_VERSION = 10, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
 
 /* The executor's delays on paced devices and links. Each is a mean (they add up along a
  * step, the rare long ones included) measured by the contention at the moment it arose

@@ -24,7 +24,9 @@ uint64_t pl_op_signature(const pl_op *op, const pl_tensor *shapes, int threads)
 {
     const pl_attrs *a = &op->attrs;
     uint64_t h = PL_HASH_INIT;
-    h = pl_hash_bytes(h, &op->kind, sizeof op->kind);
+    /* The kind's name, not its enum value: adding an op kind shifts the values. */
+    const char *name = pl_op_info_of(op->kind)->name;
+    h = pl_hash_bytes(h, name, strlen(name));
     h = pl_hash_bytes(h, &threads, sizeof threads);
     for (int j = 0; j < op->n_inputs; j++)
         h = hash_tensor(h, &shapes[op->inputs[j]]);
@@ -34,8 +36,11 @@ uint64_t pl_op_signature(const pl_op *op, const pl_tensor *shapes, int threads)
     const int64_t ints[] = {a->transpose_a, a->transpose_b, a->keepdims, a->axis, a->groups,
                             a->start, a->end, a->k, a->stride[0], a->stride[1],
                             a->padding[0], a->padding[1], a->dilation[0], a->dilation[1],
-                            a->kernel[0], a->kernel[1]};
+                            a->kernel[0], a->kernel[1], a->ceil_mode, a->count_include_pad,
+                            a->approximate, a->output_size[0], a->output_size[1]};
     h = pl_hash_bytes(h, ints, sizeof ints);
+    const double bounds[] = {a->clamp_min, a->clamp_max};
+    h = pl_hash_bytes(h, bounds, sizeof bounds);
     h = hash_list(h, a->axes);
     h = hash_list(h, a->sizes);
     h = hash_list(h, a->shape);

@@ -5,7 +5,8 @@
  *                    iterations (the second after a refinement and a correction);
  *   DIR/profile/:    profiles: the fixture's cost model, and one with every field used
  *                    (op costs at several thread counts, a copy curve, measurements);
- *   DIR/plan/:       every baseline's plan for the fixture, with its partitions.
+ *   DIR/plan/:       every baseline's plan for the fixture, with its partitions;
+ *   DIR/weights/:    mlp-small's weights (tensor files), fresh and after two steps.
  * The directories must exist. Exit status 0, or 1 with a message. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,11 +16,28 @@
 #include "checkpoint.h"
 #include "fixture.h"
 #include "plan.h"
+#include "weights.h"
 
 static int failed(const char *what, const pl_error *err)
 {
     fprintf(stderr, "fuzz/seeds: %s: %s\n", what, err->text);
     return 1;
+}
+
+static int write_weights(const fuzz_fixture *f, const char *dir, const char *name)
+{
+    char path[4096];
+    pl_error err;
+    pl_error_init(&err, "weights");
+    void **buffers = calloc((size_t)f->graph->n_tensors, sizeof *buffers);
+    if (!buffers)
+        return failed("weights", &err);
+    for (int t = 0; t < f->graph->n_tensors; t++)
+        buffers[t] = pl_session_data(f->session, t);
+    snprintf(path, sizeof path, "%s/weights/%s.weights", dir, name);
+    pl_status status = pl_weights_save(path, f->graph, buffers, &err);
+    free(buffers);
+    return status == PL_OK ? 0 : failed(path, &err);
 }
 
 static int write_checkpoints(const fuzz_fixture *f, const char *dir)
@@ -31,6 +49,8 @@ static int write_checkpoints(const fuzz_fixture *f, const char *dir)
     snprintf(path, sizeof path, "%s/checkpoint/fresh.ckpt", dir);
     if (pl_checkpoint_write(path, f->graph, f->session, &where, &err) != PL_OK)
         return failed(path, &err);
+    if (write_weights(f, dir, "fresh"))
+        return 1;
     float loss;
     for (int64_t step = 1; step <= 2; step++)
         if (pl_session_train_step(f->session, step, 1, &loss, &err) != PL_OK)
@@ -39,7 +59,7 @@ static int write_checkpoints(const fuzz_fixture *f, const char *dir)
     snprintf(path, sizeof path, "%s/checkpoint/trained.ckpt", dir);
     if (pl_checkpoint_write(path, f->graph, f->session, &where, &err) != PL_OK)
         return failed(path, &err);
-    return 0;
+    return write_weights(f, dir, "trained");
 }
 
 static int write_agents(const fuzz_fixture *f, const char *dir)

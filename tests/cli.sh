@@ -76,9 +76,10 @@ if [ -w /dev/full ]; then
     contains "$work/err" "cannot write standard output" "cluster to /dev/full"
 fi
 
-# Every bad-input case of a model, cluster or plan: exit 2 and exactly its expected line on
-# stderr. (Checkpoints and profiles are read by tests/unit: their pristine files are made
-# there; train.sh and agent.sh check how the commands report them.)
+# Every bad-input case of a model, cluster, plan or whole weights file: exit 2 and exactly
+# its expected line on stderr. (Checkpoints, profiles and damaged weights are read by
+# tests/unit: their pristine files are made there; train.sh, agent.sh and weights.sh check
+# how the commands report them.)
 cases=0
 for dir in "$src"/tests/invalid/*/; do
     name=$(basename "$dir")
@@ -87,6 +88,9 @@ for dir in "$src"/tests/invalid/*/; do
     elif [ -e "$dir/plan.json" ]; then
         ( cd "$dir" && "$bin" validate -q "$src/graphs/small/mlp-small.json" \
             --cluster "$src/graphs/clusters/paced-4.json" --plan plan.json ) >"$work/out" 2>"$work/err"
+    elif [ -e "$dir/weights.bin" ]; then
+        ( cd "$dir" && "$bin" eval "$src/graphs/small/mlp-small.json" --weights weights.bin \
+            --data synthetic --batches 1 ) >"$work/out" 2>"$work/err"
     elif [ -e "$dir/cluster.json" ]; then
         ( cd "$dir" && "$bin" cluster cluster.json ) >"$work/out" 2>"$work/err"
     else

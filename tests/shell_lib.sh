@@ -29,6 +29,20 @@ once() { # FILE TEXT DESCRIPTION: TEXT is in FILE exactly once (an error names i
     if [ "$n" -eq 1 ]; then ok; else bad "$3: '$2' found $n times, expected once"; sed 's/^/    /' "$1"; fi
 }
 
+# interrupted DESCRIPTION COMMAND...: runs it in the background, output in $work/out and
+# $work/err, sends SIGINT after a second, and expects exit status 130.
+interrupted() {
+    what=$1
+    shift
+    "$@" >"$work/out" 2>"$work/err" &
+    pid=$!
+    sleep 1
+    kill -INT "$pid"
+    wait "$pid"
+    status=$?
+    [ "$status" -eq 130 ] && ok || bad "$what: exit $status, expected 130"
+}
+
 # own_profile MODEL...: a calibration profile of the test's own (not the user's cache),
 # measured on the named small models only (mlp, inception, ...): fast.
 own_profile() {

@@ -11,6 +11,7 @@ void pl_register_timeline_tests(void);
 void pl_register_cluster_tests(void);
 void pl_register_plan_tests(void);
 void pl_register_data_tests(void);
+void pl_register_weights_tests(void);
 void pl_register_pool_tests(void);
 void pl_register_autodiff_tests(void);
 void pl_register_session_tests(void);

@@ -155,6 +155,8 @@ static void test_random_seq2seq(void) { check_random_plans("small/seq2seq-small.
 static void test_random_transformer(void) { check_random_plans("small/transformer-small.json"); }
 static void test_random_recommender(void) { check_random_plans("small/recommender-small.json"); }
 static void test_random_moe(void) { check_random_plans("small/moe-small.json"); }
+static void test_random_attention(void) { check_random_plans("tests/models/attention.json"); }
+static void test_random_torch_ops(void) { check_random_plans("tests/models/torch-ops.json"); }
 
 static void test_plan_count(void)
 {
@@ -533,6 +535,8 @@ void pl_register_executor_tests(void)
         {"random plans: transformer", test_random_transformer},
         {"random plans: recommender", test_random_recommender},
         {"random plans: moe", test_random_moe},
+        {"random plans: attention (tests/models)", test_random_attention},
+        {"random plans: the PyTorch importers' ops (tests/models)", test_random_torch_ops},
         {"at least 200 random plans ran", test_plan_count},
         {NULL, NULL}};
     pl_test_add_suite("executor", cases);

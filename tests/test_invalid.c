@@ -6,9 +6,11 @@
  * - `profile.json`: a cached calibration profile, read and then checked for this machine
  *   and paced-4's thread counts (pl_profile_check);
  * - `checkpoint.ckpt`: a training checkpoint of mlp-small's training graph;
- * - `agent.ckpt`: a search checkpoint of mlp-small on paced-4 with agent_options() below.
- * A checkpoint case may instead hold `checkpoint.edit` or `agent.edit`: damage done to a
- * real checkpoint the library writes here (pristine_training, pristine_agent), one edit a
+ * - `agent.ckpt`: a search checkpoint of mlp-small on paced-4 with agent_options() below;
+ * - `weights.bin`: a weights file (tensor file) loaded into mlp-small's training graph.
+ * A binary case may instead hold `checkpoint.edit`, `agent.edit` or `weights.edit`: damage
+ * done to a real file the library writes here (pristine_training, pristine_agent,
+ * pristine_weights: mlp-small's initial weights), one edit a
  * line ('#' starts a comment; OFFSET counts from the end when negative):
  *   set OFFSET TYPE VALUE   TYPE one of u8 i32 u32 i64 u64 f32 f64; VALUE may be nan, inf
  *   write OFFSET TEXT       overwrite bytes with TEXT (the rest of the line)
@@ -35,6 +37,7 @@
 #include "session.h"
 #include "suites.h"
 #include "test_util.h"
+#include "weights.h"
 
 static int compare_names(const void *a, const void *b)
 {
@@ -89,7 +92,7 @@ typedef struct fixture {
     pl_graph *graph;
     pl_cluster *cluster;
     pl_cost_model costs;
-    char training[64], agent[64]; /* the pristine files */
+    char training[64], agent[64], weights[64]; /* the pristine files */
 } fixture;
 
 static bool slurp(const char *path, unsigned char **data, size_t *size)
@@ -157,6 +160,28 @@ static void pristine_agent(fixture *fx)
     keep_pristine(fx->agent, "agent.ckpt");
 }
 
+/* Session buffers of mlp-small's training graph, for writing and reading weights. */
+static void **session_buffers(const fixture *fx, pl_session *s)
+{
+    void **buffers = calloc((size_t)fx->graph->n_tensors, sizeof *buffers);
+    for (int t = 0; buffers && t < fx->graph->n_tensors; t++)
+        buffers[t] = pl_session_data(s, t);
+    return buffers;
+}
+
+/* The initial weights of mlp-small (parameters only: it has no batch norm). */
+static void pristine_weights(fixture *fx)
+{
+    temp_path(fx->weights, sizeof fx->weights, "weights");
+    pl_session *s = pl_session_new(fx->graph, 1, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    void **buffers = session_buffers(fx, s);
+    CU_ASSERT_EQUAL_FATAL(pl_weights_save(fx->weights, fx->graph, buffers, NULL), PL_OK);
+    free(buffers);
+    pl_session_free(s);
+    keep_pristine(fx->weights, "weights.bin");
+}
+
 static bool fixture_init(fixture *fx)
 {
     memset(fx, 0, sizeof *fx);
@@ -167,6 +192,7 @@ static bool fixture_init(fixture *fx)
         return false;
     pristine_training(fx);
     pristine_agent(fx);
+    pristine_weights(fx);
     return true;
 }
 
@@ -174,6 +200,7 @@ static void fixture_free(fixture *fx)
 {
     unlink(fx->training);
     unlink(fx->agent);
+    unlink(fx->weights);
     pl_cost_model_clear(&fx->costs);
     pl_cluster_free(fx->cluster);
     pl_graph_free(fx->graph);
@@ -297,11 +324,16 @@ static bool damage(const char *pristine, const char *edits, const char *out)
 
 /* ---- reading each kind of input ---------------------------------------------------------- */
 
-enum kind { PLAN, CLUSTER, PROFILE, TRAINING, AGENT, MODEL, KINDS };
-static const char *const input_names[KINDS] = {"plan.json",       "cluster.json", "profile.json",
-                                               "checkpoint.ckpt", "agent.ckpt",   "model.json"};
+enum kind { PLAN, CLUSTER, PROFILE, TRAINING, AGENT, WEIGHTS, MODEL, KINDS };
+static const char *const input_names[KINDS] = {
+    "plan.json", "cluster.json", "profile.json", "checkpoint.ckpt", "agent.ckpt",
+    "weights.bin", "model.json"};
 static const char *const edit_names[KINDS] = {
-    [TRAINING] = "checkpoint.edit", [AGENT] = "agent.edit"};
+    [TRAINING] = "checkpoint.edit", [AGENT] = "agent.edit", [WEIGHTS] = "weights.edit"};
+static const char *pristine_of(const fixture *fx, enum kind kind)
+{
+    return kind == TRAINING ? fx->training : kind == AGENT ? fx->agent : fx->weights;
+}
 
 static bool read_profile(const char *path, const fixture *fx, pl_error *err)
 {
@@ -332,6 +364,17 @@ static bool read_agent(const char *path, const fixture *fx, pl_error *err)
     return a != NULL;
 }
 
+static bool read_weights(const char *path, const fixture *fx, pl_error *err)
+{
+    pl_session *s = pl_session_new(fx->graph, 1, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    void **buffers = session_buffers(fx, s);
+    bool ok = pl_weights_load(path, fx->graph, buffers, err) == PL_OK;
+    free(buffers);
+    pl_session_free(s);
+    return ok;
+}
+
 static bool read_input(enum kind kind, const char *path, const fixture *fx, pl_error *err)
 {
     switch (kind) {
@@ -348,6 +391,7 @@ static bool read_input(enum kind kind, const char *path, const fixture *fx, pl_e
     case PROFILE: return read_profile(path, fx, err);
     case TRAINING: return read_training(path, fx, err);
     case AGENT: return read_agent(path, fx, err);
+    case WEIGHTS: return read_weights(path, fx, err);
     default: {
         pl_graph *g = pl_graph_load_file(path, err);
         pl_graph_free(g);
@@ -375,7 +419,7 @@ static enum kind case_input(const char *dir, const fixture *fx, char *input, siz
         CU_ASSERT_FATAL(mkdtemp(tmpdir) != NULL);
         snprintf(input, cap, "%s/%s", tmpdir, input_names[kind]);
         *made = true;
-        CU_ASSERT(damage(kind == TRAINING ? fx->training : fx->agent, edits, input));
+        CU_ASSERT(damage(pristine_of(fx, (enum kind)kind), edits, input));
         return (enum kind)kind;
     }
     snprintf(input, cap, "%s/%s", dir, input_names[MODEL]);

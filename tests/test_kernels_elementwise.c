@@ -1,7 +1,8 @@
 /* Kernel tests: broadcasting arithmetic, activations, dropout, sum_to, broadcast_like and
  * the reductions against plain double-precision references, at 1, 3 and 7 threads (the
- * results bitwise equal), and every gradient kernel against central differences of its
- * forward kernel. */
+ * results bitwise equal), every gradient kernel against central differences of its
+ * forward kernel, and the activations PyTorch importers map to against PyTorch's values,
+ * at the kinks too. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,10 @@ static const struct {
 
 static double binary_ref(pl_op_kind kind, double a, double b)
 {
-    return kind == PL_OP_ADD ? a + b : kind == PL_OP_SUB ? a - b : a * b;
+    return kind == PL_OP_ADD   ? a + b
+           : kind == PL_OP_SUB ? a - b
+           : kind == PL_OP_MUL ? a * b
+                               : a / b;
 }
 
 static void test_binary(void)
@@ -39,18 +43,22 @@ static void test_binary(void)
         {PL_OP_ADD, {pl_kernel_add, NULL, NULL}, "add"},
         {PL_OP_SUB, {pl_kernel_sub, NULL, NULL}, "sub"},
         {PL_OP_MUL, {pl_kernel_mul, NULL, NULL}, "mul"},
+        {PL_OP_DIV, {pl_kernel_div, NULL, NULL}, "div"},
     };
     pl_attrs at = pl_kc_defaults();
     for (size_t s = 0; s < sizeof binary_shapes / sizeof *binary_shapes; s++) {
         pl_tensor in_t[2] = {pl_kc_tensor(binary_shapes[s].a, PL_F32, false),
                              pl_kc_tensor(binary_shapes[s].b, PL_F32, false)};
-        float *a = pl_kc_random(&in_t[0], 1, -1, 1), *b = pl_kc_random(&in_t[1], 2, -1, 1);
+        /* b away from 0, for div; its sign varies */
+        float *a = pl_kc_random(&in_t[0], 1, -1, 1), *b = pl_kc_random(&in_t[1], 2, 0.5, 1.5);
+        for (int64_t i = 0; i < pl_tensor_elements(&in_t[1]); i += 2)
+            b[i] = -b[i];
         void *in[] = {a, b};
         pl_tensor out_t;
         CU_ASSERT_FATAL(pl_kc_infer(PL_OP_ADD, &at, 2, in_t, 1, &out_t));
         int64_t n = pl_tensor_elements(&out_t);
         float *want = pl_kc_floats(n);
-        for (size_t o = 0; o < 3; o++) {
+        for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
             for (int64_t i = 0; i < n; i++)
                 want[i] = (float)binary_ref(ops[o].kind,
                                             a[pl_kc_broadcast_index(&out_t, &in_t[0], i)],
@@ -88,32 +96,89 @@ static double scale_ref(double x)
     return -2.5 * x;
 }
 
+static double gelu_exact_ref(double x)
+{
+    return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+}
+
+/* clamp with the bounds clamp_attrs sets */
+static double clamp_ref(double x)
+{
+    return fmin(fmax(x, -1.0), 2.0);
+}
+
+static double hardsigmoid_ref(double x)
+{
+    return fmin(fmax(x / 6.0 + 0.5, 0.0), 1.0);
+}
+
+static double hardswish_ref(double x)
+{
+    return x * fmin(fmax(x + 3.0, 0.0), 6.0) / 6.0;
+}
+
+static void gelu_exact_attrs(pl_attrs *at)
+{
+    at->approximate = PL_GELU_EXACT;
+}
+
+static void clamp_attrs(pl_attrs *at)
+{
+    at->given |= PL_ATTR_BIT(PL_ATTR_MIN) | PL_ATTR_BIT(PL_ATTR_MAX);
+    at->clamp_min = -1.0;
+    at->clamp_max = 2.0;
+}
+
 typedef struct activation {
     pl_op_kind kind, grad_kind;
     pl_kernel_fns fns, grad_fns;
     double (*ref)(double);
     bool grad_takes_y; /* the gradient reads the forward output, not its input */
     const char *name;
+    void (*set_attrs)(pl_attrs *at); /* NULL: the defaults */
 } activation;
 
 static const activation activations[] = {
     {PL_OP_RELU, PL_OP_RELU_GRAD, {pl_kernel_relu, NULL, NULL},
-     {pl_kernel_relu_grad, NULL, NULL}, relu_ref, true, "relu"},
+     {pl_kernel_relu_grad, NULL, NULL}, relu_ref, true, "relu", NULL},
     {PL_OP_GELU, PL_OP_GELU_GRAD, {pl_kernel_gelu, NULL, NULL},
-     {pl_kernel_gelu_grad, NULL, NULL}, gelu_ref, false, "gelu"},
+     {pl_kernel_gelu_grad, NULL, NULL}, gelu_ref, false, "gelu", NULL},
+    {PL_OP_GELU, PL_OP_GELU_GRAD, {pl_kernel_gelu, NULL, NULL},
+     {pl_kernel_gelu_grad, NULL, NULL}, gelu_exact_ref, false, "gelu exact", gelu_exact_attrs},
     {PL_OP_TANH, PL_OP_TANH_GRAD, {pl_kernel_tanh, NULL, NULL},
-     {pl_kernel_tanh_grad, NULL, NULL}, tanh, true, "tanh"},
+     {pl_kernel_tanh_grad, NULL, NULL}, tanh, true, "tanh", NULL},
     {PL_OP_SIGMOID, PL_OP_SIGMOID_GRAD, {pl_kernel_sigmoid, NULL, NULL},
-     {pl_kernel_sigmoid_grad, NULL, NULL}, sigmoid_ref, true, "sigmoid"},
+     {pl_kernel_sigmoid_grad, NULL, NULL}, sigmoid_ref, true, "sigmoid", NULL},
+    {PL_OP_CLAMP, PL_OP_CLAMP_GRAD, {pl_kernel_clamp, NULL, NULL},
+     {pl_kernel_clamp_grad, NULL, NULL}, clamp_ref, false, "clamp", clamp_attrs},
+    {PL_OP_HARDSIGMOID, PL_OP_HARDSIGMOID_GRAD, {pl_kernel_hardsigmoid, NULL, NULL},
+     {pl_kernel_hardsigmoid_grad, NULL, NULL}, hardsigmoid_ref, false, "hardsigmoid", NULL},
+    {PL_OP_HARDSWISH, PL_OP_HARDSWISH_GRAD, {pl_kernel_hardswish, NULL, NULL},
+     {pl_kernel_hardswish_grad, NULL, NULL}, hardswish_ref, false, "hardswish", NULL},
+    {PL_OP_ERF, PL_OP_ERF_GRAD, {pl_kernel_erf, NULL, NULL},
+     {pl_kernel_erf_grad, NULL, NULL}, erf, false, "erf", NULL},
 };
 
-/* Values in [-3,3] kept 0.05 away from 0, where relu has its kink. */
+static pl_attrs activation_attrs(const activation *act)
+{
+    pl_attrs at = pl_kc_defaults();
+    if (act->set_attrs)
+        act->set_attrs(&at);
+    return at;
+}
+
+/* Values in [-4,4] kept 0.05 away from the kinks: relu's at 0, clamp's at its bounds -1
+ * and 2, the hard activations' at -3 and 3. */
 static float *activation_input(const pl_tensor *t, uint64_t seed)
 {
-    float *x = pl_kc_random(t, seed, -3, 3);
+    static const float kinks[] = {-3, -1, 0, 2, 3};
+    float *x = pl_kc_random(t, seed, -4, 4);
     for (int64_t i = 0; i < pl_tensor_elements(t); i++)
-        if (fabsf(x[i]) < 0.05f)
-            x[i] = x[i] < 0 ? -0.05f - x[i] : 0.05f + x[i];
+        for (size_t k = 0; k < sizeof kinks / sizeof *kinks; k++) {
+            float d = x[i] - kinks[k];
+            if (fabsf(d) < 0.05f)
+                x[i] = kinks[k] + (d < 0 ? -0.05f + d : 0.05f + d);
+        }
     return x;
 }
 
@@ -128,9 +193,11 @@ static void test_activations(void)
         void *in[] = {x};
         for (size_t k = 0; k < sizeof activations / sizeof *activations; k++) {
             const activation *act = &activations[k];
+            pl_attrs act_at = activation_attrs(act);
             for (int64_t i = 0; i < n; i++)
                 want[i] = (float)act->ref(x[i]);
-            pl_kc_check_op(&act->fns, act->kind, &at, 1, &t, in, want, 1e-3, NULL, act->name);
+            pl_kc_check_op(&act->fns, act->kind, &act_at, 1, &t, in, want, 1e-3, NULL,
+                           act->name);
         }
         pl_attrs scale_at = pl_kc_defaults();
         scale_at.factor = -2.5;
@@ -153,10 +220,10 @@ static void test_activations(void)
 
 static void test_activation_gradients(void)
 {
-    pl_attrs at = pl_kc_defaults();
     pl_tensor t = pl_kc_tensor("5,9", PL_F32, false);
     for (size_t k = 0; k < sizeof activations / sizeof *activations; k++) {
         const activation *act = &activations[k];
+        pl_attrs at = activation_attrs(act);
         float *x = activation_input(&t, 20 + k), *dy = pl_kc_random(&t, 30 + k, -1, 1);
         void *fwd_in[] = {x};
         pl_tensor out_t;
@@ -173,6 +240,80 @@ static void test_activation_gradients(void)
         free(x);
         free(dy);
     }
+}
+
+/* Values and gradients (dy = 1) that PyTorch gives, at the kinks too: hardswish_backward,
+ * hardsigmoid_backward and hardtanh_backward (relu6, clamp's strict rule), and exact gelu
+ * and erf from torch in float64. */
+static void expect_values(const activation *act, const pl_attrs *at, const float *x,
+                          const double *want_y, const double *want_dx, int n)
+{
+    pl_tensor t = pl_kc_tensor("7", PL_F32, false), out_t;
+    t.dims[0] = n;
+    float ones[7] = {1, 1, 1, 1, 1, 1, 1};
+    void *in[] = {(void *)x};
+    float *y = pl_kc_run_fresh(&act->fns, act->kind, at, 1, &t, in, &out_t, 1, NULL);
+    pl_tensor grad_t[2] = {t, t};
+    void *grad_in[] = {ones, (void *)x};
+    float *dx = pl_kc_run_fresh(&act->grad_fns, act->grad_kind, at, 2, grad_t, grad_in, &out_t,
+                                1, NULL);
+    for (int i = 0; i < n; i++) {
+        bool same = fabs(y[i] - want_y[i]) <= 1e-6 * fabs(want_y[i]) + 1e-7 &&
+                    fabs(dx[i] - want_dx[i]) <= 1e-5 * fabs(want_dx[i]) + 1e-7;
+        if (!same)
+            fprintf(stderr, "\n    %s(%g) = %.9g, gradient %.9g; PyTorch: %.9g, %.9g\n",
+                    act->name, x[i], y[i], dx[i], want_y[i], want_dx[i]);
+        CU_ASSERT_TRUE(same);
+    }
+    free(y);
+    free(dx);
+}
+
+static const activation *activation_named(const char *name)
+{
+    for (size_t k = 0; k < sizeof activations / sizeof *activations; k++)
+        if (strcmp(activations[k].name, name) == 0)
+            return &activations[k];
+    CU_FAIL_FATAL("no such activation");
+    return NULL;
+}
+
+static void test_pytorch_values(void)
+{
+    static const float kinks[] = {-3, -1, 0, 1, 3, 6};
+    pl_attrs at = pl_kc_defaults();
+    expect_values(activation_named("hardswish"), &at, kinks,
+                  (const double[]){0, -1.0 / 3, 0, 2.0 / 3, 3, 6},
+                  (const double[]){-0.5, 1.0 / 6, 0.5, 5.0 / 6, 1.5, 1}, 6);
+    expect_values(activation_named("hardsigmoid"), &at, kinks,
+                  (const double[]){0, 1.0 / 3, 0.5, 2.0 / 3, 1, 1},
+                  (const double[]){0, 1.0 / 6, 1.0 / 6, 1.0 / 6, 0, 0}, 6);
+    pl_attrs relu6 = pl_kc_defaults(); /* hardtanh(-1, 3) */
+    relu6.given = PL_ATTR_BIT(PL_ATTR_MIN) | PL_ATTR_BIT(PL_ATTR_MAX);
+    relu6.clamp_min = -1;
+    relu6.clamp_max = 3;
+    expect_values(activation_named("clamp"), &relu6, kinks,
+                  (const double[]){-1, -1, 0, 1, 3, 3}, (const double[]){0, 0, 1, 1, 0, 0}, 6);
+    pl_attrs low_only = pl_kc_defaults(); /* min 0 alone: unbounded above */
+    low_only.given = PL_ATTR_BIT(PL_ATTR_MIN);
+    low_only.clamp_min = 0;
+    expect_values(activation_named("clamp"), &low_only, kinks,
+                  (const double[]){0, 0, 0, 1, 3, 6}, (const double[]){0, 0, 0, 1, 1, 1}, 6);
+    static const float smooth[] = {-5, -3, -1, -0.5f, 0.5f, 1, 3};
+    pl_attrs exact = pl_kc_defaults();
+    exact.approximate = PL_GELU_EXACT;
+    expect_values(activation_named("gelu exact"), &exact, smooth,
+                  (const double[]){-1.433257859e-06, -0.004049694095, -0.1586552539,
+                                   -0.1542687694, 0.3457312306, 0.8413447461, 2.995950306},
+                  (const double[]){-7.146946002e-06, -0.0119456472, -0.08331547059,
+                                   0.1325048753, 0.8674951247, 1.083315471, 1.011945647},
+                  7);
+    expect_values(activation_named("erf"), &at, smooth,
+                  (const double[]){-1, -0.9999779095, -0.8427007929, -0.5204998778,
+                                   0.5204998778, 0.8427007929, 0.9999779095},
+                  (const double[]){1.567086653e-11, 0.0001392530519, 0.4151074974,
+                                   0.8787825789, 0.8787825789, 0.4151074974, 0.0001392530519},
+                  7);
 }
 
 /* ---- dropout ------------------------------------------------------------------------------ */
@@ -451,9 +592,10 @@ static void test_checks_catch_errors(void)
 void pl_register_kernels_elementwise_tests(void)
 {
     static const pl_test_case cases[] = {
-        {"add, sub, mul broadcasting", test_binary},
+        {"add, sub, mul, div broadcasting", test_binary},
         {"activations and scale", test_activations},
         {"activation gradients", test_activation_gradients},
+        {"hard activations, exact gelu and erf: PyTorch's values", test_pytorch_values},
         {"dropout", test_dropout},
         {"dropout gradient", test_dropout_gradient},
         {"zeros_like", test_zeros_like},

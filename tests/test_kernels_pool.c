@@ -1,7 +1,8 @@
 /* Pooling kernels against double-precision references over default and explicit strides,
  * padding (where max pooling must never pick the padding), uneven and overlapping
- * windows; at 1, 3 and 7 threads with bitwise equal results; and every gradient against
- * numerical differentiation of its forward op. */
+ * windows, ceil_mode and count_include_pad, adaptive windows; at 1, 3 and 7 threads with
+ * bitwise equal results; every gradient against numerical differentiation of its forward
+ * op; and output sizes and values against PyTorch's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,22 +20,45 @@ static const pl_kernel_fns max_pool_grad_fns = {pl_kernel_max_pool_grad, NULL, N
 static const pl_kernel_fns avg_pool_grad_fns = {pl_kernel_avg_pool_grad, NULL, NULL};
 static const pl_kernel_fns global_avg_pool_grad_fns = {pl_kernel_global_avg_pool_grad, NULL,
                                                        NULL};
+static const pl_kernel_fns adaptive_fns = {pl_kernel_adaptive_avg_pool, NULL, NULL};
+static const pl_kernel_fns adaptive_grad_fns = {pl_kernel_adaptive_avg_pool_grad, NULL, NULL};
 
 typedef struct pool_case {
     const char *x;
     int64_t kernel[2], stride[2], padding[2];
     bool stride_given;
+    int64_t out[2];         /* PyTorch's output size (F.max_pool2d) */
+    bool ceil_mode, include_pad;
 } pool_case;
 
 static const pool_case cases[] = {
-    {"2,3,4,6", {2, 2}, {0, 0}, {0, 0}, false},  /* stride defaults to the kernel */
-    {"2,2,5,5", {3, 3}, {1, 1}, {1, 1}, true},   /* overlapping, padded */
-    {"1,3,7,6", {3, 2}, {2, 1}, {1, 0}, true},   /* uneven */
-    {"2,2,6,7", {3, 3}, {2, 2}, {1, 1}, true},   /* padding on one side only */
-    {"1,2,7,8", {2, 2}, {3, 3}, {0, 0}, true},   /* gaps between windows */
-    {"2,2,3,3", {3, 3}, {0, 0}, {0, 0}, false},  /* one window */
-    {"1,1,5,4", {4, 3}, {1, 1}, {2, 1}, true},   /* padding = half the kernel */
-    {"1,2,3,20", {2, 18}, {1, 1}, {1, 9}, true}, /* wider than the cached columns */
+    /* stride defaults to the kernel */
+    {"2,3,4,6", {2, 2}, {0, 0}, {0, 0}, false, {2, 3}, false, false},
+    /* overlapping, padded */
+    {"2,2,5,5", {3, 3}, {1, 1}, {1, 1}, true, {5, 5}, false, false},
+    /* uneven */
+    {"1,3,7,6", {3, 2}, {2, 1}, {1, 0}, true, {4, 5}, false, false},
+    /* padding on one side only */
+    {"2,2,6,7", {3, 3}, {2, 2}, {1, 1}, true, {3, 4}, false, false},
+    /* gaps between windows */
+    {"1,2,7,8", {2, 2}, {3, 3}, {0, 0}, true, {2, 3}, false, false},
+    /* one window */
+    {"2,2,3,3", {3, 3}, {0, 0}, {0, 0}, false, {1, 1}, false, false},
+    /* padding = half the kernel */
+    {"1,1,5,4", {4, 3}, {1, 1}, {2, 1}, true, {6, 4}, false, false},
+    /* wider than the cached columns */
+    {"1,2,3,20", {2, 18}, {1, 1}, {1, 9}, true, {4, 21}, false, false},
+    /* ceil_mode: a last window that runs past the padded input */
+    {"2,2,6,7", {3, 3}, {2, 2}, {1, 1}, true, {4, 4}, true, true},
+    {"1,2,7,8", {2, 2}, {3, 3}, {0, 0}, true, {3, 3}, true, false},
+    {"1,2,7,7", {2, 2}, {0, 0}, {0, 0}, false, {4, 4}, true, true},
+    {"1,2,6,6", {3, 3}, {2, 2}, {1, 1}, true, {4, 4}, true, true},
+    {"1,1,6,7", {3, 2}, {2, 2}, {1, 1}, true, {4, 4}, true, false},
+    {"1,2,4,9", {2, 4}, {3, 2}, {1, 2}, true, {2, 6}, true, true},
+    /* ceil_mode without a partial window: the one that would start past the input and its
+     * left padding is dropped */
+    {"2,1,5,5", {3, 3}, {3, 3}, {1, 1}, true, {2, 2}, true, true},
+    {"2,2,5,5", {3, 3}, {1, 1}, {1, 1}, true, {5, 5}, false, true}, /* padding counted */
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -50,6 +74,8 @@ static pl_attrs case_attrs(const pool_case *c)
     }
     if (c->stride_given)
         at.given |= PL_ATTR_BIT(PL_ATTR_STRIDE);
+    at.ceil_mode = c->ceil_mode;
+    at.count_include_pad = c->include_pad;
     return at;
 }
 
@@ -105,6 +131,14 @@ static pool_reference reference(const pool_case *c, const pl_tensor *x_t, const 
                         sum += x[xi];
                         count++;
                     }
+                /* PyTorch's divisor with count_include_pad: the window cut at the padded
+                 * input's end, padding included */
+                int64_t y0 = oy * sh - c->padding[0], x0 = ox * sw - c->padding[1];
+                int64_t y1 = y0 + c->kernel[0], x1 = x0 + c->kernel[1];
+                y1 = y1 < h + c->padding[0] ? y1 : h + c->padding[0];
+                x1 = x1 < w + c->padding[1] ? x1 : w + c->padding[1];
+                if (c->include_pad)
+                    count = (y1 - y0) * (x1 - x0);
                 r.max_y[yi] = x[best];
                 r.avg_y[yi] = sum / (double)count;
                 r.max_dx[best] += dy[yi];
@@ -143,6 +177,11 @@ static void check_windowed(pl_op_kind kind, const pl_kernel_fns *fns, pl_op_kind
         pl_attrs at = case_attrs(c);
         pl_tensor x_t = pl_kc_tensor(c->x, PL_F32, true), y_t;
         CU_ASSERT_FATAL(pl_kc_infer(kind, &at, 1, &x_t, 1, &y_t));
+        if (y_t.dims[2] != c->out[0] || y_t.dims[3] != c->out[1])
+            fprintf(stderr, "\n    %s on %s: output %lldx%lld, PyTorch's %lldx%lld\n",
+                    pl_op_info_of(kind)->name, c->x, (long long)y_t.dims[2],
+                    (long long)y_t.dims[3], (long long)c->out[0], (long long)c->out[1]);
+        CU_ASSERT_FATAL(y_t.dims[2] == c->out[0] && y_t.dims[3] == c->out[1]);
         float *x = distinct_values(&x_t, 40 + i), *dy = pl_kc_random(&y_t, 50 + i, -1, 1);
         pool_reference r = reference(c, &x_t, x, &y_t, dy);
         int64_t ny = pl_tensor_elements(&y_t), nx = pl_tensor_elements(&x_t);
@@ -191,7 +230,7 @@ static void test_avg_pool(void)
  * maxima the first (row-major) takes the gradient. */
 static void test_max_pool_padding_and_ties(void)
 {
-    pool_case c = {"1,1,2,3", {3, 3}, {1, 1}, {1, 1}, true};
+    pool_case c = {"1,1,2,3", {3, 3}, {1, 1}, {1, 1}, true, {2, 3}, false, false};
     pl_attrs at = case_attrs(&c);
     pl_tensor x_t = pl_kc_tensor(c.x, PL_F32, true), y_t;
     CU_ASSERT_FATAL(pl_kc_infer(PL_OP_MAX_POOL, &at, 1, &x_t, 1, &y_t));
@@ -207,6 +246,66 @@ static void test_max_pool_padding_and_ties(void)
     pl_kc_run(&max_pool_grad_fns, PL_OP_MAX_POOL_GRAD, &at, 2, g_in, g, 1, &x_t, g_out, 3, NULL);
     const float want_dx[6] = {0, 63, 0, 0, 0, 0};
     CU_ASSERT_EQUAL(memcmp(dx, want_dx, sizeof dx), 0);
+}
+
+/* F.avg_pool2d of 0..24 in a 5x5 map, kernel 3, stride 3, padding 1, ceil_mode: the last
+ * window starts in the input's last row and runs past the padding, which counts with
+ * count_include_pad (window 2x2 of padded cells) but is never counted beyond it. */
+static void test_avg_pool_pytorch_values(void)
+{
+    pool_case c = {"1,1,5,5", {3, 3}, {3, 3}, {1, 1}, true, {2, 2}, true, false};
+    pl_tensor x_t = pl_kc_tensor(c.x, PL_F32, true), y_t;
+    float x[25];
+    for (int i = 0; i < 25; i++)
+        x[i] = (float)i;
+    static const double want[2][4] = {{3.0, 5.5, 15.5, 18.0},
+                                      {12.0 / 9, 33.0 / 9, 93.0 / 9, 72.0 / 4}};
+    for (int include = 0; include < 2; include++) {
+        c.include_pad = include;
+        pl_attrs at = case_attrs(&c);
+        CU_ASSERT_FATAL(pl_kc_infer(PL_OP_AVG_POOL, &at, 1, &x_t, 1, &y_t));
+        CU_ASSERT_FATAL(pl_tensor_elements(&y_t) == 4);
+        void *in[1] = {x};
+        float *y = pl_kc_run_fresh(&avg_pool_fns, PL_OP_AVG_POOL, &at, 1, &x_t, in, &y_t, 2,
+                                   NULL);
+        expect_close("avg_pool: PyTorch's values", &c,
+                     pl_kc_max_rel_error_double(y, want[include], 4, 1e-3), 1e-6);
+        free(y);
+    }
+}
+
+/* A pooling op without windows of its own attributes (global, adaptive) and its gradient:
+ * at every thread count against the references want_y and want_dx (of dy), and the
+ * gradient against numerical differentiation. */
+typedef struct plain_pool {
+    pl_op_kind kind;
+    const pl_kernel_fns *fns;
+    pl_op_kind grad_kind;
+    const pl_kernel_fns *grad_fns;
+} plain_pool;
+
+static void check_plain_pool(const plain_pool *op, const pl_attrs *at, const pl_tensor *x_t,
+                             float *x, const pl_tensor *y_t, float *dy, const double *want_y,
+                             const double *want_dx, const char *shape)
+{
+    const char *name = pl_op_info_of(op->kind)->name;
+    const char *grad_name = pl_op_info_of(op->grad_kind)->name;
+    pool_case c = {shape, {0, 0}, {0, 0}, {0, 0}, false, {0, 0}, false, false};
+    int64_t ny = pl_tensor_elements(y_t), nx = pl_tensor_elements(x_t);
+    void *in[1] = {x};
+    float *y, *dx;
+    pl_kc_run_all_threads(op->fns, op->kind, at, 1, x_t, in, 1, y_t, &y, name);
+    expect_close(name, &c, pl_kc_max_rel_error_double(y, want_y, ny, 1e-3), 1e-5);
+    pl_tensor g_in[2] = {*y_t, *x_t};
+    void *g[2] = {dy, x};
+    pl_kc_run_all_threads(op->grad_fns, op->grad_kind, at, 2, g_in, g, 1, x_t, &dx, grad_name);
+    expect_close(grad_name, &c, pl_kc_max_rel_error_double(dx, want_dx, nx, 1e-3), 1e-5);
+    float *numeric = pl_kc_floats(nx);
+    pl_kc_numeric_grad(op->fns, op->kind, at, 1, x_t, in, 1, y_t, 0, dy, 0, 1e-2f, numeric);
+    expect_close("numeric gradient", &c, pl_kc_max_rel_error(dx, numeric, nx, 1e-2), 2e-2);
+    free(numeric);
+    free(dx);
+    free(y);
 }
 
 static void test_global_avg_pool(void)
@@ -227,31 +326,124 @@ static void test_global_avg_pool(void)
                 want_y[p] += x[p * size + i] / (double)size;
                 want_dx[p * size + i] = dy[p] / (double)size;
             }
-        pool_case c = {shapes[s], {0, 0}, {0, 0}, {0, 0}, false};
-        void *in[1] = {x};
-        float *y, *dx;
-        pl_kc_run_all_threads(&global_avg_pool_fns, PL_OP_GLOBAL_AVG_POOL, &at, 1, &x_t, in, 1,
-                              &y_t, &y, "global_avg_pool");
-        expect_close("global_avg_pool", &c, pl_kc_max_rel_error_double(y, want_y, planes, 1e-3),
-                     1e-5);
-        pl_tensor g_in[2] = {y_t, x_t};
-        void *g[2] = {dy, x};
-        pl_kc_run_all_threads(&global_avg_pool_grad_fns, PL_OP_GLOBAL_AVG_POOL_GRAD, &at, 2,
-                              g_in, g, 1, &x_t, &dx, "global_avg_pool_grad");
-        expect_close("global_avg_pool_grad", &c,
-                     pl_kc_max_rel_error_double(dx, want_dx, nx, 1e-3), 1e-5);
-        float *numeric = pl_kc_floats(nx);
-        pl_kc_numeric_grad(&global_avg_pool_fns, PL_OP_GLOBAL_AVG_POOL, &at, 1, &x_t, in, 1,
-                           &y_t, 0, dy, 0, 1e-2f, numeric);
-        expect_close("global_avg_pool numeric", &c, pl_kc_max_rel_error(dx, numeric, nx, 1e-2),
-                     2e-2);
-        free(numeric);
-        free(dx);
-        free(y);
+        const plain_pool global = {PL_OP_GLOBAL_AVG_POOL, &global_avg_pool_fns,
+                                   PL_OP_GLOBAL_AVG_POOL_GRAD, &global_avg_pool_grad_fns};
+        check_plain_pool(&global, &at, &x_t, x, &y_t, dy, want_y, want_dx, shapes[s]);
         free(want_y);
         free(want_dx);
         free(x);
         free(dy);
+    }
+}
+
+/* ---- adaptive_avg_pool ---------------------------------------------------------------- */
+
+static pl_attrs adaptive_attrs(int64_t oh, int64_t ow)
+{
+    pl_attrs at = pl_kc_defaults();
+    at.given = PL_ATTR_BIT(PL_ATTR_OUTPUT_SIZE);
+    at.output_size[0] = oh;
+    at.output_size[1] = ow;
+    return at;
+}
+
+/* PyTorch's windows, each cell counted as a real (floor and ceil of i*in/out). */
+static void adaptive_reference(const pl_tensor *x_t, const float *x, const pl_tensor *y_t,
+                               const float *dy, double *y, double *dx)
+{
+    int64_t planes = x_t->dims[0] * x_t->dims[1], h = x_t->dims[2], w = x_t->dims[3];
+    int64_t oh = y_t->dims[2], ow = y_t->dims[3];
+    memset(dx, 0, (size_t)(planes * h * w) * sizeof *dx);
+    for (int64_t p = 0; p < planes; p++)
+        for (int64_t i = 0; i < oh; i++)
+            for (int64_t j = 0; j < ow; j++) {
+                int64_t y0 = (int64_t)floor((double)i * h / oh);
+                int64_t y1 = (int64_t)ceil((double)(i + 1) * h / oh);
+                int64_t x0 = (int64_t)floor((double)j * w / ow);
+                int64_t x1 = (int64_t)ceil((double)(j + 1) * w / ow);
+                double sum = 0, cells = (double)((y1 - y0) * (x1 - x0));
+                for (int64_t a = y0; a < y1; a++)
+                    for (int64_t b = x0; b < x1; b++)
+                        sum += x[(p * h + a) * w + b];
+                int64_t o = (p * oh + i) * ow + j;
+                y[o] = sum / cells;
+                for (int64_t a = y0; a < y1; a++)
+                    for (int64_t b = x0; b < x1; b++)
+                        dx[(p * h + a) * w + b] += dy[o] / cells;
+            }
+}
+
+static void test_adaptive_avg_pool(void)
+{
+    static const struct {
+        const char *x;
+        int64_t out[2];
+    } shapes[] = {
+        {"2,3,8,8", {4, 4}},  /* even windows */
+        {"1,2,7,5", {3, 2}},  /* uneven: overlapping windows */
+        {"2,2,1,1", {7, 7}},  /* vgg's 7x7 from a 1x1 map */
+        {"1,3,3,2", {5, 4}},  /* larger than the input: cells repeat */
+        {"1,1,6,9", {6, 1}},  /* identity along one axis, a full row along the other */
+    };
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        pl_attrs at = adaptive_attrs(shapes[s].out[0], shapes[s].out[1]);
+        pl_tensor x_t = pl_kc_tensor(shapes[s].x, PL_F32, true), y_t;
+        CU_ASSERT_FATAL(pl_kc_infer(PL_OP_ADAPTIVE_AVG_POOL, &at, 1, &x_t, 1, &y_t));
+        CU_ASSERT(y_t.dims[2] == shapes[s].out[0] && y_t.dims[3] == shapes[s].out[1]);
+        int64_t ny = pl_tensor_elements(&y_t), nx = pl_tensor_elements(&x_t);
+        float *x = pl_kc_random(&x_t, 80 + s, -1, 1), *dy = pl_kc_random(&y_t, 90 + s, -1, 1);
+        double *want_y = calloc((size_t)ny, sizeof *want_y);
+        double *want_dx = calloc((size_t)nx, sizeof *want_dx);
+        adaptive_reference(&x_t, x, &y_t, dy, want_y, want_dx);
+        const plain_pool adaptive = {PL_OP_ADAPTIVE_AVG_POOL, &adaptive_fns,
+                                     PL_OP_ADAPTIVE_AVG_POOL_GRAD, &adaptive_grad_fns};
+        check_plain_pool(&adaptive, &at, &x_t, x, &y_t, dy, want_y, want_dx, shapes[s].x);
+        free(want_y);
+        free(want_dx);
+        free(x);
+        free(dy);
+    }
+}
+
+/* F.adaptive_avg_pool2d of 0..19 in a 4x5 map to 3x2, and of 0..5 in a 2x3 map to 3x4;
+ * the gradients of their sums. */
+static void test_adaptive_avg_pool_pytorch_values(void)
+{
+    static const struct {
+        const char *x;
+        int64_t out[2];
+        double y[12], dx[20];
+    } known[] = {
+        {"1,1,4,5", {3, 2}, {3.5, 5.5, 8.5, 10.5, 13.5, 15.5},
+         {1. / 6, 1. / 6, 1. / 3, 1. / 6, 1. / 6, 1. / 3, 1. / 3, 2. / 3, 1. / 3, 1. / 3,
+          1. / 3, 1. / 3, 2. / 3, 1. / 3, 1. / 3, 1. / 6, 1. / 6, 1. / 3, 1. / 6, 1. / 6}},
+        {"1,1,2,3", {3, 4}, {0, 0.5, 1.5, 2, 1.5, 2, 3, 3.5, 3, 3.5, 4.5, 5},
+         {2.25, 1.5, 2.25, 2.25, 1.5, 2.25}},
+    };
+    for (size_t k = 0; k < 2; k++) {
+        pl_attrs at = adaptive_attrs(known[k].out[0], known[k].out[1]);
+        pl_tensor x_t = pl_kc_tensor(known[k].x, PL_F32, true), y_t;
+        CU_ASSERT_FATAL(pl_kc_infer(PL_OP_ADAPTIVE_AVG_POOL, &at, 1, &x_t, 1, &y_t));
+        int64_t ny = pl_tensor_elements(&y_t), nx = pl_tensor_elements(&x_t);
+        float x[20], ones[12];
+        for (int i = 0; i < 20; i++)
+            x[i] = (float)i;
+        for (int i = 0; i < 12; i++)
+            ones[i] = 1;
+        void *in[1] = {x};
+        float *y = pl_kc_run_fresh(&adaptive_fns, PL_OP_ADAPTIVE_AVG_POOL, &at, 1, &x_t, in,
+                                   &y_t, 3, NULL);
+        pl_tensor g_in[2] = {y_t, x_t}, dx_t;
+        void *g[2] = {ones, x};
+        float *dx = pl_kc_run_fresh(&adaptive_grad_fns, PL_OP_ADAPTIVE_AVG_POOL_GRAD, &at, 2,
+                                    g_in, g, &dx_t, 3, NULL);
+        pool_case c = {known[k].x, {0, 0}, {0, 0}, {0, 0}, false, {0, 0}, false, false};
+        expect_close("adaptive_avg_pool: PyTorch's values", &c,
+                     pl_kc_max_rel_error_double(y, known[k].y, ny, 1e-3), 1e-6);
+        expect_close("adaptive_avg_pool_grad: PyTorch's values", &c,
+                     pl_kc_max_rel_error_double(dx, known[k].dx, nx, 1e-3), 1e-6);
+        free(y);
+        free(dx);
     }
 }
 
@@ -261,7 +453,11 @@ void pl_register_kernels_pool_tests(void)
         {"max_pool and max_pool_grad", test_max_pool},
         {"avg_pool and avg_pool_grad", test_avg_pool},
         {"max_pool padding and ties", test_max_pool_padding_and_ties},
+        {"avg_pool ceil_mode and count_include_pad: PyTorch's values",
+         test_avg_pool_pytorch_values},
         {"global_avg_pool and its gradient", test_global_avg_pool},
+        {"adaptive_avg_pool and its gradient", test_adaptive_avg_pool},
+        {"adaptive_avg_pool: PyTorch's values", test_adaptive_avg_pool_pytorch_values},
         {NULL, NULL},
     };
     pl_test_add_suite("kernels-pool", tests);

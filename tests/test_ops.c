@@ -149,6 +149,17 @@ static void test_binary_broadcast(void)
     r = infer(PL_OP_ADD, NULL, 2, over_batch, 1);
     assert_fails(&r, "would stretch over the batch");
 
+    /* div broadcasts as the others; an attention mask [T,T] adds over [N,H] */
+    pl_tensor scaled[2] = {tensor("x", "4,3,5,5", true), tensor("d", "3,1,1", false)};
+    r = infer(PL_OP_DIV, NULL, 2, scaled, 1);
+    assert_shape(&r.out[0], "[4,3,5,5]", true);
+    CU_ASSERT_DOUBLE_EQUAL(r.flops, 300, 1e-9);
+    pl_tensor masked[2] = {tensor("scores", "4,2,6,6", true), tensor("mask", "6,6", false)};
+    r = infer(PL_OP_ADD, NULL, 2, masked, 1);
+    assert_shape(&r.out[0], "[4,2,6,6]", true);
+    r = infer(PL_OP_DIV, NULL, 2, over_batch, 1);
+    assert_fails(&r, "would stretch over the batch");
+
     pl_tensor labels[2] = {tensor("a", "4,10", true), tensor("b", "4,10", true)};
     labels[1].dtype = PL_I32;
     r = infer(PL_OP_ADD, NULL, 2, labels, 1);
@@ -157,8 +168,10 @@ static void test_binary_broadcast(void)
 
 static void test_unary_and_softmax(void)
 {
-    static const pl_op_kind kinds[] = {PL_OP_RELU, PL_OP_GELU, PL_OP_TANH, PL_OP_SIGMOID,
-                                       PL_OP_SCALE, PL_OP_LOG_SOFTMAX, PL_OP_SOFTMAX};
+    static const pl_op_kind kinds[] = {PL_OP_RELU,        PL_OP_GELU,      PL_OP_TANH,
+                                       PL_OP_SIGMOID,     PL_OP_SCALE,     PL_OP_LOG_SOFTMAX,
+                                       PL_OP_SOFTMAX,     PL_OP_HARDSWISH, PL_OP_HARDSIGMOID,
+                                       PL_OP_ERF};
     pl_tensor x[1] = {tensor("x", "4,7", true)};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         result r = infer(kinds[k], NULL, 1, x, 1);
@@ -177,6 +190,28 @@ static void test_unary_and_softmax(void)
     d.rate = 1.0;
     r = infer(PL_OP_DROPOUT, &d, 1, x, 1);
     assert_fails(&r, "rate must be below 1");
+}
+
+/* clamp needs a bound, and its bounds may not cross; one alone is enough. */
+static void test_clamp(void)
+{
+    pl_tensor x[1] = {tensor("x", "4,7", true)};
+    pl_attrs c = attrs_default();
+    result r = infer(PL_OP_CLAMP, &c, 1, x, 1);
+    assert_fails(&r, "needs \"min\", \"max\" or both");
+    c.given = PL_ATTR_BIT(PL_ATTR_MAX);
+    c.clamp_max = 6;
+    r = infer(PL_OP_CLAMP, &c, 1, x, 1);
+    CU_ASSERT_TRUE(r.ok);
+    assert_shape(&r.out[0], "[4,7]", true);
+    c.given |= PL_ATTR_BIT(PL_ATTR_MIN);
+    c.clamp_min = 6;
+    r = infer(PL_OP_CLAMP, &c, 1, x, 1);
+    CU_ASSERT_TRUE(r.ok); /* min = max: a constant */
+    c.clamp_min = 6.5;
+    r = infer(PL_OP_CLAMP, &c, 1, x, 1);
+    assert_fails(&r, "max 6 is below min 6.5");
+    CU_ASSERT_EQUAL(r.blame_attr, PL_ATTR_MAX);
 }
 
 static void test_losses(void)
@@ -274,6 +309,35 @@ static void test_pools(void)
     assert_fails(&r, "more than half the kernel");
     r = infer(PL_OP_GLOBAL_AVG_POOL, NULL, 1, x, 1);
     assert_shape(&r.out[0], "[2,4]", true);
+
+    /* ceil_mode, PyTorch's sizes: 112 -> 56 with kernel 3, stride 2 (floor: 55); a window
+     * that would start in the right padding is dropped (5 with kernel 3, stride 3,
+     * padding 1: 2, not 3) */
+    pl_attrs c = attrs_default();
+    c.kernel[0] = c.kernel[1] = 3;
+    c.stride[0] = 2;
+    c.stride[1] = 3;
+    c.padding[1] = 1;
+    c.given = PL_ATTR_BIT(PL_ATTR_KERNEL) | PL_ATTR_BIT(PL_ATTR_STRIDE);
+    pl_tensor odd[1] = {tensor("x", "2,4,112,5", true)};
+    r = infer(PL_OP_MAX_POOL, &c, 1, odd, 1);
+    assert_shape(&r.out[0], "[2,4,55,2]", true);
+    c.ceil_mode = true;
+    r = infer(PL_OP_MAX_POOL, &c, 1, odd, 1);
+    assert_shape(&r.out[0], "[2,4,56,2]", true);
+
+    /* adaptive: any output size, larger than the input too; FLOPs count every cell read */
+    pl_attrs ad = attrs_default();
+    ad.output_size[0] = 7;
+    ad.output_size[1] = 3;
+    pl_tensor one[1] = {tensor("x", "2,4,1,5", true)};
+    r = infer(PL_OP_ADAPTIVE_AVG_POOL, &ad, 1, one, 1);
+    assert_shape(&r.out[0], "[2,4,7,3]", true);
+    /* rows: 7 windows of the 1 row; columns [0,2) [1,4) [3,5): 7 cells */
+    CU_ASSERT_DOUBLE_EQUAL(r.flops, 2.0 * 4 * 7 * 7, 1e-9);
+    pl_tensor flat[1] = {tensor("x", "2,20", true)};
+    r = infer(PL_OP_ADAPTIVE_AVG_POOL, &ad, 1, flat, 1);
+    assert_fails(&r, "must have rank 4");
 }
 
 static void test_join_and_cut(void)
@@ -426,12 +490,17 @@ static void test_table_is_complete(void)
         CU_ASSERT_PTR_NOT_NULL(pl_kernel_of((pl_op_kind)k)->kernel);
     }
     CU_ASSERT_PTR_NULL(pl_kernel_of(PL_OP_COUNT));
-    for (int id = 0; id < PL_ATTR_COUNT; id++)
-        CU_ASSERT_EQUAL(pl_attr_from_name(pl_attr_info_of((pl_attr_id)id)->name), id);
+    for (int id = 0; id < PL_ATTR_COUNT; id++) {
+        const pl_attr_info *attr = pl_attr_info_of((pl_attr_id)id);
+        CU_ASSERT_EQUAL(pl_attr_from_name(attr->name), id);
+        /* an enum names its values; nothing else has names */
+        CU_ASSERT_EQUAL(attr->type == PL_ATTR_TYPE_ENUM, attr->names != NULL);
+    }
     CU_ASSERT_EQUAL(pl_op_from_name("matmull"), PL_OP_COUNT);
     char names[1024];
     pl_op_names_join(names, sizeof names);
-    CU_ASSERT_EQUAL(strncmp(names, "add, avg_pool, batch_norm, concat", 33), 0);
+    CU_ASSERT_EQUAL(strncmp(names, "adaptive_avg_pool, add, avg_pool, batch_norm", 44), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(names, ", transpose")); /* the buffer holds them all */
 }
 
 void pl_register_ops_tests(void)
@@ -441,6 +510,7 @@ void pl_register_ops_tests(void)
         {"batched matmul keeps the batch axis", test_matmul_batched},
         {"binary ops broadcast like NumPy", test_binary_broadcast},
         {"unary ops, softmax axes, dropout rate", test_unary_and_softmax},
+        {"clamp bounds", test_clamp},
         {"losses are scalars over matching labels", test_losses},
         {"layer and batch norm parameters", test_norms},
         {"conv2d stride, padding, groups, bias", test_conv2d},

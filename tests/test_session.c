@@ -27,8 +27,8 @@ static void release(trained *t)
     pl_graph_free(t->g);
 }
 
-/* A bundled model's training graph and session (`file` in graphs/; batch: the file's when
- * 0), its inputs filled with the first batch. */
+/* A bundled model's training graph and session (`file` in graphs/, or a test's model
+ * under tests/; batch: the file's when 0), its inputs filled with the first batch. */
 static bool open_batch(const char *file, const char *data, int threads, int batch, trained *t)
 {
     memset(t, 0, sizeof *t);
@@ -136,6 +136,17 @@ static void test_gradients_recommender(void)
     check_gradients("small/recommender-small.json", 16, 0.05);
 }
 static void test_gradients_moe(void) { check_gradients("small/moe-small.json", 8, 0.1); }
+/* Attention as torch.nn.MultiheadAttention expands: batched rank-4 matmuls, an unbatched
+ * [T,T] mask added over [N,H]. */
+static void test_gradients_attention(void)
+{
+    check_gradients("tests/models/attention.json", 16, 0.05);
+}
+/* The PyTorch importers' ops: clamp, hardswish and max pooling have kinks. */
+static void test_gradients_torch_ops(void)
+{
+    check_gradients("tests/models/torch-ops.json", 16, 0.1);
+}
 
 /* Gradients of one batch, by threads and micro-batches. */
 static float *gradients_of(const char *model, int threads, int micro_batches, int64_t *count)
@@ -177,7 +188,8 @@ static double relative_difference(const float *a, const float *b, int64_t n)
 static void test_threads_and_micro_batches_agree(void)
 {
     static const char *const models[] = {"small/mlp-small.json", "small/lstm_lm-small.json",
-                                         "small/transformer-small.json", "small/cnn-small.json"};
+                                         "small/transformer-small.json", "small/cnn-small.json",
+                                         "tests/models/attention.json", "tests/models/torch-ops.json"};
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
         int64_t n1, n3, n4;
         float *one = gradients_of(models[m], 1, 1, &n1);
@@ -320,6 +332,8 @@ void pl_register_session_tests(void)
         {"gradients: transformer", test_gradients_transformer},
         {"gradients: recommender (sparse embedding rows)", test_gradients_recommender},
         {"gradients: mixture of experts", test_gradients_moe},
+        {"gradients: multi-head attention", test_gradients_attention},
+        {"gradients: the PyTorch importers' ops", test_gradients_torch_ops},
         {"threads and micro-batches give the same gradients", test_threads_and_micro_batches_agree},
         {"every small model learns in 100 steps", test_every_small_model_learns},
         {NULL, NULL},

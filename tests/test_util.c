@@ -60,12 +60,12 @@ static void print_error(const pl_error *err)
     fprintf(stderr, "\n    %s\n", line);
 }
 
-/* The model, at `batch` samples a step (0: the file's) and as its training graph when
- * `training`; errors printed. */
-static pl_graph *load_bundled(const char *file, int batch, bool training)
+/* The model `dir`/`file` of the source tree, at `batch` samples a step (0: the file's) and
+ * as its training graph when `training`; errors printed. */
+static pl_graph *load_model(const char *dir, const char *file, int batch, bool training)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/graphs/%s", pl_test_srcdir(), file);
+    snprintf(path, sizeof path, "%s/%s/%s", pl_test_srcdir(), dir, file);
     pl_error err;
     pl_error_init(&err, path);
     pl_graph *g = pl_graph_load_file(path, &err);
@@ -80,12 +80,14 @@ static pl_graph *load_bundled(const char *file, int batch, bool training)
 
 pl_graph *pl_test_bundled_graph(const char *file)
 {
-    return load_bundled(file, 0, false);
+    return load_model("graphs", file, 0, false);
 }
 
 pl_graph *pl_test_bundled_training_graph(const char *file, int batch)
 {
-    return load_bundled(file, batch, true);
+    if (strncmp(file, "tests/", 6) == 0) /* a test's model, not a bundled one */
+        return load_model("tests", file + 6, batch, true);
+    return load_model("graphs", file, batch, true);
 }
 
 const char *const pl_test_small_models[PL_TEST_SMALL_MODELS] = {

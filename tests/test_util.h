@@ -29,7 +29,7 @@ pl_graph *pl_test_training_model(const char *x_shape, const char *params, const 
  * error printed. */
 pl_graph *pl_test_bundled_graph(const char *file);
 /* Its training graph, `batch` samples a step (0: the file's), or NULL with its error
- * printed. */
+ * printed. A `file` under "tests/" ("tests/models/attention.json") is a test's model. */
 pl_graph *pl_test_bundled_training_graph(const char *file, int batch);
 
 /* The bundled small models, as pl_test_bundled_graph names them ("small/mlp-small.json"). */

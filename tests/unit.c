@@ -20,6 +20,7 @@ int main(int argc, char **argv)
     pl_register_cluster_tests();
     pl_register_plan_tests();
     pl_register_data_tests();
+    pl_register_weights_tests();
     pl_register_pool_tests();
     pl_register_autodiff_tests();
     pl_register_session_tests();

@@ -9,7 +9,7 @@
  * (pl_graph.hash), the step (0 to PL_CHECKPOINT_MAX_STEP), the epoch (0 to the step: an
  * epoch takes a step at least), the position (not negative; the caller checks it against
  * its data set), every parameter and optimiser state present exactly once at its size with
- * finite values, and nothing after the last. Errors name the file as their source, the
+ * finite values (f32 ones), and nothing after the last. Errors name the file as their source, the
  * problem in the text (one line). */
 #ifndef PLACER_CHECKPOINT_H
 #define PLACER_CHECKPOINT_H

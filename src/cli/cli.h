@@ -17,6 +17,7 @@
 #include "measure.h"
 #include "plan.h"
 #include "program.h"
+#include "session.h"
 #include "stats.h"
 #include "units.h"
 
@@ -43,6 +44,7 @@ int pl_cmd_run(int argc, char **argv);
 int pl_cmd_simulate(int argc, char **argv);
 int pl_cmd_calibrate(int argc, char **argv);
 int pl_cmd_baseline(int argc, char **argv);
+int pl_cmd_eval(int argc, char **argv);
 
 /* Prints "placer: message" on stderr, its control characters escaped (pl_text_escape):
  * every message that echoes a name or a path goes through here or pl_cli_report. */
@@ -142,6 +144,21 @@ bool pl_cli_parse_long(const char *text, long min, long max, long *out);
  * batch of `data_path` (as placer train --data takes it). Reports errors; exit status. */
 int pl_cli_new_executor(const pl_graph *graph, const pl_cluster *cluster,
                         const char *data_path, pl_executor **executor);
+/* Classification: the loss is softmax cross-entropy; its inputs are logits and labels
+ * (logits -1: the loss is another). */
+typedef struct pl_cli_scorer {
+    int logits, labels; /* tensors, or -1 */
+    int64_t classes, positions_per_sample;
+} pl_cli_scorer;
+pl_cli_scorer pl_cli_find_scorer(const pl_graph *graph);
+/* Correct predictions among the first `samples` samples of the batch. */
+int64_t pl_cli_count_correct(const pl_cli_scorer *scorer, const float *logits,
+                             const int32_t *labels, int64_t samples);
+/* The weights of `path` (weights.h) into a session's buffers, or an executor's host
+ * buffers when `session` is NULL; `save` writes them there instead. Reports errors; exit
+ * status. */
+int pl_cli_weights(const char *path, bool save, const pl_graph *graph, pl_session *session,
+                   pl_executor *executor);
 /* A measured step's spread as the tables print it, "±1.2%": half the interquartile range
  * of its steps over their median (measure.h). Returns `text`. */
 const char *pl_cli_spread_text(const pl_series *series, char *text, size_t size);

@@ -13,7 +13,7 @@
 #include "timeline.h"
 
 typedef struct run_options {
-    const char *model, *plan, *cluster, *trace, *timeline, *data;
+    const char *model, *plan, *cluster, *trace, *timeline, *data, *weights;
     long steps, warmup;
 } run_options;
 
@@ -33,6 +33,8 @@ static void usage(void)
            "  --timeline FILE  draw the last step's timeline as SVG: a row per device and\n"
            "                   link, a bar per task coloured by phase, idle time as gaps\n"
            "  --data PATH      what to feed (default 'synthetic'; see placer train --help)\n"
+           "  --weights FILE   start from these weights (tensor-file.md) instead of the\n"
+           "                   model's initialisers\n"
            "\n"
            "A MODEL.json, --plan or --cluster FILE of '-' is read from standard input (one\n"
            "of them). The formats: in " PLACER_DOCDIR "/.\n"
@@ -42,12 +44,13 @@ static void usage(void)
 
 static int parse_options(int argc, char **argv, run_options *o)
 {
-    enum { PLAN = 256, CLUSTER, STEPS, WARMUP, TRACE, TIMELINE, DATA };
+    enum { PLAN = 256, CLUSTER, STEPS, WARMUP, TRACE, TIMELINE, DATA, WEIGHTS };
     static const struct option options[] = {
         {"plan", required_argument, NULL, PLAN}, {"cluster", required_argument, NULL, CLUSTER},
         {"steps", required_argument, NULL, STEPS}, {"warmup", required_argument, NULL, WARMUP},
         {"trace", required_argument, NULL, TRACE}, {"data", required_argument, NULL, DATA},
         {"timeline", required_argument, NULL, TIMELINE},
+        {"weights", required_argument, NULL, WEIGHTS},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     *o = (run_options){.steps = 10, .warmup = 3, .data = "synthetic"};
     opterr = 0;
@@ -60,6 +63,7 @@ static int parse_options(int argc, char **argv, run_options *o)
         case TRACE: o->trace = optarg; break;
         case TIMELINE: o->timeline = optarg; break;
         case DATA: o->data = optarg; break;
+        case WEIGHTS: o->weights = optarg; break;
         case STEPS: ok = pl_cli_parse_long(optarg, 1, 1000000, &o->steps); break;
         case WARMUP: ok = pl_cli_parse_long(optarg, 0, 1000000, &o->warmup); break;
         case 'h': usage(); return -1;
@@ -77,9 +81,10 @@ static int parse_options(int argc, char **argv, run_options *o)
         return pl_cli_usage_error("run: one model at a time ('%s' is extra)", argv[optind + 1]);
     o->model = argv[optind];
     const pl_cli_file inputs[] = {{o->model, "the model"}, {o->plan, "the plan"},
-                                  {o->cluster, "the cluster"}, {o->data, "the data"}};
+                                  {o->cluster, "the cluster"}, {o->data, "the data"},
+                                  {o->weights, "the weights"}};
     const pl_cli_file outputs[] = {{o->trace, "the trace"}, {o->timeline, "the timeline"}};
-    return pl_cli_check_outputs(inputs, 4, outputs, 2);
+    return pl_cli_check_outputs(inputs, 5, outputs, 2);
 }
 
 /* Per device used: ops, memory against capacity, and the share of the last step it was
@@ -174,6 +179,8 @@ int pl_cmd_run(int argc, char **argv)
                           .data_path = o.data,
                           .needs = PL_CLI_TRAINING | PL_CLI_PLAN | PL_CLI_EXECUTOR};
     status = pl_cli_setup_load(&setup);
+    if (status == PL_EXIT_OK && o.weights)
+        status = pl_cli_weights(o.weights, false, setup.graph, NULL, setup.executor);
     if (status == PL_EXIT_OK)
         status = measure(&o, setup.graph, setup.cluster, setup.plan, setup.executor);
     pl_cli_setup_release(&setup);

@@ -20,7 +20,7 @@
 #include "session.h"
 
 typedef struct train_options {
-    const char *model, *data, *checkpoint, *resume, *plan, *cluster;
+    const char *model, *data, *checkpoint, *resume, *plan, *cluster, *weights, *save_weights;
     long epochs, steps, batch, threads, micro_batches, log_every, checkpoint_every;
     double lr;
     unsigned long long seed;
@@ -50,6 +50,9 @@ static void usage(void)
            "                       SIGTERM or SIGHUP: exit status 130)\n"
            "  --checkpoint-every N also every N steps\n"
            "  --resume FILE        continue from a checkpoint\n"
+           "  --weights FILE       start from these weights (a tensor file: every parameter\n"
+           "                       and batch-norm running average; tensor-file.md)\n"
+           "  --save-weights FILE  write the weights there at the end (and on Ctrl-C)\n"
            "  --log-every N        print a line every N steps (default 100)\n"
            "  -q, --quiet          only the epoch lines and the summary\n"
            "\n"
@@ -60,7 +63,7 @@ static void usage(void)
 static int parse_options(int argc, char **argv, train_options *o)
 {
     enum { DATA = 256, EPOCHS, STEPS, BATCH, MICRO, LR, SEED, THREADS, CKPT, CKPT_EVERY,
-           RESUME, LOG_EVERY, PLAN, CLUSTER };
+           RESUME, LOG_EVERY, PLAN, CLUSTER, WEIGHTS, SAVE_WEIGHTS };
     static const struct option options[] = {
         {"data", required_argument, NULL, DATA}, {"epochs", required_argument, NULL, EPOCHS},
         {"steps", required_argument, NULL, STEPS}, {"batch", required_argument, NULL, BATCH},
@@ -71,6 +74,8 @@ static int parse_options(int argc, char **argv, train_options *o)
         {"resume", required_argument, NULL, RESUME},
         {"log-every", required_argument, NULL, LOG_EVERY},
         {"plan", required_argument, NULL, PLAN}, {"cluster", required_argument, NULL, CLUSTER},
+        {"weights", required_argument, NULL, WEIGHTS},
+        {"save-weights", required_argument, NULL, SAVE_WEIGHTS},
         {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     *o = (train_options){.epochs = 0, .steps = 0, .threads = 0, .micro_batches = 0,
@@ -98,6 +103,8 @@ static int parse_options(int argc, char **argv, train_options *o)
         case RESUME: o->resume = arg; break;
         case PLAN: o->plan = arg; break;
         case CLUSTER: o->cluster = arg; break;
+        case WEIGHTS: o->weights = arg; break;
+        case SAVE_WEIGHTS: o->save_weights = arg; break;
         case SEED:
             ok = pl_cli_parse_long(arg, 0, LONG_MAX, &value);
             o->seed = (unsigned long long)value;
@@ -128,6 +135,9 @@ static int parse_options(int argc, char **argv, train_options *o)
         o->epochs = 1;
     if (o->cluster && !o->plan)
         return pl_cli_usage_error("train: --cluster goes with --plan");
+    if (o->weights && o->resume)
+        return pl_cli_usage_error("train: give --weights or --resume, not both (a "
+                                  "checkpoint holds the weights)");
     if (o->plan && (o->threads || o->micro_batches))
         return pl_cli_usage_error("train: the plan sets the %s", o->threads ? "threads (its "
                                   "cluster's devices)" : "micro-batches");
@@ -139,46 +149,11 @@ static int parse_options(int argc, char **argv, train_options *o)
     /* not --resume: the checkpoint is read whole before training, and writing its
      * continuation over it is how a run goes on in one file */
     const pl_cli_file inputs[] = {{o->model, "the model"}, {o->plan, "the plan"},
-                                  {o->cluster, "the cluster"}, {o->data, "the data"}};
-    const pl_cli_file output = {o->checkpoint, "the checkpoint"};
-    return pl_cli_check_outputs(inputs, 4, &output, 1);
-}
-
-/* Classification: the loss is softmax cross-entropy; its inputs are logits and labels. */
-typedef struct scorer {
-    int logits, labels; /* tensors, or -1 */
-    int64_t classes, positions_per_sample;
-} scorer;
-
-static scorer find_scorer(const pl_graph *g)
-{
-    scorer sc = {-1, -1, 0, 0};
-    const pl_tensor *loss = &g->tensors[g->loss];
-    if (loss->producer < 0 || g->ops[loss->producer].kind != PL_OP_SOFTMAX_CROSS_ENTROPY)
-        return sc;
-    const pl_op *op = &g->ops[loss->producer];
-    sc.logits = op->inputs[0];
-    sc.labels = op->inputs[1];
-    const pl_tensor *logits = &g->tensors[sc.logits], *labels = &g->tensors[sc.labels];
-    sc.classes = logits->dims[logits->rank - 1];
-    sc.positions_per_sample = pl_tensor_elements(labels) / g->batch_size;
-    return sc;
-}
-
-/* Correct predictions among the first `samples` samples of the batch. */
-static int64_t count_correct(const scorer *sc, const float *logits, const int32_t *labels,
-                             int64_t samples)
-{
-    int64_t correct = 0, n = samples * sc->positions_per_sample;
-    for (int64_t i = 0; i < n; i++) {
-        const float *row = logits + i * sc->classes;
-        int64_t best = 0;
-        for (int64_t c = 1; c < sc->classes; c++)
-            if (row[c] > row[best])
-                best = c;
-        correct += best == labels[i];
-    }
-    return correct;
+                                  {o->cluster, "the cluster"}, {o->data, "the data"},
+                                  {o->weights, "the weights"}};
+    const pl_cli_file outputs[] = {{o->checkpoint, "the checkpoint"},
+                                   {o->save_weights, "the saved weights"}};
+    return pl_cli_check_outputs(inputs, 5, outputs, 2);
 }
 
 static void **input_buffers(const pl_graph *g, pl_session *s)
@@ -192,7 +167,7 @@ static void **input_buffers(const pl_graph *g, pl_session *s)
 
 /* Test-split accuracy (and mean loss), evaluation mode, whole batches. */
 static void evaluate(const pl_graph *g, pl_session *s, const pl_dataset *data,
-                     const scorer *sc, void *const *inputs, double *loss, double *accuracy)
+                     const pl_cli_scorer *sc, void *const *inputs, double *loss, double *accuracy)
 {
     int64_t size = pl_dataset_size(data, PL_SPLIT_TEST), correct = 0, batches = 0;
     double total = 0;
@@ -205,7 +180,7 @@ static void evaluate(const pl_graph *g, pl_session *s, const pl_dataset *data,
             break;
         total += batch_loss;
         if (sc->logits >= 0)
-            correct += count_correct(sc, pl_session_data(s, sc->logits),
+            correct += pl_cli_count_correct(sc, pl_session_data(s, sc->logits),
                                      pl_session_data(s, sc->labels), count);
     }
     *loss = batches ? total / (double)batches : NAN;
@@ -234,7 +209,7 @@ typedef struct trainer {
     pl_plan *plan;
     pl_executor *ex;
     void **inputs;
-    scorer sc;
+    pl_cli_scorer sc;
     pl_train_position at;
     int64_t epoch_size;
     bool save_failed; /* a periodic checkpoint failed, and was said */
@@ -299,7 +274,7 @@ static int run(trainer *t)
         window_steps++;
         epoch_steps++;
         if (t->sc.logits >= 0 && t->o.micro_batches == 1)
-            window_correct += count_correct(
+            window_correct += pl_cli_count_correct(
                 &t->sc, t->ex ? pl_executor_data(t->ex, t->sc.logits)
                               : pl_session_data(t->s, t->sc.logits),
                 pl_session_data(t->s, t->sc.labels), g->batch_size);
@@ -361,9 +336,12 @@ static int run(trainer *t)
         t->save_failed = false; /* the last save's failure is always said */
         status = write_checkpoint(t);
     }
+    if (status == PL_EXIT_OK && t->o.save_weights)
+        status = pl_cli_weights(t->o.save_weights, true, g, t->s, NULL);
     if (status == PL_EXIT_OK && pl_cli_interrupted) {
-        fprintf(stderr, "placer: train: interrupted at step %lld%s\n", (long long)t->at.step,
-                t->o.checkpoint ? "; checkpoint written" : "");
+        fprintf(stderr, "placer: train: interrupted at step %lld%s%s\n", (long long)t->at.step,
+                t->o.checkpoint ? "; checkpoint written" : "",
+                t->o.save_weights ? "; weights written" : "");
         status = PL_EXIT_INTERRUPTED;
     }
     return status;
@@ -435,10 +413,13 @@ static int set_up(trainer *t)
     if (!(t->s = pl_session_new(t->g, (int)t->o.threads, &err)))
         return pl_cli_report(&err);
     t->inputs = input_buffers(t->g, t->s);
-    t->sc = find_scorer(t->g);
+    t->sc = pl_cli_find_scorer(t->g);
     t->at = (pl_train_position){.seed = t->o.seed};
     t->epoch_size = pl_dataset_size(t->data, PL_SPLIT_TRAIN);
     if (t->o.plan && (status = set_up_plan(t)) != PL_EXIT_OK)
+        return status;
+    if (t->o.weights && (status = pl_cli_weights(t->o.weights, false, t->g, t->s, NULL)) !=
+                            PL_EXIT_OK)
         return status;
     if (t->o.resume) {
         pl_error_init(&err, t->o.resume);

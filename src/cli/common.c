@@ -23,6 +23,7 @@
 #include "load.h"
 #include "profile.h"
 #include "simulate.h"
+#include "weights.h"
 
 static void print_message(const char *fmt, va_list ap)
 {
@@ -223,6 +224,23 @@ int pl_cli_new_executor(const pl_graph *g, const pl_cluster *c, const char *data
     pl_error_init(&err, data_path);
     *ex = pl_executor_new_with_data(g, c, data_path, &err);
     return *ex ? PL_EXIT_OK : pl_cli_report(&err);
+}
+
+int pl_cli_weights(const char *path, bool save, const pl_graph *g, pl_session *session,
+                   pl_executor *executor)
+{
+    pl_error err;
+    pl_error_init(&err, path);
+    void **buffers = calloc((size_t)g->n_tensors + 1, sizeof *buffers);
+    if (!buffers)
+        return pl_cli_error("out of memory"), PL_EXIT_FAILURE;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].kind != PL_TENSOR_ACTIVATION)
+            buffers[t] = session ? pl_session_data(session, t) : pl_executor_data(executor, t);
+    pl_status status = save ? pl_weights_save(path, g, buffers, &err)
+                            : pl_weights_load(path, g, buffers, &err);
+    free(buffers);
+    return status == PL_OK ? PL_EXIT_OK : pl_cli_report(&err);
 }
 
 pl_graph *pl_cli_load_model(const char *path, int *status)

@@ -24,6 +24,8 @@ static const command commands[] = {
                         "         [--all-ops]]               stages, bytes across devices)"},
     {"train", pl_cmd_train, "train MODEL.json [OPTIONS] train a model, on one device or placed\n"
                             "         [--plan P [--cluster C]]   by a plan"},
+    {"eval", pl_cmd_eval, "eval MODEL.json [OPTIONS]  forward only: the loss and accuracy of\n"
+                          "         [--weights W] [--inputs I]  given weights, outputs, gradients"},
     {"run", pl_cmd_run, "run MODEL.json --plan P    measure the step time of a placed model\n"
                         "         [--cluster C] [--trace F] [--timeline F.svg]"},
     {"simulate", pl_cmd_simulate, "simulate MODEL.json        predict the step time of a placed model\n"

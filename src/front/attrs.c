@@ -1,4 +1,5 @@
 /* The attribute table: names, types, ranges and defaults of every op attribute. */
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -7,6 +8,11 @@
 
 #define DIM_MAX 2147483647.0
 #define FIELD(f) offsetof(pl_attrs, f)
+
+_Static_assert(PL_ATTR_COUNT <= 32, "pl_attrs.given has one bit per attribute");
+
+/* In pl_gelu_approximate's order. */
+static const char *const gelu_approximations[] = {"tanh", "none", NULL};
 
 static const pl_attr_info attr_table[PL_ATTR_COUNT] = {
     [PL_ATTR_TRANSPOSE_A] = {"transpose_a", PL_ATTR_TYPE_BOOL, FIELD(transpose_a), 0, 1, 0},
@@ -31,6 +37,15 @@ static const pl_attr_info attr_table[PL_ATTR_COUNT] = {
     [PL_ATTR_RATE] = {"rate", PL_ATTR_TYPE_REAL, FIELD(rate), 0, 1, 0},
     [PL_ATTR_SEED] = {"seed", PL_ATTR_TYPE_INT, FIELD(seed), 0, 9007199254740991.0, 0},
     [PL_ATTR_K] = {"k", PL_ATTR_TYPE_INT, FIELD(k), 1, DIM_MAX, 0},
+    [PL_ATTR_MIN] = {"min", PL_ATTR_TYPE_REAL, FIELD(clamp_min), -1e30, 1e30, 0},
+    [PL_ATTR_MAX] = {"max", PL_ATTR_TYPE_REAL, FIELD(clamp_max), -1e30, 1e30, 0},
+    [PL_ATTR_APPROXIMATE] = {"approximate", PL_ATTR_TYPE_ENUM, FIELD(approximate), 0, 0, 0,
+                             gelu_approximations},
+    [PL_ATTR_CEIL_MODE] = {"ceil_mode", PL_ATTR_TYPE_BOOL, FIELD(ceil_mode), 0, 1, 0},
+    [PL_ATTR_COUNT_INCLUDE_PAD] = {"count_include_pad", PL_ATTR_TYPE_BOOL,
+                                   FIELD(count_include_pad), 0, 1, 0},
+    [PL_ATTR_OUTPUT_SIZE] = {"output_size", PL_ATTR_TYPE_PAIR, FIELD(output_size), 1, DIM_MAX,
+                             0},
 };
 
 const pl_attr_info *pl_attr_info_of(pl_attr_id id)
@@ -57,4 +72,6 @@ void pl_attrs_default(pl_attrs *attrs)
     attrs->factor = 1.0;
     attrs->eps = 1e-5;
     attrs->momentum = 0.9;
+    attrs->clamp_min = -INFINITY;
+    attrs->clamp_max = INFINITY;
 }

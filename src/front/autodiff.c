@@ -51,16 +51,6 @@ int pl_ad_grad_or_zeros(pl_autodiff *ad, int t)
     return grad >= 0 ? grad : pl_ad_emit(ad, PL_OP_ZEROS_LIKE, &t, 1, 1, NULL);
 }
 
-static bool same_shape(const pl_tensor *a, const pl_tensor *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i])
-            return false;
-    return true;
-}
-
 /* The parameter's accumulator, created on first use. */
 static int accumulator_of(pl_autodiff *ad, int param)
 {
@@ -85,9 +75,10 @@ bool pl_ad_contribute(pl_autodiff *ad, int t, int gradient)
     if (gradient < 0)
         return false;
     pl_tensor_kind kind = ad->g->tensors[t].kind;
-    if (kind != PL_TENSOR_PARAM && kind != PL_TENSOR_ACTIVATION)
-        return true; /* data, labels, constants: nothing to learn */
-    if (!same_shape(&ad->g->tensors[gradient], &ad->g->tensors[t])) {
+    if ((kind != PL_TENSOR_PARAM && kind != PL_TENSOR_ACTIVATION) || ad->g->tensors[t].frozen)
+        return true; /* data, labels, constants, frozen parameters: nothing to learn */
+    if (!pl_tensor_has_dims(&ad->g->tensors[gradient], ad->g->tensors[t].rank,
+                            ad->g->tensors[t].dims)) {
         int pair[2] = {gradient, t};
         if ((gradient = pl_ad_emit(ad, PL_OP_SUM_TO, pair, 2, 1, NULL)) < 0)
             return false;
@@ -108,6 +99,8 @@ bool pl_ad_contribute(pl_autodiff *ad, int t, int gradient)
 
 bool pl_ad_contribute_rows(pl_autodiff *ad, int table, int dy, int ids)
 {
+    if (ad->g->tensors[table].frozen)
+        return true; /* a frozen table: nothing to learn */
     if (ad->g->tensors[table].kind != PL_TENSOR_PARAM) {
         pl_error_set(ad->err, PL_EINPUT, NULL, "embedding \"%s\": the table \"%s\" must be "
                      "a parameter to be trained", ad->g->ops[ad->op].name,
@@ -126,7 +119,7 @@ static void mark_needs_and_homes(pl_autodiff *ad)
 {
     pl_graph *g = ad->g;
     for (int t = 0; t < g->n_tensors; t++)
-        ad->needs[t] = g->tensors[t].kind == PL_TENSOR_PARAM;
+        ad->needs[t] = g->tensors[t].kind == PL_TENSOR_PARAM && !g->tensors[t].frozen;
     for (int o = 0; o < g->n_forward_ops; o++) {
         const pl_op *op = &g->ops[o];
         bool any = false;
@@ -295,7 +288,8 @@ pl_status pl_autodiff_build(pl_graph *g, pl_error *err)
         ok = add_running_averages(&ad) && keep_lstm_gates(&ad);
     }
     if (ok && !ad.needs[g->loss]) {
-        pl_error_set(err, PL_EINPUT, NULL, "the loss \"%s\" does not depend on any parameter",
+        pl_error_set(err, PL_EINPUT, NULL, "the loss \"%s\" does not depend on any trainable "
+                     "parameter",
                      g->tensors[g->loss].name);
         ok = false;
     }

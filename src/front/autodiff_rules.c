@@ -69,6 +69,24 @@ bool pl_backward_mul(pl_autodiff *ad, int op)
     return true;
 }
 
+/* y = a / b: da = dy / b; db = -dy * a / b^2 = -(dy / b) * y. contribute reduces the
+ * broadcast axes of each. */
+bool pl_backward_div(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int dy = pl_ad_grad(ad, f.outputs[0]), a = f.inputs[0], b = f.inputs[1], y = f.outputs[0];
+    int dy_over_b = EMIT(PL_OP_DIV, 1, NULL, dy, b);
+    if (dy_over_b < 0 || (pl_ad_needs(ad, a) && !pl_ad_contribute(ad, a, dy_over_b)))
+        return false;
+    if (!pl_ad_needs(ad, b))
+        return true;
+    pl_attrs negate;
+    pl_attrs_default(&negate);
+    negate.factor = -1;
+    int product = EMIT(PL_OP_MUL, 1, NULL, dy_over_b, y);
+    return product >= 0 && pl_ad_contribute(ad, b, EMIT(PL_OP_SCALE, 1, &negate, product));
+}
+
 bool pl_backward_scale(pl_autodiff *ad, int op)
 {
     pl_op f = forward(ad, op);
@@ -85,6 +103,10 @@ bool pl_backward_activation(pl_autodiff *ad, int op)
     case PL_OP_RELU: dx = EMIT(PL_OP_RELU_GRAD, 1, NULL, dy, y); break;
     case PL_OP_GELU: dx = EMIT(PL_OP_GELU_GRAD, 1, NULL, dy, x); break;
     case PL_OP_TANH: dx = EMIT(PL_OP_TANH_GRAD, 1, NULL, dy, y); break;
+    case PL_OP_CLAMP: dx = EMIT(PL_OP_CLAMP_GRAD, 1, NULL, dy, x); break;
+    case PL_OP_HARDSIGMOID: dx = EMIT(PL_OP_HARDSIGMOID_GRAD, 1, NULL, dy, x); break;
+    case PL_OP_HARDSWISH: dx = EMIT(PL_OP_HARDSWISH_GRAD, 1, NULL, dy, x); break;
+    case PL_OP_ERF: dx = EMIT(PL_OP_ERF_GRAD, 1, NULL, dy, x); break;
     default: dx = EMIT(PL_OP_SIGMOID_GRAD, 1, NULL, dy, y); break;
     }
     return pl_ad_contribute(ad, x, dx);
@@ -158,9 +180,10 @@ bool pl_backward_conv2d(pl_autodiff *ad, int op)
 bool pl_backward_pool(pl_autodiff *ad, int op)
 {
     pl_op f = forward(ad, op);
-    pl_op_kind kind = f.kind == PL_OP_MAX_POOL   ? PL_OP_MAX_POOL_GRAD
-                      : f.kind == PL_OP_AVG_POOL ? PL_OP_AVG_POOL_GRAD
-                                                 : PL_OP_GLOBAL_AVG_POOL_GRAD;
+    pl_op_kind kind = f.kind == PL_OP_MAX_POOL            ? PL_OP_MAX_POOL_GRAD
+                      : f.kind == PL_OP_AVG_POOL          ? PL_OP_AVG_POOL_GRAD
+                      : f.kind == PL_OP_ADAPTIVE_AVG_POOL ? PL_OP_ADAPTIVE_AVG_POOL_GRAD
+                                                          : PL_OP_GLOBAL_AVG_POOL_GRAD;
     return pl_ad_contribute(ad, f.inputs[0],
                             EMIT(kind, 1, NULL, pl_ad_grad(ad, f.outputs[0]), f.inputs[0]));
 }

@@ -35,6 +35,16 @@ bool pl_tensor_within_limits(const pl_tensor *tensor)
     return true;
 }
 
+bool pl_tensor_has_dims(const pl_tensor *t, int rank, const int64_t *dims)
+{
+    if (t->rank != rank)
+        return false;
+    for (int i = 0; i < rank; i++)
+        if (t->dims[i] != dims[i])
+            return false;
+    return true;
+}
+
 int64_t pl_tensor_bytes(const pl_tensor *tensor)
 {
     return pl_tensor_elements(tensor) * 4; /* f32 and i32 alike */

@@ -37,7 +37,7 @@ typedef enum pl_dtype { PL_F32, PL_I32 } pl_dtype;
 
 typedef enum pl_tensor_kind {
     PL_TENSOR_INPUT,      /* fed each step: data or labels */
-    PL_TENSOR_PARAM,      /* trained state */
+    PL_TENSOR_PARAM,      /* the model's state: trained, or frozen (pl_tensor.frozen) */
     PL_TENSOR_ACTIVATION, /* produced by an op */
     PL_TENSOR_STATE,      /* kept across steps, changed in place: gradient accumulators,
                              optimiser moments, batch-norm running averages */
@@ -54,12 +54,14 @@ typedef enum pl_init_kind {
     PL_INIT_NORMAL,
     PL_INIT_GLOROT_UNIFORM,
     PL_INIT_HE_NORMAL,
+    PL_INIT_VALUES, /* every element given, row-major */
 } pl_init_kind;
 
 typedef struct pl_init {
     pl_init_kind kind;
     double a, b; /* value; low, high; mean, std */
     uint64_t seed;
+    const double *values; /* PL_INIT_VALUES: the tensor's elements (the graph's arena) */
 } pl_init;
 
 typedef struct pl_tensor {
@@ -73,6 +75,8 @@ typedef struct pl_tensor {
     pl_init init;  /* parameters, states and constants */
     int producer;  /* op index, or -1 for inputs, parameters, states and constants */
     int param;     /* states: the parameter they serve, or -1 */
+    bool frozen;   /* parameters: "trainable": false, a constant or buffer that gets no
+                      gradient, no optimiser state and no update */
 } pl_tensor;
 
 /* Where an op belongs in a training step: forward and backward ops run once per
@@ -148,6 +152,8 @@ int64_t pl_tensor_elements(const pl_tensor *tensor);
 /* Every dimension 1 to PL_MAX_DIM and at most PL_MAX_ELEMENTS elements, checked without
  * overflow (pl_tensor_elements multiplies blindly). */
 bool pl_tensor_within_limits(const pl_tensor *tensor);
+/* Whether the tensor's shape is `rank` dimensions equal to `dims`. */
+bool pl_tensor_has_dims(const pl_tensor *tensor, int rank, const int64_t *dims);
 int64_t pl_tensor_bytes(const pl_tensor *tensor);
 const char *pl_dtype_name(pl_dtype dtype);
 

@@ -2,6 +2,7 @@
 #include "init.h"
 
 #include <math.h>
+#include <stdint.h>
 
 #include "rng.h"
 
@@ -19,8 +20,25 @@ void pl_tensor_fans(const pl_tensor *t, double *fan_in, double *fan_out)
     }
 }
 
-void pl_tensor_initialize(const pl_tensor *t, float *data)
+/* i32 tensors (frozen parameters: ids, positions) hold integers. */
+static void initialize_integers(const pl_tensor *t, int32_t *data)
 {
+    int64_t n = pl_tensor_elements(t);
+    const pl_init *init = &t->init;
+    for (int64_t i = 0; i < n; i++)
+        data[i] = init->kind == PL_INIT_VALUES  ? (int32_t)init->values[i]
+                  : init->kind == PL_INIT_ONES  ? 1
+                  : init->kind == PL_INIT_CONSTANT ? (int32_t)init->a
+                                                   : 0;
+}
+
+void pl_tensor_initialize(const pl_tensor *t, void *buffer)
+{
+    if (t->dtype == PL_I32) {
+        initialize_integers(t, buffer);
+        return;
+    }
+    float *data = buffer;
     int64_t n = pl_tensor_elements(t);
     const pl_init *init = &t->init;
     double fan_in, fan_out;
@@ -47,6 +65,10 @@ void pl_tensor_initialize(const pl_tensor *t, float *data)
             data[i] = (float)(low + (high - low) * pl_rng_uniform(init->seed, (uint64_t)i));
         return;
     }
+    case PL_INIT_VALUES:
+        for (int64_t i = 0; i < n; i++)
+            data[i] = (float)init->values[i];
+        return;
     case PL_INIT_NORMAL:
     case PL_INIT_HE_NORMAL: {
         double mean = init->a, std = init->b;

@@ -6,8 +6,9 @@
 
 #include "graph.h"
 
-/* Fills `data` (pl_tensor_elements(t) floats). Thread-safe. */
-void pl_tensor_initialize(const pl_tensor *t, float *data);
+/* Fills `data` (pl_tensor_elements(t) floats, or int32_t for an i32 tensor, whose
+ * initialisers are zeros, ones, constant and values). Thread-safe. */
+void pl_tensor_initialize(const pl_tensor *t, void *data);
 
 /* Fan-in and fan-out as docs/model-format.md defines them. */
 void pl_tensor_fans(const pl_tensor *t, double *fan_in, double *fan_out);

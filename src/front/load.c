@@ -3,6 +3,9 @@
  * load_order.c. */
 #include "load.h"
 
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,9 +142,45 @@ static const struct {
     {"normal", PL_INIT_NORMAL, "mean", "std", true},
     {"glorot_uniform", PL_INIT_GLOROT_UNIFORM, NULL, NULL, true},
     {"he_normal", PL_INIT_HE_NORMAL, NULL, NULL, true},
+    {"values", PL_INIT_VALUES, NULL, NULL, false},
 };
 
-static bool read_init(loader *L, const json_t *init, pl_init *out)
+/* "values": one finite number per element of `tensor`, row-major (integers in range for
+ * an i32 tensor), kept in the graph's arena. */
+static bool read_values(loader *L, const json_t *init, const pl_tensor *tensor, pl_init *out)
+{
+    json_t *values;
+    if (!pl_json_member(&L->r, init, "values", JSON_ARRAY, true, &values))
+        return false;
+    size_t back = pl_json_push_key(&L->r, "values");
+    int64_t n = pl_tensor_elements(tensor);
+    if ((int64_t)json_array_size(values) != n) {
+        char shape[160];
+        pl_shape_format(tensor, shape, sizeof shape);
+        return pl_json_fail(&L->r, "%zu values for a tensor of shape %s (%lld elements)",
+                            json_array_size(values), shape, (long long)n);
+    }
+    double *copy = pl_arena_alloc(&L->graph->arena, (size_t)(n ? n : 1) * sizeof *copy);
+    if (!copy)
+        return pl_json_fail(&L->r, "out of memory");
+    for (int64_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(values, (size_t)i);
+        double x = json_is_number(v) ? json_number_value(v) : NAN;
+        bool integral = json_is_integer(v) && x >= INT32_MIN && x <= INT32_MAX;
+        if (tensor->dtype == PL_I32 ? !integral : !(fabs(x) <= FLT_MAX)) {
+            pl_json_push_index(&L->r, (size_t)i);
+            return pl_json_fail(&L->r, "expected %s, found %s", tensor->dtype == PL_I32 ?
+                                "an integer in i32's range" : "a number in f32's range",
+                                json_is_number(v) ? "one out of range" : pl_json_type_name(v));
+        }
+        copy[i] = x;
+    }
+    out->values = copy;
+    pl_json_pop(&L->r, back);
+    return true;
+}
+
+static bool read_init(loader *L, const json_t *init, const pl_tensor *tensor, pl_init *out)
 {
     if (!json_is_object(init))
         return pl_json_fail(&L->r, "expected an object, found %s", pl_json_type_name(init));
@@ -154,7 +193,20 @@ static bool read_init(loader *L, const json_t *init, pl_init *out)
     if (k == n) {
         pl_json_push_key(&L->r, "kind");
         return pl_json_fail(&L->r, "unknown initialiser \"%s\" (known: zeros, ones, constant, "
-                            "uniform, normal, glorot_uniform, he_normal)", kind);
+                            "uniform, normal, glorot_uniform, he_normal, values)", kind);
+    }
+    if (tensor->dtype == PL_I32 && init_kinds[k].kind != PL_INIT_ZEROS &&
+        init_kinds[k].kind != PL_INIT_ONES && init_kinds[k].kind != PL_INIT_CONSTANT &&
+        init_kinds[k].kind != PL_INIT_VALUES) {
+        pl_json_push_key(&L->r, "kind");
+        return pl_json_fail(&L->r, "an i32 parameter takes zeros, ones, constant or values, "
+                            "not \"%s\"", kind);
+    }
+    if (init_kinds[k].kind == PL_INIT_VALUES) {
+        static const char *const value_fields[] = {"kind", "values", NULL};
+        out->kind = PL_INIT_VALUES;
+        return pl_json_expect_object(&L->r, init, value_fields) &&
+               read_values(L, init, tensor, out);
     }
     const char *fields[] = {"kind", init_kinds[k].seeded ? "seed" : init_kinds[k].a,
                             init_kinds[k].seeded ? init_kinds[k].a : NULL, init_kinds[k].b,
@@ -165,6 +217,11 @@ static bool read_init(loader *L, const json_t *init, pl_init *out)
     const double big = 1e30;
     if (init_kinds[k].a && !pl_json_number(&L->r, init, init_kinds[k].a, true, -big, big, &out->a))
         return false;
+    if (tensor->dtype == PL_I32 && out->kind == PL_INIT_CONSTANT &&
+        !(out->a == floor(out->a) && out->a >= INT32_MIN && out->a <= INT32_MAX)) {
+        pl_json_push_key(&L->r, "value");
+        return pl_json_fail(&L->r, "%g is not an integer in i32's range", out->a);
+    }
     if (init_kinds[k].b) {
         bool is_std = out->kind == PL_INIT_NORMAL;
         if (!pl_json_number(&L->r, init, init_kinds[k].b, true, is_std ? 0 : -big, big, &out->b))
@@ -184,10 +241,10 @@ static bool read_init(loader *L, const json_t *init, pl_init *out)
 
 static bool read_parameter(loader *L, const json_t *value, int index)
 {
-    static const char *const fields[] = {"name", "shape", "dtype", "init", NULL};
+    static const char *const fields[] = {"name", "shape", "dtype", "trainable", "init", NULL};
     if (!pl_json_expect_object(&L->r, value, fields))
         return false;
-    json_t *name, *init;
+    json_t *name, *init, *trainable = json_object_get(value, "trainable");
     if (!pl_json_member(&L->r, value, "name", JSON_STRING, true, &name))
         return false;
     size_t back = pl_json_push_key(&L->r, "name");
@@ -200,14 +257,21 @@ static bool read_parameter(loader *L, const json_t *value, int index)
     if (!read_shape(L, value, "shape", 0, PL_MAX_RANK, tensor) ||
         !read_dtype(L, value, false, &tensor->dtype))
         return false;
-    if (tensor->dtype != PL_F32) {
+    if (trainable && !json_is_boolean(trainable)) {
+        pl_json_push_key(&L->r, "trainable");
+        return pl_json_fail(&L->r, "expected true or false, found %s",
+                            pl_json_type_name(trainable));
+    }
+    tensor->frozen = trainable && json_is_false(trainable);
+    if (tensor->dtype != PL_F32 && !tensor->frozen) {
         pl_json_push_key(&L->r, "dtype");
-        return pl_json_fail(&L->r, "parameters are trained, so they must be f32");
+        return pl_json_fail(&L->r, "a trained parameter must be f32 (an i32 one needs "
+                            "\"trainable\": false)");
     }
     if (!pl_json_member(&L->r, value, "init", JSON_OBJECT, true, &init))
         return false;
     pl_json_push_key(&L->r, "init");
-    if (!read_init(L, init, &tensor->init))
+    if (!read_init(L, init, tensor, &tensor->init))
         return false;
     pl_json_pop(&L->r, back);
     return true;

@@ -91,6 +91,27 @@ static bool read_int_value(loader *L, const json_t *value, const pl_attr_info *i
     return true;
 }
 
+/* One of info->names, stored as its index; a mistake lists the accepted names. */
+static bool read_enum(loader *L, const json_t *value, const pl_attr_info *info, int *out)
+{
+    char allowed[128];
+    size_t used = 0;
+    allowed[0] = '\0';
+    for (int i = 0; info->names[i] && used < sizeof allowed; i++)
+        used += (size_t)snprintf(allowed + used, sizeof allowed - used, "%s\"%s\"",
+                                 i ? ", " : "", info->names[i]);
+    if (!json_is_string(value))
+        return pl_json_fail(&L->r, "\"%s\" takes one of %s, found %s", info->name, allowed,
+                            pl_json_type_name(value));
+    const char *text = json_string_value(value);
+    for (int i = 0; info->names[i]; i++)
+        if (strcmp(text, info->names[i]) == 0) {
+            *out = i;
+            return true;
+        }
+    return pl_json_fail(&L->r, "%s \"%s\" is not one of %s", info->name, text, allowed);
+}
+
 static bool read_attr(loader *L, const json_t *value, const pl_attr_info *info,
                       pl_attrs *attrs)
 {
@@ -159,6 +180,8 @@ static bool read_attr(loader *L, const json_t *value, const pl_attr_info *info,
         *(double *)field = v;
         return true;
     }
+    case PL_ATTR_TYPE_ENUM:
+        return read_enum(L, value, info, field);
     }
     return pl_json_fail(&L->r, "attribute \"%s\" has an unknown type", info->name);
 }

@@ -203,6 +203,19 @@ static bool infer_dropout(pl_infer_ctx *ctx)
     return infer_unary(ctx);
 }
 
+/* clamp: "min" and "max" are each optional, but one must be given and they must not cross. */
+static bool infer_clamp(pl_infer_ctx *ctx)
+{
+    const pl_attrs *at = ctx->attrs;
+    uint32_t bounds = PL_ATTR_BIT(PL_ATTR_MIN) | PL_ATTR_BIT(PL_ATTR_MAX);
+    if (!(at->given & bounds))
+        return pl_infer_fail(ctx, NO_INPUT, NO_ATTR, "needs \"min\", \"max\" or both");
+    if (at->clamp_min > at->clamp_max)
+        return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_MAX, "max %g is below min %g",
+                             at->clamp_max, at->clamp_min);
+    return infer_unary(ctx);
+}
+
 static double flops_none(const pl_infer_ctx *ctx) { return 0; }
 static double flops_out1(const pl_infer_ctx *ctx) { return (double)elements(ctx->out[0]); }
 static double flops_out2(const pl_infer_ctx *ctx) { return 2.0 * elements(ctx->out[0]); }
@@ -370,14 +383,18 @@ static bool infer_batch_norm(pl_infer_ctx *ctx)
 
 /* ---- convolution and pooling ----------------------------------------------------------- */
 
-/* Output size of a window sliding over `size`; false when the window does not fit. */
+/* Output size of a window sliding over `size`; false when the window does not fit.
+ * ceil_mode (pooling, as PyTorch): a last, partial window is kept when it starts inside
+ * the input or its left padding. */
 static bool window_out(int64_t size, int64_t kernel, int64_t stride, int64_t pad,
-                       int64_t dilation, int64_t *out)
+                       int64_t dilation, bool ceil_mode, int64_t *out)
 {
     int64_t span = dilation * (kernel - 1) + 1, room = size + 2 * pad;
     if (room < span)
         return false;
-    *out = (room - span) / stride + 1;
+    *out = (room - span + (ceil_mode ? stride - 1 : 0)) / stride + 1;
+    if (ceil_mode && (*out - 1) * stride >= size + pad)
+        (*out)--;
     return true;
 }
 
@@ -412,7 +429,7 @@ static bool infer_conv2d(pl_infer_ctx *ctx)
     int64_t dims[4] = {x->dims[0], o, 0, 0};
     for (int a = 0; a < 2; a++) {
         if (!window_out(x->dims[2 + a], w->dims[2 + a], at->stride[a], at->padding[a],
-                        at->dilation[a], &dims[2 + a])) {
+                        at->dilation[a], false, &dims[2 + a])) {
             shape_text sx = shape_of(x), sw = shape_of(w);
             return pl_infer_fail(ctx, 1, NO_ATTR, "filter %s does not fit the input %s with "
                                  "padding %lld and dilation %lld", sw.s, sx.s,
@@ -444,7 +461,8 @@ static bool infer_pool(pl_infer_ctx *ctx)
             return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_PADDING, "padding %lld is more than "
                                  "half the kernel %lld", (long long)at->padding[a],
                                  (long long)k);
-        if (!window_out(x->dims[2 + a], k, stride, at->padding[a], 1, &dims[2 + a])) {
+        if (!window_out(x->dims[2 + a], k, stride, at->padding[a], 1, at->ceil_mode,
+                        &dims[2 + a])) {
             shape_text sx = shape_of(x);
             return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_KERNEL, "kernel %lldx%lld does not "
                                  "fit the input %s", (long long)at->kernel[0],
@@ -467,6 +485,45 @@ static bool infer_global_avg_pool(pl_infer_ctx *ctx)
         return false;
     set_output(ctx->out[0], PL_F32, 2, x->dims, x->batched);
     return true;
+}
+
+/* adaptive_avg_pool: [N,C,H,W] -> [N,C,OH,OW], output_size [OH,OW] (any sizes, larger
+ * than the input too: windows then repeat cells). */
+static bool infer_adaptive_avg_pool(pl_infer_ctx *ctx)
+{
+    const pl_tensor *x = ctx->in[0];
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 4, 4))
+        return false;
+    int64_t dims[4] = {x->dims[0], x->dims[1], ctx->attrs->output_size[0],
+                       ctx->attrs->output_size[1]};
+    set_output(ctx->out[0], PL_F32, 4, dims, x->batched);
+    return true;
+}
+
+/* Cells read along one axis: window i is [floor(i*in/out), ceil((i+1)*in/out)). */
+static double adaptive_cells(int64_t in, int64_t out)
+{
+    double cells = 0;
+    for (int64_t i = 0; i < out; i++)
+        cells += (double)(((i + 1) * in + out - 1) / out - i * in / out);
+    return cells;
+}
+
+/* One FLOP per input cell read, the repeats of overlapping windows included. */
+static double adaptive_flops(const pl_tensor *x, const pl_tensor *y)
+{
+    return (double)(x->dims[0] * x->dims[1]) * adaptive_cells(x->dims[2], y->dims[2]) *
+           adaptive_cells(x->dims[3], y->dims[3]);
+}
+
+static double flops_adaptive_avg_pool(const pl_infer_ctx *ctx)
+{
+    return adaptive_flops(ctx->in[0], ctx->out[0]);
+}
+
+static double flops_adaptive_avg_pool_grad(const pl_infer_ctx *ctx) /* dy, x -> dx */
+{
+    return adaptive_flops(ctx->in[1], ctx->in[0]);
 }
 
 /* ---- joining and cutting ---------------------------------------------------------------- */
@@ -746,7 +803,7 @@ static double flops_lstm_cell(const pl_infer_ctx *ctx)
 
 #define A(id) PL_ATTR_BIT(PL_ATTR_##id)
 #define CONV_ATTRS (A(STRIDE) | A(PADDING) | A(DILATION) | A(GROUPS))
-#define POOL_ATTRS (A(KERNEL) | A(STRIDE) | A(PADDING))
+#define POOL_ATTRS (A(KERNEL) | A(STRIDE) | A(PADDING) | A(CEIL_MODE))
 
 static const pl_op_info op_table[PL_OP_COUNT] = {
 #define OP(kind, text, in_min, in_max, out_min, out_max, accepted, needed, infer_fn, flops_fn, \
@@ -764,15 +821,25 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
        .backward = pl_backward_sub),
     OP(PL_OP_MUL, "mul", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1,
        .backward = pl_backward_mul),
+    OP(PL_OP_DIV, "div", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1,
+       .backward = pl_backward_div),
     OP(PL_OP_SCALE, "scale", 1, 1, 1, 1, A(FACTOR), A(FACTOR), infer_unary, flops_out1,
        .backward = pl_backward_scale),
     OP(PL_OP_RELU, "relu", 1, 1, 1, 1, 0, 0, infer_unary, flops_out1,
        .backward = pl_backward_activation),
-    OP(PL_OP_GELU, "gelu", 1, 1, 1, 1, 0, 0, infer_unary, flops_out8,
+    OP(PL_OP_GELU, "gelu", 1, 1, 1, 1, A(APPROXIMATE), 0, infer_unary, flops_out8,
        .backward = pl_backward_activation),
     OP(PL_OP_TANH, "tanh", 1, 1, 1, 1, 0, 0, infer_unary, flops_out5,
        .backward = pl_backward_activation),
     OP(PL_OP_SIGMOID, "sigmoid", 1, 1, 1, 1, 0, 0, infer_unary, flops_out4,
+       .backward = pl_backward_activation),
+    OP(PL_OP_CLAMP, "clamp", 1, 1, 1, 1, A(MIN) | A(MAX), 0, infer_clamp, flops_out2,
+       .backward = pl_backward_activation),
+    OP(PL_OP_HARDSIGMOID, "hardsigmoid", 1, 1, 1, 1, 0, 0, infer_unary, flops_out4,
+       .backward = pl_backward_activation),
+    OP(PL_OP_HARDSWISH, "hardswish", 1, 1, 1, 1, 0, 0, infer_unary, flops_out4,
+       .backward = pl_backward_activation),
+    OP(PL_OP_ERF, "erf", 1, 1, 1, 1, 0, 0, infer_unary, flops_out8,
        .backward = pl_backward_activation),
     OP(PL_OP_SOFTMAX, "softmax", 1, 1, 1, 1, A(AXIS), 0, infer_softmax, flops_out5,
        .backward = pl_backward_softmax),
@@ -793,9 +860,13 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
        .backward = pl_backward_conv2d),
     OP(PL_OP_MAX_POOL, "max_pool", 1, 1, 1, 1, POOL_ATTRS, A(KERNEL), infer_pool, flops_pool,
        .backward = pl_backward_pool),
-    OP(PL_OP_AVG_POOL, "avg_pool", 1, 1, 1, 1, POOL_ATTRS, A(KERNEL), infer_pool, flops_pool,
+    OP(PL_OP_AVG_POOL, "avg_pool", 1, 1, 1, 1, POOL_ATTRS | A(COUNT_INCLUDE_PAD), A(KERNEL),
+       infer_pool, flops_pool,
        .backward = pl_backward_pool),
     OP(PL_OP_GLOBAL_AVG_POOL, "global_avg_pool", 1, 1, 1, 1, 0, 0, infer_global_avg_pool, flops_in1,
+       .backward = pl_backward_pool),
+    OP(PL_OP_ADAPTIVE_AVG_POOL, "adaptive_avg_pool", 1, 1, 1, 1, A(OUTPUT_SIZE), A(OUTPUT_SIZE),
+       infer_adaptive_avg_pool, flops_adaptive_avg_pool,
        .backward = pl_backward_pool),
     OP(PL_OP_CONCAT, "concat", 1, -1, 1, 1, A(AXIS), A(AXIS), infer_concat, flops_none,
        .backward = pl_backward_concat),
@@ -843,6 +914,14 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
              pl_flops_elements_out0x4),
     INTERNAL(PL_OP_SIGMOID_GRAD, "sigmoid_grad", 2, 2, 1, 1, pl_infer_like_first,
              pl_flops_elements_out0x4),
+    INTERNAL(PL_OP_CLAMP_GRAD, "clamp_grad", 2, 2, 1, 1, pl_infer_like_first,
+             pl_flops_elements_in0),
+    INTERNAL(PL_OP_HARDSIGMOID_GRAD, "hardsigmoid_grad", 2, 2, 1, 1, pl_infer_like_first,
+             pl_flops_elements_out0x4),
+    INTERNAL(PL_OP_HARDSWISH_GRAD, "hardswish_grad", 2, 2, 1, 1, pl_infer_like_first,
+             pl_flops_elements_out0x4),
+    INTERNAL(PL_OP_ERF_GRAD, "erf_grad", 2, 2, 1, 1, pl_infer_like_first,
+             pl_flops_elements_out0x4),
     INTERNAL(PL_OP_SOFTMAX_GRAD, "softmax_grad", 2, 2, 1, 1, pl_infer_like_first,
              pl_flops_elements_out0x4),
     INTERNAL(PL_OP_LOG_SOFTMAX_GRAD, "log_softmax_grad", 2, 2, 1, 1, pl_infer_like_first,
@@ -865,6 +944,8 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
              pl_flops_elements_out0x4),
     INTERNAL(PL_OP_GLOBAL_AVG_POOL_GRAD, "global_avg_pool_grad", 2, 2, 1, 1,
              pl_infer_like_second, pl_flops_elements_in0),
+    INTERNAL(PL_OP_ADAPTIVE_AVG_POOL_GRAD, "adaptive_avg_pool_grad", 2, 2, 1, 1,
+             pl_infer_like_second, flops_adaptive_avg_pool_grad),
     INTERNAL(PL_OP_SLICE_GRAD, "slice_grad", 2, 2, 1, 1, pl_infer_like_second, pl_flops_zero),
     INTERNAL(PL_OP_RESHAPE_LIKE, "reshape_like", 2, 2, 1, 1, pl_infer_like_second,
              pl_flops_zero),

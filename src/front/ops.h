@@ -21,11 +21,16 @@ typedef enum pl_op_kind {
     PL_OP_ADD,
     PL_OP_SUB,
     PL_OP_MUL,
+    PL_OP_DIV,
     PL_OP_SCALE,
     PL_OP_RELU,
     PL_OP_GELU,
     PL_OP_TANH,
     PL_OP_SIGMOID,
+    PL_OP_CLAMP,
+    PL_OP_HARDSIGMOID,
+    PL_OP_HARDSWISH,
+    PL_OP_ERF,
     PL_OP_SOFTMAX,
     PL_OP_LOG_SOFTMAX,
     PL_OP_SOFTMAX_CROSS_ENTROPY,
@@ -36,6 +41,7 @@ typedef enum pl_op_kind {
     PL_OP_MAX_POOL,
     PL_OP_AVG_POOL,
     PL_OP_GLOBAL_AVG_POOL,
+    PL_OP_ADAPTIVE_AVG_POOL,
     PL_OP_CONCAT,
     PL_OP_SPLIT,
     PL_OP_SLICE,
@@ -57,6 +63,10 @@ typedef enum pl_op_kind {
     PL_OP_GELU_GRAD,       /* dy, x -> dy * gelu'(x) */
     PL_OP_TANH_GRAD,       /* dy, y -> dy * (1 - y^2) */
     PL_OP_SIGMOID_GRAD,    /* dy, y -> dy * y * (1 - y) */
+    PL_OP_CLAMP_GRAD,      /* dy, x -> dy where min < x < max, else 0 */
+    PL_OP_HARDSIGMOID_GRAD, /* dy, x -> dy / 6 where -3 < x < 3, else 0 */
+    PL_OP_HARDSWISH_GRAD,  /* dy, x -> 0 below -3, dy * (x/3 + 1/2) up to 3, dy above */
+    PL_OP_ERF_GRAD,        /* dy, x -> dy * 2/sqrt(pi) * exp(-x^2) */
     PL_OP_SOFTMAX_GRAD,    /* dy, y -> y * (dy - sum(dy * y)) along axis; also top-k gates */
     PL_OP_LOG_SOFTMAX_GRAD,            /* dy, y -> dy - exp(y) * sum(dy) along axis */
     PL_OP_SOFTMAX_CROSS_ENTROPY_GRAD,  /* logits, labels, dloss -> dlogits */
@@ -68,6 +78,7 @@ typedef enum pl_op_kind {
     PL_OP_MAX_POOL_GRAD,   /* dy, x -> dx (to the first maximum of each window) */
     PL_OP_AVG_POOL_GRAD,   /* dy, x -> dx */
     PL_OP_GLOBAL_AVG_POOL_GRAD, /* dy, x -> dx */
+    PL_OP_ADAPTIVE_AVG_POOL_GRAD, /* dy, x -> dx */
     PL_OP_SLICE_GRAD,      /* dy, x -> dx: dy in [start, end) along axis, zeros elsewhere */
     PL_OP_RESHAPE_LIKE,    /* x, like -> x's elements in like's shape */
     PL_OP_BROADCAST_LIKE,  /* dy, x -> factor * dy repeated over the `axes` reduced from x */
@@ -108,6 +119,12 @@ typedef enum pl_attr_id {
     PL_ATTR_RATE,
     PL_ATTR_SEED,
     PL_ATTR_K,
+    PL_ATTR_MIN,
+    PL_ATTR_MAX,
+    PL_ATTR_APPROXIMATE,
+    PL_ATTR_CEIL_MODE,
+    PL_ATTR_COUNT_INCLUDE_PAD,
+    PL_ATTR_OUTPUT_SIZE,
     PL_ATTR_COUNT
 } pl_attr_id;
 
@@ -119,7 +136,11 @@ typedef enum pl_attr_type {
     PL_ATTR_TYPE_PAIR, /* integer or [h, w], each within [min, max] */
     PL_ATTR_TYPE_INTS, /* array of integers within [min, max] */
     PL_ATTR_TYPE_REAL, /* number within [min, max] */
+    PL_ATTR_TYPE_ENUM, /* one of the strings in `names`, stored as its index (an int) */
 } pl_attr_type;
+
+/* gelu's "approximate": the index of each name in its attribute's `names`. */
+typedef enum pl_gelu_approximate { PL_GELU_TANH, PL_GELU_EXACT } pl_gelu_approximate;
 
 typedef struct pl_int_list {
     int n;
@@ -130,11 +151,13 @@ typedef struct pl_int_list {
  * op does not accept keep the defaults of pl_attrs_default. */
 typedef struct pl_attrs {
     uint32_t given; /* PL_ATTR_BIT of each attribute the model file set */
-    bool transpose_a, transpose_b, keepdims;
+    bool transpose_a, transpose_b, keepdims, ceil_mode, count_include_pad;
+    int approximate; /* pl_gelu_approximate */
     int64_t axis, groups, start, end, k;
-    int64_t stride[2], padding[2], dilation[2], kernel[2];
+    int64_t stride[2], padding[2], dilation[2], kernel[2], output_size[2];
     pl_int_list axes, sizes, shape, perm;
     double factor, eps, momentum, rate;
+    double clamp_min, clamp_max; /* "min" and "max": -inf and +inf when not given */
     int64_t seed;
     /* Internal ops only (set by autodiff, never read from a file): the optimiser. */
     double lr, weight_decay, beta1, beta2;
@@ -146,6 +169,7 @@ typedef struct pl_attr_info {
     size_t offset;   /* of the field in pl_attrs */
     double min, max; /* inclusive range of each value */
     int max_count;   /* PL_ATTR_TYPE_INTS: the longest list accepted */
+    const char *const *names; /* PL_ATTR_TYPE_ENUM: the accepted strings, NULL-terminated */
 } pl_attr_info;
 
 const pl_attr_info *pl_attr_info_of(pl_attr_id id);

@@ -135,9 +135,9 @@ static int64_t walk_run(const walk *w, const walk_pos *p, int64_t left)
     return row < left ? row : left;
 }
 
-/* ---- add, sub, mul ---------------------------------------------------------------------- */
+/* ---- add, sub, mul, div ---------------------------------------------------------------------- */
 
-typedef enum binary_op { OP_ADD, OP_SUB, OP_MUL } binary_op;
+typedef enum binary_op { OP_ADD, OP_SUB, OP_MUL, OP_DIV } binary_op;
 
 /* One run of y = a op b with element strides sa and sb (0: broadcast). The common stride
  * pairs get loops of their own so that they vectorise. */
@@ -181,6 +181,9 @@ static void binary_run(binary_op op, float *y, const float *a, int64_t sa, const
     case OP_MUL:
         BINARY_RUN(av * bv);
         break;
+    case OP_DIV:
+        BINARY_RUN(av / bv);
+        break;
     }
 }
 
@@ -220,6 +223,11 @@ PL_KERNEL(sub)
 PL_KERNEL(mul)
 {
     binary_kernel(args, OP_MUL);
+}
+
+PL_KERNEL(div)
+{
+    binary_kernel(args, OP_DIV);
 }
 
 /* ---- activations ------------------------------------------------------------------------ */
@@ -267,9 +275,45 @@ static inline float gelu_derivative(float x)
     return s + 2.0f * x * s * (1.0f - s) * GELU_C * (1.0f + 3.0f * GELU_A * x * x);
 }
 
+/* The exact gelu, x * Phi(x) = x/2 erfc(-x/sqrt(2)): erfc keeps the relative precision
+ * that 1 + erf(x/sqrt(2)) loses for x well below 0. */
+static inline float gelu_exact(float x)
+{
+    return 0.5f * x * erfcf(-x * (float)M_SQRT1_2);
+}
+
+/* d/dx: Phi(x) + x phi(x). */
+static inline float gelu_exact_derivative(float x)
+{
+    const float inv_sqrt_2pi = 0.3989422804014327f;
+    return 0.5f * erfcf(-x * (float)M_SQRT1_2) + x * inv_sqrt_2pi * expf(-0.5f * x * x);
+}
+
 static inline float sigmoid(float x)
 {
     return pl_sigmoidf(x);
+}
+
+/* The hard activations, in PyTorch's order of operations (the same float roundings), and
+ * their gradients with PyTorch's values at the kinks. */
+static inline float clamp(float x, float lo, float hi)
+{
+    return x < lo ? lo : x > hi ? hi : x; /* NaN passes through */
+}
+
+static inline float hardsigmoid(float x)
+{
+    return clamp(x + 3.0f, 0.0f, 6.0f) / 6.0f;
+}
+
+static inline float hardswish(float x)
+{
+    return x * clamp(x + 3.0f, 0.0f, 6.0f) / 6.0f;
+}
+
+static inline float hardswish_grad(float dy, float x)
+{
+    return x < -3.0f ? 0.0f : x <= 3.0f ? dy * (x / 3.0f + 0.5f) : dy;
 }
 
 PL_KERNEL(scale)
@@ -285,7 +329,10 @@ PL_KERNEL(relu)
 
 PL_KERNEL(gelu)
 {
-    UNARY_KERNEL(gelu(x));
+    if (args->op->attrs.approximate == PL_GELU_EXACT)
+        UNARY_KERNEL(gelu_exact(x));
+    else
+        UNARY_KERNEL(gelu(x));
 }
 
 PL_KERNEL(tanh)
@@ -298,6 +345,27 @@ PL_KERNEL(sigmoid)
     UNARY_KERNEL(sigmoid(x));
 }
 
+PL_KERNEL(clamp)
+{
+    const float lo = (float)args->op->attrs.clamp_min, hi = (float)args->op->attrs.clamp_max;
+    UNARY_KERNEL(clamp(x, lo, hi));
+}
+
+PL_KERNEL(hardsigmoid)
+{
+    UNARY_KERNEL(hardsigmoid(x));
+}
+
+PL_KERNEL(hardswish)
+{
+    UNARY_KERNEL(hardswish(x));
+}
+
+PL_KERNEL(erf)
+{
+    UNARY_KERNEL(erff(x));
+}
+
 PL_KERNEL(relu_grad)
 {
     GRAD_KERNEL(v > 0.0f ? dy : 0.0f);
@@ -305,7 +373,10 @@ PL_KERNEL(relu_grad)
 
 PL_KERNEL(gelu_grad)
 {
-    GRAD_KERNEL(dy * gelu_derivative(v));
+    if (args->op->attrs.approximate == PL_GELU_EXACT)
+        GRAD_KERNEL(dy * gelu_exact_derivative(v));
+    else
+        GRAD_KERNEL(dy * gelu_derivative(v));
 }
 
 PL_KERNEL(tanh_grad)
@@ -316,6 +387,29 @@ PL_KERNEL(tanh_grad)
 PL_KERNEL(sigmoid_grad)
 {
     GRAD_KERNEL(dy * v * (1.0f - v));
+}
+
+/* Zero at the bounds themselves, as PyTorch's hardtanh and relu6. */
+PL_KERNEL(clamp_grad)
+{
+    const float lo = (float)args->op->attrs.clamp_min, hi = (float)args->op->attrs.clamp_max;
+    GRAD_KERNEL(v > lo && v < hi ? dy : 0.0f);
+}
+
+PL_KERNEL(hardsigmoid_grad)
+{
+    GRAD_KERNEL(v > -3.0f && v < 3.0f ? dy / 6.0f : 0.0f);
+}
+
+PL_KERNEL(hardswish_grad)
+{
+    GRAD_KERNEL(hardswish_grad(dy, v));
+}
+
+PL_KERNEL(erf_grad)
+{
+    const float two_over_sqrt_pi = 1.1283791670955126f;
+    GRAD_KERNEL(dy * two_over_sqrt_pi * pl_expf(-v * v));
 }
 
 PL_KERNEL(zeros_like)

@@ -1,12 +1,14 @@
-/* Pooling kernels (NCHW): max and average pooling over 2-D windows, global average
- * pooling, and their gradients.
+/* Pooling kernels (NCHW): max and average pooling over 2-D windows, global and adaptive
+ * average pooling, and their gradients.
  *
  * Windows are clipped to the input: max pooling pads with -infinity (a padded cell never
  * wins; inference guarantees every window holds at least one input cell) and average
- * pooling divides by the cells inside the input. The forward kernels share output rows
- * among threads; the windowed gradients scatter into overlapping windows, so they share
- * whole (sample, channel) planes instead, each plane written by one thread in a fixed
- * order. Every kernel here is bitwise nth-independent. */
+ * pooling divides by the cells inside the input, or with count_include_pad (PyTorch's
+ * default) by the window's cells inside the padded input. With ceil_mode a last window
+ * may run past the padded input; those cells count for neither. The forward kernels
+ * share output rows among threads; the windowed gradients scatter into overlapping
+ * windows, so they share whole (sample, channel) planes instead, each plane written by
+ * one thread in a fixed order. Every kernel here is bitwise nth-independent. */
 #include <math.h>
 #include <string.h>
 
@@ -18,6 +20,7 @@ typedef struct pool_geom {
     int64_t planes;      /* N * C */
     int64_t h, w, oh, ow;
     int64_t kh, kw, sh, sw, ph, pw;
+    bool include_pad;    /* avg_pool's count_include_pad */
     /* For kernel column kj: the output columns [first, stop) reading inside the input.
      * Cached because the divisions cost more than the pooling of a short row. */
     int64_t first[CACHED_COLUMNS], stop[CACHED_COLUMNS];
@@ -42,6 +45,7 @@ static pool_geom geometry(const pl_tensor *x, const pl_tensor *y, const pl_attrs
         .sh = stride_given ? at->stride[0] : at->kernel[0],
         .sw = stride_given ? at->stride[1] : at->kernel[1],
         .ph = at->padding[0], .pw = at->padding[1],
+        .include_pad = at->count_include_pad,
     };
     for (int64_t kj = 0; kj < g.kw && kj < CACHED_COLUMNS; kj++)
         column_range(&g, kj, &g.first[kj], &g.stop[kj]);
@@ -95,12 +99,26 @@ static void max_pool_row(const pool_geom *g, const float *plane, int64_t oy, flo
     }
 }
 
-/* Input cells in the window of output column ox whose window has `rows` input rows. */
-static int64_t window_cells(const pool_geom *g, int64_t rows, int64_t ox)
+/* avg_pool's divisor along one axis for output index o: the window's cells inside the
+ * input, or with include_pad inside the padded input (PyTorch clips the window to
+ * size + pad before counting, to the input after). */
+static int64_t axis_cells(const pool_geom *g, int64_t o, int64_t stride, int64_t pad,
+                          int64_t kernel, int64_t size)
 {
-    int64_t x0, x1;
-    window(ox, g->sw, g->pw, g->kw, g->w, &x0, &x1);
-    return rows * (x1 - x0);
+    int64_t lo, hi;
+    if (!g->include_pad) {
+        window(o, stride, pad, kernel, size, &lo, &hi);
+        return hi - lo;
+    }
+    int64_t start = o * stride - pad, stop = start + kernel;
+    return (stop < size + pad ? stop : size + pad) - start;
+}
+
+/* The divisor of output (oy, ox) of average pooling. */
+static int64_t window_cells(const pool_geom *g, int64_t oy, int64_t ox)
+{
+    return axis_cells(g, oy, g->sh, g->ph, g->kh, g->h) *
+           axis_cells(g, ox, g->sw, g->pw, g->kw, g->w);
 }
 
 static void avg_pool_row(const pool_geom *g, const float *plane, int64_t oy, float *out)
@@ -119,7 +137,7 @@ static void avg_pool_row(const pool_geom *g, const float *plane, int64_t oy, flo
         }
     }
     for (int64_t ox = 0; ox < g->ow; ox++)
-        out[ox] /= (float)window_cells(g, y1 - y0, ox);
+        out[ox] /= (float)window_cells(g, oy, ox);
 }
 
 typedef void (*pool_row_fn)(const pool_geom *g, const float *plane, int64_t oy, float *out);
@@ -161,6 +179,40 @@ PL_KERNEL(global_avg_pool)
         for (int64_t i = 0; i < size; i++)
             sum += plane[i];
         y[p] = (float)(sum / (double)size);
+    }
+}
+
+/* Adaptive average pooling: output i along an axis of `in` cells averages
+ * [floor(i*in/out), ceil((i+1)*in/out)), as PyTorch; windows overlap or repeat cells when
+ * out does not divide in. */
+static void adaptive_window(int64_t i, int64_t in, int64_t out, int64_t *lo, int64_t *hi)
+{
+    *lo = i * in / out;
+    *hi = ((i + 1) * in + out - 1) / out;
+}
+
+/* [N,C,H,W] -> [N,C,OH,OW]: threads share output rows of all planes. */
+PL_KERNEL(adaptive_avg_pool)
+{
+    const pl_tensor *x_t = args->in_t[0], *y_t = args->out_t[0];
+    int64_t h = x_t->dims[2], w = x_t->dims[3], oh = y_t->dims[2], ow = y_t->dims[3];
+    const float *x = args->in[0];
+    float *y = args->out[0];
+    int64_t begin, end;
+    pl_kernel_share(x_t->dims[0] * x_t->dims[1] * oh, args->ith, args->nth, &begin, &end);
+    for (int64_t r = begin; r < end; r++) {
+        const float *plane = x + r / oh * h * w;
+        int64_t y0, y1;
+        adaptive_window(r % oh, h, oh, &y0, &y1);
+        for (int64_t ox = 0; ox < ow; ox++) {
+            int64_t x0, x1;
+            adaptive_window(ox, w, ow, &x0, &x1);
+            double sum = 0.0;
+            for (int64_t iy = y0; iy < y1; iy++)
+                for (int64_t ix = x0; ix < x1; ix++)
+                    sum += plane[iy * w + ix];
+            y[r * ow + ox] = (float)(sum / (double)((y1 - y0) * (x1 - x0)));
+        }
     }
 }
 
@@ -214,7 +266,7 @@ static void avg_pool_grad_plane(const pool_geom *g, const float *dy, const float
         for (int64_t t0 = 0; t0 < g->ow; t0 += TILE) {
             int64_t t1 = t0 + TILE < g->ow ? t0 + TILE : g->ow;
             for (int64_t ox = t0; ox < t1; ox++)
-                share[ox - t0] = dy[oy * g->ow + ox] / (float)window_cells(g, y1 - y0, ox);
+                share[ox - t0] = dy[oy * g->ow + ox] / (float)window_cells(g, oy, ox);
             for (int64_t iy = y0; iy < y1; iy++)
                 for (int64_t kj = 0; kj < g->kw; kj++) {
                     int64_t lo, hi, at = iy * g->w + kj - g->pw;
@@ -249,6 +301,34 @@ PL_KERNEL(max_pool_grad)
 PL_KERNEL(avg_pool_grad)
 {
     pool_backward(args, avg_pool_grad_plane);
+}
+
+/* dy, x -> dx: each output's dy / (its window's cells) added to the window; threads share
+ * planes, since windows may overlap. */
+PL_KERNEL(adaptive_avg_pool_grad)
+{
+    const pl_tensor *dy_t = args->in_t[0], *x_t = args->in_t[1];
+    int64_t h = x_t->dims[2], w = x_t->dims[3], oh = dy_t->dims[2], ow = dy_t->dims[3];
+    const float *dy = args->in[0];
+    float *dx = args->out[0];
+    int64_t begin, end;
+    pl_kernel_share(x_t->dims[0] * x_t->dims[1], args->ith, args->nth, &begin, &end);
+    for (int64_t p = begin; p < end; p++) {
+        float *plane = dx + p * h * w;
+        memset(plane, 0, (size_t)(h * w) * sizeof *plane);
+        for (int64_t oy = 0; oy < oh; oy++) {
+            int64_t y0, y1;
+            adaptive_window(oy, h, oh, &y0, &y1);
+            for (int64_t ox = 0; ox < ow; ox++) {
+                int64_t x0, x1;
+                adaptive_window(ox, w, ow, &x0, &x1);
+                float share = dy[(p * oh + oy) * ow + ox] / (float)((y1 - y0) * (x1 - x0));
+                for (int64_t iy = y0; iy < y1; iy++)
+                    for (int64_t ix = x0; ix < x1; ix++)
+                        plane[iy * w + ix] += share;
+            }
+        }
+    }
 }
 
 /* dx[n,c,:,:] = dy[n,c] / (H*W); threads share elements of dx. */

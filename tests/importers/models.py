@@ -1,0 +1,92 @@
+"""Models written in plain PyTorch for the importers' tests and examples:
+
+    tools/import-torch tests/importers/models.py:transformer_classifier --input 16 \\
+        --input-dtype i32 --vocab 100 --batch 8 -o tc.json
+    tools/import-torch tests/importers/models.py:gpt --input 16 --input-dtype i32 \\
+        --vocab 64 --batch 8 -o gpt.json
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class TransformerClassifier(nn.Module):
+    """torch.nn.TransformerEncoder (batch first, 2 layers) between an embedding and a
+    classifier over the mean of the sequence."""
+
+    def __init__(self, vocab=100, dim=32, heads=4, ff=64, layers=2, classes=10, dropout=0.1):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        layer = nn.TransformerEncoderLayer(dim, heads, ff, dropout=dropout, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.classifier = nn.Linear(dim, classes)
+
+    def forward(self, tokens):
+        return self.classifier(self.encoder(self.embed(tokens)).mean(dim=1))
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, t, e = x.shape[0], x.shape[1], x.shape[2]
+        qkv = self.qkv(x).split(e, dim=2)  # indexed, not unpacked: fx cannot unpack
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        q = q.view(b, t, self.heads, e // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, e // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, e // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        causal = torch.tril(att.new_ones(t, t))  # from sizes only: the importer folds it
+        att = att.masked_fill(causal == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, e)
+        return self.proj(y)
+
+
+class Block(nn.Module):
+    """A GPT-style decoder block: pre-norm causal attention and a GELU MLP."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(dim)
+        self.attn = CausalSelfAttention(dim, heads)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, 4 * dim)
+        self.out = nn.Linear(4 * dim, dim)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    """Token and position embeddings, decoder blocks, a final norm and the vocabulary head:
+    next-token logits [batch, context, vocab]."""
+
+    def __init__(self, vocab=64, dim=32, heads=4, context=16, blocks=1):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, dim)
+        self.positions = nn.Parameter(torch.randn(1, context, dim) * 0.02)
+        self.blocks = nn.Sequential(*[Block(dim, heads) for _ in range(blocks)])
+        self.ln = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        x = self.tokens(ids) + self.positions[:, :t]
+        return self.head(self.ln(self.blocks(x)))
+
+
+def transformer_classifier(**kwargs):
+    return TransformerClassifier(**kwargs)
+
+
+def gpt(**kwargs):
+    return GPT(**kwargs)

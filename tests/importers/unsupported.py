@@ -1,0 +1,21 @@
+"""A model with operators placer lacks, for the importers' error test."""
+
+import torch
+import torch.nn as nn
+
+
+class Unsupported(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(8, 8, batch_first=True)
+        self.rnn2 = nn.LSTM(8, 8, batch_first=True)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        y, _ = self.rnn2(torch.roll(y, 1, dims=1))
+        return self.fc(y.mean(dim=1))
+
+
+def build():
+    return Unsupported()

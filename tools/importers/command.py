@@ -1,0 +1,150 @@
+"""What the importers' command lines share: the loss and optimiser options, the outputs.
+
+Exit status: 0 written, 2 bad usage or a model that cannot be imported (nothing written),
+1 an output that could not be written.
+"""
+
+import os
+import stat
+import sys
+import tempfile
+
+from builder import ImportError_
+
+
+def add_common_options(parser):
+    parser.add_argument("--batch", type=int, default=32, help="samples per step (default 32)")
+    parser.add_argument("-o", "--output", metavar="MODEL.json", required=True,
+                        help="the placer model to write ('-' for standard output)")
+    parser.add_argument("--weights", metavar="FILE",
+                        help="also write the source model's weights (docs/tensor-file.md)")
+    parser.add_argument("--name", help="the model's name (default: from the source)")
+    parser.add_argument("--loss", default="cross-entropy",
+                        choices=["cross-entropy", "mse", "model"],
+                        help="softmax cross-entropy against an i32 label input (default); "
+                             "mse against a target input; or the model's own scalar output")
+    parser.add_argument("--optimizer", default="sgd", choices=["sgd", "adam"])
+    parser.add_argument("--lr", type=float, default=None,
+                        help="learning rate (default 0.01 for sgd, 0.001 for adam)")
+    parser.add_argument("--momentum", type=float, default=0.9, help="sgd momentum (0.9)")
+    parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument("--micro-batch-statistics", action="store_true",
+                        help="declare that batch norm may use each micro-batch's own "
+                             "statistics, so that plans may split a step (GPipe's semantics)")
+
+
+def check_common_options(parser, args):
+    if args.batch < 1:
+        parser.error("--batch must be at least 1")
+    if args.lr is not None and not args.lr > 0:
+        parser.error("--lr must be above 0")
+    if not 0 <= args.momentum < 1:
+        parser.error("--momentum must be in [0, 1)")
+    if args.weight_decay < 0:
+        parser.error("--weight-decay must not be negative")
+
+
+def attach_loss(b, prediction, args):
+    """Adds the loss the options ask for on top of the model's prediction."""
+    p = prediction
+    if args.loss == "model":
+        if p.batched or p.shape not in ((), (1,)) or p.dtype != "f32":
+            raise ImportError_("--loss model needs a scalar f32 output; the model returns %s"
+                               % list(p.shape))
+        if p.shape == (1,):
+            p = b.node1("reshape", "loss", [p], (), False, {"shape": []})
+        b.loss = p.name
+    elif args.loss == "cross-entropy":
+        if not p.batched or p.rank < 2:
+            raise ImportError_("cross-entropy needs batched logits [batch, ..., classes]; the "
+                               "model returns %s (try --loss mse or --loss model)" % list(p.shape))
+        label = b.input("label", p.shape[1:-1], "i32", "label")
+        b.loss = b.node1("softmax_cross_entropy", "loss", [p, label], (), False).name
+    else:
+        if not p.batched:
+            raise ImportError_("mse needs a batched output; the model returns %s" % list(p.shape))
+        target = b.input("target", p.shape[1:], "f32", "label")
+        b.loss = b.node1("mse", "loss", [p, target], (), False).name
+    lr = args.lr if args.lr is not None else (0.01 if args.optimizer == "sgd" else 0.001)
+    if args.optimizer == "sgd":
+        b.optimizer = {"kind": "sgd", "lr": lr, "momentum": args.momentum}
+    else:
+        b.optimizer = {"kind": "adam", "lr": lr}
+    if args.weight_decay:
+        b.optimizer["weight_decay"] = args.weight_decay
+    if args.micro_batch_statistics:
+        b.batch_statistics = "per_micro_batch"
+
+
+def _same_file(a, b):
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_outputs(outputs, inputs):
+    """Refuses an output that would overwrite an input, or two outputs on one file."""
+    seen = []
+    for out in outputs:
+        if out is None or out == "-":
+            continue
+        for src in inputs:
+            if src and (_same_file(out, src) or os.path.abspath(out) == os.path.abspath(src)):
+                raise UsageError("%s: refusing to overwrite the input %s" % (out, src))
+        for other in seen:
+            if os.path.abspath(out) == os.path.abspath(other) or _same_file(out, other):
+                raise UsageError("%s: given as two outputs" % out)
+        seen.append(out)
+
+
+class UsageError(Exception):
+    pass
+
+
+def write_output(path, data):
+    """Writes data (bytes) atomically with the umask's mode; '-' and special files directly."""
+    if path == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    try:
+        if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+            with open(path, "wb") as f:
+                f.write(data)
+            return
+        directory = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as e:
+        raise OutputError("%s: cannot write: %s" % (path, e.strerror or e))
+
+
+class OutputError(Exception):
+    pass
+
+
+def run(main, prog):
+    """Runs an importer's main with the exit statuses above."""
+    try:
+        main()
+    except (UsageError, ImportError_) as e:
+        print("%s: %s" % (prog, e), file=sys.stderr)
+        sys.exit(2)
+    except OutputError as e:
+        print("%s: %s" % (prog, e), file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        print("%s: interrupted; nothing written" % prog, file=sys.stderr)
+        sys.exit(130)

@@ -1,0 +1,127 @@
+"""Placer op sequences both importers emit: a linear layer, attention, reshapes that keep
+the batch where placer wants it. Shapes are whole (batch included for batched tensors)."""
+
+from builder import ImportError_
+
+
+def broadcast(a, b):
+    ra, rb = len(a), len(b)
+    out = []
+    for i in range(max(ra, rb)):
+        da = a[ra - 1 - i] if i < ra else 1
+        db = b[rb - 1 - i] if i < rb else 1
+        if da != db and 1 not in (da, db):
+            raise ImportError_("shapes %s and %s do not broadcast" % (list(a), list(b)))
+        out.append(max(da, db))
+    return tuple(reversed(out))
+
+
+def unary(b, op, name, x, attrs=None):
+    return b.node1(op, name, [x], x.shape, x.batched, attrs)
+
+
+def _fit(b, name, x, other):
+    """An unbatched x meeting a batched tensor may only broadcast over the axes after the
+    batch: its leading size-1 axes beyond those go (a [1, T, E] position table)."""
+    if x.batched or not other.batched or x.rank < other.rank:
+        return x
+    keep = x.shape
+    while len(keep) >= other.rank and len(keep) > 1 and keep[0] == 1:
+        keep = keep[1:]
+    return reshape(b, name, x, keep) if keep != x.shape else x
+
+
+def binary(b, op, name, x, y):
+    x, y = _fit(b, name + ".squeeze", x, y), _fit(b, name + ".squeeze", y, x)
+    return b.node1(op, name, [x, y], broadcast(x.shape, y.shape), x.batched or y.batched)
+
+
+def reshape(b, name, x, shape):
+    shape = tuple(int(d) for d in shape)
+    # Reshaping a reshape reshapes its source; the middle one is pruned if nothing else uses it.
+    x = b.reshaped_from.get(x.name, x)
+    if shape == x.shape:
+        return x
+    if x.batched:
+        if not shape or shape[0] != x.shape[0]:
+            raise ImportError_("%s: reshaping %s to %s would move the batch (axis 0); placer "
+                               "keeps the batch as axis 0" % (name, list(x.shape), list(shape)))
+        if len(shape) == 2 and x.rank > 2:
+            y = b.node1("flatten", name, [x], shape, True)
+        else:
+            y = b.node1("reshape", name, [x], shape, True, {"shape": list(shape[1:])})
+    else:
+        y = b.node1("reshape", name, [x], shape, False, {"shape": list(shape)})
+    b.reshaped_from[y.name] = x
+    return y
+
+
+def transpose(b, name, x, perm):
+    perm = [int(p) % x.rank for p in perm]
+    if perm == list(range(x.rank)):
+        return x
+    if x.batched and perm[0] != 0:
+        raise ImportError_("%s: the permutation %s would move the batch (axis 0); placer "
+                           "keeps the batch as axis 0" % (name, perm))
+    y = b.node1("transpose", name, [x], tuple(x.shape[p] for p in perm), x.batched,
+                {"perm": perm})
+    if x.rank >= 2 and perm == list(range(x.rank - 2)) + [x.rank - 1, x.rank - 2]:
+        b.transposed_from[y.name] = x
+    return y
+
+
+def matmul(b, name, x, y, out_shape):
+    """x · y, reading a swap of the last two axes as matmul's transpose flag instead (the
+    transpose is then pruned when nothing else uses it)."""
+    attrs = {}
+    if x.name in b.transposed_from:
+        x, attrs["transpose_a"] = b.transposed_from[x.name], True
+    if y.name in b.transposed_from:
+        y, attrs["transpose_b"] = b.transposed_from[y.name], True
+    return b.node1("matmul", name, [x, y], out_shape, x.batched or y.batched, attrs or None)
+
+
+def scale(b, name, x, factor):
+    if factor == 1:
+        return x
+    return unary(b, "scale", name, x, {"factor": float(factor)})
+
+
+def linear(b, name, x, weight, bias):
+    """x · weightᵀ (+ bias) with weight [out, in], as torch.nn.Linear and ONNX Gemm store it."""
+    out_shape = x.shape[:-1] + (weight.shape[0],)
+    y = b.node1("matmul", name + ".matmul" if bias is not None else name, [x, weight],
+                out_shape, x.batched, {"transpose_b": True})
+    if bias is not None:
+        y = b.node1("add", name, [y, bias], out_shape, x.batched)
+    return y
+
+
+def self_attention(b, name, x, in_weight, in_bias, out_weight, out_bias, heads, dropout,
+                   mask=None):
+    """torch.nn.MultiheadAttention with query = key = value = x [N, T, E], batch first:
+    one projection to q, k and v, heads of E/heads, softmax(q·kᵀ/√d + mask)·v, and the output
+    projection. mask: an additive [T, T] constant, or None."""
+    n, t, e = x.shape
+    if e % heads:
+        raise ImportError_("%s: %d heads do not divide the embedding %d" % (name, heads, e))
+    d = e // heads
+    qkv = linear(b, name + ".in_proj", x, in_weight, in_bias)
+    parts = b.node("split", name + ".qkv", [qkv], [((n, t, e), True)] * 3, {"axis": 2})
+    heads_of = []
+    for part, letter in zip(parts, "qkv"):
+        r = reshape(b, "%s.%s_heads" % (name, letter), part, (n, t, heads, d))
+        heads_of.append(transpose(b, "%s.%s_t" % (name, letter), r, (0, 2, 1, 3)))
+    q, k, v = heads_of
+    q = scale(b, name + ".q_scaled", q, 1.0 / d ** 0.5)
+    scores = b.node1("matmul", name + ".scores", [q, k], (n, heads, t, t), True,
+                     {"transpose_b": True})
+    if mask is not None:
+        scores = binary(b, "add", name + ".masked", scores, mask)
+    weights = unary(b, "softmax", name + ".softmax", scores, {"axis": -1})
+    if dropout > 0:
+        weights = unary(b, "dropout", name + ".dropout", weights, {"rate": float(dropout)})
+    ctx = b.node1("matmul", name + ".context", [weights, v], (n, heads, t, d), True)
+    ctx = transpose(b, name + ".context_t", ctx, (0, 2, 1, 3))
+    ctx = reshape(b, name + ".merge_heads", ctx, (n, t, e))
+    return linear(b, name + ".out_proj", ctx, out_weight, out_bias)

@@ -1,0 +1,89 @@
+"""tools/import-onnx: an ONNX model -> a placer model (and its weights)."""
+
+import argparse
+import os
+import sys
+
+import command
+from builder import Builder, ImportError_
+
+ONNX_DTYPES = {1: "f32", 6: "i32", 7: "i32"}  # FLOAT, INT32, INT64 (ids fit in i32)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="import-onnx",
+        description="Reads an ONNX model and writes it as a placer training model: its graph, "
+                    "a loss and an optimiser. The first axis of every graph input is the batch.",
+        epilog="example: tools/import-onnx model.onnx --batch 32 -o model.json "
+               "--weights model.weights")
+    p.add_argument("source", metavar="MODEL.onnx")
+    command.add_common_options(p)
+    args = p.parse_args(argv)
+    command.check_common_options(p, args)
+    return args
+
+
+def graph_inputs(model, batch):
+    """(name, per-sample shape, dtype) of each input that is not an initializer."""
+    init = {i.name for i in model.graph.initializer}
+    out = []
+    for vi in model.graph.input:
+        if vi.name in init:
+            continue
+        tt = vi.type.tensor_type
+        dtype = ONNX_DTYPES.get(tt.elem_type)
+        if dtype is None:
+            raise ImportError_("input %r has element type %d; placer takes float and integer "
+                               "inputs" % (vi.name, tt.elem_type))
+        dims = list(tt.shape.dim)
+        if not dims:
+            raise ImportError_("input %r has no batch axis" % vi.name)
+        sample = []
+        for k, d in enumerate(dims[1:], 1):
+            if not d.HasField("dim_value"):
+                raise ImportError_("input %r: axis %d has no fixed size (%r); export with "
+                                   "fixed sizes except the batch" % (vi.name, k, d.dim_param))
+            sample.append(int(d.dim_value))
+        out.append((vi.name, tuple(sample), dtype))
+    return out
+
+
+def main():
+    args = parse_args(sys.argv[1:])
+    command.check_outputs([args.output, args.weights], [args.source])
+    import onnx
+    import onnx_graph
+    if not os.path.isfile(args.source):
+        raise command.UsageError("%s: no such file" % args.source)
+    try:
+        model = onnx.load(args.source)
+        onnx.checker.check_model(model)
+    except Exception as e:
+        raise ImportError_("%s: not a valid ONNX model: %s" % (args.source, e))
+    name = args.name or model.graph.name or os.path.splitext(os.path.basename(args.source))[0]
+    b = Builder(name, args.batch, "%s, imported by tools/import-onnx" % os.path.basename(
+        args.source))
+    inputs = {n: b.input(n, shape, dtype, "data") for n, shape, dtype in
+              graph_inputs(model, args.batch)}
+    imp = onnx_graph.Importer(b, model)
+    outputs = imp.run(inputs)
+    if imp.unsupported:
+        raise ImportError_(imp.unsupported.message(args.source))
+    if not outputs or not isinstance(outputs[0], onnx_graph.Tensor):
+        raise ImportError_("the model's first output does not depend on its input")
+    command.attach_loss(b, outputs[0], args)
+    b.prune()
+    text = b.dumps().encode()
+    weights = __import__("placer_tensors").encode(b.weights) if args.weights else None
+    command.write_output(args.output, text)
+    if weights is not None:
+        command.write_output(args.weights, weights)
+    if args.output != "-":
+        print("import-onnx: %s: %d ops, %d parameters%s" % (
+            args.output, len(b.nodes), len(b.parameters),
+            ", weights in %s" % args.weights if args.weights else ""), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    command.run(main, "import-onnx")

@@ -1,0 +1,239 @@
+"""PyTorch module -> placer model, through torch.fx.
+
+The module is traced symbolically; the modules placer maps whole (convolutions, linear
+layers, norms, attention, ...) stay leaves, everything else is traced through. The traced
+graph is then run once on an example batch to learn every value's shape. Values that do
+not depend on the input (sizes, masks sliced from buffers, position ranges) are folded into
+constants; the rest becomes placer ops, named after the module or function they come from.
+"""
+
+import numpy as np
+import torch
+import torch.fx
+import torch.nn as nn
+
+import torch_modules
+from builder import ImportError_, Tensor, Unsupported
+
+
+class _Tracer(torch.fx.Tracer):
+    """Keeps as leaves the modules placer maps whole, and any other torch.nn module (so that
+    it is reported as unsupported instead of traced into its internals). Every node
+    remembers the module it was made in (meta "scope"), which names the ops of functions."""
+
+    scope = ""
+
+    def call_module(self, m, forward, args, kwargs):
+        outer = self.scope
+        self.scope = self.path_of_module(m)
+        try:
+            return super().call_module(m, forward, args, kwargs)
+        finally:
+            self.scope = outer
+
+    def create_node(self, *args, **kwargs):
+        node = super().create_node(*args, **kwargs)
+        node.meta["scope"] = self.scope
+        return node
+
+    def is_leaf_module(self, m, qualified_name):
+        if isinstance(m, torch_modules.LEAVES):
+            return True
+        if isinstance(m, (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.TransformerEncoder)):
+            return False
+        return type(m).__module__.startswith("torch.nn")
+
+
+class _Recorder(torch.fx.Interpreter):
+    """Runs the traced graph and keeps every node's value."""
+
+    def __init__(self, gm):
+        super().__init__(gm)
+        self.values = {}
+
+    def run_node(self, n):
+        value = super().run_node(n)
+        self.values[n] = value
+        return value
+
+
+class Const:
+    """A value that does not depend on the input: a Python value or a tensor."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+class Poisoned:
+    """The result of an unsupported operator: mapping goes on to find the others."""
+
+
+def trace(module):
+    try:
+        graph = _Tracer().trace(module)
+    except Exception as e:  # fx raises many kinds; all mean the same to the user
+        raise ImportError_("torch.fx cannot trace the model: %s: %s" % (type(e).__name__, e))
+    return torch.fx.GraphModule(module, graph)
+
+
+class Importer:
+    def __init__(self, builder, gm, examples, inputs):
+        self.b = builder
+        self.gm = gm
+        self.examples = examples
+        self.inputs = list(inputs)   # placer Tensors for the placeholders, in order
+        self.current_value = None    # the node being mapped: its value on the example batch
+        self.unsupported = Unsupported()
+        self.env = {}          # fx node -> Tensor | Const | Poisoned | tuple/list of those
+        self.values = {}       # fx node -> the value it had on the example batch
+        self.modules = dict(gm.named_modules())
+        self.params = dict(gm.named_parameters())
+        self.buffers = dict(gm.named_buffers())
+        self.param_tensors = {}  # parameter name -> Tensor, so a shared weight is one tensor
+
+    # ---- helpers used by the op handlers (torch_ops.py, torch_modules.py) ------------------
+
+    def value(self, node):
+        return self.values[node]
+
+    def parameter(self, qualified_name, init, trainable=True):
+        """The placer parameter for a module's parameter or buffer, made once."""
+        t = self.param_tensors.get(qualified_name)
+        if t is None:
+            source = self.params.get(qualified_name)
+            if source is None:
+                source = self.buffers[qualified_name]
+                trainable = False
+            t = self.b.parameter(qualified_name, source.detach().cpu().numpy(), init, trainable)
+            self.param_tensors[qualified_name] = t
+        return t
+
+    def constant(self, name, value, like=None):
+        """A constant tensor; leading size-1 axes are dropped as long as the tensor it meets
+        (like) keeps more axes, since placer lets an unbatched operand broadcast only over
+        the axes after the batch."""
+        value = np.asarray(value.detach().cpu().numpy() if torch.is_tensor(value) else value,
+                           dtype=np.float32)
+        if like is not None:
+            limit = max(like.rank - 1 if like.batched else like.rank, 1)
+            while value.ndim > limit and value.shape[0] == 1:
+                value = value.reshape(value.shape[1:])
+        return self.b.constant(name, value)
+
+    def tensor_of(self, arg, name, like=None):
+        """An argument as a placer Tensor (a constant made on the spot when it is one)."""
+        if isinstance(arg, Tensor):
+            return arg
+        if isinstance(arg, Const):
+            v = arg.value
+            if isinstance(v, (int, float, bool)) or torch.is_tensor(v):
+                return self.constant(name + ".const", v if torch.is_tensor(v) else [float(v)],
+                                     like)
+        raise ImportError_("%s: expected a tensor, got %r" % (name, arg))
+
+    # ---- the walk ---------------------------------------------------------------------------
+
+    def next_input(self, node):
+        if not self.inputs:
+            raise ImportError_("the model takes more inputs than --input gives (from %r on)"
+                               % node.target)
+        return self.inputs.pop(0)
+
+    def arg_value(self, arg):
+        """An optional argument (a mask, ...): None when absent, else its constant value."""
+        v = val(arg)
+        if isinstance(v, (Tensor, Poisoned)):
+            from torch_modules import Refused
+            raise Refused("a mask computed from the input")
+        return v
+
+    def not_mapped(self, what):
+        from torch_ops import NotMapped
+        return NotMapped(what)
+
+    def run(self):
+        # Running the model changes batch norm's running averages: keep the source's.
+        state = {k: v.clone() for k, v in self.gm.state_dict().items()}
+        rec = _Recorder(self.gm)
+        try:
+            with torch.no_grad():
+                rec.run(*self.examples)
+        except Exception as e:
+            raise ImportError_("running the model on an example batch failed: %s: %s"
+                               % (type(e).__name__, e))
+        self.gm.load_state_dict(state)
+        self.values = rec.values
+        from torch_ops import map_node  # the handlers need this module's classes
+        output = None
+        for n in self.gm.graph.nodes:
+            if n.op == "output":
+                output = self.env_of(n.args[0])
+                continue
+            self.env[n] = map_node(self, n)
+        return output
+
+    def env_of(self, arg):
+        """fx arguments (nodes, nested tuples, plain values) as mapped values."""
+        if isinstance(arg, torch.fx.Node):
+            return self.env[arg]
+        if isinstance(arg, (tuple, list)):
+            return type(arg)(self.env_of(a) for a in arg)
+        if isinstance(arg, dict):
+            return {k: self.env_of(v) for k, v in arg.items()}
+        if isinstance(arg, slice):
+            return Const(slice(*(val(self.env_of(a)) for a in (arg.start, arg.stop, arg.step))))
+        return Const(arg)
+
+
+def val(x):
+    """A mapped argument as the plain value it stands for (Consts unwrapped, deeply)."""
+    if isinstance(x, Const):
+        return x.value
+    if isinstance(x, (tuple, list)):
+        return type(x)(val(a) for a in x)
+    return x
+
+
+def is_const(x):
+    if isinstance(x, Const):
+        return True
+    if isinstance(x, (tuple, list)):
+        return all(is_const(a) for a in x)
+    if isinstance(x, dict):
+        return all(is_const(a) for a in x.values())
+    return not isinstance(x, (Tensor, Poisoned))
+
+
+def is_poisoned(x):
+    if isinstance(x, Poisoned):
+        return True
+    if isinstance(x, (tuple, list)):
+        return any(is_poisoned(a) for a in x)
+    if isinstance(x, dict):
+        return any(is_poisoned(a) for a in x.values())
+    return False
+
+
+def example_inputs(module, specs, batch):
+    """Random inputs of the given per-sample shapes and dtypes (ids below 2, which every
+    embedding accepts; a caller with a known vocabulary gives its own)."""
+    gen = torch.Generator().manual_seed(0)
+    out = []
+    for shape, dtype in specs:
+        if dtype == "i32":
+            out.append(torch.randint(0, 2, (batch,) + tuple(shape), generator=gen))
+        else:
+            out.append(torch.randn((batch,) + tuple(shape), generator=gen))
+    return out
+
+
+def like_init(value, seed):
+    """A fresh-start init resembling a tensor the model came with."""
+    v = value.detach().cpu().double()
+    if v.numel() > 1 and float(v.std()) > 0:
+        return {"kind": "normal", "mean": float(v.mean()), "std": float(v.std()), "seed": seed}
+    c = float(v.reshape(-1)[0]) if v.numel() else 0.0
+    return {"kind": "zeros"} if c == 0 else {"kind": "constant", "value": c}
+
+

@@ -1,0 +1,301 @@
+"""torch.nn modules that map to placer ops as a whole: handler(imp, name, module, args,
+kwargs) -> mapped output. A handler raises ImportError_ for a setting placer lacks, which
+the importer reports as an unsupported operator with that setting in its name."""
+
+import math
+
+import torch.nn as nn
+import torch.nn.functional as F
+
+import emit
+from builder import ImportError_
+
+
+class Refused(Exception):
+    """A module setting placer cannot express; the text names the setting."""
+
+
+def _pair(v):
+    return list(v) if isinstance(v, (tuple, list)) else [v, v]
+
+
+def _seed(imp):
+    return len(imp.b.parameters) + 1
+
+
+def _fan_in_uniform(fan_in, seed):
+    bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+    return {"kind": "uniform", "low": -bound, "high": bound, "seed": seed}
+
+
+def _out(imp, name):
+    """The whole shape the module's output had on the example batch."""
+    return tuple(imp.current_value.shape)
+
+
+def conv2d(imp, name, m, args, kwargs):
+    x = args[0]
+    if m.padding_mode != "zeros":
+        raise Refused("Conv2d padding_mode=%s" % m.padding_mode)
+    if isinstance(m.padding, str):
+        if m.padding == "valid":
+            padding = [0, 0]
+        else:  # "same" with stride 1: placer's padding is symmetric, so odd extents only
+            ext = [d * (k - 1) for d, k in zip(_pair(m.dilation), _pair(m.kernel_size))]
+            if any(e % 2 for e in ext):
+                raise Refused("Conv2d padding='same' with an even kernel")
+            padding = [e // 2 for e in ext]
+    else:
+        padding = _pair(m.padding)
+    fan_in = m.in_channels // m.groups * m.kernel_size[0] * m.kernel_size[1]
+    w = imp.parameter(name + ".weight", _fan_in_uniform(fan_in, _seed(imp)))
+    inputs = [x, w]
+    if m.bias is not None:
+        inputs.append(imp.parameter(name + ".bias", _fan_in_uniform(fan_in, _seed(imp))))
+    attrs = {"stride": _pair(m.stride), "padding": padding, "dilation": _pair(m.dilation)}
+    if m.groups != 1:
+        attrs["groups"] = m.groups
+    return imp.b.node1("conv2d", name, inputs, _out(imp, name), True, attrs)
+
+
+def linear(imp, name, m, args, kwargs):
+    w = imp.parameter(name + ".weight", _fan_in_uniform(m.in_features, _seed(imp)))
+    bias = None
+    if m.bias is not None:
+        bias = imp.parameter(name + ".bias", _fan_in_uniform(m.in_features, _seed(imp)))
+    return emit.linear(imp.b, name, args[0], w, bias)
+
+
+def _affine(imp, name, m, n, weight="weight", bias="bias"):
+    """gamma and beta: the module's own, or constants when it has none."""
+    if getattr(m, weight, None) is not None:
+        return (imp.parameter("%s.%s" % (name, weight), {"kind": "ones"}),
+                imp.parameter("%s.%s" % (name, bias), {"kind": "zeros"}))
+    return (imp.b.constant(name + ".gamma", [1.0] * n), imp.b.constant(name + ".beta", [0.0] * n))
+
+
+def batch_norm(imp, name, m, args, kwargs):
+    if m.momentum is None:
+        raise Refused("%s with momentum=None (a cumulative average)" % type(m).__name__)
+    if not m.track_running_stats:
+        raise Refused("%s with track_running_stats=False" % type(m).__name__)
+    x = args[0]
+    gamma, beta = _affine(imp, name, m, m.num_features)
+    y = imp.b.node1("batch_norm", name, [x, gamma, beta], x.shape, True,
+                    {"eps": float(m.eps), "momentum": 1.0 - float(m.momentum)})
+    imp.b.state(name + "/running_mean", m.running_mean.detach().cpu().numpy())
+    imp.b.state(name + "/running_var", m.running_var.detach().cpu().numpy())
+    return y
+
+
+def layer_norm(imp, name, m, args, kwargs):
+    x = args[0]
+    if len(m.normalized_shape) != 1:
+        raise Refused("LayerNorm over %d axes" % len(m.normalized_shape))
+    gamma, beta = _affine(imp, name, m, m.normalized_shape[0])
+    return imp.b.node1("layer_norm", name, [x, gamma, beta], x.shape, x.batched,
+                       {"eps": float(m.eps)})
+
+
+def embedding(imp, name, m, args, kwargs):
+    if m.padding_idx is not None or m.max_norm is not None:
+        raise Refused("Embedding with padding_idx or max_norm")
+    ids = args[0]
+    table = imp.parameter(name + ".weight", {"kind": "normal", "mean": 0, "std": 1,
+                                              "seed": _seed(imp)})
+    return imp.b.node1("embedding", name, [table, ids], ids.shape + (m.embedding_dim,),
+                       ids.batched)
+
+
+def _pool_attrs(m):
+    kernel = _pair(m.kernel_size)
+    stride = _pair(m.stride if m.stride is not None else m.kernel_size)
+    attrs = {"kernel": kernel, "stride": stride, "padding": _pair(m.padding)}
+    if m.ceil_mode:
+        attrs["ceil_mode"] = True
+    return attrs
+
+
+def max_pool(imp, name, m, args, kwargs):
+    if _pair(m.dilation) != [1, 1] or m.return_indices:
+        raise Refused("MaxPool2d with dilation or return_indices")
+    return imp.b.node1("max_pool", name, [args[0]], _out(imp, name), True, _pool_attrs(m))
+
+
+def avg_pool(imp, name, m, args, kwargs):
+    if m.divisor_override is not None:
+        raise Refused("AvgPool2d with divisor_override")
+    attrs = _pool_attrs(m)
+    if m.count_include_pad and any(attrs["padding"]):
+        attrs["count_include_pad"] = True
+    return imp.b.node1("avg_pool", name, [args[0]], _out(imp, name), True, attrs)
+
+
+def adaptive_avg_pool(imp, name, x, out_shape):
+    if out_shape[2:] == (1, 1):
+        g = imp.b.node1("global_avg_pool", name, [x], out_shape[:2], True)
+        return emit.reshape(imp.b, name + ".reshape", g, out_shape)
+    if out_shape == x.shape:
+        return x
+    return imp.b.node1("adaptive_avg_pool", name, [x], out_shape, True,
+                       {"output_size": list(out_shape[2:])})
+
+
+def adaptive_avg_pool_module(imp, name, m, args, kwargs):
+    return adaptive_avg_pool(imp, name, args[0], _out(imp, name))
+
+
+def dropout(imp, name, m, args, kwargs):
+    if m.p == 0:
+        return args[0]
+    return emit.unary(imp.b, "dropout", name, args[0], {"rate": float(m.p)})
+
+
+def activation(op, attrs=None):
+    def handler(imp, name, m, args, kwargs):
+        return emit.unary(imp.b, op, name, args[0], attrs(m) if callable(attrs) else attrs)
+    return handler
+
+
+def silu(imp, name, x):
+    s = emit.unary(imp.b, "sigmoid", name + ".sigmoid", x)
+    return emit.binary(imp.b, "mul", name, x, s)
+
+
+def flatten(imp, name, m, args, kwargs):
+    return emit.reshape(imp.b, name, args[0], _out(imp, name))
+
+
+def softmax(op):
+    def handler(imp, name, m, args, kwargs):
+        dim = -1 if m.dim is None else m.dim
+        return emit.unary(imp.b, op, name, args[0], {"axis": dim})
+    return handler
+
+
+def attention(imp, name, m, args, kwargs):
+    """MultiheadAttention called as self-attention, batch first, with no padding mask."""
+    q = args[0]
+    k = args[1] if len(args) > 1 else kwargs.get("key")
+    v = args[2] if len(args) > 2 else kwargs.get("value")
+    if k is not q or v is not q:
+        raise Refused("MultiheadAttention other than self-attention")
+    if not m.batch_first:
+        raise Refused("MultiheadAttention with batch_first=False (the batch must be axis 0)")
+    if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn:
+        raise Refused("MultiheadAttention with kdim/vdim, bias_k or add_zero_attn")
+    if imp.arg_value(kwargs.get("key_padding_mask")) is not None:
+        raise Refused("MultiheadAttention with key_padding_mask")
+    mask = attn_mask(imp, name, kwargs.get("attn_mask", args[5] if len(args) > 5 else None))
+    return (_attention(imp, name, m, q, mask), imp.not_mapped("attention weights"))
+
+
+def attn_mask(imp, name, mask):
+    value = imp.arg_value(mask)
+    if value is None:
+        return None
+    if value.dtype == torch_bool():
+        value = value.float().masked_fill(value, float("-inf"))
+    value = value.clamp(min=-1e9)  # JSON has no -inf; exp(-1e9) is 0 in f32 all the same
+    if value.dim() != 2:
+        raise Refused("MultiheadAttention with a per-batch attn_mask")
+    return imp.b.constant(name + ".mask", value.detach().cpu().numpy())
+
+
+def torch_bool():
+    import torch
+    return torch.bool
+
+
+def _attention(imp, name, m, x, mask):
+    e = m.embed_dim
+    in_w = imp.parameter(name + ".in_proj_weight", {"kind": "glorot_uniform", "seed": _seed(imp)})
+    in_b = out_b = None
+    if m.in_proj_bias is not None:
+        in_b = imp.parameter(name + ".in_proj_bias", {"kind": "zeros"})
+    out_w = imp.parameter(name + ".out_proj.weight", _fan_in_uniform(e, _seed(imp)))
+    if m.out_proj.bias is not None:
+        out_b = imp.parameter(name + ".out_proj.bias", {"kind": "zeros"})
+    return emit.self_attention(imp.b, name, x, in_w, in_b, out_w, out_b, m.num_heads,
+                               m.dropout, mask)
+
+
+def encoder_layer(imp, name, m, args, kwargs):
+    """TransformerEncoderLayer, expanded as its forward does it (post-norm or pre-norm)."""
+    x = args[0]
+    if imp.arg_value(kwargs.get("src_key_padding_mask")) is not None:
+        raise Refused("TransformerEncoderLayer with src_key_padding_mask")
+    if not m.self_attn.batch_first:
+        raise Refused("TransformerEncoderLayer with batch_first=False (the batch must be "
+                      "axis 0)")
+    mask = attn_mask(imp, name + ".self_attn",
+                     kwargs.get("src_mask", args[1] if len(args) > 1 else None))
+    act = m.activation
+    if act is F.relu or isinstance(act, nn.ReLU):
+        act_op, act_attrs = "relu", None
+    elif act is F.gelu or isinstance(act, nn.GELU):
+        act_op, act_attrs = "gelu", {"approximate": getattr(act, "approximate", "none")}
+    else:
+        raise Refused("TransformerEncoderLayer with activation %r" % act)
+    b = imp.b
+
+    def sublayer_norm(norm, y, tag):
+        return layer_norm(imp, "%s.%s" % (name, tag), norm, [y], {})
+
+    def attention_block(y):
+        y = _attention(imp, name + ".self_attn", m.self_attn, y, mask)
+        return dropout(imp, name + ".dropout1", m.dropout1, [y], {})
+
+    def feed_forward(y):
+        y = linear(imp, name + ".linear1", m.linear1, [y], {})
+        y = emit.unary(b, act_op, name + ".activation", y, act_attrs)
+        y = dropout(imp, name + ".dropout", m.dropout, [y], {})
+        y = linear(imp, name + ".linear2", m.linear2, [y], {})
+        return dropout(imp, name + ".dropout2", m.dropout2, [y], {})
+
+    if m.norm_first:
+        x = emit.binary(b, "add", name + ".residual1", x,
+                        attention_block(sublayer_norm(m.norm1, x, "norm1")))
+        return emit.binary(b, "add", name, x, feed_forward(sublayer_norm(m.norm2, x, "norm2")))
+    x = sublayer_norm(m.norm1, emit.binary(b, "add", name + ".residual1", x, attention_block(x)),
+                      "norm1")
+    return sublayer_norm(m.norm2, emit.binary(b, "add", name + ".residual2", x, feed_forward(x)),
+                         "norm2")
+
+
+def identity(imp, name, m, args, kwargs):
+    return args[0]
+
+
+HANDLERS = {
+    nn.Conv2d: conv2d,
+    nn.Linear: linear,
+    nn.BatchNorm1d: batch_norm,
+    nn.BatchNorm2d: batch_norm,
+    nn.LayerNorm: layer_norm,
+    nn.Embedding: embedding,
+    nn.MaxPool2d: max_pool,
+    nn.AvgPool2d: avg_pool,
+    nn.AdaptiveAvgPool2d: adaptive_avg_pool_module,
+    nn.Dropout: dropout,
+    nn.ReLU: activation("relu"),
+    nn.ReLU6: activation("clamp", {"min": 0.0, "max": 6.0}),
+    nn.Hardtanh: activation("clamp", lambda m: {"min": float(m.min_val),
+                                                "max": float(m.max_val)}),
+    nn.Hardswish: activation("hardswish"),
+    nn.Hardsigmoid: activation("hardsigmoid"),
+    nn.Sigmoid: activation("sigmoid"),
+    nn.Tanh: activation("tanh"),
+    nn.GELU: activation("gelu", lambda m: {"approximate": m.approximate}),
+    nn.SiLU: lambda imp, name, m, args, kwargs: silu(imp, name, args[0]),
+    nn.Softmax: softmax("softmax"),
+    nn.LogSoftmax: softmax("log_softmax"),
+    nn.Flatten: flatten,
+    nn.Identity: identity,
+    nn.MultiheadAttention: attention,
+    nn.TransformerEncoderLayer: encoder_layer,
+}
+
+LEAVES = tuple(HANDLERS)
+
+__all__ = ["HANDLERS", "LEAVES", "Refused", "adaptive_avg_pool", "silu", "ImportError_"]

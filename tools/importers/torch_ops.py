@@ -1,0 +1,387 @@
+"""Maps one fx node: placeholders, parameters, leaf modules (torch_modules.py), and the
+functions and tensor methods below."""
+
+import operator
+
+import torch
+import torch.fx
+import torch.nn.functional as F
+
+import emit
+import torch_modules
+from builder import ImportError_, Tensor
+from torch_fx import Const, Poisoned, is_const, is_poisoned, like_init, val
+from torch_modules import Refused
+
+
+class NotMapped:
+    """A value placer does not compute (MultiheadAttention's averaged weights): using it is
+    an unsupported operator."""
+
+    def __init__(self, what):
+        self.what = what
+
+
+def _axis(dim, rank):
+    return int(dim) % rank
+
+
+def _shape(imp):
+    return tuple(imp.current_value.shape)
+
+
+def _batched(*args):
+    return any(isinstance(a, Tensor) and a.batched for a in args)
+
+
+# ---- arithmetic -------------------------------------------------------------------------------
+
+def _arith(op, reverse=False):
+    def handler(imp, name, args, kwargs):
+        a, c = args[0], args[1]
+        if reverse:
+            a, c = c, a
+        if val(kwargs.get("alpha", Const(1))) != 1:
+            raise Refused("%s with alpha" % op)
+        if isinstance(c, Const) and isinstance(c.value, (int, float)) and isinstance(a, Tensor):
+            k = float(c.value)
+            if op == "mul":
+                return emit.scale(imp.b, name, a, k)
+            if op == "div":
+                return emit.scale(imp.b, name, a, 1.0 / k)
+        if isinstance(a, Const) and isinstance(a.value, (int, float)) and op == "mul":
+            return emit.scale(imp.b, name, c, float(a.value))
+        if isinstance(a, Const) and isinstance(a.value, (int, float)) and op == "sub":
+            neg = emit.scale(imp.b, name + ".neg", c, -1.0)
+            return emit.binary(imp.b, "add", name, neg, imp.tensor_of(a, name, neg))
+        like = a if isinstance(a, Tensor) else c
+        a = imp.tensor_of(a, name, like)
+        c = imp.tensor_of(c, name, like)
+        return emit.binary(imp.b, op, name, a, c)
+    return handler
+
+
+def _neg(imp, name, args, kwargs):
+    return emit.scale(imp.b, name, args[0], -1.0)
+
+
+def _matmul(imp, name, args, kwargs):
+    a = imp.tensor_of(args[0], name)
+    c = imp.tensor_of(args[1], name)
+    return emit.matmul(imp.b, name, a, c, _shape(imp))
+
+
+def _unary(op, attrs=None):
+    def handler(imp, name, args, kwargs):
+        return emit.unary(imp.b, op, name, args[0], attrs)
+    return handler
+
+
+def _gelu(imp, name, args, kwargs):
+    approximate = val(kwargs.get("approximate", Const("none")))
+    return emit.unary(imp.b, "gelu", name, args[0], {"approximate": approximate})
+
+
+def _clamp(lo_name, hi_name, lo_default, hi_default):
+    def handler(imp, name, args, kwargs):
+        lo = _arg(args, kwargs, 1, lo_name, lo_default)
+        hi = _arg(args, kwargs, 2, hi_name, hi_default)
+        attrs = {}
+        if lo is not None:
+            attrs["min"] = float(lo)
+        if hi is not None:
+            attrs["max"] = float(hi)
+        return emit.unary(imp.b, "clamp", name, args[0], attrs)
+    return handler
+
+
+def _silu(imp, name, args, kwargs):
+    return torch_modules.silu(imp, name, args[0])
+
+
+def _arg(args, kwargs, i, key, default):
+    """Positional argument i or keyword key, as a plain value."""
+    if len(args) > i:
+        return val(args[i])
+    return val(kwargs.get(key, Const(default)))
+
+
+def _dim_kw(args, kwargs, i, default):
+    return _arg(args, kwargs, i, "dim", default)
+
+
+def _softmax(op):
+    def handler(imp, name, args, kwargs):
+        dim = _dim_kw(args, kwargs, 1, None)
+        if dim is None:
+            raise Refused("%s without dim" % op)
+        return emit.unary(imp.b, op, name, args[0], {"axis": int(dim)})
+    return handler
+
+
+def _dropout(imp, name, args, kwargs):
+    p = _arg(args, kwargs, 1, "p", 0.5)
+    training = _arg(args, kwargs, 2, "training", True)
+    if not training or p == 0:
+        return args[0]
+    return emit.unary(imp.b, "dropout", name, args[0], {"rate": float(p)})
+
+
+def _adaptive_avg_pool(imp, name, args, kwargs):
+    return torch_modules.adaptive_avg_pool(imp, name, args[0], _shape(imp))
+
+
+def _layer_norm(imp, name, args, kwargs):
+    x = args[0]
+    shape = val(args[1])
+    if len(shape) != 1:
+        raise Refused("layer_norm over %d axes" % len(shape))
+    w = args[2] if len(args) > 2 else kwargs.get("weight", Const(None))
+    bias = args[3] if len(args) > 3 else kwargs.get("bias", Const(None))
+    eps = _arg(args, kwargs, 4, "eps", 1e-5)
+    n = shape[0]
+    gamma = w if isinstance(w, Tensor) else imp.b.constant(name + ".gamma", [1.0] * n)
+    beta = bias if isinstance(bias, Tensor) else imp.b.constant(name + ".beta", [0.0] * n)
+    return imp.b.node1("layer_norm", name, [x, gamma, beta], x.shape, x.batched,
+                       {"eps": float(eps)})
+
+
+# ---- shapes -----------------------------------------------------------------------------------
+
+def _reshape(imp, name, args, kwargs):
+    return emit.reshape(imp.b, name, args[0], _shape(imp))
+
+
+def _flatten(imp, name, args, kwargs):
+    return emit.reshape(imp.b, name, args[0], _shape(imp))
+
+
+def _identity(imp, name, args, kwargs):
+    return args[0]
+
+
+def _transpose(imp, name, args, kwargs):
+    x = args[0]
+    d0 = _axis(_arg(args, kwargs, 1, "dim0", 0), x.rank)
+    d1 = _axis(_arg(args, kwargs, 2, "dim1", 1), x.rank)
+    perm = list(range(x.rank))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return emit.transpose(imp.b, name, x, perm)
+
+
+def _permute(imp, name, args, kwargs):
+    x = args[0]
+    dims = val(args[1:]) if len(args) > 2 else val(args[1])
+    dims = list(dims) if isinstance(dims, (tuple, list)) else [dims]
+    return emit.transpose(imp.b, name, x, dims)
+
+
+def _unsqueeze_squeeze(imp, name, args, kwargs):
+    return emit.reshape(imp.b, name, args[0], _shape(imp))
+
+
+def _cat(imp, name, args, kwargs):
+    parts = list(args[0])
+    dim = _dim_kw(args, kwargs, 1, 0)
+    first = next(p for p in parts if isinstance(p, Tensor))
+    tensors = [imp.tensor_of(p, name, first) for p in parts]
+    if len(tensors) == 1:
+        return tensors[0]
+    return imp.b.node1("concat", name, tensors, _shape(imp), _batched(*tensors),
+                       {"axis": _axis(dim, first.rank)})
+
+
+def _split(imp, name, args, kwargs):
+    x = args[0]
+    dim = _axis(_dim_kw(args, kwargs, 2, 0), x.rank)
+    outs = imp.current_value
+    sizes = [int(o.shape[dim]) for o in outs]
+    if len(sizes) == 1:
+        return (x,)
+    specs = [(tuple(o.shape), x.batched) for o in outs]
+    attrs = {"axis": dim}
+    if len(set(sizes)) > 1:
+        attrs["sizes"] = sizes
+    return tuple(imp.b.node("split", name, [x], specs, attrs))
+
+
+def _mean_sum(op):
+    def handler(imp, name, args, kwargs):
+        x = args[0]
+        dim = _dim_kw(args, kwargs, 1, None)
+        keep = _arg(args, kwargs, 2, "keepdim", False)
+        if dim is None:
+            raise Refused("%s over every axis" % op)
+        axes = [_axis(d, x.rank) for d in (dim if isinstance(dim, (tuple, list)) else [dim])]
+        attrs = {"axes": axes}
+        if keep:
+            attrs["keepdims"] = True
+        return imp.b.node1(op, name, [x], _shape(imp), x.batched, attrs)
+    return handler
+
+
+def _getitem(imp, name, args, kwargs):
+    base, index = args[0], val(args[1])
+    if isinstance(base, (tuple, list)):
+        return base[index]
+    if not isinstance(base, Tensor):
+        raise Refused("indexing a %s" % type(base).__name__)
+    return _slice_tensor(imp, name, base, index)
+
+
+def _slice_tensor(imp, name, x, index):
+    """x[...] with integers and slices of step 1 on axes other than the batch."""
+    index = index if isinstance(index, tuple) else (index,)
+    if any(i is Ellipsis for i in index) or len(index) > x.rank:
+        raise Refused("tensor indexing with ... or too many indices")
+    y = x
+    for axis, i in enumerate(index):
+        if isinstance(i, slice):
+            start, stop, step = i.indices(x.shape[axis])
+            if step != 1:
+                raise Refused("tensor slicing with a step")
+            if (start, stop) == (0, x.shape[axis]):
+                continue
+            if axis == 0 and x.batched:
+                raise Refused("slicing the batch axis")
+            shape = list(y.shape)
+            shape[axis] = stop - start
+            y = imp.b.node1("slice", name + ".slice", [y], shape, y.batched,
+                            {"axis": axis, "start": start, "end": stop})
+        elif isinstance(i, int):
+            if axis == 0 and x.batched:
+                raise Refused("indexing the batch axis")
+            j = i % x.shape[axis]
+            shape = list(y.shape)
+            shape[axis] = 1
+            y = imp.b.node1("slice", name + ".slice", [y], shape, y.batched,
+                            {"axis": axis, "start": j, "end": j + 1})
+        else:
+            raise Refused("tensor indexing with %s" % type(i).__name__)
+    return emit.reshape(imp.b, name, y, _shape(imp))
+
+
+def _masked_fill(imp, name, args, kwargs):
+    x, mask, fill = args[0], args[1], float(val(args[2]))
+    if not isinstance(mask, Const) or not torch.is_tensor(mask.value):
+        raise Refused("masked_fill with a mask computed from the input")
+    m = mask.value.bool()
+    if fill == float("-inf") or fill <= -1e9:
+        additive = torch.zeros(m.shape).masked_fill(m, -1e9)
+        return emit.binary(imp.b, "add", name, x, imp.constant(name + ".mask", additive, x))
+    keep = imp.constant(name + ".keep", (~m).float(), x)
+    kept = emit.binary(imp.b, "mul", name + ".kept", x, keep)
+    filled = imp.constant(name + ".fill", m.float() * float(fill), x)
+    return emit.binary(imp.b, "add", name, kept, filled)
+
+
+FUNCTIONS = {
+    operator.add: _arith("add"), torch.add: _arith("add"), "add": _arith("add"),
+    operator.iadd: _arith("add"), "add_": _arith("add"),
+    operator.sub: _arith("sub"), torch.sub: _arith("sub"), "sub": _arith("sub"),
+    operator.mul: _arith("mul"), torch.mul: _arith("mul"), "mul": _arith("mul"),
+    operator.imul: _arith("mul"), "mul_": _arith("mul"),
+    operator.truediv: _arith("div"), torch.div: _arith("div"), "div": _arith("div"),
+    operator.neg: _neg, torch.neg: _neg, "neg": _neg,
+    operator.matmul: _matmul, torch.matmul: _matmul, torch.bmm: _matmul, "matmul": _matmul,
+    "bmm": _matmul,
+    F.relu: _unary("relu"), torch.relu: _unary("relu"), "relu": _unary("relu"),
+    "relu_": _unary("relu"),
+    torch.sigmoid: _unary("sigmoid"), F.sigmoid: _unary("sigmoid"), "sigmoid": _unary("sigmoid"),
+    torch.tanh: _unary("tanh"), F.tanh: _unary("tanh"), "tanh": _unary("tanh"),
+    F.gelu: _gelu, F.silu: _silu,
+    F.hardswish: _unary("hardswish"), F.hardsigmoid: _unary("hardsigmoid"),
+    F.relu6: _unary("clamp", {"min": 0.0, "max": 6.0}),
+    F.hardtanh: _clamp("min_val", "max_val", -1.0, 1.0),
+    torch.clamp: _clamp("min", "max", None, None), "clamp": _clamp("min", "max", None, None),
+    torch.erf: _unary("erf"), "erf": _unary("erf"),
+    F.softmax: _softmax("softmax"), torch.softmax: _softmax("softmax"),
+    "softmax": _softmax("softmax"),
+    F.log_softmax: _softmax("log_softmax"), "log_softmax": _softmax("log_softmax"),
+    F.dropout: _dropout,
+    F.adaptive_avg_pool2d: _adaptive_avg_pool,
+    F.layer_norm: _layer_norm,
+    torch.flatten: _flatten, "flatten": _flatten,
+    torch.reshape: _reshape, "reshape": _reshape, "view": _reshape,
+    "contiguous": _identity,
+    torch.transpose: _transpose, "transpose": _transpose,
+    "permute": _permute, torch.permute: _permute,
+    torch.unsqueeze: _unsqueeze_squeeze, "unsqueeze": _unsqueeze_squeeze,
+    torch.squeeze: _unsqueeze_squeeze, "squeeze": _unsqueeze_squeeze,
+    torch.cat: _cat, torch.concat: _cat,
+    torch.split: _split, "split": _split, torch.chunk: _split, "chunk": _split,
+    torch.mean: _mean_sum("reduce_mean"), "mean": _mean_sum("reduce_mean"),
+    torch.sum: _mean_sum("reduce_sum"), "sum": _mean_sum("reduce_sum"),
+    operator.getitem: _getitem,
+    "masked_fill": _masked_fill,
+}
+
+# Calls whose value depends on their argument's shape only, which is static: folded.
+SHAPE_ONLY = {"size", "dim", getattr, "new_ones", "new_zeros", "new_full", torch.ones_like,
+              torch.zeros_like, torch.full_like}
+
+
+def _describe(n, imp):
+    if n.op == "call_module":
+        return "%s (torch.nn module)" % type(imp.modules[n.target]).__name__
+    if n.op == "call_method":
+        return "Tensor.%s" % n.target
+    target = n.target
+    module = getattr(target, "__module__", None) or ""
+    name = getattr(target, "__name__", str(target))
+    if module in ("_operator", "operator"):
+        return "operator.%s" % name
+    if module.startswith("torch.nn.functional") or target in vars(F).values():
+        return "torch.nn.functional.%s" % name
+    return "%s.%s" % (module.replace("torch._C._VariableFunctions", "torch") or "torch", name)
+
+
+def _node_name(n):
+    """The placer name: the module's path, or the function's name in its module's scope."""
+    if n.op == "call_module":
+        return n.target
+    base = n.name.rstrip("0123456789").rstrip("_") or n.name
+    scope = n.meta.get("scope", "")
+    return "%s.%s" % (scope, base) if scope else base
+
+
+def map_node(imp, n):
+    if n.op == "placeholder":
+        return imp.next_input(n)
+    if n.op == "get_attr":
+        if n.target in imp.params:
+            return imp.parameter(n.target, like_init(imp.params[n.target], len(imp.b.parameters) + 1))
+        return Const(imp.value(n))
+    args = imp.env_of(n.args)
+    kwargs = imp.env_of(n.kwargs)
+    where = _node_name(n)
+    if is_poisoned(args) or is_poisoned(kwargs):
+        return Poisoned()
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, NotMapped):
+            imp.unsupported.add(a.what, where)
+            return Poisoned()
+    if n.target in SHAPE_ONLY or (is_const(args) and is_const(kwargs)):
+        return Const(imp.value(n))
+    if n.op == "call_function" and isinstance(n.target, type) and issubclass(n.target, tuple):
+        fields = getattr(n.target, "_fields", ())  # a named tuple of outputs (GoogLeNet's)
+        return tuple(args) + tuple(kwargs[f] for f in fields[len(args):] if f in kwargs)
+    imp.current_value = imp.value(n)
+    try:
+        if n.op == "call_module":
+            m = imp.modules[n.target]
+            handler = torch_modules.HANDLERS.get(type(m))
+            if handler is None:
+                imp.unsupported.add(_describe(n, imp), where)
+                return Poisoned()
+            return handler(imp, where, m, args, kwargs)
+        handler = FUNCTIONS.get(n.target)
+        if handler is None:
+            imp.unsupported.add(_describe(n, imp), where)
+            return Poisoned()
+        return handler(imp, where, args, kwargs)
+    except Refused as e:
+        imp.unsupported.add(str(e), where)
+        return Poisoned()
+    except ImportError_ as e:
+        raise ImportError_("%s: %s" % (where, e))

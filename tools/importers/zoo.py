@@ -1,0 +1,82 @@
+"""The real models the importers are checked and benchmarked on: torchvision's, and two
+written in plain PyTorch (tests/importers/models.py). Per model: its source for
+tools/import-torch, the per-sample input the tests use (small, for speed) and the one the
+speed benchmark uses (torchvision's 224x224), the input dtype and id range, the batch, the
+builder's keyword arguments, and those that switch dropout off for numeric comparisons."""
+
+import os
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODELS_PY = os.path.join(TOP, "tests", "importers", "models.py")
+
+IMAGE = (3, 224, 224)
+
+MODELS = {
+    "resnet18": dict(source="torchvision:resnet18", input=(3, 32, 32), bench_input=IMAGE,
+                     batch=4, kwargs={"num_classes": 10}),
+    "googlenet": dict(source="torchvision:googlenet", input=(3, 64, 64), bench_input=IMAGE,
+                      batch=4, kwargs={"num_classes": 10},
+                      dropout={"dropout": 0.0, "dropout_aux": 0.0}),
+    "mobilenet_v2": dict(source="torchvision:mobilenet_v2", input=(3, 32, 32),
+                         bench_input=IMAGE, batch=4, kwargs={"num_classes": 10},
+                         dropout={"dropout": 0.0}),
+    "mobilenet_v3_small": dict(source="torchvision:mobilenet_v3_small", input=(3, 32, 32),
+                               bench_input=IMAGE, batch=4, kwargs={"num_classes": 10},
+                               dropout={"dropout": 0.0}),
+    # vgg's adaptive pooling exports to ONNX only where it divides evenly: a 7x7 map.
+    "vgg11": dict(source="torchvision:vgg11", input=(3, 32, 32), bench_input=IMAGE, batch=2,
+                  kwargs={"num_classes": 10}, dropout={"dropout": 0.0},
+                  onnx_input=IMAGE, onnx_batch=1),
+    "transformer": dict(source=MODELS_PY + ":transformer_classifier", input=(16,),
+                        bench_input=(128,), dtype="i32", vocab=100, batch=8, kwargs={},
+                        bench_kwargs={"dim": 256, "heads": 8, "ff": 1024},
+                        dropout={"dropout": 0.0}),
+    "gpt": dict(source=MODELS_PY + ":gpt", input=(16,), bench_input=(128,), dtype="i32",
+                vocab=64, batch=8, kwargs={},
+                bench_kwargs={"dim": 256, "heads": 8, "context": 128, "blocks": 2}),
+}
+
+
+def build(name, bench=False, numeric=False):
+    """The PyTorch module, seeded as tools/import-torch seeds it."""
+    import torch
+    spec = MODELS[name]
+    kwargs = dict(spec["kwargs"])
+    if bench:
+        kwargs.update(spec.get("bench_kwargs", {}))
+    if numeric:
+        kwargs.update(spec.get("dropout", {}))
+    torch.manual_seed(0)
+    kind, _, attr = spec["source"].rpartition(":")
+    if kind == "torchvision":
+        import warnings
+        import torchvision
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return getattr(torchvision.models, attr)(weights=None, **kwargs)
+    import importlib.util
+    loader = importlib.util.spec_from_file_location("placer_test_models", kind)
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    return getattr(module, attr)(**kwargs)
+
+
+def import_command(name, output, batch, bench=False, numeric=False, weights=None):
+    """The tools/import-torch command line for the model."""
+    spec = MODELS[name]
+    kwargs = dict(spec["kwargs"])
+    if bench:
+        kwargs.update(spec.get("bench_kwargs", {}))
+    if numeric:
+        kwargs.update(spec.get("dropout", {}))
+    shape = spec["bench_input"] if bench else spec["input"]
+    cmd = [os.path.join(TOP, "tools", "import-torch"), spec["source"],
+           "--input", ",".join(map(str, shape)), "--input-dtype", spec.get("dtype", "f32"),
+           "--batch", str(batch), "-o", output]
+    if weights:
+        cmd += ["--weights", weights]
+    if "vocab" in spec:
+        cmd += ["--vocab", str(spec["vocab"])]
+    for k, v in kwargs.items():
+        cmd += ["--arg", "%s=%r" % (k, v)]
+    return cmd
