@@ -342,8 +342,8 @@ static pl_cluster *paced_cluster(double rate, pl_error *err)
 
 /* A pipeline as the placement search ends with: contiguous blocks of forward ops of about
  * equal FLOPs (fewer when one op outweighs a block), block d on device d; 8 micro-batches
- * (or as many as divide the batch), 1F1B, weight gradients deferred into the bubbles, so
- * every device is busy. */
+ * (or as many as divide the batch and the model allows), 1F1B, weight gradients deferred
+ * into the bubbles, so every device is busy. */
 static void pipeline(const pl_graph *g, pl_plan *plan)
 {
     double total = 0, done = 0;
@@ -359,7 +359,7 @@ static void pipeline(const pl_graph *g, pl_plan *plan)
     }
     plan->n_stages = stage + 1;
     plan->micro_batches = 8;
-    while (g->batch_size % plan->micro_batches)
+    while (!pl_graph_allows_micro_batches(g, plan->micro_batches))
         plan->micro_batches /= 2;
     plan->schedule = PL_SCHEDULE_1F1B;
     plan->defer_weight_gradients = true;

@@ -300,6 +300,7 @@ static bool first_uses(const int *orders, int D, int r, int S)
 static candidate *make_candidates(const pl_placer *p, const segments *s, int *n)
 {
     int D = p->n_devices, orders[MAX_ORDERS * PL_MAX_DEVICES];
+    bool whole_steps = pl_graph_whole_step_op(p->graph) >= 0; /* one micro-batch only */
     int n_orders = device_orders(p, orders);
     size_t cells = (size_t)s->n + 1, cap = (size_t)n_orders * (size_t)D * N_MICRO * 2;
     candidate *cs = malloc(cap * sizeof *cs);
@@ -313,7 +314,8 @@ static candidate *make_candidates(const pl_placer *p, const segments *s, int *n)
             for (int i = 0; i < N_MICRO; i++)
                 for (int k = 0; k < 2; k++) {
                     int m = micro_batch_choices[i];
-                    if (p->graph->batch_size % m != 0 || (S == 1 && k == 1))
+                    if (p->graph->batch_size % m != 0 || (S == 1 && k == 1) ||
+                        (whole_steps && m > 1))
                         continue;
                     candidate c = {.stages = S, .micro_batches = m,
                                    .schedule = k ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE};

@@ -123,7 +123,7 @@ pl_status pl_policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c,
     p->stages = p->stages < PL_POLICY_HEAD_STAGES ? p->stages : PL_POLICY_HEAD_STAGES;
     static const int counts[PL_POLICY_MAX_MB] = {1, 2, 4, 8, 16, 32};
     for (int i = 0; i < PL_POLICY_MAX_MB; i++)
-        for (int f = 1; f <= o->max_fold && g->batch_size % counts[i] == 0; f++)
+        for (int f = 1; f <= o->max_fold && pl_graph_allows_micro_batches(g, counts[i]); f++)
             for (int s = PL_SCHEDULE_GPIPE; s <= PL_SCHEDULE_1F1B; s++)
                 for (int defer = 0; defer <= (int)o->defer; defer++) {
                     p->shape_mb[p->n_shapes] = counts[i];

@@ -116,4 +116,27 @@ expect 2 "missing checkpoint" "$bin" "$model" --cluster "$paced" --resume "$work
 contains "$work/err" "none.ckpt: cannot open" "missing checkpoint"
 once "$work/err" "none.ckpt" "missing checkpoint: the path"
 
+# Batch statistics (docs/model-format.md): the model declared per step keeps every plan at
+# one micro-batch and says why; a plan of two is refused by every command that reads one,
+# and accepted for the bundled model, which declares per micro-batch.
+sed 's/"batch_statistics": "per_micro_batch"/"batch_statistics": "per_step"/' "$model" >"$work/per-step.json"
+sed 's/"micro_batches": [0-9]*/"micro_batches": 2/' "$work/inc.plan.json" >"$work/two.plan.json"
+why='batch_norm "stem/bn" computes statistics over the whole step'"'"'s batch (the model'"'"'s "batch_statistics" is "per_step"; "per_micro_batch" would allow micro-batches)'
+expect 0 "two micro-batches, per micro-batch" "$bin" validate -q "$model" --cluster "$paced" --plan "$work/two.plan.json"
+expect 0 "validate: per step" "$bin" validate "$work/per-step.json"
+contains "$work/out" "micro-batches     one per step: $why" "validate: per step"
+expect 2 "validate: two micro-batches, per step" "$bin" validate -q "$work/per-step.json" --cluster "$paced" --plan "$work/two.plan.json"
+contains "$work/err" "two.plan.json: /micro_batches: 2 micro-batches, but $why" "validate: two micro-batches, per step"
+expect 2 "run: two micro-batches, per step" "$bin" run "$work/per-step.json" --cluster "$paced" --plan "$work/two.plan.json" --steps 1 --warmup 0
+contains "$work/err" "/micro_batches: 2 micro-batches, but batch_norm" "run: two micro-batches, per step"
+expect 2 "train: two micro-batches, per step" "$bin" train "$work/per-step.json" --cluster "$paced" --plan "$work/two.plan.json" --steps 1
+contains "$work/err" "/micro_batches: 2 micro-batches, but batch_norm" "train: two micro-batches, per step"
+expect 2 "train --micro-batches 2, per step" "$bin" train "$work/per-step.json" --micro-batches 2 --steps 1
+contains "$work/err" "train: 2 micro-batches, but $why" "train --micro-batches 2, per step"
+expect 0 "main job, per step" "$bin" "$work/per-step.json" --cluster "$paced" --iterations 2 --samples 8 -o "$work/step"
+contains "$work/step.plan.json" '"micro_batches": 1,' "main job, per step: one micro-batch"
+contains "$work/step.summary.json" "\"whole_steps\": \"batch_norm" "main job, per step: the summary says why"
+contains "$work/step.report.md" "No plan was searched with micro-batches: batch\\_norm" "main job, per step: the report says why"
+grep -q '"whole_steps": null' "$work/inc.summary.json" && ok || bad "main job: whole_steps is not null"
+
 finish agent

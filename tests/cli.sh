@@ -155,6 +155,23 @@ contains "$work/err" 'the model has no op "embed"' "dot with another model's pla
 [ "$(wc -l <"$work/err")" -eq 1 ] && [ ! -e "$work/bad.dot" ] && ok || bad "bad plan: not one line, or a file"
 expect 2 "dot --all-ops without a plan" "$bin" dot "$small" --all-ops
 
+# A large model (428 ops named by dotted module paths): ops grouped into module boxes,
+# which render; --max-boxes 0 draws op by op (docs/plan-format.md, "Large models").
+dense="$src/tests/models/densenet-like.json"
+expect 0 "dot, a large model" "$bin" dot "$dense" -o "$work/dense.dot"
+contains "$work/dense.dot" 'subgraph "cluster_module:features.denseblock2" {' "dot, a large model"
+contains "$work/dense.dot" '"module:features.denseblock2.denselayer12"' "dot, a large model"
+contains "$work/dense.dot" '428 ops in 84 boxes' "dot, a large model"
+if command -v dot >/dev/null 2>&1; then
+    expect 0 "render a large model" dot -Tsvg "$work/dense.dot" -o "$work/dense.svg"
+fi
+expect 0 "dot --max-boxes 0" "$bin" dot "$dense" --max-boxes 0 -o "$work/dense-ops.dot"
+grep -q 'module:' "$work/dense-ops.dot" && bad "dot --max-boxes 0: module boxes" || ok
+[ "$(grep -v -- '->' "$work/dense-ops.dot" | grep -c '^[[:space:]]*"op:[^"]*"[[:space:]]*\[')" -eq 428 ] && ok ||
+    bad "dot --max-boxes 0: not 428 op boxes"
+expect 2 "dot --max-boxes -1" "$bin" dot "$dense" --max-boxes -1
+contains "$work/err" "invalid value '-1' for --max-boxes" "dot --max-boxes -1"
+
 # The main job (tests/agent.sh has the search): summary on stdout, the drawing written
 # whole, named after the model. A profile of our own, on one small model.
 PLACER_PROFILE=$work/cache/profile.json PLACER_GRAPHS=$work/graphs

@@ -319,6 +319,49 @@ static void test_fold(void)
     pl_graph_free(g);
 }
 
+/* A batch-norm model whose statistics are per step keeps its steps whole: every shape the
+ * policy can choose (and the sweep tries) has one micro-batch, and so has every plan the
+ * agent keeps, a pipelined baseline's imitated included; declared per micro-batch, the
+ * shapes have more. */
+static void test_whole_steps(void)
+{
+    pl_graph *g = pl_test_bundled_training_graph("small/resnet-small.json", 8);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_cluster *c = two_devices();
+    pl_agent_options o = small_options(3);
+    pl_policy p;
+    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &o, NULL), PL_OK);
+    int most = 1;
+    for (int k = 0; k < p.n_shapes; k++)
+        most = p.shape_mb[k] > most ? p.shape_mb[k] : most;
+    CU_ASSERT_EQUAL(most, 8);
+    pl_policy_clear(&p);
+    g->batch_statistics = PL_BATCH_STATISTICS_PER_STEP;
+    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &o, NULL), PL_OK);
+    CU_ASSERT(p.n_shapes > 0);
+    for (int k = 0; k < p.n_shapes; k++)
+        CU_ASSERT_EQUAL(p.shape_mb[k], 1);
+    pl_policy_clear(&p);
+    pl_cost_model m = flop_costs();
+    pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    pl_plan *pipeline = pl_test_pipeline_plan(g, 2, 1, PL_SCHEDULE_1F1B);
+    CU_ASSERT_EQUAL(pl_agent_imitate(a, pipeline, NULL), PL_OK);
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL_FATAL(pl_agent_iterate(a, NULL, NULL), PL_OK);
+    CU_ASSERT(pl_agent_best_count(a) > 0);
+    for (int k = 0; k < pl_agent_best_count(a); k++) {
+        pl_plan *best = pl_agent_best_plan(a, k, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(best);
+        CU_ASSERT_EQUAL(best->micro_batches, 1);
+        pl_plan_free(best);
+    }
+    pl_plan_free(pipeline);
+    pl_agent_free(a);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* The shape sweep: a two-stage pipeline of the chain imitated with one micro-batch (no
  * overlap at all) is kept under its own name; with the sweep, its placement under the
  * best other shape too, much faster, as "reshaped". */
@@ -561,6 +604,7 @@ void pl_register_agent_tests(void)
         {"the best plans are distinct, devices relabelled or not", test_best_distinct},
         {"folding interleaves a pipeline's stages round the devices", test_fold},
         {"the shape sweep: the imitated placement under every shape", test_sweep},
+        {"batch statistics per step: one micro-batch in every shape", test_whole_steps},
         {"refinement: single-op moves balance a pipeline", test_refine},
         {"checkpoint and resume: as uninterrupted", test_resume},
         {"the memo of simulated plans changes no result", test_memo},

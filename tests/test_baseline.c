@@ -285,6 +285,32 @@ static const char *const bundled_models[] = {"cnn.json",    "inception.json", "l
                                              "resnet.json", "seq2seq.json",   "transformer.json"};
 enum { BUNDLED_MODELS = sizeof bundled_models / sizeof *bundled_models };
 
+/* A batch-norm model whose statistics are per step: every algorithm's plan has one
+ * micro-batch (pipeline-dp's included, which on paced-4 pipelines it in several when the
+ * model allows). */
+static void test_whole_steps(void)
+{
+    pl_cluster *c = pl_test_bundled_cluster("paced-4.json");
+    pl_graph *g = pl_test_bundled_training_graph("small/resnet-small.json", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_cost_model m = synthetic_costs(1e-10);
+    pl_plan *before = pl_baseline_place(PL_BASELINE_PIPELINE_DP, g, c, &m, 7, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(before);
+    CU_ASSERT(before->micro_batches > 1);
+    pl_plan_free(before);
+    g->batch_statistics = PL_BATCH_STATISTICS_PER_STEP;
+    for (pl_baseline a = 0; a < PL_BASELINE_COUNT; a++) {
+        pl_plan *plan = pl_baseline_place(a, g, c, &m, 7, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+        CU_ASSERT_EQUAL(plan->micro_batches, 1);
+        CU_ASSERT_EQUAL(pl_plan_check(plan, g, c, NULL), PL_OK);
+        pl_plan_free(plan);
+    }
+    pl_graph_free(g);
+    pl_cluster_free(c);
+}
+
 /* The simulated step of a plan that fits, or -1. */
 static double simulated_step(const pl_graph *g, const pl_cluster *c, const pl_cost_model *m,
                              const pl_plan *plan)
@@ -434,6 +460,7 @@ void pl_register_baseline_tests(void)
         {"every model and cluster: the bound; unequal devices: etf, sct",
          test_bounds_and_unequal_devices},
         {"pipeline-dp on unequal devices takes the fast ones", test_pipeline_unequal_devices},
+        {"batch statistics per step: one micro-batch", test_whole_steps},
         {NULL, NULL}};
     pl_test_add_suite("baseline", cases);
 }

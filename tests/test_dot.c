@@ -25,7 +25,7 @@ static void test_round_trip(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     FILE *f = tmpfile();
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    CU_ASSERT_EQUAL(pl_dot_write_graph(g, f, &err), PL_OK);
+    CU_ASSERT_EQUAL(pl_dot_write_graph(g, PL_DOT_MAX_BOXES, f, &err), PL_OK);
     rewind(f);
     Agraph_t *read = agread(f, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(read);
@@ -76,7 +76,8 @@ static Agraph_t *draw(const pl_graph *g, const pl_plan *plan, const pl_cluster *
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     pl_error err;
     pl_error_init(&err, "test");
-    CU_ASSERT_EQUAL(pl_dot_write_plan(g, plan, c, op_seconds, all_ops, f, &err), PL_OK);
+    CU_ASSERT_EQUAL(
+        pl_dot_write_plan(g, plan, c, op_seconds, all_ops, PL_DOT_MAX_BOXES, f, &err), PL_OK);
     CU_ASSERT_EQUAL_FATAL(fclose(f), 0);
     Agraph_t *read = agmemread(*text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(read);
@@ -179,6 +180,191 @@ static void test_plan_collapsed_and_all_ops(void)
     teardown(&fx);
 }
 
+/* ---- large models: module boxes ------------------------------------------------------- */
+
+/* The drawing test's model (tools/gen-models --drawing): DenseNet-121's 428 ops, named by
+ * dotted module paths. */
+static pl_graph *densenet(bool training)
+{
+    return training ? pl_test_bundled_training_graph("../tests/models/densenet-like.json", 0)
+                    : pl_test_bundled_graph("../tests/models/densenet-like.json");
+}
+
+static Agraph_t *read_back(char *text)
+{
+    Agraph_t *read = agmemread(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(read);
+    return read;
+}
+
+/* The box drawing an op: "op:NAME" of its own, else its module's "module:PATH" + suffix,
+ * PATH the longest prefix of `name` (the op's or its forward op's) that has one. */
+static Agnode_t *find_box(Agraph_t *read, const char *name, const char *suffix)
+{
+    char id[2 * PL_MAX_NAME + 64];
+    snprintf(id, sizeof id, "op:%s", name);
+    Agnode_t *n = agnode(read, id, 0);
+    for (size_t length = strlen(name); !n && length > 0; length--)
+        if (name[length] == '.' || name[length] == '/') {
+            snprintf(id, sizeof id, "module:%.*s%s", (int)length, name, suffix);
+            n = agnode(read, id, 0);
+        }
+    return n;
+}
+
+/* The ops a drawing's boxes stand for: one per "op:" node, "N ops" for a module's. */
+static int ops_drawn(Agraph_t *read, int *boxes)
+{
+    int ops = 0;
+    *boxes = 0;
+    for (Agnode_t *n = agfstnode(read); n; n = agnxtnode(read, n)) {
+        const char *id = agnameof(n), *label = agget(n, "label"), *line;
+        int count = 0;
+        if (strncmp(id, "op:", 3) == 0)
+            ops++, (*boxes)++;
+        else if (strncmp(id, "module:", 7) == 0 && (line = strchr(label, '\n')) &&
+                 sscanf(line + 1, "%d", &count) == 1 && count > 1)
+            ops += count, (*boxes)++;
+        else if (strncmp(id, "module:", 7) == 0)
+            CU_FAIL("a module box without its op count");
+    }
+    return ops;
+}
+
+static bool joined(Agraph_t *read, Agnode_t *a, Agnode_t *b)
+{
+    return agedge(read, a, b, NULL, 0) || agedge(read, b, a, NULL, 0);
+}
+
+/* The model of 428 ops in module boxes: fewer than the limit, inside their parents'
+ * clusters, every op in one, every activation between two boxes an edge labelled with
+ * its bytes; with max_boxes 0, op by op as before. */
+static void test_large_model_grouped(void)
+{
+    pl_graph *g = densenet(false);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_TRUE(g->n_ops > PL_DOT_MAX_BOXES);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(pl_dot_write_graph(g, PL_DOT_MAX_BOXES, f, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(fclose(f), 0);
+    Agraph_t *read = read_back(text);
+    int boxes;
+    CU_ASSERT_EQUAL(ops_drawn(read, &boxes), g->n_ops);
+    CU_ASSERT_TRUE(boxes <= PL_DOT_MAX_BOXES && boxes < g->n_ops / 3);
+    CU_ASSERT_PTR_NOT_NULL(agsubg(read, "cluster_module:features.denseblock3", 0));
+    CU_ASSERT_PTR_NOT_NULL(agnode(read, "module:features.denseblock3.denselayer24", 0));
+    CU_ASSERT_PTR_NOT_NULL(strstr(agget(read, "label"), "grouped by the first 3 parts"));
+    int edges = 0;
+    for (int o = 0; o < g->n_ops; o++) {
+        Agnode_t *box = find_box(read, g->ops[o].name, "");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(box);
+        for (int i = 0; i < g->ops[o].n_inputs; i++) {
+            const pl_tensor *t = &g->tensors[g->ops[o].inputs[i]];
+            if (t->kind != PL_TENSOR_ACTIVATION)
+                continue;
+            Agnode_t *from = find_box(read, g->ops[t->producer].name, "");
+            if (from == box)
+                continue;
+            Agedge_t *e = agedge(read, from, box, NULL, 0);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+            CU_ASSERT_PTR_NOT_NULL(strstr(agget(e, "label"), "B"));
+            edges++;
+        }
+    }
+    CU_ASSERT_TRUE(edges > 0);
+    /* the densest pair: a block's first layer feeds every later one and the block's cat */
+    Agnode_t *first = agnode(read, "module:features.denseblock1.denselayer1", 0);
+    CU_ASSERT_EQUAL(agdegree(read, first, false, true), 5 + 1);
+    agclose(read);
+    free(text);
+
+    f = open_memstream(&text, &size);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(pl_dot_write_graph(g, 0, f, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(fclose(f), 0);
+    read = read_back(text);
+    CU_ASSERT_EQUAL(ops_drawn(read, &boxes), g->n_ops);
+    CU_ASSERT_EQUAL(boxes, g->n_ops);
+    CU_ASSERT_EQUAL(count_subgraphs(read, "cluster_module:"), 0);
+    agclose(read);
+    free(text);
+    pl_graph_free(g);
+}
+
+/* Its placement on four devices, a stage each: module boxes within devices and stages
+ * (a module cut by a stage boundary has a box on each side), every forward op (or, with
+ * every op, every op of the training graph, a module's backward ops in a box of their
+ * own) in one, the edges between boxes kept, those between devices red with their
+ * copies' bytes. */
+static void test_large_plan_grouped(void)
+{
+    pl_graph *g = densenet(true);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_cluster *c = pl_test_cluster((pl_test_devices){.n = 4, .memory = 1LL << 32});
+    pl_plan *plan = pl_test_pipeline_plan(g, 4, 2, PL_SCHEDULE_1F1B);
+    char *text = NULL;
+    Agraph_t *read = draw(g, plan, c, NULL, false, &text);
+    int boxes;
+    CU_ASSERT_EQUAL(ops_drawn(read, &boxes), g->n_forward_ops);
+    CU_ASSERT_TRUE(boxes <= PL_DOT_MAX_BOXES && boxes < g->n_forward_ops / 3);
+    int modules = 0;
+    for (int dev = 0; dev < 4; dev++) {
+        char id[64];
+        snprintf(id, sizeof id, "cluster_device:%s", c->devices[dev].name);
+        Agraph_t *device = agsubg(read, id, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(device);
+        snprintf(id, sizeof id, "cluster_device:%s/stage:%d", c->devices[dev].name, dev);
+        CU_ASSERT_PTR_NOT_NULL(agsubg(device, id, 0));
+        strcat(id, "/module:");
+        modules += count_subgraphs(read, id);
+    }
+    CU_ASSERT_TRUE(modules > 4);
+    /* devices, stages and modules: nothing else */
+    CU_ASSERT_EQUAL(count_subgraphs(read, "cluster_device:"), 4 + 4 + modules);
+    int crossing = 0;
+    for (int o = 0; o < g->n_forward_ops; o++) {
+        char suffix[64];
+        snprintf(suffix, sizeof suffix, "@%s/stage:%d", c->devices[plan->device[o]].name,
+                 plan->stage[o]);
+        Agnode_t *box = find_box(read, g->ops[o].name, suffix);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(box);
+        for (int i = 0; i < g->ops[o].n_inputs; i++) {
+            const pl_tensor *t = &g->tensors[g->ops[o].inputs[i]];
+            if (t->kind != PL_TENSOR_ACTIVATION)
+                continue;
+            int p = t->producer;
+            snprintf(suffix, sizeof suffix, "@%s/stage:%d", c->devices[plan->device[p]].name,
+                     plan->stage[p]);
+            Agnode_t *from = find_box(read, g->ops[p].name, suffix);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(from);
+            if (from == box)
+                continue;
+            CU_ASSERT_TRUE(joined(read, from, box));
+            Agedge_t *e = agedge(read, from, box, NULL, 0);
+            if (e && plan->device[p] != plan->device[o]) {
+                CU_ASSERT_STRING_EQUAL(agget(e, "color"), "firebrick");
+                crossing++;
+            }
+        }
+    }
+    CU_ASSERT_TRUE(crossing > 0);
+    agclose(read);
+    free(text);
+
+    read = draw(g, plan, c, NULL, true, &text);
+    CU_ASSERT_EQUAL(ops_drawn(read, &boxes), g->n_ops);
+    CU_ASSERT_TRUE(boxes <= PL_DOT_MAX_BOXES / 2); /* every op: half as many boxes */
+    CU_ASSERT_PTR_NOT_NULL(agnode(read, "module:features.denseblock1@a/stage:0/backward", 0));
+    agclose(read);
+    free(text);
+    pl_plan_free(plan);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 static void test_plan_bad_input(void)
 {
     fixture fx = setup();
@@ -187,10 +373,12 @@ static void test_plan_bad_input(void)
     pl_error_init(&err, "test");
     FILE *f = tmpfile();
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    CU_ASSERT_EQUAL(pl_dot_write_plan(fx.g, fx.plan, fx.c, NULL, false, f, &err), PL_EINPUT);
+    CU_ASSERT_EQUAL(pl_dot_write_plan(fx.g, fx.plan, fx.c, NULL, false, PL_DOT_MAX_BOXES, f, &err),
+                    PL_EINPUT);
     CU_ASSERT_EQUAL(ftell(f), 0); /* nothing written */
     fx.plan->device[1] = 0;
-    CU_ASSERT_EQUAL(pl_dot_write_plan(fx.g, fx.plan, fx.c, NULL, false, f, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_dot_write_plan(fx.g, fx.plan, fx.c, NULL, false, PL_DOT_MAX_BOXES, f, NULL),
+                    PL_OK);
     fclose(f);
     teardown(&fx);
 }
@@ -203,6 +391,8 @@ void pl_register_dot_tests(void)
          test_plan_devices_and_bytes},
         {"plan: groups collapsed or every op, times summed", test_plan_collapsed_and_all_ops},
         {"plan: an invalid plan is an input error", test_plan_bad_input},
+        {"a large model: module boxes, every op and edge kept", test_large_model_grouped},
+        {"a large plan: module boxes by device and stage", test_large_plan_grouped},
         {NULL, NULL},
     };
     pl_test_add_suite("dot", cases);

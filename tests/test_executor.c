@@ -188,6 +188,123 @@ static void test_out_of_memory(void)
     pl_graph_free(g);
 }
 
+/* A model without batch statistics means the same under any micro-batch count: a
+ * two-stage pipeline's losses over several steps with 1, 2, 4 and 8 micro-batches agree
+ * with one device's whole steps within 1e-5 (dropout's masks follow each sample's place
+ * in the step, the loss ops average equal micro-batches). */
+static void check_micro_batches_keep_losses(pl_graph *g, const char *model)
+{
+    enum { STEPS_COMPARED = 4 };
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(pl_graph_whole_step_op(g), -1);
+    pl_dataset *data = pl_dataset_open(g, "synthetic", 3, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    float whole[STEPS_COMPARED];
+    pl_session *s = pl_session_new(g, 1, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    pl_test_fill_first_batch(g, data, pl_test_session_buffer, s);
+    for (int step = 1; step <= STEPS_COMPARED; step++)
+        CU_ASSERT_EQUAL(pl_session_train_step(s, step, 1, &whole[step - 1], NULL), PL_OK);
+    pl_session_free(s);
+    pl_cluster *c = native_cluster(2, 1, 1LL << 34, 0);
+    for (int m = 1; m <= g->batch_size; m *= 2) {
+        pl_executor *ex = pl_executor_new(g, c, NULL, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ex);
+        pl_test_fill_first_batch(g, data, pl_test_executor_buffer, ex);
+        pl_plan *plan = pl_test_pipeline_plan(g, 2, m, PL_SCHEDULE_1F1B);
+        pl_fit fit;
+        CU_ASSERT_EQUAL_FATAL(pl_executor_set_plan(ex, plan, &fit, NULL), PL_OK);
+        for (int step = 1; step <= STEPS_COMPARED; step++) {
+            float loss = NAN, want = whole[step - 1];
+            CU_ASSERT_EQUAL(pl_executor_step(ex, step, &loss, NULL), PL_OK);
+            bool same = fabsf(loss - want) <= 1e-5f * fabsf(want);
+            if (!same)
+                fprintf(stderr, "\n    %s, %d micro-batches, step %d: loss %.9g, whole steps "
+                        "%.9g", model, m, step, (double)loss, (double)want);
+            CU_ASSERT_TRUE(same);
+        }
+        pl_plan_free(plan);
+        pl_executor_free(ex);
+    }
+    pl_cluster_free(c);
+    pl_dataset_free(data);
+    pl_graph_free(g);
+}
+
+static void bundled_keeps_losses(const char *model)
+{
+    check_micro_batches_keep_losses(pl_test_bundled_training_graph(model, BATCH), model);
+}
+
+static void test_micro_batches_mlp(void) { bundled_keeps_losses("small/mlp-small.json"); }
+static void test_micro_batches_cnn(void) { bundled_keeps_losses("small/cnn-small.json"); }
+static void test_micro_batches_lstm(void) { bundled_keeps_losses("small/lstm_lm-small.json"); }
+static void test_micro_batches_seq2seq(void) { bundled_keeps_losses("small/seq2seq-small.json"); }
+static void test_micro_batches_transformer(void)
+{
+    bundled_keeps_losses("small/transformer-small.json");
+}
+static void test_micro_batches_recommender(void)
+{
+    bundled_keeps_losses("small/recommender-small.json");
+}
+static void test_micro_batches_moe(void) { bundled_keeps_losses("small/moe-small.json"); }
+
+/* Dropout between two layers: its masks must not depend on the micro-batch count. */
+static void test_micro_batches_dropout(void)
+{
+    pl_graph *g = pl_test_training_model(
+        "[16]",
+        "{\"name\": \"w1\", \"shape\": [16, 32], \"init\": {\"kind\": \"glorot_uniform\", "
+        "\"seed\": 1}},"
+        "{\"name\": \"w2\", \"shape\": [32, 3], \"init\": {\"kind\": \"glorot_uniform\", "
+        "\"seed\": 2}}",
+        "{\"name\": \"fc1\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w1\"], \"outputs\": [\"h\"]},"
+        "{\"name\": \"drop\", \"op\": \"dropout\", \"inputs\": [\"h\"], \"outputs\": [\"d\"],"
+        " \"attrs\": {\"rate\": 0.5, \"seed\": 7}},"
+        "{\"name\": \"act\", \"op\": \"relu\", \"inputs\": [\"d\"], \"outputs\": [\"r\"]},"
+        "{\"name\": \"fc2\", \"op\": \"matmul\", \"inputs\": [\"r\", \"w2\"], \"outputs\": [\"logits\"]},"
+        "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"logits\", \"y\"],"
+        " \"outputs\": [\"loss\"]}",
+        "loss");
+    check_micro_batches_keep_losses(g, "dropout");
+}
+
+/* A batch-norm model whose statistics are per step refuses micro-batches, naming the op
+ * and the field; declared per micro-batch, it runs them. */
+static void test_batch_statistics(void)
+{
+    pl_graph *g = pl_test_bundled_training_graph("small/resnet-small.json", BATCH);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_EQUAL(g->batch_statistics, PL_BATCH_STATISTICS_PER_MICRO_BATCH);
+    pl_cluster *c = native_cluster(2, 1, 1LL << 34, 0);
+    pl_executor *ex = pl_executor_new(g, c, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ex);
+    pl_plan *plan = pl_test_pipeline_plan(g, 2, 2, PL_SCHEDULE_GPIPE);
+    pl_fit fit;
+    pl_error err;
+    CU_ASSERT_EQUAL(pl_executor_set_plan(ex, plan, &fit, NULL), PL_OK);
+    g->batch_statistics = PL_BATCH_STATISTICS_PER_STEP;
+    pl_error_init(&err, NULL);
+    CU_ASSERT_EQUAL(pl_executor_set_plan(ex, plan, &fit, &err), PL_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err.path, "/micro_batches");
+    CU_ASSERT_STRING_EQUAL(err.text, "2 micro-batches, but batch_norm "
+                           "\"stem/bn\" computes statistics over the whole step's batch (the "
+                           "model's \"batch_statistics\" is \"per_step\"; \"per_micro_batch\" "
+                           "would allow micro-batches)");
+    plan->micro_batches = 1;
+    CU_ASSERT_EQUAL(pl_executor_set_plan(ex, plan, &fit, NULL), PL_OK);
+    pl_session *s = pl_session_new(g, 1, NULL);
+    float loss;
+    CU_ASSERT_EQUAL(pl_session_train_step(s, 1, 2, &loss, NULL), PL_EINPUT);
+    CU_ASSERT_EQUAL(pl_session_train_step(s, 1, 1, &loss, NULL), PL_OK);
+    pl_session_free(s);
+    pl_plan_free(plan);
+    pl_executor_free(ex);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* Plans with unknown devices or stages against the dataflow are refused. */
 static void test_bad_plans(void)
 {
@@ -395,6 +512,15 @@ void pl_register_executor_tests(void)
     static const pl_test_case cases[] = {
         {"plans that do not fit are reported", test_out_of_memory},
         {"bad plans are refused", test_bad_plans},
+        {"micro-batches keep the losses: mlp", test_micro_batches_mlp},
+        {"micro-batches keep the losses: cnn", test_micro_batches_cnn},
+        {"micro-batches keep the losses: lstm_lm", test_micro_batches_lstm},
+        {"micro-batches keep the losses: seq2seq", test_micro_batches_seq2seq},
+        {"micro-batches keep the losses: transformer", test_micro_batches_transformer},
+        {"micro-batches keep the losses: recommender", test_micro_batches_recommender},
+        {"micro-batches keep the losses: moe", test_micro_batches_moe},
+        {"micro-batches keep the losses: dropout", test_micro_batches_dropout},
+        {"batch statistics per step refuse micro-batches", test_batch_statistics},
         {"1F1B keeps fewer micro-batches than GPipe", test_schedule_memory},
         {"dependencies follow program order", test_program_order},
         {"paced kernels are never early", test_pacing_never_early},

@@ -175,6 +175,10 @@ pl_status pl_session_gradients(pl_session *s, int64_t step, int micro_batches, f
     if (micro_batches < 1 || g->batch_size % micro_batches != 0)
         return pl_error_set(err, PL_EINPUT, NULL, "%d micro-batches do not divide the batch "
                             "of %d", micro_batches, g->batch_size);
+    char reason[PL_MAX_NAME + 256];
+    if (micro_batches > 1 && pl_graph_whole_step_reason(g, reason, sizeof reason))
+        return pl_error_set(err, PL_EINPUT, NULL, "%d micro-batches, but %s", micro_batches,
+                            reason);
     pl_status status = use_batch(s, g->batch_size / micro_batches, err);
     if (status != PL_OK)
         return status;

@@ -33,7 +33,8 @@ void *pl_session_data(pl_session *session, int t);
 
 /* One training step of `micro_batches` (dividing the batch) micro-batches: gradients,
  * then updates. `step` counts from 1 (Adam's bias correction, dropout masks). *loss gets
- * the mean of the micro-batches' losses. PL_EINPUT when the batch does not divide. */
+ * the mean of the micro-batches' losses. PL_EINPUT when the batch does not divide or the model
+ * keeps its steps whole (graph.h: pl_graph_allows_micro_batches). */
 pl_status pl_session_train_step(pl_session *session, int64_t step, int micro_batches,
                                 float *loss, pl_error *err);
 

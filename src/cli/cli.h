@@ -193,12 +193,13 @@ void pl_cli_calibration_progress(void *context, const char *what);
 void pl_cli_warn_profile(const pl_cost_model *model);
 /* The validate summary of a loaded model. */
 void pl_cli_print_summary(FILE *out, const char *path, const pl_graph *graph);
-/* Writes the model's dot drawing to `path` atomically ("-" for standard output). */
-int pl_cli_write_dot(const pl_graph *graph, const char *path);
+/* Writes the model's dot drawing to `path` atomically ("-" for standard output); ops
+ * grouped by module above max_boxes (dot.h). */
+int pl_cli_write_dot(const pl_graph *graph, int max_boxes, const char *path);
 /* Writes the drawing of a placed training graph (dot.h: pl_dot_write_plan) the same way. */
 int pl_cli_write_plan_dot(const pl_graph *graph, const pl_plan *plan,
                           const pl_cluster *cluster, const double *op_seconds, bool all_ops,
-                          const char *path);
+                          int max_boxes, const char *path);
 /* Each op's simulated time per step (summed over its tasks) under `model`, or NULL when
  * the simulation fails. free(). */
 double *pl_cli_op_seconds(const pl_graph *graph, const pl_cluster *cluster,

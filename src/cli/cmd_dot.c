@@ -1,4 +1,5 @@
-/* placer dot MODEL.json [--plan PLAN.json [--cluster C] [--all-ops]] [-o FILE]: the model
+/* placer dot MODEL.json [--plan PLAN.json [--cluster C] [--all-ops]] [--max-boxes N]
+ * [-o FILE]: the model
  * as GraphViz dot or, with a plan, its placed training graph (dot.h). Op times come from
  * the cached calibration profile when one fits; dot never calibrates. */
 #include <getopt.h>
@@ -6,10 +7,12 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "dot.h"
 
 typedef struct dot_options {
     const char *model, *plan, *cluster, *output;
     bool all_ops;
+    long max_boxes;
 } dot_options;
 
 /* PL_EXIT_OK, a usage error's status, or -1 after --help. */
@@ -19,9 +22,10 @@ static int parse_options(int argc, char **argv, dot_options *o)
                                             {"plan", required_argument, NULL, 'p'},
                                             {"cluster", required_argument, NULL, 'c'},
                                             {"all-ops", no_argument, NULL, 'a'},
+                                            {"max-boxes", required_argument, NULL, 'm'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    *o = (dot_options){.output = "-"};
+    *o = (dot_options){.output = "-", .max_boxes = PL_DOT_MAX_BOXES};
     int c;
     opterr = 0; /* our own message, below */
     while ((c = getopt_long(argc, argv, "o:h", options, NULL)) != -1) {
@@ -30,9 +34,14 @@ static int parse_options(int argc, char **argv, dot_options *o)
         case 'p': o->plan = optarg; break;
         case 'c': o->cluster = optarg; break;
         case 'a': o->all_ops = true; break;
+        case 'm':
+            if (!pl_cli_parse_long(optarg, 0, 1000000000, &o->max_boxes))
+                return pl_cli_usage_error("dot: invalid value '%s' for --max-boxes (0 to "
+                                          "1000000000)", optarg);
+            break;
         case 'h':
             printf("Usage: placer dot MODEL.json [--plan PLAN.json [--cluster C] [--all-ops]]\n"
-                   "                  [-o FILE]\n"
+                   "                  [--max-boxes N] [-o FILE]\n"
                    "Writes the model graph in GraphViz dot to FILE (default: standard output).\n"
                    "With --plan, draws the placed training graph instead: ops coloured by\n"
                    "device, a cluster per device (and per stage), cross-device edges labelled\n"
@@ -45,9 +54,12 @@ static int parse_options(int argc, char **argv, dot_options *o)
                    "  --plan FILE        the plan to draw (plan-format.md)\n"
                    "  --cluster FILE     the plan's cluster (cluster-format.md)\n"
                    "  --all-ops          draw every op of the training graph\n"
+                   "  --max-boxes N      above N boxes, group ops by module (their dotted or\n"
+                   "                     slashed name paths) so that dot stays fast;\n"
+                   "                     default %d, 0: op by op whatever the size\n"
                    "A MODEL.json or FILE read of '-' is standard input (one of them).\n"
                    "The formats: " PLACER_DOCDIR "/plan-format.md and beside it.\n"
-                   "Render it with: dot -Tsvg FILE > model.svg\n");
+                   "Render it with: dot -Tsvg FILE > model.svg\n", PL_DOT_MAX_BOXES);
             return -1;
         default:
             return pl_cli_usage_error("dot: unknown option or missing argument '%s'",
@@ -81,10 +93,10 @@ int pl_cmd_dot(int argc, char **argv)
     if (status == PL_EXIT_OK && o.plan) {
         double *op_seconds = pl_cli_cached_op_seconds(setup.graph, setup.cluster, setup.plan);
         status = pl_cli_write_plan_dot(setup.graph, setup.plan, setup.cluster, op_seconds,
-                                       o.all_ops, o.output);
+                                       o.all_ops, (int)o.max_boxes, o.output);
         free(op_seconds);
     } else if (status == PL_EXIT_OK) {
-        status = pl_cli_write_dot(setup.graph, o.output);
+        status = pl_cli_write_dot(setup.graph, (int)o.max_boxes, o.output);
     }
     pl_cli_setup_release(&setup);
     return status;

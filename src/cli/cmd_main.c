@@ -255,7 +255,7 @@ static int draw_graph(job_state *s)
         fprintf(stderr, "placer: out of memory\n");
         return PL_EXIT_FAILURE;
     }
-    pl_status status = pl_dot_write_graph(s->setup.graph, out, &err);
+    pl_status status = pl_dot_write_graph(s->setup.graph, PL_DOT_MAX_BOXES, out, &err);
     if (fclose(out) != 0 && status == PL_OK)
         status = pl_error_set(&err, PL_ENOMEM, NULL, "out of memory");
     return status == PL_OK ? PL_EXIT_OK : pl_cli_report(&err);
@@ -317,7 +317,8 @@ static int write_outputs(job_state *s)
     } else {
         /* the drawing without times when they cannot be had */
         double *op_seconds = pl_cli_op_seconds(g, c, s->setup.costs, chosen->plan);
-        status = pl_cli_write_plan_dot(g, chosen->plan, c, op_seconds, false, dot_path);
+        status = pl_cli_write_plan_dot(g, chosen->plan, c, op_seconds, false, PL_DOT_MAX_BOXES,
+                                       dot_path);
         free(op_seconds);
     }
     /* the agent's own best plan too, whether or not it was chosen (to train with it) */

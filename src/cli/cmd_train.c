@@ -401,6 +401,10 @@ static int set_up(trainer *t)
     if (t->g->batch_size % t->o.micro_batches != 0)
         return pl_cli_usage_error("train: %ld micro-batches do not divide the batch of %d",
                                   t->o.micro_batches, t->g->batch_size);
+    char reason[PL_MAX_NAME + 256];
+    if (t->o.micro_batches > 1 && pl_graph_whole_step_reason(t->g, reason, sizeof reason))
+        return pl_cli_usage_error("train: %ld micro-batches, but %s", t->o.micro_batches,
+                                  reason);
     t->setup.needs = PL_CLI_TRAINING;
     if ((status = pl_cli_setup_load(&t->setup)) != PL_EXIT_OK)
         return status;

@@ -526,14 +526,21 @@ static int write_drawing(const char *path, pl_status (*draw)(const void *what, F
     return PL_EXIT_OK;
 }
 
+typedef struct graph_drawing {
+    const pl_graph *graph;
+    int max_boxes;
+} graph_drawing;
+
 static pl_status draw_graph(const void *what, FILE *out, pl_error *err)
 {
-    return pl_dot_write_graph(what, out, err);
+    const graph_drawing *p = what;
+    return pl_dot_write_graph(p->graph, p->max_boxes, out, err);
 }
 
-int pl_cli_write_dot(const pl_graph *graph, const char *path)
+int pl_cli_write_dot(const pl_graph *graph, int max_boxes, const char *path)
 {
-    return write_drawing(path, draw_graph, graph);
+    graph_drawing p = {graph, max_boxes};
+    return write_drawing(path, draw_graph, &p);
 }
 
 typedef struct plan_drawing {
@@ -542,20 +549,21 @@ typedef struct plan_drawing {
     const pl_cluster *cluster;
     const double *op_seconds;
     bool all_ops;
+    int max_boxes;
 } plan_drawing;
 
 static pl_status draw_plan(const void *what, FILE *out, pl_error *err)
 {
     const plan_drawing *p = what;
-    return pl_dot_write_plan(p->graph, p->plan, p->cluster, p->op_seconds, p->all_ops, out,
-                             err);
+    return pl_dot_write_plan(p->graph, p->plan, p->cluster, p->op_seconds, p->all_ops,
+                             p->max_boxes, out, err);
 }
 
 int pl_cli_write_plan_dot(const pl_graph *graph, const pl_plan *plan,
                           const pl_cluster *cluster, const double *op_seconds, bool all_ops,
-                          const char *path)
+                          int max_boxes, const char *path)
 {
-    plan_drawing p = {graph, plan, cluster, op_seconds, all_ops};
+    plan_drawing p = {graph, plan, cluster, op_seconds, all_ops, max_boxes};
     return write_drawing(path, draw_plan, &p);
 }
 

@@ -114,11 +114,12 @@ int pl_job_write_summary(FILE *fp, const pl_job *job)
     json_t *rows = json_array();
     for (int r = 0; r < s->n_rows; r++)
         json_array_append_new(rows, row_json(&s->rows[r], c));
-    char hash[24];
+    char hash[24], whole_step[PL_MAX_NAME + 256];
     snprintf(hash, sizeof hash, "%016" PRIx64, job->graph->hash);
+    bool whole = pl_graph_whole_step_reason(job->graph, whole_step, sizeof whole_step);
     json_t *root = json_pack(
         "{s:s, s:i, s:s, s:s, s:s, s:s, s:i, s:b, s:s, s:f, s:f, s:I, s:b, s:b, s:f, s:s, "
-        "s:i, s:o, s:o, s:o, s:o, s:o}",
+        "s:i, s:o, s:o, s:o, s:o, s:o, s:o}",
         "format", "placer-summary", "version", 1, "model", job->graph->name, "model_path",
         job->model_path, "model_hash", hash, "cluster", c->name, "devices", c->n_devices,
         "paced", c->paced, "command", job->command, "budget_seconds", job->budget,
@@ -130,7 +131,8 @@ int pl_job_write_summary(FILE *fp, const pl_job *job)
         s->best_baseline >= 0 ? json_string(s->rows[s->best_baseline].name) : json_null(),
         "checkpoint_failure",
         s->checkpoint_failure[0] ? json_string(s->checkpoint_failure) : json_null(), "rows",
-        rows, "chosen", s->chosen >= 0 ? chosen_json(s, c) : json_null());
+        rows, "chosen", s->chosen >= 0 ? chosen_json(s, c) : json_null(), "whole_steps",
+        whole ? json_string(whole_step) : json_null());
     if (!root) {
         fprintf(stderr, "placer: out of memory (or a name that is not UTF-8) writing the "
                 "summary\n");

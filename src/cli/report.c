@@ -291,6 +291,12 @@ static void write_devices(FILE *fp, const pl_job *job)
             chosen->plan->n_stages == 1 ? "" : "s", chosen->plan->micro_batches,
             chosen->plan->micro_batches == 1 ? "" : "es",
             pl_plan_schedule_text(chosen->plan));
+    char reason[PL_MAX_NAME + 256];
+    if (pl_graph_whole_step_reason(job->graph, reason, sizeof reason)) {
+        fprintf(fp, "\nNo plan was searched with micro-batches: ");
+        md_text(fp, reason);
+        fprintf(fp, ".\n");
+    }
 }
 
 /* The report's files: paths, and what the markdown links to (names beside it). */

@@ -56,4 +56,7 @@ void pl_cli_print_summary(FILE *out, const char *path, const pl_graph *graph)
     else
         fprintf(out, "  optimizer         adam (lr %g, betas %g/%g, eps %g, weight decay %g)\n",
                 o->lr, o->beta1, o->beta2, o->eps, o->weight_decay);
+    char reason[PL_MAX_NAME + 256];
+    if (pl_graph_whole_step_reason(graph, reason, sizeof reason))
+        fprintf(out, "  micro-batches     one per step: %s\n", reason);
 }

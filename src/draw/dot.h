@@ -19,9 +19,20 @@
 extern "C" {
 #endif
 
+/* Large models: GraphViz lays out a few hundred boxes in seconds, a thousand in minutes.
+ * Both drawings take `max_boxes`: with more ops (or groups) than that, ops are grouped by
+ * module, the path their names give ("features.denseblock1.denselayer3.conv1", or with
+ * slashes "stage1/block2/conv1"): one 3-D box per module (its path, its op count), cut at
+ * the deepest path depth whose modules fit max_boxes, inside a cluster of its parent
+ * module; edges join the modules, labelled with the bytes per step of the tensors they
+ * carry. An op alone at its depth keeps its own box. A plan drawn with all_ops groups
+ * from max_boxes / 2 (its backward edges cost dot more). max_boxes <= 0 draws op by op
+ * whatever the size. PL_DOT_MAX_BOXES is the command line's default. */
+enum { PL_DOT_MAX_BOXES = 300 };
+
 /* A model: one box per op (name, op kind, parameters, output shape), one ellipse per
- * input, an edge per tensor. */
-pl_status pl_dot_write_graph(const pl_graph *graph, FILE *out, pl_error *err);
+ * input, an edge per tensor; or module boxes (above). */
+pl_status pl_dot_write_graph(const pl_graph *graph, int max_boxes, FILE *out, pl_error *err);
 
 /* Draws a placed training graph: ops filled with their device's colour, a legend of the
  * devices (name, colour, op count, and their ops' total time when op_seconds is given), a
@@ -38,10 +49,13 @@ pl_status pl_dot_write_graph(const pl_graph *graph, FILE *out, pl_error *err);
  * on each box and summed per device. all_ops false draws each co-location group (graph.h)
  * as its forward op, labelled with the group's summed time, which keeps a 300-op training
  * graph readable; true draws every op (backward dashed, updates dotted). Node ids are
- * "op:NAME", device clusters "cluster_device:NAME", stages "cluster_device:NAME/stage:S". */
+ * "op:NAME", device clusters "cluster_device:NAME", stages "cluster_device:NAME/stage:S".
+ * Grouped by module (above), a module's units on one device and stage (and of one phase,
+ * with all_ops) share a box "module:PATH@DEVICE[/stage:S][/backward|/update]", in the
+ * cluster "CONTAINER/module:PARENT" of its container. */
 pl_status pl_dot_write_plan(const pl_graph *graph, const pl_plan *plan,
                             const pl_cluster *cluster, const double *op_seconds, bool all_ops,
-                            FILE *out, pl_error *err);
+                            int max_boxes, FILE *out, pl_error *err);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,12 @@
  * the tensors between units: the forward dataflow always (and, with all ops, the backward
  * one), and every tensor that crosses devices whatever it is, since that is what the
  * placement costs. Bytes per step come from the step program's copy tasks (program.h), so
- * they are the ones the executor moves and `placer simulate` counts. */
+ * they are the ones the executor moves and `placer simulate` counts.
+ *
+ * Units are drawn in boxes (dot_modules.c): one each, or, in a drawing of more units than
+ * its limit, one per module within a device and stage (and phase, with every op), inside
+ * a cluster of the module's parent. Edges then join boxes and carry every tensor between
+ * them, labelled with its bytes per step. */
 #include "dot.h"
 
 #include <stdlib.h>
@@ -25,6 +30,7 @@ enum { PALETTE_SIZE = sizeof palette / sizeof *palette };
 typedef struct edge_record {
     Agrec_t header;   /* cgraph's, first */
     double bytes;     /* carried across devices per step, both directions */
+    double dataflow_bytes; /* the forward tensors it carries, per step (module boxes) */
     int first_tensor; /* for the tooltip */
     int n_tensors;
 } edge_record;
@@ -37,13 +43,17 @@ typedef struct drawing {
     const pl_partitions *parts;
     const double *op_seconds;
     bool all_ops;
+    int max_boxes;
     Agraph_t *g;
-    Agnode_t **node;       /* per unit (an op index); NULL for ops that are not units */
-    double *unit_seconds;  /* per unit: its ops' summed time */
+    int *ordinal;          /* per op: its unit's number, units in op order */
+    int n_units;
+    pl__dot_groups groups; /* the units' boxes */
+    Agnode_t **node;       /* per box */
+    double *unit_seconds;  /* per unit (an op index): its ops' summed time */
     double *transfer_bytes; /* per transfer of the partitions: bytes per step */
     int *first_transfer, *next_transfer; /* per tensor: its transfers, as a list */
     int *first_reader, *readers;         /* per tensor: the ops reading it (CSR) */
-    int *stamp;            /* per unit: the last tensor that reached it, to count once */
+    int *stamp;            /* per box: the last tensor that reached it, to count once */
     double total_bytes;
     int n_copies;
 } drawing;
@@ -85,6 +95,7 @@ static pl_status gather(drawing *d, pl_error *err)
     for (int o = 0; o < g->n_ops; o++)
         n_reads += g->ops[o].n_inputs;
     d->node = calloc(n_ops, sizeof *d->node);
+    d->ordinal = malloc(n_ops * sizeof *d->ordinal);
     d->unit_seconds = calloc(n_ops, sizeof *d->unit_seconds);
     d->stamp = malloc(n_ops * sizeof *d->stamp);
     d->transfer_bytes = calloc((size_t)parts->n_transfers + 1, sizeof *d->transfer_bytes);
@@ -92,7 +103,8 @@ static pl_status gather(drawing *d, pl_error *err)
     d->first_transfer = malloc(n_tensors * sizeof *d->first_transfer);
     d->first_reader = calloc(n_tensors + 1, sizeof *d->first_reader);
     d->readers = malloc(((size_t)n_reads + 1) * sizeof *d->readers);
-    if (!d->node || !d->unit_seconds || !d->stamp || !d->transfer_bytes || !d->next_transfer ||
+    if (!d->node || !d->ordinal || !d->unit_seconds || !d->stamp || !d->transfer_bytes ||
+        !d->next_transfer ||
         !d->first_transfer || !d->first_reader || !d->readers)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory drawing the plan");
 
@@ -134,6 +146,40 @@ static pl_status gather(drawing *d, pl_error *err)
     return PL_OK;
 }
 
+/* The units' boxes: a unit goes by its forward op's name (a backward op is its forward op's
+ * module's), within its device and stage and, with every op drawn, its phase. */
+static pl_status group_units(drawing *d, pl_error *err)
+{
+    const pl_graph *g = d->graph;
+    d->n_units = 0;
+    for (int o = 0; o < g->n_ops; o++)
+        d->ordinal[o] = unit_of(d, o) == o ? d->n_units++ : -1;
+    for (int o = 0; o < g->n_ops; o++)
+        d->ordinal[o] = d->ordinal[unit_of(d, o)];
+    const char **names = malloc(((size_t)d->n_units + 1) * sizeof *names);
+    int *containers = malloc(((size_t)d->n_units + 1) * sizeof *containers);
+    pl_status status = PL_ENOMEM;
+    if (names && containers) {
+        for (int o = 0, u = 0; o < g->n_ops; o++) {
+            if (unit_of(d, o) != o)
+                continue;
+            names[u] = g->ops[g->ops[o].group].name;
+            containers[u++] = (d->parts->op_device[o] * d->plan->n_stages +
+                               d->parts->op_stage[o]) * 3 + (int)g->ops[o].phase;
+        }
+        /* every op: the backward ops' edges from the forward activations span the drawing
+         * and cost dot far more per box (docs/plan-format.md, "Large models"), so half as
+         * many boxes */
+        int limit = d->all_ops && d->max_boxes > 1 ? d->max_boxes / 2 : d->max_boxes;
+        status = pl__dot_group(d->n_units, names, containers, limit, &d->groups, err);
+    } else {
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory drawing the plan");
+    }
+    free(names);
+    free(containers);
+    return status;
+}
+
 /* The graph, its defaults and its title: what was placed where, and what it moves. */
 static pl_status open_graph(drawing *d, pl_error *err)
 {
@@ -162,10 +208,15 @@ static pl_status open_graph(drawing *d, pl_error *err)
     int used = 0;
     for (int dev = 0; dev < d->cluster->n_devices; dev++)
         used += d->parts->first_op[dev + 1] > d->parts->first_op[dev];
-    char title[1024], bytes[32];
+    char title[1536], bytes[32], grouped[256] = "";
+    if (d->groups.depth > 0)
+        snprintf(grouped, sizeof grouped, "\n%d %s in %d boxes: ops grouped by the first %d "
+                 "parts of their names (3-D boxes: modules; edges: bytes per step)",
+                 d->n_units, d->all_ops ? "ops" : "forward ops", d->groups.n_boxes,
+                 d->groups.depth);
     snprintf(title, sizeof title,
              "%s on %s (%s): %d device%s, %d stage%s, %d micro-batch%s, %s\n"
-             "cross-device traffic %s per step in %d copies%s\n%s",
+             "cross-device traffic %s per step in %d copies%s\n%s%s",
              d->graph->name, d->cluster->name,
              plan->provenance.algorithm[0] ? plan->provenance.algorithm : "plan", used,
              used == 1 ? "" : "s", plan->n_stages, plan->n_stages == 1 ? "" : "s",
@@ -174,8 +225,11 @@ static pl_status open_graph(drawing *d, pl_error *err)
              pl_units_bytes(d->total_bytes, bytes, sizeof bytes), d->n_copies,
              d->op_seconds ? "; op times per step" : "",
              d->all_ops ? "every op; dashed: backward, dotted: optimizer update"
-                        : "each box: a forward op with its backward ops and updates");
+                        : "each box: a forward op with its backward ops and updates",
+             grouped);
     pl__dot_set(g, "label", title);
+    if (d->groups.depth > 0 || d->n_units > PL_DOT_MAX_BOXES)
+        pl__dot_fast_layout(g);
     return PL_OK;
 }
 
@@ -280,27 +334,92 @@ static Agraph_t *container(drawing *d, int unit)
     return stage;
 }
 
-static void draw_units(drawing *d)
+/* The cluster of a module box's parent module inside the box's container, or the
+ * container itself when the module has no parent. */
+static Agraph_t *module_container(drawing *d, int unit, const char *module)
+{
+    Agraph_t *outer = container(d, unit);
+    size_t parent = pl__dot_parent_length(module);
+    if (parent == 0)
+        return outer;
+    char id[2 * PL_MAX_NAME + 96], label[PL_MAX_NAME + 1];
+    snprintf(label, sizeof label, "%.*s", (int)parent, module);
+    snprintf(id, sizeof id, "%s/module:%s", agnameof(outer), label);
+    Agraph_t *cluster = agsubg(outer, id, 0);
+    if (!cluster) {
+        cluster = agsubg(outer, id, 1);
+        pl__dot_set(cluster, "label", label);
+        pl__dot_set(cluster, "style", "rounded");
+        pl__dot_set(cluster, "color", "gray75");
+    }
+    return cluster;
+}
+
+/* A box of several units: "module:PATH@DEVICE[/stage:S][/backward|/update]", labelled
+ * with its path, unit count and time. */
+static Agnode_t *module_box(drawing *d, int o, int box, double seconds)
+{
+    static const char *const phases[] = {"", "/backward", "/update"};
+    const pl_op *op = &d->graph->ops[o];
+    const char *module = d->groups.module[box];
+    int n = d->groups.n_members[box];
+    char id[2 * PL_MAX_NAME + 96], stage[32] = "", label[PL_MAX_NAME + 96], time[32];
+    if (d->plan->n_stages > 1)
+        snprintf(stage, sizeof stage, "/stage:%d", d->parts->op_stage[o]);
+    snprintf(id, sizeof id, "module:%s@%s%s%s", module,
+             d->cluster->devices[d->parts->op_device[o]].name, stage, phases[op->phase]);
+    snprintf(label, sizeof label, "%s\n%d %s%s%s%s", module, n,
+             d->all_ops ? "ops" : "forward ops", op->phase == PL_PHASE_FORWARD ? ""
+             : op->phase == PL_PHASE_BACKWARD ? " (backward)" : " (updates)",
+             d->op_seconds ? " · " : "",
+             d->op_seconds ? format_seconds(seconds, time, sizeof time) : "");
+    Agnode_t *node = agnode(module_container(d, o, module), id, 1);
+    pl__dot_set(node, "label", label);
+    pl__dot_set(node, "shape", "box3d");
+    return node;
+}
+
+/* One op's own box, as in a drawing op by op. */
+static Agnode_t *op_box(drawing *d, int o, double seconds)
+{
+    const pl_op *op = &d->graph->ops[o];
+    char label[PL_MAX_NAME + 96], time[32];
+    snprintf(label, sizeof label, "%s\n%s%s%s", op->name, pl_op_info_of(op->kind)->name,
+             d->op_seconds ? " · " : "",
+             d->op_seconds ? format_seconds(seconds, time, sizeof time) : "");
+    Agraph_t *where = d->groups.depth > 0 ? module_container(d, o, op->name) : container(d, o);
+    Agnode_t *node = pl__dot_node(where, "op:", op->name);
+    pl__dot_set(node, "label", label);
+    return node;
+}
+
+static pl_status draw_units(drawing *d, pl_error *err)
 {
     const pl_graph *g = d->graph;
+    double *seconds = calloc((size_t)d->groups.n_boxes + 1, sizeof *seconds);
+    if (!seconds)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory drawing the plan");
+    for (int o = 0; o < g->n_ops; o++)
+        if (unit_of(d, o) == o)
+            seconds[d->groups.box[d->ordinal[o]]] += d->unit_seconds[o];
     for (int o = 0; o < g->n_ops; o++) {
-        if (unit_of(d, o) != o)
+        int box = d->groups.box[d->ordinal[o]];
+        if (unit_of(d, o) != o || d->node[box])
             continue;
         const pl_op *op = &g->ops[o];
-        char label[PL_MAX_NAME + 96], time[32], color[32];
-        snprintf(label, sizeof label, "%s\n%s%s%s", op->name, pl_op_info_of(op->kind)->name,
-                 d->op_seconds ? " · " : "",
-                 d->op_seconds ? format_seconds(d->unit_seconds[o], time, sizeof time) : "");
-        Agnode_t *n = pl__dot_node(container(d, o), "op:", op->name);
+        Agnode_t *n = d->groups.n_members[box] > 1 ? module_box(d, o, box, seconds[box])
+                                                     : op_box(d, o, seconds[box]);
+        char color[32];
         device_color(d->parts->op_device[o], color, sizeof color);
-        pl__dot_set(n, "label", label);
         pl__dot_set(n, "fillcolor", color);
         if (op->phase == PL_PHASE_BACKWARD)
             pl__dot_set(n, "style", "filled,rounded,dashed");
         else if (op->phase == PL_PHASE_UPDATE)
             pl__dot_set(n, "style", "filled,rounded,dotted");
-        d->node[o] = n;
+        d->node[box] = n;
     }
+    free(seconds);
+    return PL_OK;
 }
 
 /* The bytes per step of tensor t's copy to `device`, or 0. */
@@ -312,7 +431,7 @@ static double transfer_bytes(const drawing *d, int t, int device)
     return 0;
 }
 
-/* Every tensor's way from the unit it comes from to the units reading it. */
+/* Every tensor's way from the box it comes from to the boxes reading it. */
 static pl_status draw_edges(drawing *d, pl_error *err)
 {
     const pl_graph *g = d->graph;
@@ -323,9 +442,9 @@ static pl_status draw_edges(drawing *d, pl_error *err)
             continue;
         /* parameters and state live with their first reader's group (plan.h) */
         int source = tensor->producer >= 0 ? tensor->producer : d->readers[begin];
-        int from = unit_of(d, source), home = d->parts->tensor_device[t];
+        int from = d->groups.box[d->ordinal[source]], home = d->parts->tensor_device[t];
         for (int r = begin; r < end; r++) {
-            int reader = d->readers[r], to = unit_of(d, reader);
+            int reader = d->readers[r], to = d->groups.box[d->ordinal[reader]];
             bool crossing = home >= 0 && home != d->parts->op_device[reader];
             bool dataflow = tensor->producer >= 0 &&
                             (d->all_ops || (reader < g->n_forward_ops &&
@@ -333,24 +452,24 @@ static pl_status draw_edges(drawing *d, pl_error *err)
             if (from == to || (!dataflow && !crossing))
                 continue;
             Agnode_t *tail = d->node[from < to ? from : to], *head = d->node[from < to ? to : from];
-            Agedge_t *e = agedge(d->g, tail, head, NULL, 0);
-            edge_record *rec;
-            if (!e) {
-                e = agedge(d->g, tail, head, NULL, 1);
-                rec = e ? agbindrec(e, "pl_dot_plan", sizeof *rec, false) : NULL;
-                if (!rec)
-                    return pl_error_set(err, PL_ENOMEM, NULL, "cgraph could not add an edge");
+            Agedge_t *e;
+            bool created;
+            edge_record *rec = pl__dot_edge_record(d->g, tail, head, "pl_dot_plan", sizeof *rec,
+                                                   &e, &created);
+            if (!rec)
+                return pl_error_set(err, PL_ENOMEM, NULL, "cgraph could not add an edge");
+            if (created) {
                 rec->first_tensor = t;
                 pl__dot_set(e, "style", "dashed");
-            } else {
-                rec = (edge_record *)aggetrec(e, "pl_dot_plan", 0);
             }
             if (dataflow)
                 pl__dot_set(e, "style", "solid");
             if (d->stamp[to] == t)
-                continue; /* this unit has it already */
+                continue; /* this box has it already */
             d->stamp[to] = t;
             rec->n_tensors++;
+            if (dataflow)
+                rec->dataflow_bytes += (double)pl_tensor_bytes(tensor);
             if (crossing)
                 rec->bytes += transfer_bytes(d, t, d->parts->op_device[reader]);
         }
@@ -373,6 +492,8 @@ static void label_edges(drawing *d)
             else
                 snprintf(text, sizeof text, "%s", first);
             pl__dot_set(e, "tooltip", text);
+            if (rec->bytes <= 0 && d->groups.depth > 0 && rec->dataflow_bytes > 0)
+                pl__dot_set(e, "label", pl_units_bytes(rec->dataflow_bytes, text, sizeof text));
             if (rec->bytes <= 0)
                 continue;
             pl__dot_set(e, "label", pl_units_bytes(rec->bytes, text, sizeof text));
@@ -384,7 +505,7 @@ static void label_edges(drawing *d)
 
 pl_status pl_dot_write_plan(const pl_graph *graph, const pl_plan *plan,
                             const pl_cluster *cluster, const double *op_seconds, bool all_ops,
-                            FILE *out, pl_error *err)
+                            int max_boxes, FILE *out, pl_error *err)
 {
     if (graph->n_ops == graph->n_forward_ops)
         return pl_error_set(err, PL_EINPUT, NULL, "drawing a plan needs the training graph "
@@ -395,7 +516,7 @@ pl_status pl_dot_write_plan(const pl_graph *graph, const pl_plan *plan,
         err = &own;
     }
     drawing d = {.graph = graph, .plan = plan, .cluster = cluster, .op_seconds = op_seconds,
-                 .all_ops = all_ops};
+                 .all_ops = all_ops, .max_boxes = max_boxes};
     pl_program *program = pl_program_new(graph, cluster, plan, err);
     if (!program)
         return err->status;
@@ -403,20 +524,25 @@ pl_status pl_dot_write_plan(const pl_graph *graph, const pl_plan *plan,
     d.parts = program->partitions;
     pl_status status = gather(&d, err);
     if (status == PL_OK)
+        status = group_units(&d, err);
+    if (status == PL_OK)
         status = open_graph(&d, err);
     if (status == PL_OK) {
         draw_legend(&d);
         draw_edge_key(&d);
-        draw_units(&d);
-        status = draw_edges(&d, err);
+        status = draw_units(&d, err);
     }
+    if (status == PL_OK)
+        status = draw_edges(&d, err);
     if (status == PL_OK) {
         label_edges(&d);
         status = pl__dot_finish(d.g, out, err);
     } else if (d.g) {
         agclose(d.g);
     }
+    pl__dot_groups_release(&d.groups);
     free(d.node);
+    free(d.ordinal);
     free(d.unit_seconds);
     free(d.stamp);
     free(d.transfer_bytes);

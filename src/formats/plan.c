@@ -51,6 +51,10 @@ pl_status pl_plan_check(const pl_plan *plan, const pl_graph *graph, const pl_clu
     if (plan->micro_batches < 1 || graph->batch_size % plan->micro_batches != 0)
         return pl_error_set(err, PL_EINPUT, "/micro_batches", "%d micro-batches do not divide "
                             "the batch of %d", plan->micro_batches, graph->batch_size);
+    char reason[PL_MAX_NAME + 256];
+    if (plan->micro_batches > 1 && pl_graph_whole_step_reason(graph, reason, sizeof reason))
+        return pl_error_set(err, PL_EINPUT, "/micro_batches", "%d micro-batches, but %s",
+                            plan->micro_batches, reason);
     int stages = 0;
     for (int o = 0; o < plan->n_ops; o++) {
         const char *name = graph->ops[o].name;

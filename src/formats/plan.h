@@ -69,7 +69,8 @@ pl_plan *pl_plan_new(const pl_graph *graph, pl_error *err);
 void pl_plan_free(pl_plan *plan);
 
 /* Checks a plan against its graph and cluster: devices exist, stages follow the dataflow
- * and number 0..n_stages-1, micro-batches divide the batch. PL_EINPUT with the op named. */
+ * and number 0..n_stages-1, micro-batches divide the batch and are allowed by the model
+ * (pl_graph_allows_micro_batches). PL_EINPUT with the op named. */
 pl_status pl_plan_check(const pl_plan *plan, const pl_graph *graph, const pl_cluster *cluster,
                         pl_error *err);
 

@@ -71,6 +71,34 @@ int pl_graph_find_op(const pl_graph *graph, const char *name)
     return -1;
 }
 
+int pl_graph_whole_step_op(const pl_graph *graph)
+{
+    if (graph->batch_statistics != PL_BATCH_STATISTICS_PER_STEP)
+        return -1;
+    for (int o = 0; o < graph->n_forward_ops; o++)
+        if (pl_op_info_of(graph->ops[o].kind)->batch_statistics)
+            return o;
+    return -1;
+}
+
+bool pl_graph_allows_micro_batches(const pl_graph *graph, int micro_batches)
+{
+    return micro_batches >= 1 && graph->batch_size % micro_batches == 0 &&
+           (micro_batches == 1 || pl_graph_whole_step_op(graph) < 0);
+}
+
+bool pl_graph_whole_step_reason(const pl_graph *graph, char *buf, int cap)
+{
+    int o = pl_graph_whole_step_op(graph);
+    if (o < 0)
+        return false;
+    snprintf(buf, (size_t)cap, "%s \"%s\" computes statistics over the whole step's batch "
+             "(the model's \"batch_statistics\" is \"per_step\"; \"per_micro_batch\" "
+             "would allow micro-batches)", pl_op_info_of(graph->ops[o].kind)->name,
+             graph->ops[o].name);
+    return true;
+}
+
 void pl_graph_stats_compute(const pl_graph *graph, pl_graph_stats *stats)
 {
     memset(stats, 0, sizeof *stats);

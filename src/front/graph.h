@@ -8,7 +8,8 @@
  * - The graph owns all of its memory (one arena); pl_graph_free releases it.
  *   pl_graph_free(NULL) is a no-op.
  * - Batched tensors carry the batch as dimension 0 (see docs/model-format.md), so a step
- *   can be split into micro-batches without changing its meaning.
+ *   can be split into micro-batches without changing its meaning, except where an op
+ *   has batch statistics: batch_statistics says whether the model allows it.
  * - Reading a graph from several threads is safe; changing it is the owner's alone.
  */
 #ifndef PLACER_GRAPH_H
@@ -108,6 +109,14 @@ typedef struct pl_optimizer {
     double beta1, beta2, eps;          /* adam */
 } pl_optimizer;
 
+/* What a batch-statistics op (pl_op_info.batch_statistics) means when a plan splits a
+ * step into micro-batches (docs/model-format.md, "batch_statistics"). */
+typedef enum pl_batch_statistics {
+    PL_BATCH_STATISTICS_PER_STEP,        /* over the whole step's batch, as PyTorch: such a
+                                            model runs its steps whole, one micro-batch */
+    PL_BATCH_STATISTICS_PER_MICRO_BATCH, /* each micro-batch its own (GPipe's semantics) */
+} pl_batch_statistics;
+
 typedef struct pl_graph {
     const char *name;
     const char *description; /* "" when absent */
@@ -119,6 +128,7 @@ typedef struct pl_graph {
     pl_op *ops;    /* topological order */
     int loss;      /* tensor index */
     pl_optimizer optimizer;
+    pl_batch_statistics batch_statistics;
     uint64_t hash; /* of the model's content (load.c): checkpoints and plans name the
                       model they were made for */
     pl_arena arena;
@@ -150,6 +160,17 @@ const char *pl_dtype_name(pl_dtype dtype);
 /* Index of the tensor or op with this name, or -1. Linear: for tools and tests. */
 int pl_graph_find_tensor(const pl_graph *graph, const char *name);
 int pl_graph_find_op(const pl_graph *graph, const char *name);
+
+/* The first forward op that needs the step's batch whole: one with batch statistics in a
+ * model that asks for them per step. -1 when none: then every micro-batch count dividing
+ * the batch keeps the step's meaning. Linear in the ops. */
+int pl_graph_whole_step_op(const pl_graph *graph);
+/* Whether a plan may split this graph's step into `micro_batches`: they divide the batch,
+ * and there is more than one only when pl_graph_whole_step_op finds none. */
+bool pl_graph_allows_micro_batches(const pl_graph *graph, int micro_batches);
+/* Why this graph's steps stay whole, in one line naming the op and the model field that
+ * would allow micro-batches; false (buf untouched) when they need not. */
+bool pl_graph_whole_step_reason(const pl_graph *graph, char *buf, int cap);
 
 void pl_graph_stats_compute(const pl_graph *graph, pl_graph_stats *stats);
 

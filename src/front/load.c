@@ -15,7 +15,7 @@
 
 static const char *const root_fields[] = {"format", "version", "name", "description",
                                           "batch_size", "inputs", "parameters", "nodes",
-                                          "loss", "optimizer", NULL};
+                                          "loss", "optimizer", "batch_statistics", NULL};
 
 /* Reads `key` of `object` as a shape of at most `max_rank` positive dimensions, after
  * `lead` dimensions already in dims (the batch). Checks the element count against the
@@ -345,6 +345,24 @@ static bool read_header(loader *L, const json_t *root)
     return true;
 }
 
+/* "per_step" (the default) or "per_micro_batch": graph.h, pl_batch_statistics. */
+static bool read_batch_statistics(loader *L, const json_t *root)
+{
+    const char *value = "per_step";
+    if (!pl_json_string(&L->r, root, "batch_statistics", false, &value))
+        return false;
+    if (strcmp(value, "per_step") == 0)
+        L->graph->batch_statistics = PL_BATCH_STATISTICS_PER_STEP;
+    else if (strcmp(value, "per_micro_batch") == 0)
+        L->graph->batch_statistics = PL_BATCH_STATISTICS_PER_MICRO_BATCH;
+    else {
+        pl_json_push_key(&L->r, "batch_statistics");
+        return pl_json_fail(&L->r, "unknown batch statistics \"%s\" (known: per_step, "
+                            "per_micro_batch)", value);
+    }
+    return true;
+}
+
 static bool check_loss(loader *L, const json_t *root)
 {
     json_t *loss_value;
@@ -384,7 +402,8 @@ static pl_graph *load_root(const json_t *root, pl_error *err)
               for_each_element(&L, root, "parameters", read_parameter) &&
               pl_load_nodes(&L, json_object_get(root, "nodes")) &&
               pl_load_resolve_inputs(&L) && pl_load_sort(&L) && pl_load_infer_shapes(&L) &&
-              check_loss(&L, root) && read_optimizer(&L, root);
+              check_loss(&L, root) && read_optimizer(&L, root) &&
+              read_batch_statistics(&L, root);
     pl_strmap_release(&L.tensor_names);
     pl_strmap_release(&L.op_names);
     free(L.def_node);

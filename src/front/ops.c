@@ -854,7 +854,8 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
        .backward = pl_backward_norm),
     OP(PL_OP_BATCH_NORM, "batch_norm", 3, 5, 1, 1, A(EPS) | A(MOMENTUM), 0,
        infer_batch_norm, flops_out8,
-       .backward = pl_backward_norm, .mutates = true), /* its running averages */
+       .backward = pl_backward_norm, .mutates = true, /* its running averages */
+       .batch_statistics = true),
     OP(PL_OP_CONV2D, "conv2d", 2, 3, 1, 1, CONV_ATTRS, 0, infer_conv2d, flops_conv2d,
        .backward = pl_backward_conv2d),
     OP(PL_OP_MAX_POOL, "max_pool", 1, 1, 1, 1, POOL_ATTRS, A(KERNEL), infer_pool, flops_pool,

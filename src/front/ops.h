@@ -214,6 +214,10 @@ typedef struct pl_op_info {
     bool internal; /* written by autodiff; model files cannot name it */
     bool mutates;  /* writes state inputs in place (accumulators, optimiser moments,
                       batch-norm running averages) */
+    bool batch_statistics; /* in training, each sample's result depends on the other
+                              samples of the call (batch norm's mean and variance): a
+                              micro-batch normalises with its own statistics, not the
+                              step's (graph.h: pl_graph_whole_step_op) */
 } pl_op_info;
 
 const pl_op_info *pl_op_info_of(pl_op_kind kind);
