@@ -12,8 +12,8 @@ class Unsupported(nn.Module):
         self.fc = nn.Linear(8, 4)
 
     def forward(self, x):
-        y, _ = self.rnn(x)
-        y, _ = self.rnn2(torch.roll(y, 1, dims=1))
+        y = self.rnn(x)[0]  # indexed: fx cannot unpack a traced result
+        y = self.rnn2(torch.roll(y, 1, dims=1))[0]
         return self.fc(y.mean(dim=1))
 
 

@@ -7,8 +7,8 @@ Exit status: 0 written, 2 bad usage or a model that cannot be imported (nothing 
 import os
 import stat
 import sys
-import tempfile
 
+import placer_tensors
 from builder import ImportError_
 
 
@@ -112,23 +112,28 @@ def write_output(path, data):
         if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
             with open(path, "wb") as f:
                 f.write(data)
-            return
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        else:
+            placer_tensors.write_atomically(path, data)
     except OSError as e:
         raise OutputError("%s: cannot write: %s" % (path, e.strerror or e))
+
+
+def finish(b, args, prog, dropped):
+    """Writes the model and its weights, and says what was written (and left out)."""
+    if dropped:
+        print("%s: %d op%s the loss does not use left out (%s%s)" % (
+            prog, len(dropped), "" if len(dropped) == 1 else "s", ", ".join(dropped[:3]),
+            ", ..." if len(dropped) > 3 else ""), file=sys.stderr)
+    text = b.dumps().encode()
+    weights = placer_tensors.encode(b.weights, args.weights) if args.weights else None
+    write_output(args.output, text)
+    if weights is not None:
+        write_output(args.weights, weights)
+    if args.output != "-":
+        print("%s: %s: %d ops, %d parameters (%s values)%s" % (
+            prog, args.output, len(b.nodes), len(b.parameters),
+            "{:,}".format(sum(int(v.size) for k, v in b.weights if "/" not in k)),
+            ", weights in %s" % args.weights if args.weights else ""), file=sys.stderr)
 
 
 class OutputError(Exception):

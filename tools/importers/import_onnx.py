@@ -73,16 +73,7 @@ def main():
     if not outputs or not isinstance(outputs[0], onnx_graph.Tensor):
         raise ImportError_("the model's first output does not depend on its input")
     command.attach_loss(b, outputs[0], args)
-    b.prune()
-    text = b.dumps().encode()
-    weights = __import__("placer_tensors").encode(b.weights) if args.weights else None
-    command.write_output(args.output, text)
-    if weights is not None:
-        command.write_output(args.weights, weights)
-    if args.output != "-":
-        print("import-onnx: %s: %d ops, %d parameters%s" % (
-            args.output, len(b.nodes), len(b.parameters),
-            ", weights in %s" % args.weights if args.weights else ""), file=sys.stderr)
+    command.finish(b, args, "import-onnx", b.prune())
 
 
 if __name__ == "__main__":

@@ -107,7 +107,6 @@ def main():
     command.check_outputs([args.output, args.weights], [args.source.partition(":")[0]])
     import torch
     import torch_fx
-    placer_tensors = None if not args.weights else __import__("placer_tensors")
     torch.manual_seed(0)
     module, name, _ = load_module(args.source, args.kwargs, args.classes)
     module.train()
@@ -137,21 +136,7 @@ def main():
     if not isinstance(out, torch_fx.Tensor):
         raise ImportError_("the model's output does not depend on its input")
     command.attach_loss(b, out, args)
-    dropped = b.prune()
-    if dropped:
-        print("import-torch: %d op%s the loss does not use left out (%s%s)" % (
-            len(dropped), "" if len(dropped) == 1 else "s", ", ".join(dropped[:3]),
-            ", ..." if len(dropped) > 3 else ""), file=sys.stderr)
-    text = b.dumps().encode()
-    weights = placer_tensors.encode(b.weights) if args.weights else None
-    command.write_output(args.output, text)
-    if weights is not None:
-        command.write_output(args.weights, weights)
-    if args.output != "-":
-        print("import-torch: %s: %d ops, %d parameters (%s values)%s" % (
-            args.output, len(b.nodes), len(b.parameters),
-            "{:,}".format(sum(int(v.size) for k, v in b.weights if "/" not in k)),
-            ", weights in %s" % args.weights if args.weights else ""), file=sys.stderr)
+    command.finish(b, args, "import-torch", b.prune())
 
 
 if __name__ == "__main__":

@@ -132,7 +132,11 @@ class Importer:
         attrs = attributes(n)
         where = self.name_of(n)
         if any(i and i in self.values and self.values[i] is None for i in n.input):
-            self._set(n, [None] * len(n.output))       # downstream of an unsupported op
+            # Downstream of an unsupported operator: only whether this one is supported counts.
+            if n.op_type not in handlers and n.op_type not in onnx_fold.FOLD and \
+                    n.op_type not in ("Constant", "Shape", "Split"):
+                self.unsupported.add(n.op_type, where)
+            self._set(n, [None] * len(n.output))
             return
         if n.op_type == "Constant":
             self._set(n, [attrs.get("value") if "value" in attrs else
@@ -162,8 +166,9 @@ class Importer:
         except Refused as e:
             self.unsupported.add("%s (%s)" % (n.op_type, e), where)
             outs = [None] * len(n.output)
-        except ImportError_ as e:
-            raise ImportError_("%s: %s" % (where, e))
+        except ImportError_ as e:  # a use placer cannot express (it moves the batch, ...)
+            self.unsupported.add("%s (%s)" % (n.op_type, str(e).split(": ", 1)[-1]), where)
+            outs = [None] * len(n.output)
         self._set(n, outs)
 
     def _set(self, n, outs):

@@ -20,7 +20,7 @@ import zlib
 
 import numpy
 
-__all__ = ["TensorFileError", "read", "write", "encode", "decode", "MAGIC", "VERSION", "ALIGN"]
+__all__ = ["TensorFileError", "read", "write", "encode", "write_atomically", "decode", "MAGIC", "VERSION", "ALIGN"]
 
 MAGIC = b"placer-tensors\n"
 VERSION = 1
@@ -66,7 +66,12 @@ def write(path, tensors):
     `path` atomically: a temporary file beside it, renamed over it, with the mode the umask
     gives (as placer writes its files). Nothing is written when `tensors` is refused."""
     path = os.fspath(path)
-    data = encode(tensors, path)
+    write_atomically(path, encode(tensors, path))
+
+
+def write_atomically(path, data):
+    """Writes bytes to `path` through a temporary file beside it, renamed over it, with the
+    mode the umask gives."""
     directory = os.path.dirname(path) or "."
     fd, temp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".")
     try:

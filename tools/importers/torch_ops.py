@@ -356,6 +356,14 @@ def map_node(imp, n):
     kwargs = imp.env_of(n.kwargs)
     where = _node_name(n)
     if is_poisoned(args) or is_poisoned(kwargs):
+        # Downstream of an unsupported operator: only whether this one is supported counts.
+        if n.op == "call_module":
+            known = type(imp.modules[n.target]) in torch_modules.HANDLERS
+        else:
+            known = n.target in FUNCTIONS or n.target in SHAPE_ONLY or (
+                isinstance(n.target, type) and issubclass(n.target, tuple))
+        if not known:
+            imp.unsupported.add(_describe(n, imp), where)
         return Poisoned()
     for a in list(args) + list(kwargs.values()):
         if isinstance(a, NotMapped):
@@ -383,5 +391,6 @@ def map_node(imp, n):
     except Refused as e:
         imp.unsupported.add(str(e), where)
         return Poisoned()
-    except ImportError_ as e:
-        raise ImportError_("%s: %s" % (where, e))
+    except ImportError_ as e:  # a use placer cannot express (it moves the batch, ...)
+        imp.unsupported.add("%s (%s)" % (_describe(n, imp), str(e).split(": ", 1)[-1]), where)
+        return Poisoned()

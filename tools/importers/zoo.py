@@ -45,15 +45,21 @@ def source(name, gradients=False):
     return spec.get("gradient_source", spec["source"]) if gradients else spec["source"]
 
 
-def build(name, bench=False, numeric=False, gradients=False):
-    """The PyTorch module, seeded as tools/import-torch seeds it."""
-    import torch
+def builder_kwargs(name, bench, numeric):
+    """The builder's keyword arguments: the benchmark's sizes, dropout off for numerics."""
     spec = MODELS[name]
     kwargs = dict(spec["kwargs"])
     if bench:
         kwargs.update(spec.get("bench_kwargs", {}))
     if numeric:
         kwargs.update(spec.get("dropout", {}))
+    return kwargs
+
+
+def build(name, bench=False, numeric=False, gradients=False):
+    """The PyTorch module, seeded as tools/import-torch seeds it."""
+    import torch
+    kwargs = builder_kwargs(name, bench, numeric)
     torch.manual_seed(0)
     kind, _, attr = source(name, gradients).rpartition(":")
     if kind == "torchvision":
@@ -73,11 +79,7 @@ def import_command(name, output, batch, bench=False, numeric=False, weights=None
                    gradients=False):
     """The tools/import-torch command line for the model."""
     spec = MODELS[name]
-    kwargs = dict(spec["kwargs"])
-    if bench:
-        kwargs.update(spec.get("bench_kwargs", {}))
-    if numeric:
-        kwargs.update(spec.get("dropout", {}))
+    kwargs = builder_kwargs(name, bench, numeric)
     shape = spec["bench_input"] if bench else spec["input"]
     cmd = [os.path.join(TOP, "tools", "import-torch"), source(name, gradients),
            "--input", ",".join(map(str, shape)), "--input-dtype", spec.get("dtype", "f32"),
