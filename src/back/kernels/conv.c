@@ -25,19 +25,18 @@
 
 #include "kernels.h"
 
-/* Floats in one thread's column buffer, at most (unless a single row needs more). */
-#define COLUMN_BUFFER_FLOATS (INT64_C(1) << 17)
+/* Floats in one thread's column buffer, at most (unless a single row needs more): 2 MiB,
+ * so that the gradients' sgemm calls get enough rows on 224x224 images. */
+#define COLUMN_BUFFER_FLOATS (INT64_C(1) << 19)
 /* Forward column blocks: wide enough that repacking the filter per call is negligible,
- * narrow enough to give threads several chunks per sample (256 measured fastest on
- * 32x32 inputs). */
+ * narrow enough to give threads several chunks per sample of a large image. */
 #define MIN_BLOCK_COLUMNS INT64_C(64)
-#define MAX_BLOCK_COLUMNS INT64_C(256)
+#define MAX_BLOCK_COLUMNS INT64_C(1024)
 /* The filter gradient is cut into about this many chunks for the threads to share, by
- * input channels while a chunk's sgemm keeps at least MIN_FILTER_COLUMNS columns (two
- * channels of a 3x3 filter: measured fastest, since the column block stays in cache),
- * then by samples. */
+ * input channels while a chunk's sgemm keeps at least MIN_FILTER_COLUMNS columns (a
+ * narrower sgemm runs far below the machine's peak), then by samples. */
 #define FILTER_GRAD_CHUNKS INT64_C(32)
-#define MIN_FILTER_COLUMNS INT64_C(16)
+#define MIN_FILTER_COLUMNS INT64_C(256)
 
 typedef struct conv_geom {
     int64_t n, c, h, w;       /* input */
