@@ -41,6 +41,10 @@ static const conv_case cases[] = {
     {"2,4,3,3", "6,2,1,1", {1, 1}, {0, 0}, {1, 1}, 2, false, true},  /* direct, grouped */
     {"2,3,5,5", "4,3,1,1", {2, 2}, {0, 0}, {1, 1}, 1, true, true},   /* 1x1 strided */
     {"1,3,4,4", "3,1,3,3", {1, 1}, {1, 1}, {1, 1}, 3, true, true},   /* depthwise */
+    {"2,4,7,6", "4,1,3,3", {2, 2}, {1, 1}, {1, 1}, 4, false, true},  /* depthwise, strided */
+    {"2,3,9,9", "3,1,5,5", {2, 1}, {2, 2}, {1, 1}, 3, true, true},   /* depthwise 5x5 */
+    {"1,2,8,7", "2,1,3,3", {1, 1}, {2, 2}, {2, 2}, 2, true, true},   /* depthwise dilated */
+    {"3,16,20,18", "16,1,3,3", {2, 2}, {1, 1}, {1, 1}, 16, true, false}, /* many planes */
     {"1,1,4,4", "2,1,4,4", {1, 1}, {2, 2}, {1, 1}, 1, true, true},   /* filter = input */
     {"2,2,6,6", "40,2,3,3", {1, 1}, {1, 1}, {1, 1}, 1, true, false}, /* output blocks */
     {"1,26,20,30", "5,26,3,3", {1, 1}, {1, 1}, {1, 1}, 1, true, false}, /* many chunks */

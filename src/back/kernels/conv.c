@@ -23,6 +23,7 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "conv_impl.h"
 #include "kernels.h"
 
 /* Floats in one thread's column buffer, at most (unless a single row needs more): 2 MiB,
@@ -38,17 +39,6 @@
 #define FILTER_GRAD_CHUNKS INT64_C(32)
 #define MIN_FILTER_COLUMNS INT64_C(256)
 
-typedef struct conv_geom {
-    int64_t n, c, h, w;       /* input */
-    int64_t o, kh, kw;        /* filter [o, c / groups, kh, kw] */
-    int64_t oh, ow;           /* output */
-    int64_t groups, cg, og;   /* groups; input and output channels per group */
-    int64_t sh, sw, ph, pw, dh, dw;
-    int64_t taps;             /* kh * kw */
-    int64_t k;                /* cg * taps: rows of a column matrix */
-    int64_t hw, ohw;
-    bool direct;              /* 1x1, stride 1, no padding: the input is the column matrix */
-} conv_geom;
 
 static conv_geom geometry(const pl_tensor *x, const pl_tensor *w, const pl_tensor *y,
                           const pl_attrs *at)
@@ -72,10 +62,6 @@ static conv_geom geometry(const pl_tensor *x, const pl_tensor *w, const pl_tenso
     return g;
 }
 
-static int64_t ceil_div(int64_t a, int64_t b)
-{
-    return (a + b - 1) / b;
-}
 
 static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
 {
@@ -87,18 +73,6 @@ static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
 static int64_t even_block(int64_t total, int64_t most)
 {
     return ceil_div(total, ceil_div(total, most < 1 ? 1 : most));
-}
-
-/* The output columns ox in [*lo, *hi) whose input column ox * sw + offset lies inside
- * [0, w), for the kernel column giving `offset` (= kj * dw - pw). */
-static void valid_columns(const conv_geom *g, int64_t offset, int64_t *lo, int64_t *hi)
-{
-    *lo = offset >= 0 ? 0 : ceil_div(-offset, g->sw);
-    *hi = g->w - 1 - offset < 0 ? 0 : (g->w - 1 - offset) / g->sw + 1;
-    if (*hi > g->ow)
-        *hi = g->ow;
-    if (*lo > *hi)
-        *lo = *hi;
 }
 
 /* Rows for channels [c0, c1) of one sample and group (`xg` points at its first channel)
@@ -186,7 +160,7 @@ static conv_geom forward_geometry(const pl_kernel_args *args)
 PL_WORKSPACE(conv2d)
 {
     conv_geom g = forward_geometry(args);
-    if (g.direct)
+    if (g.direct || conv_depthwise(&g))
         return 0;
     return (size_t)args->nth * (size_t)(g.k * forward_block_columns(&g)) * sizeof(float);
 }
@@ -198,6 +172,10 @@ PL_KERNEL(conv2d)
     const float *x = args->in[0], *w = args->in[1];
     const float *bias = args->op->n_inputs == 3 ? args->in[2] : NULL;
     float *y = args->out[0];
+    if (conv_depthwise(&g)) {
+        pl_conv_depthwise(&g, x, w, bias, y, args->ith, args->nth);
+        return;
+    }
     int64_t block = forward_block_columns(&g), blocks = ceil_div(g.ohw, block);
     float *col = g.direct ? NULL : (float *)args->work + (int64_t)args->ith * g.k * block;
     int64_t begin, end;
@@ -244,7 +222,7 @@ static int64_t channel_block(const conv_geom *g)
 PL_WORKSPACE(conv2d_grad_input)
 {
     conv_geom g = grad_geometry(args);
-    if (g.direct)
+    if (g.direct || conv_depthwise(&g))
         return 0;
     return (size_t)args->nth * (size_t)(channel_block(&g) * g.taps * g.ohw) * sizeof(float);
 }
@@ -256,6 +234,10 @@ PL_KERNEL(conv2d_grad_input)
     conv_geom g = grad_geometry(args);
     const float *dy = args->in[0], *w = args->in[2];
     float *dx = args->out[0];
+    if (conv_depthwise(&g)) {
+        pl_conv_depthwise_grad_input(&g, dy, w, dx, args->ith, args->nth);
+        return;
+    }
     int64_t block = channel_block(&g), blocks = ceil_div(g.cg, block);
     float *dcol = g.direct ? NULL
                            : (float *)args->work + (int64_t)args->ith * block * g.taps * g.ohw;
@@ -291,6 +273,8 @@ typedef struct filter_plan {
 static filter_plan filter_grad_plan(const conv_geom *g)
 {
     filter_plan p;
+    if (conv_depthwise(g)) /* pl_conv_depthwise_grad_filter: whole channels, no copies */
+        return (filter_plan){.c_block = 1, .c_blocks = 1, .s_block = g->n, .s_blocks = 1};
     int64_t c_blocks = ceil_div(g->cg, channel_block(g));
     int64_t narrowest = ceil_div(MIN_FILTER_COLUMNS, g->taps); /* channels per block */
     int64_t most = ceil_div(g->cg, narrowest);
@@ -315,7 +299,8 @@ PL_WORKSPACE(conv2d_grad_filter)
     conv_geom g = grad_geometry(args);
     filter_plan p = filter_grad_plan(&g);
     int64_t copies = (p.s_blocks - 1) * filter_elements(&g);
-    int64_t buffers = g.direct ? 0 : (int64_t)args->nth * p.c_block * g.taps * g.ohw;
+    int64_t buffers = g.direct || conv_depthwise(&g) ? 0
+                                                     : (int64_t)args->nth * p.c_block * g.taps * g.ohw;
     return (size_t)(copies + buffers) * sizeof(float);
 }
 
@@ -355,6 +340,12 @@ PL_KERNEL(conv2d_grad_filter)
     conv_geom g = grad_geometry(args);
     const float *dy = args->in[0], *x = args->in[1];
     filter_plan p = filter_grad_plan(&g);
+    if (conv_depthwise(&g)) {
+        pl_conv_depthwise_grad_filter(&g, dy, x, args->out[0], args->ith, args->nth);
+        if (args->op->n_outputs == 2)
+            bias_grad_share(&g, dy, args->out[1], args->ith, args->nth);
+        return;
+    }
     float *copies = args->work;
     float *col = g.direct ? NULL
                           : copies + (p.s_blocks - 1) * filter_elements(&g) +

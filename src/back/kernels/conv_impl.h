@@ -1,0 +1,53 @@
+/* Private to the convolution kernels (conv.c: im2col and sgemm; conv_depthwise.c: direct
+ * loops for one channel per group): the shapes of one convolution. */
+#ifndef PLACER_CONV_IMPL_H
+#define PLACER_CONV_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct conv_geom {
+    int64_t n, c, h, w;       /* input */
+    int64_t o, kh, kw;        /* filter [o, c / groups, kh, kw] */
+    int64_t oh, ow;           /* output */
+    int64_t groups, cg, og;   /* groups; input and output channels per group */
+    int64_t sh, sw, ph, pw, dh, dw;
+    int64_t taps;             /* kh * kw */
+    int64_t k;                /* cg * taps: rows of a column matrix */
+    int64_t hw, ohw;
+    bool direct;              /* 1x1, stride 1, no padding: the input is the column matrix */
+} conv_geom;
+
+static inline int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* The output columns ox in [*lo, *hi) whose input column ox * sw + offset lies inside
+ * [0, w), for the kernel column giving `offset` (= kj * dw - pw). */
+static inline void valid_columns(const conv_geom *g, int64_t offset, int64_t *lo, int64_t *hi)
+{
+    *lo = offset >= 0 ? 0 : ceil_div(-offset, g->sw);
+    *hi = g->w - 1 - offset < 0 ? 0 : (g->w - 1 - offset) / g->sw + 1;
+    if (*hi > g->ow)
+        *hi = g->ow;
+    if (*lo > *hi)
+        *lo = *hi;
+}
+
+/* MobileNet's depthwise convolutions (a filter per channel, one channel per group) run as
+ * direct loops over each plane: as sgemm calls they would have a single output row. Each
+ * plane (dw: each channel) is one thread's whole, so results do not depend on nth. */
+static inline bool conv_depthwise(const conv_geom *g)
+{
+    return g->groups > 1 && g->cg == 1 && g->og == 1;
+}
+
+void pl_conv_depthwise(const conv_geom *g, const float *x, const float *w, const float *bias,
+                       float *y, int ith, int nth);
+void pl_conv_depthwise_grad_input(const conv_geom *g, const float *dy, const float *w, float *dx,
+                                  int ith, int nth);
+void pl_conv_depthwise_grad_filter(const conv_geom *g, const float *dy, const float *x,
+                                   float *dw, int ith, int nth);
+
+#endif
