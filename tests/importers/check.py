@@ -336,13 +336,20 @@ def check(name, via, train_steps, job_budget):
             losses = train(spec, work, model_path, train_steps)
             falls = losses[-1] < losses[0]
             ok = ok and falls
-            line += "  loss %.4f -> %.4f over %d steps%s" % (
+            line += "\n" + " " * 24 + "trained: loss %.4f -> %.4f over %d steps%s" % (
                 losses[0], losses[-1], train_steps, "" if falls else " (does not fall)")
         if job_budget:
             run([PLACER, model_path, "--cluster",
                  os.path.join(TOP, "graphs", "clusters", "paced-4.json"), "--budget",
                  str(job_budget), "-o", os.path.join(work, "job")])
-            line += "  job ok"
+            summary = json.load(open(os.path.join(work, "job.summary.json")))
+            chosen = summary["chosen"]
+            line += "\n" + " " * 24 + "main job on paced-4: %s, %d stages, %d micro-batches, " \
+                "measured %.1f ms, %.2fx the lower bound, %.2fx the best baseline" % (
+                    chosen["name"], chosen["stages"], chosen["micro_batches"],
+                    chosen["measured_seconds"] * 1e3,
+                    chosen["measured_seconds"] / summary["lower_bound_seconds"],
+                    chosen["over_best_baseline"])
         print(("ok   " if ok else "FAIL ") + line, flush=True)
         return ok
 
