@@ -110,7 +110,9 @@ expect 1 "checkpoint on /dev/full" "$bin" "$mlp" --cluster "$paced" --iterations
     -o "$work/dev" -q
 contains "$work/err" "cannot write $work/dev.agent.ckpt: No space left on device" \
     "checkpoint on /dev/full"
-[ "$(wc -l <"$work/err")" -eq 1 ] && ok || bad "checkpoint on /dev/full: more than one line"
+# (a profile calibrated on a busy machine adds its warning line: not this test's concern)
+[ "$(grep -vc "calibration profile is noisy" "$work/err")" -eq 1 ] && ok ||
+    bad "checkpoint on /dev/full: more than one line"
 expect 0 "checkpoint on /dev/full: the plan validates" "$bin" validate -q "$mlp" \
     --cluster "$paced" --plan "$work/dev.plan.json"
 contains "$work/dev.report.md" "checkpoint was not saved" "checkpoint on /dev/full: the report"
