@@ -291,8 +291,8 @@ def describe(reports, what):
 
 
 def train(spec, work, model_path, steps):
-    out = run([PLACER, "train", model_path, "--data", "synthetic",
-               "--steps", str(steps), "--log-every", str(max(steps // 4, 1))])
+    out = run([PLACER, "train", model_path, "--data", "synthetic", "--steps", str(steps),
+               "--log-every", str(max(steps // 4, 1))] + spec.get("training", []))
     losses = [float(m.group(1)) for m in re.finditer(r"^step \d+ .*?loss ([0-9.eE+-]+)", out,
                                                       re.M)]
     if len(losses) < 2:
@@ -339,14 +339,15 @@ def check(name, via, train_steps, job_budget):
             line += "\n" + " " * 24 + "trained: loss %.4f -> %.4f over %d steps%s" % (
                 losses[0], losses[-1], train_steps, "" if falls else " (does not fall)")
         if job_budget:
+            cluster = spec.get("job_cluster", "paced-4")
             run([PLACER, model_path, "--cluster",
-                 os.path.join(TOP, "graphs", "clusters", "paced-4.json"), "--budget",
+                 os.path.join(TOP, "graphs", "clusters", cluster + ".json"), "--budget",
                  str(job_budget), "-o", os.path.join(work, "job")])
             summary = json.load(open(os.path.join(work, "job.summary.json")))
             chosen = summary["chosen"]
-            line += "\n" + " " * 24 + "main job on paced-4: %s, %d stages, %d micro-batches, " \
+            line += "\n" + " " * 24 + "main job on %s: %s, %d stages, %d micro-batches, " \
                 "measured %.1f ms, %.2fx the lower bound, %.2fx the best baseline" % (
-                    chosen["name"], chosen["stages"], chosen["micro_batches"],
+                    cluster, chosen["name"], chosen["stages"], chosen["micro_batches"],
                     chosen["measured_seconds"] * 1e3,
                     chosen["measured_seconds"] / summary["lower_bound_seconds"],
                     chosen["over_best_baseline"])
