@@ -27,7 +27,7 @@ MODELS = {
                          dropout={"dropout": 0.0}, training=IMAGE_TRAINING),
     "mobilenet_v3_small": dict(source="torchvision:mobilenet_v3_small", input=(3, 64, 64),
                                bench_input=IMAGE, batch=4, kwargs={"num_classes": 10},
-                               dropout={"dropout": 0.0}),
+                               dropout={"dropout": 0.0}, training=IMAGE_TRAINING),
     # vgg's adaptive pooling exports to ONNX only where it divides evenly: a 7x7 map.
     # Its 129 M parameters, their gradients and momentum (1.5 GB) do not fit paced-4's
     # 1 GiB devices: its main job runs on local-2.
