@@ -7,8 +7,9 @@
  * - class labels (read by softmax_cross_entropy over C classes): the argmax over c of a
  *   fixed random linear function of the sample's data (f32 values times Gaussian weights,
  *   one weight per channel for images [C,H,W], so that the class rests on channel sums,
- *   plus a Gaussian score per (input, position, id) for i32 ids: linear in their one-hot
- *   codes); every element of a label with several elements takes the same class;
+ *   plus a Gaussian score per (input, id) for i32 ids, summed over the ids' positions:
+ *   linear in their counts, a bag of ids that a sequence classifier can learn whether or
+ *   not it sees order); every element of a label with several elements takes the same class;
  * - per-position labels [T] next to i32 tokens [T]: label[t] = argmax over c of
  *   A[tok[t]][c] + B[tok[t-1]][c] (A, B fixed Gaussian), the token and the one before it;
  * - a sequence-to-sequence model (a source its loss sees whole, and a teacher-forcing
@@ -105,10 +106,8 @@ static double linear_score(const synth_source *s, const synth_input *teacher,
         } else {
             const int32_t *ids = (const int32_t *)inputs[in->tensor] + at;
             uint64_t key = pl_rng_mix(teacher->key ^ (uint64_t)j);
-            for (int64_t e = 0; e < in->elements; e++) {
-                uint64_t code = (uint64_t)e * (uint64_t)in->range + (uint64_t)ids[e];
-                score += pl_rng_normal(key, code * (uint64_t)outputs + (uint64_t)k);
-            }
+            for (int64_t e = 0; e < in->elements; e++)
+                score += pl_rng_normal(key, (uint64_t)ids[e] * (uint64_t)outputs + (uint64_t)k);
         }
     }
     return score;
