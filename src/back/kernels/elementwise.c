@@ -168,7 +168,7 @@ typedef enum binary_op { OP_ADD, OP_SUB, OP_MUL, OP_DIV } binary_op;
         }                                                                                  \
     } while (0)
 
-static void binary_run(binary_op op, float *y, const float *a, int64_t sa, const float *b,
+PL_VECTOR_CLONES static void binary_run(binary_op op, float *y, const float *a, int64_t sa, const float *b,
                        int64_t sb, int64_t n)
 {
     switch (op) {
@@ -279,14 +279,14 @@ static inline float gelu_derivative(float x)
  * that 1 + erf(x/sqrt(2)) loses for x well below 0. */
 static inline float gelu_exact(float x)
 {
-    return 0.5f * x * erfcf(-x * (float)M_SQRT1_2);
+    return 0.5f * x * pl_erfcf(-x * (float)M_SQRT1_2);
 }
 
 /* d/dx: Phi(x) + x phi(x). */
 static inline float gelu_exact_derivative(float x)
 {
     const float inv_sqrt_2pi = 0.3989422804014327f;
-    return 0.5f * erfcf(-x * (float)M_SQRT1_2) + x * inv_sqrt_2pi * expf(-0.5f * x * x);
+    return 0.5f * pl_erfcf(-x * (float)M_SQRT1_2) + x * inv_sqrt_2pi * pl_expf(-0.5f * x * x);
 }
 
 static inline float sigmoid(float x)
@@ -316,18 +316,18 @@ static inline float hardswish_grad(float dy, float x)
     return x < -3.0f ? 0.0f : x <= 3.0f ? dy * (x / 3.0f + 0.5f) : dy;
 }
 
-PL_KERNEL(scale)
+PL_VECTOR_CLONES PL_KERNEL(scale)
 {
     const float factor = (float)args->op->attrs.factor;
     UNARY_KERNEL(factor * x);
 }
 
-PL_KERNEL(relu)
+PL_VECTOR_CLONES PL_KERNEL(relu)
 {
     UNARY_KERNEL(x > 0.0f ? x : 0.0f);
 }
 
-PL_KERNEL(gelu)
+PL_VECTOR_CLONES PL_KERNEL(gelu)
 {
     if (args->op->attrs.approximate == PL_GELU_EXACT)
         UNARY_KERNEL(gelu_exact(x));
@@ -335,28 +335,28 @@ PL_KERNEL(gelu)
         UNARY_KERNEL(gelu(x));
 }
 
-PL_KERNEL(tanh)
+PL_VECTOR_CLONES PL_KERNEL(tanh)
 {
     UNARY_KERNEL(pl_tanhf(x));
 }
 
-PL_KERNEL(sigmoid)
+PL_VECTOR_CLONES PL_KERNEL(sigmoid)
 {
     UNARY_KERNEL(sigmoid(x));
 }
 
-PL_KERNEL(clamp)
+PL_VECTOR_CLONES PL_KERNEL(clamp)
 {
     const float lo = (float)args->op->attrs.clamp_min, hi = (float)args->op->attrs.clamp_max;
     UNARY_KERNEL(clamp(x, lo, hi));
 }
 
-PL_KERNEL(hardsigmoid)
+PL_VECTOR_CLONES PL_KERNEL(hardsigmoid)
 {
     UNARY_KERNEL(hardsigmoid(x));
 }
 
-PL_KERNEL(hardswish)
+PL_VECTOR_CLONES PL_KERNEL(hardswish)
 {
     UNARY_KERNEL(hardswish(x));
 }
@@ -366,12 +366,12 @@ PL_KERNEL(erf)
     UNARY_KERNEL(erff(x));
 }
 
-PL_KERNEL(relu_grad)
+PL_VECTOR_CLONES PL_KERNEL(relu_grad)
 {
     GRAD_KERNEL(v > 0.0f ? dy : 0.0f);
 }
 
-PL_KERNEL(gelu_grad)
+PL_VECTOR_CLONES PL_KERNEL(gelu_grad)
 {
     if (args->op->attrs.approximate == PL_GELU_EXACT)
         GRAD_KERNEL(dy * gelu_exact_derivative(v));
@@ -379,34 +379,34 @@ PL_KERNEL(gelu_grad)
         GRAD_KERNEL(dy * gelu_derivative(v));
 }
 
-PL_KERNEL(tanh_grad)
+PL_VECTOR_CLONES PL_KERNEL(tanh_grad)
 {
     GRAD_KERNEL(dy * (1.0f - v * v));
 }
 
-PL_KERNEL(sigmoid_grad)
+PL_VECTOR_CLONES PL_KERNEL(sigmoid_grad)
 {
     GRAD_KERNEL(dy * v * (1.0f - v));
 }
 
 /* Zero at the bounds themselves, as PyTorch's hardtanh and relu6. */
-PL_KERNEL(clamp_grad)
+PL_VECTOR_CLONES PL_KERNEL(clamp_grad)
 {
     const float lo = (float)args->op->attrs.clamp_min, hi = (float)args->op->attrs.clamp_max;
     GRAD_KERNEL(v > lo && v < hi ? dy : 0.0f);
 }
 
-PL_KERNEL(hardsigmoid_grad)
+PL_VECTOR_CLONES PL_KERNEL(hardsigmoid_grad)
 {
     GRAD_KERNEL(v > -3.0f && v < 3.0f ? dy / 6.0f : 0.0f);
 }
 
-PL_KERNEL(hardswish_grad)
+PL_VECTOR_CLONES PL_KERNEL(hardswish_grad)
 {
     GRAD_KERNEL(hardswish_grad(dy, v));
 }
 
-PL_KERNEL(erf_grad)
+PL_VECTOR_CLONES PL_KERNEL(erf_grad)
 {
     const float two_over_sqrt_pi = 1.1283791670955126f;
     GRAD_KERNEL(dy * two_over_sqrt_pi * pl_expf(-v * v));
@@ -505,7 +505,7 @@ static int64_t plan_offset(const reduce_plan *p, int64_t index, bool want, int s
 }
 
 /* Innermost axis reduced: each output element sums contiguous runs. */
-static void reduce_inner_runs(const reduce_plan *p, const float *x, float *y, int64_t begin,
+PL_VECTOR_CLONES static void reduce_inner_runs(const reduce_plan *p, const float *x, float *y, int64_t begin,
                               int64_t end, float scale)
 {
     int inner = p->rank - 1;
@@ -521,7 +521,7 @@ static void reduce_inner_runs(const reduce_plan *p, const float *x, float *y, in
 
 /* Innermost axis kept: each segment of an output row adds whole input rows into itself,
  * in increasing order of the reduced index. */
-static void reduce_outer_rows(const reduce_plan *p, const float *x, float *y, int64_t begin,
+PL_VECTOR_CLONES static void reduce_outer_rows(const reduce_plan *p, const float *x, float *y, int64_t begin,
                               int64_t end, float scale)
 {
     int inner = p->rank - 1;

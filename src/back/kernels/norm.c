@@ -41,7 +41,7 @@ typedef struct row_stats {
     float mean, rstd;
 } row_stats;
 
-static row_stats stats_of_row(const float *x, int64_t d, double eps)
+PL_VECTOR_CLONES static row_stats stats_of_row(const float *x, int64_t d, double eps)
 {
     float mean = pl_sum_run(x, d) / (float)d;
     float var = sq_dev_run(x, mean, d) / (float)d;
@@ -54,7 +54,7 @@ static void rows_of(const pl_tensor *x, int64_t *rows, int64_t *d)
     *rows = pl_tensor_elements(x) / *d;
 }
 
-PL_KERNEL(layer_norm)
+PL_VECTOR_CLONES PL_KERNEL(layer_norm)
 {
     const float *x = args->in[0], *gamma = args->in[1], *beta = args->in[2];
     float *y = args->out[0];
@@ -89,7 +89,7 @@ PL_WORKSPACE(layer_norm_grad)
 
 /* One row: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma, and the
  * row's dy * xhat and dy added into the block's partial sums (written by its first row). */
-static void layer_norm_grad_row(const float *dy, const float *x, const float *gamma, float *dx,
+PL_VECTOR_CLONES static void layer_norm_grad_row(const float *dy, const float *x, const float *gamma, float *dx,
                                 float *part_gamma, float *part_beta, int64_t d, double eps,
                                 bool first)
 {
@@ -196,7 +196,7 @@ typedef enum channel_term { TERM_DEV, TERM_SQ_DEV, TERM_DY_DEV } channel_term;
 #define DEV(j) ((x[j] - c.hi) - c.lo)
 
 /* One contiguous run of a channel's term. */
-static float term_run(channel_term term, const float *x, const float *dy, centre c, int64_t n)
+PL_VECTOR_CLONES static float term_run(channel_term term, const float *x, const float *dy, centre c, int64_t n)
 {
     float run = 0.0f;
     switch (term) {
@@ -258,7 +258,7 @@ static void channel_stats(const float *x, const nchw *v, int64_t c0, int64_t w, 
 }
 
 /* y = (x - mean) * scale + shift per channel of the block. */
-static void channel_affine(const float *x, float *y, const nchw *v, int64_t c0, int64_t w,
+PL_VECTOR_CLONES static void channel_affine(const float *x, float *y, const nchw *v, int64_t c0, int64_t w,
                            const double *mean, const float *scale, const float *shift)
 {
     centre cs[CHANNEL_BLOCK];
@@ -337,7 +337,7 @@ PL_KERNEL(batch_norm)
 }
 
 /* dx = dy * a + (x - mean) * b + c per channel of the block. */
-static void channel_grad_apply(const float *dy, const float *x, float *dx, const nchw *v,
+PL_VECTOR_CLONES static void channel_grad_apply(const float *dy, const float *x, float *dx, const nchw *v,
                                int64_t c0, int64_t w, const double *mean, const float *a,
                                const float *b, const float *c)
 {

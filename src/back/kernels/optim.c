@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "kernels.h"
+#include "kernels_impl.h"
 
 static void element_share(const pl_kernel_args *args, int64_t *begin, int64_t *end)
 {
@@ -15,7 +16,7 @@ static void element_share(const pl_kernel_args *args, int64_t *begin, int64_t *e
 }
 
 /* acc += g */
-PL_KERNEL(accumulate)
+PL_VECTOR_CLONES PL_KERNEL(accumulate)
 {
     float *acc = args->in[0];
     const float *g = args->in[1];
@@ -59,7 +60,7 @@ static grad_terms grad_terms_of(const pl_kernel_args *args)
 }
 
 /* param -= lr * g, or with velocity v = momentum * v + g, param -= lr * v; acc = 0. */
-PL_KERNEL(sgd_update)
+PL_VECTOR_CLONES PL_KERNEL(sgd_update)
 {
     const pl_attrs *at = &args->op->attrs;
     float *param = args->in[0], *acc = args->in[1];
@@ -87,7 +88,7 @@ PL_KERNEL(sgd_update)
 /* Adam with bias correction at t = step->step:
  * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
  * param -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps); acc = 0. */
-PL_KERNEL(adam_update)
+PL_VECTOR_CLONES PL_KERNEL(adam_update)
 {
     const pl_attrs *at = &args->op->attrs;
     float *param = args->in[0], *acc = args->in[1], *m = args->in[2], *v = args->in[3];

@@ -41,7 +41,7 @@ static float max_run(const float *x, int64_t n)
 /* ---- softmax and log_softmax ------------------------------------------------------------ */
 
 /* One contiguous row: y = softmax(x) or log_softmax(x). */
-static void softmax_row(const float *x, float *y, int64_t c, bool log_form)
+PL_VECTOR_CLONES static void softmax_row(const float *x, float *y, int64_t c, bool log_form)
 {
     float m = max_run(x, c);
     for (int64_t i = 0; i < c; i++)
@@ -62,7 +62,7 @@ enum { LANE_BLOCK = 64 }; /* lanes handled together, their running values on the
 
 /* Lanes [l0, l0 + n) (n <= LANE_BLOCK) of one [C, inner] block: y = softmax(x) or
  * log_softmax(x) along C for each lane, C walked outermost so the lanes stay contiguous. */
-static void softmax_lanes(const float *x, float *y, int64_t c, int64_t inner, int64_t n,
+PL_VECTOR_CLONES static void softmax_lanes(const float *x, float *y, int64_t c, int64_t inner, int64_t n,
                           bool log_form)
 {
     float maxv[LANE_BLOCK], sum[LANE_BLOCK];
@@ -164,7 +164,7 @@ static float dot_run(const float *a, const float *b, int64_t n)
 }
 
 /* softmax: dx = y * (dy - sum(dy * y)); log_softmax: dx = dy - exp(y) * sum(dy). */
-static void softmax_grad_row(const float *dy, const float *y, float *dx, int64_t c,
+PL_VECTOR_CLONES static void softmax_grad_row(const float *dy, const float *y, float *dx, int64_t c,
                              bool log_form)
 {
     if (log_form) {
@@ -178,7 +178,7 @@ static void softmax_grad_row(const float *dy, const float *y, float *dx, int64_t
     }
 }
 
-static void softmax_grad_lanes(const float *dy, const float *y, float *dx, int64_t c,
+PL_VECTOR_CLONES static void softmax_grad_lanes(const float *dy, const float *y, float *dx, int64_t c,
                                int64_t inner, int64_t n, bool log_form)
 {
     float s[LANE_BLOCK];
