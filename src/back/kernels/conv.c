@@ -1,5 +1,6 @@
 /* 2-D convolution (NCHW, grouped, strided, padded, dilated) as im2col + cblas_sgemm, and
- * its two gradients.
+ * its two gradients (depthwise filters: conv_depthwise.c; 3x3 at stride 1, forward and
+ * input gradient: conv_winograd.c).
  *
  * A "column matrix" of one sample and group has a row per (input channel, kernel row,
  * kernel column) and a column per output position; the convolution is then the group's
@@ -160,6 +161,8 @@ static conv_geom forward_geometry(const pl_kernel_args *args)
 PL_WORKSPACE(conv2d)
 {
     conv_geom g = forward_geometry(args);
+    if (conv_winograd(&g))
+        return pl_conv_winograd_workspace(&g, args->nth);
     if (g.direct || conv_depthwise(&g))
         return 0;
     return (size_t)args->nth * (size_t)(g.k * forward_block_columns(&g)) * sizeof(float);
@@ -174,6 +177,10 @@ PL_KERNEL(conv2d)
     float *y = args->out[0];
     if (conv_depthwise(&g)) {
         pl_conv_depthwise(&g, x, w, bias, y, args->ith, args->nth);
+        return;
+    }
+    if (conv_winograd(&g)) {
+        pl_conv_winograd(&g, x, w, bias, y, args->work, args->ith, args->nth);
         return;
     }
     int64_t block = forward_block_columns(&g), blocks = ceil_div(g.ohw, block);
@@ -222,6 +229,8 @@ static int64_t channel_block(const conv_geom *g)
 PL_WORKSPACE(conv2d_grad_input)
 {
     conv_geom g = grad_geometry(args);
+    if (conv_winograd(&g))
+        return pl_conv_winograd_grad_input_workspace(&g, args->nth);
     if (g.direct || conv_depthwise(&g))
         return 0;
     return (size_t)args->nth * (size_t)(channel_block(&g) * g.taps * g.ohw) * sizeof(float);
@@ -236,6 +245,10 @@ PL_KERNEL(conv2d_grad_input)
     float *dx = args->out[0];
     if (conv_depthwise(&g)) {
         pl_conv_depthwise_grad_input(&g, dy, w, dx, args->ith, args->nth);
+        return;
+    }
+    if (conv_winograd(&g)) {
+        pl_conv_winograd_grad_input(&g, dy, w, dx, args->work, args->ith, args->nth);
         return;
     }
     int64_t block = channel_block(&g), blocks = ceil_div(g.cg, block);

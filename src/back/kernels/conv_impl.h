@@ -1,9 +1,11 @@
 /* Private to the convolution kernels (conv.c: im2col and sgemm; conv_depthwise.c: direct
- * loops for one channel per group): the shapes of one convolution. */
+ * loops for one channel per group; conv_winograd.c: 3x3 stride-1 filters): the shapes of
+ * one convolution. */
 #ifndef PLACER_CONV_IMPL_H
 #define PLACER_CONV_IMPL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct conv_geom {
@@ -49,5 +51,28 @@ void pl_conv_depthwise_grad_input(const conv_geom *g, const float *dy, const flo
                                   int ith, int nth);
 void pl_conv_depthwise_grad_filter(const conv_geom *g, const float *dy, const float *x,
                                    float *dw, int ith, int nth);
+
+/* 3x3 filters at stride 1 with enough channels in and out run as Winograd's F(2x2, 3x3)
+ * (forward and input gradient; the filter gradient stays with im2col), when the batch
+ * has enough 2x2 output tiles: each call transforms the whole filter, and 16 products
+ * only a few tiles wide run far below the machine's peak, so with fewer tiles, or few
+ * channels, im2col is faster (docs/training.md, "Kernels"). */
+#define WINOGRAD_MIN_CHANNELS 16
+#define WINOGRAD_MIN_TILES 48
+
+static inline bool conv_winograd(const conv_geom *g)
+{
+    return g->kh == 3 && g->kw == 3 && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 &&
+           g->groups == 1 && g->ph <= 2 && g->pw <= 2 && g->c >= WINOGRAD_MIN_CHANNELS &&
+           g->o >= WINOGRAD_MIN_CHANNELS &&
+           g->n * ceil_div(g->oh, 2) * ceil_div(g->ow, 2) >= WINOGRAD_MIN_TILES;
+}
+
+size_t pl_conv_winograd_workspace(const conv_geom *g, int nth);
+size_t pl_conv_winograd_grad_input_workspace(const conv_geom *g, int nth);
+void pl_conv_winograd(const conv_geom *g, const float *x, const float *w, const float *bias,
+                      float *y, float *work, int ith, int nth);
+void pl_conv_winograd_grad_input(const conv_geom *g, const float *dy, const float *w,
+                                 float *dx, float *work, int ith, int nth);
 
 #endif

@@ -30,6 +30,15 @@ static inline float pl_sum_run(const float *x, int64_t n)
 #define PL_VECTOR_CLONES
 #endif
 
+/* Before a loop whose iterations touch no location another iteration writes: GCC then
+ * vectorises it without run-time alias checks (it gives up beyond ten of them, as when
+ * one pointer writes many strided rows). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define PL_INDEPENDENT_ITERATIONS _Pragma("GCC ivdep")
+#else
+#define PL_INDEPENDENT_ITERATIONS
+#endif
+
 /* exp, tanh, the logistic function and erfc for kernel loops: branch-free and call-free, so that
  * GCC vectorises the loops around them (libm's expf and tanhf do not). Relative error
  * below 2e-7 for exp over its float range; absolute error below 1e-6 for tanh. */
