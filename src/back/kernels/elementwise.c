@@ -424,7 +424,7 @@ PL_KERNEL(zeros_like)
 
 /* y = mask * x / (1 - rate); the mask is a pure function of (seed, step, position in the
  * whole step's batch), so the gradient redraws it instead of storing it. */
-static void dropout_apply(const pl_kernel_args *args)
+PL_VECTOR_CLONES static void dropout_apply(const pl_kernel_args *args)
 {
     const pl_attrs *at = &args->op->attrs;
     const float *x = in_f32(args, 0);

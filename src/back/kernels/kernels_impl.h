@@ -21,11 +21,13 @@ static inline float pl_sum_run(const float *x, int64_t n)
 }
 
 /* x86-64's baseline vectors are SSE2's, four floats. A loop whose function carries
- * PL_VECTOR_CLONES is also compiled for AVX2 and AVX-512, and the dynamic loader picks the
- * widest the CPU has. Results do not change with the width: lanes are independent, ISO C
- * mode forbids contracting a * b + c into an FMA, and nothing is reassociated. */
+ * PL_VECTOR_CLONES is also compiled for AVX2 and for AVX-512 (x86-64-v4, whose DQ part
+ * multiplies 64-bit lanes, as the counter-based random numbers need), and the dynamic
+ * loader picks the widest the CPU has. Results do not change with the width: lanes are
+ * independent, ISO C mode forbids contracting a * b + c into an FMA, and nothing is
+ * reassociated. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__)
-#define PL_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define PL_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define PL_VECTOR_CLONES
 #endif
