@@ -58,6 +58,9 @@ static const conv_case cases[] = {
     {"3,24,5,8", "16,24,3,3", {1, 1}, {2, 2}, {1, 1}, 1, true, false},
     {"5,16,6,7", "17,16,3,3", {1, 1}, {0, 2}, {1, 1}, 1, false, false},
     {"3,16,40,39", "16,16,3,3", {1, 1}, {1, 1}, {1, 1}, 1, true, false},
+    /* Winograd with output channels split over chunks: forward, then input gradient */
+    {"3,16,8,8", "130,16,3,3", {1, 1}, {1, 1}, {1, 1}, 1, true, false},
+    {"3,130,8,8", "16,130,3,3", {1, 1}, {1, 1}, {1, 1}, 1, false, false},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 

@@ -17,11 +17,13 @@
  * same way except for positions 1 and 2 of each axis, which stay (G's middle rows are
  * symmetric): so the gradient reuses U, transposed, with positions 0 and 3 swapped.
  *
- * Threads share blocks of consecutive tiles over the whole batch (a block crosses sample
- * boundaries, so that a small image's few tiles still make a wide product). The blocks
- * depend on the shapes only and every tile is computed by one call sequence, so the
- * result does not depend on nth. Each thread transforms the whole filter into its own
- * workspace: a small cost beside the products, and no thread waits for another. */
+ * Threads share chunks: a block of consecutive tiles over the whole batch (a block crosses
+ * sample boundaries, so that a small image's few tiles still make a wide product) times a
+ * block of output channels (several when the tile blocks are too few to keep the threads
+ * busy: ResNet's last layers have 128 tiles at batch 8). A chunk transforms the filters
+ * of its output channels and the patches of its tiles, unless the thread's previous chunk
+ * did. The chunks depend on the shapes only and every output is computed by one call
+ * sequence, so the result does not depend on nth. */
 #include <cblas.h>
 #include <string.h>
 
@@ -35,6 +37,10 @@
 #define BLOCK_FLOATS (INT64_C(1) << 21)
 #define MIN_TILES INT64_C(64)
 #define MAX_TILES INT64_C(512)
+/* Output channels are split until there are this many chunks, in blocks of at least
+ * MIN_ROWS channels (the products' height). */
+#define CHUNKS INT64_C(8)
+#define MIN_ROWS INT64_C(64)
 
 /* One convolution as the tiles see it: the forward's, or the input gradient's. */
 typedef struct wino {
@@ -43,12 +49,15 @@ typedef struct wino {
     int64_t ph, pw;       /* padding */
     int64_t th, tw;       /* tiles per column and row of one output plane */
     int64_t tiles, block; /* tiles in the batch; tiles per block */
-    int64_t fo, fc;       /* the filter's output and input channels */
+    int64_t tile_blocks;
+    int64_t rows, row_blocks; /* output channels per chunk; their blocks */
+    int64_t fo, fc;           /* the filter's output and input channels */
     bool gradient;
 } wino;
 
-/* Per-thread scratch beside U, V and M: the filter of one output channel laid out
- * [9][c], and four input rows or two output rows of one row of tiles. */
+/* Per-thread scratch: U for a chunk's output channels, V for its tiles, M, the filters of
+ * one output channel laid out [9][c], and four input rows or two output rows of one row
+ * of tiles. */
 typedef struct scratch {
     float *u, *v, *m, *taps, *rows;
 } scratch;
@@ -63,6 +72,12 @@ static wino shaped(int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_
     int64_t fit = BLOCK_FLOATS / (POSITIONS * (c + o));
     fit = fit < MIN_TILES ? MIN_TILES : fit > MAX_TILES ? MAX_TILES : fit;
     s.block = ceil_div(s.tiles, ceil_div(s.tiles, fit));
+    s.tile_blocks = ceil_div(s.tiles, s.block);
+    int64_t split = s.tile_blocks >= CHUNKS ? 1 : ceil_div(CHUNKS, s.tile_blocks);
+    if (split > o / MIN_ROWS)
+        split = o / MIN_ROWS > 1 ? o / MIN_ROWS : 1;
+    s.rows = ceil_div(o, split);
+    s.row_blocks = ceil_div(o, s.rows);
     s.fo = o;
     s.fc = c;
     return s;
@@ -89,7 +104,7 @@ static int64_t row_floats(const wino *s)
 
 static int64_t workspace_floats(const wino *s)
 {
-    return POSITIONS * (s->fo * s->fc + (s->c + s->o) * s->block) + 9 * s->fc +
+    return POSITIONS * (s->rows * s->c + (s->c + s->rows) * s->block) + 9 * s->fc +
            4 * row_floats(s);
 }
 
@@ -97,9 +112,9 @@ static scratch carve(const wino *s, float *work, int ith)
 {
     scratch r;
     r.u = work + (int64_t)ith * workspace_floats(s);
-    r.v = r.u + POSITIONS * s->fo * s->fc;
+    r.v = r.u + POSITIONS * s->rows * s->c;
     r.m = r.v + POSITIONS * s->c * s->block;
-    r.taps = r.m + POSITIONS * s->o * s->block;
+    r.taps = r.m + POSITIONS * s->rows * s->block;
     r.rows = r.taps + 9 * s->fc;
     return r;
 }
@@ -126,21 +141,23 @@ size_t pl_conv_winograd_grad_input_workspace(const conv_geom *g, int nth)
     const float t##0 = (g0), t##1 = 0.5f * ((g0) + (g1) + (g2)),                            \
                 t##2 = 0.5f * ((g0) - (g1) + (g2)), t##3 = (g2)
 
-/* U [fo][16][fc] = G g G^T for every filter g of w [fo][fc][3][3]. Each output channel's
- * filters are laid out [9][fc] first, so that the transform runs along fc. */
-PL_VECTOR_CLONES static void filters(const wino *s, const float *restrict w,
-                                     float *restrict taps, float *restrict u)
+/* U [o1 - o0][16][c1 - c0] = G g G^T for the filters g of w [fo][fc][3][3] from output
+ * channels [o0, o1) and input channels [c0, c1). Each output channel's filters are laid
+ * out [9][c1 - c0] first, so that the transform runs along the input channels. */
+PL_VECTOR_CLONES static void filters(const wino *s, const float *restrict w, int64_t o0,
+                                     int64_t o1, int64_t c0, int64_t c1, float *restrict taps,
+                                     float *restrict u)
 {
-    int64_t c = s->fc;
-    for (int64_t oi = 0; oi < s->fo; oi++) {
-        const float *src = w + oi * c * 9;
+    int64_t c = c1 - c0;
+    for (int64_t oi = o0; oi < o1; oi++) {
+        const float *src = w + (oi * s->fc + c0) * 9;
         for (int64_t ci = 0; ci < c; ci++)
             for (int k = 0; k < 9; k++)
                 taps[k * c + ci] = src[ci * 9 + k];
         const float *g0 = taps, *g1 = taps + c, *g2 = taps + 2 * c, *g3 = taps + 3 * c;
         const float *g4 = taps + 4 * c, *g5 = taps + 5 * c, *g6 = taps + 6 * c;
         const float *g7 = taps + 7 * c, *g8 = taps + 8 * c;
-        float *dst = u + oi * POSITIONS * c;
+        float *dst = u + (oi - o0) * POSITIONS * c;
         PL_INDEPENDENT_ITERATIONS
         for (int64_t ci = 0; ci < c; ci++) {
             /* G g, column by column (a filter column j is g[j], g[3 + j], g[6 + j]) */
@@ -283,17 +300,18 @@ PL_VECTOR_CLONES static void tile_run_out(const float *restrict in, int64_t stri
     }
 }
 
-/* y's tiles of the block from t0 from M [o][16][block] (+ bias); a tile's row or column
- * past the output's edge is dropped. */
-static void tiles_out(const wino *s, const float *m, const float *bias, int64_t t0,
-                      int64_t count, float *rows, float *y)
+/* y's channels [o0, o1) of the block's tiles from t0 from M [o1 - o0][16][block] (+ bias);
+ * a tile's row or column past the output's edge is dropped. */
+static void tiles_out(const wino *s, const float *m, const float *bias, int64_t o0, int64_t o1,
+                      int64_t t0, int64_t count, float *rows, float *y)
 {
     int64_t plane = s->oh * s->ow;
-    for (int64_t oi = 0; oi < s->o; oi++) {
+    for (int64_t oi = o0; oi < o1; oi++) {
         float add = bias ? bias[oi] : 0.0f;
         tile_run r = first_run(s, t0, count);
         do {
-            tile_run_out(m + oi * POSITIONS * s->block + r.k, s->block, r.len, add, rows);
+            tile_run_out(m + (oi - o0) * POSITIONS * s->block + r.k, s->block, r.len, add,
+                         rows);
             int64_t x0 = 2 * r.tx0, width = 2 * r.len < s->ow - x0 ? 2 * r.len : s->ow - x0;
             float *out = y + (r.sample * s->o + oi) * plane + 2 * r.ty * s->ow + x0;
             for (int i = 0; i < 2 && 2 * r.ty + i < s->oh; i++)
@@ -311,25 +329,41 @@ static int turned(int xi)
     return swap[xi / 4] * 4 + swap[xi % 4];
 }
 
+/* Chunk = (block of output channels, block of tiles), the tile block varying fastest. A
+ * forward chunk's U is its rows of the filter's transform; a gradient chunk's is the
+ * columns of its (forward input) channels, used transposed. */
 static void run(const wino *s, const float *x, const float *w, const float *bias, float *y,
                 float *work, int ith, int nth)
 {
-    int64_t blocks = ceil_div(s->tiles, s->block), begin, end;
-    pl_kernel_share(blocks, ith, nth, &begin, &end);
+    int64_t begin, end;
+    pl_kernel_share(s->row_blocks * s->tile_blocks, ith, nth, &begin, &end);
     if (begin >= end)
         return;
     scratch r = carve(s, work, ith);
-    filters(s, w, r.taps, r.u);
-    int lda = POSITIONS * (int)s->fc, ldb = POSITIONS * (int)s->block;
-    for (int64_t b = begin; b < end; b++) {
-        int64_t t0 = b * s->block, count = t0 + s->block < s->tiles ? s->block : s->tiles - t0;
-        patches(s, x, t0, count, r.rows, r.v);
+    int64_t have_rows = -1, have_tiles = -1;
+    for (int64_t chunk = begin; chunk < end; chunk++) {
+        int64_t rb = chunk / s->tile_blocks, tb = chunk % s->tile_blocks;
+        int64_t o0 = rb * s->rows, o1 = o0 + s->rows < s->o ? o0 + s->rows : s->o;
+        int64_t t0 = tb * s->block, count = t0 + s->block < s->tiles ? s->block : s->tiles - t0;
+        if (rb != have_rows) {
+            if (s->gradient)
+                filters(s, w, 0, s->fo, o0, o1, r.taps, r.u);
+            else
+                filters(s, w, o0, o1, 0, s->fc, r.taps, r.u);
+            have_rows = rb;
+        }
+        if (tb != have_tiles) {
+            patches(s, x, t0, count, r.rows, r.v);
+            have_tiles = tb;
+        }
+        int lda = POSITIONS * (int)(s->gradient ? o1 - o0 : s->c);
+        int ldb = POSITIONS * (int)s->block;
         for (int xi = 0; xi < POSITIONS; xi++)
             cblas_sgemm(CblasRowMajor, s->gradient ? CblasTrans : CblasNoTrans, CblasNoTrans,
-                        (int)s->o, (int)count, (int)s->c, 1.0f,
-                        r.u + (s->gradient ? turned(xi) : xi) * s->fc, lda,
+                        (int)(o1 - o0), (int)count, (int)s->c, 1.0f,
+                        r.u + (s->gradient ? turned(xi) * (o1 - o0) : xi * s->c), lda,
                         r.v + xi * s->block, ldb, 0.0f, r.m + xi * s->block, ldb);
-        tiles_out(s, r.m, bias, t0, count, r.rows, y);
+        tiles_out(s, r.m, bias, o0, o1, t0, count, r.rows, y);
     }
 }
 

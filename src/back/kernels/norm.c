@@ -19,7 +19,7 @@
 enum { LN_BLOCKS = 32, CHANNEL_BLOCK = 64 };
 
 /* Sum of (x - mean)^2 over a run, in eight fixed lanes. */
-static float sq_dev_run(const float *x, float mean, int64_t n)
+PL_VECTOR_CLONES static float sq_dev_run(const float *x, float mean, int64_t n)
 {
     float lane[8] = {0};
     int64_t i = 0;
@@ -89,19 +89,31 @@ PL_WORKSPACE(layer_norm_grad)
 
 /* One row: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma, and the
  * row's dy * xhat and dy added into the block's partial sums (written by its first row). */
-PL_VECTOR_CLONES static void layer_norm_grad_row(const float *dy, const float *x, const float *gamma, float *dx,
-                                float *part_gamma, float *part_beta, int64_t d, double eps,
-                                bool first)
+PL_VECTOR_CLONES static void layer_norm_grad_row(const float *dy, const float *x,
+                                                 const float *gamma, float *dx,
+                                                 float *part_gamma, float *part_beta,
+                                                 int64_t d, double eps, bool first)
 {
     row_stats s = stats_of_row(x, d, eps);
-    float sum_g = 0.0f, sum_gx = 0.0f;
-    for (int64_t i = 0; i < d; i++) {
+    float lane_g[8] = {0}, lane_gx[8] = {0}; /* eight fixed lanes, as pl_sum_run */
+    int64_t i = 0;
+    for (; i + 8 <= d; i += 8)
+        for (int j = 0; j < 8; j++) {
+            float xhat = (x[i + j] - s.mean) * s.rstd, g = dy[i + j] * gamma[i + j];
+            lane_g[j] += g;
+            lane_gx[j] += g * xhat;
+        }
+    float sum_g = ((lane_g[0] + lane_g[1]) + (lane_g[2] + lane_g[3])) +
+                  ((lane_g[4] + lane_g[5]) + (lane_g[6] + lane_g[7]));
+    float sum_gx = ((lane_gx[0] + lane_gx[1]) + (lane_gx[2] + lane_gx[3])) +
+                   ((lane_gx[4] + lane_gx[5]) + (lane_gx[6] + lane_gx[7]));
+    for (; i < d; i++) {
         float xhat = (x[i] - s.mean) * s.rstd, g = dy[i] * gamma[i];
         sum_g += g;
         sum_gx += g * xhat;
     }
     float mean_g = sum_g / (float)d, mean_gx = sum_gx / (float)d;
-    for (int64_t i = 0; i < d; i++) {
+    for (i = 0; i < d; i++) {
         float xhat = (x[i] - s.mean) * s.rstd;
         dx[i] = s.rstd * (dy[i] * gamma[i] - mean_g - xhat * mean_gx);
         part_gamma[i] = first ? dy[i] * xhat : part_gamma[i] + dy[i] * xhat;
