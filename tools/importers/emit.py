@@ -31,6 +31,17 @@ def _fit(b, name, x, other):
     return reshape(b, name, x, keep) if keep != x.shape else x
 
 
+def constant_for(b, name, value, like):
+    """A constant (a numpy array) that will meet tensor `like`: its leading size-1 axes are
+    dropped while it has more axes than `like` keeps after the batch, since placer lets an
+    unbatched operand broadcast only over those."""
+    if like is not None:
+        limit = max(like.rank - 1 if like.batched else like.rank, 1)
+        while value.ndim > limit and value.shape[0] == 1:
+            value = value.reshape(value.shape[1:])
+    return b.constant(name, value)
+
+
 def binary(b, op, name, x, y):
     x, y = _fit(b, name + ".squeeze", x, y), _fit(b, name + ".squeeze", y, x)
     return b.node1(op, name, [x, y], broadcast(x.shape, y.shape), x.batched or y.batched)

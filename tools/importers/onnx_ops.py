@@ -320,20 +320,15 @@ def where(imp, n, name, ins, attrs):
     else:
         x, fill, filled = b, a, c
     fill = np.broadcast_to(np.asarray(fill, np.float32), filled.shape)
+    out = imp.b
     if np.all(fill[filled] <= -1e9):
         mask = np.where(filled, np.float32(-1e9), np.float32(0))
-        return [emit.binary(imp.b, "add", name, x, _const(imp, name + ".mask", mask, x))]
-    keep = _const(imp, name + ".keep", (~filled).astype(np.float32), x)
-    kept = emit.binary(imp.b, "mul", name + ".kept", x, keep)
-    values = _const(imp, name + ".fill", np.where(filled, fill, 0).astype(np.float32), x)
-    return [emit.binary(imp.b, "add", name, kept, values)]
-
-
-def _const(imp, name, value, like):
-    limit = max(like.rank - 1 if like.batched else like.rank, 1)
-    while value.ndim > limit and value.shape[0] == 1:
-        value = value.reshape(value.shape[1:])
-    return imp.b.constant(name, value)
+        return [emit.binary(out, "add", name, x, emit.constant_for(out, name + ".mask", mask, x))]
+    keep = emit.constant_for(out, name + ".keep", (~filled).astype(np.float32), x)
+    kept = emit.binary(out, "mul", name + ".kept", x, keep)
+    fills = np.where(filled, fill, 0).astype(np.float32)
+    values = emit.constant_for(out, name + ".fill", fills, x)
+    return [emit.binary(out, "add", name, kept, values)]
 
 
 class Padded:

@@ -12,6 +12,7 @@ import torch
 import torch.fx
 import torch.nn as nn
 
+import emit
 import torch_modules
 from builder import ImportError_, Tensor, Unsupported
 
@@ -110,16 +111,10 @@ class Importer:
         return t
 
     def constant(self, name, value, like=None):
-        """A constant tensor; leading size-1 axes are dropped as long as the tensor it meets
-        (like) keeps more axes, since placer lets an unbatched operand broadcast only over
-        the axes after the batch."""
+        """A constant tensor, shaped to meet `like` (emit.constant_for)."""
         value = np.asarray(value.detach().cpu().numpy() if torch.is_tensor(value) else value,
                            dtype=np.float32)
-        if like is not None:
-            limit = max(like.rank - 1 if like.batched else like.rank, 1)
-            while value.ndim > limit and value.shape[0] == 1:
-                value = value.reshape(value.shape[1:])
-        return self.b.constant(name, value)
+        return emit.constant_for(self.b, name, value, like)
 
     def tensor_of(self, arg, name, like=None):
         """An argument as a placer Tensor (a constant made on the spot when it is one)."""
