@@ -26,7 +26,8 @@ static inline float pl_sum_run(const float *x, int64_t n)
  * loader picks the widest the CPU has. Results do not change with the width: lanes are
  * independent, ISO C mode forbids contracting a * b + c into an FMA, and nothing is
  * reassociated. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && \
+    !defined(__SANITIZE_THREAD__) /* TSan's runtime is not up when the resolvers run */
 #define PL_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define PL_VECTOR_CLONES
