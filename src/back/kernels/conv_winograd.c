@@ -50,7 +50,7 @@ typedef struct wino {
     int64_t th, tw;       /* tiles per column and row of one output plane */
     int64_t tiles, block; /* tiles in the batch; tiles per block */
     int64_t tile_blocks;
-    int64_t rows, row_blocks; /* output channels per chunk; their blocks */
+    int64_t outs, out_blocks; /* output channels per chunk; their blocks */
     int64_t fo, fc;           /* the filter's output and input channels */
     bool gradient;
 } wino;
@@ -76,8 +76,8 @@ static wino shaped(int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_
     int64_t split = s.tile_blocks >= CHUNKS ? 1 : ceil_div(CHUNKS, s.tile_blocks);
     if (split > o / MIN_ROWS)
         split = o / MIN_ROWS > 1 ? o / MIN_ROWS : 1;
-    s.rows = ceil_div(o, split);
-    s.row_blocks = ceil_div(o, s.rows);
+    s.outs = ceil_div(o, split);
+    s.out_blocks = ceil_div(o, s.outs);
     s.fo = o;
     s.fc = c;
     return s;
@@ -104,7 +104,7 @@ static int64_t row_floats(const wino *s)
 
 static int64_t workspace_floats(const wino *s)
 {
-    return POSITIONS * (s->rows * s->c + (s->c + s->rows) * s->block) + 9 * s->fc +
+    return POSITIONS * (s->outs * s->c + (s->c + s->outs) * s->block) + 9 * s->fc +
            4 * row_floats(s);
 }
 
@@ -112,9 +112,9 @@ static scratch carve(const wino *s, float *work, int ith)
 {
     scratch r;
     r.u = work + (int64_t)ith * workspace_floats(s);
-    r.v = r.u + POSITIONS * s->rows * s->c;
+    r.v = r.u + POSITIONS * s->outs * s->c;
     r.m = r.v + POSITIONS * s->c * s->block;
-    r.taps = r.m + POSITIONS * s->rows * s->block;
+    r.taps = r.m + POSITIONS * s->outs * s->block;
     r.rows = r.taps + 9 * s->fc;
     return r;
 }
@@ -336,14 +336,14 @@ static void run(const wino *s, const float *x, const float *w, const float *bias
                 float *work, int ith, int nth)
 {
     int64_t begin, end;
-    pl_kernel_share(s->row_blocks * s->tile_blocks, ith, nth, &begin, &end);
+    pl_kernel_share(s->out_blocks * s->tile_blocks, ith, nth, &begin, &end);
     if (begin >= end)
         return;
     scratch r = carve(s, work, ith);
     int64_t have_rows = -1, have_tiles = -1;
     for (int64_t chunk = begin; chunk < end; chunk++) {
         int64_t rb = chunk / s->tile_blocks, tb = chunk % s->tile_blocks;
-        int64_t o0 = rb * s->rows, o1 = o0 + s->rows < s->o ? o0 + s->rows : s->o;
+        int64_t o0 = rb * s->outs, o1 = o0 + s->outs < s->o ? o0 + s->outs : s->o;
         int64_t t0 = tb * s->block, count = t0 + s->block < s->tiles ? s->block : s->tiles - t0;
         if (rb != have_rows) {
             if (s->gradient)

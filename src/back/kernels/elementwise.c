@@ -168,8 +168,8 @@ typedef enum binary_op { OP_ADD, OP_SUB, OP_MUL, OP_DIV } binary_op;
         }                                                                                  \
     } while (0)
 
-PL_VECTOR_CLONES static void binary_run(binary_op op, float *y, const float *a, int64_t sa, const float *b,
-                       int64_t sb, int64_t n)
+PL_VECTOR_CLONES static void binary_run(binary_op op, float *y, const float *a, int64_t sa,
+                                        const float *b, int64_t sb, int64_t n)
 {
     switch (op) {
     case OP_ADD:
@@ -505,8 +505,8 @@ static int64_t plan_offset(const reduce_plan *p, int64_t index, bool want, int s
 }
 
 /* Innermost axis reduced: each output element sums contiguous runs. */
-PL_VECTOR_CLONES static void reduce_inner_runs(const reduce_plan *p, const float *x, float *y, int64_t begin,
-                              int64_t end, float scale)
+PL_VECTOR_CLONES static void reduce_inner_runs(const reduce_plan *p, const float *x, float *y,
+                                               int64_t begin, int64_t end, float scale)
 {
     int inner = p->rank - 1;
     int64_t run = p->dims[inner], outer_terms = p->reduce_count / run;
@@ -521,8 +521,8 @@ PL_VECTOR_CLONES static void reduce_inner_runs(const reduce_plan *p, const float
 
 /* Innermost axis kept: each segment of an output row adds whole input rows into itself,
  * in increasing order of the reduced index. */
-PL_VECTOR_CLONES static void reduce_outer_rows(const reduce_plan *p, const float *x, float *y, int64_t begin,
-                              int64_t end, float scale)
+PL_VECTOR_CLONES static void reduce_outer_rows(const reduce_plan *p, const float *x, float *y,
+                                               int64_t begin, int64_t end, float scale)
 {
     int inner = p->rank - 1;
     int64_t width = p->dims[inner];

@@ -4,6 +4,13 @@
 
 #include <stdint.h>
 
+/* Eight lanes' partial sums, added pairwise in a fixed order. */
+static inline float pl_lanes_sum(const float lane[8])
+{
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
 /* Sum of a contiguous run in eight fixed lanes: vectorisable, and the order of additions
  * depends only on n, so every thread count gives the same bits. */
 static inline float pl_sum_run(const float *x, int64_t n)
@@ -13,8 +20,7 @@ static inline float pl_sum_run(const float *x, int64_t n)
     for (; i + 8 <= n; i += 8)
         for (int j = 0; j < 8; j++)
             lane[j] += x[i + j];
-    float sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-                ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    float sum = pl_lanes_sum(lane);
     for (; i < n; i++)
         sum += x[i];
     return sum;

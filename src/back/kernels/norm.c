@@ -28,8 +28,7 @@ PL_VECTOR_CLONES static float sq_dev_run(const float *x, float mean, int64_t n)
             float d = x[i + j] - mean;
             lane[j] += d * d;
         }
-    float sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-                ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    float sum = pl_lanes_sum(lane);
     for (; i < n; i++)
         sum += (x[i] - mean) * (x[i] - mean);
     return sum;
@@ -103,10 +102,7 @@ PL_VECTOR_CLONES static void layer_norm_grad_row(const float *dy, const float *x
             lane_g[j] += g;
             lane_gx[j] += g * xhat;
         }
-    float sum_g = ((lane_g[0] + lane_g[1]) + (lane_g[2] + lane_g[3])) +
-                  ((lane_g[4] + lane_g[5]) + (lane_g[6] + lane_g[7]));
-    float sum_gx = ((lane_gx[0] + lane_gx[1]) + (lane_gx[2] + lane_gx[3])) +
-                   ((lane_gx[4] + lane_gx[5]) + (lane_gx[6] + lane_gx[7]));
+    float sum_g = pl_lanes_sum(lane_g), sum_gx = pl_lanes_sum(lane_gx);
     for (; i < d; i++) {
         float xhat = (x[i] - s.mean) * s.rstd, g = dy[i] * gamma[i];
         sum_g += g;
@@ -208,7 +204,8 @@ typedef enum channel_term { TERM_DEV, TERM_SQ_DEV, TERM_DY_DEV } channel_term;
 #define DEV(j) ((x[j] - c.hi) - c.lo)
 
 /* One contiguous run of a channel's term. */
-PL_VECTOR_CLONES static float term_run(channel_term term, const float *x, const float *dy, centre c, int64_t n)
+PL_VECTOR_CLONES static float term_run(channel_term term, const float *x, const float *dy,
+                                        centre c, int64_t n)
 {
     float run = 0.0f;
     switch (term) {
@@ -270,8 +267,9 @@ static void channel_stats(const float *x, const nchw *v, int64_t c0, int64_t w, 
 }
 
 /* y = (x - mean) * scale + shift per channel of the block. */
-PL_VECTOR_CLONES static void channel_affine(const float *x, float *y, const nchw *v, int64_t c0, int64_t w,
-                           const double *mean, const float *scale, const float *shift)
+PL_VECTOR_CLONES static void channel_affine(const float *x, float *y, const nchw *v,
+                                            int64_t c0, int64_t w, const double *mean,
+                                            const float *scale, const float *shift)
 {
     centre cs[CHANNEL_BLOCK];
     for (int64_t k = 0; k < w; k++)
@@ -349,9 +347,10 @@ PL_KERNEL(batch_norm)
 }
 
 /* dx = dy * a + (x - mean) * b + c per channel of the block. */
-PL_VECTOR_CLONES static void channel_grad_apply(const float *dy, const float *x, float *dx, const nchw *v,
-                               int64_t c0, int64_t w, const double *mean, const float *a,
-                               const float *b, const float *c)
+PL_VECTOR_CLONES static void channel_grad_apply(const float *dy, const float *x, float *dx,
+                                                const nchw *v, int64_t c0, int64_t w,
+                                                const double *mean, const float *a,
+                                                const float *b, const float *c)
 {
     centre cs[CHANNEL_BLOCK];
     for (int64_t k = 0; k < w; k++)

@@ -74,8 +74,8 @@ enum { LANE_BLOCK = 64 }; /* lanes handled together, their running values on the
 
 /* Lanes [l0, l0 + n) (n <= LANE_BLOCK) of one [C, inner] block: y = softmax(x) or
  * log_softmax(x) along C for each lane, C walked outermost so the lanes stay contiguous. */
-PL_VECTOR_CLONES static void softmax_lanes(const float *x, float *y, int64_t c, int64_t inner, int64_t n,
-                          bool log_form)
+PL_VECTOR_CLONES static void softmax_lanes(const float *x, float *y, int64_t c, int64_t inner,
+                                           int64_t n, bool log_form)
 {
     float maxv[LANE_BLOCK], sum[LANE_BLOCK];
     for (int64_t l = 0; l < n; l++) {
@@ -176,8 +176,8 @@ static float dot_run(const float *a, const float *b, int64_t n)
 }
 
 /* softmax: dx = y * (dy - sum(dy * y)); log_softmax: dx = dy - exp(y) * sum(dy). */
-PL_VECTOR_CLONES static void softmax_grad_row(const float *dy, const float *y, float *dx, int64_t c,
-                             bool log_form)
+PL_VECTOR_CLONES static void softmax_grad_row(const float *dy, const float *y, float *dx,
+                                              int64_t c, bool log_form)
 {
     if (log_form) {
         float s = pl_sum_run(dy, c);
@@ -190,8 +190,9 @@ PL_VECTOR_CLONES static void softmax_grad_row(const float *dy, const float *y, f
     }
 }
 
-PL_VECTOR_CLONES static void softmax_grad_lanes(const float *dy, const float *y, float *dx, int64_t c,
-                               int64_t inner, int64_t n, bool log_form)
+PL_VECTOR_CLONES static void softmax_grad_lanes(const float *dy, const float *y, float *dx,
+                                                int64_t c, int64_t inner, int64_t n,
+                                                bool log_form)
 {
     float s[LANE_BLOCK];
     for (int64_t l = 0; l < n; l++)
