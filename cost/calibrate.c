@@ -100,52 +100,6 @@ bool pl_calibration_noisy(const pl_calibration_record *r)
 
 /* ---- the whole calibration ----------------------------------------------------------------- */
 
-/* The mean of delay samples, never below 0 (none: 0). */
-static double mean_delay(const samples *delay)
-{
-    double sum = 0;
-    for (int i = 0; i < delay->n; i++)
-        sum += delay->seconds[i];
-    return delay->n > 0 && sum > 0 ? sum / delay->n : 0;
-}
-
-/* A delay's mean at each level of contention; a level with few samples (a mean of a few
- * heavy-tailed delays is noise) takes the level below's, and no level falls below the one
- * before: more contention never shortens a wait for a core. */
-static void fit_delays(double *levels, const samples *by_level)
-{
-    enum { ENOUGH = 30 };
-    for (int k = 0; k < PL_COST_CONTENTION; k++) {
-        double below = k > 0 ? levels[k - 1] : 0;
-        double mean = by_level[k].n >= ENOUGH || k == 0 ? mean_delay(&by_level[k]) : below;
-        levels[k] = mean > below ? mean : below;
-    }
-}
-
-/* The gap to a queued next task: at each level, the mean of the gaps after tasks that
- * woke no other queue (fit_delays' rules); and the cost of each wake-up call, the mean
- * excess of the other gaps over their level's, per call (a gap's calls are its `flops`). */
-static void fit_gaps(pl_cost_model *m, const samples *by_level)
-{
-    samples plain[PL_COST_CONTENTION] = {{0}};
-    double excess = 0, calls = 0;
-    for (int k = 0; k < PL_COST_CONTENTION; k++)
-        for (int i = 0; i < by_level[k].n; i++)
-            if (by_level[k].flops[i] == 0 &&
-                !pl_calib_add_sample(&plain[k], by_level[k].seconds[i], 0, 0))
-                break; /* out of memory: fewer samples */
-    fit_delays(m->paced_delays[PL_DELAY_NEXT], plain);
-    for (int k = 0; k < PL_COST_CONTENTION; k++) {
-        for (int i = 0; i < by_level[k].n; i++)
-            if (by_level[k].flops[i] > 0) {
-                excess += by_level[k].seconds[i] - m->paced_delays[PL_DELAY_NEXT][k];
-                calls += by_level[k].flops[i];
-            }
-        pl_calib_free_samples(&plain[k]);
-    }
-    m->paced_signal_seconds = calls > 0 && excess > 0 ? excess / calls : 0;
-}
-
 static int compare_names(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -279,12 +233,7 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
             m->poll_seconds = m->handoff_seconds;
         if (g.wake.n == 0)
             m->wake_seconds = m->handoff_seconds;
-        /* the mean: these delays add up along a step, the rare long ones included */
-        for (int d = 0; d < PL_DELAY_COUNT; d++)
-            if (d != PL_DELAY_NEXT)
-                fit_delays(m->paced_delays[d], g.delay[d]);
-        fit_gaps(m, g.delay[PL_DELAY_NEXT]);
-        m->paced_finish_seconds = mean_delay(&g.finish);
+        pl_calib_fit_delays(m, g.delay, &g.finish);
         record(&m->calibration, &spread, start, &load_before);
     }
     free(spread.v);
@@ -294,7 +243,7 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
     pl_calib_free_samples(&g.wake);
     for (int d = 0; d < PL_DELAY_COUNT; d++)
         for (int k = 0; k < PL_COST_CONTENTION; k++)
-            pl_calib_free_samples(&g.delay[d][k]);
+            pl_calib_free_delays(&g.delay[d][k]);
     pl_calib_free_samples(&g.finish);
     pl_calib_free_samples(&g.copy);
     if (status != PL_OK)

@@ -7,8 +7,7 @@
 
 #include "calibrate_impl.h"
 
-/* The paced lateness is measured on a cluster shaped like the bundled paced-4. */
-#define PACED_DEVICES 4
+/* The paced lateness is measured on clusters linked like the bundled paced ones. */
 #define LINK_BYTES_PER_SECOND 1e9
 #define LINK_LATENCY 20e-6
 
@@ -32,6 +31,7 @@ typedef struct reading {
     const pl_cluster *cluster; /* gaps: which devices poll; lateness: the devices */
     bool polling;              /* gaps: read the polling devices' hand-offs alone */
     bool handoffs;             /* lateness: the paced hand-offs and gaps too */
+    int first_level;           /* lateness: the lowest contention level read */
 } reading;
 
 /* The samples a hand-off to resource r, idle for `idle` seconds, belongs to: NULL for
@@ -108,6 +108,7 @@ typedef struct timeline {
     pl_task_cost *cost; /* per task: its work, held time and delay, from the model */
     int *order;     /* tasks by resource, then start */
     int *first;     /* per resource: where its tasks begin in `order` */
+    int used;       /* resources with tasks */
     bool alone;     /* every task on one resource */
 } timeline;
 
@@ -138,12 +139,11 @@ static bool open_timeline(timeline *t, const pl_program *p, const double *starts
         t->cost[i] = pl_cost_task_parts(how->m, p, how->cluster, &p->tasks[i]);
         t->first[p->tasks[i].resource + 1]++;
     }
-    int used = 0;
     for (int r = 0; r < resources; r++) {
-        used += t->first[r + 1] > 0;
+        t->used += t->first[r + 1] > 0;
         t->first[r + 1] += t->first[r];
     }
-    t->alone = used <= 1;
+    t->alone = t->used <= 1;
     sorting = t;
     qsort(t->order, (size_t)n, sizeof *t->order, by_resource_then_start);
     return true;
@@ -157,9 +157,10 @@ static void close_timeline(timeline *t)
 }
 
 /* The contention resource r met at `when` (pl_cost_contention): the other resources
- * running a task, and those of them computing natively (a paced task until its native work
- * ends, a native device's throughout). */
-static int contention_at(const timeline *t, const pl_cluster *c, int r, double when)
+ * running a task (*busy_out), and those of them computing natively (a paced task until its
+ * native work ends, a native device's throughout). */
+static int contention_at(const timeline *t, const pl_cluster *c, int r, double when,
+                         int *busy_out)
 {
     const pl_program *p = t->p;
     int busy = 0, computing = 0;
@@ -183,13 +184,14 @@ static int contention_at(const timeline *t, const pl_cluster *c, int r, double w
         busy += running;
         computing += running && when + PL_COST_HOLDING_SECONDS < work_ends;
     }
+    *busy_out = busy;
     return pl_cost_contention(t->alone, busy, computing);
 }
 
 /* How many tasks `task` made ready on other resources (each a wake-up call its thread
- * made before taking its next task); filed with a gap as its `flops`. */
-static double signals(const pl_program *p, int task, const double *ends,
-                      const double *released, const int *releaser)
+ * made before taking its next task). */
+static int signals(const pl_program *p, int task, const double *ends,
+                   const double *released, const int *releaser)
 {
     const pl_task *t = &p->tasks[task];
     int count = 0;
@@ -211,9 +213,19 @@ static bool read_edges(const timeline *t, double step, gaps *g)
         last = t->ends[i] > last ? t->ends[i] : last;
     }
     return t->p->n_tasks == 0 ||
-           (pl_calib_add_sample(&g->delay[PL_DELAY_HANDOFF][pl_cost_contention(t->alone, 0, 0)],
-                                first, 0, 0) &&
+           (pl_calib_add_delay(&g->delay[PL_DELAY_HANDOFF][pl_cost_contention(t->alone, 0, 0)],
+                               first, 0, t->used - 1, 0) &&
             pl_calib_add_sample(&g->finish, step - last, 0, 0));
+}
+
+/* Files a delay under the contention resource r met at `when`, with the other resources
+ * busy then and those the step uses (and, for a gap, the wake-up calls made first). */
+static bool add_delay(const reading *how, const timeline *t, pl_delay delay, int r,
+                      double when, double seconds, int calls)
+{
+    int busy, level = contention_at(t, how->cluster, r, when, &busy);
+    return level < how->first_level ||
+           pl_calib_add_delay(&how->g->delay[delay][level], seconds, busy, t->used - 1, calls);
 }
 
 /* The paced delays of one step (cost_model.h), each filed under the contention when it
@@ -230,25 +242,21 @@ static bool read_delays(const pl_program *p, const double *starts, const double 
     bool ok = released && releaser && open_timeline(&t, p, starts, ends, how);
     if (ok)
         last_releasers(p, ends, released, releaser);
-    samples(*delay)[PL_COST_CONTENTION] = how->g->delay;
     for (int j = 0; ok && j < n; j++) {
         int i = t.order[j], r = p->tasks[i].resource;
         if (t.cost[i].late >= 0) {
             double due = starts[i] + t.cost[i].held;
-            ok = pl_calib_add_sample(&delay[t.cost[i].late][contention_at(&t, how->cluster, r,
-                                     due)], ends[i] - due, 0, 0);
+            ok = add_delay(how, &t, (pl_delay)t.cost[i].late, r, due, ends[i] - due, 0);
         }
         bool paced = r >= p->n_devices || how->cluster->devices[r].flops_per_second > 0;
         double previous_end = j > t.first[r] ? ends[t.order[j - 1]] : -1;
         if (!ok || !paced || !how->handoffs)
             continue;
         if (releaser[i] >= 0 && releaser[i] != r && previous_end <= released[i])
-            ok = pl_calib_add_sample(&delay[PL_DELAY_HANDOFF][contention_at(&t, how->cluster, r,
-                                     released[i])], starts[i] - released[i], 0, 0);
+            ok = add_delay(how, &t, PL_DELAY_HANDOFF, r, released[i], starts[i] - released[i], 0);
         else if (previous_end >= 0 && (releaser[i] < 0 || previous_end >= released[i]))
-            ok = pl_calib_add_sample(&delay[PL_DELAY_NEXT][contention_at(&t, how->cluster, r,
-                                     previous_end)], starts[i] - previous_end,
-                                     signals(p, t.order[j - 1], ends, released, releaser), 0);
+            ok = add_delay(how, &t, PL_DELAY_NEXT, r, previous_end, starts[i] - previous_end,
+                           signals(p, t.order[j - 1], ends, released, releaser));
     }
     if (ok && how->handoffs)
         ok = read_edges(&t, step, how->g);
@@ -325,13 +333,14 @@ pl_status pl_calib_overheads(const char *dir, int steps, const volatile sig_atom
     return status;
 }
 
-/* Four devices of one thread paced at `rate`, joined by links as the bundled paced-4's. */
-static pl_cluster *paced_cluster(double rate, pl_error *err)
+/* `devices` devices of one thread paced at `rate`, joined by links as the bundled paced
+ * clusters' are. */
+static pl_cluster *paced_cluster(double rate, int devices, pl_error *err)
 {
-    char text[1024];
+    char text[2048];
     int at = snprintf(text, sizeof text, "{\"format\": \"placer-cluster\", \"version\": 1, "
                       "\"name\": \"calibration\", \"devices\": [");
-    for (int d = 0; d < PACED_DEVICES; d++)
+    for (int d = 0; d < devices; d++)
         at += snprintf(text + at, sizeof text - (size_t)at, "%s{\"name\": \"d%d\", \"threads\": "
                        "1, \"memory_bytes\": %lld, \"flops_per_second\": %g}", d ? ", " : "", d,
                        1LL << 40, rate);
@@ -340,25 +349,25 @@ static pl_cluster *paced_cluster(double rate, pl_error *err)
     return pl_cluster_load_buffer(text, strlen(text), "calibration", err);
 }
 
-/* A pipeline as the placement search ends with: contiguous blocks of forward ops of about
- * equal FLOPs (fewer when one op outweighs a block), block d on device d; 8 micro-batches
+/* A pipeline as the placement search makes them: contiguous blocks of forward ops of about
+ * equal FLOPs (fewer when one op outweighs a block), block d on device d; `micro_batches`
  * (or as many as divide the batch and the model allows), 1F1B, weight gradients deferred
  * into the bubbles, so every device is busy. */
-static void pipeline(const pl_graph *g, pl_plan *plan)
+static void pipeline(const pl_graph *g, pl_plan *plan, int stages, int micro_batches)
 {
     double total = 0, done = 0;
     for (int o = 0; o < g->n_forward_ops; o++)
         total += g->ops[o].flops;
     int stage = 0, last = 0;
     for (int o = 0; o < g->n_forward_ops; o++) {
-        int block = total > 0 ? (int)((done + 0.5 * g->ops[o].flops) / total * PACED_DEVICES) : 0;
+        int block = total > 0 ? (int)((done + 0.5 * g->ops[o].flops) / total * stages) : 0;
         stage += o > 0 && block != last;
         last = block;
         plan->device[o] = plan->stage[o] = stage;
         done += g->ops[o].flops;
     }
     plan->n_stages = stage + 1;
-    plan->micro_batches = 8;
+    plan->micro_batches = micro_batches;
     while (!pl_graph_allows_micro_batches(g, plan->micro_batches))
         plan->micro_batches /= 2;
     plan->schedule = PL_SCHEDULE_1F1B;
@@ -366,25 +375,36 @@ static void pipeline(const pl_graph *g, pl_plan *plan)
 }
 
 /* Ops dealt to the devices one by one: every op's output crosses a link. */
-static void round_robin(const pl_graph *g, pl_plan *plan)
+static void round_robin(const pl_graph *g, pl_plan *plan, int devices)
 {
     for (int o = 0; o < g->n_forward_ops; o++)
-        plan->device[o] = o % PACED_DEVICES;
+        plan->device[o] = o % devices;
 }
 
 pl_status pl_calib_paced_lateness(const char *dir, int steps, const pl_cost_model *m,
                                   const volatile sig_atomic_t *interrupt, gaps *g, pl_error *err)
 {
     /* full-size models pipelined, as the suite runs on paced-4 (else, in a reduced suite:
-     * tests, a small one paced slower so that its ops are as long); small ones dealt over
-     * the devices and on one device alone, with many short tasks */
+     * tests, a small one paced slower so that its ops are as long), read for the levels
+     * where kernels hold cores; small ones pipelined, dealt over the devices and on one
+     * device alone, with many short tasks, read at every level. A full-size step's moments
+     * with no kernel running are short gaps between long kernels, whose ends and starts
+     * lengthen the delays there (means of 8-10 us where small models' are 2-6 us); such
+     * delays are a vanishing share of a full-size step and most of a small one's. */
     typedef enum layout { PIPELINED, DEALT, ALONE } layout;
-    static const struct { const char *model; double rate; layout layout; } workloads[] = {
-        {"lstm_lm", 2e9, PIPELINED}, {"transformer", 2e9, PIPELINED},
-        {"small/mlp-small", 1e8, PIPELINED}, {"small/transformer-small", 2e9, DEALT},
-        {"small/inception-small", 2e9, DEALT}, {"small/transformer-small", 2e9, ALONE},
-        {"small/moe-small", 2e9, ALONE}};
-    enum { FALLBACK = 2 };
+    static const struct {
+        const char *model;
+        double rate;
+        layout layout;
+        int devices;       /* dealt over, or pipelined in as many stages */
+        int micro_batches; /* pipelined */
+    } workloads[] = {
+        {"lstm_lm", 2e9, PIPELINED, 4, 8}, {"transformer", 2e9, PIPELINED, 4, 8},
+        {"small/mlp-small", 1e8, PIPELINED, 4, 8}, {"small/transformer-small", 2e9, DEALT, 4, 1},
+        {"small/inception-small", 2e9, DEALT, 8, 1}, {"small/lstm_lm-small", 2e9, PIPELINED, 4, 8},
+        {"small/seq2seq-small", 2e9, PIPELINED, 2, 4}, {"small/moe-small", 2e9, PIPELINED, 3, 2},
+        {"small/transformer-small", 2e9, ALONE, 1, 1}, {"small/moe-small", 2e9, ALONE, 1, 1}};
+    enum { FALLBACK = 2, N_LONG = 3 };
     pl_status status = PL_OK;
     bool ran = false;
     for (size_t k = 0; status == PL_OK && k < sizeof workloads / sizeof *workloads; k++) {
@@ -392,20 +412,21 @@ pl_status pl_calib_paced_lateness(const char *dir, int steps, const pl_cost_mode
         snprintf(path, sizeof path, "%s/%s.json", dir, workloads[k].model);
         if ((k == FALLBACK && ran) || access(path, R_OK) != 0)
             continue;
-        pl_cluster *c = paced_cluster(workloads[k].rate, err);
+        pl_cluster *c = paced_cluster(workloads[k].rate, workloads[k].devices, err);
         workload w = {0};
         status = c ? pl_calib_open(&w, path, 0, c, interrupt, err) : err ? err->status : PL_ENOMEM;
         if (status == PL_OK) {
             if (workloads[k].layout == DEALT)
-                round_robin(w.g, w.plan);
+                round_robin(w.g, w.plan, workloads[k].devices);
             else if (workloads[k].layout == PIPELINED)
-                pipeline(w.g, w.plan);
+                pipeline(w.g, w.plan, workloads[k].devices, workloads[k].micro_batches);
             /* hand-offs and gaps from the small models alone, where a step is mostly
-             * made of them; the pipelines' are fewer, and slower (docs/simulator.md) */
-            bool small = workloads[k].layout != PIPELINED;
-            status = read_steps(&w, small ? 4 * steps : steps,
+             * made of them; the full-size pipelines' are fewer, and slower
+             * (docs/simulator.md) */
+            bool small = k >= N_LONG;
+            status = read_steps(&w, small ? 8 * steps : steps,
                                 &(reading){.g = g, .lateness = true, .handoffs = small, .m = m,
-                                           .cluster = c}, err);
+                                           .cluster = c, .first_level = small ? 0 : 3}, err);
             ran = ran || k < FALLBACK;
         }
         pl_calib_close(&w);

@@ -24,6 +24,18 @@ typedef struct workload {
 bool pl_calib_add_sample(samples *s, double seconds, double flops, double bytes);
 void pl_calib_free_samples(samples *s);
 
+/* Paced delays filed at one contention level: each one's seconds, the other threads busy
+ * then and the other threads its step uses, and (a gap to a queued next task) the wake-up
+ * calls its thread made first. */
+typedef struct delay_samples {
+    double *seconds;
+    int *busy, *used, *calls;
+    int n, cap;
+} delay_samples;
+
+bool pl_calib_add_delay(delay_samples *s, double seconds, int busy, int used, int calls);
+void pl_calib_free_delays(delay_samples *s);
+
 /* Fits the native copy curve (cost_model.h) to copies' seconds against bytes: in each
  * range of sizes a factor of 4 wide with at least 3 copies, the median size and the median
  * time, times made not to fall with size; with fewer than two such ranges, a line fitted
@@ -71,8 +83,8 @@ typedef struct gaps {
                         resource that never polls (paced devices) */
     samples poll;    /* the same, on a polling device idle less than the poll window */
     samples wake;    /* and on one idle longer: asleep */
-    /* paced runs: each delay (cost_model.h) by how many other threads were computing */
-    samples delay[PL_DELAY_COUNT][PL_COST_CONTENTION];
+    /* paced runs: each delay (cost_model.h) by the contention when it arose */
+    delay_samples delay[PL_DELAY_COUNT][PL_COST_CONTENTION];
     samples finish; /* from the last paced task's end to the step's */
     samples copy;    /* native copies: seconds against bytes */
 } gaps;
@@ -89,5 +101,10 @@ pl_status pl_calib_overheads(const char *dir, int steps, const volatile sig_atom
  * many copies and hand-offs); `m` gives the tasks' native times. */
 pl_status pl_calib_paced_lateness(const char *dir, int steps, const pl_cost_model *m,
                                   const volatile sig_atomic_t *interrupt, gaps *g, pl_error *err);
+
+/* calibrate_delays.c: fits the model's paced delays (cost_model.h) to their samples and
+ * the step's finish. */
+void pl_calib_fit_delays(pl_cost_model *m, delay_samples by_level[PL_DELAY_COUNT][PL_COST_CONTENTION],
+                         const samples *finish);
 
 #endif

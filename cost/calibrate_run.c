@@ -26,6 +26,33 @@ bool pl_calib_add_sample(samples *s, double seconds, double flops, double bytes)
     return true;
 }
 
+bool pl_calib_add_delay(delay_samples *s, double seconds, int busy, int used, int calls)
+{
+    int caps[4] = {s->cap, s->cap, s->cap, s->cap};
+    bool room = pl_grow(&s->seconds, &caps[0], s->n + 1, sizeof *s->seconds, 64) &&
+                pl_grow(&s->busy, &caps[1], s->n + 1, sizeof *s->busy, 64) &&
+                pl_grow(&s->used, &caps[2], s->n + 1, sizeof *s->used, 64) &&
+                pl_grow(&s->calls, &caps[3], s->n + 1, sizeof *s->calls, 64);
+    s->cap = caps[0];
+    for (int k = 1; k < 4; k++) /* what all four arrays hold */
+        s->cap = s->cap < caps[k] ? s->cap : caps[k];
+    if (!room)
+        return false;
+    s->seconds[s->n] = seconds;
+    s->busy[s->n] = busy;
+    s->used[s->n] = used;
+    s->calls[s->n++] = calls;
+    return true;
+}
+
+void pl_calib_free_delays(delay_samples *s)
+{
+    free(s->seconds);
+    free(s->busy);
+    free(s->used);
+    free(s->calls);
+}
+
 void pl_calib_free_samples(samples *s)
 {
     free(s->seconds);

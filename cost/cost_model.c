@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "json_reader.h"
+#include "linear.h"
 
 void pl_cost_machine_key(char *buf, size_t cap)
 {
@@ -83,8 +84,8 @@ double pl_cost_native(const pl_cost_model *m, const pl_program *p, const pl_clus
                                              pl_task_flops(p, task), pl_task_op_bytes(p, task));
 }
 
-const char *const pl_delay_names[PL_DELAY_COUNT] = {"slept", "spun", "copy", "handoff",
-                                                     "next"};
+const char *const pl_delay_names[PL_DELAY_COUNT + 1] = {"slept", "spun", "copy", "handoff",
+                                                         "next", NULL};
 
 int pl_cost_contention(bool alone, int others_busy, int others_computing)
 {
@@ -93,13 +94,21 @@ int pl_cost_contention(bool alone, int others_busy, int others_computing)
     return others_computing >= 2 ? 4 : others_computing == 1 ? 3 : others_busy > 0 ? 2 : 1;
 }
 
-double pl_cost_delay(const pl_cost_model *m, pl_delay delay, int contention)
+double pl_cost_delay(const pl_cost_model *m, pl_delay delay, int contention, int others_busy,
+                     int others_used)
 {
     if (contention < 0)
         contention = 0;
     if (contention >= PL_COST_CONTENTION)
         contention = PL_COST_CONTENTION - 1;
-    return m->paced_delays[delay][contention];
+    double seconds = m->paced_delays[delay][contention];
+    if (contention == 1 || contention == 2) { /* no kernel holds a core */
+        const double *share = m->paced_sharing[delay];
+        double busy = contention == 2 ? others_busy : 0, used = others_used;
+        seconds += share[PL_SHARING_BUSY] * busy + share[PL_SHARING_USED] * used +
+                   share[PL_SHARING_BOTH] * busy * used;
+    }
+    return seconds > 0 ? seconds : 0;
 }
 
 /* The delay of an op `native` seconds long held until `paced`: -1 when not held. */
@@ -113,7 +122,7 @@ static int paced_late(double native, double paced)
 double pl_cost_paced(const pl_cost_model *m, double native, double paced)
 {
     int late = paced_late(native, paced);
-    return late < 0 ? native : paced + pl_cost_delay(m, (pl_delay)late, 0);
+    return late < 0 ? native : paced + pl_cost_delay(m, (pl_delay)late, 0, 0, 0);
 }
 
 /* A copy over `link`: its memcpy, held until latency + bytes / bandwidth when paced. */
@@ -147,7 +156,7 @@ double pl_cost_task(const pl_cost_model *m, const pl_program *p, const pl_cluste
                     const pl_task *task)
 {
     pl_task_cost t = pl_cost_task_parts(m, p, c, task);
-    return t.held + (t.late < 0 ? 0 : pl_cost_delay(m, (pl_delay)t.late, 0));
+    return t.held + (t.late < 0 ? 0 : pl_cost_delay(m, (pl_delay)t.late, 0, 0, 0));
 }
 
 void pl_cost_set_copy_line(pl_cost_model *m, double seconds, double per_byte)
@@ -178,45 +187,10 @@ double pl_cost_native_copy(const pl_cost_model *m, double bytes)
 double pl_cost_copy(const pl_cost_model *m, const pl_link *link, double bytes)
 {
     pl_task_cost t = copy_parts(m, link, bytes);
-    return t.held + (t.late < 0 ? 0 : pl_cost_delay(m, PL_DELAY_COPY, 0));
+    return t.held + (t.late < 0 ? 0 : pl_cost_delay(m, PL_DELAY_COPY, 0, 0, 0));
 }
 
 /* ---- the fit ----------------------------------------------------------------------------- */
-
-/* Solves the n x n system a x = b (n <= 3) by elimination with partial pivoting; false
- * when singular. */
-static bool solve(double a[3][3], double b[3], int n, double x[3])
-{
-    for (int col = 0; col < n; col++) {
-        int pivot = col;
-        for (int r = col + 1; r < n; r++)
-            if (fabs(a[r][col]) > fabs(a[pivot][col]))
-                pivot = r;
-        if (fabs(a[pivot][col]) < 1e-12)
-            return false;
-        for (int k = 0; k < n; k++) {
-            double t = a[col][k];
-            a[col][k] = a[pivot][k];
-            a[pivot][k] = t;
-        }
-        double t = b[col];
-        b[col] = b[pivot];
-        b[pivot] = t;
-        for (int r = col + 1; r < n; r++) {
-            double f = a[r][col] / a[col][col];
-            for (int k = col; k < n; k++)
-                a[r][k] -= f * a[col][k];
-            b[r] -= f * b[col];
-        }
-    }
-    for (int r = n - 1; r >= 0; r--) {
-        double s = b[r];
-        for (int k = r + 1; k < n; k++)
-            s -= a[r][k] * x[k];
-        x[r] = s / a[r][r];
-    }
-    return true;
-}
 
 /* Feature f of sample i, divided by its time: a relative-error fit. */
 static double feature(int f, int i, const double *seconds, const double *flops,
@@ -243,15 +217,15 @@ pl_op_cost pl_cost_fit(const double *seconds, const double *flops, const double 
         for (int f = 0; f < 3; f++)
             if (subset & (1 << f))
                 use[k++] = f;
-        double a[3][3] = {{0}}, b[3] = {0}, x[3] = {0};
+        double a[3 * 3] = {0}, b[3] = {0}, x[3] = {0};
         for (int i = 0; i < n; i++)
             for (int r = 0; r < k; r++) {
                 double fr = feature(use[r], i, seconds, flops, bytes) / scale[use[r]];
                 b[r] += fr;
                 for (int c = 0; c < k; c++)
-                    a[r][c] += fr * feature(use[c], i, seconds, flops, bytes) / scale[use[c]];
+                    a[r * k + c] += fr * feature(use[c], i, seconds, flops, bytes) / scale[use[c]];
             }
-        if (!solve(a, b, k, x))
+        if (!pl_solve_linear(a, b, k, x))
             continue;
         double coef[3] = {0};
         bool ok = true;
@@ -331,6 +305,14 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
             json_array_append_new(levels, json_real(m->paced_delays[d][k]));
         json_object_set_new(delays, pl_delay_names[d], levels);
     }
+    json_t *sharing = json_object();
+    for (int d = 0; d < PL_DELAY_COUNT; d++) {
+        json_t *terms = json_array();
+        for (int k = 0; k < PL_SHARING_TERMS; k++)
+            json_array_append_new(terms, json_real(m->paced_sharing[d][k]));
+        json_object_set_new(sharing, pl_delay_names[d], terms);
+    }
+    json_object_set_new(delays, "sharing", sharing);
     json_object_set_new(delays, "signal", json_real(m->paced_signal_seconds));
     json_object_set_new(delays, "finish", json_real(m->paced_finish_seconds));
     json_t *calibration = write_calibration(&m->calibration);
@@ -411,14 +393,58 @@ static bool read_copy_curve(pl_json_reader *r, const json_t *list, pl_cost_model
     return true;
 }
 
+/* `count` numbers in [lo, hi] into out. */
+static bool read_numbers(pl_json_reader *r, const json_t *array, int count, double lo, double hi,
+                         const char *what, double *out)
+{
+    size_t at = r->path_len;
+    if (json_array_size(array) != (size_t)count)
+        return pl_json_fail(r, "expected %d numbers (%s), got %zu", count, what,
+                            json_array_size(array));
+    for (int k = 0; k < count; k++) {
+        const json_t *value = json_array_get(array, (size_t)k);
+        pl_json_push_index(r, (size_t)k);
+        if (!json_is_number(value) || !(json_number_value(value) >= lo &&
+                                        json_number_value(value) <= hi))
+            return pl_json_fail(r, "expected seconds in [%g, %g]", lo, hi);
+        out[k] = json_number_value(value);
+        pl_json_pop(r, at);
+    }
+    return true;
+}
+
+/* {"slept": [seconds per thread busy, per thread used, per both], "spun": ...}. */
+static bool read_sharing(pl_json_reader *r, const json_t *object, pl_cost_model *m)
+{
+    json_t *sharing;
+    if (!pl_json_member(r, object, "sharing", JSON_OBJECT, true, &sharing))
+        return false;
+    size_t back = pl_json_push_key(r, "sharing"), at = r->path_len;
+    if (!pl_json_expect_object(r, sharing, pl_delay_names))
+        return false;
+    for (int d = 0; d < PL_DELAY_COUNT; d++) {
+        json_t *terms;
+        if (!pl_json_member(r, sharing, pl_delay_names[d], JSON_ARRAY, true, &terms))
+            return false;
+        pl_json_push_key(r, pl_delay_names[d]);
+        if (!read_numbers(r, terms, PL_SHARING_TERMS, -1, 1,
+                          "seconds per other thread busy, used, and both", m->paced_sharing[d]))
+            return false;
+        pl_json_pop(r, at);
+    }
+    pl_json_pop(r, back);
+    return true;
+}
+
 /* {"slept": [seconds at each contention level, PL_COST_CONTENTION of them], "spun": ...,
- * "signal": seconds, "finish": seconds}. */
+ * "sharing": {...}, "signal": seconds, "finish": seconds}. */
 static bool read_delays(pl_json_reader *r, const json_t *object, pl_cost_model *m)
 {
-    static const char *const fields[PL_DELAY_COUNT + 3] = {"slept", "spun", "copy", "handoff",
-                                                           "next", "signal", "finish", NULL};
+    static const char *const fields[PL_DELAY_COUNT + 4] = {"slept", "spun", "copy", "handoff",
+                                                           "next", "sharing", "signal",
+                                                           "finish", NULL};
     size_t back = pl_json_push_key(r, "paced_delays"), at_delays = r->path_len;
-    if (!pl_json_expect_object(r, object, fields) ||
+    if (!pl_json_expect_object(r, object, fields) || !read_sharing(r, object, m) ||
         !pl_json_number(r, object, "signal", true, 0, 1, &m->paced_signal_seconds) ||
         !pl_json_number(r, object, "finish", true, 0, 1, &m->paced_finish_seconds))
         return false;
@@ -427,21 +453,10 @@ static bool read_delays(pl_json_reader *r, const json_t *object, pl_cost_model *
         if (!pl_json_member(r, object, fields[d], JSON_ARRAY, true, &levels))
             return false;
         pl_json_push_key(r, fields[d]);
-        size_t at_levels = r->path_len;
-        if (json_array_size(levels) != PL_COST_CONTENTION)
-            return pl_json_fail(r, "expected %d numbers (seconds at each contention level: "
-                                "alone, nothing else busy, others busy, one computing, more), "
-                                "got %zu",
-                                PL_COST_CONTENTION, json_array_size(levels));
-        for (size_t k = 0; k < PL_COST_CONTENTION; k++) {
-            const json_t *value = json_array_get(levels, k);
-            double seconds = json_number_value(value);
-            pl_json_push_index(r, k);
-            if (!json_is_number(value) || !(seconds >= 0 && seconds <= 1))
-                return pl_json_fail(r, "expected seconds in [0, 1]");
-            m->paced_delays[d][k] = seconds;
-            pl_json_pop(r, at_levels);
-        }
+        if (!read_numbers(r, levels, PL_COST_CONTENTION, 0, 1, "seconds at each contention "
+                          "level: alone, nothing else busy, others busy, one computing, more",
+                          m->paced_delays[d]))
+            return false;
         pl_json_pop(r, at_delays);
     }
     pl_json_pop(r, back);

@@ -44,14 +44,16 @@
 extern "C" {
 #endif
 
-enum { PL_COST_FORMAT_VERSION = 10, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
+enum { PL_COST_FORMAT_VERSION = 11, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
 
 /* The executor's delays on paced devices and links. Each is a mean (they add up along a
  * step, the rare long ones included) measured by the contention at the moment it arose
  * (pl_cost_contention): whether other devices and links take part in the step, were busy
  * at all, and how many of them were computing natively. Alone, a paced task ends within
  * a microsecond of its time; beside other paced threads that sleep and spin, a few
- * microseconds later; with a kernel holding the core the thread wakes on, tens of
+ * microseconds later, the more so the more threads are busy and the more the step uses
+ * (they take turns on the cores, yielding, and are woken and put to sleep around it:
+ * `paced_sharing`); with a kernel holding the core the thread wakes on, tens of
  * microseconds later. */
 typedef enum pl_delay {
     PL_DELAY_SLEPT,   /* a paced op its pacer slept through: how late it ends */
@@ -63,10 +65,14 @@ typedef enum pl_delay {
     PL_DELAY_COUNT
 } pl_delay;
 enum { PL_COST_CONTENTION = 5 };
+/* Where no kernel holds a core (contention 1 and 2), a delay is its level's value plus
+ * these terms: per other thread busy (B), per other thread the step uses (U: devices and
+ * links with tasks), per B x U. */
+enum { PL_SHARING_BUSY, PL_SHARING_USED, PL_SHARING_BOTH, PL_SHARING_TERMS };
 /* A kernel counts as computing (holding a core) for contention while it has at least this
  * much native work left: one about to end frees its core within microseconds. */
 #define PL_COST_HOLDING_SECONDS 10e-6
-extern const char *const pl_delay_names[PL_DELAY_COUNT];
+extern const char *const pl_delay_names[PL_DELAY_COUNT + 1]; /* NULL-terminated */
 
 /* The contention level a delay is read at: 0 when the step's tasks all run on one
  * resource (the other threads never wake); else from the other devices and links busy
@@ -115,6 +121,7 @@ typedef struct pl_cost_model {
     double poll_seconds, wake_seconds; /* a polling native device: picking a task up while
                                           polling, and once asleep past the poll window */
     double paced_delays[PL_DELAY_COUNT][PL_COST_CONTENTION]; /* seconds, by contention */
+    double paced_sharing[PL_DELAY_COUNT][PL_SHARING_TERMS];   /* seconds per thread */
     double paced_signal_seconds; /* a paced thread waking another's queue (a system call)
                                     before it takes its own next task */
     double paced_finish_seconds; /* the step's last paced task waking its caller */
@@ -140,8 +147,10 @@ void pl_cost_machine_key(char *buf, size_t cap);
 /* Whether the model has measurements for devices of `threads` threads. */
 bool pl_cost_has_threads(const pl_cost_model *model, int threads);
 
-/* A paced delay at a contention level (pl_cost_contention; clamped). */
-double pl_cost_delay(const pl_cost_model *model, pl_delay delay, int contention);
+/* A paced delay at a contention level (pl_cost_contention; clamped), with `others_busy`
+ * other devices and links busy then and `others_used` in the step (never below 0). */
+double pl_cost_delay(const pl_cost_model *model, pl_delay delay, int contention,
+                     int others_busy, int others_used);
 
 /* One task as the executor runs it: `native` seconds of work on its thread, held until
  * `held` seconds from its start (at least `native`), then late by `late` (PL_DELAY_SLEPT,

@@ -37,6 +37,7 @@ typedef struct simulator {
     bool *paced;         /* per resource: a paced device or a declared link */
     bool any_paced;      /* some resource is paced: the caller is woken as a paced thread */
     bool alone;          /* every task on one resource: the other threads never wake */
+    int used;            /* resources with tasks */
     double *computing_until; /* per busy resource: when its task's native work ends */
     int *running, n_running, *running_at; /* the busy resources, and each one's place */
     const pl_cost_model *m;
@@ -75,6 +76,13 @@ static int contention(const simulator *s, int r, double now)
     return pl_cost_contention(s->alone, busy, computing);
 }
 
+/* The delay resource r's thread meets at `now`, at the contention then. */
+static double delay_at(const simulator *s, pl_delay delay, int r, double now)
+{
+    int others_busy = s->n_running - (s->busy[r] ? 1 : 0);
+    return pl_cost_delay(s->m, delay, contention(s, r, now), others_busy, s->used - 1);
+}
+
 /* A free resource starts its first queued task in program order; a paced one that has
  * just finished a task takes the next after the paced gap. */
 static void try_start(simulator *s, int r, double now)
@@ -84,7 +92,7 @@ static void try_start(simulator *s, int r, double now)
     int task = pl_heap_pop(s->queue + s->first[r], &s->queued[r], index_less, NULL);
     double at = now;
     if (s->paced[r] && now > 0 && s->last_end[r] == now)
-        at += pl_cost_delay(s->m, PL_DELAY_NEXT, contention(s, r, now)) +
+        at += delay_at(s, PL_DELAY_NEXT, r, now) +
               s->signals[r] * s->m->paced_signal_seconds;
     s->busy[r] = true;
     s->running_at[r] = s->n_running;
@@ -93,7 +101,7 @@ static void try_start(simulator *s, int r, double now)
     s->computing_until[r] = at + (s->late[task] < 0 ? s->duration[task] : s->native[task]);
     if (s->late[task] < 0 || s->alone) /* alone, the delay is known now */
         post(s, at + s->duration[task] +
-                (s->late[task] < 0 ? 0 : pl_cost_delay(s->m, (pl_delay)s->late[task], 0)),
+                (s->late[task] < 0 ? 0 : pl_cost_delay(s->m, (pl_delay)s->late[task], 0, 0, 0)),
              task, FINISHED);
     else
         post(s, at + s->duration[task], task, DUE);
@@ -108,7 +116,7 @@ static double handoff_to(const simulator *s, int r, double now)
     if (s->busy[r])
         return 0;
     if (s->paced[r]) /* at the step's start, from the caller: the same */
-        return pl_cost_delay(s->m, PL_DELAY_HANDOFF, contention(s, r, now));
+        return delay_at(s, PL_DELAY_HANDOFF, r, now);
     if (!s->polls[r])
         return s->m->handoff_seconds;
     return now - s->last_end[r] < PL_DEVICE_POLL_SECONDS ? s->m->poll_seconds
@@ -206,14 +214,13 @@ static bool new_simulator(simulator *s, const pl_program *p, const pl_cluster *c
     s->end = end ? end : s->duration + 3 * (size_t)n;
     for (int i = 0; i < n; i++)
         s->first[p->tasks[i].resource]++;
-    s->alone = true;
-    for (int i = 0; i < n; i++)
-        s->alone = s->alone && p->tasks[i].resource == p->tasks[0].resource;
     for (int r = 0, at = 0; r < resources; r++) { /* counts -> offsets */
         int count = s->first[r];
+        s->used += count > 0;
         s->first[r] = at;
         at += count;
     }
+    s->alone = s->used <= 1;
     return true;
 }
 
@@ -279,8 +286,7 @@ pl_status pl_simulate(const pl_program *p, const pl_cluster *c, const pl_cost_mo
         if (e.kind == FINISHED) {
             finish(&s, e.task, e.time);
         } else if (e.kind == DUE) {
-            post(&s, e.time + pl_cost_delay(m, (pl_delay)s.late[e.task],
-                                            contention(&s, r, e.time)), e.task, FINISHED);
+            post(&s, e.time + delay_at(&s, (pl_delay)s.late[e.task], r, e.time), e.task, FINISHED);
         } else {
             pl_heap_push(s.queue + s.first[r], &s.queued[r], e.task, index_less, NULL);
             try_start(&s, r, e.time);

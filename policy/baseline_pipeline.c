@@ -68,8 +68,8 @@ static double fixed_seconds(const pl_placer *p, const pl_op *op, int dev)
     const pl_device *device = &p->cluster->devices[dev];
     double intercept = pl_cost_op(p->model, op->kind, device->threads, 0, 0);
     double held = device->flops_per_second > 0 ? op->flops / device->flops_per_second : 0;
-    double late = held > PL_DEVICE_PACE_SPIN_SECONDS ? pl_cost_delay(p->model, PL_DELAY_SLEPT, 0)
-                  : held > 0 ? pl_cost_delay(p->model, PL_DELAY_SPUN, 0)
+    double late = held > PL_DEVICE_PACE_SPIN_SECONDS ? pl_cost_delay(p->model, PL_DELAY_SLEPT, 0, 0, 0)
+                  : held > 0 ? pl_cost_delay(p->model, PL_DELAY_SPUN, 0, 0, 0)
                              : 0;
     return intercept + p->model->task_seconds + late;
 }

@@ -9,6 +9,7 @@
 
 #include "bound.h"
 #include "calibrate_impl.h"
+#include "rng.h"
 #include "executor.h"
 #include "graph_build.h"
 #include "load.h"
@@ -389,6 +390,65 @@ static void test_paced_contention(void)
     pl_graph_free(g);
 }
 
+/* Where no kernel holds a core, a delay grows with the threads busy and used; elsewhere
+ * it is its level's; never below 0. */
+static void test_delay_sharing(void)
+{
+    pl_cost_model m = unit_costs(0);
+    for (int k = 0; k < PL_COST_CONTENTION; k++)
+        m.paced_delays[PL_DELAY_SPUN][k] = (k + 1) * 1e-6;
+    double *share = m.paced_sharing[PL_DELAY_SPUN];
+    share[PL_SHARING_BUSY] = 2e-6, share[PL_SHARING_USED] = 0.5e-6, share[PL_SHARING_BOTH] = 0.1e-6;
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_delay(&m, PL_DELAY_SPUN, 0, 3, 5), 1e-6, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_delay(&m, PL_DELAY_SPUN, 1, 3, 5), 2e-6 + 2.5e-6, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_delay(&m, PL_DELAY_SPUN, 2, 3, 5),
+                           3e-6 + 6e-6 + 2.5e-6 + 1.5e-6, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_delay(&m, PL_DELAY_SPUN, 3, 3, 5), 4e-6, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_delay(&m, PL_DELAY_SPUN, 9, 3, 5), 5e-6, 1e-15);
+    share[PL_SHARING_USED] = -1e-6;
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_delay(&m, PL_DELAY_SPUN, 1, 0, 5), 0, 0);
+}
+
+/* Calibration fits the plane to delays made from one, recovering it; a hand-off keeps
+ * its levels' means; a level with few samples takes the one below's. */
+static void test_delay_fit(void)
+{
+    pl_cost_model m = unit_costs(0);
+    delay_samples by_level[PL_DELAY_COUNT][PL_COST_CONTENTION] = {{{0}}};
+    samples finish = {0};
+    for (uint64_t i = 0; i < 4000; i++) {
+        int level = 1 + (int)(i % 2), busy = level == 1 ? 0 : 1 + (int)(pl_rng_u64(7, 3 * i) % 5);
+        int used = 1 + (int)(pl_rng_u64(7, 3 * i + 1) % 15);
+        double noise = 1e-7 * (2 * pl_rng_uniform(7, 3 * i + 2) - 1);
+        double spun = 0.5e-6 + 1.5e-6 * busy + 0.1e-6 * used + 0.05e-6 * busy * used;
+        CU_ASSERT_FATAL(pl_calib_add_delay(&by_level[PL_DELAY_SPUN][level], spun + noise, busy,
+                                           used, 0));
+        CU_ASSERT_FATAL(pl_calib_add_delay(&by_level[PL_DELAY_HANDOFF][level],
+                                           level == 1 ? 20e-6 : 10e-6, busy, used, 0));
+    }
+    for (int i = 0; i < 40; i++)
+        CU_ASSERT_FATAL(pl_calib_add_delay(&by_level[PL_DELAY_SPUN][3], 30e-6, 1, 3, 0));
+    for (int i = 0; i < 5; i++) /* too few: level 3's */
+        CU_ASSERT_FATAL(pl_calib_add_delay(&by_level[PL_DELAY_SPUN][4], 1e-3, 2, 3, 0));
+    pl_calib_fit_delays(&m, by_level, &finish);
+    const double *spun = m.paced_delays[PL_DELAY_SPUN], *share = m.paced_sharing[PL_DELAY_SPUN];
+    CU_ASSERT_DOUBLE_EQUAL(spun[1], 0.5e-6, 0.02e-6);
+    CU_ASSERT_DOUBLE_EQUAL(spun[2], 0.5e-6, 0.02e-6);
+    CU_ASSERT_DOUBLE_EQUAL(share[PL_SHARING_BUSY], 1.5e-6, 0.01e-6);
+    CU_ASSERT_DOUBLE_EQUAL(share[PL_SHARING_USED], 0.1e-6, 0.005e-6);
+    CU_ASSERT_DOUBLE_EQUAL(share[PL_SHARING_BOTH], 0.05e-6, 0.002e-6);
+    CU_ASSERT_DOUBLE_EQUAL(spun[3], 30e-6, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(spun[4], 30e-6, 1e-12);
+    /* slept, never measured here, takes the spun plane */
+    CU_ASSERT_DOUBLE_EQUAL(m.paced_sharing[PL_DELAY_SLEPT][PL_SHARING_BUSY], share[PL_SHARING_BUSY], 0);
+    CU_ASSERT_DOUBLE_EQUAL(m.paced_delays[PL_DELAY_HANDOFF][1], 20e-6, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(m.paced_delays[PL_DELAY_HANDOFF][2], 10e-6, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(m.paced_sharing[PL_DELAY_HANDOFF][PL_SHARING_BUSY], 0, 0);
+    for (int d = 0; d < PL_DELAY_COUNT; d++)
+        for (int k = 0; k < PL_COST_CONTENTION; k++)
+            pl_calib_free_delays(&by_level[d][k]);
+}
+
 /* Random plans (devices, stages, micro-batches, schedules, deferral) of every small suite
  * model on a cluster: none simulates faster than the bound. */
 static void random_plans_over_bound(pl_cluster *c, const pl_cost_model *m)
@@ -551,6 +611,7 @@ static void test_profile_file(void)
     pl_cost_model m = unit_costs(2e-5), back;
     pl_cost_machine_key(m.machine, sizeof m.machine);
     m.ops[2][PL_OP_MATMUL] = (pl_op_cost){1e-6, 2e-11, 3e-12, 40};
+    m.paced_sharing[PL_DELAY_COPY][PL_SHARING_USED] = -3e-7;
     m.calibration = (pl_calibration_record){1795547646, 91.5, 3, 419, 0.021, 0.162, 0.84,
                                             0.25, 0.75};
     pl_op_time times[] = {{42, 3e-4}, {7, 1e-5}, {42, 1e-4}, {42, 2e-4}, {9, 5e-5}, {9, 4e-5}};
@@ -569,6 +630,7 @@ static void test_profile_file(void)
     CU_ASSERT_DOUBLE_EQUAL(back.ops[2][PL_OP_MATMUL].per_flop, 2e-11, 1e-20);
     CU_ASSERT_EQUAL(back.ops[2][PL_OP_MATMUL].samples, 40);
     CU_ASSERT_DOUBLE_EQUAL(back.handoff_seconds, 2e-5, 1e-14);
+    CU_ASSERT_DOUBLE_EQUAL(back.paced_sharing[PL_DELAY_COPY][PL_SHARING_USED], -3e-7, 1e-18);
     CU_ASSERT_EQUAL(back.n_copy_points, 2);
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_native_copy(&back, 1e6), 1e-3, 1e-15);
     CU_ASSERT_EQUAL(back.n_measured, 3);
@@ -603,7 +665,8 @@ static void test_profile_file(void)
             "\"poll_seconds\": 0, \"wake_seconds\": 0, \"task_seconds\": 0, "
             "\"paced_delays\": {\"slept\": [0, 0, 0, 0, 0], \"spun\": [0, 0, 0, 0, 0], \"copy\": "
             "[0, 0, 0, 0, 0], \"handoff\": [0, 0, 0, 0, 0], \"next\": [0, 0, 0, 0, 0], "
-            "\"signal\": 0, \"finish\": 0}, "
+            "\"sharing\": {\"slept\": [0, 0, 0], \"spun\": [0, 0, 0], \"copy\": [0, 0, 0], "
+            "\"handoff\": [0, 0, 0], \"next\": [0, 0, 0]}, \"signal\": 0, \"finish\": 0}, "
             "\"ops\": [], \"measured\": []}",
             PL_COST_FORMAT_VERSION);
     fclose(f);
@@ -690,6 +753,8 @@ void pl_register_simulate_tests(void)
         {"the lower bound: under random plans", test_lower_bound_random_plans},
         {"the lower bound on unequal devices", test_lower_bound_unequal},
         {"paced delays: a thread computing elsewhere", test_paced_contention},
+        {"paced delays: the threads busy and used", test_delay_sharing},
+        {"paced delays: the fit", test_delay_fit},
         {"out of memory as the executor says", test_out_of_memory},
         {"the fit", test_fit},
         {"the copy curve", test_copy_curve},

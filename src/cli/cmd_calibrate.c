@@ -52,11 +52,15 @@ static void print_profile(const pl_cost_model *m, const char *path)
         "an op its pacer slept through ends late", "one it spun through",
         "a copy over a paced link", "a hand-off to an idle paced thread",
         "the gap to a queued next task"};
-    printf("paced delays, us: alone / others idle / others pacing / one computing / more:\n");
+    printf("paced delays, us: alone / others idle / others pacing / one computing / more; "
+           "the idle and pacing levels plus, per other thread busy, used and both:\n");
     for (int d = 0; d < PL_DELAY_COUNT; d++) {
         printf("  %-40s", what[d]);
         for (int k = 0; k < PL_COST_CONTENTION; k++)
             printf(" %s%6.1f", k ? "/" : "", 1e6 * m->paced_delays[d][k]);
+        printf(";");
+        for (int k = 0; k < PL_SHARING_TERMS; k++)
+            printf(" %s%5.2f", k ? "/" : "", 1e6 * m->paced_sharing[d][k]);
         printf("\n");
     }
     printf("  %-40s %6.1f\n", "and for each queue it woke first", 1e6 * m->paced_signal_seconds);

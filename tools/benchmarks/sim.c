@@ -239,6 +239,13 @@ static void print_profile(const pl_cost_model *m, bool calibrated, double second
     for (int k = 0; k < PL_COST_CONTENTION; k++)
         printf("%s%.1f", k ? " / " : " ", m->paced_delays[PL_DELAY_COPY][k] * 1e6);
     printf("; hand-off %.1f\n", m->paced_delays[PL_DELAY_HANDOFF][1] * 1e6);
+    printf("   with no kernel holding a core, per other thread busy / used / both: spun");
+    for (int k = 0; k < PL_SHARING_TERMS; k++)
+        printf("%s%.2f", k ? " / " : " ", m->paced_sharing[PL_DELAY_SPUN][k] * 1e6);
+    printf("; copies");
+    for (int k = 0; k < PL_SHARING_TERMS; k++)
+        printf("%s%.2f", k ? " / " : " ", m->paced_sharing[PL_DELAY_COPY][k] * 1e6);
+    printf("\n");
     printf("   %d measured op configurations; 1-thread fits: matmul %.2f us + %.1f GFLOP/s "
            "(%d samples), all kinds %.2f us + %.1f GFLOP/s (%d)\n", m->n_measured,
            matmul->seconds * 1e6, matmul->per_flop > 0 ? 1e-9 / matmul->per_flop : 0,
