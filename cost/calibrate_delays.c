@@ -62,11 +62,12 @@ static bool fit_sharing(const delay_samples *by_level, double *levels, double *s
     return true;
 }
 
-/* One delay's levels: each level's mean, the levels no lower than the one before as more
- * contention never shortens a wait for a core, and with enough samples where no kernel
- * holds a core the plane (fit_sharing) there. Unless `contended`: a hand-off, whose
- * wake-up is slowest when the machine is idle (the woken thread's core has halted), gets
- * the means alone. Returns whether the plane was fitted. */
+/* One delay's levels, each its mean. `contended`, a wait for a core (all but the
+ * hand-off): no level falls below the one before, as more contention never shortens such
+ * a wait, and with enough samples where no kernel holds a core the plane (fit_sharing)
+ * replaces the means there. A hand-off, whose wake-up is slowest on an idle machine (the
+ * woken thread's core has halted), keeps the means alone. Returns whether the plane was
+ * fitted. */
 static bool fit_levels(const delay_samples *by_level, double *levels, double *sharing,
                        bool contended)
 {
