@@ -2,7 +2,9 @@
  * one size; for each size a plan may choose, the step lasts at least the largest of
  * - one micro-batch's critical path,
  * - the step's work spread over the devices in proportion to their weights (below),
- * - the heaviest co-location group's work, since a group runs on one device,
+ * - the heaviest co-location group's work, since a group runs on one device (a
+ *   parameter's accumulations and update count as a group of their own: a plan's
+ *   partitions may run them away from the group of its first reader, plan.h),
  * - the step's work plus what the devices must idle while the pipeline fills and drains,
  *   spread over the devices in the same proportion, and
  * - each update's chain: its ancestors' work, then the update itself,
@@ -195,10 +197,31 @@ static double fill_and_drain(int n_items, double n_devices, const ramps *r, doub
     return spread + most / n_devices;
 }
 
-/* At one size: per op, the longest path before it (head) and after it (tail); per
- * co-location group (at its forward op's index), its ops' earliest head and tail. */
-static void paths_and_groups(const pl_graph *g, const pl_adjacency *deps, const double *micro,
-                             ramps *ops, ramps *groups)
+/* The unit that one device runs whole, per op (`unit`, n_ops), and how many (returned):
+ * its co-location group (numbered by its forward op), but a parameter's accumulations and
+ * update, a unit per parameter after the groups. NULL: out of memory. */
+static int *units_of(const pl_graph *g, int *n_units)
+{
+    int *unit = malloc(((size_t)g->n_ops + (size_t)g->n_tensors + 1) * sizeof *unit);
+    if (!unit)
+        return NULL;
+    int *of_param = unit + g->n_ops;
+    for (int t = 0; t < g->n_tensors; t++)
+        of_param[t] = -1;
+    *n_units = g->n_forward_ops;
+    for (int o = 0; o < g->n_ops; o++) {
+        int t = pl_graph_updated_param(g, o);
+        if (t >= 0 && of_param[t] < 0)
+            of_param[t] = (*n_units)++;
+        unit[o] = t >= 0 ? of_param[t] : g->ops[o].group;
+    }
+    return unit;
+}
+
+/* At one size: per op, the longest path before it (head) and after it (tail); per unit
+ * (units_of), its ops' earliest head and tail. */
+static void paths_and_groups(const pl_graph *g, const int *unit, const pl_adjacency *deps,
+                             const double *micro, ramps *ops, ramps *groups)
 {
     int n = g->n_ops;
     for (int o = 0; o < n; o++) {
@@ -217,7 +240,7 @@ static void paths_and_groups(const pl_graph *g, const pl_adjacency *deps, const 
                 ops->tail[w] = ops->tail[o] + micro[o];
         }
     for (int o = 0; o < n; o++) {
-        int q = g->ops[o].group;
+        int q = unit[o];
         groups->head[q] = fmin(groups->head[q], ops->head[o]);
         groups->tail[q] = fmin(groups->tail[q], ops->tail[o]);
     }
@@ -291,16 +314,17 @@ static double best_weights(const device_classes *k, const double *share, int n_i
  *   (ops->work, groups->work: max_k w_k time / w_max),
  * - per op, its weighted work min_k w_k share for the update chains (spread[o * stride]).
  * group_share is scratch of [group][class]. */
-static double spread_terms(const pl_graph *g, const device_classes *k, const double *share,
-                           double *group_share, ramps *ops, ramps *groups, double *heaviest,
-                           double *n_devices, double *spread, int stride)
+static double spread_terms(const pl_graph *g, const int *unit, int n_groups,
+                           const device_classes *k, const double *share, double *group_share,
+                           ramps *ops, ramps *groups, double *heaviest, double *n_devices,
+                           double *spread, int stride)
 {
-    int K = k->n, n_groups = g->n_forward_ops;
+    int K = k->n;
     for (size_t i = 0; i < (size_t)n_groups * (size_t)K; i++)
         group_share[i] = 0;
     for (int o = 0; o < g->n_ops; o++)
         for (int i = 0; i < K; i++)
-            group_share[(size_t)g->ops[o].group * (size_t)K + (size_t)i] +=
+            group_share[(size_t)unit[o] * (size_t)K + (size_t)i] +=
                 share[(size_t)o * (size_t)K + (size_t)i];
     double w[PL_MAX_DEVICES] = {0}, most = 0;
     double work = best_weights(k, group_share, n_groups, w);
@@ -367,8 +391,8 @@ static int heavier_first(const void *a, const void *b)
  * every size: `step` and `spread` are op-major ([op][size]), `bounds` takes a term per
  * size. The walks cost the number of dependencies per update; past a budget the lighter
  * updates are left out, which only loosens the bound. */
-static pl_status update_chains(const pl_graph *g, int n_devices, const pl_adjacency *deps,
-                               const double *step, const double *spread, int n_sizes,
+static pl_status update_chains(const pl_graph *g, const int *unit, int n_devices,
+                               const pl_adjacency *deps, const double *step, const double *spread, int n_sizes,
                                double *bounds, pl_error *err)
 {
     size_t n = (size_t)g->n_ops, rows = (size_t)n_sizes;
@@ -409,7 +433,7 @@ static pl_status update_chains(const pl_graph *g, int n_devices, const pl_adjace
                 walk[reached++] = a;
                 const double *share = &step[(size_t)a * rows];
                 const double *weighted = &spread[(size_t)a * rows];
-                double *sum = &group[(size_t)g->ops[a].group * rows];
+                double *sum = &group[(size_t)unit[a] * rows];
                 for (int s = 0; s < n_sizes; s++) {
                     work[s] += weighted[s];
                     fastest[s] += share[s];
@@ -427,7 +451,7 @@ static pl_status update_chains(const pl_graph *g, int n_devices, const pl_adjace
         }
         for (int k = 1; k < reached; k++) /* the groups' sums back to zero */
             for (int s = 0; s < n_sizes; s++)
-                group[(size_t)g->ops[walk[k]].group * rows + s] = 0;
+                group[(size_t)unit[walk[k]] * rows + s] = 0;
     }
     free(ints);
     free(sums);
@@ -445,6 +469,7 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     device_classes k;
     find_classes(c, &k);
     pl_adjacency *deps = NULL;
+    int n_units = 0, *unit = units_of(g, &n_units);
     pl_tensor *shapes = malloc((size_t)g->n_tensors * sizeof *shapes);
     double *step = malloc((size_t)n_sizes * (n + 1) * sizeof *step); /* [op][size] */
     double *spread = malloc((size_t)n_sizes * (n + 1) * sizeof *spread); /* [op][size] */
@@ -458,8 +483,8 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     ramps ops = {items, items + n, items + 2 * n, events, curves};
     ramps groups = {items + 3 * n, items + 4 * n, items + 5 * n, events, curves};
     double *bounds = malloc((size_t)n_sizes * sizeof *bounds);
-    if (shapes && step && spread && share && group_share && fastest_spread && micro && bounds &&
-        items && events && curves)
+    if (unit && shapes && step && spread && share && group_share && fastest_spread && micro &&
+        bounds && items && events && curves)
         deps = dependencies_of(g, err);
     pl_status status = deps ? PL_OK : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     for (int size = 1, s = 0; status == PL_OK && size <= g->batch_size; size++) {
@@ -468,16 +493,16 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
         status = times_at(g, c, m, &k, size, shapes, micro, step + s, n_sizes, share, err);
         if (status == PL_OK) {
             double heaviest, n_devices;
-            paths_and_groups(g, deps, micro, &ops, &groups);
-            double work = spread_terms(g, &k, share, group_share, &ops, &groups, &heaviest,
-                                       &n_devices, spread + s, n_sizes);
+            paths_and_groups(g, unit, deps, micro, &ops, &groups);
+            double work = spread_terms(g, unit, n_units, &k, share, group_share, &ops, &groups,
+                                       &heaviest, &n_devices, spread + s, n_sizes);
             bounds[s] = size_bound(g, work, heaviest, n_devices, micro, &ops, &groups);
             if (k.n > 1) { /* and as if every device were as fast as the fastest for each op */
                 device_classes alike = {.n = 1, .count = {c->n_devices}};
                 for (size_t o = 0; o < n; o++)
                     share[o] = step[o * (size_t)n_sizes + (size_t)s];
-                work = spread_terms(g, &alike, share, group_share, &ops, &groups, &heaviest,
-                                    &n_devices, fastest_spread, 1);
+                work = spread_terms(g, unit, n_units, &alike, share, group_share, &ops, &groups,
+                                    &heaviest, &n_devices, fastest_spread, 1);
                 bounds[s] = fmax(bounds[s], size_bound(g, work, heaviest, n_devices, micro,
                                                        &ops, &groups));
             }
@@ -485,11 +510,12 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
         s++;
     }
     if (status == PL_OK)
-        status = update_chains(g, c->n_devices, deps, step, spread, n_sizes, bounds, err);
+        status = update_chains(g, unit, c->n_devices, deps, step, spread, n_sizes, bounds, err);
     for (int s = 0; status == PL_OK && s < n_sizes; s++)
         if (s == 0 || bounds[s] < *seconds)
             *seconds = bounds[s];
     pl_adjacency_free(deps);
+    free(unit);
     free(shapes);
     free(step);
     free(spread);

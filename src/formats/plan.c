@@ -1,6 +1,7 @@
 /* Plans in memory: creating, checking, and deriving their partitions. */
 #include "plan.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,13 +116,22 @@ void pl_partitions_free(pl_partitions *p)
     free(p);
 }
 
-/* Where each tensor is: with its producer; parameters and states with their first reader
- * (for a parameter, the op whose group holds its update); inputs and constants nowhere. */
+/* Where each tensor is: with its producer; a trained parameter and its states with its
+ * update (gather_updates), other states and frozen parameters with their first reader;
+ * inputs and constants nowhere. */
 static void locate_tensors(const pl_graph *g, pl_partitions *p)
 {
     for (int t = 0; t < g->n_tensors; t++)
         p->tensor_device[t] = g->tensors[t].producer >= 0 ? p->op_device[g->tensors[t].producer]
                                                           : -1;
+    for (int o = g->n_forward_ops; o < g->n_ops; o++)
+        if (pl_graph_updated_param(g, o) >= 0)
+            for (int i = 0; i < g->ops[o].n_inputs; i++) {
+                int t = g->ops[o].inputs[i];
+                pl_tensor_kind kind = g->tensors[t].kind;
+                if (kind == PL_TENSOR_PARAM || kind == PL_TENSOR_STATE)
+                    p->tensor_device[t] = p->op_device[o];
+            }
     for (int o = 0; o < g->n_ops; o++)
         for (int i = 0; i < g->ops[o].n_inputs; i++) {
             int t = g->ops[o].inputs[i];
@@ -157,6 +167,70 @@ static bool collect_transfers(const pl_graph *g, pl_partitions *p)
     return ok;
 }
 
+/* A parameter's accumulations and update run where the fewest bytes cross a step (the
+ * first reader's device on a tie): each accumulation on another device sends its
+ * contribution over, a whole gradient per micro-batch (or a batch's rows, for an embedding
+ * table), and the parameter goes out once a step to each other device that reads it. With
+ * the first reader's device alone, an unrolled RNN's output layer whose first step sits on
+ * one device and its other steps on others would send nearly every step's gradient across
+ * per micro-batch. */
+static bool gather_updates(const pl_plan *plan, const pl_graph *g, pl_partitions *p)
+{
+    int n = p->n_devices, n_params = 0;
+    int *slot = malloc((size_t)g->n_tensors * sizeof *slot); /* a parameter's index here */
+    for (int t = 0; slot && t < g->n_tensors; t++)
+        slot[t] = g->tensors[t].kind == PL_TENSOR_PARAM ? n_params++ : -1;
+    double *sent = calloc((size_t)n_params * (size_t)n + 1, sizeof *sent);
+    uint64_t *readers = calloc((size_t)n_params + 1, sizeof *readers);
+    int *home = malloc(((size_t)n_params + 1) * sizeof *home);
+    bool ok = slot && sent && readers && home;
+    for (int k = 0; ok && k < n_params; k++)
+        home[k] = -1;
+    for (int o = 0; ok && o < g->n_ops; o++) {
+        const pl_op *op = &g->ops[o];
+        int t = pl_graph_updated_param(g, o);
+        if (t < 0) {
+            for (int i = 0; i < op->n_inputs; i++)
+                if (slot[op->inputs[i]] >= 0)
+                    readers[slot[op->inputs[i]]] |= UINT64_C(1) << p->op_device[o];
+            continue;
+        }
+        int k = slot[t];
+        if (home[k] < 0)
+            home[k] = p->op_device[o]; /* the first reader's, as every op of its group */
+        const pl_tensor *c = &g->tensors[op->inputs[1]];
+        if (op->phase != PL_PHASE_UPDATE && c->producer >= 0)
+            sent[(size_t)k * n + p->op_device[c->producer]] +=
+                (double)pl_tensor_bytes(c) * (c->batched ? 1 : plan->micro_batches);
+    }
+    for (int t = 0; ok && t < g->n_tensors; t++) {
+        int k = slot[t];
+        if (k < 0 || home[k] < 0) /* not a parameter, or frozen: no update */
+            continue;
+        double bytes = (double)pl_tensor_bytes(&g->tensors[t]), total = 0, best = INFINITY;
+        for (int d = 0; d < n; d++)
+            total += sent[(size_t)k * n + d];
+        for (int j = 0; j <= n; j++) { /* the first reader's first, so that it wins a tie */
+            int d = j == 0 ? home[k] : j - 1;
+            double crossing = total - sent[(size_t)k * n + d];
+            for (int r = 0; r < n; r++)
+                crossing += r != d && (readers[k] >> r & 1) ? bytes : 0;
+            if (crossing < best)
+                best = crossing, home[k] = d;
+        }
+    }
+    for (int o = g->n_forward_ops; ok && o < g->n_ops; o++) {
+        int t = pl_graph_updated_param(g, o);
+        if (t >= 0)
+            p->op_device[o] = home[slot[t]];
+    }
+    free(slot);
+    free(sent);
+    free(readers);
+    free(home);
+    return ok;
+}
+
 pl_partitions *pl_partitions_new(const pl_plan *plan, const pl_graph *g, int n_devices,
                                  pl_error *err)
 {
@@ -178,8 +252,14 @@ pl_partitions *pl_partitions_new(const pl_plan *plan, const pl_graph *g, int n_d
     for (int o = 0; o < g->n_ops; o++) { /* every op goes with its group's forward op */
         p->op_device[o] = plan->device[g->ops[o].group];
         p->op_stage[o] = plan->stage[g->ops[o].group];
-        p->first_op[p->op_device[o] + 1]++;
     }
+    if (!gather_updates(plan, g, p)) {
+        pl_partitions_free(p);
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    for (int o = 0; o < g->n_ops; o++)
+        p->first_op[p->op_device[o] + 1]++;
     for (int d = 0; d < n_devices; d++)
         p->first_op[d + 1] += p->first_op[d];
     int *fill = malloc((size_t)n_devices * sizeof *fill);

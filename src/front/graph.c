@@ -71,6 +71,17 @@ int pl_graph_find_op(const pl_graph *graph, const char *name)
     return -1;
 }
 
+int pl_graph_updated_param(const pl_graph *graph, int op)
+{
+    const pl_op *o = &graph->ops[op];
+    if (o->kind == PL_OP_ACCUMULATE || o->kind == PL_OP_SCATTER_ACCUMULATE)
+        return graph->tensors[o->inputs[0]].param;
+    for (int i = 0; o->phase == PL_PHASE_UPDATE && i < o->n_inputs; i++)
+        if (graph->tensors[o->inputs[i]].kind == PL_TENSOR_PARAM)
+            return o->inputs[i];
+    return -1;
+}
+
 int pl_graph_whole_step_op(const pl_graph *graph)
 {
     if (graph->batch_statistics != PL_BATCH_STATISTICS_PER_STEP)

@@ -161,6 +161,12 @@ const char *pl_dtype_name(pl_dtype dtype);
 int pl_graph_find_tensor(const pl_graph *graph, const char *name);
 int pl_graph_find_op(const pl_graph *graph, const char *name);
 
+/* The trained parameter whose gradient op `op` accumulates (accumulate, scatter_accumulate)
+ * or which it updates (an optimiser's update), or -1 for any other op. A parameter's
+ * accumulations and update run together, on a device a plan's partitions choose (plan.h),
+ * not necessarily their co-location group's. */
+int pl_graph_updated_param(const pl_graph *graph, int op);
+
 /* The first forward op that needs the step's batch whole: one with batch statistics in a
  * model that asks for them per step. -1 when none: then every micro-batch count dividing
  * the batch keeps the step's meaning. Linear in the ops. */
