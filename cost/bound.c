@@ -392,8 +392,8 @@ static int heavier_first(const void *a, const void *b)
  * size. The walks cost the number of dependencies per update; past a budget the lighter
  * updates are left out, which only loosens the bound. */
 static pl_status update_chains(const pl_graph *g, const int *unit, int n_devices,
-                               const pl_adjacency *deps, const double *step, const double *spread, int n_sizes,
-                               double *bounds, pl_error *err)
+                               const pl_adjacency *deps, const double *step,
+                               const double *spread, int n_sizes, double *bounds, pl_error *err)
 {
     size_t n = (size_t)g->n_ops, rows = (size_t)n_sizes;
     int *ints = malloc(2 * n * sizeof *ints);
