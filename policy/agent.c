@@ -20,7 +20,8 @@ void pl_agent_options_default(pl_agent_options *o)
                             .rounds = 2, .lr = 0.005, .entropy = 0.01, .threads = 2,
                             .imitation_steps = 200, .epochs = 4,
                             .anchor = 1.0, .max_fold = PL_POLICY_MAX_FOLD, .defer = true,
-                            .sweep = true, .refine_every = 20, .refine_proposals = 1000};
+                            .sweep = true, .refine_every = 20, .refine_proposals = 1000,
+                            .learn = true};
 }
 
 static pl_status check_options(const pl_agent_options *o, pl_error *err)
@@ -302,6 +303,11 @@ double pl_agent_correction(const pl_agent *a)
     return a->n_corrections ? exp(a->log_ratio_sum / a->n_corrections) : 1.0;
 }
 
+bool pl_agent_learns(const pl_agent *a)
+{
+    return a->options.learn;
+}
+
 int pl_agent_iterations(const pl_agent *a)
 {
     return a->iteration;
@@ -472,7 +478,8 @@ pl_status pl_agent_imitate(pl_agent *a, const pl_plan *plan, pl_error *err)
                                           : IMITATION_SHAPE_SMOOTHING / (n - 1);
     }
     double objective;
-    for (int step = 0; step < a->options.imitation_steps && status == PL_OK; step++) {
+    int steps = a->options.learn ? a->options.imitation_steps : 0;
+    for (int step = 0; step < steps && status == PL_OK; step++) {
         memset(a->grad, 0, (size_t)a->policy.layout.n * sizeof *a->grad);
         status = pl_policy_objective(&a->policy, targets, weight, n, 0, &objective, NULL,
                                      NULL, a->grad, err);
@@ -497,11 +504,28 @@ static pl_status grow_curve(pl_agent *a)
     return PL_OK;
 }
 
+/* An iteration of the search without a learned policy: a refinement of the best plan. */
+static pl_status iterate_without_learning(pl_agent *a, pl_agent_iteration *result,
+                                          pl_error *err)
+{
+    pl_agent_iteration it = {.iteration = a->iteration + 1};
+    a->curve[a->iteration++] = it;
+    pl_status status = pl_agent_refine(a, err);
+    if (status != PL_OK)
+        return status;
+    a->curve[a->iteration - 1].best_step = it.best_step = a->n_best ? a->best[0].step : 0;
+    if (result)
+        *result = it;
+    return PL_OK;
+}
+
 pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *err)
 {
     int n = a->options.samples;
     if (grow_curve(a) != PL_OK)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    if (!a->options.learn)
+        return iterate_without_learning(a, result, err);
     uint64_t stream = (uint64_t)a->iteration * (uint64_t)n;
     pl_status status = pl_policy_sample(&a->policy, a->options.seed, stream, a->actions, n, err);
     if (status != PL_OK)

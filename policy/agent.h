@@ -71,6 +71,10 @@ typedef struct pl_agent_options {
     int refine_every;  /* iterations between refinements of a new best plan (default 20;
                           0: none) */
     int refine_proposals; /* moves proposed per refinement chain (default 1000) */
+    bool learn;        /* sample from and train the learned policy (default true); false:
+                          the same search without it, for measuring what learning gains:
+                          offered plans and their shape sweeps, then a refinement of the
+                          best plan every iteration (docs/agent.md, "Does learning pay") */
 } pl_agent_options;
 
 /* The defaults above. */
@@ -133,6 +137,9 @@ pl_plan *pl_agent_lead_plan(const pl_agent *agent, pl_error *err);
 /* Whether the agent made the plan: "rl", or a plan it reshaped or refined (said in
  * *reshaped and *refined). */
 bool pl_agent_made(const pl_plan *plan, bool *reshaped, bool *refined);
+
+/* Whether the agent samples from and trains its policy (options.learn). */
+bool pl_agent_learns(const pl_agent *agent);
 
 /* The best simulated step among the policy's own plans (its samples and their shape
  * sweeps; not refined), or INFINITY before any fit: what the refinement is measured

@@ -128,6 +128,8 @@ static bool refined_before(const pl_agent *a, uint64_t key)
  * new start); else NULL. */
 static const pl_agent_best *refine_start(const pl_agent *a)
 {
+    if (!a->options.learn) /* nothing else finds plans: every chain starts from the best */
+        return a->n_best > 0 ? &a->best[0] : NULL;
     if (a->n_best > 0 && !refined_before(a, a->best[0].key))
         return &a->best[0];
     if (a->n_lead > 0 && !refined_before(a, a->lead.key))
@@ -137,8 +139,9 @@ static const pl_agent_best *refine_start(const pl_agent *a)
 
 pl_status pl_agent_refine(pl_agent *a, pl_error *err)
 {
+    int every = a->options.learn ? a->options.refine_every : 1;
     if (a->options.refine_every <= 0 || a->options.refine_proposals <= 0 ||
-        a->iteration % a->options.refine_every != 0)
+        a->iteration % every != 0)
         return PL_OK;
     const pl_agent_best *from = refine_start(a);
     if (!from)

@@ -128,6 +128,7 @@ static pl_agent_options agent_options(const pl_search_options *o)
     ao.defer = !o->no_defer;
     ao.sweep = !o->no_sweep;
     ao.refine_every = o->no_refine ? 0 : ao.refine_every;
+    ao.learn = !o->no_learning;
     return ao;
 }
 

@@ -101,6 +101,7 @@ typedef struct pl_search_options {
     bool no_fold, no_defer, no_sweep; /* the agent's shapes: no interleaved stages, no
                                          deferred weight gradients, no shape sweeps */
     bool no_refine;     /* no refinement of the agent's best plan */
+    bool no_learning;   /* the agent's search without its learned policy (agent.h) */
     const char *resume; /* an agent checkpoint of the same graph, cluster, seed and samples
                            to continue from, or NULL (default) */
     const char *checkpoint; /* where to save the agent's checkpoint, or NULL (default) */

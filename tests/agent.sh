@@ -92,6 +92,19 @@ contains "$work/err" "other search options" "resume without deferral"
 expect 2 "resume without sweeps" "$bin" "$model" --cluster "$paced" --samples 8 --no-sweep \
     -o "$work/x" --resume "$work/inc.agent.ckpt"
 contains "$work/err" "deferral, shape sweeps" "resume without sweeps"
+expect 2 "resume without learning" "$bin" "$model" --cluster "$paced" --samples 8 --no-learning \
+    -o "$work/x" --resume "$work/inc.agent.ckpt"
+contains "$work/err" "other search options" "resume without learning"
+
+# The search without learning: every iteration a refinement, no samples, said as such.
+expect 0 "main job without learning" "$bin" "$model" --cluster "$paced" --iterations 3 \
+    --samples 8 --no-learning -o "$work/nl"
+contains "$work/out" "agent: 3 iterations" "main job without learning"
+contains "$work/nl.report.md" "It searched without its learned policy (\`--no-learning\`)" \
+    "report without learning"
+contains "$work/nl.summary.json" '"learned": false' "summary without learning"
+contains "$work/nl.summary.json" '"mean_sampled_first_seconds": null' "summary without learning"
+contains "$work/inc.summary.json" '"learned": true' "summary with learning"
 
 # Ctrl-C: exit 130, and the best plan so far is written and valid.
 "$bin" "$model" --cluster "$paced" --budget 600 --samples 8 -o "$work/int" >"$work/out" 2>"$work/err" &

@@ -401,6 +401,52 @@ static void test_sweep(void)
     pl_graph_free(g);
 }
 
+/* The search without learning (--no-learning): no plan of the policy's, no change to its
+ * weights, a refinement every iteration; from the badly cut chain it reaches the balanced
+ * cut that refinement finds, and its curve has no samples. */
+static void test_without_learning(void)
+{
+    pl_graph *g = chain();
+    pl_cluster *c = two_devices();
+    pl_cost_model m = flop_costs();
+    pl_agent_options o = small_options(5);
+    o.sweep = false, o.learn = false, o.refine_proposals = 300;
+    pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_FALSE(pl_agent_learns(a));
+    pl_plan *plan = pl_plan_new(g, NULL);
+    for (int i = 0; i < plan->n_ops; i++)
+        plan->device[i] = plan->stage[i] = i < 1 ? 0 : 1;
+    plan->n_stages = 2;
+    plan->micro_batches = 4;
+    snprintf(plan->provenance.algorithm, sizeof plan->provenance.algorithm, "test");
+    CU_ASSERT_EQUAL_FATAL(pl_agent_imitate(a, plan, NULL), PL_OK);
+    double offered = a->best[0].step;
+    size_t bytes = (size_t)a->policy.layout.n * sizeof(double);
+    double *weights = malloc(bytes);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(weights);
+    memcpy(weights, a->policy.params, bytes); /* imitation trained nothing */
+    for (int i = 0; i < 5; i++) {
+        int before = a->n_refined;
+        pl_agent_iteration it;
+        CU_ASSERT_EQUAL_FATAL(pl_agent_iterate(a, &it, NULL), PL_OK);
+        CU_ASSERT_EQUAL(a->n_refined, before + 1); /* every iteration a refinement */
+        CU_ASSERT_EQUAL(it.mean_step, 0);
+        CU_ASSERT_EQUAL(it.best_step, a->best[0].step);
+    }
+    CU_ASSERT_EQUAL(memcmp(weights, a->policy.params, bytes), 0);
+    CU_ASSERT(a->best[0].step < 0.8 * offered);
+    CU_ASSERT_STRING_EQUAL(a->best[0].algorithm, "test refined");
+    for (int k = 0; k < a->n_best; k++)
+        CU_ASSERT_STRING_NOT_EQUAL(a->best[k].algorithm, "rl");
+    CU_ASSERT_EQUAL(pl_agent_policy_best(a), INFINITY);
+    free(weights);
+    pl_plan_free(plan);
+    pl_agent_free(a);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* Refinement: a chain's pipeline cut after its first matmul (one device idles most of
  * the step) is refined to a balanced cut, kept under the offered plan's name and
  * " refined", with stages still following the dataflow and no new (device, stage) pair;
@@ -606,6 +652,7 @@ void pl_register_agent_tests(void)
         {"the shape sweep: the imitated placement under every shape", test_sweep},
         {"batch statistics per step: one micro-batch in every shape", test_whole_steps},
         {"refinement: single-op moves balance a pipeline", test_refine},
+        {"the search without learning refines every iteration", test_without_learning},
         {"checkpoint and resume: as uninterrupted", test_resume},
         {"the memo of simulated plans changes no result", test_memo},
         {NULL, NULL}};

@@ -74,6 +74,8 @@ static void print_usage(void)
            "  --no-sweep            from trying a new best placement under every shape\n"
            "  --no-refine           from refining the best plan by single-op moves (these\n"
            "                        four measure what each gains)\n"
+           "  --no-learning         search without the learned policy: the baselines, their\n"
+           "                        shapes and refinement in its time (what learning gains)\n"
            "  --no-early-stop       iterate until the budget or --iterations even once the\n"
            "                        search has converged (no better plan for a while, the\n"
            "                        policy's samples all alike)\n"
@@ -103,6 +105,7 @@ static int parse_options(int argc, char **argv, main_options *o)
                                             {"no-defer", no_argument, NULL, 'D'},
                                             {"no-sweep", no_argument, NULL, 'S'},
                                             {"no-refine", no_argument, NULL, 'R'},
+                                            {"no-learning", no_argument, NULL, 'L'},
                                             {"no-early-stop", no_argument, NULL, 'E'},
                                             {"progress", required_argument, NULL, 'p'},
                                             {"help", no_argument, NULL, 'h'},
@@ -122,6 +125,7 @@ static int parse_options(int argc, char **argv, main_options *o)
         case 'D': o->search.no_defer = true; break;
         case 'S': o->search.no_sweep = true; break;
         case 'R': o->search.no_refine = true; break;
+        case 'L': o->search.no_learning = true; break;
         case 'E': o->search.run_to_budget = true; break;
         case 'p':
             if (!pl_progress_parse(optarg, &o->progress))

@@ -126,7 +126,7 @@ void pl_job_write_curve(FILE *fp, const pl_job *job)
     static const char *const names[] = {"best simulated", "best measured",
                                         "mean of the samples"};
     static const char *const colours[] = {"#d62728", "#2ca02c", "#9ecae1"};
-    legend(fp, names, colours, 3);
+    legend(fp, names, colours, pl_agent_learns(s->agent) ? 3 : 2); /* no samples without */
     fprintf(fp, "<clipPath id=\"plot\"><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>"
             "</clipPath>\n", LEFT, TOP, WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
     axes(fp, &f, s);

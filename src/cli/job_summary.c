@@ -87,24 +87,27 @@ static json_t *chosen_json(const pl_search *s, const pl_cluster *c)
                      seconds_or_null(s->measured_busy_step), "devices", devices);
 }
 
-/* The learning curve in brief: the mean simulated step of the samples over the first and
- * the last iterations (up to 10 each), the best simulated step, the simulator's
- * correction. */
+/* The learning curve in brief: whether the policy learned at all, the mean simulated step
+ * of its samples over the first and the last iterations (up to 10 each; null without
+ * learning), the best simulated step, the simulator's correction. */
 static json_t *learning_json(const pl_search *s)
 {
     int n = s->agent ? pl_agent_iterations(s->agent) : 0;
     if (n == 0)
         return json_null();
     const pl_agent_iteration *curve = pl_agent_curve(s->agent);
+    bool learns = pl_agent_learns(s->agent);
     int k = n < 10 ? n : 10;
     double first = 0, last = 0;
     for (int i = 0; i < k; i++) {
         first += curve[i].mean_step / k;
         last += curve[n - k + i].mean_step / k;
     }
-    return json_pack("{s:i, s:f, s:f, s:f, s:f}", "window", k, "mean_sampled_first_seconds",
-                     first, "mean_sampled_last_seconds", last, "best_simulated_seconds",
-                     curve[n - 1].best_step, "correction", pl_agent_correction(s->agent));
+    return json_pack("{s:b, s:i, s:o, s:o, s:f, s:f}", "learned", learns, "window", k,
+                     "mean_sampled_first_seconds", learns ? json_real(first) : json_null(),
+                     "mean_sampled_last_seconds", learns ? json_real(last) : json_null(),
+                     "best_simulated_seconds", curve[n - 1].best_step, "correction",
+                     pl_agent_correction(s->agent));
 }
 
 int pl_job_write_summary(FILE *fp, const pl_job *job)

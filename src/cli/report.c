@@ -240,7 +240,12 @@ static void write_learning(FILE *fp, const pl_search *search, const char *svg_na
     md_text(fp, svg_name);
     fprintf(fp, ")\n\n%d iterations; the agent stopped: %s.", n,
             pl_progress_stop_text(search, why, sizeof why));
-    if (n > 0) {
+    if (n > 0 && !pl_agent_learns(search->agent)) {
+        fprintf(fp, " It searched without its learned policy (`--no-learning`): each "
+                "iteration refined the best plan. Best simulated step %.3f ms; the "
+                "simulator's correction from the executor's measurements: x%.3f.",
+                1e3 * curve[n - 1].best_step, pl_agent_correction(search->agent));
+    } else if (n > 0) {
         int k = n < 10 ? n : 10;
         double first = 0, last = 0;
         for (int i = 0; i < k; i++) {
