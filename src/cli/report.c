@@ -242,9 +242,7 @@ static void write_learning(FILE *fp, const pl_search *search, const char *svg_na
             pl_progress_stop_text(search, why, sizeof why));
     if (n > 0 && !pl_agent_learns(search->agent)) {
         fprintf(fp, " It searched without its learned policy (`--no-learning`): each "
-                "iteration refined the best plan. Best simulated step %.3f ms; the "
-                "simulator's correction from the executor's measurements: x%.3f.",
-                1e3 * curve[n - 1].best_step, pl_agent_correction(search->agent));
+                "iteration refined the best plan.");
     } else if (n > 0) {
         int k = n < 10 ? n : 10;
         double first = 0, last = 0;
@@ -253,11 +251,12 @@ static void write_learning(FILE *fp, const pl_search *search, const char *svg_na
             last += curve[n - k + i].mean_step / k;
         }
         fprintf(fp, " The mean simulated step of the samples: %.3f ms over the first %d "
-                "iterations, %.3f ms over the last %d. Best simulated step %.3f ms; the "
-                "simulator's correction from the executor's measurements: x%.3f.", 1e3 * first,
-                k, 1e3 * last, k, 1e3 * curve[n - 1].best_step,
-                pl_agent_correction(search->agent));
+                "iterations, %.3f ms over the last %d.", 1e3 * first, k, 1e3 * last, k);
     }
+    if (n > 0)
+        fprintf(fp, " Best simulated step %.3f ms; the simulator's correction from the "
+                "executor's measurements: x%.3f.", 1e3 * curve[n - 1].best_step,
+                pl_agent_correction(search->agent));
     fprintf(fp, "\n\n");
 }
 
