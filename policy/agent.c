@@ -77,7 +77,7 @@ pl_agent *pl_agent_alloc(const pl_graph *g, const pl_cluster *c, const pl_cost_m
     a->model = m;
     a->options = *o;
     a->policy_best = INFINITY;
-    if (pl_policy_init(&a->policy, g, c, o, err) != PL_OK) {
+    if (pl_policy_init(&a->policy, g, c, m, o, err) != PL_OK) {
         pl_agent_free(a);
         return NULL;
     }

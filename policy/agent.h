@@ -6,7 +6,8 @@
  * parameter bytes, topological depth, degree, the FLOPs of its co-location group) refined
  * by rounds of message passing over the dataflow; a grouper that assigns each forward op
  * (with its co-location group) to one of at most `groups` groups; a placer that gives each
- * group a device and a pipeline stage, attending over the groups; and the micro-batch
+ * group a device (attending over the devices' own features, so that the weights serve any
+ * cluster) and a pipeline stage, attending over the groups; and the micro-batch
  * count, drawn from the powers of two up to 32 that divide the batch. Stages are then made to follow the
  * dataflow (an op's stage is at least its inputs'), and numbered without gaps.
  *

@@ -1,7 +1,7 @@
 /* Agent checkpoints: everything a resumed search needs to continue as the uninterrupted
  * one would, bit for bit.
  *
- * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 5,
+ * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 6,
  * the header struct as the machine lays it out (u64 model hash (pl_graph.hash), u64 cluster
  * hash (pl_cluster_hash), i32 devices, i32 1 for a search without learning (0 otherwise,
  * and in the padding of checkpoints older than the option), the options that shape the
@@ -33,9 +33,10 @@
 
 static const char MAGIC[8] = {'P', 'L', 'A', 'C', 'E', 'R', 'A', 'G'};
 enum {
-    VERSION = 5
+    VERSION = 6
 }; /* 2: the shape head; deferred weight gradients; 3: the sweep;
-                        4: the refinement; 5: the cluster's hash */
+                        4: the refinement; 5: the cluster's hash; 6: the policy's layout
+                        independent of the graph and cluster */
 
 typedef struct header {
     uint64_t model_hash, cluster_hash;
@@ -269,7 +270,7 @@ static bool get_state(pl_binary_reader *r, pl_agent *a)
         return pl_binary_fail(r, "the policy's best step is %g (expected more than 0)",
                               a->policy_best);
     if (n != a->policy.layout.n)
-        return pl_binary_fail(r, "%d weights (this model and these options have %d)", n,
+        return pl_binary_fail(r, "%d weights (these options have %d)", n,
                               a->policy.layout.n);
     return pl_binary_take(r, a->policy.params, sizeof(double), (size_t)n, "the weights") &&
            finite_array(r, "weight", a->policy.params, n, -INFINITY) &&

@@ -75,6 +75,7 @@ static void build_layout(pl_policy *p)
 {
     pl_policy_layout *l = &p->layout;
     int h = p->hidden, u = h + PL_POLICY_GROUP_FEATURES + p->groups, z = u + h, at = 0;
+    int df = PL_POLICY_DEVICE_FEATURES;
 #define TAKE(field, count) (l->field = at, at += (count))
     TAKE(w0, p->n_features * h);
     TAKE(b0, h);
@@ -89,12 +90,14 @@ static void build_layout(pl_policy *p)
     TAKE(wq, u * h);
     TAKE(wk, u * h);
     TAKE(wv, u * h);
-    TAKE(wd, z * p->devices);
-    TAKE(bd, p->devices);
-    TAKE(wst, z * p->stages);
-    TAKE(bst, p->stages);
-    TAKE(wshape, h * p->n_shapes);
-    TAKE(bshape, p->n_shapes);
+    TAKE(wf, df * h);
+    TAKE(bf, h);
+    TAKE(wdq, z * h);
+    TAKE(bdq, h);
+    TAKE(wst, z * PL_POLICY_HEAD_STAGES);
+    TAKE(bst, PL_POLICY_HEAD_STAGES);
+    TAKE(wshape, h * PL_POLICY_MAX_SHAPES);
+    TAKE(bshape, PL_POLICY_MAX_SHAPES);
 #undef TAKE
     l->n = at;
 }
@@ -107,8 +110,29 @@ static void init_matrix(double *w, int fan_in, int fan_out, uint64_t seed, uint6
         w[i] = scale * pl_rng_normal(seed, (*counter)++);
 }
 
+/* The shapes the graph and options allow, each with its column of the shape head: the
+ * micro-batch counts, then stages per device, schedule and deferral, as nested loops. */
+static void allowed_shapes(pl_policy *p, const pl_graph *g, const pl_agent_options *o)
+{
+    static const int counts[PL_POLICY_MAX_MB] = {1, 2, 4, 8, 16, 32};
+    int slot = 0;
+    for (int i = 0; i < PL_POLICY_MAX_MB; i++)
+        for (int f = 1; f <= PL_POLICY_MAX_FOLD; f++)
+            for (int s = PL_SCHEDULE_GPIPE; s <= PL_SCHEDULE_1F1B; s++)
+                for (int defer = 0; defer <= 1; defer++, slot++) {
+                    if (f > o->max_fold || (defer && !o->defer) ||
+                        !pl_graph_allows_micro_batches(g, counts[i]))
+                        continue;
+                    p->shape_slot[p->n_shapes] = slot;
+                    p->shape_mb[p->n_shapes] = counts[i];
+                    p->shape_fold[p->n_shapes] = f;
+                    p->shape_schedule[p->n_shapes] = (pl_schedule)s;
+                    p->shape_defer[p->n_shapes++] = defer;
+                }
+}
+
 pl_status pl_policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c,
-                         const pl_agent_options *o, pl_error *err)
+                         const pl_cost_model *model, const pl_agent_options *o, pl_error *err)
 {
     int hidden = o->hidden, rounds = o->rounds, groups = o->groups;
     uint64_t seed = o->seed;
@@ -116,24 +140,17 @@ pl_status pl_policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c,
     p->n_ops = g->n_forward_ops;
     p->hidden = hidden;
     p->rounds = rounds;
-    p->groups = groups < p->n_ops ? groups : p->n_ops;
+    p->groups = groups; /* more than the ops is fine: the ops use some of them */
     p->devices = c->n_devices;
     /* room for a folded plan's stages, so that the anchor can imitate one */
     p->stages = PL_POLICY_MAX_FOLD * c->n_devices;
     p->stages = p->stages < PL_POLICY_HEAD_STAGES ? p->stages : PL_POLICY_HEAD_STAGES;
-    static const int counts[PL_POLICY_MAX_MB] = {1, 2, 4, 8, 16, 32};
-    for (int i = 0; i < PL_POLICY_MAX_MB; i++)
-        for (int f = 1; f <= o->max_fold && pl_graph_allows_micro_batches(g, counts[i]); f++)
-            for (int s = PL_SCHEDULE_GPIPE; s <= PL_SCHEDULE_1F1B; s++)
-                for (int defer = 0; defer <= (int)o->defer; defer++) {
-                    p->shape_mb[p->n_shapes] = counts[i];
-                    p->shape_fold[p->n_shapes] = f;
-                    p->shape_schedule[p->n_shapes] = (pl_schedule)s;
-                    p->shape_defer[p->n_shapes++] = defer;
-                }
+    allowed_shapes(p, g, o);
     pl_status status = build_adjacency(p, g, err);
     if (status == PL_OK)
         status = build_features(p, g, err);
+    if (status == PL_OK)
+        status = pl_policy_device_features(p, g, c, model, err);
     if (status != PL_OK)
         return status;
     build_layout(p);
@@ -154,9 +171,10 @@ pl_status pl_policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c,
     init_matrix(p->params + l->wq, u, h, seed, &counter);
     init_matrix(p->params + l->wk, u, h, seed, &counter);
     init_matrix(p->params + l->wv, u, h, seed, &counter);
-    init_matrix(p->params + l->wd, z, p->devices, seed, &counter);
-    init_matrix(p->params + l->wst, z, p->stages, seed, &counter);
-    init_matrix(p->params + l->wshape, h, p->n_shapes, seed, &counter);
+    init_matrix(p->params + l->wf, PL_POLICY_DEVICE_FEATURES, h, seed, &counter);
+    init_matrix(p->params + l->wdq, z, h, seed, &counter);
+    init_matrix(p->params + l->wst, z, PL_POLICY_HEAD_STAGES, seed, &counter);
+    init_matrix(p->params + l->wshape, h, PL_POLICY_MAX_SHAPES, seed, &counter);
     return PL_OK;
 }
 
@@ -164,6 +182,7 @@ void pl_policy_clear(pl_policy *p)
 {
     free(p->features);
     free(p->group_features);
+    free(p->device_features);
     pl_adjacency_free(p->adjacency);
     free(p->params);
     memset(p, 0, sizeof *p);

@@ -9,10 +9,13 @@
  *   per sampled grouping: U_k = [mean of h_R over group k, its FLOPs and op shares,
  *         k one-hot (so that groups can differ before the grouper tells them apart)]
  *         attention over the non-empty groups: C = softmax(U Wq (U Wk)^T / sqrt(hidden)) U Wv
- *         device: softmax([U, C] Wd + bd), stage: softmax([U, C] Wst + bst)
+ *         devices: E = tanh(F Wf + bf), F their features    devices x hidden
+ *         device: softmax(([U, C] Wdq + bdq) E^T / sqrt(hidden)), attention over the
+ *         devices, so that one set of weights serves any device count
+ *         stage: softmax([U, C] Wst + bst) over the stages the cluster allows
  *   the plan's shape (micro-batch count x stages per device x schedule x weight gradients
  *         deferred or not):
- *         softmax(mean(h_R) Ws + bs)
+ *         softmax(mean(h_R) Ws + bs) over the shapes the graph and options allow
  *
  * Each line is a forward step with its backward step beside it (input, round, grouper,
  * shape; the head per sampled grouping), and the objective's gradient walks them in
@@ -89,6 +92,7 @@ typedef struct embedding {
     double *in[PL_POLICY_MAX_ROUNDS], *out[PL_POLICY_MAX_ROUNDS];
     double *pg;                          /* ops x groups */
     double *mean;                        /* hidden: mean of h_R */
+    double *dev;                         /* devices x hidden: E */
     double pshape[PL_POLICY_MAX_SHAPES];
     double *block;
 } embedding;
@@ -97,6 +101,7 @@ typedef struct embedding {
  * scratch of the same size, and the weights' gradient that every step adds to. */
 typedef struct embedding_grad {
     double *dh, *dprev, *dz, *tmp; /* ops x hidden each */
+    double *ddev;                  /* devices x hidden: dL/dE */
     double *grad;                  /* layout.n */
 } embedding_grad;
 
@@ -240,9 +245,10 @@ static void shape_forward(const pl_policy *p, embedding *e)
             e->mean[j] += top[(size_t)i * h + j] / n;
     double logits[PL_POLICY_MAX_SHAPES];
     for (int m = 0; m < p->n_shapes; m++) {
-        logits[m] = w[l->bshape + m];
+        int slot = p->shape_slot[m];
+        logits[m] = w[l->bshape + slot];
         for (int j = 0; j < h; j++)
-            logits[m] += e->mean[j] * w[l->wshape + j * p->n_shapes + m];
+            logits[m] += e->mean[j] * w[l->wshape + j * PL_POLICY_MAX_SHAPES + slot];
     }
     softmax(logits, p->n_shapes, e->pshape);
 }
@@ -254,24 +260,50 @@ static void shape_backward(const pl_policy *p, const embedding *e, const double 
     int n = p->n_ops, h = p->hidden;
     const pl_policy_layout *l = &p->layout;
     for (int m = 0; m < p->n_shapes; m++) {
-        d->grad[l->bshape + m] += dlm[m];
+        int slot = p->shape_slot[m];
+        d->grad[l->bshape + slot] += dlm[m];
         for (int j = 0; j < h; j++)
-            d->grad[l->wshape + j * p->n_shapes + m] += e->mean[j] * dlm[m];
+            d->grad[l->wshape + j * PL_POLICY_MAX_SHAPES + slot] += e->mean[j] * dlm[m];
     }
     for (int j = 0; j < h; j++) {
         double dmean = 0;
         for (int m = 0; m < p->n_shapes; m++)
-            dmean += dlm[m] * p->params[l->wshape + j * p->n_shapes + m];
+            dmean += dlm[m] * p->params[l->wshape + j * PL_POLICY_MAX_SHAPES + p->shape_slot[m]];
         for (int i = 0; i < n; i++)
             d->dh[(size_t)i * h + j] += dmean / n;
     }
+}
+
+/* the devices: E = tanh(F Wf + bf) */
+static void devices_forward(const pl_policy *p, embedding *e)
+{
+    int n = p->devices, h = p->hidden;
+    const pl_policy_layout *l = &p->layout;
+    gemm(false, false, n, h, PL_POLICY_DEVICE_FEATURES, 1, p->device_features,
+         p->params + l->wf, 0, e->dev);
+    add_bias(e->dev, n, h, p->params + l->bf);
+    for (size_t i = 0; i < (size_t)n * h; i++)
+        e->dev[i] = tanh(e->dev[i]);
+}
+
+/* Given dL/dE, which every sample's device head added to. */
+static void devices_backward(const pl_policy *p, const embedding *e, embedding_grad *d)
+{
+    int n = p->devices, h = p->hidden;
+    const pl_policy_layout *l = &p->layout;
+    for (size_t i = 0; i < (size_t)n * h; i++)
+        d->ddev[i] *= 1 - e->dev[i] * e->dev[i];
+    gemm(true, false, PL_POLICY_DEVICE_FEATURES, h, n, 1, p->device_features, d->ddev, 1,
+         d->grad + l->wf);
+    add_bias_back(d->ddev, n, h, d->grad + l->bf);
 }
 
 static pl_status embed(const pl_policy *p, embedding *e, pl_error *err)
 {
     int n = p->n_ops, h = p->hidden, r = p->rounds;
     size_t nh = (size_t)n * h;
-    size_t total = (size_t)(r + 1) * nh * 2 + (size_t)r * nh * 2 + (size_t)n * p->groups + h;
+    size_t total = (size_t)(r + 1) * nh * 2 + (size_t)r * nh * 2 + (size_t)n * p->groups + h +
+                   (size_t)p->devices * h;
     memset(e, 0, sizeof *e);
     e->block = malloc(total * sizeof *e->block);
     if (!e->block)
@@ -286,13 +318,15 @@ static pl_status embed(const pl_policy *p, embedding *e, pl_error *err)
         e->out[i] = at, at += nh;
     }
     e->pg = at, at += (size_t)n * p->groups;
-    e->mean = at;
+    e->mean = at, at += h;
+    e->dev = at;
     memset(e->mean, 0, (size_t)h * sizeof *e->mean);
     input_forward(p, e);
     for (int k = 1; k <= r; k++)
         round_forward(p, e, k);
     grouper_forward(p, e);
     shape_forward(p, e);
+    devices_forward(p, e);
     return PL_OK;
 }
 
@@ -301,6 +335,7 @@ static pl_status embed(const pl_policy *p, embedding *e, pl_error *err)
 static void embed_backward(const pl_policy *p, const embedding *e, const double *dlm,
                            const double *dlg, embedding_grad *d)
 {
+    devices_backward(p, e, d);
     shape_backward(p, e, dlm, d);
     grouper_backward(p, e, dlg, d);
     for (int k = p->rounds; k >= 1; k--)
@@ -313,16 +348,18 @@ static void embed_backward(const pl_policy *p, const embedding *e, const double 
 typedef struct head {
     int count[PL_AGENT_MAX_GROUPS];
     int nonempty;
-    double *u, *q, *k, *v, *att, *c, *z, *pd, *ps;
+    double *u, *q, *k, *v, *att, *c, *z, *a, *pd, *ps; /* a: the device head's queries */
     double *block;
 } head;
+
+enum { HEAD_STAGES = PL_POLICY_HEAD_STAGES }; /* the stage head's columns, p->stages usable */
 
 static pl_status head_forward(const pl_policy *p, const embedding *e, const int *group,
                               head *hd, pl_error *err)
 {
     int n = p->n_ops, h = p->hidden, g = p->groups, u = h + PL_POLICY_GROUP_FEATURES + g;
     int z = u + h;
-    size_t total = (size_t)g * (u + 3 * h + g + h + z + p->devices + p->stages);
+    size_t total = (size_t)g * (u + 3 * h + g + h + z + h + p->devices + HEAD_STAGES);
     memset(hd->count, 0, sizeof hd->count);
     hd->block = calloc(total, sizeof *hd->block);
     if (!hd->block)
@@ -335,6 +372,7 @@ static pl_status head_forward(const pl_policy *p, const embedding *e, const int 
     hd->att = at, at += (size_t)g * g;
     hd->c = at, at += (size_t)g * h;
     hd->z = at, at += (size_t)g * z;
+    hd->a = at, at += (size_t)g * h;
     hd->pd = at, at += (size_t)g * p->devices;
     hd->ps = at;
     const double *top = e->h[p->rounds];
@@ -380,39 +418,48 @@ static pl_status head_forward(const pl_policy *p, const embedding *e, const int 
         memcpy(hd->z + (size_t)k * z, hd->u + (size_t)k * u, (size_t)u * sizeof *hd->z);
         memcpy(hd->z + (size_t)k * z + u, hd->c + (size_t)k * h, (size_t)h * sizeof *hd->z);
     }
-    gemm(false, false, g, p->devices, z, 1, hd->z, w + l->wd, 0, hd->pd);
-    add_bias(hd->pd, g, p->devices, w + l->bd);
-    gemm(false, false, g, p->stages, z, 1, hd->z, w + l->wst, 0, hd->ps);
-    add_bias(hd->ps, g, p->stages, w + l->bst);
+    gemm(false, false, g, h, z, 1, hd->z, w + l->wdq, 0, hd->a);
+    add_bias(hd->a, g, h, w + l->bdq);
+    gemm(false, true, g, p->devices, h, 1 / sqrt((double)h), hd->a, e->dev, 0, hd->pd);
+    gemm(false, false, g, HEAD_STAGES, z, 1, hd->z, w + l->wst, 0, hd->ps);
+    add_bias(hd->ps, g, HEAD_STAGES, w + l->bst);
     for (int k = 0; k < g; k++) {
         softmax(hd->pd + (size_t)k * p->devices, p->devices, hd->pd + (size_t)k * p->devices);
-        softmax(hd->ps + (size_t)k * p->stages, p->stages, hd->ps + (size_t)k * p->stages);
+        double *ps = hd->ps + (size_t)k * HEAD_STAGES;
+        softmax(ps, p->stages, ps);
+        for (int s = p->stages; s < HEAD_STAGES; s++)
+            ps[s] = 0;
     }
     return PL_OK;
 }
 
-/* Given dL/dlogits of the device and stage heads (g x devices, g x stages), adds the
- * weights' gradients to grad and dL/dh_R to dtop. */
-static pl_status head_backward(const pl_policy *p, const head *hd, const int *group,
-                               const double *dld, const double *dls, double *grad,
-                               double *dtop, pl_error *err)
+/* Given dL/dlogits of the device and stage heads (g x devices, g x HEAD_STAGES), adds the
+ * weights' gradients to d->grad, dL/dh_R to d->dh and dL/dE to d->ddev. */
+static pl_status head_backward(const pl_policy *p, const embedding *e, const head *hd,
+                               const int *group, const double *dld, const double *dls,
+                               embedding_grad *d, pl_error *err)
 {
     int n = p->n_ops, h = p->hidden, g = p->groups, u = h + PL_POLICY_GROUP_FEATURES + g;
     int z = u + h;
     const double *w = p->params;
     const pl_policy_layout *l = &p->layout;
-    double *block = calloc((size_t)g * (z + h + g + g + 3 * h + u), sizeof *block);
+    double *grad = d->grad, *dtop = d->dh;
+    double *block = calloc((size_t)g * (z + h + g + g + 3 * h + u + h), sizeof *block);
     if (!block)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     double *dz = block, *dc = dz + (size_t)g * z, *datt = dc + (size_t)g * h;
     double *ds = datt + (size_t)g * g, *dq = ds + (size_t)g * g, *dk = dq + (size_t)g * h;
-    double *dv = dk + (size_t)g * h, *du = dv + (size_t)g * h;
-    gemm(true, false, z, p->devices, g, 1, hd->z, dld, 1, grad + l->wd);
-    gemm(true, false, z, p->stages, g, 1, hd->z, dls, 1, grad + l->wst);
-    add_bias_back(dld, g, p->devices, grad + l->bd);
-    add_bias_back(dls, g, p->stages, grad + l->bst);
-    gemm(false, true, g, z, p->devices, 1, dld, w + l->wd, 0, dz);
-    gemm(false, true, g, z, p->stages, 1, dls, w + l->wst, 1, dz);
+    double *dv = dk + (size_t)g * h, *du = dv + (size_t)g * h, *da = du + (size_t)g * u;
+    /* device logits = A E^T / sqrt(h), A = Z Wdq + bdq */
+    double scale = 1 / sqrt((double)h);
+    gemm(false, false, g, h, p->devices, scale, dld, e->dev, 0, da);
+    gemm(true, false, p->devices, h, g, scale, dld, hd->a, 1, d->ddev);
+    gemm(true, false, z, h, g, 1, hd->z, da, 1, grad + l->wdq);
+    add_bias_back(da, g, h, grad + l->bdq);
+    gemm(true, false, z, HEAD_STAGES, g, 1, hd->z, dls, 1, grad + l->wst);
+    add_bias_back(dls, g, HEAD_STAGES, grad + l->bst);
+    gemm(false, true, g, z, h, 1, da, w + l->wdq, 0, dz);
+    gemm(false, true, g, z, HEAD_STAGES, 1, dls, w + l->wst, 1, dz);
     for (int k = 0; k < g; k++) {
         memcpy(du + (size_t)k * u, dz + (size_t)k * z, (size_t)u * sizeof *du);
         memcpy(dc + (size_t)k * h, dz + (size_t)k * z + u, (size_t)h * sizeof *dc);
@@ -430,7 +477,6 @@ static pl_status head_backward(const pl_policy *p, const head *hd, const int *gr
         for (int b = 0; b < g; b++)
             ds[(size_t)a * g + b] = row[b] * (drow[b] - dot);
     }
-    double scale = 1 / sqrt((double)h);
     gemm(false, false, g, h, g, scale, ds, hd->k, 0, dq);
     gemm(true, false, g, h, g, scale, ds, hd->q, 0, dk);
     gemm(true, false, u, h, g, 1, hd->u, dq, 1, grad + l->wq);
@@ -491,7 +537,7 @@ pl_status pl_policy_sample(const pl_policy *p, uint64_t seed, uint64_t stream,
         for (int k = 0; k < p->groups; k++) {
             a->device[k] = draw(hd.pd + (size_t)k * p->devices, p->devices,
                                 pl_rng_uniform(key, counter++));
-            a->stage[k] = draw(hd.ps + (size_t)k * p->stages, p->stages,
+            a->stage[k] = draw(hd.ps + (size_t)k * HEAD_STAGES, p->stages,
                                pl_rng_uniform(key, counter++));
         }
         a->shape = draw(e.pshape, p->n_shapes, pl_rng_uniform(key, counter++));
@@ -548,13 +594,13 @@ static double head_terms(const pl_policy *p, const head *hd, const pl_action *ac
 {
     int g = p->groups;
     memset(dld, 0, (size_t)g * p->devices * sizeof *dld);
-    memset(dls, 0, (size_t)g * p->stages * sizeof *dls);
+    memset(dls, 0, (size_t)g * HEAD_STAGES * sizeof *dls);
     double bw = beta / n / hd->nonempty, entropy = 0;
     for (int k = 0; k < g; k++) {
         if (!hd->count[k])
             continue;
         const double *pd = hd->pd + (size_t)k * p->devices;
-        const double *ps = hd->ps + (size_t)k * p->stages;
+        const double *ps = hd->ps + (size_t)k * HEAD_STAGES;
         double lp = log(pd[action->device[k]]) + log(ps[action->stage[k]]);
         *j += weight * lp;
         if (logp)
@@ -563,7 +609,7 @@ static double head_terms(const pl_policy *p, const head *hd, const pl_action *ac
         categorical_grad(pd, p->devices, action->device[k], weight, bw,
                          dld + (size_t)k * p->devices);
         categorical_grad(ps, p->stages, action->stage[k], weight, bw,
-                         dls + (size_t)k * p->stages);
+                         dls + (size_t)k * HEAD_STAGES);
     }
     return entropy / hd->nonempty / n;
 }
@@ -579,13 +625,15 @@ typedef struct objective_scratch {
 static bool scratch_new(const pl_policy *p, objective_scratch *x)
 {
     size_t nh = (size_t)p->n_ops * p->hidden, ng = (size_t)p->n_ops * p->groups;
-    size_t nd = (size_t)p->groups * p->devices, ns = (size_t)p->groups * p->stages;
-    x->block = calloc(ng + nd + ns + 4 * nh, sizeof *x->block);
+    size_t nd = (size_t)p->groups * p->devices, ns = (size_t)p->groups * HEAD_STAGES;
+    size_t ne = (size_t)p->devices * p->hidden;
+    x->block = calloc(ng + nd + ns + 4 * nh + ne, sizeof *x->block);
     if (!x->block)
         return false;
     x->dlg = x->block, x->dld = x->dlg + ng, x->dls = x->dld + nd;
     embedding_grad *d = &x->embedding;
     d->dh = x->dls + ns, d->dprev = d->dh + nh, d->dz = d->dprev + nh, d->tmp = d->dz + nh;
+    d->ddev = d->tmp + nh;
     return true;
 }
 
@@ -617,8 +665,8 @@ pl_status pl_policy_objective(const pl_policy *p, const pl_action *actions,
         h_head += head_terms(p, &hd, &actions[s], weight[s], n, beta, &j_total,
                              logp ? &logp[s] : NULL, x.dld, x.dls);
         if (grad)
-            status = head_backward(p, &hd, actions[s].group, x.dld, x.dls, grad,
-                                   x.embedding.dh, err);
+            status = head_backward(p, &e, &hd, actions[s].group, x.dld, x.dls, &x.embedding,
+                                   err);
         free(hd.block);
     }
     if (status == PL_OK) {

@@ -12,6 +12,7 @@
 #include "adjacency.h"
 #include "agent.h"
 #include "cluster.h"
+#include "cost_model.h"
 #include "graph.h"
 #include "plan.h"
 
@@ -23,30 +24,40 @@ enum {
     PL_POLICY_MAX_SHAPES = PL_POLICY_MAX_MB * PL_POLICY_MAX_FOLD * 2 * 2,
     PL_POLICY_HEAD_STAGES = 16, /* the stage head's choices, at most */
     PL_POLICY_MAX_STAGES = PL_POLICY_HEAD_STAGES * PL_POLICY_MAX_FOLD, /* after folding */
-    PL_POLICY_GROUP_FEATURES = 2
+    PL_POLICY_GROUP_FEATURES = 2,
+    PL_POLICY_DEVICE_FEATURES = 13 /* device_features.c */
 };
 
-/* Offsets of each weight matrix in the flat parameter vector. */
+/* Offsets of each weight matrix in the flat parameter vector. Its size depends on the
+ * options' hidden width, rounds and groups alone, never on the graph or the cluster: the
+ * device head attends over the devices' own embeddings, and the stage and shape heads have
+ * a column for every choice any graph or cluster may allow (those not allowed here are
+ * left out of the softmax). */
 typedef struct pl_policy_layout {
     int w0, b0;                                  /* features -> hidden */
     int ws[PL_POLICY_MAX_ROUNDS], wi[PL_POLICY_MAX_ROUNDS], wo[PL_POLICY_MAX_ROUNDS],
         b[PL_POLICY_MAX_ROUNDS];                 /* message passing: self, in, out */
     int wg, bg;                                  /* grouper */
     int wq, wk, wv;                              /* attention over groups */
-    int wd, bd, wst, bst;                        /* device and stage heads */
+    int wf, bf;                                  /* device features -> embeddings */
+    int wdq, bdq;                                /* device head: a group's query */
+    int wst, bst;                                /* stage head */
     int wshape, bshape;                          /* the plan's shape: micro-batches, folds */
     int n;
 } pl_policy_layout;
 
 typedef struct pl_policy {
-    int n_ops, n_features, hidden, rounds, groups, devices, stages;
+    int n_ops, n_features, hidden, rounds, groups, devices;
+    int stages;                                 /* the stage head's usable columns */
     int n_shapes;                               /* choices of the plan's shape */
+    int shape_slot[PL_POLICY_MAX_SHAPES];       /* each one's column of the shape head */
     int shape_mb[PL_POLICY_MAX_SHAPES];         /* each one's micro-batch count */
     int shape_fold[PL_POLICY_MAX_SHAPES];       /* stages per device (1: no fold) */
     pl_schedule shape_schedule[PL_POLICY_MAX_SHAPES]; /* when pipelined */
     bool shape_defer[PL_POLICY_MAX_SHAPES];     /* weight gradients deferred */
     double *features;                /* n_ops x n_features */
     double *group_features;          /* n_ops x PL_POLICY_GROUP_FEATURES: FLOPs share, 1/n */
+    double *device_features;         /* devices x PL_POLICY_DEVICE_FEATURES */
     pl_adjacency *adjacency;         /* the forward ops' distinct producers and consumers */
     pl_policy_layout layout;
     double *params;                  /* layout.n */
@@ -60,10 +71,16 @@ typedef struct pl_action {
     int shape;                        /* index into shape_mb and shape_fold */
 } pl_action;
 
-/* Builds features and adjacency for `graph`'s forward ops, the shapes the options allow,
- * the layout, and weights drawn from the options' seed. */
+/* Builds features and adjacency for `graph`'s forward ops, the cluster's device features
+ * (costed by `model`), the shapes the options allow, the layout, and weights drawn from
+ * the options' seed. */
 pl_status pl_policy_init(pl_policy *policy, const pl_graph *graph, const pl_cluster *cluster,
-                         const pl_agent_options *options, pl_error *err);
+                         const pl_cost_model *model, const pl_agent_options *options,
+                         pl_error *err);
+/* Fills policy->device_features (device_features.c). */
+pl_status pl_policy_device_features(pl_policy *policy, const pl_graph *graph,
+                                    const pl_cluster *cluster, const pl_cost_model *model,
+                                    pl_error *err);
 void pl_policy_clear(pl_policy *policy);
 
 pl_action *pl_actions_new(const pl_policy *policy, int n);

@@ -51,6 +51,16 @@ static pl_cost_model flop_costs(void)
     return pl_test_costs((pl_op_cost){2e-6, 1e-9, 0, 1}, 5e-6, 1e-10, 1e-6);
 }
 
+/* A policy for g on c with the FLOP costs' device features. */
+static pl_status policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c,
+                             const pl_agent_options *o)
+{
+    pl_cost_model m = flop_costs();
+    pl_status status = pl_policy_init(p, g, c, &m, o, NULL);
+    pl_cost_model_clear(&m);
+    return status;
+}
+
 /* Every weight's gradient of the objective against central differences. */
 static void test_gradient(void)
 {
@@ -60,7 +70,7 @@ static void test_gradient(void)
     pl_agent_options o;
     pl_agent_options_default(&o);
     o.hidden = 5, o.rounds = 2, o.groups = 3, o.seed = 7;
-    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &o, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(policy_init(&p, g, c, &o), PL_OK);
     /* move the biases off zero so that every term is exercised */
     for (int i = 0; i < p.layout.n; i++)
         p.params[i] += 0.1 * pl_rng_normal(99, (uint64_t)i);
@@ -251,7 +261,7 @@ static void test_fold(void)
     pl_agent_options o;
     pl_agent_options_default(&o);
     o.hidden = 8, o.rounds = 1, o.groups = 4;
-    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &o, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(policy_init(&p, g, c, &o), PL_OK);
     pl_action *a = pl_actions_new(&p, 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     for (int i = 0; i < p.n_ops; i++)
@@ -306,11 +316,11 @@ static void test_fold(void)
     pl_actions_free(a, 1);
     pl_policy_clear(&p);
     /* without folds and deferral, the shapes are the micro-batch counts and schedules */
-    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &o, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(policy_init(&p, g, c, &o), PL_OK);
     int all = p.n_shapes;
     pl_policy_clear(&p);
     o.max_fold = 1, o.defer = false;
-    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &o, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(policy_init(&p, g, c, &o), PL_OK);
     CU_ASSERT_EQUAL(p.n_shapes * PL_POLICY_MAX_FOLD * 2, all);
     for (int k = 0; k < p.n_shapes; k++)
         CU_ASSERT(p.shape_fold[k] == 1 && !p.shape_defer[k]);
@@ -330,14 +340,14 @@ static void test_whole_steps(void)
     pl_cluster *c = two_devices();
     pl_agent_options o = small_options(3);
     pl_policy p;
-    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &o, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(policy_init(&p, g, c, &o), PL_OK);
     int most = 1;
     for (int k = 0; k < p.n_shapes; k++)
         most = p.shape_mb[k] > most ? p.shape_mb[k] : most;
     CU_ASSERT_EQUAL(most, 8);
     pl_policy_clear(&p);
     g->batch_statistics = PL_BATCH_STATISTICS_PER_STEP;
-    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &o, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(policy_init(&p, g, c, &o), PL_OK);
     CU_ASSERT(p.n_shapes > 0);
     for (int k = 0; k < p.n_shapes; k++)
         CU_ASSERT_EQUAL(p.shape_mb[k], 1);
