@@ -21,7 +21,7 @@ void pl_agent_options_default(pl_agent_options *o)
                             .imitation_steps = 200, .epochs = 4,
                             .anchor = 1.0, .max_fold = PL_POLICY_MAX_FOLD, .defer = true,
                             .sweep = true, .refine_every = 20, .refine_proposals = 1000,
-                            .learn = true};
+                            .learn = true, .train = true};
 }
 
 static pl_status check_options(const pl_agent_options *o, pl_error *err)
@@ -478,7 +478,7 @@ pl_status pl_agent_imitate(pl_agent *a, const pl_plan *plan, pl_error *err)
                                           : IMITATION_SHAPE_SMOOTHING / (n - 1);
     }
     double objective;
-    int steps = a->options.learn ? a->options.imitation_steps : 0;
+    int steps = a->options.learn && a->options.train ? a->options.imitation_steps : 0;
     for (int step = 0; step < steps && status == PL_OK; step++) {
         memset(a->grad, 0, (size_t)a->policy.layout.n * sizeof *a->grad);
         status = pl_policy_objective(&a->policy, targets, weight, n, 0, &objective, NULL,
@@ -581,7 +581,8 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
         a->weights[n] = a->options.anchor / n;
         m = n + 1;
     }
-    for (int epoch = 0; epoch < a->options.epochs && status == PL_OK; epoch++) {
+    int epochs = a->options.train ? a->options.epochs : 0;
+    for (int epoch = 0; epoch < epochs && status == PL_OK; epoch++) {
         double objective;
         status = pl_policy_objective(&a->policy, a->actions, a->advantage, n, 0, &objective,
                                      NULL, a->logp, NULL, err);

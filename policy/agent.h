@@ -76,10 +76,37 @@ typedef struct pl_agent_options {
                           the same search without it, for measuring what learning gains:
                           offered plans and their shape sweeps, then a refinement of the
                           best plan every iteration (docs/agent.md, "Does learning pay") */
+    bool train;        /* train the policy (default true); false: sample it as it is, with
+                          no imitation and no updates (a pre-trained policy's zero-shot
+                          placements) */
 } pl_agent_options;
 
 /* The defaults above. */
 void pl_agent_options_default(pl_agent_options *options);
+
+/* A policy's weights on their own, for any graph and cluster: the options that shape them
+ * and their values (layout.n of them, policy_impl.h). A policy file (docs/agent.md,
+ * "Pre-training") is a tensor file (tensor_file.h) of its weight matrices by name, with
+ * its format version; the CRC-32 of each matrix guards against damage. */
+enum { PL_POLICY_FILE_VERSION = 1 };
+typedef struct pl_policy_weights {
+    int hidden, rounds, groups;
+    int n;
+    double *values;
+} pl_policy_weights;
+
+/* Reads a policy file, checked (the version, every matrix present once with the shape
+ * its hidden width, rounds and groups give, nothing else, every value finite); PL_EINPUT
+ * naming the file and the matrix otherwise. */
+pl_status pl_policy_weights_read(const char *path, pl_policy_weights *weights, pl_error *err);
+/* Writes one atomically (atomic_file.h). */
+pl_status pl_policy_weights_write(const pl_policy_weights *weights, const char *path,
+                                  pl_error *err);
+void pl_policy_weights_clear(pl_policy_weights *weights);
+/* The pre-trained policy that ships with placer: $PLACER_POLICY when set (empty: none),
+ * else the installed share/placer/policy.plt, else the source tree's share/policy.plt (an
+ * uninstalled build), whichever exists first; NULL when none does. */
+const char *pl_policy_default_path(void);
 
 typedef struct pl_agent pl_agent;
 
@@ -100,6 +127,13 @@ pl_agent *pl_agent_new(const pl_graph *graph, const pl_cluster *cluster,
                        const pl_cost_model *model, const pl_agent_options *options,
                        pl_error *err);
 void pl_agent_free(pl_agent *agent);
+
+/* The agent's policy starts from `weights` (of its options' hidden width, rounds and
+ * groups; PL_EINPUT otherwise) instead of fresh ones. Call before anything else. */
+pl_status pl_agent_start_from(pl_agent *agent, const pl_policy_weights *weights,
+                              pl_error *err);
+/* A copy of the agent's policy weights as they are now. */
+pl_status pl_agent_weights(const pl_agent *agent, pl_policy_weights *weights, pl_error *err);
 
 /* Trains the policy to reproduce `plan` (supervised, options->imitation_steps Adam steps
  * on the plan's log-likelihood) and offers the plan as a candidate. Call before the first

@@ -3,8 +3,8 @@
  *
  * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 6,
  * the header struct as the machine lays it out (u64 model hash (pl_graph.hash), u64 cluster
- * hash (pl_cluster_hash), i32 devices, i32 1 for a search without learning (0 otherwise,
- * and in the padding of checkpoints older than the option), the options that shape the
+ * hash (pl_cluster_hash), i32 devices, i32 the mode (0 learning, 1 without learning, 2
+ * sampling a policy without training it), the options that shape the
  * search: u64 seed, i32
  * samples, groups, hidden, rounds, epochs, fold, defer, sweep, refine_every,
  * refine_proposals, f64 lr, entropy, anchor), i32 iteration, i64 Adam's step, f64
@@ -41,7 +41,7 @@ enum {
 typedef struct header {
     uint64_t model_hash, cluster_hash;
     int32_t devices;
-    int32_t without_learning; /* where the layout had padding before */
+    int32_t mode; /* 0 learning, 1 without learning, 2 sampling without training */
     uint64_t seed;
     int32_t samples, groups, hidden, rounds, epochs, max_fold, defer, sweep;
     int32_t refine_every, refine_proposals;
@@ -55,7 +55,7 @@ static header header_of(const pl_graph *g, const pl_cluster *c, const pl_agent_o
     h.model_hash = g->hash;
     h.cluster_hash = pl_cluster_hash(c);
     h.devices = c->n_devices;
-    h.without_learning = !o->learn;
+    h.mode = !o->learn ? 1 : !o->train ? 2 : 0;
     h.seed = o->seed;
     h.samples = o->samples;
     h.groups = o->groups;
@@ -239,7 +239,9 @@ static bool get_header(pl_binary_reader *r, const pl_agent *a)
                               (unsigned long long)got.seed, got.samples, got.groups, got.max_fold,
                               got.defer ? "deferral" : "no deferral",
                               got.sweep ? "shape sweeps" : "no shape sweeps", got.refine_every,
-                              got.without_learning ? ", without learning" : "");
+                              got.mode == 1   ? ", without learning"
+                              : got.mode == 2 ? ", the policy not trained"
+                                              : "");
     return true;
 }
 

@@ -9,7 +9,6 @@
 #include "policy_impl.h"
 #include "rng.h"
 
-enum { N_NUMERIC = 8 };
 
 /* The forward graph that messages pass over: each op's distinct producers, and the reverse.
  * Distinct, so that a mean over neighbours weighs each neighbour once. */
@@ -23,7 +22,7 @@ static pl_status build_adjacency(pl_policy *p, const pl_graph *g, pl_error *err)
 static pl_status build_features(pl_policy *p, const pl_graph *g, pl_error *err)
 {
     int n = p->n_ops, kinds = PL_OP_FIRST_INTERNAL + 1;
-    p->n_features = kinds + N_NUMERIC;
+    p->n_features = PL_POLICY_OP_FEATURES;
     p->features = calloc((size_t)n * (size_t)p->n_features, sizeof *p->features);
     p->group_features = calloc((size_t)n * PL_POLICY_GROUP_FEATURES, sizeof *p->group_features);
     double *group_flops = calloc((size_t)n, sizeof *group_flops);
@@ -71,22 +70,21 @@ static pl_status build_features(pl_policy *p, const pl_graph *g, pl_error *err)
     return PL_OK;
 }
 
-static void build_layout(pl_policy *p)
+void pl_policy_layout_build(pl_policy_layout *l, int hidden, int rounds, int groups)
 {
-    pl_policy_layout *l = &p->layout;
-    int h = p->hidden, u = h + PL_POLICY_GROUP_FEATURES + p->groups, z = u + h, at = 0;
+    int h = hidden, u = h + PL_POLICY_GROUP_FEATURES + groups, z = u + h, at = 0;
     int df = PL_POLICY_DEVICE_FEATURES;
 #define TAKE(field, count) (l->field = at, at += (count))
-    TAKE(w0, p->n_features * h);
+    TAKE(w0, PL_POLICY_OP_FEATURES * h);
     TAKE(b0, h);
-    for (int r = 0; r < p->rounds; r++) {
+    for (int r = 0; r < rounds; r++) {
         TAKE(ws[r], h * h);
         TAKE(wi[r], h * h);
         TAKE(wo[r], h * h);
         TAKE(b[r], h);
     }
-    TAKE(wg, h * p->groups);
-    TAKE(bg, p->groups);
+    TAKE(wg, h * groups);
+    TAKE(bg, groups);
     TAKE(wq, u * h);
     TAKE(wk, u * h);
     TAKE(wv, u * h);
@@ -153,7 +151,7 @@ pl_status pl_policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c,
         status = pl_policy_device_features(p, g, c, model, err);
     if (status != PL_OK)
         return status;
-    build_layout(p);
+    pl_policy_layout_build(&p->layout, hidden, rounds, p->groups);
     p->params = calloc((size_t)p->layout.n, sizeof *p->params);
     if (!p->params)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");

@@ -24,6 +24,7 @@ enum {
     PL_POLICY_MAX_SHAPES = PL_POLICY_MAX_MB * PL_POLICY_MAX_FOLD * 2 * 2,
     PL_POLICY_HEAD_STAGES = 16, /* the stage head's choices, at most */
     PL_POLICY_MAX_STAGES = PL_POLICY_HEAD_STAGES * PL_POLICY_MAX_FOLD, /* after folding */
+    PL_POLICY_OP_FEATURES = PL_OP_FIRST_INTERNAL + 1 + 8, /* kind one-hot, 8 numbers */
     PL_POLICY_GROUP_FEATURES = 2,
     PL_POLICY_DEVICE_FEATURES = 13 /* device_features.c */
 };
@@ -45,6 +46,9 @@ typedef struct pl_policy_layout {
     int wshape, bshape;                          /* the plan's shape: micro-batches, folds */
     int n;
 } pl_policy_layout;
+
+/* The layout of a policy of these options (agent.h: hidden, rounds, groups). */
+void pl_policy_layout_build(pl_policy_layout *layout, int hidden, int rounds, int groups);
 
 typedef struct pl_policy {
     int n_ops, n_features, hidden, rounds, groups, devices;

@@ -129,6 +129,16 @@ static pl_agent_options agent_options(const pl_search_options *o)
     ao.sweep = !o->no_sweep;
     ao.refine_every = o->no_refine ? 0 : ao.refine_every;
     ao.learn = !o->no_learning;
+    if (o->policy) {
+        ao.hidden = o->policy->hidden;
+        ao.rounds = o->policy->rounds;
+        ao.groups = o->policy->groups;
+    }
+    if (o->zero_shot) {
+        ao.train = false;
+        ao.sweep = false;
+        ao.refine_every = 0;
+    }
     return ao;
 }
 
@@ -146,6 +156,11 @@ static pl_status start_new_agent(pl_search_call *call, const pl_agent_options *a
     pl_search *s = call->result;
     if (!(s->agent = pl_agent_new(call->graph, call->cluster, call->model, ao, call->err)))
         return call->err->status;
+    const pl_search_options *o = call->options;
+    if (o->policy && pl_agent_start_from(s->agent, o->policy, call->err) != PL_OK)
+        return call->err->status;
+    if (o->zero_shot)
+        return PL_OK;
     for (int r = 0; r < s->n_rows; r++)
         if (s->rows[r].plan && s->rows[r].fits &&
             pl_agent_offer(s->agent, s->rows[r].plan, call->err) != PL_OK)
@@ -399,6 +414,9 @@ static pl_status check_options(const pl_search_options *o, pl_error *err)
     if (!o->simulate_only && o->measure_steps < 1)
         return pl_error_set(err, PL_EINPUT, NULL, "measure at least one step, not %d",
                             o->measure_steps);
+    if (o->zero_shot && (o->no_learning || o->resume))
+        return pl_error_set(err, PL_EINPUT, NULL, "a zero-shot search samples a policy as it "
+                            "is: not with %s", o->no_learning ? "no learning" : "a resume");
     return PL_OK;
 }
 

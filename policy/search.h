@@ -102,6 +102,11 @@ typedef struct pl_search_options {
                                          deferred weight gradients, no shape sweeps */
     bool no_refine;     /* no refinement of the agent's best plan */
     bool no_learning;   /* the agent's search without its learned policy (agent.h) */
+    const pl_policy_weights *policy; /* the weights a new agent's policy starts from (its
+                                        hidden width, rounds and groups with them), or NULL
+                                        (default): fresh ones from the seed */
+    bool zero_shot;     /* the policy sampled as it is: no baselines offered or imitated, no
+                           training, no sweeps, no refinement (agent.h: train) */
     const char *resume; /* an agent checkpoint of the same graph, cluster, seed and samples
                            to continue from, or NULL (default) */
     const char *checkpoint; /* where to save the agent's checkpoint, or NULL (default) */

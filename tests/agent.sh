@@ -106,6 +106,42 @@ contains "$work/nl.summary.json" '"learned": false' "summary without learning"
 contains "$work/nl.summary.json" '"mean_sampled_first_seconds": null' "summary without learning"
 contains "$work/inc.summary.json" '"learned": true' "summary with learning"
 
+# Pre-training and the policy it writes: a job starts from it (--policy) or samples it as
+# it is (--zero-shot); options that contradict each other and bad files exit 2.
+small=$src/graphs/small/mlp-small.json
+expect 0 "pretrain" "$bin" pretrain -o "$work/p.plt" --cluster "$paced" --rounds 2 \
+    --iterations 2 --samples 8 "$small" "$src/graphs/small/cnn-small.json"
+contains "$work/out" "[4/4] round 2, " "pretrain"
+contains "$work/out" "wrote $work/p.plt: " "pretrain"
+cp "$work/p.plt" "$work/p1.plt"
+expect 0 "pretrain again" "$bin" pretrain -o "$work/p.plt" --cluster "$paced" --rounds 2 \
+    --iterations 2 --samples 8 "$small" "$src/graphs/small/cnn-small.json"
+cmp -s "$work/p.plt" "$work/p1.plt" && ok || bad "pretrain: the same seed gave other weights"
+expect 2 "pretrain over its model" "$bin" pretrain -o "$small" "$small"
+expect 2 "pretrain without -o" "$bin" pretrain "$small"
+expect 0 "main job from a policy" "$bin" "$model" --cluster "$paced" --iterations 2 \
+    --samples 8 --policy "$work/p.plt" -o "$work/pol"
+contains "$work/pol.report.md" "The policy started from the weights in \`$work/p.plt\`." \
+    "report from a policy"
+contains "$work/pol.summary.json" '"trained": true' "summary from a policy"
+expect 0 "zero-shot" "$bin" "$model" --cluster "$paced" --iterations 2 --samples 8 \
+    --policy "$work/p.plt" --zero-shot -o "$work/zs"
+contains "$work/zs.report.md" "sampled without training (\`--zero-shot\`)" "report zero-shot"
+contains "$work/zs.summary.json" '"trained": false' "summary zero-shot"
+expect 0 "fresh weights" "$bin" "$model" --cluster "$paced" --iterations 2 --samples 8 \
+    --no-pretrained -o "$work/fresh"
+contains "$work/fresh.report.md" "The policy started from fresh weights." "report fresh"
+contains "$work/fresh.summary.json" '"policy": null' "summary fresh"
+expect 2 "--policy with --no-pretrained" "$bin" "$model" --policy "$work/p.plt" --no-pretrained
+expect 2 "--zero-shot with --no-learning" "$bin" "$model" --zero-shot --no-learning
+expect 2 "--zero-shot without a policy" env PLACER_POLICY= "$bin" "$model" --zero-shot
+contains "$work/err" "no pre-trained one was found" "--zero-shot without a policy"
+expect 2 "a model as the policy" "$bin" "$model" --policy "$small" -o "$work/x"
+contains "$work/err" "$small: not a placer tensor file" "a model as the policy"
+head -c 300 "$work/p.plt" >"$work/cut.plt"
+expect 2 "a policy cut short" "$bin" "$model" --policy "$work/cut.plt" -o "$work/x"
+once "$work/err" "$work/cut.plt" "a policy cut short"
+
 # Ctrl-C: exit 130, and the best plan so far is written and valid.
 "$bin" "$model" --cluster "$paced" --budget 600 --samples 8 -o "$work/int" >"$work/out" 2>"$work/err" &
 pid=$!

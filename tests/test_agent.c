@@ -13,6 +13,7 @@
 #include "policy_impl.h"
 #include "rng.h"
 #include "suites.h"
+#include "tensor_file.h"
 #include "test_util.h"
 
 /* x -> two branches (matmul 64x512, relu, matmul 512x10), added, softmax cross-entropy:
@@ -457,6 +458,143 @@ static void test_without_learning(void)
     pl_graph_free(g);
 }
 
+/* One set of weights serves any graph and cluster: the layout is the same for two graphs
+ * on 2 and 8 devices, equal or not; an agent on 8 unequal devices starts from the weights
+ * of one on 2 and samples valid plans over all 8; a policy whose options differ is
+ * refused. */
+static void test_any_cluster(void)
+{
+    pl_graph *branches = two_branches(), *line = chain();
+    pl_cluster *two = two_devices();
+    pl_cluster *eight = pl_test_cluster((pl_test_devices){.n = 8, .memory = 1073741824});
+    eight->devices[5].flops_per_second = 1e8; /* one slow device: a tenth of the others */
+    pl_agent_options o = small_options(4);
+    pl_policy p;
+    CU_ASSERT_EQUAL_FATAL(policy_init(&p, branches, two, &o), PL_OK);
+    int n = p.layout.n;
+    pl_policy_clear(&p);
+    CU_ASSERT_EQUAL_FATAL(policy_init(&p, line, eight, &o), PL_OK);
+    CU_ASSERT_EQUAL(p.layout.n, n);
+    /* equal devices are told apart by their position alone, the slow one by its speed */
+    const double *f = p.device_features;
+    enum { F = PL_POLICY_DEVICE_FEATURES };
+    CU_ASSERT(f[5 * F] > 0.5 && f[4 * F] == 0 && f[6 * F] == 0);
+    CU_ASSERT(memcmp(f + 1 * F, f + 2 * F, F * sizeof *f) != 0);
+    pl_policy_clear(&p);
+    pl_cost_model m = flop_costs();
+    pl_agent *small = pl_agent_new(branches, two, &m, &o, NULL);
+    pl_agent *large = pl_agent_new(line, eight, &m, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(small);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(large);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(pl_agent_iterate(small, NULL, NULL), PL_OK);
+    pl_policy_weights w;
+    CU_ASSERT_EQUAL_FATAL(pl_agent_weights(small, &w, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_agent_start_from(large, &w, NULL), PL_OK);
+    CU_ASSERT_EQUAL(memcmp(large->policy.params, w.values, (size_t)n * sizeof *w.values), 0);
+    pl_agent_iteration it;
+    bool beyond_two = false;
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL_FATAL(pl_agent_iterate(large, &it, NULL), PL_OK);
+        for (int s = 0; s < o.samples; s++)
+            for (int k = 0; k < line->n_forward_ops; k++) {
+                CU_ASSERT(large->plans[s]->device[k] >= 0 && large->plans[s]->device[k] < 8);
+                beyond_two = beyond_two || large->plans[s]->device[k] >= 2;
+            }
+    }
+    CU_ASSERT(beyond_two);
+    pl_agent_options other = o;
+    other.hidden = 8;
+    pl_agent *narrow = pl_agent_new(line, eight, &m, &other, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(narrow);
+    pl_error err;
+    pl_error_init(&err, NULL);
+    CU_ASSERT_EQUAL(pl_agent_start_from(narrow, &w, &err), PL_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err.text, "the policy has hidden width 16, 2 rounds and 4 groups; "
+                                     "the agent's options ask for 8, 2 and 4");
+    pl_policy_weights_clear(&w);
+    pl_agent_free(narrow);
+    pl_agent_free(large);
+    pl_agent_free(small);
+    pl_cluster_free(eight);
+    pl_cluster_free(two);
+    pl_graph_free(line);
+    pl_graph_free(branches);
+}
+
+/* A policy file gives back the weights (to float precision) and the options that shape
+ * them; a file with a matrix of another shape or a value not finite is refused, naming
+ * the matrix. */
+static void test_policy_file(void)
+{
+    pl_graph *g = two_branches();
+    pl_cluster *c = two_devices();
+    pl_cost_model m = flop_costs();
+    pl_agent_options o = small_options(6);
+    o.rounds = 3;
+    pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    pl_policy_weights w, back;
+    CU_ASSERT_EQUAL_FATAL(pl_agent_weights(a, &w, NULL), PL_OK);
+    char path[] = "/tmp/placer-policy-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    pl_error err;
+    pl_error_init(&err, path);
+    CU_ASSERT_EQUAL_FATAL(pl_policy_weights_write(&w, path, &err), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(pl_policy_weights_read(path, &back, &err), PL_OK);
+    CU_ASSERT(back.hidden == 16 && back.rounds == 3 && back.groups == 4 && back.n == w.n);
+    double worst = 0;
+    for (int i = 0; i < w.n; i++)
+        worst = fmax(worst, fabs(back.values[i] - w.values[i]) / fmax(1, fabs(w.values[i])));
+    CU_ASSERT(worst < 1e-6);
+    pl_policy_weights_clear(&back);
+    /* a value not finite */
+    w.values[0] = NAN;
+    CU_ASSERT_EQUAL(pl_policy_weights_write(&w, path, &err), PL_OK);
+    CU_ASSERT_EQUAL(pl_policy_weights_read(path, &back, &err), PL_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err.text, "\"ops/w\": value 0 is not finite");
+    CU_ASSERT_EQUAL(back.n, 0);
+    pl_named_tensor bad = {.name = "placer-policy-version", .dtype = PL_I32, .rank = 0,
+                           .data = &(int32_t){2}};
+    CU_ASSERT_EQUAL(pl_tensor_file_write(path, &bad, 1, &err), PL_OK);
+    CU_ASSERT_EQUAL(pl_policy_weights_read(path, &back, &err), PL_EINPUT);
+    CU_ASSERT_STRING_EQUAL(err.text, "a policy file of format 2; this placer reads format 1");
+    unlink(path);
+    pl_policy_weights_clear(&w);
+    pl_agent_free(a);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* Sampling without training (zero-shot): iterations draw and keep plans, and the weights
+ * stay as they were, imitation included. */
+static void test_without_training(void)
+{
+    pl_graph *g = two_branches();
+    pl_cluster *c = two_devices();
+    pl_cost_model m = flop_costs();
+    pl_agent_options o = small_options(8);
+    o.train = false, o.sweep = false, o.refine_every = 0;
+    pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    pl_policy_weights before;
+    CU_ASSERT_EQUAL_FATAL(pl_agent_weights(a, &before, NULL), PL_OK);
+    pl_plan *plan = alternating_plan(g);
+    CU_ASSERT_EQUAL(pl_agent_imitate(a, plan, NULL), PL_OK);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(pl_agent_iterate(a, NULL, NULL), PL_OK);
+    CU_ASSERT_EQUAL(memcmp(before.values, a->policy.params, (size_t)before.n * sizeof(double)),
+                    0);
+    CU_ASSERT(pl_agent_policy_best(a) < INFINITY);
+    pl_policy_weights_clear(&before);
+    pl_plan_free(plan);
+    pl_agent_free(a);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* Refinement: a chain's pipeline cut after its first matmul (one device idles most of
  * the step) is refined to a balanced cut, kept under the offered plan's name and
  * " refined", with stages still following the dataflow and no new (device, stage) pair;
@@ -663,6 +801,9 @@ void pl_register_agent_tests(void)
         {"batch statistics per step: one micro-batch in every shape", test_whole_steps},
         {"refinement: single-op moves balance a pipeline", test_refine},
         {"the search without learning refines every iteration", test_without_learning},
+        {"one set of weights serves any graph and cluster", test_any_cluster},
+        {"policy files: weights back, damage refused", test_policy_file},
+        {"sampling without training leaves the weights", test_without_training},
         {"checkpoint and resume: as uninterrupted", test_resume},
         {"the memo of simulated plans changes no result", test_memo},
         {NULL, NULL}};

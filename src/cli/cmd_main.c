@@ -21,6 +21,8 @@
 
 typedef struct main_options {
     const char *model, *prefix, *cluster;
+    const char *policy;  /* --policy, or NULL: the pre-trained one (pl_policy_default_path) */
+    bool no_pretrained;
     bool quiet;
     pl_progress_mode progress;
     pl_search_options search; /* its defaults are the command's */
@@ -76,6 +78,11 @@ static void print_usage(void)
            "                        four measure what each gains)\n"
            "  --no-learning         search without the learned policy: the baselines, their\n"
            "                        shapes and refinement in its time (what learning gains)\n"
+           "  --policy FILE         start the policy from FILE's weights (default: the\n"
+           "                        pre-trained policy that ships with placer)\n"
+           "  --no-pretrained       start the policy from fresh weights\n"
+           "  --zero-shot           sample the pre-trained policy as it is: no baselines\n"
+           "                        imitated, no training, no sweeps or refinement\n"
            "  --no-early-stop       iterate until the budget or --iterations even once the\n"
            "                        search has converged (no better plan for a while, the\n"
            "                        policy's samples all alike)\n"
@@ -106,6 +113,9 @@ static int parse_options(int argc, char **argv, main_options *o)
                                             {"no-sweep", no_argument, NULL, 'S'},
                                             {"no-refine", no_argument, NULL, 'R'},
                                             {"no-learning", no_argument, NULL, 'L'},
+                                            {"policy", required_argument, NULL, 'P'},
+                                            {"no-pretrained", no_argument, NULL, 'T'},
+                                            {"zero-shot", no_argument, NULL, 'Z'},
                                             {"no-early-stop", no_argument, NULL, 'E'},
                                             {"progress", required_argument, NULL, 'p'},
                                             {"help", no_argument, NULL, 'h'},
@@ -126,6 +136,9 @@ static int parse_options(int argc, char **argv, main_options *o)
         case 'S': o->search.no_sweep = true; break;
         case 'R': o->search.no_refine = true; break;
         case 'L': o->search.no_learning = true; break;
+        case 'P': o->policy = optarg; break;
+        case 'T': o->no_pretrained = true; break;
+        case 'Z': o->search.zero_shot = true; break;
         case 'E': o->search.run_to_budget = true; break;
         case 'p':
             if (!pl_progress_parse(optarg, &o->progress))
@@ -169,6 +182,16 @@ static int parse_options(int argc, char **argv, main_options *o)
                                       argv[optind - 1]);
         }
     }
+    if (o->policy && o->no_pretrained)
+        return pl_cli_usage_error("--policy and --no-pretrained say different things");
+    if (o->search.zero_shot && (o->no_pretrained || o->search.no_learning || o->search.resume))
+        return pl_cli_usage_error("--zero-shot samples a pre-trained policy: not with %s",
+                                  o->no_pretrained      ? "--no-pretrained"
+                                  : o->search.resume    ? "--resume"
+                                                        : "--no-learning");
+    if (o->policy && o->search.resume)
+        return pl_cli_usage_error("--policy starts a new search; --resume continues one with "
+                                  "its own weights");
     if (optind >= argc)
         return pl_cli_usage_error("missing MODEL.json");
     if (optind + 1 < argc)
@@ -220,6 +243,7 @@ static int check_outputs(const main_options *o, const char *prefix)
                                            ".agent.ckpt" /* last: see above */};
     enum { N_SUFFIXES = sizeof suffixes / sizeof *suffixes };
     const pl_cli_file inputs[] = {{o->model, "the model"}, {o->cluster, "the cluster"},
+                                  {o->policy, "the policy"},
                                   {o->search.resume, "the checkpoint resumed"}};
     char profile[4096];
     pl_cli_file outputs[1 + N_SUFFIXES] = {pl_cli_profile_output(profile, sizeof profile)};
@@ -228,8 +252,8 @@ static int check_outputs(const main_options *o, const char *prefix)
         if (!(outputs[1 + i] = (pl_cli_file){pl_cli_path(prefix, suffixes[i]), "the output"}).path)
             status = PL_EXIT_FAILURE;
     if (status == PL_EXIT_OK &&
-        (status = pl_cli_check_outputs(inputs, 2, outputs, 1 + N_SUFFIXES)) == PL_EXIT_OK)
-        status = pl_cli_check_outputs(inputs + 2, 1, outputs, N_SUFFIXES);
+        (status = pl_cli_check_outputs(inputs, 3, outputs, 1 + N_SUFFIXES)) == PL_EXIT_OK)
+        status = pl_cli_check_outputs(inputs + 3, 1, outputs, N_SUFFIXES);
     for (int i = 0; i < N_SUFFIXES; i++)
         free((char *)outputs[1 + i].path);
     return status;
@@ -243,6 +267,7 @@ typedef struct job_state {
     char *prefix;
     double start;
     pl_progress progress;
+    pl_policy_weights policy; /* the weights the policy starts from (n 0: fresh ones) */
     char *graph_dot;      /* the model's drawing, made before its training graph */
     size_t graph_dot_size;
     int graph_dot_status; /* writing PREFIX.graph.dot: an exit status */
@@ -375,6 +400,28 @@ static int write_outputs(job_state *s)
     return status;
 }
 
+/* The weights the policy starts from: --policy, else the pre-trained ones unless
+ * --no-pretrained (or --resume: the checkpoint holds its own). Read before anything is
+ * written, so that a bad file fails the job at once. */
+static int read_policy(job_state *s)
+{
+    const char *path = s->o.policy;
+    if (!path && !s->o.no_pretrained && !s->o.search.resume)
+        path = pl_policy_default_path();
+    if (!path) {
+        if (s->o.search.zero_shot)
+            return pl_cli_usage_error("--zero-shot needs a policy, and no pre-trained one "
+                                      "was found: pass --policy FILE");
+        return PL_EXIT_OK;
+    }
+    pl_error err;
+    pl_error_init(&err, path);
+    if (pl_policy_weights_read(path, &s->policy, &err) != PL_OK)
+        return pl_cli_report(&err);
+    s->job.policy_path = path;
+    return PL_EXIT_OK;
+}
+
 /* The search, printing as it goes; its result in s->search. */
 static int search(job_state *s)
 {
@@ -383,6 +430,7 @@ static int search(job_state *s)
         return PL_EXIT_FAILURE;
     pl_search_options so = s->o.search;
     so.start = s->start; /* loading and calibrating count against the budget */
+    so.policy = s->policy.n ? &s->policy : NULL;
     so.checkpoint = checkpoint;
     pl_error err;
     pl_error_init(&err, s->o.model);
@@ -440,7 +488,9 @@ int pl_cmd_main(int argc, char **argv)
     /* the cluster read and checked before anything is written */
     s.setup = (pl_cli_setup){.model_path = s.o.model, .cluster_path = s.o.cluster,
                              .needs = PL_CLI_CLUSTER, .quiet = s.o.quiet};
-    if (status != PL_EXIT_OK || (status = pl_cli_setup_load(&s.setup)) != PL_EXIT_OK) {
+    if (status != PL_EXIT_OK || (status = pl_cli_setup_load(&s.setup)) != PL_EXIT_OK ||
+        (status = read_policy(&s)) != PL_EXIT_OK) {
+        pl_policy_weights_clear(&s.policy);
         pl_cli_setup_release(&s.setup);
         free(command);
         free(s.prefix);
@@ -456,11 +506,13 @@ int pl_cmd_main(int argc, char **argv)
         s.job.command = command;
         s.job.budget = s.o.search.budget;
         s.job.seed = s.o.search.seed;
+        s.job.zero_shot = s.o.search.zero_shot;
         pl_cli_catch_interrupt(true);
         status = run_job(&s);
         pl_cli_catch_interrupt(false);
     }
     pl_search_free(s.search);
+    pl_policy_weights_clear(&s.policy);
     pl_cli_setup_release(&s.setup);
     free(s.graph_dot);
     free(command);

@@ -20,6 +20,8 @@ typedef struct pl_job {
     double budget;
     uint64_t seed;
     bool calibrated;
+    const char *policy_path; /* the weights the policy started from; NULL: fresh ones */
+    bool zero_shot;          /* the policy sampled without training (--zero-shot) */
     const pl_cost_model *costs; /* the profile the search simulated with */
     const pl_search *search; /* borrowed */
 } pl_job;

@@ -87,11 +87,13 @@ static json_t *chosen_json(const pl_search *s, const pl_cluster *c)
                      seconds_or_null(s->measured_busy_step), "devices", devices);
 }
 
-/* The learning curve in brief: whether the policy learned at all, the mean simulated step
- * of its samples over the first and the last iterations (up to 10 each; null without
+/* The learning curve in brief: whether the policy learned at all, the weights it started
+ * from (null: fresh ones), whether it was trained (false: --zero-shot), the mean simulated
+ * step of its samples over the first and the last iterations (up to 10 each; null without
  * learning), the best simulated step, the simulator's correction. */
-static json_t *learning_json(const pl_search *s)
+static json_t *learning_json(const pl_job *job)
 {
+    const pl_search *s = job->search;
     int n = s->agent ? pl_agent_iterations(s->agent) : 0;
     if (n == 0)
         return json_null();
@@ -103,7 +105,9 @@ static json_t *learning_json(const pl_search *s)
         first += curve[i].mean_step / k;
         last += curve[n - k + i].mean_step / k;
     }
-    return json_pack("{s:b, s:i, s:o, s:o, s:f, s:f}", "learned", learns, "window", k,
+    return json_pack("{s:b, s:o, s:b, s:i, s:o, s:o, s:f, s:f}", "learned", learns, "policy",
+                     job->policy_path ? json_string(job->policy_path) : json_null(),
+                     "trained", learns && !job->zero_shot, "window", k,
                      "mean_sampled_first_seconds", learns ? json_real(first) : json_null(),
                      "mean_sampled_last_seconds", learns ? json_real(last) : json_null(),
                      "best_simulated_seconds", curve[n - 1].best_step, "correction",
@@ -129,7 +133,7 @@ int pl_job_write_summary(FILE *fp, const pl_job *job)
         "elapsed_seconds", s->elapsed, "seed", (json_int_t)job->seed, "calibrated",
         job->calibrated, "interrupted", s->interrupted, "lower_bound_seconds", s->bound,
         "stopped", stop_name(s->stopped), "iterations",
-        s->agent ? pl_agent_iterations(s->agent) : 0, "learning", learning_json(s),
+        s->agent ? pl_agent_iterations(s->agent) : 0, "learning", learning_json(job),
         "best_baseline",
         s->best_baseline >= 0 ? json_string(s->rows[s->best_baseline].name) : json_null(),
         "checkpoint_failure",

@@ -32,6 +32,8 @@ static const command commands[] = {
                                   "         --plan P [--cluster C] [--measure N] [--timeline F.svg]"},
     {"baseline", pl_cmd_baseline, "baseline MODEL.json        place by a classical algorithm (or all of them)\n"
                                   "         --algo NAME|all [--cluster C] [--seed N] [-o PLAN] [--measure N]"},
+    {"pretrain", pl_cmd_pretrain, "pretrain -o POLICY MODEL.json...  pre-train the agent's policy over\n"
+                                  "         [--cluster C]... [--rounds N]  models and clusters"},
     {"calibrate", pl_cmd_calibrate, "calibrate [--cluster C]    measure this machine for the simulator"},
     {"cluster", pl_cmd_cluster, "cluster [CLUSTER.json]     check and describe a cluster"},
 };

@@ -231,8 +231,25 @@ static void write_choice(FILE *fp, const pl_search *search)
                 "not hold on a quiet machine.\n\n");
 }
 
-static void write_learning(FILE *fp, const pl_search *search, const char *svg_name)
+/* Where the policy's weights came from. */
+static void write_policy_origin(FILE *fp, const pl_job *job)
 {
+    if (!pl_agent_learns(job->search->agent))
+        return;
+    if (job->policy_path) {
+        fprintf(fp, " The policy started from the weights in `");
+        md_text(fp, job->policy_path);
+        fprintf(fp, "`%s.", job->zero_shot ? " and was sampled without training "
+                                             "(`--zero-shot`): no baseline imitated, no sweeps "
+                                             "or refinement" : "");
+    } else {
+        fprintf(fp, " The policy started from fresh weights.");
+    }
+}
+
+static void write_learning(FILE *fp, const pl_job *job, const char *svg_name)
+{
+    const pl_search *search = job->search;
     int n = pl_agent_iterations(search->agent);
     const pl_agent_iteration *curve = pl_agent_curve(search->agent);
     char why[256];
@@ -240,6 +257,7 @@ static void write_learning(FILE *fp, const pl_search *search, const char *svg_na
     md_text(fp, svg_name);
     fprintf(fp, ")\n\n%d iterations; the agent stopped: %s.", n,
             pl_progress_stop_text(search, why, sizeof why));
+    write_policy_origin(fp, job);
     if (n > 0 && !pl_agent_learns(search->agent)) {
         fprintf(fp, " It searched without its learned policy (`--no-learning`): each "
                 "iteration refined the best plan.");
@@ -357,7 +375,7 @@ static void write_markdown(FILE *fp, const pl_job *job, const report_files *file
     write_choice(fp, search);
     report_own_plan(fp, search);
     if (search->agent)
-        write_learning(fp, search, base_name(files->curve));
+        write_learning(fp, job, base_name(files->curve));
     write_step_pictures(fp, files);
     write_devices(fp, job);
 }

@@ -1,0 +1,215 @@
+/* Policy files: a policy's weight matrices by name in a tensor file (f32), and a scalar
+ * "placer-policy-version". The hidden width, rounds and groups are read off the shapes,
+ * and then every matrix must have the shape they give. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent_impl.h"
+#include "tensor_file.h"
+
+#define VERSION_NAME "placer-policy-version"
+
+typedef struct matrix {
+    char name[32];
+    int offset, rows, cols; /* cols 0: a vector of `rows` */
+} matrix;
+
+/* The matrices of a layout, by name, in the layout's order. */
+static int matrices_of(const pl_policy_layout *l, int hidden, int rounds, int groups,
+                       matrix *out)
+{
+    int h = hidden, u = h + PL_POLICY_GROUP_FEATURES + groups, z = u + h, n = 0;
+#define ADD(text, off, r, c) (out[n++] = (matrix){text, (off), (r), (c)})
+    ADD("ops/w", l->w0, PL_POLICY_OP_FEATURES, h);
+    ADD("ops/b", l->b0, h, 0);
+    for (int r = 0; r < rounds; r++) {
+        int at = n;
+        ADD("", l->ws[r], h, h);
+        ADD("", l->wi[r], h, h);
+        ADD("", l->wo[r], h, h);
+        ADD("", l->b[r], h, 0);
+        static const char *const part[] = {"self", "in", "out", "b"};
+        for (int k = 0; k < 4; k++)
+            snprintf(out[at + k].name, sizeof out[at + k].name, "round%d/%s", r, part[k]);
+    }
+    ADD("grouper/w", l->wg, h, groups);
+    ADD("grouper/b", l->bg, groups, 0);
+    ADD("groups/query", l->wq, u, h);
+    ADD("groups/key", l->wk, u, h);
+    ADD("groups/value", l->wv, u, h);
+    ADD("devices/w", l->wf, PL_POLICY_DEVICE_FEATURES, h);
+    ADD("devices/b", l->bf, h, 0);
+    ADD("device/query", l->wdq, z, h);
+    ADD("device/b", l->bdq, h, 0);
+    ADD("stage/w", l->wst, z, PL_POLICY_HEAD_STAGES);
+    ADD("stage/b", l->bst, PL_POLICY_HEAD_STAGES, 0);
+    ADD("shape/w", l->wshape, h, PL_POLICY_MAX_SHAPES);
+    ADD("shape/b", l->bshape, PL_POLICY_MAX_SHAPES, 0);
+#undef ADD
+    return n;
+}
+
+enum { MAX_MATRICES = 16 + 4 * PL_POLICY_MAX_ROUNDS };
+
+void pl_policy_weights_clear(pl_policy_weights *w)
+{
+    free(w->values);
+    memset(w, 0, sizeof *w);
+}
+
+pl_status pl_policy_weights_write(const pl_policy_weights *w, const char *path, pl_error *err)
+{
+    pl_policy_layout l;
+    pl_policy_layout_build(&l, w->hidden, w->rounds, w->groups);
+    matrix m[MAX_MATRICES];
+    int n = matrices_of(&l, w->hidden, w->rounds, w->groups, m);
+    pl_named_tensor t[MAX_MATRICES + 1];
+    float *data = malloc((size_t)w->n * sizeof *data);
+    if (!data)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    for (int i = 0; i < w->n; i++)
+        data[i] = (float)w->values[i];
+    int32_t version = PL_POLICY_FILE_VERSION;
+    t[0] = (pl_named_tensor){.name = VERSION_NAME, .dtype = PL_I32, .rank = 0,
+                             .data = &version};
+    for (int k = 0; k < n; k++)
+        t[k + 1] = (pl_named_tensor){.name = m[k].name, .dtype = PL_F32,
+                                     .rank = m[k].cols ? 2 : 1,
+                                     .dims = {m[k].rows, m[k].cols},
+                                     .data = data + m[k].offset};
+    pl_status status = pl_tensor_file_write(path, t, n + 1, err);
+    free(data);
+    return status;
+}
+
+/* The length of a vector in the file, or -1 when it is absent or not a vector. */
+static int64_t vector_length(const pl_tensor_file *f, const char *name)
+{
+    int i = pl_tensor_file_find(f, name);
+    return i >= 0 && f->tensors[i].rank == 1 ? f->tensors[i].dims[0] : -1;
+}
+
+/* The options the file's shapes give: hidden from ops/b, groups from grouper/b, rounds
+ * from the round matrices present. */
+static pl_status options_of(const pl_tensor_file *f, const char *path, pl_policy_weights *w,
+                            pl_error *err)
+{
+    int v = pl_tensor_file_find(f, VERSION_NAME);
+    if (v < 0 || f->tensors[v].dtype != PL_I32 || f->tensors[v].rank != 0)
+        return pl_error_set(err, PL_EINPUT, path,
+                            "not a policy file (no scalar i32 \"" VERSION_NAME "\")");
+    int32_t version = *(const int32_t *)f->tensors[v].data;
+    if (version != PL_POLICY_FILE_VERSION)
+        return pl_error_set(err, PL_EINPUT, path,
+                            "a policy file of format %d; this placer reads format %d",
+                            (int)version, PL_POLICY_FILE_VERSION);
+    int64_t hidden = vector_length(f, "ops/b"), groups = vector_length(f, "grouper/b");
+    if (hidden < 1 || hidden > 1024)
+        return pl_error_set(err, PL_EINPUT, path,
+                            "\"ops/b\" must be a vector of 1 to 1024 values (the hidden width)");
+    if (groups < 1 || groups > PL_AGENT_MAX_GROUPS)
+        return pl_error_set(err, PL_EINPUT, path,
+                            "\"grouper/b\" must be a vector of 1 to %d values (the groups)",
+                            PL_AGENT_MAX_GROUPS);
+    int rounds = 0;
+    while (rounds <= PL_POLICY_MAX_ROUNDS) {
+        char name[32];
+        snprintf(name, sizeof name, "round%d/b", rounds);
+        if (pl_tensor_file_find(f, name) < 0)
+            break;
+        rounds++;
+    }
+    if (rounds > PL_POLICY_MAX_ROUNDS)
+        return pl_error_set(err, PL_EINPUT, path, "more than %d rounds of message passing",
+                            PL_POLICY_MAX_ROUNDS);
+    w->hidden = (int)hidden, w->rounds = rounds, w->groups = (int)groups;
+    return PL_OK;
+}
+
+pl_status pl_policy_weights_read(const char *path, pl_policy_weights *w, pl_error *err)
+{
+    memset(w, 0, sizeof *w);
+    pl_tensor_file *f = pl_tensor_file_read(path, err);
+    if (!f)
+        return err ? err->status : PL_EINPUT;
+    pl_status status = options_of(f, path, w, err);
+    pl_policy_layout l;
+    matrix m[MAX_MATRICES];
+    int n = 0;
+    if (status == PL_OK) {
+        pl_policy_layout_build(&l, w->hidden, w->rounds, w->groups);
+        n = matrices_of(&l, w->hidden, w->rounds, w->groups, m);
+        if (f->n != n + 1)
+            status = pl_error_set(err, PL_EINPUT, path,
+                                  "%d tensors where a policy of these shapes has %d", f->n,
+                                  n + 1);
+    }
+    if (status == PL_OK && !(w->values = calloc((size_t)l.n, sizeof *w->values)))
+        status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    for (int k = 0; k < n && status == PL_OK; k++) {
+        int i = pl_tensor_file_find(f, m[k].name);
+        const pl_named_tensor *t = i >= 0 ? &f->tensors[i] : NULL;
+        int rank = m[k].cols ? 2 : 1;
+        if (!t || t->dtype != PL_F32 || t->rank != rank || t->dims[0] != m[k].rows ||
+            (rank == 2 && t->dims[1] != m[k].cols)) {
+            status = rank == 2 ? pl_error_set(err, PL_EINPUT, path,
+                                              "\"%s\" must be an f32 matrix of %d x %d",
+                                              m[k].name, m[k].rows, m[k].cols)
+                               : pl_error_set(err, PL_EINPUT, path,
+                                              "\"%s\" must be an f32 vector of %d values",
+                                              m[k].name, m[k].rows);
+            break;
+        }
+        const float *x = t->data;
+        int64_t count = pl_named_tensor_elements(t);
+        for (int64_t j = 0; j < count && status == PL_OK; j++) {
+            if (!isfinite(x[j]))
+                status = pl_error_set(err, PL_EINPUT, path, "\"%s\": value %lld is not finite",
+                                      m[k].name, (long long)j);
+            w->values[m[k].offset + j] = x[j];
+        }
+    }
+    w->n = l.n;
+    pl_tensor_file_free(f);
+    if (status != PL_OK)
+        pl_policy_weights_clear(w);
+    return status;
+}
+
+const char *pl_policy_default_path(void)
+{
+    static const char *const candidates[] = {PL_INSTALLED_POLICY, PL_SOURCE_POLICY};
+    const char *chosen = getenv("PLACER_POLICY");
+    if (chosen)
+        return *chosen ? chosen : NULL;
+    for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++)
+        if (access(candidates[i], R_OK) == 0)
+            return candidates[i];
+    return NULL;
+}
+
+pl_status pl_agent_start_from(pl_agent *a, const pl_policy_weights *w, pl_error *err)
+{
+    const pl_policy *p = &a->policy;
+    if (w->hidden != p->hidden || w->rounds != p->rounds || w->groups != p->groups)
+        return pl_error_set(err, PL_EINPUT, NULL,
+                            "the policy has hidden width %d, %d rounds and %d groups; the "
+                            "agent's options ask for %d, %d and %d",
+                            w->hidden, w->rounds, w->groups, p->hidden, p->rounds, p->groups);
+    memcpy(a->policy.params, w->values, (size_t)w->n * sizeof *w->values);
+    return PL_OK;
+}
+
+pl_status pl_agent_weights(const pl_agent *a, pl_policy_weights *w, pl_error *err)
+{
+    const pl_policy *p = &a->policy;
+    *w = (pl_policy_weights){.hidden = p->hidden, .rounds = p->rounds, .groups = p->groups,
+                             .n = p->layout.n};
+    if (!(w->values = malloc((size_t)w->n * sizeof *w->values)))
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    memcpy(w->values, p->params, (size_t)w->n * sizeof *w->values);
+    return PL_OK;
+}

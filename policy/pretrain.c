@@ -1,0 +1,104 @@
+/* Pre-training over a corpus (pretrain.h): visits of simulated searches, each starting
+ * from the weights the last one ended with. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pretrain.h"
+#include "rng.h"
+#include "search.h"
+
+void pl_pretrain_options_default(pl_pretrain_options *o)
+{
+    *o = (pl_pretrain_options){.seed = 1, .rounds = 3, .iterations = 20, .samples = 32};
+}
+
+/* order[] a permutation of 0..n-1 drawn from (seed, round): Fisher-Yates. */
+static void shuffle(int *order, int n, uint64_t seed, int round)
+{
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    uint64_t key = pl_rng_mix(seed ^ pl_rng_mix((uint64_t)round + 1));
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(pl_rng_u64(key, (uint64_t)i) % (uint64_t)(i + 1));
+        int t = order[i];
+        order[i] = order[j], order[j] = t;
+    }
+}
+
+/* One visit: a simulated search from *weights (n 0: fresh ones), whose policy's weights
+ * then replace them. */
+static pl_status visit(const pl_pretrain_pair *pair, const pl_cost_model *model,
+                       const pl_pretrain_options *o, uint64_t seed,
+                       volatile sig_atomic_t *interrupt, pl_policy_weights *weights,
+                       pl_pretrain_visit *report, pl_error *err)
+{
+    pl_search_options so;
+    pl_search_options_default(&so);
+    so.budget = 0;
+    so.iterations = o->iterations;
+    so.samples = o->samples;
+    so.seed = seed;
+    so.simulate_only = true;
+    so.run_to_budget = true;
+    so.policy = weights->n ? weights : NULL;
+    pl_search *s = pl_search_run(pair->graph, pair->cluster, model, &so, NULL, NULL, interrupt,
+                                 err);
+    if (!s)
+        return err ? err->status : PL_EINPUT;
+    pl_status status = s->interrupted ? PL_EINTERRUPTED : PL_OK;
+    if (status == PL_OK && s->agent) {
+        pl_policy_weights next;
+        if ((status = pl_agent_weights(s->agent, &next, err)) == PL_OK) {
+            pl_policy_weights_clear(weights);
+            *weights = next;
+        }
+        int n = pl_agent_iterations(s->agent);
+        report->mean_sampled = n ? pl_agent_curve(s->agent)[n - 1].mean_step : 0;
+    }
+    if (s->best_baseline >= 0)
+        report->best_baseline = s->rows[s->best_baseline].sim.step_seconds;
+    if (s->chosen >= 0)
+        report->best = s->rows[s->chosen].sim.step_seconds;
+    pl_search_free(s);
+    if (status == PL_EINTERRUPTED)
+        pl_error_set(err, PL_EINTERRUPTED, NULL, "interrupted");
+    return status;
+}
+
+pl_status pl_pretrain(const pl_pretrain_pair *pairs, int n_pairs, const pl_cost_model *model,
+                      const pl_pretrain_options *o, const pl_policy_weights *start,
+                      pl_pretrain_progress progress, void *context,
+                      volatile sig_atomic_t *interrupt, pl_policy_weights *weights,
+                      pl_error *err)
+{
+    memset(weights, 0, sizeof *weights);
+    if (n_pairs < 1 || o->rounds < 1 || o->iterations < 1 || o->samples < 2)
+        return pl_error_set(err, PL_EINPUT, NULL,
+                            "pre-training needs a model and cluster, rounds, iterations and "
+                            "at least two samples");
+    if (start) {
+        *weights = *start;
+        if (!(weights->values = malloc((size_t)start->n * sizeof *weights->values)))
+            return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        memcpy(weights->values, start->values, (size_t)start->n * sizeof *weights->values);
+    }
+    int *order = malloc((size_t)n_pairs * sizeof *order);
+    if (!order)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    pl_status status = PL_OK;
+    int visits = o->rounds * n_pairs;
+    for (int round = 0; round < o->rounds && status == PL_OK; round++) {
+        shuffle(order, n_pairs, o->seed, round);
+        for (int i = 0; i < n_pairs && status == PL_OK; i++) {
+            int number = round * n_pairs + i;
+            pl_pretrain_visit report = {.pair = &pairs[order[i]], .round = round,
+                                        .visit = number + 1, .visits = visits};
+            status = visit(report.pair, model, o, pl_rng_u64(o->seed, (uint64_t)number),
+                           interrupt, weights, &report, err);
+            if (status == PL_OK && progress)
+                progress(context, &report);
+        }
+    }
+    free(order);
+    return status;
+}
