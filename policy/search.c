@@ -278,6 +278,8 @@ static pl_status iterate(pl_search_call *call)
     uint64_t last_key = 0;
     /* the search's share of the budget: the final measurements need the rest */
     double stop = o->budget > 0 ? call->start + 0.8 * o->budget : INFINITY;
+    if (o->search_seconds > 0)
+        stop = fmin(stop, call->start + call->result->agent_started + o->search_seconds);
     int reason;
     while ((reason = stop_reason(call, stop)) < 0) {
         pl_agent_iteration it;
@@ -408,7 +410,8 @@ static pl_status finish(pl_search_call *call)
 
 static pl_status check_options(const pl_search_options *o, pl_error *err)
 {
-    if (!(o->budget >= 0) || o->iterations < 0 || (o->budget == 0 && o->iterations == 0))
+    if (!(o->budget >= 0) || o->iterations < 0 || !(o->search_seconds >= 0) ||
+        (o->budget == 0 && o->iterations == 0))
         return pl_error_set(err, PL_EINPUT, NULL, "the search needs a budget (seconds, more "
                             "than 0) or a number of iterations");
     if (!o->simulate_only && o->measure_steps < 1)
@@ -439,6 +442,7 @@ static pl_status run(pl_search_call *call)
     if (place_baselines(call) != PL_OK || choose_baseline(call) != PL_OK)
         return call->err->status;
     tell_kind(call, PL_SEARCH_BASELINES_DONE);
+    s->agent_started = pl_now() - call->start;
     if (start_agent(call) != PL_OK || iterate(call) != PL_OK || finish(call) != PL_OK)
         return call->err->status;
     return PL_OK;

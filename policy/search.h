@@ -96,6 +96,9 @@ typedef struct pl_search_options {
     uint64_t seed;      /* the baselines' and the agent's (default 1) */
     int iterations;     /* the agent's iterations in all, a resumed agent's included; 0: as
                            many as the budget allows (default) */
+    double search_seconds; /* the most the agent may take from its start (imitation and
+                              iterations), within the budget; 0: what the budget leaves
+                              (default) */
     int samples;        /* plans the agent draws per iteration (default 32) */
     int measure_steps;  /* measured steps per measurement of a plan (default 3) */
     bool no_fold, no_defer, no_sweep; /* the agent's shapes: no interleaved stages, no
@@ -176,6 +179,8 @@ typedef struct pl_search {
     double *measured_starts, *measured_ends; /* [measured_tasks]: seconds from the step's
                                                 start, for a timeline */
     double elapsed;       /* seconds from options->start to the end */
+    double agent_started; /* seconds from options->start to the agent's start (its
+                             imitation and iterations follow) */
     pl_search_stop stopped; /* why the agent stopped iterating (valid once it has) */
     /* This call's history, for curves over time: iteration first_timed + i ended at
        iteration_at[i] seconds from options->start (a resumed agent's earlier iterations

@@ -25,6 +25,8 @@ contains "$work/inc.report.md" "Command: \`placer $model --cluster '$work/it'\\'
 contains "$work/inc.report.md" "## Devices" "report"
 contains "$work/inc.report.md" "±: half the interquartile range of the measured steps" "report"
 contains "$work/inc.summary.json" '"iqr_spread"' "summary"
+contains "$work/inc.summary.json" "share/policy.plt\"" "summary: the shipped policy"
+contains "$work/inc.summary.json" '"trained": true' "summary: the shipped policy"
 contains "$work/inc.report.md" "were measured again at the end, taking turns step by step" "report: head to head"
 # The chosen row (bold) is one of the head-to-head contenders named in that sentence
 # (markdown escapes aside).
@@ -132,6 +134,12 @@ expect 0 "fresh weights" "$bin" "$model" --cluster "$paced" --iterations 2 --sam
     --no-pretrained -o "$work/fresh"
 contains "$work/fresh.report.md" "The policy started from fresh weights." "report fresh"
 contains "$work/fresh.summary.json" '"policy": null' "summary fresh"
+expect 0 "--search-seconds" "$bin" "$model" --cluster "$paced" --samples 8 --zero-shot \
+    --search-seconds 0.5 --no-early-stop -o "$work/ss"
+/usr/bin/python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["learning"]
+sys.exit(not 0.4 < s["search_seconds"] < 10)' "$work/ss.summary.json" && ok ||
+    bad "--search-seconds 0.5: the agent searched $(grep -o '"search_seconds": [0-9.]*' "$work/ss.summary.json")"
+expect 2 "--search-seconds 0" "$bin" "$model" --search-seconds 0
 expect 2 "--policy with --no-pretrained" "$bin" "$model" --policy "$work/p.plt" --no-pretrained
 expect 2 "--zero-shot with --no-learning" "$bin" "$model" --zero-shot --no-learning
 expect 2 "--zero-shot without a policy" env PLACER_POLICY= "$bin" "$model" --zero-shot

@@ -66,6 +66,8 @@ static void print_usage(void)
            "  --seed N              the seed (default 1)\n"
            "  --iterations N        stop the agent after N iterations in all (the budget\n"
            "                        still applies)\n"
+           "  --search-seconds S    stop the agent S seconds after it starts (the budget\n"
+           "                        still applies)\n"
            "  --samples N           plans the agent draws per iteration (default 32)\n"
            "  --measure-steps N     steps measured per plan measured (default 3)\n"
            "  --resume CKPT         continue from a checkpoint of the same model, cluster,\n"
@@ -104,6 +106,7 @@ static int parse_options(int argc, char **argv, main_options *o)
                                             {"budget", required_argument, NULL, 'b'},
                                             {"seed", required_argument, NULL, 's'},
                                             {"iterations", required_argument, NULL, 'i'},
+                                            {"search-seconds", required_argument, NULL, 'a'},
                                             {"samples", required_argument, NULL, 'n'},
                                             {"measure-steps", required_argument, NULL, 'm'},
                                             {"resume", required_argument, NULL, 'r'},
@@ -145,6 +148,14 @@ static int parse_options(int argc, char **argv, main_options *o)
                 return pl_cli_usage_error("invalid value '%s' for --progress (auto, live, "
                                           "lines or none)", optarg);
             break;
+        case 'a': {
+            char *end;
+            double seconds = o->search.search_seconds = strtod(optarg, &end);
+            if (*optarg == '\0' || *end != '\0' || !(seconds > 0) || seconds > 1e6)
+                return pl_cli_usage_error("invalid value '%s' for --search-seconds (seconds, "
+                                          "more than 0)", optarg);
+            break;
+        }
         case 'b': {
             char *end;
             double budget = o->search.budget = strtod(optarg, &end);

@@ -88,7 +88,9 @@ static json_t *chosen_json(const pl_search *s, const pl_cluster *c)
 }
 
 /* The learning curve in brief: whether the policy learned at all, the weights it started
- * from (null: fresh ones), whether it was trained (false: --zero-shot), the mean simulated
+ * from (null: fresh ones), whether it was trained (false: --zero-shot), the seconds from
+ * the agent's start to its last iteration's end (its search, imitation included), the mean
+ * simulated
  * step of its samples over the first and the last iterations (up to 10 each; null without
  * learning), the best simulated step, the simulator's correction. */
 static json_t *learning_json(const pl_job *job)
@@ -105,9 +107,11 @@ static json_t *learning_json(const pl_job *job)
         first += curve[i].mean_step / k;
         last += curve[n - k + i].mean_step / k;
     }
-    return json_pack("{s:b, s:o, s:b, s:i, s:o, s:o, s:f, s:f}", "learned", learns, "policy",
-                     job->policy_path ? json_string(job->policy_path) : json_null(),
-                     "trained", learns && !job->zero_shot, "window", k,
+    double searched = s->n_timed ? s->iteration_at[s->n_timed - 1] - s->agent_started : 0;
+    return json_pack("{s:b, s:o, s:b, s:f, s:i, s:o, s:o, s:f, s:f}", "learned", learns,
+                     "policy", job->policy_path ? json_string(job->policy_path) : json_null(),
+                     "trained", learns && !job->zero_shot, "search_seconds", searched,
+                     "window", k,
                      "mean_sampled_first_seconds", learns ? json_real(first) : json_null(),
                      "mean_sampled_last_seconds", learns ? json_real(last) : json_null(),
                      "best_simulated_seconds", curve[n - 1].best_step, "correction",
