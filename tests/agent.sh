@@ -25,7 +25,7 @@ contains "$work/inc.report.md" "Command: \`placer $model --cluster '$work/it'\\'
 contains "$work/inc.report.md" "## Devices" "report"
 contains "$work/inc.report.md" "±: half the interquartile range of the measured steps" "report"
 contains "$work/inc.summary.json" '"iqr_spread"' "summary"
-contains "$work/inc.summary.json" "share/policy.plt\"" "summary: the shipped policy"
+contains "$work/inc.summary.json" "/policy.plt\"" "summary: the shipped policy"
 contains "$work/inc.summary.json" '"trained": true' "summary: the shipped policy"
 contains "$work/inc.report.md" "were measured again at the end, taking turns step by step" "report: head to head"
 # The chosen row (bold) is one of the head-to-head contenders named in that sentence
