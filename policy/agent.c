@@ -20,7 +20,7 @@ void pl_agent_options_default(pl_agent_options *o)
                             .rounds = 2, .lr = 0.005, .entropy = 0.01, .threads = 2,
                             .imitation_steps = 200, .epochs = 4,
                             .anchor = 1.0, .max_fold = PL_POLICY_MAX_FOLD, .defer = true,
-                            .sweep = true, .refine_every = 20, .refine_proposals = 1000,
+                            .sweep = true, .refine_every = 10, .refine_proposals = 1000,
                             .learn = true, .train = true};
 }
 
@@ -102,6 +102,8 @@ pl_agent *pl_agent_alloc(const pl_graph *g, const pl_cluster *c, const pl_cost_m
         ok = (a->best[k].plan = pl_plan_new(g, err)) != NULL;
     ok = ok && (a->swept = pl_plan_new(g, err)) != NULL;
     ok = ok && (a->lead.plan = pl_plan_new(g, err)) != NULL;
+    for (int k = 0; ok && k < PL_AGENT_MAX_ORIGINS; k++)
+        ok = (a->origins[k].plan = pl_plan_new(g, err)) != NULL;
     ok = ok && pl_step_memo_init(&a->memo, STEP_MEMO_LOG2_SLOTS);
     if (!ok) {
         pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
@@ -152,6 +154,8 @@ void pl_agent_free(pl_agent *a)
         pl_plan_free(a->best[k].plan);
     pl_plan_free(a->swept);
     pl_plan_free(a->lead.plan);
+    for (int k = 0; k < PL_AGENT_MAX_ORIGINS; k++)
+        pl_plan_free(a->origins[k].plan);
     free(a->curve);
     free(a);
 }
@@ -181,18 +185,49 @@ void pl_agent_copy_plan(pl_plan *to, const pl_plan *from)
  * step of a kept one is taken for the same: on a cluster of identical devices, the same
  * placement with its devices relabelled (which the policy samples often), and measuring
  * it again at the end would crowd out a different candidate. */
+static void set_best(pl_agent_best *b, const pl_plan *plan, double step, uint64_t key,
+                     const char *algorithm)
+{
+    pl_agent_copy_plan(b->plan, plan);
+    b->step = step;
+    b->key = key;
+    snprintf(b->algorithm, sizeof b->algorithm, "%s", algorithm);
+}
+
+/* The plan as its origin's best, when it is; a new origin beyond the table's room takes
+ * the place of the slowest, when faster. */
+static void keep_origin(pl_agent *a, const pl_plan *plan, double step, uint64_t key,
+                        const char *algorithm)
+{
+    char origin[sizeof a->origins[0].algorithm], other[sizeof origin];
+    pl_agent_origin(origin, sizeof origin, algorithm);
+    int slowest = 0;
+    for (int k = 0; k < a->n_origins; k++) {
+        pl_agent_origin(other, sizeof other, a->origins[k].algorithm);
+        if (strcmp(origin, other) == 0) {
+            if (a->origins[k].step - step > 1e-9 * step)
+                set_best(&a->origins[k], plan, step, key, algorithm);
+            return;
+        }
+        if (a->origins[k].step > a->origins[slowest].step)
+            slowest = k;
+    }
+    if (a->n_origins < PL_AGENT_MAX_ORIGINS)
+        set_best(&a->origins[a->n_origins++], plan, step, key, algorithm);
+    else if (step < a->origins[slowest].step)
+        set_best(&a->origins[slowest], plan, step, key, algorithm);
+}
+
 void pl_agent_keep(pl_agent *a, const pl_plan *plan, double step, const char *algorithm)
 {
     if (strcmp(algorithm, "rl") == 0 && step < a->policy_best)
         a->policy_best = step;
     uint64_t key = plan_key(plan);
+    keep_origin(a, plan, step, key, algorithm);
     /* a step within rounding of the lead's is the same plan, as below */
     if (!pl_agent_is_refined(algorithm) &&
         (a->n_lead == 0 || a->lead.step - step > 1e-9 * step)) {
-        pl_agent_copy_plan(a->lead.plan, plan);
-        a->lead.step = step;
-        a->lead.key = key;
-        snprintf(a->lead.algorithm, sizeof a->lead.algorithm, "%s", algorithm);
+        set_best(&a->lead, plan, step, key, algorithm);
         a->n_lead = 1;
     }
     for (int k = 0; k < a->n_best; k++)
@@ -207,10 +242,7 @@ void pl_agent_keep(pl_agent *a, const pl_plan *plan, double step, const char *al
         at--;
     }
     a->best[at] = spare;
-    pl_agent_copy_plan(spare.plan, plan);
-    a->best[at].step = step;
-    a->best[at].key = key;
-    snprintf(a->best[at].algorithm, sizeof a->best[at].algorithm, "%s", algorithm);
+    set_best(&a->best[at], plan, step, key, algorithm);
 }
 
 double pl_agent_policy_best(const pl_agent *a)
@@ -266,6 +298,13 @@ static bool strip_suffix(char *text, const char *suffix)
 bool pl_agent_is_refined(const char *algorithm)
 {
     return ends_with(algorithm, PL_AGENT_REFINED);
+}
+
+void pl_agent_origin(char *origin, size_t cap, const char *algorithm)
+{
+    snprintf(origin, cap, "%s", algorithm);
+    strip_suffix(origin, PL_AGENT_REFINED);
+    strip_suffix(origin, PL_AGENT_RESHAPED);
 }
 
 bool pl_agent_made(const pl_plan *plan, bool *reshaped, bool *refined)

@@ -69,13 +69,13 @@ typedef struct pl_agent_options {
     bool defer;        /* the shape may defer weight gradients (default true) */
     bool sweep;        /* a new best placement is also tried under every shape (default
                           true) */
-    int refine_every;  /* iterations between refinements of a new best plan (default 20;
-                          0: none) */
+    int refine_every;  /* iterations between refinements (default 10;
+                          0: none; agent_refine.c says where each starts) */
     int refine_proposals; /* moves proposed per refinement chain (default 1000) */
     bool learn;        /* sample from and train the learned policy (default true); false:
                           the same search without it, for measuring what learning gains:
-                          offered plans and their shape sweeps, then a refinement of the
-                          best plan every iteration (docs/agent.md, "Does learning pay") */
+                          offered plans and their shape sweeps, then a refinement every
+                          iteration (docs/agent.md, "Does learning pay") */
     bool train;        /* train the policy (default true); false: sample it as it is, with
                           no imitation and no updates (a pre-trained policy's zero-shot
                           placements) */

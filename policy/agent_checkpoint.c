@@ -1,7 +1,7 @@
 /* Agent checkpoints: everything a resumed search needs to continue as the uninterrupted
  * one would, bit for bit.
  *
- * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 6,
+ * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 7,
  * the header struct as the machine lays it out (u64 model hash (pl_graph.hash), u64 cluster
  * hash (pl_cluster_hash), i32 devices, i32 the mode (0 learning, 1 without learning, 2
  * sampling a policy without training it), the options that shape the
@@ -14,7 +14,8 @@
  * iteration, the pl_agent_iteration struct), i32 best count and per best plan: f64 step,
  * u64 key, 64 bytes of algorithm, i32 stages, micro-batches, schedule, deferred weight
  * gradients (0 or 1), then the device and stage of every forward op; the same for the lead
- * plan after an i32 0 or 1. Written atomically. tests/invalid/README.md lists the offsets
+ * plan after an i32 0 or 1, and for each origin's best plan after their i32 count. Written
+ * atomically. tests/invalid/README.md lists the offsets
  * of a small checkpoint.
  *
  * Reading checks every field before the agent is used: the identity (model, cluster,
@@ -33,7 +34,7 @@
 
 static const char MAGIC[8] = {'P', 'L', 'A', 'C', 'E', 'R', 'A', 'G'};
 enum {
-    VERSION = 6
+    VERSION = 7
 }; /* 2: the shape head; deferred weight gradients; 3: the sweep;
                         4: the refinement; 5: the cluster's hash; 6: the policy's layout
                         independent of the graph and cluster */
@@ -125,6 +126,9 @@ pl_status pl_agent_save(const pl_agent *a, const char *path, pl_error *err)
     PUT(fp, a->n_lead);
     if (a->n_lead)
         ok = ok && put_best(fp, &a->lead);
+    PUT(fp, a->n_origins);
+    for (int k = 0; k < a->n_origins; k++)
+        ok = ok && put_best(fp, &a->origins[k]);
     if (!ok) {
         int saved = errno; /* fwrite's reason, before the abort's calls */
         pl_atomic_abort(&file);
@@ -282,6 +286,21 @@ static bool get_state(pl_binary_reader *r, pl_agent *a)
            finite_array(r, "Adam's second moment", a->adam_v, n, 0);
 }
 
+/* A count of kept plans, at most `max`, then the plans, each named "<what> <k>". */
+static bool get_bests(pl_binary_reader *r, const pl_agent *a, pl_agent_best *bests, int *n,
+                      int max, const char *count, const char *what)
+{
+    if (!PL_BINARY_TAKE(r, *n, count) || !pl_binary_int_in(r, count, *n, 0, max))
+        return false;
+    for (int k = 0; k < *n; k++) {
+        char which[32];
+        snprintf(which, sizeof which, "%s %d", what, k);
+        if (!get_best(r, a, &bests[k], which))
+            return false;
+    }
+    return true;
+}
+
 static pl_status read_body(pl_agent *a, FILE *fp, pl_error *err)
 {
     pl_binary_reader r = {fp, err, true};
@@ -292,18 +311,14 @@ static pl_status read_body(pl_agent *a, FILE *fp, pl_error *err)
     a->curve_cap = a->iteration + 64;
     if (!(a->curve = malloc((size_t)a->curve_cap * sizeof *a->curve)))
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    if (!get_curve(&r, a) || !PL_BINARY_TAKE(&r, a->n_best, "the best plans' count") ||
-        !pl_binary_int_in(&r, "the best plans' count", a->n_best, 0, PL_AGENT_MAX_BEST))
-        return PL_EINPUT;
-    for (int k = 0; k < a->n_best; k++) {
-        char which[32];
-        snprintf(which, sizeof which, "best plan %d", k);
-        if (!get_best(&r, a, &a->best[k], which))
-            return PL_EINPUT;
-    }
-    if (!PL_BINARY_TAKE(&r, a->n_lead, "the lead's count") ||
+    if (!get_curve(&r, a) ||
+        !get_bests(&r, a, a->best, &a->n_best, PL_AGENT_MAX_BEST, "the best plans' count",
+                   "best plan") ||
+        !PL_BINARY_TAKE(&r, a->n_lead, "the lead's count") ||
         !pl_binary_int_in(&r, "the lead's count", a->n_lead, 0, 1) ||
-        (a->n_lead && !get_best(&r, a, &a->lead, "the lead plan")))
+        (a->n_lead && !get_best(&r, a, &a->lead, "the lead plan")) ||
+        !get_bests(&r, a, a->origins, &a->n_origins, PL_AGENT_MAX_ORIGINS,
+                   "the origins' count", "origin"))
         return PL_EINPUT;
     return pl_binary_at_end(&r, "the end of the checkpoint") ? PL_OK : PL_EINPUT;
 }

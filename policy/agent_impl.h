@@ -9,7 +9,8 @@
 #include "policy_impl.h"
 #include "step_memo.h"
 
-enum { PL_AGENT_REFINED_KEYS = 8, PL_AGENT_MAX_ITERATIONS = 100000000 };
+enum { PL_AGENT_REFINED_KEYS = 8, PL_AGENT_MAX_ORIGINS = 16,
+       PL_AGENT_MAX_ITERATIONS = 100000000 };
 
 typedef struct pl_agent_best {
     pl_plan *plan;      /* always allocated; valid for the first n_best */
@@ -38,6 +39,10 @@ struct pl_agent {
                                   anchor imitates and a new sample must beat to be swept,
                                   so the policy learns as it would without refinement */
     int n_lead;
+    pl_agent_best origins[PL_AGENT_MAX_ORIGINS]; /* the best plan of each origin (a
+                                  baseline's name or "rl"), reshaped or refined or not: the
+                                  basins refinement moves between */
+    int n_origins;
     uint64_t refined[PL_AGENT_REFINED_KEYS]; /* the plans the last refinements started
                                   from (a ring), not to start from again */
     int n_refined;             /* refinements so far */
@@ -66,12 +71,15 @@ void pl_agent_copy_plan(pl_plan *to, const pl_plan *from);
 /* Whether a kept plan's algorithm names it refined (it ends with PL_AGENT_REFINED). */
 bool pl_agent_is_refined(const char *algorithm);
 
+/* A kept plan's origin: its algorithm without the reshaped and refined marks. */
+void pl_agent_origin(char *origin, size_t cap, const char *algorithm);
+
 /* A plan's simulated step; *fits false when a device runs out of memory. Re-entrant. */
 pl_status pl_agent_simulate(const pl_agent *agent, const pl_plan *plan, double *step,
                             bool *fits, pl_error *err);
 
 /* Every options.refine_every iterations: simulated annealing (agent_refine.c) from the
- * best plan, or else from the lead, whichever it has not started from before; a better
+ * best plan, the lead or another origin's best (agent_refine.c, refine_start); a better
  * plan found is kept among the best. */
 enum { PL_AGENT_REFINE_CHAINS = 2 };
 pl_status pl_agent_refine(pl_agent *agent, pl_error *err);

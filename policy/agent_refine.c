@@ -24,6 +24,9 @@
 /* the temperature: this share of the current step, falling linearly to 0 over a chain
  * (0.1%, 0.3% and 1% took seq2seq's best plan 2.0%, 3.6% and 3.7% down in 10 s) */
 #define REFINE_TEMPERATURE 0.003
+/* how much slower than the best plan another origin's best may be and still be refined:
+ * a refinement has taken a plan down by up to about this much (docs/agent.md) */
+#define REFINE_REACH 1.1
 #define REFINE_SALT UINT64_C(0x7265666E65)
 
 typedef struct chain {
@@ -123,18 +126,32 @@ static bool refined_before(const pl_agent *a, uint64_t key)
     return false;
 }
 
-/* The best plan, while refining it still improves it (annealing goes on from where it
- * stopped) or the policy has found a better one; else the lead when it has changed (a
- * new start); else NULL. */
+/* Where refinement starts: the best plan while refining it still improves it (annealing
+ * goes on from where it stopped) or once the policy has found a better one; else the lead
+ * when it has changed (a new start); else the best plan of another origin not started
+ * from yet, fastest first: another basin (lstm_lm's pipeline-dp placement, reshaped and
+ * refined, can end below the policy's best refined). Origins slower than the best by more
+ * than refinement has ever gained are left alone. Else, without learning, the best plan
+ * again (a new random stream: nothing else would use the time); else NULL, the time going
+ * to the policy. */
 static const pl_agent_best *refine_start(const pl_agent *a)
 {
-    if (!a->options.learn) /* nothing else finds plans: every chain starts from the best */
-        return a->n_best > 0 ? &a->best[0] : NULL;
-    if (a->n_best > 0 && !refined_before(a, a->best[0].key))
+    if (a->n_best == 0)
+        return NULL;
+    if (!refined_before(a, a->best[0].key))
         return &a->best[0];
     if (a->n_lead > 0 && !refined_before(a, a->lead.key))
         return &a->lead;
-    return NULL;
+    const pl_agent_best *start = NULL;
+    for (int k = 0; k < a->n_origins; k++) {
+        const pl_agent_best *o = &a->origins[k];
+        if (o->step <= REFINE_REACH * a->best[0].step && !refined_before(a, o->key) &&
+            (!start || o->step < start->step))
+            start = o;
+    }
+    if (start || a->options.learn)
+        return start;
+    return &a->best[0];
 }
 
 pl_status pl_agent_refine(pl_agent *a, pl_error *err)

@@ -276,8 +276,17 @@ static pl_status iterate(pl_search_call *call)
     pl_agent *agent = call->result->agent;
     double last_measure = pl_now(), last_save = last_measure;
     uint64_t last_key = 0;
-    /* the search's share of the budget: the final measurements need the rest */
-    double stop = o->budget > 0 ? call->start + 0.8 * o->budget : INFINITY;
+    /* the search's share of the budget: the final measurements need the rest, at least
+     * what the head-to-head takes (on paced-8 a step can take a second), but the search
+     * keeps half */
+    double stop = INFINITY;
+    if (o->budget > 0) {
+        double share = 0.8 * o->budget;
+        if (call->executor)
+            share = fmax(fmin(share, o->budget - pl_search__head_to_head_seconds(call)),
+                         0.5 * o->budget);
+        stop = call->start + share;
+    }
     if (o->search_seconds > 0)
         stop = fmin(stop, call->start + call->result->agent_started + o->search_seconds);
     int reason;
@@ -359,12 +368,12 @@ static pl_status add_best_rows(pl_search_call *call, int *k, int want, int *adde
 static pl_status add_agent_rows(pl_search_call *call)
 {
     int added = 0, k = 0;
-    pl_status status = add_best_rows(call, &k, 2, &added);
+    pl_status status = add_best_rows(call, &k, PL_SEARCH_AGENT_ROWS - 1, &added);
     pl_plan *lead = status == PL_OK ? pl_agent_lead_plan(call->result->agent, NULL) : NULL;
     if (lead)
         status = add_agent_row(call, lead, &added);
     if (status == PL_OK)
-        status = add_best_rows(call, &k, 3, &added);
+        status = add_best_rows(call, &k, PL_SEARCH_AGENT_ROWS, &added);
     return status;
 }
 

@@ -42,6 +42,14 @@ pl_status pl_search__measure_agent_best(pl_search_call *call, uint64_t *last_key
 /* The final measurement of the contenders, taking turns step by step. */
 pl_status pl_search__head_to_head(pl_search_call *call);
 
+/* The agent's rows the head-to-head measures, at most (search.c, add_agent_rows). */
+enum { PL_SEARCH_AGENT_ROWS = 3 };
+
+/* The seconds the head-to-head needs at least: its fewest rounds of the best baseline and
+ * the agent's rows, every step taken as long as the best baseline's (the agent's plans are
+ * seldom slower), a quarter more for setting the plans. */
+double pl_search__head_to_head_seconds(const pl_search_call *call);
+
 /* The chosen plan's busy time per device in one more measured step. */
 void pl_search__measure_busy(pl_search_call *call);
 

@@ -125,6 +125,16 @@ pl_status pl_search__measure_agent_best(pl_search_call *call, uint64_t *last_key
 
 enum { MIN_ROUNDS = 3, MAX_ROUNDS = 9 };
 
+double pl_search__head_to_head_seconds(const pl_search_call *call)
+{
+    const pl_search *s = call->result;
+    if (s->best_baseline < 0)
+        return 0;
+    const pl_search_row *base = &s->rows[s->best_baseline];
+    double step = fmax(base->measured, base->sim.step_seconds);
+    return 1.25 * MIN_ROUNDS * 2 * (1 + PL_SEARCH_AGENT_ROWS) * step;
+}
+
 /* One round: each contender's plan set, one unmeasured step (the caches the other plan
  * filled, arenas grown), then one measured. */
 static pl_status take_turns(pl_search_call *call, const int *who, int n, double *steps,
