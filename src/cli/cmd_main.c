@@ -99,6 +99,14 @@ static void print_usage(void)
            "agent.md and outputs.md.\n");
 }
 
+/* A number of seconds: more than 0, at most a million (about 11 days). */
+static bool parse_seconds(const char *text, double *seconds)
+{
+    char *end;
+    *seconds = strtod(text, &end);
+    return *text != '\0' && *end == '\0' && *seconds > 0 && *seconds <= 1e6;
+}
+
 static int parse_options(int argc, char **argv, main_options *o)
 {
     static const struct option options[] = {{"output", required_argument, NULL, 'o'},
@@ -148,22 +156,16 @@ static int parse_options(int argc, char **argv, main_options *o)
                 return pl_cli_usage_error("invalid value '%s' for --progress (auto, live, "
                                           "lines or none)", optarg);
             break;
-        case 'a': {
-            char *end;
-            double seconds = o->search.search_seconds = strtod(optarg, &end);
-            if (*optarg == '\0' || *end != '\0' || !(seconds > 0) || seconds > 1e6)
+        case 'a':
+            if (!parse_seconds(optarg, &o->search.search_seconds))
                 return pl_cli_usage_error("invalid value '%s' for --search-seconds (seconds, "
                                           "more than 0)", optarg);
             break;
-        }
-        case 'b': {
-            char *end;
-            double budget = o->search.budget = strtod(optarg, &end);
-            if (*optarg == '\0' || *end != '\0' || !(budget > 0) || budget > 1e6)
+        case 'b':
+            if (!parse_seconds(optarg, &o->search.budget))
                 return pl_cli_usage_error("invalid value '%s' for --budget (seconds, more than "
                                           "0)", optarg);
             break;
-        }
         case 's':
             if (!pl_cli_parse_long(optarg, 0, 2147483647, &value))
                 return pl_cli_usage_error("invalid value '%s' for --seed (0 to 2147483647)",
