@@ -20,7 +20,7 @@ void pl_agent_options_default(pl_agent_options *o)
                             .rounds = 2, .lr = 0.005, .entropy = 0.01, .threads = 2,
                             .imitation_steps = 200, .epochs = 4,
                             .anchor = 1.0, .max_fold = PL_POLICY_MAX_FOLD, .defer = true,
-                            .sweep = true, .refine_every = 10, .refine_proposals = 1000,
+                            .sweep = true, .refine_every = 20, .refine_proposals = 1000,
                             .learn = true, .train = true};
 }
 

@@ -69,7 +69,7 @@ typedef struct pl_agent_options {
     bool defer;        /* the shape may defer weight gradients (default true) */
     bool sweep;        /* a new best placement is also tried under every shape (default
                           true) */
-    int refine_every;  /* iterations between refinements (default 10;
+    int refine_every;  /* iterations between refinements (default 20;
                           0: none; agent_refine.c says where each starts) */
     int refine_proposals; /* moves proposed per refinement chain (default 1000) */
     bool learn;        /* sample from and train the learned policy (default true); false:
