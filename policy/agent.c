@@ -181,10 +181,7 @@ void pl_agent_copy_plan(pl_plan *to, const pl_plan *from)
     to->provenance = from->provenance;
 }
 
-/* Keeps the plan if it is among the best distinct ones. A plan that simulates to the very
- * step of a kept one is taken for the same: on a cluster of identical devices, the same
- * placement with its devices relabelled (which the policy samples often), and measuring
- * it again at the end would crowd out a different candidate. */
+/* A kept plan's record, made the plan's. */
 static void set_best(pl_agent_best *b, const pl_plan *plan, double step, uint64_t key,
                      const char *algorithm)
 {
@@ -218,6 +215,10 @@ static void keep_origin(pl_agent *a, const pl_plan *plan, double step, uint64_t 
         set_best(&a->origins[slowest], plan, step, key, algorithm);
 }
 
+/* Keeps the plan if it is among the best distinct ones. A plan that simulates to the very
+ * step of a kept one is taken for the same: on a cluster of identical devices, the same
+ * placement with its devices relabelled (which the policy samples often), and measuring
+ * it again at the end would crowd out a different candidate. */
 void pl_agent_keep(pl_agent *a, const pl_plan *plan, double step, const char *algorithm)
 {
     if (strcmp(algorithm, "rl") == 0 && step < a->policy_best)
