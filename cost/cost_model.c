@@ -78,6 +78,9 @@ double pl_cost_native(const pl_cost_model *m, const pl_program *p, const pl_clus
     if (task->kind == PL_TASK_COPY)
         return pl_cost_native_copy(m, (double)pl_task_bytes(p, task));
     const pl_device *device = &c->devices[task->resource];
+    if (task->kind == PL_TASK_REDUCE) /* an add: two chunks read, one written */
+        return pl_cost_op(m, PL_OP_ADD, device->threads, pl_task_flops(p, task),
+                          3.0 * (double)pl_task_bytes(p, task));
     const pl_op *op = &p->graph->ops[task->op];
     double native = pl_cost_lookup(m, pl_op_signature(op, p->shapes, device->threads));
     return native >= 0 ? native : pl_cost_op(m, op->kind, device->threads,
@@ -140,7 +143,7 @@ pl_task_cost pl_cost_task_parts(const pl_cost_model *m, const pl_program *p,
                                 const pl_cluster *c, const pl_task *task)
 {
     if (task->kind == PL_TASK_COPY) {
-        const pl_transfer *tr = &p->partitions->transfers[task->transfer];
+        const pl_transfer *tr = &p->transfers[task->transfer];
         return copy_parts(m, pl_cluster_link(c, tr->from, tr->to),
                           (double)pl_task_bytes(p, task));
     }

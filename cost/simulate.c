@@ -247,12 +247,13 @@ static void cost_task(simulator *s, const pl_cluster *c, int i)
 {
     const pl_task *t = &s->p->tasks[i];
     pl_task_cost cost;
-    if (t->kind == PL_TASK_COPY)
-        cost = pl_cost_task_parts(s->m, s->p, c, t);
-    else if (s->op_cost[t->op].late != -2)
+    bool cached = t->kind == PL_TASK_OP && t->resource == s->p->partitions->op_device[t->op];
+    if (cached && s->op_cost[t->op].late != -2)
         cost = s->op_cost[t->op];
     else
-        cost = s->op_cost[t->op] = pl_cost_task_parts(s->m, s->p, c, t);
+        cost = pl_cost_task_parts(s->m, s->p, c, t);
+    if (cached)
+        s->op_cost[t->op] = cost;
     s->duration[i] = cost.held + s->m->task_seconds;
     s->native[i] = cost.native;
     s->late[i] = (signed char)cost.late;

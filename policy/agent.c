@@ -172,13 +172,9 @@ static uint64_t plan_key(const pl_plan *p)
 
 void pl_agent_copy_plan(pl_plan *to, const pl_plan *from)
 {
-    memcpy(to->device, from->device, (size_t)from->n_ops * sizeof *to->device);
-    memcpy(to->stage, from->stage, (size_t)from->n_ops * sizeof *to->stage);
-    to->n_stages = from->n_stages;
-    to->micro_batches = from->micro_batches;
-    to->schedule = from->schedule;
-    to->defer_weight_gradients = from->defer_weight_gradients;
-    to->provenance = from->provenance;
+    uint64_t model_hash = to->model_hash;
+    if (pl_plan_copy(to, from, NULL) == PL_OK) /* the agent's plans are not replicated */
+        to->model_hash = model_hash;
 }
 
 /* A kept plan's record, made the plan's. */

@@ -16,6 +16,7 @@ void pl_register_pool_tests(void);
 void pl_register_autodiff_tests(void);
 void pl_register_session_tests(void);
 void pl_register_executor_tests(void);
+void pl_register_replica_tests(void);
 void pl_register_measure_tests(void);
 void pl_register_simulate_tests(void);
 void pl_register_baseline_tests(void);

@@ -67,6 +67,31 @@ static void test_round_trip(void)
     close_fixture(&f);
 }
 
+/* Version 2: each op's devices per replica, "device" when the replicas agree. */
+static void test_replicas_round_trip(void)
+{
+    fixture f = open_fixture("small/mlp-small.json", "paced-4.json");
+    pl_plan *plan = pl_test_pipeline_plan(f.g, 2, 1, PL_SCHEDULE_GPIPE);
+    CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(plan, 2, NULL), PL_OK);
+    for (int o = 1; o < plan->n_ops; o++) /* op 0 on device 0 in both replicas */
+        pl_plan_replica(plan, 1)[o] = 2 + plan->device[o];
+    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(f.g, NULL), PL_OK);
+    char dir[] = "/tmp/placer-plan-XXXXXX", path[64];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/plan.json", dir);
+    CU_ASSERT_EQUAL_FATAL(pl_plan_write_file(path, plan, f.g, f.c, NULL), PL_OK);
+    pl_plan *back = pl_plan_load_file(path, f.g, f.c, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    CU_ASSERT_EQUAL(back->replicas, 2);
+    CU_ASSERT_EQUAL(memcmp(back->device, plan->device, 2 * (size_t)plan->n_ops * sizeof(int)), 0);
+    CU_ASSERT_EQUAL(memcmp(back->stage, plan->stage, (size_t)plan->n_ops * sizeof(int)), 0);
+    pl_plan_free(back);
+    pl_plan_free(plan);
+    unlink(path);
+    rmdir(dir);
+    close_fixture(&f);
+}
+
 static void test_partitions_complete(void)
 {
     fixture f = open_fixture("small/lstm_lm-small.json", "paced-8.json");
@@ -132,6 +157,7 @@ void pl_register_plan_tests(void)
 {
     static const pl_test_case cases[] = {
         {"a written plan reads back the same", test_round_trip},
+        {"replicated plans round-trip", test_replicas_round_trip},
         {"partitions place every op and move every tensor once", test_partitions_complete},
         {"checks: dataflow of stages, devices", test_checks},
         {NULL, NULL},

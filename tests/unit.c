@@ -25,6 +25,7 @@ int main(int argc, char **argv)
     pl_register_autodiff_tests();
     pl_register_session_tests();
     pl_register_executor_tests();
+    pl_register_replica_tests();
     pl_register_measure_tests();
     pl_register_simulate_tests();
     pl_register_baseline_tests();

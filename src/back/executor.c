@@ -60,6 +60,7 @@ struct pl_executor {
     resource *devices;
     resource **links;      /* n_devices x n_devices, started when a plan first uses one */
     pl_program *program;
+    void **copies;         /* per further copy of a parameter or state (program.h) */
     resource **task_resource;
     void **ptrs;           /* per reference of the program: its address */
     const pl_tensor **ref_shapes;
@@ -189,6 +190,19 @@ static void run_copy(resource *r, const pl_task *task, double start)
         wait_until(ex, start + modelled);
 }
 
+/* A ring's step: the received chunk added into this copy's own. */
+static void run_reduce(resource *r, const pl_task *task, double start)
+{
+    pl_executor *ex = r->ex;
+    const float *in = ex->ptrs[task->first_ref];
+    float *own = ex->ptrs[task->first_ref + 1];
+    int64_t n = pl_task_bytes(ex->program, task) / (int64_t)sizeof(float);
+    for (int64_t i = 0; i < n; i++)
+        own[i] += in[i];
+    if (r->flops_per_second > 0)
+        wait_until(ex, start + pl_task_flops(ex->program, task) / r->flops_per_second);
+}
+
 static void finish_task(pl_executor *ex, int i)
 {
     const pl_program *p = ex->program;
@@ -231,8 +245,10 @@ static void *resource_main(void *arg)
         double start = pl_now();
         if (task->kind == PL_TASK_OP)
             run_op(r, task, start);
-        else
+        else if (task->kind == PL_TASK_COPY)
             run_copy(r, task, start);
+        else
+            run_reduce(r, task, start);
         ex->starts[i] = start - ex->step_start;
         ex->ends[i] = pl_now() - ex->step_start;
         finish_task(ex, i);
@@ -313,6 +329,10 @@ static resource *link_of(pl_executor *ex, int from, int to, pl_error *err)
 
 static void free_plan(pl_executor *ex)
 {
+    for (int c = 1; ex->copies && c < ex->program->n_copies; c++)
+        free(ex->copies[c]);
+    free(ex->copies);
+    ex->copies = NULL;
     pl_program_free(ex->program);
     ex->program = NULL;
     free(ex->task_resource);
@@ -439,11 +459,29 @@ static bool grow(void **buffer, size_t *have, size_t need)
     return true;
 }
 
+/* Replicas' further copies of parameters and state, as the first copy is now. */
+static bool make_copies(pl_executor *ex)
+{
+    const pl_program *p = ex->program;
+    if (!(ex->copies = calloc((size_t)p->n_copies, sizeof *ex->copies)))
+        return false;
+    for (int c = 1; c < p->n_copies; c++) {
+        int t = p->copy_tensor[c];
+        size_t bytes = (size_t)pl_tensor_bytes(&ex->g->tensors[t]);
+        if (!(ex->copies[c] = aligned_alloc(64, (bytes + 63) / 64 * 64)))
+            return false;
+        memcpy(ex->copies[c], ex->host[t], bytes);
+    }
+    return true;
+}
+
 /* Arenas and workspaces big enough, link threads started, every reference's address. */
 static pl_status bind_program(pl_executor *ex, pl_error *err)
 {
     const pl_program *p = ex->program;
     int n = p->n_tasks, n_refs = 0;
+    if (!make_copies(ex))
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory for the replicas' copies");
     for (int d = 0; d < p->n_devices; d++) {
         resource *r = &ex->devices[d];
         if (!grow((void **)&r->arena, &r->arena_bytes, (size_t)p->memory[d].arena) ||
@@ -475,7 +513,7 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
                 return err ? err->status : PL_EIO;
             }
         }
-        int end = task->kind == PL_TASK_COPY
+        int end = task->kind != PL_TASK_OP
                       ? task->first_ref + 2
                       : task->first_ref + ex->g->ops[task->op].n_inputs +
                             ex->g->ops[task->op].n_outputs;
@@ -495,7 +533,9 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     for (int ref = 0; ref < n_refs; ref++) {
         const pl_buffer *buf = &p->buffers[p->refs[ref]];
-        char *base = buf->device >= 0 ? ex->devices[buf->device].arena : ex->host[buf->tensor];
+        char *base = buf->device >= 0 ? ex->devices[buf->device].arena
+                     : buf->copy > 0  ? ex->copies[buf->copy]
+                                      : ex->host[buf->tensor];
         ex->ptrs[ref] = base + buf->offset;
         ex->ref_shapes[ref] = &p->shapes[buf->tensor];
     }

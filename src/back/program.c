@@ -20,29 +20,49 @@ bool pl_tensor_per_micro_batch(const pl_graph *g, int t)
     return g->tensors[t].kind == PL_TENSOR_ACTIVATION;
 }
 
-/* Tasks are created op by op, micro-batch by micro-batch; `position` maps that creation
- * index to the program order once the tasks are sorted (the identity before). */
+/* Tasks are created op by op, slice by slice (an update once per copy of its parameter);
+ * `position` maps that creation index to the program order once the tasks are sorted (the
+ * identity before). */
 int pl_op_task(const pl_builder *b, int o, int k)
 {
-    return b->position[b->op_task[o] + (b->g->ops[o].phase == PL_PHASE_UPDATE ? 0 : k)];
+    return b->position[b->op_task[o] + k];
 }
 
-int pl_copy_task(const pl_builder *b, int x, int k)
+int pl_update_task(const pl_builder *b, int o, int device)
 {
-    int t = b->parts->transfers[x].tensor;
-    return b->position[b->copy_task[x] + (pl_tensor_per_micro_batch(b->g, t) ? k : 0)];
-}
-
-int pl_find_transfer(const pl_builder *b, int t, int to)
-{
-    for (int i = b->tensor_transfers[t]; i < b->tensor_transfers[t + 1]; i++)
-        if (b->parts->transfers[b->transfers_by_tensor[i]].to == to)
-            return b->transfers_by_tensor[i];
+    int t = pl_graph_updated_param(b->g, o);
+    if (t < 0)
+        return b->position[b->op_task[o]];
+    for (int i = b->first_place[t]; i < b->first_place[t + 1]; i++)
+        if (b->place_copy[i] >= 0 && b->place_device[i] == device)
+            return b->position[b->op_task[o] + i - b->first_place[t]];
     return -1;
 }
 
-static void add_task(pl_builder *b, pl_task_kind kind, int index, int k, int resource,
-                     task_key key)
+/* A transfer for slices: replica r's micro-batches follow those of the replicas before it
+ * that it also serves. */
+int pl_copy_task(const pl_builder *b, int x, int k)
+{
+    uint64_t replicas = b->transfer_replicas[x];
+    if (!replicas)
+        return b->position[b->copy_task[x]];
+    int r = pl_replica_of(b, k);
+    int before = __builtin_popcountll(replicas & ((UINT64_C(1) << r) - 1));
+    return b->position[b->copy_task[x] + before * b->m + k % b->m];
+}
+
+/* The transfer of tensor t to device `to` (from device `from`, or any when -1). */
+int pl_find_transfer(const pl_builder *b, int t, int from, int to)
+{
+    for (int i = b->tensor_transfers[t]; i < b->tensor_transfers[t + 1]; i++) {
+        const pl_transfer *tr = &b->p->transfers[b->transfers_by_tensor[i]];
+        if (tr->to == to && (from < 0 || tr->from == from))
+            return b->transfers_by_tensor[i];
+    }
+    return -1;
+}
+
+void pl_add_task(pl_builder *b, pl_task_kind kind, int index, int k, int resource, task_key key)
 {
     b->position[b->p->n_tasks] = b->p->n_tasks;
     pl_task *task = &b->p->tasks[b->p->n_tasks];
@@ -66,7 +86,7 @@ static int link_resource(pl_builder *b, int from, int to)
  * device's thread, right after the task producing what it carries (hot in that core's
  * cache). A thread of its own would only compete with the devices for the cores and add
  * a wake-up to every transfer. A declared (paced) link has its own thread. */
-static int copy_resource(pl_builder *b, int from, int to)
+int pl_copy_resource(pl_builder *b, int from, int to)
 {
     const pl_link *link = pl_cluster_link(b->c, from, to);
     if (link->bytes_per_second <= 0 && link->latency_seconds <= 0)
@@ -74,12 +94,11 @@ static int copy_resource(pl_builder *b, int from, int to)
     return link_resource(b, from, to);
 }
 
-/* Every task with its key: ops per micro-batch (updates once), copies per micro-batch for
- * activations, once for parameters. */
+/* Every task with its key: ops per slice (updates once per copy), copies per slice for
+ * activations, once for parameters; then the all-reduces. */
 static pl_status create_tasks(pl_builder *b, const pl_plan *plan, pl_error *err)
 {
     const pl_graph *g = b->g;
-    const pl_partitions *parts = b->parts;
     int m = b->m;
     int *rank = pl_rank_blocks(plan->n_stages, m, plan->schedule, err);
     if (!rank)
@@ -88,7 +107,14 @@ static pl_status create_tasks(pl_builder *b, const pl_plan *plan, pl_error *err)
         const pl_op *op = &g->ops[o];
         b->op_task[o] = b->p->n_tasks;
         if (op->phase == PL_PHASE_UPDATE) {
-            add_task(b, PL_TASK_OP, o, -1, parts->op_device[o], (task_key){INT_MAX, o, 0});
+            int t = pl_graph_updated_param(g, o);
+            for (int i = t < 0 ? 0 : b->first_place[t]; t >= 0 && i < b->first_place[t + 1]; i++)
+                if (b->place_copy[i] >= 0)
+                    pl_add_task(b, PL_TASK_OP, o, -1, b->place_device[i],
+                                (task_key){INT_MAX, o, i - b->first_place[t]});
+            if (t < 0)
+                pl_add_task(b, PL_TASK_OP, o, -1, b->parts[0]->op_device[o],
+                            (task_key){INT_MAX, o, 0});
             continue;
         }
         int phase = op->phase == PL_PHASE_FORWARD ? PL_FORWARD : PL_BACKWARD;
@@ -96,26 +122,32 @@ static pl_status create_tasks(pl_builder *b, const pl_plan *plan, pl_error *err)
         int later = plan->defer_weight_gradients && op->weight_gradient
                         ? plan->n_stages * 2 * m
                         : 0;
-        for (int k = 0; k < m; k++)
-            add_task(b, PL_TASK_OP, o, k, parts->op_device[o],
-                     (task_key){later + rank[pl_block_of(parts->op_stage[o], phase, k, m)], o, 0});
+        for (int k = 0; k < b->slices; k++) {
+            const pl_partitions *parts = b->parts[pl_replica_of(b, k)];
+            int block = pl_block_of(parts->op_stage[o], phase, k % m, m);
+            pl_add_task(b, PL_TASK_OP, o, k, parts->op_device[o],
+                        (task_key){later + rank[block], o, 0});
+        }
     }
-    for (int x = 0; x < parts->n_transfers; x++) {
-        const pl_transfer *tr = &parts->transfers[x];
-        int resource = copy_resource(b, tr->from, tr->to);
+    for (int x = 0; x < b->first_ring_transfer; x++) {
+        const pl_transfer *tr = &b->p->transfers[x];
+        int resource = pl_copy_resource(b, tr->from, tr->to);
         b->copy_task[x] = b->p->n_tasks;
         int producer = g->tensors[tr->tensor].producer;
-        if (!pl_tensor_per_micro_batch(g, tr->tensor)) {
-            add_task(b, PL_TASK_COPY, x, -1, resource, (task_key){-1, x, 0});
+        if (!b->transfer_replicas[x]) {
+            pl_add_task(b, PL_TASK_COPY, x, -1, resource, (task_key){-1, x, 0});
             continue;
         }
-        for (int k = 0; k < m; k++) {
+        for (int k = 0; k < b->slices; k++) {
+            if (!(b->transfer_replicas[x] >> pl_replica_of(b, k) & 1))
+                continue;
             task_key key = b->keys[pl_op_task(b, producer, k)];
             key.sub = 1 + x;
-            add_task(b, PL_TASK_COPY, x, k, resource, key);
+            pl_add_task(b, PL_TASK_COPY, x, k, resource, key);
         }
     }
     free(rank);
+    pl_create_ring_tasks(b);
     return PL_OK;
 }
 
@@ -130,34 +162,40 @@ static int compare_keys(task_key a, task_key b)
     return (a.sub > b.sub) - (a.sub < b.sub);
 }
 
-/* The task whose result task `reader` on device `d` reads as tensor t, micro-batch k: its
- * producer on the same device, the copy that brought it, or -1 (inputs, constants and
- * parameters at home are there before the step). */
+/* The task whose result a task on device `d` reads as tensor t, slice k: its producer on
+ * the same device, the copy that brought it, or -1 (inputs, constants, and parameters and
+ * state with a copy there, are there before the step). */
 int pl_source_task(const pl_builder *b, int t, int d, int k)
 {
-    int home = b->parts->tensor_device[t];
-    if (home < 0)
+    pl_tensor_kind kind = b->g->tensors[t].kind;
+    if (kind == PL_TENSOR_INPUT || kind == PL_TENSOR_CONST)
         return -1;
+    if (!pl_tensor_per_micro_batch(b->g, t))
+        return pl_has_copy(b, t, d) ? -1 : pl_copy_task(b, pl_find_transfer(b, t, -1, d), -1);
+    int home = b->parts[pl_replica_of(b, k)]->tensor_device[t];
     if (home != d)
-        return pl_copy_task(b, pl_find_transfer(b, t, d), k);
-    return pl_tensor_per_micro_batch(b->g, t) ? pl_op_task(b, b->g->tensors[t].producer, k) : -1;
+        return pl_copy_task(b, pl_find_transfer(b, t, home, d), k);
+    return pl_op_task(b, b->g->tensors[t].producer, k);
 }
 
-/* The dataflow edges, and a mutating op's micro-batches in turn (accumulation order). */
+/* The dataflow edges, a mutating op's micro-batches in turn (accumulation order), and the
+ * all-reduces'. */
 static pl_status dataflow_edges(pl_builder *b, pl_edges *edges, pl_error *err)
 {
     const pl_graph *g = b->g;
     for (int i = 0; i < b->p->n_tasks; i++) {
         const pl_task *task = &b->p->tasks[i];
+        if (task->kind == PL_TASK_REDUCE)
+            continue;
         if (task->kind == PL_TASK_COPY) {
-            int t = b->parts->transfers[task->transfer].tensor;
+            int t = b->p->transfers[task->transfer].tensor;
             if (task->micro_batch >= 0 &&
                 !pl_edges_add(edges, pl_op_task(b, g->tensors[t].producer, task->micro_batch), i))
                 return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
             continue;
         }
         const pl_op *op = &g->ops[task->op];
-        int d = b->parts->op_device[task->op], k = task->micro_batch;
+        int d = task->resource, k = task->micro_batch;
         for (int j = 0; j < op->n_inputs; j++) {
             if (k < 0 && pl_tensor_per_micro_batch(g, op->inputs[j]))
                 return pl_error_set(err, PL_EINTERNAL, NULL, "update \"%s\" reads an activation",
@@ -166,10 +204,12 @@ static pl_status dataflow_edges(pl_builder *b, pl_edges *edges, pl_error *err)
             if (source >= 0 && !pl_edges_add(edges, source, i))
                 return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
         }
-        if (pl_op_info_of(op->kind)->mutates && k > 0 &&
+        if (pl_op_info_of(op->kind)->mutates && k % b->m > 0 &&
             !pl_edges_add(edges, pl_op_task(b, task->op, k - 1), i))
             return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     }
+    if (!pl_ring_edges(b, edges))
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     return PL_OK;
 }
 
@@ -214,6 +254,8 @@ static pl_status order_tasks(pl_builder *b, pl_error *err)
     if (status == PL_OK) {
         memcpy(b->p->tasks, sorted, (size_t)n * sizeof *sorted);
         memcpy(b->position, order, (size_t)n * sizeof *order);
+        for (int i = 0; i < n; i++)
+            b->origin[order[i]] = i;
     }
     pl_edges_free(&edges);
     free(first);
@@ -274,6 +316,8 @@ void pl_program_free(pl_program *p)
         return;
     pl_partitions_free(p->partitions);
     free(p->links);
+    free(p->transfers);
+    free(p->copy_tensor);
     free(p->shapes);
     free(p->op_flops);
     free(p->tasks);
@@ -286,6 +330,17 @@ void pl_program_free(pl_program *p)
 
 static void builder_free(pl_builder *b)
 {
+    for (int r = 1; b->parts && r < b->replicas; r++) /* replica 0's are the program's */
+        pl_partitions_free(b->parts[r]);
+    free(b->parts);
+    free(b->transfer_replicas);
+    free(b->first_place);
+    free(b->place_device);
+    free(b->place_copy);
+    free(b->place_tensor);
+    free(b->rings);
+    free(b->ring_refs);
+    free(b->origin);
     free(b->keys);
     free(b->position);
     free(b->op_task);
@@ -298,18 +353,18 @@ static void builder_free(pl_builder *b)
 /* The transfers of each tensor, for finding the copy a device reads. */
 static bool index_transfers(pl_builder *b)
 {
-    const pl_partitions *parts = b->parts;
-    int n = b->g->n_tensors;
+    const pl_transfer *transfers = b->p->transfers;
+    int n = b->g->n_tensors, n_transfers = b->p->n_transfers;
     b->tensor_transfers = calloc((size_t)n + 2, sizeof(int));
-    b->transfers_by_tensor = malloc((size_t)parts->n_transfers * sizeof(int) + 1);
+    b->transfers_by_tensor = malloc((size_t)n_transfers * sizeof(int) + 1);
     if (!b->tensor_transfers || !b->transfers_by_tensor)
         return false;
-    for (int x = 0; x < parts->n_transfers; x++)
-        b->tensor_transfers[parts->transfers[x].tensor + 2]++;
+    for (int x = 0; x < n_transfers; x++)
+        b->tensor_transfers[transfers[x].tensor + 2]++;
     for (int t = 0; t < n; t++)
         b->tensor_transfers[t + 2] += b->tensor_transfers[t + 1];
-    for (int x = 0; x < parts->n_transfers; x++)
-        b->transfers_by_tensor[b->tensor_transfers[parts->transfers[x].tensor + 1]++] = x;
+    for (int x = 0; x < n_transfers; x++)
+        b->transfers_by_tensor[b->tensor_transfers[transfers[x].tensor + 1]++] = x;
     return true;
 }
 
@@ -332,20 +387,22 @@ static pl_status micro_batch_shapes(pl_program *p, pl_error *err)
     return status;
 }
 
-/* A parameter or state an op changes in place must be at home on the op's device. */
+/* A parameter or state an op changes in place must be at home on the op's device, in
+ * every replica. */
 static pl_status check_mutations(const pl_builder *b, pl_error *err)
 {
     for (int o = 0; o < b->g->n_ops; o++) {
         const pl_op *op = &b->g->ops[o];
         if (!pl_op_info_of(op->kind)->mutates)
             continue;
-        for (int j = 0; j < op->n_inputs; j++) {
-            pl_tensor_kind kind = b->g->tensors[op->inputs[j]].kind;
-            if (kind == PL_TENSOR_STATE &&
-                b->parts->tensor_device[op->inputs[j]] != b->parts->op_device[o])
+        for (int j = 0; j < op->n_inputs * b->replicas; j++) {
+            const pl_partitions *parts = b->parts[j / op->n_inputs];
+            int t = op->inputs[j % op->n_inputs];
+            if (b->g->tensors[t].kind == PL_TENSOR_STATE &&
+                parts->tensor_device[t] != parts->op_device[o])
                 return pl_error_set(err, PL_EINTERNAL, NULL, "op \"%s\" changes \"%s\", which "
                                     "lives on another device", op->name,
-                                    b->g->tensors[op->inputs[j]].name);
+                                    b->g->tensors[t].name);
         }
     }
     return PL_OK;
@@ -357,29 +414,41 @@ pl_program *pl_program_new(const pl_graph *g, const pl_cluster *c, const pl_plan
     if (pl_plan_check(plan, g, c, err) != PL_OK)
         return NULL;
     pl_program *p = calloc(1, sizeof *p);
-    pl_builder b = {.g = g, .c = c, .p = p, .m = plan->micro_batches};
+    pl_builder b = {.g = g, .c = c, .plan = plan, .p = p, .replicas = plan->replicas,
+                    .m = plan->micro_batches,
+                    .slices = plan->replicas * plan->micro_batches};
     pl_status status = PL_ENOMEM;
     if (!p)
         goto fail;
     p->graph = g;
     p->n_devices = c->n_devices;
-    p->micro_batches = plan->micro_batches;
+    p->replicas = plan->replicas;
+    p->micro_batches = b.slices;
     p->schedule = plan->schedule;
-    if (!(p->partitions = pl_partitions_new(plan, g, c->n_devices, err)))
+    if ((status = pl_program_places(&b, err)) != PL_OK)
         goto fail;
-    b.parts = p->partitions;
+    p->partitions = b.parts[0];
+    if (!index_transfers(&b)) {
+        status = PL_ENOMEM;
+        goto fail;
+    }
+    if ((status = pl_plan_rings(&b, err)) != PL_OK)
+        goto fail;
+    status = PL_ENOMEM;
     size_t n_devices = (size_t)c->n_devices;
-    size_t cap = ((size_t)g->n_ops + (size_t)b.parts->n_transfers) * (size_t)b.m + 1;
+    size_t cap = ((size_t)g->n_ops + (size_t)p->n_transfers) * (size_t)b.slices +
+                 (size_t)g->n_ops * (size_t)b.replicas + (size_t)b.n_ring_tasks + 1;
     p->tasks = malloc(cap * sizeof *p->tasks);
     p->links = malloc(n_devices * n_devices * sizeof *p->links);
     p->memory = calloc(n_devices, sizeof *p->memory);
     b.keys = malloc(cap * sizeof *b.keys);
     b.position = malloc(cap * sizeof *b.position);
+    b.origin = malloc(cap * sizeof *b.origin);
     b.op_task = malloc((size_t)g->n_ops * sizeof *b.op_task + 1);
-    b.copy_task = malloc((size_t)b.parts->n_transfers * sizeof *b.copy_task + 1);
+    b.copy_task = malloc((size_t)p->n_transfers * sizeof *b.copy_task + 1);
     b.link_index = malloc(n_devices * n_devices * sizeof *b.link_index);
-    if (!p->tasks || !p->links || !p->memory || !b.keys || !b.position || !b.op_task ||
-        !b.copy_task || !b.link_index || !index_transfers(&b)) {
+    if (!p->tasks || !p->links || !p->memory || !b.keys || !b.position || !b.origin ||
+        !b.op_task || !b.copy_task || !b.link_index) {
         pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
         goto fail;
     }
@@ -396,6 +465,8 @@ pl_program *pl_program_new(const pl_graph *g, const pl_cluster *c, const pl_plan
 fail:
     if (status == PL_ENOMEM)
         pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    if (p && !p->partitions && b.parts)
+        p->partitions = b.parts[0];
     builder_free(&b);
     pl_program_free(p);
     return NULL;
@@ -403,21 +474,44 @@ fail:
 
 double pl_task_flops(const pl_program *p, const pl_task *task)
 {
+    if (task->kind == PL_TASK_REDUCE)
+        return (double)(pl_task_bytes(p, task) / (int64_t)sizeof(float));
     return task->kind == PL_TASK_OP ? p->op_flops[task->op] : 0;
 }
 
 int64_t pl_task_bytes(const pl_program *p, const pl_task *task)
 {
-    return task->kind == PL_TASK_COPY ? p->buffers[p->refs[task->first_ref + 1]].bytes : 0;
+    /* a copy's source: a ring's receiving buffer fits its largest chunk */
+    if (task->kind == PL_TASK_COPY)
+        return p->buffers[p->refs[task->first_ref]].bytes;
+    return task->kind == PL_TASK_REDUCE ? p->buffers[p->refs[task->first_ref + 1]].bytes : 0;
+}
+
+int pl_program_ops_on(const pl_program *p, int d)
+{
+    const pl_graph *g = p->graph;
+    bool *seen = calloc((size_t)g->n_ops + 1, sizeof *seen);
+    int count = 0;
+    for (int i = 0; seen && i < p->n_tasks; i++) {
+        const pl_task *task = &p->tasks[i];
+        if (task->kind == PL_TASK_OP && task->resource == d && !seen[task->op]) {
+            seen[task->op] = true;
+            count++;
+        }
+    }
+    free(seen);
+    return count;
 }
 
 void pl_task_name(const pl_program *p, const pl_task *task, char *buf, size_t cap)
 {
     const pl_graph *g = p->graph;
-    const char *name = task->kind == PL_TASK_OP
-                           ? g->ops[task->op].name
-                           : g->tensors[p->partitions->transfers[task->transfer].tensor].name;
-    const char *what = task->kind == PL_TASK_COPY ? "copy " : "";
+    const char *name = task->kind == PL_TASK_OP ? g->ops[task->op].name
+                       : task->kind == PL_TASK_COPY
+                           ? g->tensors[p->transfers[task->transfer].tensor].name
+                           : g->tensors[p->buffers[p->refs[task->first_ref + 1]].tensor].name;
+    const char *what = task->kind == PL_TASK_COPY ? "copy " : task->kind == PL_TASK_REDUCE
+                                                                ? "reduce " : "";
     if (task->micro_batch >= 0)
         snprintf(buf, cap, "%s%s#%d", what, name, task->micro_batch);
     else

@@ -2,7 +2,8 @@
  *
  * The executor runs a program and the simulator (cost/) replays it, so the two share one
  * meaning of a plan. A task is an op for one micro-batch (forward and backward ops), an
- * op once per step (updates), or a copy of a tensor over a link. Each task runs on one
+ * op once per step (updates), a copy of a tensor over a link, or the sum of a received
+ * slice of a gradient into its own (the all-reduce of replicas, below). Each task runs on one
  * resource: a device, or a declared directed link between two devices (a copy over a
  * native link runs on its source device: a memcpy takes a core); a resource runs one task
  * at a time and, of the tasks that are ready, always the first in program order.
@@ -26,6 +27,16 @@
  * workspace of its largest op. A program whose device needs more than its capacity is
  * still built; `oom_device` says which device does not fit.
  *
+ * Replicas: the step's batch is cut into replicas x micro-batches slices, and replica r
+ * computes slices r * m .. r * m + m - 1 (m micro-batches each) on its own devices, as one
+ * device would compute as many micro-batches. A parameter has a copy on every device where
+ * a replica updates it (replicas updating it on the same device share a copy); its
+ * accumulated gradients are summed over the copies by a ring all-reduce (each copy's
+ * gradient cut into as many chunks as copies; n - 1 steps of sending a chunk on and adding
+ * it, n - 1 of passing the sums on), which starts as soon as the copies' accumulations are
+ * done, and then every copy applies the same update. The first copy is the parameter's own
+ * storage, so that what one device would hold after a step is there after it.
+ *
  * A program is plain data, read-only once built: several threads may read it. */
 #ifndef PLACER_PROGRAM_H
 #define PLACER_PROGRAM_H
@@ -41,25 +52,29 @@
 extern "C" {
 #endif
 
-typedef enum pl_task_kind { PL_TASK_OP, PL_TASK_COPY } pl_task_kind;
+typedef enum pl_task_kind { PL_TASK_OP, PL_TASK_COPY, PL_TASK_REDUCE } pl_task_kind;
 
 typedef struct pl_task {
     pl_task_kind kind;
     int op;          /* PL_TASK_OP: the op; else -1 */
-    int transfer;    /* PL_TASK_COPY: index into partitions->transfers; else -1 */
-    int micro_batch; /* -1: once per step (updates, parameter copies) */
+    int transfer;    /* PL_TASK_COPY: index into `transfers`; else -1 */
+    int micro_batch; /* the slice: replica r's micro-batch k is r * m + k; -1: once per step
+                        (updates, parameter copies, all-reduces) */
     int resource;    /* a device, or n_devices + an index into `links` (declared links) */
     int n_deps;      /* tasks that must finish first */
     int first_succ, n_succ; /* succ[first_succ ..]: the tasks depending on this one */
     int first_ref;   /* refs[first_ref ..]: an op's inputs then outputs; a copy's source
-                        then destination */
+                        then destination; a reduce's received chunk, then its own */
 } pl_task;
 
 /* Where a value is: a device's arena (offset into it), or the host buffer of its tensor
- * (device -1: inputs, constants, parameters and state; offset selects a micro-batch). */
+ * (device -1: inputs, constants, parameters and state; offset selects a micro-batch, or a
+ * chunk of a gradient). A parameter's or state's further copies (replicas) are host
+ * buffers of their own: `copy` > 0 says which. */
 typedef struct pl_buffer {
     int tensor;
     int device;
+    int copy;
     int64_t offset;
     int64_t bytes;
 } pl_buffer;
@@ -81,8 +96,13 @@ typedef struct pl_program {
     int n_devices;
     int n_links;
     pl_link_use *links;  /* the declared directed links this program copies over */
-    int micro_batches;
+    int replicas;
+    int micro_batches;   /* slices of the batch: replicas x micro-batches of a replica */
     pl_schedule schedule;
+    int n_transfers;
+    pl_transfer *transfers; /* what copies carry: every replica's, then the all-reduces' */
+    int n_copies;        /* 1 + the further copies of parameters and state */
+    int *copy_tensor;    /* per further copy c >= 1: its tensor (copy_tensor[0] unused) */
     pl_tensor *shapes;   /* every tensor at the micro-batch size */
     double *op_flops;    /* every op's FLOPs at the micro-batch size */
     int n_tasks;
@@ -101,10 +121,14 @@ pl_program *pl_program_new(const pl_graph *graph, const pl_cluster *cluster,
                            const pl_plan *plan, pl_error *err);
 void pl_program_free(pl_program *program);
 
-/* The op's FLOPs at the micro-batch size, a copy's bytes: what pacing holds a task for. */
+/* The op's FLOPs at the micro-batch size (a reduce: one per element), a copy's or reduce's
+ * bytes: what pacing holds a task for. */
 double pl_task_flops(const pl_program *program, const pl_task *task);
 int64_t pl_task_bytes(const pl_program *program, const pl_task *task);
-/* "fc1/matmul#3" (micro-batch 3) or "send fc1/relu:0#3" into buf; for traces. */
+/* The training ops that run on device d (every replica's, each op once). */
+int pl_program_ops_on(const pl_program *program, int d);
+/* "fc1/matmul#3" (micro-batch 3), "copy fc1/relu#3" or "reduce fc1/w/grad" into buf; for
+ * traces. */
 void pl_task_name(const pl_program *program, const pl_task *task, char *buf, size_t cap);
 
 #ifdef __cplusplus

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "kernels/kernels.h"
 #include "program_impl.h"
 
@@ -14,31 +15,29 @@ static int64_t aligned(int64_t bytes)
     return (bytes + ALIGN - 1) / ALIGN * ALIGN;
 }
 
-/* Instances: where a value of a tensor is kept. Instance t is tensor t at home (on the
- * host, for inputs and constants); instance n_tensors + x is transfer x's copy. */
+/* Instances: where a value of a tensor is kept. Instance i < n_places is place i
+ * (program_impl.h); instance n_places + j is buffer j itself (the rings' chunks). */
 typedef struct instances {
     int n, m;
-    int *base;  /* per instance: its first buffer */
-    int *slot;  /* per instance and micro-batch: its slot (activations) */
+    int *base;  /* per place: its first buffer */
+    int *slot;  /* per place and slice: its slot (activations) */
 } instances;
 
 static int instance_of(const pl_builder *b, int t, int d)
 {
-    int home = b->parts->tensor_device[t];
-    return home < 0 || home == d ? t : b->g->n_tensors + pl_find_transfer(b, t, d);
+    return pl_place_of(b, t, d);
 }
 
 static int instance_tensor(const pl_builder *b, int i)
 {
-    return i < b->g->n_tensors ? i : b->parts->transfers[i - b->g->n_tensors].tensor;
+    return i < b->n_places ? b->place_tensor[i] : b->p->buffers[i - b->n_places].tensor;
 }
 
-/* The device whose arena holds the instance, or -1 when it lives on the host. */
+/* The device whose arena holds the place, or -1 when it lives on the host (inputs,
+ * constants, and the copies of parameters and state). */
 static int instance_device(const pl_builder *b, int i)
 {
-    if (i >= b->g->n_tensors)
-        return b->parts->transfers[i - b->g->n_tensors].to;
-    return pl_tensor_per_micro_batch(b->g, i) ? b->parts->tensor_device[i] : -1;
+    return b->place_copy[i] >= 0 ? -1 : b->place_device[i];
 }
 
 static bool mutated_input(const pl_graph *g, const pl_op *op, int j)
@@ -48,30 +47,41 @@ static bool mutated_input(const pl_graph *g, const pl_op *op, int j)
            (kind == PL_TENSOR_STATE || (kind == PL_TENSOR_PARAM && op->phase == PL_PHASE_UPDATE));
 }
 
-/* Calls visit(b, context, instance, micro_batch, writes) for what task i reads, then for
- * what it writes (a mutated input: both). */
+/* Calls visit(b, context, instance, slice, writes) for what task i reads, then for what it
+ * writes (a mutated input, and a reduce's own chunk: both). */
 typedef void (*ref_visitor)(const pl_builder *b, void *context, int instance, int k,
                             bool writes);
 
 static void visit_refs(const pl_builder *b, int i, ref_visitor visit, void *context)
 {
     const pl_task *task = &b->p->tasks[i];
-    int k = task->micro_batch;
+    int k = task->micro_batch, ring_task = b->origin[i] - b->first_ring_task;
+    if (b->n_ring_tasks > 0 && ring_task >= 0) {
+        if (!b->ring_refs) /* not laid out yet: no activation to see */
+            return;
+        int source = b->n_places + b->ring_refs[2 * ring_task];
+        int own = b->n_places + b->ring_refs[2 * ring_task + 1];
+        visit(b, context, source, -1, false);
+        if (task->kind == PL_TASK_REDUCE)
+            visit(b, context, own, -1, false);
+        visit(b, context, own, -1, true);
+        return;
+    }
     if (task->kind == PL_TASK_COPY) {
-        int t = b->parts->transfers[task->transfer].tensor;
-        visit(b, context, t, k, false);
-        visit(b, context, b->g->n_tensors + task->transfer, k, true);
+        const pl_transfer *tr = &b->p->transfers[task->transfer];
+        visit(b, context, instance_of(b, tr->tensor, tr->from), k, false);
+        visit(b, context, instance_of(b, tr->tensor, tr->to), k, true);
         return;
     }
     const pl_op *op = &b->g->ops[task->op];
-    int d = b->parts->op_device[task->op];
+    int d = task->resource;
     for (int j = 0; j < op->n_inputs; j++)
         visit(b, context, instance_of(b, op->inputs[j], d), k, false);
     for (int j = 0; j < op->n_inputs; j++)
         if (mutated_input(b->g, op, j))
             visit(b, context, instance_of(b, op->inputs[j], d), k, true);
     for (int j = 0; j < op->n_outputs; j++)
-        visit(b, context, op->outputs[j], k, true);
+        visit(b, context, instance_of(b, op->outputs[j], d), k, true);
 }
 
 /* ---- slots: interval colouring of each activation's micro-batches ------------------------ */
@@ -84,21 +94,31 @@ typedef struct lifetimes {
 static void note_lifetime(const pl_builder *b, void *context, int i, int k, bool writes)
 {
     lifetimes *l = context;
-    if (k < 0 || !pl_tensor_per_micro_batch(b->g, instance_tensor(b, i)))
+    if (k < 0 || i >= b->n_places || !pl_tensor_per_micro_batch(b->g, instance_tensor(b, i)))
         return;
     int *at = writes ? l->written : l->last_read;
-    at[(size_t)i * (size_t)b->m + (size_t)k] = l->position;
+    at[(size_t)i * (size_t)b->slices + (size_t)k] = l->position;
 }
 
-/* Gives each micro-batch of each activation instance the lowest slot free when it is
- * written (freed after its last reader); returns the slot count per instance. */
+static const int *sort_written;
+
+static int by_written(const void *x, const void *y)
+{
+    int a = sort_written[*(const int *)x], b = sort_written[*(const int *)y];
+    return (a > b) - (a < b);
+}
+
+/* Gives each slice of each activation instance the lowest slot free when it is written
+ * (freed after its last reader), slices in the order they are written; returns the slot
+ * count per instance. A slice an instance never holds (another replica's) has none. */
 static bool assign_slots(pl_builder *b, instances *in, int *n_slots)
 {
-    int m = b->m;
+    int m = in->m;
     size_t cells = (size_t)in->n * (size_t)m;
     lifetimes l = {0, malloc(cells * sizeof(int)), malloc(cells * sizeof(int))};
     int *slot_end = malloc((size_t)m * sizeof *slot_end);
-    bool ok = l.written && l.last_read && slot_end;
+    int *order = malloc((size_t)m * sizeof *order);
+    bool ok = l.written && l.last_read && slot_end && order;
     if (ok) {
         for (size_t c = 0; c < cells; c++)
             l.written[c] = l.last_read[c] = -1;
@@ -109,7 +129,15 @@ static bool assign_slots(pl_builder *b, instances *in, int *n_slots)
         n_slots[i] = 0;
         if (!pl_tensor_per_micro_batch(b->g, instance_tensor(b, i)))
             continue;
-        for (int k = 0; k < m; k++) { /* micro-batches are written in order */
+        const int *written = l.written + (size_t)i * (size_t)m;
+        int n = 0;
+        for (int k = 0; k < m; k++)
+            if (written[k] >= 0)
+                order[n++] = k;
+        sort_written = written;
+        qsort(order, (size_t)n, sizeof *order, by_written);
+        for (int o = 0; o < n; o++) {
+            int k = order[o];
             size_t c = (size_t)i * (size_t)m + (size_t)k;
             int start = l.written[c], end = l.last_read[c] > start ? l.last_read[c] : start;
             int s = 0;
@@ -124,23 +152,26 @@ static bool assign_slots(pl_builder *b, instances *in, int *n_slots)
     free(l.written);
     free(l.last_read);
     free(slot_end);
+    free(order);
     return ok;
 }
 
 static int buffer_of(const pl_builder *b, const instances *in, int i, int k)
 {
+    if (i >= b->n_places)
+        return i - b->n_places;
     int t = instance_tensor(b, i);
     if (pl_tensor_per_micro_batch(b->g, t))
-        return in->base[i] + in->slot[(size_t)i * (size_t)b->m + (size_t)k];
+        return in->base[i] + in->slot[(size_t)i * (size_t)in->m + (size_t)k];
     if (b->g->tensors[t].kind == PL_TENSOR_INPUT && k > 0)
         return in->base[i] + k;
     return in->base[i];
 }
 
-/* An input has a buffer per micro-batch (its slice); anything else on the host one. */
+/* An input has a buffer per slice; anything else on the host one. */
 static int host_buffers(const pl_builder *b, int t)
 {
-    return b->g->tensors[t].kind == PL_TENSOR_INPUT ? b->m : 1;
+    return b->g->tensors[t].kind == PL_TENSOR_INPUT ? b->slices : 1;
 }
 
 /* Every instance's buffers: slots in its device's arena, or its place on the host (a
@@ -154,6 +185,8 @@ static bool lay_out_buffers(pl_builder *b, instances *in, const int *n_slots)
         int t = instance_tensor(b, i);
         count += n_slots[i] ? n_slots[i] : host_buffers(b, t);
     }
+    int places = count;
+    count += pl_ring_buffer_count(b);
     if (!(p->buffers = malloc((size_t)(count ? count : 1) * sizeof *p->buffers)))
         return false;
     p->n_buffers = count;
@@ -163,7 +196,9 @@ static bool lay_out_buffers(pl_builder *b, instances *in, const int *n_slots)
         int n = n_slots[i] ? n_slots[i] : host_buffers(b, t);
         for (int s = 0; s < n; s++) {
             pl_buffer *buf = &p->buffers[in->base[i] + s];
-            *buf = (pl_buffer){.tensor = t, .device = d, .bytes = bytes};
+            *buf = (pl_buffer){.tensor = t, .device = d, .copy = b->place_copy[i] > 0
+                                                                  ? b->place_copy[i] : 0,
+                               .bytes = bytes};
             if (d >= 0) {
                 buf->offset = p->memory[d].arena;
                 p->memory[d].arena += aligned(bytes);
@@ -174,7 +209,7 @@ static bool lay_out_buffers(pl_builder *b, instances *in, const int *n_slots)
             }
         }
     }
-    return true;
+    return pl_ring_buffers(b, places);
 }
 
 /* ---- references and dependencies --------------------------------------------------------- */
@@ -186,8 +221,10 @@ typedef struct hazards {
     int n_refs;
     int *last_writer; /* per buffer: the task that wrote it last, or -1 */
     int *readers;     /* per buffer: the head of its readers since, in `reader_next` */
-    int *reader_task, *reader_next, n_readers;
+    int *reader_task, *reader_next, n_readers, readers_cap;
     int *marked;      /* per task: the last task that took it as a dependency */
+    int *chunks;      /* per buffer: the first of its ring's chunks, or -1; then n_chunks */
+    int *n_chunks;
     pl_edges deps;
     bool ok;
 } hazards;
@@ -200,17 +237,18 @@ static void depend(hazards *h, int before)
     h->ok = h->ok && pl_edges_add(&h->deps, before, h->task);
 }
 
-/* Reads depend on the last write; writes on the last write and every read since. Inputs
- * and constants are never written during a step: nothing to order. */
-static void note_hazard(const pl_builder *b, void *context, int i, int k, bool writes)
+/* Reads depend on the last write; writes on the last write and every read since. */
+static void note_buffer(hazards *h, int buf, bool writes)
 {
-    hazards *h = context;
-    int buf = buffer_of(b, h->in, i, k);
-    pl_tensor_kind kind = b->g->tensors[instance_tensor(b, i)].kind;
-    if (kind == PL_TENSOR_INPUT || kind == PL_TENSOR_CONST)
-        return;
     depend(h, h->last_writer[buf]);
     if (!writes) {
+        int cap = h->readers_cap;
+        if (!pl_grow(&h->reader_task, &cap, h->n_readers + 1, sizeof *h->reader_task, 256) ||
+            !pl_grow(&h->reader_next, &h->readers_cap, h->n_readers + 1,
+                     sizeof *h->reader_next, 256)) {
+            h->ok = false;
+            return;
+        }
         h->reader_task[h->n_readers] = h->task;
         h->reader_next[h->n_readers] = h->readers[buf];
         h->readers[buf] = h->n_readers++;
@@ -222,23 +260,60 @@ static void note_hazard(const pl_builder *b, void *context, int i, int k, bool w
     h->last_writer[buf] = h->task;
 }
 
-/* A task's references: an op's inputs then outputs, a copy's source then destination. */
+/* A gradient an all-reduce cuts into chunks is ordered chunk by chunk, so that the ring's
+ * steps overlap; a task using it whole uses every chunk. Inputs and constants are never
+ * written during a step: nothing to order. */
+static void note_hazard(const pl_builder *b, void *context, int i, int k, bool writes)
+{
+    hazards *h = context;
+    int buf = buffer_of(b, h->in, i, k);
+    pl_tensor_kind kind = b->g->tensors[instance_tensor(b, i)].kind;
+    if (kind == PL_TENSOR_INPUT || kind == PL_TENSOR_CONST || !h->ok)
+        return;
+    if (h->chunks[buf] < 0)
+        note_buffer(h, buf, writes);
+    for (int c = 0; h->chunks[buf] >= 0 && c < h->n_chunks[buf]; c++)
+        note_buffer(h, h->chunks[buf] + c, writes);
+}
+
+/* A task's references: an op's inputs then outputs, a copy's source then destination, a
+ * reduce's received chunk then its own. */
 static void write_refs(const pl_builder *b, hazards *h)
 {
     const pl_task *task = &b->p->tasks[h->task];
-    int k = task->micro_batch;
+    int k = task->micro_batch, ring_task = b->origin[h->task] - b->first_ring_task;
+    if (b->n_ring_tasks > 0 && ring_task >= 0) {
+        h->refs[h->n_refs++] = b->ring_refs[2 * ring_task];
+        h->refs[h->n_refs++] = b->ring_refs[2 * ring_task + 1];
+        return;
+    }
     if (task->kind == PL_TASK_COPY) {
-        int t = b->parts->transfers[task->transfer].tensor;
-        h->refs[h->n_refs++] = buffer_of(b, h->in, t, k);
-        h->refs[h->n_refs++] = buffer_of(b, h->in, b->g->n_tensors + task->transfer, k);
+        const pl_transfer *tr = &b->p->transfers[task->transfer];
+        h->refs[h->n_refs++] = buffer_of(b, h->in, instance_of(b, tr->tensor, tr->from), k);
+        h->refs[h->n_refs++] = buffer_of(b, h->in, instance_of(b, tr->tensor, tr->to), k);
         return;
     }
     const pl_op *op = &b->g->ops[task->op];
-    int d = b->parts->op_device[task->op];
+    int d = task->resource;
     for (int j = 0; j < op->n_inputs; j++)
         h->refs[h->n_refs++] = buffer_of(b, h->in, instance_of(b, op->inputs[j], d), k);
     for (int j = 0; j < op->n_outputs; j++)
-        h->refs[h->n_refs++] = buffer_of(b, h->in, op->outputs[j], k);
+        h->refs[h->n_refs++] = buffer_of(b, h->in, instance_of(b, op->outputs[j], d), k);
+}
+
+/* Each copy's whole gradient buffer, mapped to its chunks. */
+static void map_chunks(const pl_builder *b, const instances *in, hazards *h)
+{
+    for (int i = 0; i < b->p->n_buffers; i++)
+        h->chunks[i] = -1;
+    for (int q = 0; q < b->n_rings; q++) {
+        const pl_ring *r = &b->rings[q];
+        for (int i = 0; i < r->n; i++) {
+            int whole = in->base[r->first_place + i];
+            h->chunks[whole] = r->first_chunk + i * r->n;
+            h->n_chunks[whole] = r->n;
+        }
+    }
 }
 
 static pl_status find_dependencies(pl_builder *b, const instances *in, pl_error *err)
@@ -247,16 +322,18 @@ static pl_status find_dependencies(pl_builder *b, const instances *in, pl_error 
     int n = p->n_tasks, n_refs = 0;
     for (int i = 0; i < n; i++) {
         const pl_task *task = &p->tasks[i];
-        n_refs += task->kind == PL_TASK_COPY
+        n_refs += task->kind != PL_TASK_OP
                       ? 2 : b->g->ops[task->op].n_inputs + b->g->ops[task->op].n_outputs;
     }
     hazards h = {.in = in, .refs = malloc((size_t)n_refs * sizeof(int) + 1),
                  .last_writer = malloc((size_t)p->n_buffers * sizeof(int) + 1),
                  .readers = malloc((size_t)p->n_buffers * sizeof(int) + 1),
-                 .reader_task = malloc((size_t)n_refs * sizeof(int) + 1),
-                 .reader_next = malloc((size_t)n_refs * sizeof(int) + 1),
-                 .marked = malloc((size_t)n * sizeof(int) + 1), .ok = true};
-    h.ok = h.refs && h.last_writer && h.readers && h.reader_task && h.reader_next && h.marked;
+                 .marked = malloc((size_t)n * sizeof(int) + 1),
+                 .chunks = malloc((size_t)p->n_buffers * sizeof(int) + 1),
+                 .n_chunks = malloc((size_t)p->n_buffers * sizeof(int) + 1), .ok = true};
+    h.ok = h.refs && h.last_writer && h.readers && h.marked && h.chunks && h.n_chunks;
+    if (h.ok)
+        map_chunks(b, in, &h);
     for (int i = 0; h.ok && i < p->n_buffers; i++)
         h.last_writer[i] = h.readers[i] = -1;
     for (int i = 0; h.ok && i < n; i++)
@@ -283,14 +360,16 @@ static pl_status find_dependencies(pl_builder *b, const instances *in, pl_error 
     free(h.reader_task);
     free(h.reader_next);
     free(h.marked);
+    free(h.chunks);
+    free(h.n_chunks);
     pl_edges_free(&h.deps);
     return h.ok ? PL_OK : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
 }
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
-/* What each device holds besides its arena: parameters and state at home, inputs and
- * constants it reads; and its largest workspace. */
+/* What each device holds besides its arena: its copies of parameters and state, inputs
+ * and constants it reads; and its largest workspace. */
 static pl_status count_memory(pl_builder *b, pl_error *err)
 {
     const pl_graph *g = b->g;
@@ -298,18 +377,16 @@ static pl_status count_memory(pl_builder *b, pl_error *err)
     uint64_t *counted = calloc((size_t)g->n_tensors, sizeof *counted);
     if (!counted)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    for (int t = 0; t < g->n_tensors; t++) {
-        pl_tensor_kind kind = g->tensors[t].kind;
-        int home = b->parts->tensor_device[t];
-        if ((kind == PL_TENSOR_PARAM || kind == PL_TENSOR_STATE) && home >= 0)
-            p->memory[home].resident += aligned(pl_tensor_bytes(&g->tensors[t]));
-    }
+    for (int i = 0; i < b->n_places; i++)
+        if (b->place_copy[i] >= 0 && b->place_device[i] >= 0)
+            p->memory[b->place_device[i]].resident +=
+                aligned(pl_tensor_bytes(&g->tensors[b->place_tensor[i]]));
     const pl_tensor *in_t[64], *out_t[64];
     void *none[64] = {0};
-    pl_step_info step = {.step = 1, .micro_batches = b->m, .training = true};
-    for (int o = 0; o < g->n_ops; o++) {
-        const pl_op *op = &g->ops[o];
-        int d = b->parts->op_device[o];
+    pl_step_info step = {.step = 1, .micro_batches = b->slices, .training = true};
+    for (int o = 0; o < g->n_ops * b->replicas; o++) {
+        const pl_op *op = &g->ops[o % g->n_ops];
+        int d = b->parts[o / g->n_ops]->op_device[o % g->n_ops];
         for (int j = 0; j < op->n_inputs; j++) {
             int t = op->inputs[j];
             pl_tensor_kind kind = g->tensors[t].kind;
@@ -345,9 +422,9 @@ static pl_status count_memory(pl_builder *b, pl_error *err)
 
 pl_status pl_program_assign_buffers(pl_builder *b, pl_error *err)
 {
-    instances in = {b->g->n_tensors + b->parts->n_transfers, b->m, NULL, NULL};
+    instances in = {b->n_places, b->slices, NULL, NULL};
     in.base = malloc((size_t)in.n * sizeof *in.base);
-    in.slot = malloc((size_t)in.n * (size_t)b->m * sizeof *in.slot);
+    in.slot = malloc((size_t)in.n * (size_t)in.m * sizeof *in.slot);
     int *n_slots = malloc((size_t)in.n * sizeof *n_slots);
     pl_status status = PL_OK;
     if (!in.base || !in.slot || !n_slots || !assign_slots(b, &in, n_slots) ||

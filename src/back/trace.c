@@ -61,11 +61,12 @@ pl_status pl_executor_write_trace(const pl_executor *ex, const char *path, pl_er
                 task->resource, 1e6 * starts[i], 1e6 * (ends[i] - starts[i]));
         write_string(out, name);
         fprintf(out, ",\"cat\":\"%s\",\"args\":{\"micro_batch\":%d,\"task\":%d",
-                task->kind == PL_TASK_COPY ? "copy"
+                task->kind == PL_TASK_COPY     ? "copy"
+                : task->kind == PL_TASK_REDUCE ? "reduce"
                 : p->graph->ops[task->op].phase == PL_PHASE_FORWARD ? "forward"
                 : p->graph->ops[task->op].phase == PL_PHASE_BACKWARD ? "backward" : "update",
                 task->micro_batch, i);
-        if (task->kind == PL_TASK_COPY)
+        if (task->kind != PL_TASK_OP)
             fprintf(out, ",\"bytes\":%lld", (long long)pl_task_bytes(p, task));
         else
             fprintf(out, ",\"flops\":%.0f", pl_task_flops(p, task));

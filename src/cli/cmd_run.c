@@ -95,7 +95,7 @@ static void describe_devices(const pl_executor *ex, const pl_cluster *c)
     const double *starts = pl_executor_task_starts(ex), *ends = pl_executor_task_ends(ex);
     double step = pl_executor_step_seconds(ex);
     for (int d = 0; d < c->n_devices; d++) {
-        int ops = p->partitions->first_op[d + 1] - p->partitions->first_op[d];
+        int ops = pl_program_ops_on(p, d);
         if (ops == 0)
             continue;
         double busy = 0;

@@ -82,7 +82,7 @@ static void print_prediction(const pl_graph *g, const pl_cluster *c, const pl_pr
            "%.3f ms\n", 1e3 * sim->step_seconds, sim->step_seconds / bound, 1e3 * bound,
            1e3 * sim->critical_path_seconds);
     for (int d = 0; d < c->n_devices; d++) {
-        int ops = p->partitions->first_op[d + 1] - p->partitions->first_op[d];
+        int ops = pl_program_ops_on(p, d);
         if (ops == 0)
             continue;
         char need[32], have[32];

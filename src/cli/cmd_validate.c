@@ -9,8 +9,31 @@
 #include "cli.h"
 #include "cluster.h"
 #include "plan.h"
+#include "program.h"
 
 /* A plan's partitions: ops and incoming bytes per device. */
+/* Per device: its training ops and the replicas it serves. */
+static void describe_replicas(const pl_plan *plan, const pl_graph *graph,
+                              const pl_cluster *cluster)
+{
+    pl_program *p = pl_program_new(graph, cluster, plan, NULL);
+    for (int d = 0; p && d < cluster->n_devices; d++) {
+        char list[256] = "";
+        size_t used = 0;
+        for (int r = 0; r < plan->replicas; r++) {
+            bool serves = false;
+            for (int o = 0; o < plan->n_ops && !serves; o++)
+                serves = pl_plan_replica(plan, r)[o] == d;
+            if (serves && used + 8 < sizeof list)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%d",
+                                         used ? ", " : "", r);
+        }
+        printf("  %-12s %5d ops  replicas: %s\n", cluster->devices[d].name,
+               pl_program_ops_on(p, d), used ? list : "none");
+    }
+    pl_program_free(p);
+}
+
 static int check_plan(const char *model, pl_graph *graph, const char *cluster_path,
                       const char *plan_path, int quiet)
 {
@@ -31,12 +54,18 @@ static int check_plan(const char *model, pl_graph *graph, const char *cluster_pa
         pl_cli_warn_plan_model(plan_path, plan, graph);
     }
     if (status == PL_EXIT_OK && !quiet) {
-        printf("%s: valid plan for \"%s\" on cluster \"%s\": %d stage%s, %d micro-batch%s, %s\n",
-               pl_cli_input_name(plan_path), graph->name, cluster->name, plan->n_stages,
+        char replicas[32] = "";
+        if (plan->replicas > 1)
+            snprintf(replicas, sizeof replicas, "%d replicas, ", plan->replicas);
+        printf("%s: valid plan for \"%s\" on cluster \"%s\": %s%d stage%s, %d micro-batch%s, "
+               "%s\n", pl_cli_input_name(plan_path), graph->name, cluster->name, replicas,
+               plan->n_stages,
                plan->n_stages == 1 ? "" : "s", plan->micro_batches,
                plan->micro_batches == 1 ? "" : "es",
                pl_plan_schedule_text(plan));
-        for (int d = 0; d < cluster->n_devices; d++) {
+        if (plan->replicas > 1)
+            describe_replicas(plan, graph, cluster);
+        for (int d = 0; plan->replicas == 1 && d < cluster->n_devices; d++) {
             int64_t bytes = 0;
             int received = 0;
             for (int k = 0; k < parts->n_transfers; k++)

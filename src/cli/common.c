@@ -202,15 +202,18 @@ void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *c, const pl_pro
     int devices = 0, copies = 0;
     int64_t bytes = 0;
     for (int d = 0; d < c->n_devices; d++)
-        devices += p->partitions->first_op[d + 1] > p->partitions->first_op[d];
+        devices += pl_program_ops_on(p, d) > 0;
+    char replicas[32] = "";
+    if (plan->replicas > 1)
+        snprintf(replicas, sizeof replicas, "%d replicas, ", plan->replicas);
     for (int i = 0; i < p->n_tasks; i++)
         if (p->tasks[i].kind == PL_TASK_COPY) {
             copies++;
             bytes += pl_task_bytes(p, &p->tasks[i]);
         }
     char size[32];
-    printf("plan: %d device%s, %d stage%s, %d micro-batch%s, %s; %d tasks, %d copies (%s) "
-           "per step\n", devices, devices == 1 ? "" : "s", plan->n_stages,
+    printf("plan: %d device%s, %s%d stage%s, %d micro-batch%s, %s; %d tasks, %d copies (%s) "
+           "per step\n", devices, devices == 1 ? "" : "s", replicas, plan->n_stages,
            plan->n_stages == 1 ? "" : "s", plan->micro_batches,
            plan->micro_batches == 1 ? "" : "es",
            pl_plan_schedule_text(plan), p->n_tasks, copies,

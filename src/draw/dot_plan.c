@@ -119,7 +119,7 @@ static pl_status gather(drawing *d, pl_error *err)
     }
     for (int i = 0; i < d->program->n_tasks; i++) {
         const pl_task *task = &d->program->tasks[i];
-        if (task->kind == PL_TASK_COPY) {
+        if (task->kind == PL_TASK_COPY && task->transfer < parts->n_transfers) {
             double bytes = (double)pl_task_bytes(d->program, task);
             d->transfer_bytes[task->transfer] += bytes;
             d->total_bytes += bytes;

@@ -157,7 +157,7 @@ static const char *format_duration(double seconds, char *buf, size_t cap)
 
 static kind task_kind(const pl_program *p, const pl_task *task)
 {
-    if (task->kind == PL_TASK_COPY)
+    if (task->kind != PL_TASK_OP) /* copies, and the all-reduce's sums */
         return KIND_COPY;
     pl_phase phase = p->graph->ops[task->op].phase;
     return phase == PL_PHASE_FORWARD ? KIND_FORWARD
@@ -168,9 +168,11 @@ static kind task_kind(const pl_program *p, const pl_task *task)
 static const char *task_subject(const pl_program *p, const pl_task *task)
 {
     const pl_graph *g = p->graph;
-    return task->kind == PL_TASK_OP
-               ? g->ops[task->op].name
-               : g->tensors[p->partitions->transfers[task->transfer].tensor].name;
+    if (task->kind == PL_TASK_OP)
+        return g->ops[task->op].name;
+    if (task->kind == PL_TASK_COPY)
+        return g->tensors[p->transfers[task->transfer].tensor].name;
+    return g->tensors[p->buffers[p->refs[task->first_ref + 1]].tensor].name;
 }
 
 /* The row's name: a device's, or a link's "from → to" (unescaped, in buf). */
@@ -411,8 +413,8 @@ static void write_tooltip(const drawing *d, int i)
     const pl_task *task = &p->tasks[i];
     FILE *out = d->out;
     fputs("<title>", out);
-    if (task->kind == PL_TASK_COPY)
-        fputs("copy ", out);
+    if (task->kind != PL_TASK_OP)
+        fputs(task->kind == PL_TASK_COPY ? "copy " : "reduce ", out);
     write_text(out, task_subject(p, task), 0);
     if (task->kind == PL_TASK_OP)
         fprintf(out, " (%s", kinds[task_kind(p, task)].name);
@@ -422,7 +424,7 @@ static void write_tooltip(const drawing *d, int i)
     if (task->kind == PL_TASK_OP || task->micro_batch >= 0)
         fputs(")", out);
     if (task->kind == PL_TASK_COPY) {
-        const pl_transfer *transfer = &p->partitions->transfers[task->transfer];
+        const pl_transfer *transfer = &p->transfers[task->transfer];
         char bytes[32];
         fputc(' ', out);
         write_text(out, d->cluster->devices[transfer->from].name, 0);

@@ -2,6 +2,7 @@
 #include "plan.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@ pl_plan *pl_plan_new(const pl_graph *graph, pl_error *err)
         return NULL;
     }
     plan->n_ops = graph->n_forward_ops;
+    plan->replicas = 1;
     plan->n_stages = 1;
     plan->micro_batches = 1;
     plan->model_hash = graph->hash;
@@ -43,25 +45,75 @@ void pl_plan_free(pl_plan *plan)
     free(plan);
 }
 
+pl_status pl_plan_set_replicas(pl_plan *plan, int replicas, pl_error *err)
+{
+    if (replicas < 1 || replicas > PL_MAX_REPLICAS)
+        return pl_error_set(err, PL_EINPUT, "/replicas", "%d replicas: 1 to %d allowed",
+                            replicas, PL_MAX_REPLICAS);
+    size_t n = (size_t)(plan->n_ops > 0 ? plan->n_ops : 1);
+    int *device = realloc(plan->device, (size_t)replicas * n * sizeof *device);
+    if (!device)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    for (int r = plan->replicas; r < replicas; r++)
+        memcpy(device + (size_t)r * n, device, n * sizeof *device);
+    plan->device = device;
+    plan->replicas = replicas;
+    return PL_OK;
+}
+
+pl_status pl_plan_copy(pl_plan *to, const pl_plan *from, pl_error *err)
+{
+    if (to->replicas != from->replicas &&
+        pl_plan_set_replicas(to, from->replicas, err) != PL_OK)
+        return err ? err->status : PL_ENOMEM;
+    memcpy(to->device, from->device,
+           (size_t)from->replicas * (size_t)from->n_ops * sizeof *to->device);
+    memcpy(to->stage, from->stage, (size_t)from->n_ops * sizeof *to->stage);
+    to->n_stages = from->n_stages;
+    to->micro_batches = from->micro_batches;
+    to->schedule = from->schedule;
+    to->defer_weight_gradients = from->defer_weight_gradients;
+    to->model_hash = from->model_hash;
+    to->provenance = from->provenance;
+    return PL_OK;
+}
+
 pl_status pl_plan_check(const pl_plan *plan, const pl_graph *graph, const pl_cluster *cluster,
                         pl_error *err)
 {
     if (plan->n_ops != graph->n_forward_ops)
         return pl_error_set(err, PL_EINPUT, NULL, "the plan places %d ops, the model has %d",
                             plan->n_ops, graph->n_forward_ops);
+    if (plan->replicas < 1 || plan->replicas > PL_MAX_REPLICAS)
+        return pl_error_set(err, PL_EINPUT, "/replicas", "%d replicas: 1 to %d allowed",
+                            plan->replicas, PL_MAX_REPLICAS);
     if (plan->micro_batches < 1 || graph->batch_size % plan->micro_batches != 0)
         return pl_error_set(err, PL_EINPUT, "/micro_batches", "%d micro-batches do not divide "
                             "the batch of %d", plan->micro_batches, graph->batch_size);
+    if (graph->batch_size % (plan->replicas * plan->micro_batches) != 0)
+        return pl_error_set(err, PL_EINPUT, "/replicas", "%d replicas of %d micro-batches do "
+                            "not divide the batch of %d", plan->replicas, plan->micro_batches,
+                            graph->batch_size);
     char reason[PL_MAX_NAME + 256];
     if (plan->micro_batches > 1 && pl_graph_whole_step_reason(graph, reason, sizeof reason))
         return pl_error_set(err, PL_EINPUT, "/micro_batches", "%d micro-batches, but %s",
                             plan->micro_batches, reason);
+    if (plan->replicas > 1 && pl_graph_whole_step_reason(graph, reason, sizeof reason))
+        return pl_error_set(err, PL_EINPUT, "/replicas", "%d replicas, but %s",
+                            plan->replicas, reason);
     int stages = 0;
     for (int o = 0; o < plan->n_ops; o++) {
         const char *name = graph->ops[o].name;
-        if (plan->device[o] < 0 || plan->device[o] >= cluster->n_devices)
-            return pl_error_set(err, PL_EINPUT, NULL, "op \"%s\" is placed on device %d; the "
-                                "cluster has %d", name, plan->device[o], cluster->n_devices);
+        for (int r = 0; r < plan->replicas; r++) {
+            int d = pl_plan_replica(plan, r)[o];
+            char replica[32] = "";
+            if (plan->replicas > 1)
+                snprintf(replica, sizeof replica, " in replica %d", r);
+            if (d < 0 || d >= cluster->n_devices)
+                return pl_error_set(err, PL_EINPUT, NULL, "op \"%s\" is placed on device "
+                                    "%d%s; the cluster has %d", name, d, replica,
+                                    cluster->n_devices);
+        }
         if (plan->stage[o] < 0)
             return pl_error_set(err, PL_EINPUT, NULL, "op \"%s\" has stage %d", name,
                                 plan->stage[o]);
@@ -234,6 +286,13 @@ static bool gather_updates(const pl_plan *plan, const pl_graph *g, pl_partitions
 pl_partitions *pl_partitions_new(const pl_plan *plan, const pl_graph *g, int n_devices,
                                  pl_error *err)
 {
+    return pl_partitions_of_replica(plan, 0, g, n_devices, err);
+}
+
+pl_partitions *pl_partitions_of_replica(const pl_plan *plan, int r, const pl_graph *g,
+                                        int n_devices, pl_error *err)
+{
+    const int *device = pl_plan_replica(plan, r);
     pl_partitions *p = calloc(1, sizeof *p);
     size_t ops = (size_t)g->n_ops, tensors = (size_t)g->n_tensors;
     if (p) {
@@ -250,7 +309,7 @@ pl_partitions *pl_partitions_new(const pl_plan *plan, const pl_graph *g, int n_d
         return NULL;
     }
     for (int o = 0; o < g->n_ops; o++) { /* every op goes with its group's forward op */
-        p->op_device[o] = plan->device[g->ops[o].group];
+        p->op_device[o] = device[g->ops[o].group];
         p->op_stage[o] = plan->stage[g->ops[o].group];
     }
     if (!gather_updates(plan, g, p)) {

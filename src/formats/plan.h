@@ -1,7 +1,12 @@
 /* Plans: where every op of a training graph runs, and the partitions that follows from.
  *
  * A plan assigns each forward op a device of a cluster and a pipeline stage, and says how
- * a step is split into micro-batches and in which schedule they run. Every other op of
+ * a step is split into micro-batches and in which schedule they run. It may replicate the
+ * model: each replica places every op on a device of its own choosing (the stages are
+ * shared), takes an equal share of the step's batch, and the replicas' parameter gradients
+ * are summed before every update. Replicas whose ops of a stage share a device share that
+ * stage's parameters (PipeDream's replicated stages are replicas that differ in one
+ * stage's devices only). Every other op of
  * the training graph goes with its co-location group (graph.h: a backward op with the op
  * it differentiates, a parameter's accumulations and update with the parameter's first
  * reader), so a plan names forward ops only. Stages follow the dataflow: an op never
@@ -29,7 +34,7 @@
 extern "C" {
 #endif
 
-enum { PL_PLAN_FORMAT_VERSION = 1 };
+enum { PL_PLAN_FORMAT_VERSION = 2, PL_MAX_REPLICAS = 64 };
 
 typedef enum pl_schedule { PL_SCHEDULE_GPIPE, PL_SCHEDULE_1F1B } pl_schedule;
 
@@ -42,10 +47,12 @@ typedef struct pl_provenance {
 
 typedef struct pl_plan {
     int n_ops;          /* the forward ops of the graph it was made for */
-    int *device;        /* per forward op: a device of the cluster */
+    int replicas;       /* 1: the model is not replicated */
+    int *device;        /* per replica r and forward op o, device[r * n_ops + o]: a device of
+                           the cluster */
     int *stage;         /* per forward op: its pipeline stage, from 0 */
     int n_stages;
-    int micro_batches;  /* dividing the batch */
+    int micro_batches;  /* per replica: replicas x micro_batches divides the batch */
     pl_schedule schedule;
     /* Parameters' gradients (graph.h: weight_gradient ops) run behind every forward and
      * backward op of their device instead of right after the backward op they follow:
@@ -64,13 +71,23 @@ typedef struct pl_plan {
 /* The schedule in words: "GPipe", "1F1B", either with ", weight gradients deferred". */
 const char *pl_plan_schedule_text(const pl_plan *plan);
 
-/* A new plan with every forward op on device 0, stage 0, one micro-batch. */
+/* A new plan with every forward op on device 0, stage 0, one replica, one micro-batch. */
 pl_plan *pl_plan_new(const pl_graph *graph, pl_error *err);
 void pl_plan_free(pl_plan *plan);
+/* Gives the plan `replicas` replicas (1 to PL_MAX_REPLICAS), each placed as replica 0 is
+ * until changed. PL_ENOMEM leaves it as it was. */
+pl_status pl_plan_set_replicas(pl_plan *plan, int replicas, pl_error *err);
+/* Makes `to` (a plan of the same graph) a copy of `from`, replicas and provenance too. */
+pl_status pl_plan_copy(pl_plan *to, const pl_plan *from, pl_error *err);
+/* Replica r's devices: per forward op. */
+static inline int *pl_plan_replica(const pl_plan *plan, int r)
+{
+    return plan->device + (size_t)r * (size_t)plan->n_ops;
+}
 
 /* Checks a plan against its graph and cluster: devices exist, stages follow the dataflow
- * and number 0..n_stages-1, micro-batches divide the batch and are allowed by the model
- * (pl_graph_allows_micro_batches). PL_EINPUT with the op named. */
+ * and number 0..n_stages-1, replicas times micro-batches divide the batch and are allowed
+ * by the model (pl_graph_allows_micro_batches). PL_EINPUT with the op named. */
 pl_status pl_plan_check(const pl_plan *plan, const pl_graph *graph, const pl_cluster *cluster,
                         pl_error *err);
 
@@ -103,9 +120,12 @@ typedef struct pl_partitions {
     pl_transfer *transfers; /* in the order of the ops that first need them */
 } pl_partitions;
 
-/* The partitions of a checked plan over a training graph. */
+/* The partitions of a checked plan's replica 0 over a training graph. */
 pl_partitions *pl_partitions_new(const pl_plan *plan, const pl_graph *graph, int n_devices,
                                  pl_error *err);
+/* Replica r's partitions: its ops, where its tensors are, what it sends. */
+pl_partitions *pl_partitions_of_replica(const pl_plan *plan, int r, const pl_graph *graph,
+                                        int n_devices, pl_error *err);
 void pl_partitions_free(pl_partitions *partitions);
 
 #ifdef __cplusplus

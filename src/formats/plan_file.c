@@ -12,15 +12,62 @@
 
 #define PLAN_MAX_BYTES ((size_t)256 << 20)
 
+static bool find_device(pl_json_reader *r, const pl_cluster *cluster, const char *name,
+                        int *device)
+{
+    if ((*device = pl_cluster_find_device(cluster, name)) < 0)
+        return pl_json_fail(r, "cluster \"%s\" has no device \"%s\"", cluster->name, name);
+    return true;
+}
+
+/* "device": every replica's; or "devices": one per replica, in order. */
+static bool read_devices(pl_json_reader *r, const json_t *entry, const pl_cluster *cluster,
+                         pl_plan *plan, int o)
+{
+    const char *name = NULL;
+    json_t *list;
+    if (!pl_json_string(r, entry, "device", false, &name) ||
+        !pl_json_member(r, entry, "devices", JSON_ARRAY, false, &list))
+        return false;
+    if (!name == !list)
+        return pl_json_fail(r, "give either \"device\" (every replica's) or \"devices\" (one "
+                            "per replica)");
+    int d;
+    if (name) {
+        size_t back = pl_json_push_key(r, "device");
+        for (int k = 0; k < plan->replicas; k++)
+            if (!find_device(r, cluster, name, &pl_plan_replica(plan, k)[o]))
+                return false;
+        pl_json_pop(r, back);
+        return true;
+    }
+    size_t back = pl_json_push_key(r, "devices");
+    if (json_array_size(list) != (size_t)plan->replicas)
+        return pl_json_fail(r, "%zu devices for %d replica%s: one per replica",
+                            json_array_size(list), plan->replicas,
+                            plan->replicas == 1 ? "" : "s");
+    for (int k = 0; k < plan->replicas; k++) {
+        size_t at = pl_json_push_index(r, (size_t)k);
+        const json_t *item = json_array_get(list, (size_t)k);
+        if (!json_is_string(item))
+            return pl_json_fail(r, "expected a device name, got %s", pl_json_type_name(item));
+        if (!find_device(r, cluster, json_string_value(item), &d))
+            return false;
+        pl_plan_replica(plan, k)[o] = d;
+        pl_json_pop(r, at);
+    }
+    pl_json_pop(r, back);
+    return true;
+}
+
 static bool read_placement(pl_json_reader *r, const json_t *entry, const pl_cluster *cluster,
                            const pl_strmap *ops, pl_plan *plan, bool *placed)
 {
-    static const char *const fields[] = {"op", "device", "stage", NULL};
-    const char *op_name, *device_name;
+    static const char *const fields[] = {"op", "device", "devices", "stage", NULL};
+    const char *op_name;
     int64_t stage = 0;
     if (!pl_json_expect_object(r, entry, fields) ||
         !pl_json_string(r, entry, "op", true, &op_name) ||
-        !pl_json_string(r, entry, "device", true, &device_name) ||
         !pl_json_integer(r, entry, "stage", false, 0, 1 << 20, &stage))
         return false;
     int o = pl_strmap_get(ops, op_name);
@@ -32,13 +79,9 @@ static bool read_placement(pl_json_reader *r, const json_t *entry, const pl_clus
         pl_json_push_key(r, "op");
         return pl_json_fail(r, "op \"%s\" is placed twice", op_name);
     }
-    int d = pl_cluster_find_device(cluster, device_name);
-    if (d < 0) {
-        pl_json_push_key(r, "device");
-        return pl_json_fail(r, "cluster \"%s\" has no device \"%s\"", cluster->name, device_name);
-    }
+    if (!read_devices(r, entry, cluster, plan, o))
+        return false;
     placed[o] = true;
-    plan->device[o] = d;
     plan->stage[o] = (int)stage;
     if (stage + 1 > plan->n_stages)
         plan->n_stages = (int)stage + 1;
@@ -134,16 +177,22 @@ static bool read_plan(pl_json_reader *r, const json_t *root, const pl_graph *gra
                       const pl_cluster *cluster, pl_plan *plan)
 {
     static const char *const fields[] = {"format", "version", "model", "model_hash",
-                                         "cluster", "devices", "micro_batches", "schedule",
-                                         "weight_gradients", "placement", "provenance",
-                                         "partitions", NULL};
+                                         "cluster", "devices", "replicas", "micro_batches",
+                                         "schedule", "weight_gradients", "placement",
+                                         "provenance", "partitions", NULL};
     const char *cluster_name, *schedule = "gpipe", *weight_gradients = "with-backward";
-    int64_t micro_batches = 1;
+    int64_t micro_batches = 1, replicas = 1, version;
     json_t *placement;
-    if (!pl_json_check_header(r, root, "plan", "placer-plan", PL_PLAN_FORMAT_VERSION))
+    if (!pl_json_check_header_versions(r, root, "plan", "placer-plan", 1,
+                                       PL_PLAN_FORMAT_VERSION, &version))
         return false;
+    if (version < 2 && json_object_get(root, "replicas")) {
+        pl_json_push_key(r, "replicas");
+        return pl_json_fail(r, "replicas came with format version 2");
+    }
     if (!pl_json_expect_object(r, root, fields) ||
         !pl_json_string(r, root, "cluster", true, &cluster_name) ||
+        !pl_json_integer(r, root, "replicas", false, 1, PL_MAX_REPLICAS, &replicas) ||
         !pl_json_integer(r, root, "micro_batches", false, 1, 1 << 20, &micro_batches) ||
         !pl_json_string(r, root, "schedule", false, &schedule) ||
         !pl_json_string(r, root, "weight_gradients", false, &weight_gradients) ||
@@ -165,6 +214,8 @@ static bool read_plan(pl_json_reader *r, const json_t *root, const pl_graph *gra
     plan->defer_weight_gradients = strcmp(weight_gradients, "deferred") == 0;
     plan->micro_batches = (int)micro_batches;
     plan->n_stages = 0;
+    if (pl_plan_set_replicas(plan, (int)replicas, r->err) != PL_OK)
+        return false;
 
     pl_strmap ops = {0};
     bool *placed = calloc((size_t)(plan->n_ops > 0 ? plan->n_ops : 1), sizeof *placed);
@@ -211,10 +262,14 @@ pl_plan *pl_plan_load_file(const char *path, const pl_graph *graph, const pl_clu
 
 /* ---- writing ----------------------------------------------------------------------------- */
 
-static json_t *partitions_json(const pl_partitions *p, const pl_graph *g, const pl_cluster *c)
+/* Each device's ops, receives and sends; a replica's, tagged with it, when there are
+ * several. */
+static bool partitions_json(json_t *list, int replica, const pl_partitions *p,
+                            const pl_graph *g, const pl_cluster *c)
 {
-    json_t *list = json_array();
     for (int d = 0; list && d < p->n_devices; d++) {
+        if (replica >= 0 && p->first_op[d + 1] == p->first_op[d])
+            continue;
         json_t *ops = json_array(), *receives = json_array(), *sends = json_array();
         for (int k = p->first_op[d]; k < p->first_op[d + 1]; k++)
             json_array_append_new(ops, json_string(g->ops[p->ops[k]].name));
@@ -229,41 +284,76 @@ static json_t *partitions_json(const pl_partitions *p, const pl_graph *g, const 
                                                        g->tensors[t->tensor].name, "to",
                                                        c->devices[t->to].name));
         }
-        json_array_append_new(list, json_pack("{s:s, s:o, s:o, s:o}", "device",
-                                              c->devices[d].name, "ops", ops, "receives",
-                                              receives, "sends", sends));
+        json_t *entry = json_pack("{s:s, s:o, s:o, s:o}", "device", c->devices[d].name, "ops",
+                                  ops, "receives", receives, "sends", sends);
+        if (entry && replica >= 0)
+            json_object_set_new(entry, "replica", json_integer(replica));
+        if (json_array_append_new(list, entry) != 0)
+            return false;
     }
-    return list;
+    return true;
+}
+
+/* "device" when every replica's is the same, else "devices". */
+static json_t *placement_json(const pl_plan *plan, const pl_graph *graph,
+                              const pl_cluster *cluster)
+{
+    json_t *placement = json_array();
+    for (int o = 0; placement && o < plan->n_ops; o++) {
+        bool same = true;
+        for (int k = 1; k < plan->replicas; k++)
+            same = same && pl_plan_replica(plan, k)[o] == plan->device[o];
+        json_t *entry = json_pack("{s:s}", "op", graph->ops[o].name);
+        if (same) {
+            json_object_set_new(entry, "device",
+                                json_string(cluster->devices[plan->device[o]].name));
+        } else {
+            json_t *devices = json_array();
+            for (int k = 0; k < plan->replicas; k++)
+                json_array_append_new(devices, json_string(
+                    cluster->devices[pl_plan_replica(plan, k)[o]].name));
+            json_object_set_new(entry, "devices", devices);
+        }
+        json_object_set_new(entry, "stage", json_integer(plan->stage[o]));
+        json_array_append_new(placement, entry);
+    }
+    return placement;
 }
 
 pl_status pl_plan_write_file(const char *path, const pl_plan *plan, const pl_graph *graph,
                              const pl_cluster *cluster, pl_error *err)
 {
-    pl_partitions *parts = pl_partitions_new(plan, graph, cluster->n_devices, err);
-    if (!parts)
-        return err ? err->status : PL_ENOMEM;
+    json_t *partitions = json_array();
+    for (int k = 0; partitions && k < plan->replicas; k++) {
+        pl_partitions *parts = pl_partitions_of_replica(plan, k, graph, cluster->n_devices,
+                                                        err);
+        if (!parts) {
+            json_decref(partitions);
+            return err ? err->status : PL_ENOMEM;
+        }
+        if (!partitions_json(partitions, plan->replicas > 1 ? k : -1, parts, graph, cluster)) {
+            json_decref(partitions);
+            partitions = NULL;
+        }
+        pl_partitions_free(parts);
+    }
     char hash[17];
     snprintf(hash, sizeof hash, "%016" PRIx64, plan->model_hash);
-    json_t *placement = json_array();
-    for (int o = 0; placement && o < plan->n_ops; o++)
-        json_array_append_new(placement, json_pack("{s:s, s:s, s:i}", "op", graph->ops[o].name,
-                                                   "device",
-                                                   cluster->devices[plan->device[o]].name,
-                                                   "stage", plan->stage[o]));
+    json_t *placement = placement_json(plan, graph, cluster);
     json_t *devices = json_array(); /* what a reader checks the cluster by */
     for (int d = 0; devices && d < cluster->n_devices; d++)
         json_array_append_new(devices, json_string(cluster->devices[d].name));
     const pl_provenance *p = &plan->provenance;
     json_t *root = json_pack(
-        "{s:s, s:i, s:s, s:s, s:s, s:o, s:i, s:s, s:s, s:o, s:{s:s, s:I, s:f, s:f}, s:o}",
+        "{s:s, s:i, s:s, s:s, s:s, s:o, s:i, s:i, s:s, s:s, s:o, s:{s:s, s:I, s:f, s:f}, s:o}",
         "format", "placer-plan", "version", PL_PLAN_FORMAT_VERSION, "model", graph->name,
-        "model_hash", hash, "cluster", cluster->name, "devices", devices, "micro_batches", plan->micro_batches, "schedule",
+        "model_hash", hash, "cluster", cluster->name, "devices", devices, "replicas",
+        plan->replicas, "micro_batches", plan->micro_batches, "schedule",
         plan->schedule == PL_SCHEDULE_1F1B ? "1f1b" : "gpipe", "weight_gradients",
         plan->defer_weight_gradients ? "deferred" : "with-backward", "placement", placement,
         "provenance", "algorithm", p->algorithm, "seed", (json_int_t)p->seed,
         "predicted_seconds", p->predicted_seconds, "measured_seconds", p->measured_seconds,
-        "partitions", partitions_json(parts, graph, cluster));
-    pl_partitions_free(parts);
+        "partitions", partitions);
     if (!root)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory building the plan");
     pl_status status = pl_json_write_file(path, root, JSON_INDENT(1) | JSON_PRESERVE_ORDER, err);

@@ -464,6 +464,13 @@ bool pl_json_check_name(pl_json_reader *r, const json_t *value, const char *what
 bool pl_json_check_header(pl_json_reader *r, const json_t *root, const char *what,
                           const char *format, int64_t version)
 {
+    return pl_json_check_header_versions(r, root, what, format, version, version, NULL);
+}
+
+bool pl_json_check_header_versions(pl_json_reader *r, const json_t *root, const char *what,
+                                   const char *format, int64_t oldest, int64_t newest,
+                                   int64_t *version)
+{
     if (!json_is_object(root))
         return pl_json_fail(r, "expected the %s object, found %s", what,
                             pl_json_type_name(root));
@@ -477,13 +484,20 @@ bool pl_json_check_header(pl_json_reader *r, const json_t *root, const char *wha
     }
     if (!pl_json_integer(r, root, "version", true, INT64_MIN, INT64_MAX, &found_version))
         return false;
-    if (found_version != version) {
+    if (found_version < oldest || found_version > newest) {
+        char reads[64];
+        if (oldest == newest)
+            snprintf(reads, sizeof reads, "version %lld", (long long)newest);
+        else
+            snprintf(reads, sizeof reads, "versions %lld to %lld", (long long)oldest,
+                     (long long)newest);
         pl_json_push_key(r, "version");
-        return pl_json_fail(r, "format version %lld, made by %s placer (this one reads "
-                            "version %lld)", (long long)found_version,
-                            found_version < version ? "an older" : "a newer",
-                            (long long)version);
+        return pl_json_fail(r, "format version %lld, made by %s placer (this one reads %s)",
+                            (long long)found_version,
+                            found_version < oldest ? "an older" : "a newer", reads);
     }
+    if (version)
+        *version = found_version;
     return true;
 }
 

@@ -76,6 +76,11 @@ bool pl_json_number(pl_json_reader *r, const json_t *object, const char *key, bo
  * `what` names the object in messages ("model", "cluster", "plan"). */
 bool pl_json_check_header(pl_json_reader *r, const json_t *root, const char *what,
                           const char *format, int64_t version);
+/* The same for a format read in versions oldest..newest; the file's in *version (NULL
+ * allowed). */
+bool pl_json_check_header_versions(pl_json_reader *r, const json_t *root, const char *what,
+                                   const char *format, int64_t oldest, int64_t newest,
+                                   int64_t *version);
 
 /* A name: 1 to 255 bytes, no control characters. `value` is the string at the current
  * pointer. */

@@ -1,0 +1,251 @@
+/* Replicas: a replicated plan computes what one device computes. Random replicated plans
+ * (replicas that share devices, pipelines within replicas) give one device's losses with
+ * as many micro-batches; data-parallel and hybrid plans keep one device's whole steps over
+ * a hundred steps, and leave the same parameters. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data.h"
+#include "executor.h"
+#include "program.h"
+#include "rng.h"
+#include "session.h"
+#include "suites.h"
+#include "test_util.h"
+
+enum { BATCH = 8 };
+
+static pl_cluster *native_cluster(int n)
+{
+    return pl_test_cluster((pl_test_devices){.n = n, .memory = 1LL << 34, .threads = 1});
+}
+
+/* A random plan, replicated 2 or 4 times where the batch allows, each replica's devices
+ * drawn anew (so that replicas share some devices and not others). */
+static pl_plan *random_replicated_plan(const pl_graph *g, int n_devices, uint64_t seed)
+{
+    pl_plan *plan = pl_test_random_plan(g, n_devices, seed);
+    int replicas = pl_rng_u64(seed, 1000) % 2 ? 4 : 2;
+    while (replicas > 1 && g->batch_size % (replicas * plan->micro_batches) != 0)
+        plan->micro_batches /= 2;
+    CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(plan, replicas, NULL), PL_OK);
+    for (int r = 1; r < replicas; r++)
+        for (int o = 0; o < g->n_forward_ops; o++)
+            if (pl_rng_u64(seed, 2000u + (uint64_t)(r * g->n_forward_ops + o)) % 2)
+                pl_plan_replica(plan, r)[o] =
+                    (int)(pl_rng_u64(seed, 9000u + (uint64_t)o) % (uint64_t)n_devices);
+    return plan;
+}
+
+/* `steps` losses on one device with m micro-batches, and its parameters after them (when
+ * `params` is not NULL: per tensor, a copy of each parameter's values). */
+static void one_device(const pl_graph *g, const pl_dataset *data, int m, int steps,
+                       float *losses, float **params)
+{
+    pl_session *s = pl_session_new(g, 1, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    pl_test_fill_first_batch(g, data, pl_test_session_buffer, s);
+    for (int step = 1; step <= steps; step++)
+        CU_ASSERT_EQUAL(pl_session_train_step(s, step, m, &losses[step - 1], NULL), PL_OK);
+    for (int t = 0; params && t < g->n_tensors; t++)
+        if (g->tensors[t].kind == PL_TENSOR_PARAM) {
+            size_t bytes = (size_t)pl_tensor_bytes(&g->tensors[t]);
+            params[t] = malloc(bytes);
+            memcpy(params[t], pl_session_data(s, t), bytes);
+        }
+    pl_session_free(s);
+}
+
+/* To 1e-5: relative from 1 up, absolute below (a key's bias in attention has no gradient
+ * and stays near 0; a loss trained on one batch for long falls to 1e-4, where summation
+ * order shows). */
+static bool close_to(float got, float want)
+{
+    return fabsf(got - want) <= 1e-5f * fmaxf(fabsf(want), 1.0f);
+}
+
+/* Runs `plan` for `steps` steps on a fresh executor and compares with `want`. */
+static void check_plan(const pl_graph *g, const pl_cluster *c, const pl_dataset *data,
+                       const pl_plan *plan, int steps, const float *want, float **params,
+                       const char *what)
+{
+    pl_executor *ex = pl_executor_new(g, c, NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ex);
+    pl_test_fill_first_batch(g, data, pl_test_executor_buffer, ex);
+    pl_fit fit;
+    pl_error err;
+    pl_error_init(&err, what);
+    CU_ASSERT_EQUAL_FATAL(pl_executor_set_plan(ex, plan, &fit, &err), PL_OK);
+    CU_ASSERT_TRUE(fit.fits);
+    CU_ASSERT_EQUAL(pl_executor_program(ex)->replicas, plan->replicas);
+    int wrong = 0;
+    for (int step = 1; step <= steps; step++) {
+        float loss = NAN;
+        CU_ASSERT_EQUAL(pl_executor_step(ex, step, &loss, &err), PL_OK);
+        if (!close_to(loss, want[step - 1]) && wrong++ == 0)
+            fprintf(stderr, "\n    %s (%d replicas, %d micro-batches, %d stages) step %d: loss "
+                    "%.9g, one device %.9g", what, plan->replicas, plan->micro_batches,
+                    plan->n_stages, step, (double)loss, (double)want[step - 1]);
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+    for (int t = 0; params && t < g->n_tensors; t++) {
+        if (!params[t])
+            continue;
+        const float *got = pl_executor_data(ex, t);
+        int64_t n = pl_tensor_elements(&g->tensors[t]), off = 0;
+        float worst = 0;
+        for (int64_t i = 0; i < n; i++) {
+            off += !close_to(got[i], params[t][i]);
+            worst = fmaxf(worst, fabsf(got[i] - params[t][i]));
+        }
+        if (off)
+            fprintf(stderr, "\n    %s: parameter %s differs in %lld of %lld values (by %g at "
+                    "most; e.g. %g, one device %g)", what, g->tensors[t].name, (long long)off,
+                    (long long)n, (double)worst, (double)got[0], (double)params[t][0]);
+        CU_ASSERT_EQUAL(off, 0);
+    }
+    pl_executor_free(ex);
+}
+
+/* Random replicated plans on 2 to 4 devices: two steps each, one device's losses with
+ * replicas x micro-batches micro-batches. */
+static void check_random_replicas(const char *model)
+{
+    enum { STEPS = 2, PLANS = 6 };
+    pl_graph *g = pl_test_bundled_training_graph(model, BATCH);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_dataset *data = pl_dataset_open(g, "synthetic", 3, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    for (int i = 0; i < PLANS; i++) {
+        int n_devices = 2 + i % 3;
+        pl_cluster *c = native_cluster(n_devices);
+        pl_plan *plan = random_replicated_plan(g, n_devices, 77u * (uint64_t)i + 5);
+        float want[STEPS];
+        one_device(g, data, plan->replicas * plan->micro_batches, STEPS, want, NULL);
+        char what[128];
+        snprintf(what, sizeof what, "%s plan %d", model, i);
+        check_plan(g, c, data, plan, STEPS, want, NULL, what);
+        pl_plan_free(plan);
+        pl_cluster_free(c);
+    }
+    pl_dataset_free(data);
+    pl_graph_free(g);
+}
+
+static void test_random_mlp(void) { check_random_replicas("small/mlp-small.json"); }
+static void test_random_lstm(void) { check_random_replicas("small/lstm_lm-small.json"); }
+static void test_random_seq2seq(void) { check_random_replicas("small/seq2seq-small.json"); }
+static void test_random_transformer(void) { check_random_replicas("small/transformer-small.json"); }
+static void test_random_recommender(void) { check_random_replicas("small/recommender-small.json"); }
+static void test_random_moe(void) { check_random_replicas("small/moe-small.json"); }
+
+/* Four replicas on four devices, and two replicas each a two-stage pipeline of two
+ * micro-batches: a hundred steps of one device's whole steps, and its parameters, those
+ * aside that one device itself leaves elsewhere with four micro-batches (attention's key
+ * bias has no gradient: what moves it is the summation order's rounding). */
+static void check_hundred_steps(const char *model)
+{
+    enum { STEPS = 100 };
+    pl_graph *g = pl_test_bundled_training_graph(model, BATCH);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_dataset *data = pl_dataset_open(g, "synthetic", 3, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    float want[STEPS], split[STEPS];
+    float **params = calloc((size_t)g->n_tensors, sizeof *params);
+    float **split_params = calloc((size_t)g->n_tensors, sizeof *split_params);
+    one_device(g, data, 1, STEPS, want, params);
+    one_device(g, data, 4, STEPS, split, split_params);
+    for (int t = 0; t < g->n_tensors; t++) {
+        int64_t n = params[t] ? pl_tensor_elements(&g->tensors[t]) : 0;
+        bool kept = true;
+        for (int64_t i = 0; i < n; i++)
+            kept = kept && close_to(split_params[t][i], params[t][i]);
+        if (!kept) {
+            free(params[t]);
+            params[t] = NULL;
+        }
+        free(split_params[t]);
+    }
+    free(split_params);
+    pl_cluster *c = native_cluster(4);
+
+    pl_plan *data_parallel = pl_plan_new(g, NULL);
+    CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(data_parallel, 4, NULL), PL_OK);
+    for (int r = 0; r < 4; r++)
+        for (int o = 0; o < g->n_forward_ops; o++)
+            pl_plan_replica(data_parallel, r)[o] = r;
+    check_plan(g, c, data, data_parallel, STEPS, want, params, model);
+
+    pl_plan *hybrid = pl_test_pipeline_plan(g, 2, 2, PL_SCHEDULE_1F1B);
+    CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(hybrid, 2, NULL), PL_OK);
+    for (int o = 0; o < g->n_forward_ops; o++)
+        pl_plan_replica(hybrid, 1)[o] = 2 + hybrid->device[o];
+    check_plan(g, c, data, hybrid, STEPS, want, params, model);
+
+    for (int t = 0; t < g->n_tensors; t++)
+        free(params[t]);
+    free(params);
+    pl_plan_free(data_parallel);
+    pl_plan_free(hybrid);
+    pl_cluster_free(c);
+    pl_dataset_free(data);
+    pl_graph_free(g);
+}
+
+static void test_hundred_mlp(void) { check_hundred_steps("small/mlp-small.json"); }
+static void test_hundred_transformer(void) { check_hundred_steps("small/transformer-small.json"); }
+
+/* Where a replicated plan's all-reduce runs: every copy of a parameter's gradient is
+ * reduced and sent 2(n - 1) times, n - 1 of them adds; copies sharing a device are one. */
+static void test_ring_tasks(void)
+{
+    pl_graph *g = pl_test_bundled_training_graph("small/mlp-small.json", BATCH);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_cluster *c = native_cluster(4);
+    pl_plan *plan = pl_plan_new(g, NULL);
+    CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(plan, 4, NULL), PL_OK);
+    int place[4] = {0, 1, 2, 2}; /* replicas 2 and 3 share device 2: three copies */
+    for (int r = 0; r < 4; r++)
+        for (int o = 0; o < g->n_forward_ops; o++)
+            pl_plan_replica(plan, r)[o] = place[r];
+    pl_program *p = pl_program_new(g, c, plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    int params = 0, kept = 0, reduces = 0, copies = 0, updates = 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        params += g->tensors[t].kind == PL_TENSOR_PARAM && !g->tensors[t].frozen;
+        kept += g->tensors[t].kind == PL_TENSOR_PARAM || g->tensors[t].kind == PL_TENSOR_STATE;
+    }
+    for (int i = 0; i < p->n_tasks; i++) {
+        const pl_task *task = &p->tasks[i];
+        reduces += task->kind == PL_TASK_REDUCE;
+        copies += task->kind == PL_TASK_COPY;
+        updates += task->kind == PL_TASK_OP && g->ops[task->op].phase == PL_PHASE_UPDATE;
+    }
+    CU_ASSERT_EQUAL(updates, 3 * params);
+    CU_ASSERT_EQUAL(reduces, 3 * 2 * params);  /* n(n - 1) per parameter, n = 3 */
+    CU_ASSERT_EQUAL(copies, 2 * 3 * 2 * params); /* 2n(n - 1): no activation crosses */
+    CU_ASSERT_EQUAL(p->n_copies, 1 + 2 * kept); /* the first copy is the tensor's own */
+    pl_program_free(p);
+    pl_plan_free(plan);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+void pl_register_replica_tests(void)
+{
+    static const pl_test_case cases[] = {
+        {"random replicated plans: mlp", test_random_mlp},
+        {"random replicated plans: lstm_lm", test_random_lstm},
+        {"random replicated plans: seq2seq", test_random_seq2seq},
+        {"random replicated plans: transformer", test_random_transformer},
+        {"random replicated plans: recommender", test_random_recommender},
+        {"random replicated plans: moe", test_random_moe},
+        {"a hundred steps as one device: mlp", test_hundred_mlp},
+        {"a hundred steps as one device: transformer", test_hundred_transformer},
+        {"the ring's tasks", test_ring_tasks},
+        {NULL, NULL},
+    };
+    pl_test_add_suite("replicas", cases);
+}
