@@ -197,21 +197,29 @@ static void check_hundred_steps(const char *model)
 static void test_hundred_mlp(void) { check_hundred_steps("small/mlp-small.json"); }
 static void test_hundred_transformer(void) { check_hundred_steps("small/transformer-small.json"); }
 
-/* Where a replicated plan's all-reduce runs: every copy of a parameter's gradient is
- * reduced and sent 2(n - 1) times, n - 1 of them adds; copies sharing a device are one. */
+/* A data-parallel plan of mlp-small: replicas on `devices`, and its program. */
+static pl_program *data_parallel(const pl_graph *g, const pl_cluster *c, const int *devices,
+                                 int replicas)
+{
+    pl_plan *plan = pl_plan_new(g, NULL);
+    CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(plan, replicas, NULL), PL_OK);
+    for (int r = 0; r < replicas; r++)
+        for (int o = 0; o < g->n_forward_ops; o++)
+            pl_plan_replica(plan, r)[o] = devices[r];
+    pl_program *p = pl_program_new(g, c, plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    pl_plan_free(plan);
+    return p;
+}
+
+/* mlp-small's gradients are one bucket: packed on each node, a ring over the three nodes
+ * (replicas 2 and 3 share device 2: one copy), unpacked. */
 static void test_ring_tasks(void)
 {
     pl_graph *g = pl_test_bundled_training_graph("small/mlp-small.json", BATCH);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     pl_cluster *c = native_cluster(4);
-    pl_plan *plan = pl_plan_new(g, NULL);
-    CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(plan, 4, NULL), PL_OK);
-    int place[4] = {0, 1, 2, 2}; /* replicas 2 and 3 share device 2: three copies */
-    for (int r = 0; r < 4; r++)
-        for (int o = 0; o < g->n_forward_ops; o++)
-            pl_plan_replica(plan, r)[o] = place[r];
-    pl_program *p = pl_program_new(g, c, plan, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    pl_program *p = data_parallel(g, c, (const int[]){0, 1, 2, 2}, 4);
     int params = 0, kept = 0, reduces = 0, copies = 0, updates = 0;
     for (int t = 0; t < g->n_tensors; t++) {
         params += g->tensors[t].kind == PL_TENSOR_PARAM && !g->tensors[t].frozen;
@@ -224,11 +232,62 @@ static void test_ring_tasks(void)
         updates += task->kind == PL_TASK_OP && g->ops[task->op].phase == PL_PHASE_UPDATE;
     }
     CU_ASSERT_EQUAL(updates, 3 * params);
-    CU_ASSERT_EQUAL(reduces, 3 * 2 * params);  /* n(n - 1) per parameter, n = 3 */
-    CU_ASSERT_EQUAL(copies, 2 * 3 * 2 * params); /* 2n(n - 1): no activation crosses */
-    CU_ASSERT_EQUAL(p->n_copies, 1 + 2 * kept); /* the first copy is the tensor's own */
+    CU_ASSERT_EQUAL(reduces, 3 * 2);                   /* n(n - 1), n = 3 */
+    CU_ASSERT_EQUAL(copies, 2 * 3 * 2 + 2 * 3 * params); /* sends and passes; packs, unpacks */
+    CU_ASSERT_EQUAL(p->n_copies, 1 + 2 * kept);         /* the first is the tensor's own */
     pl_program_free(p);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* On paced-8 (two groups of four, slow links between), eight replicas sum hierarchically:
+ * across the slow links go 2(k - 1)/k of the gradients with k = 2 groups, once each way:
+ * twice their bytes, not a ring's 2 x 2(n - 1)/n. */
+static void test_hierarchy(void)
+{
+    pl_graph *g = pl_test_bundled_training_graph("small/mlp-small.json", BATCH);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_cluster *c = pl_test_bundled_cluster("paced-8.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    pl_program *p = data_parallel(g, c, (const int[]){0, 1, 2, 3, 4, 5, 6, 7}, 8);
+    int64_t gradients = 0, slow = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].kind == PL_TENSOR_PARAM && !g->tensors[t].frozen)
+            gradients += pl_tensor_bytes(&g->tensors[t]);
+    for (int i = 0; i < p->n_tasks; i++) {
+        const pl_task *task = &p->tasks[i];
+        if (task->kind != PL_TASK_COPY)
+            continue;
+        const pl_transfer *x = &p->transfers[task->transfer];
+        if (x->from != x->to && pl_cluster_link(c, x->from, x->to)->bytes_per_second < 1e9)
+            slow += pl_task_bytes(p, task);
+    }
+    CU_ASSERT_EQUAL(slow, 2 * gradients);
+    pl_program_free(p);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* ... and computes what one device does, on the transformer's many gradients. */
+static void test_hierarchy_losses(void)
+{
+    enum { STEPS = 3 };
+    pl_graph *g = pl_test_bundled_training_graph("small/transformer-small.json", BATCH);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_cluster *c = pl_test_bundled_cluster("paced-8.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    pl_dataset *data = pl_dataset_open(g, "synthetic", 3, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    float want[STEPS];
+    one_device(g, data, 8, STEPS, want, NULL);
+    pl_plan *plan = pl_plan_new(g, NULL);
+    CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(plan, 8, NULL), PL_OK);
+    for (int r = 0; r < 8; r++)
+        for (int o = 0; o < g->n_forward_ops; o++)
+            pl_plan_replica(plan, r)[o] = r;
+    check_plan(g, c, data, plan, STEPS, want, NULL, "transformer on paced-8");
     pl_plan_free(plan);
+    pl_dataset_free(data);
     pl_cluster_free(c);
     pl_graph_free(g);
 }
@@ -245,6 +304,8 @@ void pl_register_replica_tests(void)
         {"a hundred steps as one device: mlp", test_hundred_mlp},
         {"a hundred steps as one device: transformer", test_hundred_transformer},
         {"the ring's tasks", test_ring_tasks},
+        {"a hierarchy over slow links", test_hierarchy},
+        {"a hierarchy computes what one device does", test_hierarchy_losses},
         {NULL, NULL},
     };
     pl_test_add_suite("replicas", cases);

@@ -85,9 +85,12 @@ static int link_resource(pl_builder *b, int from, int to)
 /* A copy over a native link is a memcpy, which a core does: it runs on its source
  * device's thread, right after the task producing what it carries (hot in that core's
  * cache). A thread of its own would only compete with the devices for the cores and add
- * a wake-up to every transfer. A declared (paced) link has its own thread. */
+ * a wake-up to every transfer. A declared (paced) link has its own thread; a copy within
+ * a device, the device's. */
 int pl_copy_resource(pl_builder *b, int from, int to)
 {
+    if (from == to) /* an all-reduce's packing */
+        return from;
     const pl_link *link = pl_cluster_link(b->c, from, to);
     if (link->bytes_per_second <= 0 && link->latency_seconds <= 0)
         return from;
@@ -129,7 +132,7 @@ static pl_status create_tasks(pl_builder *b, const pl_plan *plan, pl_error *err)
                         (task_key){later + rank[block], o, 0});
         }
     }
-    for (int x = 0; x < b->first_ring_transfer; x++) {
+    for (int x = 0; x < b->first_collective_transfer; x++) {
         const pl_transfer *tr = &b->p->transfers[x];
         int resource = pl_copy_resource(b, tr->from, tr->to);
         b->copy_task[x] = b->p->n_tasks;
@@ -147,7 +150,7 @@ static pl_status create_tasks(pl_builder *b, const pl_plan *plan, pl_error *err)
         }
     }
     free(rank);
-    pl_create_ring_tasks(b);
+    pl_create_allreduce_tasks(b);
     return PL_OK;
 }
 
@@ -208,7 +211,7 @@ static pl_status dataflow_edges(pl_builder *b, pl_edges *edges, pl_error *err)
             !pl_edges_add(edges, pl_op_task(b, task->op, k - 1), i))
             return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     }
-    if (!pl_ring_edges(b, edges))
+    if (!pl_allreduce_edges(b, edges))
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     return PL_OK;
 }
@@ -338,8 +341,14 @@ static void builder_free(pl_builder *b)
     free(b->place_device);
     free(b->place_copy);
     free(b->place_tensor);
-    free(b->rings);
-    free(b->ring_refs);
+    for (int q = 0; b->buckets && q < b->n_buckets; q++)
+        free(b->buckets[q].storage);
+    free(b->buckets);
+    free(b->members);
+    free(b->collective_ops);
+    free(b->collective_refs);
+    free(b->unit_first);
+    free(b->unit_count);
     free(b->origin);
     free(b->keys);
     free(b->position);
@@ -432,12 +441,12 @@ pl_program *pl_program_new(const pl_graph *g, const pl_cluster *c, const pl_plan
         status = PL_ENOMEM;
         goto fail;
     }
-    if ((status = pl_plan_rings(&b, err)) != PL_OK)
+    if ((status = pl_plan_allreduces(&b, err)) != PL_OK)
         goto fail;
     status = PL_ENOMEM;
     size_t n_devices = (size_t)c->n_devices;
     size_t cap = ((size_t)g->n_ops + (size_t)p->n_transfers) * (size_t)b.slices +
-                 (size_t)g->n_ops * (size_t)b.replicas + (size_t)b.n_ring_tasks + 1;
+                 (size_t)g->n_ops * (size_t)b.replicas + (size_t)b.n_collective_ops + 1;
     p->tasks = malloc(cap * sizeof *p->tasks);
     p->links = malloc(n_devices * n_devices * sizeof *p->links);
     p->memory = calloc(n_devices, sizeof *p->memory);
@@ -481,10 +490,7 @@ double pl_task_flops(const pl_program *p, const pl_task *task)
 
 int64_t pl_task_bytes(const pl_program *p, const pl_task *task)
 {
-    /* a copy's source: a ring's receiving buffer fits its largest chunk */
-    if (task->kind == PL_TASK_COPY)
-        return p->buffers[p->refs[task->first_ref]].bytes;
-    return task->kind == PL_TASK_REDUCE ? p->buffers[p->refs[task->first_ref + 1]].bytes : 0;
+    return task->kind == PL_TASK_OP ? 0 : p->buffers[p->refs[task->first_ref + 1]].bytes;
 }
 
 int pl_program_ops_on(const pl_program *p, int d)

@@ -16,7 +16,7 @@ static int64_t aligned(int64_t bytes)
 }
 
 /* Instances: where a value of a tensor is kept. Instance i < n_places is place i
- * (program_impl.h); instance n_places + j is buffer j itself (the rings' chunks). */
+ * (program_impl.h); instance n_places + j is buffer j itself (the all-reduces'). */
 typedef struct instances {
     int n, m;
     int *base;  /* per place: its first buffer */
@@ -55,12 +55,12 @@ typedef void (*ref_visitor)(const pl_builder *b, void *context, int instance, in
 static void visit_refs(const pl_builder *b, int i, ref_visitor visit, void *context)
 {
     const pl_task *task = &b->p->tasks[i];
-    int k = task->micro_batch, ring_task = b->origin[i] - b->first_ring_task;
-    if (b->n_ring_tasks > 0 && ring_task >= 0) {
-        if (!b->ring_refs) /* not laid out yet: no activation to see */
+    int k = task->micro_batch, index;
+    if (pl_collective_task(b, i, &index)) {
+        if (!b->collective_refs) /* not laid out yet: no activation to see */
             return;
-        int source = b->n_places + b->ring_refs[2 * ring_task];
-        int own = b->n_places + b->ring_refs[2 * ring_task + 1];
+        int source = b->n_places + b->collective_refs[2 * index];
+        int own = b->n_places + b->collective_refs[2 * index + 1];
         visit(b, context, source, -1, false);
         if (task->kind == PL_TASK_REDUCE)
             visit(b, context, own, -1, false);
@@ -186,7 +186,7 @@ static bool lay_out_buffers(pl_builder *b, instances *in, const int *n_slots)
         count += n_slots[i] ? n_slots[i] : host_buffers(b, t);
     }
     int places = count;
-    count += pl_ring_buffer_count(b);
+    count += pl_allreduce_buffer_count(b);
     if (!(p->buffers = malloc((size_t)(count ? count : 1) * sizeof *p->buffers)))
         return false;
     p->n_buffers = count;
@@ -209,7 +209,7 @@ static bool lay_out_buffers(pl_builder *b, instances *in, const int *n_slots)
             }
         }
     }
-    return pl_ring_buffers(b, places);
+    return pl_allreduce_buffers(b, places, in->base);
 }
 
 /* ---- references and dependencies --------------------------------------------------------- */
@@ -223,8 +223,6 @@ typedef struct hazards {
     int *readers;     /* per buffer: the head of its readers since, in `reader_next` */
     int *reader_task, *reader_next, n_readers, readers_cap;
     int *marked;      /* per task: the last task that took it as a dependency */
-    int *chunks;      /* per buffer: the first of its ring's chunks, or -1; then n_chunks */
-    int *n_chunks;
     pl_edges deps;
     bool ok;
 } hazards;
@@ -260,8 +258,8 @@ static void note_buffer(hazards *h, int buf, bool writes)
     h->last_writer[buf] = h->task;
 }
 
-/* A gradient an all-reduce cuts into chunks is ordered chunk by chunk, so that the ring's
- * steps overlap; a task using it whole uses every chunk. Inputs and constants are never
+/* What an all-reduce works on is ordered range by range (its units), so that its steps
+ * overlap; a task using a gradient whole uses every unit. Inputs and constants are never
  * written during a step: nothing to order. */
 static void note_hazard(const pl_builder *b, void *context, int i, int k, bool writes)
 {
@@ -270,10 +268,10 @@ static void note_hazard(const pl_builder *b, void *context, int i, int k, bool w
     pl_tensor_kind kind = b->g->tensors[instance_tensor(b, i)].kind;
     if (kind == PL_TENSOR_INPUT || kind == PL_TENSOR_CONST || !h->ok)
         return;
-    if (h->chunks[buf] < 0)
+    if (b->unit_count[buf] == 0)
         note_buffer(h, buf, writes);
-    for (int c = 0; h->chunks[buf] >= 0 && c < h->n_chunks[buf]; c++)
-        note_buffer(h, h->chunks[buf] + c, writes);
+    for (int u = 0; u < b->unit_count[buf]; u++)
+        note_buffer(h, b->p->n_buffers + b->unit_first[buf] + u, writes);
 }
 
 /* A task's references: an op's inputs then outputs, a copy's source then destination, a
@@ -281,10 +279,10 @@ static void note_hazard(const pl_builder *b, void *context, int i, int k, bool w
 static void write_refs(const pl_builder *b, hazards *h)
 {
     const pl_task *task = &b->p->tasks[h->task];
-    int k = task->micro_batch, ring_task = b->origin[h->task] - b->first_ring_task;
-    if (b->n_ring_tasks > 0 && ring_task >= 0) {
-        h->refs[h->n_refs++] = b->ring_refs[2 * ring_task];
-        h->refs[h->n_refs++] = b->ring_refs[2 * ring_task + 1];
+    int k = task->micro_batch, index;
+    if (pl_collective_task(b, h->task, &index)) {
+        h->refs[h->n_refs++] = b->collective_refs[2 * index];
+        h->refs[h->n_refs++] = b->collective_refs[2 * index + 1];
         return;
     }
     if (task->kind == PL_TASK_COPY) {
@@ -301,21 +299,6 @@ static void write_refs(const pl_builder *b, hazards *h)
         h->refs[h->n_refs++] = buffer_of(b, h->in, instance_of(b, op->outputs[j], d), k);
 }
 
-/* Each copy's whole gradient buffer, mapped to its chunks. */
-static void map_chunks(const pl_builder *b, const instances *in, hazards *h)
-{
-    for (int i = 0; i < b->p->n_buffers; i++)
-        h->chunks[i] = -1;
-    for (int q = 0; q < b->n_rings; q++) {
-        const pl_ring *r = &b->rings[q];
-        for (int i = 0; i < r->n; i++) {
-            int whole = in->base[r->first_place + i];
-            h->chunks[whole] = r->first_chunk + i * r->n;
-            h->n_chunks[whole] = r->n;
-        }
-    }
-}
-
 static pl_status find_dependencies(pl_builder *b, const instances *in, pl_error *err)
 {
     pl_program *p = b->p;
@@ -325,16 +308,13 @@ static pl_status find_dependencies(pl_builder *b, const instances *in, pl_error 
         n_refs += task->kind != PL_TASK_OP
                       ? 2 : b->g->ops[task->op].n_inputs + b->g->ops[task->op].n_outputs;
     }
+    size_t slots = (size_t)p->n_buffers + (size_t)b->n_units; /* buffers, then units */
     hazards h = {.in = in, .refs = malloc((size_t)n_refs * sizeof(int) + 1),
-                 .last_writer = malloc((size_t)p->n_buffers * sizeof(int) + 1),
-                 .readers = malloc((size_t)p->n_buffers * sizeof(int) + 1),
-                 .marked = malloc((size_t)n * sizeof(int) + 1),
-                 .chunks = malloc((size_t)p->n_buffers * sizeof(int) + 1),
-                 .n_chunks = malloc((size_t)p->n_buffers * sizeof(int) + 1), .ok = true};
-    h.ok = h.refs && h.last_writer && h.readers && h.marked && h.chunks && h.n_chunks;
-    if (h.ok)
-        map_chunks(b, in, &h);
-    for (int i = 0; h.ok && i < p->n_buffers; i++)
+                 .last_writer = malloc(slots * sizeof(int) + 1),
+                 .readers = malloc(slots * sizeof(int) + 1),
+                 .marked = malloc((size_t)n * sizeof(int) + 1), .ok = true};
+    h.ok = h.refs && h.last_writer && h.readers && h.marked;
+    for (size_t i = 0; h.ok && i < slots; i++)
         h.last_writer[i] = h.readers[i] = -1;
     for (int i = 0; h.ok && i < n; i++)
         h.marked[i] = -1;
@@ -360,8 +340,6 @@ static pl_status find_dependencies(pl_builder *b, const instances *in, pl_error 
     free(h.reader_task);
     free(h.reader_next);
     free(h.marked);
-    free(h.chunks);
-    free(h.n_chunks);
     pl_edges_free(&h.deps);
     return h.ok ? PL_OK : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
 }

@@ -16,16 +16,32 @@ typedef struct task_key {
     int block, op, sub;
 } task_key;
 
-/* A ring all-reduce of one parameter's gradient over its copies (program.h). */
-typedef struct pl_ring {
-    int accumulator;   /* the gradient's tensor */
-    int update;        /* the parameter's update op */
-    int n;             /* copies: as many chunks */
-    int first_place;   /* the copies: places[first_place ..], in ring order */
-    int first_task;    /* creation index: n(n-1) copies and reduces of the reduce-scatter,
-                          step by step, then n(n-1) copies of the all-gather */
-    int first_chunk;   /* buffers: n chunks per copy (copy-major), then n receive buffers */
-} pl_ring;
+/* An all-reduce (program_allreduce.c): the gradients of parameters whose copies are on the
+ * same devices (its nodes), summed together. One gradient is summed where it is; several
+ * are packed into one buffer on each node first and unpacked after. Its steps are
+ * primitives: a copy of a node's range into the next's receiving buffer, a reduce of that
+ * buffer into the next's own range, a copy of a finished range into the next's own, and
+ * the packs and unpacks. */
+typedef struct pl_collective_op {
+    int kind;           /* PL_SEND, PL_REDUCE, PL_PASS, PL_PACK, PL_UNPACK */
+    int from, to;       /* nodes */
+    int64_t start, end; /* elements of the bucket */
+    int member;         /* packs and unpacks: the gradient */
+} pl_collective_op;
+
+enum { PL_SEND, PL_REDUCE, PL_PASS, PL_PACK, PL_UNPACK };
+
+typedef struct pl_bucket {
+    int n;               /* nodes: the copies' devices, in the algorithm's order */
+    int device[PL_MAX_REPLICAS];
+    int first_member, n_members; /* b->members[..]: accumulators, in order of readiness */
+    int64_t elements;
+    int fine;            /* the ranges a hazard is tracked in: fine chunks per node */
+    int first_op, n_ops; /* b->collective_ops[..]; the tasks follow in the same order */
+    int first_task;
+    int first_unit;      /* hazard units: n x fine chunks, then n receiving buffers */
+    int64_t *storage;    /* packed: per node, the bucket's offset in its arena */
+} pl_bucket;
 
 typedef struct pl_builder {
     const pl_graph *g;
@@ -55,12 +71,16 @@ typedef struct pl_builder {
     int *place_copy;           /* per place: a parameter's or state's copy, else -1 */
     int *place_tensor;         /* per place: its tensor */
     int n_places;
-    int n_rings;
-    pl_ring *rings;
-    int n_ring_tasks;
-    int first_ring_task;       /* creation index of the rings' first task */
-    int first_ring_transfer;   /* transfers from here on are the rings' */
-    int *ring_refs;            /* per ring task: its source and destination buffers */
+    int n_buckets;
+    pl_bucket *buckets;
+    int *members;
+    int n_collective_ops;
+    pl_collective_op *collective_ops;
+    int first_collective_task; /* creation index of the all-reduces' first task */
+    int first_collective_transfer; /* transfers from here on are the all-reduces' */
+    int *collective_refs;      /* per all-reduce task: its source and destination buffers */
+    int n_units;               /* hazard units of the all-reduces */
+    int *unit_first, *unit_count; /* per buffer: its units, or none (count 0) */
 } pl_builder;
 
 /* A growing list of edges between tasks. */
@@ -96,15 +116,21 @@ int pl_place_of(const pl_builder *b, int t, int d);
 /* Whether a parameter or state tensor t has a copy on device d. */
 bool pl_has_copy(const pl_builder *b, int t, int d);
 
-/* program_allreduce.c: the rings (after the places), their tasks (after the others'),
- * their dataflow edges, and their buffers. */
-pl_status pl_plan_rings(pl_builder *b, pl_error *err);
-void pl_create_ring_tasks(pl_builder *b);
-bool pl_ring_edges(const pl_builder *b, pl_edges *edges);
-int pl_ring_buffer_count(const pl_builder *b);
-/* Lays the rings' buffers out from p->buffers[first] (each copy's chunks on the host, a
- * receiving buffer per copy in its device's arena) and gives every ring task its refs. */
-bool pl_ring_buffers(pl_builder *b, int first);
+/* program_allreduce.c: the all-reduces (after the places), their tasks (after the others',
+ * and their keys), their dataflow edges, and their buffers. */
+pl_status pl_plan_allreduces(pl_builder *b, pl_error *err);
+void pl_create_allreduce_tasks(pl_builder *b);
+bool pl_allreduce_edges(const pl_builder *b, pl_edges *edges);
+int pl_allreduce_buffer_count(const pl_builder *b);
+/* Lays their buffers out from p->buffers[first] (`base`: each place's first buffer),
+ * with their arena memory, every task's refs and the hazard units of every buffer. */
+bool pl_allreduce_buffers(pl_builder *b, int first, const int *base);
+/* Whether task i (program order) is an all-reduce's: *index its index among them. */
+static inline bool pl_collective_task(const pl_builder *b, int i, int *index)
+{
+    *index = b->origin[i] - b->first_collective_task;
+    return b->n_collective_ops > 0 && *index >= 0;
+}
 
 /* program_schedule.c: blocks are (stage, phase, micro-batch); their rank in the ideal
  * timeline of the schedule, indexed by pl_block_of. NULL with err set on failure. */
