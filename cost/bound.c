@@ -357,14 +357,21 @@ static double spread_terms(const pl_graph *g, const int *unit, int n_groups,
     return work;
 }
 
-/* Every term but the update chains at one size, from paths_and_groups and spread_terms. */
+/* Every term but the update chains at one size, from paths_and_groups and spread_terms.
+ * With replicas (a model that allows them, `copies` > 1: the most devices one group's
+ * micro-batches can run on at this size) a group's work spreads over that many devices,
+ * and an op's runs no longer take turns on one device, so the pipeline's fill and drain
+ * bound nothing. */
 static double size_bound(const pl_graph *g, double spread, double heaviest, double n_devices,
-                         const double *micro, const ramps *ops, const ramps *groups)
+                         int copies, const double *micro, const ramps *ops,
+                         const ramps *groups)
 {
     double path = 0;
     for (int o = 0; o < g->n_ops; o++)
         path = fmax(path, ops->head[o] + micro[o]);
-    double known = fmax(fmax(spread, path), heaviest);
+    double known = fmax(fmax(spread, path), heaviest / copies);
+    if (copies > 1)
+        return known;
     double per_op = fill_and_drain(g->n_ops, n_devices, ops, spread, known);
     double per_group = fill_and_drain(g->n_ops, n_devices, groups, spread, known);
     return fmax(known, fmax(per_op, per_group));
@@ -385,7 +392,7 @@ static int heavier_first(const void *a, const void *b)
  * those take at least their work spread over the devices (their weighted work, `spread`,
  * summed: the argument at the top of the file over the ancestors alone; or each op at its
  * fastest over n_devices), and at least the work of any one co-location group among them,
- * which one device runs in turn. So the step lasts at least that plus the update. (On
+ * which one device runs in turn (or, with replicas, `copies` devices at most). So the step lasts at least that plus the update. (On
  * recommender the largest table's 16 ms Adam update waits for the first dense layer's
  * forward and input gradient, both on that layer's device.) One walk per update serves
  * every size: `step` and `spread` are op-major ([op][size]), `bounds` takes a term per
@@ -393,7 +400,8 @@ static int heavier_first(const void *a, const void *b)
  * updates are left out, which only loosens the bound. */
 static pl_status update_chains(const pl_graph *g, const int *unit, int n_devices,
                                const pl_adjacency *deps, const double *step,
-                               const double *spread, int n_sizes, double *bounds, pl_error *err)
+                               const double *spread, int n_sizes, const int *copies,
+                               double *bounds, pl_error *err)
 {
     size_t n = (size_t)g->n_ops, rows = (size_t)n_sizes;
     int *ints = malloc(2 * n * sizeof *ints);
@@ -445,7 +453,7 @@ static pl_status update_chains(const pl_graph *g, const int *unit, int n_devices
         }
         for (int s = 0; s < n_sizes; s++) {
             double before = fmax(work[s], fastest[s] / n_devices);
-            before = heaviest[s] > before ? heaviest[s] : before;
+            before = fmax(before, heaviest[s] / copies[s]); /* replicas share a group */
             if (before + step[(size_t)u * rows + s] > bounds[s])
                 bounds[s] = before + step[(size_t)u * rows + s];
         }
@@ -483,34 +491,40 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     ramps ops = {items, items + n, items + 2 * n, events, curves};
     ramps groups = {items + 3 * n, items + 4 * n, items + 5 * n, events, curves};
     double *bounds = malloc((size_t)n_sizes * sizeof *bounds);
+    int *copies_at = malloc((size_t)n_sizes * sizeof *copies_at);
     if (unit && shapes && step && spread && share && group_share && fastest_spread && micro &&
-        bounds && items && events && curves)
+        bounds && items && events && curves && copies_at)
         deps = dependencies_of(g, err);
     pl_status status = deps ? PL_OK : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     for (int size = 1, s = 0; status == PL_OK && size <= g->batch_size; size++) {
         if (g->batch_size % size)
             continue;
         status = times_at(g, c, m, &k, size, shapes, micro, step + s, n_sizes, share, err);
+        /* replicas: each a share of the micro-batches, on devices of its own */
+        int copies = pl_graph_whole_step_op(g) < 0 ? g->batch_size / size : 1;
+        copies = copies < c->n_devices ? copies : c->n_devices;
+        copies_at[s] = copies;
         if (status == PL_OK) {
             double heaviest, n_devices;
             paths_and_groups(g, unit, deps, micro, &ops, &groups);
             double work = spread_terms(g, unit, n_units, &k, share, group_share, &ops, &groups,
                                        &heaviest, &n_devices, spread + s, n_sizes);
-            bounds[s] = size_bound(g, work, heaviest, n_devices, micro, &ops, &groups);
+            bounds[s] = size_bound(g, work, heaviest, n_devices, copies, micro, &ops, &groups);
             if (k.n > 1) { /* and as if every device were as fast as the fastest for each op */
                 device_classes alike = {.n = 1, .count = {c->n_devices}};
                 for (size_t o = 0; o < n; o++)
                     share[o] = step[o * (size_t)n_sizes + (size_t)s];
                 work = spread_terms(g, unit, n_units, &alike, share, group_share, &ops, &groups,
                                     &heaviest, &n_devices, fastest_spread, 1);
-                bounds[s] = fmax(bounds[s], size_bound(g, work, heaviest, n_devices, micro,
-                                                       &ops, &groups));
+                bounds[s] = fmax(bounds[s], size_bound(g, work, heaviest, n_devices, copies,
+                                                       micro, &ops, &groups));
             }
         }
         s++;
     }
     if (status == PL_OK)
-        status = update_chains(g, unit, c->n_devices, deps, step, spread, n_sizes, bounds, err);
+        status = update_chains(g, unit, c->n_devices, deps, step, spread, n_sizes, copies_at,
+                               bounds, err);
     for (int s = 0; status == PL_OK && s < n_sizes; s++)
         if (s == 0 || bounds[s] < *seconds)
             *seconds = bounds[s];
@@ -527,5 +541,6 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     free(events);
     free(curves);
     free(bounds);
+    free(copies_at);
     return status;
 }

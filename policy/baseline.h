@@ -17,6 +17,10 @@
  *                  each stage timed on its own device, minimising the slowest stage with
  *                  its communication over its link, choosing the devices' order and the
  *                  micro-batch count
+ *   data-parallel  the whole model replicated on 2 or more of the fastest devices, as many
+ *                  as simulate fastest (the batch shared equally)
+ *   hybrid         pipeline-dp inside a group of devices, replicated on every other group
+ *                  (the cluster's groups joined by faster links, or equal runs of devices)
  *
  * Times are each device's own (its threads and declared rate) and each link's own.
  *
@@ -50,10 +54,13 @@ typedef enum pl_baseline {
     PL_BASELINE_ETF,
     PL_BASELINE_SCT,
     PL_BASELINE_PIPELINE_DP,
+    PL_BASELINE_DATA_PARALLEL,
+    PL_BASELINE_HYBRID,
     PL_BASELINE_COUNT
 } pl_baseline;
 
-/* "single", "round-robin", "expert", "metis", "etf", "sct", "pipeline-dp". */
+/* "single", "round-robin", "expert", "metis", "etf", "sct", "pipeline-dp",
+ * "data-parallel", "hybrid". */
 const char *pl_baseline_name(pl_baseline algorithm);
 /* The algorithm of a name, or PL_BASELINE_COUNT when there is none. */
 pl_baseline pl_baseline_from_name(const char *name);

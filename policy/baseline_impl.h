@@ -100,6 +100,8 @@ pl_status pl_place_metis(const pl_placer *p, pl_plan *plan, pl_error *err);
 pl_status pl_place_etf(const pl_placer *p, pl_plan *plan, pl_error *err);
 pl_status pl_place_sct(const pl_placer *p, pl_plan *plan, pl_error *err);
 pl_status pl_place_pipeline_dp(const pl_placer *p, pl_plan *plan, pl_error *err);
+pl_status pl_place_data_parallel(const pl_placer *p, pl_plan *plan, pl_error *err);
+pl_status pl_place_hybrid(const pl_placer *p, pl_plan *plan, pl_error *err);
 
 pl_status pl_placer_no_memory(pl_error *err);
 

@@ -86,7 +86,7 @@ contains "$work/err" "every algorithm failed: no plan fits" "baseline --algo all
 
 # Bad input.
 expect 2 "baseline: unknown algorithm" "$bin" baseline "$mlp" --algo random
-contains "$work/err" "unknown algorithm 'random' (valid: single, round-robin, expert, metis, etf, sct, pipeline-dp, all)" "baseline: unknown algorithm"
+contains "$work/err" "unknown algorithm 'random' (valid: single, round-robin, expert, metis, etf, sct, pipeline-dp, data-parallel, hybrid, all)" "baseline: unknown algorithm"
 expect 2 "baseline: missing --algo" "$bin" baseline "$mlp"
 expect 2 "baseline: bad seed" "$bin" baseline "$mlp" --algo etf --seed -1
 expect 2 "baseline: -o with all" "$bin" baseline "$mlp" --algo all -o "$work/x.json"

@@ -278,9 +278,9 @@ static double op_flops(const pl_graph *g, const char *name)
 }
 
 /* recommender on paced-4, every op at its FLOPs over the devices' 2 GFLOP/s: the largest
- * table's Adam update waits for the first dense layer's forward and input gradient, on
- * that layer's one device, at any micro-batch count. That chain is the bound; the step's
- * work over 4 devices (about 19 ms) and the layer's whole group (about 27) are less. */
+ * table's Adam update waits for the first dense layer's forward and input gradient. One
+ * device would run that layer's group alone; replicas may share its micro-batches over the
+ * four devices, but each copy runs the whole update after them. The bound lies between. */
 static void test_lower_bound_update_chain(void)
 {
     pl_graph *g = pl_test_bundled_training_graph("recommender.json", 0);
@@ -288,11 +288,13 @@ static void test_lower_bound_update_chain(void)
     CU_ASSERT_FATAL(g && c);
     pl_cost_model m;
     memset(&m, 0, sizeof m);
-    double chain = op_flops(g, "deep/fc1/matmul") + op_flops(g, "deep/fc1/matmul/matmul_grad_a") +
-                   op_flops(g, "embed0/adam_update");
+    double layer = op_flops(g, "deep/fc1/matmul") + op_flops(g, "deep/fc1/matmul/matmul_grad_a");
+    double update = op_flops(g, "embed0/adam_update");
     double bound;
     CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, &m, &bound, NULL), PL_OK);
-    CU_ASSERT_DOUBLE_EQUAL(bound, chain / 2e9, 1e-9);
+    /* four replicas may share the layer's micro-batches, not the update */
+    CU_ASSERT(bound >= (layer / 4 + update) / 2e9 - 1e-9);
+    CU_ASSERT(bound <= (layer + update) / 2e9 + 1e-9);
     pl_cluster_free(c);
     pl_graph_free(g);
 }

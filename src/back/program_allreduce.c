@@ -156,47 +156,13 @@ static void ring(writer *w, const int *nodes, int n, int64_t start, int64_t end,
         }
 }
 
-/* The nodes' groups: joined by links faster than the slowest between them (a native link
- * is the fastest). group[i] numbers them from 0; returns the count. */
-static int find_groups(const pl_builder *b, const pl_bucket *q, int *group)
-{
-    double slowest = -1;
-    for (int i = 0; i < q->n; i++)
-        for (int j = 0; j < q->n; j++) {
-            double bw = pl_cluster_link(b->c, q->device[i], q->device[j])->bytes_per_second;
-            if (i != j && bw > 0 && (slowest < 0 || bw < slowest))
-                slowest = bw;
-        }
-    int n_groups = 0;
-    for (int i = 0; i < q->n; i++)
-        group[i] = -1;
-    for (int i = 0; i < q->n; i++) {
-        if (group[i] >= 0)
-            continue;
-        group[i] = n_groups;
-        for (bool grew = true; grew;) { /* the closure of faster links */
-            grew = false;
-            for (int j = 0; j < q->n; j++)
-                for (int k = 0; k < q->n && group[j] < 0; k++) {
-                    double bw = pl_cluster_link(b->c, q->device[j], q->device[k])->bytes_per_second;
-                    if (group[k] == n_groups && (bw <= 0 || bw > slowest)) {
-                        group[j] = n_groups;
-                        grew = true;
-                    }
-                }
-        }
-        n_groups++;
-    }
-    return n_groups;
-}
-
 /* Orders the nodes group by group; a hierarchy when the groups are equal and several,
  * else a ring. */
 static void write_algorithm(writer *w)
 {
     pl_bucket *q = w->bucket;
     int group[PL_MAX_REPLICAS], order[PL_MAX_REPLICAS], size[PL_MAX_REPLICAS] = {0};
-    int k = find_groups(w->b, q, group), n = 0;
+    int k = pl_cluster_groups(w->b->c, q->device, q->n, group), n = 0;
     for (int g = 0; g < k; g++)
         for (int i = 0; i < q->n; i++)
             if (group[i] == g) {

@@ -36,8 +36,8 @@ static void usage(void)
            "Places the model by a classical algorithm (baselines.md) and predicts its\n"
            "step time with this machine's profile (placer calibrate; made on first use).\n"
            "\n"
-           "  --algo NAME      single, round-robin, expert, metis, etf, sct, pipeline-dp, or\n"
-           "                   all: every one in a table\n"
+           "  --algo NAME      single, round-robin, expert, metis, etf, sct, pipeline-dp,\n"
+           "                   data-parallel, hybrid, or all: every one in a table\n"
            "  --cluster FILE   the cluster (default: this machine, one device per core)\n"
            "  --seed N         the seed (default 1)\n"
            "  -o FILE          write the plan (one algorithm); default: only describe it\n"
@@ -118,8 +118,7 @@ static void place(const baseline_options *o, pl_baseline a, const pl_graph *g,
     out->place_seconds = pl_now() - start;
     pl_program *p = out->plan ? pl_program_new(g, c, out->plan, &out->err) : NULL;
     for (int d = 0; p && d < c->n_devices; d++)
-        out->memory[d] = p->partitions->first_op[d + 1] > p->partitions->first_op[d]
-                             ? p->memory[d].total : 0;
+        out->memory[d] = pl_program_ops_on(p, d) > 0 ? p->memory[d].total : 0;
     if (out->plan && !p) {
         pl_plan_free(out->plan);
         out->plan = NULL;

@@ -39,6 +39,64 @@ const pl_link *pl_cluster_link(const pl_cluster *cluster, int from, int to)
     return &cluster->links[from * cluster->n_devices + to];
 }
 
+pl_cluster *pl_cluster_subset(const pl_cluster *cluster, const int *devices, int n,
+                              pl_error *err)
+{
+    pl_cluster *c = new_cluster(n, err);
+    if (!c)
+        return NULL;
+    c->name = cluster->name;
+    c->description = cluster->description;
+    for (int i = 0; i < n; i++) {
+        c->devices[i] = cluster->devices[devices[i]];
+        for (int j = 0; j < n; j++)
+            c->links[i * n + j] = *pl_cluster_link(cluster, devices[i], devices[j]);
+        c->paced = c->paced || c->devices[i].flops_per_second > 0;
+    }
+    for (int i = 0; i < n * n; i++)
+        c->paced = c->paced || c->links[i].bytes_per_second > 0;
+    return c; /* names and cores point into `cluster`, which must outlive it */
+}
+
+static bool faster(const pl_cluster *c, int a, int b, double slowest)
+{
+    double bw = pl_cluster_link(c, a, b)->bytes_per_second;
+    return bw <= 0 || bw > slowest;
+}
+
+int pl_cluster_groups(const pl_cluster *c, const int *devices, int n, int *group)
+{
+    double slowest = -1;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double bw = pl_cluster_link(c, devices[i], devices[j])->bytes_per_second;
+            if (i != j && bw > 0 && (slowest < 0 || bw < slowest))
+                slowest = bw;
+        }
+    for (int i = 0; i < n; i++)
+        group[i] = -1;
+    int groups = 0;
+    for (int i = 0; i < n; i++) {
+        if (group[i] >= 0)
+            continue;
+        group[i] = groups;
+        for (bool grew = true; grew;) { /* the closure of faster links */
+            grew = false;
+            for (int j = 0; j < n; j++)
+                for (int k = 0; k < n && group[j] < 0; k++)
+                    if (group[k] == groups && faster(c, devices[j], devices[k], slowest)) {
+                        group[j] = groups;
+                        grew = true;
+                    }
+        }
+        groups++;
+    }
+    bool all_equal = groups == n; /* no link faster than another: one group */
+    for (int i = 0; all_equal && i < n; i++)
+        group[i] = 0;
+    return all_equal && n > 0 ? 1 : groups;
+}
+
 int pl_cluster_find_device(const pl_cluster *cluster, const char *name)
 {
     for (int d = 0; d < cluster->n_devices; d++)

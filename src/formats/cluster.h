@@ -78,6 +78,15 @@ const pl_link *pl_cluster_link(const pl_cluster *cluster, int from, int to);
  * record it beside the model's hash (pl_graph.hash) so that one made on another cluster of
  * the same size is refused. */
 uint64_t pl_cluster_hash(const pl_cluster *cluster);
+/* A new cluster of `n` of the cluster's devices (devices[i] becomes device i), with the
+ * links between them; named as the cluster. NULL with err set when out of memory. */
+pl_cluster *pl_cluster_subset(const pl_cluster *cluster, const int *devices, int n,
+                              pl_error *err);
+/* The cluster's groups: devices joined by links faster than the slowest link between any
+ * two (a native link is the fastest), as in machines of several devices joined by a
+ * network. group[d] numbers them from 0 in order of their first device; returns how many.
+ * One group when every link is the same. */
+int pl_cluster_groups(const pl_cluster *cluster, const int *devices, int n, int *group);
 int pl_cluster_find_device(const pl_cluster *cluster, const char *name);
 
 #ifdef __cplusplus

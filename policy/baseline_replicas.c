@@ -1,0 +1,186 @@
+/* Replicated baselines: data parallelism, and pipelines replicated over groups of devices.
+ *
+ *   data-parallel  the whole model on each of R devices, the fastest first, R from 2 to
+ *                  every device (dividing the batch), the R that simulates fastest
+ *   hybrid         pipeline-dp inside a group of devices and a replica of that pipeline
+ *                  on every other group: the cluster's own groups (devices joined by faster
+ *                  links) when it has equal ones, else equal runs of devices; the grouping
+ *                  that simulates fastest
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseline_impl.h"
+
+/* Why the model cannot be replicated, into buf; false when it can. */
+static bool cannot_replicate(const pl_placer *p, int replicas, char *buf, size_t cap)
+{
+    char reason[PL_MAX_NAME + 256];
+    if (pl_graph_whole_step_reason(p->graph, reason, sizeof reason)) {
+        snprintf(buf, cap, "the model cannot be replicated: %s", reason);
+        return true;
+    }
+    if (p->graph->batch_size % replicas != 0) {
+        snprintf(buf, cap, "%d replicas do not divide the batch of %d", replicas,
+                 p->graph->batch_size);
+        return true;
+    }
+    return false;
+}
+
+/* Devices from the fastest to the slowest (by index on a tie). */
+static void by_speed(const pl_placer *p, int *order)
+{
+    double speed[PL_MAX_DEVICES];
+    for (int d = 0; d < p->n_devices; d++) {
+        speed[d] = pl_placer_device_speed(p, d);
+        order[d] = d;
+    }
+    for (int i = 1; i < p->n_devices; i++) /* insertion: a few dozen devices at most */
+        for (int j = i; j > 0 && speed[order[j]] > speed[order[j - 1]]; j--) {
+            int swap = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = swap;
+        }
+}
+
+/* Keeps `plan` in `best` when it simulates faster (or is the first that fits). */
+static pl_status keep_faster(const pl_placer *p, const pl_plan *plan, pl_plan *best,
+                             double *fastest, pl_error *err)
+{
+    double seconds;
+    pl_status status = pl_placer_simulate(p, plan, &seconds, err);
+    if (status == PL_OK && seconds >= 0 && (*fastest < 0 || seconds < *fastest)) {
+        *fastest = seconds;
+        status = pl_plan_copy(best, plan, err);
+    }
+    return status;
+}
+
+pl_status pl_place_data_parallel(const pl_placer *p, pl_plan *plan, pl_error *err)
+{
+    char why[PL_MAX_NAME + 320] = "";
+    if (cannot_replicate(p, 1, why, sizeof why) || p->n_devices < 2)
+        return pl_error_set(err, PL_EINPUT, NULL, "data-parallel: %s",
+                            why[0] ? why : "one device: nothing to replicate over");
+    int order[PL_MAX_DEVICES];
+    by_speed(p, order);
+    pl_plan *trial = pl_plan_new(p->graph, err);
+    double fastest = -1;
+    pl_status status = trial ? PL_OK : PL_ENOMEM;
+    for (int replicas = 2; status == PL_OK && replicas <= p->n_devices; replicas++) {
+        if (p->graph->batch_size % replicas != 0)
+            continue;
+        status = pl_plan_set_replicas(trial, replicas, err);
+        for (int r = 0; status == PL_OK && r < replicas; r++)
+            for (int o = 0; o < p->n_groups; o++)
+                pl_plan_replica(trial, r)[o] = order[r];
+        if (status == PL_OK)
+            status = keep_faster(p, trial, plan, &fastest, err);
+    }
+    pl_plan_free(trial);
+    if (status == PL_OK && fastest < 0)
+        return pl_error_set(err, PL_EINPUT, NULL, "data-parallel: no replica count from 2 to "
+                            "%d both divides the batch of %d and fits the devices' memory",
+                            p->n_devices, p->graph->batch_size);
+    return status;
+}
+
+/* The groupings to try: replicas x devices each, devices[r * size + i] the i-th of
+ * replica r's. The cluster's own groups when they are equal and several; else runs of
+ * devices in index order, for every replica count from 2 with at least 2 devices each. */
+typedef struct grouping {
+    int replicas, size;
+    int devices[PL_MAX_DEVICES];
+} grouping;
+
+static int groupings(const pl_placer *p, grouping *out)
+{
+    int all[PL_MAX_DEVICES], group[PL_MAX_DEVICES], n = 0;
+    for (int d = 0; d < p->n_devices; d++)
+        all[d] = d;
+    int k = pl_cluster_groups(p->cluster, all, p->n_devices, group);
+    if (k > 1 && p->n_devices % k == 0 && p->n_devices / k >= 2) {
+        grouping *g = &out[n];
+        g->replicas = k;
+        g->size = p->n_devices / k;
+        int filled[PL_MAX_DEVICES] = {0};
+        bool equal = true;
+        for (int d = 0; d < p->n_devices && equal; d++) {
+            equal = filled[group[d]] < g->size;
+            if (equal)
+                g->devices[group[d] * g->size + filled[group[d]]++] = d;
+        }
+        n += equal;
+        if (equal)
+            return n;
+    }
+    for (int replicas = 2; replicas * 2 <= p->n_devices; replicas++) {
+        if (p->n_devices % replicas != 0)
+            continue;
+        grouping *g = &out[n++];
+        g->replicas = replicas;
+        g->size = p->n_devices / replicas;
+        for (int d = 0; d < p->n_devices; d++)
+            g->devices[d] = d;
+    }
+    return n;
+}
+
+/* pipeline-dp on the grouping's first group, replicated on the others. */
+static pl_status replicate_pipeline(const pl_placer *p, const grouping *g, pl_plan *plan,
+                                    pl_error *err)
+{
+    pl_cluster *first = pl_cluster_subset(p->cluster, g->devices, g->size, err);
+    if (!first)
+        return err ? err->status : PL_ENOMEM;
+    pl_error quiet;
+    pl_error_init(&quiet, NULL);
+    pl_plan *pipeline = pl_baseline_place(PL_BASELINE_PIPELINE_DP, p->graph, first, p->model,
+                                          p->seed, &quiet);
+    pl_cluster_free(first);
+    if (!pipeline)
+        return quiet.status == PL_ENOMEM ? pl_error_set(err, PL_ENOMEM, NULL, "out of memory")
+                                         : PL_EINPUT; /* no pipeline fits a group: skip */
+    pl_status status = pl_plan_copy(plan, pipeline, err);
+    if (status == PL_OK)
+        status = pl_plan_set_replicas(plan, g->replicas, err);
+    for (int r = 0; status == PL_OK && r < g->replicas; r++)
+        for (int o = 0; o < p->n_groups; o++)
+            pl_plan_replica(plan, r)[o] = g->devices[r * g->size + pipeline->device[o]];
+    while (plan->micro_batches > 1 &&
+           p->graph->batch_size % (g->replicas * plan->micro_batches) != 0)
+        plan->micro_batches /= 2;
+    pl_plan_free(pipeline);
+    return status;
+}
+
+pl_status pl_place_hybrid(const pl_placer *p, pl_plan *plan, pl_error *err)
+{
+    char why[PL_MAX_NAME + 320] = "";
+    if (cannot_replicate(p, 1, why, sizeof why) || p->n_devices < 4)
+        return pl_error_set(err, PL_EINPUT, NULL, "hybrid: %s",
+                            why[0] ? why : "fewer than 4 devices: no two pipelines of two");
+    grouping *options = malloc(PL_MAX_DEVICES * sizeof *options);
+    pl_plan *trial = pl_plan_new(p->graph, err);
+    pl_status status = options && trial ? PL_OK : pl_placer_no_memory(err);
+    int n = status == PL_OK ? groupings(p, options) : 0;
+    double fastest = -1;
+    for (int i = 0; status == PL_OK && i < n; i++) {
+        if (cannot_replicate(p, options[i].replicas, why, sizeof why))
+            continue;
+        status = replicate_pipeline(p, &options[i], trial, err);
+        if (status == PL_OK)
+            status = keep_faster(p, trial, plan, &fastest, err);
+        else if (status == PL_EINPUT)
+            status = PL_OK;
+    }
+    free(options);
+    pl_plan_free(trial);
+    if (status == PL_OK && fastest < 0)
+        return pl_error_set(err, PL_EINPUT, NULL, "hybrid: no replicated pipeline fits: the "
+                            "batch of %d divides among none of the groupings, or no group "
+                            "holds a pipeline", p->graph->batch_size);
+    return status;
+}
