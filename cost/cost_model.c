@@ -144,7 +144,8 @@ pl_task_cost pl_cost_task_parts(const pl_cost_model *m, const pl_program *p,
 {
     if (task->kind == PL_TASK_COPY) {
         const pl_transfer *tr = &p->transfers[task->transfer];
-        return copy_parts(m, pl_cluster_link(c, tr->from, tr->to),
+        static const pl_link within = {0, 0}; /* an all-reduce's packing: a memcpy */
+        return copy_parts(m, tr->from == tr->to ? &within : pl_cluster_link(c, tr->from, tr->to),
                           (double)pl_task_bytes(p, task));
     }
     double native = pl_cost_native(m, p, c, task);

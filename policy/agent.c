@@ -164,10 +164,11 @@ void pl_agent_free(pl_agent *a)
 
 static uint64_t plan_key(const pl_plan *p)
 {
-    uint64_t h = pl_hash_bytes(PL_HASH_INIT, p->device, (size_t)p->n_ops * sizeof *p->device);
+    uint64_t h = pl_hash_bytes(PL_HASH_INIT, p->device,
+                               (size_t)p->replicas * (size_t)p->n_ops * sizeof *p->device);
     h = pl_hash_bytes(h, p->stage, (size_t)p->n_ops * sizeof *p->stage);
     return h ^ ((uint64_t)p->micro_batches << 2) ^ ((uint64_t)p->defer_weight_gradients << 1) ^
-           (uint64_t)p->schedule;
+           (uint64_t)p->schedule ^ ((uint64_t)(p->replicas - 1) << 40);
 }
 
 void pl_agent_copy_plan(pl_plan *to, const pl_plan *from)
@@ -274,6 +275,16 @@ pl_plan *pl_agent_best_plan(const pl_agent *a, int k, pl_error *err)
 pl_plan *pl_agent_lead_plan(const pl_agent *a, pl_error *err)
 {
     return a->n_lead ? plan_of(a, &a->lead, err) : NULL;
+}
+
+int pl_agent_origin_count(const pl_agent *a)
+{
+    return a->n_origins;
+}
+
+pl_plan *pl_agent_origin_plan(const pl_agent *a, int k, pl_error *err)
+{
+    return k >= 0 && k < a->n_origins ? plan_of(a, &a->origins[k], err) : NULL;
 }
 
 /* Whether `text` is something followed by `suffix`. */
@@ -441,7 +452,8 @@ static pl_status simulate_all(pl_agent *a, int count, pl_error *err)
  * and sampling reaches any one of them slowly. So when an action gives a new best plan,
  * or a baseline is imitated, its placement is also simulated under every other shape and
  * the fastest kept (one: the other shapes of one placement would crowd the best plans);
- * the anchor then pulls the policy towards it. `action`'s shape is restored; a->plans are
+ * the anchor then pulls the policy towards it. Both that shape and the action's own are
+ * also tried replicated (agent_replicas.c). `action`'s shape is restored; a->plans are
  * used as scratch. */
 static pl_status sweep_shapes(pl_agent *a, pl_action *action, const char *algorithm,
                               pl_error *err)
@@ -468,6 +480,12 @@ static pl_status sweep_shapes(pl_agent *a, pl_action *action, const char *algori
     if (status == PL_OK && fastest < INFINITY)
         pl_agent_keep(a, a->swept, fastest, algorithm);
     action->shape = own;
+    if (status == PL_OK && fastest < INFINITY) /* and replicated, in that shape and its own */
+        status = pl_agent_replicate(a, a->swept, algorithm, err);
+    if (status == PL_OK) {
+        pl_action_to_plan(&a->policy, action, a->plans[0]);
+        status = pl_agent_replicate(a, a->plans[0], algorithm, err);
+    }
     return status;
 }
 

@@ -165,6 +165,10 @@ pl_plan *pl_agent_best_plan(const pl_agent *agent, int k, pl_error *err);
 /* The lead: the best plan not refined (the policy's, an offered one, or one reshaped), as
  * pl_agent_best_plan gives it, or NULL before any plan fits. */
 pl_plan *pl_agent_lead_plan(const pl_agent *agent, pl_error *err);
+/* The best plan of each origin (an offered plan's algorithm, or "rl"), as pl_agent_best_plan
+ * gives it: k from 0 to pl_agent_origin_count - 1, in no order. */
+int pl_agent_origin_count(const pl_agent *agent);
+pl_plan *pl_agent_origin_plan(const pl_agent *agent, int k, pl_error *err);
 
 #define PL_AGENT_RESHAPED " reshaped"
 #define PL_AGENT_REFINED " refined"

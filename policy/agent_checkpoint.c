@@ -34,10 +34,10 @@
 
 static const char MAGIC[8] = {'P', 'L', 'A', 'C', 'E', 'R', 'A', 'G'};
 enum {
-    VERSION = 7
+    VERSION = 8
 }; /* 2: the shape head; deferred weight gradients; 3: the sweep;
                         4: the refinement; 5: the cluster's hash; 6: the policy's layout
-                        independent of the graph and cluster */
+                        independent of the graph and cluster; 7: the origins; 8: replicas */
 
 typedef struct header {
     uint64_t model_hash, cluster_hash;
@@ -79,7 +79,8 @@ static header header_of(const pl_graph *g, const pl_cluster *c, const pl_agent_o
     (ok = ok && ((n) == 0 || fwrite(ptr, sizeof *(ptr), (size_t)(n), fp) == (size_t)(n)))
 
 /* One kept plan: f64 step, u64 key, 64 bytes of algorithm, i32 stages, micro-batches,
- * schedule, deferred weight gradients, then the device and stage of every forward op. */
+ * schedule, deferred weight gradients, then the device and stage of every forward op, i32
+ * replicas, and the other replicas' devices. */
 static bool put_best(FILE *fp, const pl_agent_best *b)
 {
     bool ok = true;
@@ -91,6 +92,9 @@ static bool put_best(FILE *fp, const pl_agent_best *b)
     PUTN(fp, shape, 4);
     PUTN(fp, b->plan->device, b->plan->n_ops);
     PUTN(fp, b->plan->stage, b->plan->n_ops);
+    int32_t replicas = b->plan->replicas;
+    PUT(fp, replicas);
+    PUTN(fp, b->plan->device + b->plan->n_ops, (size_t)(replicas - 1) * (size_t)b->plan->n_ops);
     return ok;
 }
 
@@ -195,8 +199,19 @@ static bool get_best(pl_binary_reader *r, const pl_agent *a, pl_agent_best *b, c
     pl_binary_int_in(r, what, shape[2], PL_SCHEDULE_GPIPE, PL_SCHEDULE_1F1B);
     snprintf(what, sizeof what, "%s: its deferral of weight gradients", which);
     pl_binary_int_in(r, what, shape[3], 0, 1);
+    int32_t replicas = 0;
     if (!pl_binary_take(r, plan->device, sizeof *plan->device, (size_t)plan->n_ops, which) ||
-        !pl_binary_take(r, plan->stage, sizeof *plan->stage, (size_t)plan->n_ops, which))
+        !pl_binary_take(r, plan->stage, sizeof *plan->stage, (size_t)plan->n_ops, which) ||
+        !PL_BINARY_TAKE(r, replicas, which))
+        return false;
+    snprintf(what, sizeof what, "%s: its replicas", which);
+    if (!pl_binary_int_in(r, what, replicas, 1, PL_MAX_REPLICAS))
+        return false;
+    pl_error grown;
+    if (pl_plan_set_replicas(plan, replicas, &grown) != PL_OK)
+        return pl_binary_fail(r, "%s: %s", which, grown.text);
+    if (!pl_binary_take(r, plan->device + plan->n_ops, sizeof *plan->device,
+                        (size_t)(replicas - 1) * (size_t)plan->n_ops, which))
         return false;
     plan->n_stages = shape[0];
     plan->micro_batches = shape[1];

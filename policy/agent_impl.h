@@ -83,5 +83,9 @@ pl_status pl_agent_simulate(const pl_agent *agent, const pl_plan *plan, double *
  * plan found is kept among the best. */
 enum { PL_AGENT_REFINE_CHAINS = 2 };
 pl_status pl_agent_refine(pl_agent *agent, pl_error *err);
+/* agent_replicas.c: `plan` replicated on the devices it leaves free, kept as `algorithm`
+ * when faster. */
+pl_status pl_agent_replicate(pl_agent *agent, const pl_plan *plan, const char *algorithm,
+                             pl_error *err);
 
 #endif

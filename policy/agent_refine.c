@@ -3,7 +3,8 @@
  * its samples rarely get right is the few ops at each stage's edges that decide how evenly
  * the devices are loaded. Here one forward op (with its co-location group) moves to the
  * device and stage of one of its producers or consumers, so stages keep following the
- * dataflow and the plan keeps its (device, stage) pairs.
+ * dataflow and the plan keeps its (device, stage) pairs. In a replicated plan the op moves
+ * in every replica, each to that replica's device of the neighbour.
  *
  * A refined plan is kept among the best plans but never becomes the lead, which the
  * anchor imitates: the policy learns as it would without refinement. (Imitating refined
@@ -39,10 +40,10 @@ typedef struct chain {
     pl_error err;
 } chain;
 
-/* A proposal: op i to the device and stage of a random neighbour; false when that is
+/* A proposal: op i to the device and stage of a random neighbour j; false when that is
  * where it is, or when its stage would no longer follow the dataflow or empty a stage. */
 static bool propose(const pl_policy *p, const pl_plan *plan, const int *in_stage, uint64_t key,
-                    uint64_t *counter, int *op, int *device, int *stage)
+                    uint64_t *counter, int *op, int *neighbour, int *stage)
 {
     int i = (int)(pl_rng_u64(key, (*counter)++) % (uint64_t)p->n_ops);
     const pl_adjacency *a = p->adjacency;
@@ -63,8 +64,27 @@ static bool propose(const pl_policy *p, const pl_plan *plan, const int *in_stage
     for (int k = a->consumer_first[i]; k < a->consumer_first[i + 1]; k++)
         if (plan->stage[a->consumer[k]] < s)
             return false;
-    *op = i, *device = d, *stage = s;
+    *op = i, *neighbour = j, *stage = s;
     return true;
+}
+
+/* Op i to the stage and, in every replica, to the device of op j there; `devices` keeps
+ * where it was. */
+static void move(pl_plan *plan, int i, int j, int stage, int *devices)
+{
+    for (int r = 0; r < plan->replicas; r++) {
+        int *device = pl_plan_replica(plan, r);
+        devices[r] = device[i];
+        device[i] = device[j];
+    }
+    plan->stage[i] = stage;
+}
+
+static void move_back(pl_plan *plan, int i, int stage, const int *devices)
+{
+    for (int r = 0; r < plan->replicas; r++)
+        pl_plan_replica(plan, r)[i] = devices[r];
+    plan->stage[i] = stage;
 }
 
 static void *run_chain(void *arg)
@@ -75,11 +95,11 @@ static void *run_chain(void *arg)
     int proposals = a->options.refine_proposals;
     uint64_t counter = 0;
     for (int k = 0; k < proposals && ch->status == PL_OK; k++) {
-        int i, d, s;
-        if (!propose(p, ch->plan, ch->in_stage, ch->key, &counter, &i, &d, &s))
+        int i, j, s, was[PL_MAX_REPLICAS];
+        if (!propose(p, ch->plan, ch->in_stage, ch->key, &counter, &i, &j, &s))
             continue;
-        int old_d = ch->plan->device[i], old_s = ch->plan->stage[i];
-        ch->plan->device[i] = d, ch->plan->stage[i] = s;
+        int old_s = ch->plan->stage[i];
+        move(ch->plan, i, j, s, was);
         double step;
         bool fits;
         ch->status = pl_agent_simulate(a, ch->plan, &step, &fits, &ch->err);
@@ -94,7 +114,7 @@ static void *run_chain(void *arg)
                 pl_agent_copy_plan(ch->best, ch->plan);
             }
         } else {
-            ch->plan->device[i] = old_d, ch->plan->stage[i] = old_s;
+            move_back(ch->plan, i, old_s, was);
         }
     }
     return NULL;

@@ -745,6 +745,7 @@ static int fold_stages(const pl_policy *p, pl_plan *plan, int n_stages, int fold
 void pl_action_to_plan(const pl_policy *p, const pl_action *a, pl_plan *plan)
 {
     int n = p->n_ops;
+    plan->replicas = 1; /* an action places one copy of the model (agent_replicas.c) */
     for (int i = 0; i < n; i++) {
         int k = a->group[i];
         plan->device[i] = a->device[k];

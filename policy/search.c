@@ -364,7 +364,8 @@ static pl_status add_best_rows(pl_search_call *call, int *k, int want, int *adde
 }
 
 /* The agent's two best distinct plans and its lead (its best plan not refined: what the
- * policy itself reached), or its third best when the lead is among them or a baseline. */
+ * policy itself reached), or its third best when the lead is among them or a baseline;
+ * when all its best are baselines', the best of one of its own origins. */
 static pl_status add_agent_rows(pl_search_call *call)
 {
     int added = 0, k = 0;
@@ -374,6 +375,11 @@ static pl_status add_agent_rows(pl_search_call *call)
         status = add_agent_row(call, lead, &added);
     if (status == PL_OK)
         status = add_best_rows(call, &k, PL_SEARCH_AGENT_ROWS, &added);
+    pl_agent *agent = call->result->agent;
+    for (int o = 0; status == PL_OK && added == 0 && o < pl_agent_origin_count(agent); o++) {
+        pl_plan *plan = pl_agent_origin_plan(agent, o, call->err);
+        status = plan ? add_agent_row(call, plan, &added) : call->err->status;
+    }
     return status;
 }
 

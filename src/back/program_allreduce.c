@@ -97,12 +97,11 @@ typedef struct candidate {
     task_key ready;
 } candidate;
 
-static const candidate *sorting;
-
-/* Same nodes together, then in order of readiness. */
+/* Same nodes together, then in order of readiness (no state: programs compile on several
+ * threads at once). */
 static int by_nodes_then_ready(const void *x, const void *y)
 {
-    const candidate *a = &sorting[*(const int *)x], *b = &sorting[*(const int *)y];
+    const candidate *a = x, *b = y;
     if (a->n != b->n)
         return a->n - b->n;
     int c = memcmp(a->device, b->device, (size_t)a->n * sizeof *a->device);
@@ -229,10 +228,10 @@ static bool make_buckets(pl_builder *b)
 {
     const pl_graph *g = b->g;
     candidate *all = malloc(((size_t)g->n_tensors + 1) * sizeof *all);
-    int *order = malloc(((size_t)g->n_tensors + 1) * sizeof *order), n = 0;
+    int n = 0;
     b->members = malloc(((size_t)g->n_tensors + 1) * sizeof *b->members);
     b->buckets = malloc(((size_t)g->n_tensors + 1) * sizeof *b->buckets);
-    bool ok = all && order && b->members && b->buckets;
+    bool ok = all && b->members && b->buckets;
     for (int t = 0; ok && t < g->n_tensors; t++) {
         candidate *c = &all[n];
         if (g->tensors[t].kind != PL_TENSOR_STATE || g->tensors[t].param < 0 ||
@@ -240,34 +239,30 @@ static bool make_buckets(pl_builder *b)
             continue;
         c->acc = t;
         c->ready = ready_key(b, t);
-        order[n] = n;
         n++;
     }
-    sorting = all;
     if (ok)
-        qsort(order, (size_t)n, sizeof *order, by_nodes_then_ready);
+        qsort(all, (size_t)n, sizeof *all, by_nodes_then_ready);
     writer w = {b, NULL, 0, ok};
     for (int i = 0; w.ok && i < n;) {
-        const candidate *first = &all[order[i]];
+        const candidate *first = &all[i];
         pl_bucket *q = &b->buckets[b->n_buckets++];
         *q = (pl_bucket){.n = first->n, .first_member = i};
         memcpy(q->device, first->device, sizeof q->device);
         int64_t bytes = 0;
         do {
-            const candidate *c = &all[order[i]];
+            const candidate *c = &all[i];
             b->members[i++] = c->acc;
             q->n_members++;
             q->elements += pl_tensor_elements(&g->tensors[c->acc]);
             bytes = q->elements * (int64_t)sizeof(float);
         } while (i < n && bytes < BUCKET_BYTES &&
-                 pl_tensor_bytes(&g->tensors[all[order[i]].acc]) < BUCKET_BYTES &&
-                 all[order[i]].n == q->n &&
-                 !memcmp(all[order[i]].device, q->device, (size_t)q->n * sizeof(int)));
+                 pl_tensor_bytes(&g->tensors[all[i].acc]) < BUCKET_BYTES && all[i].n == q->n &&
+                 !memcmp(all[i].device, q->device, (size_t)q->n * sizeof(int)));
         w.bucket = q;
         write_bucket(&w);
     }
     free(all);
-    free(order);
     return w.ok;
 }
 

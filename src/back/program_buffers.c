@@ -100,11 +100,15 @@ static void note_lifetime(const pl_builder *b, void *context, int i, int k, bool
     at[(size_t)i * (size_t)b->slices + (size_t)k] = l->position;
 }
 
-static const int *sort_written;
+/* A slice and when it is written: sorted by that (programs compile on several threads
+ * at once, so the comparison needs no state). */
+typedef struct written_slice {
+    int written, k;
+} written_slice;
 
 static int by_written(const void *x, const void *y)
 {
-    int a = sort_written[*(const int *)x], b = sort_written[*(const int *)y];
+    int a = ((const written_slice *)x)->written, b = ((const written_slice *)y)->written;
     return (a > b) - (a < b);
 }
 
@@ -117,7 +121,7 @@ static bool assign_slots(pl_builder *b, instances *in, int *n_slots)
     size_t cells = (size_t)in->n * (size_t)m;
     lifetimes l = {0, malloc(cells * sizeof(int)), malloc(cells * sizeof(int))};
     int *slot_end = malloc((size_t)m * sizeof *slot_end);
-    int *order = malloc((size_t)m * sizeof *order);
+    written_slice *order = malloc((size_t)m * sizeof *order);
     bool ok = l.written && l.last_read && slot_end && order;
     if (ok) {
         for (size_t c = 0; c < cells; c++)
@@ -133,11 +137,10 @@ static bool assign_slots(pl_builder *b, instances *in, int *n_slots)
         int n = 0;
         for (int k = 0; k < m; k++)
             if (written[k] >= 0)
-                order[n++] = k;
-        sort_written = written;
+                order[n++] = (written_slice){written[k], k};
         qsort(order, (size_t)n, sizeof *order, by_written);
         for (int o = 0; o < n; o++) {
-            int k = order[o];
+            int k = order[o].k;
             size_t c = (size_t)i * (size_t)m + (size_t)k;
             int start = l.written[c], end = l.last_read[c] > start ? l.last_read[c] : start;
             int s = 0;

@@ -290,10 +290,12 @@ static pl_graph *open_training_graph(const options *o, const char *name, pl_erro
 /* ---- plans -------------------------------------------------------------------------------- */
 
 typedef enum plan_kind {
-    ONE_DEVICE, GPIPE, ONE_F_ONE_B, DEFERRED, INTERLEAVED, BLOCKED, ROUND_ROBIN, N_KINDS
+    ONE_DEVICE, GPIPE, ONE_F_ONE_B, DEFERRED, INTERLEAVED, BLOCKED, ROUND_ROBIN,
+    DATA_PARALLEL, HYBRID, N_KINDS
 } plan_kind;
 static const char *const kind_names[N_KINDS] = {"one device", "GPipe", "1F1B", "1F1B, W deferred",
-                                                "interleaved", "blocked random", "round-robin"};
+                                                "interleaved", "blocked random", "round-robin",
+                                                "data-parallel", "hybrid"};
 
 /* A plan to measure, and what became of it. */
 typedef struct candidate {
@@ -399,6 +401,24 @@ static pl_plan *runs_plan(const pl_graph *g, int run, int m, int n_devices, uint
     return plan;
 }
 
+/* `replicas` copies of `plan` (on devices 0 .. n_devices / replicas - 1), replica r on
+ * those devices shifted by r n_devices / replicas; NULL (no error) unless replicas x
+ * micro-batches divide the batch. */
+static pl_plan *replicated(const pl_graph *g, pl_plan *plan, int replicas, int n_devices,
+                           pl_error *err)
+{
+    if (!plan || g->batch_size % (replicas * plan->micro_batches) != 0 ||
+        pl_graph_whole_step_op(g) >= 0 ||
+        pl_plan_set_replicas(plan, replicas, err) != PL_OK) {
+        pl_plan_free(plan);
+        return NULL;
+    }
+    for (int r = 1; r < replicas; r++)
+        for (int o = 0; o < g->n_forward_ops; o++)
+            pl_plan_replica(plan, r)[o] = plan->device[o] + r * (n_devices / replicas);
+    return plan;
+}
+
 static const int micro_batch_choices[] = {1, 2, 4, 8};
 enum { N_MICRO = sizeof micro_batch_choices / sizeof *micro_batch_choices };
 
@@ -486,6 +506,20 @@ static pl_status make_candidates(candidates *cs, const options *o, const pl_grap
         if (g->batch_size % m == 0)
             status = add_candidate(cs, ROUND_ROBIN, runs_plan(g, 1, m, n, 0, false, err), err,
                                    "robin m%d", m);
+    /* data-parallel over 2 and all devices; two replicas of a pipeline over half of them */
+    for (int r = 2; status == PL_OK && r <= n; r = r < n ? n : n + 1)
+        for (int m = 1; m <= 2 && status == PL_OK; m++) {
+            pl_plan *plan = replicated(g, one_device_plan(g, m, err), r, r, err);
+            if (plan)
+                status = add_candidate(cs, DATA_PARALLEL, plan, err, "dp r%d m%d", r, m);
+        }
+    for (int i = 0; status == PL_OK && n >= 4 && i < N_MICRO - 1; i++) {
+        int m = micro_batch_choices[i];
+        pl_plan *plan = replicated(g, pipeline_plan(g, n / 2, m, PL_SCHEDULE_1F1B, err), 2, n,
+                                   err);
+        if (plan)
+            status = add_candidate(cs, HYBRID, plan, err, "hybrid r2 s%d m%d", n / 2, m);
+    }
     return status;
 }
 
@@ -579,7 +613,7 @@ typedef struct breakdown {
 
 static task_class class_of(const pl_program *p, const pl_task *t)
 {
-    if (t->kind == PL_TASK_COPY)
+    if (t->kind != PL_TASK_OP) /* copies, and the all-reduce's sums */
         return COPY;
     pl_phase phase = p->graph->ops[t->op].phase;
     return phase == PL_PHASE_FORWARD ? FORWARD : phase == PL_PHASE_BACKWARD ? BACKWARD : UPDATE;
