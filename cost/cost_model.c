@@ -77,10 +77,10 @@ double pl_cost_native(const pl_cost_model *m, const pl_program *p, const pl_clus
 {
     if (task->kind == PL_TASK_COPY)
         return pl_cost_native_copy(m, (double)pl_task_bytes(p, task));
-    const pl_device *device = &c->devices[task->resource];
-    if (task->kind == PL_TASK_REDUCE) /* an add: two chunks read, one written */
-        return pl_cost_op(m, PL_OP_ADD, device->threads, pl_task_flops(p, task),
+    if (task->kind == PL_TASK_REDUCE) /* an add on one thread: two ranges read, one written */
+        return pl_cost_op(m, PL_OP_ADD, 1, (double)pl_task_bytes(p, task) / sizeof(float),
                           3.0 * (double)pl_task_bytes(p, task));
+    const pl_device *device = &c->devices[task->resource];
     const pl_op *op = &p->graph->ops[task->op];
     double native = pl_cost_lookup(m, pl_op_signature(op, p->shapes, device->threads));
     return native >= 0 ? native : pl_cost_op(m, op->kind, device->threads,
@@ -129,9 +129,9 @@ double pl_cost_paced(const pl_cost_model *m, double native, double paced)
 }
 
 /* A copy over `link`: its memcpy, held until latency + bytes / bandwidth when paced. */
-static pl_task_cost copy_parts(const pl_cost_model *m, const pl_link *link, double bytes)
+static pl_task_cost copy_parts(const pl_cost_model *m, const pl_link *link, double bytes,
+                               double native)
 {
-    double native = pl_cost_native_copy(m, bytes);
     if (link->bytes_per_second <= 0 && link->latency_seconds <= 0)
         return (pl_task_cost){native, native, -1};
     double paced = link->latency_seconds +
@@ -142,11 +142,11 @@ static pl_task_cost copy_parts(const pl_cost_model *m, const pl_link *link, doub
 pl_task_cost pl_cost_task_parts(const pl_cost_model *m, const pl_program *p,
                                 const pl_cluster *c, const pl_task *task)
 {
-    if (task->kind == PL_TASK_COPY) {
+    if (task->kind != PL_TASK_OP) { /* copies, and reduces held as copies */
         const pl_transfer *tr = &p->transfers[task->transfer];
         static const pl_link within = {0, 0}; /* an all-reduce's packing: a memcpy */
         return copy_parts(m, tr->from == tr->to ? &within : pl_cluster_link(c, tr->from, tr->to),
-                          (double)pl_task_bytes(p, task));
+                          (double)pl_task_bytes(p, task), pl_cost_native(m, p, c, task));
     }
     double native = pl_cost_native(m, p, c, task);
     const pl_device *device = &c->devices[task->resource];
@@ -190,7 +190,7 @@ double pl_cost_native_copy(const pl_cost_model *m, double bytes)
 
 double pl_cost_copy(const pl_cost_model *m, const pl_link *link, double bytes)
 {
-    pl_task_cost t = copy_parts(m, link, bytes);
+    pl_task_cost t = copy_parts(m, link, bytes, pl_cost_native_copy(m, bytes));
     return t.held + (t.late < 0 ? 0 : pl_cost_delay(m, PL_DELAY_COPY, 0, 0, 0));
 }
 

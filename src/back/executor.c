@@ -190,17 +190,20 @@ static void run_copy(resource *r, const pl_task *task, double start)
         wait_until(ex, start + modelled);
 }
 
-/* A ring's step: the received chunk added into this copy's own. */
+/* An all-reduce's step: a range of one copy of a gradient added into the next's own as
+ * it arrives, held as a copy over the link. */
 static void run_reduce(resource *r, const pl_task *task, double start)
 {
     pl_executor *ex = r->ex;
-    const float *in = ex->ptrs[task->first_ref];
-    float *own = ex->ptrs[task->first_ref + 1];
-    int64_t n = pl_task_bytes(ex->program, task) / (int64_t)sizeof(float);
+    const float *restrict in = ex->ptrs[task->first_ref]; /* two copies: never the same */
+    float *restrict own = ex->ptrs[task->first_ref + 1];
+    int64_t bytes = pl_task_bytes(ex->program, task), n = bytes / (int64_t)sizeof(float);
     for (int64_t i = 0; i < n; i++)
         own[i] += in[i];
-    if (r->flops_per_second > 0)
-        wait_until(ex, start + pl_task_flops(ex->program, task) / r->flops_per_second);
+    double modelled = r->latency + (r->bytes_per_second > 0 ? (double)bytes / r->bytes_per_second
+                                                            : 0);
+    if (modelled > 0)
+        wait_until(ex, start + modelled);
 }
 
 static void finish_task(pl_executor *ex, int i)

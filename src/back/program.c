@@ -62,14 +62,23 @@ int pl_find_transfer(const pl_builder *b, int t, int from, int to)
     return -1;
 }
 
-void pl_add_task(pl_builder *b, pl_task_kind kind, int index, int k, int resource, task_key key)
+bool pl_add_task(pl_builder *b, pl_task_kind kind, int index, int k, int resource,
+                 task_key key)
 {
+    int n = b->p->n_tasks + 1, cap = b->task_cap, keys = cap, positions = cap, origins = cap;
+    if (n > cap && !(pl_grow(&b->p->tasks, &cap, n, sizeof *b->p->tasks, 1024) &&
+                     pl_grow(&b->keys, &keys, n, sizeof *b->keys, 1024) &&
+                     pl_grow(&b->position, &positions, n, sizeof *b->position, 1024) &&
+                     pl_grow(&b->origin, &origins, n, sizeof *b->origin, 1024)))
+        return false;
+    b->task_cap = cap;
     b->position[b->p->n_tasks] = b->p->n_tasks;
     pl_task *task = &b->p->tasks[b->p->n_tasks];
     *task = (pl_task){.kind = kind, .op = kind == PL_TASK_OP ? index : -1,
-                      .transfer = kind == PL_TASK_COPY ? index : -1, .micro_batch = k,
+                      .transfer = kind != PL_TASK_OP ? index : -1, .micro_batch = k,
                       .resource = resource};
     b->keys[b->p->n_tasks++] = key;
+    return true;
 }
 
 static int link_resource(pl_builder *b, int from, int to)
@@ -150,7 +159,8 @@ static pl_status create_tasks(pl_builder *b, const pl_plan *plan, pl_error *err)
         }
     }
     free(rank);
-    pl_create_allreduce_tasks(b);
+    if (!pl_create_allreduce_tasks(b))
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     return PL_OK;
 }
 
@@ -446,7 +456,8 @@ pl_program *pl_program_new(const pl_graph *g, const pl_cluster *c, const pl_plan
     status = PL_ENOMEM;
     size_t n_devices = (size_t)c->n_devices;
     size_t cap = ((size_t)g->n_ops + (size_t)p->n_transfers) * (size_t)b.slices +
-                 (size_t)g->n_ops * (size_t)b.replicas + (size_t)b.n_collective_ops + 1;
+                 (size_t)g->n_ops * (size_t)b.replicas + 1; /* the all-reduces' grow it */
+    b.task_cap = (int)cap;
     p->tasks = malloc(cap * sizeof *p->tasks);
     p->links = malloc(n_devices * n_devices * sizeof *p->links);
     p->memory = calloc(n_devices, sizeof *p->memory);
@@ -483,8 +494,6 @@ fail:
 
 double pl_task_flops(const pl_program *p, const pl_task *task)
 {
-    if (task->kind == PL_TASK_REDUCE)
-        return (double)(pl_task_bytes(p, task) / (int64_t)sizeof(float));
     return task->kind == PL_TASK_OP ? p->op_flops[task->op] : 0;
 }
 
@@ -512,10 +521,9 @@ int pl_program_ops_on(const pl_program *p, int d)
 void pl_task_name(const pl_program *p, const pl_task *task, char *buf, size_t cap)
 {
     const pl_graph *g = p->graph;
-    const char *name = task->kind == PL_TASK_OP ? g->ops[task->op].name
-                       : task->kind == PL_TASK_COPY
-                           ? g->tensors[p->transfers[task->transfer].tensor].name
-                           : g->tensors[p->buffers[p->refs[task->first_ref + 1]].tensor].name;
+    const char *name = task->kind == PL_TASK_OP
+                           ? g->ops[task->op].name
+                           : g->tensors[p->transfers[task->transfer].tensor].name;
     const char *what = task->kind == PL_TASK_COPY ? "copy " : task->kind == PL_TASK_REDUCE
                                                                 ? "reduce " : "";
     if (task->micro_batch >= 0)

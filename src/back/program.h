@@ -2,8 +2,9 @@
  *
  * The executor runs a program and the simulator (cost/) replays it, so the two share one
  * meaning of a plan. A task is an op for one micro-batch (forward and backward ops), an
- * op once per step (updates), a copy of a tensor over a link, or the sum of a received
- * slice of a gradient into its own (the all-reduce of replicas, below). Each task runs on one
+ * op once per step (updates), a copy of a tensor over a link, or a reduce: a range of a
+ * gradient sent over a link and added into the destination's own (the all-reduce of
+ * replicas, below). Each task runs on one
  * resource: a device, or a declared directed link between two devices (a copy over a
  * native link runs on its source device: a memcpy takes a core); a resource runs one task
  * at a time and, of the tasks that are ready, always the first in program order.
@@ -57,7 +58,7 @@ typedef enum pl_task_kind { PL_TASK_OP, PL_TASK_COPY, PL_TASK_REDUCE } pl_task_k
 typedef struct pl_task {
     pl_task_kind kind;
     int op;          /* PL_TASK_OP: the op; else -1 */
-    int transfer;    /* PL_TASK_COPY: index into `transfers`; else -1 */
+    int transfer;    /* copies and reduces: index into `transfers`; else -1 */
     int micro_batch; /* the slice: replica r's micro-batch k is r * m + k; -1: once per step
                         (updates, parameter copies, all-reduces) */
     int resource;    /* a device, or n_devices + an index into `links` (declared links) */
@@ -121,8 +122,8 @@ pl_program *pl_program_new(const pl_graph *graph, const pl_cluster *cluster,
                            const pl_plan *plan, pl_error *err);
 void pl_program_free(pl_program *program);
 
-/* The op's FLOPs at the micro-batch size (a reduce: one per element), a copy's or reduce's
- * bytes: what pacing holds a task for. */
+/* The op's FLOPs at the micro-batch size, a copy's or reduce's bytes: what pacing holds a
+ * task for (a reduce is held as a copy over its link). */
 double pl_task_flops(const pl_program *program, const pl_task *task);
 int64_t pl_task_bytes(const pl_program *program, const pl_task *task);
 /* The training ops that run on device d (every replica's, each op once). */

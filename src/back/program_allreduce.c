@@ -9,9 +9,10 @@
  * packed into one buffer on each node, and unpacked after.
  *
  * Algorithms. Over nodes whose links are equal, a ring: the bucket is cut into n parts;
- * in step j of the reduce-scatter node i sends part (i - j) mod n to node i + 1, which adds
- * it into its own; after n - 1 steps node i holds the whole sum of part (i + 1) mod n, and
- * in n - 1 more steps each passes a finished part on. Every node sends 2(n - 1)/n of the
+ * in step j of the reduce-scatter node i sends part (i - j) mod n to node i + 1, added into
+ * node i + 1's own as it arrives (one task on the link, as a collective library reduces
+ * while it receives); after n - 1 steps node i holds the whole sum of part (i + 1) mod n,
+ * and in n - 1 more steps each passes a finished part on. Every node sends 2(n - 1)/n of the
  * bucket. Over nodes in k groups of g joined by faster links inside a group than between
  * (paced-8's two machines), a hierarchy: a ring reduce-scatter inside each group (g
  * parts), then for each part a ring all-reduce between the groups' holders of it (each
@@ -24,7 +25,7 @@
  * Dependencies. The algorithm is written as a sequence of primitives that would be right
  * run one by one; the edges between them (and from the accumulations, to the updates)
  * follow from what each reads and writes, in hazard units: the bucket cut into `fine`
- * ranges per node, and each node's receiving buffer. */
+ * ranges per node. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,7 @@
 #include "grow.h"
 #include "program_impl.h"
 
-enum { BUCKET_BYTES = 4 << 20 };
+enum { BUCKET_BYTES = 1 << 20 };
 
 /* ---- buckets -------------------------------------------------------------------------- */
 
@@ -144,7 +145,6 @@ static void ring(writer *w, const int *nodes, int n, int64_t start, int64_t end,
         for (int i = 0; i < n; i++) {
             int p = ((i - j) % n + n) % n;
             int64_t s = part(start, end, p, n), e = part(start, end, p + 1, n);
-            emit(w, PL_SEND, nodes[i], nodes[(i + 1) % n], s, e, -1);
             emit(w, PL_REDUCE, nodes[i], nodes[(i + 1) % n], s, e, -1);
         }
     for (int j = 0; gather && j < n - 1; j++)
@@ -268,24 +268,19 @@ static bool make_buckets(pl_builder *b)
 
 /* ---- tasks ---------------------------------------------------------------------------- */
 
-/* The tasks, after every other: a copy for each send, pass, pack and unpack (with a
- * transfer of its own, for its link and its name), a reduce for each reduce. Their key is
- * the bucket's last accumulation's, behind it. */
-void pl_create_allreduce_tasks(pl_builder *b)
+/* The tasks, after every other: a copy for each pass, pack and unpack, a reduce for each
+ * reduce, each with a transfer of its own (for its link and its name). Their key is the
+ * bucket's last accumulation's, behind it. */
+bool pl_create_allreduce_tasks(pl_builder *b)
 {
     b->first_collective_task = b->p->n_tasks;
-    if (!make_buckets(b)) {
-        b->n_buckets = b->n_collective_ops = 0; /* reported by the buffers, out of memory */
-        b->collective_ops = NULL;
-        return;
-    }
+    if (!make_buckets(b))
+        return false;
     int n_transfers = b->p->n_transfers + b->n_collective_ops;
     pl_transfer *transfers = realloc(b->p->transfers,
                                      ((size_t)n_transfers + 1) * sizeof *transfers);
-    if (!transfers) {
-        b->n_collective_ops = 0;
-        return;
-    }
+    if (!transfers)
+        return false;
     b->p->transfers = transfers;
     for (int q = 0; q < b->n_buckets; q++) {
         pl_bucket *bucket = &b->buckets[q];
@@ -303,17 +298,15 @@ void pl_create_allreduce_tasks(pl_builder *b)
             const pl_collective_op *op = &b->collective_ops[bucket->first_op + i];
             int from = bucket->device[op->from], to = bucket->device[op->to];
             key.sub = 1 + i;
-            if (op->kind == PL_REDUCE) {
-                pl_add_task(b, PL_TASK_REDUCE, -1, -1, to, key);
-                continue;
-            }
             int member = op->member >= 0 ? op->member : 0;
             b->p->transfers[b->p->n_transfers] =
                 (pl_transfer){b->members[bucket->first_member + member], from, to};
-            pl_add_task(b, PL_TASK_COPY, b->p->n_transfers++, -1, pl_copy_resource(b, from, to),
-                        key);
+            if (!pl_add_task(b, op->kind == PL_REDUCE ? PL_TASK_REDUCE : PL_TASK_COPY,
+                             b->p->n_transfers++, -1, pl_copy_resource(b, from, to), key))
+                return false;
         }
     }
+    return true;
 }
 
 /* ---- dependencies ---------------------------------------------------------------------- */
@@ -345,25 +338,11 @@ static void range_units(const pl_bucket *q, int node, int64_t start, int64_t end
     *count = hi - lo + 1;
 }
 
-static int receive_unit(const pl_bucket *q, int node)
-{
-    return q->first_unit + q->n * q->fine + node;
-}
-
 static units units_of(const pl_bucket *q, const pl_collective_op *op)
 {
     units u = {0};
     switch (op->kind) {
-    case PL_SEND:
-        range_units(q, op->from, op->start, op->end, &u.read_first, &u.read_count);
-        u.write_first = receive_unit(q, op->to);
-        u.write_count = 1;
-        break;
-    case PL_REDUCE:
-        u.read_first = receive_unit(q, op->to);
-        u.read_count = 1;
-        range_units(q, op->to, op->start, op->end, &u.write_first, &u.write_count);
-        break;
+    case PL_REDUCE: /* it reads its own range too: a write after the last write anyway */
     case PL_PASS:
         range_units(q, op->from, op->start, op->end, &u.read_first, &u.read_count);
         range_units(q, op->to, op->start, op->end, &u.write_first, &u.write_count);
@@ -415,8 +394,7 @@ static void touch(order_state *s, const pl_bucket *q, int unit, bool writes)
 {
     int u = unit - q->first_unit;
     if (s->last_writer[u] == -2) {
-        int node = u < q->n * q->fine ? u / q->fine : u - q->n * q->fine;
-        after_accumulations(s, q, node, -1);
+        after_accumulations(s, q, u / q->fine, -1);
     } else if (s->last_writer[u] >= 0) {
         add_edge(s, s->last_writer[u], s->task);
     }
@@ -438,14 +416,14 @@ static void touch(order_state *s, const pl_bucket *q, int unit, bool writes)
  * updates after everything that reads or writes their copy. */
 static bool bucket_edges(const pl_builder *b, const pl_bucket *q, pl_edges *edges)
 {
-    int n_units = q->n * q->fine + q->n;
+    int n_units = q->n * q->fine;
     bool packed = q->n_members > 1;
     order_state s = {b, edges, malloc((size_t)n_units * sizeof(int)),
                      calloc((size_t)n_units, sizeof(int *)), calloc((size_t)n_units, sizeof(int)),
                      calloc((size_t)n_units, sizeof(int)), 0, 0, true};
     s.ok = s.last_writer && s.readers && s.n_readers && s.readers_cap;
     for (int u = 0; s.ok && u < n_units; u++) /* a gradient summed where it is was written */
-        s.last_writer[u] = !packed && u < q->n * q->fine ? -2 : -1;
+        s.last_writer[u] = packed ? -1 : -2;
     for (int i = 0; s.ok && i < q->n_ops; i++) {
         const pl_collective_op *op = &b->collective_ops[q->first_op + i];
         units u = units_of(q, op);
@@ -524,32 +502,18 @@ bool pl_allreduce_buffers(pl_builder *b, int first, const int *base)
     for (int q = 0; q < b->n_buckets; q++) {
         pl_bucket *bucket = &b->buckets[q];
         bucket->first_unit = b->n_units;
-        b->n_units += bucket->n * bucket->fine + bucket->n;
-        int64_t receive[PL_MAX_REPLICAS] = {0}, largest = 0;
+        b->n_units += bucket->n * bucket->fine;
         if (!(bucket->storage = calloc((size_t)bucket->n, sizeof(int64_t))))
             return false;
-        for (int i = 0; i < bucket->n_ops; i++) {
-            const pl_collective_op *op = &b->collective_ops[bucket->first_op + i];
-            if (op->end - op->start > largest)
-                largest = op->end - op->start;
-        }
-        for (int i = 0; i < bucket->n; i++) { /* arena: the packed bucket, the receiving */
+        for (int i = 0; bucket->n_members > 1 && i < bucket->n; i++) { /* the packed bucket */
             pl_device_memory *mem = &p->memory[bucket->device[i]];
-            if (bucket->n_members > 1) {
-                bucket->storage[i] = mem->arena;
-                mem->arena += (bucket->elements * (int64_t)sizeof(float) + 63) / 64 * 64;
-            }
-            receive[i] = mem->arena;
-            mem->arena += (largest * (int64_t)sizeof(float) + 63) / 64 * 64;
+            bucket->storage[i] = mem->arena;
+            mem->arena += (bucket->elements * (int64_t)sizeof(float) + 63) / 64 * 64;
         }
         for (int i = 0; i < bucket->n_ops; i++) {
             const pl_collective_op *op = &b->collective_ops[bucket->first_op + i];
             int src = first + 2 * (bucket->first_op + i), dst = src + 1;
             units u = units_of(bucket, op);
-            int64_t bytes = (op->end - op->start) * (int64_t)sizeof(float);
-            pl_buffer into_receive = {.tensor = b->members[bucket->first_member],
-                                      .device = bucket->device[op->to],
-                                      .offset = receive[op->to], .bytes = bytes};
             int from = src, into = dst;
             if (op->kind == PL_PACK || op->kind == PL_UNPACK) { /* the gradient's own buffer */
                 int acc = b->members[bucket->first_member + op->member];
@@ -559,12 +523,8 @@ bool pl_allreduce_buffers(pl_builder *b, int first, const int *base)
                 from = op->kind == PL_PACK ? whole : src;
                 into = op->kind == PL_PACK ? dst : whole;
             } else {
-                p->buffers[src] = op->kind == PL_REDUCE
-                                      ? into_receive
-                                      : range_buffer(b, bucket, op->from, op->start, op->end);
-                p->buffers[dst] = op->kind == PL_SEND
-                                      ? into_receive
-                                      : range_buffer(b, bucket, op->to, op->start, op->end);
+                p->buffers[src] = range_buffer(b, bucket, op->from, op->start, op->end);
+                p->buffers[dst] = range_buffer(b, bucket, op->to, op->start, op->end);
             }
             if (from == src)
                 set_units(b, src, u.read_first, u.read_count);

@@ -19,17 +19,17 @@ typedef struct task_key {
 /* An all-reduce (program_allreduce.c): the gradients of parameters whose copies are on the
  * same devices (its nodes), summed together. One gradient is summed where it is; several
  * are packed into one buffer on each node first and unpacked after. Its steps are
- * primitives: a copy of a node's range into the next's receiving buffer, a reduce of that
- * buffer into the next's own range, a copy of a finished range into the next's own, and
- * the packs and unpacks. */
+ * primitives: a node's range sent to the next and added into its own as it arrives (a
+ * reduce), a finished range sent to the next in place of its own (a pass), and the packs
+ * and unpacks. */
 typedef struct pl_collective_op {
-    int kind;           /* PL_SEND, PL_REDUCE, PL_PASS, PL_PACK, PL_UNPACK */
+    int kind;           /* PL_REDUCE, PL_PASS, PL_PACK, PL_UNPACK */
     int from, to;       /* nodes */
     int64_t start, end; /* elements of the bucket */
     int member;         /* packs and unpacks: the gradient */
 } pl_collective_op;
 
-enum { PL_SEND, PL_REDUCE, PL_PASS, PL_PACK, PL_UNPACK };
+enum { PL_REDUCE, PL_PASS, PL_PACK, PL_UNPACK };
 
 typedef struct pl_bucket {
     int n;               /* nodes: the copies' devices, in the algorithm's order */
@@ -39,7 +39,7 @@ typedef struct pl_bucket {
     int fine;            /* the ranges a hazard is tracked in: fine chunks per node */
     int first_op, n_ops; /* b->collective_ops[..]; the tasks follow in the same order */
     int first_task;
-    int first_unit;      /* hazard units: n x fine chunks, then n receiving buffers */
+    int first_unit;      /* hazard units: n x fine chunks */
     int64_t *storage;    /* packed: per node, the bucket's offset in its arena */
 } pl_bucket;
 
@@ -52,6 +52,7 @@ typedef struct pl_builder {
     int m;                     /* micro-batches of a replica */
     int slices;                /* replicas x m */
     pl_partitions **parts;     /* per replica */
+    int task_cap;              /* what tasks, keys, position and origin hold */
     task_key *keys;            /* per task, by creation index */
     int *position;             /* creation index -> program order */
     int *origin;               /* program order -> creation index */
@@ -105,7 +106,9 @@ int pl_update_task(const pl_builder *b, int o, int device);
 int pl_copy_task(const pl_builder *b, int x, int k);
 int pl_find_transfer(const pl_builder *b, int t, int from, int to);
 int pl_source_task(const pl_builder *b, int t, int d, int k);
-void pl_add_task(pl_builder *b, pl_task_kind kind, int index, int k, int resource, task_key key);
+/* False when out of memory. */
+bool pl_add_task(pl_builder *b, pl_task_kind kind, int index, int k, int resource,
+                 task_key key);
 int pl_copy_resource(pl_builder *b, int from, int to);
 
 /* program_places.c: every replica's partitions, the transfers they need (merged), and the
@@ -119,7 +122,7 @@ bool pl_has_copy(const pl_builder *b, int t, int d);
 /* program_allreduce.c: the all-reduces (after the places), their tasks (after the others',
  * and their keys), their dataflow edges, and their buffers. */
 pl_status pl_plan_allreduces(pl_builder *b, pl_error *err);
-void pl_create_allreduce_tasks(pl_builder *b);
+bool pl_create_allreduce_tasks(pl_builder *b);
 bool pl_allreduce_edges(const pl_builder *b, pl_edges *edges);
 int pl_allreduce_buffer_count(const pl_builder *b);
 /* Lays their buffers out from p->buffers[first] (`base`: each place's first buffer),

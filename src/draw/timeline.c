@@ -170,9 +170,7 @@ static const char *task_subject(const pl_program *p, const pl_task *task)
     const pl_graph *g = p->graph;
     if (task->kind == PL_TASK_OP)
         return g->ops[task->op].name;
-    if (task->kind == PL_TASK_COPY)
-        return g->tensors[p->transfers[task->transfer].tensor].name;
-    return g->tensors[p->buffers[p->refs[task->first_ref + 1]].tensor].name;
+    return g->tensors[p->transfers[task->transfer].tensor].name;
 }
 
 /* The row's name: a device's, or a link's "from → to" (unescaped, in buf). */
@@ -423,7 +421,7 @@ static void write_tooltip(const drawing *d, int i)
                 task->micro_batch);
     if (task->kind == PL_TASK_OP || task->micro_batch >= 0)
         fputs(")", out);
-    if (task->kind == PL_TASK_COPY) {
+    if (task->kind != PL_TASK_OP) {
         const pl_transfer *transfer = &p->transfers[task->transfer];
         char bytes[32];
         fputc(' ', out);
