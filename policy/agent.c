@@ -20,7 +20,8 @@ void pl_agent_options_default(pl_agent_options *o)
                             .rounds = 2, .lr = 0.005, .entropy = 0.01, .threads = 2,
                             .imitation_steps = 200, .epochs = 4,
                             .anchor = 1.0, .max_fold = PL_POLICY_MAX_FOLD, .defer = true,
-                            .sweep = true, .refine_every = 20, .refine_proposals = 1000,
+                            .sweep = true, .replicate = true, .refine_every = 20,
+                            .refine_proposals = 1000,
                             .learn = true, .train = true};
 }
 
@@ -480,9 +481,9 @@ static pl_status sweep_shapes(pl_agent *a, pl_action *action, const char *algori
     if (status == PL_OK && fastest < INFINITY)
         pl_agent_keep(a, a->swept, fastest, algorithm);
     action->shape = own;
-    if (status == PL_OK && fastest < INFINITY) /* and replicated, in that shape and its own */
-        status = pl_agent_replicate(a, a->swept, algorithm, err);
-    if (status == PL_OK) {
+    if (status == PL_OK && fastest < INFINITY && a->options.replicate) /* and replicated, */
+        status = pl_agent_replicate(a, a->swept, algorithm, err); /* that shape and its own */
+    if (status == PL_OK && a->options.replicate) {
         pl_action_to_plan(&a->policy, action, a->plans[0]);
         status = pl_agent_replicate(a, a->plans[0], algorithm, err);
     }

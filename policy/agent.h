@@ -69,6 +69,8 @@ typedef struct pl_agent_options {
     bool defer;        /* the shape may defer weight gradients (default true) */
     bool sweep;        /* a new best placement is also tried under every shape (default
                           true) */
+    bool replicate;    /* ... and replicated on the devices it leaves free (default true;
+                          agent_replicas.c) */
     int refine_every;  /* iterations between refinements (default 20;
                           0: none; agent_refine.c says where each starts) */
     int refine_proposals; /* moves proposed per refinement chain (default 1000) */

@@ -65,7 +65,7 @@ static header header_of(const pl_graph *g, const pl_cluster *c, const pl_agent_o
     h.epochs = o->epochs;
     h.max_fold = o->max_fold;
     h.defer = o->defer;
-    h.sweep = o->sweep;
+    h.sweep = o->sweep | o->replicate << 1;
     h.refine_every = o->refine_every;
     h.refine_proposals = o->refine_proposals;
     h.lr = o->lr;

@@ -63,8 +63,13 @@ static pl_status place_baselines(pl_search_call *call)
     for (int b = 0; b < PL_BASELINE_COUNT && !(any_fits && pl_search__interrupted(call)); b++) {
         pl_error failure;
         pl_error_init(&failure, NULL);
-        pl_plan *plan = pl_baseline_place((pl_baseline)b, call->graph, call->cluster,
-                                          call->model, call->options->seed, &failure);
+        bool replicated = b == PL_BASELINE_DATA_PARALLEL || b == PL_BASELINE_HYBRID;
+        pl_plan *plan = NULL;
+        if (replicated && call->options->no_replicas)
+            pl_error_set(&failure, PL_EINPUT, NULL, "not tried: no replicas (--no-replicas)");
+        else
+            plan = pl_baseline_place((pl_baseline)b, call->graph, call->cluster, call->model,
+                                     call->options->seed, &failure);
         pl_search_row *row = add_row(call->result, pl_baseline_name((pl_baseline)b), plan,
                                      true);
         if (!row)
@@ -127,6 +132,7 @@ static pl_agent_options agent_options(const pl_search_options *o)
     ao.max_fold = o->no_fold ? 1 : ao.max_fold;
     ao.defer = !o->no_defer;
     ao.sweep = !o->no_sweep;
+    ao.replicate = !o->no_replicas;
     ao.refine_every = o->no_refine ? 0 : ao.refine_every;
     ao.learn = !o->no_learning;
     if (o->policy) {

@@ -104,6 +104,8 @@ typedef struct pl_search_options {
     bool no_fold, no_defer, no_sweep; /* the agent's shapes: no interleaved stages, no
                                          deferred weight gradients, no shape sweeps */
     bool no_refine;     /* no refinement of the agent's best plan */
+    bool no_replicas;   /* no replicated plans: neither the replicated baselines (their rows
+                           say so) nor the agent's replication */
     bool no_learning;   /* the agent's search without its learned policy (agent.h) */
     const pl_policy_weights *policy; /* the weights a new agent's policy starts from (its
                                         hidden width, rounds and groups with them), or NULL

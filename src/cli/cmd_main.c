@@ -78,6 +78,8 @@ static void print_usage(void)
            "  --no-sweep            from trying a new best placement under every shape\n"
            "  --no-refine           from refining the best plan by single-op moves (these\n"
            "                        four measure what each gains)\n"
+           "  --no-replicas         no replicated plans: neither the data-parallel and hybrid\n"
+           "                        baselines nor the agent's replication (what they gain)\n"
            "  --no-learning         search without the learned policy: the baselines, their\n"
            "                        shapes and refinement in its time (what learning gains)\n"
            "  --policy FILE         start the policy from FILE's weights (default: the\n"
@@ -123,6 +125,7 @@ static int parse_options(int argc, char **argv, main_options *o)
                                             {"no-defer", no_argument, NULL, 'D'},
                                             {"no-sweep", no_argument, NULL, 'S'},
                                             {"no-refine", no_argument, NULL, 'R'},
+                                            {"no-replicas", no_argument, NULL, 'X'},
                                             {"no-learning", no_argument, NULL, 'L'},
                                             {"policy", required_argument, NULL, 'P'},
                                             {"no-pretrained", no_argument, NULL, 'T'},
@@ -145,6 +148,7 @@ static int parse_options(int argc, char **argv, main_options *o)
         case 'F': o->search.no_fold = true; break;
         case 'D': o->search.no_defer = true; break;
         case 'S': o->search.no_sweep = true; break;
+        case 'X': o->search.no_replicas = true; break;
         case 'R': o->search.no_refine = true; break;
         case 'L': o->search.no_learning = true; break;
         case 'P': o->policy = optarg; break;

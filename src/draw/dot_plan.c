@@ -180,6 +180,41 @@ static pl_status group_units(drawing *d, pl_error *err)
     return status;
 }
 
+/* A replicated plan's line per replica: its devices, in the order its ops first use them;
+ * and the all-reduce's bytes per step. Empty for one replica. */
+static void replica_lines(const drawing *d, char *buf, size_t cap)
+{
+    const pl_plan *plan = d->plan;
+    const pl_program *p = d->program;
+    size_t used = 0;
+    buf[0] = '\0';
+    if (plan->replicas == 1)
+        return;
+    double reduced = 0;
+    for (int i = 0; i < p->n_tasks; i++) {
+        const pl_task *t = &p->tasks[i];
+        if (t->kind != PL_TASK_OP && d->graph->tensors[p->transfers[t->transfer].tensor].kind ==
+                                         PL_TENSOR_STATE &&
+            p->transfers[t->transfer].from != p->transfers[t->transfer].to)
+            reduced += (double)pl_task_bytes(p, t);
+    }
+    char bytes[32];
+    used += (size_t)snprintf(buf, cap, "\n%d replicas, each a share of the batch; the "
+                             "all-reduce of their gradients sends %s per step; drawn: replica 0",
+                             plan->replicas, pl_units_bytes(reduced, bytes, sizeof bytes));
+    for (int r = 0; r < plan->replicas && used + 64 < cap; r++) {
+        bool seen[PL_MAX_DEVICES] = {false};
+        used += (size_t)snprintf(buf + used, cap - used, "\nreplica %d:", r);
+        for (int o = 0; o < plan->n_ops && used + 64 < cap; o++) {
+            int dev = pl_plan_replica(plan, r)[o];
+            if (!seen[dev])
+                used += (size_t)snprintf(buf + used, cap - used, " %s",
+                                         d->cluster->devices[dev].name);
+            seen[dev] = true;
+        }
+    }
+}
+
 /* The graph, its defaults and its title: what was placed where, and what it moves. */
 static pl_status open_graph(drawing *d, pl_error *err)
 {
@@ -207,8 +242,9 @@ static pl_status open_graph(drawing *d, pl_error *err)
 
     int used = 0;
     for (int dev = 0; dev < d->cluster->n_devices; dev++)
-        used += d->parts->first_op[dev + 1] > d->parts->first_op[dev];
-    char title[1536], bytes[32], grouped[256] = "";
+        used += pl_program_ops_on(d->program, dev) > 0;
+    char title[4096], bytes[32], grouped[256] = "", replicas[2048];
+    replica_lines(d, replicas, sizeof replicas);
     if (d->groups.depth > 0)
         snprintf(grouped, sizeof grouped, "\n%d %s in %d boxes: ops grouped by the first %d "
                  "parts of their names (3-D boxes: modules; edges: bytes per step)",
@@ -216,14 +252,14 @@ static pl_status open_graph(drawing *d, pl_error *err)
                  d->groups.depth);
     snprintf(title, sizeof title,
              "%s on %s (%s): %d device%s, %d stage%s, %d micro-batch%s, %s\n"
-             "cross-device traffic %s per step in %d copies%s\n%s%s",
+             "cross-device traffic %s per step in %d copies%s%s\n%s%s",
              d->graph->name, d->cluster->name,
              plan->provenance.algorithm[0] ? plan->provenance.algorithm : "plan", used,
              used == 1 ? "" : "s", plan->n_stages, plan->n_stages == 1 ? "" : "s",
              plan->micro_batches, plan->micro_batches == 1 ? "" : "es",
              pl_plan_schedule_text(plan),
              pl_units_bytes(d->total_bytes, bytes, sizeof bytes), d->n_copies,
-             d->op_seconds ? "; op times per step" : "",
+             d->op_seconds ? "; op times per step" : "", replicas,
              d->all_ops ? "every op; dashed: backward, dotted: optimizer update"
                         : "each box: a forward op with its backward ops and updates",
              grouped);
@@ -245,12 +281,16 @@ static void draw_legend(drawing *d)
     Agnode_t *previous = NULL;
     for (int dev = 0; dev < d->cluster->n_devices; dev++) {
         int n_ops = d->parts->first_op[dev + 1] - d->parts->first_op[dev];
+        int every = pl_program_ops_on(d->program, dev); /* every replica's */
         double seconds = 0;
         for (int i = d->parts->first_op[dev]; d->op_seconds && i < d->parts->first_op[dev + 1];
              i++)
             seconds += d->op_seconds[d->parts->ops[i]];
         char label[PL_MAX_NAME + 64], time[32], color[32];
-        if (n_ops == 0)
+        if (n_ops == 0 && every > 0)
+            snprintf(label, sizeof label, "%s\n%d training op%s\nof other replicas",
+                     d->cluster->devices[dev].name, every, every == 1 ? "" : "s");
+        else if (n_ops == 0)
             snprintf(label, sizeof label, "%s\nno ops", d->cluster->devices[dev].name);
         else
             snprintf(label, sizeof label, "%s\n%d training op%s%s%s", d->cluster->devices[dev].name,
@@ -260,7 +300,7 @@ static void draw_legend(drawing *d)
         device_color(dev, color, sizeof color);
         pl__dot_set(n, "label", label);
         pl__dot_set(n, "fillcolor", n_ops ? color : "white");
-        if (n_ops == 0)
+        if (n_ops == 0 && every == 0)
             pl__dot_set(n, "style", "rounded,dashed");
         if (previous) /* keeps the devices in their order */
             pl__dot_set(agedge(d->g, previous, n, NULL, 1), "style", "invis");
