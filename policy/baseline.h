@@ -20,7 +20,7 @@
  *   data-parallel  the whole model replicated on 2 or more of the fastest devices, as many
  *                  as simulate fastest (the batch shared equally)
  *   hybrid         pipeline-dp inside a group of devices, replicated on every other group
- *                  (the cluster's groups joined by faster links, or equal runs of devices)
+ *                  (the cluster's groups joined by faster links, and equal runs of devices)
  *
  * Times are each device's own (its threads and declared rate) and each link's own.
  *

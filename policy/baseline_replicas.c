@@ -4,7 +4,7 @@
  *                  every device (dividing the batch), the R that simulates fastest
  *   hybrid         pipeline-dp inside a group of devices and a replica of that pipeline
  *                  on every other group: the cluster's own groups (devices joined by faster
- *                  links) when it has equal ones, else equal runs of devices; the grouping
+ *                  links) when it has equal ones, and equal runs of devices; the grouping
  *                  that simulates fastest
  */
 #include <stdio.h>
@@ -88,7 +88,7 @@ pl_status pl_place_data_parallel(const pl_placer *p, pl_plan *plan, pl_error *er
 }
 
 /* The groupings to try: replicas x devices each, devices[r * size + i] the i-th of
- * replica r's. The cluster's own groups when they are equal and several; else runs of
+ * replica r's. The cluster's own groups when they are equal and several; and runs of
  * devices in index order, for every replica count from 2 with at least 2 devices each. */
 typedef struct grouping {
     int replicas, size;
@@ -113,8 +113,6 @@ static int groupings(const pl_placer *p, grouping *out)
                 g->devices[group[d] * g->size + filled[group[d]]++] = d;
         }
         n += equal;
-        if (equal)
-            return n;
     }
     for (int replicas = 2; replicas * 2 <= p->n_devices; replicas++) {
         if (p->n_devices % replicas != 0)

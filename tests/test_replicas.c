@@ -197,6 +197,46 @@ static void check_hundred_steps(const char *model)
 static void test_hundred_mlp(void) { check_hundred_steps("small/mlp-small.json"); }
 static void test_hundred_transformer(void) { check_hundred_steps("small/transformer-small.json"); }
 
+/* Weights written after the plan is set, before the first step (train --weights, --resume)
+ * reach every replica: two replicas train as one device from the same halved weights. */
+static void test_weights_after_plan(void)
+{
+    enum { STEPS = 3 };
+    pl_graph *g = pl_test_bundled_training_graph("small/mlp-small.json", BATCH);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_dataset *data = pl_dataset_open(g, "synthetic", 3, NULL);
+    pl_cluster *c = native_cluster(2);
+    pl_session *s = pl_session_new(g, 1, NULL);
+    pl_executor *ex = pl_executor_new(g, c, NULL, NULL);
+    CU_ASSERT_FATAL(data && s && ex);
+    pl_plan *plan = pl_plan_new(g, NULL);
+    CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(plan, 2, NULL), PL_OK);
+    for (int o = 0; o < g->n_forward_ops; o++)
+        pl_plan_replica(plan, 1)[o] = 1;
+    pl_fit fit;
+    CU_ASSERT_EQUAL_FATAL(pl_executor_set_plan(ex, plan, &fit, NULL), PL_OK);
+    for (int t = 0; t < g->n_tensors; t++) /* after the plan: as a weights file would */
+        if (g->tensors[t].kind == PL_TENSOR_PARAM) {
+            float *mine = pl_session_data(s, t), *theirs = pl_executor_data(ex, t);
+            for (int64_t i = 0; i < pl_tensor_elements(&g->tensors[t]); i++)
+                mine[i] = theirs[i] = 0.5f * theirs[i];
+        }
+    pl_test_fill_first_batch(g, data, pl_test_session_buffer, s);
+    pl_test_fill_first_batch(g, data, pl_test_executor_buffer, ex);
+    for (int step = 1; step <= STEPS; step++) {
+        float want = NAN, got = NAN;
+        CU_ASSERT_EQUAL(pl_session_train_step(s, step, 2, &want, NULL), PL_OK);
+        CU_ASSERT_EQUAL(pl_executor_step(ex, step, &got, NULL), PL_OK);
+        CU_ASSERT(close_to(got, want));
+    }
+    pl_plan_free(plan);
+    pl_executor_free(ex);
+    pl_session_free(s);
+    pl_cluster_free(c);
+    pl_dataset_free(data);
+    pl_graph_free(g);
+}
+
 /* A data-parallel plan of mlp-small: replicas on `devices`, and its program. */
 static pl_program *data_parallel(const pl_graph *g, const pl_cluster *c, const int *devices,
                                  int replicas)
@@ -304,6 +344,7 @@ void pl_register_replica_tests(void)
         {"random replicated plans: moe", test_random_moe},
         {"a hundred steps as one device: mlp", test_hundred_mlp},
         {"a hundred steps as one device: transformer", test_hundred_transformer},
+        {"weights set after the plan reach every replica", test_weights_after_plan},
         {"the ring's tasks", test_ring_tasks},
         {"a hierarchy over slow links", test_hierarchy},
         {"a hierarchy computes what one device does", test_hierarchy_losses},

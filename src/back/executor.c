@@ -61,6 +61,7 @@ struct pl_executor {
     resource **links;      /* n_devices x n_devices, started when a plan first uses one */
     pl_program *program;
     void **copies;         /* per further copy of a parameter or state (program.h) */
+    bool copies_made;      /* since the plan was set: copied from the first at a step */
     resource **task_resource;
     void **ptrs;           /* per reference of the program: its address */
     const pl_tensor **ref_shapes;
@@ -462,7 +463,8 @@ static bool grow(void **buffer, size_t *have, size_t need)
     return true;
 }
 
-/* Replicas' further copies of parameters and state, as the first copy is now. */
+/* Room for replicas' further copies of parameters and state; the first step copies them
+ * (weights loaded between setting a plan and stepping it reach every replica). */
 static bool make_copies(pl_executor *ex)
 {
     const pl_program *p = ex->program;
@@ -473,9 +475,19 @@ static bool make_copies(pl_executor *ex)
         size_t bytes = (size_t)pl_tensor_bytes(&ex->g->tensors[t]);
         if (!(ex->copies[c] = aligned_alloc(64, (bytes + 63) / 64 * 64)))
             return false;
-        memcpy(ex->copies[c], ex->host[t], bytes);
     }
+    ex->copies_made = false;
     return true;
+}
+
+static void fill_copies(pl_executor *ex)
+{
+    const pl_program *p = ex->program;
+    for (int c = 1; c < p->n_copies; c++) {
+        int t = p->copy_tensor[c];
+        memcpy(ex->copies[c], ex->host[t], (size_t)pl_tensor_bytes(&ex->g->tensors[t]));
+    }
+    ex->copies_made = true;
 }
 
 /* Arenas and workspaces big enough, link threads started, every reference's address. */
@@ -594,6 +606,8 @@ pl_status pl_executor_step(pl_executor *ex, int64_t step, float *loss, pl_error 
     const pl_program *p = ex->program;
     if (!p)
         return pl_error_set(err, PL_EINPUT, NULL, "the executor has no plan that fits");
+    if (!ex->copies_made)
+        fill_copies(ex);
     int m = p->micro_batches;
     for (int k = 0; k <= m; k++)
         ex->infos[k] = (pl_step_info){.step = step, .micro_batch = k < m ? k : 0,

@@ -75,7 +75,9 @@ typedef struct pl_fit {
 
 /* Switches to `plan` (checked against graph and cluster: PL_EINPUT when wrong). A plan
  * that does not fit a device's memory is a result, not an error: PL_OK with fit->fits
- * false, and the executor has no plan until one that fits is set. */
+ * false, and the executor has no plan until one that fits is set. A replicated plan's
+ * further copies of the parameters and state (program.h) are made from their storage
+ * (pl_executor_data) at the first step after: load weights before it. */
 pl_status pl_executor_set_plan(pl_executor *executor, const pl_plan *plan, pl_fit *fit,
                                pl_error *err);
 /* The current plan's program, or NULL. */
