@@ -355,6 +355,9 @@ static void builder_free(pl_builder *b)
         free(b->buckets[q].storage);
     free(b->buckets);
     free(b->members);
+    free(b->update_op);
+    free(b->first_accumulation);
+    free(b->accumulations);
     free(b->collective_ops);
     free(b->collective_refs);
     free(b->unit_first);

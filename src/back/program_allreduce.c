@@ -37,14 +37,11 @@ enum { BUCKET_BYTES = 1 << 20 };
 
 /* ---- buckets -------------------------------------------------------------------------- */
 
-/* The update op of each trained parameter's accumulator, or -1. */
-static int update_of(const pl_graph *g, int acc)
+/* The update op of a trained parameter's accumulator, or -1 (indexed by
+ * pl_plan_allreduces). */
+static int update_of(const pl_builder *b, int acc)
 {
-    for (int o = g->n_forward_ops; o < g->n_ops; o++)
-        if (g->ops[o].phase == PL_PHASE_UPDATE && pl_graph_updated_param(g, o) >= 0 &&
-            g->ops[o].inputs[1] == acc)
-            return o;
-    return -1;
+    return b->update_op[acc];
 }
 
 static int copies_of(const pl_builder *b, int t, int *devices)
@@ -69,12 +66,11 @@ static void each_accumulation(const pl_builder *b, int acc,
                               void (*visit)(const pl_builder *, void *, int, int),
                               void *context)
 {
-    int t = b->g->tensors[acc].param;
-    for (int o = b->g->n_forward_ops; o < b->g->n_ops; o++)
-        if (b->g->ops[o].phase != PL_PHASE_UPDATE && pl_graph_updated_param(b->g, o) == t)
-            for (int k = 0; k < b->slices; k++)
-                visit(b, context, b->op_task[o] + k,
-                      b->parts[pl_replica_of(b, k)]->op_device[o]);
+    for (int i = b->first_accumulation[acc]; i < b->first_accumulation[acc + 1]; i++) {
+        int o = b->accumulations[i];
+        for (int k = 0; k < b->slices; k++)
+            visit(b, context, b->op_task[o] + k, b->parts[pl_replica_of(b, k)]->op_device[o]);
+    }
 }
 
 static void latest_key(const pl_builder *b, void *context, int task, int device)
@@ -215,11 +211,37 @@ static void write_bucket(writer *w)
     }
 }
 
+/* Each accumulator's update op and accumulation ops, in one pass over the ops; the
+ * buckets themselves need the tasks' keys (pl_create_allreduce_tasks). */
 pl_status pl_plan_allreduces(pl_builder *b, pl_error *err)
 {
-    (void)err;
+    const pl_graph *g = b->g;
+    size_t n = (size_t)g->n_tensors;
     b->first_collective_transfer = b->p->n_transfers;
-    return PL_OK; /* the buckets need the accumulations' keys: pl_create_allreduce_tasks */
+    b->update_op = malloc((n + 1) * sizeof *b->update_op);
+    b->first_accumulation = calloc(n + 2, sizeof *b->first_accumulation);
+    b->accumulations = malloc(((size_t)g->n_ops + 1) * sizeof *b->accumulations);
+    if (!b->update_op || !b->first_accumulation || !b->accumulations)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    for (size_t t = 0; t < n; t++)
+        b->update_op[t] = -1;
+    for (int pass = 0; pass < 2; pass++) { /* counts, then the ops, by accumulator */
+        for (int o = g->n_forward_ops; o < g->n_ops; o++) {
+            const pl_op *op = &g->ops[o];
+            if (pl_graph_updated_param(g, o) < 0 || op->n_inputs < 2)
+                continue;
+            int acc = op->phase == PL_PHASE_UPDATE ? op->inputs[1] : op->inputs[0];
+            if (op->phase == PL_PHASE_UPDATE)
+                b->update_op[acc] = o;
+            else if (pass == 0)
+                b->first_accumulation[acc + 2]++;
+            else
+                b->accumulations[b->first_accumulation[acc + 1]++] = o;
+        }
+        for (size_t t = 0; pass == 0 && t < n; t++)
+            b->first_accumulation[t + 2] += b->first_accumulation[t + 1];
+    }
+    return PL_OK;
 }
 
 /* Groups the trained gradients with several copies into buckets and writes their
@@ -234,8 +256,7 @@ static bool make_buckets(pl_builder *b)
     bool ok = all && b->members && b->buckets;
     for (int t = 0; ok && t < g->n_tensors; t++) {
         candidate *c = &all[n];
-        if (g->tensors[t].kind != PL_TENSOR_STATE || g->tensors[t].param < 0 ||
-            update_of(g, t) < 0 || (c->n = copies_of(b, t, c->device)) < 2)
+        if (update_of(b, t) < 0 || (c->n = copies_of(b, t, c->device)) < 2)
             continue;
         c->acc = t;
         c->ready = ready_key(b, t);
@@ -290,7 +311,7 @@ bool pl_create_allreduce_tasks(pl_builder *b)
             task_key ready = ready_key(b, acc);
             if (compare_keys(ready, key) > 0)
                 key = ready;
-            int update = update_of(b->g, acc);
+            int update = update_of(b, acc);
             key.op = update > key.op ? update : key.op;
         }
         bucket->first_task = b->p->n_tasks;
@@ -436,11 +457,11 @@ static bool bucket_edges(const pl_builder *b, const pl_bucket *q, pl_edges *edge
             touch(&s, q, u.write_first + k, true);
         if (op->kind == PL_UNPACK) {
             int acc = b->members[q->first_member + op->member];
-            add_edge(&s, s.task, pl_update_task(b, update_of(b->g, acc), q->device[op->from]));
+            add_edge(&s, s.task, pl_update_task(b, update_of(b, acc), q->device[op->from]));
         }
     }
     for (int i = 0; s.ok && !packed && i < q->n; i++) { /* in place: the update reads all */
-        s.task = pl_update_task(b, update_of(b->g, b->members[q->first_member]), q->device[i]);
+        s.task = pl_update_task(b, update_of(b, b->members[q->first_member]), q->device[i]);
         for (int c = 0; c < q->fine; c++)
             touch(&s, q, q->first_unit + i * q->fine + c, true);
     }

@@ -72,6 +72,10 @@ typedef struct pl_builder {
     int *place_copy;           /* per place: a parameter's or state's copy, else -1 */
     int *place_tensor;         /* per place: its tensor */
     int n_places;
+    int *update_op;            /* per accumulator: its parameter's update op, or -1 */
+    int *first_accumulation;   /* per accumulator t: accumulations[first_accumulation[t] ..
+                                  first_accumulation[t + 1]), the ops accumulating into it */
+    int *accumulations;
     int n_buckets;
     pl_bucket *buckets;
     int *members;
