@@ -7,7 +7,8 @@
  *   partitions may run them away from the group of its first reader, plan.h),
  * - the step's work plus what the devices must idle while the pipeline fills and drains,
  *   spread over the devices in the same proportion, and
- * - each update's chain: its ancestors' work, then the update itself,
+ * - each update's chain: its ancestors' work, then the update itself (with replicas,
+ *   its share: a sharded optimizer state splits it among them),
  * and the bound is the least of those over the sizes.
  *
  * Spreading over unequal devices: for any weights w_d >= 0 summing to 1, a step of T
@@ -392,7 +393,8 @@ static int heavier_first(const void *a, const void *b)
  * those take at least their work spread over the devices (their weighted work, `spread`,
  * summed: the argument at the top of the file over the ancestors alone; or each op at its
  * fastest over n_devices), and at least the work of any one co-location group among them,
- * which one device runs in turn (or, with replicas, `copies` devices at most). So the step lasts at least that plus the update. (On
+ * which one device runs in turn (or, with replicas, `copies` devices at most). So the step
+ * lasts at least that plus the update (or its share over `copies` devices). (On
  * recommender the largest table's 16 ms Adam update waits for the first dense layer's
  * forward and input gradient, both on that layer's device.) One walk per update serves
  * every size: `step` and `spread` are op-major ([op][size]), `bounds` takes a term per
@@ -454,8 +456,10 @@ static pl_status update_chains(const pl_graph *g, const int *unit, int n_devices
         for (int s = 0; s < n_sizes; s++) {
             double before = fmax(work[s], fastest[s] / n_devices);
             before = fmax(before, heaviest[s] / copies[s]); /* replicas share a group */
-            if (before + step[(size_t)u * rows + s] > bounds[s])
-                bounds[s] = before + step[(size_t)u * rows + s];
+            /* and a sharded optimizer state shares the update among them */
+            double chain = before + step[(size_t)u * rows + s] / copies[s];
+            if (chain > bounds[s])
+                bounds[s] = chain;
         }
         for (int k = 1; k < reached; k++) /* the groups' sums back to zero */
             for (int s = 0; s < n_sizes; s++)

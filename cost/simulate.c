@@ -247,7 +247,8 @@ static void cost_task(simulator *s, const pl_cluster *c, int i)
 {
     const pl_task *t = &s->p->tasks[i];
     pl_task_cost cost;
-    bool cached = t->kind == PL_TASK_OP && t->resource == s->p->partitions->op_device[t->op];
+    bool cached = t->kind == PL_TASK_OP && t->shard < 0 &&
+                  t->resource == s->p->partitions->op_device[t->op];
     if (cached && s->op_cost[t->op].late != -2)
         cost = s->op_cost[t->op];
     else

@@ -39,8 +39,8 @@ static pl_plan *random_replicated_plan(const pl_graph *g, int n_devices, uint64_
     return plan;
 }
 
-/* `steps` losses on one device with m micro-batches, and its parameters after them (when
- * `params` is not NULL: per tensor, a copy of each parameter's values). */
+/* `steps` losses on one device with m micro-batches, and its parameters and optimiser
+ * state after them (when `params` is not NULL: per tensor, a copy of its values). */
 static void one_device(const pl_graph *g, const pl_dataset *data, int m, int steps,
                        float *losses, float **params)
 {
@@ -50,7 +50,7 @@ static void one_device(const pl_graph *g, const pl_dataset *data, int m, int ste
     for (int step = 1; step <= steps; step++)
         CU_ASSERT_EQUAL(pl_session_train_step(s, step, m, &losses[step - 1], NULL), PL_OK);
     for (int t = 0; params && t < g->n_tensors; t++)
-        if (g->tensors[t].kind == PL_TENSOR_PARAM) {
+        if (g->tensors[t].kind == PL_TENSOR_PARAM || g->tensors[t].kind == PL_TENSOR_STATE) {
             size_t bytes = (size_t)pl_tensor_bytes(&g->tensors[t]);
             params[t] = malloc(bytes);
             memcpy(params[t], pl_session_data(s, t), bytes);
@@ -85,9 +85,10 @@ static void check_plan(const pl_graph *g, const pl_cluster *c, const pl_dataset 
         float loss = NAN;
         CU_ASSERT_EQUAL(pl_executor_step(ex, step, &loss, &err), PL_OK);
         if (!close_to(loss, want[step - 1]) && wrong++ == 0)
-            fprintf(stderr, "\n    %s (%d replicas, %d micro-batches, %d stages) step %d: loss "
-                    "%.9g, one device %.9g", what, plan->replicas, plan->micro_batches,
-                    plan->n_stages, step, (double)loss, (double)want[step - 1]);
+            fprintf(stderr, "\n    %s (%d replicas, %d micro-batches, %d stages%s) step %d: "
+                    "loss %.9g, one device %.9g", what, plan->replicas, plan->micro_batches,
+                    plan->n_stages, plan->shard_optimizer_state ? ", sharded state" : "", step,
+                    (double)loss, (double)want[step - 1]);
     }
     CU_ASSERT_EQUAL(wrong, 0);
     for (int t = 0; params && t < g->n_tensors; t++) {
@@ -109,8 +110,9 @@ static void check_plan(const pl_graph *g, const pl_cluster *c, const pl_dataset 
     pl_executor_free(ex);
 }
 
-/* Random replicated plans on 2 to 4 devices: two steps each, one device's losses with
- * replicas x micro-batches micro-batches. */
+/* Random replicated plans on 2 to 4 devices, every other with its optimiser state
+ * sharded: two steps each, one device's losses with replicas x micro-batches
+ * micro-batches. */
 static void check_random_replicas(const char *model)
 {
     enum { STEPS = 2, PLANS = 6 };
@@ -122,6 +124,7 @@ static void check_random_replicas(const char *model)
         int n_devices = 2 + i % 3;
         pl_cluster *c = native_cluster(n_devices);
         pl_plan *plan = random_replicated_plan(g, n_devices, 77u * (uint64_t)i + 5);
+        plan->shard_optimizer_state = i % 2 == 1;
         float want[STEPS];
         one_device(g, data, plan->replicas * plan->micro_batches, STEPS, want, NULL);
         char what[128];
@@ -142,9 +145,10 @@ static void test_random_recommender(void) { check_random_replicas("small/recomme
 static void test_random_moe(void) { check_random_replicas("small/moe-small.json"); }
 
 /* Four replicas on four devices, and two replicas each a two-stage pipeline of two
- * micro-batches: a hundred steps of one device's whole steps, and its parameters, those
- * aside that one device itself leaves elsewhere with four micro-batches (attention's key
- * bias has no gradient: what moves it is the summation order's rounding). */
+ * micro-batches, each with its optimiser state replicated and sharded: a hundred steps of
+ * one device's whole steps, and its parameters and state, those aside that one device
+ * itself leaves elsewhere with four micro-batches (attention's key bias has no gradient:
+ * what moves it is the summation order's rounding). */
 static void check_hundred_steps(const char *model)
 {
     enum { STEPS = 100 };
@@ -177,11 +181,15 @@ static void check_hundred_steps(const char *model)
         for (int o = 0; o < g->n_forward_ops; o++)
             pl_plan_replica(data_parallel, r)[o] = r;
     check_plan(g, c, data, data_parallel, STEPS, want, params, model);
+    data_parallel->shard_optimizer_state = true;
+    check_plan(g, c, data, data_parallel, STEPS, want, params, model);
 
     pl_plan *hybrid = pl_test_pipeline_plan(g, 2, 2, PL_SCHEDULE_1F1B);
     CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(hybrid, 2, NULL), PL_OK);
     for (int o = 0; o < g->n_forward_ops; o++)
         pl_plan_replica(hybrid, 1)[o] = 2 + hybrid->device[o];
+    check_plan(g, c, data, hybrid, STEPS, want, params, model);
+    hybrid->shard_optimizer_state = true;
     check_plan(g, c, data, hybrid, STEPS, want, params, model);
 
     for (int t = 0; t < g->n_tensors; t++)
@@ -327,9 +335,61 @@ static void test_hierarchy_losses(void)
         for (int o = 0; o < g->n_forward_ops; o++)
             pl_plan_replica(plan, r)[o] = r;
     check_plan(g, c, data, plan, STEPS, want, NULL, "transformer on paced-8");
+    plan->shard_optimizer_state = true;
+    check_plan(g, c, data, plan, STEPS, want, NULL, "transformer on paced-8");
     pl_plan_free(plan);
     pl_dataset_free(data);
     pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* wide-layer's 4 MiB gradient is summed in place. Sharded over three copies (replicas 2
+ * and 3 share a device), each updates a third of it: one device's losses, parameters and
+ * optimiser state over five steps; and each device holds a third of the velocity. */
+static void test_sharded_in_place(void)
+{
+    enum { STEPS = 5 };
+    pl_graph *g = pl_test_bundled_training_graph("bench/wide-layer.json", BATCH);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_dataset *data = pl_dataset_open(g, "synthetic", 3, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    float want[STEPS];
+    float **values = calloc((size_t)g->n_tensors, sizeof *values);
+    one_device(g, data, 4, STEPS, want, values);
+    pl_cluster *c = native_cluster(3);
+    pl_plan *plan = pl_plan_new(g, NULL);
+    CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(plan, 4, NULL), PL_OK);
+    for (int r = 0; r < 4; r++)
+        for (int o = 0; o < g->n_forward_ops; o++)
+            pl_plan_replica(plan, r)[o] = r < 2 ? r : 2;
+    pl_program *whole = pl_program_new(g, c, plan, NULL);
+    plan->shard_optimizer_state = true;
+    pl_program *sharded = pl_program_new(g, c, plan, NULL);
+    CU_ASSERT_FATAL(whole && sharded);
+    int64_t velocity = 0, saved = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].kind == PL_TENSOR_STATE && g->tensors[t].param >= 0 &&
+            strstr(g->tensors[t].name, "velocity"))
+            velocity += pl_tensor_bytes(&g->tensors[t]);
+    for (int d = 0; d < 3; d++) {
+        int64_t less = whole->memory[d].resident - sharded->memory[d].resident;
+        CU_ASSERT(less >= velocity * 2 / 3 - 256 && less <= velocity * 2 / 3 + 256);
+        saved += less;
+    }
+    CU_ASSERT(saved >= 2 * velocity - 512 && saved <= 2 * velocity + 512);
+    int trained = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        trained += g->tensors[t].kind == PL_TENSOR_PARAM && !g->tensors[t].frozen;
+    CU_ASSERT_EQUAL(sharded->n_shards, 3 * trained); /* an update per copy */
+    check_plan(g, c, data, plan, STEPS, want, values, "wide-layer sharded in place");
+    for (int t = 0; t < g->n_tensors; t++)
+        free(values[t]);
+    free(values);
+    pl_program_free(whole);
+    pl_program_free(sharded);
+    pl_plan_free(plan);
+    pl_cluster_free(c);
+    pl_dataset_free(data);
     pl_graph_free(g);
 }
 
@@ -348,6 +408,7 @@ void pl_register_replica_tests(void)
         {"the ring's tasks", test_ring_tasks},
         {"a hierarchy over slow links", test_hierarchy},
         {"a hierarchy computes what one device does", test_hierarchy_losses},
+        {"a sharded optimiser state in place", test_sharded_in_place},
         {NULL, NULL},
     };
     pl_test_add_suite("replicas", cases);

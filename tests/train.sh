@@ -23,6 +23,21 @@ expect 0 "resumed to 30" "$bin" train "$lstm" --steps 30 --resume "$work/half.ck
 if cmp -s "$work/whole.ckpt" "$work/resumed.ckpt"; then ok; else bad "resumed run differs from the whole run"; fi
 ls -a "$work" | grep -q 'placer-tmp-' && bad "a temporary checkpoint file was left behind" || ok
 
+# A sharded optimizer state trains the same bits as a replicated one: their checkpoints,
+# which hold the state made whole again, are the same bytes.
+local2=$src/graphs/clusters/local-2.json
+expect 0 "a data-parallel plan" "$bin" baseline "$mlp" --algo data-parallel --cluster "$local2" \
+    -o "$work/dp.json"
+sed 's/"optimizer_state": "replicated"/"optimizer_state": "sharded"/' "$work/dp.json" \
+    >"$work/sharded.json"
+contains "$work/sharded.json" '"optimizer_state": "sharded"' "the plan's state sharded"
+for plan in dp sharded; do
+    expect 0 "5 steps, $plan" "$bin" train "$mlp" --cluster "$local2" --plan "$work/$plan.json" \
+        --steps 5 --checkpoint "$work/$plan.ckpt"
+done
+contains "$work/out" "optimizer state sharded" "train names the sharded state"
+if cmp -s "$work/dp.ckpt" "$work/sharded.ckpt"; then ok; else bad "sharded state checkpoint differs"; fi
+
 # Ctrl-C: the step in flight finishes, the checkpoint is written, exit status 130, and the
 # checkpoint resumes.
 interrupted "Ctrl-C" "$bin" train "$lstm" --steps 1000000 --checkpoint "$work/stopped.ckpt" -q

@@ -160,6 +160,35 @@ static bool queue_reserve(ready_queue *q, int cap)
 
 /* ---- running tasks ----------------------------------------------------------------------- */
 
+/* An update of a shard of its parameter: the element-wise kernel on the shard's elements
+ * of the parameter, the accumulator and each state (a further copy of sharded state holds
+ * just its shard), then the rest of the accumulator zeroed, as a whole update leaves it. */
+static void run_shard_update(resource *r, const pl_task *task, pl_kernel_args *args)
+{
+    pl_executor *ex = r->ex;
+    const pl_program *p = ex->program;
+    const pl_range *shard = &p->shards[task->shard];
+    enum { MAX_INPUTS = 8 };
+    void *in[MAX_INPUTS];
+    const pl_tensor *in_t[MAX_INPUTS];
+    pl_tensor part = {.kind = PL_TENSOR_STATE, .dtype = args->in_t[0]->dtype, .rank = 1,
+                      .dims = {shard->end - shard->start}, .param = -1};
+    for (int j = 0; j < args->op->n_inputs && j < MAX_INPUTS; j++) {
+        const pl_buffer *buf = &p->buffers[p->refs[task->first_ref + j]];
+        int64_t first = buf->copy > 0 ? p->copy_range[buf->copy].start : 0;
+        in[j] = (float *)args->in[j] + (shard->start - first);
+        in_t[j] = &part;
+    }
+    args->in = in;
+    args->in_t = in_t;
+    if (shard->end > shard->start)
+        pl_op_run(r->pool, args);
+    float *acc = ex->ptrs[task->first_ref + 1];
+    int64_t whole = pl_tensor_elements(ex->ref_shapes[task->first_ref + 1]);
+    memset(acc, 0, (size_t)shard->start * sizeof *acc);
+    memset(acc + shard->end, 0, (size_t)(whole - shard->end) * sizeof *acc);
+}
+
 static void run_op(resource *r, const pl_task *task, double start)
 {
     pl_executor *ex = r->ex;
@@ -172,7 +201,10 @@ static void run_op(resource *r, const pl_task *task, double start)
         .in = ex->ptrs + task->first_ref, .out = ex->ptrs + task->first_ref + op->n_inputs,
         .work = r->work, .nth = pl_pool_threads(r->pool),
         .step = &ex->infos[k >= 0 ? k : p->micro_batches]};
-    pl_op_run(r->pool, &args);
+    if (task->shard >= 0)
+        run_shard_update(r, task, &args);
+    else
+        pl_op_run(r->pool, &args);
     for (int j = 0; j < op->n_outputs; j++)
         if (op->outputs[j] == ex->g->loss)
             ex->losses[k] = *(const float *)args.out[j];
@@ -331,8 +363,29 @@ static resource *link_of(pl_executor *ex, int from, int to, pl_error *err)
 
 /* ---- the executor ------------------------------------------------------------------------ */
 
+/* The elements further copy c holds, and where they start in bytes. */
+static size_t copy_bytes(const pl_executor *ex, int c, size_t *offset)
+{
+    const pl_program *p = ex->program;
+    const pl_tensor *t = &ex->g->tensors[p->copy_tensor[c]];
+    int64_t elements = pl_tensor_elements(t);
+    size_t element = elements > 0 ? (size_t)(pl_tensor_bytes(t) / elements) : 0;
+    *offset = (size_t)p->copy_range[c].start * element;
+    return (size_t)(p->copy_range[c].end - p->copy_range[c].start) * element;
+}
+
+void pl_executor_sync_host(pl_executor *ex)
+{
+    for (int c = 1; ex->copies && ex->copies_made && c < ex->program->n_copies; c++)
+        if (ex->program->copy_is_shard[c]) {
+            size_t offset, bytes = copy_bytes(ex, c, &offset);
+            memcpy((char *)ex->host[ex->program->copy_tensor[c]] + offset, ex->copies[c], bytes);
+        }
+}
+
 static void free_plan(pl_executor *ex)
 {
+    pl_executor_sync_host(ex);
     for (int c = 1; ex->copies && c < ex->program->n_copies; c++)
         free(ex->copies[c]);
     free(ex->copies);
@@ -471,9 +524,8 @@ static bool make_copies(pl_executor *ex)
     if (!(ex->copies = calloc((size_t)p->n_copies, sizeof *ex->copies)))
         return false;
     for (int c = 1; c < p->n_copies; c++) {
-        int t = p->copy_tensor[c];
-        size_t bytes = (size_t)pl_tensor_bytes(&ex->g->tensors[t]);
-        if (!(ex->copies[c] = aligned_alloc(64, (bytes + 63) / 64 * 64)))
+        size_t offset, bytes = copy_bytes(ex, c, &offset);
+        if (!(ex->copies[c] = aligned_alloc(64, bytes ? (bytes + 63) / 64 * 64 : 64)))
             return false;
     }
     ex->copies_made = false;
@@ -484,8 +536,8 @@ static void fill_copies(pl_executor *ex)
 {
     const pl_program *p = ex->program;
     for (int c = 1; c < p->n_copies; c++) {
-        int t = p->copy_tensor[c];
-        memcpy(ex->copies[c], ex->host[t], (size_t)pl_tensor_bytes(&ex->g->tensors[t]));
+        size_t offset, bytes = copy_bytes(ex, c, &offset);
+        memcpy(ex->copies[c], (const char *)ex->host[p->copy_tensor[c]] + offset, bytes);
     }
     ex->copies_made = true;
 }
@@ -598,6 +650,8 @@ const pl_program *pl_executor_program(const pl_executor *ex)
 
 void *pl_executor_data(pl_executor *ex, int t)
 {
+    if (ex->g->tensors[t].kind == PL_TENSOR_STATE)
+        pl_executor_sync_host(ex);
     return lives_on_host(&ex->g->tensors[t]) ? ex->host[t] : ex->last_output[t];
 }
 

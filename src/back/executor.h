@@ -84,9 +84,14 @@ pl_status pl_executor_set_plan(pl_executor *executor, const pl_plan *plan, pl_fi
 const pl_program *pl_executor_program(const pl_executor *executor);
 
 /* The host buffer of a parameter, state, constant or input tensor (inputs for the full
- * batch: fill them before a step). For an activation, its value in the last micro-batch
- * of the last step, on its home device. */
+ * batch: fill them before a step), made whole first (pl_executor_sync_host). For an
+ * activation, its value in the last micro-batch of the last step, on its home device. */
 void *pl_executor_data(pl_executor *executor, int t);
+
+/* Makes every host buffer whole: a sharded optimiser state's shards (plan.h), which the
+ * replicas keep apart while they step, are copied back. Call it before reading the host
+ * buffers another way (a session's checkpoint); setting another plan does it too. */
+void pl_executor_sync_host(pl_executor *executor);
 
 /* One training step: every micro-batch's forward and backward ops, then the updates.
  * *loss gets the mean of the micro-batches' losses. PL_EINPUT without a plan that fits;

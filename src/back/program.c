@@ -76,7 +76,7 @@ bool pl_add_task(pl_builder *b, pl_task_kind kind, int index, int k, int resourc
     pl_task *task = &b->p->tasks[b->p->n_tasks];
     *task = (pl_task){.kind = kind, .op = kind == PL_TASK_OP ? index : -1,
                       .transfer = kind != PL_TASK_OP ? index : -1, .micro_batch = k,
-                      .resource = resource};
+                      .resource = resource, .shard = -1};
     b->keys[b->p->n_tasks++] = key;
     return true;
 }
@@ -331,6 +331,9 @@ void pl_program_free(pl_program *p)
     free(p->links);
     free(p->transfers);
     free(p->copy_tensor);
+    free(p->copy_range);
+    free(p->copy_is_shard);
+    free(p->shards);
     free(p->shapes);
     free(p->op_flops);
     free(p->tasks);
@@ -351,10 +354,12 @@ static void builder_free(pl_builder *b)
     free(b->place_device);
     free(b->place_copy);
     free(b->place_tensor);
+    free(b->place_stored);
     for (int q = 0; b->buckets && q < b->n_buckets; q++)
         free(b->buckets[q].storage);
     free(b->buckets);
     free(b->members);
+    free(b->member_start);
     free(b->update_op);
     free(b->first_accumulation);
     free(b->accumulations);
@@ -497,7 +502,13 @@ fail:
 
 double pl_task_flops(const pl_program *p, const pl_task *task)
 {
-    return task->kind == PL_TASK_OP ? p->op_flops[task->op] : 0;
+    if (task->kind != PL_TASK_OP)
+        return 0;
+    if (task->shard < 0)
+        return p->op_flops[task->op];
+    const pl_range *shard = &p->shards[task->shard];
+    int64_t whole = pl_tensor_elements(&p->shapes[p->graph->ops[task->op].inputs[0]]);
+    return p->op_flops[task->op] * (double)(shard->end - shard->start) / (double)whole;
 }
 
 int64_t pl_task_bytes(const pl_program *p, const pl_task *task)

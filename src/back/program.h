@@ -38,10 +38,16 @@
  * done, and then every copy applies the same update. The first copy is the parameter's own
  * storage, so that what one device would hold after a step is there after it.
  *
+ * A sharded optimiser state (plan.h) changes the end: each copy keeps the sum of one part
+ * of the gradient (the reduce-scatter), updates that part of the parameter with its part
+ * of the state (its `shard`), and the updated parts are passed round as the sums were
+ * (the all-gather). A further copy of sharded state holds its shard only.
+ *
  * A program is plain data, read-only once built: several threads may read it. */
 #ifndef PLACER_PROGRAM_H
 #define PLACER_PROGRAM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cluster.h"
@@ -66,7 +72,13 @@ typedef struct pl_task {
     int first_succ, n_succ; /* succ[first_succ ..]: the tasks depending on this one */
     int first_ref;   /* refs[first_ref ..]: an op's inputs then outputs; a copy's source
                         then destination; a reduce's received chunk, then its own */
+    int shard;       /* an update of part of its parameter: index into `shards`; else -1 */
 } pl_task;
+
+/* Elements [start, end) of a tensor. */
+typedef struct pl_range {
+    int64_t start, end;
+} pl_range;
 
 /* Where a value is: a device's arena (offset into it), or the host buffer of its tensor
  * (device -1: inputs, constants, parameters and state; offset selects a micro-batch, or a
@@ -104,6 +116,10 @@ typedef struct pl_program {
     pl_transfer *transfers; /* what copies carry: every replica's, then the all-reduces' */
     int n_copies;        /* 1 + the further copies of parameters and state */
     int *copy_tensor;    /* per further copy c >= 1: its tensor (copy_tensor[0] unused) */
+    pl_range *copy_range; /* per further copy: the elements it holds (a shard of state) */
+    bool *copy_is_shard; /* per further copy: a sharded state's (host buffers are not whole) */
+    int n_shards;
+    pl_range *shards;    /* what sharded updates update, and what their state copies hold */
     pl_tensor *shapes;   /* every tensor at the micro-batch size */
     double *op_flops;    /* every op's FLOPs at the micro-batch size */
     int n_tasks;
@@ -122,8 +138,8 @@ pl_program *pl_program_new(const pl_graph *graph, const pl_cluster *cluster,
                            const pl_plan *plan, pl_error *err);
 void pl_program_free(pl_program *program);
 
-/* The op's FLOPs at the micro-batch size, a copy's or reduce's bytes: what pacing holds a
- * task for (a reduce is held as a copy over its link). */
+/* The op's FLOPs at the micro-batch size (a sharded update's share), a copy's or reduce's
+ * bytes: what pacing holds a task for (a reduce is held as a copy over its link). */
 double pl_task_flops(const pl_program *program, const pl_task *task);
 int64_t pl_task_bytes(const pl_program *program, const pl_task *task);
 /* The training ops that run on device d (every replica's, each op once). */

@@ -22,10 +22,16 @@
  *
  * Every range is summed once and then copied, so all copies update with the same bits.
  *
+ * A sharded optimiser state: the reduce-scatter leaves each node the sum of one part; it
+ * updates that part of each parameter (packed: unpacking its sum first, packing the new
+ * values after), and the all-gather passes the parameters' parts round instead of sums
+ * (packed: unpacked into every node's parameters after).
+ *
  * Dependencies. The algorithm is written as a sequence of primitives that would be right
  * run one by one; the edges between them (and from the accumulations, to the updates)
  * follow from what each reads and writes, in hazard units: the bucket cut into `fine`
- * ranges per node. */
+ * ranges per node (in place and sharded, the parameter too), and for a packed bucket one
+ * unit per member, node and side (its gradient's copy, its parameter's). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,11 +116,14 @@ static int by_nodes_then_ready(const void *x, const void *y)
 typedef struct writer {
     pl_builder *b;
     pl_bucket *bucket;
-    int cap;
+    int cap, shard_cap;
     bool ok;
+    bool param;                    /* reduces and passes move parameters (the gather) */
+    pl_range own[PL_MAX_REPLICAS]; /* after a reduce-scatter: the part each node summed */
 } writer;
 
-static void emit(writer *w, int kind, int from, int to, int64_t start, int64_t end, int member)
+static void emit(writer *w, int kind, int from, int to, int64_t start, int64_t end, int member,
+                 bool param)
 {
     pl_builder *b = w->b;
     if (!w->ok || !pl_grow(&b->collective_ops, &w->cap, b->n_collective_ops + 1,
@@ -123,7 +132,7 @@ static void emit(writer *w, int kind, int from, int to, int64_t start, int64_t e
         return;
     }
     b->collective_ops[b->n_collective_ops++] = (pl_collective_op){kind, from, to, start, end,
-                                                                  member};
+                                                                  member, param};
     w->bucket->n_ops++;
 }
 
@@ -141,19 +150,22 @@ static void ring(writer *w, const int *nodes, int n, int64_t start, int64_t end,
         for (int i = 0; i < n; i++) {
             int p = ((i - j) % n + n) % n;
             int64_t s = part(start, end, p, n), e = part(start, end, p + 1, n);
-            emit(w, PL_REDUCE, nodes[i], nodes[(i + 1) % n], s, e, -1);
+            emit(w, PL_REDUCE, nodes[i], nodes[(i + 1) % n], s, e, -1, w->param);
         }
+    for (int i = 0; scatter && i < n; i++) /* node i now holds the sum of part i + 1 */
+        w->own[nodes[i]] = (pl_range){part(start, end, (i + 1) % n, n),
+                                      part(start, end, (i + 1) % n + 1, n)};
     for (int j = 0; gather && j < n - 1; j++)
         for (int i = 0; i < n; i++) {
             int p = ((i + 1 - j) % n + n) % n;
             emit(w, PL_PASS, nodes[i], nodes[(i + 1) % n], part(start, end, p, n),
-                 part(start, end, p + 1, n), -1);
+                 part(start, end, p + 1, n), -1, w->param);
         }
 }
 
 /* Orders the nodes group by group; a hierarchy when the groups are equal and several,
- * else a ring. */
-static void write_algorithm(writer *w)
+ * else a ring. Its reduce-scatter, its all-gather, or both. */
+static void write_algorithm(writer *w, bool scatter, bool gather)
 {
     pl_bucket *q = w->bucket;
     int group[PL_MAX_REPLICAS], order[PL_MAX_REPLICAS], size[PL_MAX_REPLICAS] = {0};
@@ -169,46 +181,115 @@ static void write_algorithm(writer *w)
         equal = equal && size[g] == size[0];
     if (!equal) {
         q->fine = q->n;
-        ring(w, order, q->n, 0, q->elements, true, true);
+        ring(w, order, q->n, 0, q->elements, scatter, gather);
         return;
     }
     int g = size[0];
     q->fine = g * k;
-    for (int c = 0; c < k; c++) /* inside each group: node order[c * g + i] */
+    for (int c = 0; scatter && c < k; c++) /* inside each group: node order[c * g + i] */
         ring(w, order + c * g, g, 0, q->elements, true, false);
     for (int p = 0; p < g; p++) { /* between groups: the holders of part p */
         int holders[PL_MAX_REPLICAS];
         for (int c = 0; c < k; c++)
             holders[c] = order[c * g + ((p - 1) % g + g) % g];
-        ring(w, holders, k, part(0, q->elements, p, g), part(0, q->elements, p + 1, g), true,
-             true);
+        ring(w, holders, k, part(0, q->elements, p, g), part(0, q->elements, p + 1, g),
+             scatter, gather);
     }
-    for (int c = 0; c < k; c++)
+    for (int c = 0; gather && c < k; c++)
         ring(w, order + c * g, g, 0, q->elements, false, true);
 }
 
-/* A bucket's primitives: packs, the algorithm, unpacks. */
+/* Node `node`'s update of member m covers `shard` of its parameter, and its copies of the
+ * optimiser state hold that shard. */
+static void set_shard(writer *w, int node, int m, pl_range shard)
+{
+    pl_builder *b = w->b;
+    pl_program *p = b->p;
+    if (!w->ok || !pl_grow(&p->shards, &w->shard_cap, p->n_shards + 1, sizeof *p->shards, 64)) {
+        w->ok = false;
+        return;
+    }
+    int d = w->bucket->device[node];
+    int o = update_of(b, b->members[w->bucket->first_member + m]);
+    p->tasks[pl_update_task(b, o, d)].shard = p->n_shards; /* not yet ordered: by creation */
+    p->shards[p->n_shards++] = shard;
+    const pl_op *op = &b->g->ops[o];
+    for (int j = 2; j < op->n_inputs; j++) { /* param, accumulator, then its state */
+        int place = pl_place_of(b, op->inputs[j], d);
+        if (place < 0 || b->place_copy[place] < 0)
+            continue;
+        b->place_stored[place] = shard;
+        if (b->place_copy[place] > 0) {
+            p->copy_range[b->place_copy[place]] = shard;
+            p->copy_is_shard[b->place_copy[place]] = true;
+        }
+    }
+}
+
+/* The updates of a sharded bucket: each node's part of every member (packed: its sums
+ * unpacked before, the new values packed after). */
+static void write_shards(writer *w)
+{
+    pl_bucket *q = w->bucket;
+    const pl_builder *b = w->b;
+    bool packed = q->n_members > 1;
+    q->updates_at = b->n_collective_ops - q->first_op;
+    for (int i = 0; i < q->n; i++)
+        for (int m = 0; m < q->n_members; m++) {
+            int64_t at = b->member_start[q->first_member + m];
+            int64_t size = pl_tensor_elements(&b->g->tensors[b->members[q->first_member + m]]);
+            int64_t lo = w->own[i].start > at ? w->own[i].start : at;
+            int64_t hi = w->own[i].end < at + size ? w->own[i].end : at + size;
+            if (hi < lo)
+                lo = hi = at;
+            if (packed && lo < hi)
+                emit(w, PL_UNPACK, i, i, lo, hi, m, false);
+            set_shard(w, i, m, (pl_range){lo - at, hi - at});
+            if (packed && lo < hi)
+                emit(w, PL_PACK, i, i, lo, hi, m, true);
+        }
+}
+
+/* Packs (or unpacks) every member on every node; after a sharded gather, the parameters'
+ * parts each node did not update. */
+static void write_packing(writer *w, int kind, bool param)
+{
+    pl_bucket *q = w->bucket;
+    const pl_builder *b = w->b;
+    for (int m = 0; q->n_members > 1 && m < q->n_members; m++) {
+        int64_t at = b->member_start[q->first_member + m];
+        int64_t end = at + pl_tensor_elements(&b->g->tensors[b->members[q->first_member + m]]);
+        for (int i = 0; i < q->n; i++) {
+            if (!param) {
+                emit(w, kind, i, i, at, end, m, false);
+                continue;
+            }
+            int64_t own_start = w->own[i].start, own_end = w->own[i].end;
+            if (own_start > at)
+                emit(w, kind, i, i, at, own_start < end ? own_start : end, m, true);
+            if (own_end < end)
+                emit(w, kind, i, i, own_end > at ? own_end : at, end, m, true);
+        }
+    }
+}
+
+/* A bucket's primitives: packs, the algorithm (sharded: the updates inside), unpacks. */
 static void write_bucket(writer *w)
 {
     pl_bucket *q = w->bucket;
-    const pl_graph *g = w->b->g;
     q->first_op = w->b->n_collective_ops;
-    bool packed = q->n_members > 1;
-    int64_t at = 0;
-    for (int m = 0; packed && m < q->n_members; m++) {
-        int64_t size = pl_tensor_elements(&g->tensors[w->b->members[q->first_member + m]]);
-        for (int i = 0; i < q->n; i++)
-            emit(w, PL_PACK, i, i, at, at + size, m);
-        at += size;
+    write_packing(w, PL_PACK, false);
+    if (!q->sharded) {
+        write_algorithm(w, true, true);
+        write_packing(w, PL_UNPACK, false);
+        return;
     }
-    write_algorithm(w);
-    at = 0;
-    for (int m = 0; packed && m < q->n_members; m++) {
-        int64_t size = pl_tensor_elements(&g->tensors[w->b->members[q->first_member + m]]);
-        for (int i = 0; i < q->n; i++)
-            emit(w, PL_UNPACK, i, i, at, at + size, m);
-        at += size;
-    }
+    write_algorithm(w, true, false);
+    write_shards(w);
+    w->param = true;
+    write_algorithm(w, false, true);
+    write_packing(w, PL_UNPACK, true);
+    w->param = false;
 }
 
 /* Each accumulator's update op and accumulation ops, in one pass over the ops; the
@@ -252,8 +333,9 @@ static bool make_buckets(pl_builder *b)
     candidate *all = malloc(((size_t)g->n_tensors + 1) * sizeof *all);
     int n = 0;
     b->members = malloc(((size_t)g->n_tensors + 1) * sizeof *b->members);
+    b->member_start = malloc(((size_t)g->n_tensors + 1) * sizeof *b->member_start);
     b->buckets = malloc(((size_t)g->n_tensors + 1) * sizeof *b->buckets);
-    bool ok = all && b->members && b->buckets;
+    bool ok = all && b->members && b->member_start && b->buckets;
     for (int t = 0; ok && t < g->n_tensors; t++) {
         candidate *c = &all[n];
         if (update_of(b, t) < 0 || (c->n = copies_of(b, t, c->device)) < 2)
@@ -264,15 +346,17 @@ static bool make_buckets(pl_builder *b)
     }
     if (ok)
         qsort(all, (size_t)n, sizeof *all, by_nodes_then_ready);
-    writer w = {b, NULL, 0, ok};
+    writer w = {b, NULL, 0, 0, ok, false, {{0, 0}}};
     for (int i = 0; w.ok && i < n;) {
         const candidate *first = &all[i];
         pl_bucket *q = &b->buckets[b->n_buckets++];
-        *q = (pl_bucket){.n = first->n, .first_member = i};
+        *q = (pl_bucket){.n = first->n, .first_member = i,
+                         .sharded = b->plan->shard_optimizer_state};
         memcpy(q->device, first->device, sizeof q->device);
         int64_t bytes = 0;
         do {
             const candidate *c = &all[i];
+            b->member_start[i] = q->elements;
             b->members[i++] = c->acc;
             q->n_members++;
             q->elements += pl_tensor_elements(&g->tensors[c->acc]);
@@ -332,6 +416,26 @@ bool pl_create_allreduce_tasks(pl_builder *b)
 
 /* ---- dependencies ---------------------------------------------------------------------- */
 
+/* A bucket's hazard units: the bucket's elements (a gradient in place, or the packed
+ * buffer) in `fine` ranges per node; in place and sharded, the parameter's likewise; packed,
+ * one unit per member, node and side (the member's gradient copy, its parameter copy). */
+static int unit_count(const pl_bucket *q)
+{
+    int n = q->n * q->fine;
+    return q->n_members > 1 ? n + 2 * q->n_members * q->n : q->sharded ? 2 * n : n;
+}
+
+static int member_unit(const pl_bucket *q, bool param, int m, int node)
+{
+    return q->first_unit + q->n * q->fine + ((param ? q->n_members : 0) + m) * q->n + node;
+}
+
+/* Whether an op's range is of the parameter in place (not of the packed buffer). */
+static bool on_param(const pl_bucket *q, const pl_collective_op *op)
+{
+    return op->param && q->n_members == 1;
+}
+
 /* A primitive's units: what it reads (the source), what it writes; each a range of units
  * (count 0: none). */
 typedef struct units {
@@ -346,33 +450,34 @@ static int fine_of(const pl_bucket *q, int64_t element)
     return q->fine - 1;
 }
 
-/* The units of node i's elements [start, end). */
-static void range_units(const pl_bucket *q, int node, int64_t start, int64_t end, int *first,
-                        int *count)
+/* The units of node i's elements [start, end), of the bucket or of the parameter. */
+static void range_units(const pl_bucket *q, bool param, int node, int64_t start, int64_t end,
+                        int *first, int *count)
 {
     if (end <= start) {
         *first = *count = 0;
         return;
     }
     int lo = fine_of(q, start), hi = fine_of(q, end - 1);
-    *first = q->first_unit + node * q->fine + lo;
+    *first = q->first_unit + (param ? q->n * q->fine : 0) + node * q->fine + lo;
     *count = hi - lo + 1;
 }
 
 static units units_of(const pl_bucket *q, const pl_collective_op *op)
 {
     units u = {0};
+    bool param = on_param(q, op);
     switch (op->kind) {
     case PL_REDUCE: /* it reads its own range too: a write after the last write anyway */
     case PL_PASS:
-        range_units(q, op->from, op->start, op->end, &u.read_first, &u.read_count);
-        range_units(q, op->to, op->start, op->end, &u.write_first, &u.write_count);
+        range_units(q, param, op->from, op->start, op->end, &u.read_first, &u.read_count);
+        range_units(q, param, op->to, op->start, op->end, &u.write_first, &u.write_count);
         break;
     case PL_PACK:
-        range_units(q, op->to, op->start, op->end, &u.write_first, &u.write_count);
+        range_units(q, false, op->to, op->start, op->end, &u.write_first, &u.write_count);
         break;
     default: /* PL_UNPACK */
-        range_units(q, op->from, op->start, op->end, &u.read_first, &u.read_count);
+        range_units(q, false, op->from, op->start, op->end, &u.read_first, &u.read_count);
         break;
     }
     return u;
@@ -433,38 +538,60 @@ static void touch(order_state *s, const pl_bucket *q, int unit, bool writes)
     s->last_writer[u] = s->task;
 }
 
+static int member_update(const pl_builder *b, const pl_bucket *q, int m, int node)
+{
+    return pl_update_task(b, update_of(b, b->members[q->first_member + m]), q->device[node]);
+}
+
+/* A bucket in place: each node's update after everything that reads or writes its
+ * gradient, and (sharded) its parameter. */
+static void in_place_updates(order_state *s, const pl_bucket *q)
+{
+    for (int i = 0; i < q->n; i++) {
+        s->task = member_update(s->b, q, 0, i);
+        for (int c = 0; c < q->fine; c++) {
+            touch(s, q, q->first_unit + i * q->fine + c, true);
+            if (q->sharded)
+                touch(s, q, q->first_unit + (q->n + i) * q->fine + c, true);
+        }
+    }
+}
+
 /* The edges of one bucket: the primitives in order, each after what it needs; the
  * updates after everything that reads or writes their copy. */
 static bool bucket_edges(const pl_builder *b, const pl_bucket *q, pl_edges *edges)
 {
-    int n_units = q->n * q->fine;
+    int n_units = unit_count(q);
     bool packed = q->n_members > 1;
     order_state s = {b, edges, malloc((size_t)n_units * sizeof(int)),
                      calloc((size_t)n_units, sizeof(int *)), calloc((size_t)n_units, sizeof(int)),
                      calloc((size_t)n_units, sizeof(int)), 0, 0, true};
     s.ok = s.last_writer && s.readers && s.n_readers && s.readers_cap;
     for (int u = 0; s.ok && u < n_units; u++) /* a gradient summed where it is was written */
-        s.last_writer[u] = packed ? -1 : -2;
+        s.last_writer[u] = packed || u >= q->n * q->fine ? -1 : -2;
     for (int i = 0; s.ok && i < q->n_ops; i++) {
         const pl_collective_op *op = &b->collective_ops[q->first_op + i];
+        if (q->sharded && !packed && i == q->updates_at)
+            in_place_updates(&s, q);
         units u = units_of(q, op);
         s.task = q->first_task + i;
-        if (op->kind == PL_PACK)
+        bool member_side = op->kind == PL_PACK || op->kind == PL_UNPACK;
+        int update = member_side ? member_update(b, q, op->member, op->from) : -1;
+        if (op->kind == PL_PACK && !op->param) { /* the update zeroes what it packs */
             after_accumulations(&s, q, op->from, op->member);
+            add_edge(&s, s.task, update);
+        }
+        if (member_side && op->param) /* the updated values, or over them */
+            add_edge(&s, update, s.task);
         for (int k = 0; k < u.read_count; k++)
             touch(&s, q, u.read_first + k, false);
         for (int k = 0; k < u.write_count; k++)
             touch(&s, q, u.write_first + k, true);
-        if (op->kind == PL_UNPACK) {
-            int acc = b->members[q->first_member + op->member];
-            add_edge(&s, s.task, pl_update_task(b, update_of(b, acc), q->device[op->from]));
-        }
+        if (op->kind == PL_UNPACK && !op->param)
+            add_edge(&s, s.task, update);
     }
-    for (int i = 0; s.ok && !packed && i < q->n; i++) { /* in place: the update reads all */
-        s.task = pl_update_task(b, update_of(b, b->members[q->first_member]), q->device[i]);
-        for (int c = 0; c < q->fine; c++)
-            touch(&s, q, q->first_unit + i * q->fine + c, true);
-    }
+    if (s.ok && !q->sharded && !packed)
+        in_place_updates(&s, q);
     for (int u = 0; s.readers && u < n_units; u++)
         free(s.readers[u]);
     free(s.last_writer);
@@ -489,26 +616,55 @@ int pl_allreduce_buffer_count(const pl_builder *b)
     return 2 * b->n_collective_ops;
 }
 
-/* The buffer of node i's elements [start, end) of a bucket: the gradient's copy itself
- * when it is alone, else the packed buffer in the node's arena. */
-static pl_buffer range_buffer(const pl_builder *b, const pl_bucket *q, int node, int64_t start,
-                              int64_t end)
+/* Member m's gradient (or parameter) tensor. */
+static int member_tensor(const pl_builder *b, const pl_bucket *q, int m, bool param)
 {
-    int acc = b->members[q->first_member];
-    int64_t bytes = (end - start) * (int64_t)sizeof(float);
-    if (q->n_members > 1)
-        return (pl_buffer){.tensor = acc, .device = q->device[node],
-                           .offset = q->storage[node] + start * (int64_t)sizeof(float),
-                           .bytes = bytes};
-    int place = pl_place_of(b, acc, q->device[node]);
-    return (pl_buffer){.tensor = acc, .device = -1, .copy = b->place_copy[place],
-                       .offset = start * (int64_t)sizeof(float), .bytes = bytes};
+    int acc = b->members[q->first_member + m];
+    return param ? b->g->ops[update_of(b, acc)].inputs[0] : acc;
+}
+
+/* Node i's copy of tensor t, elements [start, end). */
+static pl_buffer copy_range(const pl_builder *b, const pl_bucket *q, int node, int t,
+                            int64_t start, int64_t end)
+{
+    int place = pl_place_of(b, t, q->device[node]);
+    return (pl_buffer){.tensor = t, .device = -1, .copy = b->place_copy[place],
+                       .offset = start * (int64_t)sizeof(float),
+                       .bytes = (end - start) * (int64_t)sizeof(float)};
+}
+
+/* The buffer of node i's elements [start, end) of a bucket: the gradient's (or sharded
+ * parameter's) copy itself when it is alone, else the packed buffer in the node's arena. */
+static pl_buffer range_buffer(const pl_builder *b, const pl_bucket *q, int node, int64_t start,
+                              int64_t end, bool param)
+{
+    if (q->n_members == 1)
+        return copy_range(b, q, node, member_tensor(b, q, 0, param), start, end);
+    return (pl_buffer){.tensor = b->members[q->first_member], .device = q->device[node],
+                       .offset = q->storage[node] + start * (int64_t)sizeof(float),
+                       .bytes = (end - start) * (int64_t)sizeof(float)};
 }
 
 static void set_units(pl_builder *b, int buffer, int first, int count)
 {
     b->unit_first[buffer] = first;
     b->unit_count[buffer] = count;
+}
+
+/* The whole copies a bucket works on get its units: in place, all of a node's; packed,
+ * the member's. */
+static void whole_copy_units(pl_builder *b, const pl_bucket *q, const int *base)
+{
+    for (int i = 0; i < q->n; i++)
+        for (int m = 0; m < q->n_members; m++)
+            for (int side = 0; side < 2; side++) {
+                int t = member_tensor(b, q, m, side);
+                int whole = base[pl_place_of(b, t, q->device[i])];
+                if (q->n_members > 1)
+                    set_units(b, whole, member_unit(q, side, m, i), 1);
+                else if (side == 0 || q->sharded)
+                    set_units(b, whole, q->first_unit + (side * q->n + i) * q->fine, q->fine);
+            }
 }
 
 bool pl_allreduce_buffers(pl_builder *b, int first, const int *base)
@@ -523,7 +679,7 @@ bool pl_allreduce_buffers(pl_builder *b, int first, const int *base)
     for (int q = 0; q < b->n_buckets; q++) {
         pl_bucket *bucket = &b->buckets[q];
         bucket->first_unit = b->n_units;
-        b->n_units += bucket->n * bucket->fine;
+        b->n_units += unit_count(bucket);
         if (!(bucket->storage = calloc((size_t)bucket->n, sizeof(int64_t))))
             return false;
         for (int i = 0; bucket->n_members > 1 && i < bucket->n; i++) { /* the packed bucket */
@@ -535,31 +691,23 @@ bool pl_allreduce_buffers(pl_builder *b, int first, const int *base)
             const pl_collective_op *op = &b->collective_ops[bucket->first_op + i];
             int src = first + 2 * (bucket->first_op + i), dst = src + 1;
             units u = units_of(bucket, op);
-            int from = src, into = dst;
-            if (op->kind == PL_PACK || op->kind == PL_UNPACK) { /* the gradient's own buffer */
-                int acc = b->members[bucket->first_member + op->member];
-                int whole = base[pl_place_of(b, acc, bucket->device[op->from])];
-                pl_buffer packed = range_buffer(b, bucket, op->from, op->start, op->end);
-                p->buffers[src] = p->buffers[dst] = packed;
-                from = op->kind == PL_PACK ? whole : src;
-                into = op->kind == PL_PACK ? dst : whole;
-            } else {
-                p->buffers[src] = range_buffer(b, bucket, op->from, op->start, op->end);
-                p->buffers[dst] = range_buffer(b, bucket, op->to, op->start, op->end);
+            bool param = on_param(bucket, op);
+            p->buffers[src] = range_buffer(b, bucket, op->from, op->start, op->end, param);
+            p->buffers[dst] = range_buffer(b, bucket, op->to, op->start, op->end, param);
+            set_units(b, src, u.read_first, u.read_count);
+            set_units(b, dst, u.write_first, u.write_count);
+            if (op->kind == PL_PACK || op->kind == PL_UNPACK) { /* the member's own copy */
+                int64_t at = b->member_start[bucket->first_member + op->member];
+                int own = op->kind == PL_PACK ? src : dst;
+                p->buffers[own] = copy_range(b, bucket, op->from,
+                                             member_tensor(b, bucket, op->member, op->param),
+                                             op->start - at, op->end - at);
+                set_units(b, own, member_unit(bucket, op->param, op->member, op->from), 1);
             }
-            if (from == src)
-                set_units(b, src, u.read_first, u.read_count);
-            if (into == dst)
-                set_units(b, dst, u.write_first, u.write_count);
-            b->collective_refs[2 * (bucket->first_op + i)] = from;
-            b->collective_refs[2 * (bucket->first_op + i) + 1] = into;
+            b->collective_refs[2 * (bucket->first_op + i)] = src;
+            b->collective_refs[2 * (bucket->first_op + i) + 1] = dst;
         }
-        if (bucket->n_members == 1) /* the gradient's whole copies: all their units */
-            for (int i = 0; i < bucket->n; i++) {
-                int whole = base[pl_place_of(b, b->members[bucket->first_member],
-                                             bucket->device[i])];
-                set_units(b, whole, bucket->first_unit + i * bucket->fine, bucket->fine);
-            }
+        whole_copy_units(b, bucket, base);
     }
     return true;
 }

@@ -359,9 +359,13 @@ static pl_status count_memory(pl_builder *b, pl_error *err)
     if (!counted)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     for (int i = 0; i < b->n_places; i++)
-        if (b->place_copy[i] >= 0 && b->place_device[i] >= 0)
+        if (b->place_copy[i] >= 0 && b->place_device[i] >= 0) {
+            const pl_tensor *t = &g->tensors[b->place_tensor[i]];
+            int64_t stored = b->place_stored[i].end - b->place_stored[i].start;
+            int64_t elements = pl_tensor_elements(t); /* a shard of state holds `stored` */
             p->memory[b->place_device[i]].resident +=
-                aligned(pl_tensor_bytes(&g->tensors[b->place_tensor[i]]));
+                aligned(elements > 0 ? pl_tensor_bytes(t) / elements * stored : 0);
+        }
     const pl_tensor *in_t[64], *out_t[64];
     void *none[64] = {0};
     pl_step_info step = {.step = 1, .micro_batches = b->slices, .training = true};

@@ -21,12 +21,14 @@ typedef struct task_key {
  * are packed into one buffer on each node first and unpacked after. Its steps are
  * primitives: a node's range sent to the next and added into its own as it arrives (a
  * reduce), a finished range sent to the next in place of its own (a pass), and the packs
- * and unpacks. */
+ * and unpacks. With a sharded optimiser state the updates come between the reduce-scatter
+ * and the all-gather, which passes parameters: in place, or packed like the gradients. */
 typedef struct pl_collective_op {
     int kind;           /* PL_REDUCE, PL_PASS, PL_PACK, PL_UNPACK */
     int from, to;       /* nodes */
     int64_t start, end; /* elements of the bucket */
     int member;         /* packs and unpacks: the gradient */
+    bool param;         /* on the parameters, not the gradients (a sharded state's gather) */
 } pl_collective_op;
 
 enum { PL_REDUCE, PL_PASS, PL_PACK, PL_UNPACK };
@@ -36,10 +38,12 @@ typedef struct pl_bucket {
     int device[PL_MAX_REPLICAS];
     int first_member, n_members; /* b->members[..]: accumulators, in order of readiness */
     int64_t elements;
+    bool sharded;        /* the members' optimiser state is (plan.h) */
+    int updates_at;      /* sharded: the first op after the updates (the all-gather's) */
     int fine;            /* the ranges a hazard is tracked in: fine chunks per node */
     int first_op, n_ops; /* b->collective_ops[..]; the tasks follow in the same order */
     int first_task;
-    int first_unit;      /* hazard units: n x fine chunks */
+    int first_unit;      /* hazard units (program_allreduce.c) */
     int64_t *storage;    /* packed: per node, the bucket's offset in its arena */
 } pl_bucket;
 
@@ -71,6 +75,7 @@ typedef struct pl_builder {
     int *place_device;         /* per place: its device, or -1 (the host) */
     int *place_copy;           /* per place: a parameter's or state's copy, else -1 */
     int *place_tensor;         /* per place: its tensor */
+    pl_range *place_stored;    /* per place: the elements it holds (a shard of state) */
     int n_places;
     int *update_op;            /* per accumulator: its parameter's update op, or -1 */
     int *first_accumulation;   /* per accumulator t: accumulations[first_accumulation[t] ..
@@ -79,6 +84,7 @@ typedef struct pl_builder {
     int n_buckets;
     pl_bucket *buckets;
     int *members;
+    int64_t *member_start;     /* per member: its first element in its bucket */
     int n_collective_ops;
     pl_collective_op *collective_ops;
     int first_collective_task; /* creation index of the all-reduces' first task */

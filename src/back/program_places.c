@@ -131,13 +131,19 @@ static bool lay_out_places(pl_builder *b)
     b->place_device = malloc((size_t)total * sizeof *b->place_device + 1);
     b->place_copy = malloc((size_t)total * sizeof *b->place_copy + 1);
     b->place_tensor = malloc((size_t)total * sizeof *b->place_tensor + 1);
+    b->place_stored = malloc((size_t)total * sizeof *b->place_stored + 1);
     p->copy_tensor = malloc(((size_t)extra + 1) * sizeof *p->copy_tensor);
-    bool ok = b->place_device && b->place_copy && b->place_tensor && p->copy_tensor;
+    p->copy_range = malloc(((size_t)extra + 1) * sizeof *p->copy_range);
+    p->copy_is_shard = calloc((size_t)extra + 1, sizeof *p->copy_is_shard);
+    bool ok = b->place_device && b->place_copy && b->place_tensor && b->place_stored &&
+              p->copy_tensor && p->copy_range && p->copy_is_shard;
     p->n_copies = 1;
     for (int t = 0; ok && t < g->n_tensors; t++) {
         int i = b->first_place[t];
-        for (int j = i; j < b->first_place[t + 1]; j++)
+        for (int j = i; j < b->first_place[t + 1]; j++) {
             b->place_tensor[j] = t;
+            b->place_stored[j] = (pl_range){0, pl_tensor_elements(&g->tensors[t])};
+        }
         if (!held[t]) { /* inputs and constants: on the host; or nowhere, never read */
             b->place_device[i] = -1;
             b->place_copy[i] = kept(g, t) ? 0 : -1;
@@ -149,8 +155,10 @@ static bool lay_out_places(pl_builder *b)
         for (int c = 0; c < n_copies; c++, i++) {
             b->place_device[i] = copies[c];
             b->place_copy[i] = c == 0 ? 0 : p->n_copies;
-            if (c > 0)
+            if (c > 0) {
+                p->copy_range[p->n_copies] = b->place_stored[i];
                 p->copy_tensor[p->n_copies++] = t;
+            }
             held[t] &= ~(UINT64_C(1) << copies[c]);
         }
         for (int d = 0; d < n_devices; d++)

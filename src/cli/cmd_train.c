@@ -220,6 +220,8 @@ static int write_checkpoint(trainer *t)
 {
     pl_error err;
     pl_error_init(&err, t->o.checkpoint);
+    if (t->ex) /* a sharded optimizer state back together in the session's buffers */
+        pl_executor_sync_host(t->ex);
     if (pl_checkpoint_write(t->o.checkpoint, t->g, t->s, &t->at, &err) == PL_OK)
         return PL_EXIT_OK;
     if (t->save_failed)
@@ -440,12 +442,14 @@ static int set_up(trainer *t)
                t->g->batch_size, t->o.micro_batches > 1 ? " in micro-batches" : "",
                t->g->n_ops, t->g->optimizer.kind == PL_OPT_ADAM ? "adam" : "sgd",
                t->o.threads, t->o.threads == 1 ? "" : "s", pl_dataset_describe(t->data));
+    char replicas[64];
     if (!t->o.quiet && t->plan)
         printf("training %s: batch %d in %d micro-batch%s, %d ops, %s, placed by %s on "
-               "cluster \"%s\" (%d stage%s, %s%s), data: %s\n", t->g->name, t->g->batch_size,
-               t->plan->micro_batches, t->plan->micro_batches == 1 ? "" : "es", t->g->n_ops,
-               t->g->optimizer.kind == PL_OPT_ADAM ? "adam" : "sgd", t->o.plan,
-               t->cluster->name, t->plan->n_stages, t->plan->n_stages == 1 ? "" : "s",
+               "cluster \"%s\" (%s%d stage%s, %s%s), data: %s\n", t->g->name,
+               t->g->batch_size, t->plan->micro_batches, t->plan->micro_batches == 1 ? "" : "es",
+               t->g->n_ops, t->g->optimizer.kind == PL_OPT_ADAM ? "adam" : "sgd", t->o.plan,
+               t->cluster->name, pl_plan_replicas_text(t->plan, replicas, sizeof replicas),
+               t->plan->n_stages, t->plan->n_stages == 1 ? "" : "s",
                pl_plan_schedule_text(t->plan),
                t->cluster->paced ? ", paced" : "", pl_dataset_describe(t->data));
     return PL_EXIT_OK;

@@ -54,11 +54,10 @@ static int check_plan(const char *model, pl_graph *graph, const char *cluster_pa
         pl_cli_warn_plan_model(plan_path, plan, graph);
     }
     if (status == PL_EXIT_OK && !quiet) {
-        char replicas[32] = "";
-        if (plan->replicas > 1)
-            snprintf(replicas, sizeof replicas, "%d replicas, ", plan->replicas);
+        char replicas[64];
         printf("%s: valid plan for \"%s\" on cluster \"%s\": %s%d stage%s, %d micro-batch%s, "
-               "%s\n", pl_cli_input_name(plan_path), graph->name, cluster->name, replicas,
+               "%s\n", pl_cli_input_name(plan_path), graph->name, cluster->name,
+               pl_plan_replicas_text(plan, replicas, sizeof replicas),
                plan->n_stages,
                plan->n_stages == 1 ? "" : "s", plan->micro_batches,
                plan->micro_batches == 1 ? "" : "es",

@@ -203,9 +203,8 @@ void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *c, const pl_pro
     int64_t bytes = 0;
     for (int d = 0; d < c->n_devices; d++)
         devices += pl_program_ops_on(p, d) > 0;
-    char replicas[32] = "";
-    if (plan->replicas > 1)
-        snprintf(replicas, sizeof replicas, "%d replicas, ", plan->replicas);
+    char replicas[64];
+    pl_plan_replicas_text(plan, replicas, sizeof replicas);
     for (int i = 0; i < p->n_tasks; i++)
         if (p->tasks[i].kind == PL_TASK_COPY) {
             copies++;

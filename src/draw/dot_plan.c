@@ -200,8 +200,10 @@ static void replica_lines(const drawing *d, char *buf, size_t cap)
     }
     char bytes[32];
     used += (size_t)snprintf(buf, cap, "\n%d replicas, each a share of the batch; the "
-                             "all-reduce of their gradients sends %s per step; drawn: replica 0",
-                             plan->replicas, pl_units_bytes(reduced, bytes, sizeof bytes));
+                             "all-reduce of their gradients sends %s per step%s; drawn: replica 0",
+                             plan->replicas, pl_units_bytes(reduced, bytes, sizeof bytes),
+                             plan->shard_optimizer_state ? ", and each updates a shard of "
+                                                           "the optimizer state" : "");
     for (int r = 0; r < plan->replicas && used + 64 < cap; r++) {
         bool seen[PL_MAX_DEVICES] = {false};
         used += (size_t)snprintf(buf + used, cap - used, "\nreplica %d:", r);

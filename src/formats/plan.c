@@ -15,6 +15,16 @@ const char *pl_plan_schedule_text(const pl_plan *plan)
     return plan->defer_weight_gradients ? "GPipe, weight gradients deferred" : "GPipe";
 }
 
+const char *pl_plan_replicas_text(const pl_plan *plan, char *buf, size_t cap)
+{
+    if (plan->replicas == 1)
+        snprintf(buf, cap, "%s", "");
+    else
+        snprintf(buf, cap, "%d replicas%s, ", plan->replicas,
+                 plan->shard_optimizer_state ? " (optimizer state sharded)" : "");
+    return buf;
+}
+
 pl_plan *pl_plan_new(const pl_graph *graph, pl_error *err)
 {
     pl_plan *plan = calloc(1, sizeof *plan);
@@ -73,6 +83,7 @@ pl_status pl_plan_copy(pl_plan *to, const pl_plan *from, pl_error *err)
     to->micro_batches = from->micro_batches;
     to->schedule = from->schedule;
     to->defer_weight_gradients = from->defer_weight_gradients;
+    to->shard_optimizer_state = from->shard_optimizer_state;
     to->model_hash = from->model_hash;
     to->provenance = from->provenance;
     return PL_OK;
@@ -101,6 +112,9 @@ pl_status pl_plan_check(const pl_plan *plan, const pl_graph *graph, const pl_clu
     if (plan->replicas > 1 && pl_graph_whole_step_reason(graph, reason, sizeof reason))
         return pl_error_set(err, PL_EINPUT, "/replicas", "%d replicas, but %s",
                             plan->replicas, reason);
+    if (plan->shard_optimizer_state && plan->replicas == 1)
+        return pl_error_set(err, PL_EINPUT, "/optimizer_state", "a sharded optimizer state "
+                            "needs replicas to share it; the plan has one");
     int stages = 0;
     for (int o = 0; o < plan->n_ops; o++) {
         const char *name = graph->ops[o].name;

@@ -24,6 +24,7 @@
 #define PLACER_PLAN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cluster.h"
@@ -58,6 +59,11 @@ typedef struct pl_plan {
      * backward op of their device instead of right after the backward op they follow:
      * they fill the pipeline's bubbles (zero-bubble pipelines, Qi et al. 2023). */
     bool defer_weight_gradients;
+    /* Replicas split the optimiser state instead of each holding all of it (ZeRO stage 1,
+     * Rajbhandari et al. 2020): the gradients are reduce-scattered, each copy updates its
+     * share of the parameter with its share of the state, and the updated shares are
+     * all-gathered. The same update, with a replica's state memory divided by the copies. */
+    bool shard_optimizer_state;
     uint64_t model_hash; /* of the graph it places (pl_graph.hash) */
     pl_provenance provenance;
     /* What a plan file says it was made for (pl_plan_load_file): the model's name and
@@ -70,6 +76,9 @@ typedef struct pl_plan {
 
 /* The schedule in words: "GPipe", "1F1B", either with ", weight gradients deferred". */
 const char *pl_plan_schedule_text(const pl_plan *plan);
+/* The replicas in words, to go before the stages: "" for one, "4 replicas, " or "4
+ * replicas (optimizer state sharded), ". Returns buf. */
+const char *pl_plan_replicas_text(const pl_plan *plan, char *buf, size_t cap);
 
 /* A new plan with every forward op on device 0, stage 0, one replica, one micro-batch. */
 pl_plan *pl_plan_new(const pl_graph *graph, pl_error *err);

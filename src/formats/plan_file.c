@@ -178,24 +178,29 @@ static bool read_plan(pl_json_reader *r, const json_t *root, const pl_graph *gra
 {
     static const char *const fields[] = {"format", "version", "model", "model_hash",
                                          "cluster", "devices", "replicas", "micro_batches",
-                                         "schedule", "weight_gradients", "placement",
+                                         "schedule", "weight_gradients", "optimizer_state",
+                                         "placement",
                                          "provenance", "partitions", NULL};
     const char *cluster_name, *schedule = "gpipe", *weight_gradients = "with-backward";
+    const char *optimizer_state = "replicated";
     int64_t micro_batches = 1, replicas = 1, version;
     json_t *placement;
     if (!pl_json_check_header_versions(r, root, "plan", "placer-plan", 1,
                                        PL_PLAN_FORMAT_VERSION, &version))
         return false;
-    if (version < 2 && json_object_get(root, "replicas")) {
-        pl_json_push_key(r, "replicas");
-        return pl_json_fail(r, "replicas came with format version 2");
-    }
+    static const char *const since_2[] = {"replicas", "optimizer_state"};
+    for (int i = 0; version < 2 && i < 2; i++)
+        if (json_object_get(root, since_2[i])) {
+            pl_json_push_key(r, since_2[i]);
+            return pl_json_fail(r, "%s came with format version 2", since_2[i]);
+        }
     if (!pl_json_expect_object(r, root, fields) ||
         !pl_json_string(r, root, "cluster", true, &cluster_name) ||
         !pl_json_integer(r, root, "replicas", false, 1, PL_MAX_REPLICAS, &replicas) ||
         !pl_json_integer(r, root, "micro_batches", false, 1, 1 << 20, &micro_batches) ||
         !pl_json_string(r, root, "schedule", false, &schedule) ||
         !pl_json_string(r, root, "weight_gradients", false, &weight_gradients) ||
+        !pl_json_string(r, root, "optimizer_state", false, &optimizer_state) ||
         !pl_json_member(r, root, "placement", JSON_ARRAY, true, &placement) ||
         !read_provenance(r, root, &plan->provenance) || !read_model(r, root, plan) ||
         !check_devices(r, root, cluster_name, cluster))
@@ -212,6 +217,12 @@ static bool read_plan(pl_json_reader *r, const json_t *root, const pl_graph *gra
                             weight_gradients);
     }
     plan->defer_weight_gradients = strcmp(weight_gradients, "deferred") == 0;
+    if (strcmp(optimizer_state, "replicated") != 0 && strcmp(optimizer_state, "sharded") != 0) {
+        pl_json_push_key(r, "optimizer_state");
+        return pl_json_fail(r, "unknown optimizer_state \"%s\" (known: replicated, sharded)",
+                            optimizer_state);
+    }
+    plan->shard_optimizer_state = strcmp(optimizer_state, "sharded") == 0;
     plan->micro_batches = (int)micro_batches;
     plan->n_stages = 0;
     if (pl_plan_set_replicas(plan, (int)replicas, r->err) != PL_OK)
@@ -345,12 +356,14 @@ pl_status pl_plan_write_file(const char *path, const pl_plan *plan, const pl_gra
         json_array_append_new(devices, json_string(cluster->devices[d].name));
     const pl_provenance *p = &plan->provenance;
     json_t *root = json_pack(
-        "{s:s, s:i, s:s, s:s, s:s, s:o, s:i, s:i, s:s, s:s, s:o, s:{s:s, s:I, s:f, s:f}, s:o}",
+        "{s:s, s:i, s:s, s:s, s:s, s:o, s:i, s:i, s:s, s:s, s:s, s:o, s:{s:s, s:I, s:f, s:f}, "
+        "s:o}",
         "format", "placer-plan", "version", PL_PLAN_FORMAT_VERSION, "model", graph->name,
         "model_hash", hash, "cluster", cluster->name, "devices", devices, "replicas",
         plan->replicas, "micro_batches", plan->micro_batches, "schedule",
         plan->schedule == PL_SCHEDULE_1F1B ? "1f1b" : "gpipe", "weight_gradients",
-        plan->defer_weight_gradients ? "deferred" : "with-backward", "placement", placement,
+        plan->defer_weight_gradients ? "deferred" : "with-backward", "optimizer_state",
+        plan->shard_optimizer_state ? "sharded" : "replicated", "placement", placement,
         "provenance", "algorithm", p->algorithm, "seed", (json_int_t)p->seed,
         "predicted_seconds", p->predicted_seconds, "measured_seconds", p->measured_seconds,
         "partitions", partitions);
