@@ -361,15 +361,16 @@ static double spread_terms(const pl_graph *g, const int *unit, int n_groups,
 /* Every term but the update chains at one size, from paths_and_groups and spread_terms.
  * With replicas (a model that allows them, `copies` > 1: the most devices one group's
  * micro-batches can run on at this size) a group's work spreads over that many devices,
- * and an op's runs no longer take turns on one device, so the pipeline's fill and drain
- * bound nothing. */
+ * an update at the end of a path may be shared by that many, and an op's runs no longer
+ * take turns on one device, so the pipeline's fill and drain bound nothing. */
 static double size_bound(const pl_graph *g, double spread, double heaviest, double n_devices,
                          int copies, const double *micro, const ramps *ops,
                          const ramps *groups)
 {
     double path = 0;
-    for (int o = 0; o < g->n_ops; o++)
-        path = fmax(path, ops->head[o] + micro[o]);
+    for (int o = 0; o < g->n_ops; o++) /* a sharded optimizer state shares an update */
+        path = fmax(path, ops->head[o] + (g->ops[o].phase == PL_PHASE_UPDATE
+                                              ? micro[o] / copies : micro[o]));
     double known = fmax(fmax(spread, path), heaviest / copies);
     if (copies > 1)
         return known;

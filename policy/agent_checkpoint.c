@@ -1,7 +1,7 @@
 /* Agent checkpoints: everything a resumed search needs to continue as the uninterrupted
  * one would, bit for bit.
  *
- * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 7,
+ * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 9,
  * the header struct as the machine lays it out (u64 model hash (pl_graph.hash), u64 cluster
  * hash (pl_cluster_hash), i32 devices, i32 the mode (0 learning, 1 without learning, 2
  * sampling a policy without training it), the options that shape the
@@ -12,8 +12,9 @@
  * plans they started from (a ring), f64 the policy's own best step, i32 parameter count,
  * then the parameters, Adam's first and second moments (f64 each), the curve (per
  * iteration, the pl_agent_iteration struct), i32 best count and per best plan: f64 step,
- * u64 key, 64 bytes of algorithm, i32 stages, micro-batches, schedule, deferred weight
- * gradients (0 or 1), then the device and stage of every forward op; the same for the lead
+ * u64 key, 64 bytes of algorithm, i32 stages, micro-batches, schedule, flags (1: weight
+ * gradients deferred, 2: optimizer state sharded), then the device and stage of every
+ * forward op, i32 replicas and the other replicas' devices; the same for the lead
  * plan after an i32 0 or 1, and for each origin's best plan after their i32 count. Written
  * atomically. tests/invalid/README.md lists the offsets
  * of a small checkpoint.
@@ -34,10 +35,13 @@
 
 static const char MAGIC[8] = {'P', 'L', 'A', 'C', 'E', 'R', 'A', 'G'};
 enum {
-    VERSION = 8
+    VERSION = 9
 }; /* 2: the shape head; deferred weight gradients; 3: the sweep;
                         4: the refinement; 5: the cluster's hash; 6: the policy's layout
-                        independent of the graph and cluster; 7: the origins; 8: replicas */
+                        independent of the graph and cluster; 7: the origins; 8: replicas;
+                        9: a sharded optimizer state */
+
+enum { FLAG_DEFER = 1, FLAG_SHARD = 2 };
 
 typedef struct header {
     uint64_t model_hash, cluster_hash;
@@ -79,13 +83,15 @@ static header header_of(const pl_graph *g, const pl_cluster *c, const pl_agent_o
     (ok = ok && ((n) == 0 || fwrite(ptr, sizeof *(ptr), (size_t)(n), fp) == (size_t)(n)))
 
 /* One kept plan: f64 step, u64 key, 64 bytes of algorithm, i32 stages, micro-batches,
- * schedule, deferred weight gradients, then the device and stage of every forward op, i32
- * replicas, and the other replicas' devices. */
+ * schedule, flags, then the device and stage of every forward op, i32 replicas, and the
+ * other replicas' devices. */
 static bool put_best(FILE *fp, const pl_agent_best *b)
 {
     bool ok = true;
+    int32_t flags = (b->plan->defer_weight_gradients ? FLAG_DEFER : 0) |
+                    (b->plan->shard_optimizer_state ? FLAG_SHARD : 0);
     int32_t shape[4] = {b->plan->n_stages, b->plan->micro_batches, (int32_t)b->plan->schedule,
-                        b->plan->defer_weight_gradients};
+                        flags};
     PUT(fp, b->step);
     PUT(fp, b->key);
     PUTN(fp, b->algorithm, sizeof b->algorithm);
@@ -197,8 +203,8 @@ static bool get_best(pl_binary_reader *r, const pl_agent *a, pl_agent_best *b, c
                               sizeof b->algorithm - 1);
     snprintf(what, sizeof what, "%s: its schedule", which);
     pl_binary_int_in(r, what, shape[2], PL_SCHEDULE_GPIPE, PL_SCHEDULE_1F1B);
-    snprintf(what, sizeof what, "%s: its deferral of weight gradients", which);
-    pl_binary_int_in(r, what, shape[3], 0, 1);
+    snprintf(what, sizeof what, "%s: its flags", which);
+    pl_binary_int_in(r, what, shape[3], 0, FLAG_DEFER | FLAG_SHARD);
     int32_t replicas = 0;
     if (!pl_binary_take(r, plan->device, sizeof *plan->device, (size_t)plan->n_ops, which) ||
         !pl_binary_take(r, plan->stage, sizeof *plan->stage, (size_t)plan->n_ops, which) ||
@@ -216,7 +222,8 @@ static bool get_best(pl_binary_reader *r, const pl_agent *a, pl_agent_best *b, c
     plan->n_stages = shape[0];
     plan->micro_batches = shape[1];
     plan->schedule = (pl_schedule)shape[2];
-    plan->defer_weight_gradients = shape[3] != 0;
+    plan->defer_weight_gradients = (shape[3] & FLAG_DEFER) != 0;
+    plan->shard_optimizer_state = (shape[3] & FLAG_SHARD) != 0;
     pl_error why;
     pl_error_init(&why, NULL);
     if (pl_plan_check(plan, a->graph, a->cluster, &why) != PL_OK)

@@ -3,8 +3,9 @@
  * batch), replica r on u devices of its own. The other replicas take the devices the plan
  * leaves free, the cluster's groups (devices joined by faster links) first and in order
  * within each, so that on two machines of four devices a pipeline over one machine is
- * replicated on the other. The fastest that simulates faster than the plan is kept, under
- * the plan's label: refinement then moves its ops in every replica. */
+ * replicated on the other; each with its optimizer state replicated and sharded. The
+ * fastest that simulates faster than the plan is kept, under the plan's label: refinement
+ * then moves its ops in every replica. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -57,11 +58,14 @@ pl_status pl_agent_replicate(pl_agent *a, const pl_plan *plan, const char *algor
         for (int k = 1; k < r; k++)
             for (int o = 0; o < plan->n_ops; o++)
                 pl_plan_replica(trial, k)[o] = spare[(k - 1) * n_mine + rank[plan->device[o]]];
-        double step;
-        status = pl_agent_simulate(a, trial, &step, &fits, err);
-        if (status == PL_OK && fits && step < fastest) {
-            fastest = step;
-            pl_agent_copy_plan(best, trial);
+        for (int shard = 0; status == PL_OK && shard < 2; shard++) {
+            double step;
+            trial->shard_optimizer_state = shard;
+            status = pl_agent_simulate(a, trial, &step, &fits, err);
+            if (status == PL_OK && fits && step < fastest) {
+                fastest = step;
+                pl_agent_copy_plan(best, trial);
+            }
         }
     }
     if (status == PL_OK && fastest < plan_step)

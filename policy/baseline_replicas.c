@@ -6,6 +6,8 @@
  *                  on every other group: the cluster's own groups (devices joined by faster
  *                  links) when it has equal ones, and equal runs of devices; the grouping
  *                  that simulates fastest
+ *
+ * Both try each plan with its optimizer state replicated and sharded (plan.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,20 +15,18 @@
 
 #include "baseline_impl.h"
 
-/* Why the model cannot be replicated, into buf; false when it can. */
-static bool cannot_replicate(const pl_placer *p, int replicas, char *buf, size_t cap)
+/* PL_EINPUT saying why `algorithm` cannot replicate the model here: its batch statistics
+ * are per step, or the cluster has fewer than `least` devices (`few` says why too few). */
+static pl_status check_replicable(const pl_placer *p, const char *algorithm, int least,
+                                  const char *few, pl_error *err)
 {
     char reason[PL_MAX_NAME + 256];
-    if (pl_graph_whole_step_reason(p->graph, reason, sizeof reason)) {
-        snprintf(buf, cap, "the model cannot be replicated: %s", reason);
-        return true;
-    }
-    if (p->graph->batch_size % replicas != 0) {
-        snprintf(buf, cap, "%d replicas do not divide the batch of %d", replicas,
-                 p->graph->batch_size);
-        return true;
-    }
-    return false;
+    if (pl_graph_whole_step_reason(p->graph, reason, sizeof reason))
+        return pl_error_set(err, PL_EINPUT, NULL, "%s: the model cannot be replicated: %s",
+                            algorithm, reason);
+    if (p->n_devices < least)
+        return pl_error_set(err, PL_EINPUT, NULL, "%s: %s", algorithm, few);
+    return PL_OK;
 }
 
 /* Devices from the fastest to the slowest (by index on a tie). */
@@ -45,30 +45,36 @@ static void by_speed(const pl_placer *p, int *order)
         }
 }
 
-/* Keeps `plan` in `best` when it simulates faster (or is the first that fits). */
-static pl_status keep_faster(const pl_placer *p, const pl_plan *plan, pl_plan *best,
+/* Keeps `plan` in `best` when it simulates faster (or is the first that fits), with its
+ * optimizer state replicated and then sharded (which shares the update among the copies,
+ * and fits where a replicated state may not). */
+static pl_status keep_faster(const pl_placer *p, pl_plan *plan, pl_plan *best,
                              double *fastest, pl_error *err)
 {
-    double seconds;
-    pl_status status = pl_placer_simulate(p, plan, &seconds, err);
-    if (status == PL_OK && seconds >= 0 && (*fastest < 0 || seconds < *fastest)) {
-        *fastest = seconds;
-        status = pl_plan_copy(best, plan, err);
+    pl_status status = PL_OK;
+    for (int shard = 0; status == PL_OK && shard < 2; shard++) {
+        double seconds;
+        plan->shard_optimizer_state = shard;
+        status = pl_placer_simulate(p, plan, &seconds, err);
+        if (status == PL_OK && seconds >= 0 && (*fastest < 0 || seconds < *fastest)) {
+            *fastest = seconds;
+            status = pl_plan_copy(best, plan, err);
+        }
     }
     return status;
 }
 
 pl_status pl_place_data_parallel(const pl_placer *p, pl_plan *plan, pl_error *err)
 {
-    char why[PL_MAX_NAME + 320] = "";
-    if (cannot_replicate(p, 1, why, sizeof why) || p->n_devices < 2)
-        return pl_error_set(err, PL_EINPUT, NULL, "data-parallel: %s",
-                            why[0] ? why : "one device: nothing to replicate over");
+    pl_status status = check_replicable(p, "data-parallel", 2,
+                                        "one device: nothing to replicate over", err);
+    if (status != PL_OK)
+        return status;
     int order[PL_MAX_DEVICES];
     by_speed(p, order);
     pl_plan *trial = pl_plan_new(p->graph, err);
     double fastest = -1;
-    pl_status status = trial ? PL_OK : PL_ENOMEM;
+    status = trial ? PL_OK : PL_ENOMEM;
     for (int replicas = 2; status == PL_OK && replicas <= p->n_devices; replicas++) {
         if (p->graph->batch_size % replicas != 0)
             continue;
@@ -156,17 +162,17 @@ static pl_status replicate_pipeline(const pl_placer *p, const grouping *g, pl_pl
 
 pl_status pl_place_hybrid(const pl_placer *p, pl_plan *plan, pl_error *err)
 {
-    char why[PL_MAX_NAME + 320] = "";
-    if (cannot_replicate(p, 1, why, sizeof why) || p->n_devices < 4)
-        return pl_error_set(err, PL_EINPUT, NULL, "hybrid: %s",
-                            why[0] ? why : "fewer than 4 devices: no two pipelines of two");
+    pl_status status = check_replicable(p, "hybrid", 4,
+                                        "fewer than 4 devices: no two pipelines of two", err);
+    if (status != PL_OK)
+        return status;
     grouping *options = malloc(PL_MAX_DEVICES * sizeof *options);
     pl_plan *trial = pl_plan_new(p->graph, err);
-    pl_status status = options && trial ? PL_OK : pl_placer_no_memory(err);
+    status = options && trial ? PL_OK : pl_placer_no_memory(err);
     int n = status == PL_OK ? groupings(p, options) : 0;
     double fastest = -1;
     for (int i = 0; status == PL_OK && i < n; i++) {
-        if (cannot_replicate(p, options[i].replicas, why, sizeof why))
+        if (p->graph->batch_size % options[i].replicas != 0)
             continue;
         status = replicate_pipeline(p, &options[i], trial, err);
         if (status == PL_OK)
