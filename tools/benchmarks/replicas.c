@@ -1,7 +1,8 @@
 /* Replica benchmarks, run by tools/bench-replicas. Two tables:
  *
  *   throughput  data parallelism: the transformer on paced-4 and paced-8 as 2, 4 and 8
- *               replicas of one device each, against one device
+ *               replicas of one device each, the optimizer state replicated and sharded,
+ *               against one device; and device 0's peak memory
  *   allreduce   the 4 and 16 MiB gradients of bench/wide-layer and wider-layer summed by
  *               their replicas: a ring on paced-4, a hierarchy on paced-8 (two groups of
  *               four); the measured all-reduce against the algorithm's model and the
@@ -55,14 +56,17 @@ static void print_error(const pl_error *err)
     fprintf(stderr, "replicas: %s\n", line);
 }
 
-/* Replicas of the whole model, replica r on device r (one replica: every op on device 0). */
-static pl_plan *data_parallel(const pl_graph *g, int replicas, pl_error *err)
+/* Replicas of the whole model, replica r on device r (one replica: every op on device 0),
+ * the optimizer state sharded or not. */
+static pl_plan *data_parallel(const pl_graph *g, int replicas, bool sharded, pl_error *err)
 {
     pl_plan *plan = pl_plan_new(g, err);
     if (plan && pl_plan_set_replicas(plan, replicas, err) != PL_OK) {
         pl_plan_free(plan);
         return NULL;
     }
+    if (plan)
+        plan->shard_optimizer_state = sharded;
     for (int r = 0; plan && r < replicas; r++)
         for (int o = 0; o < g->n_forward_ops; o++)
             pl_plan_replica(plan, r)[o] = r;
@@ -181,28 +185,31 @@ static pl_status throughput_on(const options *o, const char *cluster, pl_error *
     int n = 0;
     pl_status status = ks ? open_workload(o, "transformer", cluster, &g, &c, &m, err)
                           : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    for (int r = 1; status == PL_OK && r <= c->n_devices; r *= 2) {
-        if (g->batch_size % r != 0)
-            continue;
-        config *k = &ks[n++];
-        k->replicas = r;
-        snprintf(k->label, sizeof k->label, r == 1 ? "one device" : "%d replicas", r);
-        status = open_config(k, g, c, &m, data_parallel(g, r, err), -1, err);
-    }
+    for (int r = 1; status == PL_OK && r <= c->n_devices; r *= 2)
+        for (int sharded = 0; status == PL_OK && sharded <= (r > 1); sharded++) {
+            if (g->batch_size % r != 0)
+                continue;
+            config *k = &ks[n++];
+            k->replicas = r;
+            snprintf(k->label, sizeof k->label, r == 1 ? "one device" : "%d replicas%s", r,
+                     sharded ? ", sharded" : "");
+            status = open_config(k, g, c, &m, data_parallel(g, r, sharded, err), -1, err);
+        }
     if (status == PL_OK)
         status = measure(ks, n, o, -1, err);
     if (status == PL_OK) {
         printf("\n%s: %s (batch %d), %d rounds after %d warm-up steps each, paced\n", c->name,
                g->name, g->batch_size, o->rounds, o->warmup);
-        printf("%-12s %10s %8s %8s %10s %9s %10s %9s\n", "plan", "median ms", "min", "max",
-               "samples/s", "speedup", "simulated", "error");
+        printf("%-22s %10s %8s %8s %10s %9s %10s %9s %9s\n", "plan", "median ms", "min",
+               "max", "samples/s", "speedup", "simulated", "error", "peak MiB");
         double one = pl_stats_of(ks[0].steps, ks[0].n).median;
         for (int i = 0; i < n; i++) {
             pl_stats s = pl_stats_of(ks[i].steps, ks[i].n);
-            printf("%-12s %10.1f %8.1f %8.1f %10.1f %8.2fx %10.1f %+8.1f%%\n", ks[i].label,
-                   s.median * 1e3, s.min * 1e3, s.max * 1e3, g->batch_size / s.median,
-                   one / s.median, ks[i].predicted * 1e3,
-                   100 * (ks[i].predicted - s.median) / s.median);
+            printf("%-22s %10.1f %8.1f %8.1f %10.1f %8.2fx %10.1f %+8.1f%% %9.1f\n",
+                   ks[i].label, s.median * 1e3, s.min * 1e3, s.max * 1e3,
+                   g->batch_size / s.median, one / s.median, ks[i].predicted * 1e3,
+                   100 * (ks[i].predicted - s.median) / s.median,
+                   (double)pl_executor_program(ks[i].ex)->memory[0].total / (1 << 20));
         }
     }
     close_configs(ks, n);
@@ -216,7 +223,8 @@ static pl_status throughput_on(const options *o, const char *cluster, pl_error *
 static pl_status table_throughput(const options *o, pl_error *err)
 {
     printf("\n== 1. Data parallelism: replicas of the whole model, one device each, against "
-           "one device (speedup: of the medians)\n");
+           "one device (speedup: of the medians; sharded: the optimizer state; peak: device "
+           "0's memory)\n");
     pl_status status = throughput_on(o, "paced-4", err);
     return status == PL_OK ? throughput_on(o, "paced-8", err) : status;
 }
@@ -276,7 +284,7 @@ static pl_status allreduce_on(const options *o, const char *model, const char *c
         config *k = &ks[n++];
         k->replicas = r;
         snprintf(k->label, sizeof k->label, "%d replicas", r);
-        status = open_config(k, g, c, &m, data_parallel(g, r, err), gradient, err);
+        status = open_config(k, g, c, &m, data_parallel(g, r, false, err), gradient, err);
     }
     if (status == PL_OK)
         status = measure(ks, n, o, gradient, err);

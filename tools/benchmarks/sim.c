@@ -291,11 +291,11 @@ static pl_graph *open_training_graph(const options *o, const char *name, pl_erro
 
 typedef enum plan_kind {
     ONE_DEVICE, GPIPE, ONE_F_ONE_B, DEFERRED, INTERLEAVED, BLOCKED, ROUND_ROBIN,
-    DATA_PARALLEL, HYBRID, N_KINDS
+    DATA_PARALLEL, HYBRID, SHARDED, N_KINDS
 } plan_kind;
 static const char *const kind_names[N_KINDS] = {"one device", "GPipe", "1F1B", "1F1B, W deferred",
                                                 "interleaved", "blocked random", "round-robin",
-                                                "data-parallel", "hybrid"};
+                                                "data-parallel", "hybrid", "sharded state"};
 
 /* A plan to measure, and what became of it. */
 typedef struct candidate {
@@ -513,6 +513,22 @@ static pl_status make_candidates(candidates *cs, const options *o, const pl_grap
             if (plan)
                 status = add_candidate(cs, DATA_PARALLEL, plan, err, "dp r%d m%d", r, m);
         }
+    /* the same with the optimizer state sharded: data-parallel and hybrid */
+    for (int r = 2; status == PL_OK && r <= n; r = r < n ? n : n + 1) {
+        pl_plan *plan = replicated(g, one_device_plan(g, 1, err), r, r, err);
+        if (plan)
+            plan->shard_optimizer_state = true;
+        if (plan)
+            status = add_candidate(cs, SHARDED, plan, err, "dp r%d sharded", r);
+    }
+    if (status == PL_OK && n >= 4) {
+        pl_plan *plan = replicated(g, pipeline_plan(g, n / 2, 2, PL_SCHEDULE_1F1B, err), 2, n,
+                                   err);
+        if (plan)
+            plan->shard_optimizer_state = true;
+        if (plan)
+            status = add_candidate(cs, SHARDED, plan, err, "hybrid r2 s%d m2 sharded", n / 2);
+    }
     for (int i = 0; status == PL_OK && n >= 4 && i < N_MICRO - 1; i++) {
         int m = micro_batch_choices[i];
         pl_plan *plan = replicated(g, pipeline_plan(g, n / 2, m, PL_SCHEDULE_1F1B, err), 2, n,
