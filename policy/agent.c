@@ -172,26 +172,30 @@ static uint64_t plan_key(const pl_plan *p)
            (uint64_t)p->schedule ^ ((uint64_t)(p->replicas - 1) << 40);
 }
 
-void pl_agent_copy_plan(pl_plan *to, const pl_plan *from)
+bool pl_agent_copy_plan(pl_plan *to, const pl_plan *from)
 {
     uint64_t model_hash = to->model_hash;
-    if (pl_plan_copy(to, from, NULL) == PL_OK) /* the agent's plans are not replicated */
-        to->model_hash = model_hash;
+    if (pl_plan_copy(to, from, NULL) != PL_OK)
+        return false;
+    to->model_hash = model_hash;
+    return true;
 }
 
-/* A kept plan's record, made the plan's. */
-static void set_best(pl_agent_best *b, const pl_plan *plan, double step, uint64_t key,
+/* A kept plan's record, made the plan's; false when out of memory (the record unchanged). */
+static bool set_best(pl_agent_best *b, const pl_plan *plan, double step, uint64_t key,
                      const char *algorithm)
 {
-    pl_agent_copy_plan(b->plan, plan);
+    if (!pl_agent_copy_plan(b->plan, plan))
+        return false;
     b->step = step;
     b->key = key;
     snprintf(b->algorithm, sizeof b->algorithm, "%s", algorithm);
+    return true;
 }
 
 /* The plan as its origin's best, when it is; a new origin beyond the table's room takes
- * the place of the slowest, when faster. */
-static void keep_origin(pl_agent *a, const pl_plan *plan, double step, uint64_t key,
+ * the place of the slowest, when faster. False when out of memory. */
+static bool keep_origin(pl_agent *a, const pl_plan *plan, double step, uint64_t key,
                         const char *algorithm)
 {
     char origin[sizeof a->origins[0].algorithm], other[sizeof origin];
@@ -200,48 +204,61 @@ static void keep_origin(pl_agent *a, const pl_plan *plan, double step, uint64_t 
     for (int k = 0; k < a->n_origins; k++) {
         pl_agent_origin(other, sizeof other, a->origins[k].algorithm);
         if (strcmp(origin, other) == 0) {
-            if (a->origins[k].step - step > 1e-9 * step)
-                set_best(&a->origins[k], plan, step, key, algorithm);
-            return;
+            return a->origins[k].step - step <= 1e-9 * step ||
+                   set_best(&a->origins[k], plan, step, key, algorithm);
         }
         if (a->origins[k].step > a->origins[slowest].step)
             slowest = k;
     }
-    if (a->n_origins < PL_AGENT_MAX_ORIGINS)
-        set_best(&a->origins[a->n_origins++], plan, step, key, algorithm);
-    else if (step < a->origins[slowest].step)
-        set_best(&a->origins[slowest], plan, step, key, algorithm);
+    if (a->n_origins < PL_AGENT_MAX_ORIGINS) {
+        if (!set_best(&a->origins[a->n_origins], plan, step, key, algorithm))
+            return false;
+        a->n_origins++;
+        return true;
+    }
+    return step >= a->origins[slowest].step ||
+           set_best(&a->origins[slowest], plan, step, key, algorithm);
 }
 
 /* Keeps the plan if it is among the best distinct ones. A plan that simulates to the very
  * step of a kept one is taken for the same: on a cluster of identical devices, the same
  * placement with its devices relabelled (which the policy samples often), and measuring
  * it again at the end would crowd out a different candidate. */
-void pl_agent_keep(pl_agent *a, const pl_plan *plan, double step, const char *algorithm)
+pl_status pl_agent_keep(pl_agent *a, const pl_plan *plan, double step, const char *algorithm,
+                        pl_error *err)
 {
     if (strcmp(algorithm, "rl") == 0 && step < a->policy_best)
         a->policy_best = step;
     uint64_t key = plan_key(plan);
-    keep_origin(a, plan, step, key, algorithm);
+    if (!keep_origin(a, plan, step, key, algorithm))
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     /* a step within rounding of the lead's is the same plan, as below */
     if (!pl_agent_is_refined(algorithm) &&
         (a->n_lead == 0 || a->lead.step - step > 1e-9 * step)) {
-        set_best(&a->lead, plan, step, key, algorithm);
+        if (!set_best(&a->lead, plan, step, key, algorithm))
+            return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
         a->n_lead = 1;
     }
     for (int k = 0; k < a->n_best; k++)
         if (a->best[k].key == key || fabs(a->best[k].step - step) <= 1e-9 * step)
-            return;
+            return PL_OK;
     if (a->n_best == PL_AGENT_MAX_BEST && step >= a->best[a->n_best - 1].step)
-        return;
-    int at = a->n_best < PL_AGENT_MAX_BEST ? a->n_best++ : PL_AGENT_MAX_BEST - 1;
+        return PL_OK;
+    bool grew = a->n_best < PL_AGENT_MAX_BEST;
+    int at = grew ? a->n_best++ : PL_AGENT_MAX_BEST - 1;
     pl_agent_best spare = a->best[at];
     while (at > 0 && a->best[at - 1].step > step) {
         a->best[at] = a->best[at - 1];
         at--;
     }
     a->best[at] = spare;
-    set_best(&a->best[at], plan, step, key, algorithm);
+    if (set_best(&a->best[at], plan, step, key, algorithm))
+        return PL_OK;
+    for (; at < a->n_best - 1; at++) /* no room for its devices: the list as it was */
+        a->best[at] = a->best[at + 1];
+    a->best[at] = spare;
+    a->n_best -= grew;
+    return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
 }
 
 double pl_agent_policy_best(const pl_agent *a)
@@ -259,7 +276,11 @@ static pl_plan *plan_of(const pl_agent *a, const pl_agent_best *b, pl_error *err
     pl_plan *plan = pl_plan_new(a->graph, err);
     if (!plan)
         return NULL;
-    pl_agent_copy_plan(plan, b->plan);
+    if (!pl_agent_copy_plan(plan, b->plan)) {
+        pl_plan_free(plan);
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
     plan->provenance = (pl_provenance){0};
     snprintf(plan->provenance.algorithm, sizeof plan->provenance.algorithm, "%s", b->algorithm);
     plan->provenance.seed = a->options.seed;
@@ -333,8 +354,9 @@ pl_status pl_agent_offer(pl_agent *a, const pl_plan *plan, pl_error *err)
     bool fits;
     pl_status status = pl_agent_simulate(a, plan, &step, &fits, err);
     if (status == PL_OK && fits)
-        pl_agent_keep(a, plan, step, plan->provenance.algorithm[0] ? plan->provenance.algorithm
-                                                                   : "offered");
+        status = pl_agent_keep(a, plan, step, plan->provenance.algorithm[0]
+                                                  ? plan->provenance.algorithm : "offered",
+                               err);
     return status;
 }
 
@@ -475,11 +497,12 @@ static pl_status sweep_shapes(pl_agent *a, pl_action *action, const char *algori
         for (int k = 0; k < count; k++)
             if (a->fits[k] && first + k != own && a->steps[k] < fastest) {
                 fastest = a->steps[k];
-                pl_agent_copy_plan(a->swept, a->plans[k]);
+                if (!pl_agent_copy_plan(a->swept, a->plans[k]))
+                    return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
             }
     }
     if (status == PL_OK && fastest < INFINITY)
-        pl_agent_keep(a, a->swept, fastest, algorithm);
+        status = pl_agent_keep(a, a->swept, fastest, algorithm, err);
     action->shape = own;
     if (status == PL_OK && fastest < INFINITY && a->options.replicate) /* and replicated, */
         status = pl_agent_replicate(a, a->swept, algorithm, err); /* that shape and its own */
@@ -601,7 +624,8 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
         if (a->fits[s]) {
             fit++;
             fit_steps += a->steps[s];
-            pl_agent_keep(a, a->plans[s], a->steps[s], "rl");
+            if ((status = pl_agent_keep(a, a->plans[s], a->steps[s], "rl", err)) != PL_OK)
+                return status;
             if (a->steps[s] < before && (best < 0 || a->steps[s] < a->steps[best]))
                 best = s;
         }

@@ -65,8 +65,12 @@ struct pl_agent {
 pl_agent *pl_agent_alloc(const pl_graph *graph, const pl_cluster *cluster,
                          const pl_cost_model *model, const pl_agent_options *options,
                          pl_error *err);
-void pl_agent_keep(pl_agent *agent, const pl_plan *plan, double step, const char *algorithm);
-void pl_agent_copy_plan(pl_plan *to, const pl_plan *from);
+/* PL_ENOMEM (said in err) when a replicated plan finds no room. */
+pl_status pl_agent_keep(pl_agent *agent, const pl_plan *plan, double step, const char *algorithm,
+                        pl_error *err);
+/* A plan into another of the same graph, its model hash kept; false when out of memory (a
+ * replicated plan's devices), `to` left as it was. */
+bool pl_agent_copy_plan(pl_plan *to, const pl_plan *from);
 
 /* Whether a kept plan's algorithm names it refined (it ends with PL_AGENT_REFINED). */
 bool pl_agent_is_refined(const char *algorithm);

@@ -111,7 +111,8 @@ static void *run_chain(void *arg)
             ch->in_stage[old_s]--, ch->in_stage[s]++;
             if (step < ch->best_step) {
                 ch->best_step = step;
-                pl_agent_copy_plan(ch->best, ch->plan);
+                if (!pl_agent_copy_plan(ch->best, ch->plan))
+                    ch->status = pl_error_set(&ch->err, PL_ENOMEM, NULL, "out of memory");
             }
         } else {
             move_back(ch->plan, i, old_s, was);
@@ -205,8 +206,7 @@ pl_status pl_agent_refine(pl_agent *a, pl_error *err)
         ok = ok && ch->plan && ch->best && ch->in_stage;
         if (!ok)
             continue;
-        pl_agent_copy_plan(ch->plan, from->plan);
-        pl_agent_copy_plan(ch->best, from->plan);
+        ok = pl_agent_copy_plan(ch->plan, from->plan) && pl_agent_copy_plan(ch->best, from->plan);
         for (int i = 0; i < from->plan->n_ops; i++)
             ch->in_stage[from->plan->stage[i]]++;
     }
@@ -235,7 +235,7 @@ pl_status pl_agent_refine(pl_agent *a, pl_error *err)
         }
     }
     if (status == PL_OK && chains[best].best_step < from_step)
-        pl_agent_keep(a, chains[best].best, chains[best].best_step, label);
+        status = pl_agent_keep(a, chains[best].best, chains[best].best_step, label, err);
     for (int c = 0; c < PL_AGENT_REFINE_CHAINS; c++)
         free_chain(&chains[c]);
     return status;

@@ -52,9 +52,11 @@ pl_status pl_agent_replicate(pl_agent *a, const pl_plan *plan, const char *algor
     for (int r = 2; status == PL_OK && (r - 1) * n_mine <= n_spare; r++) {
         if (g->batch_size % (r * plan->micro_batches) != 0)
             continue;
-        pl_agent_copy_plan(trial, plan);
-        if ((status = pl_plan_set_replicas(trial, r, err)) != PL_OK)
+        if (!pl_agent_copy_plan(trial, plan) ||
+            (status = pl_plan_set_replicas(trial, r, err)) != PL_OK) {
+            status = PL_ENOMEM;
             break;
+        }
         for (int k = 1; k < r; k++)
             for (int o = 0; o < plan->n_ops; o++)
                 pl_plan_replica(trial, k)[o] = spare[(k - 1) * n_mine + rank[plan->device[o]]];
@@ -64,12 +66,12 @@ pl_status pl_agent_replicate(pl_agent *a, const pl_plan *plan, const char *algor
             status = pl_agent_simulate(a, trial, &step, &fits, err);
             if (status == PL_OK && fits && step < fastest) {
                 fastest = step;
-                pl_agent_copy_plan(best, trial);
+                status = pl_agent_copy_plan(best, trial) ? PL_OK : PL_ENOMEM;
             }
         }
     }
     if (status == PL_OK && fastest < plan_step)
-        pl_agent_keep(a, best, fastest, algorithm);
+        status = pl_agent_keep(a, best, fastest, algorithm, err);
     pl_plan_free(trial);
     pl_plan_free(best);
     return status == PL_ENOMEM ? pl_error_set(err, PL_ENOMEM, NULL, "out of memory") : status;

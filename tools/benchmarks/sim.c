@@ -1113,6 +1113,21 @@ static void print_summaries(const options *o, const results *rs)
         print_accuracy(&a);
         printf("\n");
     }
+    printf("\nreplicated plans per cluster and size\n");
+    printf("%-21s%s\n", "kind, cluster, size", accuracy_header);
+    for (int k = DATA_PARALLEL; k <= SHARDED; k++)
+        for (int c = 0; c < o->n_clusters; c++)
+            for (int size = 0; size < N_SIZES; size++) {
+                accuracy a = summarise(o, rs, (filter){-1, c, k, size, AGAINST_MEDIAN});
+                if (a.n == 0)
+                    continue;
+                char name[64];
+                snprintf(name, sizeof name, "%.5s %.9s %s", kind_names[k], o->clusters[c],
+                         size_names[size]);
+                printf("%-21.21s", name);
+                print_accuracy(&a);
+                printf("\n");
+            }
     accuracy all = summarise(o, rs, (filter){-1, -1, -1, -1, AGAINST_MEDIAN});
     printf("\n%-21s", "overall");
     print_accuracy(&all);
