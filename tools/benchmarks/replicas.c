@@ -36,6 +36,7 @@ typedef struct config {
     pl_executor *ex;
     double predicted, predicted_span;
     double steps[MAX_ROUNDS], spans[MAX_ROUNDS]; /* a step; the all-reduce's span in it */
+    double late[MAX_ROUNDS];  /* the share of its reduces whose add outlasted the link */
     int n;
 } config;
 
@@ -104,6 +105,28 @@ static double span_of(const pl_program *p, const double *starts, const double *e
     return last > ready ? last - ready : 0;
 }
 
+/* Of the gradient's reduces in a step, the share that ran more than 5% past their link's
+ * time (latency and bytes at its rate, what pacing holds a reduce for): there the add
+ * itself, on cores shared by every link thread, outlasted the transfer. */
+static double late_reduces(const pl_program *p, const pl_cluster *c, const double *starts,
+                           const double *ends, int gradient)
+{
+    int n = 0, late = 0;
+    for (int i = 0; i < p->n_tasks; i++) {
+        const pl_task *t = &p->tasks[i];
+        if (t->kind != PL_TASK_REDUCE || !in_allreduce(p, t, gradient))
+            continue;
+        const pl_transfer *x = &p->transfers[t->transfer];
+        const pl_link *l = pl_cluster_link(c, x->from, x->to);
+        double hold = l->latency_seconds + (l->bytes_per_second > 0
+                                                ? (double)pl_task_bytes(p, t) / l->bytes_per_second
+                                                : 0);
+        n++;
+        late += ends[i] - starts[i] > 1.05 * hold;
+    }
+    return n ? (double)late / n : 0;
+}
+
 /* An executor running `plan` (taken), and its simulated step and all-reduce span. */
 static pl_status open_config(config *k, const pl_graph *g, const pl_cluster *c,
                              const pl_cost_model *m, pl_plan *plan, int gradient,
@@ -135,7 +158,8 @@ static pl_status open_config(config *k, const pl_graph *g, const pl_cluster *c,
 }
 
 /* Warm-up steps, then rounds of one step each, the order reversed every round. */
-static pl_status measure(config *ks, int n, const options *o, int gradient, pl_error *err)
+static pl_status measure(config *ks, int n, const options *o, const pl_cluster *c, int gradient,
+                         pl_error *err)
 {
     float loss;
     int64_t step = 0;
@@ -150,9 +174,10 @@ static pl_status measure(config *ks, int n, const options *o, int gradient, pl_e
                 return err->status;
             const pl_program *p = pl_executor_program(k->ex);
             k->steps[k->n] = pl_executor_step_seconds(k->ex);
-            k->spans[k->n++] = gradient >= 0 ? span_of(p, pl_executor_task_starts(k->ex),
-                                                       pl_executor_task_ends(k->ex), gradient)
-                                             : 0;
+            const double *starts = pl_executor_task_starts(k->ex);
+            const double *ends = pl_executor_task_ends(k->ex);
+            k->late[k->n] = gradient >= 0 ? late_reduces(p, c, starts, ends, gradient) : 0;
+            k->spans[k->n++] = gradient >= 0 ? span_of(p, starts, ends, gradient) : 0;
         }
     return PL_OK;
 }
@@ -196,7 +221,7 @@ static pl_status throughput_on(const options *o, const char *cluster, pl_error *
             status = open_config(k, g, c, &m, data_parallel(g, r, sharded, err), -1, err);
         }
     if (status == PL_OK)
-        status = measure(ks, n, o, -1, err);
+        status = measure(ks, n, o, c, -1, err);
     if (status == PL_OK) {
         printf("\n%s: %s (batch %d), %d rounds after %d warm-up steps each, paced\n", c->name,
                g->name, g->batch_size, o->rounds, o->warmup);
@@ -287,20 +312,23 @@ static pl_status allreduce_on(const options *o, const char *model, const char *c
         status = open_config(k, g, c, &m, data_parallel(g, r, false, err), gradient, err);
     }
     if (status == PL_OK)
-        status = measure(ks, n, o, gradient, err);
+        status = measure(ks, n, o, c, gradient, err);
     if (status == PL_OK) {
         double bytes = (double)pl_tensor_bytes(&g->tensors[gradient]);
         printf("\n%s: %s's \"%s\" (%.1f MiB), %d rounds after %d warm-up steps each, paced\n",
                c->name, g->name, g->tensors[gradient].name, bytes / (1 << 20), o->rounds,
                o->warmup);
-        printf("%-12s %10s %8s %8s %9s %8s %10s %8s %10s\n", "replicas", "median ms", "min",
-               "max", "model ms", "meas/mod", "simulated", "sim/meas", "ring ms");
+        printf("%-12s %10s %8s %8s %9s %8s %10s %8s %10s %10s\n", "replicas", "median ms",
+               "min", "max", "model ms", "meas/mod", "simulated", "sim/meas", "ring ms",
+               "late adds");
         for (int i = 0; i < n; i++) {
             pl_stats s = pl_stats_of(ks[i].spans, ks[i].n);
             double ring, modelled = allreduce_model(c, ks[i].replicas, bytes, &ring);
-            printf("%-12s %10.2f %8.2f %8.2f %9.2f %7.3fx %10.2f %7.3fx %10.2f\n", ks[i].label,
-                   s.median * 1e3, s.min * 1e3, s.max * 1e3, modelled * 1e3, s.median / modelled,
-                   ks[i].predicted_span * 1e3, ks[i].predicted_span / s.median, ring * 1e3);
+            printf("%-12s %10.2f %8.2f %8.2f %9.2f %7.3fx %10.2f %7.3fx %10.2f %9.0f%%\n",
+                   ks[i].label, s.median * 1e3, s.min * 1e3, s.max * 1e3, modelled * 1e3,
+                   s.median / modelled, ks[i].predicted_span * 1e3,
+                   ks[i].predicted_span / s.median, ring * 1e3,
+                   100 * pl_stats_of(ks[i].late, ks[i].n).median);
         }
     }
     close_configs(ks, n);
@@ -317,7 +345,9 @@ static pl_status table_allreduce(const options *o, pl_error *err)
            "(as after a barrier) to its last task's end\n");
     printf("   model: the algorithm's steps at the links' declared rates and latencies (a ring: "
            "2(n-1)/n of the bytes over the slowest link plus 2(n-1) latencies; a hierarchy: "
-           "its rings inside the groups and between them); ring: that of a ring over all\n");
+           "its rings inside the groups and between them); ring: that of a ring over all;\n"
+           "   late adds: the share of the reduces (a range received and added as it arrives) "
+           "that ran over 5%% past their link's time, the median over rounds\n");
     static const char *const runs[][2] = {{"bench/wide-layer", "paced-4"},
                                           {"bench/wider-layer", "paced-4"},
                                           {"bench/wide-layer", "paced-8"},
