@@ -212,11 +212,40 @@ static void run_op(resource *r, const pl_task *task, double start)
         wait_until(ex, start + pl_task_flops(p, task) / r->flops_per_second);
 }
 
+/* A paced link's copy or add works in pieces of this many bytes and gives its core up
+ * between them. Its work is far shorter than the time the link holds it for, while
+ * another link's thread just woken by a dependency would otherwise wait for a core until
+ * the piece running there ends: the scheduler lets a running thread finish its slice. */
+enum { LINK_PIECE_BYTES = 256 << 10 };
+
+static void add_floats(float *restrict own, const float *restrict in, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        own[i] += in[i];
+}
+
+/* A copy (or, with `add`, a reduce) of `bytes` on resource r: in pieces on a paced link. */
+static void move_bytes(const resource *r, void *to, const void *from, int64_t bytes, bool add)
+{
+    bool paced = r->is_link && (r->bytes_per_second > 0 || r->latency > 0);
+    int64_t piece = paced ? LINK_PIECE_BYTES : bytes;
+    for (int64_t at = 0; at < bytes; at += piece) {
+        int64_t n = bytes - at < piece ? bytes - at : piece;
+        if (at > 0)
+            sched_yield();
+        if (add)
+            add_floats((float *)((char *)to + at), (const float *)((const char *)from + at),
+                       n / (int64_t)sizeof(float));
+        else
+            memcpy((char *)to + at, (const char *)from + at, (size_t)n);
+    }
+}
+
 static void run_copy(resource *r, const pl_task *task, double start)
 {
     pl_executor *ex = r->ex;
     int64_t bytes = pl_task_bytes(ex->program, task);
-    memcpy(ex->ptrs[task->first_ref + 1], ex->ptrs[task->first_ref], (size_t)bytes);
+    move_bytes(r, ex->ptrs[task->first_ref + 1], ex->ptrs[task->first_ref], bytes, false);
     double modelled = r->latency + (r->bytes_per_second > 0 ? (double)bytes / r->bytes_per_second
                                                             : 0);
     if (modelled > 0)
@@ -224,15 +253,12 @@ static void run_copy(resource *r, const pl_task *task, double start)
 }
 
 /* An all-reduce's step: a range of one copy of a gradient added into the next's own as
- * it arrives, held as a copy over the link. */
+ * it arrives (two copies: never the same memory), held as a copy over the link. */
 static void run_reduce(resource *r, const pl_task *task, double start)
 {
     pl_executor *ex = r->ex;
-    const float *restrict in = ex->ptrs[task->first_ref]; /* two copies: never the same */
-    float *restrict own = ex->ptrs[task->first_ref + 1];
-    int64_t bytes = pl_task_bytes(ex->program, task), n = bytes / (int64_t)sizeof(float);
-    for (int64_t i = 0; i < n; i++)
-        own[i] += in[i];
+    int64_t bytes = pl_task_bytes(ex->program, task);
+    move_bytes(r, ex->ptrs[task->first_ref + 1], ex->ptrs[task->first_ref], bytes, true);
     double modelled = r->latency + (r->bytes_per_second > 0 ? (double)bytes / r->bytes_per_second
                                                             : 0);
     if (modelled > 0)

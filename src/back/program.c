@@ -459,7 +459,7 @@ pl_program *pl_program_new(const pl_graph *g, const pl_cluster *c, const pl_plan
         status = PL_ENOMEM;
         goto fail;
     }
-    if ((status = pl_plan_allreduces(&b, err)) != PL_OK)
+    if ((status = pl_index_accumulations(&b, err)) != PL_OK)
         goto fail;
     status = PL_ENOMEM;
     size_t n_devices = (size_t)c->n_devices;

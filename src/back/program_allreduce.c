@@ -44,7 +44,7 @@ enum { BUCKET_BYTES = 1 << 20 };
 /* ---- buckets -------------------------------------------------------------------------- */
 
 /* The update op of a trained parameter's accumulator, or -1 (indexed by
- * pl_plan_allreduces). */
+ * pl_index_accumulations). */
 static int update_of(const pl_builder *b, int acc)
 {
     return b->update_op[acc];
@@ -294,7 +294,7 @@ static void write_bucket(writer *w)
 
 /* Each accumulator's update op and accumulation ops, in one pass over the ops; the
  * buckets themselves need the tasks' keys (pl_create_allreduce_tasks). */
-pl_status pl_plan_allreduces(pl_builder *b, pl_error *err)
+pl_status pl_index_accumulations(pl_builder *b, pl_error *err)
 {
     const pl_graph *g = b->g;
     size_t n = (size_t)g->n_tensors;

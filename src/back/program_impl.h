@@ -129,9 +129,10 @@ int pl_place_of(const pl_builder *b, int t, int d);
 /* Whether a parameter or state tensor t has a copy on device d. */
 bool pl_has_copy(const pl_builder *b, int t, int d);
 
-/* program_allreduce.c: the all-reduces (after the places), their tasks (after the others',
- * and their keys), their dataflow edges, and their buffers. */
-pl_status pl_plan_allreduces(pl_builder *b, pl_error *err);
+/* program_allreduce.c: each accumulator's update and accumulations (after the places); the
+ * all-reduces' tasks (after the others', and their keys), their dataflow edges, and their
+ * buffers. */
+pl_status pl_index_accumulations(pl_builder *b, pl_error *err);
 bool pl_create_allreduce_tasks(pl_builder *b);
 bool pl_allreduce_edges(const pl_builder *b, pl_edges *edges);
 int pl_allreduce_buffer_count(const pl_builder *b);
