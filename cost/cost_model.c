@@ -83,14 +83,12 @@ double pl_cost_native(const pl_cost_model *m, const pl_program *p, const pl_clus
     const pl_device *device = &c->devices[task->resource];
     const pl_op *op = &p->graph->ops[task->op];
     double native = pl_cost_lookup(m, pl_op_signature(op, p->shapes, device->threads));
-    double share = 1, zeroed = 0; /* a sharded update: its share, and the rest of its
-                                     accumulator zeroed (a memset: half a copy's traffic) */
-    if (task->shard >= 0) {
-        const pl_range *shard = &p->shards[task->shard];
-        int64_t whole = pl_tensor_elements(&p->shapes[op->inputs[0]]);
-        share = (double)(shard->end - shard->start) / (double)whole;
-        zeroed = pl_cost_native_copy(m, (double)(whole - (shard->end - shard->start)) *
-                                            sizeof(float)) / 2;
+    /* a sharded update: its share, and the rest of its accumulator zeroed (a memset: half
+     * a copy's traffic) */
+    double share = pl_task_share(p, task), zeroed = 0;
+    if (share < 1) {
+        double rest = (1 - share) * (double)pl_tensor_bytes(&p->shapes[op->inputs[1]]);
+        zeroed = pl_cost_native_copy(m, rest) / 2;
     }
     if (native >= 0)
         return native * share + zeroed;

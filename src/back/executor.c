@@ -400,13 +400,20 @@ static size_t copy_bytes(const pl_executor *ex, int c, size_t *offset)
     return (size_t)(p->copy_range[c].end - p->copy_range[c].start) * element;
 }
 
+/* Tensor t's shards of sharded state back in its host buffer (t < 0: every tensor's). */
+static void sync_shards(pl_executor *ex, int t)
+{
+    const pl_program *p = ex->program;
+    for (int c = 1; ex->copies && ex->copies_made && c < p->n_copies; c++)
+        if (p->copy_is_shard[c] && (t < 0 || p->copy_tensor[c] == t)) {
+            size_t offset, bytes = copy_bytes(ex, c, &offset);
+            memcpy((char *)ex->host[p->copy_tensor[c]] + offset, ex->copies[c], bytes);
+        }
+}
+
 void pl_executor_sync_host(pl_executor *ex)
 {
-    for (int c = 1; ex->copies && ex->copies_made && c < ex->program->n_copies; c++)
-        if (ex->program->copy_is_shard[c]) {
-            size_t offset, bytes = copy_bytes(ex, c, &offset);
-            memcpy((char *)ex->host[ex->program->copy_tensor[c]] + offset, ex->copies[c], bytes);
-        }
+    sync_shards(ex, -1);
 }
 
 static void free_plan(pl_executor *ex)
@@ -677,7 +684,7 @@ const pl_program *pl_executor_program(const pl_executor *ex)
 void *pl_executor_data(pl_executor *ex, int t)
 {
     if (ex->g->tensors[t].kind == PL_TENSOR_STATE)
-        pl_executor_sync_host(ex);
+        sync_shards(ex, t);
     return lives_on_host(&ex->g->tensors[t]) ? ex->host[t] : ex->last_output[t];
 }
 

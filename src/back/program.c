@@ -500,15 +500,18 @@ fail:
     return NULL;
 }
 
-double pl_task_flops(const pl_program *p, const pl_task *task)
+double pl_task_share(const pl_program *p, const pl_task *task)
 {
-    if (task->kind != PL_TASK_OP)
-        return 0;
-    if (task->shard < 0)
-        return p->op_flops[task->op];
+    if (task->kind != PL_TASK_OP || task->shard < 0)
+        return 1;
     const pl_range *shard = &p->shards[task->shard];
     int64_t whole = pl_tensor_elements(&p->shapes[p->graph->ops[task->op].inputs[0]]);
-    return p->op_flops[task->op] * (double)(shard->end - shard->start) / (double)whole;
+    return whole > 0 ? (double)(shard->end - shard->start) / (double)whole : 0;
+}
+
+double pl_task_flops(const pl_program *p, const pl_task *task)
+{
+    return task->kind == PL_TASK_OP ? p->op_flops[task->op] * pl_task_share(p, task) : 0;
 }
 
 int64_t pl_task_bytes(const pl_program *p, const pl_task *task)

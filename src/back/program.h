@@ -141,6 +141,9 @@ void pl_program_free(pl_program *program);
 /* The op's FLOPs at the micro-batch size (a sharded update's share), a copy's or reduce's
  * bytes: what pacing holds a task for (a reduce is held as a copy over its link). */
 double pl_task_flops(const pl_program *program, const pl_task *task);
+/* The share of its op's work a task does: a sharded update's part of its parameter, else
+ * 1. */
+double pl_task_share(const pl_program *program, const pl_task *task);
 int64_t pl_task_bytes(const pl_program *program, const pl_task *task);
 /* The training ops that run on device d (every replica's, each op once). */
 int pl_program_ops_on(const pl_program *program, int d);

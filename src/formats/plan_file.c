@@ -173,23 +173,37 @@ static bool read_model(pl_json_reader *r, const json_t *root, pl_plan *plan)
     return true;
 }
 
+/* An optional field of two values, `first` by default; *is_other: whether it is `other`. */
+static bool read_either(pl_json_reader *r, const json_t *root, const char *key,
+                        const char *first, const char *other, bool *is_other)
+{
+    const char *value = first;
+    if (!pl_json_string(r, root, key, false, &value))
+        return false;
+    if (strcmp(value, first) != 0 && strcmp(value, other) != 0) {
+        pl_json_push_key(r, key);
+        return pl_json_fail(r, "unknown %s \"%s\" (known: %s, %s)", key, value, first, other);
+    }
+    *is_other = strcmp(value, other) == 0;
+    return true;
+}
+
 static bool read_plan(pl_json_reader *r, const json_t *root, const pl_graph *graph,
                       const pl_cluster *cluster, pl_plan *plan)
 {
     static const char *const fields[] = {"format", "version", "model", "model_hash",
                                          "cluster", "devices", "replicas", "micro_batches",
                                          "schedule", "weight_gradients", "optimizer_state",
-                                         "placement",
-                                         "provenance", "partitions", NULL};
-    const char *cluster_name, *schedule = "gpipe", *weight_gradients = "with-backward";
-    const char *optimizer_state = "replicated";
+                                         "placement", "provenance", "partitions", NULL};
+    static const char *const since_2[] = {"replicas", "optimizer_state"};
+    const char *cluster_name;
+    bool one_f_one_b, deferred, sharded;
     int64_t micro_batches = 1, replicas = 1, version;
     json_t *placement;
     if (!pl_json_check_header_versions(r, root, "plan", "placer-plan", 1,
                                        PL_PLAN_FORMAT_VERSION, &version))
         return false;
-    static const char *const since_2[] = {"replicas", "optimizer_state"};
-    for (int i = 0; version < 2 && i < 2; i++)
+    for (size_t i = 0; version < 2 && i < sizeof since_2 / sizeof *since_2; i++)
         if (json_object_get(root, since_2[i])) {
             pl_json_push_key(r, since_2[i]);
             return pl_json_fail(r, "%s came with format version 2", since_2[i]);
@@ -198,31 +212,16 @@ static bool read_plan(pl_json_reader *r, const json_t *root, const pl_graph *gra
         !pl_json_string(r, root, "cluster", true, &cluster_name) ||
         !pl_json_integer(r, root, "replicas", false, 1, PL_MAX_REPLICAS, &replicas) ||
         !pl_json_integer(r, root, "micro_batches", false, 1, 1 << 20, &micro_batches) ||
-        !pl_json_string(r, root, "schedule", false, &schedule) ||
-        !pl_json_string(r, root, "weight_gradients", false, &weight_gradients) ||
-        !pl_json_string(r, root, "optimizer_state", false, &optimizer_state) ||
+        !read_either(r, root, "schedule", "gpipe", "1f1b", &one_f_one_b) ||
+        !read_either(r, root, "weight_gradients", "with-backward", "deferred", &deferred) ||
+        !read_either(r, root, "optimizer_state", "replicated", "sharded", &sharded) ||
         !pl_json_member(r, root, "placement", JSON_ARRAY, true, &placement) ||
         !read_provenance(r, root, &plan->provenance) || !read_model(r, root, plan) ||
         !check_devices(r, root, cluster_name, cluster))
         return false;
-    if (strcmp(schedule, "gpipe") != 0 && strcmp(schedule, "1f1b") != 0) {
-        pl_json_push_key(r, "schedule");
-        return pl_json_fail(r, "unknown schedule \"%s\" (known: gpipe, 1f1b)", schedule);
-    }
-    plan->schedule = strcmp(schedule, "1f1b") == 0 ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE;
-    if (strcmp(weight_gradients, "with-backward") != 0 &&
-        strcmp(weight_gradients, "deferred") != 0) {
-        pl_json_push_key(r, "weight_gradients");
-        return pl_json_fail(r, "unknown weight_gradients \"%s\" (known: with-backward, deferred)",
-                            weight_gradients);
-    }
-    plan->defer_weight_gradients = strcmp(weight_gradients, "deferred") == 0;
-    if (strcmp(optimizer_state, "replicated") != 0 && strcmp(optimizer_state, "sharded") != 0) {
-        pl_json_push_key(r, "optimizer_state");
-        return pl_json_fail(r, "unknown optimizer_state \"%s\" (known: replicated, sharded)",
-                            optimizer_state);
-    }
-    plan->shard_optimizer_state = strcmp(optimizer_state, "sharded") == 0;
+    plan->schedule = one_f_one_b ? PL_SCHEDULE_1F1B : PL_SCHEDULE_GPIPE;
+    plan->defer_weight_gradients = deferred;
+    plan->shard_optimizer_state = sharded;
     plan->micro_batches = (int)micro_batches;
     plan->n_stages = 0;
     if (pl_plan_set_replicas(plan, (int)replicas, r->err) != PL_OK)
