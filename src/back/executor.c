@@ -10,16 +10,21 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
+#include "comm.h"
 #include "heap.h"
 #include "init.h"
 #include "op_run.h"
@@ -52,9 +57,15 @@ typedef struct resource {
     double bytes_per_second, latency;      /* links */
 } resource;
 
+/* A task's part on this process (comm.h): all of it, none, or one end of a transfer
+ * between devices of two ranks. */
+typedef enum role { ROLE_NONE, ROLE_LOCAL, ROLE_SEND, ROLE_RECEIVE } role;
+
 struct pl_executor {
     const pl_graph *g;
     const pl_cluster *c;
+    pl_comm *comm;         /* NULL: one process, every task local */
+    int rank;
     void **host;
     bool owns_host;
     resource *devices;
@@ -67,14 +78,23 @@ struct pl_executor {
     const pl_tensor **ref_shapes;
     void **last_output;    /* per activation: its buffer in the last micro-batch */
     atomic_int *pending;
+    int *deps;             /* per task: its dependencies that run on this process */
+    signed char *roles;    /* per task */
+    int local_parts;       /* tasks with a role here: a step ends when they all have */
+    atomic_int *parts_left; /* per send or receive: what it still waits for */
+    double *deadlines;     /* per send or receive: when its link's modelled time ends */
+    float **staging;       /* per received reduce: where its range arrives */
+    int program_tasks;     /* the tasks `staging` has room for */
     atomic_int remaining;
     pthread_mutex_t done_lock;
     pthread_cond_t done;
     pl_step_info *infos;   /* per micro-batch, then one for the updates */
     float *losses;
     double *starts, *ends;
+    double *combined;      /* room for combine_ranks */
     double step_start, step_seconds;
     int64_t steps_run;
+    int64_t steps_since_plan;
     const volatile sig_atomic_t *interrupt; /* ends paced waits; NULL: never */
     atomic_bool cut_short; /* this step: a paced wait ended early */
 };
@@ -265,20 +285,137 @@ static void run_reduce(resource *r, const pl_task *task, double start)
         wait_until(ex, start + modelled);
 }
 
+static void post_receive(pl_executor *ex, int i);
+
+/* A task whose dependencies here are done: onto its resource's queue, or, the receiving
+ * end of a transfer from another rank, its messages posted. */
+static void release(pl_executor *ex, int i)
+{
+    if (ex->roles[i] == ROLE_RECEIVE)
+        post_receive(ex, i);
+    else
+        queue_push(&ex->task_resource[i]->queue, i);
+}
+
 static void finish_task(pl_executor *ex, int i)
 {
     const pl_program *p = ex->program;
     const pl_task *task = &p->tasks[i];
     for (int e = task->first_succ; e < task->first_succ + task->n_succ; e++) {
         int next = p->succ[e];
-        if (atomic_fetch_sub_explicit(&ex->pending[next], 1, memory_order_acq_rel) == 1)
-            queue_push(&ex->task_resource[next]->queue, next);
+        if (ex->roles[next] != ROLE_NONE &&
+            atomic_fetch_sub_explicit(&ex->pending[next], 1, memory_order_acq_rel) == 1)
+            release(ex, next);
     }
     if (atomic_fetch_sub_explicit(&ex->remaining, 1, memory_order_acq_rel) == 1) {
         pthread_mutex_lock(&ex->done_lock);
         pthread_cond_signal(&ex->done);
         pthread_mutex_unlock(&ex->done_lock);
     }
+}
+
+/* ---- transfers between ranks ------------------------------------------------------------- */
+
+/* A transfer between ranks is two messages, tagged by its task: the time its link's
+ * modelled time ends, then the range itself. Ranks on one host share CLOCK_MONOTONIC, so
+ * the sender posts both at once and the receiver holds the range until that time, as a
+ * paced link in one process does; across hosts the sender holds it and then sends
+ * (the declared time, then MPI's). */
+static int header_tag(int i)
+{
+    return 2 * i;
+}
+
+static int data_tag(int i)
+{
+    return 2 * i + 1;
+}
+
+static int rank_of(const pl_executor *ex, int device)
+{
+    return ex->c->devices[device].rank;
+}
+
+static bool device_here(const pl_executor *ex, int d)
+{
+    return !ex->comm || rank_of(ex, d) == ex->rank;
+}
+
+static void fail_comm(const pl_executor *ex, const pl_error *err)
+{
+    fprintf(stderr, "placer: rank %d: %s\n", ex->rank, err->text);
+    pl_comm_abort(ex->comm, 1);
+}
+
+/* One part of a send or receive done: the last finishes the task. */
+static void part_done(void *context, int i)
+{
+    pl_executor *ex = context;
+    if (atomic_fetch_sub_explicit(&ex->parts_left[i], 1, memory_order_acq_rel) != 1)
+        return;
+    ex->ends[i] = pl_now() - ex->step_start;
+    finish_task(ex, i);
+}
+
+static void received(void *context, int i)
+{
+    pl_executor *ex = context;
+    if (atomic_fetch_sub_explicit(&ex->parts_left[i], 1, memory_order_acq_rel) != 1)
+        return;
+    const pl_task *task = &ex->program->tasks[i];
+    if (task->kind == PL_TASK_REDUCE)
+        add_floats(ex->ptrs[task->first_ref + 1], ex->staging[i],
+                   pl_task_bytes(ex->program, task) / (int64_t)sizeof(float));
+    pl_error err;
+    atomic_store_explicit(&ex->parts_left[i], 1, memory_order_relaxed);
+    if (ex->deadlines[i] > pl_now() && !(ex->interrupt && *ex->interrupt)) {
+        if (pl_comm_call_at(ex->comm, ex->deadlines[i], part_done, ex, i, &err) != PL_OK)
+            fail_comm(ex, &err);
+    } else {
+        part_done(ex, i);
+    }
+}
+
+static void post_receive(pl_executor *ex, int i)
+{
+    const pl_program *p = ex->program;
+    const pl_task *task = &p->tasks[i];
+    int from = rank_of(ex, p->transfers[task->transfer].from);
+    void *to = task->kind == PL_TASK_REDUCE ? ex->staging[i] : ex->ptrs[task->first_ref + 1];
+    size_t bytes = (size_t)pl_task_bytes(p, task);
+    pl_error err;
+    atomic_store_explicit(&ex->parts_left[i], 2, memory_order_relaxed);
+    if (pl_comm_receive(ex->comm, &ex->deadlines[i], sizeof(double), from, header_tag(i),
+                        received, ex, i, &err) != PL_OK ||
+        pl_comm_receive(ex->comm, to, bytes, from, data_tag(i), received, ex, i, &err) != PL_OK)
+        fail_comm(ex, &err);
+}
+
+/* The sending end: the link (or, over a native link, the source device) is held for the
+ * modelled time; the task ends when that time has passed and MPI has sent both messages,
+ * so that nothing here overwrites the range before it has left. */
+static void run_send(resource *r, const pl_task *task, int i, double start)
+{
+    pl_executor *ex = r->ex;
+    const pl_program *p = ex->program;
+    int to = rank_of(ex, p->transfers[task->transfer].to);
+    size_t bytes = (size_t)pl_task_bytes(p, task);
+    double modelled = r->latency + (r->bytes_per_second > 0 ? (double)bytes / r->bytes_per_second
+                                                            : 0);
+    bool shared = pl_comm_shared_clock(ex->comm);
+    ex->deadlines[i] = shared ? start + modelled : 0;
+    atomic_store_explicit(&ex->parts_left[i], 3, memory_order_relaxed);
+    if (!shared && modelled > 0)
+        wait_until(ex, start + modelled);
+    pl_error err;
+    if (pl_comm_send(ex->comm, &ex->deadlines[i], sizeof(double), to, header_tag(i), part_done,
+                     ex, i, &err) != PL_OK ||
+        pl_comm_send(ex->comm, ex->ptrs[task->first_ref], bytes, to, data_tag(i), part_done, ex,
+                     i, &err) != PL_OK)
+        fail_comm(ex, &err);
+    if (shared && modelled > 0)
+        wait_until(ex, start + modelled);
+    part_done(ex, i);
 }
 
 static void pin_self(const pl_device *device)
@@ -305,6 +442,11 @@ static void *resource_main(void *arg)
             return NULL;
         const pl_task *task = &ex->program->tasks[i];
         double start = pl_now();
+        if (ex->roles[i] == ROLE_SEND) {
+            ex->starts[i] = start - ex->step_start;
+            run_send(r, task, i, start);
+            continue;
+        }
         if (task->kind == PL_TASK_OP)
             run_op(r, task, start);
         else if (task->kind == PL_TASK_COPY)
@@ -405,34 +547,74 @@ static void sync_shards(pl_executor *ex, int t)
 {
     const pl_program *p = ex->program;
     for (int c = 1; ex->copies && ex->copies_made && c < p->n_copies; c++)
-        if (p->copy_is_shard[c] && (t < 0 || p->copy_tensor[c] == t)) {
+        if (p->copy_is_shard[c] && ex->copies[c] && (t < 0 || p->copy_tensor[c] == t)) {
             size_t offset, bytes = copy_bytes(ex, c, &offset);
             memcpy((char *)ex->host[p->copy_tensor[c]] + offset, ex->copies[c], bytes);
+        }
+}
+
+/* Across ranks: each parameter and state tensor from the rank of its home device, then
+ * each shard of sharded state from the rank that updated it. */
+static void gather_host(pl_executor *ex)
+{
+    const pl_program *p = ex->program;
+    const pl_graph *g = ex->g;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const pl_tensor *tensor = &g->tensors[t];
+        int home = p->partitions->tensor_device[t];
+        if ((tensor->kind == PL_TENSOR_PARAM || tensor->kind == PL_TENSOR_STATE) && home >= 0)
+            pl_comm_broadcast(ex->comm, ex->host[t], (size_t)pl_tensor_bytes(tensor),
+                              rank_of(ex, home));
+    }
+    for (int c = 1; ex->copies_made && c < p->n_copies; c++)
+        if (p->copy_is_shard[c]) { /* the shard itself: the host buffer was just replaced */
+            size_t offset, bytes = copy_bytes(ex, c, &offset);
+            char *host = (char *)ex->host[p->copy_tensor[c]] + offset;
+            pl_comm_broadcast(ex->comm, ex->copies[c] ? ex->copies[c] : host, bytes,
+                              rank_of(ex, p->copy_device[c]));
+            if (ex->copies[c])
+                memcpy(host, ex->copies[c], bytes);
         }
 }
 
 void pl_executor_sync_host(pl_executor *ex)
 {
     sync_shards(ex, -1);
+    if (ex->comm && ex->program)
+        gather_host(ex);
 }
 
 static void free_plan(pl_executor *ex)
 {
-    pl_executor_sync_host(ex);
+    sync_shards(ex, -1);
     for (int c = 1; ex->copies && c < ex->program->n_copies; c++)
         free(ex->copies[c]);
     free(ex->copies);
     ex->copies = NULL;
     pl_program_free(ex->program);
     ex->program = NULL;
+    for (int i = 0; ex->staging && i < ex->program_tasks; i++)
+        free(ex->staging[i]);
+    free(ex->staging);
     free(ex->task_resource);
     free(ex->ptrs);
     free(ex->ref_shapes);
     free(ex->pending);
+    free(ex->deps);
+    free(ex->roles);
+    free(ex->parts_left);
+    free(ex->deadlines);
     free(ex->infos);
     free(ex->losses);
     free(ex->starts);
     free(ex->ends);
+    free(ex->combined);
+    ex->combined = NULL;
+    ex->staging = NULL;
+    ex->deps = NULL;
+    ex->roles = NULL;
+    ex->parts_left = NULL;
+    ex->deadlines = NULL;
     ex->task_resource = NULL;
     ex->ptrs = NULL;
     ex->ref_shapes = NULL;
@@ -558,7 +740,8 @@ static bool make_copies(pl_executor *ex)
         return false;
     for (int c = 1; c < p->n_copies; c++) {
         size_t offset, bytes = copy_bytes(ex, c, &offset);
-        if (!(ex->copies[c] = aligned_alloc(64, bytes ? (bytes + 63) / 64 * 64 : 64)))
+        if (device_here(ex, p->copy_device[c]) &&
+            !(ex->copies[c] = aligned_alloc(64, bytes ? (bytes + 63) / 64 * 64 : 64)))
             return false;
     }
     ex->copies_made = false;
@@ -570,9 +753,79 @@ static void fill_copies(pl_executor *ex)
     const pl_program *p = ex->program;
     for (int c = 1; c < p->n_copies; c++) {
         size_t offset, bytes = copy_bytes(ex, c, &offset);
-        memcpy(ex->copies[c], (const char *)ex->host[p->copy_tensor[c]] + offset, bytes);
+        if (ex->copies[c])
+            memcpy(ex->copies[c], (const char *)ex->host[p->copy_tensor[c]] + offset, bytes);
     }
     ex->copies_made = true;
+}
+
+static role role_on(const pl_executor *ex, int i, int rank)
+{
+    const pl_program *p = ex->program;
+    const pl_task *task = &p->tasks[i];
+    if (task->kind == PL_TASK_OP)
+        return rank_of(ex, task->resource) == rank ? ROLE_LOCAL : ROLE_NONE;
+    int from = rank_of(ex, p->transfers[task->transfer].from);
+    int to = rank_of(ex, p->transfers[task->transfer].to);
+    if (from == to)
+        return from == rank ? ROLE_LOCAL : ROLE_NONE;
+    return from == rank ? ROLE_SEND : to == rank ? ROLE_RECEIVE : ROLE_NONE;
+}
+
+/* Which part of each task runs here, and the dependencies it waits for here. A
+ * dependency between tasks of two ranks must be one of a transfer's, kept by the end on
+ * that rank: the sending end waits for what writes the range it sends, the receiving end
+ * for what still reads where the range lands, and the range lands only once both have. */
+static pl_status assign_roles(pl_executor *ex, pl_error *err)
+{
+    const pl_program *p = ex->program;
+    size_t n = (size_t)p->n_tasks;
+    ex->program_tasks = p->n_tasks;
+    ex->roles = malloc(n + 1);
+    ex->deps = calloc(n + 1, sizeof *ex->deps);
+    ex->parts_left = calloc(n + 1, sizeof *ex->parts_left);
+    ex->deadlines = calloc(n + 1, sizeof *ex->deadlines);
+    ex->staging = calloc(n + 1, sizeof *ex->staging);
+    if (!ex->roles || !ex->deps || !ex->parts_left || !ex->deadlines || !ex->staging)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    ex->local_parts = 0;
+    for (int i = 0; i < p->n_tasks; i++) {
+        const pl_task *task = &p->tasks[i];
+        ex->roles[i] = (signed char)(ex->comm ? role_on(ex, i, ex->rank) : ROLE_LOCAL);
+        ex->local_parts += ex->roles[i] != ROLE_NONE;
+        int64_t bytes = task->kind == PL_TASK_OP ? 0 : pl_task_bytes(p, task);
+        if ((ex->roles[i] == ROLE_SEND || ex->roles[i] == ROLE_RECEIVE) && bytes > INT_MAX)
+            return pl_error_set(err, PL_EINPUT, NULL, "a transfer of %" PRId64 " bytes between "
+                                "processes: MPI sends at most %d", bytes, INT_MAX);
+        if (ex->roles[i] == ROLE_RECEIVE && task->kind == PL_TASK_REDUCE &&
+            !(ex->staging[i] = aligned_alloc(64, ((size_t)bytes + 63) / 64 * 64 + 64)))
+            return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    }
+    for (int i = 0; i < p->n_tasks; i++) {
+        const pl_task *task = &p->tasks[i];
+        for (int e = task->first_succ; e < task->first_succ + task->n_succ; e++) {
+            int next = p->succ[e];
+            if (ex->roles[next] == ROLE_NONE)
+                continue;
+            if (ex->roles[i] != ROLE_NONE) {
+                ex->deps[next]++;
+                continue;
+            }
+            const pl_task *end = &p->tasks[next];
+            const pl_transfer *transfer = end->transfer >= 0 ? &p->transfers[end->transfer] : NULL;
+            int other = ex->roles[next] == ROLE_RECEIVE ? rank_of(ex, transfer->from)
+                        : ex->roles[next] == ROLE_SEND  ? rank_of(ex, transfer->to)
+                                                        : -1;
+            if (other < 0 || role_on(ex, i, other) == ROLE_NONE) {
+                char first[256], then[256];
+                pl_task_name(p, task, first, sizeof first);
+                pl_task_name(p, end, then, sizeof then);
+                return pl_error_set(err, PL_EIO, NULL, "the program orders %s before %s, on "
+                                    "another rank, without a transfer", first, then);
+            }
+        }
+    }
+    return PL_OK;
 }
 
 /* Arenas and workspaces big enough, link threads started, every reference's address. */
@@ -580,9 +833,14 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
 {
     const pl_program *p = ex->program;
     int n = p->n_tasks, n_refs = 0;
+    pl_status status = assign_roles(ex, err);
+    if (status != PL_OK)
+        return status;
     if (!make_copies(ex))
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory for the replicas' copies");
     for (int d = 0; d < p->n_devices; d++) {
+        if (!device_here(ex, d))
+            continue;
         resource *r = &ex->devices[d];
         if (!grow((void **)&r->arena, &r->arena_bytes, (size_t)p->memory[d].arena) ||
             !grow(&r->work, &r->work_bytes, (size_t)p->memory[d].workspace))
@@ -594,15 +852,26 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
     ex->starts = calloc((size_t)n + 1, sizeof *ex->starts);
     ex->ends = calloc((size_t)n + 1, sizeof *ex->ends);
     ex->infos = calloc((size_t)p->micro_batches + 1, sizeof *ex->infos);
+    ex->combined = malloc((2 + (size_t)p->micro_batches + 2 * (size_t)n) * sizeof(double));
     ex->losses = calloc((size_t)p->micro_batches, sizeof *ex->losses);
     int *per_resource = calloc((size_t)(p->n_devices + p->n_links), sizeof *per_resource);
     if (!ex->task_resource || !ex->pending || !ex->starts || !ex->ends || !ex->infos ||
+        !ex->combined ||
         !ex->losses || !per_resource) {
         free(per_resource);
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     }
     for (int i = 0; i < n; i++) {
         const pl_task *task = &p->tasks[i];
+        int end = task->kind != PL_TASK_OP
+                      ? task->first_ref + 2
+                      : task->first_ref + ex->g->ops[task->op].n_inputs +
+                            ex->g->ops[task->op].n_outputs;
+        if (end > n_refs)
+            n_refs = end;
+        ex->task_resource[i] = NULL;
+        if (ex->roles[i] != ROLE_LOCAL && ex->roles[i] != ROLE_SEND)
+            continue;
         per_resource[task->resource]++;
         if (task->resource < p->n_devices) {
             ex->task_resource[i] = &ex->devices[task->resource];
@@ -613,16 +882,10 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
                 return err ? err->status : PL_EIO;
             }
         }
-        int end = task->kind != PL_TASK_OP
-                      ? task->first_ref + 2
-                      : task->first_ref + ex->g->ops[task->op].n_inputs +
-                            ex->g->ops[task->op].n_outputs;
-        if (end > n_refs)
-            n_refs = end;
     }
     bool ok = true;
     for (int i = 0; i < n && ok; i++)
-        if (per_resource[p->tasks[i].resource] > 0) {
+        if (ex->task_resource[i] && per_resource[p->tasks[i].resource] > 0) {
             ok = queue_reserve(&ex->task_resource[i]->queue, per_resource[p->tasks[i].resource]);
             per_resource[p->tasks[i].resource] = 0;
         }
@@ -636,12 +899,13 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
         char *base = buf->device >= 0 ? ex->devices[buf->device].arena
                      : buf->copy > 0  ? ex->copies[buf->copy]
                                       : ex->host[buf->tensor];
-        ex->ptrs[ref] = base + buf->offset;
+        ex->ptrs[ref] = base ? base + buf->offset : NULL; /* NULL: on another rank */
         ex->ref_shapes[ref] = &p->shapes[buf->tensor];
     }
     for (int i = 0; i < n; i++) { /* the last micro-batch's activations, for readers */
         const pl_task *task = &p->tasks[i];
-        if (task->kind != PL_TASK_OP || task->micro_batch != p->micro_batches - 1)
+        if (task->kind != PL_TASK_OP || task->micro_batch != p->micro_batches - 1 ||
+            ex->roles[i] != ROLE_LOCAL)
             continue;
         const pl_op *op = &ex->g->ops[task->op];
         for (int j = 0; j < op->n_outputs; j++)
@@ -652,6 +916,9 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
 
 pl_status pl_executor_set_plan(pl_executor *ex, const pl_plan *plan, pl_fit *fit, pl_error *err)
 {
+    if (ex->comm && ex->program && ex->steps_since_plan > 0)
+        gather_host(ex); /* the next plan may hold a tensor on another rank */
+    ex->steps_since_plan = 0;
     free_plan(ex);
     memset(ex->last_output, 0, (size_t)ex->g->n_tensors * sizeof *ex->last_output);
     *fit = (pl_fit){.fits = true, .device = -1};
@@ -671,6 +938,25 @@ pl_status pl_executor_set_plan(pl_executor *ex, const pl_plan *plan, pl_fit *fit
     return status;
 }
 
+pl_status pl_executor_set_comm(pl_executor *ex, pl_comm *comm, pl_error *err)
+{
+    if (ex->program || ex->comm)
+        return pl_error_set(err, PL_EINPUT, NULL, "processes are set once, before a plan");
+    if (ex->c->n_ranks != pl_comm_size(comm))
+        return pl_error_set(err, PL_EINPUT, NULL, "cluster \"%s\" spreads its devices over %d "
+                            "process%s, and %d were started", ex->c->name, ex->c->n_ranks,
+                            ex->c->n_ranks == 1 ? "" : "es", pl_comm_size(comm));
+    ex->comm = comm;
+    ex->rank = pl_comm_rank(comm);
+    for (int d = 0; d < ex->c->n_devices; d++)
+        if (!device_here(ex, d)) { /* its threads idle here: another rank runs it */
+            stop_resource(&ex->devices[d]);
+            pl_pool_free(ex->devices[d].pool);
+            ex->devices[d].pool = NULL;
+        }
+    return PL_OK;
+}
+
 void pl_executor_set_interrupt(pl_executor *ex, const volatile sig_atomic_t *interrupt)
 {
     ex->interrupt = interrupt;
@@ -688,6 +974,35 @@ void *pl_executor_data(pl_executor *ex, int t)
     return lives_on_host(&ex->g->tensors[t]) ? ex->host[t] : ex->last_output[t];
 }
 
+/* After a step on every rank: the slowest rank's time, each micro-batch's loss from the
+ * rank that computed it, whether any was cut short, and every task's times (a transfer's
+ * start from its sender, its end from its receiver). */
+static void combine_ranks(pl_executor *ex)
+{
+    const pl_program *p = ex->program;
+    int m = p->micro_batches;
+    double *values = ex->combined;
+    values[0] = ex->step_seconds;
+    values[1] = atomic_load(&ex->cut_short) ? 1 : 0;
+    for (int k = 0; k < m; k++)
+        values[2 + k] = ex->losses[k];
+    for (int i = 0; i < p->n_tasks; i++) {
+        if (ex->roles[i] == ROLE_RECEIVE)
+            ex->starts[i] = INFINITY;
+        values[2 + m + i] = -ex->starts[i];
+        values[2 + m + p->n_tasks + i] = ex->roles[i] == ROLE_SEND ? -INFINITY : ex->ends[i];
+    }
+    pl_comm_max(ex->comm, values, 2 + m + 2 * p->n_tasks);
+    ex->step_seconds = values[0];
+    atomic_store(&ex->cut_short, values[1] > 0);
+    for (int k = 0; k < m; k++)
+        ex->losses[k] = (float)values[2 + k];
+    for (int i = 0; i < p->n_tasks; i++) {
+        ex->starts[i] = -values[2 + m + i];
+        ex->ends[i] = values[2 + m + p->n_tasks + i];
+    }
+}
+
 pl_status pl_executor_step(pl_executor *ex, int64_t step, float *loss, pl_error *err)
 {
     const pl_program *p = ex->program;
@@ -700,19 +1015,31 @@ pl_status pl_executor_step(pl_executor *ex, int64_t step, float *loss, pl_error 
         ex->infos[k] = (pl_step_info){.step = step, .micro_batch = k < m ? k : 0,
                                       .micro_batches = m, .training = true};
     for (int i = 0; i < p->n_tasks; i++)
-        atomic_store_explicit(&ex->pending[i], p->tasks[i].n_deps, memory_order_relaxed);
-    atomic_store(&ex->remaining, p->n_tasks);
+        atomic_store_explicit(&ex->pending[i], ex->deps[i], memory_order_relaxed);
+    atomic_store(&ex->remaining, ex->local_parts);
     atomic_store(&ex->cut_short, false);
+    if (ex->comm) { /* what another rank runs is filled in by combine_ranks */
+        for (int i = 0; i < p->n_tasks; i++) {
+            ex->starts[i] = INFINITY;
+            ex->ends[i] = -INFINITY;
+        }
+        for (int k = 0; k < m; k++)
+            ex->losses[k] = -INFINITY;
+        pl_comm_barrier(ex->comm);
+    }
     ex->step_start = pl_now();
     for (int i = 0; i < p->n_tasks; i++)
-        if (p->tasks[i].n_deps == 0)
-            queue_push(&ex->task_resource[i]->queue, i);
+        if (ex->roles[i] != ROLE_NONE && ex->deps[i] == 0)
+            release(ex, i);
     pthread_mutex_lock(&ex->done_lock);
     while (atomic_load_explicit(&ex->remaining, memory_order_acquire) != 0)
         pthread_cond_wait(&ex->done, &ex->done_lock);
     pthread_mutex_unlock(&ex->done_lock);
     ex->step_seconds = pl_now() - ex->step_start;
+    if (ex->comm)
+        combine_ranks(ex);
     ex->steps_run++;
+    ex->steps_since_plan++;
     double total = 0;
     for (int k = 0; k < m; k++)
         total += ex->losses[k];

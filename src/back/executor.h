@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "cluster.h"
+#include "comm.h"
 #include "error.h"
 #include "graph.h"
 #include "plan.h"
@@ -58,6 +59,14 @@ void pl_executor_free(pl_executor *executor);
  * batch, since the data do not change a step's time. NULL with `err` filled in. */
 pl_executor *pl_executor_new_with_data(const pl_graph *graph, const pl_cluster *cluster,
                                        const char *data_path, pl_error *err);
+
+/* Runs the executor as one rank of the cluster's processes (comm.h), before its first
+ * plan: this process runs the tasks of its own devices and sends and receives what
+ * crosses to the others. Every rank then calls pl_executor_set_plan, pl_executor_step
+ * and pl_executor_sync_host together, with the same arguments (they are collective). A
+ * step's time is the slowest rank's, and its timeline and losses are every rank's.
+ * PL_EINPUT when the cluster's ranks (n_ranks) are not the processes started. */
+pl_status pl_executor_set_comm(pl_executor *executor, pl_comm *comm, pl_error *err);
 
 enum { PL_EXECUTOR_POLL_MS = 50 }; /* how often a paced wait checks the flag */
 

@@ -332,6 +332,7 @@ void pl_program_free(pl_program *p)
     free(p->transfers);
     free(p->copy_tensor);
     free(p->copy_range);
+    free(p->copy_device);
     free(p->copy_is_shard);
     free(p->shards);
     free(p->shapes);

@@ -117,6 +117,7 @@ typedef struct pl_program {
     int n_copies;        /* 1 + the further copies of parameters and state */
     int *copy_tensor;    /* per further copy c >= 1: its tensor (copy_tensor[0] unused) */
     pl_range *copy_range; /* per further copy: the elements it holds (a shard of state) */
+    int *copy_device;    /* per further copy: the device that holds it */
     bool *copy_is_shard; /* per further copy: a sharded state's (host buffers are not whole) */
     int n_shards;
     pl_range *shards;    /* what sharded updates update, and what their state copies hold */

@@ -134,9 +134,10 @@ static bool lay_out_places(pl_builder *b)
     b->place_stored = malloc((size_t)total * sizeof *b->place_stored + 1);
     p->copy_tensor = malloc(((size_t)extra + 1) * sizeof *p->copy_tensor);
     p->copy_range = malloc(((size_t)extra + 1) * sizeof *p->copy_range);
+    p->copy_device = malloc(((size_t)extra + 1) * sizeof *p->copy_device);
     p->copy_is_shard = calloc((size_t)extra + 1, sizeof *p->copy_is_shard);
     bool ok = b->place_device && b->place_copy && b->place_tensor && b->place_stored &&
-              p->copy_tensor && p->copy_range && p->copy_is_shard;
+              p->copy_tensor && p->copy_range && p->copy_device && p->copy_is_shard;
     p->n_copies = 1;
     for (int t = 0; ok && t < g->n_tensors; t++) {
         int i = b->first_place[t];
@@ -157,6 +158,7 @@ static bool lay_out_places(pl_builder *b)
             b->place_copy[i] = c == 0 ? 0 : p->n_copies;
             if (c > 0) {
                 p->copy_range[p->n_copies] = b->place_stored[i];
+                p->copy_device[p->n_copies] = copies[c];
                 p->copy_tensor[p->n_copies++] = t;
             }
             held[t] &= ~(UINT64_C(1) << copies[c]);

@@ -22,7 +22,10 @@ static void print_cluster(const char *source, const pl_cluster *c)
            c->n_devices == 1 ? "" : "s", c->paced ? "paced (emulated throughput)" : "native");
     if (c->description[0])
         printf("  %s\n", c->description);
-    printf("  %-12s %7s %12s  %-10s %s\n", "device", "threads", "memory", "cores", "compute");
+    if (c->n_ranks > 1)
+        printf("  %d processes: run it with mpirun -np %d\n", c->n_ranks, c->n_ranks);
+    printf("  %-12s %7s %12s  %-10s %-12s%s\n", "device", "threads", "memory", "cores",
+           "compute", c->n_ranks > 1 ? " rank" : "");
     for (int d = 0; d < c->n_devices; d++) {
         const pl_device *dev = &c->devices[d];
         char cores[64] = "-";
@@ -32,10 +35,13 @@ static void print_cluster(const char *source, const pl_cluster *c)
                              dev->cores[k]);
         printf("  %-12s %7d %8.1f MiB  %-10s ", dev->name, dev->threads,
                (double)dev->memory_bytes / (1 << 20), cores);
+        char compute[32] = "native";
         if (dev->flops_per_second > 0)
-            printf("%.3g GFLOP/s\n", dev->flops_per_second / 1e9);
+            snprintf(compute, sizeof compute, "%.3g GFLOP/s", dev->flops_per_second / 1e9);
+        if (c->n_ranks > 1)
+            printf("%-12s %4d\n", compute, dev->rank);
         else
-            printf("native\n");
+            printf("%s\n", compute);
     }
     if (c->n_devices > 1) {
         printf("  links:\n");

@@ -149,13 +149,13 @@ static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
     pl_cli_print_stability(stdout, &m);
     printf("throughput: %.0f samples/s; loss %.4f at the last step\n",
            g->batch_size / m.series.median, (double)m.last_loss);
-    if (o->trace) {
+    if (o->trace && pl_cli_leader()) {
         pl_error_init(&err, o->trace);
         if (pl_executor_write_trace(ex, o->trace, &err) != PL_OK)
             return pl_cli_report(&err);
         printf("trace: %s (the last step)\n", o->trace);
     }
-    if (o->timeline) {
+    if (o->timeline && pl_cli_leader()) {
         char title[1024];
         snprintf(title, sizeof title, "%s on %s, measured (the last of %ld steps, %s)",
                  g->name, c->name, o->steps, c->paced ? "paced" : "native");

@@ -220,14 +220,23 @@ static int write_checkpoint(trainer *t)
 {
     pl_error err;
     pl_error_init(&err, t->o.checkpoint);
-    if (t->ex) /* a sharded optimizer state back together in the session's buffers */
+    if (t->ex) /* a sharded optimizer state, and every rank's tensors, in the session's */
         pl_executor_sync_host(t->ex);
+    if (!pl_cli_leader())
+        return PL_EXIT_OK;
     if (pl_checkpoint_write(t->o.checkpoint, t->g, t->s, &t->at, &err) == PL_OK)
         return PL_EXIT_OK;
     if (t->save_failed)
         return PL_EXIT_FAILURE;
     t->save_failed = true;
     return pl_cli_report(&err);
+}
+
+/* The training accuracy counts the last step's logits: in one process, where they are
+ * all in one place. */
+static bool counts_accuracy(const trainer *t)
+{
+    return t->sc.logits >= 0 && t->o.micro_batches == 1 && !pl_cli_comm();
 }
 
 static bool finished(const trainer *t)
@@ -275,7 +284,7 @@ static int run(trainer *t)
         epoch_loss += loss;
         window_steps++;
         epoch_steps++;
-        if (t->sc.logits >= 0 && t->o.micro_batches == 1)
+        if (counts_accuracy(t))
             window_correct += pl_cli_count_correct(
                 &t->sc, t->ex ? pl_executor_data(t->ex, t->sc.logits)
                               : pl_session_data(t->s, t->sc.logits),
@@ -290,7 +299,7 @@ static int run(trainer *t)
         if (t->at.step % t->o.log_every == 0 || (tty && window_steps % 10 == 0)) {
             double seconds = pl_now() - window_start;
             char accuracy[32] = "";
-            if (t->sc.logits >= 0 && t->o.micro_batches == 1)
+            if (counts_accuracy(t))
                 snprintf(accuracy, sizeof accuracy, "  accuracy %.4f",
                          (double)window_correct /
                              (double)(window_steps * g->batch_size * t->sc.positions_per_sample));
@@ -310,6 +319,8 @@ static int run(trainer *t)
         }
         if (epoch_done) {
             double test_loss, test_accuracy;
+            if (t->ex) /* the session's buffers whole: every rank's tensors */
+                pl_executor_sync_host(t->ex);
             evaluate(g, t->s, t->data, &t->sc, t->inputs, &test_loss, &test_accuracy);
             printf("%sepoch %lld  train loss %.4f", tty ? "\r" : "", (long long)t->at.epoch + 1,
                    epoch_loss / (double)epoch_steps);
@@ -338,7 +349,9 @@ static int run(trainer *t)
         t->save_failed = false; /* the last save's failure is always said */
         status = write_checkpoint(t);
     }
-    if (status == PL_EXIT_OK && t->o.save_weights)
+    if (status == PL_EXIT_OK && t->o.save_weights && t->ex)
+        pl_executor_sync_host(t->ex);
+    if (status == PL_EXIT_OK && t->o.save_weights && pl_cli_leader())
         status = pl_cli_weights(t->o.save_weights, true, g, t->s, NULL);
     if (status == PL_EXIT_OK && pl_cli_interrupted) {
         fprintf(stderr, "placer: train: interrupted at step %lld%s%s\n", (long long)t->at.step,
@@ -370,9 +383,12 @@ static int set_up_plan(trainer *t)
     pl_fit fit = {.fits = true};
     t->ex = pl_executor_new(t->g, t->cluster, host, &err);
     free(host);
-    if (t->ex)
-        pl_executor_set_interrupt(t->ex, &pl_cli_interrupted);
-    if (!t->ex || pl_executor_set_plan(t->ex, t->plan, &fit, &err) != PL_OK)
+    if (!t->ex)
+        return pl_cli_report(&err);
+    pl_executor_set_interrupt(t->ex, &pl_cli_interrupted);
+    if ((status = pl_cli_join_processes(t->ex, t->cluster)) != PL_EXIT_OK)
+        return status;
+    if (pl_executor_set_plan(t->ex, t->plan, &fit, &err) != PL_OK)
         return pl_cli_report(&err);
     if (!fit.fits) {
         pl_cli_error("train: the plan does not fit: device %s needs %lld bytes "

@@ -30,7 +30,8 @@ static void print_message(const char *fmt, va_list ap)
     char text[2048], escaped[sizeof text * 2];
     vsnprintf(text, sizeof text, fmt, ap);
     pl_text_escape(text, escaped, sizeof escaped);
-    fprintf(stderr, "placer: %s\n", escaped);
+    if (pl_cli_leader())
+        fprintf(stderr, "placer: %s\n", escaped);
 }
 
 void pl_cli_error(const char *fmt, ...)
@@ -55,7 +56,9 @@ int pl_cli_usage_error(const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     print_message(fmt, ap);
-    if (usage_command)
+    if (!pl_cli_leader())
+        ;
+    else if (usage_command)
         fprintf(stderr, "Try 'placer %s --help'.\n", usage_command);
     else
         fputs("Try 'placer --help'.\n", stderr);
@@ -67,7 +70,10 @@ int pl_cli_report(const pl_error *err)
 {
     char line[PL_ERROR_SOURCE_MAX + PL_ERROR_PATH_MAX + PL_ERROR_TEXT_MAX + 16];
     pl_error_format(err, line, sizeof line);
-    fprintf(stderr, "%s\n", line);
+    if (pl_cli_leader())
+        fprintf(stderr, "%s\n", line);
+    else if (err->status != PL_EINPUT && err->status != PL_EINTERRUPTED)
+        fprintf(stderr, "rank %d: %s\n", pl_comm_rank(pl_cli_comm()), line);
     return err->status == PL_EINPUT         ? PL_EXIT_USAGE
            : err->status == PL_EINTERRUPTED ? PL_EXIT_INTERRUPTED
                                             : PL_EXIT_FAILURE;
@@ -462,7 +468,8 @@ static int take_bound(pl_cli_setup *s)
 
 static int take_executor(pl_cli_setup *s)
 {
-    return pl_cli_new_executor(s->graph, s->cluster, s->data_path, &s->executor);
+    int status = pl_cli_new_executor(s->graph, s->cluster, s->data_path, &s->executor);
+    return status == PL_EXIT_OK ? pl_cli_join_processes(s->executor, s->cluster) : status;
 }
 
 /* In the order of the contract (cli.h). */

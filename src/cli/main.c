@@ -167,5 +167,8 @@ static int run(int argc, char **argv)
 int main(int argc, char **argv)
 {
     pl_allocator_keep_freed();
-    return close_stdout(run(argc, argv));
+    int status = pl_cli_start_processes();
+    if (status == PL_EXIT_OK)
+        status = pl_cli_end_processes(run(argc, argv));
+    return close_stdout(status);
 }

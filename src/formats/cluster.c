@@ -15,6 +15,7 @@ static pl_cluster *new_cluster(int n_devices, pl_error *err)
     pl_cluster *c = calloc(1, sizeof *c);
     if (c) {
         c->n_devices = n_devices;
+        c->n_ranks = 1;
         c->devices = pl_arena_alloc(&c->arena, (size_t)n_devices * sizeof *c->devices);
         c->links = pl_arena_alloc(&c->arena, (size_t)n_devices * (size_t)n_devices *
                                                  sizeof *c->links);
@@ -55,6 +56,7 @@ pl_cluster *pl_cluster_subset(const pl_cluster *cluster, const int *devices, int
     }
     for (int i = 0; i < n * n; i++)
         c->paced = c->paced || c->links[i].bytes_per_second > 0;
+    c->n_ranks = cluster->n_ranks;
     return c; /* names and cores point into `cluster`, which must outlive it */
 }
 
@@ -163,10 +165,10 @@ static bool read_cores(pl_json_reader *r, const json_t *device, pl_cluster *c, p
 static bool read_device(pl_json_reader *r, const json_t *value, pl_cluster *c, int index)
 {
     static const char *const fields[] = {"name", "threads", "memory_bytes", "cores",
-                                         "flops_per_second", NULL};
+                                         "flops_per_second", "rank", NULL};
     pl_device *d = &c->devices[index];
     json_t *name;
-    int64_t threads = 1, memory = 0;
+    int64_t threads = 1, memory = 0, rank = -1;
     double flops = 0;
     if (!pl_json_expect_object(r, value, fields) ||
         !pl_json_member(r, value, "name", JSON_STRING, true, &name))
@@ -182,14 +184,59 @@ static bool read_device(pl_json_reader *r, const json_t *value, pl_cluster *c, i
     if (!pl_json_integer(r, value, "threads", false, 1, PL_MAX_DEVICE_THREADS, &threads) ||
         !pl_json_integer(r, value, "memory_bytes", true, 1, INT64_MAX, &memory) ||
         !pl_json_number(r, value, "flops_per_second", false, 1, 1e18, &flops) ||
+        !pl_json_integer(r, value, "rank", false, 0, PL_MAX_DEVICES - 1, &rank) ||
         !read_cores(r, value, c, d))
         return false;
+    d->rank = (int)rank; /* -1 until check_ranks */
     d->name = copy_string(c, json_string_value(name));
     d->threads = (int)threads;
     d->memory_bytes = memory;
     d->flops_per_second = flops;
     c->paced |= flops > 0;
     return d->name != NULL || (pl_error_set(r->err, PL_ENOMEM, NULL, "out of memory"), false);
+}
+
+/* Either every device names its rank or none does (one process); the ranks used are
+ * 0 .. n_ranks - 1, each holding a device. */
+static bool check_ranks(pl_json_reader *r, pl_cluster *c)
+{
+    int n_ranks = 0, first_ranked = -1, first_unranked = -1;
+    for (int d = 0; d < c->n_devices; d++) {
+        int rank = c->devices[d].rank;
+        if (rank < 0 && first_unranked < 0)
+            first_unranked = d;
+        if (rank >= 0 && first_ranked < 0)
+            first_ranked = d;
+        if (rank + 1 > n_ranks)
+            n_ranks = rank + 1;
+    }
+    if (first_ranked < 0) {
+        for (int d = 0; d < c->n_devices; d++)
+            c->devices[d].rank = 0;
+        return true;
+    }
+    if (first_unranked >= 0) {
+        size_t back = pl_json_push_key(r, "devices");
+        pl_json_push_index(r, (size_t)first_unranked);
+        pl_json_fail(r, "missing field \"rank\": device \"%s\" names one, so every device "
+                     "must", c->devices[first_ranked].name);
+        pl_json_pop(r, back);
+        return false;
+    }
+    for (int rank = 0; rank < n_ranks; rank++) {
+        bool held = false;
+        for (int d = 0; d < c->n_devices && !held; d++)
+            held = c->devices[d].rank == rank;
+        if (!held) {
+            size_t back = pl_json_push_key(r, "devices");
+            pl_json_fail(r, "rank %d holds no device: ranks are numbered from 0 without "
+                         "gaps (the highest is %d)", rank, n_ranks - 1);
+            pl_json_pop(r, back);
+            return false;
+        }
+    }
+    c->n_ranks = n_ranks;
+    return true;
 }
 
 /* One pair's declared link, both directions. */
@@ -263,6 +310,7 @@ static pl_cluster *read_cluster(pl_json_reader *r, const json_t *root)
         pl_json_pop(r, at);
     }
     pl_json_pop(r, back);
+    ok = ok && check_ranks(r, c);
     pl_link fallback = {0, 0};
     if (ok && default_link) {
         back = pl_json_push_key(r, "default_link");

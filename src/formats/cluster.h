@@ -31,6 +31,7 @@ typedef struct pl_device {
     int n_cores;              /* CPU cores to pin its threads to; 0: not pinned */
     const int *cores;
     double flops_per_second;  /* declared compute throughput; 0: native */
+    int rank;                 /* the MPI process that holds it (0 in one process) */
 } pl_device;
 
 /* How a device behaves when the executor runs it, which the simulator models too.
@@ -59,6 +60,8 @@ typedef struct pl_cluster {
     pl_device *devices;
     pl_link *links;          /* n_devices x n_devices, row = source; the diagonal unused */
     bool paced;              /* some device or link declares a throughput */
+    int n_ranks;             /* the processes its devices are spread over: 1 when the file
+                                gives no ranks */
     pl_arena arena;
 } pl_cluster;
 

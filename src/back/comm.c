@@ -1,0 +1,406 @@
+/* Processes over MPI (comm.h): the lock, the comm's thread, polled waits. */
+#include "comm.h"
+
+#include <limits.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+
+/* Polling: a wait starts at the shortest sleep and doubles it while nothing completes, up
+ * to the longest, so a message arriving soon is seen within microseconds and an idle rank
+ * costs little. */
+#define POLL_FIRST_SECONDS 5e-6
+#define POLL_LAST_SECONDS 200e-6
+#define DEFAULT_TIMEOUT_SECONDS 60.0
+
+typedef struct message {
+    pl_comm_done *done;
+    void *context;
+    int id;
+    int peer, tag;
+    bool sending;
+    double posted;
+} message;
+
+typedef struct timer {
+    double when;
+    pl_comm_done *done;
+    void *context;
+    int id;
+} timer;
+
+struct pl_comm {
+    int rank, size, tag_limit;
+    bool shared_clock;
+    double timeout;
+    pthread_mutex_t lock; /* every MPI call, and the lists below */
+    pthread_cond_t wake;  /* something posted, or stopping */
+    pthread_t thread;
+    bool started, stopping;
+    MPI_Request *requests; /* outstanding messages, parallel to `messages` */
+    message *messages;
+    int n, cap;
+    timer *timers;
+    int n_timers, cap_timers;
+    int *completed;
+};
+
+static bool started_once;
+
+static void sleep_seconds(double seconds)
+{
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+bool pl_comm_launched(void)
+{
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_SIZE");
+}
+
+/* ---- the comm's thread ------------------------------------------------------------------- */
+
+static void fail_timeout(pl_comm *comm, const message *m, double now)
+{
+    fprintf(stderr, "placer: rank %d: a message %s rank %d (tag %d) is %.0f s overdue "
+            "(PLACER_MPI_TIMEOUT=%g): ending every rank\n", comm->rank,
+            m->sending ? "to" : "from", m->peer, m->tag, now - m->posted, comm->timeout);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    _exit(1);
+}
+
+typedef struct call {
+    pl_comm_done *done;
+    void *context;
+    int id;
+} call;
+
+/* Under the lock: the messages that completed and the timers due, taken off the lists. */
+static int collect(pl_comm *comm, call *calls)
+{
+    int n_calls = 0, count = 0;
+    if (comm->n > 0) {
+        MPI_Testsome(comm->n, comm->requests, &count, comm->completed, MPI_STATUSES_IGNORE);
+        if (count == MPI_UNDEFINED)
+            count = 0;
+    }
+    for (int k = 0; k < count; k++) {
+        const message *m = &comm->messages[comm->completed[k]];
+        calls[n_calls++] = (call){m->done, m->context, m->id};
+    }
+    /* completed requests are MPI_REQUEST_NULL now: drop them, keeping the order */
+    int kept = 0;
+    for (int i = 0; i < comm->n; i++)
+        if (comm->requests[i] != MPI_REQUEST_NULL) {
+            comm->requests[kept] = comm->requests[i];
+            comm->messages[kept++] = comm->messages[i];
+        }
+    comm->n = kept;
+    double now = pl_now();
+    int kept_timers = 0;
+    for (int i = 0; i < comm->n_timers; i++) {
+        timer *t = &comm->timers[i];
+        if (t->when <= now)
+            calls[n_calls++] = (call){t->done, t->context, t->id};
+        else
+            comm->timers[kept_timers++] = *t;
+    }
+    comm->n_timers = kept_timers;
+    for (int i = 0; i < comm->n; i++)
+        if (now - comm->messages[i].posted > comm->timeout)
+            fail_timeout(comm, &comm->messages[i], now);
+    return n_calls;
+}
+
+/* How long to sleep before polling again: at most until the next timer. */
+static double next_sleep(const pl_comm *comm, double poll)
+{
+    double now = pl_now(), sleep = poll;
+    for (int i = 0; i < comm->n_timers; i++)
+        if (comm->timers[i].when - now < sleep)
+            sleep = comm->timers[i].when - now;
+    return sleep > 0 ? sleep : 0;
+}
+
+static void *comm_main(void *arg)
+{
+    pl_comm *comm = arg;
+    prctl(PR_SET_TIMERSLACK, 1000UL);
+    double poll = POLL_FIRST_SECONDS;
+    call *calls = NULL;
+    int cap = 0;
+    pthread_mutex_lock(&comm->lock);
+    for (;;) {
+        while (comm->n == 0 && comm->n_timers == 0 && !comm->stopping)
+            pthread_cond_wait(&comm->wake, &comm->lock);
+        if (comm->stopping)
+            break;
+        if (comm->n + comm->n_timers > cap) {
+            cap = 2 * (comm->n + comm->n_timers);
+            call *grown = realloc(calls, (size_t)cap * sizeof *calls);
+            if (!grown) {
+                fprintf(stderr, "placer: rank %d: out of memory\n", comm->rank);
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+            calls = grown;
+        }
+        int n_calls = collect(comm, calls);
+        double sleep = next_sleep(comm, poll);
+        pthread_mutex_unlock(&comm->lock);
+        for (int i = 0; i < n_calls; i++)
+            calls[i].done(calls[i].context, calls[i].id);
+        if (n_calls > 0)
+            poll = POLL_FIRST_SECONDS;
+        else if (sleep > 0) {
+            sleep_seconds(sleep);
+            poll = poll * 2 < POLL_LAST_SECONDS ? poll * 2 : POLL_LAST_SECONDS;
+        }
+        pthread_mutex_lock(&comm->lock);
+    }
+    pthread_mutex_unlock(&comm->lock);
+    free(calls);
+    return NULL;
+}
+
+/* ---- start and end ----------------------------------------------------------------------- */
+
+static double timeout_seconds(void)
+{
+    const char *text = getenv("PLACER_MPI_TIMEOUT");
+    char *end;
+    double seconds = text ? strtod(text, &end) : 0;
+    return text && end != text && *end == '\0' && seconds > 0 ? seconds
+                                                              : DEFAULT_TIMEOUT_SECONDS;
+}
+
+pl_comm *pl_comm_start(pl_error *err)
+{
+    if (started_once) {
+        pl_error_set(err, PL_EINPUT, NULL, "MPI starts once a process");
+        return NULL;
+    }
+    started_once = true;
+    int provided = 0;
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
+        pl_error_set(err, PL_EIO, NULL, "MPI did not start");
+        return NULL;
+    }
+    pl_comm *comm = calloc(1, sizeof *comm);
+    if (!comm || provided < MPI_THREAD_SERIALIZED) {
+        pl_error_set(err, comm ? PL_EIO : PL_ENOMEM, NULL,
+                     comm ? "this MPI gives no MPI_THREAD_SERIALIZED" : "out of memory");
+        free(comm);
+        MPI_Finalize();
+        return NULL;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &comm->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &comm->size);
+    MPI_Comm host;
+    int on_host = 0, found = 0, *limit = NULL;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+    MPI_Comm_size(host, &on_host);
+    MPI_Comm_free(&host);
+    comm->shared_clock = on_host == comm->size;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &limit, &found);
+    comm->tag_limit = found ? *limit : 32767;
+    comm->timeout = timeout_seconds();
+    pthread_mutex_init(&comm->lock, NULL);
+    pthread_cond_init(&comm->wake, NULL);
+    comm->started = pthread_create(&comm->thread, NULL, comm_main, comm) == 0;
+    if (!comm->started) {
+        pl_error_set(err, PL_EIO, NULL, "cannot start the MPI thread");
+        pl_comm_end(comm);
+        return NULL;
+    }
+    return comm;
+}
+
+void pl_comm_end(pl_comm *comm)
+{
+    if (!comm)
+        return;
+    if (comm->started) {
+        pthread_mutex_lock(&comm->lock);
+        comm->stopping = true;
+        pthread_cond_signal(&comm->wake);
+        pthread_mutex_unlock(&comm->lock);
+        pthread_join(comm->thread, NULL);
+    }
+    pthread_cond_destroy(&comm->wake);
+    pthread_mutex_destroy(&comm->lock);
+    free(comm->requests);
+    free(comm->messages);
+    free(comm->timers);
+    free(comm->completed);
+    free(comm);
+    MPI_Finalize();
+}
+
+void pl_comm_abort(pl_comm *comm, int code)
+{
+    (void)comm;
+    fflush(stdout);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    _exit(code);
+}
+
+int pl_comm_rank(const pl_comm *comm)
+{
+    return comm->rank;
+}
+
+int pl_comm_size(const pl_comm *comm)
+{
+    return comm->size;
+}
+
+bool pl_comm_shared_clock(const pl_comm *comm)
+{
+    return comm->shared_clock;
+}
+
+/* ---- collectives: posted, then polled ---------------------------------------------------- */
+
+static void wait_request(pl_comm *comm, MPI_Request *request)
+{
+    double poll = POLL_FIRST_SECONDS;
+    for (;;) {
+        int done = 0;
+        pthread_mutex_lock(&comm->lock);
+        MPI_Test(request, &done, MPI_STATUS_IGNORE);
+        pthread_mutex_unlock(&comm->lock);
+        if (done)
+            return;
+        sleep_seconds(poll);
+        poll = poll * 2 < POLL_LAST_SECONDS ? poll * 2 : POLL_LAST_SECONDS;
+    }
+}
+
+void pl_comm_barrier(pl_comm *comm)
+{
+    MPI_Request request;
+    pthread_mutex_lock(&comm->lock);
+    MPI_Ibarrier(MPI_COMM_WORLD, &request);
+    pthread_mutex_unlock(&comm->lock);
+    wait_request(comm, &request);
+}
+
+void pl_comm_broadcast(pl_comm *comm, void *data, size_t bytes, int root)
+{
+    for (size_t at = 0; at < bytes || (bytes == 0 && at == 0); at += INT_MAX) {
+        size_t n = bytes - at < INT_MAX ? bytes - at : INT_MAX;
+        MPI_Request request;
+        pthread_mutex_lock(&comm->lock);
+        MPI_Ibcast((char *)data + at, (int)n, MPI_BYTE, root, MPI_COMM_WORLD, &request);
+        pthread_mutex_unlock(&comm->lock);
+        wait_request(comm, &request);
+        if (bytes == 0)
+            break;
+    }
+}
+
+static void reduce(pl_comm *comm, double *values, int n, MPI_Op op)
+{
+    MPI_Request request;
+    pthread_mutex_lock(&comm->lock);
+    MPI_Iallreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, op, MPI_COMM_WORLD, &request);
+    pthread_mutex_unlock(&comm->lock);
+    wait_request(comm, &request);
+}
+
+void pl_comm_max(pl_comm *comm, double *values, int n)
+{
+    reduce(comm, values, n, MPI_MAX);
+}
+
+void pl_comm_min(pl_comm *comm, double *values, int n)
+{
+    reduce(comm, values, n, MPI_MIN);
+}
+
+/* ---- point to point ---------------------------------------------------------------------- */
+
+static bool reserve(pl_comm *comm)
+{
+    if (comm->n < comm->cap)
+        return true;
+    int cap = comm->cap ? 2 * comm->cap : 64;
+    MPI_Request *requests = realloc(comm->requests, (size_t)cap * sizeof *requests);
+    if (requests)
+        comm->requests = requests;
+    message *messages = realloc(comm->messages, (size_t)cap * sizeof *messages);
+    if (messages)
+        comm->messages = messages;
+    int *completed = realloc(comm->completed, (size_t)cap * sizeof *completed);
+    if (completed)
+        comm->completed = completed;
+    if (!requests || !messages || !completed)
+        return false;
+    comm->cap = cap;
+    return true;
+}
+
+static pl_status post(pl_comm *comm, void *data, size_t bytes, int peer, int tag, bool sending,
+                      pl_comm_done *done, void *context, int id, pl_error *err)
+{
+    if (bytes > INT_MAX)
+        return pl_error_set(err, PL_EINPUT, NULL, "a message of %zu bytes: at most %d cross "
+                            "processes", bytes, INT_MAX);
+    if (tag < 0 || tag > comm->tag_limit)
+        return pl_error_set(err, PL_EINPUT, NULL, "MPI tag %d is beyond this MPI's %d", tag,
+                            comm->tag_limit);
+    pthread_mutex_lock(&comm->lock);
+    if (!reserve(comm)) {
+        pthread_mutex_unlock(&comm->lock);
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    }
+    MPI_Request *request = &comm->requests[comm->n];
+    if (sending)
+        MPI_Isend(data, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, request);
+    else
+        MPI_Irecv(data, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, request);
+    comm->messages[comm->n++] = (message){done, context, id, peer, tag, sending, pl_now()};
+    pthread_cond_signal(&comm->wake);
+    pthread_mutex_unlock(&comm->lock);
+    return PL_OK;
+}
+
+pl_status pl_comm_send(pl_comm *comm, const void *data, size_t bytes, int to, int tag,
+                       pl_comm_done *done, void *context, int id, pl_error *err)
+{
+    return post(comm, (void *)data, bytes, to, tag, true, done, context, id, err);
+}
+
+pl_status pl_comm_receive(pl_comm *comm, void *data, size_t bytes, int from, int tag,
+                          pl_comm_done *done, void *context, int id, pl_error *err)
+{
+    return post(comm, data, bytes, from, tag, false, done, context, id, err);
+}
+
+pl_status pl_comm_call_at(pl_comm *comm, double when, pl_comm_done *done, void *context, int id,
+                          pl_error *err)
+{
+    pthread_mutex_lock(&comm->lock);
+    if (comm->n_timers == comm->cap_timers) {
+        int cap = comm->cap_timers ? 2 * comm->cap_timers : 16;
+        timer *timers = realloc(comm->timers, (size_t)cap * sizeof *timers);
+        if (!timers) {
+            pthread_mutex_unlock(&comm->lock);
+            return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        }
+        comm->timers = timers;
+        comm->cap_timers = cap;
+    }
+    comm->timers[comm->n_timers++] = (timer){when, done, context, id};
+    pthread_cond_signal(&comm->wake);
+    pthread_mutex_unlock(&comm->lock);
+    return PL_OK;
+}

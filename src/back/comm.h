@@ -1,0 +1,71 @@
+/* Processes: the MPI ranks a cluster's devices are spread over (cluster.h: a device's
+ * `rank`).
+ *
+ * placer runs across processes SPMD: every rank reads the same model, cluster and plan,
+ * builds the same step program and calls the same collectives in the same order; each
+ * runs the tasks of its own devices, and a tensor that crosses ranks is sent with MPI.
+ * This is a small layer over MPI that suits the executor's threads: one lock serialises
+ * every MPI call (MPI_THREAD_SERIALIZED), and a thread of the comm's own completes posted
+ * messages, calling back whoever posted them. Nobody blocks inside MPI: waits poll with
+ * sleeps between, so ranks that share cores leave them to the ranks that compute.
+ *
+ * A message still outstanding after the timeout (PLACER_MPI_TIMEOUT seconds, default 60)
+ * ends every rank with a message naming the peer: a rank that hangs cannot hang the job.
+ * A rank that dies is mpirun's to notice; it ends the others. */
+#ifndef PLACER_COMM_H
+#define PLACER_COMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pl_comm pl_comm;
+
+/* Whether an MPI launcher (mpirun) started this process. */
+bool pl_comm_launched(void);
+
+/* Starts MPI for the process (once: a second start fails) and the comm's thread. NULL
+ * with `err` set when MPI cannot start or gives no MPI_THREAD_SERIALIZED. */
+pl_comm *pl_comm_start(pl_error *err);
+/* Ends MPI (after every rank's last collective). NULL: a no-op. */
+void pl_comm_end(pl_comm *comm);
+/* Ends every rank of the job now, with exit status `code`. */
+void pl_comm_abort(pl_comm *comm, int code) __attribute__((noreturn));
+
+int pl_comm_rank(const pl_comm *comm);
+int pl_comm_size(const pl_comm *comm);
+/* Whether every rank runs on this host, so that CLOCK_MONOTONIC is one clock for all. */
+bool pl_comm_shared_clock(const pl_comm *comm);
+
+/* Collectives: every rank calls each, in the same order. */
+void pl_comm_barrier(pl_comm *comm);
+void pl_comm_broadcast(pl_comm *comm, void *data, size_t bytes, int root);
+/* Element-wise maximum (minimum) of `values` over the ranks, in place. */
+void pl_comm_max(pl_comm *comm, double *values, int n);
+void pl_comm_min(pl_comm *comm, double *values, int n);
+
+/* Point to point, posted at once and completed by the comm's thread, which then calls
+ * done(context, id) (without the comm's lock: it may post again). The buffer is the
+ * caller's until then. `tag` tells apart messages between the same two ranks; those with
+ * the same tag arrive in the order sent. A message is at most INT_MAX bytes (PL_EINPUT
+ * beyond). */
+typedef void pl_comm_done(void *context, int id);
+pl_status pl_comm_send(pl_comm *comm, const void *data, size_t bytes, int to, int tag,
+                       pl_comm_done *done, void *context, int id, pl_error *err);
+pl_status pl_comm_receive(pl_comm *comm, void *data, size_t bytes, int from, int tag,
+                          pl_comm_done *done, void *context, int id, pl_error *err);
+/* Calls done(context, id) from the comm's thread once CLOCK_MONOTONIC reaches `when`
+ * (pl_now's seconds). */
+pl_status pl_comm_call_at(pl_comm *comm, double when, pl_comm_done *done, void *context,
+                          int id, pl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,74 @@
+/* placer under mpirun: one process per rank of the cluster, all running the same command
+ * (comm.h). Rank 0 speaks for the job: it alone prints to standard output and writes the
+ * outputs; the others' standard output goes nowhere. An error every rank meets alike (bad
+ * input, exit 2) is printed by rank 0; one that a rank meets alone is printed by it, named,
+ * and ends every rank. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+
+static pl_comm *comm;
+
+pl_comm *pl_cli_comm(void)
+{
+    return comm;
+}
+
+bool pl_cli_leader(void)
+{
+    return !comm || pl_comm_rank(comm) == 0;
+}
+
+int pl_cli_start_processes(void)
+{
+    if (!pl_comm_launched())
+        return PL_EXIT_OK;
+    pl_error err;
+    pl_error_init(&err, NULL);
+    if (!(comm = pl_comm_start(&err))) {
+        fprintf(stderr, "placer: %s\n", err.text);
+        return PL_EXIT_FAILURE;
+    }
+    if (pl_comm_rank(comm) != 0 && !freopen("/dev/null", "w", stdout)) {
+        fprintf(stderr, "placer: rank %d: cannot silence standard output\n",
+                pl_comm_rank(comm));
+        pl_comm_abort(comm, PL_EXIT_FAILURE);
+    }
+    return PL_EXIT_OK;
+}
+
+int pl_cli_end_processes(int status)
+{
+    if (!comm)
+        return status;
+    fflush(stdout);
+    /* every rank ends a command with the same status but when one failed alone */
+    if (status != PL_EXIT_OK && status != PL_EXIT_USAGE && status != PL_EXIT_NO_FIT &&
+        status != PL_EXIT_INTERRUPTED)
+        pl_comm_abort(comm, status);
+    pl_comm_end(comm);
+    comm = NULL;
+    return status;
+}
+
+int pl_cli_join_processes(pl_executor *executor, const pl_cluster *cluster)
+{
+    if (!comm) {
+        if (cluster->n_ranks == 1)
+            return PL_EXIT_OK;
+        pl_cli_error("cluster \"%s\" spreads its devices over %d processes: run placer with "
+                     "mpirun -np %d", cluster->name, cluster->n_ranks, cluster->n_ranks);
+        return PL_EXIT_USAGE;
+    }
+    if (cluster->n_ranks != pl_comm_size(comm)) {
+        pl_cli_error("cluster \"%s\" spreads its devices over %d process%s and mpirun started "
+                     "%d: run placer with mpirun -np %d", cluster->name, cluster->n_ranks,
+                     cluster->n_ranks == 1 ? "" : "es", pl_comm_size(comm), cluster->n_ranks);
+        return PL_EXIT_USAGE;
+    }
+    pl_error err;
+    pl_error_init(&err, NULL);
+    return pl_executor_set_comm(executor, comm, &err) == PL_OK ? PL_EXIT_OK
+                                                               : pl_cli_report(&err);
+}
