@@ -247,7 +247,8 @@ static bool finished(const trainer *t)
 static int run(trainer *t)
 {
     const pl_graph *g = t->g;
-    bool tty = !t->o.quiet && isatty(STDOUT_FILENO);
+    /* under mpirun a rank's standard output is a terminal of mpirun's, not the user's */
+    bool tty = !t->o.quiet && isatty(STDOUT_FILENO) && !pl_cli_comm();
     long capacity = 1024, timed = 0;
     double *times = malloc((size_t)capacity * sizeof *times);
     double window_loss = 0, window_start = pl_now(), epoch_loss = 0;

@@ -1,0 +1,120 @@
+#!/bin/sh
+# placer across processes: run and train under mpirun with 2 and 4 ranks give what one
+# process gives (losses, checkpoints to the byte), replicas all-reduce across ranks, the
+# rank count is checked, and a rank that dies ends the others.
+. "${top_srcdir:-.}/tests/shell_lib.sh"
+
+if ! command -v mpirun >/dev/null 2>&1; then
+    echo "mpi: mpirun not found (tools/setup installs openmpi-bin)"
+    exit 1
+fi
+# As root Open MPI asks for a confirmation; ranks share this machine's cores with paced
+# devices, and each may use any core.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi() { # RANKS COMMAND...
+    n=$1
+    shift
+    mpirun --oversubscribe --bind-to none -np "$n" "$@"
+}
+# Open MPI's own allocations, still held at exit, are not ours to report.
+export LSAN_OPTIONS="suppressions=$src/tests/mpi.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+
+model=$src/graphs/small/transformer-small.json
+pipeline=$src/tests/plans/transformer-small-paced-4.json
+one=$src/graphs/clusters/paced-4.json
+
+# The cluster says which rank holds each device.
+expect 0 "cluster with ranks" "$bin" cluster "$src/graphs/clusters/paced-4-ranks-2.json"
+contains "$work/out" "2 processes: run it with mpirun -np 2" "cluster with ranks"
+grep -Eq "^  dev3 .* 1$" "$work/out" && ok || bad "cluster with ranks: dev3 is not on rank 1"
+
+# Without mpirun, or with another count of ranks: exit 2, said once.
+expect 2 "ranks without mpirun" "$bin" run "$model" --plan "$pipeline" \
+    --cluster "$src/graphs/clusters/paced-4-ranks-4.json"
+contains "$work/err" "spreads its devices over 4 processes: run placer with mpirun -np 4" \
+    "ranks without mpirun"
+expect 2 "3 ranks for a cluster of 4" mpi 3 "$bin" run "$model" --plan "$pipeline" \
+    --cluster "$src/graphs/clusters/paced-4-ranks-4.json"
+once "$work/err" "spreads its devices over 4 processes and mpirun started 3: run placer with mpirun -np 4" \
+    "3 ranks for a cluster of 4"
+
+# The losses a step prints, and the checkpoint, of one process.
+losses() { grep '^step ' "$1" | sed 's/  [0-9]* samples\/s//; s/  accuracy [0-9.]*//'; }
+train() { # OUT CHECKPOINT PLAN CLUSTER [mpirun ranks]
+    out=$1 ckpt=$2 plan=$3 cluster=$4 ranks=${5:-}
+    if [ -n "$ranks" ]; then
+        mpi "$ranks" "$bin" train "$model" --cluster "$cluster" --plan "$plan" --steps 6 \
+            --log-every 2 --checkpoint "$ckpt" >"$out" 2>"$work/err"
+    else
+        "$bin" train "$model" --cluster "$cluster" --plan "$plan" --steps 6 --log-every 2 \
+            --checkpoint "$ckpt" >"$out" 2>"$work/err"
+    fi || { bad "train $plan on $cluster ($ranks ranks): exit $?"; sed 's/^/    /' "$work/err"; }
+}
+same() { # WHAT ONE MANY
+    losses "$2.out" >"$work/a"
+    losses "$3.out" >"$work/b"
+    [ -s "$work/a" ] && cmp -s "$work/a" "$work/b" && ok ||
+        { bad "$1: losses differ"; diff "$work/a" "$work/b" | sed 's/^/    /'; }
+    cmp -s "$2.ckpt" "$3.ckpt" && ok || bad "$1: checkpoints differ"
+}
+
+# A pipeline of four stages: two ranks of two devices, then four of one.
+train "$work/p1.out" "$work/p1.ckpt" "$pipeline" "$one"
+for ranks in 2 4; do
+    train "$work/p$ranks.out" "$work/p$ranks.ckpt" "$pipeline" \
+        "$src/graphs/clusters/paced-4-ranks-$ranks.json" "$ranks"
+    same "pipeline over $ranks ranks" "$work/p1" "$work/p$ranks"
+done
+
+# Four replicas, one a rank: the all-reduce across ranks, with the optimizer state
+# replicated and sharded (its shards gathered for the checkpoint).
+for state in replicated sharded; do
+    plan=$src/tests/plans/transformer-small-replicas-4-$state.json
+    train "$work/r1.out" "$work/r1.ckpt" "$plan" "$one"
+    train "$work/r4.out" "$work/r4.ckpt" "$plan" "$src/graphs/clusters/paced-4-ranks-4.json" 4
+    same "4 replicas over 4 ranks, state $state" "$work/r1" "$work/r4"
+done
+
+# placer run: the same loss, every rank's devices in the one trace rank 0 writes.
+expect 0 "run over 4 ranks" mpi 4 "$bin" run "$model" --plan "$pipeline" --steps 3 \
+    --warmup 1 --cluster "$src/graphs/clusters/paced-4-ranks-4.json" --trace "$work/trace.json"
+grep "loss" "$work/out" | sed 's/.*; loss/loss/' >"$work/many"
+"$bin" run "$model" --plan "$pipeline" --steps 3 --warmup 1 --cluster "$one" 2>/dev/null |
+    grep "loss" | sed 's/.*; loss/loss/' >"$work/single"
+[ -s "$work/single" ] && cmp -s "$work/single" "$work/many" && ok ||
+    bad "run over 4 ranks: $(cat "$work/many") against $(cat "$work/single")"
+for device in dev0 dev1 dev2 dev3; do
+    contains "$work/trace.json" "\"name\":\"$device\"" "run over 4 ranks: the trace"
+done
+once "$work/out" "step time: median" "run over 4 ranks: one report"
+
+# A rank killed mid-run ends the others within 10 seconds, with an error.
+mpi 2 "$bin" train "$model" --cluster "$src/graphs/clusters/paced-4-ranks-2.json" \
+    --plan "$pipeline" --steps 100000 -q >"$work/out" 2>"$work/err" &
+job=$!
+victim=""
+for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    sleep 0.5
+    for pid in $(pgrep -f "placer train .*paced-4-ranks-2"); do
+        tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 &&
+            victim=$pid
+    done
+    [ -n "$victim" ] && break
+done
+if [ -z "$victim" ]; then
+    bad "a killed rank: rank 1 never started"
+    kill "$job" 2>/dev/null
+else
+    sleep 2
+    kill -KILL "$victim"
+    killed_at=$(date +%s)
+    status=0
+    wait "$job" || status=$?
+    took=$(($(date +%s) - killed_at))
+    [ "$status" -ne 0 ] && ok || bad "a killed rank: mpirun exited 0"
+    [ "$took" -le 10 ] && ok || bad "a killed rank: the others ended after $took s"
+    grep -q "signal 9" "$work/err" && ok || { bad "a killed rank: no message"; cat "$work/err"; }
+fi
+
+echo "mpi: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
