@@ -459,6 +459,10 @@ static pl_status run(pl_search_call *call)
         return call->err->status;
     if (call->executor)
         pl_executor_set_interrupt(call->executor, call->interrupt);
+    if (call->executor && call->options->comm &&
+        (pl_executor_set_comm(call->executor, call->options->comm, call->err) != PL_OK ||
+         pl_executor_lead(call->executor, call->err) != PL_OK))
+        return call->err->status;
     tell_kind(call, PL_SEARCH_STARTED);
     if (place_baselines(call) != PL_OK || choose_baseline(call) != PL_OK)
         return call->err->status;

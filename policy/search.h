@@ -116,6 +116,8 @@ typedef struct pl_search_options {
                            to continue from, or NULL (default) */
     const char *checkpoint; /* where to save the agent's checkpoint, or NULL (default) */
     bool simulate_only; /* no executor: nothing measured */
+    pl_comm *comm;      /* the processes of a cluster with ranks: this is rank 0, which leads
+                           the others' executors (executor.h); NULL: one process */
     bool run_to_budget; /* iterate until the budget or the iterations are spent, even once
                            the search has converged (default false: it stops early) */
 } pl_search_options;

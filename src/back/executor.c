@@ -57,6 +57,12 @@ typedef struct resource {
     double bytes_per_second, latency;      /* links */
 } resource;
 
+/* What a leading rank 0 tells the others (pl_executor_lead). */
+typedef enum command { COMMAND_PLAN, COMMAND_STEP, COMMAND_SYNC, COMMAND_END } command;
+typedef struct pl_executor pl_executor;
+static void tell(pl_executor *ex, command what, int64_t step);
+static void send_plan(pl_executor *ex, const pl_plan *plan);
+
 /* A task's part on this process (comm.h): all of it, none, or one end of a transfer
  * between devices of two ranks. */
 typedef enum role { ROLE_NONE, ROLE_LOCAL, ROLE_SEND, ROLE_RECEIVE } role;
@@ -66,6 +72,7 @@ struct pl_executor {
     const pl_cluster *c;
     pl_comm *comm;         /* NULL: one process, every task local */
     int rank;
+    bool leading;          /* rank 0 of pl_executor_lead: tells the others what to do */
     void **host;
     bool owns_host;
     resource *devices;
@@ -579,6 +586,8 @@ static void gather_host(pl_executor *ex)
 
 void pl_executor_sync_host(pl_executor *ex)
 {
+    if (ex->leading)
+        tell(ex, COMMAND_SYNC, 0);
     sync_shards(ex, -1);
     if (ex->comm && ex->program)
         gather_host(ex);
@@ -628,6 +637,8 @@ void pl_executor_free(pl_executor *ex)
 {
     if (!ex)
         return;
+    if (ex->leading)
+        tell(ex, COMMAND_END, 0);
     int n = ex->c->n_devices;
     for (int i = 0; ex->links && i < n * n; i++)
         if (ex->links[i]) {
@@ -916,6 +927,10 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
 
 pl_status pl_executor_set_plan(pl_executor *ex, const pl_plan *plan, pl_fit *fit, pl_error *err)
 {
+    if (ex->leading) {
+        tell(ex, COMMAND_PLAN, 0);
+        send_plan(ex, plan);
+    }
     if (ex->comm && ex->program && ex->steps_since_plan > 0)
         gather_host(ex); /* the next plan may hold a tensor on another rank */
     ex->steps_since_plan = 0;
@@ -936,6 +951,89 @@ pl_status pl_executor_set_plan(pl_executor *ex, const pl_plan *plan, pl_fit *fit
     if (status != PL_OK)
         free_plan(ex);
     return status;
+}
+
+/* ---- leading and following ---------------------------------------------------------------- */
+
+/* A plan as the leader sends it: its shape, then its devices and stages. */
+enum { PLAN_FIELDS = 7 };
+
+static void tell(pl_executor *ex, command what, int64_t step)
+{
+    int64_t message[2] = {what, step};
+    pl_comm_broadcast(ex->comm, message, sizeof message, 0);
+}
+
+static void send_plan(pl_executor *ex, const pl_plan *plan)
+{
+    int64_t fields[PLAN_FIELDS] = {plan->n_ops, plan->replicas, plan->n_stages,
+                                   plan->micro_batches, plan->schedule,
+                                   plan->defer_weight_gradients, plan->shard_optimizer_state};
+    pl_comm_broadcast(ex->comm, fields, sizeof fields, 0);
+    pl_comm_broadcast(ex->comm, plan->device,
+                      (size_t)plan->replicas * (size_t)plan->n_ops * sizeof *plan->device, 0);
+    pl_comm_broadcast(ex->comm, plan->stage, (size_t)plan->n_ops * sizeof *plan->stage, 0);
+}
+
+static pl_plan *receive_plan(pl_executor *ex, pl_error *err)
+{
+    int64_t fields[PLAN_FIELDS];
+    pl_comm_broadcast(ex->comm, fields, sizeof fields, 0);
+    pl_plan *plan = pl_plan_new(ex->g, err);
+    if (plan && (fields[0] != plan->n_ops ||
+                 pl_plan_set_replicas(plan, (int)fields[1], err) != PL_OK)) {
+        if (fields[0] != plan->n_ops)
+            pl_error_set(err, PL_EIO, NULL, "rank 0 places another model");
+        pl_plan_free(plan);
+        return NULL;
+    }
+    if (!plan)
+        return NULL;
+    plan->n_stages = (int)fields[2];
+    plan->micro_batches = (int)fields[3];
+    plan->schedule = (pl_schedule)fields[4];
+    plan->defer_weight_gradients = fields[5] != 0;
+    plan->shard_optimizer_state = fields[6] != 0;
+    pl_comm_broadcast(ex->comm, plan->device,
+                      (size_t)plan->replicas * (size_t)plan->n_ops * sizeof *plan->device, 0);
+    pl_comm_broadcast(ex->comm, plan->stage, (size_t)plan->n_ops * sizeof *plan->stage, 0);
+    return plan;
+}
+
+pl_status pl_executor_lead(pl_executor *ex, pl_error *err)
+{
+    if (!ex->comm || ex->rank != 0)
+        return pl_error_set(err, PL_EINPUT, NULL, "only rank 0 of several leads");
+    ex->leading = true;
+    return PL_OK;
+}
+
+pl_status pl_executor_follow(pl_executor *ex, pl_error *err)
+{
+    if (!ex->comm || ex->rank == 0)
+        return pl_error_set(err, PL_EINPUT, NULL, "only ranks other than 0 follow");
+    for (;;) {
+        int64_t message[2];
+        pl_comm_broadcast(ex->comm, message, sizeof message, 0);
+        pl_status status = PL_OK;
+        if (message[0] == COMMAND_PLAN) {
+            pl_plan *plan = receive_plan(ex, err);
+            pl_fit fit;
+            status = plan ? pl_executor_set_plan(ex, plan, &fit, err) : err->status;
+            pl_plan_free(plan);
+        } else if (message[0] == COMMAND_STEP) {
+            float loss;
+            status = pl_executor_step(ex, message[1], &loss, err);
+            if (status == PL_EINTERRUPTED)
+                status = PL_OK; /* the leader's to handle */
+        } else if (message[0] == COMMAND_SYNC) {
+            pl_executor_sync_host(ex);
+        } else {
+            return PL_OK;
+        }
+        if (status != PL_OK)
+            return status;
+    }
 }
 
 pl_status pl_executor_set_comm(pl_executor *ex, pl_comm *comm, pl_error *err)
@@ -1008,6 +1106,8 @@ pl_status pl_executor_step(pl_executor *ex, int64_t step, float *loss, pl_error 
     const pl_program *p = ex->program;
     if (!p)
         return pl_error_set(err, PL_EINPUT, NULL, "the executor has no plan that fits");
+    if (ex->leading)
+        tell(ex, COMMAND_STEP, step);
     if (!ex->copies_made)
         fill_copies(ex);
     int m = p->micro_batches;

@@ -68,6 +68,14 @@ pl_executor *pl_executor_new_with_data(const pl_graph *graph, const pl_cluster *
  * PL_EINPUT when the cluster's ranks (n_ranks) are not the processes started. */
 pl_status pl_executor_set_comm(pl_executor *executor, pl_comm *comm, pl_error *err);
 
+/* Rather than every rank making the same calls, rank 0 may lead (the placement search,
+ * which decides on the way which plan to measure next): once rank 0 leads, its calls of
+ * pl_executor_set_plan, pl_executor_step and pl_executor_sync_host are sent to the other
+ * ranks, which follow in pl_executor_follow until rank 0 frees its executor. Follow
+ * returns PL_OK then, or the first error. Only rank 0 leads; only the others follow. */
+pl_status pl_executor_lead(pl_executor *executor, pl_error *err);
+pl_status pl_executor_follow(pl_executor *executor, pl_error *err);
+
 enum { PL_EXECUTOR_POLL_MS = 50 }; /* how often a paced wait checks the flag */
 
 /* The flag (a signal handler's, say; NULL: none) that ends paced waits early, borrowed

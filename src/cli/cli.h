@@ -63,12 +63,16 @@ int pl_cli_report(const pl_error *err);
  * after it (pl_cli_end_processes returns the status to exit with, or ends every rank
  * when one failed alone). pl_cli_comm: NULL in one process. pl_cli_leader: rank 0, or the
  * one process, which prints and writes outputs. pl_cli_join_processes makes an executor
- * one rank of the cluster's processes, checking that mpirun started as many (exit 2). */
+ * one rank of the cluster's processes, checking that mpirun started as many (exit 2; so does
+ * pl_cli_check_processes, alone). */
 int pl_cli_start_processes(void);
 int pl_cli_end_processes(int status);
 pl_comm *pl_cli_comm(void);
 bool pl_cli_leader(void);
+int pl_cli_check_processes(const pl_cluster *cluster);
 int pl_cli_join_processes(pl_executor *executor, const pl_cluster *cluster);
+/* A rank other than 0 in the main job: its executor follows rank 0's (executor.h). */
+int pl_cli_follow(const pl_graph *graph, const pl_cluster *cluster);
 /* Loads and validates a model, printing the error on failure (NULL then, *status set). */
 pl_graph *pl_cli_load_model(const char *path, int *status);
 /* The cluster (the local machine when cluster_path is NULL) and the plan (every op on the

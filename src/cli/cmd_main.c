@@ -449,6 +449,7 @@ static int search(job_state *s)
     so.start = s->start; /* loading and calibrating count against the budget */
     so.policy = s->policy.n ? &s->policy : NULL;
     so.checkpoint = checkpoint;
+    so.comm = pl_cli_comm();
     pl_error err;
     pl_error_init(&err, s->o.model);
     pl_progress_init(&s->progress, stdout, s->o.progress, s->o.quiet, s->setup.graph,
@@ -468,9 +469,17 @@ static int search(job_state *s)
 
 static int run_job(job_state *s)
 {
-    s->setup.needs = PL_CLI_TRAINING | PL_CLI_COSTS;
-    int status = pl_cli_setup_load(&s->setup);
+    int status = pl_cli_check_processes(s->setup.cluster);
     if (status != PL_EXIT_OK)
+        return status;
+    if (!pl_cli_leader()) { /* rank 0 searches; this rank measures what it is told */
+        s->setup.needs = PL_CLI_TRAINING;
+        if ((status = pl_cli_setup_load(&s->setup)) != PL_EXIT_OK)
+            return status;
+        return pl_cli_follow(s->setup.graph, s->setup.cluster);
+    }
+    s->setup.needs = PL_CLI_TRAINING | PL_CLI_COSTS;
+    if ((status = pl_cli_setup_load(&s->setup)) != PL_EXIT_OK)
         return status;
     s->job.graph = s->setup.graph;
     s->job.cluster = s->setup.cluster;
@@ -518,7 +527,7 @@ int pl_cmd_main(int argc, char **argv)
     if (!s.prefix || !command) {
         fprintf(stderr, "placer: out of memory\n");
         status = PL_EXIT_FAILURE;
-    } else if ((status = draw_graph(&s)) == PL_EXIT_OK) {
+    } else if (!pl_cli_leader() || (status = draw_graph(&s)) == PL_EXIT_OK) {
         s.job.model_path = s.o.model;
         s.job.command = command;
         s.job.budget = s.o.search.budget;

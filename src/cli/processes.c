@@ -52,7 +52,7 @@ int pl_cli_end_processes(int status)
     return status;
 }
 
-int pl_cli_join_processes(pl_executor *executor, const pl_cluster *cluster)
+int pl_cli_check_processes(const pl_cluster *cluster)
 {
     if (!comm) {
         if (cluster->n_ranks == 1)
@@ -67,8 +67,30 @@ int pl_cli_join_processes(pl_executor *executor, const pl_cluster *cluster)
                      cluster->n_ranks == 1 ? "" : "es", pl_comm_size(comm), cluster->n_ranks);
         return PL_EXIT_USAGE;
     }
+    return PL_EXIT_OK;
+}
+
+int pl_cli_join_processes(pl_executor *executor, const pl_cluster *cluster)
+{
+    int status = pl_cli_check_processes(cluster);
+    if (status != PL_EXIT_OK || !comm)
+        return status;
     pl_error err;
     pl_error_init(&err, NULL);
     return pl_executor_set_comm(executor, comm, &err) == PL_OK ? PL_EXIT_OK
                                                                : pl_cli_report(&err);
+}
+
+int pl_cli_follow(const pl_graph *graph, const pl_cluster *cluster)
+{
+    pl_executor *executor;
+    int status = pl_cli_new_executor(graph, cluster, "synthetic", &executor);
+    if (status == PL_EXIT_OK)
+        status = pl_cli_join_processes(executor, cluster);
+    pl_error err;
+    pl_error_init(&err, NULL);
+    if (status == PL_EXIT_OK && pl_executor_follow(executor, &err) != PL_OK)
+        status = pl_cli_report(&err);
+    pl_executor_free(executor);
+    return status;
 }

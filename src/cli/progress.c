@@ -24,7 +24,7 @@ void pl_progress_init(pl_progress *p, FILE *out, pl_progress_mode mode, bool qui
                       const pl_search_options *options, double start)
 {
     if (mode == PL_PROGRESS_AUTO)
-        mode = isatty(fileno(out)) ? PL_PROGRESS_LIVE : PL_PROGRESS_LINES;
+        mode = isatty(fileno(out)) && !pl_cli_comm() ? PL_PROGRESS_LIVE : PL_PROGRESS_LINES;
     *p = (pl_progress){.out = out, .mode = mode, .quiet = quiet, .graph = graph,
                        .cluster = cluster, .options = options, .start = start};
 }
