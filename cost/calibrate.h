@@ -15,6 +15,7 @@
 
 #include <signal.h>
 
+#include "comm.h"
 #include "cost_model.h"
 #include "error.h"
 
@@ -55,6 +56,12 @@ bool pl_calibration_noisy(const pl_calibration_record *record);
  * holds nothing to release. Fills model->calibration: when, how long, how noisy (one
  * attempt: re-measuring a noisy calibration is the profile's, profile.h). */
 pl_status pl_cost_calibrate(pl_cost_model *model, const pl_calibration *how, pl_error *err);
+
+/* A transfer between ranks, measured: `bytes` sent from rank 0 to rank 1 and back through
+ * the comm (pl_comm_ping_pong) at sizes from 4 KiB to 16 MiB, the one-way median of each
+ * fitted as process_seconds + process_per_byte * bytes, on every rank's model. Collective:
+ * every rank of `comm` calls it (with one rank it measures nothing). */
+pl_status pl_calibrate_processes(pl_cost_model *model, pl_comm *comm, pl_error *err);
 
 #ifdef __cplusplus
 }

@@ -148,14 +148,26 @@ static pl_task_cost copy_parts(const pl_cost_model *m, const pl_link *link, doub
     return (pl_task_cost){native, native > paced ? native : paced, PL_DELAY_COPY};
 }
 
+/* A transfer between ranks: the message, and a reduce's add after it. */
+static double between_ranks(const pl_cost_model *m, const pl_program *p, const pl_cluster *c,
+                            const pl_task *task)
+{
+    double bytes = (double)pl_task_bytes(p, task);
+    double add = task->kind == PL_TASK_REDUCE ? pl_cost_native(m, p, c, task) : 0;
+    return m->process_seconds + m->process_per_byte * bytes + add;
+}
+
 pl_task_cost pl_cost_task_parts(const pl_cost_model *m, const pl_program *p,
                                 const pl_cluster *c, const pl_task *task)
 {
     if (task->kind != PL_TASK_OP) { /* copies, and reduces held as copies */
         const pl_transfer *tr = &p->transfers[task->transfer];
         static const pl_link within = {0, 0}; /* an all-reduce's packing: a memcpy */
+        bool message = c->devices[tr->from].rank != c->devices[tr->to].rank &&
+                       (m->process_seconds > 0 || m->process_per_byte > 0);
         return copy_parts(m, tr->from == tr->to ? &within : pl_cluster_link(c, tr->from, tr->to),
-                          (double)pl_task_bytes(p, task), pl_cost_native(m, p, c, task));
+                          (double)pl_task_bytes(p, task),
+                          message ? between_ranks(m, p, c, task) : pl_cost_native(m, p, c, task));
     }
     double native = pl_cost_native(m, p, c, task);
     const pl_device *device = &c->devices[task->resource];
@@ -328,14 +340,19 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
     json_object_set_new(delays, "sharing", sharing);
     json_object_set_new(delays, "signal", json_real(m->paced_signal_seconds));
     json_object_set_new(delays, "finish", json_real(m->paced_finish_seconds));
+    json_t *processes = m->process_seconds > 0 || m->process_per_byte > 0
+                            ? json_pack("{s:f, s:f}", "seconds", m->process_seconds,
+                                        "per_byte", m->process_per_byte)
+                            : json_null();
     json_t *calibration = write_calibration(&m->calibration);
-    json_t *root = json_pack("{s:s, s:i, s:s, s:o, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o}",
+    json_t *root = json_pack("{s:s, s:i, s:s, s:o, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o}",
                              "format", PROFILE_FORMAT, "version", PL_COST_FORMAT_VERSION,
                              "machine", m->machine, "copy_curve", curve, "handoff_seconds",
                              m->handoff_seconds, "poll_seconds", m->poll_seconds,
                              "wake_seconds", m->wake_seconds, "task_seconds", m->task_seconds,
                              "paced_delays", delays, "ops", ops,
-                             "measured", measured, "calibration", calibration);
+                             "measured", measured, "calibration", calibration,
+                             "processes", processes);
     if (!root)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     pl_status status = pl_json_write_file(path, root, JSON_INDENT(1) | JSON_REAL_PRECISION(9),
@@ -565,7 +582,8 @@ pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
                                          "handoff_seconds", "poll_seconds",
                                          "wake_seconds", "task_seconds",
                                          "paced_delays",
-                                         "ops", "measured", "calibration", NULL};
+                                         "ops", "measured", "calibration", "processes",
+                                         NULL};
     pl_error_init(err, path);
     json_t *root = pl_json_parse_file(path, (size_t)16 << 20, err, NULL);
     if (!root)
@@ -603,6 +621,15 @@ pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
     if (ok)
         ok = pl_json_member(&r, root, "calibration", JSON_OBJECT, true, &calibration) &&
              read_calibration(&r, calibration, &m->calibration);
+    json_t *processes = json_object_get(root, "processes");
+    if (ok && processes && !json_is_null(processes)) {
+        static const char *const process_fields[] = {"seconds", "per_byte", NULL};
+        size_t back = pl_json_push_key(&r, "processes");
+        ok = pl_json_expect_object(&r, processes, process_fields) &&
+             pl_json_number(&r, processes, "seconds", true, 0, 1, &m->process_seconds) &&
+             pl_json_number(&r, processes, "per_byte", true, 0, 1, &m->process_per_byte);
+        pl_json_pop(&r, back);
+    }
     json_decref(root);
     if (!ok)
         pl_cost_model_clear(m);

@@ -17,6 +17,9 @@
  *   of its own, one of many sharing the cores) the larger of that and latency + bytes /
  *   bandwidth, late by the copies' delay, which depends on the contention as an op's
  *   does.
+ * - A copy or reduce between devices of two ranks (cluster.h) is a message: its native
+ *   time is the measured time of one between ranks of this host (`process_seconds`,
+ *   `process_per_byte`), held as a copy over its link is.
  * - A task released by a task on another device or link starts at once when that resource
  *   is busy (it takes the task when free), else after a hand-off: on a native device that
  *   polls (cluster.h) `poll_seconds` while it has been idle less than the poll window,
@@ -125,6 +128,10 @@ typedef struct pl_cost_model {
     double paced_signal_seconds; /* a paced thread waking another's queue (a system call)
                                     before it takes its own next task */
     double paced_finish_seconds; /* the step's last paced task waking its caller */
+    /* A transfer between two ranks on this host (comm.h), one way, through the comm's
+     * messages: seconds + per_byte * bytes; both 0 until measured under mpirun
+     * (pl_calibrate_processes), and then a transfer between ranks costs a native copy. */
+    double process_seconds, process_per_byte;
     pl_op_time *measured; /* sorted by signature; malloc'd */
     int n_measured;
     pl_calibration_record calibration;

@@ -21,6 +21,7 @@ mpi() { # RANKS COMMAND...
 # the sanitizers stays on.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
+own_profile transformer
 model=$src/graphs/small/transformer-small.json
 pipeline=$src/tests/plans/transformer-small-paced-4.json
 one=$src/graphs/clusters/paced-4.json
@@ -39,6 +40,11 @@ expect 2 "3 ranks for a cluster of 4" mpi 3 "$bin" run "$model" --plan "$pipelin
     --cluster "$src/graphs/clusters/paced-4-ranks-4.json"
 once "$work/err" "spreads its devices over 4 processes and mpirun started 3: run placer with mpirun -np 4" \
     "3 ranks for a cluster of 4"
+
+# Every rank reads its inputs: standard input, which reaches rank 0 only, is refused.
+expect 2 "standard input under mpirun" mpi 2 "$bin" run - --plan "$pipeline" \
+    --cluster "$src/graphs/clusters/paced-4-ranks-2.json" <"$model"
+once "$work/err" "under mpirun it reaches rank 0 only" "standard input under mpirun"
 
 # The losses a step prints, and the checkpoint, of one process.
 losses() { grep '^step ' "$1" | sed 's/  [0-9]* samples\/s//; s/  accuracy [0-9.]*//'; }
@@ -99,6 +105,18 @@ grep -q "measured" "$work/job.report.md" && ok || bad "the main job over 2 ranks
 expect 2 "the main job without mpirun" "$bin" "$model" --budget 5 -q -o "$work/alone" \
     --cluster "$src/graphs/clusters/paced-4-ranks-2.json"
 contains "$work/err" "run placer with mpirun -np 2" "the main job without mpirun"
+
+# Ctrl-C on mpirun (which ends the ranks with SIGTERM): rank 0 still writes the best plan
+# so far. The model's drawing is written before the search starts.
+mpi 2 "$bin" "$model" --budget 120 -q -o "$work/cut" \
+    --cluster "$src/graphs/clusters/paced-4-ranks-2.json" >"$work/out" 2>"$work/err" &
+job=$!
+for _ in $(seq 1 120); do [ -s "$work/cut.graph.dot" ] && break; sleep 0.5; done
+sleep 2
+kill -INT "$job"
+wait "$job"
+[ -s "$work/cut.plan.json" ] && [ -s "$work/cut.report.md" ] && ok ||
+    { bad "Ctrl-C on mpirun: no plan written"; sed 's/^/    /' "$work/err"; }
 
 # A rank killed mid-run ends the others within 10 seconds, with an error.
 mpi 2 "$bin" train "$model" --cluster "$src/graphs/clusters/paced-4-ranks-2.json" \

@@ -326,6 +326,15 @@ void pl_comm_min(pl_comm *comm, double *values, int n)
     reduce(comm, values, n, MPI_MIN);
 }
 
+void pl_comm_sum_floats(pl_comm *comm, float *values, int n)
+{
+    MPI_Request request;
+    pthread_mutex_lock(&comm->lock);
+    MPI_Iallreduce(MPI_IN_PLACE, values, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request);
+    pthread_mutex_unlock(&comm->lock);
+    wait_request(comm, &request);
+}
+
 /* ---- point to point ---------------------------------------------------------------------- */
 
 static bool reserve(pl_comm *comm)
@@ -403,4 +412,53 @@ pl_status pl_comm_call_at(pl_comm *comm, double when, pl_comm_done *done, void *
     pthread_cond_signal(&comm->wake);
     pthread_mutex_unlock(&comm->lock);
     return PL_OK;
+}
+
+/* ---- measuring ---------------------------------------------------------------------------- */
+
+typedef struct waiter {
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    int left;
+} waiter;
+
+static void arrived(void *context, int id)
+{
+    (void)id;
+    waiter *w = context;
+    pthread_mutex_lock(&w->lock);
+    if (--w->left == 0)
+        pthread_cond_signal(&w->done);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* One message posted, as the executor posts it, and waited for. */
+static pl_status move(pl_comm *comm, waiter *w, void *data, size_t bytes, int peer,
+                      bool sending, pl_error *err)
+{
+    w->left = 1;
+    pl_status status = post(comm, data, bytes, peer, 0, sending, arrived, w, 0, err);
+    if (status != PL_OK)
+        return status;
+    pthread_mutex_lock(&w->lock);
+    while (w->left > 0)
+        pthread_cond_wait(&w->done, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+    return PL_OK;
+}
+
+pl_status pl_comm_ping_pong(pl_comm *comm, void *buffer, size_t bytes, double *one_way,
+                            pl_error *err)
+{
+    waiter w = {.lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
+    pl_status status = PL_OK;
+    double start = pl_now();
+    if (comm->rank == 0 && (status = move(comm, &w, buffer, bytes, 1, true, err)) == PL_OK)
+        status = move(comm, &w, buffer, bytes, 1, false, err);
+    if (comm->rank == 1 && (status = move(comm, &w, buffer, bytes, 0, false, err)) == PL_OK)
+        status = move(comm, &w, buffer, bytes, 0, true, err);
+    *one_way = (pl_now() - start) / 2;
+    pthread_cond_destroy(&w.done);
+    pthread_mutex_destroy(&w.lock);
+    return status;
 }

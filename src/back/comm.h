@@ -48,6 +48,8 @@ void pl_comm_broadcast(pl_comm *comm, void *data, size_t bytes, int root);
 /* Element-wise maximum (minimum) of `values` over the ranks, in place. */
 void pl_comm_max(pl_comm *comm, double *values, int n);
 void pl_comm_min(pl_comm *comm, double *values, int n);
+/* The element-wise sum of `values` over the ranks, in place: MPI's own all-reduce. */
+void pl_comm_sum_floats(pl_comm *comm, float *values, int n);
 
 /* Point to point, posted at once and completed by the comm's thread, which then calls
  * done(context, id) (without the comm's lock: it may post again). The buffer is the
@@ -63,6 +65,13 @@ pl_status pl_comm_receive(pl_comm *comm, void *data, size_t bytes, int from, int
  * (pl_now's seconds). */
 pl_status pl_comm_call_at(pl_comm *comm, double when, pl_comm_done *done, void *context,
                           int id, pl_error *err);
+
+/* Between ranks 0 and 1 (the others return at once): `bytes` of `buffer` sent from 0 to 1
+ * and back through the comm, as the executor sends a transfer; *one_way gets half the
+ * round trip, in seconds (rank 0's measure; rank 1's is within its wake-up of it). Both
+ * ranks call it together. */
+pl_status pl_comm_ping_pong(pl_comm *comm, void *buffer, size_t bytes, double *one_way,
+                            pl_error *err);
 
 #ifdef __cplusplus
 }

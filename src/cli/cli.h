@@ -73,6 +73,10 @@ int pl_cli_check_processes(const pl_cluster *cluster);
 int pl_cli_join_processes(pl_executor *executor, const pl_cluster *cluster);
 /* A rank other than 0 in the main job: its executor follows rank 0's (executor.h). */
 int pl_cli_follow(const pl_graph *graph, const pl_cluster *cluster);
+/* Under mpirun: the cost model's transfers between ranks measured once (collective, after
+ * rank 0 has loaded `costs`; the others pass NULL) and kept in rank 0's cached profile;
+ * `force`: measured again. */
+int pl_cli_measure_processes(pl_cost_model *costs, bool force);
 /* Loads and validates a model, printing the error on failure (NULL then, *status set). */
 pl_graph *pl_cli_load_model(const char *path, int *status);
 /* The cluster (the local machine when cluster_path is NULL) and the plan (every op on the

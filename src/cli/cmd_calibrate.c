@@ -45,6 +45,12 @@ static void print_profile(const pl_cost_model *m, const char *path)
                sizeof bytes), 1e6 * m->copy_curve[i].seconds);
     }
     printf("; per task %.2f us\n", 1e6 * m->task_seconds);
+    if (m->process_seconds > 0 || m->process_per_byte > 0)
+        printf("between ranks of this host (MPI): %.1f us + %.2f GB/s\n",
+               1e6 * m->process_seconds,
+               m->process_per_byte > 0 ? 1e-9 / m->process_per_byte : 0);
+    else
+        printf("between ranks: not measured (mpirun -np 2 placer calibrate measures them)\n");
     printf("hand-off to an idle device: %.1f us polling, %.1f us once it sleeps; %.1f us to a "
            "native one that never polls\n", 1e6 * m->poll_seconds, 1e6 * m->wake_seconds,
            1e6 * m->handoff_seconds);
@@ -238,10 +244,14 @@ int pl_cmd_calibrate(int argc, char **argv)
     double start = pl_now();
     pl_error_init(&err, NULL);
     int status = PL_EXIT_OK;
-    if (!m || pl_profile_load(m, cluster, force, pl_cli_calibration_progress, &verbose, NULL, &calibrated, &err) !=
-                  PL_OK) {
+    /* under mpirun rank 0 calibrates and the others join it for the transfers between
+       ranks */
+    if (!m || (pl_cli_leader() && pl_profile_load(m, cluster, force, pl_cli_calibration_progress,
+                                                   &verbose, NULL, &calibrated, &err) != PL_OK)) {
         status = m ? pl_cli_report(&err) : PL_EXIT_FAILURE;
-    } else {
+    } else if ((status = pl_cli_measure_processes(pl_cli_leader() ? m : NULL, force)) ==
+                   PL_EXIT_OK &&
+               pl_cli_leader()) {
         double seconds = pl_now() - start;
         char path[4096] = "(not cached: no home directory)";
         pl_profile_path(path, sizeof path);

@@ -376,6 +376,11 @@ int pl_cli_check_inputs(const pl_cli_file *inputs, size_t n_inputs)
     for (size_t i = 0; i < n_inputs; i++) {
         if (!inputs[i].path || strcmp(inputs[i].path, "-") != 0)
             continue;
+        if (pl_cli_comm()) {
+            pl_cli_error("standard input ('-') as %s: under mpirun it reaches rank 0 only, "
+                         "and every rank reads its inputs; give a file", inputs[i].role);
+            return PL_EXIT_USAGE;
+        }
         if (first) {
             if (strcmp(first->role, inputs[i].role) == 0)
                 pl_cli_error("standard input ('-') is given twice as %s: it can be read once",

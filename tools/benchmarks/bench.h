@@ -24,7 +24,9 @@ pl_graph *bench_open_graph(const char *top, const char *name, pl_error *err);
 /* A bundled cluster: TOP/graphs/clusters/NAME.json. */
 pl_cluster *bench_open_cluster(const char *top, const char *name, pl_error *err);
 /* An executor for g on c whose inputs hold one batch of synthetic samples (every step
- * reuses it: the data does not change a step's time); NULL with err filled in. */
+ * reuses it: the data does not change a step's time); NULL with err filled in. Under
+ * mpirun, one rank of c's processes: the benchmark then runs alike on every rank, and
+ * only rank 0 prints. */
 pl_executor *bench_open_executor(const pl_graph *g, const pl_cluster *c, pl_error *err);
 
 #endif
