@@ -10,7 +10,6 @@
  *
  *   mpirun -np N tools/benchmarks/processes [--repeats N]     (N >= 2)
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,60 +30,36 @@ static double ping_pong(pl_comm *comm, char *buffer, size_t bytes)
     return one_way;
 }
 
-/* Messages of the ring: posted at once, waited for together. */
-typedef struct pending {
-    pthread_mutex_t lock;
-    pthread_cond_t done;
-    int left;
-} pending;
-
-static void arrived(void *context, int id)
-{
-    (void)id;
-    pending *w = context;
-    pthread_mutex_lock(&w->lock);
-    if (--w->left == 0)
-        pthread_cond_signal(&w->done);
-    pthread_mutex_unlock(&w->lock);
-}
-
 /* Sends one range to the next rank and receives one from the previous, as the executor's
  * ring step does over links between ranks. */
-static void exchange(pl_comm *comm, pending *w, const float *out, float *in, size_t n, int tag)
+static void exchange(pl_comm *comm, const float *out, float *in, size_t n, int tag)
 {
     int rank = pl_comm_rank(comm), size = pl_comm_size(comm);
     pl_error err;
-    w->left = 2;
-    if (pl_comm_send(comm, out, n * sizeof *out, (rank + 1) % size, tag, arrived, w, 0, &err) !=
-            PL_OK ||
-        pl_comm_receive(comm, in, n * sizeof *in, (rank + size - 1) % size, tag, arrived, w, 0,
-                        &err) != PL_OK) {
+    if (pl_comm_exchange(comm, out, n * sizeof *out, (rank + 1) % size, in, n * sizeof *in,
+                         (rank + size - 1) % size, tag, &err) != PL_OK) {
         fprintf(stderr, "processes: %s\n", err.text);
         pl_comm_abort(comm, 1);
     }
-    pthread_mutex_lock(&w->lock);
-    while (w->left > 0)
-        pthread_cond_wait(&w->done, &w->lock);
-    pthread_mutex_unlock(&w->lock);
 }
 
 /* placer's ring all-reduce (program.h: n - 1 steps of sending a chunk on and adding it,
  * n - 1 of passing the sums on) over the comm's messages. */
-static double ring_sum(pl_comm *comm, pending *w, float *values, float *scratch, size_t n)
+static double ring_sum(pl_comm *comm, float *values, float *scratch, size_t n)
 {
     int rank = pl_comm_rank(comm), size = pl_comm_size(comm);
     size_t chunk = n / (size_t)size;
     double start = pl_now();
     for (int step = 0; step < size - 1; step++) {
         int out = (rank - step + size) % size, in = (rank - step - 1 + 2 * size) % size;
-        exchange(comm, w, values + (size_t)out * chunk, scratch, chunk, step);
+        exchange(comm, values + (size_t)out * chunk, scratch, chunk, step);
         float *own = values + (size_t)in * chunk;
         for (size_t i = 0; i < chunk; i++)
             own[i] += scratch[i];
     }
     for (int step = 0; step < size - 1; step++) {
         int out = (rank + 1 - step + size) % size, in = (rank - step + size) % size;
-        exchange(comm, w, values + (size_t)out * chunk, values + (size_t)in * chunk, chunk,
+        exchange(comm, values + (size_t)out * chunk, values + (size_t)in * chunk, chunk,
                  size + step);
     }
     return pl_now() - start;
@@ -176,12 +151,11 @@ int main(int argc, char **argv)
     if (speaks)
         printf("| size | placer's ring | MPI_Allreduce | ring / MPI |\n|---|---|---|---|\n");
     static const size_t sums[] = {1 << 20, 4 << 20, 16 << 20};
-    pending w = {.lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
     double *other = malloc((size_t)repeats * sizeof *other);
     for (size_t s = 0; other && s < sizeof sums / sizeof *sums; s++) {
         size_t n = sums[s] / sizeof(float);
         for (int k = 0; k < WARMUP + repeats; k++) {
-            double t[2] = {ring_sum(comm, &w, (float *)a, (float *)b, n),
+            double t[2] = {ring_sum(comm, (float *)a, (float *)b, n),
                            mpi_sum(comm, (float *)a, n)};
             pl_comm_max(comm, t, 2);
             times[k % repeats] = t[0];
