@@ -17,7 +17,7 @@
  * to the longest, so a message arriving soon is seen within microseconds and an idle rank
  * costs little. */
 #define POLL_FIRST_SECONDS 5e-6
-#define POLL_LAST_SECONDS 200e-6
+#define POLL_LAST_SECONDS 50e-6
 #define DEFAULT_TIMEOUT_SECONDS 60.0
 
 typedef struct message {
@@ -432,33 +432,41 @@ static void arrived(void *context, int id)
     pthread_mutex_unlock(&w->lock);
 }
 
-/* One message posted, as the executor posts it, and waited for. */
-static pl_status move(pl_comm *comm, waiter *w, void *data, size_t bytes, int peer,
-                      bool sending, pl_error *err)
+pl_status pl_comm_exchange(pl_comm *comm, const void *out, size_t out_bytes, int to,
+                           void *in, size_t in_bytes, int from, int tag, pl_error *err)
 {
-    w->left = 1;
-    pl_status status = post(comm, data, bytes, peer, 0, sending, arrived, w, 0, err);
-    if (status != PL_OK)
-        return status;
-    pthread_mutex_lock(&w->lock);
-    while (w->left > 0)
-        pthread_cond_wait(&w->done, &w->lock);
-    pthread_mutex_unlock(&w->lock);
-    return PL_OK;
+    waiter w = {.lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER,
+                .left = (out != NULL) + (in != NULL)};
+    pl_status status = PL_OK;
+    if (out && (status = post(comm, (void *)out, out_bytes, to, tag, true, arrived, &w, 0,
+                              err)) != PL_OK)
+        w.left -= 1 + (in != NULL); /* nothing posted, nothing to wait for */
+    if (in && status == PL_OK &&
+        (status = post(comm, in, in_bytes, from, tag, false, arrived, &w, 0, err)) != PL_OK) {
+        pthread_mutex_lock(&w.lock);
+        w.left--;
+        pthread_mutex_unlock(&w.lock);
+    }
+    pthread_mutex_lock(&w.lock);
+    while (w.left > 0)
+        pthread_cond_wait(&w.done, &w.lock);
+    pthread_mutex_unlock(&w.lock);
+    pthread_cond_destroy(&w.done);
+    pthread_mutex_destroy(&w.lock);
+    return status;
 }
 
 pl_status pl_comm_ping_pong(pl_comm *comm, void *buffer, size_t bytes, double *one_way,
                             pl_error *err)
 {
-    waiter w = {.lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
     pl_status status = PL_OK;
     double start = pl_now();
-    if (comm->rank == 0 && (status = move(comm, &w, buffer, bytes, 1, true, err)) == PL_OK)
-        status = move(comm, &w, buffer, bytes, 1, false, err);
-    if (comm->rank == 1 && (status = move(comm, &w, buffer, bytes, 0, false, err)) == PL_OK)
-        status = move(comm, &w, buffer, bytes, 0, true, err);
+    if (comm->rank == 0 &&
+        (status = pl_comm_exchange(comm, buffer, bytes, 1, NULL, 0, 0, 0, err)) == PL_OK)
+        status = pl_comm_exchange(comm, NULL, 0, 0, buffer, bytes, 1, 0, err);
+    if (comm->rank == 1 &&
+        (status = pl_comm_exchange(comm, NULL, 0, 0, buffer, bytes, 0, 0, err)) == PL_OK)
+        status = pl_comm_exchange(comm, buffer, bytes, 0, NULL, 0, 0, 0, err);
     *one_way = (pl_now() - start) / 2;
-    pthread_cond_destroy(&w.done);
-    pthread_mutex_destroy(&w.lock);
     return status;
 }

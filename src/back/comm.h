@@ -66,6 +66,10 @@ pl_status pl_comm_receive(pl_comm *comm, void *data, size_t bytes, int from, int
 pl_status pl_comm_call_at(pl_comm *comm, double when, pl_comm_done *done, void *context,
                           int id, pl_error *err);
 
+/* Posts a send of `out` to rank `to` and a receive into `in` from rank `from` (either
+ * NULL: none), and waits until both are done. */
+pl_status pl_comm_exchange(pl_comm *comm, const void *out, size_t out_bytes, int to,
+                           void *in, size_t in_bytes, int from, int tag, pl_error *err);
 /* Between ranks 0 and 1 (the others return at once): `bytes` of `buffer` sent from 0 to 1
  * and back through the comm, as the executor sends a transfer; *one_way gets half the
  * round trip, in seconds (rank 0's measure; rank 1's is within its wake-up of it). Both
