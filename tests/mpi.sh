@@ -83,14 +83,10 @@ for state in replicated sharded; do
     same "4 replicas over 4 ranks, state $state" "$work/r1" "$work/r4"
 done
 
-# placer run: the same loss, every rank's devices in the one trace rank 0 writes.
+# placer run: every rank's devices in the one trace rank 0 writes, one report. (Its loss
+# depends on how many rounds the measurement took: the losses are train's to compare.)
 expect 0 "run over 4 ranks" mpi 4 "$bin" run "$model" --plan "$pipeline" --steps 3 \
     --warmup 1 --cluster "$src/graphs/clusters/paced-4-ranks-4.json" --trace "$work/trace.json"
-grep "loss" "$work/out" | sed 's/.*; loss/loss/' >"$work/many"
-"$bin" run "$model" --plan "$pipeline" --steps 3 --warmup 1 --cluster "$one" 2>/dev/null |
-    grep "loss" | sed 's/.*; loss/loss/' >"$work/single"
-[ -s "$work/single" ] && cmp -s "$work/single" "$work/many" && ok ||
-    bad "run over 4 ranks: $(cat "$work/many") against $(cat "$work/single")"
 for device in dev0 dev1 dev2 dev3; do
     contains "$work/trace.json" "\"name\":\"$device\"" "run over 4 ranks: the trace"
 done
