@@ -6,105 +6,26 @@
  * resource's queue. That chain orders every write of a buffer before its readers. The
  * step's caller sleeps on `done` until the count of remaining tasks reaches zero. Lock
  * order: a queue's lock and `done_lock` are never held together. */
-#include "executor.h"
+#include "executor_impl.h"
 
 #include <cblas.h>
 #include <errno.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
-#include "comm.h"
 #include "heap.h"
 #include "init.h"
 #include "op_run.h"
 
 enum { LINK_STACK_BYTES = 256 << 10 };
-
-typedef struct ready_queue {
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    int *heap, n, cap;
-    atomic_int queued;     /* n, readable without the lock: what a spinning thread polls */
-    double spin_seconds;   /* how long an idle thread polls before it sleeps; 0: never */
-    bool stopping;
-} ready_queue;
-
-typedef struct resource {
-    pl_executor *ex;
-    bool is_link;
-    int device;            /* a device: its index; a link: its source */
-    int to;                /* a link: its destination */
-    pthread_t thread;
-    bool started;
-    ready_queue queue;
-    pl_pool *pool;         /* devices */
-    char *arena;
-    size_t arena_bytes;
-    void *work;
-    size_t work_bytes;
-    double flops_per_second;               /* devices, 0: native */
-    double bytes_per_second, latency;      /* links */
-} resource;
-
-/* What a leading rank 0 tells the others (pl_executor_lead). */
-typedef enum command { COMMAND_PLAN, COMMAND_STEP, COMMAND_SYNC, COMMAND_END } command;
-typedef struct pl_executor pl_executor;
-static void tell(pl_executor *ex, command what, int64_t step);
-static void send_plan(pl_executor *ex, const pl_plan *plan);
-
-/* A task's part on this process (comm.h): all of it, none, or one end of a transfer
- * between devices of two ranks. */
-typedef enum role { ROLE_NONE, ROLE_LOCAL, ROLE_SEND, ROLE_RECEIVE } role;
-
-struct pl_executor {
-    const pl_graph *g;
-    const pl_cluster *c;
-    pl_comm *comm;         /* NULL: one process, every task local */
-    int rank;
-    bool leading;          /* rank 0 of pl_executor_lead: tells the others what to do */
-    void **host;
-    bool owns_host;
-    resource *devices;
-    resource **links;      /* n_devices x n_devices, started when a plan first uses one */
-    pl_program *program;
-    void **copies;         /* per further copy of a parameter or state (program.h) */
-    bool copies_made;      /* since the plan was set: copied from the first at a step */
-    resource **task_resource;
-    void **ptrs;           /* per reference of the program: its address */
-    const pl_tensor **ref_shapes;
-    void **last_output;    /* per activation: its buffer in the last micro-batch */
-    atomic_int *pending;
-    int *deps;             /* per task: its dependencies that run on this process */
-    signed char *roles;    /* per task */
-    int local_parts;       /* tasks with a role here: a step ends when they all have */
-    atomic_int *parts_left; /* per send or receive: what it still waits for */
-    double *deadlines;     /* per send or receive: when its link's modelled time ends */
-    float **staging;       /* per received reduce: where its range arrives */
-    int program_tasks;     /* the tasks `staging` has room for */
-    atomic_int remaining;
-    pthread_mutex_t done_lock;
-    pthread_cond_t done;
-    pl_step_info *infos;   /* per micro-batch, then one for the updates */
-    float *losses;
-    double *starts, *ends;
-    double *combined;      /* room for combine_ranks */
-    double step_start, step_seconds;
-    int64_t steps_run;
-    int64_t steps_since_plan;
-    const volatile sig_atomic_t *interrupt; /* ends paced waits; NULL: never */
-    atomic_bool cut_short; /* this step: a paced wait ended early */
-};
 
 /* Pacing: waits until `when` (CLOCK_MONOTONIC seconds), never returning earlier unless
  * the interrupt flag is set (then it records that the step was cut short and returns). A
@@ -112,7 +33,7 @@ struct pl_executor {
  * of tasks: so it sleeps until PL_DEVICE_PACE_SPIN_SECONDS before the deadline and spins
  * the rest, yielding, since more threads than cores may be waiting for one. It sleeps in
  * slices of PL_EXECUTOR_POLL_MS at most, checking the flag between them. */
-static void wait_until(pl_executor *ex, double when)
+void executor_wait_until(pl_executor *ex, double when)
 {
     const volatile sig_atomic_t *interrupt = ex->interrupt;
     double wake = when - PL_DEVICE_PACE_SPIN_SECONDS;
@@ -236,7 +157,7 @@ static void run_op(resource *r, const pl_task *task, double start)
         if (op->outputs[j] == ex->g->loss)
             ex->losses[k] = *(const float *)args.out[j];
     if (r->flops_per_second > 0)
-        wait_until(ex, start + pl_task_flops(p, task) / r->flops_per_second);
+        executor_wait_until(ex, start + pl_task_flops(p, task) / r->flops_per_second);
 }
 
 /* A paced link's copy or add works in pieces of this many bytes and gives its core up
@@ -245,7 +166,7 @@ static void run_op(resource *r, const pl_task *task, double start)
  * the piece running there ends: the scheduler lets a running thread finish its slice. */
 enum { LINK_PIECE_BYTES = 256 << 10 };
 
-static void add_floats(float *restrict own, const float *restrict in, int64_t n)
+void executor_add_floats(float *restrict own, const float *restrict in, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         own[i] += in[i];
@@ -261,7 +182,7 @@ static void move_bytes(const resource *r, void *to, const void *from, int64_t by
         if (at > 0)
             sched_yield();
         if (add)
-            add_floats((float *)((char *)to + at), (const float *)((const char *)from + at),
+            executor_add_floats((float *)((char *)to + at), (const float *)((const char *)from + at),
                        n / (int64_t)sizeof(float));
         else
             memcpy((char *)to + at, (const char *)from + at, (size_t)n);
@@ -276,7 +197,7 @@ static void run_copy(resource *r, const pl_task *task, double start)
     double modelled = r->latency + (r->bytes_per_second > 0 ? (double)bytes / r->bytes_per_second
                                                             : 0);
     if (modelled > 0)
-        wait_until(ex, start + modelled);
+        executor_wait_until(ex, start + modelled);
 }
 
 /* An all-reduce's step: a range of one copy of a gradient added into the next's own as
@@ -289,22 +210,20 @@ static void run_reduce(resource *r, const pl_task *task, double start)
     double modelled = r->latency + (r->bytes_per_second > 0 ? (double)bytes / r->bytes_per_second
                                                             : 0);
     if (modelled > 0)
-        wait_until(ex, start + modelled);
+        executor_wait_until(ex, start + modelled);
 }
-
-static void post_receive(pl_executor *ex, int i);
 
 /* A task whose dependencies here are done: onto its resource's queue, or, the receiving
  * end of a transfer from another rank, its messages posted. */
 static void release(pl_executor *ex, int i)
 {
     if (ex->roles[i] == ROLE_RECEIVE)
-        post_receive(ex, i);
+        executor_post_receive(ex, i);
     else
         queue_push(&ex->task_resource[i]->queue, i);
 }
 
-static void finish_task(pl_executor *ex, int i)
+void executor_finish_task(pl_executor *ex, int i)
 {
     const pl_program *p = ex->program;
     const pl_task *task = &p->tasks[i];
@@ -319,110 +238,6 @@ static void finish_task(pl_executor *ex, int i)
         pthread_cond_signal(&ex->done);
         pthread_mutex_unlock(&ex->done_lock);
     }
-}
-
-/* ---- transfers between ranks ------------------------------------------------------------- */
-
-/* A transfer between ranks is two messages, tagged by its task: the time its link's
- * modelled time ends, then the range itself. Ranks on one host share CLOCK_MONOTONIC, so
- * the sender posts both at once and the receiver holds the range until that time, as a
- * paced link in one process does; across hosts the sender holds it and then sends
- * (the declared time, then MPI's). */
-static int header_tag(int i)
-{
-    return 2 * i;
-}
-
-static int data_tag(int i)
-{
-    return 2 * i + 1;
-}
-
-static int rank_of(const pl_executor *ex, int device)
-{
-    return ex->c->devices[device].rank;
-}
-
-static bool device_here(const pl_executor *ex, int d)
-{
-    return !ex->comm || rank_of(ex, d) == ex->rank;
-}
-
-static void fail_comm(const pl_executor *ex, const pl_error *err)
-{
-    fprintf(stderr, "placer: rank %d: %s\n", ex->rank, err->text);
-    pl_comm_abort(ex->comm, 1);
-}
-
-/* One part of a send or receive done: the last finishes the task. */
-static void part_done(void *context, int i)
-{
-    pl_executor *ex = context;
-    if (atomic_fetch_sub_explicit(&ex->parts_left[i], 1, memory_order_acq_rel) != 1)
-        return;
-    ex->ends[i] = pl_now() - ex->step_start;
-    finish_task(ex, i);
-}
-
-static void received(void *context, int i)
-{
-    pl_executor *ex = context;
-    if (atomic_fetch_sub_explicit(&ex->parts_left[i], 1, memory_order_acq_rel) != 1)
-        return;
-    const pl_task *task = &ex->program->tasks[i];
-    if (task->kind == PL_TASK_REDUCE)
-        add_floats(ex->ptrs[task->first_ref + 1], ex->staging[i],
-                   pl_task_bytes(ex->program, task) / (int64_t)sizeof(float));
-    pl_error err;
-    atomic_store_explicit(&ex->parts_left[i], 1, memory_order_relaxed);
-    if (ex->deadlines[i] > pl_now() && !(ex->interrupt && *ex->interrupt)) {
-        if (pl_comm_call_at(ex->comm, ex->deadlines[i], part_done, ex, i, &err) != PL_OK)
-            fail_comm(ex, &err);
-    } else {
-        part_done(ex, i);
-    }
-}
-
-static void post_receive(pl_executor *ex, int i)
-{
-    const pl_program *p = ex->program;
-    const pl_task *task = &p->tasks[i];
-    int from = rank_of(ex, p->transfers[task->transfer].from);
-    void *to = task->kind == PL_TASK_REDUCE ? ex->staging[i] : ex->ptrs[task->first_ref + 1];
-    size_t bytes = (size_t)pl_task_bytes(p, task);
-    pl_error err;
-    atomic_store_explicit(&ex->parts_left[i], 2, memory_order_relaxed);
-    if (pl_comm_receive(ex->comm, &ex->deadlines[i], sizeof(double), from, header_tag(i),
-                        received, ex, i, &err) != PL_OK ||
-        pl_comm_receive(ex->comm, to, bytes, from, data_tag(i), received, ex, i, &err) != PL_OK)
-        fail_comm(ex, &err);
-}
-
-/* The sending end: the link (or, over a native link, the source device) is held for the
- * modelled time; the task ends when that time has passed and MPI has sent both messages,
- * so that nothing here overwrites the range before it has left. */
-static void run_send(resource *r, const pl_task *task, int i, double start)
-{
-    pl_executor *ex = r->ex;
-    const pl_program *p = ex->program;
-    int to = rank_of(ex, p->transfers[task->transfer].to);
-    size_t bytes = (size_t)pl_task_bytes(p, task);
-    double modelled = r->latency + (r->bytes_per_second > 0 ? (double)bytes / r->bytes_per_second
-                                                            : 0);
-    bool shared = pl_comm_shared_clock(ex->comm);
-    ex->deadlines[i] = shared ? start + modelled : 0;
-    atomic_store_explicit(&ex->parts_left[i], 3, memory_order_relaxed);
-    if (!shared && modelled > 0)
-        wait_until(ex, start + modelled);
-    pl_error err;
-    if (pl_comm_send(ex->comm, &ex->deadlines[i], sizeof(double), to, header_tag(i), part_done,
-                     ex, i, &err) != PL_OK ||
-        pl_comm_send(ex->comm, ex->ptrs[task->first_ref], bytes, to, data_tag(i), part_done, ex,
-                     i, &err) != PL_OK)
-        fail_comm(ex, &err);
-    if (shared && modelled > 0)
-        wait_until(ex, start + modelled);
-    part_done(ex, i);
 }
 
 static void pin_self(const pl_device *device)
@@ -451,7 +266,7 @@ static void *resource_main(void *arg)
         double start = pl_now();
         if (ex->roles[i] == ROLE_SEND) {
             ex->starts[i] = start - ex->step_start;
-            run_send(r, task, i, start);
+            executor_run_send(r, task, i, start);
             continue;
         }
         if (task->kind == PL_TASK_OP)
@@ -462,7 +277,7 @@ static void *resource_main(void *arg)
             run_reduce(r, task, start);
         ex->starts[i] = start - ex->step_start;
         ex->ends[i] = pl_now() - ex->step_start;
-        finish_task(ex, i);
+        executor_finish_task(ex, i);
     }
 }
 
@@ -488,7 +303,7 @@ static pl_status start_resource(resource *r, pl_error *err)
     return PL_OK;
 }
 
-static void stop_resource(resource *r)
+void executor_stop_resource(resource *r)
 {
     if (!r->started)
         return;
@@ -539,7 +354,7 @@ static resource *link_of(pl_executor *ex, int from, int to, pl_error *err)
 /* ---- the executor ------------------------------------------------------------------------ */
 
 /* The elements further copy c holds, and where they start in bytes. */
-static size_t copy_bytes(const pl_executor *ex, int c, size_t *offset)
+size_t executor_copy_bytes(const pl_executor *ex, int c, size_t *offset)
 {
     const pl_program *p = ex->program;
     const pl_tensor *t = &ex->g->tensors[p->copy_tensor[c]];
@@ -555,42 +370,18 @@ static void sync_shards(pl_executor *ex, int t)
     const pl_program *p = ex->program;
     for (int c = 1; ex->copies && ex->copies_made && c < p->n_copies; c++)
         if (p->copy_is_shard[c] && ex->copies[c] && (t < 0 || p->copy_tensor[c] == t)) {
-            size_t offset, bytes = copy_bytes(ex, c, &offset);
+            size_t offset, bytes = executor_copy_bytes(ex, c, &offset);
             memcpy((char *)ex->host[p->copy_tensor[c]] + offset, ex->copies[c], bytes);
-        }
-}
-
-/* Across ranks: each parameter and state tensor from the rank of its home device, then
- * each shard of sharded state from the rank that updated it. */
-static void gather_host(pl_executor *ex)
-{
-    const pl_program *p = ex->program;
-    const pl_graph *g = ex->g;
-    for (int t = 0; t < g->n_tensors; t++) {
-        const pl_tensor *tensor = &g->tensors[t];
-        int home = p->partitions->tensor_device[t];
-        if ((tensor->kind == PL_TENSOR_PARAM || tensor->kind == PL_TENSOR_STATE) && home >= 0)
-            pl_comm_broadcast(ex->comm, ex->host[t], (size_t)pl_tensor_bytes(tensor),
-                              rank_of(ex, home));
-    }
-    for (int c = 1; ex->copies_made && c < p->n_copies; c++)
-        if (p->copy_is_shard[c]) { /* the shard itself: the host buffer was just replaced */
-            size_t offset, bytes = copy_bytes(ex, c, &offset);
-            char *host = (char *)ex->host[p->copy_tensor[c]] + offset;
-            pl_comm_broadcast(ex->comm, ex->copies[c] ? ex->copies[c] : host, bytes,
-                              rank_of(ex, p->copy_device[c]));
-            if (ex->copies[c])
-                memcpy(host, ex->copies[c], bytes);
         }
 }
 
 void pl_executor_sync_host(pl_executor *ex)
 {
     if (ex->leading)
-        tell(ex, COMMAND_SYNC, 0);
+        executor_tell(ex, COMMAND_SYNC, 0);
     sync_shards(ex, -1);
     if (ex->comm && ex->program)
-        gather_host(ex);
+        executor_gather_host(ex);
 }
 
 static void free_plan(pl_executor *ex)
@@ -638,15 +429,15 @@ void pl_executor_free(pl_executor *ex)
     if (!ex)
         return;
     if (ex->leading)
-        tell(ex, COMMAND_END, 0);
+        executor_tell(ex, COMMAND_END, 0);
     int n = ex->c->n_devices;
     for (int i = 0; ex->links && i < n * n; i++)
         if (ex->links[i]) {
-            stop_resource(ex->links[i]);
+            executor_stop_resource(ex->links[i]);
             free(ex->links[i]);
         }
     for (int d = 0; ex->devices && d < n; d++) {
-        stop_resource(&ex->devices[d]);
+        executor_stop_resource(&ex->devices[d]);
         pl_pool_free(ex->devices[d].pool);
         free(ex->devices[d].arena);
         free(ex->devices[d].work);
@@ -750,8 +541,8 @@ static bool make_copies(pl_executor *ex)
     if (!(ex->copies = calloc((size_t)p->n_copies, sizeof *ex->copies)))
         return false;
     for (int c = 1; c < p->n_copies; c++) {
-        size_t offset, bytes = copy_bytes(ex, c, &offset);
-        if (device_here(ex, p->copy_device[c]) &&
+        size_t offset, bytes = executor_copy_bytes(ex, c, &offset);
+        if (executor_device_here(ex, p->copy_device[c]) &&
             !(ex->copies[c] = aligned_alloc(64, bytes ? (bytes + 63) / 64 * 64 : 64)))
             return false;
     }
@@ -763,80 +554,11 @@ static void fill_copies(pl_executor *ex)
 {
     const pl_program *p = ex->program;
     for (int c = 1; c < p->n_copies; c++) {
-        size_t offset, bytes = copy_bytes(ex, c, &offset);
+        size_t offset, bytes = executor_copy_bytes(ex, c, &offset);
         if (ex->copies[c])
             memcpy(ex->copies[c], (const char *)ex->host[p->copy_tensor[c]] + offset, bytes);
     }
     ex->copies_made = true;
-}
-
-static role role_on(const pl_executor *ex, int i, int rank)
-{
-    const pl_program *p = ex->program;
-    const pl_task *task = &p->tasks[i];
-    if (task->kind == PL_TASK_OP)
-        return rank_of(ex, task->resource) == rank ? ROLE_LOCAL : ROLE_NONE;
-    int from = rank_of(ex, p->transfers[task->transfer].from);
-    int to = rank_of(ex, p->transfers[task->transfer].to);
-    if (from == to)
-        return from == rank ? ROLE_LOCAL : ROLE_NONE;
-    return from == rank ? ROLE_SEND : to == rank ? ROLE_RECEIVE : ROLE_NONE;
-}
-
-/* Which part of each task runs here, and the dependencies it waits for here. A
- * dependency between tasks of two ranks must be one of a transfer's, kept by the end on
- * that rank: the sending end waits for what writes the range it sends, the receiving end
- * for what still reads where the range lands, and the range lands only once both have. */
-static pl_status assign_roles(pl_executor *ex, pl_error *err)
-{
-    const pl_program *p = ex->program;
-    size_t n = (size_t)p->n_tasks;
-    ex->program_tasks = p->n_tasks;
-    ex->roles = malloc(n + 1);
-    ex->deps = calloc(n + 1, sizeof *ex->deps);
-    ex->parts_left = calloc(n + 1, sizeof *ex->parts_left);
-    ex->deadlines = calloc(n + 1, sizeof *ex->deadlines);
-    ex->staging = calloc(n + 1, sizeof *ex->staging);
-    if (!ex->roles || !ex->deps || !ex->parts_left || !ex->deadlines || !ex->staging)
-        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    ex->local_parts = 0;
-    for (int i = 0; i < p->n_tasks; i++) {
-        const pl_task *task = &p->tasks[i];
-        ex->roles[i] = (signed char)(ex->comm ? role_on(ex, i, ex->rank) : ROLE_LOCAL);
-        ex->local_parts += ex->roles[i] != ROLE_NONE;
-        int64_t bytes = task->kind == PL_TASK_OP ? 0 : pl_task_bytes(p, task);
-        if ((ex->roles[i] == ROLE_SEND || ex->roles[i] == ROLE_RECEIVE) && bytes > INT_MAX)
-            return pl_error_set(err, PL_EINPUT, NULL, "a transfer of %" PRId64 " bytes between "
-                                "processes: MPI sends at most %d", bytes, INT_MAX);
-        if (ex->roles[i] == ROLE_RECEIVE && task->kind == PL_TASK_REDUCE &&
-            !(ex->staging[i] = aligned_alloc(64, ((size_t)bytes + 63) / 64 * 64 + 64)))
-            return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    }
-    for (int i = 0; i < p->n_tasks; i++) {
-        const pl_task *task = &p->tasks[i];
-        for (int e = task->first_succ; e < task->first_succ + task->n_succ; e++) {
-            int next = p->succ[e];
-            if (ex->roles[next] == ROLE_NONE)
-                continue;
-            if (ex->roles[i] != ROLE_NONE) {
-                ex->deps[next]++;
-                continue;
-            }
-            const pl_task *end = &p->tasks[next];
-            const pl_transfer *transfer = end->transfer >= 0 ? &p->transfers[end->transfer] : NULL;
-            int other = ex->roles[next] == ROLE_RECEIVE ? rank_of(ex, transfer->from)
-                        : ex->roles[next] == ROLE_SEND  ? rank_of(ex, transfer->to)
-                                                        : -1;
-            if (other < 0 || role_on(ex, i, other) == ROLE_NONE) {
-                char first[256], then[256];
-                pl_task_name(p, task, first, sizeof first);
-                pl_task_name(p, end, then, sizeof then);
-                return pl_error_set(err, PL_EIO, NULL, "the program orders %s before %s, on "
-                                    "another rank, without a transfer", first, then);
-            }
-        }
-    }
-    return PL_OK;
 }
 
 /* Arenas and workspaces big enough, link threads started, every reference's address. */
@@ -844,13 +566,13 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
 {
     const pl_program *p = ex->program;
     int n = p->n_tasks, n_refs = 0;
-    pl_status status = assign_roles(ex, err);
+    pl_status status = executor_assign_roles(ex, err);
     if (status != PL_OK)
         return status;
     if (!make_copies(ex))
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory for the replicas' copies");
     for (int d = 0; d < p->n_devices; d++) {
-        if (!device_here(ex, d))
+        if (!executor_device_here(ex, d))
             continue;
         resource *r = &ex->devices[d];
         if (!grow((void **)&r->arena, &r->arena_bytes, (size_t)p->memory[d].arena) ||
@@ -928,11 +650,11 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
 pl_status pl_executor_set_plan(pl_executor *ex, const pl_plan *plan, pl_fit *fit, pl_error *err)
 {
     if (ex->leading) {
-        tell(ex, COMMAND_PLAN, 0);
-        send_plan(ex, plan);
+        executor_tell(ex, COMMAND_PLAN, 0);
+        executor_send_plan(ex, plan);
     }
     if (ex->comm && ex->program && ex->steps_since_plan > 0)
-        gather_host(ex); /* the next plan may hold a tensor on another rank */
+        executor_gather_host(ex); /* the next plan may hold a tensor on another rank */
     ex->steps_since_plan = 0;
     free_plan(ex);
     memset(ex->last_output, 0, (size_t)ex->g->n_tensors * sizeof *ex->last_output);
@@ -953,108 +675,6 @@ pl_status pl_executor_set_plan(pl_executor *ex, const pl_plan *plan, pl_fit *fit
     return status;
 }
 
-/* ---- leading and following ---------------------------------------------------------------- */
-
-/* A plan as the leader sends it: its shape, then its devices and stages. */
-enum { PLAN_FIELDS = 7 };
-
-static void tell(pl_executor *ex, command what, int64_t step)
-{
-    int64_t message[2] = {what, step};
-    pl_comm_broadcast(ex->comm, message, sizeof message, 0);
-}
-
-static void send_plan(pl_executor *ex, const pl_plan *plan)
-{
-    int64_t fields[PLAN_FIELDS] = {plan->n_ops, plan->replicas, plan->n_stages,
-                                   plan->micro_batches, plan->schedule,
-                                   plan->defer_weight_gradients, plan->shard_optimizer_state};
-    pl_comm_broadcast(ex->comm, fields, sizeof fields, 0);
-    pl_comm_broadcast(ex->comm, plan->device,
-                      (size_t)plan->replicas * (size_t)plan->n_ops * sizeof *plan->device, 0);
-    pl_comm_broadcast(ex->comm, plan->stage, (size_t)plan->n_ops * sizeof *plan->stage, 0);
-}
-
-static pl_plan *receive_plan(pl_executor *ex, pl_error *err)
-{
-    int64_t fields[PLAN_FIELDS];
-    pl_comm_broadcast(ex->comm, fields, sizeof fields, 0);
-    pl_plan *plan = pl_plan_new(ex->g, err);
-    if (plan && (fields[0] != plan->n_ops ||
-                 pl_plan_set_replicas(plan, (int)fields[1], err) != PL_OK)) {
-        if (fields[0] != plan->n_ops)
-            pl_error_set(err, PL_EIO, NULL, "rank 0 places another model");
-        pl_plan_free(plan);
-        return NULL;
-    }
-    if (!plan)
-        return NULL;
-    plan->n_stages = (int)fields[2];
-    plan->micro_batches = (int)fields[3];
-    plan->schedule = (pl_schedule)fields[4];
-    plan->defer_weight_gradients = fields[5] != 0;
-    plan->shard_optimizer_state = fields[6] != 0;
-    pl_comm_broadcast(ex->comm, plan->device,
-                      (size_t)plan->replicas * (size_t)plan->n_ops * sizeof *plan->device, 0);
-    pl_comm_broadcast(ex->comm, plan->stage, (size_t)plan->n_ops * sizeof *plan->stage, 0);
-    return plan;
-}
-
-pl_status pl_executor_lead(pl_executor *ex, pl_error *err)
-{
-    if (!ex->comm || ex->rank != 0)
-        return pl_error_set(err, PL_EINPUT, NULL, "only rank 0 of several leads");
-    ex->leading = true;
-    return PL_OK;
-}
-
-pl_status pl_executor_follow(pl_executor *ex, pl_error *err)
-{
-    if (!ex->comm || ex->rank == 0)
-        return pl_error_set(err, PL_EINPUT, NULL, "only ranks other than 0 follow");
-    for (;;) {
-        int64_t message[2];
-        pl_comm_broadcast(ex->comm, message, sizeof message, 0);
-        pl_status status = PL_OK;
-        if (message[0] == COMMAND_PLAN) {
-            pl_plan *plan = receive_plan(ex, err);
-            pl_fit fit;
-            status = plan ? pl_executor_set_plan(ex, plan, &fit, err) : err->status;
-            pl_plan_free(plan);
-        } else if (message[0] == COMMAND_STEP) {
-            float loss;
-            status = pl_executor_step(ex, message[1], &loss, err);
-            if (status == PL_EINTERRUPTED)
-                status = PL_OK; /* the leader's to handle */
-        } else if (message[0] == COMMAND_SYNC) {
-            pl_executor_sync_host(ex);
-        } else {
-            return PL_OK;
-        }
-        if (status != PL_OK)
-            return status;
-    }
-}
-
-pl_status pl_executor_set_comm(pl_executor *ex, pl_comm *comm, pl_error *err)
-{
-    if (ex->program || ex->comm)
-        return pl_error_set(err, PL_EINPUT, NULL, "processes are set once, before a plan");
-    if (ex->c->n_ranks != pl_comm_size(comm))
-        return pl_error_set(err, PL_EINPUT, NULL, "cluster \"%s\" spreads its devices over %d "
-                            "process%s, and %d were started", ex->c->name, ex->c->n_ranks,
-                            ex->c->n_ranks == 1 ? "" : "es", pl_comm_size(comm));
-    ex->comm = comm;
-    ex->rank = pl_comm_rank(comm);
-    for (int d = 0; d < ex->c->n_devices; d++)
-        if (!device_here(ex, d)) { /* its threads idle here: another rank runs it */
-            stop_resource(&ex->devices[d]);
-            pl_pool_free(ex->devices[d].pool);
-            ex->devices[d].pool = NULL;
-        }
-    return PL_OK;
-}
-
 void pl_executor_set_interrupt(pl_executor *ex, const volatile sig_atomic_t *interrupt)
 {
     ex->interrupt = interrupt;
@@ -1072,42 +692,13 @@ void *pl_executor_data(pl_executor *ex, int t)
     return lives_on_host(&ex->g->tensors[t]) ? ex->host[t] : ex->last_output[t];
 }
 
-/* After a step on every rank: the slowest rank's time, each micro-batch's loss from the
- * rank that computed it, whether any was cut short, and every task's times (a transfer's
- * start from its sender, its end from its receiver). */
-static void combine_ranks(pl_executor *ex)
-{
-    const pl_program *p = ex->program;
-    int m = p->micro_batches;
-    double *values = ex->combined;
-    values[0] = ex->step_seconds;
-    values[1] = atomic_load(&ex->cut_short) ? 1 : 0;
-    for (int k = 0; k < m; k++)
-        values[2 + k] = ex->losses[k];
-    for (int i = 0; i < p->n_tasks; i++) {
-        if (ex->roles[i] == ROLE_RECEIVE)
-            ex->starts[i] = INFINITY;
-        values[2 + m + i] = -ex->starts[i];
-        values[2 + m + p->n_tasks + i] = ex->roles[i] == ROLE_SEND ? -INFINITY : ex->ends[i];
-    }
-    pl_comm_max(ex->comm, values, 2 + m + 2 * p->n_tasks);
-    ex->step_seconds = values[0];
-    atomic_store(&ex->cut_short, values[1] > 0);
-    for (int k = 0; k < m; k++)
-        ex->losses[k] = (float)values[2 + k];
-    for (int i = 0; i < p->n_tasks; i++) {
-        ex->starts[i] = -values[2 + m + i];
-        ex->ends[i] = values[2 + m + p->n_tasks + i];
-    }
-}
-
 pl_status pl_executor_step(pl_executor *ex, int64_t step, float *loss, pl_error *err)
 {
     const pl_program *p = ex->program;
     if (!p)
         return pl_error_set(err, PL_EINPUT, NULL, "the executor has no plan that fits");
     if (ex->leading)
-        tell(ex, COMMAND_STEP, step);
+        executor_tell(ex, COMMAND_STEP, step);
     if (!ex->copies_made)
         fill_copies(ex);
     int m = p->micro_batches;
@@ -1137,7 +728,7 @@ pl_status pl_executor_step(pl_executor *ex, int64_t step, float *loss, pl_error 
     pthread_mutex_unlock(&ex->done_lock);
     ex->step_seconds = pl_now() - ex->step_start;
     if (ex->comm)
-        combine_ranks(ex);
+        executor_combine_ranks(ex);
     ex->steps_run++;
     ex->steps_since_plan++;
     double total = 0;

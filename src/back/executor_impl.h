@@ -1,0 +1,117 @@
+/* The executor's insides (executor.h), shared by its files: executor.c (threads, plans,
+ * steps) and executor_ranks.c (a rank among processes: transfers between ranks, gathering,
+ * leading and following). Not installed. */
+#ifndef PLACER_EXECUTOR_IMPL_H
+#define PLACER_EXECUTOR_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm.h"
+#include "executor.h"
+#include "kernels/kernels.h"
+#include "pool.h"
+
+typedef struct ready_queue {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int *heap, n, cap;
+    atomic_int queued;     /* n, readable without the lock: what a spinning thread polls */
+    double spin_seconds;   /* how long an idle thread polls before it sleeps; 0: never */
+    bool stopping;
+} ready_queue;
+
+typedef struct resource {
+    pl_executor *ex;
+    bool is_link;
+    int device;            /* a device: its index; a link: its source */
+    int to;                /* a link: its destination */
+    pthread_t thread;
+    bool started;
+    ready_queue queue;
+    pl_pool *pool;         /* devices */
+    char *arena;
+    size_t arena_bytes;
+    void *work;
+    size_t work_bytes;
+    double flops_per_second;               /* devices, 0: native */
+    double bytes_per_second, latency;      /* links */
+} resource;
+
+/* What a leading rank 0 tells the others (pl_executor_lead). */
+typedef enum command { COMMAND_PLAN, COMMAND_STEP, COMMAND_SYNC, COMMAND_END } command;
+
+/* A task's part on this process (comm.h): all of it, none, or one end of a transfer
+ * between devices of two ranks. */
+typedef enum role { ROLE_NONE, ROLE_LOCAL, ROLE_SEND, ROLE_RECEIVE } role;
+
+struct pl_executor {
+    const pl_graph *g;
+    const pl_cluster *c;
+    pl_comm *comm;         /* NULL: one process, every task local */
+    int rank;
+    bool leading;          /* rank 0 of pl_executor_lead: tells the others what to do */
+    void **host;
+    bool owns_host;
+    resource *devices;
+    resource **links;      /* n_devices x n_devices, started when a plan first uses one */
+    pl_program *program;
+    void **copies;         /* per further copy of a parameter or state (program.h) */
+    bool copies_made;      /* since the plan was set: copied from the first at a step */
+    resource **task_resource;
+    void **ptrs;           /* per reference of the program: its address */
+    const pl_tensor **ref_shapes;
+    void **last_output;    /* per activation: its buffer in the last micro-batch */
+    atomic_int *pending;
+    int *deps;             /* per task: its dependencies that run on this process */
+    signed char *roles;    /* per task */
+    int local_parts;       /* tasks with a role here: a step ends when they all have */
+    atomic_int *parts_left; /* per send or receive: what it still waits for */
+    double *deadlines;     /* per send or receive: when its link's modelled time ends */
+    float **staging;       /* per received reduce: where its range arrives */
+    int program_tasks;     /* the tasks `staging` has room for */
+    atomic_int remaining;
+    pthread_mutex_t done_lock;
+    pthread_cond_t done;
+    pl_step_info *infos;   /* per micro-batch, then one for the updates */
+    float *losses;
+    double *starts, *ends;
+    double *combined;      /* room for combine_ranks */
+    double step_start, step_seconds;
+    int64_t steps_run;
+    int64_t steps_since_plan;
+    const volatile sig_atomic_t *interrupt; /* ends paced waits; NULL: never */
+    atomic_bool cut_short; /* this step: a paced wait ended early */
+};
+
+/* executor.c */
+/* Holds the calling thread until `when` (pl_now's seconds), as pacing does. */
+void executor_wait_until(pl_executor *ex, double when);
+void executor_add_floats(float *restrict own, const float *restrict in, int64_t n);
+/* Task i done here: its successors here released, the step's count of parts lowered. */
+void executor_finish_task(pl_executor *ex, int i);
+/* The bytes further copy c holds, and where they start (*offset). */
+size_t executor_copy_bytes(const pl_executor *ex, int c, size_t *offset);
+void executor_stop_resource(resource *r);
+
+/* executor_ranks.c */
+/* Whether device d runs here: always in one process. */
+bool executor_device_here(const pl_executor *ex, int d);
+/* Which part of each task runs here, and its dependencies here (at set_plan). */
+pl_status executor_assign_roles(pl_executor *ex, pl_error *err);
+/* The receiving end of transfer task i, released: its messages posted. */
+void executor_post_receive(pl_executor *ex, int i);
+/* The sending end of transfer task i, on resource r's thread. */
+void executor_run_send(resource *r, const pl_task *task, int i, double start);
+/* Every parameter and state tensor gathered from the rank that holds it (collective). */
+void executor_gather_host(pl_executor *ex);
+/* A step's time, losses, status and timeline made every rank's (collective). */
+void executor_combine_ranks(pl_executor *ex);
+/* The leader's word to the followers: a command, and a plan after COMMAND_PLAN. */
+void executor_tell(pl_executor *ex, command what, int64_t step);
+void executor_send_plan(pl_executor *ex, const pl_plan *plan);
+
+#endif
