@@ -46,6 +46,13 @@ expect 2 "standard input under mpirun" mpi 2 "$bin" run - --plan "$pipeline" \
     --cluster "$src/graphs/clusters/paced-4-ranks-2.json" <"$model"
 once "$work/err" "under mpirun it reaches rank 0 only" "standard input under mpirun"
 
+# A plan that does not fit a device's memory: every rank exits 3, said once.
+sed 's/"memory_bytes": 1073741824/"memory_bytes": 8192/' \
+    "$src/graphs/clusters/paced-4-ranks-2.json" >"$work/tiny.json"
+expect 3 "a plan that does not fit, over 2 ranks" mpi 2 "$bin" run "$model" --plan "$pipeline" \
+    --cluster "$work/tiny.json"
+once "$work/err" "run: out of memory: device" "a plan that does not fit, over 2 ranks"
+
 # The losses a step prints, and the checkpoint, of one process.
 losses() { grep '^step ' "$1" | sed 's/  [0-9]* samples\/s//; s/  accuracy [0-9.]*//'; }
 train() { # OUT CHECKPOINT PLAN CLUSTER [mpirun ranks]
