@@ -71,7 +71,10 @@ static void print_help(void)
            "(one of them per command); -o - writes to standard output.\n"
            "Environment: PLACER_PROFILE (the calibration profile's file), XDG_CACHE_HOME\n"
            "(else its folder: $XDG_CACHE_HOME/placer, else ~/.cache/placer), PLACER_GRAPHS\n"
-           "(the models calibration measures).\n"
+           "(the models calibration measures), PLACER_MPI_TIMEOUT (under mpirun: seconds a\n"
+           "message between ranks may be overdue, default 60).\n"
+           "Under mpirun a cluster whose devices name ranks runs one process a rank\n"
+           "(processes.md).\n"
            "Each command's options: placer COMMAND --help. More in man placer and in\n"
            PLACER_DOCDIR "/: model-format.md, cluster-format.md,\n"
            "plan-format.md, outputs.md, bad-inputs.md and the rest.\n");
