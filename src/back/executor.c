@@ -182,8 +182,9 @@ static void move_bytes(const resource *r, void *to, const void *from, int64_t by
         if (at > 0)
             sched_yield();
         if (add)
-            executor_add_floats((float *)((char *)to + at), (const float *)((const char *)from + at),
-                       n / (int64_t)sizeof(float));
+            executor_add_floats((float *)((char *)to + at),
+                                (const float *)((const char *)from + at),
+                                n / (int64_t)sizeof(float));
         else
             memcpy((char *)to + at, (const char *)from + at, (size_t)n);
     }

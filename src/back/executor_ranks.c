@@ -62,7 +62,7 @@ static void received(void *context, int i)
     const pl_task *task = &ex->program->tasks[i];
     if (task->kind == PL_TASK_REDUCE)
         executor_add_floats(ex->ptrs[task->first_ref + 1], ex->staging[i],
-                   pl_task_bytes(ex->program, task) / (int64_t)sizeof(float));
+                            pl_task_bytes(ex->program, task) / (int64_t)sizeof(float));
     pl_error err;
     atomic_store_explicit(&ex->parts_left[i], 1, memory_order_relaxed);
     if (ex->deadlines[i] > pl_now() && !(ex->interrupt && *ex->interrupt)) {
