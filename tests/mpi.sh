@@ -99,6 +99,12 @@ for device in dev0 dev1 dev2 dev3; do
 done
 once "$work/out" "step time: median" "run over 4 ranks: one report"
 
+# A baseline measured over 2 ranks, its plan written once.
+expect 0 "baseline over 2 ranks" mpi 2 "$bin" baseline "$model" --algo pipeline-dp \
+    --measure 2 --cluster "$src/graphs/clusters/paced-4-ranks-2.json" -o "$work/base.json"
+once "$work/out" "measured step: median" "baseline over 2 ranks"
+[ -s "$work/base.json" ] && ok || bad "baseline over 2 ranks: no plan"
+
 # The main job: rank 0 searches and writes, every rank measures the plans it is sent.
 expect 0 "the main job over 2 ranks" mpi 2 "$bin" "$model" --budget 5 -q -o "$work/job" \
     --cluster "$src/graphs/clusters/paced-4-ranks-2.json"

@@ -134,7 +134,9 @@ static int measure(const baseline_options *o, const pl_graph *g, const pl_cluste
     pl_error_init(&err, o->model);
     pl_fit fit;
     pl_measurement m;
-    int status = *ex ? PL_EXIT_OK : pl_cli_new_executor(g, c, "synthetic", ex);
+    int status = PL_EXIT_OK;
+    if (!*ex && (status = pl_cli_new_executor(g, c, "synthetic", ex)) == PL_EXIT_OK)
+        status = pl_cli_join_processes(*ex, c);
     if (status != PL_EXIT_OK)
         return status;
     if (pl_executor_set_plan(*ex, out->plan, &fit, &err) != PL_OK)
@@ -259,7 +261,7 @@ static int run_one(const baseline_options *o, const pl_graph *g, const pl_cluste
         pl_cli_print_stability(stdout, &out.measurement);
     }
     pl_executor_free(ex);
-    if (status == PL_EXIT_OK && o->output) {
+    if (status == PL_EXIT_OK && o->output && pl_cli_leader()) {
         pl_error_init(&err, o->output);
         if (pl_plan_write_file(o->output, out.plan, g, c, &err) != PL_OK)
             status = pl_cli_report(&err);
