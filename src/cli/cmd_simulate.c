@@ -122,8 +122,12 @@ static int measure(const simulate_options *o, pl_graph *g, const pl_cluster *c,
     pl_fit fit;
     pl_measurement m;
     int status = pl_cli_new_executor(g, c, "synthetic", &ex);
-    if (status != PL_EXIT_OK)
+    if (status == PL_EXIT_OK)
+        status = pl_cli_join_processes(ex, c);
+    if (status != PL_EXIT_OK) {
+        pl_executor_free(ex);
         return status;
+    }
     if (pl_executor_set_plan(ex, plan, &fit, &err) != PL_OK) {
         status = pl_cli_report(&err);
     } else {
@@ -189,7 +193,7 @@ static int simulate(const simulate_options *o, const pl_cli_setup *setup)
                setup->calibrated ? ", just calibrated" : "");
         pl_cli_describe_plan(plan, c, p);
         print_prediction(g, c, p, &sim, setup->bound);
-        if (o->timeline)
+        if (o->timeline && pl_cli_leader())
             status = write_timeline(o, g, c, p, &sim, starts, ends);
         if (o->measure && status == PL_EXIT_OK)
             status = measure(o, g, c, plan, sim.step_seconds);
