@@ -77,6 +77,10 @@ int pl_cli_follow(const pl_graph *graph, const pl_cluster *cluster);
  * rank 0 has loaded `costs`; the others pass NULL) and kept in rank 0's cached profile;
  * `force`: measured again. */
 int pl_cli_measure_processes(pl_cost_model *costs, bool force);
+/* Under mpirun, rank 0's cost model (loaded there alone, with `status` its exit status) on
+ * every rank, so that the ranks decide alike; returns rank 0's status on every rank. In
+ * one process, `status`. */
+int pl_cli_share_costs(pl_cost_model *costs, int status);
 /* Loads and validates a model, printing the error on failure (NULL then, *status set). */
 pl_graph *pl_cli_load_model(const char *path, int *status);
 /* The cluster (the local machine when cluster_path is NULL) and the plan (every op on the

@@ -20,7 +20,7 @@ void pl_cli_calibration_progress(void *context, const char *what)
 void pl_cli_warn_profile(const pl_cost_model *m)
 {
     char line[1024];
-    if (pl_profile_warning(m, (long long)time(NULL), line, sizeof line))
+    if (pl_cli_leader() && pl_profile_warning(m, (long long)time(NULL), line, sizeof line))
         fprintf(stderr, "placer: warning: %s\n", line);
 }
 

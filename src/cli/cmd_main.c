@@ -473,7 +473,7 @@ static int run_job(job_state *s)
     if (status != PL_EXIT_OK)
         return status;
     if (!pl_cli_leader()) { /* rank 0 searches; this rank measures what it is told */
-        s->setup.needs = PL_CLI_TRAINING;
+        s->setup.needs = PL_CLI_TRAINING | PL_CLI_COSTS; /* rank 0's, shared */
         if ((status = pl_cli_setup_load(&s->setup)) != PL_EXIT_OK)
             return status;
         if ((status = pl_cli_measure_processes(NULL, false)) != PL_EXIT_OK)

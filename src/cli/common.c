@@ -454,11 +454,16 @@ static int take_costs(pl_cli_setup *s)
     bool verbose = !s->quiet;
     if (!(s->costs = calloc(1, sizeof *s->costs)))
         return PL_EXIT_FAILURE;
-    if (pl_profile_load(s->costs, s->cluster, false, pl_cli_calibration_progress, &verbose,
+    int status = PL_EXIT_OK;
+    /* under mpirun rank 0 loads it (and calibrates, alone) and every rank gets its copy,
+       so that what the ranks decide from it is the same */
+    if (pl_cli_leader() &&
+        pl_profile_load(s->costs, s->cluster, false, pl_cli_calibration_progress, &verbose,
                         &pl_cli_interrupted, &s->calibrated, &err) != PL_OK)
-        return pl_cli_report(&err);
-    pl_cli_warn_profile(s->costs);
-    return PL_EXIT_OK;
+        status = pl_cli_report(&err);
+    if ((status = pl_cli_share_costs(s->costs, status)) == PL_EXIT_OK)
+        pl_cli_warn_profile(s->costs);
+    return status;
 }
 
 static int take_bound(pl_cli_setup *s)

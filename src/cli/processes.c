@@ -3,6 +3,7 @@
  * outputs; the others' standard output goes nowhere. An error every rank meets alike (bad
  * input, exit 2) is printed by rank 0; one that a rank meets alone is printed by it, named,
  * and ends every rank. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -117,4 +118,27 @@ int pl_cli_measure_processes(pl_cost_model *costs, bool force)
         return PL_EXIT_OK;
     pl_error_init(&err, path);
     return pl_cost_model_write(costs, path, &err) == PL_OK ? PL_EXIT_OK : pl_cli_report(&err);
+}
+
+int pl_cli_share_costs(pl_cost_model *costs, int status)
+{
+    if (!comm)
+        return status;
+    int64_t word = status;
+    pl_comm_broadcast(comm, &word, sizeof word, 0);
+    if (word != PL_EXIT_OK)
+        return (int)word;
+    pl_op_time *mine = costs->measured;
+    pl_comm_broadcast(comm, costs, sizeof *costs, 0);
+    if (!pl_cli_leader()) {
+        free(mine);
+        costs->measured = malloc((size_t)costs->n_measured * sizeof *costs->measured + 1);
+        if (!costs->measured) {
+            fprintf(stderr, "placer: rank %d: out of memory\n", pl_comm_rank(comm));
+            pl_comm_abort(comm, PL_EXIT_FAILURE);
+        }
+    }
+    pl_comm_broadcast(comm, costs->measured,
+                      (size_t)costs->n_measured * sizeof *costs->measured, 0);
+    return PL_EXIT_OK;
 }
