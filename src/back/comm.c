@@ -295,44 +295,35 @@ void pl_comm_barrier(pl_comm *comm)
 
 void pl_comm_broadcast(pl_comm *comm, void *data, size_t bytes, int root)
 {
-    for (size_t at = 0; at < bytes || (bytes == 0 && at == 0); at += INT_MAX) {
+    size_t at = 0;
+    do { /* in pieces MPI's int count can say */
         size_t n = bytes - at < INT_MAX ? bytes - at : INT_MAX;
         MPI_Request request;
         pthread_mutex_lock(&comm->lock);
         MPI_Ibcast((char *)data + at, (int)n, MPI_BYTE, root, MPI_COMM_WORLD, &request);
         pthread_mutex_unlock(&comm->lock);
         wait_request(comm, &request);
-        if (bytes == 0)
-            break;
-    }
+        at += n;
+    } while (at < bytes);
 }
 
-static void reduce(pl_comm *comm, double *values, int n, MPI_Op op)
+static void reduce(pl_comm *comm, void *values, int n, MPI_Datatype type, MPI_Op op)
 {
     MPI_Request request;
     pthread_mutex_lock(&comm->lock);
-    MPI_Iallreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, op, MPI_COMM_WORLD, &request);
+    MPI_Iallreduce(MPI_IN_PLACE, values, n, type, op, MPI_COMM_WORLD, &request);
     pthread_mutex_unlock(&comm->lock);
     wait_request(comm, &request);
 }
 
 void pl_comm_max(pl_comm *comm, double *values, int n)
 {
-    reduce(comm, values, n, MPI_MAX);
-}
-
-void pl_comm_min(pl_comm *comm, double *values, int n)
-{
-    reduce(comm, values, n, MPI_MIN);
+    reduce(comm, values, n, MPI_DOUBLE, MPI_MAX);
 }
 
 void pl_comm_sum_floats(pl_comm *comm, float *values, int n)
 {
-    MPI_Request request;
-    pthread_mutex_lock(&comm->lock);
-    MPI_Iallreduce(MPI_IN_PLACE, values, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request);
-    pthread_mutex_unlock(&comm->lock);
-    wait_request(comm, &request);
+    reduce(comm, values, n, MPI_FLOAT, MPI_SUM);
 }
 
 /* ---- point to point ---------------------------------------------------------------------- */

@@ -45,9 +45,8 @@ bool pl_comm_shared_clock(const pl_comm *comm);
 /* Collectives: every rank calls each, in the same order. */
 void pl_comm_barrier(pl_comm *comm);
 void pl_comm_broadcast(pl_comm *comm, void *data, size_t bytes, int root);
-/* Element-wise maximum (minimum) of `values` over the ranks, in place. */
+/* Element-wise maximum of `values` over the ranks, in place. */
 void pl_comm_max(pl_comm *comm, double *values, int n);
-void pl_comm_min(pl_comm *comm, double *values, int n);
 /* The element-wise sum of `values` over the ranks, in place: MPI's own all-reduce. */
 void pl_comm_sum_floats(pl_comm *comm, float *values, int n);
 

@@ -396,33 +396,22 @@ static void free_plan(pl_executor *ex)
     ex->program = NULL;
     for (int i = 0; ex->staging && i < ex->program_tasks; i++)
         free(ex->staging[i]);
-    free(ex->staging);
-    free(ex->task_resource);
-    free(ex->ptrs);
-    free(ex->ref_shapes);
-    free(ex->pending);
-    free(ex->deps);
-    free(ex->roles);
-    free(ex->parts_left);
-    free(ex->deadlines);
-    free(ex->infos);
-    free(ex->losses);
-    free(ex->starts);
-    free(ex->ends);
-    free(ex->combined);
-    ex->combined = NULL;
-    ex->staging = NULL;
-    ex->deps = NULL;
-    ex->roles = NULL;
-    ex->parts_left = NULL;
-    ex->deadlines = NULL;
-    ex->task_resource = NULL;
-    ex->ptrs = NULL;
-    ex->ref_shapes = NULL;
-    ex->pending = NULL;
-    ex->infos = NULL;
-    ex->losses = NULL;
-    ex->starts = ex->ends = NULL;
+#define DROP(pointer) (free(pointer), (pointer) = NULL)
+    DROP(ex->staging);
+    DROP(ex->task_resource);
+    DROP(ex->ptrs);
+    DROP(ex->ref_shapes);
+    DROP(ex->pending);
+    DROP(ex->deps);
+    DROP(ex->roles);
+    DROP(ex->parts_left);
+    DROP(ex->deadlines);
+    DROP(ex->infos);
+    DROP(ex->losses);
+    DROP(ex->starts);
+    DROP(ex->ends);
+    DROP(ex->combined);
+#undef DROP
 }
 
 void pl_executor_free(pl_executor *ex)

@@ -219,15 +219,21 @@ void executor_tell(pl_executor *ex, command what, int64_t step)
     pl_comm_broadcast(ex->comm, message, sizeof message, 0);
 }
 
+/* The plan's devices and stages, from the leader into every follower's plan of its shape. */
+static void broadcast_placement(pl_executor *ex, pl_plan *plan)
+{
+    pl_comm_broadcast(ex->comm, plan->device,
+                      (size_t)plan->replicas * (size_t)plan->n_ops * sizeof *plan->device, 0);
+    pl_comm_broadcast(ex->comm, plan->stage, (size_t)plan->n_ops * sizeof *plan->stage, 0);
+}
+
 void executor_send_plan(pl_executor *ex, const pl_plan *plan)
 {
     int64_t fields[PLAN_FIELDS] = {plan->n_ops, plan->replicas, plan->n_stages,
                                    plan->micro_batches, plan->schedule,
                                    plan->defer_weight_gradients, plan->shard_optimizer_state};
     pl_comm_broadcast(ex->comm, fields, sizeof fields, 0);
-    pl_comm_broadcast(ex->comm, plan->device,
-                      (size_t)plan->replicas * (size_t)plan->n_ops * sizeof *plan->device, 0);
-    pl_comm_broadcast(ex->comm, plan->stage, (size_t)plan->n_ops * sizeof *plan->stage, 0);
+    broadcast_placement(ex, (pl_plan *)plan); /* the root only reads */
 }
 
 static pl_plan *receive_plan(pl_executor *ex, pl_error *err)
@@ -249,9 +255,7 @@ static pl_plan *receive_plan(pl_executor *ex, pl_error *err)
     plan->schedule = (pl_schedule)fields[4];
     plan->defer_weight_gradients = fields[5] != 0;
     plan->shard_optimizer_state = fields[6] != 0;
-    pl_comm_broadcast(ex->comm, plan->device,
-                      (size_t)plan->replicas * (size_t)plan->n_ops * sizeof *plan->device, 0);
-    pl_comm_broadcast(ex->comm, plan->stage, (size_t)plan->n_ops * sizeof *plan->stage, 0);
+    broadcast_placement(ex, plan);
     return plan;
 }
 
@@ -322,9 +326,7 @@ void executor_combine_ranks(pl_executor *ex)
     values[1] = atomic_load(&ex->cut_short) ? 1 : 0;
     for (int k = 0; k < m; k++)
         values[2 + k] = ex->losses[k];
-    for (int i = 0; i < p->n_tasks; i++) {
-        if (ex->roles[i] == ROLE_RECEIVE)
-            ex->starts[i] = INFINITY;
+    for (int i = 0; i < p->n_tasks; i++) { /* a receiving end records no start */
         values[2 + m + i] = -ex->starts[i];
         values[2 + m + p->n_tasks + i] = ex->roles[i] == ROLE_SEND ? -INFINITY : ex->ends[i];
     }

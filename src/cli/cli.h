@@ -73,9 +73,9 @@ int pl_cli_check_processes(const pl_cluster *cluster);
 int pl_cli_join_processes(pl_executor *executor, const pl_cluster *cluster);
 /* A rank other than 0 in the main job: its executor follows rank 0's (executor.h). */
 int pl_cli_follow(const pl_graph *graph, const pl_cluster *cluster);
-/* Under mpirun: the cost model's transfers between ranks measured once (collective, after
- * rank 0 has loaded `costs`; the others pass NULL) and kept in rank 0's cached profile;
- * `force`: measured again. */
+/* Under mpirun: the cost model's transfers between ranks measured when rank 0's `costs`
+ * has none, or `force` (collective; every rank's `costs` gets them) and kept in rank 0's
+ * cached profile. */
 int pl_cli_measure_processes(pl_cost_model *costs, bool force);
 /* Under mpirun, rank 0's cost model (loaded there alone, with `status` its exit status) on
  * every rank, so that the ranks decide alike; returns rank 0's status on every rank. In

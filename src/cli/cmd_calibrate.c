@@ -246,12 +246,13 @@ int pl_cmd_calibrate(int argc, char **argv)
     int status = PL_EXIT_OK;
     /* under mpirun rank 0 calibrates and the others join it for the transfers between
        ranks */
-    if (!m || (pl_cli_leader() && pl_profile_load(m, cluster, force, pl_cli_calibration_progress,
-                                                   &verbose, NULL, &calibrated, &err) != PL_OK)) {
-        status = m ? pl_cli_report(&err) : PL_EXIT_FAILURE;
-    } else if ((status = pl_cli_measure_processes(pl_cli_leader() ? m : NULL, force)) ==
-                   PL_EXIT_OK &&
-               pl_cli_leader()) {
+    if (!m)
+        status = PL_EXIT_FAILURE;
+    else if (pl_cli_leader() && pl_profile_load(m, cluster, force, pl_cli_calibration_progress,
+                                                &verbose, NULL, &calibrated, &err) != PL_OK)
+        status = pl_cli_report(&err);
+    if (m && (status = pl_cli_share_costs(m, status)) == PL_EXIT_OK &&
+        (status = pl_cli_measure_processes(m, force)) == PL_EXIT_OK && pl_cli_leader()) {
         double seconds = pl_now() - start;
         char path[4096] = "(not cached: no home directory)";
         pl_profile_path(path, sizeof path);

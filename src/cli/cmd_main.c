@@ -476,13 +476,10 @@ static int run_job(job_state *s)
         s->setup.needs = PL_CLI_TRAINING | PL_CLI_COSTS; /* rank 0's, shared */
         if ((status = pl_cli_setup_load(&s->setup)) != PL_EXIT_OK)
             return status;
-        if ((status = pl_cli_measure_processes(NULL, false)) != PL_EXIT_OK)
-            return status;
         return pl_cli_follow(s->setup.graph, s->setup.cluster);
     }
     s->setup.needs = PL_CLI_TRAINING | PL_CLI_COSTS;
-    if ((status = pl_cli_setup_load(&s->setup)) != PL_EXIT_OK ||
-        (status = pl_cli_measure_processes(s->setup.costs, false)) != PL_EXIT_OK)
+    if ((status = pl_cli_setup_load(&s->setup)) != PL_EXIT_OK)
         return status;
     s->job.graph = s->setup.graph;
     s->job.cluster = s->setup.cluster;

@@ -461,7 +461,8 @@ static int take_costs(pl_cli_setup *s)
         pl_profile_load(s->costs, s->cluster, false, pl_cli_calibration_progress, &verbose,
                         &pl_cli_interrupted, &s->calibrated, &err) != PL_OK)
         status = pl_cli_report(&err);
-    if ((status = pl_cli_share_costs(s->costs, status)) == PL_EXIT_OK)
+    if ((status = pl_cli_share_costs(s->costs, status)) == PL_EXIT_OK &&
+        (status = pl_cli_measure_processes(s->costs, false)) == PL_EXIT_OK)
         pl_cli_warn_profile(s->costs);
     return status;
 }

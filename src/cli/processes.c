@@ -102,19 +102,18 @@ int pl_cli_measure_processes(pl_cost_model *costs, bool force)
 {
     if (!comm || pl_comm_size(comm) < 2)
         return PL_EXIT_OK;
-    /* rank 0 may have calibrated meanwhile; the others waited here */
+    /* rank 0's model decides: the others' is its copy, or empty (calibrate) */
     double measure = pl_cli_leader() && (force || (costs->process_seconds <= 0 &&
                                                    costs->process_per_byte <= 0));
     pl_comm_broadcast(comm, &measure, sizeof measure, 0);
     if (!measure)
         return PL_EXIT_OK;
-    pl_cost_model scratch = {0};
     pl_error err;
     pl_error_init(&err, NULL);
-    if (pl_calibrate_processes(costs ? costs : &scratch, comm, &err) != PL_OK)
+    if (pl_calibrate_processes(costs, comm, &err) != PL_OK)
         return pl_cli_report(&err);
     char path[4096];
-    if (!costs || !pl_profile_path(path, sizeof path))
+    if (!pl_cli_leader() || !pl_profile_path(path, sizeof path))
         return PL_EXIT_OK;
     pl_error_init(&err, path);
     return pl_cost_model_write(costs, path, &err) == PL_OK ? PL_EXIT_OK : pl_cli_report(&err);

@@ -129,16 +129,12 @@ int main(int argc, char **argv)
         printf("| copy | size | one way | spread | bandwidth |\n|---|---|---|---|---|\n");
     }
     for (int s = 0; s < N_SIZES; s++) {
-        for (int k = 0; k < WARMUP; k++)
-            ping_pong(comm, a, sizes[s]);
-        for (int k = 0; k < repeats; k++)
-            times[k] = ping_pong(comm, a, sizes[s]);
+        for (int k = 0; k < WARMUP + repeats; k++) /* the last `repeats` are kept */
+            times[k % repeats] = ping_pong(comm, a, sizes[s]);
         if (speaks)
             row("between ranks (MPI)", sizes[s], times, repeats);
-        for (int k = 0; k < WARMUP; k++)
-            copy_once(b, a, sizes[s]);
-        for (int k = 0; k < repeats; k++)
-            times[k] = copy_once(b, a, sizes[s]);
+        for (int k = 0; k < WARMUP + repeats; k++)
+            times[k % repeats] = copy_once(b, a, sizes[s]);
         if (speaks)
             row("in one process (memcpy)", sizes[s], times, repeats);
         pl_comm_barrier(comm);
