@@ -117,7 +117,7 @@ contains "$work/err" "run placer with mpirun -np 2" "the main job without mpirun
 
 # Ctrl-C on mpirun (which ends the ranks with SIGTERM): rank 0 still writes the best plan
 # so far. The model's drawing is written before the search starts.
-mpi 2 "$bin" "$model" --budget 120 -q -o "$work/cut" \
+mpi 2 "$bin" "$model" --budget 120 --no-early-stop -q -o "$work/cut" \
     --cluster "$src/graphs/clusters/paced-4-ranks-2.json" >"$work/out" 2>"$work/err" &
 job=$!
 for _ in $(seq 1 120); do [ -s "$work/cut.graph.dot" ] && break; sleep 0.5; done
