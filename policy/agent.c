@@ -232,8 +232,9 @@ pl_status pl_agent_keep(pl_agent *a, const pl_plan *plan, double step, const cha
     uint64_t key = plan_key(plan);
     if (!keep_origin(a, plan, step, key, algorithm))
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    /* a step within rounding of the lead's is the same plan, as below */
-    if (!pl_agent_is_refined(algorithm) &&
+    /* a step within rounding of the lead's is the same plan, as below; the lead is of one
+       replica, as the policy's actions are (agent_impl.h) */
+    if (!pl_agent_is_refined(algorithm) && plan->replicas == 1 &&
         (a->n_lead == 0 || a->lead.step - step > 1e-9 * step)) {
         if (!set_best(&a->lead, plan, step, key, algorithm))
             return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");

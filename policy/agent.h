@@ -16,9 +16,10 @@
  * the reference is the first plan's step (or PL_AGENT_OOM_REWARD when a device runs out of
  * memory), and takes `epochs` Adam steps of PPO (the clipped surrogate, ratio in
  * [0.8, 1.2]) with a leave-one-out baseline (each sample's advantage is its reward against
- * the mean of the others, over their spread) and an entropy bonus; the best plan so far
- * (at first the best offered baseline) is imitated alongside, as one more sample of
- * advantage `anchor` (self-imitation: it keeps the policy from drifting off what works). The agent keeps the best distinct plans it has simulated; the caller
+ * the mean of the others, over their spread) and an entropy bonus; the best plan of one
+ * replica so far (the lead, below) is imitated alongside, as one more sample of advantage
+ * `anchor` (self-imitation: it keeps the policy from drifting off what works). The agent
+ * keeps the best distinct plans it has simulated; the caller
  * measures them on the executor and tells the agent (pl_agent_correct) how the simulator
  * compares, and chooses the final plan by measured step.
  *
@@ -164,8 +165,8 @@ const pl_agent_iteration *pl_agent_curve(const pl_agent *agent);
 int pl_agent_best_count(const pl_agent *agent);
 pl_plan *pl_agent_best_plan(const pl_agent *agent, int k, pl_error *err);
 
-/* The lead: the best plan not refined (the policy's, an offered one, or one reshaped), as
- * pl_agent_best_plan gives it, or NULL before any plan fits. */
+/* The lead: the best plan of one replica not refined (the policy's, an offered one, or one
+ * reshaped), as pl_agent_best_plan gives it, or NULL before any such plan fits. */
 pl_plan *pl_agent_lead_plan(const pl_agent *agent, pl_error *err);
 /* The best plan of each origin (an offered plan's algorithm, or "rl"), as pl_agent_best_plan
  * gives it: k from 0 to pl_agent_origin_count - 1, in no order. */

@@ -1,7 +1,7 @@
 /* Agent checkpoints: everything a resumed search needs to continue as the uninterrupted
  * one would, bit for bit.
  *
- * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 9,
+ * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 10,
  * the header struct as the machine lays it out (u64 model hash (pl_graph.hash), u64 cluster
  * hash (pl_cluster_hash), i32 devices, i32 the mode (0 learning, 1 without learning, 2
  * sampling a policy without training it), the options that shape the
@@ -15,7 +15,7 @@
  * u64 key, 64 bytes of algorithm, i32 stages, micro-batches, schedule, flags (1: weight
  * gradients deferred, 2: optimizer state sharded), then the device and stage of every
  * forward op, i32 replicas and the other replicas' devices; the same for the lead
- * plan after an i32 0 or 1, and for each origin's best plan after their i32 count. Written
+ * plan (of one replica) after an i32 0 or 1, and for each origin's best plan after their i32 count. Written
  * atomically. tests/invalid/README.md lists the offsets
  * of a small checkpoint.
  *
@@ -34,12 +34,10 @@
 #include "input_file.h"
 
 static const char MAGIC[8] = {'P', 'L', 'A', 'C', 'E', 'R', 'A', 'G'};
-enum {
-    VERSION = 9
-}; /* 2: the shape head; deferred weight gradients; 3: the sweep;
-                        4: the refinement; 5: the cluster's hash; 6: the policy's layout
-                        independent of the graph and cluster; 7: the origins; 8: replicas;
-                        9: a sharded optimizer state */
+/* 2: the shape head; deferred weight gradients; 3: the sweep; 4: the refinement; 5: the
+ * cluster's hash; 6: the policy's layout independent of the graph and cluster; 7: the
+ * origins; 8: replicas; 9: a sharded optimizer state; 10: the lead of one replica */
+enum { VERSION = 10 };
 
 enum { FLAG_DEFER = 1, FLAG_SHARD = 2 };
 

@@ -35,9 +35,12 @@ struct pl_agent {
     int curve_cap;
     pl_agent_best best[PL_AGENT_MAX_BEST];
     int n_best;
-    pl_agent_best lead;        /* the best plan not refined (n_lead 0: none yet): what the
-                                  anchor imitates and a new sample must beat to be swept,
-                                  so the policy learns as it would without refinement */
+    pl_agent_best lead;        /* the best plan of one replica not refined (n_lead 0: none
+                                  yet): what the anchor imitates and a new sample must
+                                  beat to be swept, so the policy learns as it would
+                                  without refinement; of one replica because an action
+                                  places one (a replicated plan's replica 0 alone is
+                                  another, slower plan, and the anchor would pull there) */
     int n_lead;
     pl_agent_best origins[PL_AGENT_MAX_ORIGINS]; /* the best plan of each origin (a
                                   baseline's name or "rl"), reshaped or refined or not: the

@@ -155,8 +155,26 @@ static void forget_error(pl_error *err)
     pl_error_init(err, kept.source);
 }
 
-/* A new agent, offered every baseline that fits and imitating the best: the policy starts
- * from what works, and the best plans include the baselines. */
+/* The baseline the policy imitates: the best one when it is of one replica, else the
+ * fitting baseline of one replica with the least simulated step (the first of equals), or
+ * -1. An action places one replica: imitating a replicated plan would teach replica 0's
+ * placement alone (data-parallel's: the whole model on one device), a slow plan by itself. */
+static int imitated_row(const pl_search *s)
+{
+    if (s->best_baseline < 0 || s->rows[s->best_baseline].plan->replicas == 1)
+        return s->best_baseline;
+    int imitated = -1;
+    for (int r = 0; r < s->n_rows; r++) {
+        const pl_search_row *row = &s->rows[r];
+        if (row->baseline && row->plan && row->fits && row->plan->replicas == 1 &&
+            (imitated < 0 || row->sim.step_seconds < s->rows[imitated].sim.step_seconds))
+            imitated = r;
+    }
+    return imitated;
+}
+
+/* A new agent, offered every baseline that fits and imitating the best of one replica: the
+ * policy starts from what works, and the best plans include the baselines. */
 static pl_status start_new_agent(pl_search_call *call, const pl_agent_options *ao)
 {
     pl_search *s = call->result;
@@ -171,14 +189,14 @@ static pl_status start_new_agent(pl_search_call *call, const pl_agent_options *a
         if (s->rows[r].plan && s->rows[r].fits &&
             pl_agent_offer(s->agent, s->rows[r].plan, call->err) != PL_OK)
             return call->err->status;
-    if (s->best_baseline < 0 ||
-        pl_agent_imitate(s->agent, s->rows[s->best_baseline].plan, call->err) == PL_OK)
+    int imitated = imitated_row(s);
+    if (imitated < 0 || pl_agent_imitate(s->agent, s->rows[imitated].plan, call->err) == PL_OK)
         return PL_OK;
     if (call->err->status != PL_EINPUT)
         return call->err->status;
     /* a shape the policy cannot choose: it learns from the offered plans alone */
     pl_search__tell(call, (pl_search_event){.kind = PL_SEARCH_NOT_IMITATING,
-                                            .row = s->best_baseline,
+                                            .row = imitated,
                                             .text = call->err->text});
     forget_error(call->err);
     return PL_OK;
@@ -369,9 +387,9 @@ static pl_status add_best_rows(pl_search_call *call, int *k, int want, int *adde
     return status;
 }
 
-/* The agent's two best distinct plans and its lead (its best plan not refined: what the
- * policy itself reached), or its third best when the lead is among them or a baseline;
- * when all its best are baselines', the best of one of its own origins. */
+/* The agent's two best distinct plans and its lead (its best plan of one replica not
+ * refined: what the policy itself reached), or its third best when the lead is among them
+ * or a baseline; when all its best are baselines', the best of one of its own origins. */
 static pl_status add_agent_rows(pl_search_call *call)
 {
     int added = 0, k = 0;

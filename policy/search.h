@@ -206,7 +206,8 @@ typedef enum pl_search_event_kind {
                                  executor's memory (fits false) */
     PL_SEARCH_BASELINES_DONE, /* the baselines placed and measured, the best one known */
     PL_SEARCH_RESUMED,        /* the agent read back from options->resume */
-    PL_SEARCH_NOT_IMITATING,  /* the best baseline cannot be imitated: why in `text` */
+    PL_SEARCH_NOT_IMITATING,  /* the best baseline of one replica cannot be imitated: why
+                                 in `text` */
     PL_SEARCH_ITERATION,      /* the agent's `iteration` done */
     PL_SEARCH_AGENT_MEASURED, /* the agent's best plan measured: `measured` seconds */
     PL_SEARCH_AGENT_DONE,     /* the agent iterates no more */
