@@ -205,6 +205,36 @@ static void test_best_distinct(void)
     branches_agent_free(&t);
 }
 
+/* The lead is of one replica, as an action places one: an offered replicated plan is kept
+ * among the best plans but is not the lead, which the anchor imitates. */
+static void test_lead_one_replica(void)
+{
+    branches_agent t;
+    branches_agent_init(&t, 1);
+    pl_plan *replicated = pl_plan_new(t.g, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(replicated);
+    CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(replicated, 2, NULL), PL_OK);
+    for (int i = 0; i < replicated->n_ops; i++) {
+        replicated->device[i] = 0;
+        pl_plan_replica(replicated, 1)[i] = 1;
+    }
+    int before = pl_agent_best_count(t.a);
+    CU_ASSERT_EQUAL(pl_agent_offer(t.a, replicated, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_agent_best_count(t.a), before + 1);
+    CU_ASSERT_PTR_NULL(pl_agent_lead_plan(t.a, NULL));
+    pl_plan *single = alternating_plan(t.g);
+    CU_ASSERT_EQUAL(pl_agent_offer(t.a, single, NULL), PL_OK);
+    pl_plan *lead = pl_agent_lead_plan(t.a, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lead);
+    CU_ASSERT_EQUAL(lead->replicas, 1);
+    size_t bytes = (size_t)single->n_ops * sizeof *single->device;
+    CU_ASSERT_EQUAL(memcmp(lead->device, single->device, bytes), 0);
+    pl_plan_free(lead);
+    pl_plan_free(single);
+    pl_plan_free(replicated);
+    branches_agent_free(&t);
+}
+
 /* After imitation the policy draws the imitated plan far more often than by chance. */
 static void test_imitation(void)
 {
@@ -796,6 +826,7 @@ void pl_register_agent_tests(void)
         {"two heavy branches, two devices: one each", test_obvious_answer},
         {"imitation", test_imitation},
         {"the best plans are distinct, devices relabelled or not", test_best_distinct},
+        {"the lead is of one replica", test_lead_one_replica},
         {"folding interleaves a pipeline's stages round the devices", test_fold},
         {"the shape sweep: the imitated placement under every shape", test_sweep},
         {"batch statistics per step: one micro-batch in every shape", test_whole_steps},
