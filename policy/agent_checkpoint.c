@@ -14,10 +14,10 @@
  * iteration, the pl_agent_iteration struct), i32 best count and per best plan: f64 step,
  * u64 key, 64 bytes of algorithm, i32 stages, micro-batches, schedule, flags (1: weight
  * gradients deferred, 2: optimizer state sharded), then the device and stage of every
- * forward op, i32 replicas and the other replicas' devices; the same for the lead
- * plan (of one replica) after an i32 0 or 1, and for each origin's best plan after their i32 count. Written
- * atomically. tests/invalid/README.md lists the offsets
- * of a small checkpoint.
+ * forward op, i32 replicas and the other replicas' devices; the same for the lead plan
+ * (of one replica) after an i32 0 or 1, and for each origin's best plan after their i32
+ * count. Written atomically. tests/invalid/README.md lists the offsets of a small
+ * checkpoint.
  *
  * Reading checks every field before the agent is used: the identity (model, cluster,
  * options), each count and index within its range, each number finite, each kept plan
