@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels/kernels.h"
+#include "kernels.h"
 
 /* The pl_kernel_fns of pl_kernel_<name> alone (no finish, no workspace). */
 #define PL_KC_FNS(name) ((pl_kernel_fns){pl_kernel_##name, NULL, NULL})

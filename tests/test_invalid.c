@@ -17,7 +17,7 @@
  *   truncate LENGTH         keep LENGTH bytes (negative: drop that many from the end)
  *   append TEXT             add TEXT at the end
  *   copy OFFSET LENGTH      add a copy of LENGTH bytes from OFFSET at the end
- * The layouts are in src/back/checkpoint.h and policy/agent_checkpoint.c;
+ * The layouts are in src/back/run/checkpoint.h and policy/agent_checkpoint.c;
  * PLACER_PRISTINE_DIR=DIR makes this suite write the pristine files there, to look at when
  * writing a case (tests/invalid/README.md lists the offsets). Adding a case needs no code. */
 #include <dirent.h>

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "kernel_check.h"
-#include "kernels/kernels.h"
+#include "kernels.h"
 #include "ops.h"
 #include "suites.h"
 #include "test_util.h"

@@ -12,7 +12,7 @@
 
 #include "comm.h"
 #include "executor.h"
-#include "kernels/kernels.h"
+#include "kernels.h"
 #include "pool.h"
 
 typedef struct ready_queue {

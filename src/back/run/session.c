@@ -7,7 +7,7 @@
 
 #include "graph_build.h"
 #include "init.h"
-#include "kernels/kernels.h"
+#include "kernels.h"
 #include "op_run.h"
 #include "pool.h"
 

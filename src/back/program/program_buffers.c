@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "grow.h"
-#include "kernels/kernels.h"
+#include "kernels.h"
 #include "program_impl.h"
 
 enum { ALIGN = 64 };

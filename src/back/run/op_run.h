@@ -3,7 +3,7 @@
 #ifndef PLACER_OP_RUN_H
 #define PLACER_OP_RUN_H
 
-#include "kernels/kernels.h"
+#include "kernels.h"
 #include "pool.h"
 
 /* `args` as the kernel contract gives them (ith and nth are set per thread). */
