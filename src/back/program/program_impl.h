@@ -1,7 +1,7 @@
 /* What the parts of the program compiler share while building one (program.c orders the
  * tasks, program_places.c says where replicas keep their values and what they send,
  * program_allreduce.c sums the replicas' gradients, program_buffers.c gives the tasks
- * buffers, dependencies and memory). */
+ * buffers, dependencies and memory; program_builder.c holds what they all build on). */
 #ifndef PLACER_PROGRAM_IMPL_H
 #define PLACER_PROGRAM_IMPL_H
 
@@ -105,17 +105,13 @@ bool pl_edges_add(pl_edges *edges, int from, int to);
 bool pl_edges_csr(const pl_edges *edges, int n_tasks, int **first, int **succ);
 void pl_edges_free(pl_edges *edges);
 
-/* Lookups in program order. A slice k is replica k / m's micro-batch k % m. */
+/* program_builder.c: tasks and edges. Lookups in program order. A slice k is replica k / m's micro-batch k % m. */
 bool pl_tensor_per_micro_batch(const pl_graph *g, int t);
 static inline int pl_replica_of(const pl_builder *b, int k)
 {
     return k < 0 ? 0 : k / b->m;
 }
-int pl_op_task(const pl_builder *b, int o, int k);
 int pl_update_task(const pl_builder *b, int o, int device);
-int pl_copy_task(const pl_builder *b, int x, int k);
-int pl_find_transfer(const pl_builder *b, int t, int from, int to);
-int pl_source_task(const pl_builder *b, int t, int d, int k);
 /* False when out of memory. */
 bool pl_add_task(pl_builder *b, pl_task_kind kind, int index, int k, int resource,
                  task_key key);
@@ -150,10 +146,7 @@ static inline bool pl_collective_task(const pl_builder *b, int i, int *index)
  * timeline of the schedule, indexed by pl_block_of. NULL with err set on failure. */
 enum { PL_FORWARD = 0, PL_BACKWARD = 1 };
 
-static inline int pl_block_of(int stage, int phase, int micro_batch, int m)
-{
-    return (stage * 2 + phase) * m + micro_batch;
-}
+int pl_block_of(int stage, int phase, int micro_batch, int m);
 
 int *pl_rank_blocks(int n_stages, int m, pl_schedule schedule, pl_error *err);
 

@@ -43,6 +43,11 @@ static int compare_blocks(const void *a, const void *b)
     return x->phase - y->phase;
 }
 
+int pl_block_of(int stage, int phase, int micro_batch, int m)
+{
+    return (stage * 2 + phase) * m + micro_batch;
+}
+
 /* Ranks every (stage, phase, micro-batch) block by its start in the ideal timeline: a
  * forward takes 1, a backward 2; a forward follows the previous stage's forward of its
  * micro-batch, a backward the next stage's backward. */
