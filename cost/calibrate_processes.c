@@ -29,10 +29,10 @@ pl_status pl_calibrate_processes(pl_cost_model *m, pl_comm *comm, pl_error *err)
     enum { N = sizeof sizes / sizeof *sizes };
     char *buffer = malloc(sizes[N - 1]);
     double missing = buffer ? 0 : 1; /* the ranks agree first: one out of memory ends all */
-    pl_comm_max(comm, &missing, 1);
-    if (missing > 0) {
+    pl_status agreed = pl_comm_max(comm, &missing, 1, err);
+    if (agreed != PL_OK || missing > 0) {
         free(buffer);
-        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        return agreed != PL_OK ? agreed : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     }
     memset(buffer, 0, sizes[N - 1]);
     double seconds[N];
@@ -53,7 +53,9 @@ pl_status pl_calibrate_processes(pl_cost_model *m, pl_comm *comm, pl_error *err)
     fit[0] = seconds[0] - fit[1] * (double)sizes[0];
     if (fit[0] < 0)
         fit[0] = 0;
-    pl_comm_broadcast(comm, fit, sizeof fit, 0); /* rank 0's measure, everywhere */
+    pl_status status = pl_comm_broadcast(comm, fit, sizeof fit, 0, err); /* rank 0's, everywhere */
+    if (status != PL_OK)
+        return status;
     m->process_seconds = fit[0];
     m->process_per_byte = fit[1];
     return PL_OK;

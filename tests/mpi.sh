@@ -155,5 +155,23 @@ else
     grep -q "signal 9" "$work/err" && ok || { bad "a killed rank: no message"; cat "$work/err"; }
 fi
 
+# A rank that stops answering (stopped, not dead: mpirun sees nothing wrong): the ranks
+# waiting on it end the step with an error naming it once PLACER_MPI_TIMEOUT has passed,
+# and the job ends with exit 1, where it would otherwise hang.
+PLACER_MPI_TIMEOUT=2 mpi 2 -x PLACER_MPI_TIMEOUT "$bin" train "$model" --steps 1000000 -q \
+    --cluster "$src/graphs/clusters/paced-4-ranks-2.json" --plan "$pipeline" \
+    >"$work/out" 2>"$work/err" &
+job=$!
+sleep 3
+ranks=$(pgrep -P "$job" -x placer; for child in $(pgrep -P "$job"); do pgrep -P "$child" -x placer; done)
+last=$(echo "$ranks" | sort -n | tail -n 1)
+[ -n "$last" ] && kill -STOP "$last"
+status=0
+wait "$job" || status=$?
+[ -n "$last" ] && kill -KILL "$last" 2>/dev/null
+[ "$status" -ne 0 ] && ok || bad "a stopped rank: exit $status"
+grep -q "rank 0: a message .* rank 1 (tag [0-9]*) is [0-9]* s overdue (PLACER_MPI_TIMEOUT=2)" "$work/err" &&
+    ok || { bad "a stopped rank: no error naming it"; sed 's/^/    /' "$work/err"; }
+
 echo "mpi: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -220,8 +220,9 @@ static int write_checkpoint(trainer *t)
 {
     pl_error err;
     pl_error_init(&err, t->o.checkpoint);
-    if (t->ex) /* a sharded optimizer state, and every rank's tensors, in the session's */
-        pl_executor_sync_host(t->ex);
+    /* a sharded optimizer state, and every rank's tensors, in the session's */
+    if (t->ex && pl_executor_sync_host(t->ex, &err) != PL_OK)
+        return pl_cli_report(&err);
     if (!pl_cli_leader())
         return PL_EXIT_OK;
     if (pl_checkpoint_write(t->o.checkpoint, t->g, t->s, &t->at, &err) == PL_OK)
@@ -320,8 +321,11 @@ static int run(trainer *t)
         }
         if (epoch_done) {
             double test_loss, test_accuracy;
-            if (t->ex) /* the session's buffers whole: every rank's tensors */
-                pl_executor_sync_host(t->ex);
+            /* the session's buffers whole: every rank's tensors */
+            if (t->ex && pl_executor_sync_host(t->ex, &err) != PL_OK) {
+                status = pl_cli_report(&err);
+                break;
+            }
             evaluate(g, t->s, t->data, &t->sc, t->inputs, &test_loss, &test_accuracy);
             printf("%sepoch %lld  train loss %.4f", tty ? "\r" : "", (long long)t->at.epoch + 1,
                    epoch_loss / (double)epoch_steps);
@@ -350,8 +354,11 @@ static int run(trainer *t)
         t->save_failed = false; /* the last save's failure is always said */
         status = write_checkpoint(t);
     }
-    if (status == PL_EXIT_OK && t->o.save_weights && t->ex)
-        pl_executor_sync_host(t->ex);
+    pl_error err;
+    pl_error_init(&err, NULL);
+    if (status == PL_EXIT_OK && t->o.save_weights && t->ex &&
+        pl_executor_sync_host(t->ex, &err) != PL_OK)
+        status = pl_cli_report(&err);
     if (status == PL_EXIT_OK && t->o.save_weights && pl_cli_leader())
         status = pl_cli_weights(t->o.save_weights, true, g, t->s, NULL);
     if (status == PL_EXIT_OK && pl_cli_interrupted) {

@@ -3,15 +3,28 @@
  * outputs; the others' standard output goes nowhere. An error every rank meets alike (bad
  * input, exit 2) is printed by rank 0; one that a rank meets alone is printed by it, named,
  * and ends every rank. */
+#include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "calibrate.h"
 #include "cli.h"
 #include "profile.h"
 
 static pl_comm *comm;
+
+/* Ends every rank of the job now with exit status `code` (mpirun ends the others), what
+ * was printed flushed first. */
+static void end_every_rank(int code) __attribute__((noreturn));
+static void end_every_rank(int code)
+{
+    fflush(stdout);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    _exit(code);
+}
 
 pl_comm *pl_cli_comm(void)
 {
@@ -36,7 +49,7 @@ int pl_cli_start_processes(void)
     if (pl_comm_rank(comm) != 0 && !freopen("/dev/null", "w", stdout)) {
         fprintf(stderr, "placer: rank %d: cannot silence standard output\n",
                 pl_comm_rank(comm));
-        pl_comm_abort(comm, PL_EXIT_FAILURE);
+        end_every_rank(PL_EXIT_FAILURE);
     }
     return PL_EXIT_OK;
 }
@@ -49,7 +62,7 @@ int pl_cli_end_processes(int status)
     /* every rank ends a command with the same status but when one failed alone */
     if (status != PL_EXIT_OK && status != PL_EXIT_USAGE && status != PL_EXIT_NO_FIT &&
         status != PL_EXIT_INTERRUPTED)
-        pl_comm_abort(comm, status);
+        end_every_rank(status);
     pl_comm_end(comm);
     comm = NULL;
     return status;
@@ -105,11 +118,12 @@ int pl_cli_measure_processes(pl_cost_model *costs, bool force)
     /* rank 0's model decides: the others' is its copy, or empty (calibrate) */
     double measure = pl_cli_leader() && (force || (costs->process_seconds <= 0 &&
                                                    costs->process_per_byte <= 0));
-    pl_comm_broadcast(comm, &measure, sizeof measure, 0);
-    if (!measure)
-        return PL_EXIT_OK;
     pl_error err;
     pl_error_init(&err, NULL);
+    if (pl_comm_broadcast(comm, &measure, sizeof measure, 0, &err) != PL_OK)
+        return pl_cli_report(&err);
+    if (!measure)
+        return PL_EXIT_OK;
     if (pl_calibrate_processes(costs, comm, &err) != PL_OK)
         return pl_cli_report(&err);
     char path[4096];
@@ -124,20 +138,25 @@ int pl_cli_share_costs(pl_cost_model *costs, int status)
     if (!comm)
         return status;
     int64_t word = status;
-    pl_comm_broadcast(comm, &word, sizeof word, 0);
+    pl_error err;
+    pl_error_init(&err, NULL);
+    if (pl_comm_listen(comm, &word, sizeof word, 0, &err) != PL_OK)
+        return pl_cli_report(&err);
     if (word != PL_EXIT_OK)
         return (int)word;
     pl_op_time *mine = costs->measured;
-    pl_comm_broadcast(comm, costs, sizeof *costs, 0);
+    if (pl_comm_broadcast(comm, costs, sizeof *costs, 0, &err) != PL_OK)
+        return pl_cli_report(&err);
     if (!pl_cli_leader()) {
         free(mine);
         costs->measured = malloc((size_t)costs->n_measured * sizeof *costs->measured + 1);
         if (!costs->measured) {
             fprintf(stderr, "placer: rank %d: out of memory\n", pl_comm_rank(comm));
-            pl_comm_abort(comm, PL_EXIT_FAILURE);
+            end_every_rank(PL_EXIT_FAILURE);
         }
     }
-    pl_comm_broadcast(comm, costs->measured,
-                      (size_t)costs->n_measured * sizeof *costs->measured, 0);
-    return PL_EXIT_OK;
+    return pl_comm_broadcast(comm, costs->measured,
+                             (size_t)costs->n_measured * sizeof *costs->measured, 0, &err) == PL_OK
+               ? PL_EXIT_OK
+               : pl_cli_report(&err);
 }

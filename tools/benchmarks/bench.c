@@ -2,6 +2,7 @@
 #include "bench.h"
 
 #include <math.h>
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,17 @@ bool bench_split_list(const char *text, char names[BENCH_MAX_LIST][BENCH_MAX_NAM
  * cluster's ranks; rank 0 prints. */
 static pl_comm *comm;
 
+void bench_abort(const pl_error *err, int code)
+{
+    if (err)
+        fprintf(stderr, "%s\n", err->text);
+    fflush(stdout);
+    fflush(stderr);
+    if (pl_comm_launched())
+        MPI_Abort(MPI_COMM_WORLD, code);
+    exit(code);
+}
+
 static void end_comm(void)
 {
     pl_comm_end(comm);
@@ -53,7 +65,7 @@ pl_executor *bench_open_executor(const pl_graph *g, const pl_cluster *c, pl_erro
             return NULL;
         atexit(end_comm);
         if (pl_comm_rank(comm) != 0 && !freopen("/dev/null", "w", stdout))
-            pl_comm_abort(comm, 1);
+            bench_abort(NULL, 1);
     }
     pl_executor *ex = pl_executor_new_with_data(g, c, "synthetic", err);
     if (ex && comm && pl_executor_set_comm(ex, comm, err) != PL_OK) {

@@ -27,6 +27,9 @@ pl_cluster *bench_open_cluster(const char *top, const char *name, pl_error *err)
  * reuses it: the data does not change a step's time); NULL with err filled in. Under
  * mpirun, one rank of c's processes: the benchmark then runs alike on every rank, and
  * only rank 0 prints. */
+/* Ends every rank of an mpirun job (or this process) with `code`, `err`'s text said first
+ * (NULL: nothing to say). */
+void bench_abort(const pl_error *err, int code) __attribute__((noreturn));
 pl_executor *bench_open_executor(const pl_graph *g, const pl_cluster *c, pl_error *err);
 
 #endif

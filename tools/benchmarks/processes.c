@@ -23,10 +23,8 @@ static double ping_pong(pl_comm *comm, char *buffer, size_t bytes)
 {
     pl_error err;
     double one_way;
-    if (pl_comm_ping_pong(comm, buffer, bytes, &one_way, &err) != PL_OK) {
-        fprintf(stderr, "processes: %s\n", err.text);
-        pl_comm_abort(comm, 1);
-    }
+    if (pl_comm_ping_pong(comm, buffer, bytes, &one_way, &err) != PL_OK)
+        bench_abort(&err, 1);
     return one_way;
 }
 
@@ -37,10 +35,8 @@ static void exchange(pl_comm *comm, const float *out, float *in, size_t n, int t
     int rank = pl_comm_rank(comm), size = pl_comm_size(comm);
     pl_error err;
     if (pl_comm_exchange(comm, out, n * sizeof *out, (rank + 1) % size, in, n * sizeof *in,
-                         (rank + size - 1) % size, tag, &err) != PL_OK) {
-        fprintf(stderr, "processes: %s\n", err.text);
-        pl_comm_abort(comm, 1);
-    }
+                         (rank + size - 1) % size, tag, &err) != PL_OK)
+        bench_abort(&err, 1);
 }
 
 /* placer's ring all-reduce (program.h: n - 1 steps of sending a chunk on and adding it,
@@ -68,7 +64,9 @@ static double ring_sum(pl_comm *comm, float *values, float *scratch, size_t n)
 static double mpi_sum(pl_comm *comm, float *values, size_t n)
 {
     double start = pl_now();
-    pl_comm_sum_floats(comm, values, (int)n);
+    pl_error err;
+    if (pl_comm_sum_floats(comm, values, (int)n, &err) != PL_OK)
+        bench_abort(&err, 1);
     return pl_now() - start;
 }
 
@@ -116,7 +114,7 @@ int main(int argc, char **argv)
     double *times = malloc((size_t)repeats * sizeof *times);
     if (!a || !b || !times) {
         fprintf(stderr, "processes: out of memory\n");
-        pl_comm_abort(comm, 1);
+        bench_abort(NULL, 1);
     }
     memset(a, 1, largest);
     memset(b, 2, largest);
@@ -137,7 +135,8 @@ int main(int argc, char **argv)
             times[k % repeats] = copy_once(b, a, sizes[s]);
         if (speaks)
             row("in one process (memcpy)", sizes[s], times, repeats);
-        pl_comm_barrier(comm);
+        if (pl_comm_barrier(comm, &err) != PL_OK)
+            bench_abort(&err, 1);
     }
     if (speaks)
         printf("\nAll-reduce (a sum of floats) over the %d ranks, native: placer's ring over "
@@ -153,7 +152,8 @@ int main(int argc, char **argv)
         for (int k = 0; k < WARMUP + repeats; k++) {
             double t[2] = {ring_sum(comm, (float *)a, (float *)b, n),
                            mpi_sum(comm, (float *)a, n)};
-            pl_comm_max(comm, t, 2);
+            if (pl_comm_max(comm, t, 2, &err) != PL_OK)
+                bench_abort(&err, 1);
             times[k % repeats] = t[0];
             other[k % repeats] = t[1];
         }

@@ -1,8 +1,11 @@
 /* Processes over MPI (comm.h): the lock, the comm's thread, polled waits. */
 #include "comm.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <mpi.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +53,10 @@ struct pl_comm {
     timer *timers;
     int n_timers, cap_timers;
     int *completed;
+    bool failed;           /* under the lock: a message or collective timed out */
+    pl_error failure;      /* under the lock: what, once failed */
+    pl_comm_failed *on_failure;
+    void *failure_context;
 };
 
 static bool started_once;
@@ -67,13 +74,21 @@ bool pl_comm_launched(void)
 
 /* ---- the comm's thread ------------------------------------------------------------------- */
 
-static void fail_timeout(pl_comm *comm, const message *m, double now)
+/* Under the lock: the comm has failed with `err`'s text (the first failure wins). */
+static void fail(pl_comm *comm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(pl_comm *comm, const char *fmt, ...)
 {
-    fprintf(stderr, "placer: rank %d: a message %s rank %d (tag %d) is %.0f s overdue "
-            "(PLACER_MPI_TIMEOUT=%g): ending every rank\n", comm->rank,
-            m->sending ? "to" : "from", m->peer, m->tag, now - m->posted, comm->timeout);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    _exit(1);
+    if (comm->failed)
+        return;
+    char text[PL_ERROR_TEXT_MAX];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(text, sizeof text, fmt, args);
+    va_end(args);
+    pl_error_init(&comm->failure, NULL);
+    pl_error_set(&comm->failure, PL_EIO, NULL, "rank %d: %s (PLACER_MPI_TIMEOUT=%g)", comm->rank,
+                 text, comm->timeout);
+    comm->failed = true;
 }
 
 typedef struct call {
@@ -113,9 +128,12 @@ static int collect(pl_comm *comm, call *calls)
             comm->timers[kept_timers++] = *t;
     }
     comm->n_timers = kept_timers;
-    for (int i = 0; i < comm->n; i++)
-        if (now - comm->messages[i].posted > comm->timeout)
-            fail_timeout(comm, &comm->messages[i], now);
+    for (int i = 0; i < comm->n && !comm->failed; i++) {
+        const message *m = &comm->messages[i];
+        if (now - m->posted > comm->timeout)
+            fail(comm, "a message %s rank %d (tag %d) is %.0f s overdue",
+                 m->sending ? "to" : "from", m->peer, m->tag, now - m->posted);
+    }
     return n_calls;
 }
 
@@ -129,6 +147,19 @@ static double next_sleep(const pl_comm *comm, double poll)
     return sleep > 0 ? sleep : 0;
 }
 
+/* Under the lock, on the comm's thread: whoever waits for a message is told (it never
+ * completes now), with the lock let go for the call. */
+static void report_failure(pl_comm *comm)
+{
+    pl_comm_failed *on_failure = comm->on_failure;
+    void *context = comm->failure_context;
+    pl_error failure = comm->failure;
+    pthread_mutex_unlock(&comm->lock);
+    if (on_failure)
+        on_failure(context, &failure);
+    pthread_mutex_lock(&comm->lock);
+}
+
 static void *comm_main(void *arg)
 {
     pl_comm *comm = arg;
@@ -138,20 +169,26 @@ static void *comm_main(void *arg)
     int cap = 0;
     pthread_mutex_lock(&comm->lock);
     for (;;) {
-        while (comm->n == 0 && comm->n_timers == 0 && !comm->stopping)
+        while ((comm->failed || (comm->n == 0 && comm->n_timers == 0)) && !comm->stopping)
             pthread_cond_wait(&comm->wake, &comm->lock);
         if (comm->stopping)
             break;
         if (comm->n + comm->n_timers > cap) {
-            cap = 2 * (comm->n + comm->n_timers);
-            call *grown = realloc(calls, (size_t)cap * sizeof *calls);
+            int grown_cap = 2 * (comm->n + comm->n_timers);
+            call *grown = realloc(calls, (size_t)grown_cap * sizeof *calls);
             if (!grown) {
-                fprintf(stderr, "placer: rank %d: out of memory\n", comm->rank);
-                MPI_Abort(MPI_COMM_WORLD, 1);
+                fail(comm, "out of memory");
+                report_failure(comm);
+                continue;
             }
             calls = grown;
+            cap = grown_cap;
         }
         int n_calls = collect(comm, calls);
+        if (comm->failed) {
+            report_failure(comm);
+            continue;
+        }
         double sleep = next_sleep(comm, poll);
         pthread_mutex_unlock(&comm->lock);
         for (int i = 0; i < n_calls; i++)
@@ -243,13 +280,22 @@ void pl_comm_end(pl_comm *comm)
     MPI_Finalize();
 }
 
-void pl_comm_abort(pl_comm *comm, int code)
+void pl_comm_on_failure(pl_comm *comm, pl_comm_failed *on_failure, void *context)
 {
-    (void)comm;
-    fflush(stdout);
-    fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, code);
-    _exit(code);
+    pthread_mutex_lock(&comm->lock);
+    comm->on_failure = on_failure;
+    comm->failure_context = context;
+    pthread_mutex_unlock(&comm->lock);
+}
+
+pl_status pl_comm_status(pl_comm *comm, pl_error *err)
+{
+    pthread_mutex_lock(&comm->lock);
+    pl_status status = comm->failed ? comm->failure.status : PL_OK;
+    if (comm->failed && err)
+        pl_error_set(err, comm->failure.status, NULL, "%s", comm->failure.text);
+    pthread_mutex_unlock(&comm->lock);
+    return status;
 }
 
 int pl_comm_rank(const pl_comm *comm)
@@ -269,61 +315,102 @@ bool pl_comm_shared_clock(const pl_comm *comm)
 
 /* ---- collectives: posted, then polled ---------------------------------------------------- */
 
-static void wait_request(pl_comm *comm, MPI_Request *request)
+/* Polls a collective's request until it completes, or fails the comm when it is overdue
+ * (its peers may be gone: MPI cannot cancel it, so the comm is unusable from then on). */
+static pl_status wait_request(pl_comm *comm, MPI_Request *request, double timeout,
+                              const char *what, pl_error *err)
 {
-    double poll = POLL_FIRST_SECONDS;
+    double poll = POLL_FIRST_SECONDS, posted = pl_now();
     for (;;) {
         int done = 0;
         pthread_mutex_lock(&comm->lock);
         MPI_Test(request, &done, MPI_STATUS_IGNORE);
+        double waited = pl_now() - posted;
+        if (!done && waited > timeout)
+            fail(comm, "%s is %.0f s overdue", what, waited);
+        bool failed = comm->failed && !done;
         pthread_mutex_unlock(&comm->lock);
         if (done)
-            return;
+            return PL_OK;
+        if (failed)
+            return pl_comm_status(comm, err);
         sleep_seconds(poll);
         poll = poll * 2 < POLL_LAST_SECONDS ? poll * 2 : POLL_LAST_SECONDS;
     }
 }
 
-void pl_comm_barrier(pl_comm *comm)
+/* Under the lock: whether the comm has failed already (nothing more is posted then). */
+static bool refused(pl_comm *comm)
+{
+    if (!comm->failed)
+        return false;
+    pthread_mutex_unlock(&comm->lock);
+    return true;
+}
+
+pl_status pl_comm_barrier(pl_comm *comm, pl_error *err)
 {
     MPI_Request request;
     pthread_mutex_lock(&comm->lock);
+    if (refused(comm))
+        return pl_comm_status(comm, err);
     MPI_Ibarrier(MPI_COMM_WORLD, &request);
     pthread_mutex_unlock(&comm->lock);
-    wait_request(comm, &request);
+    return wait_request(comm, &request, comm->timeout, "a barrier", err);
 }
 
-void pl_comm_broadcast(pl_comm *comm, void *data, size_t bytes, int root)
+static pl_status broadcast(pl_comm *comm, void *data, size_t bytes, int root, double timeout,
+                           pl_error *err)
 {
     size_t at = 0;
     do { /* in pieces MPI's int count can say */
         size_t n = bytes - at < INT_MAX ? bytes - at : INT_MAX;
         MPI_Request request;
         pthread_mutex_lock(&comm->lock);
+        if (refused(comm))
+            return pl_comm_status(comm, err);
         MPI_Ibcast((char *)data + at, (int)n, MPI_BYTE, root, MPI_COMM_WORLD, &request);
         pthread_mutex_unlock(&comm->lock);
-        wait_request(comm, &request);
+        char what[64];
+        snprintf(what, sizeof what, "a broadcast from rank %d", root);
+        pl_status status = wait_request(comm, &request, timeout, what, err);
+        if (status != PL_OK)
+            return status;
         at += n;
     } while (at < bytes);
+    return PL_OK;
 }
 
-static void reduce(pl_comm *comm, void *values, int n, MPI_Datatype type, MPI_Op op)
+pl_status pl_comm_broadcast(pl_comm *comm, void *data, size_t bytes, int root, pl_error *err)
+{
+    return broadcast(comm, data, bytes, root, comm->timeout, err);
+}
+
+pl_status pl_comm_listen(pl_comm *comm, void *data, size_t bytes, int root, pl_error *err)
+{
+    return broadcast(comm, data, bytes, root, INFINITY, err);
+}
+
+static pl_status reduce(pl_comm *comm, void *values, int n, MPI_Datatype type, MPI_Op op,
+                        pl_error *err)
 {
     MPI_Request request;
     pthread_mutex_lock(&comm->lock);
+    if (refused(comm))
+        return pl_comm_status(comm, err);
     MPI_Iallreduce(MPI_IN_PLACE, values, n, type, op, MPI_COMM_WORLD, &request);
     pthread_mutex_unlock(&comm->lock);
-    wait_request(comm, &request);
+    return wait_request(comm, &request, comm->timeout, "an all-reduce", err);
 }
 
-void pl_comm_max(pl_comm *comm, double *values, int n)
+pl_status pl_comm_max(pl_comm *comm, double *values, int n, pl_error *err)
 {
-    reduce(comm, values, n, MPI_DOUBLE, MPI_MAX);
+    return reduce(comm, values, n, MPI_DOUBLE, MPI_MAX, err);
 }
 
-void pl_comm_sum_floats(pl_comm *comm, float *values, int n)
+pl_status pl_comm_sum_floats(pl_comm *comm, float *values, int n, pl_error *err)
 {
-    reduce(comm, values, n, MPI_FLOAT, MPI_SUM);
+    return reduce(comm, values, n, MPI_FLOAT, MPI_SUM, err);
 }
 
 /* ---- point to point ---------------------------------------------------------------------- */
@@ -358,6 +445,8 @@ static pl_status post(pl_comm *comm, void *data, size_t bytes, int peer, int tag
         return pl_error_set(err, PL_EINPUT, NULL, "MPI tag %d is beyond this MPI's %d", tag,
                             comm->tag_limit);
     pthread_mutex_lock(&comm->lock);
+    if (refused(comm))
+        return pl_comm_status(comm, err);
     if (!reserve(comm)) {
         pthread_mutex_unlock(&comm->lock);
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
@@ -439,8 +528,17 @@ pl_status pl_comm_exchange(pl_comm *comm, const void *out, size_t out_bytes, int
         pthread_mutex_unlock(&w.lock);
     }
     pthread_mutex_lock(&w.lock);
-    while (w.left > 0)
-        pthread_cond_wait(&w.done, &w.lock);
+    while (w.left > 0 && status == PL_OK) { /* a failed comm completes nothing more */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 50 * 1000 * 1000;
+        if (until.tv_nsec >= 1000 * 1000 * 1000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000 * 1000 * 1000;
+        }
+        if (pthread_cond_timedwait(&w.done, &w.lock, &until) == ETIMEDOUT)
+            status = pl_comm_status(comm, err);
+    }
     pthread_mutex_unlock(&w.lock);
     pthread_cond_destroy(&w.done);
     pthread_mutex_destroy(&w.lock);

@@ -9,9 +9,12 @@
  * messages, calling back whoever posted them. Nobody blocks inside MPI: waits poll with
  * sleeps between, so ranks that share cores leave them to the ranks that compute.
  *
- * A message still outstanding after the timeout (PLACER_MPI_TIMEOUT seconds, default 60)
- * ends every rank with a message naming the peer: a rank that hangs cannot hang the job.
- * A rank that dies is mpirun's to notice; it ends the others. */
+ * A message or collective still outstanding after the timeout (PLACER_MPI_TIMEOUT seconds,
+ * default 60) fails the comm with an error naming the peer: the call waiting for it
+ * returns that error, whoever posted a message is told (pl_comm_on_failure), and every
+ * later call returns it at once, since MPI cannot take back what was posted. A rank that
+ * hangs cannot hang the job: the program ends every rank (mpirun ends the others when one
+ * exits with an error). A rank that dies is mpirun's to notice; it ends the others. */
 #ifndef PLACER_COMM_H
 #define PLACER_COMM_H
 
@@ -34,21 +37,29 @@ bool pl_comm_launched(void);
 pl_comm *pl_comm_start(pl_error *err);
 /* Ends MPI (after every rank's last collective). NULL: a no-op. */
 void pl_comm_end(pl_comm *comm);
-/* Ends every rank of the job now, with exit status `code`. */
-void pl_comm_abort(pl_comm *comm, int code) __attribute__((noreturn));
+/* PL_OK, or the comm's failure (copied into `err`): a message or collective overdue. */
+pl_status pl_comm_status(pl_comm *comm, pl_error *err);
+/* Who is told, from the comm's thread, when a posted message will never complete: the
+ * comm has failed (`err` says why). One at a time; NULL: nobody. */
+typedef void pl_comm_failed(void *context, const pl_error *err);
+void pl_comm_on_failure(pl_comm *comm, pl_comm_failed *on_failure, void *context);
 
 int pl_comm_rank(const pl_comm *comm);
 int pl_comm_size(const pl_comm *comm);
 /* Whether every rank runs on this host, so that CLOCK_MONOTONIC is one clock for all. */
 bool pl_comm_shared_clock(const pl_comm *comm);
 
-/* Collectives: every rank calls each, in the same order. */
-void pl_comm_barrier(pl_comm *comm);
-void pl_comm_broadcast(pl_comm *comm, void *data, size_t bytes, int root);
+/* Collectives: every rank calls each, in the same order. PL_EIO with `err` set when the
+ * comm has failed (the timeout above). */
+pl_status pl_comm_barrier(pl_comm *comm, pl_error *err);
+pl_status pl_comm_broadcast(pl_comm *comm, void *data, size_t bytes, int root, pl_error *err);
+/* A broadcast that waits as long as the root takes: a follower's wait for its leader's
+ * next word, which comes when the leader has decided (a search may think for minutes). */
+pl_status pl_comm_listen(pl_comm *comm, void *data, size_t bytes, int root, pl_error *err);
 /* Element-wise maximum of `values` over the ranks, in place. */
-void pl_comm_max(pl_comm *comm, double *values, int n);
+pl_status pl_comm_max(pl_comm *comm, double *values, int n, pl_error *err);
 /* The element-wise sum of `values` over the ranks, in place: MPI's own all-reduce. */
-void pl_comm_sum_floats(pl_comm *comm, float *values, int n);
+pl_status pl_comm_sum_floats(pl_comm *comm, float *values, int n, pl_error *err);
 
 /* Point to point, posted at once and completed by the comm's thread, which then calls
  * done(context, id) (without the comm's lock: it may post again). The buffer is the

@@ -106,14 +106,17 @@ const pl_program *pl_executor_program(const pl_executor *executor);
 void *pl_executor_data(pl_executor *executor, int t);
 
 /* Makes every host buffer whole: a sharded optimiser state's shards (plan.h), which the
- * replicas keep apart while they step, are copied back. Call it before reading the host
- * buffers another way (a session's checkpoint); setting another plan does it too. */
-void pl_executor_sync_host(pl_executor *executor);
+ * replicas keep apart while they step, are copied back (across ranks, gathered). Call it
+ * before reading the host buffers another way (a session's checkpoint); setting another
+ * plan does it too. PL_EIO when the processes fail (comm.h). */
+pl_status pl_executor_sync_host(pl_executor *executor, pl_error *err);
 
 /* One training step: every micro-batch's forward and backward ops, then the updates.
  * *loss gets the mean of the micro-batches' losses. PL_EINPUT without a plan that fits;
  * PL_EINTERRUPTED when the interrupt flag cut its pacing short (the step is done, *loss
- * set, its times not modelled: see Interrupts above). */
+ * set, its times not modelled: see Interrupts above). PL_EIO when the processes fail: a
+ * peer stopped answering within PLACER_MPI_TIMEOUT (comm.h); every rank that waits on it
+ * returns the error, and the executor takes no further plan or step. */
 pl_status pl_executor_step(pl_executor *executor, int64_t step, float *loss, pl_error *err);
 
 /* The last step's timeline: its wall-clock seconds, and each task's start and end in

@@ -1,6 +1,12 @@
-/* The executor's insides (executor.h), shared by its files: executor.c (threads, plans,
- * steps) and executor_ranks.c (a rank among processes: transfers between ranks, gathering,
- * leading and following). Not installed. */
+/* The executor's insides (executor.h), shared by its files, bottom up:
+ * - resource.c: a resource's ready queue and thread, pacing's clock, finishing a task;
+ * - device.h: the device interface, how the executor drives a device or link, with its
+ *   three implementations device_native.c, device_paced.c and device_remote.c (a device
+ *   another rank holds); device.c chooses a resource's kind and does a task's work;
+ * - ranks.c: the executor as one rank among processes (each task's part here, gathering,
+ *   combining a step's figures, the leader's word);
+ * - executor.c: plans and steps; executor_lead.c: leading and following.
+ * Not installed. */
 #ifndef PLACER_EXECUTOR_IMPL_H
 #define PLACER_EXECUTOR_IMPL_H
 
@@ -24,15 +30,20 @@ typedef struct ready_queue {
     bool stopping;
 } ready_queue;
 
+typedef struct device_ops device_ops;
+
+/* A device or a link: a thread taking its ready tasks in program order, driven through
+ * its kind's operations (device.h). */
 typedef struct resource {
     pl_executor *ex;
+    const device_ops *ops;
     bool is_link;
     int device;            /* a device: its index; a link: its source */
     int to;                /* a link: its destination */
     pthread_t thread;
     bool started;
     ready_queue queue;
-    pl_pool *pool;         /* devices */
+    pl_pool *pool;         /* devices held here */
     char *arena;
     size_t arena_bytes;
     void *work;
@@ -76,10 +87,12 @@ struct pl_executor {
     atomic_int remaining;
     pthread_mutex_t done_lock;
     pthread_cond_t done;
+    pl_error failure;      /* under done_lock: the first error of a resource's thread */
+    bool failed;           /* under done_lock: the executor is unusable from then on */
     pl_step_info *infos;   /* per micro-batch, then one for the updates */
     float *losses;
     double *starts, *ends;
-    double *combined;      /* room for combine_ranks */
+    double *combined;      /* room for combining ranks' figures */
     double step_start, step_seconds;
     int64_t steps_run;
     int64_t steps_since_plan;
@@ -87,31 +100,38 @@ struct pl_executor {
     atomic_bool cut_short; /* this step: a paced wait ended early */
 };
 
-/* executor.c */
+/* resource.c */
+/* Resource r's queue and thread: started (false, err set, when the thread cannot be), or
+ * stopped and joined. */
+pl_status executor_start_resource(resource *r, pl_error *err);
+void executor_stop_resource(resource *r);
+/* Task i queued on resource r. */
+void executor_queue_task(resource *r, int i);
+/* Room on resource r's queue for `cap` tasks. */
+bool executor_reserve_queue(resource *r, int cap);
 /* Holds the calling thread until `when` (pl_now's seconds), as pacing does. */
 void executor_wait_until(pl_executor *ex, double when);
-void executor_add_floats(float *restrict own, const float *restrict in, int64_t n);
 /* Task i done here: its successors here released, the step's count of parts lowered. */
 void executor_finish_task(pl_executor *ex, int i);
+/* A resource's thread met an error (`err`'s text): the step ends with it, on every rank
+ * that meets it; the executor takes no further plan or step. */
+void executor_fail(pl_executor *ex, const pl_error *err);
 /* The bytes further copy c holds, and where they start (*offset). */
 size_t executor_copy_bytes(const pl_executor *ex, int c, size_t *offset);
-void executor_stop_resource(resource *r);
 
-/* executor_ranks.c */
-/* Whether device d runs here: always in one process. */
-bool executor_device_here(const pl_executor *ex, int d);
+/* ranks.c */
 /* Which part of each task runs here, and its dependencies here (at set_plan). */
 pl_status executor_assign_roles(pl_executor *ex, pl_error *err);
-/* The receiving end of transfer task i, released: its messages posted. */
-void executor_post_receive(pl_executor *ex, int i);
-/* The sending end of transfer task i, on resource r's thread. */
-void executor_run_send(resource *r, const pl_task *task, int i, double start);
 /* Every parameter and state tensor gathered from the rank that holds it (collective). */
-void executor_gather_host(pl_executor *ex);
-/* A step's time, losses, status and timeline made every rank's (collective). */
-void executor_combine_ranks(pl_executor *ex);
+pl_status executor_gather_host(pl_executor *ex, pl_error *err);
+/* Before and after a step's tasks: every rank starts together, and then a step's time,
+ * losses, status and timeline are made every rank's (collectives; one process: nothing). */
+pl_status executor_begin_ranks_step(pl_executor *ex, pl_error *err);
+pl_status executor_end_ranks_step(pl_executor *ex, pl_error *err);
 /* The leader's word to the followers: a command, and a plan after COMMAND_PLAN. */
-void executor_tell(pl_executor *ex, command what, int64_t step);
-void executor_send_plan(pl_executor *ex, const pl_plan *plan);
+pl_status executor_tell(pl_executor *ex, command what, int64_t step, pl_error *err);
+pl_status executor_send_plan(pl_executor *ex, const pl_plan *plan, pl_error *err);
+/* A follower's copy of the plan the leader sends (NULL, err set, on failure). */
+pl_plan *executor_receive_plan(pl_executor *ex, pl_error *err);
 
 #endif
