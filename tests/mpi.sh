@@ -162,15 +162,20 @@ PLACER_MPI_TIMEOUT=2 mpi 2 -x PLACER_MPI_TIMEOUT "$bin" train "$model" --steps 1
     --cluster "$src/graphs/clusters/paced-4-ranks-2.json" --plan "$pipeline" \
     >"$work/out" 2>"$work/err" &
 job=$!
-sleep 3
-ranks=$(pgrep -P "$job" -x placer; for child in $(pgrep -P "$job"); do pgrep -P "$child" -x placer; done)
+ranks=""
+for _ in $(seq 1 60); do # both ranks started (slow under the sanitizers), then a step or two
+    ranks=$(pgrep -P "$job" -x placer; for child in $(pgrep -P "$job"); do pgrep -P "$child" -x placer; done)
+    [ "$(echo "$ranks" | grep -c .)" -ge 2 ] && break
+    sleep 0.5
+done
+sleep 2
 last=$(echo "$ranks" | sort -n | tail -n 1)
 [ -n "$last" ] && kill -STOP "$last"
 status=0
 wait "$job" || status=$?
 [ -n "$last" ] && kill -KILL "$last" 2>/dev/null
 [ "$status" -ne 0 ] && ok || bad "a stopped rank: exit $status"
-grep -q "rank 0: a message .* rank 1 (tag [0-9]*) is [0-9]* s overdue (PLACER_MPI_TIMEOUT=2)" "$work/err" &&
+grep -q "rank [01]: a message .* rank [01] (tag [0-9]*) is [0-9]* s overdue (PLACER_MPI_TIMEOUT=2)" "$work/err" &&
     ok || { bad "a stopped rank: no error naming it"; sed 's/^/    /' "$work/err"; }
 
 echo "mpi: $passed passed, $failed failed"
