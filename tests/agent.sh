@@ -61,6 +61,15 @@ contains "$work/out" "agent: 300 iterations; stopped: the iterations asked for a
     "--no-early-stop"
 grep -q '^iteration' "$work/out" && bad "--progress none printed iterations" || ok
 expect 2 "--progress sometimes" "$bin" "$model" --progress sometimes
+# Where no plan fits (devices of 4 KiB), no line shows a step time: exit 3, said once.
+sed 's/"memory_bytes": 1073741824/"memory_bytes": 4096/' "$paced" >"$work/tiny.json"
+for mode in lines live; do
+    expect 3 "nothing fits, $mode" "$bin" "$src/graphs/small/mlp-small.json" \
+        --cluster "$work/tiny.json" --iterations 20 --samples 8 --progress $mode -o "$work/tiny"
+    contains "$work/out" "iteration 1  no plan fits yet" "nothing fits, $mode"
+    grep -q 'best 0\.000' "$work/out" && bad "nothing fits, $mode: a best step of 0 ms" || ok
+    once "$work/err" "no plan fits the cluster's memory" "nothing fits, $mode"
+done
 # On a terminal (script(1) gives it one): one line rewritten in place, each version of it
 # within 80 columns, ended once the agent stops.
 if command -v script >/dev/null 2>&1; then
