@@ -207,4 +207,25 @@ contains "$work/step.summary.json" "\"whole_steps\": \"batch_norm" "main job, pe
 contains "$work/step.report.md" "No plan was searched with micro-batches: batch\\_norm" "main job, per step: the report says why"
 grep -q '"whole_steps": null' "$work/inc.summary.json" && ok || bad "main job: whole_steps is not null"
 
+# tools/readme-pictures on a copy of the README: the job's pictures copied, its plan's
+# sentence and both pictures' links between the markers, nothing else changed; a README
+# without the markers is refused before any job runs.
+cp "$src/README.md" "$work/README.md"
+expect 0 "readme-pictures" /usr/bin/python3 "$src/tools/readme-pictures" --placer "$bin" \
+    --model "$src/graphs/small/transformer-small.json" --budget 5 --readme "$work/README.md" \
+    --images "$work/images"
+for picture in curve timeline-measured; do
+    render_svg "$work/images/transformer-small-paced-4.$picture.svg" "readme-pictures: $picture"
+    contains "$work/README.md" "](images/transformer-small-paced-4.$picture.svg)" "readme-pictures: $picture"
+done
+contains "$work/README.md" "One step of the plan the job writes for the transformer-small on paced-4 (" "readme-pictures: the sentence"
+outside() { sed '/<!-- \(curve\|plan\): tools\/readme-pictures -->/,/<!-- \/\(curve\|plan\) -->/d' "$1"; }
+outside "$src/README.md" >"$work/readme.before"
+outside "$work/README.md" >"$work/readme.after"
+cmp -s "$work/readme.before" "$work/readme.after" && ok || bad "readme-pictures changed the README outside its blocks"
+echo "no markers" >"$work/plain.md"
+expect 2 "readme-pictures without markers" /usr/bin/python3 "$src/tools/readme-pictures" \
+    --placer "$bin" --readme "$work/plain.md" --images "$work/images"
+contains "$work/err" "expected one '<!-- curve: tools/readme-pictures -->'" "readme-pictures without markers"
+
 finish agent
