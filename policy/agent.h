@@ -119,7 +119,8 @@ typedef struct pl_agent_iteration {
     double mean_reward;   /* over the samples */
     double best_reward;   /* the best sample's */
     double mean_step;     /* mean simulated step of the samples that fit, seconds */
-    double best_step;     /* the best simulated step so far (any iteration), seconds */
+    double best_step;     /* the best simulated step so far (any iteration), seconds; 0
+                             while no plan has fit */
     int oom;              /* samples that did not fit */
     double entropy;       /* mean entropy per decision */
 } pl_agent_iteration;

@@ -61,6 +61,15 @@ contains "$work/out" "agent: 300 iterations; stopped: the iterations asked for a
     "--no-early-stop"
 grep -q '^iteration' "$work/out" && bad "--progress none printed iterations" || ok
 expect 2 "--progress sometimes" "$bin" "$model" --progress sometimes
+# Where no plan fits (devices of 4 KiB), no line shows a step time: exit 3, said once.
+sed 's/"memory_bytes": 1073741824/"memory_bytes": 4096/' "$paced" >"$work/tiny.json"
+for mode in lines live; do
+    expect 3 "nothing fits, $mode" "$bin" "$src/graphs/small/mlp-small.json" \
+        --cluster "$work/tiny.json" --iterations 20 --samples 8 --progress $mode -o "$work/tiny"
+    contains "$work/out" "iteration 1  no plan fits yet" "nothing fits, $mode"
+    grep -q 'best 0\.000' "$work/out" && bad "nothing fits, $mode: a best step of 0 ms" || ok
+    once "$work/err" "no plan fits the cluster's memory" "nothing fits, $mode"
+done
 # On a terminal (script(1) gives it one): one line rewritten in place, each version of it
 # within 80 columns, ended once the agent stops.
 if command -v script >/dev/null 2>&1; then
@@ -197,5 +206,26 @@ contains "$work/step.plan.json" '"micro_batches": 1,' "main job, per step: one m
 contains "$work/step.summary.json" "\"whole_steps\": \"batch_norm" "main job, per step: the summary says why"
 contains "$work/step.report.md" "No plan was searched with micro-batches: batch\\_norm" "main job, per step: the report says why"
 grep -q '"whole_steps": null' "$work/inc.summary.json" && ok || bad "main job: whole_steps is not null"
+
+# tools/readme-pictures on a copy of the README: the job's pictures copied, its plan's
+# sentence and both pictures' links between the markers, nothing else changed; a README
+# without the markers is refused before any job runs.
+cp "$src/README.md" "$work/README.md"
+expect 0 "readme-pictures" /usr/bin/python3 "$src/tools/readme-pictures" --placer "$bin" \
+    --model "$src/graphs/small/transformer-small.json" --budget 5 --readme "$work/README.md" \
+    --images "$work/images"
+for picture in curve timeline-measured; do
+    render_svg "$work/images/transformer-small-paced-4.$picture.svg" "readme-pictures: $picture"
+    contains "$work/README.md" "](images/transformer-small-paced-4.$picture.svg)" "readme-pictures: $picture"
+done
+contains "$work/README.md" "One step of the plan the job writes for the transformer-small on paced-4 (" "readme-pictures: the sentence"
+outside() { sed '/<!-- \(curve\|plan\): tools\/readme-pictures -->/,/<!-- \/\(curve\|plan\) -->/d' "$1"; }
+outside "$src/README.md" >"$work/readme.before"
+outside "$work/README.md" >"$work/readme.after"
+cmp -s "$work/readme.before" "$work/readme.after" && ok || bad "readme-pictures changed the README outside its blocks"
+echo "no markers" >"$work/plain.md"
+expect 2 "readme-pictures without markers" /usr/bin/python3 "$src/tools/readme-pictures" \
+    --placer "$bin" --readme "$work/plain.md" --images "$work/images"
+contains "$work/err" "expected one '<!-- curve: tools/readme-pictures -->'" "readme-pictures without markers"
 
 finish agent

@@ -312,4 +312,61 @@ contains "$work/err" "given as both the model and the cluster" "model and cluste
 expect 2 "the main job on stdin without -o" "$bin" - </dev/null
 contains "$work/err" "a model from standard input ('-') needs -o PREFIX" "main job on stdin"
 
+# tools/bench --check and --only on a scratch repository: a section is stale once the code
+# under its paths changes after the commit its first line names, until the line accounts
+# for the change; --only refuses to keep a stale section, before running anything.
+if command -v git >/dev/null 2>&1; then
+    repo=$work/repo
+    mkdir -p "$repo/tools/benchmarks" "$repo/src/back" "$repo/docs"
+    cp "$src/tools/bench" "$repo/tools/bench"
+    printf '#!/bin/sh\nexit 1\n' >"$repo/placer"
+    cp "$repo/placer" "$repo/tools/benchmarks/scaling"
+    chmod +x "$repo/placer" "$repo/tools/benchmarks/scaling"
+    echo 'int x;' >"$repo/src/back/x.c"
+    g() { git -C "$repo" -c user.name=test -c user.email=test@example.org "$@"; }
+    g init -q && g add -A && g commit -qm one
+    first=$(g rev-parse --short HEAD)
+    # every section measured at the first commit ($1); $2 a sentence on changes since
+    page() {
+        /usr/bin/python3 - "$repo" "$@" <<'PY'
+import importlib.machinery, importlib.util, sys
+loader = importlib.machinery.SourceFileLoader("bench", sys.argv[1] + "/tools/bench")
+bench = importlib.util.module_from_spec(importlib.util.spec_from_loader("bench", loader))
+loader.exec_module(bench)
+since = f"; since then, up to {sys.argv[3]}" if len(sys.argv) > 3 else ""
+with open(sys.argv[1] + "/docs/RESULTS.md", "w") as f:
+    for title, *_rest in bench.SECTIONS.values():
+        f.write(f"## {title}\n\n_Measured at {sys.argv[2]} on 2026-01-02 (quick, 1 s){since}._\n\n")
+PY
+    }
+    page "$first"
+    expect 0 "bench --check, fresh" "$repo/tools/bench" --check
+    contains "$work/out" "torch             fresh: measured at $first" "bench --check, fresh"
+    echo 'int y;' >>"$repo/src/back/x.c"
+    expect 1 "bench --check, uncommitted change" "$repo/tools/bench" --check
+    g commit -qam two
+    second=$(g rev-parse --short HEAD)
+    expect 1 "bench --check, stale" "$repo/tools/bench" --check
+    contains "$work/out" "torch             stale: measured at $first; changed since $first: src/back/x.c" "bench --check, stale"
+    cp "$repo/docs/RESULTS.md" "$work/before.md"
+    expect 2 "bench --only, a stale section kept" "$repo/tools/bench" --only scaling
+    contains "$work/err" "section torch (The executor against PyTorch) would be kept stale: measured at $first" "bench --only, a stale section kept"
+    cmp -s "$repo/docs/RESULTS.md" "$work/before.md" && ok || bad "bench --only refused but wrote the page"
+    page "$first" "$second, x.c gained a variable no benchmark reads"
+    expect 0 "bench --check, changes accounted for" "$repo/tools/bench" --check
+    contains "$work/out" "torch             fresh: measured at $first, checked up to $second" "bench --check, changes accounted for"
+    printf '#!/bin/sh\necho the figures\n' >"$repo/tools/bench-exec"
+    chmod +x "$repo/tools/bench-exec"
+    expect 0 "bench --only exec" "$repo/tools/bench" --only exec --quick
+    grep -A 12 '^## The executor on several devices' "$repo/docs/RESULTS.md" >"$work/exec.md"
+    contains "$work/exec.md" "_Measured at $second on $(date -u +%Y-%m-%d) (quick, 0 s)._" "bench --only exec: its first line"
+    contains "$work/exec.md" "the figures" "bench --only exec: its output"
+    contains "$repo/docs/RESULTS.md" "_Measured at $first on 2026-01-02 (quick, 1 s); since then, up to $second," "bench --only exec: the others kept"
+    sed -i "s/^_Measured at $first .*/figures without their commit/" "$repo/docs/RESULTS.md"
+    expect 1 "bench --check, no commit named" "$repo/tools/bench" --check
+    contains "$work/out" "torch             stale: its first line names no commit it was measured at" "bench --check, no commit named"
+else
+    echo "SKIP: tools/bench --check (no git)"
+fi
+
 finish cli

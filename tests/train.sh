@@ -12,6 +12,13 @@ expect 0 "a few steps" "$bin" train "$mlp" --steps 12 --log-every 4
 contains "$work/out" "step 12" "a few steps"
 contains "$work/out" "timing: " "a few steps"
 contains "$work/out" "Fashion-MNIST" "the data source is named"
+# The last step's loss is printed whatever the interval: a run shorter than it, and one
+# ending between two lines.
+expect 0 "fewer steps than the interval" "$bin" train "$mlp" --steps 20
+contains "$work/out" "step 20  epoch 1  loss " "fewer steps than the interval"
+expect 0 "steps ending between two lines" "$bin" train "$mlp" --steps 12 --log-every 5
+contains "$work/out" "step 10  epoch 1  loss " "steps ending between two lines"
+contains "$work/out" "step 12  epoch 1  loss " "steps ending between two lines"
 expect 0 "micro-batches and threads" "$bin" train "$lstm" --steps 6 --micro-batches 2 --threads 2 -q
 contains "$work/out" "timing: " "micro-batches and threads"
 

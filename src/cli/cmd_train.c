@@ -53,7 +53,8 @@ static void usage(void)
            "  --weights FILE       start from these weights (a tensor file: every parameter\n"
            "                       and batch-norm running average; tensor-file.md)\n"
            "  --save-weights FILE  write the weights there at the end (and on Ctrl-C)\n"
-           "  --log-every N        print a line every N steps (default 100)\n"
+           "  --log-every N        print a line every N steps (default 100) and at the\n"
+           "                       last step\n"
            "  -q, --quiet          only the epoch lines and the summary\n"
            "\n"
            "A MODEL.json, --plan or --cluster FILE of '-' is read from standard input (one\n"
@@ -245,6 +246,17 @@ static bool finished(const trainer *t)
     return t->o.steps ? t->at.step >= t->o.steps : t->at.epoch >= t->o.epochs;
 }
 
+/* Whether the step just done is the run's last: its line is printed whatever --log-every
+ * says, so that a run shorter than the interval, or ending between two lines, still shows
+ * its loss. An epoch is counted done only after its line (run), hence epoch_done. */
+static bool last_step(const trainer *t, bool epoch_done)
+{
+    if (pl_cli_interrupted)
+        return true;
+    return t->o.steps ? t->at.step >= t->o.steps
+                      : epoch_done && t->at.epoch + 1 >= t->o.epochs;
+}
+
 static int run(trainer *t)
 {
     const pl_graph *g = t->g;
@@ -254,6 +266,7 @@ static int run(trainer *t)
     double *times = malloc((size_t)capacity * sizeof *times);
     double window_loss = 0, window_start = pl_now(), epoch_loss = 0;
     int64_t window_steps = 0, window_correct = 0, epoch_steps = 0;
+    bool partial = false; /* a terminal's progress line waits for its end */
     int status = PL_EXIT_OK;
     while (!finished(t) && !pl_cli_interrupted && times) {
         pl_dataset_fill(t->data, PL_SPLIT_TRAIN, t->at.epoch, t->at.position, g->batch_size,
@@ -298,20 +311,21 @@ static int run(trainer *t)
             break;
         }
         bool epoch_done = t->at.position >= t->epoch_size;
-        if (t->at.step % t->o.log_every == 0 || (tty && window_steps % 10 == 0)) {
+        bool line = t->at.step % t->o.log_every == 0 || last_step(t, epoch_done);
+        if (line || (tty && window_steps % 10 == 0)) {
             double seconds = pl_now() - window_start;
             char accuracy[32] = "";
             if (counts_accuracy(t))
                 snprintf(accuracy, sizeof accuracy, "  accuracy %.4f",
                          (double)window_correct /
                              (double)(window_steps * g->batch_size * t->sc.positions_per_sample));
-            bool line = t->at.step % t->o.log_every == 0;
             if (!t->o.quiet || !line)
                 printf("%sstep %lld  epoch %lld  loss %.4f%s  %.0f samples/s%s", tty ? "\r" : "",
                        (long long)t->at.step, (long long)t->at.epoch + 1,
                        window_loss / (double)window_steps, accuracy,
                        (double)(window_steps * g->batch_size) / seconds,
                        line || !tty ? "\n" : "   ");
+            partial = tty && !line;
             fflush(stdout);
             if (line) {
                 window_loss = 0;
@@ -334,6 +348,7 @@ static int run(trainer *t)
             if (!isnan(test_accuracy))
                 printf("  test accuracy %.4f", test_accuracy);
             printf("\n");
+            partial = false;
             fflush(stdout);
             t->at.epoch++;
             t->at.position = 0;
@@ -345,7 +360,7 @@ static int run(trainer *t)
         if (t->o.checkpoint && t->o.checkpoint_every && t->at.step % t->o.checkpoint_every == 0)
             write_checkpoint(t);
     }
-    if (tty)
+    if (partial)
         printf("\n");
     if (times)
         print_timing(times, timed);

@@ -141,7 +141,8 @@ void pl_job_write_curve(FILE *fp, const pl_job *job)
                                                                   f.y1 * 2)));
     fprintf(fp, "\"/>\n<polyline stroke=\"%s\" stroke-width=\"2\" points=\"", colours[0]);
     for (int i = 0; i < n; i++)
-        fprintf(fp, "%.1f,%.1f ", px(&f, i + 1), py(&f, 1e3 * curve[i].best_step));
+        if (curve[i].best_step > 0) /* 0: no plan fit yet */
+            fprintf(fp, "%.1f,%.1f ", px(&f, i + 1), py(&f, 1e3 * curve[i].best_step));
     fprintf(fp, "\"/>\n");
     /* the best measured so far: a step line through the measurements, each one a dot */
     double best = INFINITY;

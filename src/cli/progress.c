@@ -84,10 +84,15 @@ static void print_not_imitating(pl_progress *p, const pl_search_event *event)
 
 /* One iteration's line, within PL_PROGRESS_COLUMNS: the best step simulated and
  * measured, the time, and the agent's measured step over the best baseline's when both
- * are known and there is room. */
+ * are known and there is room; while no plan has fit, only that, and the time. */
 static void format_line(const pl_progress *p, const pl_search *search,
                         const pl_agent_iteration *it, char *line, size_t cap)
 {
+    if (it->best_step <= 0) {
+        snprintf(line, cap, "iteration %d  no plan fits yet  %.0f s", it->iteration,
+                 pl_now() - p->start);
+        return;
+    }
     char measured[48] = " (not measured yet)";
     if (search->agent_measured > 0)
         snprintf(measured, sizeof measured, ", %.3f ms measured", 1e3 * search->agent_measured);
@@ -110,7 +115,9 @@ static void print_iteration(pl_progress *p, const pl_search_event *event)
     if (p->mode == PL_PROGRESS_NONE)
         return;
     double now = pl_now();
-    bool news = it->best_step < p->shown_best || search->agent_measured != p->shown_measured;
+    /* a first plan that fits is news, as is a better one (a step of 0: none fits yet) */
+    bool better = it->best_step > 0 && (p->shown_best <= 0 || it->best_step < p->shown_best);
+    bool news = better || search->agent_measured != p->shown_measured;
     if (p->mode == PL_PROGRESS_LINES && p->last_line > 0 &&
         !(news && now - p->last_line >= PL_PROGRESS_BEST_EVERY) &&
         now - p->last_line < PL_PROGRESS_EVERY)
@@ -156,14 +163,20 @@ const char *pl_progress_stop_text(const pl_search *search, char *buf, size_t cap
     const pl_agent_iteration *curve = n ? pl_agent_curve(search->agent) : NULL;
     switch (search->stopped) {
     case PL_SEARCH_STOP_CONVERGED: {
-        int since = n - 1;
-        while (since > 0 && curve[since - 1].best_step == curve[n - 1].best_step)
-            since--;
         double entropy = 0, above = 0;
         for (int i = n - PL_SEARCH_ENTROPY_WINDOW; i < n; i++) {
             entropy += curve[i].entropy / PL_SEARCH_ENTROPY_WINDOW;
-            above = fmax(above, curve[i].mean_step / curve[i].best_step - 1);
+            if (curve[i].best_step > 0) /* 0: no plan fit yet, no step to be near */
+                above = fmax(above, curve[i].mean_step / curve[i].best_step - 1);
         }
+        if (curve[n - 1].best_step <= 0) {
+            snprintf(buf, cap, "converged (no plan fits after %d iterations; the policy's "
+                     "entropy %.3f nats per decision)", n, entropy);
+            break;
+        }
+        int since = n - 1;
+        while (since > 0 && curve[since - 1].best_step == curve[n - 1].best_step)
+            since--;
         snprintf(buf, cap, "converged (no better plan in the last %d iterations; the "
                  "policy's entropy %.3f nats per decision, its samples' mean step within "
                  "%.1f%% of the best)", n - 1 - since, entropy, 100 * above);
