@@ -92,7 +92,7 @@ fi
 
 # The C++ example, when there is a C++ compiler: the same output.
 if ! printf 'int main() { return 0; }\n' | $cxx -x c++ -o "$work/cxx-probe" - >/dev/null 2>&1; then
-    echo "examples: no working C++ compiler (${CXX:-c++}): the C++ half is not checked"
+    echo "SKIP: examples: no working C++ compiler (${CXX:-c++}): the C++ half is not checked"
     finish examples || exit 1
     exit 77
 fi

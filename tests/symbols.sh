@@ -9,7 +9,7 @@ headers=${PLACER_PUBLIC_HEADERS:?the installed headers (set by make check)}
 la=$(cd "${top_builddir:-.}" && pwd)/libplacer.la
 dlname=$(sed -n "s/^dlname='\(.*\)'$/\1/p" "$la")
 if [ -z "$dlname" ]; then
-    echo "symbols: no shared library was built (--disable-shared): nothing to check"
+    echo "SKIP: symbols: no shared library was built (--disable-shared): nothing to check"
     exit 77
 fi
 so=$(dirname "$la")/.libs/$dlname

@@ -1,6 +1,9 @@
-/* The unit-test runner: registers every suite and runs them all (`make check`).
- * `tests/unit SUITE` runs one suite by name, `tests/unit --except A,B` all but those.
- * Exit status 1 when anything failed. */
+/* The unit-test runner: registers every suite and runs them all.
+ * `tests/unit SUITE` runs one suite by name, `tests/unit --except A,B` all but those,
+ * `tests/unit --list` prints the suites' names, one a line. `make check` runs each suite
+ * as a test of its own (tests/suite.sh), so that they run in parallel; tests/suites.sh
+ * checks that Makefile.am lists every suite registered here.
+ * Exit status 1 when anything failed, 2 for an unknown suite. */
 #include <CUnit/Basic.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,7 +44,12 @@ int main(int argc, char **argv)
     pl_register_kernels_pool_tests();
     pl_register_kernels_shape_tests();
     CU_basic_set_mode(CU_BRM_VERBOSE);
-    if (argc > 2 && strcmp(argv[1], "--except") == 0) {
+    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+        for (CU_pSuite suite = CU_get_registry()->pSuite; suite; suite = suite->pNext)
+            printf("%s\n", suite->pName);
+        CU_cleanup_registry();
+        return 0;
+    } else if (argc > 2 && strcmp(argv[1], "--except") == 0) {
         /* every suite but those named, comma-separated (tools/check leaves the slowest out
          * of valgrind) */
         char names[256];
