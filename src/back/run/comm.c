@@ -74,7 +74,8 @@ bool pl_comm_launched(void)
 
 /* ---- the comm's thread ------------------------------------------------------------------- */
 
-/* Under the lock: the comm has failed with `err`'s text (the first failure wins). */
+/* Under the lock: the comm has failed, for the reason the format says (the first failure
+ * wins). */
 static void fail(pl_comm *comm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fail(pl_comm *comm, const char *fmt, ...)
 {
@@ -86,8 +87,7 @@ static void fail(pl_comm *comm, const char *fmt, ...)
     vsnprintf(text, sizeof text, fmt, args);
     va_end(args);
     pl_error_init(&comm->failure, NULL);
-    pl_error_set(&comm->failure, PL_EIO, NULL, "rank %d: %s (PLACER_MPI_TIMEOUT=%g)", comm->rank,
-                 text, comm->timeout);
+    pl_error_set(&comm->failure, PL_EIO, NULL, "rank %d: %s", comm->rank, text);
     comm->failed = true;
 }
 
@@ -131,8 +131,8 @@ static int collect(pl_comm *comm, call *calls)
     for (int i = 0; i < comm->n && !comm->failed; i++) {
         const message *m = &comm->messages[i];
         if (now - m->posted > comm->timeout)
-            fail(comm, "a message %s rank %d (tag %d) is %.0f s overdue",
-                 m->sending ? "to" : "from", m->peer, m->tag, now - m->posted);
+            fail(comm, "a message %s rank %d (tag %d) is %.0f s overdue (PLACER_MPI_TIMEOUT=%g)",
+                 m->sending ? "to" : "from", m->peer, m->tag, now - m->posted, comm->timeout);
     }
     return n_calls;
 }
@@ -327,7 +327,8 @@ static pl_status wait_request(pl_comm *comm, MPI_Request *request, double timeou
         MPI_Test(request, &done, MPI_STATUS_IGNORE);
         double waited = pl_now() - posted;
         if (!done && waited > timeout)
-            fail(comm, "%s is %.0f s overdue", what, waited);
+            fail(comm, "%s is %.0f s overdue (PLACER_MPI_TIMEOUT=%g)", what, waited,
+                 comm->timeout);
         bool failed = comm->failed && !done;
         pthread_mutex_unlock(&comm->lock);
         if (done)

@@ -251,23 +251,27 @@ static resource *resource_of(pl_executor *ex, int i, pl_error *err)
     return link_of(ex, use->from, use->to, err);
 }
 
+/* Resource r's index among the devices, then the links (from x to). */
+static int resource_index(const resource *r, int n_devices)
+{
+    return r->is_link ? n_devices + r->device * n_devices + r->to : r->device;
+}
+
 /* Room on every resource's queue for all of its tasks. */
 static bool reserve_queues(pl_executor *ex)
 {
     const pl_program *p = ex->program;
     int n = ex->c->n_devices;
-    int *count = calloc((size_t)(n + n * n), sizeof *count); /* devices, then links */
+    int *count = calloc((size_t)(n + n * n), sizeof *count);
     if (!count)
         return false;
-    for (int i = 0; i < p->n_tasks; i++) {
-        resource *r = ex->task_resource[i];
-        if (r)
-            count[r->is_link ? n + r->device * n + r->to : r->device]++;
-    }
+    for (int i = 0; i < p->n_tasks; i++)
+        if (ex->task_resource[i])
+            count[resource_index(ex->task_resource[i], n)]++;
     bool ok = true;
     for (int i = 0; i < p->n_tasks && ok; i++) {
         resource *r = ex->task_resource[i];
-        int *slot = r ? &count[r->is_link ? n + r->device * n + r->to : r->device] : NULL;
+        int *slot = r ? &count[resource_index(r, n)] : NULL;
         if (slot && *slot > 0) {
             ok = executor_reserve_queue(r, *slot);
             *slot = 0;
