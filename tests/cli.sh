@@ -265,6 +265,39 @@ PLACER_PROFILE=$work/c.json refused "calibrate: the profile is the cluster" \
     "the calibration profile '$work/c.json' is the cluster being read" "$bin" calibrate --cluster "$work/c.json"
 PLACER_PROFILE=$work/a.json refused "simulate: the profile is the model" \
     "is the model being read" "$bin" simulate "$work/a.json"
+
+# Only --checkpoint may replace the checkpoint resumed.
+expect 0 "train: a checkpoint to resume" "$bin" train "$work/a.json" --steps 1 -q \
+    --checkpoint "$work/r.ckpt"
+cp "$work/r.ckpt" "$work/r.orig"
+refused "train --save-weights the checkpoint resumed" \
+    "the saved weights '$work/r.ckpt' is the checkpoint resumed being read" \
+    "$bin" train "$work/a.json" --steps 2 --resume "$work/r.ckpt" --save-weights "$work/r.ckpt"
+cmp -s "$work/r.ckpt" "$work/r.orig" && ok || bad "--save-weights over --resume: the checkpoint changed"
+
+# Standard output carries one output alone, a binary one never to a terminal.
+refused "two outputs to standard output" "the saved weights and the checkpoint are both '-'" \
+    "$bin" train "$work/a.json" --steps 1 --save-weights - --checkpoint -
+expect 2 "--checkpoint - every N steps" "$bin" train "$work/a.json" --steps 2 --checkpoint - \
+    --checkpoint-every 1
+contains "$work/err" "give a file, not '-'" "--checkpoint - every N steps"
+if command -v script >/dev/null 2>&1; then
+    script -qec "'$bin' train '$work/a.json' --steps 1 --save-weights -" /dev/null \
+        >"$work/tty" 2>&1
+    [ $? -eq 2 ] && ok || bad "--save-weights - to a terminal: not exit 2"
+    contains "$work/tty" "standard output ('-') is a terminal, where the saved weights would be" \
+        "--save-weights - to a terminal"
+else
+    echo "SKIP: binary output to a terminal: no 'script' (util-linux) to make one"
+fi
+expect 0 "--save-weights - into a file" sh -c \
+    "'$bin' train '$work/a.json' --steps 1 --save-weights - >'$work/w.tensors'"
+contains "$work/err" "timing:" "--save-weights -: the log on standard error"
+expect 0 "--save-weights -: read back" "$bin" train "$work/a.json" --steps 1 -q \
+    --weights "$work/w.tensors"
+expect 0 "eval --outputs - into a pipe" sh -c \
+    "'$bin' eval '$work/a.json' --batches 1 --outputs - | head -c 15 >'$work/o.head'"
+printf 'placer-tensors\n' | cmp -s - "$work/o.head" && ok || bad "eval --outputs -: not a tensor file alone"
 ls -a "$work" | grep -q 'placer-tmp-' && bad "a temporary file was left behind" || ok
 
 # An oversize model fails fast, before the parser's tree: 4,000,001 nodes, or parameters,

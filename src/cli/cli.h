@@ -137,7 +137,13 @@ void pl_cli_setup_release(pl_cli_setup *setup);
 typedef struct pl_cli_file {
     const char *path;
     const char *role;
+    bool binary; /* an output that is no text: never written to a terminal */
 } pl_cli_file;
+
+/* Where a command prints its text: standard output, or standard error while one of its
+ * outputs is "-" (pl_cli_check_outputs decides), so that standard output carries that
+ * output alone and it can be read back. */
+extern FILE *pl_cli_text;
 
 /* Refuses two inputs that are both "-": standard input can be read once (json_reader.h).
  * Prints "placer: standard input ('-') is given as both the model and the plan: it
@@ -153,7 +159,9 @@ int pl_cli_check_inputs(const pl_cli_file *inputs, size_t n_inputs);
  * written, so that no long work ends in a failed write: its folder exists and is writable
  * (the profile's, which is made when missing, excepted), it is no directory, and a device or FIFO is writable;
  * otherwise "placer: cannot write the checkpoint '/x/c.ckpt': /x: No such file or
- * directory" and PL_EXIT_USAGE. */
+ * directory" and PL_EXIT_USAGE. Last, standard output: at most one output is "-"; a binary
+ * one is refused when standard output is a terminal or under mpirun (which merges every
+ * rank's standard output); while one is "-", pl_cli_text is standard error. */
 int pl_cli_check_outputs(const pl_cli_file *inputs, size_t n_inputs,
                          const pl_cli_file *outputs, size_t n_outputs);
 /* The calibration profile as an output ({NULL} when there is no home to put it in): the

@@ -100,9 +100,10 @@ static int parse_options(int argc, char **argv, baseline_options *o)
         return list_error(o->algo);
     if (o->all && o->output)
         return pl_cli_usage_error("baseline: -o writes one plan: name one algorithm");
-    const pl_cli_file inputs[] = {{o->model, "the model"}, {o->cluster, "the cluster"}};
+    const pl_cli_file inputs[] = {{o->model, "the model", false},
+                                  {o->cluster, "the cluster", false}};
     char profile[4096];
-    const pl_cli_file outputs[] = {{o->output, "the output"},
+    const pl_cli_file outputs[] = {{o->output, "the output", false},
                                    pl_cli_profile_output(profile, sizeof profile)};
     return pl_cli_check_outputs(inputs, 2, outputs, 2);
 }
@@ -156,19 +157,21 @@ static void print_memory(const pl_cluster *c, const outcome *out)
 {
     for (int d = 0; d < c->n_devices; d++) {
         if (out->memory[d] == 0)
-            printf(" %6s", "-");
+            fprintf(pl_cli_text, " %6s", "-");
         else
-            printf(" %6.1f", (double)out->memory[d] / (1 << 20));
+            fprintf(pl_cli_text, " %6.1f", (double)out->memory[d] / (1 << 20));
     }
 }
 
 static void print_header(const pl_graph *g, const pl_cluster *c, bool calibrated,
                          double bound)
 {
-    printf("baseline placers for %s on cluster \"%s\" (%s), this machine's profile%s; lower "
-           "bound %.3f ms\n", g->name, c->name,
-           c->paced ? "paced: devices emulated at their declared speeds" : "native",
-           calibrated ? ", just calibrated" : "", 1e3 * bound);
+    fprintf(pl_cli_text,
+            "baseline placers for %s on cluster \"%s\" (%s), this machine's profile%s; lower "
+            "bound %.3f ms\n",
+            g->name, c->name,
+            c->paced ? "paced: devices emulated at their declared speeds" : "native",
+            calibrated ? ", just calibrated" : "", 1e3 * bound);
 }
 
 static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluster *c,
@@ -178,8 +181,8 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
     int status = PL_EXIT_OK, placed = 0, unfit = 0; /* unfit: failures of bad input, all of
                                                       which say that nothing fits */
     bool any_unstable = false;
-    printf("%-12s %12s %9s %18s %10s %10s  %s\n", "algorithm", "simulated", "sim/bound",
-           "measured", "meas/bound", "placed in", "peak memory per device, MiB");
+    fprintf(pl_cli_text, "%-12s %12s %9s %18s %10s %10s  %s\n", "algorithm", "simulated",
+            "sim/bound", "measured", "meas/bound", "placed in", "peak memory per device, MiB");
     for (int a = 0; a < PL_BASELINE_COUNT && status == PL_EXIT_OK; a++) {
         outcome out;
         place(o, (pl_baseline)a, g, c, m, &out);
@@ -187,7 +190,7 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
         if (!out.plan) {
             char line[2048];
             pl_error_format(&out.err, line, sizeof line);
-            printf("%-12s failed: %s\n", name, line);
+            fprintf(pl_cli_text, "%-12s failed: %s\n", name, line);
             unfit += out.err.status == PL_EINPUT;
             continue;
         }
@@ -204,21 +207,24 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
             snprintf(ratio, sizeof ratio, "%.2fx", out.measured / bound);
         }
         /* ± is two bytes and one column: one more byte of width keeps the columns */
-        printf("%-12s %9.3f ms %8.2fx %*s %10s %7.1f ms ", name,
-               1e3 * out.plan->provenance.predicted_seconds,
-               out.plan->provenance.predicted_seconds / bound,
-               out.measured > 0 ? 19 : 18, measured, ratio, 1e3 * out.place_seconds);
+        fprintf(pl_cli_text, "%-12s %9.3f ms %8.2fx %*s %10s %7.1f ms ", name,
+                1e3 * out.plan->provenance.predicted_seconds,
+                out.plan->provenance.predicted_seconds / bound, out.measured > 0 ? 19 : 18,
+                measured, ratio, 1e3 * out.place_seconds);
         print_memory(c, &out);
-        printf("\n");
+        fprintf(pl_cli_text, "\n");
         pl_plan_free(out.plan);
     }
-    printf("sim/bound: the simulated step over the lower bound; meas/bound: the measured "
-           "step over it\n");
+    fprintf(pl_cli_text,
+            "sim/bound: the simulated step over the lower bound; meas/bound: the measured "
+            "step over it\n");
     if (o->measure && status == PL_EXIT_OK) {
-        printf("measured: median of %ld steps after 3 warm-up, %s; a round that is unstable "
-               "is measured again (up to %d rounds)\n", o->measure,
-               c->paced ? "paced (emulated devices)" : "native", PL_MEASURE_MAX_ROUNDS);
-        pl_cli_print_spread_note(stdout, any_unstable);
+        fprintf(pl_cli_text,
+                "measured: median of %ld steps after 3 warm-up, %s; a round that is unstable "
+                "is measured again (up to %d rounds)\n",
+                o->measure, c->paced ? "paced (emulated devices)" : "native",
+                PL_MEASURE_MAX_ROUNDS);
+        pl_cli_print_spread_note(pl_cli_text, any_unstable);
     }
     pl_executor_free(ex);
     if (status == PL_EXIT_OK && placed == 0) {
@@ -241,24 +247,26 @@ static int run_one(const baseline_options *o, const pl_graph *g, const pl_cluste
     pl_error err;
     pl_program *p = pl_program_new(g, c, out.plan, &err);
     if (p) {
-        printf("%s: ", o->algo);
+        fprintf(pl_cli_text, "%s: ", o->algo);
         pl_cli_describe_plan(out.plan, c, p);
     }
     pl_program_free(p);
-    printf("predicted step: %.3f ms, %.2fx the lower bound; placed in %.1f ms\n",
-           1e3 * out.plan->provenance.predicted_seconds,
-           out.plan->provenance.predicted_seconds / bound, 1e3 * out.place_seconds);
-    printf("peak memory per device, MiB:");
+    fprintf(pl_cli_text, "predicted step: %.3f ms, %.2fx the lower bound; placed in %.1f ms\n",
+            1e3 * out.plan->provenance.predicted_seconds,
+            out.plan->provenance.predicted_seconds / bound, 1e3 * out.place_seconds);
+    fprintf(pl_cli_text, "peak memory per device, MiB:");
     print_memory(c, &out);
-    printf("\n");
+    fprintf(pl_cli_text, "\n");
     pl_executor *ex = NULL;
     if (o->measure && (status = measure(o, g, c, &ex, &out)) == PL_EXIT_OK) {
         char spread[32];
-        printf("measured step: median %.3f ms %s, %.2fx the lower bound (%ld steps after 3 "
-               "warm-up, %s)\n", 1e3 * out.measured,
-               pl_cli_spread_text(&out.measurement.series, spread, sizeof spread),
-               out.measured / bound, o->measure, c->paced ? "paced" : "native");
-        pl_cli_print_stability(stdout, &out.measurement);
+        fprintf(pl_cli_text,
+                "measured step: median %.3f ms %s, %.2fx the lower bound (%ld steps after 3 "
+                "warm-up, %s)\n",
+                1e3 * out.measured,
+                pl_cli_spread_text(&out.measurement.series, spread, sizeof spread),
+                out.measured / bound, o->measure, c->paced ? "paced" : "native");
+        pl_cli_print_stability(pl_cli_text, &out.measurement);
     }
     pl_executor_free(ex);
     if (status == PL_EXIT_OK && o->output && pl_cli_leader()) {
@@ -266,7 +274,7 @@ static int run_one(const baseline_options *o, const pl_graph *g, const pl_cluste
         if (pl_plan_write_file(o->output, out.plan, g, c, &err) != PL_OK)
             status = pl_cli_report(&err);
         else
-            printf("plan: %s\n", o->output);
+            fprintf(pl_cli_text, "plan: %s\n", o->output);
     }
     pl_plan_free(out.plan);
     return status;

@@ -222,7 +222,7 @@ int pl_cmd_calibrate(int argc, char **argv)
     if (check && force)
         return pl_cli_usage_error("calibrate: --check measures nothing: not with --force");
     char profile[4096];
-    const pl_cli_file input = {cluster_path, "the cluster"};
+    const pl_cli_file input = {cluster_path, "the cluster", false};
     const pl_cli_file output = pl_cli_profile_output(profile, sizeof profile);
     int checked = check ? pl_cli_check_inputs(&input, 1) /* --check writes nothing */
                         : pl_cli_check_outputs(&input, 1, &output, 1);

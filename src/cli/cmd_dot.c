@@ -74,9 +74,10 @@ static int parse_options(int argc, char **argv, dot_options *o)
         return pl_cli_usage_error("dot: %s draws a plan: give --plan PLAN.json",
                                   o->cluster ? "--cluster" : "--all-ops");
     o->model = argv[optind];
-    const pl_cli_file inputs[] = {{o->model, "the model"}, {o->plan, "the plan"},
-                                  {o->cluster, "the cluster"}};
-    const pl_cli_file output = {o->output, "the output"};
+    const pl_cli_file inputs[] = {{o->model, "the model", false},
+                                  {o->plan, "the plan", false},
+                                  {o->cluster, "the cluster", false}};
+    const pl_cli_file output = {o->output, "the output", false};
     return pl_cli_check_outputs(inputs, 3, &output, 1);
 }
 

@@ -93,10 +93,12 @@ static int parse_options(int argc, char **argv, eval_options *o)
         return pl_cli_usage_error("eval: --inputs holds the batches: no --data or --batches "
                                   "with it");
     o->model = argv[optind];
-    const pl_cli_file inputs[] = {{o->model, "the model"}, {o->weights, "the weights"},
-                                  {o->data, "the data"}, {o->inputs, "the inputs"}};
-    const pl_cli_file outputs[] = {{o->outputs, "the outputs"},
-                                   {o->gradients, "the gradients"}};
+    const pl_cli_file inputs[] = {{o->model, "the model", false},
+                                  {o->weights, "the weights", false},
+                                  {o->data, "the data", false},
+                                  {o->inputs, "the inputs", false}};
+    const pl_cli_file outputs[] = {{o->outputs, "the outputs", true},
+                                   {o->gradients, "the gradients", true}};
     return pl_cli_check_outputs(inputs, 4, outputs, 2);
 }
 
@@ -258,17 +260,18 @@ static int evaluate(evaluator *e)
         fprintf(stderr, "placer: eval: interrupted; nothing written\n");
         return PL_EXIT_INTERRUPTED;
     }
-    printf("loss %.6f", total / (double)e->batches);
+    fprintf(pl_cli_text, "loss %.6f", total / (double)e->batches);
     if (sc.logits >= 0)
-        printf("  accuracy %.4f", (double)correct /
-                                      (double)(e->batches * g->batch_size * sc.positions_per_sample));
-    printf("\n");
+        fprintf(pl_cli_text, "  accuracy %.4f",
+                (double)correct / (double)(e->batches * g->batch_size * sc.positions_per_sample));
+    fprintf(pl_cli_text, "\n");
     if (!e->o.outputs)
         return PL_EXIT_OK;
     pl_error_init(&err, e->o.outputs);
     if (pl_tensor_file_write(e->o.outputs, e->outputs, e->n_outputs, &err) != PL_OK)
         return pl_cli_report(&err);
-    printf("outputs: %s (%d tensor%s)\n", e->o.outputs, e->n_outputs, e->n_outputs == 1 ? "" : "s");
+    fprintf(pl_cli_text, "outputs: %s (%d tensor%s)\n", e->o.outputs, e->n_outputs,
+            e->n_outputs == 1 ? "" : "s");
     return PL_EXIT_OK;
 }
 
@@ -300,8 +303,9 @@ static int write_gradients(evaluator *e)
     free(list);
     if (status != PL_OK)
         return pl_cli_report(&err);
-    printf("gradients: %s (%d parameter%s; loss %.6f on the first batch, training mode)\n",
-           e->o.gradients, n, n == 1 ? "" : "s", (double)loss);
+    fprintf(pl_cli_text,
+            "gradients: %s (%d parameter%s; loss %.6f on the first batch, training mode)\n",
+            e->o.gradients, n, n == 1 ? "" : "s", (double)loss);
     return PL_EXIT_OK;
 }
 
@@ -339,11 +343,11 @@ static int set_up(evaluator *e)
     if (status == PL_EXIT_OK && e->o.outputs)
         status = prepare_outputs(e);
     if (status == PL_EXIT_OK)
-        printf("eval %s: %ld batch%s of %d, %s mode, weights: %s, inputs: %s\n", e->g->name,
-               e->batches, e->batches == 1 ? "" : "es", e->g->batch_size,
-               e->o.train_mode ? "training" : "inference",
-               e->o.weights ? e->o.weights : "the model's initialisers",
-               e->in ? e->o.inputs : pl_dataset_describe(e->data));
+        fprintf(pl_cli_text, "eval %s: %ld batch%s of %d, %s mode, weights: %s, inputs: %s\n",
+                e->g->name, e->batches, e->batches == 1 ? "" : "es", e->g->batch_size,
+                e->o.train_mode ? "training" : "inference",
+                e->o.weights ? e->o.weights : "the model's initialisers",
+                e->in ? e->o.inputs : pl_dataset_describe(e->data));
     return status;
 }
 

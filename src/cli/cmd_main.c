@@ -259,14 +259,16 @@ static int check_outputs(const main_options *o, const char *prefix)
                                            ".timeline-measured.svg",
                                            ".agent.ckpt" /* last: see above */};
     enum { N_SUFFIXES = sizeof suffixes / sizeof *suffixes };
-    const pl_cli_file inputs[] = {{o->model, "the model"}, {o->cluster, "the cluster"},
-                                  {o->policy, "the policy"},
-                                  {o->search.resume, "the checkpoint resumed"}};
+    const pl_cli_file inputs[] = {{o->model, "the model", false},
+                                  {o->cluster, "the cluster", false},
+                                  {o->policy, "the policy", false},
+                                  {o->search.resume, "the checkpoint resumed", false}};
     char profile[4096];
     pl_cli_file outputs[1 + N_SUFFIXES] = {pl_cli_profile_output(profile, sizeof profile)};
     int status = PL_EXIT_OK;
     for (int i = 0; i < N_SUFFIXES; i++)
-        if (!(outputs[1 + i] = (pl_cli_file){pl_cli_path(prefix, suffixes[i]), "the output"}).path)
+        if (!(outputs[1 + i] = (pl_cli_file){pl_cli_path(prefix, suffixes[i]), "the output", false})
+                 .path)
             status = PL_EXIT_FAILURE;
     if (status == PL_EXIT_OK &&
         (status = pl_cli_check_outputs(inputs, 3, outputs, 1 + N_SUFFIXES)) == PL_EXIT_OK)

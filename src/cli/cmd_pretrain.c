@@ -103,27 +103,27 @@ static int parse_options(int argc, char **argv, pretrain_args *a)
     pl_cli_file inputs[MAX_MODELS + MAX_CLUSTERS + 1];
     int n = 0;
     for (int i = 0; i < a->n_models; i++)
-        inputs[n++] = (pl_cli_file){a->models[i], "a model"};
+        inputs[n++] = (pl_cli_file){a->models[i], "a model", false};
     for (int i = 0; i < a->n_clusters; i++)
-        inputs[n++] = (pl_cli_file){a->clusters[i], "a cluster"};
-    inputs[n++] = (pl_cli_file){a->start, "the policy started from"};
+        inputs[n++] = (pl_cli_file){a->clusters[i], "a cluster", false};
+    inputs[n++] = (pl_cli_file){a->start, "the policy started from", false};
     char profile[4096];
     const pl_cli_file outputs[] = {pl_cli_profile_output(profile, sizeof profile),
-                                   {a->output, "the policy"}};
+                                   {a->output, "the policy", true}};
     return pl_cli_check_outputs(inputs, (size_t)n, outputs, 2);
 }
 
 static void print_visit(void *context, const pl_pretrain_visit *v)
 {
     double start = *(const double *)context;
-    printf("[%d/%d] round %d, %s: best %.3f ms", v->visit, v->visits, v->round + 1,
-           v->pair->name, 1e3 * v->best);
+    fprintf(pl_cli_text, "[%d/%d] round %d, %s: best %.3f ms", v->visit, v->visits, v->round + 1,
+            v->pair->name, 1e3 * v->best);
     if (v->best_baseline > 0)
-        printf(" (%.3f of the best baseline)", v->best / v->best_baseline);
+        fprintf(pl_cli_text, " (%.3f of the best baseline)", v->best / v->best_baseline);
     if (v->best_baseline > 0 && v->mean_sampled > 0)
-        printf(", the samples %.3f", v->mean_sampled / v->best_baseline);
-    printf("; %.0f s\n", pl_now() - start);
-    fflush(stdout);
+        fprintf(pl_cli_text, ", the samples %.3f", v->mean_sampled / v->best_baseline);
+    fprintf(pl_cli_text, "; %.0f s\n", pl_now() - start);
+    fflush(pl_cli_text);
 }
 
 /* Every model on every cluster, set up (training graph, cluster, profile), into pairs. */
@@ -176,9 +176,10 @@ static int pretrain(const pretrain_args *a, pl_cli_setup *setups, pl_pretrain_pa
         if (pl_policy_weights_write(&weights, a->output, &err) != PL_OK)
             status = pl_cli_report(&err);
         else
-            printf("wrote %s: %d weights (hidden %d, %d rounds, %d groups) after %.0f s\n",
-                   a->output, weights.n, weights.hidden, weights.rounds, weights.groups,
-                   pl_now() - begin);
+            fprintf(pl_cli_text,
+                    "wrote %s: %d weights (hidden %d, %d rounds, %d groups) after %.0f s\n",
+                    a->output, weights.n, weights.hidden, weights.rounds, weights.groups,
+                    pl_now() - begin);
     }
     pl_policy_weights_clear(&weights);
     return status;

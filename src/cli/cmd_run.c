@@ -80,10 +80,13 @@ static int parse_options(int argc, char **argv, run_options *o)
     if (optind + 1 < argc)
         return pl_cli_usage_error("run: one model at a time ('%s' is extra)", argv[optind + 1]);
     o->model = argv[optind];
-    const pl_cli_file inputs[] = {{o->model, "the model"}, {o->plan, "the plan"},
-                                  {o->cluster, "the cluster"}, {o->data, "the data"},
-                                  {o->weights, "the weights"}};
-    const pl_cli_file outputs[] = {{o->trace, "the trace"}, {o->timeline, "the timeline"}};
+    const pl_cli_file inputs[] = {{o->model, "the model", false},
+                                  {o->plan, "the plan", false},
+                                  {o->cluster, "the cluster", false},
+                                  {o->data, "the data", false},
+                                  {o->weights, "the weights", false}};
+    const pl_cli_file outputs[] = {{o->trace, "the trace", false},
+                                   {o->timeline, "the timeline", false}};
     return pl_cli_check_outputs(inputs, 5, outputs, 2);
 }
 
@@ -103,10 +106,12 @@ static void describe_devices(const pl_executor *ex, const pl_cluster *c)
             if (p->tasks[i].resource == d)
                 busy += ends[i] - starts[i];
         char need[32], have[32];
-        printf("  %-12s %6d training ops  memory %10s of %-10s  busy %3.0f%% of the last step\n",
-               c->devices[d].name, ops, pl_units_bytes((double)p->memory[d].total, need, sizeof need),
-               pl_units_bytes((double)c->devices[d].memory_bytes, have, sizeof have),
-               step > 0 ? 100 * busy / step : 0);
+        fprintf(pl_cli_text,
+                "  %-12s %6d training ops  memory %10s of %-10s  busy %3.0f%% of the last step\n",
+                c->devices[d].name, ops,
+                pl_units_bytes((double)p->memory[d].total, need, sizeof need),
+                pl_units_bytes((double)c->devices[d].memory_bytes, have, sizeof have),
+                step > 0 ? 100 * busy / step : 0);
     }
 }
 
@@ -126,9 +131,9 @@ static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
                 pl_units_bytes((double)fit.capacity, have, sizeof have), (long long)fit.capacity);
         return PL_EXIT_NO_FIT;
     }
-    printf("run %s on cluster \"%s\" (%s)\n", g->name, c->name,
-           c->paced ? "paced: kernels and copies held to the declared speeds"
-                    : "native: as fast as this machine runs");
+    fprintf(pl_cli_text, "run %s on cluster \"%s\" (%s)\n", g->name, c->name,
+            c->paced ? "paced: kernels and copies held to the declared speeds"
+                     : "native: as fast as this machine runs");
     pl_cli_describe_plan(plan, c, pl_executor_program(ex));
     int threads = pl_executor_threads(ex), cores = pl_machine_cores();
     if (threads > cores)
@@ -141,19 +146,19 @@ static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
     describe_devices(ex, c);
     const pl_series *times = &m.series;
     char spread[32];
-    printf("step time: median %.3f ms %s, min %.3f ms, max %.3f ms; spread %.1f%% "
-           "interquartile, %.1f%% min to max (%ld steps after %ld warm-up)\n",
-           1e3 * times->median, pl_cli_spread_text(times, spread, sizeof spread),
-           1e3 * times->min, 1e3 * times->max, 100 * times->iqr_spread, 100 * times->spread,
-           o->steps, o->warmup);
-    pl_cli_print_stability(stdout, &m);
-    printf("throughput: %.0f samples/s; loss %.4f at the last step\n",
-           g->batch_size / m.series.median, (double)m.last_loss);
+    fprintf(pl_cli_text,
+            "step time: median %.3f ms %s, min %.3f ms, max %.3f ms; spread %.1f%% "
+            "interquartile, %.1f%% min to max (%ld steps after %ld warm-up)\n",
+            1e3 * times->median, pl_cli_spread_text(times, spread, sizeof spread), 1e3 * times->min,
+            1e3 * times->max, 100 * times->iqr_spread, 100 * times->spread, o->steps, o->warmup);
+    pl_cli_print_stability(pl_cli_text, &m);
+    fprintf(pl_cli_text, "throughput: %.0f samples/s; loss %.4f at the last step\n",
+            g->batch_size / m.series.median, (double)m.last_loss);
     if (o->trace && pl_cli_leader()) {
         pl_error_init(&err, o->trace);
         if (pl_executor_write_trace(ex, o->trace, &err) != PL_OK)
             return pl_cli_report(&err);
-        printf("trace: %s (the last step)\n", o->trace);
+        fprintf(pl_cli_text, "trace: %s (the last step)\n", o->trace);
     }
     if (o->timeline && pl_cli_leader()) {
         char title[1024];
@@ -164,7 +169,7 @@ static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
                                    pl_executor_task_starts(ex), pl_executor_task_ends(ex),
                                    pl_executor_step_seconds(ex), title, &err) != PL_OK)
             return pl_cli_report(&err);
-        printf("timeline: %s (the last step)\n", o->timeline);
+        fprintf(pl_cli_text, "timeline: %s (the last step)\n", o->timeline);
     }
     return PL_EXIT_OK;
 }

@@ -67,33 +67,36 @@ static int parse_options(int argc, char **argv, simulate_options *o)
         return pl_cli_usage_error("simulate: one model at a time ('%s' is extra)",
                                   argv[optind + 1]);
     o->model = argv[optind];
-    const pl_cli_file inputs[] = {{o->model, "the model"}, {o->plan, "the plan"},
-                                  {o->cluster, "the cluster"}};
+    const pl_cli_file inputs[] = {{o->model, "the model", false},
+                                  {o->plan, "the plan", false},
+                                  {o->cluster, "the cluster", false}};
     char profile[4096];
     const pl_cli_file outputs[] = {pl_cli_profile_output(profile, sizeof profile),
-                                   {o->timeline, "the timeline"}};
+                                   {o->timeline, "the timeline", false}};
     return pl_cli_check_outputs(inputs, 3, outputs, 2);
 }
 
 static void print_prediction(const pl_graph *g, const pl_cluster *c, const pl_program *p,
                              const pl_simulation *sim, double bound)
 {
-    printf("predicted step: %.3f ms, %.2fx the lower bound of %.3f ms; critical path "
-           "%.3f ms\n", 1e3 * sim->step_seconds, sim->step_seconds / bound, 1e3 * bound,
-           1e3 * sim->critical_path_seconds);
+    fprintf(pl_cli_text,
+            "predicted step: %.3f ms, %.2fx the lower bound of %.3f ms; critical path "
+            "%.3f ms\n",
+            1e3 * sim->step_seconds, sim->step_seconds / bound, 1e3 * bound,
+            1e3 * sim->critical_path_seconds);
     for (int d = 0; d < c->n_devices; d++) {
         int ops = pl_program_ops_on(p, d);
         if (ops == 0)
             continue;
         char need[32], have[32];
-        printf("  %-12s %6d ops  memory %10s of %-10s  busy %8.3f ms (%3.0f%%)\n",
-               c->devices[d].name, ops, pl_units_bytes((double)sim->memory[d], need, sizeof need),
-               pl_units_bytes((double)c->devices[d].memory_bytes, have, sizeof have),
-               1e3 * sim->busy_seconds[d], 100 * sim->busy_seconds[d] / sim->step_seconds);
+        fprintf(pl_cli_text, "  %-12s %6d ops  memory %10s of %-10s  busy %8.3f ms (%3.0f%%)\n",
+                c->devices[d].name, ops, pl_units_bytes((double)sim->memory[d], need, sizeof need),
+                pl_units_bytes((double)c->devices[d].memory_bytes, have, sizeof have),
+                1e3 * sim->busy_seconds[d], 100 * sim->busy_seconds[d] / sim->step_seconds);
     }
     char bytes[32];
-    printf("communication: %d copies, %s per step\n", sim->n_copies,
-           pl_units_bytes((double)sim->copy_bytes, bytes, sizeof bytes));
+    fprintf(pl_cli_text, "communication: %d copies, %s per step\n", sim->n_copies,
+            pl_units_bytes((double)sim->copy_bytes, bytes, sizeof bytes));
     (void)g;
 }
 
@@ -103,13 +106,14 @@ static void print_measured(const pl_measurement *m, long steps, double predicted
 {
     const pl_series *times = &m->series;
     char spread[32];
-    printf("measured step: median %.3f ms %s%s (min %.3f, max %.3f, %ld steps after 3 "
-           "warm-up); the simulator's error %+.1f%%%s\n", 1e3 * times->median,
-           pl_cli_spread_text(times, spread, sizeof spread), times->unstable ? " !" : "",
-           1e3 * times->min, 1e3 * times->max, steps,
-           100 * (predicted - times->median) / times->median,
-           times->unstable ? ", against an unstable measurement" : "");
-    pl_cli_print_stability(stdout, m);
+    fprintf(pl_cli_text,
+            "measured step: median %.3f ms %s%s (min %.3f, max %.3f, %ld steps after 3 "
+            "warm-up); the simulator's error %+.1f%%%s\n",
+            1e3 * times->median, pl_cli_spread_text(times, spread, sizeof spread),
+            times->unstable ? " !" : "", 1e3 * times->min, 1e3 * times->max, steps,
+            100 * (predicted - times->median) / times->median,
+            times->unstable ? ", against an unstable measurement" : "");
+    pl_cli_print_stability(pl_cli_text, m);
 }
 
 /* Runs the plan on the executor and compares. */
@@ -153,7 +157,7 @@ static int write_timeline(const simulate_options *o, const pl_graph *g, const pl
     if (pl_timeline_write_file(o->timeline, p, c, starts, ends, sim->step_seconds, title,
                                &err) != PL_OK)
         return pl_cli_report(&err);
-    printf("timeline: %s (the simulated step)\n", o->timeline);
+    fprintf(pl_cli_text, "timeline: %s (the simulated step)\n", o->timeline);
     return PL_EXIT_OK;
 }
 
@@ -188,9 +192,9 @@ static int simulate(const simulate_options *o, const pl_cli_setup *setup)
                 (long long)d->memory_bytes);
         status = PL_EXIT_NO_FIT;
     } else {
-        printf("simulate %s on cluster \"%s\" (%s), this machine's profile%s\n", g->name,
-               c->name, c->paced ? "paced" : "native",
-               setup->calibrated ? ", just calibrated" : "");
+        fprintf(pl_cli_text, "simulate %s on cluster \"%s\" (%s), this machine's profile%s\n",
+                g->name, c->name, c->paced ? "paced" : "native",
+                setup->calibrated ? ", just calibrated" : "");
         pl_cli_describe_plan(plan, c, p);
         print_prediction(g, c, p, &sim, setup->bound);
         if (o->timeline && pl_cli_leader())

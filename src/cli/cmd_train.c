@@ -147,14 +147,19 @@ static int parse_options(int argc, char **argv, train_options *o)
     if (!o->micro_batches)
         o->micro_batches = 1;
     o->model = argv[optind];
-    /* not --resume: the checkpoint is read whole before training, and writing its
-     * continuation over it is how a run goes on in one file */
-    const pl_cli_file inputs[] = {{o->model, "the model"}, {o->plan, "the plan"},
-                                  {o->cluster, "the cluster"}, {o->data, "the data"},
-                                  {o->weights, "the weights"}};
-    const pl_cli_file outputs[] = {{o->checkpoint, "the checkpoint"},
-                                   {o->save_weights, "the saved weights"}};
-    return pl_cli_check_outputs(inputs, 5, outputs, 2);
+    if (o->checkpoint && !strcmp(o->checkpoint, "-") && o->checkpoint_every)
+        return pl_cli_usage_error("train: --checkpoint-every writes the checkpoint again and "
+                                  "again: give a file, not '-'");
+    /* Only the checkpoint may be the one resumed: that file is read whole before training,
+     * and writing its continuation over it is how a run goes on in one file. */
+    const pl_cli_file inputs[] = {
+        {o->model, "the model", false},     {o->plan, "the plan", false},
+        {o->cluster, "the cluster", false}, {o->data, "the data", false},
+        {o->weights, "the weights", false}, {o->resume, "the checkpoint resumed", false}};
+    const pl_cli_file outputs[] = {{o->save_weights, "the saved weights", true},
+                                   {o->checkpoint, "the checkpoint", true}};
+    int status = pl_cli_check_outputs(inputs, 6, outputs, 1);
+    return status == PL_EXIT_OK ? pl_cli_check_outputs(inputs, 5, outputs, 2) : status;
 }
 
 static void **input_buffers(const pl_graph *g, pl_session *s)
@@ -195,9 +200,10 @@ static void print_timing(double *times, long n)
     if (n - warmup < 1)
         return;
     pl_stats stats = pl_stats_of(times + warmup, (int)(n - warmup));
-    printf("timing: %ld steps, median %.3f ms, min %.3f ms, max %.3f ms (%ld warm-up steps "
-           "excluded)\n", n - warmup, 1e3 * stats.median, 1e3 * stats.min, 1e3 * stats.max,
-           warmup);
+    fprintf(pl_cli_text,
+            "timing: %ld steps, median %.3f ms, min %.3f ms, max %.3f ms (%ld warm-up steps "
+            "excluded)\n",
+            n - warmup, 1e3 * stats.median, 1e3 * stats.min, 1e3 * stats.max, warmup);
 }
 
 typedef struct trainer {
@@ -261,7 +267,7 @@ static int run(trainer *t)
 {
     const pl_graph *g = t->g;
     /* under mpirun a rank's standard output is a terminal of mpirun's, not the user's */
-    bool tty = !t->o.quiet && isatty(STDOUT_FILENO) && !pl_cli_comm();
+    bool tty = !t->o.quiet && isatty(fileno(pl_cli_text)) && !pl_cli_comm();
     long capacity = 1024, timed = 0;
     double *times = malloc((size_t)capacity * sizeof *times);
     double window_loss = 0, window_start = pl_now(), epoch_loss = 0;
@@ -320,13 +326,13 @@ static int run(trainer *t)
                          (double)window_correct /
                              (double)(window_steps * g->batch_size * t->sc.positions_per_sample));
             if (!t->o.quiet || !line)
-                printf("%sstep %lld  epoch %lld  loss %.4f%s  %.0f samples/s%s", tty ? "\r" : "",
-                       (long long)t->at.step, (long long)t->at.epoch + 1,
-                       window_loss / (double)window_steps, accuracy,
-                       (double)(window_steps * g->batch_size) / seconds,
-                       line || !tty ? "\n" : "   ");
+                fprintf(pl_cli_text, "%sstep %lld  epoch %lld  loss %.4f%s  %.0f samples/s%s",
+                        tty ? "\r" : "", (long long)t->at.step, (long long)t->at.epoch + 1,
+                        window_loss / (double)window_steps, accuracy,
+                        (double)(window_steps * g->batch_size) / seconds,
+                        line || !tty ? "\n" : "   ");
             partial = tty && !line;
-            fflush(stdout);
+            fflush(pl_cli_text);
             if (line) {
                 window_loss = 0;
                 window_steps = window_correct = 0;
@@ -341,15 +347,15 @@ static int run(trainer *t)
                 break;
             }
             evaluate(g, t->s, t->data, &t->sc, t->inputs, &test_loss, &test_accuracy);
-            printf("%sepoch %lld  train loss %.4f", tty ? "\r" : "", (long long)t->at.epoch + 1,
-                   epoch_loss / (double)epoch_steps);
+            fprintf(pl_cli_text, "%sepoch %lld  train loss %.4f", tty ? "\r" : "",
+                    (long long)t->at.epoch + 1, epoch_loss / (double)epoch_steps);
             if (pl_dataset_size(t->data, PL_SPLIT_TEST) > 0)
-                printf("  test loss %.4f", test_loss);
+                fprintf(pl_cli_text, "  test loss %.4f", test_loss);
             if (!isnan(test_accuracy))
-                printf("  test accuracy %.4f", test_accuracy);
-            printf("\n");
+                fprintf(pl_cli_text, "  test accuracy %.4f", test_accuracy);
+            fprintf(pl_cli_text, "\n");
             partial = false;
-            fflush(stdout);
+            fflush(pl_cli_text);
             t->at.epoch++;
             t->at.position = 0;
             epoch_loss = 0;
@@ -361,7 +367,7 @@ static int run(trainer *t)
             write_checkpoint(t);
     }
     if (partial)
-        printf("\n");
+        fprintf(pl_cli_text, "\n");
     if (times)
         print_timing(times, timed);
     free(times);
@@ -477,20 +483,21 @@ static int set_up(trainer *t)
                     (unsigned long long)t->at.seed);
     }
     if (!t->o.quiet && !t->plan)
-        printf("training %s: batch %d%s, %d ops, %s, %ld thread%s, data: %s\n", t->g->name,
-               t->g->batch_size, t->o.micro_batches > 1 ? " in micro-batches" : "",
-               t->g->n_ops, t->g->optimizer.kind == PL_OPT_ADAM ? "adam" : "sgd",
-               t->o.threads, t->o.threads == 1 ? "" : "s", pl_dataset_describe(t->data));
+        fprintf(pl_cli_text, "training %s: batch %d%s, %d ops, %s, %ld thread%s, data: %s\n",
+                t->g->name, t->g->batch_size, t->o.micro_batches > 1 ? " in micro-batches" : "",
+                t->g->n_ops, t->g->optimizer.kind == PL_OPT_ADAM ? "adam" : "sgd", t->o.threads,
+                t->o.threads == 1 ? "" : "s", pl_dataset_describe(t->data));
     char replicas[64];
     if (!t->o.quiet && t->plan)
-        printf("training %s: batch %d in %d micro-batch%s, %d ops, %s, placed by %s on "
-               "cluster \"%s\" (%s%d stage%s, %s%s), data: %s\n", t->g->name,
-               t->g->batch_size, t->plan->micro_batches, t->plan->micro_batches == 1 ? "" : "es",
-               t->g->n_ops, t->g->optimizer.kind == PL_OPT_ADAM ? "adam" : "sgd", t->o.plan,
-               t->cluster->name, pl_plan_replicas_text(t->plan, replicas, sizeof replicas),
-               t->plan->n_stages, t->plan->n_stages == 1 ? "" : "s",
-               pl_plan_schedule_text(t->plan),
-               t->cluster->paced ? ", paced" : "", pl_dataset_describe(t->data));
+        fprintf(pl_cli_text,
+                "training %s: batch %d in %d micro-batch%s, %d ops, %s, placed by %s on "
+                "cluster \"%s\" (%s%d stage%s, %s%s), data: %s\n",
+                t->g->name, t->g->batch_size, t->plan->micro_batches,
+                t->plan->micro_batches == 1 ? "" : "es", t->g->n_ops,
+                t->g->optimizer.kind == PL_OPT_ADAM ? "adam" : "sgd", t->o.plan, t->cluster->name,
+                pl_plan_replicas_text(t->plan, replicas, sizeof replicas), t->plan->n_stages,
+                t->plan->n_stages == 1 ? "" : "s", pl_plan_schedule_text(t->plan),
+                t->cluster->paced ? ", paced" : "", pl_dataset_describe(t->data));
     return PL_EXIT_OK;
 }
 

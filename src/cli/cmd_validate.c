@@ -86,12 +86,12 @@ static int check_plan(const char *model, pl_graph *graph, const char *cluster_pa
 /* Standard input read once: at most one model, --cluster or --plan is "-". */
 static int check_inputs(int n_models, char **models, const char *cluster, const char *plan)
 {
-    const pl_cli_file given[] = {{cluster, "the cluster"}, {plan, "the plan"}};
+    const pl_cli_file given[] = {{cluster, "the cluster", false}, {plan, "the plan", false}};
     pl_cli_file *inputs = calloc((size_t)n_models + 2, sizeof *inputs);
     if (!inputs)
         return PL_EXIT_FAILURE;
     for (int i = 0; i < n_models; i++)
-        inputs[i] = (pl_cli_file){models[i], "the model"};
+        inputs[i] = (pl_cli_file){models[i], "the model", false};
     inputs[n_models] = given[0];
     inputs[n_models + 1] = given[1];
     int status = pl_cli_check_inputs(inputs, (size_t)n_models + 2);

@@ -217,12 +217,12 @@ void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *c, const pl_pro
             bytes += pl_task_bytes(p, &p->tasks[i]);
         }
     char size[32];
-    printf("plan: %d device%s, %s%d stage%s, %d micro-batch%s, %s; %d tasks, %d copies (%s) "
-           "per step\n", devices, devices == 1 ? "" : "s", replicas, plan->n_stages,
-           plan->n_stages == 1 ? "" : "s", plan->micro_batches,
-           plan->micro_batches == 1 ? "" : "es",
-           pl_plan_schedule_text(plan), p->n_tasks, copies,
-           pl_units_bytes((double)bytes, size, sizeof size));
+    fprintf(pl_cli_text,
+            "plan: %d device%s, %s%d stage%s, %d micro-batch%s, %s; %d tasks, %d copies (%s) "
+            "per step\n", devices, devices == 1 ? "" : "s", replicas, plan->n_stages,
+            plan->n_stages == 1 ? "" : "s", plan->micro_batches,
+            plan->micro_batches == 1 ? "" : "es", pl_plan_schedule_text(plan), p->n_tasks,
+            copies, pl_units_bytes((double)bytes, size, sizeof size));
 }
 
 int pl_cli_new_executor(const pl_graph *g, const pl_cluster *c, const char *data_path,
@@ -395,6 +395,39 @@ int pl_cli_check_inputs(const pl_cli_file *inputs, size_t n_inputs)
     return PL_EXIT_OK;
 }
 
+FILE *pl_cli_text;
+
+/* At most one output on standard output, a binary one only to a file or a pipe; the
+ * command's text moves out of its way. */
+static int claim_stdout(const pl_cli_file *outputs, size_t n_outputs)
+{
+    const pl_cli_file *claimed = NULL;
+    for (size_t o = 0; o < n_outputs; o++) {
+        if (!outputs[o].path || strcmp(outputs[o].path, "-") != 0)
+            continue;
+        if (claimed) {
+            pl_cli_error("%s and %s are both '-': standard output can carry one of them",
+                         claimed->role, outputs[o].role);
+            return PL_EXIT_USAGE;
+        }
+        claimed = &outputs[o];
+        if (claimed->binary && pl_cli_comm()) {
+            pl_cli_error("%s to standard output ('-'): under mpirun every rank's standard "
+                         "output is merged; give a file",
+                         claimed->role);
+            return PL_EXIT_USAGE;
+        }
+        if (claimed->binary && isatty(STDOUT_FILENO)) {
+            pl_cli_error("standard output ('-') is a terminal, where %s would be written as "
+                         "binary data: redirect it to a file or a pipe, or give a file",
+                         claimed->role);
+            return PL_EXIT_USAGE;
+        }
+    }
+    pl_cli_text = claimed ? stderr : stdout;
+    return PL_EXIT_OK;
+}
+
 int pl_cli_check_outputs(const pl_cli_file *inputs, size_t n_inputs,
                          const pl_cli_file *outputs, size_t n_outputs)
 {
@@ -419,12 +452,13 @@ int pl_cli_check_outputs(const pl_cli_file *inputs, size_t n_inputs,
                              outputs[p].path);
                 return PL_EXIT_USAGE;
             }
-    return check_writable(outputs, n_outputs);
+    status = check_writable(outputs, n_outputs);
+    return status == PL_EXIT_OK ? claim_stdout(outputs, n_outputs) : status;
 }
 
 pl_cli_file pl_cli_profile_output(char *buf, size_t cap)
 {
-    return (pl_cli_file){pl_profile_path(buf, cap) ? buf : NULL, profile_role};
+    return (pl_cli_file){pl_profile_path(buf, cap) ? buf : NULL, profile_role, false};
 }
 
 /* ---- a command's set-up: one step per need ----------------------------------------------- */

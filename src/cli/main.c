@@ -170,6 +170,7 @@ static int run(int argc, char **argv)
 int main(int argc, char **argv)
 {
     pl_allocator_keep_freed();
+    pl_cli_text = stdout;
     int status = pl_cli_start_processes();
     if (status == PL_EXIT_OK)
         status = pl_cli_end_processes(run(argc, argv));
