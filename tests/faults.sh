@@ -199,4 +199,31 @@ echo '{"format": "placer-cluster"' >"$work/bad-cluster.json"
 expect 2 "a bad --cluster" "$bin" "$mlp" --cluster "$work/bad-cluster.json" -o "$work/badc"
 [ -e "$work/badc.graph.dot" ] && bad "a bad --cluster: badc.graph.dot was written" || ok
 
+
+# A model larger than this machine's memory is refused with its figures before anything
+# is allocated, exit 3, by each command that would hold it: a chain of square weights of
+# 8 GiB each, one more than the machine's memory holds.
+/usr/bin/python3 - "$work/huge.json" <<'PY'
+import json, os, sys
+count = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (8 << 30) + 1
+side = 46340  # side * side elements: just under the format's limit of 2^31 a tensor
+json.dump({"format": "placer-model", "version": 1, "name": "huge", "batch_size": 1,
+           "inputs": [{"name": "x", "shape": [side], "dtype": "f32", "role": "data"},
+                      {"name": "y", "shape": [], "dtype": "i32", "role": "label"}],
+           "parameters": [{"name": f"w{i}", "shape": [side, side], "init": {"kind": "zeros"}}
+                          for i in range(count)],
+           "nodes": [{"name": f"fc{i}", "op": "matmul", "inputs": [f"h{i}", f"w{i}"],
+                      "outputs": [f"h{i + 1}"]} for i in range(count)] +
+                    [{"name": "loss", "op": "softmax_cross_entropy",
+                      "inputs": [f"h{count}", "y"], "outputs": ["l"]}],
+           "loss": "l", "optimizer": {"kind": "sgd", "lr": 0.01}},
+          open(sys.argv[1], "w"))
+PY
+sed -i 's/"h0"/"x"/' "$work/huge.json"
+for command in "train --steps 1 --data synthetic" "eval --batches 1 --data synthetic" \
+    "run --steps 1" "-o $work/huge"; do
+    expect 3 "a model larger than the machine: $command" "$bin" $command "$work/huge.json"
+    contains "$work/err" "of memory; this machine has" "a model larger than the machine: $command"
+done
+[ -e "$work/huge.plan.json" ] && bad "a model larger than the machine: a plan was written" || ok
 finish faults

@@ -103,6 +103,7 @@ const char *pl_status_name(pl_status status)
     case PL_ENOMEM: return "out of memory";
     case PL_EINTERNAL: return "internal error";
     case PL_EINTERRUPTED: return "interrupted";
+    case PL_ENOFIT: return "does not fit";
     }
     return "unknown status";
 }

@@ -19,7 +19,8 @@ typedef enum pl_status {
     PL_EIO,      /* reading or writing a file failed */
     PL_ENOMEM,   /* an allocation failed */
     PL_EINTERNAL, /* placer itself is wrong: a bug */
-    PL_EINTERRUPTED /* stopped early by the caller's interrupt flag (executor.h) */
+    PL_EINTERRUPTED, /* stopped early by the caller's interrupt flag (executor.h) */
+    PL_ENOFIT       /* the work needs more memory than there is (machine.h) */
 } pl_status;
 
 enum { PL_ERROR_SOURCE_MAX = 512, PL_ERROR_PATH_MAX = 512, PL_ERROR_TEXT_MAX = 1024 };

@@ -455,9 +455,10 @@ static int set_up(trainer *t)
     t->setup.needs = PL_CLI_TRAINING;
     if ((status = pl_cli_setup_load(&t->setup)) != PL_EXIT_OK)
         return status;
-    if (!(t->data = pl_dataset_open(t->g, t->o.data, t->o.seed, &err)))
-        return pl_cli_report(&err);
+    pl_error_init(&err, pl_cli_input_name(t->o.model));
     if (!(t->s = pl_session_new(t->g, (int)t->o.threads, &err)))
+        return pl_cli_report(&err);
+    if (!(t->data = pl_dataset_open(t->g, t->o.data, t->o.seed, &err)))
         return pl_cli_report(&err);
     t->inputs = input_buffers(t->g, t->s);
     t->sc = pl_cli_find_scorer(t->g);

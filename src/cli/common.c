@@ -76,6 +76,7 @@ int pl_cli_report(const pl_error *err)
         fprintf(stderr, "rank %d: %s\n", pl_comm_rank(pl_cli_comm()), line);
     return err->status == PL_EINPUT         ? PL_EXIT_USAGE
            : err->status == PL_EINTERRUPTED ? PL_EXIT_INTERRUPTED
+           : err->status == PL_ENOFIT       ? PL_EXIT_NO_FIT
                                             : PL_EXIT_FAILURE;
 }
 
@@ -229,7 +230,7 @@ int pl_cli_new_executor(const pl_graph *g, const pl_cluster *c, const char *data
                         pl_executor **ex)
 {
     pl_error err;
-    pl_error_init(&err, data_path);
+    pl_error_init(&err, NULL); /* the data's errors name their source, the others the model */
     *ex = pl_executor_new_with_data(g, c, data_path, &err);
     return *ex ? PL_EXIT_OK : pl_cli_report(&err);
 }

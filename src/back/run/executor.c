@@ -3,12 +3,14 @@
 #include <cblas.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
 #include "device.h"
 #include "init.h"
+#include "machine.h"
 
 /* ---- resources --------------------------------------------------------------------------- */
 
@@ -147,10 +149,26 @@ static bool lives_on_host(const pl_tensor *tensor)
     return tensor->kind != PL_TENSOR_ACTIVATION;
 }
 
+/* Whether the host's copies of the tensors that live there fit this machine. */
+static pl_status host_fits_machine(const pl_graph *g, pl_error *err)
+{
+    int64_t bytes = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (lives_on_host(&g->tensors[t]))
+            bytes += (pl_tensor_bytes(&g->tensors[t]) + 63) / 64 * 64;
+    char what[320];
+    snprintf(what, sizeof what, "model \"%s\" on the host (its parameters, gradients "
+             "and optimizer state)", g->name);
+    return pl_machine_fits(bytes, what, err);
+}
+
 static pl_status set_up_host(pl_executor *ex, void *const *host, pl_error *err)
 {
     const pl_graph *g = ex->g;
     ex->owns_host = host == NULL;
+    pl_status fits = host ? PL_OK : host_fits_machine(g, err);
+    if (fits != PL_OK)
+        return fits;
     for (int t = 0; t < g->n_tensors; t++) {
         const pl_tensor *tensor = &g->tensors[t];
         if (!lives_on_host(tensor))

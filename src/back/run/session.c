@@ -3,11 +3,13 @@
 
 #include <cblas.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "graph_build.h"
 #include "init.h"
 #include "kernels.h"
+#include "machine.h"
 #include "op_run.h"
 #include "pool.h"
 
@@ -111,8 +113,22 @@ static pl_status plan_ops(pl_session *s, pl_error *err)
     return PL_OK;
 }
 
+/* Whether the session's buffers, every tensor of the training graph, fit this machine. */
+static pl_status fits_machine(const pl_graph *g, pl_error *err)
+{
+    int64_t bytes = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        bytes += (pl_tensor_bytes(&g->tensors[t]) + 63) / 64 * 64;
+    char what[320];
+    snprintf(what, sizeof what, "model \"%s\" at batch %d (its parameters, activations, "
+             "gradients and optimizer state)", g->name, g->batch_size);
+    return pl_machine_fits(bytes, what, err);
+}
+
 pl_session *pl_session_new(const pl_graph *g, int threads, pl_error *err)
 {
+    if (fits_machine(g, err) != PL_OK)
+        return NULL;
     pl_session *s = calloc(1, sizeof *s);
     if (!s) {
         pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
