@@ -33,7 +33,10 @@ const char *pl_profile_graphs_dir(void);
  * interrupted calibration caches nothing; a noisy one is measured again, above) and
  * written to the cache. `force` calibrates anyway. *calibrated says which happened. A
  * caller that tells a user about the profile shows pl_profile_warning too. The model is
- * overwritten: release it with pl_cost_model_clear. */
+ * overwritten: release it with pl_cost_model_clear. When only writing the cache fails
+ * (a folder that cannot be written), the model is filled all the same, *calibrated is
+ * true and the status is the write's: a caller that can do without the cache says that
+ * the profile is not kept and goes on. */
 pl_status pl_profile_load(pl_cost_model *model, const pl_cluster *cluster, bool force,
                           void (*progress)(void *context, const char *what), void *context,
                           const volatile sig_atomic_t *interrupt, bool *calibrated,

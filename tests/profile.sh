@@ -86,4 +86,11 @@ contains "$work/out" "serves: no ($PLACER_PROFILE: /machine: measured on another
 contains "$work/out" "verdict: does not serve, old" "check: another machine's profile"
 cmp -s "$work/other.json" "$PLACER_PROFILE" && ok || bad "check: the profile changed"
 
+
+# A profile that cannot be kept is a warning: the command goes on with the one it measured.
+mkdir -p "$work/a-folder"
+PLACER_PROFILE=$work/a-folder expect 0 "simulate: the profile a folder" "$bin" simulate "$mlp"
+once "$work/err" "placer: warning: the calibration profile is not kept (cannot write $work/a-folder: Is a directory)" \
+    "simulate: the profile a folder"
+contains "$work/out" "predicted step:" "simulate: the profile a folder"
 finish profile

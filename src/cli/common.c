@@ -494,8 +494,14 @@ static int take_costs(pl_cli_setup *s)
        so that what the ranks decide from it is the same */
     if (pl_cli_leader() &&
         pl_profile_load(s->costs, s->cluster, false, pl_cli_calibration_progress, &verbose,
-                        &pl_cli_interrupted, &s->calibrated, &err) != PL_OK)
-        status = pl_cli_report(&err);
+                        &pl_cli_interrupted, &s->calibrated, &err) != PL_OK) {
+        if (s->calibrated) /* measured, not cached: this command has what it needs */
+            fprintf(stderr, "placer: warning: the calibration profile is not kept (%s); "
+                    "the next command calibrates again: set PLACER_PROFILE to a file placer "
+                    "can write\n", err.text);
+        else
+            status = pl_cli_report(&err);
+    }
     if ((status = pl_cli_share_costs(s->costs, status)) == PL_EXIT_OK &&
         (status = pl_cli_measure_processes(s->costs, false)) == PL_EXIT_OK)
         pl_cli_warn_profile(s->costs);
