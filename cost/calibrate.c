@@ -205,6 +205,10 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
             if (status == PL_OK)
                 status = measure_suite(how, small, t, pass_steps, kinds, &measured, err);
         }
+        if (status == PL_OK && measured.n == 0) /* a profile of nothing predicts 0 ms */
+            status = pl_error_set(err, PL_EINPUT, NULL, "no models to calibrate with in %s "
+                                  "or %s (PLACER_GRAPHS names placer's graphs/ directory)",
+                                  how->graphs_dir, small);
         if (status == PL_OK)
             fit_kinds(m, t, kinds);
         if (status == PL_OK)

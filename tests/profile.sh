@@ -93,4 +93,10 @@ PLACER_PROFILE=$work/a-folder expect 0 "simulate: the profile a folder" "$bin" s
 once "$work/err" "placer: warning: the calibration profile is not kept (cannot write $work/a-folder: Is a directory)" \
     "simulate: the profile a folder"
 contains "$work/out" "predicted step:" "simulate: the profile a folder"
+
+# Calibration with no models to measure is bad input, not a profile that predicts 0 ms.
+PLACER_GRAPHS=$work/no-graphs PLACER_PROFILE=$work/none.json expect 2 "no models to calibrate with" \
+    "$bin" simulate "$mlp"
+contains "$work/err" "no models to calibrate with in $work/no-graphs" "no models to calibrate with"
+[ ! -e "$work/none.json" ] && ok || bad "no models to calibrate with: a profile was written"
 finish profile
