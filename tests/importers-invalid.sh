@@ -55,6 +55,10 @@ refused "a FIFO" "external data 'fifo.bin': not a regular file" "$onnx_import" "
 refused "a folder" "external data 'sub': not a regular file" "$onnx_import" "$m/folder.onnx" $out
 refused "a missing file" "external data 'nothere.bin': nothere.bin: No such file or directory" \
     "$onnx_import" "$m/missing.onnx" $out
+cp "$m/w.bin" "$work/w.bin"
+refused "the weights over the external data" "refusing to overwrite the input $m/w.bin" \
+    "$onnx_import" "$m/ok.onnx" -o "$work/r.json" --weights "$m/w.bin"
+cmp -s "$m/w.bin" "$work/w.bin" && ok || bad "the external data was overwritten"
 refused "no location" "tensor 'w': external data '': no location" \
     "$onnx_import" "$m/no-location.onnx" $out
 refused "a length past the file's end" "bytes 0 to 48 lie past the end of the file (40 bytes)" \
@@ -71,8 +75,10 @@ refused "a shape of 2^80 elements" "more than this machine's memory holds" \
 # Model files that are not ONNX models, or not within placer's limits.
 refused "data shorter than the shape" "data-short.onnx: initializer 'w': its data does not match its shape [4, 3]" \
     "$onnx_import" "$m/data-short.onnx" $out
-refused "an input past 2^31 elements" "input-huge.onnx: input 'x': 320,000,000,000 elements at batch 32, more than placer's limit" \
+refused "an input past 2^31 elements" "input-huge.onnx: input 'x': 1,280,000,000,000 elements at batch 32, more than placer's limit" \
     "$onnx_import" "$m/input-huge.onnx" $out
+refused "a NaN epsilon" "nan-epsilon.onnx: /nodes/0 (batch_norm 'bn'): holds NaN or an infinity, which JSON cannot carry" \
+    "$onnx_import" "$m/nan-epsilon.onnx" $out
 refused "an input with a zero dimension" "input 'x': dimension 0 is outside 1 .. 2147483647" \
     "$onnx_import" "$m/input-zero.onnx" $out
 : >"$work/empty.onnx"

@@ -13,11 +13,13 @@ import onnx
 from onnx import TensorProto, helper
 
 
-def model(path, weight, x_dims=("N", 4)):
+def model(path, weight, x_dims=("N", 4), before=(), initializers=()):
+    """x @ weight -> y, with the nodes `before` (which make "x1" from "x") ahead of it."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_dims))
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])
-    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="/fc/MatMul")],
-                              "hostile", [x], [y], [weight])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, list(x_dims[:-1]) + [3])
+    matmul = helper.make_node("MatMul", ["x1" if before else "x", "w"], ["y"], name="/fc/MatMul")
+    graph = helper.make_graph(list(before) + [matmul], "hostile", [x], [y],
+                              [weight] + list(initializers))
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     with open(path, "wb") as f:
         f.write(m.SerializeToString())
@@ -75,8 +77,13 @@ def main(folder):
     model(at("data-short.onnx"), short)
     whole = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4, 3],
                         raw_data=values.tobytes())
-    model(at("input-huge.onnx"), whole, ("N", 100000, 100000))
-    model(at("input-zero.onnx"), whole, ("N", 0))
+    model(at("input-huge.onnx"), whole, ("N", 100000, 100000, 4))
+    model(at("input-zero.onnx"), whole, ("N", 0, 4))
+    # A batch norm whose epsilon is NaN: JSON cannot carry it.
+    norm = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["x1"],
+                            name="/bn/BatchNormalization", epsilon=float("nan"))
+    stats = [helper.make_tensor(n, TensorProto.FLOAT, [4], [1.0] * 4) for n in "sbmv"]
+    model(at("nan-epsilon.onnx"), whole, before=[norm], initializers=stats)
 
 
 if __name__ == "__main__":

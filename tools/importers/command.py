@@ -146,7 +146,10 @@ def finish(b, args, prog, dropped):
         print("%s: %d op%s the loss does not use left out (%s%s)" % (
             prog, len(dropped), "" if len(dropped) == 1 else "s", ", ".join(dropped[:3]),
             ", ..." if len(dropped) > 3 else ""), file=sys.stderr)
-    text = b.dumps().encode()
+    try:
+        text = b.dumps().encode()
+    except ImportError_ as e:
+        raise ImportError_("%s: %s" % (args.source, e))
     weights = placer_tensors.encode(b.weights, args.weights) if args.weights else None
     write_output(args.output, text)
     if weights is not None:

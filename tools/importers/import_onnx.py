@@ -64,11 +64,14 @@ def main():
     import onnx_load
     if not os.path.lexists(args.source):
         raise command.UsageError("%s: no such file" % args.source)
-    model = onnx_load.load(args.source)
-    try:
-        onnx.checker.check_model(model)
+    model, data_files = onnx_load.load(args.source)
+    command.check_outputs([args.output, args.weights], data_files)
+    try:  # with shape inference, so that the op mappings meet consistent shapes only
+        onnx.checker.check_model(model, full_check=True)
     except Exception as e:  # the checker raises several kinds, all meaning the same
-        raise ImportError_("%s: not a valid ONNX model: %s" % (args.source, command.describe(e)))
+        first = str(e).strip().split("\n")[0]  # the others mostly follow from it
+        raise ImportError_("%s: not a valid ONNX model: %s: %s"
+                           % (args.source, type(e).__name__, first))
     name = args.name or model.graph.name or os.path.splitext(os.path.basename(args.source))[0]
     b = Builder(name, args.batch, "%s, imported by tools/import-onnx" % os.path.basename(
         args.source))

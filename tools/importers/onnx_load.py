@@ -21,7 +21,7 @@ ELEMENT_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 1
 
 
 def load(path):
-    """The model at path with every tensor's data in it (nothing left external)."""
+    """(the model at path with every tensor's data in it, the external data files read)."""
     import onnx
     from google.protobuf.message import DecodeError
     data = _read_model(path)
@@ -29,12 +29,16 @@ def load(path):
         model = onnx.load_model_from_string(data)
     except (DecodeError, ValueError, RuntimeError) as e:
         raise ImportError_("%s: not a valid ONNX model: %s" % (path, e))
+    _check_text(path, model, "")
     folder = os.path.dirname(os.path.abspath(path))
     memory_left = limits.memory_bytes()  # overlapping tensors may read one file many times
+    files = set()
     for tensor in _tensors(model.graph):
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
-            memory_left -= _resolve(path, folder, tensor, memory_left)
-    return model
+            location, size = _resolve(path, folder, tensor, memory_left)
+            files.add(os.path.join(folder, location))
+            memory_left -= size
+    return model, sorted(files)
 
 
 def _read_model(path):
@@ -54,6 +58,22 @@ def _read_model(path):
             return f.read()
     finally:
         os.close(fd)
+
+
+def _check_text(path, message, where):
+    """Every string field is UTF-8: protobuf hands over the bytes of one that is not. where:
+    the message's JSON-pointer-like path, for the error."""
+    for field, value in message.ListFields():
+        if field.type not in (field.TYPE_STRING, field.TYPE_MESSAGE):
+            continue  # numbers and bytes: nothing to decode
+        repeated = field.label == field.LABEL_REPEATED
+        for k, v in enumerate(value if repeated else [value]):
+            here = "%s/%s%s" % (where, field.name, "/%d" % k if repeated else "")
+            if field.type == field.TYPE_STRING and isinstance(v, bytes):
+                raise ImportError_("%s: not a valid ONNX model: %s is not UTF-8 text"
+                                   % (path, here))
+            if field.type == field.TYPE_MESSAGE:
+                _check_text(path, v, here)
 
 
 def _tensors(graph):
@@ -81,7 +101,7 @@ def _tensors(graph):
 
 
 def _resolve(path, folder, tensor, memory_left):
-    """Reads a tensor's external data into it; returns how many bytes that took."""
+    """Reads a tensor's external data into it; returns (its location, its bytes)."""
     info = {e.key: e.value for e in tensor.external_data}
     location = info.get("location", "")
 
@@ -111,7 +131,7 @@ def _resolve(path, folder, tensor, memory_left):
     del tensor.external_data[:]
     tensor.data_location = 0  # DEFAULT: the data is in the tensor now
     tensor.raw_data = data
-    return length
+    return location, length
 
 
 def _declared_bytes(tensor, refuse):
