@@ -67,6 +67,9 @@ refused "an offset past the file's end" "bytes 8 to 56 lie past the end of the f
     "$onnx_import" "$m/offset-past-end.onnx" $out
 refused "a length other than the shape's" "length 1000, but the tensor's shape [4, 3] takes 48 bytes" \
     "$onnx_import" "$m/length.onnx" $out
+refused "an offset of 5000 digits" "offset '9999999999999999999999999999999999999999' is not a whole number below 10^18" \
+    "$onnx_import" "$m/offset-long.onnx" $out
+refused "a NUL in a location" "holds a NUL byte" "$onnx_import" "$m/nul-location.onnx" $out
 refused "an offset that is not a number" "offset 'abc' is not a whole number" \
     "$onnx_import" "$m/offset-text.onnx" $out
 refused "a shape of 2^80 elements" "more than this machine's memory holds" \

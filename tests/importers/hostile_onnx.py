@@ -9,7 +9,6 @@ import os
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper
 
 
@@ -66,6 +65,8 @@ def main(folder):
         "offset-text": external("w.bin", "abc", 48),
         "huge-shape": external("w.bin", 0, None, dims=(2 ** 40, 2 ** 40)),
         "no-location": external("", 0, 48),
+        "offset-long": external("w.bin", "9" * 5000, 48),
+        "nul-location": external("w.bin\0/etc/passwd", 0, 48),
     }
     for name, weight in cases.items():
         model(at(name + ".onnx"), weight)

@@ -30,7 +30,10 @@ def cap_memory():
     if hard != resource.RLIM_INFINITY:
         cap = min(cap, hard)
     if soft == resource.RLIM_INFINITY or soft > cap:
-        resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+        try:
+            resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+        except (ValueError, OSError):  # a system that will not have it: no cap, as before
+            pass
 
 
 def out_of_memory(e):

@@ -113,7 +113,7 @@ def _resolve(path, folder, tensor, memory_left):
     try:
         size = _declared_bytes(tensor, refuse)
         offset = _whole_number(info.get("offset", "0"), "offset", refuse)
-        length = _whole_number(info.get("length", str(size)), "length", refuse)
+        length = _whole_number(info["length"], "length", refuse) if "length" in info else size
         if length != size:
             refuse("length %d, but the tensor's shape %s takes %d bytes"
                    % (length, list(tensor.dims), size))
@@ -147,8 +147,8 @@ def _declared_bytes(tensor, refuse):
 
 
 def _whole_number(text, key, refuse):
-    if not text.isdigit() or not text.isascii():
-        refuse("%s %r is not a whole number" % (key, text))
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
+        refuse("%s %r is not a whole number below 10^18" % (key, text[:40]))
     return int(text)
 
 
@@ -157,6 +157,8 @@ def _open_inside(folder, location, refuse):
     "..", none of whose components is a symbolic link, so that it cannot leave the folder."""
     if not location:
         refuse("no location")
+    if "\0" in location:
+        refuse("holds a NUL byte")
     if os.path.isabs(location):
         refuse("an absolute path; locations are relative to the model's folder")
     parts = [p for p in location.split("/") if p not in ("", ".")]
