@@ -14,11 +14,18 @@ MAX_SAMPLE_RANK = 5          # an input's rank per sample (the batch adds one)
 
 
 def memory_bytes():
-    """The machine's physical memory: no import may need more."""
+    """The machine's physical memory, or the container's share of it (cgroup v2's
+    memory.max) where that is less: no import may need more."""
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
-        return 2 ** 63
+        physical = 2 ** 63
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            share = f.read().strip()
+    except OSError:
+        return physical
+    return min(physical, int(share)) if share.isdigit() else physical
 
 
 def cap_memory():
