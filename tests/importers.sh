@@ -7,14 +7,7 @@
 # (or unset) for every one; `make check` names four (Makefile.am), tools/check all.
 . "${top_srcdir:-.}/tests/shell_lib.sh"
 
-py=/usr/bin/python3
-if ! "$py" -c 'import torch, torchvision, onnx, numpy' 2>"$work/err"; then
-    echo "SKIP: importers: $(tail -n 1 "$work/err") (tools/setup installs python3-torch," \
-        "python3-torchvision and python3-onnx)"
-    exit 77
-fi
-torch_import=$src/tools/import-torch
-onnx_import=$src/tools/import-onnx
+need_importers importers
 
 models=${IMPORTER_MODELS:-all}
 [ "$models" = all ] && models=

@@ -70,6 +70,19 @@ render_svg() {
     rm -f "$work/render.png"
 }
 
+# need_importers NAME: skips the test (exit 77), with a message, unless Debian's python3 has
+# the importers' packages; sets py, torch_import and onnx_import.
+need_importers() {
+    py=/usr/bin/python3
+    if ! "$py" -c 'import torch, torchvision, onnx, numpy' 2>"$work/err"; then
+        echo "SKIP: $1: $(tail -n 1 "$work/err") (tools/setup installs python3-torch," \
+            "python3-torchvision and python3-onnx)"
+        exit 77
+    fi
+    torch_import=$src/tools/import-torch
+    onnx_import=$src/tools/import-onnx
+}
+
 # finish NAME: the tally, in the "N passed, N failed" form test harnesses read.
 finish() {
     echo "$1: $passed passed, $failed failed"

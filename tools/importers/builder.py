@@ -67,6 +67,15 @@ def _json_number(x):
     return int(x) if x.is_integer() and abs(x) < 2 ** 53 else x
 
 
+def _json(value, where):
+    try:
+        return json.dumps(value, separators=(", ", ": "), allow_nan=False)
+    except ValueError:  # an attribute of the source (a NaN epsilon) JSON cannot carry
+        if isinstance(value, dict) and "name" in value:
+            where += " (%s %r)" % (value.get("op", "parameter"), value["name"])
+        raise ImportError_("%s: holds NaN or an infinity, which JSON cannot carry" % where)
+
+
 class Builder:
     def __init__(self, name, batch, description=""):
         self.name = name
@@ -175,10 +184,10 @@ class Builder:
         parts = []
         for key, value in model.items():
             if isinstance(value, list) and value:
-                items = ",\n    ".join(json.dumps(v, separators=(", ", ": ")) for v in value)
+                items = ",\n    ".join(_json(v, "/%s/%d" % (key, k)) for k, v in enumerate(value))
                 parts.append('  "%s": [\n    %s\n  ]' % (key, items))
             else:
-                parts.append('  "%s": %s' % (key, json.dumps(value, separators=(", ", ": "))))
+                parts.append('  "%s": %s' % (key, _json(value, "/" + key)))
         return "{\n" + ",\n".join(parts) + "\n}\n"
 
     def prune(self):

@@ -1,19 +1,37 @@
 """What the importers' command lines share: the loss and optimiser options, the outputs.
 
 Exit status: 0 written, 2 bad usage or a model that cannot be imported (nothing written),
-1 an output that could not be written.
+1 an output that could not be written or a bug in the importer. Every error is one line on
+standard error; PLACER_IMPORT_TRACEBACK=1 adds Python's traceback to a bug's.
 """
 
+import argparse
+import math
 import os
 import stat
 import sys
+import traceback
 
+import limits
 import placer_tensors
 from builder import ImportError_
 
 
+EXIT_STATUS = """exit status: 0 written; 2 bad usage or a model that cannot be imported, nothing
+written; 1 an output that could not be written, or a bug in the importer
+(PLACER_IMPORT_TRACEBACK=1 prints its traceback). What is refused: docs/importers.md."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors are one line (a UsageError), not its usage text and exit."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
 def add_common_options(parser):
-    parser.add_argument("--batch", type=int, default=32, help="samples per step (default 32)")
+    parser.add_argument("--batch", type=int, default=32,
+                        help="samples per step, 1 .. 2^31 - 1 (default 32)")
     parser.add_argument("-o", "--output", metavar="MODEL.json", required=True,
                         help="the placer model to write ('-' for standard output)")
     parser.add_argument("--weights", metavar="FILE",
@@ -34,14 +52,16 @@ def add_common_options(parser):
 
 
 def check_common_options(parser, args):
-    if args.batch < 1:
-        parser.error("--batch must be at least 1")
-    if args.lr is not None and not args.lr > 0:
-        parser.error("--lr must be above 0")
+    if not 1 <= args.batch <= limits.MAX_DIM:
+        parser.error("--batch %d: must be in 1 .. %d" % (args.batch, limits.MAX_DIM))
+    if args.lr is not None and not (args.lr > 0 and math.isfinite(args.lr)):
+        parser.error("--lr %g: must be a finite number above 0" % args.lr)
     if not 0 <= args.momentum < 1:
-        parser.error("--momentum must be in [0, 1)")
-    if args.weight_decay < 0:
-        parser.error("--weight-decay must not be negative")
+        parser.error("--momentum %g: must be in [0, 1)" % args.momentum)
+    if not (args.weight_decay >= 0 and math.isfinite(args.weight_decay)):
+        parser.error("--weight-decay %g: must be a finite number, 0 or more" % args.weight_decay)
+    if args.name is not None and not args.name.strip():
+        parser.error("--name: must not be empty")
 
 
 def attach_loss(b, prediction, args):
@@ -104,18 +124,20 @@ class UsageError(Exception):
 
 def write_output(path, data):
     """Writes data (bytes) atomically with the umask's mode; '-' and special files directly."""
-    if path == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return
     try:
-        if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+        if path == "-":
+            if sys.stdout is None:  # started with standard output closed
+                raise OSError(9, "it is closed")
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        elif os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
             with open(path, "wb") as f:
                 f.write(data)
         else:
             placer_tensors.write_atomically(path, data)
     except OSError as e:
-        raise OutputError("%s: cannot write: %s" % (path, e.strerror or e))
+        raise OutputError("%s: cannot write: %s" % ("standard output" if path == "-" else path,
+                                                     e.strerror or e))
 
 
 def finish(b, args, prog, dropped):
@@ -124,7 +146,10 @@ def finish(b, args, prog, dropped):
         print("%s: %d op%s the loss does not use left out (%s%s)" % (
             prog, len(dropped), "" if len(dropped) == 1 else "s", ", ".join(dropped[:3]),
             ", ..." if len(dropped) > 3 else ""), file=sys.stderr)
-    text = b.dumps().encode()
+    try:
+        text = b.dumps().encode()
+    except ImportError_ as e:
+        raise ImportError_("%s: %s" % (args.source, e))
     weights = placer_tensors.encode(b.weights, args.weights) if args.weights else None
     write_output(args.output, text)
     if weights is not None:
@@ -143,13 +168,33 @@ class OutputError(Exception):
 def run(main, prog):
     """Runs an importer's main with the exit statuses above."""
     try:
+        limits.cap_memory()
         main()
     except (UsageError, ImportError_) as e:
-        print("%s: %s" % (prog, e), file=sys.stderr)
-        sys.exit(2)
+        _fail(prog, e, 2)
     except OutputError as e:
-        print("%s: %s" % (prog, e), file=sys.stderr)
-        sys.exit(1)
+        _fail(prog, e, 1)
     except KeyboardInterrupt:
-        print("%s: interrupted; nothing written" % prog, file=sys.stderr)
-        sys.exit(130)
+        _fail(prog, "interrupted; nothing written", 130)
+    except Exception as e:  # a bug, or memory running out: one line either way
+        if limits.out_of_memory(e):
+            _fail(prog, "%s; nothing written (a smaller --batch or input may fit)"
+                  % limits.out_of_memory(e), 2)
+        if os.environ.get("PLACER_IMPORT_TRACEBACK"):
+            traceback.print_exc()
+        _fail(prog, "internal error: %s: %s (a bug; PLACER_IMPORT_TRACEBACK=1 shows where)"
+              % (type(e).__name__, _one_line(e)), 1)
+
+
+def describe(e):
+    """An exception from the source's own code, in one line: what it was and what it said."""
+    return limits.out_of_memory(e) or "%s: %s" % (type(e).__name__, _one_line(e))
+
+
+def _one_line(e):
+    return " ".join(str(e).split())
+
+
+def _fail(prog, message, status):
+    print("%s: %s" % (prog, message), file=sys.stderr)
+    sys.exit(status)

@@ -5,18 +5,22 @@ import os
 import sys
 
 import command
+import limits
 from builder import Builder, ImportError_
 
 ONNX_DTYPES = {1: "f32", 6: "i32", 7: "i32"}  # FLOAT, INT32, INT64 (ids fit in i32)
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(
+    p = command.ArgumentParser(
         prog="import-onnx",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Reads an ONNX model and writes it as a placer training model: its graph, "
-                    "a loss and an optimiser. The first axis of every graph input is the batch.",
+                    "a loss and an optimiser. The first axis of every graph input is the batch.\n"
+                    "External data is read only from regular files in the model's folder, "
+                    "reached\nwithout symbolic links, within their sizes.",
         epilog="example: tools/import-onnx model.onnx --batch 32 -o model.json "
-               "--weights model.weights")
+               "--weights model.weights\n\n" + command.EXIT_STATUS)
     p.add_argument("source", metavar="MODEL.onnx")
     command.add_common_options(p)
     args = p.parse_args(argv)
@@ -25,9 +29,10 @@ def parse_args(argv):
 
 
 def graph_inputs(model, batch):
-    """(name, per-sample shape, dtype) of each input that is not an initializer."""
+    """(name, per-sample shape, dtype) of each input that is not an initializer, each
+    within placer's limits at `batch`, all together within the machine's memory."""
     init = {i.name for i in model.graph.initializer}
-    out = []
+    out, held = [], 0
     for vi in model.graph.input:
         if vi.name in init:
             continue
@@ -45,7 +50,9 @@ def graph_inputs(model, batch):
                 raise ImportError_("input %r: axis %d has no fixed size (%r); export with "
                                    "fixed sizes except the batch" % (vi.name, k, d.dim_param))
             sample.append(int(d.dim_value))
+        held += limits.check_input("input %r" % vi.name, batch, sample, 4)
         out.append((vi.name, tuple(sample), dtype))
+    limits.check_memory("the inputs at --batch %d" % batch, held)
     return out
 
 
@@ -54,20 +61,27 @@ def main():
     command.check_outputs([args.output, args.weights], [args.source])
     import onnx
     import onnx_graph
-    if not os.path.isfile(args.source):
+    import onnx_load
+    if not os.path.lexists(args.source):
         raise command.UsageError("%s: no such file" % args.source)
-    try:
-        model = onnx.load(args.source)
-        onnx.checker.check_model(model)
-    except Exception as e:
-        raise ImportError_("%s: not a valid ONNX model: %s" % (args.source, e))
+    model, data_files = onnx_load.load(args.source)
+    command.check_outputs([args.output, args.weights], data_files)
+    try:  # with shape inference, so that the op mappings meet consistent shapes only
+        onnx.checker.check_model(model, full_check=True)
+    except Exception as e:  # the checker raises several kinds, all meaning the same
+        first = str(e).strip().split("\n")[0]  # the others mostly follow from it
+        raise ImportError_("%s: not a valid ONNX model: %s: %s"
+                           % (args.source, type(e).__name__, first))
     name = args.name or model.graph.name or os.path.splitext(os.path.basename(args.source))[0]
     b = Builder(name, args.batch, "%s, imported by tools/import-onnx" % os.path.basename(
         args.source))
-    inputs = {n: b.input(n, shape, dtype, "data") for n, shape, dtype in
-              graph_inputs(model, args.batch)}
-    imp = onnx_graph.Importer(b, model)
-    outputs = imp.run(inputs)
+    try:
+        inputs = {n: b.input(n, shape, dtype, "data") for n, shape, dtype in
+                  graph_inputs(model, args.batch)}
+        imp = onnx_graph.Importer(b, model)
+        outputs = imp.run(inputs)
+    except ImportError_ as e:
+        raise ImportError_("%s: %s" % (args.source, e))
     if imp.unsupported:
         raise ImportError_(imp.unsupported.message(args.source))
     if not outputs or not isinstance(outputs[0], onnx_graph.Tensor):

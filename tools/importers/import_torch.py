@@ -2,11 +2,13 @@
 
 import argparse
 import ast
+import importlib.machinery
 import importlib.util
 import os
 import sys
 
 import command
+import limits
 from builder import Builder, ImportError_
 
 USAGE_EXAMPLES = """examples:
@@ -17,36 +19,42 @@ USAGE_EXAMPLES = """examples:
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(
+    p = command.ArgumentParser(
         prog="import-torch", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Traces a PyTorch module with torch.fx and writes it as a placer training "
                     "model: the body as traced, a loss and an optimiser.",
-        epilog=USAGE_EXAMPLES)
+        epilog=USAGE_EXAMPLES + "\n" + command.EXIT_STATUS)
     p.add_argument("source", help="torchvision:NAME, or FILE.py:CALLABLE returning a module")
     p.add_argument("--input", action="append", required=True, metavar="D1,D2,...",
-                   help="one input's shape per sample (repeat for several inputs; '' for a "
-                        "scalar per sample)")
+                   help="one input's shape per sample, at most 5 dimensions of 1 .. 2^31 - 1 "
+                        "(repeat for several inputs; '' for a scalar per sample)")
     p.add_argument("--input-dtype", action="append", choices=["f32", "i32"],
                    help="each input's dtype, in order (default f32)")
     p.add_argument("--classes", type=int, help="torchvision: the classifier's class count")
     p.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                    help="a keyword argument for the builder (a Python literal), repeatable")
     p.add_argument("--vocab", type=int, default=2,
-                   help="example token ids for i32 inputs are drawn below this (default 2)")
+                   help="example token ids for i32 inputs are drawn below this, 1 .. 2^31 "
+                        "(default 2)")
     command.add_common_options(p)
     args = p.parse_args(argv)
     command.check_common_options(p, args)
-    try:
-        args.shapes = [tuple(int(d) for d in s.split(",")) if s.strip() else ()
-                       for s in args.input]
-    except ValueError:
-        p.error("--input takes comma-separated dimensions, like 3,224,224")
-    if any(d < 1 for s in args.shapes for d in s):
-        p.error("--input dimensions must be positive")
+    kind, sep, name = args.source.partition(":")
+    if not sep or not kind or not name:
+        p.error("%s: give torchvision:NAME or FILE.py:CALLABLE" % args.source)
+    args.shapes = [input_shape(p, s) for s in args.input]
     dtypes = args.input_dtype or []
     if len(dtypes) > len(args.shapes):
         p.error("%d --input-dtype for %d --input" % (len(dtypes), len(args.shapes)))
     args.dtypes = dtypes + ["f32"] * (len(args.shapes) - len(dtypes))
+    if not 1 <= args.vocab <= limits.MAX_ELEMENTS:
+        p.error("--vocab %d: token ids are i32, so it must be in 1 .. 2^31" % args.vocab)
+    # The example batch is made before PyTorch runs the model: its inputs must fit first.
+    # PyTorch holds integer ids in 8 bytes.
+    held = sum(limits.check_input("--input %s" % text, args.batch, shape,
+                                  8 if dtype == "i32" else 4)
+               for text, shape, dtype in zip(args.input, args.shapes, args.dtypes))
+    limits.check_memory("--batch %d" % args.batch, held)
     args.kwargs = {}
     for a in args.arg:
         key, sep, value = a.partition("=")
@@ -56,50 +64,73 @@ def parse_args(argv):
             args.kwargs[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
             args.kwargs[key] = value
-    if args.classes is not None and args.classes < 1:
-        p.error("--classes must be at least 1")
+    if args.classes is not None and not 1 <= args.classes <= limits.MAX_DIM:
+        p.error("--classes %d: must be in 1 .. %d" % (args.classes, limits.MAX_DIM))
     return args
+
+
+def input_shape(parser, text):
+    """--input's "3,224,224" as a tuple; "" is a scalar per sample."""
+    if not text.strip():
+        return ()
+    try:
+        return tuple(int(d) for d in text.split(","))
+    except ValueError:
+        parser.error("--input %s: give whole numbers separated by commas, like 3,224,224"
+                     % text)
 
 
 def load_module(source, kwargs, classes):
     """Returns (module, model name, the file it came from or None)."""
-    kind, sep, name = source.partition(":")
-    if not sep or not name:
-        raise command.UsageError("%s: give torchvision:NAME or FILE.py:CALLABLE" % source)
+    kind, _, name = source.partition(":")
     if kind == "torchvision":
-        import torchvision
-        builder = getattr(torchvision.models, name, None)
-        if builder is None or not callable(builder) or name.startswith("_"):
-            raise command.UsageError("torchvision has no model %r" % name)
-        if classes is not None:
-            kwargs = dict(kwargs, num_classes=classes)
-        try:
-            return builder(weights=None, **kwargs), name, None
-        except TypeError as e:
-            raise command.UsageError("torchvision:%s: %s" % (name, e))
-    path = kind
-    if not os.path.isfile(path):
+        model, path = _torchvision_model(name, kwargs, classes), None
+    else:
+        model, path = _file_model(kind, name, kwargs), kind
+    import torch
+    if not isinstance(model, torch.nn.Module):
+        raise ImportError_("%s returned %s, not a torch.nn.Module"
+                           % (source, type(model).__name__))
+    return model, name, path
+
+
+def _torchvision_model(name, kwargs, classes):
+    import torchvision
+    builder = getattr(torchvision.models, name, None)
+    if builder is None or not callable(builder) or name.startswith("_"):
+        raise command.UsageError("torchvision has no model %r" % name)
+    if classes is not None:
+        kwargs = dict(kwargs, num_classes=classes)
+    try:
+        return builder(weights=None, **kwargs)
+    except TypeError as e:
+        raise command.UsageError("torchvision:%s: %s" % (name, e))
+    except Exception as e:  # an --arg or --classes the model cannot take
+        raise ImportError_("torchvision:%s: %s" % (name, command.describe(e)))
+
+
+def _file_model(path, name, kwargs):
+    """Runs the file (any name: it is read as Python source) and calls its `name`."""
+    if not os.path.lexists(path):
         raise command.UsageError("%s: no such file" % path)
-    spec = importlib.util.spec_from_file_location(
-        os.path.splitext(os.path.basename(path))[0], path)
+    if not os.path.isfile(path):
+        raise command.UsageError("%s: not a regular file" % path)
+    module_name = os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_loader(
+        module_name, importlib.machinery.SourceFileLoader(module_name, path))
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
         spec.loader.exec_module(module)
-    except Exception as e:
-        raise ImportError_("%s: cannot load: %s: %s" % (path, type(e).__name__, e))
+    except (Exception, SystemExit) as e:  # the file's own errors, and its exit() too
+        raise ImportError_("%s: cannot load: %s" % (path, command.describe(e)))
     build = getattr(module, name, None)
     if not callable(build):
         raise command.UsageError("%s has no callable %r" % (path, name))
     try:
-        model = build(**kwargs)
-    except Exception as e:
-        raise ImportError_("%s:%s() failed: %s: %s" % (path, name, type(e).__name__, e))
-    import torch
-    if not isinstance(model, torch.nn.Module):
-        raise ImportError_("%s:%s() returned %s, not a torch.nn.Module"
-                           % (path, name, type(model).__name__))
-    return model, name, path
+        return build(**kwargs)
+    except (Exception, SystemExit) as e:
+        raise ImportError_("%s:%s() failed: %s" % (path, name, command.describe(e)))
 
 
 def main():

@@ -50,9 +50,18 @@ def attributes(node):
         if isinstance(v, bytes):
             v = v.decode()
         elif isinstance(v, onnx.TensorProto):
-            v = numpy_helper.to_array(v)
+            v = tensor_array(v, "%s: attribute %r" % (node.name or node.op_type, a.name))
         out[a.name] = v
     return out
+
+
+def tensor_array(tensor, where):
+    """A TensorProto's values; a tensor whose data does not match its shape is bad input."""
+    try:
+        return numpy_helper.to_array(tensor)
+    except Exception as e:  # numpy_helper raises what numpy raises: ValueError, TypeError, ...
+        raise ImportError_("%s: its data does not match its shape %s and type: %s"
+                           % (where, list(tensor.dims), e))
 
 
 class Importer:
@@ -62,7 +71,8 @@ class Importer:
         self.unsupported = Unsupported()
         self.values = {}    # ONNX value name -> Tensor | numpy array | None (poisoned)
         self.param_tensors = {}
-        self.initializers = {i.name: numpy_helper.to_array(i) for i in self.graph.initializer}
+        self.initializers = {i.name: tensor_array(i, "initializer %r" % i.name)
+                             for i in self.graph.initializer}
         self.consumers = {}
         for n in self.graph.node:
             for i in n.input:

@@ -12,6 +12,7 @@ import torch
 import torch.fx
 import torch.nn as nn
 
+import command
 import emit
 import torch_modules
 from builder import ImportError_, Tensor, Unsupported
@@ -155,8 +156,8 @@ class Importer:
             with torch.no_grad():
                 rec.run(*self.examples)
         except Exception as e:
-            raise ImportError_("running the model on an example batch failed: %s: %s"
-                               % (type(e).__name__, e))
+            raise ImportError_("running the model on an example batch failed: %s"
+                               % command.describe(e))
         self.gm.load_state_dict(state)
         self.values = rec.values
         from torch_ops import map_node  # the handlers need this module's classes
