@@ -112,19 +112,23 @@ static pl_status place_baselines(pl_search_call *call)
         pl_error_init(&failure, NULL);
         bool replicated = b == PL_BASELINE_DATA_PARALLEL || b == PL_BASELINE_HYBRID;
         pl_plan *plan = NULL;
+        pl_simulation sim;
         if (replicated && call->options->no_replicas)
             pl_error_set(&failure, PL_EINPUT, NULL, "not tried: no replicas (--no-replicas)");
         else
-            plan = pl_baseline_place((pl_baseline)b, call->graph, call->cluster, call->model,
-                                     call->options->seed, &failure);
+            plan = pl_baseline_place_simulated((pl_baseline)b, call->graph, call->cluster,
+                                               call->model, call->options->seed, &sim,
+                                               &failure);
         pl_search_row *row = add_row(call->result, pl_baseline_name((pl_baseline)b), plan,
                                      true);
         if (!row)
             break;
-        if (!plan)
+        if (!plan) {
             snprintf(row->failure, sizeof row->failure, "%s", failure.text);
-        else if (pl_search__simulate_row(call, row) != PL_OK)
-            return call->err->status;
+        } else { /* placing it simulated it, as pl_search__simulate_row would */
+            row->sim = sim;
+            row->fits = sim.oom_device < 0;
+        }
         any_fits = any_fits || row->fits;
         tell_row(call, PL_SEARCH_BASELINE, row);
     }
