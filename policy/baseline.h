@@ -72,8 +72,8 @@ pl_plan *pl_baseline_place(pl_baseline algorithm, const pl_graph *graph,
                            const pl_cluster *cluster, const pl_cost_model *model,
                            uint64_t seed, pl_error *err);
 /* The same, with the plan's simulation (simulate.h), which placing it made, in *sim: a
- * caller that wants both spares a second program and simulation, which on a graph of a
- * million ops take tens of seconds. */
+ * caller that wants both spares a second program and simulation, which on a large graph
+ * cost as much as the placing. */
 pl_plan *pl_baseline_place_simulated(pl_baseline algorithm, const pl_graph *graph,
                                      const pl_cluster *cluster, const pl_cost_model *model,
                                      uint64_t seed, pl_simulation *sim, pl_error *err);
