@@ -370,13 +370,14 @@ static int write_outputs(job_state *s)
     char *plan_path = pl_cli_path(s->prefix, ".plan.json");
     char *dot_path = pl_cli_path(s->prefix, ".plan.dot");
     int status = PL_EXIT_OK;
+    bool plan_drawn = false;
     pl_error err;
     pl_error_init(&err, plan_path);
     if (!plan_path || !dot_path) {
         status = PL_EXIT_FAILURE;
     } else if (pl_plan_write_file(plan_path, chosen->plan, g, c, &err) != PL_OK) {
         status = pl_cli_report(&err);
-    } else if (!(s->job.no_drawings = budget_spent(s))) {
+    } else if ((plan_drawn = !budget_spent(s))) {
         /* the drawing without times when they cannot be had */
         double *op_seconds = pl_cli_op_seconds(g, c, s->setup.costs, chosen->plan);
         status = pl_cli_write_plan_dot(g, chosen->plan, c, op_seconds, false, PL_DOT_MAX_BOXES,
@@ -403,6 +404,7 @@ static int write_outputs(job_state *s)
                  PL_OK)
             status = pl_cli_report(&err);
     }
+    s->job.no_drawings = budget_spent(s); /* the plan's drawing may have spent it */
     if (status == PL_EXIT_OK)
         status = pl_job_write_report(&s->job, s->prefix);
     if (status == PL_EXIT_OK && !s->o.quiet) {
@@ -426,16 +428,17 @@ static int write_outputs(job_state *s)
         if (pl_progress_skipped_text(search, skipped, sizeof skipped)[0])
             printf("\n  the budget was too short for the whole search: skipped for time: %s",
                    skipped);
-        if (s->job.no_drawings)
+        if (!plan_drawn)
             printf("\nwrote %s\n  %s.report.md, %s.summary.json%s%s; no drawings: the budget "
                    "was spent\n", plan_path, s->prefix, s->prefix,
                    agent_row >= 0 ? ", the agent's best plan " : "",
                    agent_row >= 0 ? agent_path : "");
         else
             printf("\nwrote %s (render: dot -Tsvg %s > %s.plan.svg)\n  %s, %s.report.md, "
-                   "%s.summary.json%s%s\n", plan_path, dot_path, s->prefix, dot_path,
+                   "%s.summary.json%s%s%s\n", plan_path, dot_path, s->prefix, dot_path,
                    s->prefix, s->prefix, agent_row >= 0 ? ", the agent's best plan " : "",
-                   agent_row >= 0 ? agent_path : "");
+                   agent_row >= 0 ? agent_path : "",
+                   s->job.no_drawings ? "; no timelines: the budget was spent" : "");
     }
     free(agent_path);
     free(plan_path);
