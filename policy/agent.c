@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "agent_impl.h"
+#include "clock.h"
 #include "hash.h"
 #include "program.h"
 #include "simulate.h"
@@ -347,6 +348,17 @@ bool pl_agent_made(const pl_plan *plan, bool *reshaped, bool *refined)
     return *refined || *reshaped || strcmp(origin, "rl") == 0;
 }
 
+void pl_agent_set_deadline(pl_agent *a, double deadline, const volatile sig_atomic_t *interrupt)
+{
+    a->deadline = deadline;
+    a->interrupt = interrupt;
+}
+
+bool pl_agent_out_of_time(const pl_agent *a)
+{
+    return (a->interrupt && *a->interrupt) || (a->deadline > 0 && pl_now() >= a->deadline);
+}
+
 pl_status pl_agent_offer(pl_agent *a, const pl_plan *plan, pl_error *err)
 {
     if (pl_plan_check(plan, a->graph, a->cluster, err) != PL_OK)
@@ -408,6 +420,7 @@ static void adam_ascend(pl_agent *a)
 typedef struct worker {
     pl_agent *agent;
     int first, stride, count;
+    bool cut_short; /* stop at the agent's deadline: what is left is marked unsimulated */
     pl_status status;
     pl_error err;
 } worker;
@@ -418,13 +431,20 @@ static void *simulate_samples(void *arg)
     pl_agent *a = w->agent;
     for (int k = w->first; k < w->count && w->status == PL_OK; k += w->stride) {
         int s = a->pending[k];
+        if (w->cut_short && pl_agent_out_of_time(a)) { /* neither fits nor is remembered */
+            a->fits[s] = false;
+            a->steps[s] = INFINITY;
+            a->pending[k] = -1;
+            continue;
+        }
         w->status = pl_agent_simulate(a, a->plans[s], &a->steps[s], &a->fits[s], &w->err);
     }
     return NULL;
 }
 
-/* Simulates the plans a->pending[0 .. count) names, spread over the agent's threads. */
-static pl_status simulate_pending(pl_agent *a, int count, pl_error *err)
+/* Simulates the plans a->pending[0 .. count) names, spread over the agent's threads;
+ * cut short at the deadline, the pending entries not simulated become -1. */
+static pl_status simulate_pending(pl_agent *a, int count, bool cut_short, pl_error *err)
 {
     int n = a->options.threads < count ? a->options.threads : count;
     worker workers[64];
@@ -432,7 +452,7 @@ static pl_status simulate_pending(pl_agent *a, int count, pl_error *err)
     int started = 0;
     for (int t = 0; t < n; t++) {
         workers[t] = (worker){.agent = a, .first = t, .stride = n, .count = count,
-                              .status = PL_OK};
+                              .cut_short = cut_short, .status = PL_OK};
         pl_error_init(&workers[t].err, err ? err->source : NULL);
     }
     for (int t = 1; t < n; t++) {
@@ -456,17 +476,18 @@ static pl_status simulate_pending(pl_agent *a, int count, pl_error *err)
 }
 
 /* Simulates a->plans[0 .. count) on the agent's threads, those it has not simulated
- * before. */
-static pl_status simulate_all(pl_agent *a, int count, pl_error *err)
+ * before. Cut short at the deadline (a sweep's), a plan left unsimulated does not fit. */
+static pl_status simulate_all(pl_agent *a, int count, bool cut_short, pl_error *err)
 {
     int pending = 0;
     for (int s = 0; s < count; s++)
         if (!pl_step_memo_find(&a->memo, plan_key(a->plans[s]), &a->steps[s], &a->fits[s]))
             a->pending[pending++] = s;
-    pl_status status = pending > 0 ? simulate_pending(a, pending, err) : PL_OK;
+    pl_status status = pending > 0 ? simulate_pending(a, pending, cut_short, err) : PL_OK;
     for (int k = 0; k < pending && status == PL_OK; k++) {
         int s = a->pending[k];
-        pl_step_memo_store(&a->memo, plan_key(a->plans[s]), a->steps[s], a->fits[s]);
+        if (s >= 0)
+            pl_step_memo_store(&a->memo, plan_key(a->plans[s]), a->steps[s], a->fits[s]);
     }
     return status;
 }
@@ -487,13 +508,15 @@ static pl_status sweep_shapes(pl_agent *a, pl_action *action, const char *algori
     pl_status status = PL_OK;
     if (!a->options.sweep)
         return PL_OK;
-    for (int first = 0; first < a->policy.n_shapes && status == PL_OK; first += n) {
+    for (int first = 0; first < a->policy.n_shapes && status == PL_OK &&
+                        !pl_agent_out_of_time(a);
+         first += n) {
         int count = a->policy.n_shapes - first < n ? a->policy.n_shapes - first : n;
         for (int k = 0; k < count; k++) {
             action->shape = first + k;
             pl_action_to_plan(&a->policy, action, a->plans[k]);
         }
-        if ((status = simulate_all(a, count, err)) != PL_OK)
+        if ((status = simulate_all(a, count, true, err)) != PL_OK)
             break;
         for (int k = 0; k < count; k++)
             if (a->fits[k] && first + k != own && a->steps[k] < fastest) {
@@ -505,9 +528,10 @@ static pl_status sweep_shapes(pl_agent *a, pl_action *action, const char *algori
     if (status == PL_OK && fastest < INFINITY)
         status = pl_agent_keep(a, a->swept, fastest, algorithm, err);
     action->shape = own;
-    if (status == PL_OK && fastest < INFINITY && a->options.replicate) /* and replicated, */
+    bool replicate = a->options.replicate && !pl_agent_out_of_time(a);
+    if (status == PL_OK && fastest < INFINITY && replicate) /* and replicated, */
         status = pl_agent_replicate(a, a->swept, algorithm, err); /* that shape and its own */
-    if (status == PL_OK && a->options.replicate) {
+    if (status == PL_OK && replicate) {
         pl_action_to_plan(&a->policy, action, a->plans[0]);
         status = pl_agent_replicate(a, a->plans[0], algorithm, err);
     }
@@ -558,7 +582,7 @@ pl_status pl_agent_imitate(pl_agent *a, const pl_plan *plan, pl_error *err)
     }
     double objective;
     int steps = a->options.learn && a->options.train ? a->options.imitation_steps : 0;
-    for (int step = 0; step < steps && status == PL_OK; step++) {
+    for (int step = 0; step < steps && status == PL_OK && !pl_agent_out_of_time(a); step++) {
         memset(a->grad, 0, (size_t)a->policy.layout.n * sizeof *a->grad);
         status = pl_policy_objective(&a->policy, targets, weight, n, 0, &objective, NULL,
                                      NULL, a->grad, err);
@@ -611,7 +635,7 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
         return status;
     for (int s = 0; s < n; s++)
         pl_action_to_plan(&a->policy, &a->actions[s], a->plans[s]);
-    if ((status = simulate_all(a, n, err)) != PL_OK)
+    if ((status = simulate_all(a, n, false, err)) != PL_OK)
         return status;
     pl_agent_iteration it = {.iteration = a->iteration + 1, .best_reward = -INFINITY};
     double *reward = a->weights, sum = 0, fit_steps = 0; /* rewards, then weights */

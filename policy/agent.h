@@ -35,6 +35,7 @@
 #ifndef PLACER_AGENT_H
 #define PLACER_AGENT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -138,6 +139,15 @@ pl_status pl_agent_start_from(pl_agent *agent, const pl_policy_weights *weights,
                               pl_error *err);
 /* A copy of the agent's policy weights as they are now. */
 pl_status pl_agent_weights(const pl_agent *agent, pl_policy_weights *weights, pl_error *err);
+
+/* Bounds the agent's long calls: once pl_now() (clock.h) passes `deadline` (0: never)
+ * or `*interrupt` (borrowed, NULL: none) is set, pl_agent_imitate stops between its
+ * steps and a shape sweep between its batches, keeping what they did. The caller stops
+ * calling pl_agent_iterate. */
+void pl_agent_set_deadline(pl_agent *agent, double deadline,
+                           const volatile sig_atomic_t *interrupt);
+/* Whether that deadline has passed or the flag is set. */
+bool pl_agent_out_of_time(const pl_agent *agent);
 
 /* Trains the policy to reproduce `plan` (supervised, options->imitation_steps Adam steps
  * on the plan's log-likelihood) and offers the plan as a candidate. Call before the first

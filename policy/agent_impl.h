@@ -52,6 +52,8 @@ struct pl_agent {
     double policy_best;        /* the best step of the policy's own plans ("rl") */
     pl_step_memo memo;         /* plans simulated before; not checkpointed (it saves time,
                                   it changes no result) */
+    double deadline;           /* pl_agent_set_deadline's; 0: none */
+    const volatile sig_atomic_t *interrupt;
     /* per iteration, reused */
     double *grad;
     pl_action *actions;

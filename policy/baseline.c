@@ -42,6 +42,14 @@ pl_plan *pl_baseline_place(pl_baseline algorithm, const pl_graph *graph,
                            const pl_cluster *cluster, const pl_cost_model *model,
                            uint64_t seed, pl_error *err)
 {
+    pl_simulation sim;
+    return pl_baseline_place_simulated(algorithm, graph, cluster, model, seed, &sim, err);
+}
+
+pl_plan *pl_baseline_place_simulated(pl_baseline algorithm, const pl_graph *graph,
+                                     const pl_cluster *cluster, const pl_cost_model *model,
+                                     uint64_t seed, pl_simulation *sim, pl_error *err)
+{
     if (algorithm < 0 || algorithm >= PL_BASELINE_COUNT) {
         pl_error_set(err, PL_EINPUT, NULL, "unknown baseline algorithm %d", (int)algorithm);
         return NULL;
@@ -54,7 +62,7 @@ pl_plan *pl_baseline_place(pl_baseline algorithm, const pl_graph *graph,
     if (status == PL_OK)
         status = algorithms[algorithm].place(&p, plan, err);
     if (status == PL_OK)
-        status = pl_placer_finish(&p, plan, algorithms[algorithm].name, err);
+        status = pl_placer_finish(&p, plan, algorithms[algorithm].name, sim, err);
     pl_placer_clear(&p);
     if (status != PL_OK) {
         pl_plan_free(plan);
@@ -366,7 +374,7 @@ pl_status pl_placer_simulate(const pl_placer *p, const pl_plan *plan, double *se
 }
 
 pl_status pl_placer_finish(const pl_placer *p, pl_plan *plan, const char *algorithm,
-                           pl_error *err)
+                           pl_simulation *sim, pl_error *err)
 {
     pl_status status = pl_plan_check(plan, p->graph, p->cluster, err);
     pl_program *program = status == PL_OK ? pl_program_new(p->graph, p->cluster, plan, err)
@@ -383,15 +391,14 @@ pl_status pl_placer_finish(const pl_placer *p, pl_plan *plan, const char *algori
                               (long long)program->memory[d].total,
                               (long long)p->cluster->devices[d].memory_bytes);
     }
-    pl_simulation sim;
     if (status == PL_OK)
-        status = pl_simulate(program, p->cluster, p->model, &sim, NULL, NULL, err);
+        status = pl_simulate(program, p->cluster, p->model, sim, NULL, NULL, err);
     pl_program_free(program);
     if (status != PL_OK)
         return status;
     snprintf(plan->provenance.algorithm, sizeof plan->provenance.algorithm, "%s", algorithm);
     plan->provenance.seed = p->seed;
-    plan->provenance.predicted_seconds = sim.step_seconds;
+    plan->provenance.predicted_seconds = sim->step_seconds;
     plan->provenance.measured_seconds = 0;
     return PL_OK;
 }

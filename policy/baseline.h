@@ -41,6 +41,7 @@
 #include "error.h"
 #include "graph.h"
 #include "plan.h"
+#include "simulate.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,6 +71,12 @@ pl_baseline pl_baseline_from_name(const char *name);
 pl_plan *pl_baseline_place(pl_baseline algorithm, const pl_graph *graph,
                            const pl_cluster *cluster, const pl_cost_model *model,
                            uint64_t seed, pl_error *err);
+/* The same, with the plan's simulation (simulate.h), which placing it made, in *sim: a
+ * caller that wants both spares a second program and simulation, which on a large graph
+ * cost as much as the placing. */
+pl_plan *pl_baseline_place_simulated(pl_baseline algorithm, const pl_graph *graph,
+                                     const pl_cluster *cluster, const pl_cost_model *model,
+                                     uint64_t seed, pl_simulation *sim, pl_error *err);
 
 /* Contiguous blocks of forward ops in topological order of about equal forward FLOPs:
  * block[o] (0 .. n_blocks-1, non-decreasing) for each forward op o; an op goes to the block

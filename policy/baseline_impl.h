@@ -85,9 +85,10 @@ void pl_weighted_blocks(const double *weight, int n, int n_blocks, int *block);
 void pl_shared_blocks(const double *weight, int n, int n_blocks, const double *share, int *block);
 
 /* Finishes a plan: checks it, builds its program, fails (PL_EINPUT) naming the device
- * that does not fit, simulates it (provenance.predicted_seconds) and names the algorithm. */
+ * that does not fit, simulates it (into *sim; provenance.predicted_seconds) and names the
+ * algorithm. */
 pl_status pl_placer_finish(const pl_placer *p, pl_plan *plan, const char *algorithm,
-                           pl_error *err);
+                           pl_simulation *sim, pl_error *err);
 /* The simulated step of a plan into *seconds, or -1 there when it does not fit. */
 pl_status pl_placer_simulate(const pl_placer *p, const pl_plan *plan, double *seconds,
                              pl_error *err);

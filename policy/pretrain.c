@@ -59,6 +59,9 @@ static pl_status visit(const pl_pretrain_pair *pair, const pl_cost_model *model,
         report->best_baseline = s->rows[s->best_baseline].sim.step_seconds;
     if (s->chosen >= 0)
         report->best = s->rows[s->chosen].sim.step_seconds;
+    else if (status == PL_OK)
+        status = pl_error_set(err, PL_EINPUT, NULL, "%s: no plan fits the cluster's memory",
+                              pair->name);
     pl_search_free(s);
     if (status == PL_EINTERRUPTED)
         pl_error_set(err, PL_EINTERRUPTED, NULL, "interrupted");
@@ -69,9 +72,11 @@ pl_status pl_pretrain(const pl_pretrain_pair *pairs, int n_pairs, const pl_cost_
                       const pl_pretrain_options *o, const pl_policy_weights *start,
                       pl_pretrain_progress progress, void *context,
                       volatile sig_atomic_t *interrupt, pl_policy_weights *weights,
-                      pl_error *err)
+                      int *no_fit, pl_error *err)
 {
     memset(weights, 0, sizeof *weights);
+    if (no_fit)
+        *no_fit = -1;
     if (n_pairs < 1 || o->rounds < 1 || o->iterations < 1 || o->samples < 2)
         return pl_error_set(err, PL_EINPUT, NULL,
                             "pre-training needs a model and cluster, rounds, iterations and "
@@ -97,8 +102,12 @@ pl_status pl_pretrain(const pl_pretrain_pair *pairs, int n_pairs, const pl_cost_
                            interrupt, weights, &report, err);
             if (status == PL_OK && progress)
                 progress(context, &report);
+            if (status == PL_EINPUT && no_fit)
+                *no_fit = order[i];
         }
     }
     free(order);
+    if (status == PL_EINPUT)
+        pl_policy_weights_clear(weights);
     return status;
 }

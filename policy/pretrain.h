@@ -54,12 +54,14 @@ typedef void (*pl_pretrain_progress)(void *context, const pl_pretrain_visit *vis
 /* Pre-trains from `start` (NULL: fresh weights from the seed) into *weights. Polls
  * `interrupt` (NULL allowed) between visits and within them: once set, returns
  * PL_EINTERRUPTED with the weights of the visits done. PL_EINPUT: an empty corpus or
- * counts out of range. */
+ * counts out of range, or a pair on whose cluster no plan of its model fits the memory:
+ * then *no_fit (NULL allowed; else -1) is that pair's index, the error names it, and the
+ * weights are cleared (a policy learns nothing from plans that never fit). */
 pl_status pl_pretrain(const pl_pretrain_pair *pairs, int n_pairs, const pl_cost_model *model,
                       const pl_pretrain_options *options, const pl_policy_weights *start,
                       pl_pretrain_progress progress, void *context,
                       volatile sig_atomic_t *interrupt, pl_policy_weights *weights,
-                      pl_error *err);
+                      int *no_fit, pl_error *err);
 
 #ifdef __cplusplus
 }

@@ -55,29 +55,80 @@ static pl_search_row *add_row(pl_search *s, const char *name, pl_plan *plan, boo
     return row;
 }
 
-/* Every baseline, placed and simulated, in baseline.h's order; once interrupted, only
- * until one fits, so that the search has a plan to give back. */
+/* When the agent's share of the budget ends (pl_now() time; INFINITY: no budget): the
+ * final measurements need the rest, at least what the head-to-head takes (on paced-8 a
+ * step can take a second), but the search keeps half. */
+static double agent_stop(const pl_search_call *call)
+{
+    const pl_search_options *o = call->options;
+    double stop = INFINITY;
+    if (o->budget > 0) {
+        double share = 0.8 * o->budget;
+        if (call->executor)
+            share = fmax(fmin(share, o->budget - pl_search__head_to_head_seconds(call)),
+                         0.5 * o->budget);
+        stop = call->start + share;
+    }
+    if (o->search_seconds > 0)
+        stop = fmin(stop, call->start + call->result->agent_started + o->search_seconds);
+    return stop;
+}
+
+/* Whether the search must wrap up: interrupted, or the agent's share of the budget spent
+ * (the head-to-head's estimate taken as it stands). */
+static bool wrap_up(const pl_search_call *call)
+{
+    return pl_search__interrupted(call) || pl_now() >= agent_stop(call);
+}
+
+/* The baselines after `b` as rows that say they were skipped for time. */
+static void skip_baselines(pl_search_call *call, int b)
+{
+    for (; b < PL_BASELINE_COUNT; b++) {
+        pl_search_row *row = add_row(call->result, pl_baseline_name((pl_baseline)b), NULL,
+                                     true);
+        if (!row)
+            return;
+        row->skipped = true;
+        snprintf(row->failure, sizeof row->failure, "not placed: the budget was spent");
+        tell_row(call, PL_SEARCH_BASELINE, row);
+    }
+    call->result->skipped |= PL_SEARCH_SKIPPED_BASELINES;
+}
+
+/* Every baseline, placed and simulated, in baseline.h's order; once interrupted or out
+ * of time, only until one fits, so that the search has a plan to give back (the rest
+ * are rows that say they were skipped, unless interrupted). */
 static pl_status place_baselines(pl_search_call *call)
 {
     bool any_fits = false;
-    for (int b = 0; b < PL_BASELINE_COUNT && !(any_fits && pl_search__interrupted(call)); b++) {
+    for (int b = 0; b < PL_BASELINE_COUNT; b++) {
+        if (any_fits && wrap_up(call)) {
+            if (!pl_search__interrupted(call))
+                skip_baselines(call, b);
+            break;
+        }
         pl_error failure;
         pl_error_init(&failure, NULL);
         bool replicated = b == PL_BASELINE_DATA_PARALLEL || b == PL_BASELINE_HYBRID;
         pl_plan *plan = NULL;
+        pl_simulation sim;
         if (replicated && call->options->no_replicas)
             pl_error_set(&failure, PL_EINPUT, NULL, "not tried: no replicas (--no-replicas)");
         else
-            plan = pl_baseline_place((pl_baseline)b, call->graph, call->cluster, call->model,
-                                     call->options->seed, &failure);
+            plan = pl_baseline_place_simulated((pl_baseline)b, call->graph, call->cluster,
+                                               call->model, call->options->seed, &sim,
+                                               &failure);
         pl_search_row *row = add_row(call->result, pl_baseline_name((pl_baseline)b), plan,
                                      true);
         if (!row)
             break;
-        if (!plan)
+        if (!plan) {
             snprintf(row->failure, sizeof row->failure, "%s", failure.text);
-        else if (pl_search__simulate_row(call, row) != PL_OK)
-            return call->err->status;
+        } else { /* placing it simulated it, as pl_search__simulate_row would */
+            row->sim = sim;
+            row->fits = sim.oom_device < 0;
+        }
         any_fits = any_fits || row->fits;
         tell_row(call, PL_SEARCH_BASELINE, row);
     }
@@ -113,6 +164,12 @@ static pl_status choose_baseline(pl_search_call *call)
         pl_search_row *next = fastest_simulated(s);
         if (!next)
             break;
+        if (wrap_up(call)) { /* the best baseline by simulation, unless one was measured */
+            s->skipped |= PL_SEARCH_SKIPPED_MEASURING;
+            if (s->best_baseline < 0)
+                s->best_baseline = (int)(next - s->rows);
+            break;
+        }
         if (pl_search__measure_row(call, next) != PL_OK)
             return call->err->status;
         if (next->measured > 0 && (s->best_baseline < 0 ||
@@ -180,18 +237,32 @@ static pl_status start_new_agent(pl_search_call *call, const pl_agent_options *a
     pl_search *s = call->result;
     if (!(s->agent = pl_agent_new(call->graph, call->cluster, call->model, ao, call->err)))
         return call->err->status;
+    double stop = agent_stop(call);
+    pl_agent_set_deadline(s->agent, isfinite(stop) ? stop : 0, call->interrupt);
     const pl_search_options *o = call->options;
     if (o->policy && pl_agent_start_from(s->agent, o->policy, call->err) != PL_OK)
         return call->err->status;
     if (o->zero_shot)
         return PL_OK;
-    for (int r = 0; r < s->n_rows; r++)
-        if (s->rows[r].plan && s->rows[r].fits &&
-            pl_agent_offer(s->agent, s->rows[r].plan, call->err) != PL_OK)
+    for (int r = 0; r < s->n_rows; r++) {
+        if (!s->rows[r].plan || !s->rows[r].fits)
+            continue;
+        if (pl_agent_out_of_time(s->agent))
+            break;
+        if (pl_agent_offer(s->agent, s->rows[r].plan, call->err) != PL_OK)
             return call->err->status;
+    }
     int imitated = imitated_row(s);
-    if (imitated < 0 || pl_agent_imitate(s->agent, s->rows[imitated].plan, call->err) == PL_OK)
+    if (pl_agent_out_of_time(s->agent)) {
+        if (!pl_search__interrupted(call))
+            s->skipped |= PL_SEARCH_SKIPPED_AGENT;
         return PL_OK;
+    }
+    if (imitated < 0 || pl_agent_imitate(s->agent, s->rows[imitated].plan, call->err) == PL_OK) {
+        if (imitated >= 0 && pl_agent_out_of_time(s->agent) && !pl_search__interrupted(call))
+            s->skipped |= PL_SEARCH_SKIPPED_AGENT; /* the imitation cut short */
+        return PL_OK;
+    }
     if (call->err->status != PL_EINPUT)
         return call->err->status;
     /* a shape the policy cannot choose: it learns from the offered plans alone */
@@ -300,19 +371,7 @@ static pl_status iterate(pl_search_call *call)
     pl_agent *agent = call->result->agent;
     double last_measure = pl_now(), last_save = last_measure;
     uint64_t last_key = 0;
-    /* the search's share of the budget: the final measurements need the rest, at least
-     * what the head-to-head takes (on paced-8 a step can take a second), but the search
-     * keeps half */
-    double stop = INFINITY;
-    if (o->budget > 0) {
-        double share = 0.8 * o->budget;
-        if (call->executor)
-            share = fmax(fmin(share, o->budget - pl_search__head_to_head_seconds(call)),
-                         0.5 * o->budget);
-        stop = call->start + share;
-    }
-    if (o->search_seconds > 0)
-        stop = fmin(stop, call->start + call->result->agent_started + o->search_seconds);
+    double stop = agent_stop(call);
     int reason;
     while ((reason = stop_reason(call, stop)) < 0) {
         pl_agent_iteration it;
@@ -436,7 +495,7 @@ static void choose(pl_search *s)
  * interrupted; then the choice, and the chosen plan's busy time per device. */
 static pl_status finish(pl_search_call *call)
 {
-    if (add_agent_rows(call) != PL_OK)
+    if (call->result->agent && add_agent_rows(call) != PL_OK)
         return call->err->status;
     if (call->executor && !pl_search__interrupted(call) &&
         pl_search__head_to_head(call) != PL_OK)
@@ -486,6 +545,13 @@ static pl_status run(pl_search_call *call)
         return call->err->status;
     tell_kind(call, PL_SEARCH_BASELINES_DONE);
     s->agent_started = pl_now() - call->start;
+    if (!s->agent && s->best_baseline >= 0 && wrap_up(call) && !pl_search__interrupted(call)) {
+        /* no time for the agent: the best baseline is the plan */
+        s->skipped |= PL_SEARCH_SKIPPED_AGENT;
+        s->stopped = PL_SEARCH_STOP_BUDGET;
+        tell_kind(call, PL_SEARCH_AGENT_DONE);
+        return finish(call);
+    }
     if (start_agent(call) != PL_OK || iterate(call) != PL_OK || finish(call) != PL_OK)
         return call->err->status;
     return PL_OK;

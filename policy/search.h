@@ -37,8 +37,13 @@
  * the best plan so far with `interrupted` set.
  *
  * Budget: a measurement (or a round of the head-to-head) that would take more than a
- * second by simulation and end after the budget is skipped (the plan stays unmeasured),
- * so that one slow plan cannot hold the search far beyond it; shorter ones run as before.
+ * second and end after the budget is skipped (the plan stays unmeasured), so that one
+ * slow plan cannot hold the search far beyond it; shorter ones run as before. Its length
+ * is the longer of the simulated step and a step measured before (a large graph's step
+ * costs more than the simulator says), and a head-to-head round's also what the last one
+ * took. Once the agent's share of the budget is spent (below) and some baseline fits,
+ * no more baselines are placed or measured, the agent's offers and imitation stop, and
+ * no iteration starts: `skipped` says which phases were cut short.
  *
  * The checkpoint: failing to save it (a full disk) does not fail the search: the first
  * failure is kept in `checkpoint_failure` and told (PL_SEARCH_CHECKPOINT_FAILED), the
@@ -129,8 +134,9 @@ void pl_search_options_default(pl_search_options *options);
 typedef struct pl_search_row {
     char name[96];        /* the baseline's ("pipeline-dp") or "agent #2 (origin)" */
     pl_plan *plan;        /* owned; NULL when the baseline failed */
-    char failure[PL_ERROR_TEXT_MAX]; /* why, when it failed */
+    char failure[PL_ERROR_TEXT_MAX]; /* why, when it failed or was skipped */
     bool baseline;
+    bool skipped;         /* a baseline not placed: the budget was spent (failure says so) */
     bool reshaped;        /* the agent's: a baseline's placement under another shape */
     bool refined;         /* the agent's: improved by its refinement */
     pl_simulation sim;    /* valid with a plan */
@@ -160,6 +166,17 @@ typedef struct pl_search_measurement {
     double seconds; /* the measured step */
 } pl_search_measurement;
 
+/* The phases of the protocol that the budget left no time for (pl_search.skipped), once
+ * a plan that fits is known: a model too large for its budget still gets the best plan
+ * the search could finish. */
+enum {
+    PL_SEARCH_SKIPPED_BASELINES = 1 << 0, /* some baselines not placed (their rows say) */
+    PL_SEARCH_SKIPPED_MEASURING = 1 << 1, /* baselines not measured on the executor */
+    PL_SEARCH_SKIPPED_AGENT = 1 << 2,     /* the agent not started (`agent` NULL), or its
+                                             imitation or offers cut short */
+    PL_SEARCH_SKIPPED_HEAD_TO_HEAD = 1 << 3, /* no final measurement of the contenders */
+};
+
 /* The result, and the state of the search as the progress callback sees it. */
 typedef struct pl_search {
     int n_rows;
@@ -174,7 +191,8 @@ typedef struct pl_search {
     double bound;         /* the lower bound on the step (bound.h), seconds */
     double agent_measured; /* the fastest step measured of the agent's best plans during
                               the search, seconds; 0: none */
-    pl_agent *agent;      /* owned: its curve and correction; NULL until it starts */
+    pl_agent *agent;      /* owned: its curve and correction; NULL until it starts, and
+                             after the search when the budget left no time for it */
     double measured_busy[PL_MAX_DEVICES]; /* the chosen plan's busy seconds per device in
                                              one measured step; 0 when not measured */
     double measured_busy_step; /* that step's seconds (its utilisation's denominator) */
@@ -194,6 +212,7 @@ typedef struct pl_search {
     int n_measurements, measurements_cap;
     pl_search_measurement *measurements;
     bool interrupted;
+    unsigned skipped;     /* the phases cut short for time: PL_SEARCH_SKIPPED_* bits */
     char checkpoint_failure[PL_ERROR_TEXT_MAX]; /* why options->checkpoint could not be
                                                    saved ("cannot write PATH: REASON"), or
                                                    "" */

@@ -46,6 +46,21 @@ static bool within_budget(const pl_search_call *call, int steps, double step_sec
            pl_now() + seconds <= call->start + budget;
 }
 
+/* How long a step of the row's plan is expected to take: a large graph's step costs
+ * more than the simulator says (the executor's work per task), so a step measured before
+ * counts, the row's own or else the most the measured rows exceeded their simulation by. */
+static double expected_step(const pl_search_call *call, const pl_search_row *row)
+{
+    if (row->measured > 0)
+        return fmax(row->measured, row->sim.step_seconds);
+    double ratio = 1;
+    const pl_search *s = call->result;
+    for (int r = 0; r < s->n_rows; r++)
+        if (s->rows[r].measured > 0 && s->rows[r].sim.step_seconds > 0)
+            ratio = fmax(ratio, s->rows[r].measured / s->rows[r].sim.step_seconds);
+    return ratio * row->sim.step_seconds;
+}
+
 /* What the plan file says of where its plan came from. */
 static void note_measured(pl_search_row *row)
 {
@@ -58,7 +73,7 @@ pl_status pl_search__measure_row(pl_search_call *call, pl_search_row *row)
     pl_fit fit;
     pl_measurement m;
     int steps = 1 + call->options->measure_steps;
-    if (!row->plan || !row->fits || !within_budget(call, steps, row->sim.step_seconds))
+    if (!row->plan || !row->fits || !within_budget(call, steps, expected_step(call, row)))
         return PL_OK;
     if (pl_executor_set_plan(call->executor, row->plan, &fit, call->err) != PL_OK)
         return call->err->status;
@@ -201,9 +216,9 @@ pl_status pl_search__head_to_head(pl_search_call *call)
     for (int r = 0; r < s->n_rows; r++)
         if (r == s->best_baseline || (!s->rows[r].baseline && s->rows[r].fits))
             who[n++] = r;
-    double round_seconds = 0; /* two steps of each contender, by simulation */
+    double round_seconds = 0; /* two steps of each contender; then what a round took */
     for (int k = 0; k < n; k++)
-        round_seconds += 2 * s->rows[who[k]].sim.step_seconds;
+        round_seconds += 2 * expected_step(call, &s->rows[who[k]]);
     if (n < 2)
         return PL_OK;
     double *steps = malloc((size_t)n * MAX_ROUNDS * sizeof *steps);
@@ -217,7 +232,9 @@ pl_status pl_search__head_to_head(pl_search_call *call)
                                 : pl_now() < budget_end ||
                                       (within_budget(call, 1, round_seconds) &&
                                        any_unstable(who, n, steps, rounds)))) {
+        double round_start = pl_now();
         status = take_turns(call, who, n, steps, rounds++);
+        round_seconds = fmax(round_seconds, pl_now() - round_start);
         if (cut_short(call, status)) {
             rounds--; /* not a whole round */
             status = PL_OK;
@@ -229,6 +246,8 @@ pl_status pl_search__head_to_head(pl_search_call *call)
     }
     if (status == PL_OK && rounds >= MIN_ROUNDS)
         status = keep_series(call, who, n, steps, rounds);
+    else if (status == PL_OK && !pl_search__interrupted(call))
+        call->result->skipped |= PL_SEARCH_SKIPPED_HEAD_TO_HEAD;
     free(steps);
     return status;
 }
@@ -242,6 +261,7 @@ void pl_search__measure_busy(pl_search_call *call)
     /* from its last step; a failure here leaves the busy times unknown, not the search
        failed */
     if (!call->executor || !(chosen->measured > 0) ||
+        !within_budget(call, 1, expected_step(call, chosen)) ||
         pl_executor_set_plan(call->executor, chosen->plan, &fit, NULL) != PL_OK || !fit.fits ||
         pl_executor_step(call->executor, 0, &loss, NULL) != PL_OK) /* interrupted too */
         return;

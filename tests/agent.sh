@@ -128,6 +128,12 @@ cp "$work/p.plt" "$work/p1.plt"
 expect 0 "pretrain again" "$bin" pretrain -o "$work/p.plt" --cluster "$paced" --rounds 2 \
     --iterations 2 --samples 8 "$small" "$src/graphs/small/cnn-small.json"
 cmp -s "$work/p.plt" "$work/p1.plt" && ok || bad "pretrain: the same seed gave other weights"
+# A model that fits nowhere (devices of 4 KiB): said, nothing written, exit 3.
+expect 3 "pretrain, nothing fits" "$bin" pretrain -o "$work/tiny.plt" --cluster "$work/tiny.json" \
+    --rounds 1 --iterations 2 --samples 8 "$small"
+once "$work/err" "no plan fits the cluster's memory" "pretrain, nothing fits"
+grep -q 'best 0\.000' "$work/out" && bad "pretrain, nothing fits: a best step of 0 ms" || ok
+[ -e "$work/tiny.plt" ] && bad "pretrain, nothing fits: a policy was written" || ok
 expect 2 "pretrain over its model" "$bin" pretrain -o "$small" "$small"
 expect 2 "pretrain without -o" "$bin" pretrain "$small"
 expect 0 "main job from a policy" "$bin" "$model" --cluster "$paced" --iterations 2 \

@@ -226,4 +226,29 @@ for command in "train --steps 1 --data synthetic" "eval --batches 1 --data synth
     contains "$work/err" "of memory; this machine has" "a model larger than the machine: $command"
 done
 [ -e "$work/huge.plan.json" ] && bad "a model larger than the machine: a plan was written" || ok
+
+# A model too large for its budget (20,000 ops, 3 s): the job ends near the budget (20 s:
+# a liveness check, not a benchmark), says what it skipped for time, and its plan is
+# valid; a signal at any moment, loading included, ends it within a second or so, exit
+# 130, with nothing half written.
+python3 "$src/tools/gen-chain" 20000 "$work/chain.json" >/dev/null
+start=$(date +%s)
+expect 0 "a large model, --budget 3" "$bin" "$work/chain.json" --budget 3 -o "$work/chain"
+took=$(($(date +%s) - start))
+[ "$took" -lt 20 ] && ok || bad "a large model, --budget 3: ran $took s"
+contains "$work/out" "skipped for time: " "a large model, --budget 3"
+expect 0 "a large model: its plan is valid" "$bin" validate -q "$work/chain.json" \
+    --plan "$work/chain.plan.json"
+for after in 0.2 2; do
+    stop TERM $after "$bin" "$work/chain.json" --budget 60 -o "$work/chainterm"
+    [ "$got" -eq 130 ] && ok || bad "a large model, SIGTERM at $after s: exit $got, expected 130"
+    [ "$took" -lt 5 ] && ok || bad "a large model, SIGTERM at $after s: ended $took s after it"
+    ls -a "$work" | grep -q 'chainterm.*placer-tmp-' &&
+        bad "a large model, SIGTERM at $after s: a temporary file stayed" || ok
+done
+if [ -e "$work/chainterm.plan.json" ]; then
+    expect 0 "a large model, SIGTERM: its plan is valid" "$bin" validate -q \
+        "$work/chain.json" --plan "$work/chainterm.plan.json"
+fi
+
 finish faults

@@ -201,6 +201,46 @@ static void test_node_count_before_parsing(void)
     CU_ASSERT_EQUAL(count_nodes("[\"nodes\", [1, 2]]", 5), 0);
 }
 
+/* A model's text whose "nodes" and the rest are read element by element (json_outline.h)
+ * fails as the parser of the whole text fails, where the parser fails at all: the same
+ * line, column and message, though the loader would have found a fault of meaning first
+ * (the first node here reads an undefined tensor). */
+static void test_syntax_errors_are_the_parsers(void)
+{
+    static const char *const nodes[] = {
+        "{\"name\": \"a\", \"op\": \"relu\", \"inputs\": [\"nowhere\"], \"outputs\": "
+        "[\"h\"]}, {\"name\": \"b\" \"op\": 1}",                /* a missing comma */
+        "{\"name\": \"a\", \"op\": \"relu\", \"inputs\": [\"x\"], \"outputs\": [\"h\"]},",
+        "{\"name\": \"a\", \"op\": \"relu\", \"inputs\": [\"x\"], \"outputs\": [\"h\"]}}",
+        "{\"name\": \"a\", \"name\": \"b\"}",                   /* a key twice */
+        "{\"name\": \"a\", \"op\": \"relu\", \"inputs\": [\"nowhere\"]}, [1}, 2]",
+        "1, 2, 1e999",
+    };
+    static const char *const frame =
+        "{\"format\": \"placer-model\", \"version\": 1, \"name\": \"t\", \"batch_size\": 4,\n"
+        " \"inputs\": [{\"name\": \"x\", \"shape\": [3], \"dtype\": \"f32\", \"role\": "
+        "\"data\"}],\n \"parameters\": [],\n \"nodes\": [%s],\n \"loss\": \"h\"%s}";
+    static const char *const tails[] = {"", ", \"loss\": \"h\"", " x"};
+    for (size_t n = 0; n < sizeof nodes / sizeof *nodes; n++)
+        for (size_t t = 0; t < sizeof tails / sizeof *tails; t++) {
+            char text[1024];
+            int len = snprintf(text, sizeof text, frame, nodes[n], tails[t]);
+            pl_error load_err, parse_err;
+            pl_error_init(&load_err, "m.json");
+            pl_error_init(&parse_err, "m.json");
+            CU_ASSERT_PTR_NULL(pl_graph_load_buffer(text, (size_t)len, "m.json", &load_err));
+            json_t *root = pl_json_parse_buffer(text, (size_t)len, &parse_err);
+            if (root) { /* valid JSON: the loader finds the fault of meaning */
+                CU_ASSERT_EQUAL(load_err.line, 0);
+                json_decref(root);
+                continue;
+            }
+            CU_ASSERT_EQUAL(load_err.line, parse_err.line);
+            CU_ASSERT_EQUAL(load_err.column, parse_err.column);
+            CU_ASSERT_STRING_EQUAL(load_err.text, parse_err.text);
+        }
+}
+
 void pl_register_load_tests(void)
 {
     static const pl_test_case cases[] = {
@@ -212,6 +252,7 @@ void pl_register_load_tests(void)
         {"a parameter may feed several nodes", test_weights_shared_across_steps},
         {"bundled models load", test_bundled_models_load},
         {"the node count is checked before parsing", test_node_count_before_parsing},
+        {"syntax errors are the parser's, wherever they are", test_syntax_errors_are_the_parsers},
         {NULL, NULL},
     };
     pl_test_add_suite("load", cases);

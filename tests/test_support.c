@@ -55,6 +55,26 @@ static void test_strmap(void)
     CU_ASSERT_EQUAL(pl_strmap_get(&map, "t1"), -1);
 }
 
+/* Room reserved for every key: storing them never grows the table, and all are found. */
+static void test_strmap_reserve(void)
+{
+    pl_strmap map = {0};
+    char keys[3000][16];
+    CU_ASSERT_TRUE(pl_strmap_reserve(&map, 3000));
+    size_t cap = map.cap;
+    CU_ASSERT_TRUE(cap >= 6000);
+    for (int i = 0; i < 3000; i++) {
+        snprintf(keys[i], sizeof keys[i], "n%d", i);
+        CU_ASSERT_TRUE(pl_strmap_put(&map, keys[i], i, NULL));
+    }
+    CU_ASSERT_EQUAL(map.cap, cap);
+    for (int i = 0; i < 3000; i++)
+        CU_ASSERT_EQUAL(pl_strmap_get(&map, keys[i]), i);
+    CU_ASSERT_TRUE(pl_strmap_reserve(&map, 10)); /* never shrinks */
+    CU_ASSERT_EQUAL(map.cap, cap);
+    pl_strmap_release(&map);
+}
+
 static void test_arena(void)
 {
     pl_arena arena = {0};
@@ -225,6 +245,7 @@ void pl_register_support_tests(void)
     static const pl_test_case cases[] = {
         {"the first error wins and stays on one line", test_error_first_wins},
         {"string map grows and finds", test_strmap},
+        {"string map keeps the room reserved", test_strmap_reserve},
         {"arena allocations", test_arena},
         {"atomic files replace whole or not at all", test_atomic_file},
         {"atomic files: the temporary name, beside a link's target", test_atomic_file_temp_name},

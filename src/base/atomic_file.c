@@ -185,6 +185,17 @@ static pl_status open_direct(pl_atomic_file *file, const char *target, pl_error 
     return file->fp ? PL_OK : fail(file, err, "write", file->path, errno);
 }
 
+/* The temporary file of the write under way (the latest opened), for
+ * pl_atomic_remove_pending: set once the file exists, cleared before its name is freed. */
+static const char *volatile pending_temp;
+
+void pl_atomic_remove_pending(void)
+{
+    const char *temp = pending_temp;
+    if (temp)
+        unlink(temp);
+}
+
 pl_status pl_atomic_open(pl_atomic_file *file, const char *path, pl_error *err)
 {
     *file = (pl_atomic_file){0};
@@ -215,6 +226,7 @@ pl_status pl_atomic_open(pl_atomic_file *file, const char *path, pl_error *err)
             status = fail(file, err, "write", path, saved);
         } else {
             file->target = target; /* the handle's now */
+            pending_temp = file->temp;
             return PL_OK;
         }
     }
@@ -258,6 +270,8 @@ pl_status pl_atomic_commit(pl_atomic_file *file, pl_error *err)
         status = pl_error_set(err, PL_EIO, NULL, "cannot write %s: %s", file->path,
                               strerror(saved));
     }
+    if (!direct && pending_temp == file->temp)
+        pending_temp = NULL;
     release(file);
     return status;
 }
@@ -270,5 +284,7 @@ void pl_atomic_abort(pl_atomic_file *file)
         fclose(file->fp);
     if (file->temp)
         unlink(file->temp);
+    if (file->temp && pending_temp == file->temp)
+        pending_temp = NULL;
     release(file);
 }

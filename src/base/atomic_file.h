@@ -48,5 +48,9 @@ pl_status pl_atomic_commit(pl_atomic_file *file, pl_error *err);
 /* Closes and removes the temporary file; a replaced target is unchanged (what went to a
  * device, FIFO or standard output has gone). NULL fp is a no-op. */
 void pl_atomic_abort(pl_atomic_file *file);
+/* Removes the temporary file of the write under way, if any (the one opened last and
+ * not yet committed or aborted), and nothing else: async-signal-safe, for a process that
+ * must end at once (_exit) without leaving a temporary file behind. */
+void pl_atomic_remove_pending(void);
 
 #endif

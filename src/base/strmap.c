@@ -7,10 +7,18 @@
 
 #include "hash.h"
 
-static size_t slot_of(const pl_strmap *map, const char *key)
+static uint32_t hash_of(const char *key)
 {
-    size_t mask = map->cap - 1, i = (size_t)pl_hash_bytes(PL_HASH_INIT, key, strlen(key)) & mask;
-    while (map->keys[i] && strcmp(map->keys[i], key) != 0)
+    uint64_t h = pl_hash_bytes(PL_HASH_INIT, key, strlen(key));
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+/* The slot that holds `key` (of hash `hash`), or the empty one where it would go. */
+static size_t slot_of(const pl_strmap *map, const char *key, uint32_t hash)
+{
+    size_t mask = map->cap - 1, i = hash & mask;
+    while (map->slots[i].key &&
+           (map->slots[i].hash != hash || strcmp(map->slots[i].key, key) != 0))
         i = (i + 1) & mask;
     return i;
 }
@@ -19,55 +27,60 @@ int pl_strmap_get(const pl_strmap *map, const char *key)
 {
     if (map->cap == 0)
         return -1;
-    size_t i = slot_of(map, key);
-    return map->keys[i] ? map->values[i] : -1;
+    size_t i = slot_of(map, key, hash_of(key));
+    return map->slots[i].key ? map->slots[i].value : -1;
 }
 
-static bool grow(pl_strmap *map)
+/* Moves the keys to a table of `cap` slots (a power of two, more than twice the count). */
+static bool rehash(pl_strmap *map, size_t cap)
 {
-    size_t cap = map->cap ? map->cap * 2 : 64;
-    pl_strmap bigger = {calloc(cap, sizeof *bigger.keys), calloc(cap, sizeof *bigger.values),
-                        0, cap};
-    if (!bigger.keys || !bigger.values) {
-        pl_strmap_release(&bigger);
+    pl_strmap_slot *slots = calloc(cap, sizeof *slots);
+    if (!slots)
         return false;
-    }
+    size_t mask = cap - 1;
     for (size_t i = 0; i < map->cap; i++) {
-        if (map->keys[i]) {
-            size_t j = slot_of(&bigger, map->keys[i]);
-            bigger.keys[j] = map->keys[i];
-            bigger.values[j] = map->values[i];
-        }
+        if (!map->slots[i].key)
+            continue;
+        size_t j = map->slots[i].hash & mask;
+        while (slots[j].key) /* the keys are distinct: no comparing */
+            j = (j + 1) & mask;
+        slots[j] = map->slots[i];
     }
-    bigger.count = map->count;
-    pl_strmap_release(map);
-    *map = bigger;
+    free(map->slots);
+    map->slots = slots;
+    map->cap = cap;
     return true;
+}
+
+bool pl_strmap_reserve(pl_strmap *map, size_t count)
+{
+    size_t cap = map->cap ? map->cap : 64;
+    while (count * 2 > cap)
+        cap *= 2;
+    return cap == map->cap || rehash(map, cap);
 }
 
 bool pl_strmap_put(pl_strmap *map, const char *key, int value, int *existing)
 {
     if (existing)
         *existing = -1;
-    if ((map->count + 1) * 2 > map->cap && !grow(map))
+    if (!pl_strmap_reserve(map, map->count + 1))
         return false;
-    size_t i = slot_of(map, key);
-    if (map->keys[i]) {
+    uint32_t hash = hash_of(key);
+    size_t i = slot_of(map, key, hash);
+    if (map->slots[i].key) {
         if (existing)
-            *existing = map->values[i];
+            *existing = map->slots[i].value;
         return true;
     }
-    map->keys[i] = key;
-    map->values[i] = value;
+    map->slots[i] = (pl_strmap_slot){key, hash, value};
     map->count++;
     return true;
 }
 
 void pl_strmap_release(pl_strmap *map)
 {
-    free(map->keys);
-    free(map->values);
-    map->keys = NULL;
-    map->values = NULL;
+    free(map->slots);
+    map->slots = NULL;
     map->count = map->cap = 0;
 }

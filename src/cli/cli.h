@@ -214,6 +214,12 @@ void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *cluster,
  * ignored. */
 extern volatile sig_atomic_t pl_cli_interrupted;
 void pl_cli_catch_interrupt(bool catch);
+/* For a job that must answer an interrupt within a bound although some of its steps
+ * cannot stop midway (loading a huge model, one placement of it): once the flag is set,
+ * the process gets `seconds` to stop in order, and then ends at once with
+ * PL_EXIT_INTERRUPTED, the temporary file of a write under way removed and the outputs
+ * written before kept. 0 turns that off. */
+void pl_cli_interrupt_grace(int seconds);
 
 /* PREFIX and a suffix ("m" ".plan.json"): a path to free(), or NULL without memory. */
 char *pl_cli_path(const char *prefix, const char *suffix);

@@ -3,9 +3,10 @@
  * (policy/search.h: the baselines, the agent within the budget, the best candidates
  * measured on the executor) printing its progress, and write the plan (PREFIX.plan.json), its drawing
  * (PREFIX.plan.dot) and a report (PREFIX.report.md with PREFIX.curve.svg), all
- * atomically. Ctrl-C, SIGTERM or SIGHUP stops the search and still writes the best plan
- * found so far (exit 130); a checkpoint that cannot be saved does not keep the plan and
- * the report from being written (exit 1). Every input is read and checked (the cluster
+ * atomically; once the budget is spent, no drawings. Ctrl-C, SIGTERM or SIGHUP stops the
+ * search and still writes the best plan found so far (exit 130), or, when that takes more
+ * than a second (a huge model), ends the process then; a checkpoint that cannot be saved
+ * does not keep the plan and the report from being written (exit 1). Every input is read and checked (the cluster
  * here, the checkpoint resumed by the search) before anything is written. */
 #include <getopt.h>
 #include <stdio.h>
@@ -95,8 +96,12 @@ static void print_usage(void)
            "                        otherwise) or none\n"
            "\n"
            "MODEL.json or --cluster FILE of '-' is read from standard input (one of them).\n"
+           "The budget holds for the whole job: a model too large for it gets the best\n"
+           "plan of the phases there was time for (the job says which it skipped), and no\n"
+           "drawings once it is spent.\n"
            "Ctrl-C (or SIGTERM, SIGHUP) stops the search and writes the best plan so far\n"
-           "(exit status 130); a checkpoint that cannot be saved is said and the plan still\n"
+           "(exit status 130), within a second: what is not written by then is not\n"
+           "written. A checkpoint that cannot be saved is said and the plan still\n"
            "written (exit status 1). More: man placer, and in " PLACER_DOCDIR "/,\n"
            "agent.md and outputs.md.\n");
 }
@@ -278,6 +283,9 @@ static int check_outputs(const main_options *o, const char *prefix)
     return status;
 }
 
+/* Seconds the job has to stop in order after an interrupt (pl_cli_interrupt_grace). */
+enum { INTERRUPT_GRACE = 1 };
+
 typedef struct job_state {
     main_options o;
     pl_job job;
@@ -347,6 +355,14 @@ static void print_progress(void *context, const pl_search_event *event)
     pl_progress_event(&s->progress, event);
 }
 
+/* Whether the job has used its whole budget: then the plan, the report and the summary
+ * are written, but no drawing (the plan's, the step's timelines), which on a large graph
+ * costs as much as a search. */
+static bool budget_spent(const job_state *s)
+{
+    return s->o.search.budget > 0 && pl_now() >= s->start + s->o.search.budget;
+}
+
 static int write_outputs(job_state *s)
 {
     const pl_search *search = s->search;
@@ -356,13 +372,14 @@ static int write_outputs(job_state *s)
     char *plan_path = pl_cli_path(s->prefix, ".plan.json");
     char *dot_path = pl_cli_path(s->prefix, ".plan.dot");
     int status = PL_EXIT_OK;
+    bool plan_drawn = false;
     pl_error err;
     pl_error_init(&err, plan_path);
     if (!plan_path || !dot_path) {
         status = PL_EXIT_FAILURE;
     } else if (pl_plan_write_file(plan_path, chosen->plan, g, c, &err) != PL_OK) {
         status = pl_cli_report(&err);
-    } else {
+    } else if ((plan_drawn = !budget_spent(s))) {
         /* the drawing without times when they cannot be had */
         double *op_seconds = pl_cli_op_seconds(g, c, s->setup.costs, chosen->plan);
         status = pl_cli_write_plan_dot(g, chosen->plan, c, op_seconds, false, PL_DOT_MAX_BOXES,
@@ -389,6 +406,7 @@ static int write_outputs(job_state *s)
                  PL_OK)
             status = pl_cli_report(&err);
     }
+    s->job.no_drawings = budget_spent(s); /* the plan's drawing may have spent it */
     if (status == PL_EXIT_OK)
         status = pl_job_write_report(&s->job, s->prefix);
     if (status == PL_EXIT_OK && !s->o.quiet) {
@@ -408,10 +426,21 @@ static int write_outputs(job_state *s)
         if (search->choice_unstable)
             printf("\n  the choice rests on an unstable measurement (the machine was busy?): "
                    "see the report");
-        printf("\nwrote %s (render: dot -Tsvg %s > %s.plan.svg)\n  %s, %s.report.md, "
-               "%s.summary.json%s%s\n", plan_path, dot_path, s->prefix, dot_path, s->prefix,
-               s->prefix, agent_row >= 0 ? ", the agent's best plan " : "",
-               agent_row >= 0 ? agent_path : "");
+        char skipped[256];
+        if (pl_progress_skipped_text(search, skipped, sizeof skipped)[0])
+            printf("\n  the budget was too short for the whole search: skipped for time: %s",
+                   skipped);
+        if (!plan_drawn)
+            printf("\nwrote %s\n  %s.report.md, %s.summary.json%s%s; no drawings: the budget "
+                   "was spent\n", plan_path, s->prefix, s->prefix,
+                   agent_row >= 0 ? ", the agent's best plan " : "",
+                   agent_row >= 0 ? agent_path : "");
+        else
+            printf("\nwrote %s (render: dot -Tsvg %s > %s.plan.svg)\n  %s, %s.report.md, "
+                   "%s.summary.json%s%s%s\n", plan_path, dot_path, s->prefix, dot_path,
+                   s->prefix, s->prefix, agent_row >= 0 ? ", the agent's best plan " : "",
+                   agent_row >= 0 ? agent_path : "",
+                   s->job.no_drawings ? "; no timelines: the budget was spent" : "");
     }
     free(agent_path);
     free(plan_path);
@@ -513,11 +542,17 @@ int pl_cmd_main(int argc, char **argv)
         s.prefix = s.o.prefix ? strdup(s.o.prefix) : default_prefix(s.o.model);
         status = s.prefix ? check_outputs(&s.o, s.prefix) : PL_EXIT_FAILURE;
     }
+    /* an interrupt is answered within INTERRUPT_GRACE seconds from here on, loading
+       included: an orderly stop writes the best plan so far, or the process ends then */
+    pl_cli_catch_interrupt(true);
+    pl_cli_interrupt_grace(INTERRUPT_GRACE);
     /* the cluster read and checked before anything is written */
     s.setup = (pl_cli_setup){.model_path = s.o.model, .cluster_path = s.o.cluster,
                              .needs = PL_CLI_CLUSTER, .quiet = s.o.quiet};
     if (status != PL_EXIT_OK || (status = pl_cli_setup_load(&s.setup)) != PL_EXIT_OK ||
         (status = read_policy(&s)) != PL_EXIT_OK) {
+        pl_cli_interrupt_grace(0);
+        pl_cli_catch_interrupt(false);
         pl_policy_weights_clear(&s.policy);
         pl_cli_setup_release(&s.setup);
         free(command);
@@ -535,10 +570,10 @@ int pl_cmd_main(int argc, char **argv)
         s.job.budget = s.o.search.budget;
         s.job.seed = s.o.search.seed;
         s.job.zero_shot = s.o.search.zero_shot;
-        pl_cli_catch_interrupt(true);
         status = run_job(&s);
-        pl_cli_catch_interrupt(false);
     }
+    pl_cli_interrupt_grace(0);
+    pl_cli_catch_interrupt(false);
     pl_search_free(s.search);
     pl_policy_weights_clear(&s.policy);
     pl_cli_setup_release(&s.setup);

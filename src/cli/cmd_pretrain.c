@@ -38,8 +38,9 @@ static void print_usage(void)
            "  --iterations N      the agent's iterations a visit (default 20)\n"
            "  --samples N         plans drawn an iteration (default 32)\n"
            "  --from FILE         start from this policy's weights (default: fresh ones)\n"
-           "Ctrl-C writes the weights of the visits done (exit status 130). More: "
-           PLACER_DOCDIR "/agent.md.\n");
+           "Ctrl-C writes the weights of the visits done (exit status 130). A model\n"
+           "that fits nowhere on a cluster (no plan fits its memory) stops it with\n"
+           "nothing written (exit status 3). More: " PLACER_DOCDIR "/agent.md.\n");
 }
 
 static int parse_options(int argc, char **argv, pretrain_args *a)
@@ -161,13 +162,19 @@ static int pretrain(const pretrain_args *a, pl_cli_setup *setups, pl_pretrain_pa
     double begin = pl_now();
     pl_error_init(&err, NULL);
     pl_cli_catch_interrupt(true);
+    int no_fit;
     pl_status done = pl_pretrain(pairs, n_pairs, setups[0].costs, &a->pretrain,
                                  a->start ? &start : NULL, print_visit, &begin,
-                                 &pl_cli_interrupted, &weights, &err);
+                                 &pl_cli_interrupted, &weights, &no_fit, &err);
     pl_cli_catch_interrupt(false);
     pl_policy_weights_clear(&start);
     if (done != PL_OK && done != PL_EINTERRUPTED) {
         pl_policy_weights_clear(&weights);
+        if (no_fit >= 0) { /* as the main job says it, and exits */
+            fprintf(stderr, "placer: %s: no plan fits the cluster's memory; no policy "
+                    "written\n", pairs[no_fit].name);
+            return PL_EXIT_NO_FIT;
+        }
         return pl_cli_report(&err);
     }
     status = done == PL_EINTERRUPTED ? PL_EXIT_INTERRUPTED : PL_EXIT_OK;

@@ -670,11 +670,35 @@ double *pl_cli_cached_op_seconds(const pl_graph *graph, const pl_cluster *cluste
 }
 
 volatile sig_atomic_t pl_cli_interrupted;
+static volatile sig_atomic_t grace_seconds; /* 0: no deadline after an interrupt */
+
+/* The grace after an interrupt is over: the temporary file of a write under way goes
+ * (atomic_file.h), the outputs written stay as they are, and the process ends now. */
+static void on_grace_over(int signal_number)
+{
+    (void)signal_number;
+    pl_atomic_remove_pending();
+    _exit(PL_EXIT_INTERRUPTED);
+}
 
 static void on_interrupt(int signal_number)
 {
     (void)signal_number;
+    if (grace_seconds > 0 && !pl_cli_interrupted)
+        alarm((unsigned)grace_seconds); /* async-signal-safe, as _exit and unlink are */
     pl_cli_interrupted = 1;
+}
+
+void pl_cli_interrupt_grace(int seconds)
+{
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = seconds > 0 ? on_grace_over : SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    if (seconds <= 0)
+        alarm(0);
+    sigaction(SIGALRM, &action, NULL);
+    grace_seconds = seconds > 0 ? seconds : 0;
 }
 
 /* SIGINT (Ctrl-C), SIGTERM (kill, a job scheduler's stop) and SIGHUP (the terminal gone)

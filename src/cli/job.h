@@ -24,11 +24,12 @@ typedef struct pl_job {
     bool zero_shot;          /* the policy sampled without training (--zero-shot) */
     const pl_cost_model *costs; /* the profile the search simulated with */
     const pl_search *search; /* borrowed */
+    bool no_drawings;        /* the budget was spent: the timelines are not drawn */
 } pl_job;
 
 /* Writes PREFIX.report.md, PREFIX.curve.svg (when the agent ran), the chosen plan's
- * PREFIX.timeline.svg and PREFIX.timeline-measured.svg (when measured) and
- * PREFIX.summary.json, atomically; exit status. */
+ * PREFIX.timeline.svg and PREFIX.timeline-measured.svg (when measured; neither with
+ * no_drawings) and PREFIX.summary.json, atomically; exit status. */
 int pl_job_write_report(const pl_job *job, const char *prefix);
 /* The chosen plan's step as SVG timelines (job_timeline.c): simulated, and measured when
  * the search measured it (*measured_written says). */

@@ -60,7 +60,8 @@ static void print_baselines(pl_progress *p, const pl_search_event *event)
     for (int r = 0; r < search->n_rows; r++) {
         const pl_search_row *row = &search->rows[r];
         if (!row->plan)
-            fprintf(p->out, "baseline %-12s failed: %s\n", row->name, row->failure);
+            fprintf(p->out, "baseline %-12s %s: %s\n", row->name,
+                    row->skipped ? "skipped" : "failed", row->failure);
         else if (row->measured > 0)
             print_measured_row(p->out, row);
         else
@@ -142,10 +143,14 @@ static void print_iteration(pl_progress *p, const pl_search_event *event)
 static void print_agent_done(pl_progress *p, const pl_search_event *event)
 {
     const pl_search *search = event->search;
-    int done = pl_agent_iterations(search->agent);
     if (p->line_open)
         fputc('\n', p->out);
     p->line_open = false;
+    if (!search->agent) {
+        fprintf(p->out, "agent: not started: the search's share of the budget is spent\n");
+        return;
+    }
+    int done = pl_agent_iterations(search->agent);
     if (p->mode == PL_PROGRESS_LINES && done > 0 &&
         pl_agent_curve(search->agent)[done - 1].best_step != p->shown_best) {
         char line[256];
@@ -193,6 +198,27 @@ const char *pl_progress_stop_text(const pl_search *search, char *buf, size_t cap
         snprintf(buf, cap, "the search's share of the budget is spent");
         break;
     }
+    return buf;
+}
+
+const char *pl_progress_skipped_text(const pl_search *search, char *buf, size_t cap)
+{
+    static const struct {
+        unsigned bit;
+        const char *text;
+    } phases[] = {
+        {PL_SEARCH_SKIPPED_BASELINES, "some baselines"},
+        {PL_SEARCH_SKIPPED_MEASURING, "measuring the baselines"},
+        {PL_SEARCH_SKIPPED_AGENT, "the agent (its start, or its imitation of the best "
+                                  "baseline)"},
+        {PL_SEARCH_SKIPPED_HEAD_TO_HEAD, "the final head-to-head measurement"},
+    };
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t k = 0; k < sizeof phases / sizeof *phases && used < cap; k++)
+        if (search->skipped & phases[k].bit)
+            used += (size_t)snprintf(buf + used, cap - used, "%s%s", used ? ", " : "",
+                                     phases[k].text);
     return buf;
 }
 

@@ -53,5 +53,8 @@ void pl_progress_event(pl_progress *p, const pl_search_event *event);
 /* Why the search's agent stopped, in words ("converged (no better plan in the last 812
  * iterations; ...)"), into buf; returns buf. */
 const char *pl_progress_stop_text(const pl_search *search, char *buf, size_t cap);
+/* The phases the budget left no time for (pl_search.skipped), in words ("some baselines,
+ * measuring the baselines"), into buf, or "" when none; returns buf. */
+const char *pl_progress_skipped_text(const pl_search *search, char *buf, size_t cap);
 
 #endif

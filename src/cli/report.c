@@ -150,7 +150,7 @@ static void write_algorithms(FILE *fp, const pl_job *job)
         md_text(fp, row->name);
         fprintf(fp, " |");
         if (!row->plan) {
-            fprintf(fp, " failed: ");
+            fprintf(fp, row->skipped ? " skipped: " : " failed: ");
             md_text(fp, row->failure);
             fprintf(fp, " | | | | | |\n");
             continue;
@@ -335,8 +335,12 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-static void write_step_pictures(FILE *fp, const report_files *files)
+static void write_step_pictures(FILE *fp, const pl_job *job, const report_files *files)
 {
+    if (job->no_drawings) {
+        fprintf(fp, "## The chosen plan's step\n\nNot drawn: the budget was spent.\n\n");
+        return;
+    }
     fprintf(fp, "## The chosen plan's step\n\nEach device and link in time: a bar per task "
             "(forward, backward, update, copy), idle time as gaps.\n\n![the step, simulated](");
     md_text(fp, base_name(files->timeline));
@@ -367,6 +371,12 @@ static void write_markdown(FILE *fp, const pl_job *job, const report_files *file
             (unsigned long long)job->seed, job->calibrated ? "; calibrated this run" : "",
             search->interrupted ? "; **interrupted (Ctrl-C or a signal): the best plan so far**"
                                 : "");
+    char skipped[256];
+    if (pl_progress_skipped_text(search, skipped, sizeof skipped)[0]) {
+        fprintf(fp, "**The budget was too short for the whole search**: skipped for time: ");
+        md_text(fp, skipped);
+        fprintf(fp, ". The plan is the best of what was done.\n\n");
+    }
     if (search->checkpoint_failure[0]) {
         fprintf(fp, "**The agent's checkpoint was not saved**: ");
         md_text(fp, search->checkpoint_failure);
@@ -378,7 +388,7 @@ static void write_markdown(FILE *fp, const pl_job *job, const report_files *file
     report_own_plan(fp, search);
     if (search->agent)
         write_learning(fp, job, base_name(files->curve));
-    write_step_pictures(fp, files);
+    write_step_pictures(fp, job, files);
     write_devices(fp, job);
 }
 
@@ -418,8 +428,10 @@ int pl_job_write_report(const pl_job *job, const char *prefix)
         fprintf(stderr, "placer: out of memory\n");
     else if ((status = job->search->agent ? write_atomic(f.curve, job, &f, PART_CURVE)
                                           : PL_EXIT_OK) == PL_EXIT_OK &&
-             (status = pl_job_write_timelines(job, f.timeline, f.measured,
-                                              &f.measured_written)) == PL_EXIT_OK &&
+             (status = job->no_drawings ? PL_EXIT_OK
+                                        : pl_job_write_timelines(job, f.timeline, f.measured,
+                                                                 &f.measured_written)) ==
+                 PL_EXIT_OK &&
              (status = write_atomic(f.markdown, job, &f, PART_MARKDOWN)) == PL_EXIT_OK)
         status = write_atomic(f.summary, job, &f, PART_SUMMARY);
     free(f.markdown);

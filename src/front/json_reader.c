@@ -70,33 +70,36 @@ static void line_column(const char *data, size_t offset, int *line, int *column)
     }
 }
 
-json_t *pl_json_parse_buffer(const char *data, size_t size, pl_error *err)
+pl_status pl_json_check_text(const char *data, size_t size, pl_error *err)
 {
     size_t start = 0;
     /* not strchr alone: it finds a NUL byte too, and NULs are no white space */
     while (start < size && data[start] != '\0' && strchr(" \t\r\n", data[start]))
         start++;
-    if (start == size) {
-        pl_error_set(err, PL_EINPUT, NULL, size ? "the file holds only white space"
-                                                : "the file is empty");
-        return NULL;
-    }
+    if (start == size)
+        return pl_error_set(err, PL_EINPUT, NULL, size ? "the file holds only white space"
+                                                       : "the file is empty");
     const char *nul = memchr(data, '\0', size);
     if (nul) { /* valid UTF-8 but no JSON: jansson would call it the end of the file */
         int line, column;
         line_column(data, (size_t)(nul - data), &line, &column);
-        pl_error_set_at(err, PL_EINPUT, line, column, "NUL byte: the file must be UTF-8 "
-                        "text");
-        return NULL;
+        return pl_error_set_at(err, PL_EINPUT, line, column, "NUL byte: the file must be "
+                               "UTF-8 text");
     }
     long bad = invalid_utf8_at((const unsigned char *)data, size);
     if (bad >= 0) {
         int line, column;
         line_column(data, (size_t)bad, &line, &column);
-        pl_error_set_at(err, PL_EINPUT, line, column, "invalid UTF-8 (byte 0x%02x): "
-                        "the file must be UTF-8 text", (unsigned char)data[bad]);
-        return NULL;
+        return pl_error_set_at(err, PL_EINPUT, line, column, "invalid UTF-8 (byte 0x%02x): "
+                               "the file must be UTF-8 text", (unsigned char)data[bad]);
     }
+    return PL_OK;
+}
+
+json_t *pl_json_parse_buffer(const char *data, size_t size, pl_error *err)
+{
+    if (pl_json_check_text(data, size, err) != PL_OK)
+        return NULL;
     json_error_t jerr;
     json_t *root = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)

@@ -41,6 +41,10 @@ char *pl_json_read_file(const char *path, size_t max_bytes, size_t *size, pl_err
 size_t pl_json_count_member_elements(const char *data, size_t size, const char *key,
                                      size_t limit);
 json_t *pl_json_parse_buffer(const char *data, size_t size, pl_error *err);
+/* The checks pl_json_parse_buffer makes before parsing: the text is not empty or white
+ * space alone, and is UTF-8 without NUL bytes. PL_OK, or the error recorded with its line
+ * and column. */
+pl_status pl_json_check_text(const char *data, size_t size, pl_error *err);
 
 /* Moving the pointer: push returns the length to pop back to. */
 size_t pl_json_push_key(pl_json_reader *r, const char *key);

@@ -80,15 +80,19 @@ static bool read_dtype(loader *L, const json_t *object, bool required, pl_dtype 
 
 /* Runs `read_one` on each element of the array member `key`, pointer kept current. */
 static bool for_each_element(loader *L, const json_t *root, const char *key,
+                             pl_load_array *elements,
                              bool (*read_one)(loader *, const json_t *, int))
 {
     json_t *array;
     if (!pl_json_member(&L->r, root, key, JSON_ARRAY, true, &array))
         return false;
     size_t back = pl_json_push_key(&L->r, key);
-    for (size_t i = 0; i < json_array_size(array); i++) {
+    for (size_t i = 0; i < elements->n; i++) {
         size_t at = pl_json_push_index(&L->r, i);
-        if (!read_one(L, json_array_get(array, i), (int)i))
+        json_t *element = pl_load_element(L, elements, i);
+        bool ok = element && read_one(L, element, (int)i);
+        json_decref(element);
+        if (!ok)
             return false;
         pl_json_pop(&L->r, at);
     }
@@ -388,37 +392,21 @@ static bool check_loss(loader *L, const json_t *root)
     return true;
 }
 
-static pl_graph *load_root(const json_t *root, pl_error *err)
-{
-    loader L = {0};
-    pl_json_reader_init(&L.r, err);
-    L.graph = calloc(1, sizeof *L.graph);
-    if (!L.graph) {
-        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-        return NULL;
-    }
-    L.graph->loss = -1;
-    bool ok = read_header(&L, root) && for_each_element(&L, root, "inputs", read_input) &&
-              for_each_element(&L, root, "parameters", read_parameter) &&
-              pl_load_nodes(&L, json_object_get(root, "nodes")) &&
-              pl_load_resolve_inputs(&L) && pl_load_sort(&L) && pl_load_infer_shapes(&L) &&
-              check_loss(&L, root) && read_optimizer(&L, root) &&
-              read_batch_statistics(&L, root);
-    pl_strmap_release(&L.tensor_names);
-    pl_strmap_release(&L.op_names);
-    free(L.def_node);
-    free(L.def_slot);
-    free(L.input_names);
-    if (!ok) {
-        pl_error_set(err, PL_EINTERNAL, NULL, "the loader failed without saying why");
-        pl_graph_free(L.graph);
-        return NULL;
-    }
-    return L.graph;
-}
-
 /* A JSON value's hash, by its content: an array's elements in order, an object's members
  * in any order (their hashes summed, so no sorting), numbers by value. */
+static uint64_t value_hash(const json_t *v);
+
+static uint64_t array_hash_begin(void)
+{
+    return pl_hash_bytes(PL_HASH_INIT, &(int){JSON_ARRAY}, sizeof(int));
+}
+
+static uint64_t array_hash_add(uint64_t h, const json_t *element)
+{
+    uint64_t e = value_hash(element);
+    return pl_hash_bytes(h, &e, sizeof e);
+}
+
 static uint64_t value_hash(const json_t *v)
 {
     uint64_t h = pl_hash_bytes(PL_HASH_INIT, &(int){json_typeof(v)}, sizeof(int));
@@ -434,10 +422,8 @@ static uint64_t value_hash(const json_t *v)
         return pl_hash_bytes(h, &sum, sizeof sum);
     }
     case JSON_ARRAY:
-        for (size_t i = 0; i < json_array_size(v); i++) {
-            uint64_t e = value_hash(json_array_get(v, i));
-            h = pl_hash_bytes(h, &e, sizeof e);
-        }
+        for (size_t i = 0; i < json_array_size(v); i++)
+            h = array_hash_add(h, json_array_get(v, i));
         return h;
     case JSON_STRING:
         return pl_hash_bytes(h, json_string_value(v), json_string_length(v));
@@ -454,27 +440,125 @@ static uint64_t value_hash(const json_t *v)
     }
 }
 
+json_t *pl_load_element(loader *L, pl_load_array *array, size_t i)
+{
+    json_t *element = array->tree ? json_incref(json_array_get(array->tree, i))
+                                  : pl_json_outline_element(L->outline, array->outlined, i);
+    if (element)
+        array->hash = array_hash_add(array->hash, element);
+    else
+        L->unparsed = true;
+    return element;
+}
+
 /* The model's identity, which checkpoints and plans carry: the hash of its document's
  * content (value_hash) without the fields that only describe it ("name",
- * "description"). Re-indenting the file, reordering its keys or rewording its
- * description keeps the hash; changing an op, a shape or a setting does not. */
-static uint64_t content_hash(const json_t *root)
+ * "description"). The arrays read element by element bring their own hashes.
+ * Re-indenting the file, reordering its keys or rewording its description keeps the
+ * hash; changing an op, a shape or a setting does not. */
+static uint64_t content_hash(const loader *L, const json_t *root)
 {
     const char *key;
     json_t *member;
     uint64_t sum = 0;
-    json_object_foreach((json_t *)root, key, member)
+    json_object_foreach((json_t *)root, key, member) {
+        uint64_t h = strcmp(key, "inputs") == 0       ? L->inputs.hash
+                     : strcmp(key, "parameters") == 0 ? L->parameters.hash
+                     : strcmp(key, "nodes") == 0      ? L->nodes.hash
+                                                      : value_hash(member);
         if (strcmp(key, "name") != 0 && strcmp(key, "description") != 0)
-            sum += pl_hash_bytes(value_hash(member), key, strlen(key));
+            sum += pl_hash_bytes(h, key, strlen(key));
+    }
     return pl_hash_bytes(PL_HASH_INIT, &sum, sizeof sum);
 }
 
-/* Parses and loads a model's text. The counts of nodes, inputs and parameters are
- * checked on the raw text first: the parser's tree of an oversize model would cost
- * gigabytes and tens of seconds before the loader could refuse it (pl_load_nodes checks
- * the parsed array again). A model has no more inputs or parameters than nodes could
- * read, so one limit serves all three. */
-static pl_graph *load_text(const char *data, size_t size, size_t max_nodes, pl_error *err)
+static const char *const element_arrays[] = {"inputs", "parameters", "nodes", NULL};
+
+/* The array member `key` of root, from the outline when it has it, else from the tree
+ * (n is 0 when the member is absent or no array: the loader says so). */
+static pl_load_array element_source(const pl_json_outline *outline, const json_t *root,
+                                    const char *key)
+{
+    pl_load_array array = {.hash = array_hash_begin()};
+    array.outlined = outline ? pl_json_outline_find(outline, key) : NULL;
+    if (array.outlined) {
+        array.n = array.outlined->n;
+    } else {
+        array.tree = json_object_get(root, key);
+        array.n = json_array_size(array.tree); /* 0 for no array */
+    }
+    return array;
+}
+
+/* Loads the model whose root is `root`, its big arrays read from `outline` where it has
+ * them. NULL with *unparsed set when an outlined element did not parse. */
+static pl_graph *load_root(const json_t *root, const pl_json_outline *outline, bool *unparsed,
+                           pl_error *err)
+{
+    loader L = {.outline = outline};
+    pl_json_reader_init(&L.r, err);
+    L.inputs = element_source(outline, root, "inputs");
+    L.parameters = element_source(outline, root, "parameters");
+    L.nodes = element_source(outline, root, "nodes");
+    L.graph = calloc(1, sizeof *L.graph);
+    if (!L.graph) {
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    L.graph->loss = -1;
+    bool ok = read_header(&L, root) &&
+              for_each_element(&L, root, "inputs", &L.inputs, read_input) &&
+              for_each_element(&L, root, "parameters", &L.parameters, read_parameter) &&
+              pl_load_nodes(&L, root) && pl_load_resolve_inputs(&L) && pl_load_sort(&L) &&
+              pl_load_infer_shapes(&L) && check_loss(&L, root) && read_optimizer(&L, root) &&
+              read_batch_statistics(&L, root);
+    pl_strmap_release(&L.tensor_names);
+    pl_strmap_release(&L.op_names);
+    free(L.def_node);
+    free(L.def_slot);
+    free(L.pending);
+    pl_arena_release(&L.scratch);
+    *unparsed = L.unparsed;
+    if (!ok) {
+        if (!L.unparsed)
+            pl_error_set(err, PL_EINTERNAL, NULL, "the loader failed without saying why");
+        pl_graph_free(L.graph);
+        return NULL;
+    }
+    L.graph->hash = content_hash(&L, root);
+    return L.graph;
+}
+
+/* Whether every outlined element parses: a document that the loader found wrong in its
+ * meaning may still be wrong in its syntax further on, which the parser reports first. */
+static bool outline_parses(const pl_json_outline *outline)
+{
+    for (int a = 0; a < outline->n_arrays; a++)
+        for (size_t i = 0; i < outline->arrays[a].n; i++) {
+            json_t *element = pl_json_outline_element(outline, &outline->arrays[a], i);
+            if (!element)
+                return false;
+            json_decref(element);
+        }
+    return true;
+}
+
+/* Whether an array of the outline has more than `limit` elements. The outline counts
+ * every element its commas separate, so it never counts fewer than the raw scan of
+ * pl_json_count_member_elements: within the limit here, that scan is within it too. */
+static bool outline_over_limit(const pl_json_outline *outline, size_t limit)
+{
+    for (int a = 0; a < outline->n_arrays; a++)
+        if (outline->arrays[a].n > limit)
+            return true;
+    return false;
+}
+
+/* The counts of nodes, inputs and parameters, checked on the raw text: the parser's tree
+ * of an oversize model would cost gigabytes and tens of seconds before the loader could
+ * refuse it (pl_load_nodes checks the count again). A model has no more inputs or
+ * parameters than nodes could read, so one limit serves all three. */
+static bool within_limits(const char *data, size_t size, size_t max_nodes, pl_error *err)
 {
     static const char *const arrays[] = {"nodes", "inputs", "parameters"};
     for (size_t a = 0; a < sizeof arrays / sizeof *arrays; a++)
@@ -483,14 +567,54 @@ static pl_graph *load_text(const char *data, size_t size, size_t max_nodes, pl_e
             snprintf(pointer, sizeof pointer, "/%s", arrays[a]);
             pl_error_set(err, PL_EINPUT, pointer, "more %s than the limit of %zu", arrays[a],
                          max_nodes);
-            return NULL;
+            return false;
         }
+    return true;
+}
+
+/* Loads the model from its outline: its big arrays parsed one element at a time, so that
+ * the parsed tree of the whole document never exists. Returns false when the document
+ * must be parsed whole instead (json_outline.h): not outlined, over the limits, or not
+ * all of it parses. */
+static bool load_outlined(const char *data, size_t size, size_t max_nodes, pl_graph **graph,
+                          pl_error *err)
+{
+    pl_json_outline outline;
+    if (!pl_json_outline_make(&outline, data, size, element_arrays))
+        return false;
+    if (outline_over_limit(&outline, max_nodes)) {
+        pl_json_outline_release(&outline);
+        return false;
+    }
+    if (pl_json_check_text(data, size, err) != PL_OK) { /* the parser's first checks */
+        pl_json_outline_release(&outline);
+        *graph = NULL;
+        return true;
+    }
+    pl_error kept = err ? *err : (pl_error){0};
+    bool unparsed;
+    *graph = load_root(outline.root, &outline, &unparsed, err);
+    bool done = !unparsed && (*graph || outline_parses(&outline));
+    pl_json_outline_release(&outline);
+    if (!done && err)
+        *err = kept; /* the whole document's parse records its own error */
+    return done;
+}
+
+/* Parses and loads a model's text: from its outline when it has one, else parsed whole,
+ * its counts checked first (within_limits). Either way the first error is the one the
+ * whole parse would find first. */
+static pl_graph *load_text(const char *data, size_t size, size_t max_nodes, pl_error *err)
+{
+    pl_graph *graph = NULL;
+    if (load_outlined(data, size, max_nodes, &graph, err) ||
+        !within_limits(data, size, max_nodes, err))
+        return graph;
     json_t *root = pl_json_parse_buffer(data, size, err);
     if (!root)
         return NULL;
-    pl_graph *graph = load_root(root, err);
-    if (graph)
-        graph->hash = content_hash(root);
+    bool unparsed;
+    graph = load_root(root, NULL, &unparsed, err);
     json_decref(root);
     return graph;
 }

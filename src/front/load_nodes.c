@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "load_impl.h"
 
 static bool out_of_memory(loader *L)
@@ -228,6 +229,24 @@ static bool read_attrs(loader *L, const json_t *node, pl_op *op)
 
 /* ---- nodes ------------------------------------------------------------------------------ */
 
+/* Input `slot` of op `index` by name: its tensor when defined already, else a pending
+ * name that pl_load_resolve_inputs finds once every node is read. */
+static bool find_input(loader *L, const json_t *name_value, int index, int slot)
+{
+    const char *name = json_string_value(name_value);
+    int t = pl_strmap_get(&L->tensor_names, name);
+    L->graph->ops[index].inputs[slot] = t;
+    if (t >= 0)
+        return true;
+    if (!pl_grow(&L->pending, &L->pending_cap, L->n_pending + 1, sizeof *L->pending, 64))
+        return out_of_memory(L);
+    const char *copy = pl_arena_strndup(&L->scratch, name, json_string_length(name_value));
+    if (!copy)
+        return out_of_memory(L);
+    L->pending[L->n_pending++] = (pl_load_pending){index, slot, copy};
+    return true;
+}
+
 static bool check_arity(loader *L, const json_t *list, const char *key, int min, int max,
                         const char *op_name)
 {
@@ -293,11 +312,11 @@ static bool read_node(loader *L, const json_t *node, int index)
     op->outputs = pl_arena_alloc(&g->arena, (size_t)op->n_outputs * sizeof *op->outputs);
     if (!op->inputs || !op->outputs)
         return out_of_memory(L);
-    L->input_names[index] = inputs;
     back = pl_json_push_key(&L->r, "inputs");
     for (int i = 0; i < op->n_inputs; i++) {
         size_t at = pl_json_push_index(&L->r, (size_t)i);
-        if (!pl_json_check_name(&L->r, json_array_get(inputs, (size_t)i), "tensor"))
+        const json_t *input = json_array_get(inputs, (size_t)i);
+        if (!pl_json_check_name(&L->r, input, "tensor") || !find_input(L, input, index, i))
             return false;
         pl_json_pop(&L->r, at);
     }
@@ -316,29 +335,33 @@ static bool read_node(loader *L, const json_t *node, int index)
     return read_attrs(L, node, op);
 }
 
-bool pl_load_nodes(loader *L, const json_t *nodes)
+bool pl_load_nodes(loader *L, const json_t *root)
 {
+    const json_t *nodes = json_object_get(root, "nodes");
     if (!nodes)
         return pl_json_fail(&L->r, "missing field \"nodes\"");
     if (!json_is_array(nodes)) {
         pl_json_push_key(&L->r, "nodes");
         return pl_json_fail(&L->r, "expected an array, found %s", pl_json_type_name(nodes));
     }
-    size_t n = json_array_size(nodes);
+    size_t n = L->nodes.n;
     size_t back = pl_json_push_key(&L->r, "nodes");
     if (n == 0)
         return pl_json_fail(&L->r, "the model has no nodes");
     if (n > PL_MAX_OPS)
         return pl_json_fail(&L->r, "%zu nodes are more than the limit of %d", n, PL_MAX_OPS);
-    L->nodes = nodes;
+    /* Each node names itself and at least one output: the maps are sized once. */
     L->graph->ops = calloc(n, sizeof *L->graph->ops);
-    L->input_names = calloc(n, sizeof *L->input_names);
-    if (!L->graph->ops || !L->input_names)
+    if (!L->graph->ops || !pl_strmap_reserve(&L->op_names, n) ||
+        !pl_strmap_reserve(&L->tensor_names, (size_t)L->graph->n_tensors + n))
         return out_of_memory(L);
     L->graph->n_ops = (int)n;
     for (size_t i = 0; i < n; i++) {
         size_t at = pl_json_push_index(&L->r, i);
-        if (!read_node(L, json_array_get(nodes, i), (int)i))
+        json_t *node = pl_load_element(L, &L->nodes, i);
+        bool ok = node && read_node(L, node, (int)i);
+        json_decref(node);
+        if (!ok)
             return false;
         pl_json_pop(&L->r, at);
     }

@@ -16,23 +16,20 @@ static bool out_of_memory(loader *L)
     return false;
 }
 
-/* Each node's inputs from their names to tensor indices: every output is known by now. */
+/* The inputs named before their tensors: every output is known by now. The pending list
+ * is in file order, so the first undefined name found is the file's first. */
 bool pl_load_resolve_inputs(loader *L)
 {
-    pl_graph *g = L->graph;
-    for (int o = 0; o < g->n_ops; o++) {
-        pl_op *op = &g->ops[o];
-        for (int i = 0; i < op->n_inputs; i++) {
-            const char *name = json_string_value(json_array_get(L->input_names[o], (size_t)i));
-            int t = pl_strmap_get(&L->tensor_names, name);
-            if (t < 0) {
-                char path[64];
-                snprintf(path, sizeof path, "/nodes/%d/inputs/%d", o, i);
-                pl_error_set(L->r.err, PL_EINPUT, path, "tensor \"%s\" is not defined", name);
-                return false;
-            }
-            op->inputs[i] = t;
+    for (int k = 0; k < L->n_pending; k++) {
+        const pl_load_pending *p = &L->pending[k];
+        int t = pl_strmap_get(&L->tensor_names, p->name);
+        if (t < 0) {
+            char path[64];
+            snprintf(path, sizeof path, "/nodes/%d/inputs/%d", p->op, p->slot);
+            pl_error_set(L->r.err, PL_EINPUT, path, "tensor \"%s\" is not defined", p->name);
+            return false;
         }
+        L->graph->ops[p->op].inputs[p->slot] = t;
     }
     return true;
 }
@@ -128,24 +125,33 @@ static int topological_order(const pl_adjacency *a, int *waiting, int *ready, in
 }
 
 /* Puts the ops in `order`, each forward op its own co-location group, and points the
- * tensors' producers at the new positions (`position`: room for one index per op). */
-static bool reorder_ops(loader *L, const int *order, int *position)
+ * tensors' producers at the new positions (`position`: room for one index per op). The
+ * ops move in place, cycle by cycle of the permutation (`order` is spent doing it): a
+ * second array of ops would double the loader's largest allocation. */
+static void reorder_ops(loader *L, int *order, int *position)
 {
     pl_graph *g = L->graph;
-    pl_op *ops = malloc((size_t)g->n_ops * sizeof *ops);
-    if (!ops)
-        return out_of_memory(L);
-    for (int k = 0; k < g->n_ops; k++) {
-        ops[k] = g->ops[order[k]];
-        ops[k].group = k;
+    for (int k = 0; k < g->n_ops; k++)
         position[order[k]] = k;
+    for (int k = 0; k < g->n_ops; k++) {
+        if (order[k] == k)
+            continue;
+        pl_op first = g->ops[k];
+        int j = k;
+        while (order[j] != k) {
+            int from = order[j];
+            g->ops[j] = g->ops[from];
+            order[j] = j;
+            j = from;
+        }
+        g->ops[j] = first;
+        order[j] = j;
     }
-    free(g->ops);
-    g->ops = ops;
+    for (int k = 0; k < g->n_ops; k++)
+        g->ops[k].group = k;
     for (int t = 0; t < g->n_tensors; t++)
         if (g->tensors[t].producer >= 0)
             g->tensors[t].producer = position[g->tensors[t].producer];
-    return true;
 }
 
 bool pl_load_sort(loader *L)
@@ -160,7 +166,7 @@ bool pl_load_sort(loader *L)
     if (ok && topological_order(adjacency, waiting, ready, order) < g->n_ops)
         ok = report_cycle(L, adjacency, waiting);
     if (ok)
-        ok = reorder_ops(L, order, waiting); /* waiting is spent: the positions go there */
+        reorder_ops(L, order, waiting); /* waiting is spent: the positions go there */
     pl_adjacency_free(adjacency);
     free(waiting);
     free(ready);
