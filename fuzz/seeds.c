@@ -6,7 +6,9 @@
  *   DIR/profile/:    profiles: the fixture's cost model, and one with every field used
  *                    (op costs at several thread counts, a copy curve, measurements);
  *   DIR/plan/:       every baseline's plan for the fixture, with its partitions;
- *   DIR/weights/:    mlp-small's weights (tensor files), fresh and after two steps.
+ *   DIR/weights/:    mlp-small's weights (tensor files), fresh and after two steps;
+ *   DIR/policy/:     the fixture's agent's policy after one iteration (a small policy
+ *                    file: one round, the fixture's hidden width and groups).
  * The directories must exist. Exit status 0, or 1 with a message. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +64,20 @@ static int write_checkpoints(const fuzz_fixture *f, const char *dir)
     return write_weights(f, dir, "trained");
 }
 
+static int write_policy(const pl_agent *agent, const char *dir)
+{
+    char path[4096];
+    pl_error err;
+    pl_error_init(&err, "policy");
+    pl_policy_weights weights;
+    if (pl_agent_weights(agent, &weights, &err) != PL_OK)
+        return failed("the policy's weights", &err);
+    snprintf(path, sizeof path, "%s/policy/fixture.plt", dir);
+    pl_status status = pl_policy_weights_write(&weights, path, &err);
+    pl_policy_weights_clear(&weights);
+    return status == PL_OK ? 0 : failed(path, &err);
+}
+
 static int write_agents(const fuzz_fixture *f, const char *dir)
 {
     char path[4096];
@@ -78,6 +94,8 @@ static int write_agents(const fuzz_fixture *f, const char *dir)
         snprintf(path, sizeof path, "%s/agent/iteration-%d.ckpt", dir, i);
         if (pl_agent_save(agent, path, &err) != PL_OK)
             return failed(path, &err);
+        if (i == 1 && write_policy(agent, dir))
+            return 1;
     }
     pl_agent_free(agent);
     return 0;

@@ -209,7 +209,9 @@ static bool get_best(pl_binary_reader *r, const pl_agent *a, pl_agent_best *b, c
         !PL_BINARY_TAKE(r, replicas, which))
         return false;
     snprintf(what, sizeof what, "%s: its replicas", which);
-    if (!pl_binary_int_in(r, what, replicas, 1, PL_MAX_REPLICAS))
+    if (!pl_binary_int_in(r, what, replicas, 1, PL_MAX_REPLICAS) ||
+        !pl_binary_has(r, sizeof *plan->device, (size_t)(replicas - 1) * (size_t)plan->n_ops,
+                       which))
         return false;
     pl_error grown;
     if (pl_plan_set_replicas(plan, replicas, &grown) != PL_OK)

@@ -1,7 +1,6 @@
 /* Policy files: a policy's weight matrices by name in a tensor file (f32), and a scalar
  * "placer-policy-version". The hidden width, rounds and groups are read off the shapes,
  * and then every matrix must have the shape they give. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,24 +93,26 @@ static int64_t vector_length(const pl_tensor_file *f, const char *name)
 
 /* The options the file's shapes give: hidden from ops/b, groups from grouper/b, rounds
  * from the round matrices present. */
-static pl_status options_of(const pl_tensor_file *f, const char *path, pl_policy_weights *w,
-                            pl_error *err)
+static pl_status options_of(pl_tensor_file *f, pl_policy_weights *w, pl_error *err)
 {
     int v = pl_tensor_file_find(f, VERSION_NAME);
     if (v < 0 || f->tensors[v].dtype != PL_I32 || f->tensors[v].rank != 0)
-        return pl_error_set(err, PL_EINPUT, path,
+        return pl_error_set(err, PL_EINPUT, NULL,
                             "not a policy file (no scalar i32 \"" VERSION_NAME "\")");
+    pl_status status = pl_tensor_file_load(f, v, err);
+    if (status != PL_OK)
+        return status;
     int32_t version = *(const int32_t *)f->tensors[v].data;
     if (version != PL_POLICY_FILE_VERSION)
-        return pl_error_set(err, PL_EINPUT, path,
+        return pl_error_set(err, PL_EINPUT, NULL,
                             "a policy file of format %d; this placer reads format %d",
                             (int)version, PL_POLICY_FILE_VERSION);
     int64_t hidden = vector_length(f, "ops/b"), groups = vector_length(f, "grouper/b");
     if (hidden < 1 || hidden > 1024)
-        return pl_error_set(err, PL_EINPUT, path,
+        return pl_error_set(err, PL_EINPUT, NULL,
                             "\"ops/b\" must be a vector of 1 to 1024 values (the hidden width)");
     if (groups < 1 || groups > PL_AGENT_MAX_GROUPS)
-        return pl_error_set(err, PL_EINPUT, path,
+        return pl_error_set(err, PL_EINPUT, NULL,
                             "\"grouper/b\" must be a vector of 1 to %d values (the groups)",
                             PL_AGENT_MAX_GROUPS);
     int rounds = 0;
@@ -123,19 +124,51 @@ static pl_status options_of(const pl_tensor_file *f, const char *path, pl_policy
         rounds++;
     }
     if (rounds > PL_POLICY_MAX_ROUNDS)
-        return pl_error_set(err, PL_EINPUT, path, "more than %d rounds of message passing",
+        return pl_error_set(err, PL_EINPUT, NULL, "more than %d rounds of message passing",
                             PL_POLICY_MAX_ROUNDS);
     w->hidden = (int)hidden, w->rounds = rounds, w->groups = (int)groups;
     return PL_OK;
 }
 
+/* Matrix `m` in the file: present, f32, of its shape. */
+static pl_status check_matrix(const pl_tensor_file *f, const matrix *m, pl_error *err)
+{
+    int i = pl_tensor_file_find(f, m->name);
+    const pl_named_tensor *t = i >= 0 ? &f->tensors[i] : NULL;
+    int rank = m->cols ? 2 : 1;
+    if (t && t->dtype == PL_F32 && t->rank == rank && t->dims[0] == m->rows &&
+        (rank == 1 || t->dims[1] == m->cols))
+        return PL_OK;
+    if (rank == 2)
+        return pl_error_set(err, PL_EINPUT, NULL, "\"%s\" must be an f32 matrix of %d x %d",
+                            m->name, m->rows, m->cols);
+    return pl_error_set(err, PL_EINPUT, NULL, "\"%s\" must be an f32 vector of %d values",
+                        m->name, m->rows);
+}
+
+/* Matrix `m`'s values (checked, finite) into w->values at its offset. */
+static pl_status load_matrix(pl_tensor_file *f, const matrix *m, pl_policy_weights *w,
+                             pl_error *err)
+{
+    int i = pl_tensor_file_find(f, m->name);
+    pl_status status = pl_tensor_file_load(f, i, err);
+    if (status == PL_OK)
+        status = pl_named_tensor_check_finite(&f->tensors[i], err);
+    const float *x = f->tensors[i].data;
+    int64_t count = pl_named_tensor_elements(&f->tensors[i]);
+    for (int64_t j = 0; status == PL_OK && j < count; j++)
+        w->values[m->offset + j] = x[j];
+    return status;
+}
+
 pl_status pl_policy_weights_read(const char *path, pl_policy_weights *w, pl_error *err)
 {
     memset(w, 0, sizeof *w);
-    pl_tensor_file *f = pl_tensor_file_read(path, err);
+    /* the index first: every shape is checked before a matrix is read */
+    pl_tensor_file *f = pl_tensor_file_open(path, err);
     if (!f)
         return err ? err->status : PL_EINPUT;
-    pl_status status = options_of(f, path, w, err);
+    pl_status status = options_of(f, w, err);
     pl_policy_layout l;
     matrix m[MAX_MATRICES];
     int n = 0;
@@ -143,38 +176,20 @@ pl_status pl_policy_weights_read(const char *path, pl_policy_weights *w, pl_erro
         pl_policy_layout_build(&l, w->hidden, w->rounds, w->groups);
         n = matrices_of(&l, w->hidden, w->rounds, w->groups, m);
         if (f->n != n + 1)
-            status = pl_error_set(err, PL_EINPUT, path,
+            status = pl_error_set(err, PL_EINPUT, NULL,
                                   "%d tensors where a policy of these shapes has %d", f->n,
                                   n + 1);
     }
+    for (int k = 0; k < n && status == PL_OK; k++)
+        status = check_matrix(f, &m[k], err);
     if (status == PL_OK && !(w->values = calloc((size_t)l.n, sizeof *w->values)))
         status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    for (int k = 0; k < n && status == PL_OK; k++) {
-        int i = pl_tensor_file_find(f, m[k].name);
-        const pl_named_tensor *t = i >= 0 ? &f->tensors[i] : NULL;
-        int rank = m[k].cols ? 2 : 1;
-        if (!t || t->dtype != PL_F32 || t->rank != rank || t->dims[0] != m[k].rows ||
-            (rank == 2 && t->dims[1] != m[k].cols)) {
-            status = rank == 2 ? pl_error_set(err, PL_EINPUT, path,
-                                              "\"%s\" must be an f32 matrix of %d x %d",
-                                              m[k].name, m[k].rows, m[k].cols)
-                               : pl_error_set(err, PL_EINPUT, path,
-                                              "\"%s\" must be an f32 vector of %d values",
-                                              m[k].name, m[k].rows);
-            break;
-        }
-        const float *x = t->data;
-        int64_t count = pl_named_tensor_elements(t);
-        for (int64_t j = 0; j < count && status == PL_OK; j++) {
-            if (!isfinite(x[j]))
-                status = pl_error_set(err, PL_EINPUT, path, "\"%s\": value %lld is not finite",
-                                      m[k].name, (long long)j);
-            w->values[m[k].offset + j] = x[j];
-        }
-    }
-    w->n = l.n;
+    for (int k = 0; k < n && status == PL_OK; k++)
+        status = load_matrix(f, &m[k], w, err);
     pl_tensor_file_free(f);
-    if (status != PL_OK)
+    if (status == PL_OK)
+        w->n = l.n;
+    else
         pl_policy_weights_clear(w);
     return status;
 }

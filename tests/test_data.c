@@ -419,6 +419,11 @@ static void test_mnist_malformed(void)
     write_valid_set(dir);
     write_images(dir, "train-images-idx3-ubyte.gz", 0x803, 3, 28, 28, 2);
     ASSERT_OPEN_FAILS(mlp, dir, "train-images-idx3-ubyte.gz", "truncated");
+    /* a header announcing a million images over two: room is made as the data arrive */
+    write_valid_set(dir);
+    write_images(dir, "train-images-idx3-ubyte.gz", 0x803, 1000000, 28, 28, 2);
+    ASSERT_OPEN_FAILS(mlp, dir, "train-images-idx3-ubyte.gz",
+                      "truncated: the pixel data has 1568 of its 784000000 bytes");
     write_valid_set(dir);
     write_raw(dir, "train-labels-idx1-ubyte.gz", "", 0);
     ASSERT_OPEN_FAILS(mlp, dir, "train-labels-idx1-ubyte.gz", "");

@@ -139,6 +139,48 @@ static void test_reader_errors(void)
     expect_read_error(version, sizeof version - 1, "/version");
 }
 
+/* Opening reads the index alone: a tensor's damage shows only when that tensor is loaded,
+ * and a tensor never loaded is never read. Values are the format's to hold, any float;
+ * pl_named_tensor_check_finite names the first that is not a number. */
+static void test_open_then_load(void)
+{
+    float good[3] = {1, 2, 3}, bad[4] = {0, 1, NAN, INFINITY};
+    int32_t ids[2] = {-1, 2147483647};
+    pl_named_tensor in[3] = {
+        {.name = "good", .dtype = PL_F32, .rank = 1, .dims = {3}, .data = good},
+        {.name = "bad", .dtype = PL_F32, .rank = 2, .dims = {2, 2}, .data = bad},
+        {.name = "ids", .dtype = PL_I32, .rank = 1, .dims = {2}, .data = ids},
+    };
+    char path[64];
+    temp_path(path, sizeof path);
+    CU_ASSERT_EQUAL_FATAL(pl_tensor_file_write(path, in, 3, NULL), PL_OK);
+    FILE *fp = fopen(path, "r+b"); /* "good"'s first value damaged: its checksum fails */
+    fseek(fp, -136, SEEK_END); /* good at 0, bad at 64, ids at 128 (8 bytes) of the data */
+    fputc(0x55, fp);
+    fclose(fp);
+    pl_error err;
+    pl_tensor_file *f = pl_tensor_file_open(path, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(f->n, 3);
+    for (int k = 0; k < f->n; k++)
+        CU_ASSERT_PTR_NULL(f->tensors[k].data);
+    CU_ASSERT_EQUAL(pl_tensor_file_load(f, 1, &err), PL_OK);
+    CU_ASSERT_EQUAL(memcmp(f->tensors[1].data, bad, sizeof bad), 0);
+    CU_ASSERT_PTR_NULL(f->tensors[0].data);
+    CU_ASSERT_EQUAL(pl_named_tensor_check_finite(&f->tensors[1], &err), PL_EINPUT);
+    expect_message(&err, "tensor \"bad\": value 2 is nan (expected a finite number)");
+    pl_error_init(&err, NULL);
+    CU_ASSERT_EQUAL(pl_tensor_file_load(f, 2, &err), PL_OK);
+    CU_ASSERT_EQUAL(pl_named_tensor_check_finite(&f->tensors[2], &err), PL_OK);
+    CU_ASSERT_EQUAL(pl_tensor_file_load(f, 0, &err), PL_EINPUT);
+    expect_message(&err, "tensor \"good\": the checksum of its data is");
+    CU_ASSERT_STRING_EQUAL(err.source, path);
+    CU_ASSERT_PTR_NULL(f->tensors[0].data);
+    pl_tensor_file_free(f);
+    CU_ASSERT_PTR_NULL(pl_tensor_file_read(path, NULL)); /* reading all meets the damage */
+    unlink(path);
+}
+
 /* ---- weights of a training graph ------------------------------------------------------- */
 
 static void test_weights_round_trip_with_running_averages(void)
@@ -332,6 +374,7 @@ void pl_register_weights_tests(void)
         {"tensor files round-trip f32, i32, scalars and empty tensors", test_round_trip},
         {"the writer refuses duplicate and empty names", test_writer_refuses},
         {"the reader names what is wrong", test_reader_errors},
+        {"opening reads the index; loading reads one tensor", test_open_then_load},
         {"weights round-trip with batch-norm running averages",
          test_weights_round_trip_with_running_averages},
         {"weights that do not match the model are named", test_weights_mismatches},

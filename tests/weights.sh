@@ -57,6 +57,31 @@ contains "$work/err" "tensor \"fc1/w\" is not an input of model" "weights as inp
 expect 2 "saving over the weights read" "$bin" train "$mlp" --steps 1 --weights "$work/mlp.weights" \
     --save-weights "$work/mlp.weights"
 
+# Huge tensors declared by a file that is mostly a hole: refused from the index, before any
+# data are read or room is made for them (8 GiB declared, 400 MB of address space).
+sparse_tensors() { # FILE NAME DTYPE SHAPE BYTES: one tensor, its data a hole of zeros
+    printf 'placer-tensors\n{"format":"placer-tensors","version":1,"tensors":[{"name":"%s","dtype":"%s","shape":%s,"offset":0,"bytes":%s,"crc32":0}]}\n' \
+        "$2" "$3" "$4" "$5" >"$1"
+    head=$(wc -c <"$1")
+    truncate -s $(((head + 63) / 64 * 64 + $5)) "$1"
+}
+small_memory() { (ulimit -v 400000 && exec "$@"); }
+sparse_tensors "$work/x.huge" x f32 '[1073741824,2]' 8589934592
+expect 2 "a huge tensor not the model's" small_memory "$bin" eval "$mlp" --weights "$work/x.huge"
+contains "$work/err" "x.huge: tensor \"x\" is not a parameter or running average of model" \
+    "a huge tensor not the model's"
+sparse_tensors "$work/fc1.huge" fc1/w f32 '[1073741824,2]' 8589934592
+expect 2 "a huge weight" small_memory "$bin" train "$mlp" --steps 1 --weights "$work/fc1.huge"
+contains "$work/err" "tensor \"fc1/w\" has shape [1073741824,2] in the file, [784,32] in the model" \
+    "a huge weight"
+sparse_tensors "$work/image.huge" image f32 '[2097152,1024]' 8589934592
+expect 2 "huge inputs" small_memory "$bin" eval "$mlp" --inputs "$work/image.huge"
+contains "$work/err" "tensor \"image\" has shape [2097152,1024]; the model's input is [4,784]" \
+    "huge inputs"
+sparse_tensors "$work/policy.huge" ops/w f32 '[1073741824,2]' 8589934592
+expect 2 "a huge policy" small_memory "$bin" "$mlp" --policy "$work/policy.huge" -o "$work/p"
+contains "$work/err" "policy.huge: not a policy file" "a huge policy"
+
 # Python: files written there are read here and back, and the numbers are NumPy's.
 python=/usr/bin/python3
 if ! [ -x "$python" ] || ! "$python" -c "import numpy" 2>/dev/null; then

@@ -30,8 +30,8 @@ static void usage(void)
            "norm uses its running averages, dropout passes its input (PyTorch's\n"
            "model.eval()). Runs on a single device.\n"
            "\n"
-           "  --weights FILE    the parameters and running averages (a tensor file,\n"
-           "                    tensor-file.md; default: the model's initialisers)\n"
+           "  --weights FILE    the parameters and running averages, finite (a tensor\n"
+           "                    file, tensor-file.md; default: the model's initialisers)\n"
            "  --data PATH       a Fashion-MNIST directory, a text file, or 'synthetic', as\n"
            "                    placer train takes it: its test split (default: chosen by\n"
            "                    the model's inputs)\n"
@@ -39,7 +39,8 @@ static void usage(void)
            "                    split; past its end the samples wrap around)\n"
            "  --inputs FILE     instead of --data: a tensor file with one tensor per model\n"
            "                    input, named as the input, its first axis a multiple of\n"
-           "                    the batch size: the batches in order\n"
+           "                    the batch size: the batches in order (values as given:\n"
+           "                    a NaN gives a NaN loss)\n"
            "  --train-mode      batch statistics and dropout, as a training step computes\n"
            "  --outputs FILE    write the tensors that feed the loss (the logits, say) as a\n"
            "                    tensor file, the batches concatenated along axis 0\n"
@@ -157,7 +158,8 @@ static pl_status match_input(evaluator *e, int k, int64_t *batches, pl_error *er
 static int open_inputs(evaluator *e)
 {
     pl_error err;
-    if (!(e->in = pl_tensor_file_read(e->o.inputs, &err)))
+    /* the index first: a file that is not this model's is refused before its data are read */
+    if (!(e->in = pl_tensor_file_open(e->o.inputs, &err)))
         return pl_cli_report(&err);
     e->input_index = malloc(((size_t)e->g->n_tensors + 1) * sizeof *e->input_index);
     if (!e->input_index)
@@ -172,6 +174,9 @@ static int open_inputs(evaluator *e)
         if (e->g->tensors[t].kind == PL_TENSOR_INPUT && e->input_index[t] < 0)
             status = pl_error_set(&err, PL_EINPUT, NULL, "the model's input \"%s\" is not in "
                                   "the file", e->g->tensors[t].name);
+    for (int t = 0; status == PL_OK && t < e->g->n_tensors; t++)
+        if (e->input_index[t] >= 0)
+            status = pl_tensor_file_load(e->in, e->input_index[t], &err);
     if (status != PL_OK)
         return pl_cli_report(&err);
     e->batches = (long)batches;

@@ -51,7 +51,7 @@ static void usage(void)
            "  --checkpoint-every N also every N steps\n"
            "  --resume FILE        continue from a checkpoint\n"
            "  --weights FILE       start from these weights (a tensor file: every parameter\n"
-           "                       and batch-norm running average; tensor-file.md)\n"
+           "                       and batch-norm running average, finite; tensor-file.md)\n"
            "  --save-weights FILE  write the weights there at the end (and on Ctrl-C)\n"
            "  --log-every N        print a line every N steps (default 100) and at the\n"
            "                       last step\n"

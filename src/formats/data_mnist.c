@@ -18,8 +18,8 @@ enum {
     SIDE = 28,
     PIXELS = SIDE * SIDE,
     CLASSES = 10,
-    MAX_SAMPLES = 1000000, /* far above any Fashion-MNIST split (60,000): bounds the malloc
-                              a header asks for (784 MB) */
+    MAX_SAMPLES = 1000000, /* far above any Fashion-MNIST split (60,000); the data are
+                              made room for as they arrive, not as a header announces */
     PATH_CAP = 4096,
 };
 
@@ -74,14 +74,14 @@ static const char *gz_message(const idx_file *f, int *code)
     return message;
 }
 
-/* Reads exactly `size` bytes of `what`; a short read is a truncated or corrupt file. */
-static pl_status read_idx(idx_file *f, void *buf, size_t size, const char *what,
-                          pl_error *err)
+/* Reads into buf[0..room) until it is full or the data end, adding what came to *done. */
+static pl_status read_some(idx_file *f, unsigned char *buf, size_t room, size_t *done,
+                           const char *what, pl_error *err)
 {
-    size_t done = 0;
-    while (done < size) {
-        size_t chunk = size - done < (1u << 30) ? size - done : (1u << 30);
-        int got = gzread(f->gz, (unsigned char *)buf + done, (unsigned)chunk);
+    size_t filled = 0;
+    while (filled < room) {
+        size_t chunk = room - filled < (1u << 30) ? room - filled : (1u << 30);
+        int got = gzread(f->gz, buf + filled, (unsigned)chunk);
         if (got < 0) {
             int code;
             const char *message = gz_message(f, &code);
@@ -94,8 +94,16 @@ static pl_status read_idx(idx_file *f, void *buf, size_t size, const char *what,
         }
         if (got == 0)
             break;
-        done += (size_t)got;
+        filled += (size_t)got;
     }
+    *done += filled;
+    return PL_OK;
+}
+
+/* After reading `done` of the `size` bytes of `what`: a gzip file, and all there. */
+static pl_status check_whole(idx_file *f, size_t done, size_t size, const char *what,
+                             pl_error *err)
+{
     if (gzdirect(f->gz))
         return pl_data_fail(err, PL_EINPUT, f->path,
                             "not a gzip file (expected a gzip-compressed idx file)");
@@ -103,6 +111,50 @@ static pl_status read_idx(idx_file *f, void *buf, size_t size, const char *what,
         return pl_data_fail(err, PL_EINPUT, f->path,
                             "truncated: %s has %zu of its %zu bytes", what, done, size);
     return PL_OK;
+}
+
+/* Reads exactly `size` bytes of `what`; a short read is a truncated or corrupt file. */
+static pl_status read_idx(idx_file *f, void *buf, size_t size, const char *what,
+                          pl_error *err)
+{
+    size_t done = 0;
+    pl_status status = read_some(f, buf, size, &done, what, err);
+    return status == PL_OK ? check_whole(f, done, size, what, err) : status;
+}
+
+/* `size` bytes of `what` into a new buffer (*to), made room for as they arrive: a header
+ * that announces more than the file holds costs no more memory than the file's data. */
+static pl_status read_idx_new(idx_file *f, unsigned char **to, size_t size, const char *what,
+                              pl_error *err)
+{
+    size_t cap = size < ((size_t)1 << 24) ? size : ((size_t)1 << 24), done = 0;
+    unsigned char *buf = malloc(cap ? cap : 1);
+    pl_status status = buf ? PL_OK : pl_data_fail(err, PL_ENOMEM, f->path,
+                                                  "out of memory reading %s", what);
+    while (status == PL_OK && done < size) {
+        if (done == cap) {
+            size_t more = cap * 2 < size ? cap * 2 : size;
+            unsigned char *grown = realloc(buf, more);
+            if (!grown) {
+                status = pl_data_fail(err, PL_ENOMEM, f->path, "out of memory reading %s",
+                                      what);
+                break;
+            }
+            buf = grown, cap = more;
+        }
+        size_t before = done;
+        status = read_some(f, buf + done, cap - done, &done, what, err);
+        if (status == PL_OK && done == before)
+            break;
+    }
+    if (status == PL_OK)
+        status = check_whole(f, done, size, what, err);
+    if (status != PL_OK) {
+        free(buf);
+        buf = NULL;
+    }
+    *to = buf;
+    return status;
 }
 
 /* Nothing may follow the data the header announced. */
@@ -163,14 +215,9 @@ static pl_status read_images(const char *path, mnist_split *split, pl_error *err
                               (unsigned)big_endian(header + 12), SIDE, SIDE);
     if (status == PL_OK) {
         split->count = big_endian(header + 4);
-        split->images = malloc((size_t)split->count * PIXELS);
-        if (!split->images)
-            status = pl_data_fail(err, PL_ENOMEM, path, "out of memory for %lld images",
-                                  (long long)split->count);
+        status = read_idx_new(&f, &split->images, (size_t)split->count * PIXELS,
+                              "the pixel data", err);
     }
-    if (status == PL_OK)
-        status = read_idx(&f, split->images, (size_t)split->count * PIXELS, "the pixel data",
-                          err);
     if (status == PL_OK)
         status = expect_end(&f, err);
     gzclose(f.gz);
@@ -203,14 +250,8 @@ static pl_status read_labels(const char *path, const char *images_path, mnist_sp
         status = pl_data_fail(err, PL_EINPUT, path, "holds %u labels but %s holds %lld images",
                               (unsigned)big_endian(header + 4), images_path,
                               (long long)split->count);
-    if (status == PL_OK) {
-        split->labels = malloc((size_t)split->count);
-        if (!split->labels)
-            status = pl_data_fail(err, PL_ENOMEM, path, "out of memory for %lld labels",
-                                  (long long)split->count);
-    }
     if (status == PL_OK)
-        status = read_idx(&f, split->labels, (size_t)split->count, "the label data", err);
+        status = read_idx_new(&f, &split->labels, (size_t)split->count, "the label data", err);
     if (status == PL_OK)
         status = expect_end(&f, err);
     if (status == PL_OK)

@@ -3,6 +3,7 @@
 #include "tensor_file.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,18 +34,6 @@ void pl_named_tensor_format_shape(const pl_named_tensor *t, char *buf, size_t ca
                                  (long long)t->dims[i]);
     if (used < cap)
         snprintf(buf + used, cap - used, "]");
-}
-
-void pl_tensor_file_free(pl_tensor_file *file)
-{
-    if (!file)
-        return;
-    for (int k = 0; k < file->n; k++) {
-        free((char *)file->tensors[k].name);
-        free(file->tensors[k].data);
-    }
-    free(file->tensors);
-    free(file);
 }
 
 int pl_tensor_file_find(const pl_tensor_file *file, const char *name)
@@ -94,6 +83,14 @@ typedef struct entry {
     uint32_t crc;
     int index; /* in the file's order */
 } entry;
+
+/* What an open file keeps for pl_tensor_file_load. */
+struct pl_tensor_file_source {
+    FILE *fp;
+    char *path;         /* the errors' source */
+    uint64_t data_start;
+    entry *entries;     /* by index in the file's order */
+};
 
 typedef struct reader {
     pl_binary_reader bin; /* the file and the first problem */
@@ -270,26 +267,30 @@ static int by_offset(const void *a, const void *b)
 static bool check_layout(reader *r)
 {
     int n = r->file->n;
-    qsort(r->entries, (size_t)n, sizeof *r->entries, by_offset);
+    entry *sorted = malloc(((size_t)n + 1) * sizeof *sorted);
+    if (!sorted)
+        return pl_binary_fail(&r->bin, "out of memory");
+    memcpy(sorted, r->entries, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, by_offset);
     uint64_t at = r->data_start;
-    for (int k = 0; k < n; k++) {
-        const entry *e = &r->entries[k];
+    for (int k = 0; k < n && r->bin.ok; k++) {
+        const entry *e = &sorted[k];
         if (r->data_start + e->offset < at)
-            return pl_binary_fail(&r->bin, "tensor \"%s\" (offset %llu) overlaps tensor \"%s\"",
-                        r->file->tensors[e->index].name, (unsigned long long)e->offset,
-                        r->file->tensors[r->entries[k - 1].index].name);
+            pl_binary_fail(&r->bin, "tensor \"%s\" (offset %llu) overlaps tensor \"%s\"",
+                           r->file->tensors[e->index].name, (unsigned long long)e->offset,
+                           r->file->tensors[sorted[k - 1].index].name);
         at = r->data_start + e->offset + e->bytes;
     }
-    if ((uint64_t)r->size > at)
+    free(sorted);
+    if (r->bin.ok && (uint64_t)r->size > at)
         return pl_binary_fail(&r->bin, "%llu byte(s) after the last tensor's data",
                     (unsigned long long)((uint64_t)r->size - at));
-    return true;
+    return r->bin.ok;
 }
 
-/* The data in file order (the layout checked), padding only zeros, every checksum. */
-static bool read_data(reader *r)
+/* The bytes between the header line and the data: zeros, and all there. */
+static bool check_padding(reader *r)
 {
-    int n = r->file->n;
     uint64_t at = r->data_start, header_end = (uint64_t)ftello(r->bin.fp);
     for (uint64_t pos = header_end; pos < at && pos < (uint64_t)r->size; pos++)
         if (getc(r->bin.fp) != 0)
@@ -297,24 +298,29 @@ static bool read_data(reader *r)
                         (unsigned long long)pos);
     if ((uint64_t)r->size < at)
         return pl_binary_fail(&r->bin, "truncated (reading the padding before the data)");
-    for (int k = 0; k < n; k++) {
-        const entry *e = &r->entries[k];
-        pl_named_tensor *t = &r->file->tensors[e->index];
-        if (fseeko(r->bin.fp, (off_t)(r->data_start + e->offset), SEEK_SET) != 0 ||
-            !(t->data = malloc(e->bytes ? e->bytes : 1)))
-            return pl_binary_fail(&r->bin, "cannot read tensor \"%s\": %s", t->name, strerror(errno));
-        if (fread(t->data, 1, e->bytes, r->bin.fp) != e->bytes)
-            return pl_binary_fail(&r->bin, "truncated (reading tensor \"%s\")", t->name);
-        uint32_t crc = checksum(t->data, e->bytes);
-        if (crc != e->crc)
-            return pl_binary_fail(&r->bin, "tensor \"%s\": the checksum of its data is %u, the header says %u "
-                        "(the file is damaged)", t->name, crc, e->crc);
-        to_little_endian(t->data, (int64_t)(e->bytes / 4));
-    }
     return true;
 }
 
-pl_tensor_file *pl_tensor_file_read(const char *path, pl_error *err)
+void pl_tensor_file_free(pl_tensor_file *file)
+{
+    if (!file)
+        return;
+    for (int k = 0; k < file->n; k++) {
+        free((char *)file->tensors[k].name);
+        free(file->tensors[k].data);
+    }
+    if (file->source) {
+        if (file->source->fp)
+            fclose(file->source->fp);
+        free(file->source->path);
+        free(file->source->entries);
+        free(file->source);
+    }
+    free(file->tensors);
+    free(file);
+}
+
+pl_tensor_file *pl_tensor_file_open(const char *path, pl_error *err)
 {
     pl_error_init(err, path);
     reader r = {.bin = {.err = err, .ok = true}};
@@ -328,20 +334,84 @@ pl_tensor_file *pl_tensor_file_read(const char *path, pl_error *err)
     }
     pl_json_reader_init(&r.json, err);
     r.file = calloc(1, sizeof *r.file);
+    struct pl_tensor_file_source *source = calloc(1, sizeof *source);
+    char *copy = strdup(path);
     size_t length = 0;
-    char *line = r.file ? read_header_line(&r, &length) : (pl_binary_fail(&r.bin, "out of memory"), NULL);
+    char *line = r.file && source && copy ? read_header_line(&r, &length)
+                                          : (pl_binary_fail(&r.bin, "out of memory"), NULL);
     json_t *root = line ? pl_json_parse_buffer(line, length, err) : NULL;
     if (line && !root && err && err->line > 0)
         err->line += 1; /* the header is the file's second line */
     free(line);
-    bool ok = root && read_index(&r, root) && check_layout(&r) && read_data(&r);
+    bool ok = root && read_index(&r, root) && check_layout(&r) && check_padding(&r);
     json_decref(root);
+    if (ok) {
+        *source = (struct pl_tensor_file_source){r.bin.fp, copy, r.data_start, r.entries};
+        r.file->source = source;
+        return r.file;
+    }
     fclose(r.bin.fp);
     free(r.entries);
-    if (ok)
-        return r.file;
+    free(copy);
+    free(source);
     pl_tensor_file_free(r.file);
     return NULL;
+}
+
+pl_status pl_tensor_file_load(pl_tensor_file *file, int k, pl_error *err)
+{
+    pl_named_tensor *t = &file->tensors[k];
+    if (t->data)
+        return PL_OK;
+    const struct pl_tensor_file_source *source = file->source;
+    const entry *e = &source->entries[k];
+    if (err && err->status == PL_OK)
+        pl_error_init(err, source->path);
+    /* the index was checked against the file's length: e->bytes are there to read */
+    if (!(t->data = malloc(e->bytes ? e->bytes : 1)))
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory (tensor \"%s\")", t->name);
+    pl_status status = PL_OK;
+    if (fseeko(source->fp, (off_t)(source->data_start + e->offset), SEEK_SET) != 0)
+        status = pl_error_set(err, PL_EIO, NULL, "cannot read tensor \"%s\": %s", t->name,
+                              strerror(errno));
+    else if (fread(t->data, 1, e->bytes, source->fp) != e->bytes)
+        status = pl_error_set(err, PL_EINPUT, NULL, "truncated (reading tensor \"%s\")",
+                              t->name);
+    uint32_t crc = status == PL_OK ? checksum(t->data, e->bytes) : 0;
+    if (status == PL_OK && crc != e->crc)
+        status = pl_error_set(err, PL_EINPUT, NULL, "tensor \"%s\": the checksum of its data is "
+                              "%u, the header says %u (the file is damaged)", t->name, crc,
+                              e->crc);
+    if (status != PL_OK) {
+        free(t->data);
+        t->data = NULL;
+        return status;
+    }
+    to_little_endian(t->data, (int64_t)(e->bytes / 4));
+    return PL_OK;
+}
+
+pl_tensor_file *pl_tensor_file_read(const char *path, pl_error *err)
+{
+    pl_tensor_file *file = pl_tensor_file_open(path, err);
+    for (int k = 0; file && k < file->n; k++)
+        if (pl_tensor_file_load(file, k, err) != PL_OK) {
+            pl_tensor_file_free(file);
+            return NULL;
+        }
+    return file;
+}
+
+pl_status pl_named_tensor_check_finite(const pl_named_tensor *t, pl_error *err)
+{
+    const float *values = t->data;
+    int64_t n = t->dtype == PL_F32 ? pl_named_tensor_elements(t) : 0; /* i32: any value */
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(values[i]))
+            return pl_error_set(err, PL_EINPUT, NULL, "tensor \"%s\": value %lld is %g "
+                                "(expected a finite number)", t->name, (long long)i,
+                                (double)values[i]);
+    return PL_OK;
 }
 
 /* ---- writing ---------------------------------------------------------------------------- */

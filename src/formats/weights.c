@@ -49,10 +49,22 @@ static pl_status match(const pl_tensor_file *file, int k, const pl_graph *g, con
     return PL_OK;
 }
 
+/* Reads the matched weights' data, each finite: only then are the buffers written. */
+static pl_status load_matched(pl_tensor_file *file, const pl_graph *g, const bool *weight,
+                              const int *index, pl_error *err)
+{
+    pl_status status = PL_OK;
+    for (int t = 0; status == PL_OK && t < g->n_tensors; t++)
+        if (weight[t] && (status = pl_tensor_file_load(file, index[t], err)) == PL_OK)
+            status = pl_named_tensor_check_finite(&file->tensors[index[t]], err);
+    return status;
+}
+
 pl_status pl_weights_load(const char *path, const pl_graph *g, void *const *buffers,
                           pl_error *err)
 {
-    pl_tensor_file *file = pl_tensor_file_read(path, err);
+    /* the index first: a file that is not this model's is refused before its data are read */
+    pl_tensor_file *file = pl_tensor_file_open(path, err);
     if (!file)
         return err && err->status != PL_OK ? err->status : PL_EINPUT;
     bool *weight = weight_flags(g);
@@ -67,6 +79,8 @@ pl_status pl_weights_load(const char *path, const pl_graph *g, void *const *buff
         if (weight[t] && index[t] < 0)
             status = pl_error_set(err, PL_EINPUT, NULL, "the model's %s \"%s\" is not in the "
                                   "file", what_weight(&g->tensors[t]), g->tensors[t].name);
+    if (status == PL_OK)
+        status = load_matched(file, g, weight, index, err);
     /* only a file that matches whole changes the buffers */
     for (int t = 0; status == PL_OK && t < g->n_tensors; t++)
         if (weight[t])

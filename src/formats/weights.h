@@ -4,9 +4,11 @@
  * write, `placer train --weights` and `placer run --weights` read, and
  * `placer train --save-weights` writes.
  *
- * Loading checks everything before writing any buffer: each weight of the graph present
- * in the file, no tensor the graph does not have, and each one's dtype and shape equal to
- * the graph's; errors (PL_EINPUT) name the tensor, with the file as their source.
+ * Loading checks everything before writing any buffer: the file's index first (each weight
+ * of the graph present in the file, no tensor the graph does not have, and each one's
+ * dtype and shape equal to the graph's), before any data are read, so that a file that is
+ * not the graph's costs only its header; then each weight's data, its checksum and every
+ * value finite. Errors (PL_EINPUT) name the tensor, with the file as their source.
  *
  * `buffers[t]` is the buffer of tensor t (a session's or an executor's host buffer,
  * laid out as the tensor); only weights' entries are read. Thread-safe (no shared

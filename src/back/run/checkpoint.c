@@ -27,6 +27,17 @@ static int saved_count(const pl_graph *g)
     return count;
 }
 
+/* The records' bytes for this model: name length, name, element count, values. */
+static uint64_t records_bytes(const pl_graph *g)
+{
+    uint64_t bytes = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (saved(&g->tensors[t]))
+            bytes += sizeof(uint32_t) + strlen(g->tensors[t].name) + sizeof(uint64_t) +
+                     (uint64_t)pl_tensor_elements(&g->tensors[t]) * sizeof(float);
+    return bytes;
+}
+
 pl_status pl_checkpoint_write(const char *path, const pl_graph *g, pl_session *session,
                               const pl_train_position *where, pl_error *err)
 {
@@ -163,6 +174,8 @@ pl_status pl_checkpoint_read(const char *path, const pl_graph *g, pl_session *se
     if (ok && count != (uint32_t)expected)
         ok = pl_binary_fail(&r, "%u tensors (this model has %d parameters and optimiser states)",
                             count, expected);
+    /* the file holds the model's records before room is made for them */
+    ok = ok && pl_binary_has(&r, 1, (size_t)records_bytes(g), "the tensors");
     for (int t = 0; ok && t < g->n_tensors; t++)
         if (saved(&g->tensors[t]) &&
             !(values[t] = malloc((size_t)pl_tensor_elements(&g->tensors[t]) * sizeof(float))))

@@ -8,8 +8,9 @@
  * Reading checks everything before changing anything: the format version, the model hash
  * (pl_graph.hash), the step (0 to PL_CHECKPOINT_MAX_STEP), the epoch (0 to the step: an
  * epoch takes a step at least), the position (not negative; the caller checks it against
- * its data set), every parameter and optimiser state present exactly once at its size with
- * finite values (f32 ones), and nothing after the last. Errors name the file as their source, the
+ * its data set), the file long enough for the model's records before room is made for
+ * them, every parameter and optimiser state present exactly once at its size with finite
+ * values (f32 ones), and nothing after the last. Errors name the file as their source, the
  * problem in the text (one line). */
 #ifndef PLACER_CHECKPOINT_H
 #define PLACER_CHECKPOINT_H
