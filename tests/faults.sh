@@ -117,10 +117,11 @@ contains "$work/err" "cannot write $work/dev.agent.ckpt: No space left on device
 expect 0 "checkpoint on /dev/full: the plan validates" "$bin" validate -q "$mlp" \
     --cluster "$paced" --plan "$work/dev.plan.json"
 contains "$work/dev.report.md" "checkpoint was not saved" "checkpoint on /dev/full: the report"
-# ... then a real full file system, 64 KiB: room for the plan and the report (a few KiB),
-# not for the checkpoint (300 KiB). Needs root to mount; skipped otherwise.
+# ... then a real full file system, 160 KiB: room for the plan, the report and the
+# drawings (about 64 KiB in 4 KiB pages, more when a timeline has more bars), not for the
+# checkpoint (about 470 KiB). Needs root to mount; skipped otherwise.
 mkdir "$full"
-if mount -t tmpfs -o size=64k tmpfs "$full" 2>/dev/null; then
+if mount -t tmpfs -o size=160k tmpfs "$full" 2>/dev/null; then
     expect 1 "a full disk" "$bin" "$mlp" --cluster "$paced" --iterations 2 --samples 8 \
         -o "$full/m" -q
     contains "$work/err" "cannot write $full/m.agent.ckpt: No space left on device" "a full disk"
