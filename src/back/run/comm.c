@@ -1,6 +1,7 @@
 /* Processes over MPI (comm.h): the lock, the comm's thread, polled waits. */
 #include "comm.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -54,6 +55,7 @@ struct pl_comm {
     int n_timers, cap_timers;
     int *completed;
     bool failed;           /* under the lock: a message or collective timed out */
+    bool reported;         /* under the lock: the failure was told (pl_comm_on_failure) */
     pl_error failure;      /* under the lock: what, once failed */
     pl_comm_failed *on_failure;
     void *failure_context;
@@ -89,6 +91,20 @@ static void fail(pl_comm *comm, const char *fmt, ...)
     pl_error_init(&comm->failure, NULL);
     pl_error_set(&comm->failure, PL_EIO, NULL, "rank %d: %s", comm->rank, text);
     comm->failed = true;
+    pthread_cond_signal(&comm->wake); /* the comm's thread tells whoever posted */
+}
+
+/* Under the lock: whether an MPI call succeeded; one that did not fails the comm with
+ * MPI's words for it. */
+static bool mpi_ok(pl_comm *comm, int code, const char *what)
+{
+    if (code == MPI_SUCCESS)
+        return true;
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(code, text, &length);
+    fail(comm, "%s failed in MPI: %s", what, text);
+    return false;
 }
 
 typedef struct call {
@@ -102,8 +118,9 @@ static int collect(pl_comm *comm, call *calls)
 {
     int n_calls = 0, count = 0;
     if (comm->n > 0) {
-        MPI_Testsome(comm->n, comm->requests, &count, comm->completed, MPI_STATUSES_IGNORE);
-        if (count == MPI_UNDEFINED)
+        if (!mpi_ok(comm, MPI_Testsome(comm->n, comm->requests, &count, comm->completed,
+                                       MPI_STATUSES_IGNORE), "a message") ||
+            count == MPI_UNDEFINED)
             count = 0;
     }
     for (int k = 0; k < count; k++) {
@@ -131,7 +148,7 @@ static int collect(pl_comm *comm, call *calls)
     for (int i = 0; i < comm->n && !comm->failed; i++) {
         const message *m = &comm->messages[i];
         if (now - m->posted > comm->timeout)
-            fail(comm, "a message %s rank %d (tag %d) is %.0f s overdue (PLACER_MPI_TIMEOUT=%g)",
+            fail(comm, "a message %s rank %d (tag %d) is %.3g s overdue (PLACER_MPI_TIMEOUT=%g)",
                  m->sending ? "to" : "from", m->peer, m->tag, now - m->posted, comm->timeout);
     }
     return n_calls;
@@ -169,26 +186,29 @@ static void *comm_main(void *arg)
     int cap = 0;
     pthread_mutex_lock(&comm->lock);
     for (;;) {
-        while ((comm->failed || (comm->n == 0 && comm->n_timers == 0)) && !comm->stopping)
+        while (!comm->stopping && (comm->failed ? comm->reported
+                                                : comm->n == 0 && comm->n_timers == 0))
             pthread_cond_wait(&comm->wake, &comm->lock);
         if (comm->stopping)
             break;
+        if (comm->failed) { /* here, or by a collective's wait */
+            comm->reported = true;
+            report_failure(comm);
+            continue;
+        }
         if (comm->n + comm->n_timers > cap) {
             int grown_cap = 2 * (comm->n + comm->n_timers);
             call *grown = realloc(calls, (size_t)grown_cap * sizeof *calls);
             if (!grown) {
                 fail(comm, "out of memory");
-                report_failure(comm);
                 continue;
             }
             calls = grown;
             cap = grown_cap;
         }
         int n_calls = collect(comm, calls);
-        if (comm->failed) {
-            report_failure(comm);
+        if (comm->failed)
             continue;
-        }
         double sleep = next_sleep(comm, poll);
         pthread_mutex_unlock(&comm->lock);
         for (int i = 0; i < n_calls; i++)
@@ -208,13 +228,55 @@ static void *comm_main(void *arg)
 
 /* ---- start and end ----------------------------------------------------------------------- */
 
-static double timeout_seconds(void)
+/* PLACER_MPI_TIMEOUT: a positive number of seconds, an `s` after it allowed ("5", "5s",
+ * "0.5"); unset, the default. */
+static pl_status timeout_seconds(double *seconds, pl_error *err)
 {
     const char *text = getenv("PLACER_MPI_TIMEOUT");
-    char *end;
-    double seconds = text ? strtod(text, &end) : 0;
-    return text && end != text && *end == '\0' && seconds > 0 ? seconds
-                                                              : DEFAULT_TIMEOUT_SECONDS;
+    *seconds = DEFAULT_TIMEOUT_SECONDS;
+    if (!text)
+        return PL_OK;
+    char *end = NULL;
+    /* strtod alone would take spaces, signs, "inf" and hexadecimal */
+    double value = isdigit((unsigned char)text[0]) || text[0] == '.' ? strtod(text, &end) : NAN;
+    if (end && *end == 's')
+        end++;
+    if (!end || *end != '\0' || !(value > 0) || !isfinite(value))
+        return pl_error_set(err, PL_EINPUT, NULL, "PLACER_MPI_TIMEOUT is \"%s\": give a "
+                            "positive number of seconds, such as 5, 5s or 0.5", text);
+    *seconds = value;
+    return PL_OK;
+}
+
+int pl_comm_launched_rank(void)
+{
+    static const char *names[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *text = getenv(names[i]);
+        if (text && isdigit((unsigned char)text[0]))
+            return atoi(text);
+    }
+    return -1;
+}
+
+/* The comm's thread stopped, its memory freed and MPI ended. */
+static void finish(pl_comm *comm)
+{
+    if (comm->started) {
+        pthread_mutex_lock(&comm->lock);
+        comm->stopping = true;
+        pthread_cond_signal(&comm->wake);
+        pthread_mutex_unlock(&comm->lock);
+        pthread_join(comm->thread, NULL);
+    }
+    pthread_cond_destroy(&comm->wake);
+    pthread_mutex_destroy(&comm->lock);
+    free(comm->requests);
+    free(comm->messages);
+    free(comm->timers);
+    free(comm->completed);
+    free(comm);
+    MPI_Finalize();
 }
 
 pl_comm *pl_comm_start(pl_error *err)
@@ -223,6 +285,9 @@ pl_comm *pl_comm_start(pl_error *err)
         pl_error_set(err, PL_EINPUT, NULL, "MPI starts once a process");
         return NULL;
     }
+    double timeout;
+    if (timeout_seconds(&timeout, err) != PL_OK)
+        return NULL;
     started_once = true;
     int provided = 0;
     if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
@@ -247,37 +312,29 @@ pl_comm *pl_comm_start(pl_error *err)
     comm->shared_clock = on_host == comm->size;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &limit, &found);
     comm->tag_limit = found ? *limit : 32767;
-    comm->timeout = timeout_seconds();
+    comm->timeout = timeout;
+    /* an MPI error fails the comm with its line, rather than ending the process inside MPI */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     pthread_mutex_init(&comm->lock, NULL);
     pthread_cond_init(&comm->wake, NULL);
     comm->started = pthread_create(&comm->thread, NULL, comm_main, comm) == 0;
     if (!comm->started) {
         pl_error_set(err, PL_EIO, NULL, "cannot start the MPI thread");
-        pl_comm_end(comm);
+        finish(comm);
         return NULL;
     }
     return comm;
 }
 
-void pl_comm_end(pl_comm *comm)
+pl_status pl_comm_end(pl_comm *comm, pl_error *err)
 {
     if (!comm)
-        return;
-    if (comm->started) {
-        pthread_mutex_lock(&comm->lock);
-        comm->stopping = true;
-        pthread_cond_signal(&comm->wake);
-        pthread_mutex_unlock(&comm->lock);
-        pthread_join(comm->thread, NULL);
-    }
-    pthread_cond_destroy(&comm->wake);
-    pthread_mutex_destroy(&comm->lock);
-    free(comm->requests);
-    free(comm->messages);
-    free(comm->timers);
-    free(comm->completed);
-    free(comm);
-    MPI_Finalize();
+        return PL_OK;
+    /* MPI_Finalize waits for every rank, with no deadline: a barrier with one first */
+    pl_status status = pl_comm_barrier(comm, err);
+    if (status == PL_OK)
+        finish(comm);
+    return status;
 }
 
 void pl_comm_on_failure(pl_comm *comm, pl_comm_failed *on_failure, void *context)
@@ -315,6 +372,15 @@ bool pl_comm_shared_clock(const pl_comm *comm)
 
 /* ---- collectives: posted, then polled ---------------------------------------------------- */
 
+/* Who a collective overdue waits for: MPI does not say, but of two ranks it is the other. */
+static void absent_text(const pl_comm *comm, char *text, size_t cap)
+{
+    if (comm->size == 2)
+        snprintf(text, cap, "rank %d has not joined it", 1 - comm->rank);
+    else
+        snprintf(text, cap, "one of the other %d ranks has not joined it", comm->size - 1);
+}
+
 /* Polls a collective's request until it completes, or fails the comm when it is overdue
  * (its peers may be gone: MPI cannot cancel it, so the comm is unusable from then on). */
 static pl_status wait_request(pl_comm *comm, MPI_Request *request, double timeout,
@@ -324,11 +390,15 @@ static pl_status wait_request(pl_comm *comm, MPI_Request *request, double timeou
     for (;;) {
         int done = 0;
         pthread_mutex_lock(&comm->lock);
-        MPI_Test(request, &done, MPI_STATUS_IGNORE);
+        if (!mpi_ok(comm, MPI_Test(request, &done, MPI_STATUS_IGNORE), what))
+            done = 0;
         double waited = pl_now() - posted;
-        if (!done && waited > timeout)
-            fail(comm, "%s is %.0f s overdue (PLACER_MPI_TIMEOUT=%g)", what, waited,
-                 comm->timeout);
+        if (!done && waited > timeout) {
+            char absent[64];
+            absent_text(comm, absent, sizeof absent);
+            fail(comm, "%s is %.3g s overdue (PLACER_MPI_TIMEOUT=%g): %s", what, waited,
+                 comm->timeout, absent);
+        }
         bool failed = comm->failed && !done;
         pthread_mutex_unlock(&comm->lock);
         if (done)
@@ -349,15 +419,42 @@ static bool refused(pl_comm *comm)
     return true;
 }
 
-pl_status pl_comm_barrier(pl_comm *comm, pl_error *err)
+typedef enum collective_kind { BARRIER, BROADCAST, ALL_REDUCE } collective_kind;
+
+typedef struct collective {
+    collective_kind kind;
+    void *data;
+    int count, root;
+    MPI_Datatype type;
+    MPI_Op op;
+} collective;
+
+/* Posts a collective and waits for it, `timeout` at most. */
+static pl_status run_collective(pl_comm *comm, const collective *c, double timeout,
+                                pl_error *err)
 {
+    char what[64];
+    if (c->kind == BROADCAST)
+        snprintf(what, sizeof what, "a broadcast from rank %d", c->root);
+    else
+        snprintf(what, sizeof what, c->kind == BARRIER ? "a barrier" : "an all-reduce");
     MPI_Request request;
     pthread_mutex_lock(&comm->lock);
     if (refused(comm))
         return pl_comm_status(comm, err);
-    MPI_Ibarrier(MPI_COMM_WORLD, &request);
+    int code = c->kind == BARRIER ? MPI_Ibarrier(MPI_COMM_WORLD, &request)
+               : c->kind == BROADCAST
+                   ? MPI_Ibcast(c->data, c->count, c->type, c->root, MPI_COMM_WORLD, &request)
+                   : MPI_Iallreduce(MPI_IN_PLACE, c->data, c->count, c->type, c->op,
+                                    MPI_COMM_WORLD, &request);
+    bool posted = mpi_ok(comm, code, what);
     pthread_mutex_unlock(&comm->lock);
-    return wait_request(comm, &request, comm->timeout, "a barrier", err);
+    return posted ? wait_request(comm, &request, timeout, what, err) : pl_comm_status(comm, err);
+}
+
+pl_status pl_comm_barrier(pl_comm *comm, pl_error *err)
+{
+    return run_collective(comm, &(collective){.kind = BARRIER}, comm->timeout, err);
 }
 
 static pl_status broadcast(pl_comm *comm, void *data, size_t bytes, int root, double timeout,
@@ -366,15 +463,8 @@ static pl_status broadcast(pl_comm *comm, void *data, size_t bytes, int root, do
     size_t at = 0;
     do { /* in pieces MPI's int count can say */
         size_t n = bytes - at < INT_MAX ? bytes - at : INT_MAX;
-        MPI_Request request;
-        pthread_mutex_lock(&comm->lock);
-        if (refused(comm))
-            return pl_comm_status(comm, err);
-        MPI_Ibcast((char *)data + at, (int)n, MPI_BYTE, root, MPI_COMM_WORLD, &request);
-        pthread_mutex_unlock(&comm->lock);
-        char what[64];
-        snprintf(what, sizeof what, "a broadcast from rank %d", root);
-        pl_status status = wait_request(comm, &request, timeout, what, err);
+        collective c = {BROADCAST, (char *)data + at, (int)n, root, MPI_BYTE, MPI_OP_NULL};
+        pl_status status = run_collective(comm, &c, timeout, err);
         if (status != PL_OK)
             return status;
         at += n;
@@ -392,26 +482,16 @@ pl_status pl_comm_listen(pl_comm *comm, void *data, size_t bytes, int root, pl_e
     return broadcast(comm, data, bytes, root, INFINITY, err);
 }
 
-static pl_status reduce(pl_comm *comm, void *values, int n, MPI_Datatype type, MPI_Op op,
-                        pl_error *err)
-{
-    MPI_Request request;
-    pthread_mutex_lock(&comm->lock);
-    if (refused(comm))
-        return pl_comm_status(comm, err);
-    MPI_Iallreduce(MPI_IN_PLACE, values, n, type, op, MPI_COMM_WORLD, &request);
-    pthread_mutex_unlock(&comm->lock);
-    return wait_request(comm, &request, comm->timeout, "an all-reduce", err);
-}
-
 pl_status pl_comm_max(pl_comm *comm, double *values, int n, pl_error *err)
 {
-    return reduce(comm, values, n, MPI_DOUBLE, MPI_MAX, err);
+    collective c = {ALL_REDUCE, values, n, 0, MPI_DOUBLE, MPI_MAX};
+    return run_collective(comm, &c, comm->timeout, err);
 }
 
 pl_status pl_comm_sum_floats(pl_comm *comm, float *values, int n, pl_error *err)
 {
-    return reduce(comm, values, n, MPI_FLOAT, MPI_SUM, err);
+    collective c = {ALL_REDUCE, values, n, 0, MPI_FLOAT, MPI_SUM};
+    return run_collective(comm, &c, comm->timeout, err);
 }
 
 /* ---- point to point ---------------------------------------------------------------------- */
@@ -453,10 +533,12 @@ static pl_status post(pl_comm *comm, void *data, size_t bytes, int peer, int tag
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     }
     MPI_Request *request = &comm->requests[comm->n];
-    if (sending)
-        MPI_Isend(data, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, request);
-    else
-        MPI_Irecv(data, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, request);
+    int code = sending ? MPI_Isend(data, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, request)
+                       : MPI_Irecv(data, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, request);
+    if (!mpi_ok(comm, code, sending ? "a send" : "a receive")) {
+        pthread_mutex_unlock(&comm->lock);
+        return pl_comm_status(comm, err);
+    }
     comm->messages[comm->n++] = (message){done, context, id, peer, tag, sending, pl_now()};
     pthread_cond_signal(&comm->wake);
     pthread_mutex_unlock(&comm->lock);

@@ -81,6 +81,13 @@ enum { PL_EXECUTOR_POLL_MS = 50 }; /* how often a paced wait checks the flag */
 /* The flag (a signal handler's, say; NULL: none) that ends paced waits early, borrowed
  * for the executor's life; read by the executor's threads, set by anyone. */
 void pl_executor_set_interrupt(pl_executor *executor, const volatile sig_atomic_t *interrupt);
+/* Whether to stop for an interrupt. In one process: whether the flag is set. Among
+ * processes, a decision the ranks take together, so that all stop at the same step: every
+ * step combines every rank's flag (as it stood when that rank's part of the step ended),
+ * and from the first step at which one was set this is true on every rank; a follower
+ * also learns it from its leader's end (pl_executor_follow). Before that it is false,
+ * whatever this rank's flag says. */
+bool pl_executor_interrupted(const pl_executor *executor);
 
 /* Whether a plan fits: when it does not, the first device that overflows, what it would
  * need (its peak) and its capacity. */
