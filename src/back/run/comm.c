@@ -23,6 +23,9 @@
 #define POLL_FIRST_SECONDS 5e-6
 #define POLL_LAST_SECONDS 50e-6
 #define DEFAULT_TIMEOUT_SECONDS 60.0
+/* Liveness: every rank sends every other a beat this many times a timeout, so that a rank
+ * silent for half the timeout is taken as stopped or gone. */
+#define BEATS_PER_TIMEOUT 4
 
 typedef struct message {
     pl_comm_done *done;
@@ -54,6 +57,13 @@ struct pl_comm {
     timer *timers;
     int n_timers, cap_timers;
     int *completed;
+    /* under the lock: beats (above), one receive posted from each other rank on the tag
+       above tag_limit, and when each was last heard from */
+    MPI_Request *beats;
+    char *beat_in;
+    int *beat_done, beat_tag;
+    double *heard, next_beat;
+    double restarted;      /* under the lock: when this process last resumed (below) */
     bool failed;           /* under the lock: a message or collective timed out */
     bool reported;         /* under the lock: the failure was told (pl_comm_on_failure) */
     pl_error failure;      /* under the lock: what, once failed */
@@ -107,6 +117,101 @@ static bool mpi_ok(pl_comm *comm, int code, const char *what)
     return false;
 }
 
+/* ---- liveness ---------------------------------------------------------------------------- */
+
+/* Under the lock: a waiting loop's pass at `now`, after its last at *last. A gap of half the
+ * timeout means that this process itself was stopped (Ctrl-Z on mpirun, a suspended
+ * machine) or starved: every wait's clock starts again, since no peer was late. */
+static void note_pass(pl_comm *comm, double now, double *last)
+{
+    if (now - *last > comm->timeout / 2)
+        comm->restarted = now;
+    *last = now;
+}
+
+/* Under the lock: the seconds since `since`, or since this process resumed when later. */
+static double waited_since(const pl_comm *comm, double since)
+{
+    return pl_now() - (since > comm->restarted ? since : comm->restarted);
+}
+
+/* Under the lock: the seconds since rank `peer` was last heard from. */
+static double silence(const pl_comm *comm, int peer)
+{
+    return waited_since(comm, comm->heard[peer]);
+}
+
+static const char beat_out; /* what a beat sends: static, since MPI may read it late */
+
+static void listen_for_beat(pl_comm *comm, int peer)
+{
+    mpi_ok(comm, MPI_Irecv(&comm->beat_in[peer], 1, MPI_BYTE, peer, comm->beat_tag,
+                           MPI_COMM_WORLD, &comm->beats[peer]), "a beat");
+}
+
+/* Under the lock, on the comm's thread: the beats that arrived taken (their receives posted
+ * again), and this rank's sent when due. */
+static void beat(pl_comm *comm)
+{
+    if (comm->size < 2 || comm->failed)
+        return;
+    int count = 0;
+    double now = pl_now();
+    if (!mpi_ok(comm, MPI_Testsome(comm->size, comm->beats, &count, comm->beat_done,
+                                   MPI_STATUSES_IGNORE), "a beat") ||
+        count == MPI_UNDEFINED)
+        count = 0;
+    for (int k = 0; k < count; k++) {
+        comm->heard[comm->beat_done[k]] = now;
+        listen_for_beat(comm, comm->beat_done[k]);
+    }
+    if (now < comm->next_beat)
+        return;
+    comm->next_beat = now + comm->timeout / BEATS_PER_TIMEOUT;
+    for (int peer = 0; peer < comm->size; peer++) {
+        MPI_Request request;
+        if (peer != comm->rank && mpi_ok(comm, MPI_Isend(&beat_out, 1, MPI_BYTE, peer,
+                                                         comm->beat_tag, MPI_COMM_WORLD,
+                                                         &request), "a beat"))
+            MPI_Request_free(&request);
+    }
+}
+
+/* Every other rank's beats listened for, from now. */
+static bool start_beats(pl_comm *comm)
+{
+    size_t n = (size_t)comm->size;
+    comm->beats = malloc(n * sizeof *comm->beats);
+    comm->beat_in = malloc(n);
+    comm->beat_done = malloc(n * sizeof *comm->beat_done);
+    comm->heard = malloc(n * sizeof *comm->heard);
+    if (!comm->beats || !comm->beat_in || !comm->beat_done || !comm->heard)
+        return false;
+    for (int peer = 0; peer < comm->size; peer++) {
+        comm->beats[peer] = MPI_REQUEST_NULL;
+        comm->heard[peer] = pl_now();
+        if (peer != comm->rank)
+            listen_for_beat(comm, peer);
+    }
+    return !comm->failed;
+}
+
+/* After the comm's thread: the receives of beats taken back. */
+static void stop_beats(pl_comm *comm)
+{
+    for (int peer = 0; comm->beats && peer < comm->size; peer++)
+        if (comm->beats[peer] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&comm->beats[peer]);
+            MPI_Wait(&comm->beats[peer], MPI_STATUS_IGNORE);
+        }
+    free(comm->beats);
+    free(comm->beat_in);
+    free(comm->beat_done);
+    free(comm->heard);
+}
+
+/* ---- the comm's thread, continued --------------------------------------------------------- */
+
 typedef struct call {
     pl_comm_done *done;
     void *context;
@@ -147,9 +252,10 @@ static int collect(pl_comm *comm, call *calls)
     comm->n_timers = kept_timers;
     for (int i = 0; i < comm->n && !comm->failed; i++) {
         const message *m = &comm->messages[i];
-        if (now - m->posted > comm->timeout)
+        if (waited_since(comm, m->posted) > comm->timeout)
             fail(comm, "a message %s rank %d (tag %d) is %.3g s overdue (PLACER_MPI_TIMEOUT=%g)",
-                 m->sending ? "to" : "from", m->peer, m->tag, now - m->posted, comm->timeout);
+                 m->sending ? "to" : "from", m->peer, m->tag, waited_since(comm, m->posted),
+                 comm->timeout);
     }
     return n_calls;
 }
@@ -177,20 +283,34 @@ static void report_failure(pl_comm *comm)
     pthread_mutex_lock(&comm->lock);
 }
 
+/* Under the lock: sleeps until woken or (CLOCK_MONOTONIC) `until`. */
+static void sleep_until(pl_comm *comm, double until)
+{
+    if (until == INFINITY) {
+        pthread_cond_wait(&comm->wake, &comm->lock);
+        return;
+    }
+    struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
+    pthread_cond_timedwait(&comm->wake, &comm->lock, &ts);
+}
+
 static void *comm_main(void *arg)
 {
     pl_comm *comm = arg;
     prctl(PR_SET_TIMERSLACK, 1000UL);
-    double poll = POLL_FIRST_SECONDS;
+    double poll = POLL_FIRST_SECONDS, last_pass = pl_now();
     call *calls = NULL;
     int cap = 0;
     pthread_mutex_lock(&comm->lock);
     for (;;) {
-        while (!comm->stopping && (comm->failed ? comm->reported
-                                                : comm->n == 0 && comm->n_timers == 0))
-            pthread_cond_wait(&comm->wake, &comm->lock);
+        note_pass(comm, pl_now(), &last_pass);
+        beat(comm);
         if (comm->stopping)
             break;
+        if (comm->failed ? comm->reported : comm->n == 0 && comm->n_timers == 0) {
+            sleep_until(comm, comm->failed ? INFINITY : comm->next_beat);
+            continue;
+        }
         if (comm->failed) { /* here, or by a collective's wait */
             comm->reported = true;
             report_failure(comm);
@@ -269,6 +389,7 @@ static void finish(pl_comm *comm)
         pthread_mutex_unlock(&comm->lock);
         pthread_join(comm->thread, NULL);
     }
+    stop_beats(comm);
     pthread_cond_destroy(&comm->wake);
     pthread_mutex_destroy(&comm->lock);
     free(comm->requests);
@@ -311,12 +432,22 @@ pl_comm *pl_comm_start(pl_error *err)
     MPI_Comm_free(&host);
     comm->shared_clock = on_host == comm->size;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &limit, &found);
-    comm->tag_limit = found ? *limit : 32767;
+    comm->beat_tag = found ? *limit : 32767;
+    comm->tag_limit = comm->beat_tag - 1; /* the highest is the beats' */
     comm->timeout = timeout;
     /* an MPI error fails the comm with its line, rather than ending the process inside MPI */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     pthread_mutex_init(&comm->lock, NULL);
-    pthread_cond_init(&comm->wake, NULL);
+    pthread_condattr_t monotonic;
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC); /* pl_now's */
+    pthread_cond_init(&comm->wake, &monotonic);
+    pthread_condattr_destroy(&monotonic);
+    if (!start_beats(comm)) {
+        pl_error_set(err, PL_EIO, NULL, "cannot listen for the other ranks");
+        finish(comm);
+        return NULL;
+    }
     comm->started = pthread_create(&comm->thread, NULL, comm_main, comm) == 0;
     if (!comm->started) {
         pl_error_set(err, PL_EIO, NULL, "cannot start the MPI thread");
@@ -372,33 +503,58 @@ bool pl_comm_shared_clock(const pl_comm *comm)
 
 /* ---- collectives: posted, then polled ---------------------------------------------------- */
 
-/* Who a collective overdue waits for: MPI does not say, but of two ranks it is the other. */
+/* Under the lock: who a collective overdue waits for. MPI does not say: of two ranks it is
+ * the other, else a rank that has stopped beating. */
 static void absent_text(const pl_comm *comm, char *text, size_t cap)
 {
-    if (comm->size == 2)
-        snprintf(text, cap, "rank %d has not joined it", 1 - comm->rank);
+    int silent = comm->size == 2 ? 1 - comm->rank : -1, n_silent = comm->size == 2;
+    for (int peer = 0; comm->size > 2 && peer < comm->size; peer++)
+        if (peer != comm->rank && silence(comm, peer) > comm->timeout / 2) {
+            silent = peer;
+            n_silent++;
+        }
+    if (n_silent == 1)
+        snprintf(text, cap, "rank %d has not joined it", silent);
+    else if (n_silent > 1)
+        snprintf(text, cap, "%d ranks are silent, rank %d among them", n_silent, silent);
     else
         snprintf(text, cap, "one of the other %d ranks has not joined it", comm->size - 1);
 }
 
-/* Polls a collective's request until it completes, or fails the comm when it is overdue
- * (its peers may be gone: MPI cannot cancel it, so the comm is unusable from then on). */
-static pl_status wait_request(pl_comm *comm, MPI_Request *request, double timeout,
-                              const char *what, pl_error *err)
+/* Under the lock: fails the comm when a collective posted at `posted` is overdue; or, for a
+ * rank listening to rank `root` (>= 0), when that rank has been silent for the timeout: its
+ * word may take as long as it thinks, but it must be alive. */
+static void check_collective(pl_comm *comm, const char *what, double posted, int root)
 {
-    double poll = POLL_FIRST_SECONDS, posted = pl_now();
+    if (root >= 0) {
+        if (silence(comm, root) > comm->timeout)
+            fail(comm, "%s: rank %d has sent nothing for %.3g s (PLACER_MPI_TIMEOUT=%g)", what,
+                 root, silence(comm, root), comm->timeout);
+        return;
+    }
+    double waited = waited_since(comm, posted);
+    if (waited > comm->timeout) {
+        char absent[96];
+        absent_text(comm, absent, sizeof absent);
+        fail(comm, "%s is %.3g s overdue (PLACER_MPI_TIMEOUT=%g): %s", what, waited,
+             comm->timeout, absent);
+    }
+}
+
+/* Polls a collective's request until it completes, or fails the comm (check_collective:
+ * its peers may be gone; MPI cannot cancel it, so the comm is unusable from then on). */
+static pl_status wait_request(pl_comm *comm, MPI_Request *request, int root, const char *what,
+                              pl_error *err)
+{
+    double poll = POLL_FIRST_SECONDS, posted = pl_now(), last_pass = posted;
     for (;;) {
         int done = 0;
         pthread_mutex_lock(&comm->lock);
+        note_pass(comm, pl_now(), &last_pass);
         if (!mpi_ok(comm, MPI_Test(request, &done, MPI_STATUS_IGNORE), what))
             done = 0;
-        double waited = pl_now() - posted;
-        if (!done && waited > timeout) {
-            char absent[64];
-            absent_text(comm, absent, sizeof absent);
-            fail(comm, "%s is %.3g s overdue (PLACER_MPI_TIMEOUT=%g): %s", what, waited,
-                 comm->timeout, absent);
-        }
+        if (!done)
+            check_collective(comm, what, posted, root);
         bool failed = comm->failed && !done;
         pthread_mutex_unlock(&comm->lock);
         if (done)
@@ -429,8 +585,9 @@ typedef struct collective {
     MPI_Op op;
 } collective;
 
-/* Posts a collective and waits for it, `timeout` at most. */
-static pl_status run_collective(pl_comm *comm, const collective *c, double timeout,
+/* Posts a collective and waits for it: the timeout at most, or while rank `listening`
+ * (>= 0) is alive. */
+static pl_status run_collective(pl_comm *comm, const collective *c, int listening,
                                 pl_error *err)
 {
     char what[64];
@@ -449,22 +606,23 @@ static pl_status run_collective(pl_comm *comm, const collective *c, double timeo
                                     MPI_COMM_WORLD, &request);
     bool posted = mpi_ok(comm, code, what);
     pthread_mutex_unlock(&comm->lock);
-    return posted ? wait_request(comm, &request, timeout, what, err) : pl_comm_status(comm, err);
+    return posted ? wait_request(comm, &request, listening, what, err)
+                  : pl_comm_status(comm, err);
 }
 
 pl_status pl_comm_barrier(pl_comm *comm, pl_error *err)
 {
-    return run_collective(comm, &(collective){.kind = BARRIER}, comm->timeout, err);
+    return run_collective(comm, &(collective){.kind = BARRIER}, -1, err);
 }
 
-static pl_status broadcast(pl_comm *comm, void *data, size_t bytes, int root, double timeout,
+static pl_status broadcast(pl_comm *comm, void *data, size_t bytes, int root, int listening,
                            pl_error *err)
 {
     size_t at = 0;
     do { /* in pieces MPI's int count can say */
         size_t n = bytes - at < INT_MAX ? bytes - at : INT_MAX;
         collective c = {BROADCAST, (char *)data + at, (int)n, root, MPI_BYTE, MPI_OP_NULL};
-        pl_status status = run_collective(comm, &c, timeout, err);
+        pl_status status = run_collective(comm, &c, listening, err);
         if (status != PL_OK)
             return status;
         at += n;
@@ -474,24 +632,25 @@ static pl_status broadcast(pl_comm *comm, void *data, size_t bytes, int root, do
 
 pl_status pl_comm_broadcast(pl_comm *comm, void *data, size_t bytes, int root, pl_error *err)
 {
-    return broadcast(comm, data, bytes, root, comm->timeout, err);
+    return broadcast(comm, data, bytes, root, -1, err);
 }
 
 pl_status pl_comm_listen(pl_comm *comm, void *data, size_t bytes, int root, pl_error *err)
 {
-    return broadcast(comm, data, bytes, root, INFINITY, err);
+    /* the root itself waits as in any broadcast */
+    return broadcast(comm, data, bytes, root, root == comm->rank ? -1 : root, err);
 }
 
 pl_status pl_comm_max(pl_comm *comm, double *values, int n, pl_error *err)
 {
     collective c = {ALL_REDUCE, values, n, 0, MPI_DOUBLE, MPI_MAX};
-    return run_collective(comm, &c, comm->timeout, err);
+    return run_collective(comm, &c, -1, err);
 }
 
 pl_status pl_comm_sum_floats(pl_comm *comm, float *values, int n, pl_error *err)
 {
     collective c = {ALL_REDUCE, values, n, 0, MPI_FLOAT, MPI_SUM};
-    return run_collective(comm, &c, comm->timeout, err);
+    return run_collective(comm, &c, -1, err);
 }
 
 /* ---- point to point ---------------------------------------------------------------------- */

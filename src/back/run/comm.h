@@ -11,7 +11,8 @@
  *
  * A message or collective still outstanding after the timeout (PLACER_MPI_TIMEOUT: a
  * positive number of seconds, an `s` after it allowed, default 60) fails the comm with an
- * error naming the peer (of a collective, the peer when there are two ranks): the call
+ * error naming the peer (of a collective, the other rank of two, or one whose beats
+ * stopped: pl_comm_listen): the call
  * waiting for it returns that error, whoever posted a message is told (pl_comm_on_failure),
  * and every later call returns it at once, since MPI cannot take back what was posted. An
  * error MPI returns fails it the same way. A rank that hangs cannot hang the job: the
@@ -65,8 +66,10 @@ bool pl_comm_shared_clock(const pl_comm *comm);
  * comm has failed (the timeout above). */
 pl_status pl_comm_barrier(pl_comm *comm, pl_error *err);
 pl_status pl_comm_broadcast(pl_comm *comm, void *data, size_t bytes, int root, pl_error *err);
-/* A broadcast that waits as long as the root takes: a follower's wait for its leader's
- * next word, which comes when the leader has decided (a search may think for minutes). */
+/* A broadcast that waits as long as the root takes while the root is alive (every rank
+ * sends the others a beat four times a timeout; a root silent for the timeout fails it): a
+ * follower's wait for its leader's next word, which comes when the leader has decided (a
+ * search may think for minutes). */
 pl_status pl_comm_listen(pl_comm *comm, void *data, size_t bytes, int root, pl_error *err);
 /* Element-wise maximum of `values` over the ranks, in place. */
 pl_status pl_comm_max(pl_comm *comm, double *values, int n, pl_error *err);
