@@ -30,10 +30,12 @@ ranks2=$src/graphs/clusters/paced-4-ranks-2.json
 
 # rank_pid RANK PATTERN: the process id of that rank's placer, its command line matching
 # PATTERN (waited for, 30 s at most; empty when it never started).
+placer_exe=$(readlink -f "$bin")
 rank_pid() {
     for _ in $(seq 1 60); do
         for pid in $(pgrep -f "$2"); do
-            tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" &&
+            [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$placer_exe" ] &&
+                tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" &&
                 { echo "$pid"; return 0; }
         done
         sleep 0.5
@@ -155,6 +157,23 @@ since=$(date +%s)
 ended_within 10 "Ctrl-C on mpirun"
 [ -s "$work/cut.plan.json" ] && [ -s "$work/cut.report.md" ] && ok ||
     { bad "Ctrl-C on mpirun: no plan written"; sed 's/^/    /' "$work/err"; }
+
+# SIGTERM to the follower alone: the leader learns of it at its next measured step (at the
+# latest the one after the budget), stops the search and writes the best plan so far; every
+# rank exits 130.
+mpi 2 "$bin" "$model" --budget 15 --no-early-stop -q -o "$work/follower" --cluster "$ranks2" \
+    >"$work/out" 2>"$work/err" &
+job=$!
+follower=$(rank_pid 1 "placer .*follower")
+for _ in $(seq 1 120); do [ -s "$work/follower.graph.dot" ] && break; sleep 0.5; done
+sleep 2
+[ -n "$follower" ] && kill -TERM "$follower"
+since=$(date +%s)
+ended_within 30 "SIGTERM to the main job's follower"
+[ "$status" -eq 130 ] && ok ||
+    { bad "SIGTERM to the main job's follower: exit $status, expected 130"; sed 's/^/    /' "$work/err"; }
+[ -s "$work/follower.plan.json" ] && grep -q "interrupted" "$work/follower.report.md" && ok ||
+    bad "SIGTERM to the main job's follower: no plan, or not said interrupted"
 
 # A rank killed mid-run ends the others within the timeout, with an error.
 PLACER_MPI_TIMEOUT=5 mpi 2 -x PLACER_MPI_TIMEOUT "$bin" train "$model" --cluster "$ranks2" \
