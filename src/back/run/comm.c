@@ -457,17 +457,6 @@ pl_comm *pl_comm_start(pl_error *err)
     return comm;
 }
 
-pl_status pl_comm_end(pl_comm *comm, pl_error *err)
-{
-    if (!comm)
-        return PL_OK;
-    /* MPI_Finalize waits for every rank, with no deadline: a barrier with one first */
-    pl_status status = pl_comm_barrier(comm, err);
-    if (status == PL_OK)
-        finish(comm);
-    return status;
-}
-
 void pl_comm_on_failure(pl_comm *comm, pl_comm_failed *on_failure, void *context)
 {
     pthread_mutex_lock(&comm->lock);
@@ -521,30 +510,34 @@ static void absent_text(const pl_comm *comm, char *text, size_t cap)
         snprintf(text, cap, "one of the other %d ranks has not joined it", comm->size - 1);
 }
 
-/* Under the lock: fails the comm when a collective posted at `posted` is overdue; or, for a
- * rank listening to rank `root` (>= 0), when that rank has been silent for the timeout: its
- * word may take as long as it thinks, but it must be alive. */
-static void check_collective(pl_comm *comm, const char *what, double posted, int root)
+/* How long a collective may wait: the timeout (DEADLINE); while one rank is alive (its
+ * number), as a follower waits for its leader's word however long the leader thinks; or while
+ * every rank is (EVERY_RANK_ALIVE), as the end waits for the slowest rank's last outputs.
+ * Alive: heard from within the timeout. */
+enum { DEADLINE = -1, EVERY_RANK_ALIVE = -2 };
+
+/* Under the lock: fails the comm when a collective posted at `posted` has waited longer
+ * than `patience` allows. */
+static void check_collective(pl_comm *comm, const char *what, double posted, int patience)
 {
-    if (root >= 0) {
-        if (silence(comm, root) > comm->timeout)
-            fail(comm, "%s: rank %d has sent nothing for %.3g s (PLACER_MPI_TIMEOUT=%g)", what,
-                 root, silence(comm, root), comm->timeout);
-        return;
-    }
     double waited = waited_since(comm, posted);
-    if (waited > comm->timeout) {
+    if (patience == DEADLINE && waited > comm->timeout) {
         char absent[96];
         absent_text(comm, absent, sizeof absent);
         fail(comm, "%s is %.3g s overdue (PLACER_MPI_TIMEOUT=%g): %s", what, waited,
              comm->timeout, absent);
     }
+    for (int peer = 0; patience != DEADLINE && peer < comm->size && !comm->failed; peer++)
+        if ((peer == patience || (patience == EVERY_RANK_ALIVE && peer != comm->rank)) &&
+            silence(comm, peer) > comm->timeout)
+            fail(comm, "%s: rank %d has sent nothing for %.3g s (PLACER_MPI_TIMEOUT=%g)", what,
+                 peer, silence(comm, peer), comm->timeout);
 }
 
 /* Polls a collective's request until it completes, or fails the comm (check_collective:
  * its peers may be gone; MPI cannot cancel it, so the comm is unusable from then on). */
-static pl_status wait_request(pl_comm *comm, MPI_Request *request, int root, const char *what,
-                              pl_error *err)
+static pl_status wait_request(pl_comm *comm, MPI_Request *request, int patience,
+                              const char *what, pl_error *err)
 {
     double poll = POLL_FIRST_SECONDS, posted = pl_now(), last_pass = posted;
     for (;;) {
@@ -554,7 +547,7 @@ static pl_status wait_request(pl_comm *comm, MPI_Request *request, int root, con
         if (!mpi_ok(comm, MPI_Test(request, &done, MPI_STATUS_IGNORE), what))
             done = 0;
         if (!done)
-            check_collective(comm, what, posted, root);
+            check_collective(comm, what, posted, patience);
         bool failed = comm->failed && !done;
         pthread_mutex_unlock(&comm->lock);
         if (done)
@@ -585,9 +578,8 @@ typedef struct collective {
     MPI_Op op;
 } collective;
 
-/* Posts a collective and waits for it: the timeout at most, or while rank `listening`
- * (>= 0) is alive. */
-static pl_status run_collective(pl_comm *comm, const collective *c, int listening,
+/* Posts a collective and waits for it, with `patience` (check_collective). */
+static pl_status run_collective(pl_comm *comm, const collective *c, int patience,
                                 pl_error *err)
 {
     char what[64];
@@ -606,23 +598,23 @@ static pl_status run_collective(pl_comm *comm, const collective *c, int listenin
                                     MPI_COMM_WORLD, &request);
     bool posted = mpi_ok(comm, code, what);
     pthread_mutex_unlock(&comm->lock);
-    return posted ? wait_request(comm, &request, listening, what, err)
+    return posted ? wait_request(comm, &request, patience, what, err)
                   : pl_comm_status(comm, err);
 }
 
 pl_status pl_comm_barrier(pl_comm *comm, pl_error *err)
 {
-    return run_collective(comm, &(collective){.kind = BARRIER}, -1, err);
+    return run_collective(comm, &(collective){.kind = BARRIER}, DEADLINE, err);
 }
 
-static pl_status broadcast(pl_comm *comm, void *data, size_t bytes, int root, int listening,
+static pl_status broadcast(pl_comm *comm, void *data, size_t bytes, int root, int patience,
                            pl_error *err)
 {
     size_t at = 0;
     do { /* in pieces MPI's int count can say */
         size_t n = bytes - at < INT_MAX ? bytes - at : INT_MAX;
         collective c = {BROADCAST, (char *)data + at, (int)n, root, MPI_BYTE, MPI_OP_NULL};
-        pl_status status = run_collective(comm, &c, listening, err);
+        pl_status status = run_collective(comm, &c, patience, err);
         if (status != PL_OK)
             return status;
         at += n;
@@ -632,25 +624,38 @@ static pl_status broadcast(pl_comm *comm, void *data, size_t bytes, int root, in
 
 pl_status pl_comm_broadcast(pl_comm *comm, void *data, size_t bytes, int root, pl_error *err)
 {
-    return broadcast(comm, data, bytes, root, -1, err);
+    return broadcast(comm, data, bytes, root, DEADLINE, err);
 }
 
 pl_status pl_comm_listen(pl_comm *comm, void *data, size_t bytes, int root, pl_error *err)
 {
     /* the root itself waits as in any broadcast */
-    return broadcast(comm, data, bytes, root, root == comm->rank ? -1 : root, err);
+    return broadcast(comm, data, bytes, root, root == comm->rank ? DEADLINE : root, err);
 }
 
 pl_status pl_comm_max(pl_comm *comm, double *values, int n, pl_error *err)
 {
     collective c = {ALL_REDUCE, values, n, 0, MPI_DOUBLE, MPI_MAX};
-    return run_collective(comm, &c, -1, err);
+    return run_collective(comm, &c, DEADLINE, err);
 }
 
 pl_status pl_comm_sum_floats(pl_comm *comm, float *values, int n, pl_error *err)
 {
     collective c = {ALL_REDUCE, values, n, 0, MPI_FLOAT, MPI_SUM};
-    return run_collective(comm, &c, -1, err);
+    return run_collective(comm, &c, DEADLINE, err);
+}
+
+pl_status pl_comm_end(pl_comm *comm, pl_error *err)
+{
+    if (!comm)
+        return PL_OK;
+    /* MPI_Finalize waits for every rank for ever: first a barrier that waits while they
+       are alive */
+    pl_status status = run_collective(comm, &(collective){.kind = BARRIER}, EVERY_RANK_ALIVE,
+                                      err);
+    if (status == PL_OK)
+        finish(comm);
+    return status;
 }
 
 /* ---- point to point ---------------------------------------------------------------------- */

@@ -46,9 +46,10 @@ int pl_comm_launched_rank(void);
  * with `err` set when MPI cannot start or gives no MPI_THREAD_SERIALIZED, or (PL_EINPUT,
  * MPI not started) when PLACER_MPI_TIMEOUT is not a positive number of seconds. */
 pl_comm *pl_comm_start(pl_error *err);
-/* Ends MPI after every rank's last collective: a barrier, then MPI_Finalize, which would
- * wait for a missing rank for ever. PL_OK (NULL: a no-op), or the comm's failure, MPI left
- * as it is (end the process with MPI_Abort). */
+/* Ends MPI after every rank's last collective: a barrier that waits while every rank is
+ * alive (one may still be writing its outputs), then MPI_Finalize, which would wait for a
+ * missing rank for ever. PL_OK (NULL: a no-op), or the comm's failure, MPI left as it is
+ * (end the process with MPI_Abort). */
 pl_status pl_comm_end(pl_comm *comm, pl_error *err);
 /* PL_OK, or the comm's failure (copied into `err`): a message or collective overdue. */
 pl_status pl_comm_status(pl_comm *comm, pl_error *err);
