@@ -115,6 +115,9 @@ void pl_executor_free(pl_executor *ex)
 {
     if (!ex)
         return;
+    /* MPI may still read and write the buffers of messages that never completed: kept */
+    if (ex->comm && pl_comm_status(ex->comm, NULL) != PL_OK)
+        return;
     if (ex->leading && failed(ex, NULL) == PL_OK) /* and whether it ends for an interrupt */
         executor_tell(ex, COMMAND_END, executor_flagged(ex) || ex->interrupted, NULL);
     int n = ex->c->n_devices;

@@ -51,6 +51,9 @@ typedef struct pl_executor pl_executor;
  * buffers, laid out for the full batch), borrowed. */
 pl_executor *pl_executor_new(const pl_graph *graph, const pl_cluster *cluster,
                              void *const *host, pl_error *err);
+/* Frees the executor and stops its threads; NULL: a no-op. Once its processes have failed
+ * (comm.h) it is kept as it is, memory and threads, since MPI may still use its buffers: the
+ * process is to end (MPI_Abort). */
 void pl_executor_free(pl_executor *executor);
 
 /* An executor as pl_executor_new(graph, cluster, NULL, err) makes it, its inputs holding
