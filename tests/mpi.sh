@@ -173,7 +173,8 @@ ended_within 30 "SIGTERM to the main job's follower"
 [ "$status" -eq 130 ] && ok ||
     { bad "SIGTERM to the main job's follower: exit $status, expected 130"; sed 's/^/    /' "$work/err"; }
 [ -s "$work/follower.plan.json" ] && grep -q "interrupted" "$work/follower.report.md" && ok ||
-    bad "SIGTERM to the main job's follower: no plan, or not said interrupted"
+    { bad "SIGTERM to the main job's follower: no plan, or not said interrupted"
+      sed 's/^/    /' "$work/err"; }
 
 # A rank killed mid-run ends the others within the timeout, with an error.
 PLACER_MPI_TIMEOUT=5 mpi 2 -x PLACER_MPI_TIMEOUT "$bin" train "$model" --cluster "$ranks2" \

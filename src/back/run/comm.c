@@ -1,5 +1,5 @@
 /* Processes over MPI (comm.h): the lock, the comm's thread, polled waits. */
-#include "comm.h"
+#include "comm_impl.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -23,54 +23,6 @@
 #define POLL_FIRST_SECONDS 5e-6
 #define POLL_LAST_SECONDS 50e-6
 #define DEFAULT_TIMEOUT_SECONDS 60.0
-/* Liveness: every rank sends every other a beat this many times a timeout, so that a rank
- * silent for half the timeout is taken as stopped or gone. */
-#define BEATS_PER_TIMEOUT 4
-
-typedef struct message {
-    pl_comm_done *done;
-    void *context;
-    int id;
-    int peer, tag;
-    bool sending;
-    double posted;
-} message;
-
-typedef struct timer {
-    double when;
-    pl_comm_done *done;
-    void *context;
-    int id;
-} timer;
-
-struct pl_comm {
-    int rank, size, tag_limit;
-    bool shared_clock;
-    double timeout;
-    pthread_mutex_t lock; /* every MPI call, and the lists below */
-    pthread_cond_t wake;  /* something posted, or stopping */
-    pthread_t thread;
-    bool started, stopping;
-    MPI_Request *requests; /* outstanding messages, parallel to `messages` */
-    message *messages;
-    int n, cap;
-    timer *timers;
-    int n_timers, cap_timers;
-    int *completed;
-    /* under the lock: beats (above), one receive posted from each other rank on the tag
-       above tag_limit, and when each was last heard from */
-    MPI_Request *beats;
-    char *beat_in;
-    int *beat_done, beat_tag;
-    double *heard, next_beat;
-    double restarted;      /* under the lock: when this process last resumed (below) */
-    bool failed;           /* under the lock: a message or collective timed out */
-    bool reported;         /* under the lock: the failure was told (pl_comm_on_failure) */
-    pl_error failure;      /* under the lock: what, once failed */
-    pl_comm_failed *on_failure;
-    void *failure_context;
-};
-
 static bool started_once;
 
 static void sleep_seconds(double seconds)
@@ -88,8 +40,7 @@ bool pl_comm_launched(void)
 
 /* Under the lock: the comm has failed, for the reason the format says (the first failure
  * wins). */
-static void fail(pl_comm *comm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail(pl_comm *comm, const char *fmt, ...)
+void comm_fail(pl_comm *comm, const char *fmt, ...)
 {
     if (comm->failed)
         return;
@@ -106,111 +57,16 @@ static void fail(pl_comm *comm, const char *fmt, ...)
 
 /* Under the lock: whether an MPI call succeeded; one that did not fails the comm with
  * MPI's words for it. */
-static bool mpi_ok(pl_comm *comm, int code, const char *what)
+bool comm_mpi_ok(pl_comm *comm, int code, const char *what)
 {
     if (code == MPI_SUCCESS)
         return true;
     char text[MPI_MAX_ERROR_STRING];
     int length = 0;
     MPI_Error_string(code, text, &length);
-    fail(comm, "%s failed in MPI: %s", what, text);
+    comm_fail(comm, "%s failed in MPI: %s", what, text);
     return false;
 }
-
-/* ---- liveness ---------------------------------------------------------------------------- */
-
-/* Under the lock: a waiting loop's pass at `now`, after its last at *last. A gap of half the
- * timeout means that this process itself was stopped (Ctrl-Z on mpirun, a suspended
- * machine) or starved: every wait's clock starts again, since no peer was late. */
-static void note_pass(pl_comm *comm, double now, double *last)
-{
-    if (now - *last > comm->timeout / 2)
-        comm->restarted = now;
-    *last = now;
-}
-
-/* Under the lock: the seconds since `since`, or since this process resumed when later. */
-static double waited_since(const pl_comm *comm, double since)
-{
-    return pl_now() - (since > comm->restarted ? since : comm->restarted);
-}
-
-/* Under the lock: the seconds since rank `peer` was last heard from. */
-static double silence(const pl_comm *comm, int peer)
-{
-    return waited_since(comm, comm->heard[peer]);
-}
-
-static const char beat_out; /* what a beat sends: static, since MPI may read it late */
-
-static void listen_for_beat(pl_comm *comm, int peer)
-{
-    mpi_ok(comm, MPI_Irecv(&comm->beat_in[peer], 1, MPI_BYTE, peer, comm->beat_tag,
-                           MPI_COMM_WORLD, &comm->beats[peer]), "a beat");
-}
-
-/* Under the lock, on the comm's thread: the beats that arrived taken (their receives posted
- * again), and this rank's sent when due. */
-static void beat(pl_comm *comm)
-{
-    if (comm->size < 2 || comm->failed)
-        return;
-    int count = 0;
-    double now = pl_now();
-    if (!mpi_ok(comm, MPI_Testsome(comm->size, comm->beats, &count, comm->beat_done,
-                                   MPI_STATUSES_IGNORE), "a beat") ||
-        count == MPI_UNDEFINED)
-        count = 0;
-    for (int k = 0; k < count; k++) {
-        comm->heard[comm->beat_done[k]] = now;
-        listen_for_beat(comm, comm->beat_done[k]);
-    }
-    if (now < comm->next_beat)
-        return;
-    comm->next_beat = now + comm->timeout / BEATS_PER_TIMEOUT;
-    for (int peer = 0; peer < comm->size; peer++) {
-        MPI_Request request;
-        if (peer != comm->rank && mpi_ok(comm, MPI_Isend(&beat_out, 1, MPI_BYTE, peer,
-                                                         comm->beat_tag, MPI_COMM_WORLD,
-                                                         &request), "a beat"))
-            MPI_Request_free(&request);
-    }
-}
-
-/* Every other rank's beats listened for, from now. */
-static bool start_beats(pl_comm *comm)
-{
-    size_t n = (size_t)comm->size;
-    comm->beats = malloc(n * sizeof *comm->beats);
-    comm->beat_in = malloc(n);
-    comm->beat_done = malloc(n * sizeof *comm->beat_done);
-    comm->heard = malloc(n * sizeof *comm->heard);
-    if (!comm->beats || !comm->beat_in || !comm->beat_done || !comm->heard)
-        return false;
-    for (int peer = 0; peer < comm->size; peer++) {
-        comm->beats[peer] = MPI_REQUEST_NULL;
-        comm->heard[peer] = pl_now();
-        if (peer != comm->rank)
-            listen_for_beat(comm, peer);
-    }
-    return !comm->failed;
-}
-
-/* After the comm's thread: the receives of beats taken back. */
-static void stop_beats(pl_comm *comm)
-{
-    for (int peer = 0; comm->beats && peer < comm->size; peer++)
-        if (comm->beats[peer] != MPI_REQUEST_NULL) {
-            MPI_Cancel(&comm->beats[peer]);
-            MPI_Wait(&comm->beats[peer], MPI_STATUS_IGNORE);
-        }
-    free(comm->beats);
-    free(comm->beat_in);
-    free(comm->beat_done);
-    free(comm->heard);
-}
-
-/* ---- the comm's thread, continued --------------------------------------------------------- */
 
 typedef struct call {
     pl_comm_done *done;
@@ -223,8 +79,10 @@ static int collect(pl_comm *comm, call *calls)
 {
     int n_calls = 0, count = 0;
     if (comm->n > 0) {
-        if (!mpi_ok(comm, MPI_Testsome(comm->n, comm->requests, &count, comm->completed,
-                                       MPI_STATUSES_IGNORE), "a message") ||
+        if (!comm_mpi_ok(
+                comm,
+                MPI_Testsome(comm->n, comm->requests, &count, comm->completed, MPI_STATUSES_IGNORE),
+                "a message") ||
             count == MPI_UNDEFINED)
             count = 0;
     }
@@ -252,10 +110,12 @@ static int collect(pl_comm *comm, call *calls)
     comm->n_timers = kept_timers;
     for (int i = 0; i < comm->n && !comm->failed; i++) {
         const message *m = &comm->messages[i];
-        if (waited_since(comm, m->posted) > comm->timeout)
-            fail(comm, "a message %s rank %d (tag %d) is %.3g s overdue (PLACER_MPI_TIMEOUT=%g)",
-                 m->sending ? "to" : "from", m->peer, m->tag, waited_since(comm, m->posted),
-                 comm->timeout);
+        double waited = comm_waited_since(comm, m->posted);
+        if (waited > comm->timeout)
+            comm_fail(comm,
+                      "a message %s rank %d (tag %d) is %.3g s overdue "
+                      "(PLACER_MPI_TIMEOUT=%g)",
+                      m->sending ? "to" : "from", m->peer, m->tag, waited, comm->timeout);
     }
     return n_calls;
 }
@@ -303,8 +163,8 @@ static void *comm_main(void *arg)
     int cap = 0;
     pthread_mutex_lock(&comm->lock);
     for (;;) {
-        note_pass(comm, pl_now(), &last_pass);
-        beat(comm);
+        comm_note_pass(comm, pl_now(), &last_pass);
+        comm_beat(comm);
         if (comm->stopping)
             break;
         if (comm->failed ? comm->reported : comm->n == 0 && comm->n_timers == 0) {
@@ -320,7 +180,7 @@ static void *comm_main(void *arg)
             int grown_cap = 2 * (comm->n + comm->n_timers);
             call *grown = realloc(calls, (size_t)grown_cap * sizeof *calls);
             if (!grown) {
-                fail(comm, "out of memory");
+                comm_fail(comm, "out of memory");
                 continue;
             }
             calls = grown;
@@ -362,8 +222,10 @@ static pl_status timeout_seconds(double *seconds, pl_error *err)
     if (end && *end == 's')
         end++;
     if (!end || *end != '\0' || !(value > 0) || !isfinite(value))
-        return pl_error_set(err, PL_EINPUT, NULL, "PLACER_MPI_TIMEOUT is \"%s\": give a "
-                            "positive number of seconds, such as 5, 5s or 0.5", text);
+        return pl_error_set(err, PL_EINPUT, NULL,
+                            "PLACER_MPI_TIMEOUT is \"%s\": give a "
+                            "positive number of seconds, such as 5, 5s or 0.5",
+                            text);
     *seconds = value;
     return PL_OK;
 }
@@ -389,7 +251,7 @@ static void finish(pl_comm *comm)
         pthread_mutex_unlock(&comm->lock);
         pthread_join(comm->thread, NULL);
     }
-    stop_beats(comm);
+    comm_stop_beats(comm);
     pthread_cond_destroy(&comm->wake);
     pthread_mutex_destroy(&comm->lock);
     free(comm->requests);
@@ -443,7 +305,7 @@ pl_comm *pl_comm_start(pl_error *err)
     pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC); /* pl_now's */
     pthread_cond_init(&comm->wake, &monotonic);
     pthread_condattr_destroy(&monotonic);
-    if (!start_beats(comm)) {
+    if (!comm_start_beats(comm)) {
         pl_error_set(err, PL_EIO, NULL, "cannot listen for the other ranks");
         finish(comm);
         return NULL;
@@ -498,7 +360,7 @@ static void absent_text(const pl_comm *comm, char *text, size_t cap)
 {
     int silent = comm->size == 2 ? 1 - comm->rank : -1, n_silent = comm->size == 2;
     for (int peer = 0; comm->size > 2 && peer < comm->size; peer++)
-        if (peer != comm->rank && silence(comm, peer) > comm->timeout / 2) {
+        if (peer != comm->rank && comm_silence(comm, peer) > comm->timeout / 2) {
             silent = peer;
             n_silent++;
         }
@@ -520,31 +382,31 @@ enum { DEADLINE = -1, EVERY_RANK_ALIVE = -2 };
  * than `patience` allows. */
 static void check_collective(pl_comm *comm, const char *what, double posted, int patience)
 {
-    double waited = waited_since(comm, posted);
+    double waited = comm_waited_since(comm, posted);
     if (patience == DEADLINE && waited > comm->timeout) {
         char absent[96];
         absent_text(comm, absent, sizeof absent);
-        fail(comm, "%s is %.3g s overdue (PLACER_MPI_TIMEOUT=%g): %s", what, waited,
-             comm->timeout, absent);
+        comm_fail(comm, "%s is %.3g s overdue (PLACER_MPI_TIMEOUT=%g): %s", what, waited,
+                  comm->timeout, absent);
     }
     for (int peer = 0; patience != DEADLINE && peer < comm->size && !comm->failed; peer++)
         if ((peer == patience || (patience == EVERY_RANK_ALIVE && peer != comm->rank)) &&
-            silence(comm, peer) > comm->timeout)
-            fail(comm, "%s: rank %d has sent nothing for %.3g s (PLACER_MPI_TIMEOUT=%g)", what,
-                 peer, silence(comm, peer), comm->timeout);
+            comm_silence(comm, peer) > comm->timeout)
+            comm_fail(comm, "%s: rank %d has sent nothing for %.3g s (PLACER_MPI_TIMEOUT=%g)", what,
+                      peer, comm_silence(comm, peer), comm->timeout);
 }
 
 /* Polls a collective's request until it completes, or fails the comm (check_collective:
  * its peers may be gone; MPI cannot cancel it, so the comm is unusable from then on). */
-static pl_status wait_request(pl_comm *comm, MPI_Request *request, int patience,
-                              const char *what, pl_error *err)
+static pl_status wait_request(pl_comm *comm, MPI_Request *request, int patience, const char *what,
+                              pl_error *err)
 {
     double poll = POLL_FIRST_SECONDS, posted = pl_now(), last_pass = posted;
     for (;;) {
         int done = 0;
         pthread_mutex_lock(&comm->lock);
-        note_pass(comm, pl_now(), &last_pass);
-        if (!mpi_ok(comm, MPI_Test(request, &done, MPI_STATUS_IGNORE), what))
+        comm_note_pass(comm, pl_now(), &last_pass);
+        if (!comm_mpi_ok(comm, MPI_Test(request, &done, MPI_STATUS_IGNORE), what))
             done = 0;
         if (!done)
             check_collective(comm, what, posted, patience);
@@ -579,8 +441,7 @@ typedef struct collective {
 } collective;
 
 /* Posts a collective and waits for it, with `patience` (check_collective). */
-static pl_status run_collective(pl_comm *comm, const collective *c, int patience,
-                                pl_error *err)
+static pl_status run_collective(pl_comm *comm, const collective *c, int patience, pl_error *err)
 {
     char what[64];
     if (c->kind == BROADCAST)
@@ -594,12 +455,11 @@ static pl_status run_collective(pl_comm *comm, const collective *c, int patience
     int code = c->kind == BARRIER ? MPI_Ibarrier(MPI_COMM_WORLD, &request)
                : c->kind == BROADCAST
                    ? MPI_Ibcast(c->data, c->count, c->type, c->root, MPI_COMM_WORLD, &request)
-                   : MPI_Iallreduce(MPI_IN_PLACE, c->data, c->count, c->type, c->op,
-                                    MPI_COMM_WORLD, &request);
-    bool posted = mpi_ok(comm, code, what);
+                   : MPI_Iallreduce(MPI_IN_PLACE, c->data, c->count, c->type, c->op, MPI_COMM_WORLD,
+                                    &request);
+    bool posted = comm_mpi_ok(comm, code, what);
     pthread_mutex_unlock(&comm->lock);
-    return posted ? wait_request(comm, &request, patience, what, err)
-                  : pl_comm_status(comm, err);
+    return posted ? wait_request(comm, &request, patience, what, err) : pl_comm_status(comm, err);
 }
 
 pl_status pl_comm_barrier(pl_comm *comm, pl_error *err)
@@ -651,8 +511,7 @@ pl_status pl_comm_end(pl_comm *comm, pl_error *err)
         return PL_OK;
     /* MPI_Finalize waits for every rank for ever: first a barrier that waits while they
        are alive */
-    pl_status status = run_collective(comm, &(collective){.kind = BARRIER}, EVERY_RANK_ALIVE,
-                                      err);
+    pl_status status = run_collective(comm, &(collective){.kind = BARRIER}, EVERY_RANK_ALIVE, err);
     if (status == PL_OK)
         finish(comm);
     return status;
@@ -699,7 +558,7 @@ static pl_status post(pl_comm *comm, void *data, size_t bytes, int peer, int tag
     MPI_Request *request = &comm->requests[comm->n];
     int code = sending ? MPI_Isend(data, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, request)
                        : MPI_Irecv(data, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, request);
-    if (!mpi_ok(comm, code, sending ? "a send" : "a receive")) {
+    if (!comm_mpi_ok(comm, code, sending ? "a send" : "a receive")) {
         pthread_mutex_unlock(&comm->lock);
         return pl_comm_status(comm, err);
     }
