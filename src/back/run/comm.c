@@ -68,6 +68,17 @@ bool comm_mpi_ok(pl_comm *comm, int code, const char *what)
     return false;
 }
 
+/* Under the lock: how many of `n` requests completed (their indices in `done`); none once
+ * MPI fails. */
+int comm_test_some(pl_comm *comm, int n, MPI_Request *requests, int *done, const char *what)
+{
+    int count = 0;
+    if (!comm_mpi_ok(comm, MPI_Testsome(n, requests, &count, done, MPI_STATUSES_IGNORE), what) ||
+        count == MPI_UNDEFINED)
+        return 0;
+    return count;
+}
+
 typedef struct call {
     pl_comm_done *done;
     void *context;
@@ -77,15 +88,10 @@ typedef struct call {
 /* Under the lock: the messages that completed and the timers due, taken off the lists. */
 static int collect(pl_comm *comm, call *calls)
 {
-    int n_calls = 0, count = 0;
-    if (comm->n > 0) {
-        if (!comm_mpi_ok(
-                comm,
-                MPI_Testsome(comm->n, comm->requests, &count, comm->completed, MPI_STATUSES_IGNORE),
-                "a message") ||
-            count == MPI_UNDEFINED)
-            count = 0;
-    }
+    int n_calls = 0;
+    int count = comm->n > 0 ? comm_test_some(comm, comm->n, comm->requests, comm->completed,
+                                             "a message")
+                            : 0;
     for (int k = 0; k < count; k++) {
         const message *m = &comm->messages[comm->completed[k]];
         calls[n_calls++] = (call){m->done, m->context, m->id};

@@ -49,14 +49,8 @@ void comm_beat(pl_comm *comm)
 {
     if (comm->size < 2 || comm->failed)
         return;
-    int count = 0;
     double now = pl_now();
-    if (!comm_mpi_ok(
-            comm,
-            MPI_Testsome(comm->size, comm->beats, &count, comm->beat_done, MPI_STATUSES_IGNORE),
-            "a beat") ||
-        count == MPI_UNDEFINED)
-        count = 0;
+    int count = comm_test_some(comm, comm->size, comm->beats, comm->beat_done, "a beat");
     for (int k = 0; k < count; k++) {
         comm->heard[comm->beat_done[k]] = now;
         listen_for_beat(comm, comm->beat_done[k]);

@@ -58,6 +58,9 @@ void comm_fail(pl_comm *comm, const char *fmt, ...) __attribute__((format(printf
 /* Under the lock: whether an MPI call succeeded; one that did not fails the comm with MPI's
  * words for it. */
 bool comm_mpi_ok(pl_comm *comm, int code, const char *what);
+/* Under the lock: how many of `n` requests completed (their indices in `done`); none once
+ * MPI fails. */
+int comm_test_some(pl_comm *comm, int n, MPI_Request *requests, int *done, const char *what);
 
 /* comm_beats.c: liveness. Every rank sends every other a beat several times a timeout
  * (from the comm's thread), so that a rank silent for the timeout is stopped or gone. */
