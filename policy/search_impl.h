@@ -20,9 +20,11 @@ typedef struct pl_search_call {
     pl_error *err;
 } pl_search_call;
 
+/* The caller's flag, or (over processes) another rank's, learnt at a step's end. */
 static inline bool pl_search__interrupted(const pl_search_call *call)
 {
-    return call->interrupt && *call->interrupt;
+    return (call->interrupt && *call->interrupt) ||
+           (call->executor && pl_executor_interrupted(call->executor));
 }
 
 /* Tells the caller; `event` has its kind and fields, the rest is filled in here. */

@@ -56,7 +56,9 @@ int pl_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 /* Names the subcommand that runs (NULL: none), for pl_cli_usage_error. main() calls it
  * once, before the command. */
 void pl_cli_set_command(const char *name);
-/* Prints the error's one line on stderr; returns the exit status for its status. */
+/* Prints the error's one line on stderr; returns the exit status for its status. Under
+ * mpirun, after a failure between ranks, it ends every rank instead of returning
+ * (pl_cli_end_on_comm_failure). */
 int pl_cli_report(const pl_error *err);
 
 /* Processes (processes.c): under mpirun, MPI is started before the command and ended
@@ -67,6 +69,10 @@ int pl_cli_report(const pl_error *err);
  * pl_cli_check_processes, alone). */
 int pl_cli_start_processes(void);
 int pl_cli_end_processes(int status);
+/* Under mpirun, once the processes have failed (comm.h): ends every rank now, exit
+ * status 1, before anything MPI may still use is freed (pl_cli_report calls it after
+ * saying the error). Otherwise nothing. */
+void pl_cli_end_on_comm_failure(void);
 pl_comm *pl_cli_comm(void);
 bool pl_cli_leader(void);
 int pl_cli_check_processes(const pl_cluster *cluster);
@@ -210,8 +216,10 @@ void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *cluster,
 /* Ctrl-C for long commands: pl_cli_catch_interrupt(true) clears the flag and makes SIGINT,
  * SIGTERM and SIGHUP set it instead of ending the process (an interrupted command still
  * writes what it has and exits PL_EXIT_INTERRUPTED, 130, whichever signal it was);
- * (false) restores what was there before. SIGHUP ignored at the start (nohup) stays
- * ignored. */
+ * (false) restores what was there before, unless the flag is set or the command runs under
+ * mpirun: then they stay caught until the process exits, since a command ending for an
+ * interrupt changes nothing for a second one, and mpirun's signal may reach a rank only
+ * after the ranks stopped together. SIGHUP ignored at the start (nohup) stays ignored. */
 extern volatile sig_atomic_t pl_cli_interrupted;
 void pl_cli_catch_interrupt(bool catch);
 /* For a job that must answer an interrupt within a bound although some of its steps

@@ -523,7 +523,7 @@ static int run_job(job_state *s)
     if (status == PL_EXIT_OK && (s->graph_dot_status != PL_EXIT_OK ||
                                  (s->search && s->search->checkpoint_failure[0])))
         status = PL_EXIT_FAILURE;
-    if (status == PL_EXIT_OK && pl_cli_interrupted)
+    if (status == PL_EXIT_OK && (pl_cli_interrupted || s->search->interrupted))
         status = PL_EXIT_INTERRUPTED;
     return status;
 }

@@ -247,6 +247,13 @@ static bool counts_accuracy(const trainer *t)
     return t->sc.logits >= 0 && t->o.micro_batches == 1 && !pl_cli_comm();
 }
 
+/* Whether to stop for Ctrl-C or a signal. With an executor, its decision: under mpirun the
+ * ranks take it together at a step's end, so that all stop at the same step. */
+static bool interrupted(const trainer *t)
+{
+    return t->ex ? pl_executor_interrupted(t->ex) : pl_cli_interrupted;
+}
+
 static bool finished(const trainer *t)
 {
     return t->o.steps ? t->at.step >= t->o.steps : t->at.epoch >= t->o.epochs;
@@ -257,7 +264,7 @@ static bool finished(const trainer *t)
  * its loss. An epoch is counted done only after its line (run), hence epoch_done. */
 static bool last_step(const trainer *t, bool epoch_done)
 {
-    if (pl_cli_interrupted)
+    if (interrupted(t))
         return true;
     return t->o.steps ? t->at.step >= t->o.steps
                       : epoch_done && t->at.epoch + 1 >= t->o.epochs;
@@ -274,7 +281,7 @@ static int run(trainer *t)
     int64_t window_steps = 0, window_correct = 0, epoch_steps = 0;
     bool partial = false; /* a terminal's progress line waits for its end */
     int status = PL_EXIT_OK;
-    while (!finished(t) && !pl_cli_interrupted && times) {
+    while (!finished(t) && !interrupted(t) && times) {
         pl_dataset_fill(t->data, PL_SPLIT_TRAIN, t->at.epoch, t->at.position, g->batch_size,
                         t->inputs);
         pl_error err;
@@ -382,10 +389,11 @@ static int run(trainer *t)
         status = pl_cli_report(&err);
     if (status == PL_EXIT_OK && t->o.save_weights && pl_cli_leader())
         status = pl_cli_weights(t->o.save_weights, true, g, t->s, NULL);
-    if (status == PL_EXIT_OK && pl_cli_interrupted) {
-        fprintf(stderr, "placer: train: interrupted at step %lld%s%s\n", (long long)t->at.step,
-                t->o.checkpoint ? "; checkpoint written" : "",
-                t->o.save_weights ? "; weights written" : "");
+    if (status == PL_EXIT_OK && interrupted(t)) {
+        if (pl_cli_leader())
+            fprintf(stderr, "placer: train: interrupted at step %lld%s%s\n",
+                    (long long)t->at.step, t->o.checkpoint ? "; checkpoint written" : "",
+                    t->o.save_weights ? "; weights written" : "");
         status = PL_EXIT_INTERRUPTED;
     }
     return status;

@@ -74,6 +74,7 @@ int pl_cli_report(const pl_error *err)
         fprintf(stderr, "%s\n", line);
     else if (err->status != PL_EINPUT && err->status != PL_EINTERRUPTED)
         fprintf(stderr, "rank %d: %s\n", pl_comm_rank(pl_cli_comm()), line);
+    pl_cli_end_on_comm_failure();
     return err->status == PL_EINPUT         ? PL_EXIT_USAGE
            : err->status == PL_EINTERRUPTED ? PL_EXIT_INTERRUPTED
            : err->status == PL_ENOFIT       ? PL_EXIT_NO_FIT
@@ -705,7 +706,8 @@ void pl_cli_interrupt_grace(int seconds)
  * all mean "stop and keep what you have". SIGHUP ignored when the command starts (nohup)
  * stays ignored; SIGINT is caught even so, since a shell without job control starts a
  * background command with it ignored, and `kill -INT` is still meant. SA_RESTART: a blocking read resumes rather than failing with
- * EINTR; the flag is polled. (false) puts back what was there before. */
+ * EINTR; the flag is polled. (false) puts back what was there before, once the flag is
+ * clear (cli.h). */
 void pl_cli_catch_interrupt(bool catch)
 {
     static const int signals[] = {SIGINT, SIGTERM, SIGHUP};
@@ -719,6 +721,8 @@ void pl_cli_catch_interrupt(bool catch)
     sigemptyset(&action.sa_mask);
     for (int i = 0; i < N_SIGNALS; i++)
         sigaddset(&action.sa_mask, signals[i]);
+    if (!catch && (pl_cli_interrupted || pl_cli_comm())) /* kept to the end (cli.h) */
+        return;
     pl_cli_interrupted = 0;
     for (int i = 0; i < N_SIGNALS; i++) {
         if (catch && !caught[i]) {

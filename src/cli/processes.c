@@ -2,7 +2,8 @@
  * (comm.h). Rank 0 speaks for the job: it alone prints to standard output and writes the
  * outputs; the others' standard output goes nowhere. An error every rank meets alike (bad
  * input, exit 2) is printed by rank 0; one that a rank meets alone is printed by it, named,
- * and ends every rank. */
+ * and ends every rank. A failure between ranks (comm.h) ends every rank as soon as it is
+ * said, before anything MPI may still read is freed. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,8 +44,10 @@ int pl_cli_start_processes(void)
     pl_error err;
     pl_error_init(&err, NULL);
     if (!(comm = pl_comm_start(&err))) {
-        fprintf(stderr, "placer: %s\n", err.text);
-        return PL_EXIT_FAILURE;
+        /* a setting every rank reads alike (MPI not started): said by rank 0 */
+        if (err.status != PL_EINPUT || pl_comm_launched_rank() <= 0)
+            fprintf(stderr, "placer: %s\n", err.text);
+        return err.status == PL_EINPUT ? PL_EXIT_USAGE : PL_EXIT_FAILURE;
     }
     if (pl_comm_rank(comm) != 0 && !freopen("/dev/null", "w", stdout)) {
         fprintf(stderr, "placer: rank %d: cannot silence standard output\n",
@@ -63,9 +66,20 @@ int pl_cli_end_processes(int status)
     if (status != PL_EXIT_OK && status != PL_EXIT_USAGE && status != PL_EXIT_NO_FIT &&
         status != PL_EXIT_INTERRUPTED)
         end_every_rank(status);
-    pl_comm_end(comm);
+    pl_error err;
+    pl_error_init(&err, NULL);
+    if (pl_comm_end(comm, &err) != PL_OK) {
+        fprintf(stderr, "placer: %s\n", err.text);
+        end_every_rank(PL_EXIT_FAILURE);
+    }
     comm = NULL;
     return status;
+}
+
+void pl_cli_end_on_comm_failure(void)
+{
+    if (comm && pl_comm_status(comm, NULL) != PL_OK)
+        end_every_rank(PL_EXIT_FAILURE);
 }
 
 int pl_cli_check_processes(const pl_cluster *cluster)
@@ -105,8 +119,13 @@ int pl_cli_follow(const pl_graph *graph, const pl_cluster *cluster)
         status = pl_cli_join_processes(executor, cluster);
     pl_error err;
     pl_error_init(&err, NULL);
-    if (status == PL_EXIT_OK && pl_executor_follow(executor, &err) != PL_OK)
-        status = pl_cli_report(&err);
+    if (status == PL_EXIT_OK) {
+        pl_executor_set_interrupt(executor, &pl_cli_interrupted);
+        if (pl_executor_follow(executor, &err) != PL_OK)
+            status = pl_cli_report(&err);
+        else if (pl_executor_interrupted(executor))
+            status = PL_EXIT_INTERRUPTED;
+    }
     pl_executor_free(executor);
     return status;
 }

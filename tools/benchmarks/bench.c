@@ -55,7 +55,12 @@ void bench_abort(const pl_error *err, int code)
 
 static void end_comm(void)
 {
-    pl_comm_end(comm);
+    pl_error err;
+    pl_error_init(&err, NULL);
+    if (pl_comm_end(comm, &err) != PL_OK) {
+        fprintf(stderr, "%s\n", err.text);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
 }
 
 pl_executor *bench_open_executor(const pl_graph *g, const pl_cluster *c, pl_error *err)

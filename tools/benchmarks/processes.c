@@ -104,7 +104,7 @@ int main(int argc, char **argv)
     if (!comm || pl_comm_size(comm) < 2) {
         fprintf(stderr, "processes: run it under mpirun -np N, N >= 2%s%s\n", comm ? "" : ": ",
                 comm ? "" : err.text);
-        pl_comm_end(comm);
+        pl_comm_end(comm, NULL);
         return 2;
     }
     static const size_t sizes[] = {4 << 10, 64 << 10, 1 << 20, 16 << 20};
@@ -166,6 +166,7 @@ int main(int argc, char **argv)
     free(a);
     free(b);
     free(times);
-    pl_comm_end(comm);
+    if (pl_comm_end(comm, &err) != PL_OK)
+        bench_abort(&err, 1);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* Processes over MPI (comm.h): the lock, the comm's thread, polled waits. */
-#include "comm.h"
+#include "comm_impl.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -22,43 +23,6 @@
 #define POLL_FIRST_SECONDS 5e-6
 #define POLL_LAST_SECONDS 50e-6
 #define DEFAULT_TIMEOUT_SECONDS 60.0
-
-typedef struct message {
-    pl_comm_done *done;
-    void *context;
-    int id;
-    int peer, tag;
-    bool sending;
-    double posted;
-} message;
-
-typedef struct timer {
-    double when;
-    pl_comm_done *done;
-    void *context;
-    int id;
-} timer;
-
-struct pl_comm {
-    int rank, size, tag_limit;
-    bool shared_clock;
-    double timeout;
-    pthread_mutex_t lock; /* every MPI call, and the lists below */
-    pthread_cond_t wake;  /* something posted, or stopping */
-    pthread_t thread;
-    bool started, stopping;
-    MPI_Request *requests; /* outstanding messages, parallel to `messages` */
-    message *messages;
-    int n, cap;
-    timer *timers;
-    int n_timers, cap_timers;
-    int *completed;
-    bool failed;           /* under the lock: a message or collective timed out */
-    pl_error failure;      /* under the lock: what, once failed */
-    pl_comm_failed *on_failure;
-    void *failure_context;
-};
-
 static bool started_once;
 
 static void sleep_seconds(double seconds)
@@ -76,8 +40,7 @@ bool pl_comm_launched(void)
 
 /* Under the lock: the comm has failed, for the reason the format says (the first failure
  * wins). */
-static void fail(pl_comm *comm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail(pl_comm *comm, const char *fmt, ...)
+void comm_fail(pl_comm *comm, const char *fmt, ...)
 {
     if (comm->failed)
         return;
@@ -89,6 +52,31 @@ static void fail(pl_comm *comm, const char *fmt, ...)
     pl_error_init(&comm->failure, NULL);
     pl_error_set(&comm->failure, PL_EIO, NULL, "rank %d: %s", comm->rank, text);
     comm->failed = true;
+    pthread_cond_signal(&comm->wake); /* the comm's thread tells whoever posted */
+}
+
+/* Under the lock: whether an MPI call succeeded; one that did not fails the comm with
+ * MPI's words for it. */
+bool comm_mpi_ok(pl_comm *comm, int code, const char *what)
+{
+    if (code == MPI_SUCCESS)
+        return true;
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(code, text, &length);
+    comm_fail(comm, "%s failed in MPI: %s", what, text);
+    return false;
+}
+
+/* Under the lock: how many of `n` requests completed (their indices in `done`); none once
+ * MPI fails. */
+int comm_test_some(pl_comm *comm, int n, MPI_Request *requests, int *done, const char *what)
+{
+    int count = 0;
+    if (!comm_mpi_ok(comm, MPI_Testsome(n, requests, &count, done, MPI_STATUSES_IGNORE), what) ||
+        count == MPI_UNDEFINED)
+        return 0;
+    return count;
 }
 
 typedef struct call {
@@ -100,12 +88,10 @@ typedef struct call {
 /* Under the lock: the messages that completed and the timers due, taken off the lists. */
 static int collect(pl_comm *comm, call *calls)
 {
-    int n_calls = 0, count = 0;
-    if (comm->n > 0) {
-        MPI_Testsome(comm->n, comm->requests, &count, comm->completed, MPI_STATUSES_IGNORE);
-        if (count == MPI_UNDEFINED)
-            count = 0;
-    }
+    int n_calls = 0;
+    int count = comm->n > 0 ? comm_test_some(comm, comm->n, comm->requests, comm->completed,
+                                             "a message")
+                            : 0;
     for (int k = 0; k < count; k++) {
         const message *m = &comm->messages[comm->completed[k]];
         calls[n_calls++] = (call){m->done, m->context, m->id};
@@ -130,9 +116,12 @@ static int collect(pl_comm *comm, call *calls)
     comm->n_timers = kept_timers;
     for (int i = 0; i < comm->n && !comm->failed; i++) {
         const message *m = &comm->messages[i];
-        if (now - m->posted > comm->timeout)
-            fail(comm, "a message %s rank %d (tag %d) is %.0f s overdue (PLACER_MPI_TIMEOUT=%g)",
-                 m->sending ? "to" : "from", m->peer, m->tag, now - m->posted, comm->timeout);
+        double waited = comm_waited_since(comm, m->posted);
+        if (waited > comm->timeout)
+            comm_fail(comm,
+                      "a message %s rank %d (tag %d) is %.3g s overdue "
+                      "(PLACER_MPI_TIMEOUT=%g)",
+                      m->sending ? "to" : "from", m->peer, m->tag, waited, comm->timeout);
     }
     return n_calls;
 }
@@ -160,35 +149,52 @@ static void report_failure(pl_comm *comm)
     pthread_mutex_lock(&comm->lock);
 }
 
+/* Under the lock: sleeps until woken or (CLOCK_MONOTONIC) `until`. */
+static void sleep_until(pl_comm *comm, double until)
+{
+    if (until == INFINITY) {
+        pthread_cond_wait(&comm->wake, &comm->lock);
+        return;
+    }
+    struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
+    pthread_cond_timedwait(&comm->wake, &comm->lock, &ts);
+}
+
 static void *comm_main(void *arg)
 {
     pl_comm *comm = arg;
     prctl(PR_SET_TIMERSLACK, 1000UL);
-    double poll = POLL_FIRST_SECONDS;
+    double poll = POLL_FIRST_SECONDS, last_pass = pl_now();
     call *calls = NULL;
     int cap = 0;
     pthread_mutex_lock(&comm->lock);
     for (;;) {
-        while ((comm->failed || (comm->n == 0 && comm->n_timers == 0)) && !comm->stopping)
-            pthread_cond_wait(&comm->wake, &comm->lock);
+        comm_note_pass(comm, pl_now(), &last_pass);
+        comm_beat(comm);
         if (comm->stopping)
             break;
+        if (comm->failed ? comm->reported : comm->n == 0 && comm->n_timers == 0) {
+            sleep_until(comm, comm->failed ? INFINITY : comm->next_beat);
+            continue;
+        }
+        if (comm->failed) { /* here, or by a collective's wait */
+            comm->reported = true;
+            report_failure(comm);
+            continue;
+        }
         if (comm->n + comm->n_timers > cap) {
             int grown_cap = 2 * (comm->n + comm->n_timers);
             call *grown = realloc(calls, (size_t)grown_cap * sizeof *calls);
             if (!grown) {
-                fail(comm, "out of memory");
-                report_failure(comm);
+                comm_fail(comm, "out of memory");
                 continue;
             }
             calls = grown;
             cap = grown_cap;
         }
         int n_calls = collect(comm, calls);
-        if (comm->failed) {
-            report_failure(comm);
+        if (comm->failed)
             continue;
-        }
         double sleep = next_sleep(comm, poll);
         pthread_mutex_unlock(&comm->lock);
         for (int i = 0; i < n_calls; i++)
@@ -208,13 +214,58 @@ static void *comm_main(void *arg)
 
 /* ---- start and end ----------------------------------------------------------------------- */
 
-static double timeout_seconds(void)
+/* PLACER_MPI_TIMEOUT: a positive number of seconds, an `s` after it allowed ("5", "5s",
+ * "0.5"); unset, the default. */
+static pl_status timeout_seconds(double *seconds, pl_error *err)
 {
     const char *text = getenv("PLACER_MPI_TIMEOUT");
-    char *end;
-    double seconds = text ? strtod(text, &end) : 0;
-    return text && end != text && *end == '\0' && seconds > 0 ? seconds
-                                                              : DEFAULT_TIMEOUT_SECONDS;
+    *seconds = DEFAULT_TIMEOUT_SECONDS;
+    if (!text)
+        return PL_OK;
+    char *end = NULL;
+    /* strtod alone would take spaces, signs, "inf" and hexadecimal */
+    double value = isdigit((unsigned char)text[0]) || text[0] == '.' ? strtod(text, &end) : NAN;
+    if (end && *end == 's')
+        end++;
+    if (!end || *end != '\0' || !(value > 0) || !isfinite(value))
+        return pl_error_set(err, PL_EINPUT, NULL,
+                            "PLACER_MPI_TIMEOUT is \"%s\": give a "
+                            "positive number of seconds, such as 5, 5s or 0.5",
+                            text);
+    *seconds = value;
+    return PL_OK;
+}
+
+int pl_comm_launched_rank(void)
+{
+    static const char *names[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *text = getenv(names[i]);
+        if (text && isdigit((unsigned char)text[0]))
+            return atoi(text);
+    }
+    return -1;
+}
+
+/* The comm's thread stopped, its memory freed and MPI ended. */
+static void finish(pl_comm *comm)
+{
+    if (comm->started) {
+        pthread_mutex_lock(&comm->lock);
+        comm->stopping = true;
+        pthread_cond_signal(&comm->wake);
+        pthread_mutex_unlock(&comm->lock);
+        pthread_join(comm->thread, NULL);
+    }
+    comm_stop_beats(comm);
+    pthread_cond_destroy(&comm->wake);
+    pthread_mutex_destroy(&comm->lock);
+    free(comm->requests);
+    free(comm->messages);
+    free(comm->timers);
+    free(comm->completed);
+    free(comm);
+    MPI_Finalize();
 }
 
 pl_comm *pl_comm_start(pl_error *err)
@@ -223,6 +274,9 @@ pl_comm *pl_comm_start(pl_error *err)
         pl_error_set(err, PL_EINPUT, NULL, "MPI starts once a process");
         return NULL;
     }
+    double timeout;
+    if (timeout_seconds(&timeout, err) != PL_OK)
+        return NULL;
     started_once = true;
     int provided = 0;
     if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
@@ -246,38 +300,29 @@ pl_comm *pl_comm_start(pl_error *err)
     MPI_Comm_free(&host);
     comm->shared_clock = on_host == comm->size;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &limit, &found);
-    comm->tag_limit = found ? *limit : 32767;
-    comm->timeout = timeout_seconds();
+    comm->beat_tag = found ? *limit : 32767;
+    comm->tag_limit = comm->beat_tag - 1; /* the highest is the beats' */
+    comm->timeout = timeout;
+    /* an MPI error fails the comm with its line, rather than ending the process inside MPI */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     pthread_mutex_init(&comm->lock, NULL);
-    pthread_cond_init(&comm->wake, NULL);
+    pthread_condattr_t monotonic;
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC); /* pl_now's */
+    pthread_cond_init(&comm->wake, &monotonic);
+    pthread_condattr_destroy(&monotonic);
+    if (!comm_start_beats(comm)) {
+        pl_error_set(err, PL_EIO, NULL, "cannot listen for the other ranks");
+        finish(comm);
+        return NULL;
+    }
     comm->started = pthread_create(&comm->thread, NULL, comm_main, comm) == 0;
     if (!comm->started) {
         pl_error_set(err, PL_EIO, NULL, "cannot start the MPI thread");
-        pl_comm_end(comm);
+        finish(comm);
         return NULL;
     }
     return comm;
-}
-
-void pl_comm_end(pl_comm *comm)
-{
-    if (!comm)
-        return;
-    if (comm->started) {
-        pthread_mutex_lock(&comm->lock);
-        comm->stopping = true;
-        pthread_cond_signal(&comm->wake);
-        pthread_mutex_unlock(&comm->lock);
-        pthread_join(comm->thread, NULL);
-    }
-    pthread_cond_destroy(&comm->wake);
-    pthread_mutex_destroy(&comm->lock);
-    free(comm->requests);
-    free(comm->messages);
-    free(comm->timers);
-    free(comm->completed);
-    free(comm);
-    MPI_Finalize();
 }
 
 void pl_comm_on_failure(pl_comm *comm, pl_comm_failed *on_failure, void *context)
@@ -315,20 +360,62 @@ bool pl_comm_shared_clock(const pl_comm *comm)
 
 /* ---- collectives: posted, then polled ---------------------------------------------------- */
 
-/* Polls a collective's request until it completes, or fails the comm when it is overdue
- * (its peers may be gone: MPI cannot cancel it, so the comm is unusable from then on). */
-static pl_status wait_request(pl_comm *comm, MPI_Request *request, double timeout,
-                              const char *what, pl_error *err)
+/* Under the lock: who a collective overdue waits for. MPI does not say: of two ranks it is
+ * the other, else a rank that has stopped beating. */
+static void absent_text(const pl_comm *comm, char *text, size_t cap)
 {
-    double poll = POLL_FIRST_SECONDS, posted = pl_now();
+    int silent = comm->size == 2 ? 1 - comm->rank : -1, n_silent = comm->size == 2;
+    for (int peer = 0; comm->size > 2 && peer < comm->size; peer++)
+        if (peer != comm->rank && comm_silence(comm, peer) > comm->timeout / 2) {
+            silent = peer;
+            n_silent++;
+        }
+    if (n_silent == 1)
+        snprintf(text, cap, "rank %d has not joined it", silent);
+    else if (n_silent > 1)
+        snprintf(text, cap, "%d ranks are silent, rank %d among them", n_silent, silent);
+    else
+        snprintf(text, cap, "one of the other %d ranks has not joined it", comm->size - 1);
+}
+
+/* How long a collective may wait: the timeout (DEADLINE); while one rank is alive (its
+ * number), as a follower waits for its leader's word however long the leader thinks; or while
+ * every rank is (EVERY_RANK_ALIVE), as the end waits for the slowest rank's last outputs.
+ * Alive: heard from within the timeout. */
+enum { DEADLINE = -1, EVERY_RANK_ALIVE = -2 };
+
+/* Under the lock: fails the comm when a collective posted at `posted` has waited longer
+ * than `patience` allows. */
+static void check_collective(pl_comm *comm, const char *what, double posted, int patience)
+{
+    double waited = comm_waited_since(comm, posted);
+    if (patience == DEADLINE && waited > comm->timeout) {
+        char absent[96];
+        absent_text(comm, absent, sizeof absent);
+        comm_fail(comm, "%s is %.3g s overdue (PLACER_MPI_TIMEOUT=%g): %s", what, waited,
+                  comm->timeout, absent);
+    }
+    for (int peer = 0; patience != DEADLINE && peer < comm->size && !comm->failed; peer++)
+        if ((peer == patience || (patience == EVERY_RANK_ALIVE && peer != comm->rank)) &&
+            comm_silence(comm, peer) > comm->timeout)
+            comm_fail(comm, "%s: rank %d has sent nothing for %.3g s (PLACER_MPI_TIMEOUT=%g)", what,
+                      peer, comm_silence(comm, peer), comm->timeout);
+}
+
+/* Polls a collective's request until it completes, or fails the comm (check_collective:
+ * its peers may be gone; MPI cannot cancel it, so the comm is unusable from then on). */
+static pl_status wait_request(pl_comm *comm, MPI_Request *request, int patience, const char *what,
+                              pl_error *err)
+{
+    double poll = POLL_FIRST_SECONDS, posted = pl_now(), last_pass = posted;
     for (;;) {
         int done = 0;
         pthread_mutex_lock(&comm->lock);
-        MPI_Test(request, &done, MPI_STATUS_IGNORE);
-        double waited = pl_now() - posted;
-        if (!done && waited > timeout)
-            fail(comm, "%s is %.0f s overdue (PLACER_MPI_TIMEOUT=%g)", what, waited,
-                 comm->timeout);
+        comm_note_pass(comm, pl_now(), &last_pass);
+        if (!comm_mpi_ok(comm, MPI_Test(request, &done, MPI_STATUS_IGNORE), what))
+            done = 0;
+        if (!done)
+            check_collective(comm, what, posted, patience);
         bool failed = comm->failed && !done;
         pthread_mutex_unlock(&comm->lock);
         if (done)
@@ -349,32 +436,51 @@ static bool refused(pl_comm *comm)
     return true;
 }
 
-pl_status pl_comm_barrier(pl_comm *comm, pl_error *err)
+typedef enum collective_kind { BARRIER, BROADCAST, ALL_REDUCE } collective_kind;
+
+typedef struct collective {
+    collective_kind kind;
+    void *data;
+    int count, root;
+    MPI_Datatype type;
+    MPI_Op op;
+} collective;
+
+/* Posts a collective and waits for it, with `patience` (check_collective). */
+static pl_status run_collective(pl_comm *comm, const collective *c, int patience, pl_error *err)
 {
+    char what[64];
+    if (c->kind == BROADCAST)
+        snprintf(what, sizeof what, "a broadcast from rank %d", c->root);
+    else
+        snprintf(what, sizeof what, c->kind == BARRIER ? "a barrier" : "an all-reduce");
     MPI_Request request;
     pthread_mutex_lock(&comm->lock);
     if (refused(comm))
         return pl_comm_status(comm, err);
-    MPI_Ibarrier(MPI_COMM_WORLD, &request);
+    int code = c->kind == BARRIER ? MPI_Ibarrier(MPI_COMM_WORLD, &request)
+               : c->kind == BROADCAST
+                   ? MPI_Ibcast(c->data, c->count, c->type, c->root, MPI_COMM_WORLD, &request)
+                   : MPI_Iallreduce(MPI_IN_PLACE, c->data, c->count, c->type, c->op, MPI_COMM_WORLD,
+                                    &request);
+    bool posted = comm_mpi_ok(comm, code, what);
     pthread_mutex_unlock(&comm->lock);
-    return wait_request(comm, &request, comm->timeout, "a barrier", err);
+    return posted ? wait_request(comm, &request, patience, what, err) : pl_comm_status(comm, err);
 }
 
-static pl_status broadcast(pl_comm *comm, void *data, size_t bytes, int root, double timeout,
+pl_status pl_comm_barrier(pl_comm *comm, pl_error *err)
+{
+    return run_collective(comm, &(collective){.kind = BARRIER}, DEADLINE, err);
+}
+
+static pl_status broadcast(pl_comm *comm, void *data, size_t bytes, int root, int patience,
                            pl_error *err)
 {
     size_t at = 0;
     do { /* in pieces MPI's int count can say */
         size_t n = bytes - at < INT_MAX ? bytes - at : INT_MAX;
-        MPI_Request request;
-        pthread_mutex_lock(&comm->lock);
-        if (refused(comm))
-            return pl_comm_status(comm, err);
-        MPI_Ibcast((char *)data + at, (int)n, MPI_BYTE, root, MPI_COMM_WORLD, &request);
-        pthread_mutex_unlock(&comm->lock);
-        char what[64];
-        snprintf(what, sizeof what, "a broadcast from rank %d", root);
-        pl_status status = wait_request(comm, &request, timeout, what, err);
+        collective c = {BROADCAST, (char *)data + at, (int)n, root, MPI_BYTE, MPI_OP_NULL};
+        pl_status status = run_collective(comm, &c, patience, err);
         if (status != PL_OK)
             return status;
         at += n;
@@ -384,34 +490,37 @@ static pl_status broadcast(pl_comm *comm, void *data, size_t bytes, int root, do
 
 pl_status pl_comm_broadcast(pl_comm *comm, void *data, size_t bytes, int root, pl_error *err)
 {
-    return broadcast(comm, data, bytes, root, comm->timeout, err);
+    return broadcast(comm, data, bytes, root, DEADLINE, err);
 }
 
 pl_status pl_comm_listen(pl_comm *comm, void *data, size_t bytes, int root, pl_error *err)
 {
-    return broadcast(comm, data, bytes, root, INFINITY, err);
-}
-
-static pl_status reduce(pl_comm *comm, void *values, int n, MPI_Datatype type, MPI_Op op,
-                        pl_error *err)
-{
-    MPI_Request request;
-    pthread_mutex_lock(&comm->lock);
-    if (refused(comm))
-        return pl_comm_status(comm, err);
-    MPI_Iallreduce(MPI_IN_PLACE, values, n, type, op, MPI_COMM_WORLD, &request);
-    pthread_mutex_unlock(&comm->lock);
-    return wait_request(comm, &request, comm->timeout, "an all-reduce", err);
+    /* the root itself waits as in any broadcast */
+    return broadcast(comm, data, bytes, root, root == comm->rank ? DEADLINE : root, err);
 }
 
 pl_status pl_comm_max(pl_comm *comm, double *values, int n, pl_error *err)
 {
-    return reduce(comm, values, n, MPI_DOUBLE, MPI_MAX, err);
+    collective c = {ALL_REDUCE, values, n, 0, MPI_DOUBLE, MPI_MAX};
+    return run_collective(comm, &c, DEADLINE, err);
 }
 
 pl_status pl_comm_sum_floats(pl_comm *comm, float *values, int n, pl_error *err)
 {
-    return reduce(comm, values, n, MPI_FLOAT, MPI_SUM, err);
+    collective c = {ALL_REDUCE, values, n, 0, MPI_FLOAT, MPI_SUM};
+    return run_collective(comm, &c, DEADLINE, err);
+}
+
+pl_status pl_comm_end(pl_comm *comm, pl_error *err)
+{
+    if (!comm)
+        return PL_OK;
+    /* MPI_Finalize waits for every rank for ever: first a barrier that waits while they
+       are alive */
+    pl_status status = run_collective(comm, &(collective){.kind = BARRIER}, EVERY_RANK_ALIVE, err);
+    if (status == PL_OK)
+        finish(comm);
+    return status;
 }
 
 /* ---- point to point ---------------------------------------------------------------------- */
@@ -453,10 +562,12 @@ static pl_status post(pl_comm *comm, void *data, size_t bytes, int peer, int tag
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     }
     MPI_Request *request = &comm->requests[comm->n];
-    if (sending)
-        MPI_Isend(data, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, request);
-    else
-        MPI_Irecv(data, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, request);
+    int code = sending ? MPI_Isend(data, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, request)
+                       : MPI_Irecv(data, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, request);
+    if (!comm_mpi_ok(comm, code, sending ? "a send" : "a receive")) {
+        pthread_mutex_unlock(&comm->lock);
+        return pl_comm_status(comm, err);
+    }
     comm->messages[comm->n++] = (message){done, context, id, peer, tag, sending, pl_now()};
     pthread_cond_signal(&comm->wake);
     pthread_mutex_unlock(&comm->lock);

@@ -9,12 +9,19 @@
  * messages, calling back whoever posted them. Nobody blocks inside MPI: waits poll with
  * sleeps between, so ranks that share cores leave them to the ranks that compute.
  *
- * A message or collective still outstanding after the timeout (PLACER_MPI_TIMEOUT seconds,
- * default 60) fails the comm with an error naming the peer: the call waiting for it
- * returns that error, whoever posted a message is told (pl_comm_on_failure), and every
- * later call returns it at once, since MPI cannot take back what was posted. A rank that
- * hangs cannot hang the job: the program ends every rank (mpirun ends the others when one
- * exits with an error). A rank that dies is mpirun's to notice; it ends the others. */
+ * A message or collective still outstanding after the timeout (PLACER_MPI_TIMEOUT: a
+ * positive number of seconds, an `s` after it allowed, default 60) fails the comm with an
+ * error naming the peer (of a collective, the other rank of two, or one whose beats
+ * stopped: pl_comm_listen): the call
+ * waiting for it returns that error, whoever posted a message is told (pl_comm_on_failure),
+ * and every later call returns it at once, since MPI cannot take back what was posted. An
+ * error MPI returns fails it the same way. A rank that hangs cannot hang the job: the
+ * program ends every rank (mpirun ends the others when one exits with an error). A rank
+ * that dies is mpirun's to notice; it ends the others.
+ *
+ * After a failure, MPI (and a peer on this host, which may read this process's memory
+ * directly) may still use the buffers of the calls that did not complete: end the process
+ * with MPI_Abort before freeing them, or keep them. */
 #ifndef PLACER_COMM_H
 #define PLACER_COMM_H
 
@@ -31,12 +38,19 @@ typedef struct pl_comm pl_comm;
 
 /* Whether an MPI launcher (mpirun) started this process. */
 bool pl_comm_launched(void);
+/* The rank the launcher gave this process, known before MPI starts; -1 when it does not
+ * say. */
+int pl_comm_launched_rank(void);
 
 /* Starts MPI for the process (once: a second start fails) and the comm's thread. NULL
- * with `err` set when MPI cannot start or gives no MPI_THREAD_SERIALIZED. */
+ * with `err` set when MPI cannot start or gives no MPI_THREAD_SERIALIZED, or (PL_EINPUT,
+ * MPI not started) when PLACER_MPI_TIMEOUT is not a positive number of seconds. */
 pl_comm *pl_comm_start(pl_error *err);
-/* Ends MPI (after every rank's last collective). NULL: a no-op. */
-void pl_comm_end(pl_comm *comm);
+/* Ends MPI after every rank's last collective: a barrier that waits while every rank is
+ * alive (one may still be writing its outputs), then MPI_Finalize, which would wait for a
+ * missing rank for ever. PL_OK (NULL: a no-op), or the comm's failure, MPI left as it is
+ * (end the process with MPI_Abort). */
+pl_status pl_comm_end(pl_comm *comm, pl_error *err);
 /* PL_OK, or the comm's failure (copied into `err`): a message or collective overdue. */
 pl_status pl_comm_status(pl_comm *comm, pl_error *err);
 /* Who is told, from the comm's thread, when a posted message will never complete: the
@@ -53,8 +67,10 @@ bool pl_comm_shared_clock(const pl_comm *comm);
  * comm has failed (the timeout above). */
 pl_status pl_comm_barrier(pl_comm *comm, pl_error *err);
 pl_status pl_comm_broadcast(pl_comm *comm, void *data, size_t bytes, int root, pl_error *err);
-/* A broadcast that waits as long as the root takes: a follower's wait for its leader's
- * next word, which comes when the leader has decided (a search may think for minutes). */
+/* A broadcast that waits as long as the root takes while the root is alive (every rank
+ * sends the others a beat four times a timeout; a root silent for the timeout fails it): a
+ * follower's wait for its leader's next word, which comes when the leader has decided (a
+ * search may think for minutes). */
 pl_status pl_comm_listen(pl_comm *comm, void *data, size_t bytes, int root, pl_error *err);
 /* Element-wise maximum of `values` over the ranks, in place. */
 pl_status pl_comm_max(pl_comm *comm, double *values, int n, pl_error *err);

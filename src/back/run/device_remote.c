@@ -44,7 +44,12 @@ static void received(void *context, int i)
     pl_error err;
     pl_error_init(&err, NULL);
     atomic_store_explicit(&ex->parts_left[i], 1, memory_order_relaxed);
-    if (ex->deadlines[i] > pl_now() && !(ex->interrupt && *ex->interrupt)) {
+    bool held = ex->deadlines[i] > pl_now();
+    if (held && executor_flagged(ex)) { /* as a paced wait ends */
+        atomic_store(&ex->cut_short, true);
+        held = false;
+    }
+    if (held) {
         if (pl_comm_call_at(ex->comm, ex->deadlines[i], part_done, ex, i, &err) != PL_OK)
             executor_fail(ex, &err);
     } else {

@@ -117,8 +117,11 @@ void pl_executor_free(pl_executor *ex)
 {
     if (!ex)
         return;
-    if (ex->leading && failed(ex, NULL) == PL_OK)
-        executor_tell(ex, COMMAND_END, 0, NULL);
+    /* MPI may still read and write the buffers of messages that never completed: kept */
+    if (ex->comm && pl_comm_status(ex->comm, NULL) != PL_OK)
+        return;
+    if (ex->leading && failed(ex, NULL) == PL_OK) /* and whether it ends for an interrupt */
+        executor_tell(ex, COMMAND_END, executor_flagged(ex) || ex->interrupted, NULL);
     int n = ex->c->n_devices;
     for (int i = 0; ex->links && i < n * n; i++)
         if (ex->links[i]) {
@@ -320,7 +323,7 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
     ex->starts = calloc((size_t)n + 1, sizeof *ex->starts);
     ex->ends = calloc((size_t)n + 1, sizeof *ex->ends);
     ex->infos = calloc((size_t)p->micro_batches + 1, sizeof *ex->infos);
-    ex->combined = malloc((2 + (size_t)p->micro_batches + 2 * (size_t)n) * sizeof(double));
+    ex->combined = malloc((3 + (size_t)p->micro_batches + 2 * (size_t)n) * sizeof(double));
     ex->losses = calloc((size_t)p->micro_batches, sizeof *ex->losses);
     if (!ex->task_resource || !ex->pending || !ex->starts || !ex->ends || !ex->infos ||
         !ex->combined || !ex->losses)
@@ -396,6 +399,17 @@ pl_status pl_executor_set_plan(pl_executor *ex, const pl_plan *plan, pl_fit *fit
 void pl_executor_set_interrupt(pl_executor *ex, const volatile sig_atomic_t *interrupt)
 {
     ex->interrupt = interrupt;
+}
+
+/* This rank's flag. */
+bool executor_flagged(const pl_executor *ex)
+{
+    return ex->interrupt && *ex->interrupt;
+}
+
+bool pl_executor_interrupted(const pl_executor *ex)
+{
+    return ex->comm ? ex->interrupted : executor_flagged(ex);
 }
 
 const pl_program *pl_executor_program(const pl_executor *ex)

@@ -51,6 +51,9 @@ typedef struct pl_executor pl_executor;
  * buffers, laid out for the full batch), borrowed. */
 pl_executor *pl_executor_new(const pl_graph *graph, const pl_cluster *cluster,
                              void *const *host, pl_error *err);
+/* Frees the executor and stops its threads; NULL: a no-op. Once its processes have failed
+ * (comm.h) it is kept as it is, memory and threads, since MPI may still use its buffers: the
+ * process is to end (MPI_Abort). */
 void pl_executor_free(pl_executor *executor);
 
 /* An executor as pl_executor_new(graph, cluster, NULL, err) makes it, its inputs holding
@@ -81,6 +84,13 @@ enum { PL_EXECUTOR_POLL_MS = 50 }; /* how often a paced wait checks the flag */
 /* The flag (a signal handler's, say; NULL: none) that ends paced waits early, borrowed
  * for the executor's life; read by the executor's threads, set by anyone. */
 void pl_executor_set_interrupt(pl_executor *executor, const volatile sig_atomic_t *interrupt);
+/* Whether to stop for an interrupt. In one process: whether the flag is set. Among
+ * processes, a decision the ranks take together, so that all stop at the same step: every
+ * step combines every rank's flag (as it stood when that rank's part of the step ended),
+ * and from the first step at which one was set this is true on every rank; a follower
+ * also learns it from its leader's end (pl_executor_follow). Before that it is false,
+ * whatever this rank's flag says. */
+bool pl_executor_interrupted(const pl_executor *executor);
 
 /* Whether a plan fits: when it does not, the first device that overflows, what it would
  * need (its peak) and its capacity. */

@@ -98,6 +98,8 @@ struct pl_executor {
     int64_t steps_since_plan;
     const volatile sig_atomic_t *interrupt; /* ends paced waits; NULL: never */
     atomic_bool cut_short; /* this step: a paced wait ended early */
+    bool interrupted;      /* among processes: some rank's flag was set at a step's end, or
+                              the leader's when it ended (sticky) */
 };
 
 /* resource.c */
@@ -116,6 +118,8 @@ void executor_finish_task(pl_executor *ex, int i);
 /* A resource's thread met an error (`err`'s text): the step ends with it, on every rank
  * that meets it; the executor takes no further plan or step. */
 void executor_fail(pl_executor *ex, const pl_error *err);
+/* Whether this rank's interrupt flag is set. */
+bool executor_flagged(const pl_executor *ex);
 /* The bytes further copy c holds, and where they start (*offset). */
 size_t executor_copy_bytes(const pl_executor *ex, int c, size_t *offset);
 

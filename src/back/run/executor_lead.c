@@ -61,7 +61,8 @@ pl_status pl_executor_follow(pl_executor *ex, pl_error *err)
                 status = PL_OK; /* the leader's to handle */
         } else if (message[0] == COMMAND_SYNC) {
             status = pl_executor_sync_host(ex, err);
-        } else {
+        } else { /* the end, and whether the leader ended for an interrupt */
+            ex->interrupted = ex->interrupted || message[1] != 0;
             return PL_OK;
         }
         if (status != PL_OK)

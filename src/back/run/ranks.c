@@ -187,8 +187,8 @@ pl_status executor_begin_ranks_step(pl_executor *ex, pl_error *err)
 }
 
 /* After a step on every rank: the slowest rank's time, each micro-batch's loss from the
- * rank that computed it, whether any was cut short, and every task's times (a transfer's
- * start from its sender, its end from its receiver). */
+ * rank that computed it, whether any was cut short or interrupted, and every task's times
+ * (a transfer's start from its sender, its end from its receiver). */
 pl_status executor_end_ranks_step(pl_executor *ex, pl_error *err)
 {
     if (!ex->comm)
@@ -198,22 +198,25 @@ pl_status executor_end_ranks_step(pl_executor *ex, pl_error *err)
     double *values = ex->combined;
     values[0] = ex->step_seconds;
     values[1] = atomic_load(&ex->cut_short) ? 1 : 0;
+    values[2] = executor_flagged(ex) ? 1 : 0;
+    double *losses = values + 3, *starts = losses + m, *ends = starts + p->n_tasks;
     for (int k = 0; k < m; k++)
-        values[2 + k] = ex->losses[k];
+        losses[k] = ex->losses[k];
     for (int i = 0; i < p->n_tasks; i++) { /* a receiving end records no start */
-        values[2 + m + i] = -ex->starts[i];
-        values[2 + m + p->n_tasks + i] = ex->roles[i] == ROLE_SEND ? -INFINITY : ex->ends[i];
+        starts[i] = -ex->starts[i];
+        ends[i] = ex->roles[i] == ROLE_SEND ? -INFINITY : ex->ends[i];
     }
-    pl_status status = pl_comm_max(ex->comm, values, 2 + m + 2 * p->n_tasks, err);
+    pl_status status = pl_comm_max(ex->comm, values, 3 + m + 2 * p->n_tasks, err);
     if (status != PL_OK)
         return status;
     ex->step_seconds = values[0];
     atomic_store(&ex->cut_short, values[1] > 0);
+    ex->interrupted = ex->interrupted || values[2] > 0;
     for (int k = 0; k < m; k++)
-        ex->losses[k] = (float)values[2 + k];
+        ex->losses[k] = (float)losses[k];
     for (int i = 0; i < p->n_tasks; i++) {
-        ex->starts[i] = -values[2 + m + i];
-        ex->ends[i] = values[2 + m + p->n_tasks + i];
+        ex->starts[i] = -starts[i];
+        ex->ends[i] = ends[i];
     }
     return PL_OK;
 }
