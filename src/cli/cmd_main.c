@@ -543,9 +543,11 @@ int pl_cmd_main(int argc, char **argv)
         status = s.prefix ? check_outputs(&s.o, s.prefix) : PL_EXIT_FAILURE;
     }
     /* an interrupt is answered within INTERRUPT_GRACE seconds from here on, loading
-       included: an orderly stop writes the best plan so far, or the process ends then */
+       included: an orderly stop writes the best plan so far, or the process ends then.
+       Not under mpirun: there the ranks decide together to stop (executor.h), and a rank
+       that ended alone would end the leader before it writes the plan. */
     pl_cli_catch_interrupt(true);
-    pl_cli_interrupt_grace(INTERRUPT_GRACE);
+    pl_cli_interrupt_grace(pl_cli_comm() ? 0 : INTERRUPT_GRACE);
     /* the cluster read and checked before anything is written */
     s.setup = (pl_cli_setup){.model_path = s.o.model, .cluster_path = s.o.cluster,
                              .needs = PL_CLI_CLUSTER, .quiet = s.o.quiet};
