@@ -56,16 +56,23 @@ pl_plan *pl_baseline_place_simulated(pl_baseline algorithm, const pl_graph *grap
     }
     pl_placer p;
     pl_plan *plan = NULL;
-    pl_status status = pl_placer_init(&p, graph, cluster, model, seed, err);
-    if (algorithm != PL_BASELINE_SINGLE)
-        pl_placer_drop_whole(&p);
-    if (status == PL_OK && !(plan = pl_plan_new(graph, err)))
-        status = err ? err->status : PL_ENOMEM;
-    if (status == PL_OK)
-        status = algorithms[algorithm].place(&p, plan, err);
-    if (status == PL_OK)
-        status = pl_placer_finish(&p, plan, algorithms[algorithm].name, sim, err);
+    if (pl_placer_init(&p, graph, cluster, model, seed, err) == PL_OK)
+        plan = pl_placer_place(&p, algorithm, sim, err);
     pl_placer_clear(&p);
+    return plan;
+}
+
+pl_plan *pl_placer_place(pl_placer *p, pl_baseline algorithm, pl_simulation *sim,
+                         pl_error *err)
+{
+    if (algorithm != PL_BASELINE_SINGLE)
+        pl_placer_drop_whole(p);
+    pl_plan *plan = pl_plan_new(p->graph, err);
+    pl_status status = plan ? PL_OK : err ? err->status : PL_ENOMEM;
+    if (status == PL_OK)
+        status = algorithms[algorithm].place(p, plan, err);
+    if (status == PL_OK)
+        status = pl_placer_finish(p, plan, algorithms[algorithm].name, sim, err);
     if (status != PL_OK) {
         pl_plan_free(plan);
         return NULL;
