@@ -56,14 +56,23 @@ pl_plan *pl_baseline_place_simulated(pl_baseline algorithm, const pl_graph *grap
     }
     pl_placer p;
     pl_plan *plan = NULL;
-    pl_status status = pl_placer_init(&p, graph, cluster, model, seed, err);
-    if (status == PL_OK && !(plan = pl_plan_new(graph, err)))
-        status = err ? err->status : PL_ENOMEM;
-    if (status == PL_OK)
-        status = algorithms[algorithm].place(&p, plan, err);
-    if (status == PL_OK)
-        status = pl_placer_finish(&p, plan, algorithms[algorithm].name, sim, err);
+    if (pl_placer_init(&p, graph, cluster, model, seed, err) == PL_OK)
+        plan = pl_placer_place(&p, algorithm, sim, err);
     pl_placer_clear(&p);
+    return plan;
+}
+
+pl_plan *pl_placer_place(pl_placer *p, pl_baseline algorithm, pl_simulation *sim,
+                         pl_error *err)
+{
+    if (algorithm != PL_BASELINE_SINGLE)
+        pl_placer_drop_whole(p);
+    pl_plan *plan = pl_plan_new(p->graph, err);
+    pl_status status = plan ? PL_OK : err ? err->status : PL_ENOMEM;
+    if (status == PL_OK)
+        status = algorithms[algorithm].place(p, plan, err);
+    if (status == PL_OK)
+        status = pl_placer_finish(p, plan, algorithms[algorithm].name, sim, err);
     if (status != PL_OK) {
         pl_plan_free(plan);
         return NULL;
@@ -223,14 +232,13 @@ static pl_status measure_groups(pl_placer *p, const int *home, pl_error *err)
     for (int o = 0; o < p->n_groups; o++)
         p->flops[o] = g->ops[o].flops;
     pl_plan *plan = pl_plan_new(g, err);
-    pl_program *program = plan ? pl_program_new(g, p->cluster, plan, err) : NULL;
-    if (program) {
-        const pl_device_memory *m = &program->memory[0];
+    p->whole = plan ? pl_program_new(g, p->cluster, plan, err) : NULL;
+    if (p->whole) {
+        const pl_device_memory *m = &p->whole->memory[0];
         p->reserve = m->workspace + (m->resident > resident ? m->resident - resident : 0);
     }
-    pl_program_free(program);
     pl_plan_free(plan);
-    return program ? PL_OK : err ? err->status : PL_ENOMEM;
+    return p->whole ? PL_OK : err ? err->status : PL_ENOMEM;
 }
 
 pl_status pl_placer_init(pl_placer *p, const pl_graph *graph, const pl_cluster *cluster,
@@ -267,7 +275,14 @@ void pl_placer_clear(pl_placer *p)
     free(p->resident);
     pl_adjacency_free(p->dataflow);
     free(p->edge_bytes);
+    pl_program_free(p->whole);
     *p = (pl_placer){0};
+}
+
+void pl_placer_drop_whole(pl_placer *p)
+{
+    pl_program_free(p->whole);
+    p->whole = NULL;
 }
 
 int64_t pl_placer_room(const pl_placer *p, int device)
@@ -373,12 +388,28 @@ pl_status pl_placer_simulate(const pl_placer *p, const pl_plan *plan, double *se
     return status;
 }
 
+/* Whether the plan is pl_plan_new's: everything on device 0, one stage, one replica, one
+ * micro-batch, the default schedule. */
+static bool all_on_device_0(const pl_plan *plan)
+{
+    if (plan->replicas != 1 || plan->n_stages != 1 || plan->micro_batches != 1 ||
+        plan->schedule != PL_SCHEDULE_GPIPE || plan->defer_weight_gradients ||
+        plan->shard_optimizer_state)
+        return false;
+    for (int o = 0; o < plan->n_ops; o++)
+        if (plan->device[o] != 0 || plan->stage[o] != 0)
+            return false;
+    return true;
+}
+
 pl_status pl_placer_finish(const pl_placer *p, pl_plan *plan, const char *algorithm,
                            pl_simulation *sim, pl_error *err)
 {
     pl_status status = pl_plan_check(plan, p->graph, p->cluster, err);
-    pl_program *program = status == PL_OK ? pl_program_new(p->graph, p->cluster, plan, err)
-                                          : NULL;
+    bool whole = status == PL_OK && p->whole && all_on_device_0(plan);
+    pl_program *program = whole ? p->whole
+                          : status == PL_OK ? pl_program_new(p->graph, p->cluster, plan, err)
+                                            : NULL;
     if (status == PL_OK && !program)
         return err ? err->status : PL_ENOMEM;
     if (status != PL_OK) /* the algorithm made a plan its own graph refuses: a bug */
@@ -393,7 +424,8 @@ pl_status pl_placer_finish(const pl_placer *p, pl_plan *plan, const char *algori
     }
     if (status == PL_OK)
         status = pl_simulate(program, p->cluster, p->model, sim, NULL, NULL, err);
-    pl_program_free(program);
+    if (!whole)
+        pl_program_free(program);
     if (status != PL_OK)
         return status;
     snprintf(plan->provenance.algorithm, sizeof plan->provenance.algorithm, "%s", algorithm);

@@ -14,6 +14,7 @@
 
 #include "adjacency.h"
 #include "baseline.h"
+#include "program.h"
 
 typedef struct pl_placer {
     const pl_graph *graph;
@@ -33,12 +34,24 @@ typedef struct pl_placer {
      * edges in are one run of edges, in order of its inputs. */
     pl_adjacency *dataflow;
     int64_t *edge_bytes; /* per edge */
+    /* The program of everything on device 0, which the reserve comes from: kept for
+     * pl_placer_finish, since the single placer's plan is usually that one; NULL once
+     * dropped. */
+    pl_program *whole;
 } pl_placer;
 
 /* Builds the placer's view of graph, cluster and costs. */
 pl_status pl_placer_init(pl_placer *p, const pl_graph *graph, const pl_cluster *cluster,
                          const pl_cost_model *model, uint64_t seed, pl_error *err);
 void pl_placer_clear(pl_placer *p);
+/* Places and simulates by one algorithm (pl_baseline_place_simulated) with the view
+ * already built, which the algorithms only read: a caller placing by several builds it
+ * once. Drops the kept program of everything on device 0 unless the algorithm is single. */
+pl_plan *pl_placer_place(pl_placer *p, pl_baseline algorithm, pl_simulation *sim,
+                         pl_error *err);
+/* Frees the kept program of everything on device 0 (pl_placer.whole): for algorithms that
+ * build programs of their own while placing, so that two are not held at once. */
+void pl_placer_drop_whole(pl_placer *p);
 
 static inline double pl_placer_seconds(const pl_placer *p, int group, int device)
 {

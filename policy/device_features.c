@@ -74,6 +74,7 @@ pl_status pl_policy_device_features(pl_policy *p, const pl_graph *g, const pl_cl
         free(copy);
         return status;
     }
+    pl_placer_drop_whole(&pl);
     double fastest = INFINITY, memory = 0, bytes = typical_edge_bytes(&pl);
     for (int d = 0; d < n; d++)
         fastest = fmin(fastest, 1 / pl_placer_device_speed(&pl, d));

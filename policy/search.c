@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "baseline.h"
+#include "baseline_impl.h"
 #include "bound.h"
 #include "clock.h"
 #include "grow.h"
@@ -96,12 +97,38 @@ static void skip_baselines(pl_search_call *call, int b)
     call->result->skipped |= PL_SEARCH_SKIPPED_BASELINES;
 }
 
+/* The placers' view of graph, costs and memory: built for the first baseline tried and
+ * read by them all; a failure to build it is every baseline's. */
+typedef struct baseline_view {
+    pl_placer placer;
+    bool built;
+    pl_status status;
+    pl_error failure;
+} baseline_view;
+
+static pl_plan *place_one(pl_search_call *call, baseline_view *view, pl_baseline b,
+                          pl_simulation *sim, pl_error *failure)
+{
+    if (!view->built) {
+        pl_error_init(&view->failure, NULL);
+        view->status = pl_placer_init(&view->placer, call->graph, call->cluster, call->model,
+                                      call->options->seed, &view->failure);
+        view->built = true;
+    }
+    if (view->status != PL_OK) {
+        *failure = view->failure;
+        return NULL;
+    }
+    return pl_placer_place(&view->placer, b, sim, failure);
+}
+
 /* Every baseline, placed and simulated, in baseline.h's order; once interrupted or out
  * of time, only until one fits, so that the search has a plan to give back (the rest
  * are rows that say they were skipped, unless interrupted). */
 static pl_status place_baselines(pl_search_call *call)
 {
     bool any_fits = false;
+    baseline_view view = {.status = PL_OK};
     for (int b = 0; b < PL_BASELINE_COUNT; b++) {
         if (any_fits && wrap_up(call)) {
             if (!pl_search__interrupted(call))
@@ -116,9 +143,7 @@ static pl_status place_baselines(pl_search_call *call)
         if (replicated && call->options->no_replicas)
             pl_error_set(&failure, PL_EINPUT, NULL, "not tried: no replicas (--no-replicas)");
         else
-            plan = pl_baseline_place_simulated((pl_baseline)b, call->graph, call->cluster,
-                                               call->model, call->options->seed, &sim,
-                                               &failure);
+            plan = place_one(call, &view, (pl_baseline)b, &sim, &failure);
         pl_search_row *row = add_row(call->result, pl_baseline_name((pl_baseline)b), plan,
                                      true);
         if (!row)
@@ -132,6 +157,7 @@ static pl_status place_baselines(pl_search_call *call)
         any_fits = any_fits || row->fits;
         tell_row(call, PL_SEARCH_BASELINE, row);
     }
+    pl_placer_clear(&view.placer);
     return PL_OK;
 }
 

@@ -94,7 +94,7 @@ typedef struct lifetimes {
 static void note_lifetime(const pl_builder *b, void *context, int i, int k, bool writes)
 {
     lifetimes *l = context;
-    if (k < 0 || i >= b->n_places || !pl_tensor_per_micro_batch(b->g, instance_tensor(b, i)))
+    if (k < 0 || i >= b->n_places || !pl_tensor_per_micro_batch(b, instance_tensor(b, i)))
         return;
     int *at = writes ? l->written : l->last_read;
     at[(size_t)i * (size_t)b->slices + (size_t)k] = l->position;
@@ -131,7 +131,7 @@ static bool assign_slots(pl_builder *b, instances *in, int *n_slots)
     }
     for (int i = 0; ok && i < in->n; i++) {
         n_slots[i] = 0;
-        if (!pl_tensor_per_micro_batch(b->g, instance_tensor(b, i)))
+        if (!pl_tensor_per_micro_batch(b, instance_tensor(b, i)))
             continue;
         const int *written = l.written + (size_t)i * (size_t)m;
         int n = 0;
@@ -164,9 +164,9 @@ static int buffer_of(const pl_builder *b, const instances *in, int i, int k)
     if (i >= b->n_places)
         return i - b->n_places;
     int t = instance_tensor(b, i);
-    if (pl_tensor_per_micro_batch(b->g, t))
+    if (pl_tensor_per_micro_batch(b, t))
         return in->base[i] + in->slot[(size_t)i * (size_t)in->m + (size_t)k];
-    if (b->g->tensors[t].kind == PL_TENSOR_INPUT && k > 0)
+    if (pl_tensor_kind_of(b, t) == PL_TENSOR_INPUT && k > 0)
         return in->base[i] + k;
     return in->base[i];
 }
@@ -174,7 +174,7 @@ static int buffer_of(const pl_builder *b, const instances *in, int i, int k)
 /* An input has a buffer per slice; anything else on the host one. */
 static int host_buffers(const pl_builder *b, int t)
 {
-    return b->g->tensors[t].kind == PL_TENSOR_INPUT ? b->slices : 1;
+    return pl_tensor_kind_of(b, t) == PL_TENSOR_INPUT ? b->slices : 1;
 }
 
 /* Every instance's buffers: slots in its device's arena, or its place on the host (a
@@ -205,7 +205,7 @@ static bool lay_out_buffers(pl_builder *b, instances *in, const int *n_slots)
             if (d >= 0) {
                 buf->offset = p->memory[d].arena;
                 p->memory[d].arena += aligned(bytes);
-            } else if (b->g->tensors[t].kind == PL_TENSOR_INPUT) {
+            } else if (pl_tensor_kind_of(b, t) == PL_TENSOR_INPUT) {
                 buf->offset = b->g->tensors[t].batched ? bytes * s : 0;
             } else {
                 buf->bytes = pl_tensor_bytes(&b->g->tensors[t]);
@@ -268,7 +268,7 @@ static void note_hazard(const pl_builder *b, void *context, int i, int k, bool w
 {
     hazards *h = context;
     int buf = buffer_of(b, h->in, i, k);
-    pl_tensor_kind kind = b->g->tensors[instance_tensor(b, i)].kind;
+    pl_tensor_kind kind = pl_tensor_kind_of(b, instance_tensor(b, i));
     if (kind == PL_TENSOR_INPUT || kind == PL_TENSOR_CONST || !h->ok)
         return;
     if (b->unit_count[buf] == 0)
@@ -374,7 +374,7 @@ static pl_status count_memory(pl_builder *b, pl_error *err)
         int d = b->parts[o / g->n_ops]->op_device[o % g->n_ops];
         for (int j = 0; j < op->n_inputs; j++) {
             int t = op->inputs[j];
-            pl_tensor_kind kind = g->tensors[t].kind;
+            pl_tensor_kind kind = pl_tensor_kind_of(b, t);
             if ((kind == PL_TENSOR_INPUT || kind == PL_TENSOR_CONST) &&
                 !(counted[t] & (UINT64_C(1) << d))) {
                 counted[t] |= UINT64_C(1) << d;

@@ -8,11 +8,6 @@
 
 /* ---- tasks ------------------------------------------------------------------------------- */
 
-bool pl_tensor_per_micro_batch(const pl_graph *g, int t)
-{
-    return g->tensors[t].kind == PL_TENSOR_ACTIVATION;
-}
-
 int pl_update_task(const pl_builder *b, int o, int device)
 {
     int t = pl_graph_updated_param(b->g, o);

@@ -119,10 +119,10 @@ static int compare_keys(task_key a, task_key b)
  * state with a copy there, are there before the step). */
 static int source_task(const pl_builder *b, int t, int d, int k)
 {
-    pl_tensor_kind kind = b->g->tensors[t].kind;
+    pl_tensor_kind kind = pl_tensor_kind_of(b, t);
     if (kind == PL_TENSOR_INPUT || kind == PL_TENSOR_CONST)
         return -1;
-    if (!pl_tensor_per_micro_batch(b->g, t))
+    if (!pl_tensor_per_micro_batch(b, t))
         return pl_has_copy(b, t, d) ? -1 : copy_task(b, find_transfer(b, t, -1, d), -1);
     int home = b->parts[pl_replica_of(b, k)]->tensor_device[t];
     if (home != d)
@@ -149,7 +149,7 @@ static pl_status dataflow_edges(pl_builder *b, pl_edges *edges, pl_error *err)
         const pl_op *op = &g->ops[task->op];
         int d = task->resource, k = task->micro_batch;
         for (int j = 0; j < op->n_inputs; j++) {
-            if (k < 0 && pl_tensor_per_micro_batch(g, op->inputs[j]))
+            if (k < 0 && pl_tensor_per_micro_batch(b, op->inputs[j]))
                 return pl_error_set(err, PL_EINTERNAL, NULL, "update \"%s\" reads an activation",
                                     op->name);
             int source = source_task(b, op->inputs[j], d, k);
@@ -237,6 +237,7 @@ static void builder_free(pl_builder *b)
     free(b->buckets);
     free(b->members);
     free(b->member_start);
+    free(b->tensor_kind);
     free(b->update_op);
     free(b->first_accumulation);
     free(b->accumulations);
@@ -302,7 +303,7 @@ static pl_status check_mutations(const pl_builder *b, pl_error *err)
         for (int j = 0; j < op->n_inputs * b->replicas; j++) {
             const pl_partitions *parts = b->parts[j / op->n_inputs];
             int t = op->inputs[j % op->n_inputs];
-            if (b->g->tensors[t].kind == PL_TENSOR_STATE &&
+            if (pl_tensor_kind_of(b, t) == PL_TENSOR_STATE &&
                 parts->tensor_device[t] != parts->op_device[o])
                 return pl_error_set(err, PL_EINTERNAL, NULL, "op \"%s\" changes \"%s\", which "
                                     "lives on another device", op->name,
@@ -329,6 +330,10 @@ pl_program *pl_program_new(const pl_graph *g, const pl_cluster *c, const pl_plan
     p->replicas = plan->replicas;
     p->micro_batches = b.slices;
     p->schedule = plan->schedule;
+    if (!(b.tensor_kind = malloc((size_t)g->n_tensors + 1)))
+        goto fail;
+    for (int t = 0; t < g->n_tensors; t++)
+        b.tensor_kind[t] = (unsigned char)g->tensors[t].kind;
     if ((status = pl_program_places(&b, err)) != PL_OK)
         goto fail;
     p->partitions = b.parts[0];

@@ -52,6 +52,9 @@ typedef struct pl_builder {
     const pl_cluster *c;
     const pl_plan *plan;
     pl_program *p;
+    /* per tensor: its kind (pl_tensor_kind), which compiling reads for every reference; a
+     * byte each, where the graph's tensors are a cache line and more each */
+    unsigned char *tensor_kind;
     int replicas;
     int m;                     /* micro-batches of a replica */
     int slices;                /* replicas x m */
@@ -106,7 +109,14 @@ bool pl_edges_csr(const pl_edges *edges, int n_tasks, int **first, int **succ);
 void pl_edges_free(pl_edges *edges);
 
 /* program_builder.c: tasks and edges. Lookups in program order. A slice k is replica k / m's micro-batch k % m. */
-bool pl_tensor_per_micro_batch(const pl_graph *g, int t);
+static inline pl_tensor_kind pl_tensor_kind_of(const pl_builder *b, int t)
+{
+    return (pl_tensor_kind)b->tensor_kind[t];
+}
+static inline bool pl_tensor_per_micro_batch(const pl_builder *b, int t)
+{
+    return pl_tensor_kind_of(b, t) == PL_TENSOR_ACTIVATION;
+}
 static inline int pl_replica_of(const pl_builder *b, int k)
 {
     return k < 0 ? 0 : k / b->m;

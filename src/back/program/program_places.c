@@ -8,9 +8,9 @@
 #include "grow.h"
 #include "program_impl.h"
 
-static bool kept(const pl_graph *g, int t)
+static bool kept(const pl_builder *b, int t)
 {
-    pl_tensor_kind kind = g->tensors[t].kind;
+    pl_tensor_kind kind = pl_tensor_kind_of(b, t);
     return kind == PL_TENSOR_PARAM || kind == PL_TENSOR_STATE;
 }
 
@@ -68,7 +68,7 @@ static bool merge_transfers(pl_builder *b)
     for (int r = 0; ok && r < b->replicas; r++)
         for (int i = 0; ok && i < b->parts[r]->n_transfers; i++) {
             pl_transfer tr = b->parts[r]->transfers[i];
-            bool once = kept(g, tr.tensor);
+            bool once = kept(b, tr.tensor);
             if (once && copy_on(b, tr.tensor, tr.to))
                 continue;
             int x = head[tr.tensor];
@@ -121,7 +121,7 @@ static bool lay_out_places(pl_builder *b)
     for (int t = 0; t < g->n_tensors; t++) {
         b->first_place[t] = total;
         total += held[t] ? __builtin_popcountll(held[t]) : 1;
-        if (kept(g, t)) {
+        if (kept(b, t)) {
             find_copies(b, t, copies, &n_copies);
             extra += n_copies > 1 ? n_copies - 1 : 0;
         }
@@ -147,11 +147,11 @@ static bool lay_out_places(pl_builder *b)
         }
         if (!held[t]) { /* inputs and constants: on the host; or nowhere, never read */
             b->place_device[i] = -1;
-            b->place_copy[i] = kept(g, t) ? 0 : -1;
+            b->place_copy[i] = kept(b, t) ? 0 : -1;
             continue;
         }
         n_copies = 0;
-        if (kept(g, t))
+        if (kept(b, t))
             find_copies(b, t, copies, &n_copies);
         for (int c = 0; c < n_copies; c++, i++) {
             b->place_device[i] = copies[c];
