@@ -130,7 +130,10 @@ static pl_status place_baselines(pl_search_call *call)
     bool any_fits = false;
     baseline_view view = {.status = PL_OK};
     for (int b = 0; b < PL_BASELINE_COUNT; b++) {
-        if (any_fits && wrap_up(call)) {
+        /* not one that would end past the share, judged by the slowest so far: on a
+           large graph one placing takes a good part of the budget */
+        if (any_fits &&
+            (wrap_up(call) || pl_now() + call->result->slowest_placing >= agent_stop(call))) {
             if (!pl_search__interrupted(call))
                 skip_baselines(call, b);
             break;
@@ -142,8 +145,12 @@ static pl_status place_baselines(pl_search_call *call)
         pl_simulation sim;
         if (replicated && call->options->no_replicas)
             pl_error_set(&failure, PL_EINPUT, NULL, "not tried: no replicas (--no-replicas)");
-        else
+        else {
+            double started = pl_now();
             plan = place_one(call, &view, (pl_baseline)b, &sim, &failure);
+            call->result->slowest_placing =
+                fmax(call->result->slowest_placing, pl_now() - started);
+        }
         pl_search_row *row = add_row(call->result, pl_baseline_name((pl_baseline)b), plan,
                                      true);
         if (!row)

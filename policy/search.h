@@ -201,6 +201,9 @@ typedef struct pl_search {
     double *measured_starts, *measured_ends; /* [measured_tasks]: seconds from the step's
                                                 start, for a timeline */
     double elapsed;       /* seconds from options->start to the end */
+    double slowest_placing; /* seconds the slowest baseline took to place and simulate
+                               its plan: about what one more program and simulation of
+                               this graph costs (a drawing's, a baseline's) */
     double agent_started; /* seconds from options->start to the agent's start (its
                              imitation and iterations follow) */
     pl_search_stop stopped; /* why the agent stopped iterating (valid once it has) */

@@ -3,7 +3,7 @@
  * (policy/search.h: the baselines, the agent within the budget, the best candidates
  * measured on the executor) printing its progress, and write the plan (PREFIX.plan.json), its drawing
  * (PREFIX.plan.dot) and a report (PREFIX.report.md with PREFIX.curve.svg), all
- * atomically; once the budget is spent, no drawings. Ctrl-C, SIGTERM or SIGHUP stops the
+ * atomically; no drawing the budget has no time left for. Ctrl-C, SIGTERM or SIGHUP stops the
  * search and still writes the best plan found so far (exit 130), or, when that takes more
  * than a second (a huge model), ends the process then; a checkpoint that cannot be saved
  * does not keep the plan and the report from being written (exit 1). Every input is read and checked (the cluster
@@ -355,12 +355,14 @@ static void print_progress(void *context, const pl_search_event *event)
     pl_progress_event(&s->progress, event);
 }
 
-/* Whether the job has used its whole budget: then the plan, the report and the summary
- * are written, but no drawing (the plan's, the step's timelines), which on a large graph
- * costs as much as a search. */
-static bool budget_spent(const job_state *s)
+/* Whether the budget leaves time for a drawing (the plan's, the step's timelines): the
+ * plan, the report and the summary are always written, but a drawing needs a program and
+ * a simulation of the graph, which on a large graph costs as much as placing a baseline
+ * (the search's slowest one is the estimate). */
+static bool budget_allows_drawing(const job_state *s)
 {
-    return s->o.search.budget > 0 && pl_now() >= s->start + s->o.search.budget;
+    return s->o.search.budget <= 0 ||
+           pl_now() + s->search->slowest_placing < s->start + s->o.search.budget;
 }
 
 static int write_outputs(job_state *s)
@@ -379,7 +381,7 @@ static int write_outputs(job_state *s)
         status = PL_EXIT_FAILURE;
     } else if (pl_plan_write_file(plan_path, chosen->plan, g, c, &err) != PL_OK) {
         status = pl_cli_report(&err);
-    } else if ((plan_drawn = !budget_spent(s))) {
+    } else if ((plan_drawn = budget_allows_drawing(s))) {
         /* the drawing without times when they cannot be had */
         double *op_seconds = pl_cli_op_seconds(g, c, s->setup.costs, chosen->plan);
         status = pl_cli_write_plan_dot(g, chosen->plan, c, op_seconds, false, PL_DOT_MAX_BOXES,
@@ -406,7 +408,7 @@ static int write_outputs(job_state *s)
                  PL_OK)
             status = pl_cli_report(&err);
     }
-    s->job.no_drawings = budget_spent(s); /* the plan's drawing may have spent it */
+    s->job.no_drawings = !budget_allows_drawing(s); /* the plan's drawing may have spent it */
     if (status == PL_EXIT_OK)
         status = pl_job_write_report(&s->job, s->prefix);
     if (status == PL_EXIT_OK && !s->o.quiet) {
@@ -440,7 +442,7 @@ static int write_outputs(job_state *s)
                    "%s.summary.json%s%s%s\n", plan_path, dot_path, s->prefix, dot_path,
                    s->prefix, s->prefix, agent_row >= 0 ? ", the agent's best plan " : "",
                    agent_row >= 0 ? agent_path : "",
-                   s->job.no_drawings ? "; no timelines: the budget was spent" : "");
+                   s->job.no_drawings ? "; no timelines: the budget left no time for them" : "");
     }
     free(agent_path);
     free(plan_path);
