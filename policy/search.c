@@ -56,18 +56,18 @@ static pl_search_row *add_row(pl_search *s, const char *name, pl_plan *plan, boo
     return row;
 }
 
-/* When the agent's share of the budget ends (pl_now() time; INFINITY: no budget): the
- * final measurements need the rest, at least what the head-to-head takes (on paced-8 a
- * step can take a second), but the search keeps half. */
+/* When the agent's share of the budget ends (pl_now() time; INFINITY: no budget): what
+ * follows needs the rest, at least what the head-to-head takes (on paced-8 a step can
+ * take a second) and a program of the graph for the chosen plan's outputs (about the
+ * slowest placing: seconds on a large graph), but the search keeps half. */
 static double agent_stop(const pl_search_call *call)
 {
     const pl_search_options *o = call->options;
     double stop = INFINITY;
     if (o->budget > 0) {
-        double share = 0.8 * o->budget;
-        if (call->executor)
-            share = fmax(fmin(share, o->budget - pl_search__head_to_head_seconds(call)),
-                         0.5 * o->budget);
+        double after = call->result->slowest_placing +
+                       (call->executor ? pl_search__head_to_head_seconds(call) : 0);
+        double share = fmax(fmin(0.8 * o->budget, o->budget - after), 0.5 * o->budget);
         stop = call->start + share;
     }
     if (o->search_seconds > 0)

@@ -259,9 +259,9 @@ void pl_search__measure_busy(pl_search_call *call)
     pl_fit fit;
     float loss;
     /* from its last step; a failure here leaves the busy times unknown, not the search
-       failed */
+       failed. Setting the plan builds its program again: about a placing's time. */
     if (!call->executor || !(chosen->measured > 0) ||
-        !within_budget(call, 1, expected_step(call, chosen)) ||
+        !within_budget(call, 1, expected_step(call, chosen) + s->slowest_placing) ||
         pl_executor_set_plan(call->executor, chosen->plan, &fit, NULL) != PL_OK || !fit.fits ||
         pl_executor_step(call->executor, 0, &loss, NULL) != PL_OK) /* interrupted too */
         return;

@@ -434,7 +434,7 @@ static int write_outputs(job_state *s)
                    skipped);
         if (!plan_drawn)
             printf("\nwrote %s\n  %s.report.md, %s.summary.json%s%s; no drawings: the budget "
-                   "was spent\n", plan_path, s->prefix, s->prefix,
+                   "left no time for them\n", plan_path, s->prefix, s->prefix,
                    agent_row >= 0 ? ", the agent's best plan " : "",
                    agent_row >= 0 ? agent_path : "");
         else

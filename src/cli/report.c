@@ -338,7 +338,7 @@ static const char *base_name(const char *path)
 static void write_step_pictures(FILE *fp, const pl_job *job, const report_files *files)
 {
     if (job->no_drawings) {
-        fprintf(fp, "## The chosen plan's step\n\nNot drawn: the budget was spent.\n\n");
+        fprintf(fp, "## The chosen plan's step\n\nNot drawn: the budget left no time for it.\n\n");
         return;
     }
     fprintf(fp, "## The chosen plan's step\n\nEach device and link in time: a bar per task "
