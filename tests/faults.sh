@@ -102,6 +102,15 @@ stop TERM 2 "$bin" train "$mlp" --plan "$work/slow.plan.json" --cluster "$slow" 
 [ "$took" -lt 10 ] && ok || bad "train on a slow device, SIGTERM: ended $took s after the signal"
 expect 0 "train on a slow device: the checkpoint resumes" "$bin" train "$mlp" --steps 2 \
     --resume "$work/slow.ckpt" -q
+# And placer run: on the slow device (a paced wait cut short) and on a native one (between
+# steps), exit 130, the measurement said to be unfinished.
+stop TERM 2 "$bin" run "$mlp" --plan "$work/slow.plan.json" --cluster "$slow" --steps 3
+[ "$got" -eq 130 ] && ok || bad "run on a slow device, SIGTERM: exit $got, expected 130"
+[ "$took" -lt 10 ] && ok || bad "run on a slow device, SIGTERM: ended $took s after the signal"
+stop INT 1 "$bin" run "$mlp" --steps 1000000
+[ "$got" -eq 130 ] && ok || bad "run, Ctrl-C: exit $got, expected 130"
+[ "$took" -lt 10 ] && ok || bad "run, Ctrl-C: ended $took s after the signal"
+contains "$work/err" "run: interrupted before the measurement ended; nothing written" "run, Ctrl-C"
 
 # A checkpoint that cannot be written (a full disk): said in one line naming the file and
 # the reason; the plan and the report are written all the same; exit 1. First /dev/full,

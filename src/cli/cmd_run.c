@@ -39,7 +39,8 @@ static void usage(void)
            "A MODEL.json, --plan or --cluster FILE of '-' is read from standard input (one\n"
            "of them). The formats: in " PLACER_DOCDIR "/.\n"
            "Exit status 3: the plan does not fit a device's memory (the device, its need\n"
-           "and its capacity are printed).\n");
+           "and its capacity are printed); 130: interrupted (Ctrl-C, SIGTERM or SIGHUP end\n"
+           "the measurement between steps, nothing written).\n");
 }
 
 static int parse_options(int argc, char **argv, run_options *o)
@@ -141,7 +142,11 @@ static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
                 "machine %d cores: they share cores%s\n", threads, cores,
                 c->paced ? " (paced devices mostly wait, which leaves room)" : "");
     pl_measurement m;
-    if (pl_executor_measure(ex, (int)o->warmup, (int)o->steps, &m, &err) != PL_OK)
+    pl_status measured = pl_executor_measure(ex, (int)o->warmup, (int)o->steps, &m, &err);
+    if (measured == PL_EINTERRUPTED)
+        return pl_cli_error("run: interrupted before the measurement ended; nothing written"),
+               PL_EXIT_INTERRUPTED;
+    if (measured != PL_OK)
         return pl_cli_report(&err);
     describe_devices(ex, c);
     const pl_series *times = &m.series;
@@ -186,8 +191,13 @@ int pl_cmd_run(int argc, char **argv)
     status = pl_cli_setup_load(&setup);
     if (status == PL_EXIT_OK && o.weights)
         status = pl_cli_weights(o.weights, false, setup.graph, NULL, setup.executor);
-    if (status == PL_EXIT_OK)
+    if (status == PL_EXIT_OK) {
+        /* Ctrl-C, SIGTERM or SIGHUP end the measurement between steps: exit 130 */
+        pl_executor_set_interrupt(setup.executor, &pl_cli_interrupted);
+        pl_cli_catch_interrupt(true);
         status = measure(&o, setup.graph, setup.cluster, setup.plan, setup.executor);
+        pl_cli_catch_interrupt(false);
+    }
     pl_cli_setup_release(&setup);
     return status;
 }

@@ -127,11 +127,21 @@ pl_status pl_series_examine(const double *times, int n, pl_series *s, pl_error *
 }
 
 /* One round: `steps` measured steps into `times`. */
+/* One step; PL_EINTERRUPTED once the interrupt flag is up (executor.h): a native step
+ * is not cut short, so a measurement stops between steps (among ranks, all at one). */
+static pl_status step_once(pl_executor *ex, float *loss, pl_error *err)
+{
+    pl_status status = pl_executor_step(ex, pl_executor_steps_run(ex) + 1, loss, err);
+    if (status == PL_OK && pl_executor_interrupted(ex))
+        status = pl_error_set(err, PL_EINTERRUPTED, NULL, "interrupted");
+    return status;
+}
+
 static pl_status run_round(pl_executor *ex, int steps, double *times, float *loss,
                            pl_error *err)
 {
     for (int i = 0; i < steps; i++) {
-        pl_status status = pl_executor_step(ex, pl_executor_steps_run(ex) + 1, loss, err);
+        pl_status status = step_once(ex, loss, err);
         if (status != PL_OK)
             return status;
         times[i] = pl_executor_step_seconds(ex);
@@ -150,7 +160,7 @@ pl_status pl_executor_measure(pl_executor *ex, int warmup, int steps, pl_measure
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     pl_status status = PL_OK;
     for (int i = 0; i < warmup && status == PL_OK; i++)
-        status = pl_executor_step(ex, pl_executor_steps_run(ex) + 1, &m->last_loss, err);
+        status = step_once(ex, &m->last_loss, err);
     pl_series rounds[PL_MEASURE_MAX_ROUNDS];
     while (status == PL_OK && m->rounds < PL_MEASURE_MAX_ROUNDS &&
            (m->rounds == 0 || rounds[m->rounds - 1].unstable)) {
