@@ -114,6 +114,21 @@ static void test_backward_times(void)
     pl_graph_free(g);
 }
 
+/* Ops timed together share in proportion to the cost model's times: by FLOPs here, h's
+ * 3x3 matmul against fc's 3x2, so 3 to 2. */
+static void test_shares(void)
+{
+    pl_graph *g = pl_test_two_layers();
+    pl_cost_model m = pl_test_costs((pl_op_cost){0, 1e-6, 0, 1}, 1e-3, 0, 0);
+    pl_op_times *t = read_times(g, &m, "{\"ops\": [\"h\", \"fc\"], \"forward\": 0.005}", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_DOUBLE_EQUAL(pl_op_times_seconds(t, g, pl_graph_find_op(g, "h"), 1), 3e-3, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(pl_op_times_seconds(t, g, pl_graph_find_op(g, "fc"), 0.5), 1e-3,
+                           1e-15);
+    pl_op_times_free(t);
+    pl_graph_free(g);
+}
+
 /* Two micro-batches: each of h's tasks takes half its time. */
 static void test_micro_batches(void)
 {
@@ -195,6 +210,7 @@ void pl_register_op_times_tests(void)
     static const pl_test_case cases[] = {
         {"forward times replace the op's, doubled adds it again", test_forward_times},
         {"backward times shared among the op's backward ops", test_backward_times},
+        {"ops timed together share by the cost model's times", test_shares},
         {"a micro-batch takes its share", test_micro_batches},
         {"bad entries: where and what", test_bad_files},
         {"bad heads: batch, format, syntax", test_bad_heads},

@@ -115,9 +115,23 @@ def main():
                 prof.step()
         with open(trace, "rb") as f:
             command.write_output(args.output, f.read())
-    print("profile-torch: %s: %d steps of %s at a batch of %d on the CPU (%d threads)" % (
-        args.output, args.steps, args.source, args.batch, torch.get_num_threads()),
-        file=sys.stderr)
+    threads = torch.get_num_threads()
+    print("profile-torch: %s: %d step%s of %s at a batch of %d on %s, %d thread%s (tell "
+          "tools/import-trace with --device)" % (
+              args.output, args.steps, "" if args.steps == 1 else "s", args.source, args.batch,
+              cpu_name(), threads, "" if threads == 1 else "s"), file=sys.stderr)
+
+
+def cpu_name():
+    """This machine's CPU model, as /proc/cpuinfo names it."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "this CPU"
 
 
 if __name__ == "__main__":
