@@ -73,8 +73,9 @@ cat >"$work/kineto.json" <<JSON
 {"traceEvents": [
  {"ph": "X", "cat": "user_annotation", "name": "forward: ", "ts": 0, "dur": 100, "pid": 1, "tid": 1},
  {"ph": "X", "cat": "user_annotation", "name": "forward: $first", "ts": 10, "dur": 30, "pid": 1, "tid": 1},
- {"ph": "X", "cat": "cpu_op", "name": "aten::embedding", "ts": 12, "dur": 20, "pid": 1, "tid": 1, "args": {"Sequence number": 7}},
- {"ph": "X", "cat": "cpu_op", "name": "EmbeddingBackward0", "ts": 200, "dur": 60, "pid": 1, "tid": 2, "args": {"Sequence number": 7, "Fwd thread id": 1}}
+ {"ph": "X", "cat": "cpu_op", "name": "aten::embedding", "ts": 12, "dur": 20, "pid": 1, "tid": 1, "args": {"Sequence number": 7, "Fwd thread id": 0}},
+ {"ph": "X", "cat": "cpu_op", "name": "EmbeddingBackward0", "ts": 200, "dur": 60, "pid": 1, "tid": 2, "args": {"Sequence number": 7, "Fwd thread id": 0}},
+ {"ph": "X", "cat": "cpu_op", "name": "Optimizer.step#SGD.step", "ts": 300, "dur": 9, "pid": 1, "tid": 1, "args": {"Sequence number": -1, "Fwd thread id": 0}}
 ], "deviceProperties": [{"name": "A test GPU"}]}
 JSON
 expect 0 "import-trace: Kineto" "$src/tools/import-trace" "$work/model.json" "$work/kineto.json" -o "$work/k.json"

@@ -16,6 +16,7 @@ model itself ("forward: ", the root's range), or ProfilerStep ranges, or --steps
 """
 
 import argparse
+import bisect
 import json
 import re
 import sys
@@ -151,27 +152,43 @@ def _add(totals, item):
     totals[path] = (seconds + max(own, 0.0) / 1e6, calls + 1)
 
 
-def backward_by_sequence(events, forward_paths):
-    """A Kineto trace's autograd nodes, each tied by its sequence number to the forward op
-    that made it and so to the innermost module range around that op: {PATH: seconds}."""
-    forward_ranges = sorted((e for e in events if e.name.startswith(FORWARD)),
-                            key=lambda e: (e.start, -e.end))
+AUTOGRAD_NODE = re.compile(r"Backward\d*$")  # AddmmBackward0, a custom Function's FooBackward
+
+
+def backward_by_sequence(events):
+    """A Kineto trace's autograd nodes (events named like AddmmBackward0), each tied by its
+    sequence number to the forward op of that number, and so to the innermost module range
+    around that op: {PATH: seconds}."""
+    lanes = {}  # lane -> its forward ranges by start
+    for e in sorted((e for e in events if e.name.startswith(FORWARD)),
+                    key=lambda e: (e.start, -e.end)):
+        lanes.setdefault(e.lane, []).append(e)
+    starts = {lane: [r.start for r in ranges] for lane, ranges in lanes.items()}
+
+    def innermost(e):
+        """Ranges nest: the one starting last before e that holds it is the innermost."""
+        ranges = lanes.get(e.lane, [])
+        for i in range(bisect.bisect_right(starts.get(e.lane, []), e.start) - 1, -1, -1):
+            if e.end <= ranges[i].end:
+                return ranges[i]
+        return None
+
     module_of = {}
+    nodes = []
     for e in events:
         seq = e.args.get("Sequence number")
-        if seq is None or "Fwd thread id" in e.args or e.name.startswith(FORWARD):
+        if not isinstance(seq, int) or seq < 0 or e.name.startswith(FORWARD) or \
+                e.name.startswith("autograd::engine::"):
             continue
-        inner = None
-        for r in forward_ranges:
-            if r.lane == e.lane and r.start <= e.start and e.end <= r.end:
-                inner = r  # sorted by start: the last that holds it is the innermost
+        if AUTOGRAD_NODE.search(e.name):
+            nodes.append(e)
+            continue
+        inner = innermost(e)
         if inner is not None and seq not in module_of:
             module_of[seq] = inner.name[len(FORWARD):]
     totals = {}
-    for e in events:
-        if "Fwd thread id" not in e.args:
-            continue
-        path = module_of.get(e.args.get("Sequence number"))
+    for e in nodes:
+        path = module_of.get(e.args["Sequence number"])
         if path is not None:
             totals[path] = totals.get(path, 0.0) + (e.end - e.start) / 1e6
     return totals
@@ -211,7 +228,7 @@ def main():
     backward = {p: s for p, (s, _) in module_ranges(events, BACKWARD).items()}
     how_backward = "backward ranges"
     if not backward:
-        backward = backward_by_sequence(events, forward)
+        backward = backward_by_sequence(events)
         how_backward = "autograd sequence numbers" if backward else "none in the trace"
     steps = args.steps
     if steps is None:
