@@ -18,9 +18,10 @@
  * device's speed on the whole step and are improved by a few multiplicative steps (any
  * weights give a bound, so the best found is kept).
  *
- * Every term takes each op's time as the simulator would (the measured time of its
- * signature where calibration has one, else the fit; on a paced device never less than
- * its FLOPs at the device's rate) on each device, with free communication, and without
+ * Every term takes each op's time as the simulator would (the time an op-times file gives
+ * it, op_times.h; else the measured time of its signature where calibration has one, else
+ * the fit; on a paced device never less than its FLOPs at the device's rate) on each
+ * device, with free communication, and without
  * the executor's delays: a paced task never ends before its held time, but its lateness
  * is a mean that a quiet step beats. So no plan's simulated step can come out below the
  * bound, even where the measured times and the fit disagree, and no measured step on
@@ -32,6 +33,7 @@
 
 #include "adjacency.h"
 #include "graph_build.h"
+#include "op_times.h"
 #include "simulate.h"
 
 /* Devices that time every op alike (the same threads and declared rate) form a class;
@@ -107,6 +109,9 @@ static pl_status times_at(const pl_graph *g, const pl_cluster *c, const pl_cost_
                                 ctx.message);
         double *times = &share[(size_t)o * (size_t)k->n];
         micro[o] = per_class(m, c, k, op, shapes, flops, times);
+        double profiled = pl_op_times_seconds(m->op_times, g, o, (double)size / g->batch_size);
+        for (int i = 0; profiled >= 0 && i < k->n; i++) /* as the simulator times it */
+            times[i] = micro[o] = profiled;
         double runs = op->phase == PL_PHASE_UPDATE ? 1 : g->batch_size / size;
         step[(size_t)o * stride] = micro[o] * runs;
         for (int i = 0; i < k->n; i++)

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "json_reader.h"
 #include "linear.h"
+#include "op_times.h"
 
 void pl_cost_machine_key(char *buf, size_t cap)
 {
@@ -169,6 +170,10 @@ pl_task_cost pl_cost_task_parts(const pl_cost_model *m, const pl_program *p,
                           (double)pl_task_bytes(p, task),
                           message ? between_ranks(m, p, c, task) : pl_cost_native(m, p, c, task));
     }
+    double profiled = pl_op_times_seconds(m->op_times, p->graph, task->op,
+                                          1.0 / p->micro_batches);
+    if (profiled >= 0) /* measured elsewhere, on the device the plan stands for */
+        return (pl_task_cost){profiled, profiled, -1};
     double native = pl_cost_native(m, p, c, task);
     const pl_device *device = &c->devices[task->resource];
     if (!(device->flops_per_second > 0))

@@ -135,6 +135,9 @@ typedef struct pl_cost_model {
     pl_op_time *measured; /* sorted by signature; malloc'd */
     int n_measured;
     pl_calibration_record calibration;
+    /* Op times measured elsewhere (op_times.h) that replace the times above for the ops
+     * of their graph they time; NULL: none. Borrowed, never written to a profile. */
+    const struct pl_op_times *op_times;
 } pl_cost_model;
 
 void pl_cost_model_clear(pl_cost_model *model);
@@ -169,7 +172,9 @@ typedef struct pl_task_cost {
 pl_task_cost pl_cost_task_parts(const pl_cost_model *model, const pl_program *program,
                                 const pl_cluster *cluster, const pl_task *task);
 /* The seconds of one task of a program on its device or link of `cluster`, as the
- * executor would take alone (contention 0), without the hand-off before it. */
+ * executor would take alone (contention 0), without the hand-off before it. An op task
+ * whose op `op_times` times takes that time, its micro-batch's share of it, whatever the
+ * device. */
 double pl_cost_task(const pl_cost_model *model, const pl_program *program,
                     const pl_cluster *cluster, const pl_task *task);
 /* The same task as a native device or link would run it: no pacing. */

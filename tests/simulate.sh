@@ -51,6 +51,21 @@ contains "$work/err" "cannot write the timeline '$work/no/t.svg'" "simulate: tim
 expect 0 "simulate and measure" "$bin" simulate "$mlp" --measure 2
 contains "$work/out" "the simulator's error" "simulate and measure"
 
+# Op times measured elsewhere (tests/trace.sh makes them from a PyTorch trace): said in the
+# simulate output, the main job's report and its summary.
+printf '{"format": "placer-op-times", "version": 1, "model": "mlp-small", "device": "by hand",
+ "batch": 4, "times": [{"ops": ["fc1/matmul", "fc1/bias"], "forward": 0.001, "backward": 0.002}]}' \
+    >"$work/times.json"
+expect 0 "simulate --op-times" "$bin" simulate "$mlp" --op-times "$work/times.json"
+contains "$work/out" "op times: $work/times.json, measured on by hand: 2 of 9 ops (1.000 ms forward), 4 backward ops (2.000 ms)" "simulate --op-times"
+expect 0 "the job --op-times" "$bin" "$mlp" --op-times "$work/times.json" --budget 2 -q \
+    -o "$work/job"
+contains "$work/job.report.md" "takes the times of $work/times.json for 2 of the model's 9 ops and 4 of their backward ops, measured on by hand" "the job --op-times"
+contains "$work/job.summary.json" "\"device\": \"by hand\"" "the job --op-times"
+expect 2 "the job: the op times are an output" "$bin" "$mlp" --op-times "$work/job.report.md" \
+    -o "$work/job"
+contains "$work/err" "is the op times being read" "the job: the op times are an output"
+
 # A profile of another machine is measured again, for the cluster's thread counts.
 sed 's/"machine": "cpu=/"machine": "elsewhere cpu=/' "$PLACER_PROFILE" >"$work/other.json"
 cp "$work/other.json" "$PLACER_PROFILE"

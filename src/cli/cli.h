@@ -15,6 +15,7 @@
 #include "graph.h"
 #include "executor.h"
 #include "measure.h"
+#include "op_times.h"
 #include "plan.h"
 #include "program.h"
 #include "session.h"
@@ -116,6 +117,8 @@ enum {
 typedef struct pl_cli_setup {
     /* what the command asks for */
     const char *model_path, *cluster_path, *plan_path, *data_path;
+    const char *op_times_path;  /* op times measured elsewhere, which the profile takes
+                                   (op_times.h); NULL: none */
     int needs;                  /* PL_CLI_* */
     const char *profile_source; /* the file the profile's and bound's errors name (NULL:
                                    the model) */
@@ -125,6 +128,7 @@ typedef struct pl_cli_setup {
     pl_cluster *cluster;
     pl_plan *plan;
     pl_cost_model *costs;
+    pl_op_times *op_times; /* op_times_path's, borrowed by `costs` */
     bool calibrated; /* the profile was measured just now */
     double bound;    /* seconds */
     pl_executor *executor;

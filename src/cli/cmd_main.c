@@ -22,6 +22,7 @@
 
 typedef struct main_options {
     const char *model, *prefix, *cluster;
+    const char *op_times; /* --op-times, or NULL */
     const char *policy;  /* --policy, or NULL: the pre-trained one (pl_policy_default_path) */
     bool no_pretrained;
     bool quiet;
@@ -63,6 +64,9 @@ static void print_usage(void)
            "  -o, --output PREFIX   where (default: the model file's name without .json, in\n"
            "                        the current directory; needed for a model from '-')\n"
            "  --cluster FILE        the cluster (default: this machine, one device per core)\n"
+           "  --op-times FILE       op times measured elsewhere (tools/import-trace) in\n"
+           "                        place of the profile's for the ops they time, in every\n"
+           "                        simulated figure (measured steps stay this machine's)\n"
            "  --budget SECONDS      the time the search may take (default 60)\n"
            "  --seed N              the seed (default 1)\n"
            "  --iterations N        stop the agent after N iterations in all (the budget\n"
@@ -118,6 +122,7 @@ static int parse_options(int argc, char **argv, main_options *o)
 {
     static const struct option options[] = {{"output", required_argument, NULL, 'o'},
                                             {"cluster", required_argument, NULL, 'c'},
+                                            {"op-times", required_argument, NULL, 'O'},
                                             {"budget", required_argument, NULL, 'b'},
                                             {"seed", required_argument, NULL, 's'},
                                             {"iterations", required_argument, NULL, 'i'},
@@ -148,6 +153,7 @@ static int parse_options(int argc, char **argv, main_options *o)
         switch (c) {
         case 'o': o->prefix = optarg; break;
         case 'c': o->cluster = optarg; break;
+        case 'O': o->op_times = optarg; break;
         case 'r': o->search.resume = optarg; break;
         case 'q': o->quiet = true; break;
         case 'F': o->search.no_fold = true; break;
@@ -267,6 +273,7 @@ static int check_outputs(const main_options *o, const char *prefix)
     const pl_cli_file inputs[] = {{o->model, "the model", false},
                                   {o->cluster, "the cluster", false},
                                   {o->policy, "the policy", false},
+                                  {o->op_times, "the op times", false},
                                   {o->search.resume, "the checkpoint resumed", false}};
     char profile[4096];
     pl_cli_file outputs[1 + N_SUFFIXES] = {pl_cli_profile_output(profile, sizeof profile)};
@@ -276,8 +283,8 @@ static int check_outputs(const main_options *o, const char *prefix)
                  .path)
             status = PL_EXIT_FAILURE;
     if (status == PL_EXIT_OK &&
-        (status = pl_cli_check_outputs(inputs, 3, outputs, 1 + N_SUFFIXES)) == PL_EXIT_OK)
-        status = pl_cli_check_outputs(inputs + 3, 1, outputs, N_SUFFIXES);
+        (status = pl_cli_check_outputs(inputs, 4, outputs, 1 + N_SUFFIXES)) == PL_EXIT_OK)
+        status = pl_cli_check_outputs(inputs + 4, 1, outputs, N_SUFFIXES);
     for (int i = 0; i < N_SUFFIXES; i++)
         free((char *)outputs[1 + i].path);
     return status;
@@ -518,6 +525,7 @@ static int run_job(job_state *s)
     s->job.cluster = s->setup.cluster;
     s->job.calibrated = s->setup.calibrated;
     s->job.costs = s->setup.costs;
+    s->job.op_times_path = s->o.op_times;
     if ((status = search(s)) == PL_EXIT_OK)
         status = write_outputs(s);
     /* an output not written (the model's drawing, the checkpoint) fails the job, after
@@ -552,7 +560,8 @@ int pl_cmd_main(int argc, char **argv)
     pl_cli_interrupt_grace(pl_cli_comm() ? 0 : INTERRUPT_GRACE);
     /* the cluster read and checked before anything is written */
     s.setup = (pl_cli_setup){.model_path = s.o.model, .cluster_path = s.o.cluster,
-                             .needs = PL_CLI_CLUSTER, .quiet = s.o.quiet};
+                             .op_times_path = s.o.op_times, .needs = PL_CLI_CLUSTER,
+                             .quiet = s.o.quiet};
     if (status != PL_EXIT_OK || (status = pl_cli_setup_load(&s.setup)) != PL_EXIT_OK ||
         (status = read_policy(&s)) != PL_EXIT_OK) {
         pl_cli_interrupt_grace(0);

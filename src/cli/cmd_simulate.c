@@ -12,7 +12,7 @@
 #include "timeline.h"
 
 typedef struct simulate_options {
-    const char *model, *plan, *cluster, *timeline;
+    const char *model, *plan, *cluster, *timeline, *op_times;
     long measure;
 } simulate_options;
 
@@ -22,6 +22,7 @@ static int parse_options(int argc, char **argv, simulate_options *o)
                                             {"cluster", required_argument, NULL, 'c'},
                                             {"measure", required_argument, NULL, 'm'},
                                             {"timeline", required_argument, NULL, 't'},
+                                            {"op-times", required_argument, NULL, 'o'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     *o = (simulate_options){0};
@@ -32,6 +33,7 @@ static int parse_options(int argc, char **argv, simulate_options *o)
         case 'p': o->plan = optarg; break;
         case 'c': o->cluster = optarg; break;
         case 't': o->timeline = optarg; break;
+        case 'o': o->op_times = optarg; break;
         case 'm':
             if (!pl_cli_parse_long(optarg, 1, 1000000, &o->measure))
                 return pl_cli_usage_error("simulate: invalid value '%s' for --measure", optarg);
@@ -39,7 +41,7 @@ static int parse_options(int argc, char **argv, simulate_options *o)
         case 'h':
             printf("Usage: placer simulate MODEL.json [--plan PLAN.json] [--cluster C] "
                    "[--measure N]\n"
-                   "                       [--timeline FILE.svg]\n"
+                   "                       [--timeline FILE.svg] [--op-times FILE]\n"
                    "Predicts the step time of the model placed by the plan (default: every op\n"
                    "on the first device) from this machine's profile (placer calibrate; made\n"
                    "on first use), with each device's busy time and memory, the copies, the\n"
@@ -52,6 +54,9 @@ static int parse_options(int argc, char **argv, simulate_options *o)
                    "  --timeline FILE  write the simulated step as an SVG timeline: a row per\n"
                    "                   device and link, a bar per task coloured by phase, idle\n"
                    "                   time as gaps\n"
+                   "  --op-times FILE  op times measured elsewhere (tools/import-trace: a\n"
+                   "                   PyTorch profiler trace) in place of the profile's for\n"
+                   "                   the ops they time, a micro-batch taking its share\n"
                    "A MODEL.json or FILE of '-' is read from standard input (one of them).\n"
                    "More: " PLACER_DOCDIR "/simulator.md.\n"
                    "Exit status 3: the plan does not fit a device's memory.\n");
@@ -69,11 +74,27 @@ static int parse_options(int argc, char **argv, simulate_options *o)
     o->model = argv[optind];
     const pl_cli_file inputs[] = {{o->model, "the model", false},
                                   {o->plan, "the plan", false},
-                                  {o->cluster, "the cluster", false}};
+                                  {o->cluster, "the cluster", false},
+                                  {o->op_times, "the op times", false}};
     char profile[4096];
     const pl_cli_file outputs[] = {pl_cli_profile_output(profile, sizeof profile),
                                    {o->timeline, "the timeline", false}};
-    return pl_cli_check_outputs(inputs, 3, outputs, 2);
+    return pl_cli_check_outputs(inputs, 4, outputs, 2);
+}
+
+/* Which op times came from elsewhere, and from where. */
+static void print_op_times(const simulate_options *o, const pl_cli_setup *setup)
+{
+    const pl_op_times *t = setup->op_times;
+    if (!t)
+        return;
+    char device[sizeof t->device * 4];
+    pl_text_escape(t->device, device, sizeof device);
+    fprintf(pl_cli_text, "op times: %s, measured on %s: %d of %d ops (%.3f ms forward), "
+            "%d backward ops (%.3f ms); the rest from the profile\n",
+            pl_cli_input_name(o->op_times), device, t->n_forward_ops,
+            setup->graph->n_forward_ops, 1e3 * t->forward_seconds, t->n_backward_ops,
+            1e3 * t->backward_seconds);
 }
 
 static void print_prediction(const pl_graph *g, const pl_cluster *c, const pl_program *p,
@@ -195,6 +216,7 @@ static int simulate(const simulate_options *o, const pl_cli_setup *setup)
         fprintf(pl_cli_text, "simulate %s on cluster \"%s\" (%s), this machine's profile%s\n",
                 g->name, c->name, c->paced ? "paced" : "native",
                 setup->calibrated ? ", just calibrated" : "");
+        print_op_times(o, setup);
         pl_cli_describe_plan(plan, c, p);
         print_prediction(g, c, p, &sim, setup->bound);
         if (o->timeline && pl_cli_leader())
@@ -215,6 +237,7 @@ int pl_cmd_simulate(int argc, char **argv)
     if (status != PL_EXIT_OK)
         return status < 0 ? PL_EXIT_OK : status;
     pl_cli_setup setup = {.model_path = o.model, .cluster_path = o.cluster, .plan_path = o.plan,
+                          .op_times_path = o.op_times,
                           .needs = PL_CLI_TRAINING | PL_CLI_PLAN | PL_CLI_BOUND};
     status = pl_cli_setup_load(&setup);
     if (status == PL_EXIT_OK)

@@ -482,6 +482,30 @@ static int take_plan(pl_cli_setup *s)
     return load_plan(s->plan_path, s->graph, s->cluster, &s->plan);
 }
 
+/* The op times of op_times_path, read on every rank after the profile is shared (the
+ * profile only borrows them), split among ops as the first device's threads time them. */
+static int take_op_times(pl_cli_setup *s)
+{
+    pl_error err;
+    s->op_times = pl_op_times_read(s->op_times_path, s->graph, s->costs,
+                                   s->cluster->devices[0].threads, &err);
+    if (!s->op_times)
+        return pl_cli_report(&err);
+    s->costs->op_times = s->op_times;
+    const pl_op_times *t = s->op_times;
+    if (strcmp(t->model, s->graph->name) == 0 &&
+        (!t->has_model_hash || t->model_hash == s->graph->hash))
+        return PL_EXIT_OK;
+    char text[1024], escaped[sizeof text * 2];
+    snprintf(text, sizeof text, "%s was made for model \"%s\"%s, not this model \"%s\" "
+             "(%016" PRIx64 "); its ops match by name", pl_cli_input_name(s->op_times_path),
+             t->model, t->has_model_hash ? " of another hash" : "", s->graph->name,
+             s->graph->hash);
+    pl_text_escape(text, escaped, sizeof escaped);
+    fprintf(stderr, "placer: warning: %s\n", escaped);
+    return PL_EXIT_OK;
+}
+
 static int take_costs(pl_cli_setup *s)
 {
     pl_error err;
@@ -506,7 +530,7 @@ static int take_costs(pl_cli_setup *s)
     if ((status = pl_cli_share_costs(s->costs, status)) == PL_EXIT_OK &&
         (status = pl_cli_measure_processes(s->costs, false)) == PL_EXIT_OK)
         pl_cli_warn_profile(s->costs);
-    return status;
+    return status == PL_EXIT_OK && s->op_times_path ? take_op_times(s) : status;
 }
 
 static int take_bound(pl_cli_setup *s)
@@ -546,6 +570,8 @@ int pl_cli_setup_load(pl_cli_setup *s)
     int needs = s->needs;
     if (needs & PL_CLI_BOUND)
         needs |= PL_CLI_COSTS;
+    if ((needs & PL_CLI_COSTS) && s->op_times_path) /* they time the training graph */
+        needs |= PL_CLI_TRAINING;
     if (needs & (PL_CLI_PLAN | PL_CLI_COSTS | PL_CLI_EXECUTOR))
         needs |= PL_CLI_CLUSTER;
     size_t n_steps = sizeof setup_steps / sizeof *setup_steps;
@@ -562,6 +588,7 @@ void pl_cli_setup_release(pl_cli_setup *s)
     if (s->costs)
         pl_cost_model_clear(s->costs);
     free(s->costs);
+    pl_op_times_free(s->op_times);
     pl_plan_free(s->plan);
     pl_cluster_free(s->cluster);
     pl_graph_free(s->graph);

@@ -23,6 +23,7 @@ typedef struct pl_job {
     const char *policy_path; /* the weights the policy started from; NULL: fresh ones */
     bool zero_shot;          /* the policy sampled without training (--zero-shot) */
     const pl_cost_model *costs; /* the profile the search simulated with */
+    const char *op_times_path;  /* where costs->op_times came from; NULL: none */
     const pl_search *search; /* borrowed */
     bool no_drawings;        /* the budget was spent: the timelines are not drawn */
 } pl_job;

@@ -144,6 +144,12 @@ int pl_job_write_summary(FILE *fp, const pl_job *job)
         s->checkpoint_failure[0] ? json_string(s->checkpoint_failure) : json_null(), "rows",
         rows, "chosen", s->chosen >= 0 ? chosen_json(s, c) : json_null(), "whole_steps",
         whole ? json_string(whole_step) : json_null());
+    if (root && job->op_times_path && /* where the simulated op times came from */
+        json_object_set_new(root, "op_times", json_pack("{s:s, s:s}", "path",
+                            job->op_times_path, "device", job->costs->op_times->device))) {
+        json_decref(root);
+        root = NULL;
+    }
     if (!root) {
         fprintf(stderr, "placer: out of memory (or a name that is not UTF-8) writing the "
                 "summary\n");

@@ -352,6 +352,22 @@ static void write_step_pictures(FILE *fp, const pl_job *job, const report_files 
     }
 }
 
+/* Where the simulated figures' op times came from, when not this machine's profile. */
+static void write_op_times(FILE *fp, const pl_job *job)
+{
+    const pl_op_times *t = job->costs->op_times;
+    if (!t)
+        return;
+    fprintf(fp, "**Op times measured elsewhere**: every simulated figure (and the lower "
+            "bound) takes the times of ");
+    md_text(fp, pl_cli_input_name(job->op_times_path));
+    fprintf(fp, " for %d of the model's %d ops and %d of their backward ops, measured on ",
+            t->n_forward_ops, job->graph->n_forward_ops, t->n_backward_ops);
+    md_text(fp, t->device);
+    fprintf(fp, "; the other ops, copies and updates take this machine's profile, and "
+            "measured steps are this machine's.\n\n");
+}
+
 static void write_markdown(FILE *fp, const pl_job *job, const report_files *files)
 {
     const pl_cluster *c = job->cluster;
@@ -371,6 +387,7 @@ static void write_markdown(FILE *fp, const pl_job *job, const report_files *file
             (unsigned long long)job->seed, job->calibrated ? "; calibrated this run" : "",
             search->interrupted ? "; **interrupted (Ctrl-C or a signal): the best plan so far**"
                                 : "");
+    write_op_times(fp, job);
     char skipped[256];
     if (pl_progress_skipped_text(search, skipped, sizeof skipped)[0]) {
         fprintf(fp, "**The budget was too short for the whole search**: skipped for time: ");

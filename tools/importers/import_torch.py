@@ -24,6 +24,16 @@ def parse_args(argv):
         description="Traces a PyTorch module with torch.fx and writes it as a placer training "
                     "model: the body as traced, a loss and an optimiser.",
         epilog=USAGE_EXAMPLES + "\n" + command.EXIT_STATUS)
+    add_source_options(p)
+    command.add_common_options(p)
+    args = p.parse_args(argv)
+    command.check_common_options(p, args)
+    check_source_options(p, args)
+    return args
+
+
+def add_source_options(p):
+    """The module and its example batch's inputs (tools/profile-torch takes them too)."""
     p.add_argument("source", help="torchvision:NAME, or FILE.py:CALLABLE returning a module")
     p.add_argument("--input", action="append", required=True, metavar="D1,D2,...",
                    help="one input's shape per sample, at most 5 dimensions of 1 .. 2^31 - 1 "
@@ -36,9 +46,10 @@ def parse_args(argv):
     p.add_argument("--vocab", type=int, default=2,
                    help="example token ids for i32 inputs are drawn below this, 1 .. 2^31 "
                         "(default 2)")
-    command.add_common_options(p)
-    args = p.parse_args(argv)
-    command.check_common_options(p, args)
+
+
+def check_source_options(p, args):
+    """Sets args.shapes, dtypes and kwargs; args.batch must be checked already."""
     kind, sep, name = args.source.partition(":")
     if not sep or not kind or not name:
         p.error("%s: give torchvision:NAME or FILE.py:CALLABLE" % args.source)
@@ -49,24 +60,34 @@ def parse_args(argv):
     args.dtypes = dtypes + ["f32"] * (len(args.shapes) - len(dtypes))
     if not 1 <= args.vocab <= limits.MAX_ELEMENTS:
         p.error("--vocab %d: token ids are i32, so it must be in 1 .. 2^31" % args.vocab)
-    # The example batch is made before PyTorch runs the model: its inputs must fit first.
-    # PyTorch holds integer ids in 8 bytes.
+    check_example_batch(args)
+    args.kwargs = parse_builder_args(p, args.arg)
+    if args.classes is not None and not 1 <= args.classes <= limits.MAX_DIM:
+        p.error("--classes %d: must be in 1 .. %d" % (args.classes, limits.MAX_DIM))
+
+
+def check_example_batch(args):
+    """The example batch is made before PyTorch runs the model: its inputs must fit first.
+    PyTorch holds integer ids in 8 bytes."""
     held = sum(limits.check_input("--input %s" % text, args.batch, shape,
                                   8 if dtype == "i32" else 4)
                for text, shape, dtype in zip(args.input, args.shapes, args.dtypes))
     limits.check_memory("--batch %d" % args.batch, held)
-    args.kwargs = {}
-    for a in args.arg:
+
+
+def parse_builder_args(parser, texts):
+    """--arg KEY=VALUE options as keyword arguments (values read as Python literals, else
+    kept as strings)."""
+    kwargs = {}
+    for a in texts:
         key, sep, value = a.partition("=")
         if not sep or not key.isidentifier():
-            p.error("--arg takes KEY=VALUE, not %r" % a)
+            parser.error("--arg takes KEY=VALUE, not %r" % a)
         try:
-            args.kwargs[key] = ast.literal_eval(value)
+            kwargs[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError):
-            args.kwargs[key] = value
-    if args.classes is not None and not 1 <= args.classes <= limits.MAX_DIM:
-        p.error("--classes %d: must be in 1 .. %d" % (args.classes, limits.MAX_DIM))
-    return args
+            kwargs[key] = value
+    return kwargs
 
 
 def input_shape(parser, text):
