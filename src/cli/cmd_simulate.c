@@ -192,9 +192,13 @@ static int simulate(const simulate_options *o, const pl_cli_setup *setup)
                 (long long)d->memory_bytes);
         status = PL_EXIT_NO_FIT;
     } else {
-        fprintf(pl_cli_text, "simulate %s on cluster \"%s\" (%s), this machine's profile%s\n",
-                g->name, c->name, c->paced ? "paced" : "native",
-                setup->calibrated ? ", just calibrated" : "");
+        if (c->simulated)
+            fprintf(pl_cli_text, "simulate %s on cluster \"%s\"\n%s\n", g->name, c->name,
+                    pl_cli_simulated_text(c, setup->costs));
+        else
+            fprintf(pl_cli_text, "simulate %s on cluster \"%s\" (%s), this machine's "
+                    "profile%s\n", g->name, c->name, c->paced ? "paced" : "native",
+                    setup->calibrated ? ", just calibrated" : "");
         pl_cli_describe_plan(plan, c, p);
         print_prediction(g, c, p, &sim, setup->bound);
         if (o->timeline && pl_cli_leader())

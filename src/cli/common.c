@@ -227,9 +227,42 @@ void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *c, const pl_pro
             copies, pl_units_bytes((double)bytes, size, sizeof size));
 }
 
+const char *pl_cli_cannot_run(const pl_cluster *c)
+{
+    static char text[PL_ERROR_TEXT_MAX];
+    const char *kind = "";
+    for (int d = 0; d < c->n_devices && !kind[0]; d++)
+        if (c->devices[d].hardware)
+            kind = c->devices[d].hardware->kind;
+    snprintf(text, sizeof text, "this machine cannot run cluster \"%s\" (%s is hardware "
+             "described from its datasheet): plan it on the simulator with 'placer MODEL.json "
+             "--cluster FILE', or predict a plan's step with 'placer simulate'", c->name, kind);
+    return text;
+}
+
+const char *pl_cli_simulated_text(const pl_cluster *c, const pl_cost_model *m)
+{
+    static char text[PL_ERROR_TEXT_MAX];
+    int n = snprintf(text, sizeof text, "simulated: this machine cannot run cluster \"%s\"; "
+                     "every step is the simulator's, ", c->name);
+    if (m && m->n_measured > 0)
+        snprintf(text + n, sizeof text - (size_t)n, "from measured times of %d op "
+                 "signatures and the roofline of the datasheet figures for the rest, whose "
+                 "error is unknown (not calibrated against this hardware)", m->n_measured);
+    else
+        snprintf(text + n, sizeof text - (size_t)n, "from the roofline of the datasheet "
+                 "figures, whose error is unknown (not calibrated against this hardware)");
+    return text;
+}
+
 int pl_cli_new_executor(const pl_graph *g, const pl_cluster *c, const char *data_path,
                         pl_executor **ex)
 {
+    if (c->simulated) {
+        *ex = NULL;
+        pl_cli_error("%s", pl_cli_cannot_run(c));
+        return PL_EXIT_USAGE;
+    }
     pl_error err;
     pl_error_init(&err, NULL); /* the data's errors name their source, the others the model */
     *ex = pl_executor_new_with_data(g, c, data_path, &err);
@@ -490,6 +523,10 @@ static int take_costs(pl_cli_setup *s)
     bool verbose = !s->quiet;
     if (!(s->costs = calloc(1, sizeof *s->costs)))
         return PL_EXIT_FAILURE;
+    /* hardware placer cannot run takes its costs from its datasheet (the roofline), not
+       from this machine's profile: no calibration */
+    if (s->cluster->simulated)
+        return PL_EXIT_OK;
     int status = PL_EXIT_OK;
     /* under mpirun rank 0 loads it (and calibrates, alone) and every rank gets its copy,
        so that what the ranks decide from it is the same */
