@@ -225,10 +225,20 @@ bool pl_cluster_count_node_devices(pl_json_reader *r, const json_t *nodes, size_
     return true;
 }
 
-/* One node: its name, its link, and the devices it makes (from c->devices[*next]). */
-static bool read_node(pl_json_reader *r, const json_t *node, pl_cluster *c, int *next,
-                      const char **name, pl_link *link)
+static int find_node(const char *const *names, int n, const char *name)
 {
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+/* Node `index`: its name (names[index]), its link, and the devices it makes (from
+ * c->devices[*next]). */
+static bool read_node(pl_json_reader *r, const json_t *node, pl_cluster *c, int *next,
+                      const char **names, int index, pl_link *link)
+{
+    const char **name = &names[index];
     static const char *const fields[] = {"name", "hardware", "devices", "link", NULL};
     static const char *const link_fields[] = {"bytes_per_second", "latency_seconds", NULL};
     json_t *name_value, *link_value;
@@ -243,6 +253,8 @@ static bool read_node(pl_json_reader *r, const json_t *node, pl_cluster *c, int 
     size_t back = pl_json_push_key(r, "name");
     if (!pl_json_check_name(r, name_value, "node"))
         return false;
+    if (find_node(names, index, json_string_value(name_value)) >= 0)
+        return pl_json_fail(r, "node \"%s\" is defined twice", json_string_value(name_value));
     pl_json_pop(r, back);
     if (!hw != !devices)
         return pl_json_fail(r, "a node makes its devices from \"hardware\" and \"devices\" "
@@ -275,14 +287,6 @@ static bool read_node(pl_json_reader *r, const json_t *node, pl_cluster *c, int 
     return true;
 }
 
-static int find_node(const char *const *names, int n, const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(names[i], name) == 0)
-            return i;
-    return -1;
-}
-
 bool pl_cluster_read_nodes(pl_json_reader *r, const json_t *nodes, pl_cluster *c, int first)
 {
     size_t n = json_array_size(nodes); /* 0 when NULL */
@@ -293,11 +297,7 @@ bool pl_cluster_read_nodes(pl_json_reader *r, const json_t *nodes, pl_cluster *c
     int next = first;
     for (size_t i = 0; ok && i < n; i++) {
         size_t at = pl_json_push_index(r, i);
-        ok = read_node(r, json_array_get(nodes, i), c, &next, &names[i], &links[i]);
-        if (ok && find_node(names, (int)i, names[i]) >= 0) {
-            pl_json_push_key(r, "name");
-            ok = pl_json_fail(r, "node \"%s\" is defined twice", names[i]);
-        }
+        ok = read_node(r, json_array_get(nodes, i), c, &next, names, (int)i, &links[i]);
         pl_json_pop(r, at);
     }
     pl_json_pop(r, back);
