@@ -161,7 +161,9 @@ int pl_cmd_cluster(int argc, char **argv)
         printf("Usage: placer cluster [CLUSTER.json]\n"
                "Checks a cluster file and describes it; without one, describes the local\n"
                "machine (the cluster placer uses when none is given). '-': read it from\n"
-               "standard input. The format: " PLACER_DOCDIR "/cluster-format.md.\n");
+               "standard input. A cluster of hardware placer cannot run (GPUs from their\n"
+               "datasheets) is described with its kinds' peaks, its nodes, and its links'\n"
+               "FLOP per byte. The format: " PLACER_DOCDIR "/cluster-format.md.\n");
         return PL_EXIT_OK;
     }
     if (optind + 1 < argc)
