@@ -427,8 +427,10 @@ static int write_outputs(job_state *s)
         if (base && base->measured > 0 && chosen->measured > 0)
             printf("; %.2fx faster than the best baseline (%s)",
                    base->measured / chosen->measured, base->name);
+        char simulated[PL_ERROR_TEXT_MAX];
         if (c->simulated)
-            printf("\n  %s", pl_cli_simulated_text(c, s->setup.costs));
+            printf("\n  %s", pl_cli_simulated_text(c, s->setup.costs, simulated,
+                                                    sizeof simulated));
         if (search->choice_unstable)
             printf("\n  the choice rests on an unstable measurement (the machine was busy?): "
                    "see the report");
@@ -519,9 +521,11 @@ static int run_job(job_state *s)
     if ((status = pl_cli_setup_load(&s->setup)) != PL_EXIT_OK)
         return status;
     if (s->setup.cluster->simulated) { /* nothing to measure it on: the simulator alone */
+        char simulated[PL_ERROR_TEXT_MAX];
         s->o.search.simulate_only = true;
         if (!s->o.quiet)
-            printf("%s\n", pl_cli_simulated_text(s->setup.cluster, s->setup.costs));
+            printf("%s\n", pl_cli_simulated_text(s->setup.cluster, s->setup.costs, simulated,
+                                                  sizeof simulated));
     }
     s->job.graph = s->setup.graph;
     s->job.cluster = s->setup.cluster;

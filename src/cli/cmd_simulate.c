@@ -192,9 +192,10 @@ static int simulate(const simulate_options *o, const pl_cli_setup *setup)
                 (long long)d->memory_bytes);
         status = PL_EXIT_NO_FIT;
     } else {
+        char simulated[PL_ERROR_TEXT_MAX];
         if (c->simulated)
             fprintf(pl_cli_text, "simulate %s on cluster \"%s\"\n%s\n", g->name, c->name,
-                    pl_cli_simulated_text(c, setup->costs));
+                    pl_cli_simulated_text(c, setup->costs, simulated, sizeof simulated));
         else
             fprintf(pl_cli_text, "simulate %s on cluster \"%s\" (%s), this machine's "
                     "profile%s\n", g->name, c->name, c->paced ? "paced" : "native",

@@ -447,10 +447,8 @@ static int set_up(trainer *t)
     int status = pl_cli_setup_load(&t->setup);
     if (status != PL_EXIT_OK)
         return status;
-    if (t->setup.cluster && t->setup.cluster->simulated) { /* before any parameter memory */
-        pl_cli_error("train: %s", pl_cli_cannot_run(t->setup.cluster));
-        return PL_EXIT_USAGE;
-    }
+    if (t->setup.cluster && t->setup.cluster->simulated) /* before any parameter memory */
+        return pl_cli_refuse_simulated("train", t->setup.cluster);
     t->g = t->setup.graph;
     pl_error err;
     pl_error_init(&err, t->o.model);

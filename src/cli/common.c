@@ -227,42 +227,42 @@ void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *c, const pl_pro
             copies, pl_units_bytes((double)bytes, size, sizeof size));
 }
 
-const char *pl_cli_cannot_run(const pl_cluster *c)
+int pl_cli_refuse_simulated(const char *command, const pl_cluster *c)
 {
-    static char text[PL_ERROR_TEXT_MAX];
     const char *kind = "";
     for (int d = 0; d < c->n_devices && !kind[0]; d++)
         if (c->devices[d].hardware)
             kind = c->devices[d].hardware->kind;
-    snprintf(text, sizeof text, "this machine cannot run cluster \"%s\" (%s is hardware "
-             "described from its datasheet): plan it on the simulator with 'placer MODEL.json "
-             "--cluster FILE', or predict a plan's step with 'placer simulate'", c->name, kind);
-    return text;
+    pl_cli_error("%s%sthis machine cannot run cluster \"%s\" (%s is hardware described from "
+                 "its datasheet): plan it on the simulator with 'placer MODEL.json --cluster "
+                 "FILE', or predict a plan's step with 'placer simulate'", command ? command : "",
+                 command ? ": " : "", c->name, kind);
+    return PL_EXIT_USAGE;
 }
 
-const char *pl_cli_simulated_text(const pl_cluster *c, const pl_cost_model *m)
+const char *pl_cli_simulated_text(const pl_cluster *c, const pl_cost_model *m, char *buf,
+                                  size_t cap)
 {
-    static char text[PL_ERROR_TEXT_MAX];
-    int n = snprintf(text, sizeof text, "simulated: this machine cannot run cluster \"%s\"; "
-                     "every step is the simulator's, ", c->name);
+    int n = snprintf(buf, cap, "simulated: this machine cannot run cluster \"%s\"; every "
+                     "step is the simulator's, ", c->name);
+    if (n < 0 || (size_t)n >= cap)
+        return buf;
     if (m && m->n_measured > 0)
-        snprintf(text + n, sizeof text - (size_t)n, "from measured times of %d op "
-                 "signatures and the roofline of the datasheet figures for the rest, whose "
-                 "error is unknown (not calibrated against this hardware)", m->n_measured);
+        snprintf(buf + n, cap - (size_t)n, "from measured times of %d op signatures and the "
+                 "roofline of the datasheet figures for the rest, whose error is unknown (not "
+                 "calibrated against this hardware)", m->n_measured);
     else
-        snprintf(text + n, sizeof text - (size_t)n, "from the roofline of the datasheet "
-                 "figures, whose error is unknown (not calibrated against this hardware)");
-    return text;
+        snprintf(buf + n, cap - (size_t)n, "from the roofline of the datasheet figures, "
+                 "whose error is unknown (not calibrated against this hardware)");
+    return buf;
 }
 
 int pl_cli_new_executor(const pl_graph *g, const pl_cluster *c, const char *data_path,
                         pl_executor **ex)
 {
-    if (c->simulated) {
-        *ex = NULL;
-        pl_cli_error("%s", pl_cli_cannot_run(c));
-        return PL_EXIT_USAGE;
-    }
+    *ex = NULL;
+    if (c->simulated)
+        return pl_cli_refuse_simulated(NULL, c);
     pl_error err;
     pl_error_init(&err, NULL); /* the data's errors name their source, the others the model */
     *ex = pl_executor_new_with_data(g, c, data_path, &err);

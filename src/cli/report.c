@@ -373,8 +373,9 @@ static void write_markdown(FILE *fp, const pl_job *job, const report_files *file
             search->interrupted ? "; **interrupted (Ctrl-C or a signal): the best plan so far**"
                                 : "");
     if (c->simulated) {
+        char simulated[PL_ERROR_TEXT_MAX];
         fprintf(fp, "**");
-        md_text(fp, pl_cli_simulated_text(c, job->costs));
+        md_text(fp, pl_cli_simulated_text(c, job->costs, simulated, sizeof simulated));
         fprintf(fp, "**. Nothing was measured: the plan is the simulator's choice.\n\n");
     }
     char skipped[256];

@@ -58,7 +58,9 @@ pl_cluster *pl_cluster_subset(const pl_cluster *cluster, const int *devices, int
     for (int i = 0; i < n * n; i++)
         c->paced = c->paced || c->links[i].bytes_per_second > 0;
     c->n_ranks = cluster->n_ranks;
-    return c; /* names and cores point into `cluster`, which must outlive it */
+    c->n_hardware = cluster->n_hardware;
+    c->hardware = cluster->hardware;
+    return c; /* names, cores and hardware point into `cluster`, which must outlive it */
 }
 
 static bool faster(const pl_cluster *c, int a, int b, double slowest)
