@@ -298,6 +298,24 @@ static bool check_version(pl_json_reader *r, const json_t *root, int64_t version
     return true;
 }
 
+/* Hardware placer cannot run is planned without calibrating this machine: a device it
+ * can run would have no costs beside it. Every device is hardware, or none. */
+static bool check_all_hardware(pl_json_reader *r, const pl_cluster *c)
+{
+    int hardware = -1, runnable = -1;
+    for (int d = 0; d < c->n_devices; d++)
+        *(c->devices[d].hardware ? &hardware : &runnable) = d;
+    if (hardware < 0 || runnable < 0)
+        return true;
+    size_t back = pl_json_push_key(r, "devices");
+    pl_json_push_index(r, (size_t)runnable);
+    pl_json_fail(r, "device \"%s\" names no \"hardware\", but \"%s\" is hardware placer "
+                 "cannot run: a cluster is all hardware or none", c->devices[runnable].name,
+                 c->devices[hardware].name);
+    pl_json_pop(r, back);
+    return false;
+}
+
 /* A default link is needed when some two devices share no node. */
 static bool needs_default_link(const pl_cluster *c)
 {
@@ -357,7 +375,8 @@ static pl_cluster *read_cluster(pl_json_reader *r, const json_t *root)
     }
     for (size_t i = 0; ok && i < n * n; i++)
         c->links[i] = fallback;
-    ok = ok && pl_cluster_read_nodes(r, nodes, c, (int)listed) && check_ranks(r, c);
+    ok = ok && pl_cluster_read_nodes(r, nodes, c, (int)listed) && check_all_hardware(r, c) &&
+         check_ranks(r, c);
     if (ok && !default_link && needs_default_link(c))
         ok = pl_json_fail(r, "missing field \"default_link\" (a cluster of several devices "
                           "not all in one node needs one)");
