@@ -36,6 +36,13 @@ expect 2 "run on dgx-a100" "$bin" run "$mlp" --cluster "$dgx" --plan "$work/mlp.
 contains "$work/err" 'this machine cannot run cluster "dgx-a100" (A100-SXM4-80GB is hardware' "run on dgx-a100"
 expect 2 "train on dgx-a100" "$bin" train "$mlp" --cluster "$dgx" --plan "$work/mlp.plan.json"
 contains "$work/err" 'train: this machine cannot run cluster "dgx-a100"' "train on dgx-a100"
+expect 0 "replay on dgx-a100" "$bin" run "$mlp" --cluster "$dgx" --plan "$work/mlp.plan.json" \
+    --replay 100 --steps 2 --warmup 1
+contains "$work/out" 'replay mlp-small on cluster "dgx-a100" (replayed: paced devices 100 times slower' "replay on dgx-a100"
+contains "$work/out" "the simulator at the replay's speeds" "replay on dgx-a100"
+expect 2 "replay: a cluster that runs here" "$bin" run "$mlp" --cluster "$src/graphs/clusters/paced-4.json" --replay 10
+contains "$work/err" '--replay replays hardware placer cannot run; cluster "paced-4" runs here' "replay: a cluster that runs here"
+expect 2 "replay: below 1" "$bin" run "$mlp" --cluster "$dgx" --replay 0.5
 expect 0 "simulate on dgx-a100" "$bin" simulate "$mlp" --cluster "$dgx" --plan "$work/mlp.plan.json"
 contains "$work/out" "$simulated" "simulate on dgx-a100"
 

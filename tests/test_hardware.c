@@ -155,6 +155,29 @@ static void test_hash_and_versions(void)
     pl_cluster_free(paced);
 }
 
+/* A replay 1000 times slower: an A100 paced to 156 TFLOP/s x 0.7 / 1000, NVLink to 300
+ * MB/s and 2 ms, InfiniBand to 25 MB/s and 5 ms; runnable (paced), not simulated. */
+static void test_replay(void)
+{
+    pl_cluster *hw = pl_test_bundled_cluster("a100-2-nodes.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hw);
+    pl_cluster *c = pl_cluster_replay(hw, 1000, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_TRUE(c->paced);
+    CU_ASSERT_FALSE(c->simulated);
+    CU_ASSERT_EQUAL(c->n_devices, 16);
+    CU_ASSERT_PTR_NULL(c->devices[9].hardware);
+    CU_ASSERT_STRING_EQUAL(c->devices[9].name, "node1/1");
+    CU_ASSERT_DOUBLE_EQUAL(c->devices[9].flops_per_second, 1.092e11, 1e-3);
+    CU_ASSERT_EQUAL(c->devices[9].memory_bytes, 85899345920);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cluster_link(c, 0, 1)->bytes_per_second, 3e8, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cluster_link(c, 0, 1)->latency_seconds, 2e-3, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cluster_link(c, 9, 0)->bytes_per_second, 2.5e7, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cluster_link(c, 9, 0)->latency_seconds, 5e-3, 1e-15);
+    pl_cluster_free(c);
+    pl_cluster_free(hw);
+}
+
 void pl_register_hardware_tests(void)
 {
     static const pl_test_case cases[] = {
@@ -162,6 +185,7 @@ void pl_register_hardware_tests(void)
         {"the roofline: a matmul and an add by hand", test_roofline_by_hand},
         {"a program's tasks on hardware: rooflines and link times", test_roofline_tasks},
         {"hashes and versions", test_hash_and_versions},
+        {"a replay: paced devices slower by a factor", test_replay},
         {NULL, NULL},
     };
     pl_test_add_suite("hardware", cases);

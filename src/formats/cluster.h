@@ -125,6 +125,14 @@ pl_cluster *pl_cluster_subset(const pl_cluster *cluster, const int *devices, int
  * One group when every link is the same. */
 int pl_cluster_groups(const pl_cluster *cluster, const int *devices, int n, int *group);
 int pl_cluster_find_device(const pl_cluster *cluster, const char *name);
+/* A cluster of hardware placer cannot run (simulated) as paced devices this machine runs,
+ * `slowdown` times slower: each device paced to its matrix ops' attainable rate (the math's
+ * peak times the matmul efficiency) / slowdown, each link to its bandwidth / slowdown and
+ * latency x slowdown, memory as the hardware's. The executor then replays a plan's
+ * schedule in real time (a check of the schedule, not of the hardware: an op is held to
+ * its FLOPs at that rate, not to its roofline). Named, and its device names, as
+ * `cluster`, which must outlive it. NULL with err set when out of memory. */
+pl_cluster *pl_cluster_replay(const pl_cluster *cluster, double slowdown, pl_error *err);
 
 #ifdef __cplusplus
 }

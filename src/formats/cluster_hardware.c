@@ -324,3 +324,31 @@ bool pl_cluster_read_nodes(pl_json_reader *r, const json_t *nodes, pl_cluster *c
     free(links);
     return ok;
 }
+
+pl_cluster *pl_cluster_replay(const pl_cluster *hw, double slowdown, pl_error *err)
+{
+    int all[PL_MAX_DEVICES];
+    for (int d = 0; d < hw->n_devices; d++)
+        all[d] = d;
+    pl_cluster *c = pl_cluster_subset(hw, all, hw->n_devices, err);
+    if (!c)
+        return NULL;
+    for (int d = 0; d < c->n_devices; d++) {
+        pl_device *device = &c->devices[d];
+        const pl_hardware *kind = device->hardware;
+        if (kind)
+            device->flops_per_second =
+                kind->peak[kind->math] * kind->efficiency[PL_OP_MATMUL] / slowdown;
+        device->hardware = NULL;
+        device->threads = 1;
+    }
+    for (int i = 0; i < c->n_devices * c->n_devices; i++) {
+        c->links[i].bytes_per_second /= slowdown;
+        c->links[i].latency_seconds *= slowdown;
+    }
+    c->n_hardware = 0;
+    c->hardware = NULL;
+    c->simulated = false;
+    c->paced = true;
+    return c;
+}
