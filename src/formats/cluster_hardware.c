@@ -189,7 +189,8 @@ bool pl_cluster_read_device_hardware(pl_json_reader *r, const json_t *device, pl
         return false;
     if (!d->hardware)
         return true;
-    static const char *const runnable_only[] = {"flops_per_second", "cores", "threads", NULL};
+    static const char *const runnable_only[] = {"flops_per_second", "cores", "threads", "rank",
+                                                NULL};
     for (int i = 0; runnable_only[i]; i++)
         if (json_object_get(device, runnable_only[i])) {
             size_t back = pl_json_push_key(r, runnable_only[i]);
