@@ -51,7 +51,8 @@ static void find_classes(const pl_cluster *c, device_classes *k)
         const pl_device *device = &c->devices[d];
         int i = 0;
         while (i < k->n && (c->devices[k->device[i]].threads != device->threads ||
-                            c->devices[k->device[i]].flops_per_second != device->flops_per_second))
+                            c->devices[k->device[i]].flops_per_second != device->flops_per_second ||
+                            c->devices[k->device[i]].hardware != device->hardware))
             i++;
         if (i == k->n) {
             k->device[k->n] = d;
@@ -74,7 +75,7 @@ static double per_class(const pl_cost_model *m, const pl_cluster *c, const devic
         const pl_device *device = &c->devices[k->device[i]];
         double t = pl_cost_lookup(m, pl_op_signature(op, shapes, device->threads));
         if (t < 0)
-            t = pl_cost_op(m, op->kind, device->threads, flops, bytes);
+            t = pl_cost_op_on(m, op->kind, device, flops, bytes);
         if (device->flops_per_second > 0) /* paced: never faster than its rate */
             t = fmax(t, flops / device->flops_per_second);
         times[i] = t;

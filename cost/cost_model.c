@@ -14,6 +14,7 @@
 #include "json_reader.h"
 #include "linear.h"
 #include "op_times.h"
+#include "roofline.h"
 
 void pl_cost_machine_key(char *buf, size_t cap)
 {
@@ -62,6 +63,14 @@ double pl_cost_op(const pl_cost_model *m, pl_op_kind kind, int threads, double f
     return c->seconds + c->per_flop * flops + c->per_byte * bytes;
 }
 
+double pl_cost_op_on(const pl_cost_model *m, pl_op_kind kind, const pl_device *device,
+                     double flops, double bytes)
+{
+    if (device->hardware)
+        return pl_roofline_seconds(device->hardware, kind, flops, bytes);
+    return pl_cost_op(m, kind, device->threads, flops, bytes);
+}
+
 double pl_task_op_bytes(const pl_program *p, const pl_task *task)
 {
     const pl_op *op = &p->graph->ops[task->op];
@@ -93,8 +102,8 @@ double pl_cost_native(const pl_cost_model *m, const pl_program *p, const pl_clus
     }
     if (native >= 0)
         return native * share + zeroed;
-    return pl_cost_op(m, op->kind, device->threads, pl_task_flops(p, task),
-                      pl_task_op_bytes(p, task) * share) + zeroed;
+    return pl_cost_op_on(m, op->kind, device, pl_task_flops(p, task),
+                         pl_task_op_bytes(p, task) * share) + zeroed;
 }
 
 const char *const pl_delay_names[PL_DELAY_COUNT + 1] = {"slept", "spun", "copy", "handoff",
@@ -158,9 +167,34 @@ static double between_ranks(const pl_cost_model *m, const pl_program *p, const p
     return m->process_seconds + m->process_per_byte * bytes + add;
 }
 
+/* A copy or reduce on hardware placer cannot run: latency + bytes / bandwidth over its
+ * link, a reduce's add after it on the receiving device, a copy within one device at its
+ * memory bandwidth (read and written); no pacing, nothing of this machine. */
+static double hardware_transfer(const pl_program *p, const pl_cluster *c, const pl_task *task)
+{
+    const pl_transfer *tr = &p->transfers[task->transfer];
+    const pl_device *to = &c->devices[tr->to];
+    double bytes = (double)pl_task_bytes(p, task), seconds = 0;
+    if (tr->from != tr->to) {
+        const pl_link *link = pl_cluster_link(c, tr->from, tr->to);
+        seconds = link->latency_seconds +
+                  (link->bytes_per_second > 0 ? bytes / link->bytes_per_second : 0);
+    } else if (to->hardware) {
+        seconds = 2 * bytes / to->hardware->memory_bytes_per_second;
+    }
+    if (task->kind == PL_TASK_REDUCE && to->hardware) /* two ranges read, one written */
+        seconds += pl_roofline_seconds(to->hardware, PL_OP_ADD, bytes / sizeof(float),
+                                       3 * bytes);
+    return seconds;
+}
+
 pl_task_cost pl_cost_task_parts(const pl_cost_model *m, const pl_program *p,
                                 const pl_cluster *c, const pl_task *task)
 {
+    if (task->kind != PL_TASK_OP && c->simulated) {
+        double seconds = hardware_transfer(p, c, task);
+        return (pl_task_cost){seconds, seconds, -1};
+    }
     if (task->kind != PL_TASK_OP) { /* copies, and reduces held as copies */
         const pl_transfer *tr = &p->transfers[task->transfer];
         static const pl_link within = {0, 0}; /* an all-reduce's packing: a memcpy */

@@ -28,6 +28,11 @@
  *   device that never polls `handoff_seconds`, a sleeping thread woken. One released on
  *   the same resource starts `task_seconds` later, a paced one after the paced gap delay.
  *
+ * - On hardware placer cannot run (cluster.h: pl_hardware), an op without a measured time
+ *   for its signature takes its roofline (roofline.h); a copy takes latency + bytes /
+ *   bandwidth over its link, a reduce the add after it on the receiving device, and
+ *   nothing is paced or late.
+ *
  * A profile is keyed by the machine (CPU model, cores, OpenBLAS build, placer version) and
  * is reused until any of them changes. Reading it from several threads is safe; free its
  * measurements with pl_cost_model_clear. */
@@ -194,6 +199,10 @@ double pl_cost_copy(const pl_cost_model *model, const pl_link *link, double byte
 /* An op on a native device of `threads` threads, at the given FLOPs and bytes. */
 double pl_cost_op(const pl_cost_model *model, pl_op_kind kind, int threads, double flops,
                   double bytes);
+/* An op on `device` at the given FLOPs and bytes: the roofline on hardware placer cannot
+ * run (roofline.h), else pl_cost_op at its thread count. */
+double pl_cost_op_on(const pl_cost_model *model, pl_op_kind kind, const pl_device *device,
+                     double flops, double bytes);
 /* Bytes an op task reads and writes at the micro-batch's shapes. */
 double pl_task_op_bytes(const pl_program *program, const pl_task *task);
 

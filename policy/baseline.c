@@ -145,7 +145,8 @@ static void op_seconds(const pl_placer *p, const pl_op *op, double *out)
     for (int d = 0; d < c->n_devices; d++) {
         const pl_device *device = &c->devices[d];
         int same = 0;
-        while (same < d && c->devices[same].threads != device->threads)
+        while (same < d && (c->devices[same].threads != device->threads ||
+                            c->devices[same].hardware != device->hardware))
             same++;
         double native = -1;
         if (same < d) { /* out[same] holds its unpaced time until the loop ends */
@@ -154,7 +155,7 @@ static void op_seconds(const pl_placer *p, const pl_op *op, double *out)
             native = pl_cost_lookup(p->model,
                                     pl_op_signature(op, p->graph->tensors, device->threads));
             if (native < 0)
-                native = pl_cost_op(p->model, op->kind, device->threads, op->flops, bytes);
+                native = pl_cost_op_on(p->model, op->kind, device, op->flops, bytes);
         }
         out[d] = native;
     }

@@ -20,6 +20,7 @@ void pl_register_replica_tests(void);
 void pl_register_measure_tests(void);
 void pl_register_simulate_tests(void);
 void pl_register_op_times_tests(void);
+void pl_register_hardware_tests(void);
 void pl_register_baseline_tests(void);
 void pl_register_agent_tests(void);
 void pl_register_search_tests(void);

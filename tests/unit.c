@@ -32,6 +32,7 @@ int main(int argc, char **argv)
     pl_register_measure_tests();
     pl_register_simulate_tests();
     pl_register_op_times_tests();
+    pl_register_hardware_tests();
     pl_register_baseline_tests();
     pl_register_agent_tests();
     pl_register_search_tests();

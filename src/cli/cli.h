@@ -182,8 +182,17 @@ pl_cli_file pl_cli_profile_output(char *buf, size_t cap);
 const char *pl_cli_input_name(const char *path);
 /* A whole decimal number in [min, max], or false. */
 bool pl_cli_parse_long(const char *text, long min, long max, long *out);
+/* Refuses to run a cluster with hardware placer cannot run (cluster.h: simulated): says
+ * why in one line, after "COMMAND: " when `command` is not NULL; returns 2. */
+int pl_cli_refuse_simulated(const char *command, const pl_cluster *cluster);
+/* What every output of a search on such a cluster says: "simulated: this machine cannot
+ * run cluster X", and the error its costs carry (the roofline's: unknown), into `buf`
+ * (PL_ERROR_TEXT_MAX is room enough); returns buf. */
+const char *pl_cli_simulated_text(const pl_cluster *cluster, const pl_cost_model *costs,
+                                  char *buf, size_t cap);
 /* An executor for a training graph on a cluster, its inputs filled with the first training
- * batch of `data_path` (as placer train --data takes it). Reports errors; exit status. */
+ * batch of `data_path` (as placer train --data takes it). Reports errors; exit status
+ * (2 on a simulated cluster: pl_cli_refuse_simulated). */
 int pl_cli_new_executor(const pl_graph *graph, const pl_cluster *cluster,
                         const char *data_path, pl_executor **executor);
 /* Classification: the loss is softmax cross-entropy; its inputs are logits and labels

@@ -63,7 +63,9 @@ static void print_usage(void)
            "\n"
            "  -o, --output PREFIX   where (default: the model file's name without .json, in\n"
            "                        the current directory; needed for a model from '-')\n"
-           "  --cluster FILE        the cluster (default: this machine, one device per core)\n"
+           "  --cluster FILE        the cluster (default: this machine, one device per core);\n"
+           "                        one of hardware placer cannot run (dgx-a100, ...) is\n"
+           "                        planned on the simulator alone, and every output says so\n"
            "  --op-times FILE       op times measured elsewhere (tools/import-trace) in\n"
            "                        place of the profile's for the ops they time, in every\n"
            "                        simulated figure (measured steps stay this machine's)\n"
@@ -432,6 +434,10 @@ static int write_outputs(job_state *s)
         if (base && base->measured > 0 && chosen->measured > 0)
             printf("; %.2fx faster than the best baseline (%s)",
                    base->measured / chosen->measured, base->name);
+        char simulated[PL_ERROR_TEXT_MAX];
+        if (c->simulated)
+            printf("\n  %s", pl_cli_simulated_text(c, s->setup.costs, simulated,
+                                                    sizeof simulated));
         if (search->choice_unstable)
             printf("\n  the choice rests on an unstable measurement (the machine was busy?): "
                    "see the report");
@@ -521,6 +527,13 @@ static int run_job(job_state *s)
     s->setup.needs = PL_CLI_TRAINING | PL_CLI_COSTS;
     if ((status = pl_cli_setup_load(&s->setup)) != PL_EXIT_OK)
         return status;
+    if (s->setup.cluster->simulated) { /* nothing to measure it on: the simulator alone */
+        char simulated[PL_ERROR_TEXT_MAX];
+        s->o.search.simulate_only = true;
+        if (!s->o.quiet)
+            printf("%s\n", pl_cli_simulated_text(s->setup.cluster, s->setup.costs, simulated,
+                                                  sizeof simulated));
+    }
     s->job.graph = s->setup.graph;
     s->job.cluster = s->setup.cluster;
     s->job.calibrated = s->setup.calibrated;

@@ -10,12 +10,21 @@
 
 #include "cli.h"
 #include "executor.h"
+#include "simulate.h"
 #include "timeline.h"
 
 typedef struct run_options {
     const char *model, *plan, *cluster, *trace, *timeline, *data, *weights;
     long steps, warmup;
+    double replay; /* --replay SLOWDOWN, 0: none */
 } run_options;
+
+/* A replay of a cluster placer cannot run (pl_cluster_replay), and what the simulator
+ * predicts: at the replay's speeds, and on the hardware by its roofline. */
+typedef struct replay {
+    pl_cluster *hardware;
+    double slowdown, simulated_replay, simulated_hardware;
+} replay;
 
 static void usage(void)
 {
@@ -35,6 +44,11 @@ static void usage(void)
            "  --data PATH      what to feed (default 'synthetic'; see placer train --help)\n"
            "  --weights FILE   start from these weights (tensor-file.md) instead of the\n"
            "                   model's initialisers\n"
+           "  --replay S       on a cluster of hardware placer cannot run (dgx-a100, ...):\n"
+           "                   replay the plan on paced devices S times slower than the\n"
+           "                   hardware (ops held to their FLOPs at its matrix rate,\n"
+           "                   copies to its links), labelled replayed: a check of the\n"
+           "                   simulator's schedule, not of the hardware\n"
            "\n"
            "A MODEL.json, --plan or --cluster FILE of '-' is read from standard input (one\n"
            "of them). The formats: in " PLACER_DOCDIR "/.\n"
@@ -45,13 +59,14 @@ static void usage(void)
 
 static int parse_options(int argc, char **argv, run_options *o)
 {
-    enum { PLAN = 256, CLUSTER, STEPS, WARMUP, TRACE, TIMELINE, DATA, WEIGHTS };
+    enum { PLAN = 256, CLUSTER, STEPS, WARMUP, TRACE, TIMELINE, DATA, WEIGHTS, REPLAY };
     static const struct option options[] = {
         {"plan", required_argument, NULL, PLAN}, {"cluster", required_argument, NULL, CLUSTER},
         {"steps", required_argument, NULL, STEPS}, {"warmup", required_argument, NULL, WARMUP},
         {"trace", required_argument, NULL, TRACE}, {"data", required_argument, NULL, DATA},
         {"timeline", required_argument, NULL, TIMELINE},
         {"weights", required_argument, NULL, WEIGHTS},
+        {"replay", required_argument, NULL, REPLAY},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     *o = (run_options){.steps = 10, .warmup = 3, .data = "synthetic"};
     opterr = 0;
@@ -67,6 +82,12 @@ static int parse_options(int argc, char **argv, run_options *o)
         case WEIGHTS: o->weights = optarg; break;
         case STEPS: ok = pl_cli_parse_long(optarg, 1, 1000000, &o->steps); break;
         case WARMUP: ok = pl_cli_parse_long(optarg, 0, 1000000, &o->warmup); break;
+        case REPLAY: {
+            char *end;
+            o->replay = strtod(optarg, &end);
+            ok = *optarg && !*end && o->replay >= 1 && o->replay <= 1e9;
+            break;
+        }
         case 'h': usage(); return -1;
         default:
             return pl_cli_usage_error("run: unknown option or missing argument '%s'",
@@ -116,8 +137,54 @@ static void describe_devices(const pl_executor *ex, const pl_cluster *c)
     }
 }
 
+/* The plan's simulated step on `c`, no profile: the roofline on hardware, the declared
+ * speeds on paced devices. */
+static int simulated_step(const pl_graph *g, const pl_cluster *c, const pl_plan *plan,
+                          double *seconds)
+{
+    pl_error err;
+    pl_error_init(&err, NULL);
+    pl_cost_model none = {0};
+    pl_simulation sim;
+    pl_program *p = pl_program_new(g, c, plan, &err);
+    pl_status status = p ? pl_simulate(p, c, &none, &sim, NULL, NULL, &err) : err.status;
+    pl_program_free(p);
+    *seconds = status == PL_OK ? sim.step_seconds : 0;
+    return status == PL_OK ? PL_EXIT_OK : pl_cli_report(&err);
+}
+
+/* --replay: the set-up's cluster becomes its replay, the hardware kept beside it. */
+static int start_replay(const run_options *o, pl_cli_setup *setup, replay *r)
+{
+    pl_cluster *hw = setup->cluster;
+    if (!hw->simulated)
+        return pl_cli_usage_error("run: --replay replays hardware placer cannot run; cluster "
+                                  "\"%s\" runs here as it is", hw->name);
+    pl_error err;
+    pl_error_init(&err, NULL);
+    pl_cluster *paced = pl_cluster_replay(hw, o->replay, &err);
+    if (!paced)
+        return pl_cli_report(&err);
+    *r = (replay){.hardware = hw, .slowdown = o->replay};
+    setup->cluster = paced;
+    int status = simulated_step(setup->graph, hw, setup->plan, &r->simulated_hardware);
+    return status == PL_EXIT_OK
+               ? simulated_step(setup->graph, paced, setup->plan, &r->simulated_replay)
+               : status;
+}
+
+static void print_replay(const replay *r, double measured)
+{
+    fprintf(pl_cli_text,
+            "replayed: %.3f ms / %g = %.4f ms at the hardware's speed; the simulator at the "
+            "replay's speeds %.3f ms (measured / simulated %.3f); on the hardware's roofline "
+            "%.4f ms (simulated)\n", 1e3 * measured, r->slowdown, 1e3 * measured / r->slowdown,
+            1e3 * r->simulated_replay, measured / r->simulated_replay,
+            1e3 * r->simulated_hardware);
+}
+
 static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
-                   const pl_plan *plan, pl_executor *ex)
+                   const pl_plan *plan, pl_executor *ex, const replay *r)
 {
     pl_error err;
     pl_error_init(&err, o->model);
@@ -132,9 +199,15 @@ static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
                 pl_units_bytes((double)fit.capacity, have, sizeof have), (long long)fit.capacity);
         return PL_EXIT_NO_FIT;
     }
-    fprintf(pl_cli_text, "run %s on cluster \"%s\" (%s)\n", g->name, c->name,
-            c->paced ? "paced: kernels and copies held to the declared speeds"
-                     : "native: as fast as this machine runs");
+    if (r)
+        fprintf(pl_cli_text, "replay %s on cluster \"%s\" (replayed: paced devices %g times "
+                "slower than its hardware, each op held to its FLOPs at the matrix rate, each "
+                "copy to its link; a check of the schedule, not of the hardware)\n", g->name,
+                c->name, r->slowdown);
+    else
+        fprintf(pl_cli_text, "run %s on cluster \"%s\" (%s)\n", g->name, c->name,
+                c->paced ? "paced: kernels and copies held to the declared speeds"
+                         : "native: as fast as this machine runs");
     pl_cli_describe_plan(plan, c, pl_executor_program(ex));
     int threads = pl_executor_threads(ex), cores = pl_machine_cores();
     if (threads > cores)
@@ -157,6 +230,8 @@ static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
             1e3 * times->median, pl_cli_spread_text(times, spread, sizeof spread), 1e3 * times->min,
             1e3 * times->max, 100 * times->iqr_spread, 100 * times->spread, o->steps, o->warmup);
     pl_cli_print_stability(pl_cli_text, &m);
+    if (r)
+        print_replay(r, times->median);
     fprintf(pl_cli_text, "throughput: %.0f samples/s; loss %.4f at the last step\n",
             g->batch_size / m.series.median, (double)m.last_loss);
     if (o->trace && pl_cli_leader()) {
@@ -186,18 +261,26 @@ int pl_cmd_run(int argc, char **argv)
     if (status != PL_EXIT_OK)
         return status < 0 ? PL_EXIT_OK : status;
     pl_cli_setup setup = {.model_path = o.model, .cluster_path = o.cluster, .plan_path = o.plan,
-                          .data_path = o.data,
-                          .needs = PL_CLI_TRAINING | PL_CLI_PLAN | PL_CLI_EXECUTOR};
+                          .data_path = o.data, .needs = PL_CLI_TRAINING | PL_CLI_PLAN};
+    replay r = {0};
     status = pl_cli_setup_load(&setup);
+    if (status == PL_EXIT_OK && o.replay > 0)
+        status = start_replay(&o, &setup, &r);
+    if (status == PL_EXIT_OK) {
+        setup.needs |= PL_CLI_EXECUTOR;
+        status = pl_cli_setup_load(&setup);
+    }
     if (status == PL_EXIT_OK && o.weights)
         status = pl_cli_weights(o.weights, false, setup.graph, NULL, setup.executor);
     if (status == PL_EXIT_OK) {
         /* Ctrl-C, SIGTERM or SIGHUP end the measurement between steps: exit 130 */
         pl_executor_set_interrupt(setup.executor, &pl_cli_interrupted);
         pl_cli_catch_interrupt(true);
-        status = measure(&o, setup.graph, setup.cluster, setup.plan, setup.executor);
+        status = measure(&o, setup.graph, setup.cluster, setup.plan, setup.executor,
+                         r.hardware ? &r : NULL);
         pl_cli_catch_interrupt(false);
     }
     pl_cli_setup_release(&setup);
+    pl_cluster_free(r.hardware); /* after its replay, which borrows its names */
     return status;
 }

@@ -213,9 +213,14 @@ static int simulate(const simulate_options *o, const pl_cli_setup *setup)
                 (long long)d->memory_bytes);
         status = PL_EXIT_NO_FIT;
     } else {
-        fprintf(pl_cli_text, "simulate %s on cluster \"%s\" (%s), this machine's profile%s\n",
-                g->name, c->name, c->paced ? "paced" : "native",
-                setup->calibrated ? ", just calibrated" : "");
+        char simulated[PL_ERROR_TEXT_MAX];
+        if (c->simulated)
+            fprintf(pl_cli_text, "simulate %s on cluster \"%s\"\n%s\n", g->name, c->name,
+                    pl_cli_simulated_text(c, setup->costs, simulated, sizeof simulated));
+        else
+            fprintf(pl_cli_text, "simulate %s on cluster \"%s\" (%s), this machine's "
+                    "profile%s\n", g->name, c->name, c->paced ? "paced" : "native",
+                    setup->calibrated ? ", just calibrated" : "");
         print_op_times(o, setup);
         pl_cli_describe_plan(plan, c, p);
         print_prediction(g, c, p, &sim, setup->bound);

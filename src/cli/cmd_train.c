@@ -442,10 +442,13 @@ static int set_up_plan(trainer *t)
 static int set_up(trainer *t)
 {
     t->setup = (pl_cli_setup){.model_path = t->o.model, .cluster_path = t->o.cluster,
-                              .plan_path = t->o.plan};
+                              .plan_path = t->o.plan,
+                              .needs = t->o.cluster ? PL_CLI_CLUSTER : 0};
     int status = pl_cli_setup_load(&t->setup);
     if (status != PL_EXIT_OK)
         return status;
+    if (t->setup.cluster && t->setup.cluster->simulated) /* before any parameter memory */
+        return pl_cli_refuse_simulated("train", t->setup.cluster);
     t->g = t->setup.graph;
     pl_error err;
     pl_error_init(&err, t->o.model);

@@ -227,9 +227,42 @@ void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *c, const pl_pro
             copies, pl_units_bytes((double)bytes, size, sizeof size));
 }
 
+int pl_cli_refuse_simulated(const char *command, const pl_cluster *c)
+{
+    const char *kind = "";
+    for (int d = 0; d < c->n_devices && !kind[0]; d++)
+        if (c->devices[d].hardware)
+            kind = c->devices[d].hardware->kind;
+    pl_cli_error("%s%sthis machine cannot run cluster \"%s\" (%s is hardware described from "
+                 "its datasheet): plan it on the simulator with 'placer MODEL.json --cluster "
+                 "FILE', or predict a plan's step with 'placer simulate'", command ? command : "",
+                 command ? ": " : "", c->name, kind);
+    return PL_EXIT_USAGE;
+}
+
+const char *pl_cli_simulated_text(const pl_cluster *c, const pl_cost_model *m, char *buf,
+                                  size_t cap)
+{
+    int n = snprintf(buf, cap, "simulated: this machine cannot run cluster \"%s\"; every "
+                     "step is the simulator's, ", c->name);
+    if (n < 0 || (size_t)n >= cap)
+        return buf;
+    if (m && m->n_measured > 0)
+        snprintf(buf + n, cap - (size_t)n, "from measured times of %d op signatures and the "
+                 "roofline of the datasheet figures for the rest, whose error is unknown (not "
+                 "calibrated against this hardware)", m->n_measured);
+    else
+        snprintf(buf + n, cap - (size_t)n, "from the roofline of the datasheet figures, "
+                 "whose error is unknown (not calibrated against this hardware)");
+    return buf;
+}
+
 int pl_cli_new_executor(const pl_graph *g, const pl_cluster *c, const char *data_path,
                         pl_executor **ex)
 {
+    *ex = NULL;
+    if (c->simulated)
+        return pl_cli_refuse_simulated(NULL, c);
     pl_error err;
     pl_error_init(&err, NULL); /* the data's errors name their source, the others the model */
     *ex = pl_executor_new_with_data(g, c, data_path, &err);
@@ -514,6 +547,10 @@ static int take_costs(pl_cli_setup *s)
     bool verbose = !s->quiet;
     if (!(s->costs = calloc(1, sizeof *s->costs)))
         return PL_EXIT_FAILURE;
+    /* hardware placer cannot run takes its costs from its datasheet (the roofline), not
+       from this machine's profile: no calibration */
+    if (s->cluster->simulated)
+        return PL_EXIT_OK;
     int status = PL_EXIT_OK;
     /* under mpirun rank 0 loads it (and calibrates, alone) and every rank gets its copy,
        so that what the ranks decide from it is the same */

@@ -155,6 +155,12 @@ int pl_job_write_summary(FILE *fp, const pl_job *job)
                 "summary\n");
         return PL_EXIT_FAILURE;
     }
+    /* a cluster this machine cannot run: every step is the simulator's, and says so */
+    char simulated[PL_ERROR_TEXT_MAX];
+    json_object_set_new(root, "simulated",
+                        c->simulated ? json_string(pl_cli_simulated_text(c, job->costs, simulated,
+                                                                         sizeof simulated))
+                                     : json_null());
     int status = json_dumpf(root, fp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 &&
                  fputc('\n', fp) != EOF ? PL_EXIT_OK : PL_EXIT_FAILURE;
     json_decref(root);

@@ -34,7 +34,8 @@ static void print_start(pl_progress *p, const pl_search_event *event)
     const pl_cluster *c = p->cluster;
     fprintf(p->out, "placing %s on cluster \"%s\" (%d devices, %s); lower bound %.3f ms; "
             "budget %.0f s, seed %llu\n", p->graph->name, c->name, c->n_devices,
-            c->paced ? "paced: emulated devices" : "native", 1e3 * event->search->bound,
+            c->simulated ? "hardware: simulated only" : c->paced ? "paced: emulated devices"
+                                                             : "native", 1e3 * event->search->bound,
             p->options->budget, (unsigned long long)p->options->seed);
 }
 

@@ -382,12 +382,19 @@ static void write_markdown(FILE *fp, const pl_job *job, const report_files *file
     fprintf(fp, "Cluster \"");
     md_text(fp, c->name);
     fprintf(fp, "\": %d devices, %s. Budget %.0f s, used %.1f s; seed %llu%s%s.\n\n",
-            c->n_devices, c->paced ? "paced (emulated devices: every measured step comes "
+            c->n_devices, c->simulated ? "hardware described from datasheets (simulated)"
+            : c->paced ? "paced (emulated devices: every measured step comes "
             "from their pacing)" : "native", job->budget, search->elapsed,
             (unsigned long long)job->seed, job->calibrated ? "; calibrated this run" : "",
             search->interrupted ? "; **interrupted (Ctrl-C or a signal): the best plan so far**"
                                 : "");
     write_op_times(fp, job);
+    if (c->simulated) {
+        char simulated[PL_ERROR_TEXT_MAX];
+        fprintf(fp, "**");
+        md_text(fp, pl_cli_simulated_text(c, job->costs, simulated, sizeof simulated));
+        fprintf(fp, "**. Nothing was measured: the plan is the simulator's choice.\n\n");
+    }
     char skipped[256];
     if (pl_progress_skipped_text(search, skipped, sizeof skipped)[0]) {
         fprintf(fp, "**The budget was too short for the whole search**: skipped for time: ");

@@ -1,12 +1,12 @@
 /* Cluster files and the local machine. */
 #include "cluster.h"
+#include "cluster_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "hash.h"
-#include "json_reader.h"
 
 #define CLUSTER_MAX_BYTES ((size_t)16 << 20)
 
@@ -53,11 +53,14 @@ pl_cluster *pl_cluster_subset(const pl_cluster *cluster, const int *devices, int
         for (int j = 0; j < n; j++)
             c->links[i * n + j] = *pl_cluster_link(cluster, devices[i], devices[j]);
         c->paced = c->paced || c->devices[i].flops_per_second > 0;
+        c->simulated = c->simulated || c->devices[i].hardware;
     }
     for (int i = 0; i < n * n; i++)
         c->paced = c->paced || c->links[i].bytes_per_second > 0;
     c->n_ranks = cluster->n_ranks;
-    return c; /* names and cores point into `cluster`, which must outlive it */
+    c->n_hardware = cluster->n_hardware;
+    c->hardware = cluster->hardware;
+    return c; /* names, cores and hardware point into `cluster`, which must outlive it */
 }
 
 static bool faster(const pl_cluster *c, int a, int b, double slowest)
@@ -101,21 +104,25 @@ int pl_cluster_groups(const pl_cluster *c, const int *devices, int n, int *group
 
 int pl_cluster_find_device(const pl_cluster *cluster, const char *name)
 {
-    for (int d = 0; d < cluster->n_devices; d++)
+    return pl_cluster_find_device_in(cluster, cluster->n_devices, name);
+}
+
+int pl_cluster_find_device_in(const pl_cluster *cluster, int n, const char *name)
+{
+    for (int d = 0; d < n; d++)
         if (strcmp(cluster->devices[d].name, name) == 0)
             return d;
     return -1;
 }
 
-static const char *copy_string(pl_cluster *c, const char *text)
+const char *pl_cluster_copy_string(pl_cluster *c, const char *text)
 {
     return pl_arena_strndup(&c->arena, text, strlen(text));
 }
 
 /* ---- reading a file ------------------------------------------------------------------ */
 
-/* A link's declared figures (both optional: native bandwidth, no added latency). */
-static bool read_link(pl_json_reader *r, const json_t *value, const char *const *fields,
+bool pl_cluster_read_link(pl_json_reader *r, const json_t *value, const char *const *fields,
                       pl_link *link)
 {
     double bandwidth = 0, latency = 0;
@@ -165,7 +172,8 @@ static bool read_cores(pl_json_reader *r, const json_t *device, pl_cluster *c, p
 static bool read_device(pl_json_reader *r, const json_t *value, pl_cluster *c, int index)
 {
     static const char *const fields[] = {"name", "threads", "memory_bytes", "cores",
-                                         "flops_per_second", "rank", NULL};
+                                         "flops_per_second", "rank", "hardware", "node",
+                                         NULL};
     pl_device *d = &c->devices[index];
     json_t *name;
     int64_t threads = 1, memory = 0, rank = -1;
@@ -182,15 +190,18 @@ static bool read_device(pl_json_reader *r, const json_t *value, pl_cluster *c, i
                                 json_string_value(name), other);
     pl_json_pop(r, back);
     if (!pl_json_integer(r, value, "threads", false, 1, PL_MAX_DEVICE_THREADS, &threads) ||
-        !pl_json_integer(r, value, "memory_bytes", true, 1, INT64_MAX, &memory) ||
+        !pl_json_integer(r, value, "memory_bytes", !json_object_get(value, "hardware"), 1,
+                         INT64_MAX, &memory) ||
         !pl_json_number(r, value, "flops_per_second", false, 1, 1e18, &flops) ||
         !pl_json_integer(r, value, "rank", false, 0, PL_MAX_DEVICES - 1, &rank) ||
         !read_cores(r, value, c, d))
         return false;
-    d->rank = (int)rank; /* -1 until check_ranks */
-    d->name = copy_string(c, json_string_value(name));
-    d->threads = (int)threads;
     d->memory_bytes = memory;
+    if (!pl_cluster_read_device_hardware(r, value, c, d))
+        return false;
+    d->rank = (int)rank; /* -1 until check_ranks */
+    d->name = pl_cluster_copy_string(c, json_string_value(name));
+    d->threads = (int)threads;
     d->flops_per_second = flops;
     c->paced |= flops > 0;
     return d->name != NULL || (pl_error_set(r->err, PL_ENOMEM, NULL, "out of memory"), false);
@@ -246,7 +257,7 @@ static bool read_pair(pl_json_reader *r, const json_t *value, pl_cluster *c, boo
                                          NULL};
     json_t *pair;
     pl_link link;
-    if (!read_link(r, value, fields, &link) ||
+    if (!pl_cluster_read_link(r, value, fields, &link) ||
         !pl_json_member(r, value, "devices", JSON_ARRAY, true, &pair))
         return false;
     size_t back = pl_json_push_key(r, "devices");
@@ -274,51 +285,101 @@ static bool read_pair(pl_json_reader *r, const json_t *value, pl_cluster *c, boo
     return true;
 }
 
+/* Version 2's fields: in a version 1 file they are refused by name. */
+static bool check_version(pl_json_reader *r, const json_t *root, int64_t version)
+{
+    static const char *const added[] = {"hardware", "nodes"};
+    for (size_t i = 0; version < 2 && i < sizeof added / sizeof *added; i++)
+        if (json_object_get(root, added[i])) {
+            pl_json_push_key(r, added[i]);
+            return pl_json_fail(r, "\"%s\" needs format version 2 (this file says 1)",
+                                added[i]);
+        }
+    return true;
+}
+
+/* Hardware placer cannot run is planned without calibrating this machine: a device it
+ * can run would have no costs beside it. Every device is hardware, or none. */
+static bool check_all_hardware(pl_json_reader *r, const pl_cluster *c)
+{
+    int hardware = -1, runnable = -1;
+    for (int d = 0; d < c->n_devices; d++)
+        *(c->devices[d].hardware ? &hardware : &runnable) = d;
+    if (hardware < 0 || runnable < 0)
+        return true;
+    size_t back = pl_json_push_key(r, "devices");
+    pl_json_push_index(r, (size_t)runnable);
+    pl_json_fail(r, "device \"%s\" names no \"hardware\", but \"%s\" is hardware placer "
+                 "cannot run: a cluster is all hardware or none", c->devices[runnable].name,
+                 c->devices[hardware].name);
+    pl_json_pop(r, back);
+    return false;
+}
+
+/* A default link is needed when some two devices share no node. */
+static bool needs_default_link(const pl_cluster *c)
+{
+    for (int d = 1; d < c->n_devices; d++)
+        if (!c->devices[d].node || !c->devices[0].node ||
+            strcmp(c->devices[d].node, c->devices[0].node) != 0)
+            return true;
+    return false;
+}
+
 static pl_cluster *read_cluster(pl_json_reader *r, const json_t *root)
 {
     static const char *const fields[] = {"format", "version", "name", "description",
-                                         "devices", "default_link", "links", NULL};
+                                         "devices", "default_link", "links", "hardware",
+                                         "nodes", NULL};
     static const char *const link_fields[] = {"bytes_per_second", "latency_seconds", NULL};
     const char *name, *description = "";
-    json_t *devices, *default_link, *links;
-    if (!pl_json_check_header(r, root, "cluster", "placer-cluster", PL_CLUSTER_FORMAT_VERSION))
+    json_t *devices, *default_link, *links, *hardware, *nodes;
+    int64_t version;
+    size_t from_nodes;
+    if (!pl_json_check_header_versions(r, root, "cluster", "placer-cluster", 1,
+                                       PL_CLUSTER_FORMAT_VERSION, &version))
         return NULL;
-    if (!pl_json_expect_object(r, root, fields) ||
+    if (!pl_json_expect_object(r, root, fields) || !check_version(r, root, version) ||
         !pl_json_string(r, root, "name", true, &name) ||
         !pl_json_string(r, root, "description", false, &description) ||
-        !pl_json_member(r, root, "devices", JSON_ARRAY, true, &devices) ||
+        !pl_json_member(r, root, "hardware", JSON_ARRAY, false, &hardware) ||
+        !pl_json_member(r, root, "nodes", JSON_ARRAY, false, &nodes) ||
+        !pl_json_member(r, root, "devices", JSON_ARRAY, !nodes, &devices) ||
         !pl_json_member(r, root, "default_link", JSON_OBJECT, false, &default_link) ||
-        !pl_json_member(r, root, "links", JSON_ARRAY, false, &links))
+        !pl_json_member(r, root, "links", JSON_ARRAY, false, &links) ||
+        !pl_cluster_count_node_devices(r, nodes, &from_nodes))
         return NULL;
-    size_t n = json_array_size(devices);
+    size_t listed = json_array_size(devices), n = listed + from_nodes;
     if (n == 0 || n > PL_MAX_DEVICES) {
-        pl_json_push_key(r, "devices");
+        pl_json_push_key(r, devices ? "devices" : "nodes");
         return pl_json_fail(r, "a cluster has 1 to %d devices, not %zu", PL_MAX_DEVICES, n),
                NULL;
     }
-    if (n > 1 && !default_link)
-        return pl_json_fail(r, "missing field \"default_link\" (a cluster of several devices "
-                            "needs one)"), NULL;
     pl_cluster *c = new_cluster((int)n, r->err);
     bool *seen = c ? calloc(n * n, sizeof *seen) : NULL;
-    bool ok = c && seen && (c->name = copy_string(c, name)) &&
-              (c->description = copy_string(c, description));
+    bool ok = c && seen && (c->name = pl_cluster_copy_string(c, name)) &&
+              (c->description = pl_cluster_copy_string(c, description)) &&
+              pl_cluster_read_hardware(r, hardware, c);
     size_t back = pl_json_push_key(r, "devices");
-    for (size_t i = 0; ok && i < n; i++) {
+    for (size_t i = 0; ok && i < listed; i++) {
         size_t at = pl_json_push_index(r, i);
         ok = read_device(r, json_array_get(devices, i), c, (int)i);
         pl_json_pop(r, at);
     }
     pl_json_pop(r, back);
-    ok = ok && check_ranks(r, c);
     pl_link fallback = {0, 0};
     if (ok && default_link) {
         back = pl_json_push_key(r, "default_link");
-        ok = read_link(r, default_link, link_fields, &fallback);
+        ok = pl_cluster_read_link(r, default_link, link_fields, &fallback);
         pl_json_pop(r, back);
     }
     for (size_t i = 0; ok && i < n * n; i++)
         c->links[i] = fallback;
+    ok = ok && pl_cluster_read_nodes(r, nodes, c, (int)listed) && check_all_hardware(r, c) &&
+         check_ranks(r, c);
+    if (ok && !default_link && needs_default_link(c))
+        ok = pl_json_fail(r, "missing field \"default_link\" (a cluster of several devices "
+                          "not all in one node needs one)");
     back = pl_json_push_key(r, "links");
     for (size_t i = 0; ok && links && i < json_array_size(links); i++) {
         size_t at = pl_json_push_index(r, i);
@@ -328,6 +389,8 @@ static pl_cluster *read_cluster(pl_json_reader *r, const json_t *root)
     pl_json_pop(r, back);
     for (size_t i = 0; ok && i < n * n; i++)
         c->paced |= c->links[i].bytes_per_second > 0;
+    for (size_t d = 0; ok && d < n; d++)
+        c->simulated |= c->devices[d].hardware != NULL;
     free(seen);
     if (!ok) {
         if (c && (!r->err || r->err->status == PL_OK))
@@ -363,6 +426,16 @@ pl_cluster *pl_cluster_load_file(const char *path, pl_error *err)
     return from_root(pl_json_parse_file(path, CLUSTER_MAX_BYTES, err, NULL), err);
 }
 
+/* A hardware device's figures: what its ops and memory cost (its kind's name too). */
+static uint64_t hash_hardware(uint64_t hash, const pl_hardware *hw)
+{
+    double figures[3] = {hw->memory_bytes_per_second, hw->launch_seconds, (double)hw->math};
+    hash = pl_hash_bytes(hash, hw->kind, strlen(hw->kind) + 1);
+    hash = pl_hash_bytes(hash, hw->peak, sizeof hw->peak);
+    hash = pl_hash_bytes(hash, figures, sizeof figures);
+    return pl_hash_bytes(hash, hw->efficiency, sizeof hw->efficiency);
+}
+
 uint64_t pl_cluster_hash(const pl_cluster *c)
 {
     uint64_t hash = pl_hash_bytes(PL_HASH_INIT, &c->n_devices, sizeof c->n_devices);
@@ -374,6 +447,8 @@ uint64_t pl_cluster_hash(const pl_cluster *c)
         hash = pl_hash_bytes(hash, &device->flops_per_second, sizeof(double));
         if (device->n_cores)
             hash = pl_hash_bytes(hash, device->cores, (size_t)device->n_cores * sizeof(int));
+        if (device->hardware)
+            hash = hash_hardware(hash, device->hardware);
     }
     for (int i = 0; i < c->n_devices * c->n_devices; i++) {
         double link[2] = {c->links[i].bytes_per_second, c->links[i].latency_seconds};
@@ -396,15 +471,15 @@ pl_cluster *pl_cluster_local(pl_error *err)
     pl_cluster *c = new_cluster((int)cores, err);
     if (!c)
         return NULL;
-    c->name = copy_string(c, "local");
-    c->description = copy_string(c, "this machine: one native device per online core");
+    c->name = pl_cluster_copy_string(c, "local");
+    c->description = pl_cluster_copy_string(c, "this machine: one native device per online core");
     int *core_ids = pl_arena_alloc(&c->arena, (size_t)cores * sizeof *core_ids);
     for (int d = 0; d < cores; d++) {
         char name[32];
         snprintf(name, sizeof name, "cpu%d", d);
         if (core_ids)
             core_ids[d] = d;
-        c->devices[d] = (pl_device){.name = copy_string(c, name), .threads = 1,
+        c->devices[d] = (pl_device){.name = pl_cluster_copy_string(c, name), .threads = 1,
                                     .memory_bytes = memory / cores, .n_cores = core_ids ? 1 : 0,
                                     .cores = core_ids ? &core_ids[d] : NULL};
         if (!c->devices[d].name) {

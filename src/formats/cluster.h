@@ -4,8 +4,10 @@
  * throughput, and a link a bandwidth and latency, which the executor then paces kernels
  * and copies to (never finishing early), emulating a larger or slower cluster on this
  * machine. Without a declaration, a device or link runs as fast as the machine does
- * (native). A cluster is read from a file (docs/cluster-format.md) or describes the local
- * machine: one device per core.
+ * (native). A device may instead describe hardware placer cannot run (a GPU, by its
+ * datasheet: pl_hardware): a cluster with one is planned on the simulator only
+ * (pl_cluster_simulated). A cluster is read from a file (docs/cluster-format.md) or
+ * describes the local machine: one device per core.
  *
  * A cluster is plain data owned by one arena; pl_cluster_free(NULL) is a no-op. Reading
  * it from several threads is safe. */
@@ -17,12 +19,37 @@
 
 #include "arena.h"
 #include "error.h"
+#include "ops.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-enum { PL_CLUSTER_FORMAT_VERSION = 1, PL_MAX_DEVICES = 64, PL_MAX_DEVICE_THREADS = 256 };
+/* Version 2 added hardware kinds and nodes; version 1 files read unchanged. */
+enum { PL_CLUSTER_FORMAT_VERSION = 2, PL_MAX_DEVICES = 64, PL_MAX_DEVICE_THREADS = 256 };
+
+/* The number formats a datasheet gives a peak for; the model's tensors are fp32 and its
+ * matrix math runs at one of them (pl_hardware.math). */
+typedef enum pl_math {
+    PL_MATH_FP32,
+    PL_MATH_TF32,
+    PL_MATH_BF16,
+    PL_MATH_FP16,
+    PL_MATH_COUNT
+} pl_math;
+extern const char *const pl_math_names[PL_MATH_COUNT + 1]; /* "fp32", ...; NULL-terminated */
+
+/* A kind of device placer cannot run, from its datasheet: the roofline (cost/roofline.h)
+ * times its ops. */
+typedef struct pl_hardware {
+    const char *kind;                 /* "A100-SXM4-80GB" */
+    double peak[PL_MATH_COUNT];       /* FLOP/s per number format, dense; 0: not given */
+    pl_math math;                     /* what the model's matrix math runs at */
+    int64_t memory_bytes;             /* its devices' memory */
+    double memory_bytes_per_second;   /* memory bandwidth */
+    double launch_seconds;            /* added to every kernel */
+    double efficiency[PL_OP_COUNT];   /* of the peak each op kind attains, 0 to 1 */
+} pl_hardware;
 
 typedef struct pl_device {
     const char *name;
@@ -32,6 +59,9 @@ typedef struct pl_device {
     const int *cores;
     double flops_per_second;  /* declared compute throughput; 0: native */
     int rank;                 /* the MPI process that holds it (0 in one process) */
+    const pl_hardware *hardware; /* a device placer cannot run, or NULL: one it runs */
+    const char *node;         /* the node it belongs to (a machine of several devices), or
+                                 NULL */
 } pl_device;
 
 /* How a device behaves when the executor runs it, which the simulator models too.
@@ -60,6 +90,10 @@ typedef struct pl_cluster {
     pl_device *devices;
     pl_link *links;          /* n_devices x n_devices, row = source; the diagonal unused */
     bool paced;              /* some device or link declares a throughput */
+    bool simulated;          /* some device is hardware placer cannot run: the cluster is
+                                planned on the simulator only, never run */
+    int n_hardware;          /* the hardware kinds the file describes */
+    pl_hardware *hardware;
     int n_ranks;             /* the processes its devices are spread over: 1 when the file
                                 gives no ranks */
     pl_arena arena;
@@ -77,7 +111,7 @@ void pl_cluster_free(pl_cluster *cluster);
 
 const pl_link *pl_cluster_link(const pl_cluster *cluster, int from, int to);
 /* The cluster's identity: a hash of its devices (names, threads, memory, throughput,
- * cores) and links (bandwidth, latency), not of its name or description. Checkpoints
+ * cores, hardware figures) and links (bandwidth, latency), not of its name or description. Checkpoints
  * record it beside the model's hash (pl_graph.hash) so that one made on another cluster of
  * the same size is refused. */
 uint64_t pl_cluster_hash(const pl_cluster *cluster);
@@ -91,6 +125,14 @@ pl_cluster *pl_cluster_subset(const pl_cluster *cluster, const int *devices, int
  * One group when every link is the same. */
 int pl_cluster_groups(const pl_cluster *cluster, const int *devices, int n, int *group);
 int pl_cluster_find_device(const pl_cluster *cluster, const char *name);
+/* A cluster of hardware placer cannot run (simulated) as paced devices this machine runs,
+ * `slowdown` times slower: each device paced to its matrix ops' attainable rate (the math's
+ * peak times the matmul efficiency) / slowdown, each link to its bandwidth / slowdown and
+ * latency x slowdown, memory as the hardware's. The executor then replays a plan's
+ * schedule in real time (a check of the schedule, not of the hardware: an op is held to
+ * its FLOPs at that rate, not to its roofline). Named, and its device names, as
+ * `cluster`, which must outlive it. NULL with err set when out of memory. */
+pl_cluster *pl_cluster_replay(const pl_cluster *cluster, double slowdown, pl_error *err);
 
 #ifdef __cplusplus
 }

@@ -91,7 +91,7 @@ static bool read_placement(pl_json_reader *r, const json_t *entry, const pl_clus
 static bool read_provenance(pl_json_reader *r, const json_t *root, pl_provenance *p)
 {
     static const char *const fields[] = {"algorithm", "seed", "predicted_seconds",
-                                         "measured_seconds", NULL};
+                                         "measured_seconds", "simulated", NULL};
     json_t *value;
     if (!pl_json_member(r, root, "provenance", JSON_OBJECT, false, &value))
         return false;
@@ -104,7 +104,8 @@ static bool read_provenance(pl_json_reader *r, const json_t *root, pl_provenance
         !pl_json_string(r, value, "algorithm", false, &algorithm) ||
         !pl_json_integer(r, value, "seed", false, 0, INT64_MAX, &seed) ||
         !pl_json_number(r, value, "predicted_seconds", false, 0, 1e9, &p->predicted_seconds) ||
-        !pl_json_number(r, value, "measured_seconds", false, 0, 1e9, &p->measured_seconds))
+        !pl_json_number(r, value, "measured_seconds", false, 0, 1e9, &p->measured_seconds) ||
+        !pl_json_string(r, value, "simulated", false, &(const char *){NULL}))
         return false;
     snprintf(p->algorithm, sizeof p->algorithm, "%s", algorithm);
     p->seed = (uint64_t)seed;
@@ -366,6 +367,15 @@ pl_status pl_plan_write_file(const char *path, const pl_plan *plan, const pl_gra
         "provenance", "algorithm", p->algorithm, "seed", (json_int_t)p->seed,
         "predicted_seconds", p->predicted_seconds, "measured_seconds", p->measured_seconds,
         "partitions", partitions);
+    if (root && cluster->simulated) { /* what its predicted step rests on */
+        char simulated[PL_MAX_NAME + 256];
+        snprintf(simulated, sizeof simulated, "this machine cannot run cluster \"%s\": the "
+                 "predicted step is the simulator's, from the roofline of its datasheet "
+                 "figures (error unknown: not calibrated against this hardware) unless a "
+                 "profile measured there gave an op's time", cluster->name);
+        json_object_set_new(json_object_get(root, "provenance"), "simulated",
+                            json_string(simulated));
+    }
     if (!root)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory building the plan");
     pl_status status = pl_json_write_file(path, root, JSON_INDENT(1) | JSON_PRESERVE_ORDER, err);
