@@ -31,6 +31,7 @@
 #include "bound.h"
 
 #include "adjacency.h"
+#include "bound_impl.h"
 #include "graph_build.h"
 #include "simulate.h"
 
@@ -524,6 +525,9 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
                 bounds[s] = fmax(bounds[s], size_bound(g, work, heaviest, n_devices, copies,
                                                        micro, &ops, &groups));
             }
+            double comm = 0;
+            status = pl_bound_comm(g, c, shapes, size, copies, step + s, n_sizes, &comm, err);
+            bounds[s] = fmax(bounds[s], comm);
         }
         s++;
     }
