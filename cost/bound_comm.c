@@ -67,7 +67,7 @@ static bool speeds_of(const pl_cluster *c, link_speeds *s)
         }
         s->device_out = fmax(s->device_out, out);
     }
-    for (int i = 0; i < n_groups; i++) {
+    for (int i = 0; n_groups > 1 && i < n_groups; i++) {
         s->group_out = fmax(s->group_out, group_out[i]);
         s->group_size = size[i] > s->group_size ? size[i] : s->group_size;
     }
