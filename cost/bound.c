@@ -8,7 +8,8 @@
  * - the step's work plus what the devices must idle while the pipeline fills and drains,
  *   spread over the devices in the same proportion, and
  * - each update's chain: its ancestors' work, then the update itself (with replicas,
- *   its share: a sharded optimizer state splits it among them),
+ *   its share: a sharded optimizer state splits it among them), and
+ * - what the links cost (bound_comm.c),
  * and the bound is the least of those over the sizes.
  *
  * Spreading over unequal devices: for any weights w_d >= 0 summing to 1, a step of T

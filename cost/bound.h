@@ -24,6 +24,7 @@ extern "C" {
  * - the work plus the idle of the pipeline's fill and drain, spread the same ways, and
  * - for each update, its ancestors' work (spread as above, or the heaviest group's share
  *   of it) and then the update, which waits for every micro-batch;
+ * - what the links cost (pl_step_lower_bound_parts, below);
  * and the least of those over the sizes. A model that may be replicated (plan.h) may run
  * a group's micro-batches on as many devices as there are micro-batches (or devices): the
  * heaviest group's work is then shared by that many, and the fill and drain go. Each op's time is as pl_simulate takes it (on a
