@@ -8,7 +8,8 @@
  * - the step's work plus what the devices must idle while the pipeline fills and drains,
  *   spread over the devices in the same proportion, and
  * - each update's chain: its ancestors' work, then the update itself (with replicas,
- *   its share: a sharded optimizer state splits it among them),
+ *   its share: a sharded optimizer state splits it among them), and
+ * - what the links cost (bound_comm.c),
  * and the bound is the least of those over the sizes.
  *
  * Spreading over unequal devices: for any weights w_d >= 0 summing to 1, a step of T
@@ -32,6 +33,7 @@
 #include "bound.h"
 
 #include "adjacency.h"
+#include "bound_impl.h"
 #include "graph_build.h"
 #include "op_times.h"
 #include "simulate.h"
@@ -481,6 +483,17 @@ static pl_status update_chains(const pl_graph *g, const int *unit, int n_devices
 pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_cost_model *m,
                               double *seconds, pl_error *err)
 {
+    pl_bound_parts parts;
+    pl_status status = pl_step_lower_bound_parts(g, c, m, &parts, err);
+    if (status == PL_OK)
+        *seconds = parts.seconds;
+    return status;
+}
+
+pl_status pl_step_lower_bound_parts(const pl_graph *g, const pl_cluster *c,
+                                    const pl_cost_model *m, pl_bound_parts *parts,
+                                    pl_error *err)
+{
     int n_sizes = 0;
     for (int size = 1; size <= g->batch_size; size++)
         n_sizes += g->batch_size % size == 0;
@@ -501,7 +514,8 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     double *curves = malloc(4 * (2 * n + 2) * sizeof *curves);
     ramps ops = {items, items + n, items + 2 * n, events, curves};
     ramps groups = {items + 3 * n, items + 4 * n, items + 5 * n, events, curves};
-    double *bounds = malloc((size_t)n_sizes * sizeof *bounds);
+    double *bounds = malloc(2 * (size_t)n_sizes * sizeof *bounds);
+    double *comm = bounds + n_sizes; /* the links' term per size */
     int *copies_at = malloc((size_t)n_sizes * sizeof *copies_at);
     if (unit && shapes && step && spread && share && group_share && fastest_spread && micro &&
         bounds && items && events && curves && copies_at)
@@ -530,15 +544,22 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
                 bounds[s] = fmax(bounds[s], size_bound(g, work, heaviest, n_devices, copies,
                                                        micro, &ops, &groups));
             }
+            status = pl_bound_comm(g, c, shapes, size, copies, step + s, n_sizes, &comm[s],
+                                   err);
         }
         s++;
     }
     if (status == PL_OK)
         status = update_chains(g, unit, c->n_devices, deps, step, spread, n_sizes, copies_at,
                                bounds, err);
-    for (int s = 0; status == PL_OK && s < n_sizes; s++)
-        if (s == 0 || bounds[s] < *seconds)
-            *seconds = bounds[s];
+    for (int size = 1, s = 0; status == PL_OK && size <= g->batch_size; size++) {
+        if (g->batch_size % size)
+            continue;
+        double seconds = fmax(bounds[s], comm[s]);
+        if (s == 0 || seconds < parts->seconds)
+            *parts = (pl_bound_parts){seconds, bounds[s], comm[s], size};
+        s++;
+    }
     pl_adjacency_free(deps);
     free(unit);
     free(shapes);

@@ -24,6 +24,7 @@ extern "C" {
  * - the work plus the idle of the pipeline's fill and drain, spread the same ways, and
  * - for each update, its ancestors' work (spread as above, or the heaviest group's share
  *   of it) and then the update, which waits for every micro-batch;
+ * - what the links cost (pl_step_lower_bound_parts, below);
  * and the least of those over the sizes. A model that may be replicated (plan.h) may run
  * a group's micro-batches on as many devices as there are micro-batches (or devices): the
  * heaviest group's work is then shared by that many, and the fill and drain go. Each op's time is as pl_simulate takes it (on a
@@ -32,6 +33,25 @@ extern "C" {
  * must be split to fit. */
 pl_status pl_step_lower_bound(const pl_graph *graph, const pl_cluster *cluster,
                               const pl_cost_model *model, double *seconds, pl_error *err);
+
+/* The bound and its parts at the micro-batch size where it is least: the terms above,
+ * which take communication as free, and the links' term. On clusters whose links all
+ * declare a bandwidth, a tensor too large to cross a link within the step keeps its ops
+ * on one device in each replica, and between the cluster's groups (cluster.h) in one
+ * group; a trained parameter too large to be sent (copied, or all-reduced) keeps every
+ * replica's readers and update on one device, or in one group. The ops kept together
+ * load one device (one group) with their work, shared by the replicas unless a kept
+ * parameter holds them, and the links' term is the least step at or above that load at
+ * its own thresholds (cost/bound_comm.c). With a native link it is 0. */
+typedef struct pl_bound_parts {
+    double seconds;       /* the bound: the larger part at micro_batch_size */
+    double compute;       /* the terms with free communication */
+    double communication; /* the links' term */
+    int micro_batch_size;
+} pl_bound_parts;
+pl_status pl_step_lower_bound_parts(const pl_graph *graph, const pl_cluster *cluster,
+                                    const pl_cost_model *model, pl_bound_parts *parts,
+                                    pl_error *err);
 
 #ifdef __cplusplus
 }

@@ -559,9 +559,10 @@ static pl_status run(pl_search_call *call)
 {
     pl_search *s = call->result;
     if (read_resumed(call) != PL_OK ||
-        pl_step_lower_bound(call->graph, call->cluster, call->model, &s->bound, call->err) !=
-            PL_OK)
+        pl_step_lower_bound_parts(call->graph, call->cluster, call->model, &s->bound_parts,
+                                  call->err) != PL_OK)
         return call->err->status;
+    s->bound = s->bound_parts.seconds;
     /* the data do not change a step's time; synthetic data fit every model */
     if (!call->options->simulate_only &&
         !(call->executor = pl_executor_new_with_data(call->graph, call->cluster, "synthetic",

@@ -67,6 +67,7 @@
 #include <stdint.h>
 
 #include "agent.h"
+#include "bound.h"
 #include "cluster.h"
 #include "cost_model.h"
 #include "error.h"
@@ -189,6 +190,7 @@ typedef struct pl_search {
                              was compared with, was unstable (measure.h): the choice may not
                              hold on a quiet machine */
     double bound;         /* the lower bound on the step (bound.h), seconds */
+    pl_bound_parts bound_parts; /* the bound's parts (bound.h) */
     double agent_measured; /* the fastest step measured of the agent's best plans during
                               the search, seconds; 0: none */
     pl_agent *agent;      /* owned: its curve and correction; NULL until it starts, and

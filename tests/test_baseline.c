@@ -2,7 +2,9 @@
  * heavy branches on two devices, a chain whose copies cost more than they save, a model
  * that fits no single device; then every algorithm on every small suite model and bundled
  * cluster (checked plans that fit, co-location, provenance), and determinism for a seed;
- * every algorithm on every bundled model at or above the lower bound; and on unequal
+ * every algorithm on every bundled model at or above the lower bound (on the bundled
+ * clusters and one at a GPU cluster's ratios), which a link too slow to cross raises to
+ * one device's step; and on unequal
  * devices, list schedules no slower than one fast device and pipelines on the fast ones.
  *
  * Costs come from a synthetic model (1 GFLOP/s devices and fixed copy speeds) so that the
@@ -410,16 +412,18 @@ static void place_all(const char *model, const pl_graph *g, const pl_cluster *c,
     }
 }
 
-/* Every algorithm on every bundled model (and every small one) and bundled cluster:
- * simulated at or above the lower bound. On unequal-4, etf and sct never slower than the
- * single fastest device that holds the model. */
+/* Every algorithm on every bundled model (and every small one) and bundled cluster, and
+ * on the real-ratio one: simulated at or above the lower bound. On unequal-4, etf and sct
+ * never slower than the single fastest device that holds the model. */
 static void test_bounds_and_unequal_devices(void)
 {
     pl_cost_model m = fast_machine_costs();
-    for (size_t k = 0; k < sizeof clusters / sizeof *clusters; k++) {
-        pl_cluster *c = pl_test_bundled_cluster(clusters[k]);
+    size_t n_clusters = sizeof clusters / sizeof *clusters;
+    for (size_t k = 0; k <= n_clusters; k++) {
+        pl_cluster *c = k < n_clusters ? pl_test_bundled_cluster(clusters[k])
+                                       : pl_test_real_ratio_cluster();
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-        bool unequal = strcmp(clusters[k], "unequal-4.json") == 0;
+        bool unequal = k < n_clusters && strcmp(clusters[k], "unequal-4.json") == 0;
         for (int i = 0; i < BUNDLED_MODELS + PL_TEST_SMALL_MODELS; i++) {
             const char *model = i < BUNDLED_MODELS ? bundled_models[i]
                                                    : pl_test_small_models[i - BUNDLED_MODELS];
@@ -436,6 +440,31 @@ static void test_bounds_and_unequal_devices(void)
         }
         pl_cluster_free(c);
     }
+}
+
+/* A link too slow for any tensor to cross within a step: the bound is one device's step,
+ * which the single-device plan meets but for its hand-offs, where the work spread over
+ * the devices gives half of it. */
+static void test_bound_pays_for_links(void)
+{
+    pl_cost_model m = fast_machine_costs();
+    pl_graph *g = pl_test_bundled_training_graph("small/mlp-small.json", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    for (int slow = 0; slow < 2; slow++) {
+        pl_cluster *c = pl_test_cluster((pl_test_devices){
+            .n = 2, .memory = 1 << 30, .flops = 1e9, .link_bytes_per_second = slow ? 1 : 1e12});
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        double bound = 0;
+        CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, &m, &bound, NULL), PL_OK);
+        pl_plan *plan = pl_baseline_place(PL_BASELINE_SINGLE, g, c, &m, 1, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+        double single = simulated_step(g, c, &m, plan);
+        CU_ASSERT(bound <= single);
+        CU_ASSERT(slow ? bound > 0.95 * single : bound < 0.75 * single);
+        pl_plan_free(plan);
+        pl_cluster_free(c);
+    }
+    pl_graph_free(g);
 }
 
 /* unequal-4 with its slow pair listed first. */
@@ -520,6 +549,7 @@ void pl_register_baseline_tests(void)
         {"every algorithm, small model and cluster; determinism", test_suite_models},
         {"every model and cluster: the bound; unequal devices: etf, sct",
          test_bounds_and_unequal_devices},
+        {"a link no tensor can cross: the bound is one device's step", test_bound_pays_for_links},
         {"pipeline-dp on unequal devices takes the fast ones", test_pipeline_unequal_devices},
         {"batch statistics per step: one micro-batch", test_whole_steps},
         {NULL, NULL}};

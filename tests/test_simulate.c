@@ -478,14 +478,16 @@ static void random_plans_over_bound(pl_cluster *c, const pl_cost_model *m)
 }
 
 /* No plan simulates faster than the bound: random plans of every small suite model on
- * paced-4, on two native devices and on unequal-4 (on a machine of 1 GFLOP/s, where its
+ * paced-4, on two native devices, on unequal-4 and at a GPU cluster's ratios (on a machine of 1 GFLOP/s, where its
  * devices run alike, and of 100 GFLOP/s, where they run at their declared rates). */
 static void test_lower_bound_random_plans(void)
 {
     pl_cluster *clusters[] = {pl_test_bundled_cluster("paced-4.json"), two_devices(1LL << 40),
-                              pl_test_bundled_cluster("unequal-4.json")};
+                              pl_test_bundled_cluster("unequal-4.json"),
+                              pl_test_real_ratio_cluster()};
     CU_ASSERT_PTR_NOT_NULL_FATAL(clusters[0]);
     CU_ASSERT_PTR_NOT_NULL_FATAL(clusters[2]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(clusters[3]);
     for (int machine = 0; machine < 2; machine++) {
         pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, machine ? 1e-11 : 1e-9, 1e-10, 1},
                                         1e-6, 0, 0);

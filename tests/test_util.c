@@ -96,16 +96,26 @@ const char *const pl_test_small_models[PL_TEST_SMALL_MODELS] = {
     "small/resnet-small.json",  "small/seq2seq-small.json",     "small/transformer-small.json",
 };
 
-pl_cluster *pl_test_bundled_cluster(const char *file)
+static pl_cluster *cluster_file(const char *folder, const char *file)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/graphs/clusters/%s", pl_test_srcdir(), file);
+    snprintf(path, sizeof path, "%s/%s/%s", pl_test_srcdir(), folder, file);
     pl_error err;
     pl_error_init(&err, path);
     pl_cluster *c = pl_cluster_load_file(path, &err);
     if (!c)
         print_error(&err);
     return c;
+}
+
+pl_cluster *pl_test_bundled_cluster(const char *file)
+{
+    return cluster_file("graphs/clusters", file);
+}
+
+pl_cluster *pl_test_real_ratio_cluster(void)
+{
+    return cluster_file("tests/clusters", "a100-ratio-8.json");
 }
 
 /* Appends to a JSON text of `cap` bytes; a text cut short fails to load. */

@@ -38,6 +38,9 @@ extern const char *const pl_test_small_models[PL_TEST_SMALL_MODELS];
 
 /* A cluster of graphs/clusters/ (`file`: "paced-4.json"), or NULL with its error printed. */
 pl_cluster *pl_test_bundled_cluster(const char *file);
+/* tests/clusters/a100-ratio-8.json: two nodes of four devices at an A100 node's ratios of
+ * compute to NVLink and to InfiniBand, where communication costs what it does on GPUs. */
+pl_cluster *pl_test_real_ratio_cluster(void);
 
 /* A cluster written for a test: `n` devices named a, b, c, ... of `memory` bytes and
  * `threads` threads (0: one), paced at `flops` a second when above 0; links of

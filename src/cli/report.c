@@ -131,6 +131,17 @@ static void md_ratio(FILE *fp, double seconds, double bound)
         fprintf(fp, " |");
 }
 
+/* The bound and which part binds: the work and paths with communication free, or what the
+ * links cost (bound.h). */
+static void write_bound(FILE *fp, const pl_bound_parts *bound)
+{
+    fprintf(fp, "Lower bound on the step: %.3f ms, at micro-batches of %d sample%s: the work "
+            "and paths with free communication %.3f ms, what the links cost %.3f ms%s.\n\n",
+            1e3 * bound->seconds, bound->micro_batch_size, bound->micro_batch_size == 1 ? "" : "s",
+            1e3 * bound->compute, 1e3 * bound->communication,
+            bound->communication > 0 ? "" : " (a native link: copies held to no bandwidth)");
+}
+
 static void write_algorithms(FILE *fp, const pl_job *job)
 {
     const pl_cluster *c = job->cluster;
@@ -406,7 +417,7 @@ static void write_markdown(FILE *fp, const pl_job *job, const report_files *file
         md_text(fp, search->checkpoint_failure);
         fprintf(fp, ".\n\n");
     }
-    fprintf(fp, "Lower bound on the step: %.3f ms.\n\n", 1e3 * search->bound);
+    write_bound(fp, &search->bound_parts);
     write_algorithms(fp, job);
     write_choice(fp, search);
     report_own_plan(fp, search);
