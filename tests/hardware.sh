@@ -46,6 +46,22 @@ expect 2 "replay: below 1" "$bin" run "$mlp" --cluster "$dgx" --replay 0.5
 expect 0 "simulate on dgx-a100" "$bin" simulate "$mlp" --cluster "$dgx" --plan "$work/mlp.plan.json"
 contains "$work/out" "$simulated" "simulate on dgx-a100"
 
+# Op times measured elsewhere take the place of the roofline for the ops they time: one
+# op's 10 ms forward moves a one-device step from well under a millisecond to over 10 ms.
+cat > "$work/mlp.times.json" <<'EOF2'
+{"format": "placer-op-times", "version": 1, "model": "mlp-small", "device": "a GPU", "batch": 4,
+ "times": [{"module": "fc1", "ops": ["fc1/matmul"], "forward": 0.010}]}
+EOF2
+expect 0 "single on dgx-a100" "$bin" baseline "$mlp" --cluster "$dgx" --algo single -o "$work/single.json"
+expect 0 "simulate with op times on dgx-a100" "$bin" simulate "$mlp" --cluster "$dgx" \
+    --plan "$work/single.json" --op-times "$work/mlp.times.json"
+contains "$work/out" "from the op times measured on a GPU for 1 of the model's ops and the roofline" \
+    "simulate with op times on dgx-a100"
+contains "$work/out" "the rest from the roofline" "simulate with op times on dgx-a100"
+step=$(sed -n 's/^predicted step: \([0-9.]*\) ms.*/\1/p' "$work/out")
+awk -v s="$step" 'BEGIN { exit !(s >= 10 && s < 11) }' && ok ||
+    bad "simulate with op times on dgx-a100: the step $step ms is not the op's 10 ms and the rest's"
+
 expect 0 "gen-gpt" /usr/bin/python3 "$src/tools/gen-gpt" -o "$work/gpt.json"
 contains "$work/err" "1416602705 parameters (1.42 B)" "gen-gpt"
 expect 0 "gen-gpt: the model loads" "$bin" validate "$work/gpt.json"

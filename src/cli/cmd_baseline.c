@@ -163,15 +163,21 @@ static void print_memory(const pl_cluster *c, const outcome *out)
     }
 }
 
-static void print_header(const pl_graph *g, const pl_cluster *c, bool calibrated,
-                         double bound)
+static void print_header(const pl_graph *g, const pl_cluster *c, const pl_cli_setup *setup)
 {
+    if (c->simulated) {
+        char simulated[PL_ERROR_TEXT_MAX];
+        fprintf(pl_cli_text, "baseline placers for %s on cluster \"%s\"; lower bound %.3f ms\n%s\n",
+                g->name, c->name, 1e3 * setup->bound,
+                pl_cli_simulated_text(c, setup->costs, simulated, sizeof simulated));
+        return;
+    }
     fprintf(pl_cli_text,
             "baseline placers for %s on cluster \"%s\" (%s), this machine's profile%s; lower "
             "bound %.3f ms\n",
             g->name, c->name,
             c->paced ? "paced: devices emulated at their declared speeds" : "native",
-            calibrated ? ", just calibrated" : "", 1e3 * bound);
+            setup->calibrated ? ", just calibrated" : "", 1e3 * setup->bound);
 }
 
 static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluster *c,
@@ -294,7 +300,7 @@ int pl_cmd_baseline(int argc, char **argv)
     if (status == PL_EXIT_OK) {
         const pl_graph *g = setup.graph;
         const pl_cluster *c = setup.cluster;
-        print_header(g, c, setup.calibrated, setup.bound);
+        print_header(g, c, &setup);
         status = o.all ? run_all(&o, g, c, setup.costs, setup.bound)
                        : run_one(&o, g, c, setup.costs, setup.bound);
     }

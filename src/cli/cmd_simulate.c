@@ -90,11 +90,12 @@ static void print_op_times(const simulate_options *o, const pl_cli_setup *setup)
         return;
     char device[sizeof t->device * 4];
     pl_text_escape(t->device, device, sizeof device);
-    fprintf(pl_cli_text, "op times: %s, measured on %s: %d of %d ops (%.3f ms forward), "
-            "%d backward ops (%.3f ms); the rest from the profile\n",
-            pl_cli_input_name(o->op_times), device, t->n_forward_ops,
-            setup->graph->n_forward_ops, 1e3 * t->forward_seconds, t->n_backward_ops,
-            1e3 * t->backward_seconds);
+    fprintf(pl_cli_text,
+            "op times: %s, measured on %s: %d of %d ops (%.3f ms forward), "
+            "%d backward ops (%.3f ms); the rest from the %s\n",
+            pl_cli_input_name(o->op_times), device, t->n_forward_ops, setup->graph->n_forward_ops,
+            1e3 * t->forward_seconds, t->n_backward_ops, 1e3 * t->backward_seconds,
+            setup->cluster->simulated ? "roofline" : "profile");
 }
 
 static void print_prediction(const pl_graph *g, const pl_cluster *c, const pl_program *p,

@@ -247,7 +247,13 @@ const char *pl_cli_simulated_text(const pl_cluster *c, const pl_cost_model *m, c
                      "step is the simulator's, ", c->name);
     if (n < 0 || (size_t)n >= cap)
         return buf;
-    if (m && m->n_measured > 0)
+    if (m && m->op_times)
+        snprintf(buf + n, cap - (size_t)n,
+                 "from the op times measured on %s for %d of the "
+                 "model's ops and the roofline of the datasheet figures for the rest, whose "
+                 "error is unknown (not calibrated against this hardware)",
+                 m->op_times->device, m->op_times->n_forward_ops + m->op_times->n_backward_ops);
+    else if (m && m->n_measured > 0)
         snprintf(buf + n, cap - (size_t)n, "from measured times of %d op signatures and the "
                  "roofline of the datasheet figures for the rest, whose error is unknown (not "
                  "calibrated against this hardware)", m->n_measured);
@@ -550,7 +556,7 @@ static int take_costs(pl_cli_setup *s)
     /* hardware placer cannot run takes its costs from its datasheet (the roofline), not
        from this machine's profile: no calibration */
     if (s->cluster->simulated)
-        return PL_EXIT_OK;
+        return s->op_times_path ? take_op_times(s) : PL_EXIT_OK;
     int status = PL_EXIT_OK;
     /* under mpirun rank 0 loads it (and calibrates, alone) and every rank gets its copy,
        so that what the ranks decide from it is the same */
