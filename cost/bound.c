@@ -556,8 +556,10 @@ pl_status pl_step_lower_bound_parts(const pl_graph *g, const pl_cluster *c,
         if (g->batch_size % size)
             continue;
         double seconds = fmax(bounds[s], comm[s]);
+        double free = s == 0 ? bounds[s] : fmin(parts->free_communication, bounds[s]);
         if (s == 0 || seconds < parts->seconds)
-            *parts = (pl_bound_parts){seconds, bounds[s], comm[s], size};
+            *parts = (pl_bound_parts){seconds, bounds[s], comm[s], size, 0};
+        parts->free_communication = free;
         s++;
     }
     pl_adjacency_free(deps);

@@ -48,6 +48,8 @@ typedef struct pl_bound_parts {
     double compute;       /* the terms with free communication */
     double communication; /* the links' term */
     int micro_batch_size;
+    double free_communication; /* the bound were communication free: the least of the
+                                  terms with free communication over the sizes */
 } pl_bound_parts;
 pl_status pl_step_lower_bound_parts(const pl_graph *graph, const pl_cluster *cluster,
                                     const pl_cost_model *model, pl_bound_parts *parts,

@@ -77,6 +77,16 @@ def check_markdown(path):
     return chosen.group(1).replace("\\", "") if chosen else None
 
 
+def check_bound(prefix, summary):
+    """The bound is the larger of its two parts, and never below the bound were
+    communication free."""
+    bound, parts = summary["lower_bound_seconds"], summary["lower_bound_parts"]
+    larger = max(parts["work_and_paths_seconds"], parts["links_seconds"])
+    if abs(bound - larger) > 1e-9 * max(1.0, bound) or \
+            parts["without_links_seconds"] > bound * (1 + 1e-12):
+        problem(f"{prefix}.summary.json: lower bound {bound} against its parts {parts}")
+
+
 def check_measurements(prefix, summary):
     """Every measured row carries its measurement (spread, stability), and the report's
     table marks as many rows unstable (**!**) and likely disturbed (**†**) as the summary
@@ -135,6 +145,7 @@ def main():
         if summary.get("format") != "placer-summary" or name != chosen:
             problem(f"{prefix}.summary.json: chosen {name!r}, the report's {chosen!r}")
         check_measurements(prefix, summary)
+        check_bound(prefix, summary)
     except (OSError, ValueError, KeyError, TypeError) as error:
         problem(f"{prefix}.summary.json: {error}")
     for text in problems:

@@ -143,6 +143,16 @@ int pl_job_write_summary(FILE *fp, const pl_job *job)
         s->checkpoint_failure[0] ? json_string(s->checkpoint_failure) : json_null(), "rows", rows,
         "chosen", s->chosen >= 0 ? chosen_json(s, c) : json_null(), "whole_steps",
         whole ? json_string(whole_step) : json_null());
+    if (root && /* the bound's parts (bound.h) */
+        json_object_set_new(root, "lower_bound_parts",
+                            json_pack("{s:f, s:f, s:i, s:f}", "work_and_paths_seconds",
+                                      s->bound_parts.compute, "links_seconds",
+                                      s->bound_parts.communication, "micro_batch_size",
+                                      s->bound_parts.micro_batch_size, "without_links_seconds",
+                                      s->bound_parts.free_communication))) {
+        json_decref(root);
+        root = NULL;
+    }
     if (root && job->op_times_path && /* where the simulated op times came from */
         json_object_set_new(root, "op_times", json_pack("{s:s, s:s}", "path",
                             job->op_times_path, "device", job->costs->op_times->device))) {

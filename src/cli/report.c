@@ -135,11 +135,16 @@ static void md_ratio(FILE *fp, double seconds, double bound)
  * links cost (bound.h). */
 static void write_bound(FILE *fp, const pl_bound_parts *bound)
 {
-    fprintf(fp, "Lower bound on the step: %.3f ms, at micro-batches of %d sample%s: the work "
-            "and paths with free communication %.3f ms, what the links cost %.3f ms%s.\n\n",
+    fprintf(fp,
+            "Lower bound on the step: %.3f ms, at micro-batches of %d sample%s: the work "
+            "and paths with free communication %.3f ms, what the links cost %.3f ms%s",
             1e3 * bound->seconds, bound->micro_batch_size, bound->micro_batch_size == 1 ? "" : "s",
             1e3 * bound->compute, 1e3 * bound->communication,
             bound->communication > 0 ? "" : " (a native link: copies held to no bandwidth)");
+    if (bound->free_communication < bound->seconds)
+        fprintf(fp, "; with communication free it would be %.3f ms",
+                1e3 * bound->free_communication);
+    fprintf(fp, ".\n\n");
 }
 
 static void write_algorithms(FILE *fp, const pl_job *job)
