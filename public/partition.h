@@ -99,8 +99,11 @@ double pl_partition_bound(const pl_partition_instance *instance);
 typedef struct pl_partition_result {
     double dp_max_load;      /* the best contiguous split the dynamic program found */
     double refined_max_load; /* after the local search */
-    bool ideals;             /* the program ran over ideals (else over linear orders) */
-    long n_ideals;           /* how many, when it did */
+    bool ideals;             /* the program ran over ideals */
+    bool orders;             /* it ran over linear orders (else, the units being too many,
+                                dp_max_load is a greedy split's) */
+    long n_ideals;           /* how many, or how many it found before giving up; -1 when
+                                the units were too many to try */
 } pl_partition_result;
 
 /* Places an instance: *split (new, the caller frees it) is the refined split, feasible.

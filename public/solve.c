@@ -8,6 +8,12 @@
 #include "partition_impl.h"
 
 enum { DEFAULT_MAX_IDEALS = 20000 };
+/* Past this many units, enumerating ideals costs more (a scan of every unit per ideal) than
+ * it can bring before the limit: the orders alone. */
+enum { MAX_UNITS_FOR_IDEALS = 4096 };
+/* The programs over orders take time in proportion to the units times a device's share of
+ * them: past this many units, the greedy split alone (then the local search). */
+enum { MAX_UNITS_FOR_ORDERS = 20000 };
 
 /* A second topological order of the units, depth first (the most recent ready unit next),
  * beside their numbering's breadth-first one: chains stay together in it. */
@@ -39,6 +45,38 @@ static bool depth_first_order(const pl_partition_graph *g, int *order)
     return ok;
 }
 
+/* The max-load of a greedy split of the units in `order` over the accelerators, each
+ * filled to an even share of the accelerator latency; HUGE_VAL when it breaks a rule.
+ * The first dynamic program prunes by it, so that its runs stay about a device's share
+ * long instead of spanning the graph. */
+static double greedy_bound(const pl_partition_graph *g, const int *order, int *device)
+{
+    const pl_partition_instance *inst = g->instance;
+    if (inst->n_accelerators == 0)
+        return HUGE_VAL;
+    double total = 0, filled = 0;
+    for (int v = 0; v < inst->n_nodes; v++)
+        total += inst->nodes[v].accelerator_latency;
+    int accelerator = 1;
+    for (int i = 0; i < g->n_units; i++) {
+        int u = order[i];
+        double latency = 0;
+        for (int k = g->unit_start[u]; k < g->unit_start[u + 1]; k++)
+            latency += inst->nodes[g->unit_node[k]].accelerator_latency;
+        if (filled > 0 && filled + latency > total * accelerator / inst->n_accelerators &&
+            accelerator < inst->n_accelerators)
+            accelerator++;
+        filled += latency;
+        for (int k = g->unit_start[u]; k < g->unit_start[u + 1]; k++)
+            device[g->unit_node[k]] = accelerator;
+    }
+    pl_partition_split split = {inst->n_nodes, device};
+    if (pl_partition_check(inst, &split, NULL) != PL_OK)
+        return HUGE_VAL;
+    double max_load = pl_partition_max_load(inst, &split, NULL);
+    return isnan(max_load) ? HUGE_VAL : max_load;
+}
+
 /* The best contiguous split into split->device; its max-load, HUGE_VAL when none fits,
  * NAN when out of memory. */
 static double best_contiguous(const pl_partition_graph *g, long max_ideals, int *device,
@@ -54,8 +92,9 @@ static double best_contiguous(const pl_partition_graph *g, long max_ideals, int 
     }
     for (int u = 0; u < n; u++)
         orders[u] = u; /* units are numbered in a (breadth-first) topological order */
-    best = HUGE_VAL;
-    for (int k = 0; k < 2; k++) {
+    best = greedy_bound(g, orders, device);
+    result->orders = n <= MAX_UNITS_FOR_ORDERS;
+    for (int k = 0; k < 2 && result->orders; k++) {
         double found = pl_partition_linear_dp(g, orders + k * (n + 1), best, candidate, err);
         if (isnan(found)) {
             best = NAN;
@@ -64,7 +103,10 @@ static double best_contiguous(const pl_partition_graph *g, long max_ideals, int 
         if (found < best)
             best = found, memcpy(device, candidate, (size_t)g->instance->n_nodes * sizeof *device);
     }
-    double found = pl_partition_ideal_dp(g, max_ideals, best, candidate, &result->n_ideals, err);
+    double found = n <= MAX_UNITS_FOR_IDEALS
+                       ? pl_partition_ideal_dp(g, max_ideals, best, candidate, &result->n_ideals,
+                                               err)
+                       : (result->n_ideals = -1);
     result->ideals = found >= 0;
     if (isnan(found))
         best = NAN;

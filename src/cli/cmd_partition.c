@@ -114,8 +114,12 @@ int pl_cmd_partition(int argc, char **argv)
             print_load("expert", pl_partition_max_load(inst, expert, NULL), bound, "");
         if (result.ideals)
             snprintf(note, sizeof note, "over %ld ideals", result.n_ideals);
-        else
+        else if (!result.orders)
+            snprintf(note, sizeof note, "a greedy split (too many units for the program)");
+        else if (result.n_ideals >= 0)
             snprintf(note, sizeof note, "over linear orders (ideals past %ld)", result.n_ideals);
+        else
+            snprintf(note, sizeof note, "over linear orders (too many units for ideals)");
         print_load("placer DP", result.dp_max_load, bound, note);
         snprintf(note, sizeof note, "in %.3f s",
                  (double)(end.tv_sec - start.tv_sec) + 1e-9 * (double)(end.tv_nsec - start.tv_nsec));
