@@ -117,7 +117,8 @@ int pl_cmd_partition(int argc, char **argv)
         else if (!result.orders)
             snprintf(note, sizeof note, "a greedy split (too many units for the program)");
         else if (result.n_ideals >= 0)
-            snprintf(note, sizeof note, "over linear orders (ideals past %ld)", result.n_ideals);
+            snprintf(note, sizeof note, "over linear orders (more than %ld ideals)",
+                     result.n_ideals - 1);
         else
             snprintf(note, sizeof note, "over linear orders (too many units for ideals)");
         print_load("placer DP", result.dp_max_load, bound, note);
