@@ -9,7 +9,9 @@
 #define INSTANCE_MAX_BYTES ((size_t)256 << 20)
 #define INSTANCE_MAX_NODES 1000000
 #define INSTANCE_MAX_EDGES 10000000
-#define INSTANCE_MAX_DEVICES 1024
+/* The dynamic program's table grows with the accelerators times the positions. */
+#define INSTANCE_MAX_ACCELERATORS 64
+#define INSTANCE_MAX_CPUS 1024
 /* Two out-edges of one node whose costs differ by more than this are an error: the
  * format charges a node's output once, whatever its consumers. */
 #define COST_TOLERANCE 1e-6
@@ -88,7 +90,7 @@ static bool read_nodes(pl_json_reader *r, const json_t *array, pl_partition_inst
     bool *has_colour = calloc(n, sizeof *has_colour);
     bool ok = inst->nodes && inst->by_id && colours && has_colour;
     if (!ok)
-        pl_json_fail(r, "out of memory");
+        pl_error_set(r->err, PL_ENOMEM, NULL, "out of memory");
     int n_given = 0;
     for (size_t i = 0; ok && i < n; i++) {
         size_t at = pl_json_push_index(r, i);
@@ -189,7 +191,7 @@ static bool read_edges(pl_json_reader *r, const json_t *array, pl_partition_inst
     bool *has_cost = calloc((size_t)inst->n_nodes, sizeof *has_cost);
     bool ok = inst->edge_source && inst->edge_dest && has_cost;
     if (!ok)
-        pl_json_fail(r, "out of memory");
+        pl_error_set(r->err, PL_ENOMEM, NULL, "out of memory");
     for (size_t i = 0; ok && i < n; i++) {
         size_t at = pl_json_push_index(r, i);
         ok = read_edge(r, json_array_get(array, i), inst, has_cost, (int)i);
@@ -207,8 +209,8 @@ static bool read_instance(pl_json_reader *r, const json_t *root, pl_partition_in
     json_t *nodes, *edges;
     if (!pl_json_expect_object(r, root, allowed) ||
         !pl_json_number(r, root, "maxSizePerFPGA", true, 0, 1e300, &inst->max_size) ||
-        !pl_json_integer(r, root, "maxFPGAs", true, 0, INSTANCE_MAX_DEVICES, &accelerators) ||
-        !pl_json_integer(r, root, "maxCPUs", true, 0, INSTANCE_MAX_DEVICES, &cpus) ||
+        !pl_json_integer(r, root, "maxFPGAs", true, 0, INSTANCE_MAX_ACCELERATORS, &accelerators) ||
+        !pl_json_integer(r, root, "maxCPUs", true, 0, INSTANCE_MAX_CPUS, &cpus) ||
         !pl_json_member(r, root, "nodes", JSON_ARRAY, true, &nodes) ||
         !pl_json_member(r, root, "edges", JSON_ARRAY, true, &edges))
         return false;

@@ -77,6 +77,8 @@ bad_case "two costs for one node's output" "bad.json: /edges/1/cost: node 1's ou
 bad_case "an edge to itself" "bad.json: /edges/0: an edge from node 1 to itself" '/"sourceId": 1, "destId": 2/s/2/1/'
 bad_case "a cycle" "bad.json: /edges: the graph has a cycle through node" '/"sourceId": 3, "destId": 4/s/"destId": 4/"destId": 1/'
 bad_case "an unknown member" "bad.json: /maxFPGA:" 's/"maxFPGAs"/"maxFPGA"/'
+bad_case "more accelerators than the program's table takes" "bad.json: /maxFPGAs: 65 is out of range [0, 64]" \
+    's/"maxFPGAs": 2/"maxFPGAs": 65/'
 bad_case "no devices" "bad.json: maxFPGAs and maxCPUs are both 0" 's/"maxFPGAs": 2/"maxFPGAs": 0/; s/"maxCPUs": 1/"maxCPUs": 0/'
 printf '{"maxSizePerFPGA": 1,' >"$work/cut.json"
 expect 2 "a file cut short" "$bin" partition "$work/cut.json"
