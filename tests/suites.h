@@ -9,6 +9,7 @@ void pl_register_invalid_tests(void);
 void pl_register_dot_tests(void);
 void pl_register_timeline_tests(void);
 void pl_register_cluster_tests(void);
+void pl_register_partition_tests(void);
 void pl_register_plan_tests(void);
 void pl_register_data_tests(void);
 void pl_register_weights_tests(void);

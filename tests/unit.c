@@ -21,6 +21,7 @@ int main(int argc, char **argv)
     pl_register_dot_tests();
     pl_register_timeline_tests();
     pl_register_cluster_tests();
+    pl_register_partition_tests();
     pl_register_plan_tests();
     pl_register_data_tests();
     pl_register_weights_tests();

@@ -47,6 +47,7 @@ int pl_cmd_calibrate(int argc, char **argv);
 int pl_cmd_baseline(int argc, char **argv);
 int pl_cmd_eval(int argc, char **argv);
 int pl_cmd_pretrain(int argc, char **argv);
+int pl_cmd_partition(int argc, char **argv);
 
 /* Prints "placer: message" on stderr, its control characters escaped (pl_text_escape):
  * every message that echoes a name or a path goes through here or pl_cli_report. */

@@ -36,6 +36,8 @@ static const command commands[] = {
                                   "         [--cluster C]... [--rounds N]  models and clusters"},
     {"calibrate", pl_cmd_calibrate, "calibrate [--cluster C]    measure this machine for the simulator"},
     {"cluster", pl_cmd_cluster, "cluster [CLUSTER.json]     check and describe a cluster"},
+    {"partition", pl_cmd_partition, "partition INSTANCE.json    place a dnn-partitioning instance (the public\n"
+                                    "         [--expert S] [-o S]        benchmark) under its paper's max-load"},
 };
 
 static void print_help(void)
