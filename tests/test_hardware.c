@@ -229,14 +229,64 @@ static pl_graph *fan_out(void)
         "{\"name\": \"w2\", \"shape\": [1024, 8], \"init\": {\"kind\": \"zeros\"}},"
         "{\"name\": \"w3\", \"shape\": [1024, 8], \"init\": {\"kind\": \"zeros\"}}",
         "{\"name\": \"h\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w0\"], \"outputs\": [\"h\"]},"
-        "{\"name\": \"a1\", \"op\": \"matmul\", \"inputs\": [\"h\", \"w1\"], \"outputs\": [\"a1\"]},"
-        "{\"name\": \"a2\", \"op\": \"matmul\", \"inputs\": [\"h\", \"w2\"], \"outputs\": [\"a2\"]},"
-        "{\"name\": \"a3\", \"op\": \"matmul\", \"inputs\": [\"h\", \"w3\"], \"outputs\": [\"a3\"]},"
+        "{\"name\": \"a1\", \"op\": \"matmul\", \"inputs\": [\"h\", \"w1\"],"
+        " \"outputs\": [\"a1\"]},"
+        "{\"name\": \"a2\", \"op\": \"matmul\", \"inputs\": [\"h\", \"w2\"],"
+        " \"outputs\": [\"a2\"]},"
+        "{\"name\": \"a3\", \"op\": \"matmul\", \"inputs\": [\"h\", \"w3\"],"
+        " \"outputs\": [\"a3\"]},"
         "{\"name\": \"s\", \"op\": \"add\", \"inputs\": [\"a1\", \"a2\"], \"outputs\": [\"s\"]},"
         "{\"name\": \"t\", \"op\": \"add\", \"inputs\": [\"s\", \"a3\"], \"outputs\": [\"t\"]},"
         "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"t\", \"y\"],"
         " \"outputs\": [\"loss\"]}",
         "loss");
+}
+
+/* Two nodes of two G and a pair given its own link: a device's copies into its node share
+ * its node port, to the other node its network port, but for the listed pair; a subset
+ * keeps them, and a file of the same figures without ports has none. */
+static void test_ports_by_pair(void)
+{
+    static const char text[] =
+        "{\"format\": \"placer-cluster\", \"version\": 2, \"name\": \"two-nodes\","
+        " \"hardware\": [{\"kind\": \"G\", \"peak_flops_per_second\": {\"fp32\": 1e12},"
+        " \"memory_bytes\": 1073741824, \"memory_bytes_per_second\": 1e11}],"
+        " \"nodes\": [{\"name\": \"a\", \"hardware\": \"G\", \"devices\": 2, \"link\":"
+        " {\"bytes_per_second\": 1e10}}, {\"name\": \"b\", \"hardware\": \"G\", \"devices\": 2,"
+        " \"link\": {\"bytes_per_second\": 1e10}}], \"default_link\": {\"bytes_per_second\": 1e9},"
+        " \"links\": [{\"devices\": [\"a/1\", \"b/1\"], \"bytes_per_second\": 5e9}]}";
+    pl_error err;
+    pl_cluster *c = pl_cluster_load_buffer(text, sizeof text - 1, "two-nodes.json", &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    int a0 = pl_cluster_find_device(c, "a/0"), a1 = pl_cluster_find_device(c, "a/1"),
+        b0 = pl_cluster_find_device(c, "b/0"), b1 = pl_cluster_find_device(c, "b/1");
+    CU_ASSERT_EQUAL(pl_cluster_port(c, a0, a1), PL_PORT_NODE);
+    CU_ASSERT_EQUAL(pl_cluster_port(c, b1, b0), PL_PORT_NODE);
+    CU_ASSERT_EQUAL(pl_cluster_port(c, a0, b0), PL_PORT_NETWORK);
+    CU_ASSERT_EQUAL(pl_cluster_port(c, a0, b1), PL_PORT_NETWORK);
+    CU_ASSERT_EQUAL(pl_cluster_port(c, a1, b0), PL_PORT_NETWORK);
+    CU_ASSERT_EQUAL(pl_cluster_port(c, a1, b1), PL_PORT_NONE); /* its own link */
+    CU_ASSERT_EQUAL(pl_cluster_port(c, b1, a1), PL_PORT_NONE);
+    CU_ASSERT_EQUAL(pl_cluster_port(c, a0, a0), PL_PORT_NONE);
+    int some[2] = {b1, a0};
+    pl_cluster *sub = pl_cluster_subset(c, some, 2, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(sub);
+    CU_ASSERT_EQUAL(pl_cluster_port(sub, 0, 1), PL_PORT_NETWORK);
+    pl_cluster_free(sub);
+    char *off = malloc(sizeof text + 20);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(off);
+    const char *kinds = strstr(text, " \"hardware\"");
+    snprintf(off, sizeof text + 20, "%.*s \"ports\": false,%s", (int)(kinds - text), text,
+             kinds);
+    pl_cluster *without = pl_cluster_load_buffer(off, strlen(off), "off.json", &err);
+    if (!without)
+        fprintf(stderr, "%s\n", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(without);
+    CU_ASSERT_PTR_NULL(without->ports);
+    CU_ASSERT_EQUAL(pl_cluster_port(without, a0, a1), PL_PORT_NONE);
+    pl_cluster_free(without);
+    free(off);
+    pl_cluster_free(c);
 }
 
 /* The fan-out with a1, a2 and a3 on devices 1, 2 and 3, the rest on device 0. */
@@ -388,6 +438,7 @@ void pl_register_hardware_tests(void)
         {"a program's tasks on hardware: rooflines and link times", test_roofline_tasks},
         {"hashes and versions", test_hash_and_versions},
         {"a replay: paced devices slower by a factor", test_replay},
+        {"ports: which pairs share which port", test_ports_by_pair},
         {"ports: a device's copies to three peers, one after another", test_ports_fan_out},
         {"ports in a replay: the executor runs a port's copies in turn", test_ports_replayed},
         {NULL, NULL},

@@ -186,8 +186,7 @@ int pl_cmd_cluster(int argc, char **argv)
                "machine (the cluster placer uses when none is given). '-': read it from\n"
                "standard input. A cluster of hardware placer cannot run (GPUs from their\n"
                "datasheets) is described with its kinds' peaks, its nodes, its links'\n"
-               "FLOP per byte, and its ports (a device's copies share them). The format:\n"
-               PLACER_DOCDIR "/cluster-format.md.\n");
+               "FLOP per byte and its ports. The format: " PLACER_DOCDIR "/cluster-format.md.\n");
         return PL_EXIT_OK;
     }
     if (optind + 1 < argc)
