@@ -5,7 +5,8 @@
  * replica on one device. Every copy between two devices is a task on their link, held
  * at least its bytes over the link's bandwidth, and a link runs one task at a time; so a
  * step of T seconds moves at most T bw bytes over a link, and at most T BW out of a
- * device, BW the sum of its outgoing links' bandwidths (the most of any device). Then:
+ * device, BW the sum of its outgoing links' bandwidths (the most of any device), where a
+ * port (cluster.h), one task at a time whichever pair, counts once. Then:
  * - an activation whose producer and readers are not on one device in a replica is
  *   copied over one link for each of the replica's micro-batches: 1/r of the step's
  *   bytes, so a step of T keeps together every activation of more than T r bw_max bytes;
@@ -40,6 +41,25 @@ typedef struct link_speeds {
     int group_size;
 } link_speeds;
 
+/* Bytes per second device d sends at most: over each of its own links, and once over each
+ * port however many pairs share it (cluster.h), to any device (`group` NULL) or to devices
+ * of other groups than its own. */
+static double sends(const pl_cluster *c, int d, const int *group)
+{
+    double own = 0, port[PL_PORT_NETWORK + 1] = {0};
+    for (int e = 0; e < c->n_devices; e++) {
+        if (e == d || (group && group[e] == group[d]))
+            continue;
+        double bw = pl_cluster_link(c, d, e)->bytes_per_second;
+        pl_port p = pl_cluster_port(c, d, e);
+        if (p == PL_PORT_NONE)
+            own += bw;
+        else
+            port[p] = fmax(port[p], bw);
+    }
+    return own + port[PL_PORT_NODE] + port[PL_PORT_NETWORK];
+}
+
 /* The cluster's link speeds; false when some link is native. */
 static bool speeds_of(const pl_cluster *c, link_speeds *s)
 {
@@ -50,7 +70,6 @@ static bool speeds_of(const pl_cluster *c, link_speeds *s)
     int n_groups = pl_cluster_groups(c, devices, c->n_devices, group);
     *s = (link_speeds){0};
     for (int d = 0; d < c->n_devices; d++) {
-        double out = 0;
         size[group[d]]++;
         for (int e = 0; e < c->n_devices; e++) {
             double bw = pl_cluster_link(c, d, e)->bytes_per_second;
@@ -58,14 +77,13 @@ static bool speeds_of(const pl_cluster *c, link_speeds *s)
                 continue;
             if (!(bw > 0))
                 return false;
-            out += bw;
             s->fastest = fmax(s->fastest, bw);
-            if (n_groups > 1 && group[e] != group[d]) {
+            if (n_groups > 1 && group[e] != group[d])
                 s->between = fmax(s->between, bw);
-                group_out[group[d]] += bw;
-            }
         }
-        s->device_out = fmax(s->device_out, out);
+        s->device_out = fmax(s->device_out, sends(c, d, NULL));
+        if (n_groups > 1)
+            group_out[group[d]] += sends(c, d, group);
     }
     for (int i = 0; n_groups > 1 && i < n_groups; i++) {
         s->group_out = fmax(s->group_out, group_out[i]);

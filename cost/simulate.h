@@ -5,7 +5,8 @@
  * its ready tasks, always the first in program order; a task is ready when every task it
  * depends on has finished, plus a hand-off when one of them ran elsewhere and its own
  * resource is idle (cost_model.h: polling, asleep, or a thread that never polls); copies
- * on one declared link serialise, a native copy runs on its source device. A paced
+ * on one declared link or port (cluster.h) serialise, a native copy runs on its source
+ * device. A paced
  * task's delays depend on how many other resources compute natively at the moment they
  * arise (cost_model.h), which the replay knows: a task computes from its start for its
  * native work (a native device's throughout), then waits for its held time. A step starts

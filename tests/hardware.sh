@@ -19,6 +19,10 @@ contains "$work/out" "node node0: 8 devices of A100-SXM4-80GB" "cluster dgx-a100
 contains "$work/out" "300 GB/s, 2 us per direction: 28 pairs (e.g. node0/0 - node0/1), 520 FLOP per byte" "cluster dgx-a100"
 expect 0 "cluster a100-2-nodes" "$bin" cluster "$src/graphs/clusters/a100-2-nodes.json"
 contains "$work/out" "25 GB/s, 5 us per direction: 64 pairs (e.g. node0/0 - node1/0), 6240 FLOP per byte" "cluster a100-2-nodes"
+contains "$work/out" "ports: a device's copies to its node share its node port, to other nodes its" "cluster a100-2-nodes"
+sed 's/"nodes"/"ports": false, "nodes"/' "$dgx" > "$work/dgx-no-ports.json"
+expect 0 "cluster dgx-a100 without ports" "$bin" cluster "$work/dgx-no-ports.json"
+contains "$work/out" "no ports: every pair has a link of its own" "cluster dgx-a100 without ports"
 
 simulated='simulated: this machine cannot run cluster "dgx-a100"'
 expect 0 "job on dgx-a100" "$bin" "$mlp" --cluster "$dgx" --budget 20 --iterations 3 \
@@ -40,6 +44,14 @@ expect 0 "replay on dgx-a100" "$bin" run "$mlp" --cluster "$dgx" --plan "$work/m
     --replay 100 --steps 2 --warmup 1
 contains "$work/out" 'replay mlp-small on cluster "dgx-a100" (replayed: paced devices 100 times slower' "replay on dgx-a100"
 contains "$work/out" "the simulator at the replay's speeds" "replay on dgx-a100"
+# A round-robin plan sends from each device to several peers: the replay runs those copies
+# on the devices' ports, a thread each, as the simulator does.
+expect 0 "round-robin on dgx-a100" "$bin" baseline "$mlp" --cluster "$dgx" --algo round-robin \
+    -o "$work/rr.json"
+expect 0 "replay with ports" "$bin" run "$mlp" --cluster "$dgx" --plan "$work/rr.json" \
+    --replay 100 --steps 2 --warmup 1 --trace "$work/rr.trace.json"
+contains "$work/out" "the simulator at the replay's speeds" "replay with ports"
+contains "$work/rr.trace.json" "link node0/0 -> node port" "replay with ports: the trace's rows"
 expect 2 "replay: a cluster that runs here" "$bin" run "$mlp" --cluster "$src/graphs/clusters/paced-4.json" --replay 10
 contains "$work/err" '--replay replays hardware placer cannot run; cluster "paced-4" runs here' "replay: a cluster that runs here"
 expect 2 "replay: below 1" "$bin" run "$mlp" --cluster "$dgx" --replay 0.5

@@ -3,7 +3,8 @@
  * that fits no single device; then every algorithm on every small suite model and bundled
  * cluster (checked plans that fit, co-location, provenance), and determinism for a seed;
  * every algorithm on every bundled model at or above the lower bound (on the bundled
- * clusters and one at a GPU cluster's ratios), which a link too slow to cross raises to
+ * clusters, the hardware ones with their ports, and one at a GPU cluster's ratios), which
+ * a link too slow to cross raises to
  * one device's step; and on unequal
  * devices, list schedules no slower than one fast device and pipelines on the fast ones.
  *
@@ -412,9 +413,29 @@ static void place_all(const char *model, const pl_graph *g, const pl_cluster *c,
     }
 }
 
-/* Every algorithm on every bundled model (and every small one) and bundled cluster, and
- * on the real-ratio one: simulated at or above the lower bound. On unequal-4, etf and sct
- * never slower than the single fastest device that holds the model. */
+/* Every algorithm on every bundled model (and every small one) on cluster c: simulated at
+ * or above the lower bound; on `unequal` devices, etf and sct never slower than the single
+ * fastest device that holds the model. */
+static void place_every_model(const pl_cluster *c, const pl_cost_model *m, bool unequal)
+{
+    for (int i = 0; i < BUNDLED_MODELS + PL_TEST_SMALL_MODELS; i++) {
+        const char *model = i < BUNDLED_MODELS ? bundled_models[i]
+                                               : pl_test_small_models[i - BUNDLED_MODELS];
+        pl_graph *g = pl_test_bundled_training_graph(model, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        double steps[PL_BASELINE_COUNT];
+        place_all(model, g, c, m, steps);
+        if (unequal) {
+            double alone = steps[PL_BASELINE_SINGLE];
+            CU_ASSERT(steps[PL_BASELINE_ETF] <= alone);
+            CU_ASSERT(steps[PL_BASELINE_SCT] <= alone);
+        }
+        pl_graph_free(g);
+    }
+}
+
+/* Every model on every bundled cluster and on the real-ratio one; unequal-4's devices are
+ * unequal. */
 static void test_bounds_and_unequal_devices(void)
 {
     pl_cost_model m = fast_machine_costs();
@@ -423,21 +444,24 @@ static void test_bounds_and_unequal_devices(void)
         pl_cluster *c = k < n_clusters ? pl_test_bundled_cluster(clusters[k])
                                        : pl_test_real_ratio_cluster();
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-        bool unequal = k < n_clusters && strcmp(clusters[k], "unequal-4.json") == 0;
-        for (int i = 0; i < BUNDLED_MODELS + PL_TEST_SMALL_MODELS; i++) {
-            const char *model = i < BUNDLED_MODELS ? bundled_models[i]
-                                                   : pl_test_small_models[i - BUNDLED_MODELS];
-            pl_graph *g = pl_test_bundled_training_graph(model, 0);
-            CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-            double steps[PL_BASELINE_COUNT];
-            place_all(model, g, c, &m, steps);
-            if (unequal) {
-                double alone = steps[PL_BASELINE_SINGLE];
-                CU_ASSERT(steps[PL_BASELINE_ETF] <= alone);
-                CU_ASSERT(steps[PL_BASELINE_SCT] <= alone);
-            }
-            pl_graph_free(g);
-        }
+        place_every_model(c, &m, k < n_clusters && strcmp(clusters[k], "unequal-4.json") == 0);
+        pl_cluster_free(c);
+    }
+}
+
+/* The same on the bundled hardware clusters, whose ports (cluster.h) share a device's
+ * bandwidth over its peers, which the bound counts once a port. */
+static void test_bounds_on_hardware(void)
+{
+    static const char *const hardware[] = {"dgx-a100.json",     "dgx-h100.json",
+                                           "a100-2-nodes.json", "a100-4-nodes.json",
+                                           "pcie-a100.json",    "mixed-a100-h100.json"};
+    pl_cost_model m = fast_machine_costs();
+    for (size_t k = 0; k < sizeof hardware / sizeof *hardware; k++) {
+        pl_cluster *c = pl_test_bundled_cluster(hardware[k]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_PTR_NOT_NULL(c->ports);
+        place_every_model(c, &m, false);
         pl_cluster_free(c);
     }
 }
@@ -549,6 +573,7 @@ void pl_register_baseline_tests(void)
         {"every algorithm, small model and cluster; determinism", test_suite_models},
         {"every model and cluster: the bound; unequal devices: etf, sct",
          test_bounds_and_unequal_devices},
+        {"every model on the hardware clusters, with ports: the bound", test_bounds_on_hardware},
         {"a link no tensor can cross: the bound is one device's step", test_bound_pays_for_links},
         {"pipeline-dp on unequal devices takes the fast ones", test_pipeline_unequal_devices},
         {"batch statistics per step: one micro-batch", test_whole_steps},

@@ -95,6 +95,27 @@ static void print_distinct_links(const pl_cluster *c)
         }
 }
 
+/* Ports (cluster.h): what a device's copies share; said of hardware without them too,
+ * whose link figures are per device. */
+static void print_ports(const pl_cluster *c)
+{
+    if (!c->ports) {
+        printf("  no ports: every pair has a link of its own (a device sending to several "
+               "peers\n  at once sends at each link's figure)\n");
+        return;
+    }
+    int own = 0;
+    for (int a = 0; a < c->n_devices; a++)
+        for (int b = a + 1; b < c->n_devices; b++)
+            own += pl_cluster_port(c, a, b) == PL_PORT_NONE;
+    printf("  ports: a device's copies to its node share its node port, to other nodes its\n"
+           "  network port, one copy at a time each (link figures are per device)");
+    if (own > 0)
+        printf("; %d pair%s in \"links\" ha%s a link of its own", own, own == 1 ? "" : "s",
+               own == 1 ? "s" : "ve");
+    printf("\n");
+}
+
 static void print_cluster(const char *source, const pl_cluster *c)
 {
     printf("%s: cluster \"%s\", %d device%s, %s\n", source, c->name, c->n_devices,
@@ -147,6 +168,8 @@ static void print_cluster(const char *source, const pl_cluster *c)
                 printf("\n");
             }
     }
+    if ((c->ports || c->simulated) && c->n_devices > 1)
+        print_ports(c);
 }
 
 int pl_cmd_cluster(int argc, char **argv)
@@ -162,8 +185,8 @@ int pl_cmd_cluster(int argc, char **argv)
                "Checks a cluster file and describes it; without one, describes the local\n"
                "machine (the cluster placer uses when none is given). '-': read it from\n"
                "standard input. A cluster of hardware placer cannot run (GPUs from their\n"
-               "datasheets) is described with its kinds' peaks, its nodes, and its links'\n"
-               "FLOP per byte. The format: " PLACER_DOCDIR "/cluster-format.md.\n");
+               "datasheets) is described with its kinds' peaks, its nodes, its links'\n"
+               "FLOP per byte and its ports. The format: " PLACER_DOCDIR "/cluster-format.md.\n");
         return PL_EXIT_OK;
     }
     if (optind + 1 < argc)

@@ -173,14 +173,16 @@ static const char *task_subject(const pl_program *p, const pl_task *task)
     return g->tensors[p->transfers[task->transfer].tensor].name;
 }
 
-/* The row's name: a device's, or a link's "from → to" (unescaped, in buf). */
+/* The row's name: a device's, or a link's "from → to" or a port's "from → node port"
+ * (unescaped, in buf). */
 static const char *row_name(const drawing *d, int row, char *buf, size_t cap)
 {
     const pl_cluster *c = d->cluster;
     if (row < c->n_devices)
         return c->devices[row].name;
     const pl_link_use *link = &d->program->links[row - c->n_devices];
-    snprintf(buf, cap, "%s → %s", c->devices[link->from].name, c->devices[link->to].name);
+    snprintf(buf, cap, "%s → %s", c->devices[link->from].name,
+             link->port != PL_PORT_NONE ? pl_port_names[link->port] : c->devices[link->to].name);
     return buf;
 }
 

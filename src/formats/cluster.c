@@ -57,6 +57,13 @@ pl_cluster *pl_cluster_subset(const pl_cluster *cluster, const int *devices, int
     }
     for (int i = 0; i < n * n; i++)
         c->paced = c->paced || c->links[i].bytes_per_second > 0;
+    if (cluster->ports && !(c->ports = pl_arena_alloc(&c->arena, (size_t)n * (size_t)n))) {
+        pl_cluster_free(c);
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        return NULL;
+    }
+    for (int i = 0; c->ports && i < n * n; i++)
+        c->ports[i] = (unsigned char)pl_cluster_port(cluster, devices[i / n], devices[i % n]);
     c->n_ranks = cluster->n_ranks;
     c->n_hardware = cluster->n_hardware;
     c->hardware = cluster->hardware;
@@ -288,7 +295,7 @@ static bool read_pair(pl_json_reader *r, const json_t *value, pl_cluster *c, boo
 /* Version 2's fields: in a version 1 file they are refused by name. */
 static bool check_version(pl_json_reader *r, const json_t *root, int64_t version)
 {
-    static const char *const added[] = {"hardware", "nodes"};
+    static const char *const added[] = {"hardware", "nodes", "ports"};
     for (size_t i = 0; version < 2 && i < sizeof added / sizeof *added; i++)
         if (json_object_get(root, added[i])) {
             pl_json_push_key(r, added[i]);
@@ -330,7 +337,7 @@ static pl_cluster *read_cluster(pl_json_reader *r, const json_t *root)
 {
     static const char *const fields[] = {"format", "version", "name", "description",
                                          "devices", "default_link", "links", "hardware",
-                                         "nodes", NULL};
+                                         "nodes", "ports", NULL};
     static const char *const link_fields[] = {"bytes_per_second", "latency_seconds", NULL};
     const char *name, *description = "";
     json_t *devices, *default_link, *links, *hardware, *nodes;
@@ -391,6 +398,7 @@ static pl_cluster *read_cluster(pl_json_reader *r, const json_t *root)
         c->paced |= c->links[i].bytes_per_second > 0;
     for (size_t d = 0; ok && d < n; d++)
         c->simulated |= c->devices[d].hardware != NULL;
+    ok = ok && pl_cluster_read_ports(r, root, c, seen);
     free(seen);
     if (!ok) {
         if (c && (!r->err || r->err->status == PL_OK))
@@ -454,6 +462,8 @@ uint64_t pl_cluster_hash(const pl_cluster *c)
         double link[2] = {c->links[i].bytes_per_second, c->links[i].latency_seconds};
         hash = pl_hash_bytes(hash, link, sizeof link);
     }
+    if (c->ports) /* a cluster without ports hashes as before they were */
+        hash = pl_hash_bytes(hash, c->ports, (size_t)c->n_devices * (size_t)c->n_devices);
     return hash;
 }
 

@@ -83,12 +83,26 @@ typedef struct pl_link {
     double latency_seconds;   /* declared latency added to every transfer */
 } pl_link;
 
+/* What a copy from one device to another runs on. Without ports, every ordered pair has a
+ * link of its own, and a device sending to several peers at once sends at every link's
+ * bandwidth. With ports, a device's copies to the other devices of its node share its
+ * node port, and its copies to devices of other nodes (or of none) its network port: one
+ * copy at a time each, at the pair's link's figures (a port's pairs all share them); a
+ * pair given in the file's `links` keeps a link of its own. A cluster of hardware has
+ * ports unless its file says otherwise, since a datasheet's link figures are per device
+ * (a GPU's NVLink carries its figure out in total, whichever peers it sends to); any
+ * other cluster has them only where its file asks. The receiving side is not modelled. */
+typedef enum pl_port { PL_PORT_NONE, PL_PORT_NODE, PL_PORT_NETWORK } pl_port;
+extern const char *const pl_port_names[]; /* "link", "node port", "network port" */
+
 typedef struct pl_cluster {
     const char *name;
     const char *description; /* "" when absent */
     int n_devices;
     pl_device *devices;
     pl_link *links;          /* n_devices x n_devices, row = source; the diagonal unused */
+    unsigned char *ports;    /* n_devices x n_devices: the pl_port each pair's copies run
+                                on, or NULL: no ports, every pair its own link */
     bool paced;              /* some device or link declares a throughput */
     bool simulated;          /* some device is hardware placer cannot run: the cluster is
                                 planned on the simulator only, never run */
@@ -110,13 +124,16 @@ pl_cluster *pl_cluster_local(pl_error *err);
 void pl_cluster_free(pl_cluster *cluster);
 
 const pl_link *pl_cluster_link(const pl_cluster *cluster, int from, int to);
+/* The port copies from `from` to `to` run on; PL_PORT_NONE: their pair's own link. */
+pl_port pl_cluster_port(const pl_cluster *cluster, int from, int to);
 /* The cluster's identity: a hash of its devices (names, threads, memory, throughput,
- * cores, hardware figures) and links (bandwidth, latency), not of its name or description. Checkpoints
- * record it beside the model's hash (pl_graph.hash) so that one made on another cluster of
- * the same size is refused. */
+ * cores, hardware figures), links (bandwidth, latency) and ports, not of its name or
+ * description. Checkpoints record it beside the model's hash (pl_graph.hash) so that one
+ * made on another cluster of the same size is refused. */
 uint64_t pl_cluster_hash(const pl_cluster *cluster);
 /* A new cluster of `n` of the cluster's devices (devices[i] becomes device i), with the
- * links between them; named as the cluster. NULL with err set when out of memory. */
+ * links and ports between them; named as the cluster. NULL with err set when out of
+ * memory. */
 pl_cluster *pl_cluster_subset(const pl_cluster *cluster, const int *devices, int n,
                               pl_error *err);
 /* The cluster's groups: devices joined by links faster than the slowest link between any
@@ -128,7 +145,7 @@ int pl_cluster_find_device(const pl_cluster *cluster, const char *name);
 /* A cluster of hardware placer cannot run (simulated) as paced devices this machine runs,
  * `slowdown` times slower: each device paced to its matrix ops' attainable rate (the math's
  * peak times the matmul efficiency) / slowdown, each link to its bandwidth / slowdown and
- * latency x slowdown, memory as the hardware's. The executor then replays a plan's
+ * latency x slowdown, memory and ports as the hardware's. The executor then replays a plan's
  * schedule in real time (a check of the schedule, not of the hardware: an op is held to
  * its FLOPs at that rate, not to its roofline). Named, and its device names, as
  * `cluster`, which must outlive it. NULL with err set when out of memory. */

@@ -1,5 +1,5 @@
 /* What the cluster reader's files share (cluster.c reads the file, cluster_hardware.c its
- * hardware kinds and nodes). Internal to src/formats. */
+ * hardware kinds and nodes, cluster_ports.c its ports). Internal to src/formats. */
 #ifndef PLACER_CLUSTER_IMPL_H
 #define PLACER_CLUSTER_IMPL_H
 
@@ -30,5 +30,10 @@ bool pl_cluster_read_device_hardware(pl_json_reader *r, const json_t *device, pl
  * every device's node checked; the links between two devices of one node set to the
  * node's own. Call with the links filled with the default link. */
 bool pl_cluster_read_nodes(pl_json_reader *r, const json_t *nodes, pl_cluster *c, int first);
+/* The file's "ports" (default: on for hardware) into c->ports, from the pairs `listed`
+ * in "links" (n_devices x n_devices), which keep their own. Call once the devices, their
+ * ranks and whether the cluster is simulated are known. */
+bool pl_cluster_read_ports(pl_json_reader *r, const json_t *root, pl_cluster *c,
+                           const bool *listed);
 
 #endif

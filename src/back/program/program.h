@@ -5,9 +5,11 @@
  * op once per step (updates), a copy of a tensor over a link, or a reduce: a range of a
  * gradient sent over a link and added into the destination's own (the all-reduce of
  * replicas, below). Each task runs on one
- * resource: a device, or a declared directed link between two devices (a copy over a
- * native link runs on its source device: a memcpy takes a core); a resource runs one task
- * at a time and, of the tasks that are ready, always the first in program order.
+ * resource: a device, or a declared directed link between two devices, or, on a cluster
+ * with ports (cluster.h), a device's node or network port, which carries its copies to
+ * every device it reaches that way (a copy over a native link runs on its source device:
+ * a memcpy takes a core); a resource runs one task at a time and, of the tasks that are
+ * ready, always the first in program order.
  *
  * Program order is the schedule. Each pipeline stage's micro-batches follow GPipe (every
  * forward, then every backward) or 1F1B (forwards until the stage holds n_stages - stage
@@ -92,8 +94,12 @@ typedef struct pl_buffer {
     int64_t bytes;
 } pl_buffer;
 
+/* A link resource: the link from `from` to `to` (port PL_PORT_NONE), or `from`'s port,
+ * whose copies go to several devices; `to` is then the first of them in the program
+ * (every destination of a port has the same link's figures). */
 typedef struct pl_link_use {
     int from, to;
+    pl_port port;
 } pl_link_use;
 
 typedef struct pl_device_memory {
@@ -108,7 +114,7 @@ typedef struct pl_program {
     pl_partitions *partitions;
     int n_devices;
     int n_links;
-    pl_link_use *links;  /* the declared directed links this program copies over */
+    pl_link_use *links;  /* the declared directed links and ports this program copies over */
     int replicas;
     int micro_batches;   /* slices of the batch: replicas x micro-batches of a replica */
     pl_schedule schedule;

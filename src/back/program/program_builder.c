@@ -38,21 +38,26 @@ bool pl_add_task(pl_builder *b, pl_task_kind kind, int index, int k, int resourc
     return true;
 }
 
+/* The link from `from` to `to`, or the port they share with other destinations: one
+ * resource, created at its first use with every pair it carries. */
 static int link_resource(pl_builder *b, int from, int to)
 {
-    int *slot = &b->link_index[from * b->p->n_devices + to];
-    if (*slot < 0) {
-        b->p->links[b->p->n_links] = (pl_link_use){from, to};
-        *slot = b->p->n_links++;
+    int n = b->p->n_devices, *row = &b->link_index[from * n];
+    if (row[to] < 0) {
+        pl_port port = pl_cluster_port(b->c, from, to);
+        for (int e = 0; e < n; e++)
+            if (e == to || (port != PL_PORT_NONE && pl_cluster_port(b->c, from, e) == port))
+                row[e] = b->p->n_links;
+        b->p->links[b->p->n_links++] = (pl_link_use){from, to, port};
     }
-    return b->p->n_devices + *slot;
+    return n + row[to];
 }
 
 /* A copy over a native link is a memcpy, which a core does: it runs on its source
  * device's thread, right after the task producing what it carries (hot in that core's
  * cache). A thread of its own would only compete with the devices for the cores and add
- * a wake-up to every transfer. A declared (paced) link has its own thread; a copy within
- * a device, the device's. */
+ * a wake-up to every transfer. A declared (paced) link or port has its own thread; a copy
+ * within a device, the device's. */
 int pl_copy_resource(pl_builder *b, int from, int to)
 {
     if (from == to) /* an all-reduce's packing */

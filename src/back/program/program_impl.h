@@ -67,7 +67,8 @@ typedef struct pl_builder {
     int *copy_task;            /* per transfer: likewise */
     uint64_t *transfer_replicas; /* per transfer: the replicas whose slices it carries (bit
                                     r); 0 for a copy once a step */
-    int *link_index;           /* n_devices x n_devices: a link's index, or -1 */
+    int *link_index;           /* n_devices x n_devices: the index of the link or port a
+                                  pair's copies run on, or -1 */
     int *tensor_transfers;     /* per tensor t: transfers_by_tensor[tensor_transfers[t] ..
                                   tensor_transfers[t + 1]) are the transfers of t */
     int *transfers_by_tensor;

@@ -50,8 +50,11 @@ pl_status pl_executor_write_trace(const pl_executor *ex, const char *path, pl_er
         write_row_name(out, d, pl_executor_device_name(ex, d), NULL);
     for (int l = 0; l < p->n_links; l++) {
         char to[300];
-        snprintf(to, sizeof to, " -> %s", pl_executor_device_name(ex, p->links[l].to));
-        write_row_name(out, p->n_devices + l, pl_executor_device_name(ex, p->links[l].from), to);
+        const pl_link_use *use = &p->links[l];
+        snprintf(to, sizeof to, " -> %s",
+                 use->port != PL_PORT_NONE ? pl_port_names[use->port]
+                                           : pl_executor_device_name(ex, use->to));
+        write_row_name(out, p->n_devices + l, pl_executor_device_name(ex, use->from), to);
     }
     for (int i = 0; i < p->n_tasks; i++) {
         const pl_task *task = &p->tasks[i];
