@@ -57,6 +57,7 @@ pl_cluster *pl_cluster_subset(const pl_cluster *cluster, const int *devices, int
     }
     for (int i = 0; i < n * n; i++)
         c->paced = c->paced || c->links[i].bytes_per_second > 0;
+    c->paced = c->paced && !c->simulated; /* hardware is simulated, never paced */
     if (cluster->ports && !(c->ports = pl_arena_alloc(&c->arena, (size_t)n * (size_t)n))) {
         pl_cluster_free(c);
         pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
@@ -398,6 +399,7 @@ static pl_cluster *read_cluster(pl_json_reader *r, const json_t *root)
         c->paced |= c->links[i].bytes_per_second > 0;
     for (size_t d = 0; ok && d < n; d++)
         c->simulated |= c->devices[d].hardware != NULL;
+    c->paced = c->paced && !c->simulated; /* hardware is simulated, never paced */
     ok = ok && pl_cluster_read_ports(r, root, c, seen);
     free(seen);
     if (!ok) {

@@ -103,7 +103,8 @@ typedef struct pl_cluster {
     pl_link *links;          /* n_devices x n_devices, row = source; the diagonal unused */
     unsigned char *ports;    /* n_devices x n_devices: the pl_port each pair's copies run
                                 on, or NULL: no ports, every pair its own link */
-    bool paced;              /* some device or link declares a throughput */
+    bool paced;              /* some device or link declares a throughput (never on a
+                                simulated cluster: nothing there runs) */
     bool simulated;          /* some device is hardware placer cannot run: the cluster is
                                 planned on the simulator only, never run */
     int n_hardware;          /* the hardware kinds the file describes */
