@@ -380,8 +380,10 @@ static void write_op_times(FILE *fp, const pl_job *job)
     fprintf(fp, " for %d of the model's %d ops and %d of their backward ops, measured on ",
             t->n_forward_ops, job->graph->n_forward_ops, t->n_backward_ops);
     md_text(fp, t->device);
-    fprintf(fp, "; the other ops, copies and updates take this machine's profile, and "
-            "measured steps are this machine's.\n\n");
+    fprintf(fp, "; the other ops, copies and updates take %s.\n\n",
+            job->cluster->simulated ? "the roofline of the datasheet figures"
+                                    : "this machine's profile, and measured steps are this "
+                                      "machine's");
 }
 
 static void write_markdown(FILE *fp, const pl_job *job, const report_files *files)
