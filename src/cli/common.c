@@ -243,23 +243,20 @@ int pl_cli_refuse_simulated(const char *command, const pl_cluster *c)
 const char *pl_cli_simulated_text(const pl_cluster *c, const pl_cost_model *m, char *buf,
                                   size_t cap)
 {
-    int n = snprintf(buf, cap, "simulated: this machine cannot run cluster \"%s\"; every "
-                     "step is the simulator's, ", c->name);
-    if (n < 0 || (size_t)n >= cap)
-        return buf;
+    char measured[PL_MAX_NAME * 4 + 128] = "";
     if (m && m->op_times)
-        snprintf(buf + n, cap - (size_t)n,
-                 "from the op times measured on %s for %d of the "
-                 "model's ops and the roofline of the datasheet figures for the rest, whose "
-                 "error is unknown (not calibrated against this hardware)",
+        snprintf(measured, sizeof measured,
+                 "the op times measured on %s for %d of the "
+                 "model's ops and ",
                  m->op_times->device, m->op_times->n_forward_ops + m->op_times->n_backward_ops);
     else if (m && m->n_measured > 0)
-        snprintf(buf + n, cap - (size_t)n, "from measured times of %d op signatures and the "
-                 "roofline of the datasheet figures for the rest, whose error is unknown (not "
-                 "calibrated against this hardware)", m->n_measured);
-    else
-        snprintf(buf + n, cap - (size_t)n, "from the roofline of the datasheet figures, "
-                 "whose error is unknown (not calibrated against this hardware)");
+        snprintf(measured, sizeof measured, "measured times of %d op signatures and ",
+                 m->n_measured);
+    snprintf(buf, cap,
+             "simulated: this machine cannot run cluster \"%s\"; every step is the "
+             "simulator's, from %sthe roofline of the datasheet figures%s, whose error is "
+             "unknown (not calibrated against this hardware)",
+             c->name, measured, measured[0] ? " for the rest" : "");
     return buf;
 }
 
