@@ -196,12 +196,18 @@ static bool build_units(pl_partition_graph *g)
         ok = forward != NULL;
         for (int v = 0; ok && v < inst->n_nodes; v++)
             forward[inst->nodes[v].colour] |= !inst->nodes[v].backward;
+        /* components holding a forward class become units, numbered densely in their
+         * order (rank is scratch here): a component of backward classes alone would
+         * otherwise leave an empty unit, and orphans would be numbered past n */
+        for (int c = 0; ok && c < n; c++)
+            rank[c] = 0;
+        for (int c = 0; ok && c < n; c++)
+            rank[comp[c]] |= forward[c];
         int n_comp = 0;
-        for (int c = 0; ok && c < n; c++) {
-            g->unit_of_class[c] = forward && forward[c] ? comp[c] : -1;
-            if (g->unit_of_class[c] >= n_comp)
-                n_comp = g->unit_of_class[c] + 1;
-        }
+        for (int k = 0; ok && k < n; k++)
+            rank[k] = rank[k] ? n_comp++ : -1;
+        for (int c = 0; ok && c < n; c++)
+            g->unit_of_class[c] = forward[c] ? rank[comp[c]] : -1;
         free(forward);
         g->n_units = ok ? attach_orphans(g, g->unit_of_class, n_comp) : 0;
     }

@@ -156,11 +156,57 @@ static void test_orders_are_contiguous(void)
     }
 }
 
+/* Backward nodes: classes of backward nodes alone, with or without neighbours, join a
+ * neighbour's unit or stand alone; the programs still return a split that keeps every
+ * rule, at the load they state and no lower than the bound. */
+static void test_backward_classes(void)
+{
+    int solved = 0;
+    for (uint64_t seed = 1; seed <= 120; seed++) {
+        random_instance r;
+        uint64_t counter = 1000;
+        make_instance(&r, seed, 4 + (int)(seed % 5));
+        pl_partition_instance *inst = &r.instance;
+        if (seed % 3 == 0)
+            inst->n_edges = 0; /* isolated classes: every backward one an orphan */
+        for (int v = 0; v < inst->n_nodes; v++) {
+            r.nodes[v].backward = v > 0 && uniform(seed, &counter) < 0.5;
+            if (r.nodes[v].backward && uniform(seed, &counter) < 0.4)
+                r.nodes[v].colour = (int)(uniform(seed, &counter) * v); /* an earlier class */
+        }
+        int dense[MAX_NODES]; /* classes numbered densely, as the reader numbers them */
+        for (int c = 0; c < inst->n_colours; c++)
+            dense[c] = -1;
+        inst->n_colours = 0;
+        for (int v = 0; v < inst->n_nodes; v++) {
+            if (dense[r.nodes[v].colour] < 0)
+                dense[r.nodes[v].colour] = inst->n_colours++;
+            r.nodes[v].colour = dense[r.nodes[v].colour];
+        }
+        for (int ideals = 0; ideals <= 1; ideals++) {
+            pl_partition_split *split = NULL;
+            pl_partition_result result;
+            pl_status status = pl_partition_solve(inst, ideals, &split, &result, NULL);
+            CU_ASSERT_TRUE(status == PL_OK || status == PL_EINPUT);
+            if (status != PL_OK)
+                continue;
+            solved++;
+            CU_ASSERT_EQUAL(pl_partition_check(inst, split, NULL), PL_OK);
+            CU_ASSERT_DOUBLE_EQUAL(pl_partition_max_load(inst, split, NULL),
+                                   result.refined_max_load, 1e-9);
+            CU_ASSERT_TRUE(pl_partition_bound(inst) <= result.refined_max_load + 1e-9);
+            pl_partition_split_free(split);
+        }
+    }
+    CU_ASSERT_TRUE(solved > 150);
+}
+
 void pl_register_partition_tests(void)
 {
     static const pl_test_case cases[] = {
         {"the programs against brute force on small DAGs", test_against_brute_force},
         {"the program over orders stays contiguous", test_orders_are_contiguous},
+        {"classes of backward nodes alone", test_backward_classes},
         {NULL, NULL},
     };
     pl_test_add_suite("partition", cases);
