@@ -27,6 +27,15 @@ contains "$work/err" "LSTM (torch.nn module): 2 uses: rnn, rnn2" "the LSTMs and 
 contains "$work/err" "torch.roll: 1 use" "the roll"
 [ ! -e "$work/u.json" ] && ok || bad "a model was written despite the error"
 
+# Masks computed from the input (comparisons, ~, where, masked_fill) import as ops that
+# validate and train.
+expect 0 "masks from the input" "$torch_import" "$src/tests/importers/models.py:masks" \
+    --input 8 --batch 4 -o "$work/masks.json"
+for op in where greater logical_not less greater_equal less_equal; do
+    grep -q "\"op\": \"$op\"" "$work/masks.json" && ok || bad "masks: no $op op"
+done
+expect 0 "masks model trains" "$bin" train "$work/masks.json" --steps 2 --data synthetic
+
 # The same through ONNX: its LSTMs are listed (torch.roll exports as slices, which map).
 "$py" - "$src/tests/importers/unsupported.py" "$work/u.onnx" <<'PY' 2>/dev/null
 import importlib.util, sys, torch

@@ -42,6 +42,11 @@ MODELS = {
     "gpt": dict(source=MODELS_PY + ":gpt", input=(16,), bench_input=(128,), dtype="i32",
                 vocab=64, batch=8, kwargs={},
                 bench_kwargs={"dim": 256, "heads": 8, "context": 128, "blocks": 2}),
+    # torch.onnx exports no stochastic depth in training mode (bernoulli): onnx_no_dropout.
+    "convnext": dict(source=MODELS_PY + ":convnext", input=(3, 32, 32), bench_input=IMAGE,
+                     batch=4, kwargs={"num_classes": 10},
+                     dropout={"stochastic_depth_prob": 0.0}, onnx_no_dropout=True,
+                     training=IMAGE_TRAINING),
 }
 
 
