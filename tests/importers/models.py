@@ -121,6 +121,15 @@ def convnext(num_classes=10, stochastic_depth_prob=0.1, layer_scale=0.5):
                     num_classes=num_classes)
 
 
+def efficientnet_b0(num_classes=10, dropout=0.2, stochastic_depth_prob=0.2):
+    """torchvision's efficientnet_b0 (SiLU, squeeze-excitation, stochastic depth), with its
+    classifier's dropout as an argument: torchvision's builder fixes it at 0.2."""
+    from torchvision.models.efficientnet import EfficientNet, _efficientnet_conf
+    blocks, last_channel = _efficientnet_conf("efficientnet_b0", width_mult=1.0, depth_mult=1.0)
+    return EfficientNet(blocks, dropout, stochastic_depth_prob, num_classes,
+                        last_channel=last_channel)
+
+
 class Masks(nn.Module):
     """Masks computed from the input: comparisons, ~, torch.where and masked_fill."""
 
@@ -139,3 +148,10 @@ class Masks(nn.Module):
 
 def masks(**kwargs):
     return Masks(**kwargs)
+
+
+def dropping_every_sample(p=1.0):
+    """Stochastic depth that drops every sample, a setting placer refuses (its dropout's rate
+    stays below 1)."""
+    from torchvision.ops import StochasticDepth
+    return nn.Sequential(nn.Linear(8, 8), StochasticDepth(p, "row"), nn.Linear(8, 3))
