@@ -1,7 +1,7 @@
 """Placer op sequences both importers emit: a linear layer, attention, reshapes that keep
 the batch where placer wants it. Shapes are whole (batch included for batched tensors)."""
 
-from builder import ImportError_
+from builder import ImportError_, Tensor
 
 
 def broadcast(a, b):
@@ -18,6 +18,13 @@ def broadcast(a, b):
 
 def unary(b, op, name, x, attrs=None):
     return b.node1(op, name, [x], x.shape, x.batched, attrs)
+
+
+def meeting_point(values):
+    """Of several operands, the tensor the others are shaped to meet: a batched one if any,
+    else the first tensor."""
+    tensors = [v for v in values if isinstance(v, Tensor)]
+    return next((t for t in tensors if t.batched), tensors[0])
 
 
 def fit_to(b, name, x, other):

@@ -323,7 +323,7 @@ def where(imp, n, name, ins, attrs):
     constants; else placer's where (a constant -inf branch as -1e9, which JSON carries)."""
     c, a, b = ins
     if not isinstance(c, np.ndarray) or isinstance(a, Tensor) == isinstance(b, Tensor):
-        like = next(v for v in (a, b, c) if isinstance(v, Tensor))
+        like = emit.meeting_point((a, b, c))
         for i, v in enumerate(ins):
             if not isinstance(v, Tensor):
                 imp.values[n.input[i]] = np.asarray(np.maximum(np.asarray(v, np.float32), -1e9),

@@ -301,7 +301,7 @@ def _logical_not(imp, name, args, kwargs):
 
 
 def _emit_where(imp, name, cond, a, c):
-    like = next(t for t in (a, c, cond) if isinstance(t, Tensor))
+    like = emit.meeting_point((a, c, cond))
     parts = [imp.tensor_of(t, name, like) for t in (cond, a, c)]
     for i, t in enumerate(parts):  # an unbatched operand broadcasts after the batch only
         parts[i] = emit.fit_to(imp.b, name + ".squeeze", t, like)

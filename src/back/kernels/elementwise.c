@@ -568,9 +568,10 @@ PL_VECTOR_CLONES static void dropout_apply(const pl_kernel_args *args)
     const uint64_t seed = (uint64_t)at->seed;
     const int64_t step = args->step->step;
     if (at->mode != PL_DROPOUT_ELEMENT) {
-        for (int64_t i = begin; i < end; i++)
-            y[i] = pl_rng_keep(seed, step, shared_keep_counter(args, i, n), rate) ? x[i] * keep_scale
-                                                                               : 0.0f;
+        for (int64_t i = begin; i < end; i++) {
+            bool keep = pl_rng_keep(seed, step, shared_keep_counter(args, i, n), rate);
+            y[i] = keep ? x[i] * keep_scale : 0.0f;
+        }
         return;
     }
     const int64_t first = args->step->micro_batch * n;
