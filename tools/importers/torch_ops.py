@@ -268,7 +268,10 @@ def _fill_value(fill):
 
 
 def _masked_fill(imp, name, args, kwargs):
-    x, mask, fill = args[0], args[1], float(val(args[2]))
+    x, mask, fill = args[0], args[1], args[2]
+    if isinstance(fill, Tensor):  # a computed fill
+        return _emit_where(imp, name, mask, fill, x)
+    fill = float(val(fill))
     if isinstance(mask, Tensor):  # a mask computed from the input: where(mask, fill, x)
         value = imp.constant(name + ".fill", [_fill_value(fill)], x)
         return _emit_where(imp, name, mask, value, x)
@@ -300,9 +303,18 @@ def _logical_not(imp, name, args, kwargs):
     return emit.unary(imp.b, "logical_not", name, args[0])
 
 
+def _carried(v):
+    """A constant branch JSON can carry: -inf (a mask's fill) as -1e9."""
+    if isinstance(v, Const) and isinstance(v.value, float):
+        return Const(_fill_value(v.value))
+    if isinstance(v, Const) and torch.is_tensor(v.value) and v.value.is_floating_point():
+        return Const(v.value.clamp(min=-1e9))
+    return v
+
+
 def _emit_where(imp, name, cond, a, c):
     like = emit.meeting_point((a, c, cond))
-    parts = [imp.tensor_of(t, name, like) for t in (cond, a, c)]
+    parts = [imp.tensor_of(_carried(t), name, like) for t in (cond, a, c)]
     for i, t in enumerate(parts):  # an unbatched operand broadcasts after the batch only
         parts[i] = emit.fit_to(imp.b, name + ".squeeze", t, like)
     shape = emit.broadcast(emit.broadcast(parts[0].shape, parts[1].shape), parts[2].shape)
