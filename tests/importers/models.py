@@ -143,6 +143,7 @@ class Masks(nn.Module):
         y = torch.where(h > 0, h, h * 0.1)
         y = y.masked_fill(~(x < 0.5), 2.0)
         y = torch.where(x >= -0.2, y, -y)
+        y = torch.where(h > 0.8, torch.full_like(y, float("-inf")), y)
         return self.out(y.masked_fill(h <= -0.3, float("-inf")).clamp(min=-5.0))
 
 

@@ -324,10 +324,11 @@ def where(imp, n, name, ins, attrs):
     c, a, b = ins
     if not isinstance(c, np.ndarray) or isinstance(a, Tensor) == isinstance(b, Tensor):
         like = emit.meeting_point((a, b, c))
-        for i, v in enumerate(ins):
+        for i, v in enumerate(ins):  # constants as JSON and the batch take them (see torch's)
             if not isinstance(v, Tensor):
-                imp.values[n.input[i]] = np.asarray(np.maximum(np.asarray(v, np.float32), -1e9),
-                                                    np.float32)
+                v = np.maximum(np.asarray(v, np.float32), np.float32(-1e9))
+                uniform = v.size and np.all(v == v.reshape(-1)[0])
+                imp.values[n.input[i]] = np.asarray(v.reshape(-1)[:1] if uniform else v)
         parts = [emit.fit_to(imp.b, name + ".squeeze",
                              imp.tensor(n.input[i], name, like, role="operand"), like)
                  for i in range(3)]

@@ -304,11 +304,18 @@ def _logical_not(imp, name, args, kwargs):
 
 
 def _carried(v):
-    """A constant branch JSON can carry: -inf (a mask's fill) as -1e9."""
-    if isinstance(v, Const) and isinstance(v.value, float):
-        return Const(_fill_value(v.value))
-    if isinstance(v, Const) and torch.is_tensor(v.value) and v.value.is_floating_point():
-        return Const(v.value.clamp(min=-1e9))
+    """A constant branch as JSON can carry it and the batch allows: -inf (a mask's fill) as
+    -1e9, and one value filling a shape (full_like of a batched tensor) as that value."""
+    if not isinstance(v, Const):
+        return v
+    value = v.value
+    if torch.is_tensor(value) and value.is_floating_point() and value.numel() and \
+            bool((value == value.reshape(-1)[0]).all()):
+        value = float(value.reshape(-1)[0])
+    if isinstance(value, float):
+        return Const(_fill_value(value))
+    if torch.is_tensor(value) and value.is_floating_point():
+        return Const(value.clamp(min=-1e9))
     return v
 
 
