@@ -21,7 +21,7 @@ static pl_status build_adjacency(pl_policy *p, const pl_graph *g, pl_error *err)
 
 static pl_status build_features(pl_policy *p, const pl_graph *g, pl_error *err)
 {
-    int n = p->n_ops, kinds = PL_OP_FIRST_INTERNAL + 1;
+    int n = p->n_ops, kinds = PL_POLICY_OP_KINDS + 1;
     p->n_features = PL_POLICY_OP_FEATURES;
     p->features = calloc((size_t)n * (size_t)p->n_features, sizeof *p->features);
     p->group_features = calloc((size_t)n * PL_POLICY_GROUP_FEATURES, sizeof *p->group_features);
@@ -51,7 +51,7 @@ static pl_status build_features(pl_policy *p, const pl_graph *g, pl_error *err)
     for (int o = 0; o < n; o++) {
         const pl_op *op = &g->ops[o];
         double *f = p->features + (size_t)o * (size_t)p->n_features;
-        int kind = (int)op->kind < PL_OP_FIRST_INTERNAL ? (int)op->kind : PL_OP_FIRST_INTERNAL;
+        int kind = (int)op->kind < PL_POLICY_OP_KINDS ? (int)op->kind : PL_POLICY_OP_KINDS;
         f[kind] = 1;
         double *x = f + kinds;
         x[0] = log1p(op->flops) / 20;

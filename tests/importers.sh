@@ -19,6 +19,12 @@ else
 fi
 cat "$work/check"
 
+# A setting placer lacks is an unsupported operator too.
+expect 2 "stochastic depth at p=1" "$torch_import" \
+    "$src/tests/importers/models.py:dropping_every_sample" --input 8 -o "$work/sd.json"
+contains "$work/err" "stochastic_depth with p=1 (every sample dropped): 1 use" "the setting"
+[ ! -e "$work/sd.json" ] && ok || bad "a model was written despite the error"
+
 # One error lists every unsupported operator with its uses; nothing is written.
 expect 2 "unsupported operators" "$torch_import" "$src/tests/importers/unsupported.py:build" \
     --input 5,8 -o "$work/u.json"
@@ -26,6 +32,15 @@ contains "$work/err" "2 unsupported operators (3 uses); nothing was written" "th
 contains "$work/err" "LSTM (torch.nn module): 2 uses: rnn, rnn2" "the LSTMs and where"
 contains "$work/err" "torch.roll: 1 use" "the roll"
 [ ! -e "$work/u.json" ] && ok || bad "a model was written despite the error"
+
+# Masks computed from the input (comparisons, ~, where, masked_fill: zoo.py's
+# MAPPING_MODELS) through both importers, against PyTorch.
+if "$py" "$src/tests/importers/check.py" --placer "$bin" masks >"$work/check" 2>&1; then
+    ok
+else
+    bad "check.py: the masks model differs from PyTorch or does not import"
+fi
+cat "$work/check"
 
 # The same through ONNX: its LSTMs are listed (torch.roll exports as slices, which map).
 "$py" - "$src/tests/importers/unsupported.py" "$work/u.onnx" <<'PY' 2>/dev/null

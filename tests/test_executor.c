@@ -157,6 +157,7 @@ static void test_random_recommender(void) { check_random_plans("small/recommende
 static void test_random_moe(void) { check_random_plans("small/moe-small.json"); }
 static void test_random_attention(void) { check_random_plans("tests/models/attention.json"); }
 static void test_random_torch_ops(void) { check_random_plans("tests/models/torch-ops.json"); }
+static void test_random_layer_ops(void) { check_random_plans("tests/models/layer-ops.json"); }
 
 static void test_plan_count(void)
 {
@@ -537,6 +538,8 @@ void pl_register_executor_tests(void)
         {"random plans: moe", test_random_moe},
         {"random plans: attention (tests/models)", test_random_attention},
         {"random plans: the PyTorch importers' ops (tests/models)", test_random_torch_ops},
+        {"random plans: layer norm over channels, stochastic depth, where (tests/models)",
+         test_random_layer_ops},
         {"at least 200 random plans ran", test_plan_count},
         {NULL, NULL}};
     pl_test_add_suite("executor", cases);

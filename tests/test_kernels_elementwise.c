@@ -327,6 +327,26 @@ static void dropout_ref(const float *x, float *y, int64_t n, double rate, int64_
                    : 0.0f;
 }
 
+/* dropout on each half of x (of shape t) as micro-batches 0 and 1 of the step gives the
+ * whole step's result, `whole`. */
+static void check_micro_batch_halves(const pl_attrs *at, const pl_step_info *step,
+                                     const pl_tensor *t, const float *x, const float *whole)
+{
+    int64_t n = pl_tensor_elements(t);
+    pl_tensor half = *t, out_t;
+    half.dims[0] /= 2;
+    for (int mb = 0; mb < 2; mb++) {
+        pl_step_info part = *step;
+        part.micro_batch = mb;
+        part.micro_batches = 2;
+        void *half_in[] = {(void *)(x + mb * n / 2)};
+        float *y = pl_kc_run_fresh(&PL_KC_FNS(dropout), PL_OP_DROPOUT, at, 1, &half, half_in,
+                                   &out_t, 3, &part);
+        CU_ASSERT_EQUAL(memcmp(y, whole + mb * n / 2, (size_t)n / 2 * sizeof *y), 0);
+        free(y);
+    }
+}
+
 static void test_dropout(void)
 {
     pl_attrs at = pl_kc_defaults();
@@ -359,17 +379,7 @@ static void test_dropout(void)
     /* two micro-batches of 20 rows draw the whole step's mask */
     float *whole = pl_kc_run_fresh(&PL_KC_FNS(dropout), PL_OP_DROPOUT, &at, 1, &t, in, &out_t, 1,
                                    &step);
-    pl_tensor half = pl_kc_tensor("20,50", PL_F32, true);
-    for (int mb = 0; mb < 2; mb++) {
-        pl_step_info part = step;
-        part.micro_batch = mb;
-        part.micro_batches = 2;
-        void *half_in[] = {x + mb * n / 2};
-        float *y = pl_kc_run_fresh(&PL_KC_FNS(dropout), PL_OP_DROPOUT, &at, 1, &half, half_in,
-                                   &out_t, 3, &part);
-        CU_ASSERT_EQUAL(memcmp(y, whole + mb * n / 2, (size_t)n / 2 * sizeof *y), 0);
-        free(y);
-    }
+    check_micro_batch_halves(&at, &step, &t, x, whole);
     free(whole);
 
     /* evaluation passes x through */
@@ -381,6 +391,7 @@ static void test_dropout(void)
     free(want);
 }
 
+/* In every mode: one decision per element, per sample and per step. */
 static void test_dropout_gradient(void)
 {
     pl_attrs at = pl_kc_defaults();
@@ -389,14 +400,199 @@ static void test_dropout_gradient(void)
     pl_tensor t = pl_kc_tensor("6,7", PL_F32, true);
     float *x = pl_kc_random(&t, 5, -1, 1), *dy = pl_kc_random(&t, 6, -1, 1);
     void *in[] = {x}, *grad_in[] = {dy};
-    pl_tensor out_t;
-    float *got = pl_kc_run_fresh(&PL_KC_FNS(dropout_grad), PL_OP_DROPOUT_GRAD, &at, 1, &t, grad_in,
-                                 &out_t, 1, NULL);
-    pl_kc_check_gradient(&PL_KC_FNS(dropout), PL_OP_DROPOUT, &at, 1, &t, in, 0, got, dy, 1.0f,
-                         "dropout");
-    free(got);
+    for (int mode = PL_DROPOUT_ELEMENT; mode <= PL_DROPOUT_BATCH; mode++) {
+        at.mode = mode;
+        pl_tensor out_t;
+        float *got = pl_kc_run_fresh(&PL_KC_FNS(dropout_grad), PL_OP_DROPOUT_GRAD, &at, 1, &t,
+                                     grad_in, &out_t, 1, NULL);
+        pl_kc_check_gradient(&PL_KC_FNS(dropout), PL_OP_DROPOUT, &at, 1, &t, in, 0, got, dy,
+                             1.0f, "dropout");
+        free(got);
+    }
     free(x);
     free(dy);
+}
+
+/* Modes row and batch (stochastic depth): one decision per sample of the whole step's batch,
+ * or one per step. */
+static void shared_dropout_ref(const float *x, float *y, const pl_tensor *t, const pl_attrs *at,
+                               const pl_step_info *step)
+{
+    int64_t n = pl_tensor_elements(t), rows = t->dims[0], per_row = n / rows;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t counter = at->mode == PL_DROPOUT_BATCH ? 0
+                                                       : step->micro_batch * rows + i / per_row;
+        y[i] = pl_rng_keep((uint64_t)at->seed, step->step, counter, (float)at->rate)
+                   ? x[i] * (float)(1.0 / (1.0 - at->rate)) /* the kernel's rounding */
+                   : 0.0f;
+    }
+}
+
+/* Samples (rows of 15 values) dropped whole, about `rate` of them. */
+static int64_t dropped_rows(const float *y, int64_t rows, int64_t per_row)
+{
+    int64_t dropped = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t zeros = 0;
+        for (int64_t j = 0; j < per_row; j++)
+            zeros += y[r * per_row + j] == 0.0f;
+        CU_ASSERT(zeros == 0 || zeros == per_row);
+        dropped += zeros == per_row;
+    }
+    return dropped;
+}
+
+static void test_dropout_shared_masks(void)
+{
+    pl_attrs at = pl_kc_defaults();
+    at.rate = 0.3;
+    at.seed = 12;
+    pl_tensor t = pl_kc_tensor("40,3,5", PL_F32, true);
+    int64_t n = pl_tensor_elements(&t), rows_dropped = 0, steps_dropped = 0;
+    float *x = pl_kc_random(&t, 8, 0.5, 1.5), *want = pl_kc_floats(n);
+    void *in[] = {x};
+    for (int mode = PL_DROPOUT_ROW; mode <= PL_DROPOUT_BATCH; mode++)
+        for (int64_t s = 1; s <= 20; s++) {
+            at.mode = mode;
+            pl_step_info step = {.step = s, .micro_batches = 1, .training = true};
+            shared_dropout_ref(x, want, &t, &at, &step);
+            if (s <= 2) { /* threads, and the gradient redraws the mask */
+                pl_kc_check_op(&PL_KC_FNS(dropout), PL_OP_DROPOUT, &at, 1, &t, in, want, 1e-3,
+                               &step, "dropout (shared mask)");
+                pl_kc_check_op(&PL_KC_FNS(dropout_grad), PL_OP_DROPOUT_GRAD, &at, 1, &t, in,
+                               want, 1e-3, &step, "dropout_grad (shared mask)");
+            }
+            int64_t dropped = dropped_rows(want, 40, 15);
+            if (mode == PL_DROPOUT_ROW)
+                rows_dropped += dropped;
+            else {
+                CU_ASSERT(dropped == 0 || dropped == 40);
+                steps_dropped += dropped == 40;
+            }
+            /* two micro-batches of 20 samples draw the whole step's mask */
+            check_micro_batch_halves(&at, &step, &t, x, want);
+        }
+    CU_ASSERT(rows_dropped > 800 * 0.25 && rows_dropped < 800 * 0.35);
+    CU_ASSERT(steps_dropped >= 2 && steps_dropped <= 12);
+    free(x);
+    free(want);
+}
+
+/* ---- where, comparisons, logical_not -------------------------------------------------------- */
+
+/* A mask of 0 and other values (1, and -2.5: any nonzero selects). */
+static float *mask_random(const pl_tensor *t, uint64_t seed)
+{
+    float *m = pl_kc_random(t, seed, 0, 1);
+    for (int64_t i = 0; i < pl_tensor_elements(t); i++)
+        m[i] = m[i] < 0.5f ? 0.0f : m[i] < 0.8f ? 1.0f : -2.5f;
+    return m;
+}
+
+static void test_where(void)
+{
+    pl_attrs at = pl_kc_defaults();
+    pl_tensor in_t[3] = {pl_kc_tensor("1,4,5", PL_F32, false), pl_kc_tensor("3,4,5", PL_F32, true),
+                         pl_kc_tensor("5", PL_F32, false)};
+    pl_tensor out_t;
+    CU_ASSERT_FATAL(pl_kc_infer(PL_OP_WHERE, &at, 3, in_t, 1, &out_t));
+    CU_ASSERT(out_t.rank == 3 && out_t.dims[0] == 3 && out_t.batched);
+    float *cond = mask_random(&in_t[0], 1), *a = pl_kc_random(&in_t[1], 2, -1, 1),
+          *b = pl_kc_random(&in_t[2], 3, -1, 1);
+    void *in[] = {cond, a, b};
+    int64_t n = pl_tensor_elements(&out_t);
+    float *want = pl_kc_floats(n);
+    for (int64_t i = 0; i < n; i++)
+        want[i] = cond[pl_kc_broadcast_index(&out_t, &in_t[0], i)] != 0.0f
+                      ? a[pl_kc_broadcast_index(&out_t, &in_t[1], i)]
+                      : b[pl_kc_broadcast_index(&out_t, &in_t[2], i)];
+    pl_kc_check_op(&PL_KC_FNS(where), PL_OP_WHERE, &at, 3, in_t, in, want, 1e-3, NULL, "where");
+    free(cond);
+    free(a);
+    free(b);
+    free(want);
+}
+
+/* where_grad's two outputs against central differences of where in a and in b. */
+static void test_where_gradient(void)
+{
+    pl_attrs at = pl_kc_defaults();
+    pl_tensor in_t[3] = {pl_kc_tensor("4,5", PL_F32, false), pl_kc_tensor("3,4,5", PL_F32, true),
+                         pl_kc_tensor("3,4,5", PL_F32, true)};
+    float *cond = mask_random(&in_t[0], 4), *a = pl_kc_random(&in_t[1], 5, -1, 1),
+          *b = pl_kc_random(&in_t[2], 6, -1, 1), *dy = pl_kc_random(&in_t[1], 7, -1, 1);
+    void *in[] = {cond, a, b}, *grad_in[] = {dy, cond};
+    pl_tensor grad_in_t[2] = {in_t[1], in_t[0]}, grad_out_t[2];
+    float *split[2];
+    CU_ASSERT_FATAL(pl_kc_infer(PL_OP_WHERE_GRAD, &at, 2, grad_in_t, 2, grad_out_t));
+    pl_kc_run_all_threads(&PL_KC_FNS(where_grad), PL_OP_WHERE_GRAD, &at, 2, grad_in_t, grad_in,
+                          2, grad_out_t, split, "where_grad");
+    pl_kc_check_gradient(&PL_KC_FNS(where), PL_OP_WHERE, &at, 3, in_t, in, 1, split[0], dy, 1.0f,
+                         "where (a)");
+    pl_kc_check_gradient(&PL_KC_FNS(where), PL_OP_WHERE, &at, 3, in_t, in, 2, split[1], dy, 1.0f,
+                         "where (b)");
+    for (int k = 0; k < 2; k++)
+        free(split[k]);
+    free(cond);
+    free(a);
+    free(b);
+    free(dy);
+}
+
+static float compare_ref(pl_op_kind kind, float a, float b)
+{
+    switch (kind) {
+    case PL_OP_EQUAL:
+        return a == b;
+    case PL_OP_NOT_EQUAL:
+        return a != b;
+    case PL_OP_LESS:
+        return a < b;
+    case PL_OP_LESS_EQUAL:
+        return a <= b;
+    case PL_OP_GREATER:
+        return a > b;
+    default:
+        return a >= b;
+    }
+}
+
+/* Every comparison on small integers (ties), broadcast; then logical_not. */
+static void test_comparisons(void)
+{
+    static const pl_kernel_fns fns[] = {PL_KC_FNS(equal), PL_KC_FNS(not_equal), PL_KC_FNS(less),
+                                        PL_KC_FNS(less_equal), PL_KC_FNS(greater),
+                                        PL_KC_FNS(greater_equal)};
+    pl_attrs at = pl_kc_defaults();
+    pl_tensor in_t[2] = {pl_kc_tensor("6,3,4", PL_F32, true), pl_kc_tensor("3,1", PL_F32, false)};
+    float *a = pl_kc_random(&in_t[0], 8, 0, 3), *b = pl_kc_random(&in_t[1], 9, 0, 3);
+    int64_t n = pl_tensor_elements(&in_t[0]), ones = 0;
+    for (int64_t i = 0; i < n; i++)
+        a[i] = floorf(a[i]);
+    for (int64_t i = 0; i < 3; i++)
+        b[i] = floorf(b[i]);
+    void *in[] = {a, b};
+    float *want = pl_kc_floats(n);
+    for (int k = 0; k < 6; k++) {
+        pl_op_kind kind = (pl_op_kind)(PL_OP_EQUAL + k);
+        for (int64_t i = 0; i < n; i++) {
+            want[i] = compare_ref(kind, a[i], b[pl_kc_broadcast_index(&in_t[0], &in_t[1], i)]);
+            ones += want[i] == 1.0f;
+        }
+        pl_kc_check_op(&fns[k], kind, &at, 2, in_t, in, want, 1e-3, NULL,
+                       pl_op_info_of(kind)->name);
+    }
+    CU_ASSERT(ones > 0 && ones < 6 * n);
+    float *mask = mask_random(&in_t[0], 10);
+    void *mask_in[] = {mask};
+    for (int64_t i = 0; i < n; i++)
+        want[i] = mask[i] == 0.0f ? 1.0f : 0.0f;
+    pl_kc_check_op(&PL_KC_FNS(logical_not), PL_OP_LOGICAL_NOT, &at, 1, in_t, mask_in, want, 1e-3,
+                   NULL, "logical_not");
+    free(mask);
+    free(a);
+    free(b);
+    free(want);
 }
 
 static void test_zeros_like(void)
@@ -598,6 +794,10 @@ void pl_register_kernels_elementwise_tests(void)
         {"hard activations, exact gelu and erf: PyTorch's values", test_pytorch_values},
         {"dropout", test_dropout},
         {"dropout gradient", test_dropout_gradient},
+        {"dropout: masks of a sample or a step", test_dropout_shared_masks},
+        {"where", test_where},
+        {"where gradient", test_where_gradient},
+        {"comparisons and logical_not", test_comparisons},
         {"zeros_like", test_zeros_like},
         {"sum_to", test_sum_to},
         {"reduce_sum and reduce_mean", test_reduce},

@@ -80,17 +80,23 @@ static void layer_norm_ref(const norm_case *c, double eps, float *y)
 
 static const char *const layer_norm_shapes[] = {"3,7", "2,3,33", "4,1", "70,5", "2,40"};
 
-static void test_layer_norm(void)
+typedef void layer_norm_reference(const norm_case *c, double eps, float *y);
+
+/* layer_norm over `axis` (-1 or the channel axis 1) on each shape against `ref`, then
+ * bitwise the same at every thread count. */
+static void check_layer_norm(const char *const *shapes, size_t n_shapes, int64_t axis,
+                             layer_norm_reference *ref, uint64_t seed)
 {
     pl_attrs at = pl_kc_defaults();
     at.eps = 1e-3;
-    for (size_t s = 0; s < sizeof layer_norm_shapes / sizeof *layer_norm_shapes; s++) {
+    at.axis = axis;
+    for (size_t s = 0; s < n_shapes; s++) {
         norm_case c;
-        norm_setup(&c, layer_norm_shapes[s], false, 10 * s);
+        norm_setup(&c, shapes[s], axis == 1, seed + 10 * s);
         pl_tensor in_t[3] = {c.x_t, c.p_t, c.p_t}, out_t;
         void *in[] = {c.x_data, c.gamma, c.beta};
         float *want = pl_kc_floats(c.n), *first = NULL;
-        layer_norm_ref(&c, at.eps, want);
+        ref(&c, at.eps, want);
         for (int t = 0; t < PL_KC_THREAD_COUNTS; t++) {
             float *y = pl_kc_run_fresh(&layer_norm_fns, PL_OP_LAYER_NORM, &at, 3, in_t, in,
                                        &out_t, pl_kc_thread_counts[t], NULL);
@@ -106,6 +112,12 @@ static void test_layer_norm(void)
         free(want);
         norm_free(&c);
     }
+}
+
+static void test_layer_norm(void)
+{
+    check_layer_norm(layer_norm_shapes, sizeof layer_norm_shapes / sizeof *layer_norm_shapes,
+                     -1, layer_norm_ref, 0);
 }
 
 /* The gradient kernel's outputs for (x, gamma, beta) against central differences of the
@@ -151,20 +163,26 @@ static void check_norm_gradient(const pl_kernel_fns *fwd, const pl_kernel_fns *g
     free(dy);
 }
 
-static void test_layer_norm_gradient(void)
+static void check_layer_norm_gradient(const char *const *shapes, size_t n_shapes,
+                                      int64_t axis, uint64_t seed)
 {
     pl_attrs at = pl_kc_defaults();
     at.eps = 1e-3;
-    for (size_t s = 0; s < sizeof layer_norm_shapes / sizeof *layer_norm_shapes; s++) {
+    at.axis = axis;
+    for (size_t s = 0; s < n_shapes; s++) {
         norm_case c;
-        norm_setup(&c, layer_norm_shapes[s], false, 20 + s);
+        norm_setup(&c, shapes[s], axis == 1, seed + s);
         check_norm_gradient(&layer_norm_fns, &layer_norm_grad_fns, PL_OP_LAYER_NORM,
                             PL_OP_LAYER_NORM_GRAD, &at, &c);
         norm_free(&c);
     }
 }
 
-/* ---- batch_norm ----------------------------------------------------------------------------- */
+static void test_layer_norm_gradient(void)
+{
+    check_layer_norm_gradient(layer_norm_shapes,
+                              sizeof layer_norm_shapes / sizeof *layer_norm_shapes, -1, 20);
+}
 
 static void channel_view(const pl_tensor *x, int64_t *n, int64_t *c, int64_t *s)
 {
@@ -174,6 +192,48 @@ static void channel_view(const pl_tensor *x, int64_t *n, int64_t *c, int64_t *s)
     for (int a = 2; a < x->rank; a++)
         *s *= x->dims[a];
 }
+
+/* ---- layer_norm over the channel axis ------------------------------------------------------ */
+
+/* Each (sample, position)'s C values normalised, as torchvision's LayerNorm2d does. */
+static void layer_norm_channels_ref(const norm_case *c, double eps, float *y)
+{
+    int64_t n, ch, s;
+    channel_view(&c->x_t, &n, &ch, &s);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < s; j++) {
+            const float *x = c->x_data + i * ch * s + j;
+            double mean = 0, var = 0;
+            for (int64_t k = 0; k < ch; k++)
+                mean += x[k * s];
+            mean /= (double)ch;
+            for (int64_t k = 0; k < ch; k++)
+                var += (x[k * s] - mean) * (x[k * s] - mean);
+            var /= (double)ch;
+            for (int64_t k = 0; k < ch; k++)
+                y[i * ch * s + k * s + j] =
+                    (float)((x[k * s] - mean) / sqrt(var + eps) * c->gamma[k] + c->beta[k]);
+        }
+}
+
+/* Positions per sample below, at and across the kernel's 64-position units; 3,5,1,1 has
+ * one position, the row layout. */
+static const char *const channel_shapes[] = {"2,3,4,5", "1,8,70", "3,5,1,1", "2,4,9,9",
+                                             "2,7,130"};
+
+static void test_layer_norm_channels(void)
+{
+    check_layer_norm(channel_shapes, sizeof channel_shapes / sizeof *channel_shapes, 1,
+                     layer_norm_channels_ref, 30);
+}
+
+static void test_layer_norm_channels_gradient(void)
+{
+    check_layer_norm_gradient(channel_shapes, sizeof channel_shapes / sizeof *channel_shapes, 1,
+                              40);
+}
+
+/* ---- batch_norm ----------------------------------------------------------------------------- */
 
 /* Batch mean and biased variance per channel, in double. */
 static void batch_stats_ref(const norm_case *c, double *mean, double *var)
@@ -339,6 +399,8 @@ void pl_register_kernels_norm_tests(void)
     static const pl_test_case cases[] = {
         {"layer_norm", test_layer_norm},
         {"layer_norm gradient", test_layer_norm_gradient},
+        {"layer_norm over the channel axis", test_layer_norm_channels},
+        {"layer_norm over the channel axis: gradient", test_layer_norm_channels_gradient},
         {"batch_norm", test_batch_norm},
         {"batch_norm gradient", test_batch_norm_gradient},
         {"batch_norm with a large mean", test_batch_norm_offset},

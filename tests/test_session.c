@@ -53,6 +53,13 @@ static bool open_model(const char *file, const char *data, int threads, trained 
     return open_batch(file, data, threads, 0, t);
 }
 
+/* A parameter training changes: not a constant of the model (a frozen one has no
+ * gradient). */
+static bool learned(const pl_tensor *t)
+{
+    return t->kind == PL_TENSOR_PARAM && !t->frozen;
+}
+
 static float forward_loss(trained *t)
 {
     float loss = NAN;
@@ -81,7 +88,7 @@ static void check_gradients(const char *model, int per_param, double tolerance)
     double base = forward_loss(&t);
     int checked = 0;
     for (int p = 0; p < t.g->n_tensors; p++) {
-        if (t.g->tensors[p].kind != PL_TENSOR_PARAM)
+        if (!learned(&t.g->tensors[p]))
             continue;
         const float *grad = pl_session_data(t.s, pl_autodiff_gradient_of(t.g, p));
         float *value = pl_session_data(t.s, p);
@@ -147,6 +154,11 @@ static void test_gradients_torch_ops(void)
 {
     check_gradients("tests/models/torch-ops.json", 16, 0.1);
 }
+/* Channel-first layer norm, stochastic depth's per-sample dropout, where on a mask. */
+static void test_gradients_layer_ops(void)
+{
+    check_gradients("tests/models/layer-ops.json", 16, 0.05);
+}
 
 /* Gradients of one batch, by threads and micro-batches. */
 static float *gradients_of(const char *model, int threads, int micro_batches, int64_t *count)
@@ -158,11 +170,11 @@ static float *gradients_of(const char *model, int threads, int micro_batches, in
     pl_session_gradients(t.s, 1, micro_batches, &loss, NULL);
     int64_t total = 0;
     for (int p = 0; p < t.g->n_tensors; p++)
-        if (t.g->tensors[p].kind == PL_TENSOR_PARAM)
+        if (learned(&t.g->tensors[p]))
             total += pl_tensor_elements(&t.g->tensors[p]);
     float *all = malloc((size_t)total * sizeof *all), *at = all;
     for (int p = 0; all && p < t.g->n_tensors; p++) {
-        if (t.g->tensors[p].kind != PL_TENSOR_PARAM)
+        if (!learned(&t.g->tensors[p]))
             continue;
         int64_t n = pl_tensor_elements(&t.g->tensors[p]);
         const float *acc = pl_session_data(t.s, pl_autodiff_gradient_of(t.g, p));
@@ -189,7 +201,8 @@ static void test_threads_and_micro_batches_agree(void)
 {
     static const char *const models[] = {"small/mlp-small.json", "small/lstm_lm-small.json",
                                          "small/transformer-small.json", "small/cnn-small.json",
-                                         "tests/models/attention.json", "tests/models/torch-ops.json"};
+                                         "tests/models/attention.json", "tests/models/torch-ops.json",
+                                         "tests/models/layer-ops.json"};
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
         int64_t n1, n3, n4;
         float *one = gradients_of(models[m], 1, 1, &n1);
@@ -334,6 +347,7 @@ void pl_register_session_tests(void)
         {"gradients: mixture of experts", test_gradients_moe},
         {"gradients: multi-head attention", test_gradients_attention},
         {"gradients: the PyTorch importers' ops", test_gradients_torch_ops},
+        {"gradients: channel-first layer norm, stochastic depth, where", test_gradients_layer_ops},
         {"threads and micro-batches give the same gradients", test_threads_and_micro_batches_agree},
         {"every small model learns in 100 steps", test_every_small_model_learns},
         {NULL, NULL},

@@ -13,6 +13,8 @@ _Static_assert(PL_ATTR_COUNT <= 32, "pl_attrs.given has one bit per attribute");
 
 /* In pl_gelu_approximate's order. */
 static const char *const gelu_approximations[] = {"tanh", "none", NULL};
+/* In pl_dropout_mode's order. */
+static const char *const dropout_modes[] = {"element", "row", "batch", NULL};
 
 static const pl_attr_info attr_table[PL_ATTR_COUNT] = {
     [PL_ATTR_TRANSPOSE_A] = {"transpose_a", PL_ATTR_TYPE_BOOL, FIELD(transpose_a), 0, 1, 0},
@@ -46,6 +48,7 @@ static const pl_attr_info attr_table[PL_ATTR_COUNT] = {
                                    FIELD(count_include_pad), 0, 1, 0},
     [PL_ATTR_OUTPUT_SIZE] = {"output_size", PL_ATTR_TYPE_PAIR, FIELD(output_size), 1, DIM_MAX,
                              0},
+    [PL_ATTR_MODE] = {"mode", PL_ATTR_TYPE_ENUM, FIELD(mode), 0, 0, 0, dropout_modes},
 };
 
 const pl_attr_info *pl_attr_info_of(pl_attr_id id)

@@ -146,6 +146,23 @@ bool pl_backward_mse(pl_autodiff *ad, int op)
     return pl_ad_contribute(ad, f.inputs[1], EMIT(PL_OP_SCALE, 1, &negate, dpred));
 }
 
+/* y = where(cond, a, b): dy goes to a where cond holds and to b elsewhere; contribute
+ * reduces the broadcast axes. The mask gets none. */
+bool pl_backward_where(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    if (!pl_ad_needs(ad, f.inputs[1]) && !pl_ad_needs(ad, f.inputs[2]))
+        return true;
+    int split = EMIT(PL_OP_WHERE_GRAD, 2, NULL, pl_ad_grad(ad, f.outputs[0]), f.inputs[0]);
+    if (split < 0)
+        return false;
+    for (int k = 0; k < 2; k++)
+        if (pl_ad_needs(ad, f.inputs[1 + k]) &&
+            !pl_ad_contribute(ad, f.inputs[1 + k], pl_ad_output(ad, split, k)))
+            return false;
+    return true;
+}
+
 bool pl_backward_norm(pl_autodiff *ad, int op)
 {
     pl_op f = forward(ad, op);

@@ -181,15 +181,17 @@ static bool infer_unary(pl_infer_ctx *ctx)
     return true;
 }
 
+/* Every input broadcast with the others: binary ops, and where's cond, a and b. */
 static bool infer_binary(pl_infer_ctx *ctx)
 {
-    if (!need_f32(ctx, 0) || !need_f32(ctx, 1))
-        return false;
-    static const int both[] = {0, 1};
+    static const int all[] = {0, 1, 2};
+    for (int i = 0; i < ctx->n_in; i++)
+        if (!need_f32(ctx, i))
+            return false;
     int rank;
     int64_t dims[PL_MAX_RANK];
     bool batched;
-    if (!broadcast(ctx, both, 2, 0, &rank, dims, &batched))
+    if (!broadcast(ctx, all, ctx->n_in, 0, &rank, dims, &batched))
         return false;
     set_output(ctx->out[0], PL_F32, rank, dims, batched);
     return true;
@@ -354,12 +356,19 @@ static bool need_affine(pl_infer_ctx *ctx, int64_t n, const char *axis_name)
     return true;
 }
 
+/* Over the last axis by default; "axis" 1 of [N,C,H,W] normalises each position's channels. */
 static bool infer_layer_norm(pl_infer_ctx *ctx)
 {
     const pl_tensor *x = ctx->in[0];
-    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, x->batched ? 2 : 1, PL_MAX_RANK))
+    int64_t axis = 0;
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, x->batched ? 2 : 1, PL_MAX_RANK) ||
+        !resolve_axis(ctx, PL_ATTR_AXIS, ctx->attrs->axis, x->rank, &axis) ||
+        !keep_batch_axis(ctx, 0, PL_ATTR_AXIS, axis, "normalise over"))
         return false;
-    if (!need_affine(ctx, x->dims[x->rank - 1], "last axis"))
+    char axis_name[32] = "last axis";
+    if (axis != x->rank - 1)
+        snprintf(axis_name, sizeof axis_name, "axis %lld", (long long)axis);
+    if (!need_affine(ctx, x->dims[axis], axis_name))
         return false;
     copy_shape(ctx->out[0], x);
     return true;
@@ -850,7 +859,8 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
        .backward = pl_backward_softmax_cross_entropy),
     OP(PL_OP_MSE, "mse", 2, 2, 1, 1, 0, 0, infer_mse, flops_in3,
        .backward = pl_backward_mse),
-    OP(PL_OP_LAYER_NORM, "layer_norm", 3, 3, 1, 1, A(EPS), 0, infer_layer_norm, flops_out8,
+    OP(PL_OP_LAYER_NORM, "layer_norm", 3, 3, 1, 1, A(EPS) | A(AXIS), 0, infer_layer_norm,
+       flops_out8,
        .backward = pl_backward_norm),
     OP(PL_OP_BATCH_NORM, "batch_norm", 3, 5, 1, 1, A(EPS) | A(MOMENTUM), 0,
        infer_batch_norm, flops_out8,
@@ -889,12 +899,23 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
     OP(PL_OP_REDUCE_MEAN, "reduce_mean", 1, 1, 1, 1, A(AXES) | A(KEEPDIMS), A(AXES),
        infer_reduce, flops_in1,
        .backward = pl_backward_reduce),
-    OP(PL_OP_DROPOUT, "dropout", 1, 1, 1, 1, A(RATE) | A(SEED), A(RATE), infer_dropout, flops_out2,
+    OP(PL_OP_DROPOUT, "dropout", 1, 1, 1, 1, A(RATE) | A(SEED) | A(MODE), A(RATE),
+       infer_dropout, flops_out2,
        .backward = pl_backward_dropout),
     OP(PL_OP_TOPK_GATE, "topk_gate", 1, 1, 1, 1, A(K), A(K), infer_topk_gate, flops_topk_gate,
        .backward = pl_backward_softmax),
     OP(PL_OP_LSTM_CELL, "lstm_cell", 3, 5, 2, 3, 0, 0, infer_lstm_cell, flops_lstm_cell,
        .backward = pl_backward_lstm_cell),
+    OP(PL_OP_WHERE, "where", 3, 3, 1, 1, 0, 0, infer_binary, flops_out1,
+       .backward = pl_backward_where),
+    /* Comparisons and logical not: masks of 0 and 1, through which no gradient flows. */
+    OP(PL_OP_EQUAL, "equal", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1),
+    OP(PL_OP_NOT_EQUAL, "not_equal", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1),
+    OP(PL_OP_LESS, "less", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1),
+    OP(PL_OP_LESS_EQUAL, "less_equal", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1),
+    OP(PL_OP_GREATER, "greater", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1),
+    OP(PL_OP_GREATER_EQUAL, "greater_equal", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1),
+    OP(PL_OP_LOGICAL_NOT, "logical_not", 1, 1, 1, 1, 0, 0, infer_unary, flops_out1),
 #undef OP
 
 #define INTERNAL(kind, text, in_min, in_max, out_min, out_max, infer_fn, flops_fn, ...)        \
@@ -955,6 +976,8 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
              pl_flops_elements_in0),
     INTERNAL(PL_OP_LSTM_CELL_GRAD, "lstm_cell_grad", 5, 8, 2, 4, pl_infer_lstm_cell_grad,
              pl_flops_lstm_cell_grad),
+    INTERNAL(PL_OP_WHERE_GRAD, "where_grad", 2, 2, 2, 2, pl_infer_where_grad,
+             pl_flops_elements_in0),
     INTERNAL(PL_OP_ZEROS_LIKE, "zeros_like", 1, 1, 1, 1, pl_infer_like_first, pl_flops_zero),
     INTERNAL(PL_OP_ACCUMULATE, "accumulate", 2, 2, 0, 0, pl_infer_in_place,
              pl_flops_elements_in0, .mutates = true),

@@ -54,6 +54,14 @@ typedef enum pl_op_kind {
     PL_OP_DROPOUT,
     PL_OP_TOPK_GATE,
     PL_OP_LSTM_CELL,
+    PL_OP_WHERE,
+    PL_OP_EQUAL,
+    PL_OP_NOT_EQUAL,
+    PL_OP_LESS,
+    PL_OP_LESS_EQUAL,
+    PL_OP_GREATER,
+    PL_OP_GREATER_EQUAL,
+    PL_OP_LOGICAL_NOT,
     /* Internal ops: automatic differentiation writes them into the training graph; model
      * files cannot name them. Inputs -> outputs; "like" inputs give only their shape. */
     PL_OP_MATMUL_GRAD_A,   /* dy, a, b -> da; forward's transpose flags; sums broadcast axes */
@@ -86,6 +94,7 @@ typedef enum pl_op_kind {
     PL_OP_LSTM_CELL_GRAD,  /* dh', dc', x, w, b [, h, c] [, gates] -> dx, dz [, dh, dc];
                               dz: of the gates' inputs [N,4H]; gates: the forward's
                               third output, else recomputed */
+    PL_OP_WHERE_GRAD,      /* dy, cond -> dy where cond != 0 (else 0), dy where cond == 0 */
     PL_OP_ZEROS_LIKE,      /* x -> zeros of x's shape */
     PL_OP_ACCUMULATE,      /* acc, g -> (none): acc += g, in place */
     PL_OP_SCATTER_ACCUMULATE, /* acc [V,D], dy [...,D], ids [...] -> (none): acc[ids] += dy */
@@ -125,6 +134,7 @@ typedef enum pl_attr_id {
     PL_ATTR_CEIL_MODE,
     PL_ATTR_COUNT_INCLUDE_PAD,
     PL_ATTR_OUTPUT_SIZE,
+    PL_ATTR_MODE,
     PL_ATTR_COUNT
 } pl_attr_id;
 
@@ -142,6 +152,14 @@ typedef enum pl_attr_type {
 /* gelu's "approximate": the index of each name in its attribute's `names`. */
 typedef enum pl_gelu_approximate { PL_GELU_TANH, PL_GELU_EXACT } pl_gelu_approximate;
 
+/* dropout's "mode": what one keep decision covers. An element; a sample, all of its
+ * values (stochastic depth's "row"); or the whole step (stochastic depth's "batch"). */
+typedef enum pl_dropout_mode {
+    PL_DROPOUT_ELEMENT,
+    PL_DROPOUT_ROW,
+    PL_DROPOUT_BATCH
+} pl_dropout_mode;
+
 typedef struct pl_int_list {
     int n;
     const int64_t *v;
@@ -153,6 +171,7 @@ typedef struct pl_attrs {
     uint32_t given; /* PL_ATTR_BIT of each attribute the model file set */
     bool transpose_a, transpose_b, keepdims, ceil_mode, count_include_pad;
     int approximate; /* pl_gelu_approximate */
+    int mode;        /* pl_dropout_mode */
     int64_t axis, groups, start, end, k;
     int64_t stride[2], padding[2], dilation[2], kernel[2], output_size[2];
     pl_int_list axes, sizes, shape, perm;

@@ -26,6 +26,11 @@ bool pl_infer_norm_grad(pl_infer_ctx *ctx)
     return like(ctx, 0, 1) && like(ctx, 1, 2) && like(ctx, 2, 2);
 }
 
+bool pl_infer_where_grad(pl_infer_ctx *ctx)
+{
+    return like(ctx, 0, 0) && like(ctx, 1, 0);
+}
+
 bool pl_infer_conv2d_grad_filter(pl_infer_ctx *ctx)
 {
     like(ctx, 0, 2);

@@ -4,6 +4,8 @@
         --input-dtype i32 --vocab 100 --batch 8 -o tc.json
     tools/import-torch tests/importers/models.py:gpt --input 16 --input-dtype i32 \\
         --vocab 64 --batch 8 -o gpt.json
+    tools/import-torch tests/importers/models.py:convnext --input 3,32,32 --batch 4 \\
+        -o convnext.json
 """
 
 import math
@@ -107,3 +109,50 @@ def googlenet_average_pools(**kwargs):
                 setattr(parent, name, nn.AvgPool2d(child.kernel_size, child.stride,
                                                    child.padding))
     return model
+
+
+def convnext(num_classes=10, stochastic_depth_prob=0.1, layer_scale=0.5):
+    """torchvision's ConvNeXt at a small size: two stages of one block (16 and 32 channels),
+    with channel-first layer norms (LayerNorm2d) and stochastic depth. A layer scale of 0.5
+    instead of 1e-6, so that the blocks show in the outputs the check compares."""
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+    stages = [CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)]
+    return ConvNeXt(stages, stochastic_depth_prob=stochastic_depth_prob, layer_scale=layer_scale,
+                    num_classes=num_classes)
+
+
+def efficientnet_b0(num_classes=10, dropout=0.2, stochastic_depth_prob=0.2):
+    """torchvision's efficientnet_b0 (SiLU, squeeze-excitation, stochastic depth), with its
+    classifier's dropout as an argument: torchvision's builder fixes it at 0.2."""
+    from torchvision.models.efficientnet import EfficientNet, _efficientnet_conf
+    blocks, last_channel = _efficientnet_conf("efficientnet_b0", width_mult=1.0, depth_mult=1.0)
+    return EfficientNet(blocks, dropout, stochastic_depth_prob, num_classes,
+                        last_channel=last_channel)
+
+
+class Masks(nn.Module):
+    """Masks computed from the input: comparisons, ~, torch.where and masked_fill."""
+
+    def __init__(self, dim=8, classes=3):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.out = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        h = self.fc(x)
+        y = torch.where(h > 0, h, h * 0.1)
+        y = y.masked_fill(~(x < 0.5), 2.0)
+        y = torch.where(x >= -0.2, y, -y)
+        y = torch.where(h > 0.8, torch.full_like(y, float("-inf")), y)
+        return self.out(y.masked_fill(h <= -0.3, float("-inf")).clamp(min=-5.0))
+
+
+def masks(**kwargs):
+    return Masks(**kwargs)
+
+
+def dropping_every_sample(p=1.0):
+    """Stochastic depth that drops every sample, a setting placer refuses (its dropout's rate
+    stays below 1)."""
+    from torchvision.ops import StochasticDepth
+    return nn.Sequential(nn.Linear(8, 8), StochasticDepth(p, "row"), nn.Linear(8, 3))

@@ -1,7 +1,7 @@
 """Placer op sequences both importers emit: a linear layer, attention, reshapes that keep
 the batch where placer wants it. Shapes are whole (batch included for batched tensors)."""
 
-from builder import ImportError_
+from builder import ImportError_, Tensor
 
 
 def broadcast(a, b):
@@ -20,7 +20,14 @@ def unary(b, op, name, x, attrs=None):
     return b.node1(op, name, [x], x.shape, x.batched, attrs)
 
 
-def _fit(b, name, x, other):
+def meeting_point(values):
+    """Of several operands, the tensor the others are shaped to meet: a batched one if any,
+    else the first tensor."""
+    tensors = [v for v in values if isinstance(v, Tensor)]
+    return next((t for t in tensors if t.batched), tensors[0])
+
+
+def fit_to(b, name, x, other):
     """An unbatched x meeting a batched tensor may only broadcast over the axes after the
     batch: its leading size-1 axes beyond those go (a [1, T, E] position table)."""
     if x.batched or not other.batched or x.rank < other.rank:
@@ -43,7 +50,7 @@ def constant_for(b, name, value, like):
 
 
 def binary(b, op, name, x, y):
-    x, y = _fit(b, name + ".squeeze", x, y), _fit(b, name + ".squeeze", y, x)
+    x, y = fit_to(b, name + ".squeeze", x, y), fit_to(b, name + ".squeeze", y, x)
     return b.node1(op, name, [x, y], broadcast(x.shape, y.shape), x.batched or y.batched)
 
 

@@ -309,11 +309,31 @@ def dropout(imp, n, name, ins, attrs):
         [None] * (len(n.output) - 1)
 
 
+def _compare(op):
+    """Equal, Less, ... of a computed operand: a mask of 0 and 1 (constants alone fold)."""
+    def handler(imp, n, name, ins, attrs):
+        like = next(v for v in ins if isinstance(v, Tensor))
+        operands = [imp.tensor(n.input[i], name, like, role="operand") for i in range(2)]
+        return [emit.binary(imp.b, op, name, *operands)]
+    return handler
+
+
 def where(imp, n, name, ins, attrs):
-    """Where(c, a, b) with a constant condition and one constant branch: masked_fill."""
+    """Where(c, a, b): with a constant condition and one constant branch, masked_fill's
+    constants; else placer's where (a constant -inf branch as -1e9, which JSON carries)."""
     c, a, b = ins
     if not isinstance(c, np.ndarray) or isinstance(a, Tensor) == isinstance(b, Tensor):
-        raise Refused("a condition computed from the input, or two computed branches")
+        like = emit.meeting_point((a, b, c))
+        for i, v in enumerate(ins):  # constants as JSON and the batch take them (see torch's)
+            if not isinstance(v, Tensor):
+                v = np.maximum(np.asarray(v, np.float32), np.float32(-1e9))
+                uniform = v.size and np.all(v == v.reshape(-1)[0])
+                imp.values[n.input[i]] = np.asarray(v.reshape(-1)[:1] if uniform else v)
+        parts = [emit.fit_to(imp.b, name + ".squeeze",
+                             imp.tensor(n.input[i], name, like, role="operand"), like)
+                 for i in range(3)]
+        shape = emit.broadcast(emit.broadcast(parts[0].shape, parts[1].shape), parts[2].shape)
+        return [imp.b.node1("where", name, parts, shape, any(t.batched for t in parts))]
     c = c.astype(bool)
     if isinstance(a, Tensor):           # keep a where c, the constant b elsewhere
         x, fill, filled = a, b, ~c
@@ -371,9 +391,24 @@ def identity(imp, n, name, ins, attrs):
     return [ins[0]]
 
 
+MASK_OPS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+            "logical_not")
+
+
+def _is_mask(b, t):
+    """Whether placer computes t as a mask of 0 and 1 (a comparison's or logical_not's)."""
+    return any(node["op"] in MASK_OPS and t.name in node["outputs"] for node in b.nodes)
+
+
 def cast(imp, n, name, ins, attrs):
-    if attrs.get("to") in (1,) and ins[0].dtype == "f32":  # FLOAT to FLOAT
-        return [ins[0]]
+    x = ins[0]
+    if attrs.get("to") == 1 and x.dtype == "f32":  # FLOAT to FLOAT; a mask is already one
+        return [x]
+    if attrs.get("to") == 9 and x.dtype == "f32":  # to BOOL: a mask as it is, else x != 0
+        if _is_mask(imp.b, x):
+            return [x]
+        zero = imp.b.constant(name + ".zero", np.zeros(1, np.float32))
+        return [emit.binary(imp.b, "not_equal", name, x, zero)]
     raise Refused("casting a computed value")
 
 
@@ -408,6 +443,9 @@ HANDLERS = {
     "Slice": slice_, "ReduceMean": reduce("reduce_mean"), "ReduceSum": reduce("reduce_sum"),
     "Gather": gather, "Dropout": dropout, "Identity": identity, "Cast": cast, "Pow": pow_,
     "Neg": neg, "Where": where, "Pad": pad,
+    "Equal": _compare("equal"), "Less": _compare("less"), "LessOrEqual": _compare("less_equal"),
+    "Greater": _compare("greater"), "GreaterOrEqual": _compare("greater_equal"),
+    "Not": _unary("logical_not"),
 }
 
 __all__ = ["HANDLERS", "ImportError_"]

@@ -267,6 +267,27 @@ def identity(imp, name, m, args, kwargs):
     return args[0]
 
 
+def layer_norm_2d(imp, name, m, args, kwargs):
+    """torchvision's LayerNorm2d: each position's channels of [N, C, H, W] normalised."""
+    x = args[0]
+    gamma, beta = _affine(imp, name, m, m.normalized_shape[0])
+    return imp.b.node1("layer_norm", name, [x, gamma, beta], x.shape, x.batched,
+                       {"eps": float(m.eps), "axis": 1})
+
+
+def stochastic_depth(imp, name, x, p, mode, training):
+    """torchvision's stochastic depth: dropout with one decision per sample ("row") or per
+    step ("batch"); each op its own seed, so that blocks drop independently."""
+    if not training or p == 0:
+        return x
+    if mode not in ("row", "batch"):
+        raise Refused("stochastic_depth with mode=%r" % (mode,))
+    if p >= 1:
+        raise Refused("stochastic_depth with p=1 (every sample dropped)")
+    return emit.unary(imp.b, "dropout", name, x,
+                      {"rate": float(p), "mode": mode, "seed": len(imp.b.nodes) + 1})
+
+
 HANDLERS = {
     nn.Conv2d: conv2d,
     nn.Linear: linear,
@@ -295,6 +316,12 @@ HANDLERS = {
     nn.MultiheadAttention: attention,
     nn.TransformerEncoderLayer: encoder_layer,
 }
+
+try:  # torchvision's layers, where torchvision is installed
+    from torchvision.models.convnext import LayerNorm2d
+    HANDLERS[LayerNorm2d] = layer_norm_2d
+except ImportError:
+    pass
 
 LEAVES = tuple(HANDLERS)
 

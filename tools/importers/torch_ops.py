@@ -261,10 +261,22 @@ def _slice_tensor(imp, name, x, index):
     return emit.reshape(imp.b, name, y, _shape(imp))
 
 
+def _fill_value(fill):
+    """A fill JSON can carry: -inf (an attention mask's) as -1e9, whose exp is 0 in f32 all
+    the same."""
+    return -1e9 if fill == float("-inf") or fill <= -1e9 else fill
+
+
 def _masked_fill(imp, name, args, kwargs):
-    x, mask, fill = args[0], args[1], float(val(args[2]))
+    x, mask, fill = args[0], args[1], args[2]
+    if isinstance(fill, Tensor):  # a computed fill
+        return _emit_where(imp, name, mask, fill, x)
+    fill = float(val(fill))
+    if isinstance(mask, Tensor):  # a mask computed from the input: where(mask, fill, x)
+        value = imp.constant(name + ".fill", [_fill_value(fill)], x)
+        return _emit_where(imp, name, mask, value, x)
     if not isinstance(mask, Const) or not torch.is_tensor(mask.value):
-        raise Refused("masked_fill with a mask computed from the input")
+        raise Refused("masked_fill with a mask that is not a tensor")
     m = mask.value.bool()
     if fill == float("-inf") or fill <= -1e9:
         additive = torch.zeros(m.shape).masked_fill(m, -1e9)
@@ -273,6 +285,60 @@ def _masked_fill(imp, name, args, kwargs):
     kept = emit.binary(imp.b, "mul", name + ".kept", x, keep)
     filled = imp.constant(name + ".fill", m.float() * float(fill), x)
     return emit.binary(imp.b, "add", name, kept, filled)
+
+
+# ---- masks: comparisons, logical not, where ------------------------------------------------
+# Masks are f32 tensors of 0 and 1; on constants alone they fold at import time.
+
+def _compare(op):
+    def handler(imp, name, args, kwargs):
+        a, c = args[0], args[1]
+        like = a if isinstance(a, Tensor) else c
+        return emit.binary(imp.b, op, name, imp.tensor_of(a, name, like),
+                           imp.tensor_of(c, name, like))
+    return handler
+
+
+def _logical_not(imp, name, args, kwargs):
+    return emit.unary(imp.b, "logical_not", name, args[0])
+
+
+def _carried(v):
+    """A constant branch as JSON can carry it and the batch allows: -inf (a mask's fill) as
+    -1e9, and one value filling a shape (full_like of a batched tensor) as that value."""
+    if not isinstance(v, Const):
+        return v
+    value = v.value
+    if torch.is_tensor(value) and value.is_floating_point() and value.numel() and \
+            bool((value == value.reshape(-1)[0]).all()):
+        value = float(value.reshape(-1)[0])
+    if isinstance(value, float):
+        return Const(_fill_value(value))
+    if torch.is_tensor(value) and value.is_floating_point():
+        return Const(value.clamp(min=-1e9))
+    return v
+
+
+def _emit_where(imp, name, cond, a, c):
+    like = emit.meeting_point((a, c, cond))
+    parts = [imp.tensor_of(_carried(t), name, like) for t in (cond, a, c)]
+    for i, t in enumerate(parts):  # an unbatched operand broadcasts after the batch only
+        parts[i] = emit.fit_to(imp.b, name + ".squeeze", t, like)
+    shape = emit.broadcast(emit.broadcast(parts[0].shape, parts[1].shape), parts[2].shape)
+    return imp.b.node1("where", name, parts, shape, _batched(*parts))
+
+
+def _float(imp, name, args, kwargs):
+    """A mask (or any f32 tensor) is already float."""
+    if args[0].dtype != "f32":
+        raise Refused("Tensor.float of a %s tensor" % args[0].dtype)
+    return args[0]
+
+
+def _where(imp, name, args, kwargs):
+    if len(args) != 3:
+        raise Refused("torch.where with one argument (the indices of nonzero elements)")
+    return _emit_where(imp, name, args[0], args[1], args[2])
 
 
 FUNCTIONS = {
@@ -313,8 +379,34 @@ FUNCTIONS = {
     torch.mean: _mean_sum("reduce_mean"), "mean": _mean_sum("reduce_mean"),
     torch.sum: _mean_sum("reduce_sum"), "sum": _mean_sum("reduce_sum"),
     operator.getitem: _getitem,
-    "masked_fill": _masked_fill,
+    "masked_fill": _masked_fill, "masked_fill_": _masked_fill,
+    operator.eq: _compare("equal"), torch.eq: _compare("equal"), "eq": _compare("equal"),
+    operator.ne: _compare("not_equal"), torch.ne: _compare("not_equal"),
+    "ne": _compare("not_equal"),
+    operator.lt: _compare("less"), torch.lt: _compare("less"), "lt": _compare("less"),
+    operator.le: _compare("less_equal"), torch.le: _compare("less_equal"),
+    "le": _compare("less_equal"),
+    operator.gt: _compare("greater"), torch.gt: _compare("greater"), "gt": _compare("greater"),
+    operator.ge: _compare("greater_equal"), torch.ge: _compare("greater_equal"),
+    "ge": _compare("greater_equal"),
+    operator.invert: _logical_not, torch.logical_not: _logical_not,
+    "logical_not": _logical_not, "bitwise_not": _logical_not,
+    torch.where: _where, "where": _where, "float": _float,
 }
+
+
+
+def _stochastic_depth(imp, name, args, kwargs):
+    return torch_modules.stochastic_depth(imp, name, args[0], _arg(args, kwargs, 1, "p", None),
+                                          _arg(args, kwargs, 2, "mode", None),
+                                          _arg(args, kwargs, 3, "training", True))
+
+
+try:  # torchvision's functions, where torchvision is installed
+    import torchvision.ops
+    FUNCTIONS[torchvision.ops.stochastic_depth] = _stochastic_depth
+except ImportError:
+    pass
 
 # Calls whose value depends on their argument's shape only, which is static: folded.
 SHAPE_ONLY = {"size", "dim", getattr, "new_ones", "new_zeros", "new_full", torch.ones_like,

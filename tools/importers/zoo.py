@@ -1,5 +1,5 @@
-"""The real models the importers are checked and benchmarked on: torchvision's, and two
-written in plain PyTorch (tests/importers/models.py). Per model: its source for
+"""The real models the importers are checked and benchmarked on: torchvision's, and others
+built in tests/importers/models.py. Per model: its source for
 tools/import-torch, the per-sample input the tests use (small, for speed) and the one the
 speed benchmark uses (torchvision's 224x224), the input dtype and id range, the batch, the
 builder's keyword arguments, and those that switch dropout off for numeric comparisons."""
@@ -42,19 +42,38 @@ MODELS = {
     "gpt": dict(source=MODELS_PY + ":gpt", input=(16,), bench_input=(128,), dtype="i32",
                 vocab=64, batch=8, kwargs={},
                 bench_kwargs={"dim": 256, "heads": 8, "context": 128, "blocks": 2}),
+    # torch.onnx exports no stochastic depth in training mode (bernoulli): onnx_no_dropout.
+    "convnext": dict(source=MODELS_PY + ":convnext", input=(3, 32, 32), bench_input=IMAGE,
+                     batch=4, kwargs={"num_classes": 10},
+                     dropout={"stochastic_depth_prob": 0.0}, onnx_no_dropout=True,
+                     training=IMAGE_TRAINING),
+    "efficientnet_b0": dict(source=MODELS_PY + ":efficientnet_b0", input=(3, 32, 32),
+                            bench_input=IMAGE, batch=4, kwargs={"num_classes": 10},
+                            dropout={"dropout": 0.0, "stochastic_depth_prob": 0.0},
+                            onnx_no_dropout=True, training=IMAGE_TRAINING),
 }
+
+# Small models that each check a group of operator mappings, not benchmarked: check.py takes
+# them by name (tests/importers.sh runs each on every call).
+MAPPING_MODELS = {
+    "masks": dict(source=MODELS_PY + ":masks", input=(8,), batch=4, kwargs={}),
+}
+
+
+def spec_of(name):
+    return MODELS[name] if name in MODELS else MAPPING_MODELS[name]
 
 
 def source(name, gradients=False):
     """Where the model comes from; for the gradient comparison, a variant where it has one
     (gradient_source: GoogLeNet with average pooling, see tests/importers/models.py)."""
-    spec = MODELS[name]
+    spec = spec_of(name)
     return spec.get("gradient_source", spec["source"]) if gradients else spec["source"]
 
 
 def builder_kwargs(name, bench, numeric):
     """The builder's keyword arguments: the benchmark's sizes, dropout off for numerics."""
-    spec = MODELS[name]
+    spec = spec_of(name)
     kwargs = dict(spec["kwargs"])
     if bench:
         kwargs.update(spec.get("bench_kwargs", {}))
@@ -85,7 +104,7 @@ def build(name, bench=False, numeric=False, gradients=False):
 def import_command(name, output, batch, bench=False, numeric=False, weights=None,
                    gradients=False):
     """The tools/import-torch command line for the model."""
-    spec = MODELS[name]
+    spec = spec_of(name)
     kwargs = builder_kwargs(name, bench, numeric)
     shape = spec["bench_input"] if bench else spec["input"]
     cmd = [os.path.join(TOP, "tools", "import-torch"), source(name, gradients),

@@ -41,13 +41,13 @@ static int64_t out_elements(const pl_kernel_args *args)
 typedef struct walk {
     int rank, n_ops;
     int64_t dims[PL_MAX_RANK];
-    int64_t stride[2][PL_MAX_RANK];
+    int64_t stride[3][PL_MAX_RANK];
 } walk;
 
 /* Where a walk is: the coordinates of an output element and each operand's offset. */
 typedef struct walk_pos {
     int64_t coord[PL_MAX_RANK];
-    int64_t off[2];
+    int64_t off[3];
 } walk_pos;
 
 static void operand_strides(const pl_tensor *out, const pl_tensor *t, int64_t *stride)
@@ -71,7 +71,7 @@ static bool mergeable(const walk *w, int outer, int inner)
 
 static void walk_init(walk *w, const pl_tensor *out, const pl_tensor *const *ops, int n_ops)
 {
-    int64_t full[2][PL_MAX_RANK];
+    int64_t full[3][PL_MAX_RANK];
     for (int k = 0; k < n_ops; k++)
         operand_strides(out, ops[k], full[k]);
     w->rank = 0;
@@ -135,9 +135,25 @@ static int64_t walk_run(const walk *w, const walk_pos *p, int64_t left)
     return row < left ? row : left;
 }
 
+/* This thread's share [*begin, *end) of the output, with the walk over the first n_ops
+ * inputs positioned at its start; false when the share is empty. */
+static bool walk_share(const pl_kernel_args *args, int n_ops, walk *w, walk_pos *p,
+                       int64_t *begin, int64_t *end)
+{
+    walk_init(w, args->out_t[0], args->in_t, n_ops);
+    my_share(args, out_elements(args), begin, end);
+    if (*begin >= *end)
+        return false;
+    walk_seek(w, *begin, p);
+    return true;
+}
+
 /* ---- add, sub, mul, div ---------------------------------------------------------------------- */
 
-typedef enum binary_op { OP_ADD, OP_SUB, OP_MUL, OP_DIV } binary_op;
+typedef enum binary_op {
+    OP_ADD, OP_SUB, OP_MUL, OP_DIV,
+    OP_EQUAL, OP_NOT_EQUAL, OP_LESS, OP_LESS_EQUAL, OP_GREATER, OP_GREATER_EQUAL
+} binary_op;
 
 /* One run of y = a op b with element strides sa and sb (0: broadcast). The common stride
  * pairs get loops of their own so that they vectorise. */
@@ -184,21 +200,36 @@ PL_VECTOR_CLONES static void binary_run(binary_op op, float *y, const float *a, 
     case OP_DIV:
         BINARY_RUN(av / bv);
         break;
+    case OP_EQUAL:
+        BINARY_RUN(av == bv ? 1.0f : 0.0f);
+        break;
+    case OP_NOT_EQUAL:
+        BINARY_RUN(av != bv ? 1.0f : 0.0f);
+        break;
+    case OP_LESS:
+        BINARY_RUN(av < bv ? 1.0f : 0.0f);
+        break;
+    case OP_LESS_EQUAL:
+        BINARY_RUN(av <= bv ? 1.0f : 0.0f);
+        break;
+    case OP_GREATER:
+        BINARY_RUN(av > bv ? 1.0f : 0.0f);
+        break;
+    case OP_GREATER_EQUAL:
+        BINARY_RUN(av >= bv ? 1.0f : 0.0f);
+        break;
     }
 }
 
 static void binary_kernel(const pl_kernel_args *args, binary_op op)
 {
-    walk w;
-    walk_init(&w, args->out_t[0], args->in_t, 2);
     const float *a = in_f32(args, 0), *b = in_f32(args, 1);
     float *y = out_f32(args, 0);
-    int64_t begin, end;
-    my_share(args, out_elements(args), &begin, &end);
-    if (begin >= end)
-        return;
+    walk w;
     walk_pos p;
-    walk_seek(&w, begin, &p);
+    int64_t begin, end;
+    if (!walk_share(args, 2, &w, &p, &begin, &end))
+        return;
     int inner = w.rank - 1;
     for (int64_t i = begin; i < end;) {
         int64_t len = walk_run(&w, &p, end - i);
@@ -228,6 +259,87 @@ PL_KERNEL(mul)
 PL_KERNEL(div)
 {
     binary_kernel(args, OP_DIV);
+}
+
+/* Comparisons: 1 where the relation holds, else 0. */
+PL_KERNEL(equal)
+{
+    binary_kernel(args, OP_EQUAL);
+}
+
+PL_KERNEL(not_equal)
+{
+    binary_kernel(args, OP_NOT_EQUAL);
+}
+
+PL_KERNEL(less)
+{
+    binary_kernel(args, OP_LESS);
+}
+
+PL_KERNEL(less_equal)
+{
+    binary_kernel(args, OP_LESS_EQUAL);
+}
+
+PL_KERNEL(greater)
+{
+    binary_kernel(args, OP_GREATER);
+}
+
+PL_KERNEL(greater_equal)
+{
+    binary_kernel(args, OP_GREATER_EQUAL);
+}
+
+/* ---- where -------------------------------------------------------------------------------- */
+
+/* y = cond != 0 ? a : b, the three broadcast over y. */
+PL_KERNEL(where)
+{
+    const float *cond = in_f32(args, 0), *a = in_f32(args, 1), *b = in_f32(args, 2);
+    float *y = out_f32(args, 0);
+    walk w;
+    walk_pos p;
+    int64_t begin, end;
+    if (!walk_share(args, 3, &w, &p, &begin, &end))
+        return;
+    int inner = w.rank - 1;
+    int64_t sc = w.stride[0][inner], sa = w.stride[1][inner], sb = w.stride[2][inner];
+    for (int64_t i = begin; i < end;) {
+        int64_t len = walk_run(&w, &p, end - i);
+        const float *c = cond + p.off[0], *ar = a + p.off[1], *br = b + p.off[2];
+        for (int64_t j = 0; j < len; j++)
+            y[i + j] = c[j * sc] != 0.0f ? ar[j * sa] : br[j * sb];
+        i += len;
+        if (i < end)
+            walk_advance(&w, &p, len);
+    }
+}
+
+/* dy [y's shape], cond -> da = dy where cond != 0, db = dy elsewhere (0 in the other). */
+PL_KERNEL(where_grad)
+{
+    const float *dy = in_f32(args, 0), *cond = in_f32(args, 1);
+    float *da = out_f32(args, 0), *db = out_f32(args, 1);
+    walk w;
+    walk_pos p;
+    int64_t begin, end;
+    if (!walk_share(args, 2, &w, &p, &begin, &end))
+        return;
+    int64_t sc = w.stride[1][w.rank - 1];
+    for (int64_t i = begin; i < end;) {
+        int64_t len = walk_run(&w, &p, end - i);
+        const float *c = cond + p.off[1];
+        for (int64_t j = 0; j < len; j++) {
+            bool take = c[j * sc] != 0.0f;
+            da[i + j] = take ? dy[i + j] : 0.0f;
+            db[i + j] = take ? 0.0f : dy[i + j];
+        }
+        i += len;
+        if (i < end)
+            walk_advance(&w, &p, len);
+    }
 }
 
 /* ---- activations ------------------------------------------------------------------------ */
@@ -412,6 +524,11 @@ PL_VECTOR_CLONES PL_KERNEL(erf_grad)
     GRAD_KERNEL(dy * two_over_sqrt_pi * pl_expf(-v * v));
 }
 
+PL_KERNEL(logical_not)
+{
+    UNARY_KERNEL(x == 0.0f ? 1.0f : 0.0f);
+}
+
 PL_KERNEL(zeros_like)
 {
     int64_t begin, end;
@@ -421,6 +538,17 @@ PL_KERNEL(zeros_like)
 }
 
 /* ---- dropout -------------------------------------------------------------------------- */
+
+/* The counter of element i's keep decision in modes row and batch: its sample's position
+ * in the whole step's batch (a micro-batch of `rows` samples follows micro_batch times as
+ * many), or one draw for the whole step. */
+static int64_t shared_keep_counter(const pl_kernel_args *args, int64_t i, int64_t n)
+{
+    if (args->op->attrs.mode == PL_DROPOUT_BATCH)
+        return 0;
+    const int64_t rows = args->in_t[0]->rank ? args->in_t[0]->dims[0] : 1;
+    return args->step->micro_batch * rows + i / (n / rows);
+}
 
 /* y = mask * x / (1 - rate); the mask is a pure function of (seed, step, position in the
  * whole step's batch), so the gradient redraws it instead of storing it. */
@@ -438,7 +566,15 @@ PL_VECTOR_CLONES static void dropout_apply(const pl_kernel_args *args)
     }
     const float rate = (float)at->rate, keep_scale = (float)(1.0 / (1.0 - at->rate));
     const uint64_t seed = (uint64_t)at->seed;
-    const int64_t step = args->step->step, first = args->step->micro_batch * n;
+    const int64_t step = args->step->step;
+    if (at->mode != PL_DROPOUT_ELEMENT) {
+        for (int64_t i = begin; i < end; i++) {
+            bool keep = pl_rng_keep(seed, step, shared_keep_counter(args, i, n), rate);
+            y[i] = keep ? x[i] * keep_scale : 0.0f;
+        }
+        return;
+    }
+    const int64_t first = args->step->micro_batch * n;
     for (int64_t i = begin; i < end; i++)
         y[i] = pl_rng_keep(seed, step, first + i, rate) ? x[i] * keep_scale : 0.0f;
 }

@@ -154,6 +154,17 @@ PL_KERNEL(copy); /* reshape, flatten, reshape_like: the same bytes */
 PL_KERNEL(transpose);
 PL_KERNEL(embedding);
 
+/* elementwise.c: where, comparisons and logical not (masks of 0 and 1) */
+PL_KERNEL(where);
+PL_KERNEL(where_grad);
+PL_KERNEL(equal);
+PL_KERNEL(not_equal);
+PL_KERNEL(less);
+PL_KERNEL(less_equal);
+PL_KERNEL(greater);
+PL_KERNEL(greater_equal);
+PL_KERNEL(logical_not);
+
 /* lstm.c */
 PL_KERNEL(lstm_cell);
 PL_WORKSPACE(lstm_cell);

@@ -4,7 +4,10 @@
  * per row too, but dgamma and dbeta sum over all rows: the rows are cut into at most
  * LN_BLOCKS blocks (a function of the shape, not of nth), threads split the blocks, each
  * block leaves its partial sums in the workspace and `finish` adds the blocks in order,
- * so the result is nth-independent.
+ * so the result is nth-independent. Over another axis (channel-first, [N,C,H,W] over C)
+ * the normalised values of a position lie `inner` apart: a unit is then up to SPAN
+ * neighbouring positions of one outer index, walked channel by channel so that the loops
+ * run over contiguous positions, and units take the place of rows.
  *
  * batch_norm works per channel ([N, C, S] with S the product of the spatial axes):
  * threads split channels, and each channel's statistics are summed in double in the same
@@ -16,7 +19,7 @@
 #include "kernels.h"
 #include "kernels_impl.h"
 
-enum { LN_BLOCKS = 32, CHANNEL_BLOCK = 64 };
+enum { LN_BLOCKS = 32, CHANNEL_BLOCK = 64, SPAN = 64 };
 
 /* Sum of (x - mean)^2 over a run, in eight fixed lanes. */
 PL_VECTOR_CLONES static float sq_dev_run(const float *x, float mean, int64_t n)
@@ -47,20 +50,77 @@ PL_VECTOR_CLONES static row_stats stats_of_row(const float *x, int64_t d, double
     return (row_stats){mean, (float)(1.0 / sqrt((double)var + eps))};
 }
 
-static void rows_of(const pl_tensor *x, int64_t *rows, int64_t *d)
+/* x as `outer` groups of `d` normalised values, each value `inner` from the next: inner 1
+ * is the row layout. `units`: rows, or (inner > 1) runs of up to SPAN positions. */
+typedef struct ln_layout {
+    int64_t outer, d, inner, units;
+} ln_layout;
+
+static ln_layout layout_of(const pl_tensor *x, int64_t axis)
 {
-    *d = x->dims[x->rank - 1];
-    *rows = pl_tensor_elements(x) / *d;
+    int a = (int)(axis < 0 ? axis + x->rank : axis);
+    ln_layout v = {1, x->dims[a], 1, 0};
+    for (int k = 0; k < a; k++)
+        v.outer *= x->dims[k];
+    for (int k = a + 1; k < x->rank; k++)
+        v.inner *= x->dims[k];
+    v.units = v.inner == 1 ? v.outer : v.outer * ((v.inner + SPAN - 1) / SPAN);
+    return v;
+}
+
+/* Unit u of a strided layout: its first element and its positions [0, *count). */
+static int64_t unit_start(const ln_layout *v, int64_t u, int64_t *count)
+{
+    int64_t per_outer = (v->inner + SPAN - 1) / SPAN, o = u / per_outer, j = u % per_outer * SPAN;
+    *count = v->inner - j < SPAN ? v->inner - j : SPAN;
+    return o * v->d * v->inner + j;
+}
+
+/* Mean and 1/std of each position of a unit, channel by channel over contiguous runs. */
+PL_VECTOR_CLONES static void unit_stats(const float *x, const ln_layout *v, int64_t count,
+                                        double eps, float *mean, float *rstd)
+{
+    for (int64_t j = 0; j < count; j++)
+        mean[j] = rstd[j] = 0.0f;
+    for (int64_t c = 0; c < v->d; c++)
+        for (int64_t j = 0; j < count; j++)
+            mean[j] += x[c * v->inner + j];
+    for (int64_t j = 0; j < count; j++)
+        mean[j] /= (float)v->d;
+    for (int64_t c = 0; c < v->d; c++)
+        for (int64_t j = 0; j < count; j++) {
+            float dev = x[c * v->inner + j] - mean[j];
+            rstd[j] += dev * dev;
+        }
+    for (int64_t j = 0; j < count; j++)
+        rstd[j] = (float)(1.0 / sqrt((double)(rstd[j] / (float)v->d) + eps));
+}
+
+PL_VECTOR_CLONES static void layer_norm_unit(const pl_kernel_args *args, const ln_layout *v,
+                                             int64_t u)
+{
+    const float *gamma = args->in[1], *beta = args->in[2];
+    int64_t count, first = unit_start(v, u, &count);
+    const float *x = (const float *)args->in[0] + first;
+    float *y = (float *)args->out[0] + first, mean[SPAN], rstd[SPAN];
+    unit_stats(x, v, count, args->op->attrs.eps, mean, rstd);
+    for (int64_t c = 0; c < v->d; c++)
+        for (int64_t j = 0; j < count; j++)
+            y[c * v->inner + j] = (x[c * v->inner + j] - mean[j]) * rstd[j] * gamma[c] + beta[c];
 }
 
 PL_VECTOR_CLONES PL_KERNEL(layer_norm)
 {
     const float *x = args->in[0], *gamma = args->in[1], *beta = args->in[2];
     float *y = args->out[0];
-    int64_t rows, d, begin, end;
-    rows_of(args->in_t[0], &rows, &d);
-    pl_kernel_share(rows, args->ith, args->nth, &begin, &end);
+    ln_layout v = layout_of(args->in_t[0], args->op->attrs.axis);
+    int64_t d = v.d, begin, end;
+    pl_kernel_share(v.units, args->ith, args->nth, &begin, &end);
     for (int64_t r = begin; r < end; r++) {
+        if (v.inner > 1) {
+            layer_norm_unit(args, &v, r);
+            continue;
+        }
         const float *xr = x + r * d;
         float *yr = y + r * d;
         row_stats s = stats_of_row(xr, d, args->op->attrs.eps);
@@ -80,10 +140,10 @@ static void ln_blocks(int64_t rows, int64_t *blocks, int64_t *per_block)
 /* Per block: dgamma then dbeta partial sums, D floats each. */
 PL_WORKSPACE(layer_norm_grad)
 {
-    int64_t rows, d, blocks, per_block;
-    rows_of(args->in_t[1], &rows, &d);
-    ln_blocks(rows, &blocks, &per_block);
-    return (size_t)(blocks * 2 * d) * sizeof(float);
+    ln_layout v = layout_of(args->in_t[1], args->op->attrs.axis);
+    int64_t blocks, per_block;
+    ln_blocks(v.units, &blocks, &per_block);
+    return (size_t)(blocks * 2 * v.d) * sizeof(float);
 }
 
 /* One row: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma, and the
@@ -117,20 +177,58 @@ PL_VECTOR_CLONES static void layer_norm_grad_row(const float *dy, const float *x
     }
 }
 
+/* One strided unit: the row formula per position, the channel sums over its positions. */
+PL_VECTOR_CLONES static void layer_norm_grad_unit(const pl_kernel_args *args,
+                                                  const ln_layout *v, int64_t u,
+                                                  float *part_gamma, float *part_beta,
+                                                  bool first)
+{
+    const float *gamma = args->in[2];
+    int64_t count, start = unit_start(v, u, &count), inner = v->inner;
+    const float *dy = (const float *)args->in[0] + start, *x = (const float *)args->in[1] + start;
+    float *dx = (float *)args->out[0] + start;
+    float mean[SPAN], rstd[SPAN], mean_g[SPAN] = {0}, mean_gx[SPAN] = {0};
+    unit_stats(x, v, count, args->op->attrs.eps, mean, rstd);
+    for (int64_t c = 0; c < v->d; c++)
+        for (int64_t j = 0; j < count; j++) {
+            float g = dy[c * inner + j] * gamma[c];
+            mean_g[j] += g;
+            mean_gx[j] += g * (x[c * inner + j] - mean[j]) * rstd[j];
+        }
+    for (int64_t j = 0; j < count; j++) {
+        mean_g[j] /= (float)v->d;
+        mean_gx[j] /= (float)v->d;
+    }
+    for (int64_t c = 0; c < v->d; c++) {
+        float sum_gx = 0.0f, sum_g = 0.0f;
+        for (int64_t j = 0; j < count; j++) {
+            float xhat = (x[c * inner + j] - mean[j]) * rstd[j], dyc = dy[c * inner + j];
+            dx[c * inner + j] = rstd[j] * (dyc * gamma[c] - mean_g[j] - xhat * mean_gx[j]);
+            sum_gx += dyc * xhat;
+            sum_g += dyc;
+        }
+        part_gamma[c] = first ? sum_gx : part_gamma[c] + sum_gx;
+        part_beta[c] = first ? sum_g : part_beta[c] + sum_g;
+    }
+}
+
 PL_KERNEL(layer_norm_grad)
 {
     const float *dy = args->in[0], *x = args->in[1], *gamma = args->in[2];
     float *dx = args->out[0], *parts = args->work;
-    int64_t rows, d, blocks, per_block, begin, end;
-    rows_of(args->in_t[1], &rows, &d);
-    ln_blocks(rows, &blocks, &per_block);
+    ln_layout v = layout_of(args->in_t[1], args->op->attrs.axis);
+    int64_t d = v.d, blocks, per_block, begin, end;
+    ln_blocks(v.units, &blocks, &per_block);
     pl_kernel_share(blocks, args->ith, args->nth, &begin, &end);
     for (int64_t b = begin; b < end; b++) {
-        int64_t r0 = b * per_block, r1 = r0 + per_block < rows ? r0 + per_block : rows;
+        int64_t r0 = b * per_block, r1 = r0 + per_block < v.units ? r0 + per_block : v.units;
         float *part_gamma = parts + b * 2 * d, *part_beta = part_gamma + d;
         for (int64_t r = r0; r < r1; r++)
-            layer_norm_grad_row(dy + r * d, x + r * d, gamma, dx + r * d, part_gamma,
-                                part_beta, d, args->op->attrs.eps, r == r0);
+            if (v.inner > 1)
+                layer_norm_grad_unit(args, &v, r, part_gamma, part_beta, r == r0);
+            else
+                layer_norm_grad_row(dy + r * d, x + r * d, gamma, dx + r * d, part_gamma,
+                                    part_beta, d, args->op->attrs.eps, r == r0);
     }
 }
 
@@ -138,9 +236,9 @@ PL_FINISH(layer_norm_grad)
 {
     const float *parts = args->work;
     float *dgamma = args->out[1], *dbeta = args->out[2];
-    int64_t rows, d, blocks, per_block;
-    rows_of(args->in_t[1], &rows, &d);
-    ln_blocks(rows, &blocks, &per_block);
+    ln_layout v = layout_of(args->in_t[1], args->op->attrs.axis);
+    int64_t d = v.d, blocks, per_block;
+    ln_blocks(v.units, &blocks, &per_block);
     memcpy(dgamma, parts, (size_t)d * sizeof *dgamma);
     memcpy(dbeta, parts + d, (size_t)d * sizeof *dbeta);
     for (int64_t b = 1; b < blocks; b++) {
