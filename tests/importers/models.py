@@ -107,3 +107,89 @@ def googlenet_average_pools(**kwargs):
                 setattr(parent, name, nn.AvgPool2d(child.kernel_size, child.stride,
                                                    child.padding))
     return model
+
+
+class NanoCausalSelfAttention(nn.Module):
+    """Causal self-attention as GPT-style code usually writes it: sizes unpacked from the
+    input, heads by view and transpose, a causal mask buffer filled with -inf."""
+
+    def __init__(self, dim, heads, context, dropout):
+        super().__init__()
+        self.c_attn = nn.Linear(dim, 3 * dim)
+        self.c_proj = nn.Linear(dim, dim)
+        self.attn_dropout = nn.Dropout(dropout)
+        self.resid_dropout = nn.Dropout(dropout)
+        self.n_head = heads
+        self.n_embd = dim
+        self.register_buffer("bias", torch.tril(torch.ones(context, context))
+                             .view(1, 1, context, context))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        att = self.attn_dropout(att)
+        y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class NanoMLP(nn.Module):
+    def __init__(self, dim, dropout):
+        super().__init__()
+        self.c_fc = nn.Linear(dim, 4 * dim)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * dim, dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class NanoBlock(nn.Module):
+    def __init__(self, dim, heads, context, dropout):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(dim)
+        self.attn = NanoCausalSelfAttention(dim, heads, context, dropout)
+        self.ln_2 = nn.LayerNorm(dim)
+        self.mlp = NanoMLP(dim, dropout)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        x = x + self.mlp(self.ln_2(x))
+        return x
+
+
+class NanoGPT(nn.Module):
+    """A GPT written as most are (after nanoGPT): `b, t = idx.size()`, position ids from
+    torch.arange, blocks in a ModuleList walked by a loop, the head on every position. It
+    needs tracing with real shapes: torch.fx's symbolic trace cannot unpack the sizes."""
+
+    def __init__(self, vocab=64, dim=32, heads=4, context=16, blocks=2, dropout=0.1):
+        super().__init__()
+        self.context = context
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab, dim),
+            wpe=nn.Embedding(context, dim),
+            drop=nn.Dropout(dropout),
+            h=nn.ModuleList([NanoBlock(dim, heads, context, dropout) for _ in range(blocks)]),
+            ln_f=nn.LayerNorm(dim)))
+        self.lm_head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, idx):
+        b, t = idx.size()
+        assert t <= self.context, "sequence of %d longer than the context %d" % (t, self.context)
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+        for block in self.transformer.h:
+            x = block(x)
+        return self.lm_head(self.transformer.ln_f(x))
+
+
+def nanogpt(**kwargs):
+    return NanoGPT(**kwargs)

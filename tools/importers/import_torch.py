@@ -162,23 +162,23 @@ def main():
     torch.manual_seed(0)
     module, name, _ = load_module(args.source, args.kwargs, args.classes)
     module.train()
-    gm = torch_fx.trace(module)
+    examples = []
+    gen = torch.Generator().manual_seed(0)
+    for shape, dtype in zip(args.shapes, args.dtypes):
+        if dtype == "i32":
+            examples.append(torch.randint(0, args.vocab, (args.batch,) + shape, generator=gen))
+        else:
+            examples.append(torch.randn((args.batch,) + shape, generator=gen))
+    gm = torch_fx.trace(module, examples)
     b = Builder(args.name or name, args.batch,
                 "%s, imported by tools/import-torch" % args.source)
-    inputs = []
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(args.shapes):
         raise command.UsageError("the model takes %d input%s (%s); --input gives %d" % (
             len(placeholders), "" if len(placeholders) == 1 else "s",
             ", ".join(n.target for n in placeholders), len(args.shapes)))
-    examples = []
-    gen = torch.Generator().manual_seed(0)
-    for n, shape, dtype in zip(placeholders, args.shapes, args.dtypes):
-        inputs.append(b.input(n.target, shape, dtype, "data"))
-        if dtype == "i32":
-            examples.append(torch.randint(0, args.vocab, (args.batch,) + shape, generator=gen))
-        else:
-            examples.append(torch.randn((args.batch,) + shape, generator=gen))
+    inputs = [b.input(n.target, shape, dtype, "data")
+              for n, shape, dtype in zip(placeholders, args.shapes, args.dtypes)]
     imp = torch_fx.Importer(b, gm, examples, inputs)
     out = imp.run()
     if imp.unsupported:

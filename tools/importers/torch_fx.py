@@ -1,7 +1,9 @@
 """PyTorch module -> placer model, through torch.fx.
 
-The module is traced symbolically; the modules placer maps whole (convolutions, linear
-layers, norms, attention, ...) stay leaves, everything else is traced through. The traced
+The module is traced symbolically, or where torch.fx cannot follow its code (it unpacks
+sizes, branches on them) with the example batch's real shapes (torch_concrete.py); the
+modules placer maps whole (convolutions, linear layers, norms, attention, ...) stay leaves,
+everything else is traced through. The traced
 graph is then run once on an example batch to learn every value's shape. Values that do
 not depend on the input (sizes, masks sliced from buffers, position ranges) are folded into
 constants; the rest becomes placer ops, named after the module or function they come from.
@@ -14,6 +16,7 @@ import torch.nn as nn
 
 import command
 import emit
+import torch_concrete
 import torch_modules
 from builder import ImportError_, Tensor, Unsupported
 
@@ -71,11 +74,13 @@ class Poisoned:
     """The result of an unsupported operator: mapping goes on to find the others."""
 
 
-def trace(module):
+def trace(module, examples):
+    """Symbolically where torch.fx can, else with real shapes on the example inputs
+    (torch_concrete.py)."""
     try:
         graph = _Tracer().trace(module)
-    except Exception as e:  # fx raises many kinds; all mean the same to the user
-        raise ImportError_("torch.fx cannot trace the model: %s: %s" % (type(e).__name__, e))
+    except Exception:  # fx raises many kinds; all mean the same: it needs real shapes
+        graph = torch_concrete.trace(_Tracer, module, examples)
     return torch.fx.GraphModule(module, graph)
 
 

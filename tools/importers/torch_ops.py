@@ -345,6 +345,12 @@ def _node_name(n):
     return "%s.%s" % (scope, base) if scope else base
 
 
+def _has_parameters(imp, n):
+    """A module with parameters is mapped even on constant inputs (position ids from
+    torch.arange): folding it would freeze its parameters."""
+    return n.op == "call_module" and any(True for _ in imp.modules[n.target].parameters())
+
+
 def map_node(imp, n):
     if n.op == "placeholder":
         return imp.next_input(n)
@@ -369,7 +375,8 @@ def map_node(imp, n):
         if isinstance(a, NotMapped):
             imp.unsupported.add(a.what, where)
             return Poisoned()
-    if n.target in SHAPE_ONLY or (is_const(args) and is_const(kwargs)):
+    if n.target in SHAPE_ONLY or (is_const(args) and is_const(kwargs) and
+                                  not _has_parameters(imp, n)):
         return Const(imp.value(n))
     if n.op == "call_function" and isinstance(n.target, type) and issubclass(n.target, tuple):
         fields = getattr(n.target, "_fields", ())  # a named tuple of outputs (GoogLeNet's)
