@@ -193,3 +193,19 @@ class NanoGPT(nn.Module):
 
 def nanogpt(**kwargs):
     return NanoGPT(**kwargs)
+
+
+def vision_transformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
+                       mlp_dim=64, num_classes=10, dropout=0.1):
+    """torchvision's VisionTransformer (vit_b_16's code) at a small size: a class token
+    spread over the batch, sizes unpacked from the input, attention called by keyword."""
+    import torchvision
+    model = torchvision.models.VisionTransformer(
+        image_size=image_size, patch_size=patch_size, num_layers=num_layers,
+        num_heads=num_heads, hidden_dim=hidden_dim, mlp_dim=mlp_dim, num_classes=num_classes,
+        dropout=dropout, attention_dropout=dropout)
+    # torchvision starts the head at zero, which would make every output 0 and their
+    # comparison empty; the class token starts at zero too.
+    nn.init.normal_(model.heads.head.weight, std=0.02)
+    nn.init.normal_(model.class_token, std=0.02)
+    return model

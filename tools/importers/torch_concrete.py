@@ -84,6 +84,9 @@ class _Proxy(torch.fx.Proxy):
     def __len__(self):
         return len(self.tracer.values[self.node])
 
+    def __iter__(self):  # by the real length (torch.fx reads bytecode, which Python 3.11 moved)
+        return self.tracer.iter(self)
+
 
 def concrete_tracer(base):
     """A subclass of the tracer class `base` (which decides the leaves and the scopes) that

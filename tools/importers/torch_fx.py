@@ -90,6 +90,7 @@ class Importer:
         self.gm = gm
         self.examples = examples
         self.inputs = list(inputs)   # placer Tensors for the placeholders, in order
+        self.all_inputs = tuple(inputs)  # the same, kept whole
         self.current_value = None    # the node being mapped: its value on the example batch
         self.unsupported = Unsupported()
         self.env = {}          # fx node -> Tensor | Const | Poisoned | tuple/list of those

@@ -196,7 +196,7 @@ def softmax(op):
 
 def attention(imp, name, m, args, kwargs):
     """MultiheadAttention called as self-attention, batch first, with no padding mask."""
-    q = args[0]
+    q = args[0] if args else kwargs.get("query")
     k = args[1] if len(args) > 1 else kwargs.get("key")
     v = args[2] if len(args) > 2 else kwargs.get("value")
     if k is not q or v is not q:

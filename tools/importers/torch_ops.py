@@ -3,6 +3,7 @@ functions and tensor methods below."""
 
 import operator
 
+import numpy as np
 import torch
 import torch.fx
 import torch.nn.functional as F
@@ -176,6 +177,35 @@ def _permute(imp, name, args, kwargs):
     return emit.transpose(imp.b, name, x, dims)
 
 
+def _expand(imp, name, args, kwargs):
+    """x.expand(...) and x.expand_as(y): a parameter spread over the batch (a class token)
+    or a size-1 axis repeated, as a broadcasting add of zeros."""
+    x, shape = args[0], _shape(imp)
+    if x.shape == shape:
+        return x
+    b = imp.b
+    if not x.batched and shape[0] == b.batch and (x.rank < len(shape) or x.shape[0] == 1):
+        x = emit.binary(b, "add", name + ".batch", x, _batch_zeros(imp, name, len(shape)))
+    if x.shape != shape:
+        x = emit.binary(b, "add", name, x, b.constant(name + ".zeros", np.zeros(
+            shape[1:] if x.batched else shape, np.float32)))
+    return x
+
+
+def _batch_zeros(imp, name, rank):
+    """Zeros [batch, 1, ...] (rank axes), batched: the first f32 input times 0, which placer
+    broadcasts a tensor over the batch with."""
+    source = next((t for t in imp.all_inputs if t.dtype == "f32"), None)
+    if source is None:
+        raise Refused("expanding over the batch in a model without an f32 input")
+    b = imp.b
+    flat = emit.reshape(b, name + ".flat", source, (b.batch, int(np.prod(source.shape[1:]))))
+    first = b.node1("slice", name + ".first", [flat], (b.batch, 1), True,
+                    {"axis": 1, "start": 0, "end": 1})
+    zeros = emit.scale(b, name + ".zeros", first, 0.0)
+    return emit.reshape(b, name + ".zeros_shaped", zeros, (b.batch,) + (1,) * (rank - 1))
+
+
 def _unsqueeze_squeeze(imp, name, args, kwargs):
     return emit.reshape(imp.b, name, args[0], _shape(imp))
 
@@ -314,6 +344,7 @@ FUNCTIONS = {
     torch.sum: _mean_sum("reduce_sum"), "sum": _mean_sum("reduce_sum"),
     operator.getitem: _getitem,
     "masked_fill": _masked_fill,
+    "expand": _expand, "expand_as": _expand,
 }
 
 # Calls whose value depends on their argument's shape only, which is static: folded.

@@ -42,6 +42,21 @@ MODELS = {
     "gpt": dict(source=MODELS_PY + ":gpt", input=(16,), bench_input=(128,), dtype="i32",
                 vocab=64, batch=8, kwargs={},
                 bench_kwargs={"dim": 256, "heads": 8, "context": 128, "blocks": 2}),
+    # Written as most GPTs and ViTs are: torch.fx's symbolic trace cannot follow them (the
+    # importer traces them with real shapes), nor does the ONNX route take them.
+    "nanogpt": dict(source=MODELS_PY + ":nanogpt", input=(16,), bench_input=(128,),
+                    dtype="i32", vocab=64, batch=8, kwargs={},
+                    bench_kwargs={"dim": 256, "heads": 8, "context": 128, "blocks": 2},
+                    dropout={"dropout": 0.0}, onnx=False),
+    "vit": dict(source=MODELS_PY + ":vision_transformer", input=(3, 32, 32),
+                bench_input=IMAGE, batch=4, kwargs={},
+                bench_kwargs={"image_size": 224, "patch_size": 16, "num_heads": 8,
+                              "hidden_dim": 256, "mlp_dim": 1024},
+                dropout={"dropout": 0.0}, onnx=False),
+    # Its channel shuffle unpacks sizes too: traced with real shapes.
+    "shufflenet": dict(source="torchvision:shufflenet_v2_x0_5", input=(3, 64, 64),
+                       bench_input=IMAGE, batch=4, kwargs={"num_classes": 10},
+                       training=IMAGE_TRAINING),
 }
 
 
