@@ -209,3 +209,34 @@ def vision_transformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, h
     nn.init.normal_(model.heads.head.weight, std=0.02)
     nn.init.normal_(model.class_token, std=0.02)
     return model
+
+
+class FunctionalCNN(nn.Module):
+    """The functional forms of the mapped modules, called as Inception v3 and hand-written
+    models call them: F.conv2d (padding="same", groups), F.max_pool2d, F.avg_pool2d,
+    F.linear, ..."""
+
+    def __init__(self, classes=10, dropout=0.2):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.bn = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 3, groups=2)
+        self.norm = nn.LayerNorm(16)
+        self.fc = nn.Linear(16, classes)
+        self.dropout = dropout
+
+    def forward(self, x):
+        x = F.conv2d(x, self.conv.weight, self.conv.bias, padding=1)
+        x = F.relu(self.bn(x), inplace=True)
+        x = F.max_pool2d(x, kernel_size=3, stride=2)
+        x = F.conv2d(x, self.conv2.weight, self.conv2.bias, 1, "same", 1, 2)
+        x = F.avg_pool2d(x, kernel_size=3, stride=1, padding=1)
+        x = F.adaptive_avg_pool2d(x, (1, 1))
+        x = torch.flatten(x, 1)
+        x = F.layer_norm(x, (16,), self.norm.weight, self.norm.bias)
+        x = F.dropout(x, p=self.dropout, training=self.training)
+        return F.linear(x, self.fc.weight, self.fc.bias)
+
+
+def functional_cnn(**kwargs):
+    return FunctionalCNN(**kwargs)

@@ -9,6 +9,7 @@ import torch.fx
 import torch.nn.functional as F
 
 import emit
+import torch_functional
 import torch_modules
 from builder import ImportError_, Tensor
 from torch_fx import Const, Poisoned, is_const, is_poisoned, like_init, val
@@ -346,6 +347,8 @@ FUNCTIONS = {
     "masked_fill": _masked_fill,
     "expand": _expand, "expand_as": _expand,
 }
+
+FUNCTIONS.update(torch_functional.FUNCTIONS)
 
 # Calls whose value depends on their argument's shape only, which is static: folded.
 SHAPE_ONLY = {"size", "dim", getattr, "new_ones", "new_zeros", "new_full", torch.ones_like,

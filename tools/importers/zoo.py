@@ -53,6 +53,9 @@ MODELS = {
                 bench_kwargs={"image_size": 224, "patch_size": 16, "num_heads": 8,
                               "hidden_dim": 256, "mlp_dim": 1024},
                 dropout={"dropout": 0.0}, onnx=False),
+    "functional": dict(source=MODELS_PY + ":functional_cnn", input=(3, 32, 32),
+                       bench_input=IMAGE, batch=4, kwargs={}, dropout={"dropout": 0.0},
+                       training=IMAGE_TRAINING, onnx=False),  # padding="same" does not export
     # Its channel shuffle unpacks sizes too: traced with real shapes.
     "shufflenet": dict(source="torchvision:shufflenet_v2_x0_5", input=(3, 64, 64),
                        bench_input=IMAGE, batch=4, kwargs={"num_classes": 10},
