@@ -21,8 +21,9 @@ USAGE_EXAMPLES = """examples:
 def parse_args(argv):
     p = command.ArgumentParser(
         prog="import-torch", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Traces a PyTorch module with torch.fx and writes it as a placer training "
-                    "model: the body as traced, a loss and an optimiser.",
+        description="Traces a PyTorch module with torch.fx (with the example batch's real "
+                    "shapes where its symbolic trace cannot follow the code) and writes it as "
+                    "a placer training model: the body as traced, a loss and an optimiser.",
         epilog=USAGE_EXAMPLES + "\n" + command.EXIT_STATUS)
     add_source_options(p)
     command.add_common_options(p)

@@ -1,8 +1,9 @@
-"""The real models the importers are checked and benchmarked on: torchvision's, and two
+"""The real models the importers are checked and benchmarked on: torchvision's, and some
 written in plain PyTorch (tests/importers/models.py). Per model: its source for
 tools/import-torch, the per-sample input the tests use (small, for speed) and the one the
 speed benchmark uses (torchvision's 224x224), the input dtype and id range, the batch, the
-builder's keyword arguments, and those that switch dropout off for numeric comparisons."""
+builder's keyword arguments, those that switch dropout off for numeric comparisons, and
+onnx=False where the ONNX route does not take the model."""
 
 import os
 
