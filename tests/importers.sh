@@ -46,9 +46,12 @@ expect 2 "data-dependent control flow" "$torch_import" "$shapes:branchy" --input
     -o "$work/s.json"
 contains "$work/err" "data-dependent control flow at " "says what"
 contains "$work/err" "real_shapes.py:17 (\`if x.sum() > 0:" "names the line"
+expect 2 "an input's value read as a number" "$torch_import" "$shapes:counting" --input 8 \
+    --batch 2 -o "$work/s.json"
+contains "$work/err" "real_shapes.py:33 (\`return x * int(x.abs().max())\`)" "names the line"
 expect 2 "a failure while tracing" "$torch_import" "$shapes:broken" --input 8 --batch 2 \
     -o "$work/s.json"
-contains "$work/err" "real_shapes.py:31 (\`return self.fc(x.view(b, t))\`): RuntimeError" \
+contains "$work/err" "real_shapes.py:45 (\`return self.fc(x.view(b, t))\`): RuntimeError" \
     "names the line and the error"
 ! grep -q Traceback "$work/err" && ok || bad "a traceback"
 expect 2 "an operator without a mapping" "$torch_import" "$shapes:unmapped" --input 8 \

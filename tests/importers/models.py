@@ -167,7 +167,8 @@ class NanoBlock(nn.Module):
 
 class NanoGPT(nn.Module):
     """A GPT written as most are (after nanoGPT): `b, t = idx.size()`, position ids from
-    torch.arange, blocks in a ModuleList walked by a loop, the head on every position. It
+    torch.arange, blocks in a ModuleList walked by a loop, the head on every position and
+    tied to the token embedding. It
     needs tracing with real shapes: torch.fx's symbolic trace cannot unpack the sizes."""
 
     def __init__(self, vocab=64, dim=32, heads=4, context=16, blocks=2, dropout=0.1):
@@ -180,6 +181,7 @@ class NanoGPT(nn.Module):
             h=nn.ModuleList([NanoBlock(dim, heads, context, dropout) for _ in range(blocks)]),
             ln_f=nn.LayerNorm(dim)))
         self.lm_head = nn.Linear(dim, vocab, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # tied, one parameter
 
     def forward(self, idx):
         b, t = idx.size()

@@ -19,6 +19,20 @@ class Branchy(nn.Module):
         return self.fc(-x)
 
 
+class Counting(nn.Module):
+    """Reads its input's values as a number; a buffer's it may read."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.register_buffer("repeats", torch.tensor(2))
+
+    def forward(self, x):
+        for _ in range(int(self.repeats.item())):
+            x = self.fc(x)
+        return x * int(x.abs().max())
+
+
 class Broken(nn.Module):
     """Fails inside its own code while it is traced (a layer of the wrong width)."""
 
@@ -45,6 +59,10 @@ class Unmapped(nn.Module):
 
 def branchy():
     return Branchy()
+
+
+def counting():
+    return Counting()
 
 
 def broken():

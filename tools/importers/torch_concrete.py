@@ -4,8 +4,9 @@ Every proxy carries the value its node has on the example batch, computed as the
 Sizes are therefore plain integers (`b, t = x.shape`, `x.size(-1)`, `len(x)`), so shape
 arithmetic folds away instead of entering the graph; results are unpacked and iterated by
 their real length; and a branch on a value that does not depend on the input or the
-parameters takes its real way. A branch on one that does is data-dependent control flow,
-which a placer model cannot express: it is refused, naming the model's source line.
+parameters takes its real way. A branch on one that does (or a read of it as a Python
+number) is data-dependent control flow, which a placer model cannot express: it is
+refused, naming the model's source line.
 
 The graph is the one symbolic tracing would give (same leaves, same scopes, same node
 names) with the sizes of the example batch written in: the importer maps it the same way.
@@ -20,11 +21,14 @@ import torch
 import torch.fx
 from torch.fx.node import map_aggregate
 
+import command
 from builder import ImportError_
 
 # Asked of a tensor, these give its sizes: answered from the example value, not traced.
 SIZE_ATTRIBUTES = {"shape", "ndim", "dtype", "device", "is_cuda", "layout"}
 SIZE_METHODS = {"size", "dim", "ndimension", "numel", "nelement", "element_size"}
+# These give a tensor's values as Python's: folded where they are constants.
+VALUE_METHODS = {"item", "tolist"}
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _IMPORTER_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -87,6 +91,15 @@ class _Proxy(torch.fx.Proxy):
     def __iter__(self):  # by the real length (torch.fx reads bytecode, which Python 3.11 moved)
         return self.tracer.iter(self)
 
+    def __index__(self):
+        return self.tracer.constant(self).__index__()
+
+    def __int__(self):
+        return int(self.tracer.constant(self))
+
+    def __float__(self):
+        return float(self.tracer.constant(self))
+
 
 def concrete_tracer(base):
     """A subclass of the tracer class `base` (which decides the leaves and the scopes) that
@@ -147,6 +160,9 @@ def concrete_tracer(base):
             if kind == "call_method" and target in SIZE_METHODS and \
                     torch.is_tensor(self._value(args[0])):
                 return self._evaluate(kind, target, args, kwargs)
+            if kind == "call_method" and target in VALUE_METHODS:
+                self.constant(args[0])
+                return self._evaluate(kind, target, args, kwargs)
             proxy = super().create_proxy(kind, target, args, kwargs, name, type_expr,
                                          proxy_factory_fn)
             node = proxy.node
@@ -166,9 +182,14 @@ def concrete_tracer(base):
             return iter([obj[i] for i in range(len(self.values[obj.node]))])
 
         def to_bool(self, obj):
+            return bool(self.constant(obj))
+
+        def constant(self, obj):
+            """The value of a proxy read as a Python value: only one that depends on neither
+            the input nor a parameter, since the model's path would depend on it."""
             if obj.node in self.dependent:
                 raise DataDependent(user_line())
-            return bool(self.values[obj.node])
+            return self.values[obj.node]
 
     return Tracer
 
@@ -181,17 +202,17 @@ def trace(tracer_class, module, examples):
         with torch.no_grad():
             return concrete_tracer(tracer_class)(examples).trace(module)
     except DataDependent as e:
-        raise ImportError_("data-dependent control flow at %s: the model branches on its "
-                           "input's values, which a placer model cannot express"
-                           % (str(e) or "an unknown line"))
+        raise ImportError_("data-dependent control flow at %s: the model reads values of "
+                           "its input or parameters in Python (to branch, count or size), "
+                           "which a placer model cannot express" % (str(e) or "a line unknown"))
     except _TooFewInputs as e:
         raise ImportError_("the model takes more inputs than --input gives (from %r on)"
                            % str(e))
     except ImportError_:
         raise
-    except Exception as e:  # anything the model's code or torch raises while tracing
+    except (Exception, SystemExit) as e:  # anything the model's code or torch raises
         where = failure_line(e)
-        raise ImportError_("tracing with the example input failed%s: %s: %s" % (
-            " at " + where if where else "", type(e).__name__, " ".join(str(e).split())))
+        raise ImportError_("tracing with the example input failed%s: %s" % (
+            " at " + where if where else "", command.describe(e)))
     finally:
         module.load_state_dict(state)

@@ -79,7 +79,7 @@ def trace(module, examples):
     (torch_concrete.py)."""
     try:
         graph = _Tracer().trace(module)
-    except Exception:  # fx raises many kinds; all mean the same: it needs real shapes
+    except (Exception, SystemExit):  # fx raises many kinds; all mean: it needs real shapes
         graph = torch_concrete.trace(_Tracer, module, examples)
     return torch.fx.GraphModule(module, graph)
 
@@ -99,6 +99,7 @@ class Importer:
         self.params = dict(gm.named_parameters())
         self.buffers = dict(gm.named_buffers())
         self.param_tensors = {}  # parameter name -> Tensor, so a shared weight is one tensor
+        self.shared = _shared_names(gm)  # a tied weight's other names -> its first
 
     # ---- helpers used by the op handlers (torch_ops.py, torch_modules.py) ------------------
 
@@ -106,7 +107,9 @@ class Importer:
         return self.values[node]
 
     def parameter(self, qualified_name, init, trainable=True):
-        """The placer parameter for a module's parameter or buffer, made once."""
+        """The placer parameter for a module's parameter or buffer, made once (a weight
+        tied to another, such as a GPT's head and embedding, is the same one)."""
+        qualified_name = self.shared.get(qualified_name, qualified_name)
         t = self.param_tensors.get(qualified_name)
         if t is None:
             source = self.params.get(qualified_name)
@@ -186,6 +189,20 @@ class Importer:
         if isinstance(arg, slice):
             return Const(slice(*(val(self.env_of(a)) for a in (arg.start, arg.stop, arg.step))))
         return Const(arg)
+
+
+def _shared_names(module):
+    """Every other name of a parameter or buffer that several modules hold -> its first name
+    (the one named_parameters and named_buffers give)."""
+    first = {id(t): name for name, t in list(module.named_parameters()) +
+             list(module.named_buffers())}
+    shared = {}
+    for prefix, m in module.named_modules(remove_duplicate=False):
+        for key, t in list(m._parameters.items()) + list(m._buffers.items()):
+            name = prefix + "." + key if prefix else key
+            if t is not None and first.get(id(t), name) != name:
+                shared[name] = first[id(t)]
+    return shared
 
 
 def val(x):
