@@ -216,7 +216,7 @@ def vision_transformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, h
 class FunctionalCNN(nn.Module):
     """The functional forms of the mapped modules, called as Inception v3 and hand-written
     models call them: F.conv2d (padding="same", groups), F.max_pool2d, F.avg_pool2d,
-    F.linear, ..."""
+    F.linear, ..., and casts that change nothing."""
 
     def __init__(self, classes=10, dropout=0.2):
         super().__init__()
@@ -228,7 +228,7 @@ class FunctionalCNN(nn.Module):
         self.dropout = dropout
 
     def forward(self, x):
-        x = F.conv2d(x, self.conv.weight, self.conv.bias, padding=1)
+        x = F.conv2d(x.float().to(x.device), self.conv.weight, self.conv.bias, padding=1)
         x = F.relu(self.bn(x), inplace=True)
         x = F.max_pool2d(x, kernel_size=3, stride=2)
         x = F.conv2d(x, self.conv2.weight, self.conv2.bias, 1, "same", 1, 2)

@@ -4,6 +4,7 @@ function's arguments, positional or by keyword, and builds what the module would
 
 from types import SimpleNamespace
 
+import torch
 import torch.nn.functional as F
 
 import emit
@@ -112,7 +113,18 @@ def embedding(imp, name, args, kwargs):
     return torch_modules.lookup(imp, name, imp.tensor_of(t["weight"], name), t["input"])
 
 
+def same_dtype(imp, name, args, kwargs):
+    """x.float(), x.long(), x.to(device or dtype), x.type_as(y), x.clone(): x itself, where
+    the result's dtype is x's as placer holds it (ids of any integer type are i32)."""
+    x, value = args[0], imp.current_value
+    held = {torch.float32: "f32", torch.int64: "i32", torch.int32: "i32"}.get(value.dtype)
+    if x.dtype != held:
+        raise Refused("casting %s to %s" % (x.dtype, str(value.dtype).replace("torch.", "")))
+    return x
+
+
 FUNCTIONS = {
+    "float": same_dtype, "long": same_dtype, "int": same_dtype, "to": same_dtype, "type_as": same_dtype, "clone": same_dtype,
     F.max_pool2d: max_pool2d, F.avg_pool2d: avg_pool2d, F.conv2d: conv2d,
     F.batch_norm: batch_norm, F.linear: linear, F.embedding: embedding,
 }
