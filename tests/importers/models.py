@@ -228,7 +228,8 @@ class FunctionalCNN(nn.Module):
         self.dropout = dropout
 
     def forward(self, x):
-        x = F.conv2d(x.to(x.device).type_as(self.conv.weight), self.conv.weight, self.conv.bias, padding=1)
+        x = x.to(x.device).type_as(self.conv.weight)
+        x = F.conv2d(x, self.conv.weight, self.conv.bias, padding=1)
         x = F.relu(self.bn(x), inplace=True)
         x = F.max_pool2d(x, kernel_size=3, stride=2)
         x = F.conv2d(x, self.conv2.weight, self.conv2.bias, 1, "same", 1, 2)
