@@ -124,7 +124,8 @@ def same_dtype(imp, name, args, kwargs):
 
 
 FUNCTIONS = {
-    "float": same_dtype, "long": same_dtype, "int": same_dtype, "to": same_dtype, "type_as": same_dtype, "clone": same_dtype,
+    "float": same_dtype, "long": same_dtype, "int": same_dtype, "to": same_dtype,
+    "type_as": same_dtype, "clone": same_dtype,
     F.max_pool2d: max_pool2d, F.avg_pool2d: avg_pool2d, F.conv2d: conv2d,
     F.batch_norm: batch_norm, F.linear: linear, F.embedding: embedding,
 }
