@@ -1,6 +1,7 @@
-"""The functional forms (torch.nn.functional.*) of the modules torch_modules.py maps whole:
-handler(imp, name, args, kwargs) -> mapped output, as in torch_ops.py. Each reads the
-function's arguments, positional or by keyword, and builds what the module would."""
+"""The functional forms (torch.nn.functional.*) of the modules torch_modules.py maps whole,
+and the casts that change nothing: handler(imp, name, args, kwargs) -> mapped output, as in
+torch_ops.py. Each reads the function's arguments, positional or by keyword, and builds
+what the module would."""
 
 from types import SimpleNamespace
 
