@@ -385,6 +385,15 @@ def _has_parameters(imp, n):
     return n.op == "call_module" and any(True for _ in imp.modules[n.target].parameters())
 
 
+def _module_inputs(imp, name, m, args):
+    """A module's tensor arguments as Tensors: constants made of those that are constant
+    (an embedding takes constant ids as they are)."""
+    if isinstance(m, torch.nn.Embedding):
+        return args
+    return tuple(imp.tensor_of(a, name) if isinstance(a, Const) and torch.is_tensor(a.value)
+                 else a for a in args)
+
+
 def map_node(imp, n):
     if n.op == "placeholder":
         return imp.next_input(n)
@@ -423,7 +432,7 @@ def map_node(imp, n):
             if handler is None:
                 imp.unsupported.add(_describe(n, imp), where)
                 return Poisoned()
-            return handler(imp, where, m, args, kwargs)
+            return handler(imp, where, m, _module_inputs(imp, where, m, args), kwargs)
         handler = FUNCTIONS.get(n.target)
         if handler is None:
             imp.unsupported.add(_describe(n, imp), where)
