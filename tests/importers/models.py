@@ -139,11 +139,19 @@ class NanoCausalSelfAttention(nn.Module):
         return self.resid_dropout(self.c_proj(y))
 
 
+class NewGELU(nn.Module):
+    """GELU's tanh form written out, as minGPT has it."""
+
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) *
+                                           (x + 0.044715 * torch.pow(x, 3.0))))
+
+
 class NanoMLP(nn.Module):
     def __init__(self, dim, dropout):
         super().__init__()
         self.c_fc = nn.Linear(dim, 4 * dim)
-        self.gelu = nn.GELU()
+        self.gelu = NewGELU()
         self.c_proj = nn.Linear(4 * dim, dim)
         self.dropout = nn.Dropout(dropout)
 
@@ -167,8 +175,8 @@ class NanoBlock(nn.Module):
 
 class NanoGPT(nn.Module):
     """A GPT written as most are (after nanoGPT): `b, t = idx.size()`, position ids from
-    torch.arange, blocks in a ModuleList walked by a loop, the head on every position and
-    tied to the token embedding. It
+    torch.arange, blocks in a ModuleList walked by a loop, GELU written out, the head on every
+    position and tied to the token embedding, optional targets. It
     needs tracing with real shapes: torch.fx's symbolic trace cannot unpack the sizes."""
 
     def __init__(self, vocab=64, dim=32, heads=4, context=16, blocks=2, dropout=0.1):
@@ -183,14 +191,17 @@ class NanoGPT(nn.Module):
         self.lm_head = nn.Linear(dim, vocab, bias=False)
         self.transformer.wte.weight = self.lm_head.weight  # tied, one parameter
 
-    def forward(self, idx):
+    def forward(self, idx, targets=None):
         b, t = idx.size()
         assert t <= self.context, "sequence of %d longer than the context %d" % (t, self.context)
         pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
         x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
         for block in self.transformer.h:
             x = block(x)
-        return self.lm_head(self.transformer.ln_f(x))
+        logits = self.lm_head(self.transformer.ln_f(x))
+        if targets is not None:  # training with its own loss; imported without targets
+            return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+        return logits
 
 
 def nanogpt(**kwargs):

@@ -3,7 +3,8 @@
 Every proxy carries the value its node has on the example batch, computed as the trace goes.
 Sizes are therefore plain integers (`b, t = x.shape`, `x.size(-1)`, `len(x)`), so shape
 arithmetic folds away instead of entering the graph; results are unpacked and iterated by
-their real length; and a branch on a value that does not depend on the input or the
+their real length; arguments of forward that --input does not give take their defaults
+(`targets=None`); and a branch on a value that does not depend on the input or the
 parameters takes its real way. A branch on one that does (or a read of it as a Python
 number) is data-dependent control flow, which a placer model cannot express: it is
 refused, naming the model's source line.
@@ -163,12 +164,14 @@ def concrete_tracer(base):
             if kind == "call_method" and target in VALUE_METHODS:
                 self.constant(args[0])
                 return self._evaluate(kind, target, args, kwargs)
+            if kind == "placeholder" and not self.examples:
+                if not args:
+                    raise _TooFewInputs(target)
+                return args[0]  # an argument --input does not give takes its default
             proxy = super().create_proxy(kind, target, args, kwargs, name, type_expr,
                                          proxy_factory_fn)
             node = proxy.node
             if kind == "placeholder":
-                if not self.examples:
-                    raise _TooFewInputs(target)
                 self.values[node] = self.examples.pop(0)
                 self.dependent.add(node)
                 return proxy

@@ -80,6 +80,9 @@ def trace(module, examples):
     try:
         graph = _Tracer().trace(module)
     except (Exception, SystemExit):  # fx raises many kinds; all mean: it needs real shapes
+        return torch.fx.GraphModule(module, torch_concrete.trace(_Tracer, module, examples))
+    extra = [n for n in graph.nodes if n.op == "placeholder"][len(examples):]
+    if extra and all(n.args for n in extra):  # optional arguments: they take their defaults
         graph = torch_concrete.trace(_Tracer, module, examples)
     return torch.fx.GraphModule(module, graph)
 
@@ -116,6 +119,8 @@ class Importer:
             if source is None:
                 source = self.buffers[qualified_name]
                 trainable = False
+            if qualified_name in self.shared.values():  # tied: no one layer's default holds
+                init = like_init(source, len(self.b.parameters) + 1)
             t = self.b.parameter(qualified_name, source.detach().cpu().numpy(), init, trainable)
             self.param_tensors[qualified_name] = t
         return t
