@@ -36,7 +36,7 @@ _IMPORTER_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 class DataDependent(Exception):
-    """A branch taken on the input's values: the message names the source line."""
+    """A read of the input's values in Python: the message names the source line."""
 
 
 class _TooFewInputs(Exception):
