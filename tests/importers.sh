@@ -4,7 +4,7 @@
 # (outputs and first-step gradients within 1e-4); then the command lines' errors. Skipped
 # (exit 77) with a message when python3-torch, python3-torchvision or python3-onnx is
 # missing (tools/setup installs them). IMPORTER_MODELS names the models to check, "all"
-# (or unset) for every one; `make check` names four (Makefile.am), tools/check all.
+# (or unset) for every one; `make check` names five (Makefile.am), tools/check all.
 . "${top_srcdir:-.}/tests/shell_lib.sh"
 
 need_importers importers
