@@ -4,7 +4,7 @@
 # (outputs and first-step gradients within 1e-4); then the command lines' errors. Skipped
 # (exit 77) with a message when python3-torch, python3-torchvision or python3-onnx is
 # missing (tools/setup installs them). IMPORTER_MODELS names the models to check, "all"
-# (or unset) for every one; `make check` names four (Makefile.am), tools/check all.
+# (or unset) for every one; `make check` names five (Makefile.am), tools/check all.
 . "${top_srcdir:-.}/tests/shell_lib.sh"
 
 need_importers importers
@@ -53,6 +53,27 @@ PY
 expect 2 "unsupported ONNX operators" "$onnx_import" "$work/u.onnx" -o "$work/u.json"
 contains "$work/err" "LSTM: 2 uses" "the ONNX LSTMs"
 [ ! -e "$work/u.json" ] && ok || bad "a model was written despite the error"
+
+# Models only tracing with real shapes follows: what cannot be imported is one error
+# naming the line or the operator, exit 2, nothing written; never a traceback.
+shapes=$src/tests/importers/real_shapes.py
+expect 2 "data-dependent control flow" "$torch_import" "$shapes:branchy" --input 8 --batch 2 \
+    -o "$work/s.json"
+contains "$work/err" "data-dependent control flow at " "says what"
+contains "$work/err" "real_shapes.py:17 (\`if x.sum() > 0:" "names the line"
+expect 2 "an input's value read as a number" "$torch_import" "$shapes:counting" --input 8 \
+    --batch 2 -o "$work/s.json"
+contains "$work/err" "real_shapes.py:33 (\`return x * int(x.abs().max())\`)" "names the line"
+expect 2 "a failure while tracing" "$torch_import" "$shapes:broken" --input 8 --batch 2 \
+    -o "$work/s.json"
+contains "$work/err" "real_shapes.py:45 (\`return self.fc(x.view(b, t))\`): RuntimeError" \
+    "names the line and the error"
+! grep -q Traceback "$work/err" && ok || bad "a traceback"
+expect 2 "an operator without a mapping" "$torch_import" "$shapes:unmapped" --input 8 \
+    --batch 2 -o "$work/s.json"
+contains "$work/err" "1 unsupported operator (1 use); nothing was written" "the count"
+contains "$work/err" "torch.cumsum: 1 use: cumsum" "the operator and where"
+[ ! -e "$work/s.json" ] && ok || bad "a model was written despite the errors"
 
 # Usage errors exit 2 and say what.
 expect 2 "no --input" "$torch_import" torchvision:resnet18 -o "$work/r.json"

@@ -398,7 +398,8 @@ def main():
         if name not in MODELS and name not in MAPPING_MODELS:
             print("check.py: unknown model %r (see --list)" % name, file=sys.stderr)
             return 2
-        for via in (["torch", "onnx"] if args.via == "both" else [args.via]):
+        routes = ["torch", "onnx"] if MODELS[name].get("onnx", True) else ["torch"]
+        for via in (routes if args.via == "both" else [args.via]):
             try:
                 failed += not check(name, via, args.train_steps, args.job_budget)
             except CheckFailed as e:

@@ -156,3 +156,150 @@ def dropping_every_sample(p=1.0):
     stays below 1)."""
     from torchvision.ops import StochasticDepth
     return nn.Sequential(nn.Linear(8, 8), StochasticDepth(p, "row"), nn.Linear(8, 3))
+
+
+class NanoCausalSelfAttention(nn.Module):
+    """Causal self-attention as GPT-style code usually writes it: sizes unpacked from the
+    input, heads by view and transpose, a causal mask buffer filled with -inf."""
+
+    def __init__(self, dim, heads, context, dropout):
+        super().__init__()
+        self.c_attn = nn.Linear(dim, 3 * dim)
+        self.c_proj = nn.Linear(dim, dim)
+        self.attn_dropout = nn.Dropout(dropout)
+        self.resid_dropout = nn.Dropout(dropout)
+        self.n_head = heads
+        self.n_embd = dim
+        self.register_buffer("bias", torch.tril(torch.ones(context, context))
+                             .view(1, 1, context, context))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        att = self.attn_dropout(att)
+        y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class NewGELU(nn.Module):
+    """GELU's tanh form written out, as minGPT has it."""
+
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) *
+                                           (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class NanoMLP(nn.Module):
+    def __init__(self, dim, dropout):
+        super().__init__()
+        self.c_fc = nn.Linear(dim, 4 * dim)
+        self.gelu = NewGELU()
+        self.c_proj = nn.Linear(4 * dim, dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class NanoBlock(nn.Module):
+    def __init__(self, dim, heads, context, dropout):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(dim)
+        self.attn = NanoCausalSelfAttention(dim, heads, context, dropout)
+        self.ln_2 = nn.LayerNorm(dim)
+        self.mlp = NanoMLP(dim, dropout)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        x = x + self.mlp(self.ln_2(x))
+        return x
+
+
+class NanoGPT(nn.Module):
+    """A GPT written as most are (after nanoGPT): `b, t = idx.size()`, position ids from
+    torch.arange, blocks in a ModuleList walked by a loop, GELU written out, the head on every
+    position and tied to the token embedding, optional targets. It
+    needs tracing with real shapes: torch.fx's symbolic trace cannot unpack the sizes."""
+
+    def __init__(self, vocab=64, dim=32, heads=4, context=16, blocks=2, dropout=0.1):
+        super().__init__()
+        self.context = context
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab, dim),
+            wpe=nn.Embedding(context, dim),
+            drop=nn.Dropout(dropout),
+            h=nn.ModuleList([NanoBlock(dim, heads, context, dropout) for _ in range(blocks)]),
+            ln_f=nn.LayerNorm(dim)))
+        self.lm_head = nn.Linear(dim, vocab, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # tied, one parameter
+
+    def forward(self, idx, targets=None):
+        b, t = idx.size()
+        assert t <= self.context, "sequence of %d longer than the context %d" % (t, self.context)
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+        for block in self.transformer.h:
+            x = block(x)
+        logits = self.lm_head(self.transformer.ln_f(x))
+        if targets is not None:  # training with its own loss; imported without targets
+            return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+        return logits
+
+
+def nanogpt(**kwargs):
+    return NanoGPT(**kwargs)
+
+
+def vision_transformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
+                       mlp_dim=64, num_classes=10, dropout=0.1):
+    """torchvision's VisionTransformer (vit_b_16's code) at a small size: a class token
+    spread over the batch, sizes unpacked from the input, attention called by keyword."""
+    import torchvision
+    model = torchvision.models.VisionTransformer(
+        image_size=image_size, patch_size=patch_size, num_layers=num_layers,
+        num_heads=num_heads, hidden_dim=hidden_dim, mlp_dim=mlp_dim, num_classes=num_classes,
+        dropout=dropout, attention_dropout=dropout)
+    # torchvision starts the head at zero, which would make every output 0 and their
+    # comparison empty; the class token starts at zero too.
+    nn.init.normal_(model.heads.head.weight, std=0.02)
+    nn.init.normal_(model.class_token, std=0.02)
+    return model
+
+
+class FunctionalCNN(nn.Module):
+    """The functional forms of the mapped modules, called as Inception v3 and hand-written
+    models call them: F.conv2d (padding="same", groups), F.max_pool2d, F.avg_pool2d,
+    F.linear, ..., and casts that change nothing."""
+
+    def __init__(self, classes=10, dropout=0.2):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.bn = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 3, groups=2)
+        self.norm = nn.LayerNorm(16)
+        self.fc = nn.Linear(16, classes)
+        self.dropout = dropout
+
+    def forward(self, x):
+        x = x.to(x.device).type_as(self.conv.weight)
+        x = F.conv2d(x, self.conv.weight, self.conv.bias, padding=1)
+        x = F.relu(self.bn(x), inplace=True)
+        x = F.max_pool2d(x, kernel_size=3, stride=2)
+        x = F.conv2d(x, self.conv2.weight, self.conv2.bias, 1, "same", 1, 2)
+        x = F.avg_pool2d(x, kernel_size=3, stride=1, padding=1)
+        x = F.adaptive_avg_pool2d(x, (1, 1))
+        x = torch.flatten(x, 1)
+        x = F.layer_norm(x, (16,), self.norm.weight, self.norm.bias)
+        x = F.dropout(x, p=self.dropout, training=self.training)
+        return F.linear(x, self.fc.weight, self.fc.bias)
+
+
+def functional_cnn(**kwargs):
+    return FunctionalCNN(**kwargs)

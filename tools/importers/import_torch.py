@@ -21,8 +21,9 @@ USAGE_EXAMPLES = """examples:
 def parse_args(argv):
     p = command.ArgumentParser(
         prog="import-torch", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Traces a PyTorch module with torch.fx and writes it as a placer training "
-                    "model: the body as traced, a loss and an optimiser.",
+        description="Traces a PyTorch module with torch.fx (with the example batch's real "
+                    "shapes where its symbolic trace cannot follow the code) and writes it as "
+                    "a placer training model: the body as traced, a loss and an optimiser.",
         epilog=USAGE_EXAMPLES + "\n" + command.EXIT_STATUS)
     add_source_options(p)
     command.add_common_options(p)
@@ -162,23 +163,23 @@ def main():
     torch.manual_seed(0)
     module, name, _ = load_module(args.source, args.kwargs, args.classes)
     module.train()
-    gm = torch_fx.trace(module)
+    examples = []
+    gen = torch.Generator().manual_seed(0)
+    for shape, dtype in zip(args.shapes, args.dtypes):
+        if dtype == "i32":
+            examples.append(torch.randint(0, args.vocab, (args.batch,) + shape, generator=gen))
+        else:
+            examples.append(torch.randn((args.batch,) + shape, generator=gen))
+    gm = torch_fx.trace(module, examples)
     b = Builder(args.name or name, args.batch,
                 "%s, imported by tools/import-torch" % args.source)
-    inputs = []
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(args.shapes):
         raise command.UsageError("the model takes %d input%s (%s); --input gives %d" % (
             len(placeholders), "" if len(placeholders) == 1 else "s",
             ", ".join(n.target for n in placeholders), len(args.shapes)))
-    examples = []
-    gen = torch.Generator().manual_seed(0)
-    for n, shape, dtype in zip(placeholders, args.shapes, args.dtypes):
-        inputs.append(b.input(n.target, shape, dtype, "data"))
-        if dtype == "i32":
-            examples.append(torch.randint(0, args.vocab, (args.batch,) + shape, generator=gen))
-        else:
-            examples.append(torch.randn((args.batch,) + shape, generator=gen))
+    inputs = [b.input(n.target, shape, dtype, "data")
+              for n, shape, dtype in zip(placeholders, args.shapes, args.dtypes)]
     imp = torch_fx.Importer(b, gm, examples, inputs)
     out = imp.run()
     if imp.unsupported:

@@ -1,7 +1,9 @@
 """PyTorch module -> placer model, through torch.fx.
 
-The module is traced symbolically; the modules placer maps whole (convolutions, linear
-layers, norms, attention, ...) stay leaves, everything else is traced through. The traced
+The module is traced symbolically, or where torch.fx cannot follow its code (it unpacks
+sizes, branches on them) with the example batch's real shapes (torch_concrete.py); the
+modules placer maps whole (convolutions, linear layers, norms, attention, ...) stay leaves,
+everything else is traced through. The traced
 graph is then run once on an example batch to learn every value's shape. Values that do
 not depend on the input (sizes, masks sliced from buffers, position ranges) are folded into
 constants; the rest becomes placer ops, named after the module or function they come from.
@@ -14,6 +16,7 @@ import torch.nn as nn
 
 import command
 import emit
+import torch_concrete
 import torch_modules
 from builder import ImportError_, Tensor, Unsupported
 
@@ -71,11 +74,16 @@ class Poisoned:
     """The result of an unsupported operator: mapping goes on to find the others."""
 
 
-def trace(module):
+def trace(module, examples):
+    """Symbolically where torch.fx can, else with real shapes on the example inputs
+    (torch_concrete.py)."""
     try:
         graph = _Tracer().trace(module)
-    except Exception as e:  # fx raises many kinds; all mean the same to the user
-        raise ImportError_("torch.fx cannot trace the model: %s: %s" % (type(e).__name__, e))
+    except (Exception, SystemExit):  # fx raises many kinds; all mean: it needs real shapes
+        return torch.fx.GraphModule(module, torch_concrete.trace(_Tracer, module, examples))
+    extra = [n for n in graph.nodes if n.op == "placeholder"][len(examples):]
+    if extra and all(n.args for n in extra):  # optional arguments: they take their defaults
+        graph = torch_concrete.trace(_Tracer, module, examples)
     return torch.fx.GraphModule(module, graph)
 
 
@@ -85,6 +93,7 @@ class Importer:
         self.gm = gm
         self.examples = examples
         self.inputs = list(inputs)   # placer Tensors for the placeholders, in order
+        self.all_inputs = tuple(inputs)  # the same, kept whole
         self.current_value = None    # the node being mapped: its value on the example batch
         self.unsupported = Unsupported()
         self.env = {}          # fx node -> Tensor | Const | Poisoned | tuple/list of those
@@ -93,6 +102,7 @@ class Importer:
         self.params = dict(gm.named_parameters())
         self.buffers = dict(gm.named_buffers())
         self.param_tensors = {}  # parameter name -> Tensor, so a shared weight is one tensor
+        self.shared = _shared_names(gm)  # a tied weight's other names -> its first
 
     # ---- helpers used by the op handlers (torch_ops.py, torch_modules.py) ------------------
 
@@ -100,13 +110,17 @@ class Importer:
         return self.values[node]
 
     def parameter(self, qualified_name, init, trainable=True):
-        """The placer parameter for a module's parameter or buffer, made once."""
+        """The placer parameter for a module's parameter or buffer, made once (a weight
+        tied to another, such as a GPT's head and embedding, is the same one)."""
+        qualified_name = self.shared.get(qualified_name, qualified_name)
         t = self.param_tensors.get(qualified_name)
         if t is None:
             source = self.params.get(qualified_name)
             if source is None:
                 source = self.buffers[qualified_name]
                 trainable = False
+            if qualified_name in self.shared.values():  # tied: no one layer's default holds
+                init = like_init(source, len(self.b.parameters) + 1)
             t = self.b.parameter(qualified_name, source.detach().cpu().numpy(), init, trainable)
             self.param_tensors[qualified_name] = t
         return t
@@ -180,6 +194,20 @@ class Importer:
         if isinstance(arg, slice):
             return Const(slice(*(val(self.env_of(a)) for a in (arg.start, arg.stop, arg.step))))
         return Const(arg)
+
+
+def _shared_names(module):
+    """Every other name of a parameter or buffer that several modules hold -> its first name
+    (the one named_parameters and named_buffers give)."""
+    first = {id(t): name for name, t in list(module.named_parameters()) +
+             list(module.named_buffers())}
+    shared = {}
+    for prefix, m in module.named_modules(remove_duplicate=False):
+        for key, t in list(m._parameters.items()) + list(m._buffers.items()):
+            name = prefix + "." + key if prefix else key
+            if t is not None and first.get(id(t), name) != name:
+                shared[name] = first[id(t)]
+    return shared
 
 
 def val(x):

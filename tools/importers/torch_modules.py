@@ -4,11 +4,12 @@ the importer reports as an unsupported operator with that setting in its name.""
 
 import math
 
+import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 import emit
-from builder import ImportError_
+from builder import ImportError_, Tensor
 
 
 class Refused(Exception):
@@ -100,11 +101,31 @@ def layer_norm(imp, name, m, args, kwargs):
 def embedding(imp, name, m, args, kwargs):
     if m.padding_idx is not None or m.max_norm is not None:
         raise Refused("Embedding with padding_idx or max_norm")
-    ids = args[0]
     table = imp.parameter(name + ".weight", {"kind": "normal", "mean": 0, "std": 1,
                                               "seed": _seed(imp)})
-    return imp.b.node1("embedding", name, [table, ids], ids.shape + (m.embedding_dim,),
-                       ids.batched)
+    return lookup(imp, name, table, args[0])
+
+
+def lookup(imp, name, table, ids):
+    """Rows of table for ids: an input, or constant ids (positions from torch.arange)."""
+    if isinstance(ids, Tensor):
+        return imp.b.node1("embedding", name, [table, ids], ids.shape + table.shape[1:],
+                           ids.batched)
+    ids = torch.as_tensor(ids.value)
+    rows, count = ids.reshape(-1).long(), ids.numel()
+    shape = (count,) + table.shape[1:]
+    rows_name = name if ids.dim() == 1 else name + ".rows"
+    start = int(rows[0]) if count else 0
+    if torch.equal(rows, torch.arange(table.shape[0])):
+        picked = table
+    elif torch.equal(rows, torch.arange(start, start + count)):
+        picked = imp.b.node1("slice", rows_name, [table], shape, False,
+                             {"axis": 0, "start": start, "end": start + count})
+    else:  # any other constant ids: a one-hot matrix picks the rows
+        one_hot = imp.b.constant(name + ".one_hot",
+                                 F.one_hot(rows, table.shape[0]).float().numpy())
+        picked = imp.b.node1("matmul", rows_name, [one_hot, table], shape, False)
+    return emit.reshape(imp.b, name, picked, tuple(ids.shape) + table.shape[1:])
 
 
 def _pool_attrs(m):
@@ -175,7 +196,7 @@ def softmax(op):
 
 def attention(imp, name, m, args, kwargs):
     """MultiheadAttention called as self-attention, batch first, with no padding mask."""
-    q = args[0]
+    q = args[0] if args else kwargs.get("query")
     k = args[1] if len(args) > 1 else kwargs.get("key")
     v = args[2] if len(args) > 2 else kwargs.get("value")
     if k is not q or v is not q:

@@ -3,11 +3,13 @@ functions and tensor methods below."""
 
 import operator
 
+import numpy as np
 import torch
 import torch.fx
 import torch.nn.functional as F
 
 import emit
+import torch_functional
 import torch_modules
 from builder import ImportError_, Tensor
 from torch_fx import Const, Poisoned, is_const, is_poisoned, like_init, val
@@ -176,6 +178,35 @@ def _permute(imp, name, args, kwargs):
     return emit.transpose(imp.b, name, x, dims)
 
 
+def _expand(imp, name, args, kwargs):
+    """x.expand(...) and x.expand_as(y): a parameter spread over the batch (a class token)
+    or a size-1 axis repeated, as a broadcasting add of zeros."""
+    x, shape = args[0], _shape(imp)
+    if x.shape == shape:
+        return x
+    b = imp.b
+    if not x.batched and shape[0] == b.batch and (x.rank < len(shape) or x.shape[0] == 1):
+        x = emit.binary(b, "add", name + ".batch", x, _batch_zeros(imp, name, len(shape)))
+    if x.shape != shape:
+        x = emit.binary(b, "add", name, x, b.constant(name + ".zeros", np.zeros(
+            shape[1:] if x.batched else shape, np.float32)))
+    return x
+
+
+def _batch_zeros(imp, name, rank):
+    """Zeros [batch, 1, ...] (rank axes), batched: the first f32 input times 0, which placer
+    broadcasts a tensor over the batch with."""
+    source = next((t for t in imp.all_inputs if t.dtype == "f32"), None)
+    if source is None:
+        raise Refused("expanding over the batch in a model without an f32 input")
+    b = imp.b
+    flat = emit.reshape(b, name + ".flat", source, (b.batch, int(np.prod(source.shape[1:]))))
+    first = b.node1("slice", name + ".first", [flat], (b.batch, 1), True,
+                    {"axis": 1, "start": 0, "end": 1})
+    zeros = emit.scale(b, name + ".zeros", first, 0.0)
+    return emit.reshape(b, name + ".zeros_shaped", zeros, (b.batch,) + (1,) * (rank - 1))
+
+
 def _unsqueeze_squeeze(imp, name, args, kwargs):
     return emit.reshape(imp.b, name, args[0], _shape(imp))
 
@@ -328,13 +359,6 @@ def _emit_where(imp, name, cond, a, c):
     return imp.b.node1("where", name, parts, shape, _batched(*parts))
 
 
-def _float(imp, name, args, kwargs):
-    """A mask (or any f32 tensor) is already float."""
-    if args[0].dtype != "f32":
-        raise Refused("Tensor.float of a %s tensor" % args[0].dtype)
-    return args[0]
-
-
 def _where(imp, name, args, kwargs):
     if len(args) != 3:
         raise Refused("torch.where with one argument (the indices of nonzero elements)")
@@ -391,9 +415,11 @@ FUNCTIONS = {
     "ge": _compare("greater_equal"),
     operator.invert: _logical_not, torch.logical_not: _logical_not,
     "logical_not": _logical_not, "bitwise_not": _logical_not,
-    torch.where: _where, "where": _where, "float": _float,
+    torch.where: _where, "where": _where,
+    "expand": _expand, "expand_as": _expand,
 }
 
+FUNCTIONS.update(torch_functional.FUNCTIONS)  # casts (a mask is f32 already), F.*
 
 
 def _stochastic_depth(imp, name, args, kwargs):
@@ -437,6 +463,21 @@ def _node_name(n):
     return "%s.%s" % (scope, base) if scope else base
 
 
+def _has_parameters(imp, n):
+    """A module with parameters is mapped even on constant inputs (position ids from
+    torch.arange): folding it would freeze its parameters."""
+    return n.op == "call_module" and any(True for _ in imp.modules[n.target].parameters())
+
+
+def _module_inputs(imp, name, m, args):
+    """A module's tensor arguments as Tensors: constants made of those that are constant
+    (an embedding takes constant ids as they are)."""
+    if isinstance(m, torch.nn.Embedding):
+        return args
+    return tuple(imp.tensor_of(a, name) if isinstance(a, Const) and torch.is_tensor(a.value)
+                 else a for a in args)
+
+
 def map_node(imp, n):
     if n.op == "placeholder":
         return imp.next_input(n)
@@ -461,7 +502,8 @@ def map_node(imp, n):
         if isinstance(a, NotMapped):
             imp.unsupported.add(a.what, where)
             return Poisoned()
-    if n.target in SHAPE_ONLY or (is_const(args) and is_const(kwargs)):
+    if n.target in SHAPE_ONLY or (is_const(args) and is_const(kwargs) and
+                                  not _has_parameters(imp, n)):
         return Const(imp.value(n))
     if n.op == "call_function" and isinstance(n.target, type) and issubclass(n.target, tuple):
         fields = getattr(n.target, "_fields", ())  # a named tuple of outputs (GoogLeNet's)
@@ -474,7 +516,7 @@ def map_node(imp, n):
             if handler is None:
                 imp.unsupported.add(_describe(n, imp), where)
                 return Poisoned()
-            return handler(imp, where, m, args, kwargs)
+            return handler(imp, where, m, _module_inputs(imp, where, m, args), kwargs)
         handler = FUNCTIONS.get(n.target)
         if handler is None:
             imp.unsupported.add(_describe(n, imp), where)

@@ -1,8 +1,9 @@
 """The real models the importers are checked and benchmarked on: torchvision's, and others
-built in tests/importers/models.py. Per model: its source for
+built or written in plain PyTorch in tests/importers/models.py. Per model: its source for
 tools/import-torch, the per-sample input the tests use (small, for speed) and the one the
 speed benchmark uses (torchvision's 224x224), the input dtype and id range, the batch, the
-builder's keyword arguments, and those that switch dropout off for numeric comparisons."""
+builder's keyword arguments, those that switch dropout off for numeric comparisons, and
+onnx=False where the ONNX route does not take the model."""
 
 import os
 
@@ -51,6 +52,24 @@ MODELS = {
                             bench_input=IMAGE, batch=4, kwargs={"num_classes": 10},
                             dropout={"dropout": 0.0, "stochastic_depth_prob": 0.0},
                             onnx_no_dropout=True, training=IMAGE_TRAINING),
+    # Written as most GPTs and ViTs are: torch.fx's symbolic trace cannot follow them (the
+    # importer traces them with real shapes), nor does the ONNX route take them.
+    "nanogpt": dict(source=MODELS_PY + ":nanogpt", input=(16,), bench_input=(128,),
+                    dtype="i32", vocab=64, batch=8, kwargs={},
+                    bench_kwargs={"dim": 256, "heads": 8, "context": 128, "blocks": 2},
+                    dropout={"dropout": 0.0}, onnx=False),
+    "vit": dict(source=MODELS_PY + ":vision_transformer", input=(3, 32, 32),
+                bench_input=IMAGE, batch=4, kwargs={},
+                bench_kwargs={"image_size": 224, "patch_size": 16, "num_heads": 8,
+                              "hidden_dim": 256, "mlp_dim": 1024},
+                dropout={"dropout": 0.0}, onnx=False),
+    "functional": dict(source=MODELS_PY + ":functional_cnn", input=(3, 32, 32),
+                       bench_input=IMAGE, batch=4, kwargs={}, dropout={"dropout": 0.0},
+                       training=IMAGE_TRAINING, onnx=False),  # padding="same" does not export
+    # Its channel shuffle unpacks sizes too: traced with real shapes.
+    "shufflenet": dict(source="torchvision:shufflenet_v2_x0_5", input=(3, 64, 64),
+                       bench_input=IMAGE, batch=4, kwargs={"num_classes": 10},
+                       training=IMAGE_TRAINING),
 }
 
 # Small models that each check a group of operator mappings, not benchmarked: check.py takes
