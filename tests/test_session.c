@@ -147,6 +147,11 @@ static void test_gradients_torch_ops(void)
 {
     check_gradients("tests/models/torch-ops.json", 16, 0.1);
 }
+/* Convolutions of one and three spatial axes, and transposed ones of one to three. */
+static void test_gradients_convolutions(void)
+{
+    check_gradients("tests/models/convolutions.json", 16, 0.05);
+}
 
 /* Gradients of one batch, by threads and micro-batches. */
 static float *gradients_of(const char *model, int threads, int micro_batches, int64_t *count)
@@ -187,9 +192,11 @@ static double relative_difference(const float *a, const float *b, int64_t n)
 
 static void test_threads_and_micro_batches_agree(void)
 {
-    static const char *const models[] = {"small/mlp-small.json", "small/lstm_lm-small.json",
-                                         "small/transformer-small.json", "small/cnn-small.json",
-                                         "tests/models/attention.json", "tests/models/torch-ops.json"};
+    static const char *const models[] = {
+        "small/mlp-small.json",          "small/lstm_lm-small.json",
+        "small/transformer-small.json",  "small/cnn-small.json",
+        "tests/models/attention.json",   "tests/models/torch-ops.json",
+        "tests/models/convolutions.json"};
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
         int64_t n1, n3, n4;
         float *one = gradients_of(models[m], 1, 1, &n1);
@@ -334,6 +341,7 @@ void pl_register_session_tests(void)
         {"gradients: mixture of experts", test_gradients_moe},
         {"gradients: multi-head attention", test_gradients_attention},
         {"gradients: the PyTorch importers' ops", test_gradients_torch_ops},
+        {"gradients: convolutions of 1 to 3 axes, transposed", test_gradients_convolutions},
         {"threads and micro-batches give the same gradients", test_threads_and_micro_batches_agree},
         {"every small model learns in 100 steps", test_every_small_model_learns},
         {NULL, NULL},
