@@ -1,4 +1,4 @@
-"""The real models the importers are checked and benchmarked on: torchvision's, and two
+"""The real models the importers are checked and benchmarked on: torchvision's, and those
 written in plain PyTorch (tests/importers/models.py). Per model: its source for
 tools/import-torch, the per-sample input the tests use (small, for speed) and the one the
 speed benchmark uses (torchvision's 224x224), the input dtype and id range, the batch, the
@@ -42,6 +42,10 @@ MODELS = {
     "gpt": dict(source=MODELS_PY + ":gpt", input=(16,), bench_input=(128,), dtype="i32",
                 vocab=64, batch=8, kwargs={},
                 bench_kwargs={"dim": 256, "heads": 8, "context": 128, "blocks": 2}),
+    "unet": dict(source=MODELS_PY + ":unet", input=(3, 16, 16), bench_input=(3, 128, 128),
+                 batch=4, kwargs={}, bench_kwargs={"width": 32}),
+    "cnn1d": dict(source=MODELS_PY + ":cnn1d", input=(4, 32), bench_input=(4, 1024), batch=8,
+                  kwargs={}, bench_kwargs={"width": 64, "length": 1024}),
 }
 
 
