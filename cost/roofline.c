@@ -12,6 +12,15 @@ bool pl_roofline_matrix_op(pl_op_kind kind)
     case PL_OP_CONV2D_GRAD_FILTER:
     case PL_OP_LSTM_CELL:
     case PL_OP_LSTM_CELL_GRAD:
+    case PL_OP_CONV1D:
+    case PL_OP_CONV3D:
+    case PL_OP_CONV_TRANSPOSE1D:
+    case PL_OP_CONV_TRANSPOSE2D:
+    case PL_OP_CONV_TRANSPOSE3D:
+    case PL_OP_CONV1D_GRAD_INPUT:
+    case PL_OP_CONV1D_GRAD_FILTER:
+    case PL_OP_CONV3D_GRAD_INPUT:
+    case PL_OP_CONV3D_GRAD_FILTER:
         return true;
     default:
         return false;

@@ -4,11 +4,12 @@
  *   max(FLOPs / (peak x efficiency), bytes / memory bandwidth) + launch
  *
  * with the FLOPs and bytes read and written at the micro-batch's shapes, the op kind's
- * efficiency, and the kernel launch overhead of the file. Matrix ops (matmul, conv2d,
- * lstm_cell and their gradients) run on the matrix units at the peak of the model's math
- * (pl_hardware.math: tf32, bf16, ...); every other op at the fp32 peak. Its error is
- * unknown until it is compared with a measurement on that hardware: a measured time for
- * the op's signature (a profile) takes its place (cost_model.h). Pure functions. */
+ * efficiency, and the kernel launch overhead of the file. Matrix ops (matmul, the
+ * convolutions, transposed or not, lstm_cell and their gradients) run on the matrix
+ * units at the peak of the model's math (pl_hardware.math: tf32, bf16, ...); every other
+ * op at the fp32 peak. Its error is unknown until it is compared with a measurement on
+ * that hardware: a measured time for the op's signature (a profile) takes its place
+ * (cost_model.h). Pure functions. */
 #ifndef PLACER_ROOFLINE_H
 #define PLACER_ROOFLINE_H
 

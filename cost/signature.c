@@ -39,6 +39,13 @@ uint64_t pl_op_signature(const pl_op *op, const pl_tensor *shapes, int threads)
                             a->kernel[0], a->kernel[1], a->ceil_mode, a->count_include_pad,
                             a->approximate, a->output_size[0], a->output_size[1]};
     h = pl_hash_bytes(h, ints, sizeof ints);
+    /* A third spatial axis and output padding, only where an op has them, so that the
+     * signatures of 2-D ops stay those of earlier profiles. */
+    const int64_t more[] = {a->stride[2], a->padding[2], a->dilation[2], a->output_padding[0],
+                            a->output_padding[1], a->output_padding[2]};
+    const int64_t plain[] = {1, 0, 1, 0, 0, 0};
+    if (memcmp(more, plain, sizeof more) != 0)
+        h = pl_hash_bytes(h, more, sizeof more);
     const double bounds[] = {a->clamp_min, a->clamp_max};
     h = pl_hash_bytes(h, bounds, sizeof bounds);
     h = hash_list(h, a->axes);

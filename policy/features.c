@@ -19,9 +19,37 @@ static pl_status build_adjacency(pl_policy *p, const pl_graph *g, pl_error *err)
     return p->adjacency ? PL_OK : PL_ENOMEM;
 }
 
+/* An op kind's slot in the kind one-hot. Kinds added after the shipped policy was
+ * trained take the slot of the kind they resemble most, so that its weights still
+ * apply; any other kind, the last slot. */
+static int kind_slot(pl_op_kind kind)
+{
+    if ((int)kind < PL_POLICY_KIND_SLOTS - 1)
+        return (int)kind;
+    switch (kind) {
+    case PL_OP_CONV1D:
+    case PL_OP_CONV3D:
+    case PL_OP_CONV_TRANSPOSE1D:
+    case PL_OP_CONV_TRANSPOSE2D:
+    case PL_OP_CONV_TRANSPOSE3D:
+        return PL_OP_CONV2D;
+    case PL_OP_WHERE:
+    case PL_OP_EQUAL:
+    case PL_OP_NOT_EQUAL:
+    case PL_OP_LESS:
+    case PL_OP_LESS_EQUAL:
+    case PL_OP_GREATER:
+    case PL_OP_GREATER_EQUAL:
+    case PL_OP_LOGICAL_NOT:
+        return PL_OP_MUL;
+    default:
+        return PL_POLICY_KIND_SLOTS - 1;
+    }
+}
+
 static pl_status build_features(pl_policy *p, const pl_graph *g, pl_error *err)
 {
-    int n = p->n_ops, kinds = PL_POLICY_OP_KINDS + 1;
+    int n = p->n_ops, kinds = PL_POLICY_KIND_SLOTS;
     p->n_features = PL_POLICY_OP_FEATURES;
     p->features = calloc((size_t)n * (size_t)p->n_features, sizeof *p->features);
     p->group_features = calloc((size_t)n * PL_POLICY_GROUP_FEATURES, sizeof *p->group_features);
@@ -51,8 +79,7 @@ static pl_status build_features(pl_policy *p, const pl_graph *g, pl_error *err)
     for (int o = 0; o < n; o++) {
         const pl_op *op = &g->ops[o];
         double *f = p->features + (size_t)o * (size_t)p->n_features;
-        int kind = (int)op->kind < PL_POLICY_OP_KINDS ? (int)op->kind : PL_POLICY_OP_KINDS;
-        f[kind] = 1;
+        f[kind_slot(op->kind)] = 1;
         double *x = f + kinds;
         x[0] = log1p(op->flops) / 20;
         x[1] = log1p((double)op->bytes_written) / 20;

@@ -105,4 +105,14 @@ expect 0 "mse model validates" "$bin" validate -q "$work/mse.json"
 expect 0 "its weights train" "$bin" train "$work/mse.json" --weights "$work/mse.weights" \
     --steps 2 --data synthetic
 
+# Convolution settings placer lacks are listed by name, each where it is used.
+expect 2 "unsupported convolution settings" "$torch_import" \
+    "$src/tests/importers/unsupported_conv.py:build" --input 3,8,8 -o "$work/c.json"
+contains "$work/err" "3 unsupported operators (3 uses); nothing was written" "the count"
+contains "$work/err" "Conv2d padding_mode=reflect: 1 use: reflect" "reflection padding"
+contains "$work/err" "Conv1d padding='same' with an even kernel: 1 use: even" "an even 'same'"
+contains "$work/err" "ConvTranspose2d with output padding [2, 2] not below the stride: 1 use: up" \
+    "output padding"
+[ ! -e "$work/c.json" ] && ok || bad "a model was written despite the error"
+
 finish importers

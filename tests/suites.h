@@ -34,5 +34,6 @@ void pl_register_kernels_optim_tests(void);
 void pl_register_kernels_conv_tests(void);
 void pl_register_kernels_pool_tests(void);
 void pl_register_kernels_shape_tests(void);
+void pl_register_kernels_conv_nd_tests(void);
 
 #endif

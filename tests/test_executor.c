@@ -158,6 +158,10 @@ static void test_random_moe(void) { check_random_plans("small/moe-small.json"); 
 static void test_random_attention(void) { check_random_plans("tests/models/attention.json"); }
 static void test_random_torch_ops(void) { check_random_plans("tests/models/torch-ops.json"); }
 static void test_random_layer_ops(void) { check_random_plans("tests/models/layer-ops.json"); }
+static void test_random_convolutions(void)
+{
+    check_random_plans("tests/models/convolutions.json");
+}
 
 static void test_plan_count(void)
 {
@@ -540,6 +544,7 @@ void pl_register_executor_tests(void)
         {"random plans: the PyTorch importers' ops (tests/models)", test_random_torch_ops},
         {"random plans: layer norm over channels, stochastic depth, where (tests/models)",
          test_random_layer_ops},
+        {"random plans: convolutions of 1 to 3 axes (tests/models)", test_random_convolutions},
         {"at least 200 random plans ran", test_plan_count},
         {NULL, NULL}};
     pl_test_add_suite("executor", cases);

@@ -6,16 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel_check.h"
+#include "conv_check.h"
 #include "suites.h"
 #include "test_util.h"
 
-static const pl_kernel_fns conv2d_fns = {pl_kernel_conv2d, NULL, pl_kernel_conv2d_workspace};
-static const pl_kernel_fns grad_input_fns = {pl_kernel_conv2d_grad_input, NULL,
-                                             pl_kernel_conv2d_grad_input_workspace};
-static const pl_kernel_fns grad_filter_fns = {pl_kernel_conv2d_grad_filter,
-                                              pl_kernel_conv2d_grad_filter_finish,
-                                              pl_kernel_conv2d_grad_filter_workspace};
+static const pl_kernel_fns conv2d_fns = {pl_kernel_conv, NULL, pl_kernel_conv_workspace};
+static const pl_kernel_fns grad_input_fns = {pl_kernel_conv_grad_input, NULL,
+                                             pl_kernel_conv_grad_input_workspace};
+static const pl_kernel_fns grad_filter_fns = {pl_kernel_conv_grad_filter,
+                                              pl_kernel_conv_grad_filter_finish,
+                                              pl_kernel_conv_grad_filter_workspace};
 
 /* Against the double reference: float sums of up to a few hundred products drift by
  * ~1e-5 absolute (more with OpenBLAS's generic kernels, as under valgrind), so small
@@ -23,146 +23,49 @@ static const pl_kernel_fns grad_filter_fns = {pl_kernel_conv2d_grad_filter,
 #define REF_FLOOR 1.0
 #define REF_LIMIT 1e-4
 
-typedef struct conv_case {
-    const char *x, *w;
-    int64_t stride[2], padding[2], dilation[2], groups;
-    bool bias;
-    bool numeric; /* small enough for numerical gradients */
-} conv_case;
-
 static const conv_case cases[] = {
-    {"2,3,5,6", "4,3,3,3", {1, 1}, {1, 1}, {1, 1}, 1, true, true},
-    {"2,2,7,5", "3,2,3,2", {2, 1}, {1, 0}, {1, 1}, 1, false, true},
-    {"2,2,7,7", "3,2,2,3", {2, 2}, {1, 1}, {1, 1}, 1, true, true},   /* right padding */
-    {"1,2,7,8", "2,2,3,3", {1, 2}, {2, 1}, {2, 1}, 1, true, true},
-    {"2,4,5,5", "6,2,3,3", {1, 1}, {1, 1}, {1, 1}, 2, true, true},
-    {"2,4,9,8", "4,2,3,2", {2, 2}, {2, 1}, {2, 3}, 2, true, true},   /* all at once */
-    {"2,4,3,5", "5,4,1,1", {1, 1}, {0, 0}, {1, 1}, 1, true, true},   /* direct 1x1 */
-    {"2,4,3,3", "6,2,1,1", {1, 1}, {0, 0}, {1, 1}, 2, false, true},  /* direct, grouped */
-    {"2,3,5,5", "4,3,1,1", {2, 2}, {0, 0}, {1, 1}, 1, true, true},   /* 1x1 strided */
-    {"1,3,4,4", "3,1,3,3", {1, 1}, {1, 1}, {1, 1}, 3, true, true},   /* depthwise */
-    {"2,4,7,6", "4,1,3,3", {2, 2}, {1, 1}, {1, 1}, 4, false, true},  /* depthwise, strided */
-    {"2,3,9,9", "3,1,5,5", {2, 1}, {2, 2}, {1, 1}, 3, true, true},   /* depthwise 5x5 */
-    {"1,2,8,7", "2,1,3,3", {1, 1}, {2, 2}, {2, 2}, 2, true, true},   /* depthwise dilated */
-    {"3,16,20,18", "16,1,3,3", {2, 2}, {1, 1}, {1, 1}, 16, true, false}, /* many planes */
-    {"1,1,4,4", "2,1,4,4", {1, 1}, {2, 2}, {1, 1}, 1, true, true},   /* filter = input */
-    {"2,2,6,6", "40,2,3,3", {1, 1}, {1, 1}, {1, 1}, 1, true, false}, /* output blocks */
-    {"1,26,20,30", "5,26,3,3", {1, 1}, {1, 1}, {1, 1}, 1, true, false}, /* many chunks */
-    {"2,8,23,25", "8,2,3,3", {1, 1}, {1, 1}, {1, 1}, 4, false, false},
-    {"1,4,40,40", "4,4,1,1", {1, 1}, {0, 0}, {1, 1}, 1, false, false}, /* direct, blocks */
-    {"7,72,4,4", "8,18,3,3", {1, 1}, {1, 1}, {1, 1}, 4, true, false}, /* sample blocks 3,3,1 */
+    {"2,3,5,6", "4,3,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, true},
+    {"2,2,7,5", "3,2,3,2", {2, 1}, {1, 0}, {1, 1}, {0}, 1, false, true},
+    {"2,2,7,7", "3,2,2,3", {2, 2}, {1, 1}, {1, 1}, {0}, 1, true, true}, /* right padding */
+    {"1,2,7,8", "2,2,3,3", {1, 2}, {2, 1}, {2, 1}, {0}, 1, true, true},
+    {"2,4,5,5", "6,2,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 2, true, true},
+    {"2,4,9,8", "4,2,3,2", {2, 2}, {2, 1}, {2, 3}, {0}, 2, true, true},  /* all at once */
+    {"2,4,3,5", "5,4,1,1", {1, 1}, {0, 0}, {1, 1}, {0}, 1, true, true},  /* direct 1x1 */
+    {"2,4,3,3", "6,2,1,1", {1, 1}, {0, 0}, {1, 1}, {0}, 2, false, true}, /* direct, grouped */
+    {"2,3,5,5", "4,3,1,1", {2, 2}, {0, 0}, {1, 1}, {0}, 1, true, true},  /* 1x1 strided */
+    {"1,3,4,4", "3,1,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 3, true, true},  /* depthwise */
+    {"2,4,7,6", "4,1,3,3", {2, 2}, {1, 1}, {1, 1}, {0}, 4, false, true}, /* depthwise, strided */
+    {"2,3,9,9", "3,1,5,5", {2, 1}, {2, 2}, {1, 1}, {0}, 3, true, true},  /* depthwise 5x5 */
+    {"1,2,8,7", "2,1,3,3", {1, 1}, {2, 2}, {2, 2}, {0}, 2, true, true},  /* depthwise dilated */
+    {"3,16,20,18", "16,1,3,3", {2, 2}, {1, 1}, {1, 1}, {0}, 16, true, false}, /* many planes */
+    {"1,1,4,4", "2,1,4,4", {1, 1}, {2, 2}, {1, 1}, {0}, 1, true, true},       /* filter = input */
+    {"2,2,6,6", "40,2,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, false},     /* output blocks */
+    {"1,26,20,30", "5,26,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, false},  /* many chunks */
+    {"2,8,23,25", "8,2,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 4, false, false},
+    {"1,4,40,40", "4,4,1,1", {1, 1}, {0, 0}, {1, 1}, {0}, 1, false, false}, /* direct, blocks */
+    {"7,72,4,4", "8,18,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 4, true, false}, /* sample blocks 3,3,1 */
     /* Winograd F(2x2, 3x3) (at least 48 tiles): odd sizes, no padding, padding 2, padding
      * per axis, and tile blocks that cross samples */
-    {"3,16,7,9", "20,16,3,3", {1, 1}, {1, 1}, {1, 1}, 1, true, false},
-    {"4,16,10,9", "16,16,3,3", {1, 1}, {0, 0}, {1, 1}, 1, false, false},
-    {"3,24,5,8", "16,24,3,3", {1, 1}, {2, 2}, {1, 1}, 1, true, false},
-    {"5,16,6,7", "17,16,3,3", {1, 1}, {0, 2}, {1, 1}, 1, false, false},
-    {"3,16,40,39", "16,16,3,3", {1, 1}, {1, 1}, {1, 1}, 1, true, false},
+    {"3,16,7,9", "20,16,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, false},
+    {"4,16,10,9", "16,16,3,3", {1, 1}, {0, 0}, {1, 1}, {0}, 1, false, false},
+    {"3,24,5,8", "16,24,3,3", {1, 1}, {2, 2}, {1, 1}, {0}, 1, true, false},
+    {"5,16,6,7", "17,16,3,3", {1, 1}, {0, 2}, {1, 1}, {0}, 1, false, false},
+    {"3,16,40,39", "16,16,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, false},
     /* Winograd with output channels split over chunks: forward, then input gradient */
-    {"3,16,8,8", "130,16,3,3", {1, 1}, {1, 1}, {1, 1}, 1, true, false},
-    {"3,130,8,8", "16,130,3,3", {1, 1}, {1, 1}, {1, 1}, 1, false, false},
+    {"3,16,8,8", "130,16,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, false},
+    {"3,130,8,8", "16,130,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, false, false},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
-/* A case's tensors: x, w, bias, the forward output y and an upstream gradient dy. */
-typedef struct conv_data {
-    pl_attrs at;
-    pl_tensor in_t[3], y_t;
-    int n_in;
-    float *x, *w, *b, *dy;
-} conv_data;
-
 static conv_data make_case(const conv_case *c, uint64_t seed)
 {
-    conv_data d = {.n_in = c->bias ? 3 : 2};
-    pl_attrs_default(&d.at);
-    for (int a = 0; a < 2; a++) {
-        d.at.stride[a] = c->stride[a];
-        d.at.padding[a] = c->padding[a];
-        d.at.dilation[a] = c->dilation[a];
-    }
-    d.at.groups = c->groups;
-    d.at.given = PL_ATTR_BIT(PL_ATTR_STRIDE) | PL_ATTR_BIT(PL_ATTR_PADDING) |
-                 PL_ATTR_BIT(PL_ATTR_DILATION) | PL_ATTR_BIT(PL_ATTR_GROUPS);
-    d.in_t[0] = pl_kc_tensor(c->x, PL_F32, true);
-    d.in_t[1] = pl_kc_tensor(c->w, PL_F32, false);
-    char bias_dims[32];
-    snprintf(bias_dims, sizeof bias_dims, "%lld", (long long)d.in_t[1].dims[0]);
-    d.in_t[2] = pl_kc_tensor(bias_dims, PL_F32, false);
-    CU_ASSERT_FATAL(pl_kc_infer(PL_OP_CONV2D, &d.at, d.n_in, d.in_t, 1, &d.y_t));
-    d.x = pl_kc_random(&d.in_t[0], seed, -1, 1);
-    d.w = pl_kc_random(&d.in_t[1], seed + 1, -1, 1);
-    d.b = pl_kc_random(&d.in_t[2], seed + 2, -1, 1);
-    d.dy = pl_kc_random(&d.y_t, seed + 3, -1, 1);
-    return d;
+    return conv_case_make(c, PL_OP_CONV2D, false, seed);
 }
-
-static void free_case(conv_data *d)
-{
-    free(d->x);
-    free(d->w);
-    free(d->b);
-    free(d->dy);
-}
-
-/* y, dx, dw and db by the definition, in double. */
-typedef struct conv_reference {
-    double *y, *dx, *dw, *db;
-} conv_reference;
 
 static conv_reference reference(const conv_data *d)
 {
-    const int64_t *xd = d->in_t[0].dims, *wd = d->in_t[1].dims, *yd = d->y_t.dims;
-    int64_t n = xd[0], c = xd[1], h = xd[2], w = xd[3];
-    int64_t o = wd[0], cg = wd[1], kh = wd[2], kw = wd[3], oh = yd[2], ow = yd[3];
-    int64_t og = o / d->at.groups;
-    conv_reference r = {
-        calloc((size_t)(n * o * oh * ow), sizeof(double)),
-        calloc((size_t)(n * c * h * w), sizeof(double)),
-        calloc((size_t)(o * cg * kh * kw), sizeof(double)),
-        calloc((size_t)o, sizeof(double)),
-    };
-    for (int64_t ni = 0; ni < n; ni++)
-        for (int64_t oc = 0; oc < o; oc++)
-            for (int64_t oy = 0; oy < oh; oy++)
-                for (int64_t ox = 0; ox < ow; ox++) {
-                    int64_t yi = ((ni * o + oc) * oh + oy) * ow + ox;
-                    double sum = d->n_in == 3 ? d->b[oc] : 0.0, g = d->dy[yi];
-                    r.db[oc] += g;
-                    for (int64_t ci = 0; ci < cg; ci++)
-                        for (int64_t ki = 0; ki < kh; ki++)
-                            for (int64_t kj = 0; kj < kw; kj++) {
-                                int64_t iy = oy * d->at.stride[0] - d->at.padding[0] +
-                                             ki * d->at.dilation[0];
-                                int64_t ix = ox * d->at.stride[1] - d->at.padding[1] +
-                                             kj * d->at.dilation[1];
-                                if (iy < 0 || iy >= h || ix < 0 || ix >= w)
-                                    continue;
-                                int64_t channel = oc / og * cg + ci;
-                                int64_t xi = ((ni * c + channel) * h + iy) * w + ix;
-                                int64_t wi = ((oc * cg + ci) * kh + ki) * kw + kj;
-                                sum += (double)d->x[xi] * d->w[wi];
-                                r.dx[xi] += g * d->w[wi];
-                                r.dw[wi] += g * d->x[xi];
-                            }
-                    r.y[yi] = sum;
-                }
-    return r;
-}
-
-static void free_reference(conv_reference *r)
-{
-    free(r->y);
-    free(r->dx);
-    free(r->dw);
-    free(r->db);
-}
-
-static void report(const char *what, const conv_case *c, double error, double limit)
-{
-    if (error >= limit)
-        fprintf(stderr, "\n    %s x %s w %s: relative error %g\n", what, c->x, c->w, error);
-    CU_ASSERT_TRUE(error < limit);
+    return conv_reference_compute(&d->in_t[0], d->x, &d->in_t[1], d->w, &d->y_t, d->dy, &d->at,
+                                  d->n_in == 3 ? d->b : NULL);
 }
 
 static void test_forward(void)
@@ -172,14 +75,14 @@ static void test_forward(void)
         conv_reference r = reference(&d);
         void *in[3] = {d.x, d.w, d.b};
         float *y;
-        pl_kc_run_all_threads(&conv2d_fns, PL_OP_CONV2D, &d.at, d.n_in, d.in_t, in, 1, &d.y_t,
-                              &y, "conv2d");
-        report("conv2d", &cases[i],
-               pl_kc_max_rel_error_double(y, r.y, pl_tensor_elements(&d.y_t), REF_FLOOR),
-               REF_LIMIT);
+        pl_kc_run_all_threads(&conv2d_fns, PL_OP_CONV2D, &d.at, d.n_in, d.in_t, in, 1, &d.y_t, &y,
+                              "conv2d");
+        conv_case_report("conv2d", &cases[i],
+                         pl_kc_max_rel_error_double(y, r.y, pl_tensor_elements(&d.y_t), REF_FLOOR),
+                         REF_LIMIT);
         free(y);
-        free_reference(&r);
-        free_case(&d);
+        conv_reference_free(&r);
+        conv_case_free(&d);
     }
 }
 
@@ -204,17 +107,17 @@ static void test_grad_input(void)
         pl_kc_run_all_threads(&grad_input_fns, PL_OP_CONV2D_GRAD_INPUT, &d.at, 3, g_in, in, 1,
                               &d.in_t[0], &dx, "conv2d_grad_input");
         int64_t n = pl_tensor_elements(&d.in_t[0]);
-        report("conv2d_grad_input", &cases[i], pl_kc_max_rel_error_double(dx, r.dx, n, REF_FLOOR),
-               REF_LIMIT);
+        conv_case_report("conv2d_grad_input", &cases[i],
+                         pl_kc_max_rel_error_double(dx, r.dx, n, REF_FLOOR), REF_LIMIT);
         if (cases[i].numeric) {
             float *numeric = numeric_grad(&d, 0);
-            report("conv2d_grad_input vs numeric", &cases[i],
-                   pl_kc_max_rel_error(dx, numeric, n, 1e-2), 2e-2);
+            conv_case_report("conv2d_grad_input vs numeric", &cases[i],
+                             pl_kc_max_rel_error(dx, numeric, n, 1e-2), 2e-2);
             free(numeric);
         }
         free(dx);
-        free_reference(&r);
-        free_case(&d);
+        conv_reference_free(&r);
+        conv_case_free(&d);
     }
 }
 
@@ -228,30 +131,30 @@ static void test_grad_filter(void)
         CU_ASSERT_FATAL(pl_kc_infer(PL_OP_CONV2D_GRAD_FILTER, &d.at, 3, g_in, n_out, g_out));
         void *in[3] = {d.dy, d.x, d.w};
         float *got[2];
-        pl_kc_run_all_threads(&grad_filter_fns, PL_OP_CONV2D_GRAD_FILTER, &d.at, 3, g_in, in,
-                              n_out, g_out, got, "conv2d_grad_filter");
+        pl_kc_run_all_threads(&grad_filter_fns, PL_OP_CONV2D_GRAD_FILTER, &d.at, 3, g_in, in, n_out,
+                              g_out, got, "conv2d_grad_filter");
         int64_t nw = pl_tensor_elements(&d.in_t[1]), nb = d.in_t[1].dims[0];
-        report("conv2d_grad_filter dw", &cases[i],
-               pl_kc_max_rel_error_double(got[0], r.dw, nw, REF_FLOOR), REF_LIMIT);
+        conv_case_report("conv2d_grad_filter dw", &cases[i],
+                         pl_kc_max_rel_error_double(got[0], r.dw, nw, REF_FLOOR), REF_LIMIT);
         if (n_out == 2)
-            report("conv2d_grad_filter db", &cases[i],
-                   pl_kc_max_rel_error_double(got[1], r.db, nb, REF_FLOOR), REF_LIMIT);
+            conv_case_report("conv2d_grad_filter db", &cases[i],
+                             pl_kc_max_rel_error_double(got[1], r.db, nb, REF_FLOOR), REF_LIMIT);
         if (cases[i].numeric) {
             float *numeric = numeric_grad(&d, 1);
-            report("conv2d_grad_filter dw vs numeric", &cases[i],
-                   pl_kc_max_rel_error(got[0], numeric, nw, 1e-2), 2e-2);
+            conv_case_report("conv2d_grad_filter dw vs numeric", &cases[i],
+                             pl_kc_max_rel_error(got[0], numeric, nw, 1e-2), 2e-2);
             free(numeric);
             if (n_out == 2) {
                 numeric = numeric_grad(&d, 2);
-                report("conv2d_grad_filter db vs numeric", &cases[i],
-                       pl_kc_max_rel_error(got[1], numeric, nb, 1e-2), 2e-2);
+                conv_case_report("conv2d_grad_filter db vs numeric", &cases[i],
+                                 pl_kc_max_rel_error(got[1], numeric, nb, 1e-2), 2e-2);
                 free(numeric);
             }
         }
         for (int o = 0; o < n_out; o++)
             free(got[o]);
-        free_reference(&r);
-        free_case(&d);
+        conv_reference_free(&r);
+        conv_case_free(&d);
     }
 }
 
@@ -259,7 +162,7 @@ static void test_grad_filter(void)
  * over a 3x3 ramp sums each window. */
 static void test_known_values(void)
 {
-    conv_case c = {"1,1,3,3", "1,1,2,2", {1, 1}, {0, 0}, {1, 1}, 1, false, false};
+    conv_case c = {"1,1,3,3", "1,1,2,2", {1, 1}, {0, 0}, {1, 1}, {0}, 1, false, false};
     conv_data d = make_case(&c, 1);
     for (int i = 0; i < 9; i++)
         d.x[i] = (float)i;
@@ -273,8 +176,8 @@ static void test_known_values(void)
     conv_reference r = reference(&d);
     for (int i = 0; i < 4; i++)
         CU_ASSERT_DOUBLE_EQUAL(r.y[i], want[i], 0);
-    free_reference(&r);
-    free_case(&d);
+    conv_reference_free(&r);
+    conv_case_free(&d);
 }
 
 void pl_register_kernels_conv_tests(void)

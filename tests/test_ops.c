@@ -291,6 +291,62 @@ static void test_conv2d(void)
     assert_fails(&r, "does not fit the input");
 }
 
+/* conv1d and conv3d; transposed convolutions by PyTorch's formula, (in - 1) * stride -
+ * 2 * padding + dilation * (kernel - 1) + output_padding + 1, and their FLOPs: each
+ * input element times a filter's worth of outputs. */
+static void test_conv_nd(void)
+{
+    pl_attrs a = attrs_default();
+    a.stride[0] = 2;
+    a.padding[0] = 1;
+    pl_tensor line[2] = {tensor("x", "2,3,11", true), tensor("w", "4,3,3", false)};
+    result r = infer(PL_OP_CONV1D, &a, 2, line, 1);
+    assert_shape(&r.out[0], "[2,4,6]", true);
+    CU_ASSERT_DOUBLE_EQUAL(r.flops, 2.0 * 4 * 6 * (2.0 * 3 * 3), 1e-6);
+
+    pl_attrs v = attrs_default();
+    v.stride[0] = 1, v.stride[1] = 2, v.stride[2] = 3;
+    v.padding[0] = v.padding[1] = v.padding[2] = 1;
+    v.dilation[2] = 2;
+    pl_tensor volume[3] = {tensor("x", "2,4,5,9,13", true), tensor("w", "6,4,3,3,3", false),
+                           tensor("b", "6", false)};
+    r = infer(PL_OP_CONV3D, &v, 3, volume, 1);
+    assert_shape(&r.out[0], "[2,6,5,5,4]", true);
+    volume[1] = tensor("w", "6,4,3,3", false);
+    r = infer(PL_OP_CONV3D, &v, 3, volume, 1);
+    assert_fails(&r, "must have rank 5");
+
+    pl_attrs t = attrs_default();
+    t.stride[0] = t.stride[1] = 2;
+    t.padding[0] = t.padding[1] = 1;
+    t.output_padding[0] = 1;
+    t.groups = 2;
+    pl_tensor up[3] = {tensor("x", "2,4,5,6", true), tensor("w", "4,3,3,3", false),
+                       tensor("b", "6", false)};
+    r = infer(PL_OP_CONV_TRANSPOSE2D, &t, 3, up, 1);
+    assert_shape(&r.out[0], "[2,6,10,11]", true);
+    CU_ASSERT_DOUBLE_EQUAL(r.flops, 2.0 * 4 * 5 * 6 * (2.0 * 3 * 3 * 3) + 2.0 * 6 * 10 * 11,
+                           1e-6);
+    t.output_padding[1] = 2;
+    r = infer(PL_OP_CONV_TRANSPOSE2D, &t, 3, up, 1);
+    assert_fails(&r, "output_padding 2 must be smaller than the stride 2");
+    t.output_padding[1] = 0;
+    up[2] = tensor("b", "3", false);
+    r = infer(PL_OP_CONV_TRANSPOSE2D, &t, 3, up, 1);
+    assert_fails(&r, "bias [3] must be [6]");
+    pl_tensor rows[2] = {tensor("x", "2,4,5", true), tensor("w", "3,2,3", false)};
+    r = infer(PL_OP_CONV_TRANSPOSE1D, NULL, 2, rows, 1);
+    assert_fails(&r, "must have 4 rows, one per input channel");
+    pl_attrs shrink = attrs_default();
+    shrink.padding[0] = 3;
+    rows[1] = tensor("w", "4,2,3", false);
+    r = infer(PL_OP_CONV_TRANSPOSE1D, &shrink, 2, rows, 1); /* 5 - 1 - 6 + 2 + 1 = 1 */
+    assert_shape(&r.out[0], "[2,2,1]", true);
+    shrink.padding[0] = 4;
+    r = infer(PL_OP_CONV_TRANSPOSE1D, &shrink, 2, rows, 1);
+    assert_fails(&r, "does not fit");
+}
+
 static void test_pools(void)
 {
     pl_attrs a = attrs_default();
@@ -514,6 +570,7 @@ void pl_register_ops_tests(void)
         {"losses are scalars over matching labels", test_losses},
         {"layer and batch norm parameters", test_norms},
         {"conv2d stride, padding, groups, bias", test_conv2d},
+        {"conv1d, conv3d and transposed convolutions", test_conv_nd},
         {"pooling windows", test_pools},
         {"concat, split, slice", test_join_and_cut},
         {"reshape, flatten, transpose", test_shape_changes},

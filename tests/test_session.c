@@ -160,6 +160,12 @@ static void test_gradients_layer_ops(void)
     check_gradients("tests/models/layer-ops.json", 16, 0.05);
 }
 
+/* Convolutions of one and three spatial axes, and transposed ones of one to three. */
+static void test_gradients_convolutions(void)
+{
+    check_gradients("tests/models/convolutions.json", 16, 0.05);
+}
+
 /* Gradients of one batch, by threads and micro-batches. */
 static float *gradients_of(const char *model, int threads, int micro_batches, int64_t *count)
 {
@@ -199,10 +205,11 @@ static double relative_difference(const float *a, const float *b, int64_t n)
 
 static void test_threads_and_micro_batches_agree(void)
 {
-    static const char *const models[] = {"small/mlp-small.json", "small/lstm_lm-small.json",
-                                         "small/transformer-small.json", "small/cnn-small.json",
-                                         "tests/models/attention.json", "tests/models/torch-ops.json",
-                                         "tests/models/layer-ops.json"};
+    static const char *const models[] = {
+        "small/mlp-small.json",          "small/lstm_lm-small.json",
+        "small/transformer-small.json",  "small/cnn-small.json",
+        "tests/models/attention.json",   "tests/models/torch-ops.json",
+        "tests/models/layer-ops.json",   "tests/models/convolutions.json"};
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
         int64_t n1, n3, n4;
         float *one = gradients_of(models[m], 1, 1, &n1);
@@ -348,6 +355,7 @@ void pl_register_session_tests(void)
         {"gradients: multi-head attention", test_gradients_attention},
         {"gradients: the PyTorch importers' ops", test_gradients_torch_ops},
         {"gradients: channel-first layer norm, stochastic depth, where", test_gradients_layer_ops},
+        {"gradients: convolutions of 1 to 3 axes, transposed", test_gradients_convolutions},
         {"threads and micro-batches give the same gradients", test_threads_and_micro_batches_agree},
         {"every small model learns in 100 steps", test_every_small_model_learns},
         {NULL, NULL},

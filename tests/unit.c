@@ -46,6 +46,7 @@ int main(int argc, char **argv)
     pl_register_kernels_conv_tests();
     pl_register_kernels_pool_tests();
     pl_register_kernels_shape_tests();
+    pl_register_kernels_conv_nd_tests();
     CU_basic_set_mode(CU_BRM_VERBOSE);
     if (argc == 2 && strcmp(argv[1], "--list") == 0) {
         for (CU_pSuite suite = CU_get_registry()->pSuite; suite; suite = suite->pNext)

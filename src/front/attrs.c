@@ -49,6 +49,8 @@ static const pl_attr_info attr_table[PL_ATTR_COUNT] = {
     [PL_ATTR_OUTPUT_SIZE] = {"output_size", PL_ATTR_TYPE_PAIR, FIELD(output_size), 1, DIM_MAX,
                              0},
     [PL_ATTR_MODE] = {"mode", PL_ATTR_TYPE_ENUM, FIELD(mode), 0, 0, 0, dropout_modes},
+    [PL_ATTR_OUTPUT_PADDING] = {"output_padding", PL_ATTR_TYPE_PAIR, FIELD(output_padding), 0,
+                                DIM_MAX, 0},
 };
 
 const pl_attr_info *pl_attr_info_of(pl_attr_id id)
@@ -70,8 +72,8 @@ void pl_attrs_default(pl_attrs *attrs)
     attrs->axis = -1;
     attrs->groups = 1;
     attrs->k = 1;
-    attrs->stride[0] = attrs->stride[1] = 1;
-    attrs->dilation[0] = attrs->dilation[1] = 1;
+    for (int a = 0; a < 3; a++)
+        attrs->stride[a] = attrs->dilation[a] = 1;
     attrs->factor = 1.0;
     attrs->eps = 1e-5;
     attrs->momentum = 0.9;

@@ -52,7 +52,8 @@ bool pl_backward_softmax(pl_autodiff *ad, int op);    /* softmax, log_softmax, t
 bool pl_backward_softmax_cross_entropy(pl_autodiff *ad, int op);
 bool pl_backward_mse(pl_autodiff *ad, int op);
 bool pl_backward_norm(pl_autodiff *ad, int op);       /* layer_norm, batch_norm */
-bool pl_backward_conv2d(pl_autodiff *ad, int op);
+bool pl_backward_conv(pl_autodiff *ad, int op);      /* conv1d, conv2d, conv3d */
+bool pl_backward_conv_transpose(pl_autodiff *ad, int op); /* conv_transpose1d to 3d */
 bool pl_backward_pool(pl_autodiff *ad, int op);       /* max, avg, global avg */
 bool pl_backward_concat(pl_autodiff *ad, int op);
 bool pl_backward_split(pl_autodiff *ad, int op);

@@ -177,21 +177,59 @@ bool pl_backward_norm(pl_autodiff *ad, int op)
     return true;
 }
 
-bool pl_backward_conv2d(pl_autodiff *ad, int op)
+/* The forward convolution and its two gradients, by spatial axes. */
+static const pl_op_kind conv_kinds[3][3] = {
+    {PL_OP_CONV1D, PL_OP_CONV1D_GRAD_INPUT, PL_OP_CONV1D_GRAD_FILTER},
+    {PL_OP_CONV2D, PL_OP_CONV2D_GRAD_INPUT, PL_OP_CONV2D_GRAD_FILTER},
+    {PL_OP_CONV3D, PL_OP_CONV3D_GRAD_INPUT, PL_OP_CONV3D_GRAD_FILTER},
+};
+
+static const pl_op_kind *conv_family(const pl_autodiff *ad, const pl_op *f)
+{
+    return conv_kinds[ad->g->tensors[f->inputs[0]].rank - 3];
+}
+
+bool pl_backward_conv(pl_autodiff *ad, int op)
 {
     pl_op f = forward(ad, op);
+    const pl_op_kind *kinds = conv_family(ad, &f);
     int dy = pl_ad_grad(ad, f.outputs[0]), x = f.inputs[0], w = f.inputs[1];
-    if (pl_ad_needs(ad, x) &&
-        !pl_ad_contribute(ad, x, EMIT(PL_OP_CONV2D_GRAD_INPUT, 1, NULL, dy, x, w)))
+    if (pl_ad_needs(ad, x) && !pl_ad_contribute(ad, x, EMIT(kinds[1], 1, NULL, dy, x, w)))
         return false;
     bool bias = f.n_inputs == 3;
     if (!pl_ad_needs(ad, w) && !(bias && pl_ad_needs(ad, f.inputs[2])))
         return true;
-    int dw = EMIT(PL_OP_CONV2D_GRAD_FILTER, bias ? 2 : 1, NULL, dy, x, w);
+    int dw = EMIT(kinds[2], bias ? 2 : 1, NULL, dy, x, w);
     if (dw < 0 || (pl_ad_needs(ad, w) && !pl_ad_contribute(ad, w, dw)))
         return false;
     return !bias || !pl_ad_needs(ad, f.inputs[2]) ||
            pl_ad_contribute(ad, f.inputs[2], pl_ad_output(ad, dw, 1));
+}
+
+/* y = the convolution's input gradient of x, so dx is the convolution of dy and dw its
+ * filter gradient with the roles of x and dy exchanged; the bias's gradient sums dy
+ * over every axis but the channels' (the samples' sum as any broadcast bias's). */
+bool pl_backward_conv_transpose(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    const pl_op_kind *kinds = conv_family(ad, &f);
+    int dy = pl_ad_grad(ad, f.outputs[0]), x = f.inputs[0], w = f.inputs[1];
+    if (pl_ad_needs(ad, x) && !pl_ad_contribute(ad, x, EMIT(kinds[0], 1, NULL, dy, w)))
+        return false;
+    if (pl_ad_needs(ad, w) && !pl_ad_contribute(ad, w, EMIT(kinds[2], 1, NULL, x, dy, w)))
+        return false;
+    if (f.n_inputs < 3 || !pl_ad_needs(ad, f.inputs[2]))
+        return true;
+    int rank = ad->g->tensors[x].rank;
+    int64_t *axes = pl_arena_alloc(&ad->g->arena, (size_t)rank * sizeof *axes);
+    if (!axes)
+        return pl_error_set(ad->err, PL_ENOMEM, NULL, "out of memory"), false;
+    for (int a = 2; a < rank; a++)
+        axes[a - 2] = a;
+    pl_attrs sum; /* over the spatial axes; contributing [N,O] to [O] sums the samples */
+    pl_attrs_default(&sum);
+    sum.axes = (pl_int_list){rank - 2, axes};
+    return pl_ad_contribute(ad, f.inputs[2], EMIT(PL_OP_REDUCE_SUM, 1, &sum, dy));
 }
 
 bool pl_backward_pool(pl_autodiff *ad, int op)

@@ -8,8 +8,10 @@
 
 void pl_tensor_fans(const pl_tensor *t, double *fan_in, double *fan_out)
 {
-    if (t->rank == 4) { /* [out, in/groups, kh, kw] */
-        double field = (double)(t->dims[2] * t->dims[3]);
+    if (t->rank >= 4) { /* [out, in/groups, kh, kw] or [out, in/groups, kd, kh, kw] */
+        double field = 1;
+        for (int a = 2; a < t->rank; a++)
+            field *= (double)t->dims[a];
         *fan_in = (double)t->dims[1] * field;
         *fan_out = (double)t->dims[0] * field;
     } else if (t->rank >= 2) { /* [..., in, out] */

@@ -113,7 +113,8 @@ static bool read_enum(loader *L, const json_t *value, const pl_attr_info *info, 
     return pl_json_fail(&L->r, "%s \"%s\" is not one of %s", info->name, text, allowed);
 }
 
-static bool read_attr(loader *L, const json_t *value, const pl_attr_info *info,
+/* spatial: how many values a window attribute (PL_ATTR_TYPE_PAIR) takes. */
+static bool read_attr(loader *L, const json_t *value, const pl_attr_info *info, int spatial,
                       pl_attrs *attrs)
 {
     void *field = (char *)attrs + info->offset;
@@ -127,22 +128,25 @@ static bool read_attr(loader *L, const json_t *value, const pl_attr_info *info,
     case PL_ATTR_TYPE_INT:
         return read_int_value(L, value, info, field);
     case PL_ATTR_TYPE_PAIR: {
-        int64_t *pair = field;
+        int64_t *per_axis = field;
+        static const char *const shapes[] = {"[l]", "[h, w]", "[d, h, w]"};
+        const char *shape = shapes[spatial - 1];
         if (!json_is_array(value)) {
             if (!json_is_integer(value))
-                return pl_json_fail(&L->r, "\"%s\" takes an integer or [h, w], found %s",
-                                    info->name, pl_json_type_name(value));
-            if (!read_int_value(L, value, info, &pair[0]))
+                return pl_json_fail(&L->r, "\"%s\" takes an integer or %s, found %s",
+                                    info->name, shape, pl_json_type_name(value));
+            if (!read_int_value(L, value, info, &per_axis[0]))
                 return false;
-            pair[1] = pair[0];
+            for (int a = 1; a < spatial; a++)
+                per_axis[a] = per_axis[0];
             return true;
         }
-        if (json_array_size(value) != 2)
-            return pl_json_fail(&L->r, "\"%s\" takes an integer or [h, w], found %zu values",
-                                info->name, json_array_size(value));
-        for (size_t i = 0; i < 2; i++) {
+        if (json_array_size(value) != (size_t)spatial)
+            return pl_json_fail(&L->r, "\"%s\" takes an integer or %s, found %zu values",
+                                info->name, shape, json_array_size(value));
+        for (size_t i = 0; i < (size_t)spatial; i++) {
             size_t back = pl_json_push_index(&L->r, i);
-            if (!read_int_value(L, json_array_get(value, i), info, &pair[i]))
+            if (!read_int_value(L, json_array_get(value, i), info, &per_axis[i]))
                 return false;
             pl_json_pop(&L->r, back);
         }
@@ -209,7 +213,8 @@ static bool read_attrs(loader *L, const json_t *node, pl_op *op)
             return pl_json_fail(&L->r, "unknown attribute \"%s\": %s takes no attributes", key,
                                 info->name);
         }
-        if (!read_attr(L, value, pl_attr_info_of(id), &op->attrs))
+        if (!read_attr(L, value, pl_attr_info_of(id), info->spatial ? info->spatial : 2,
+                       &op->attrs))
             return false;
         op->attrs.given |= PL_ATTR_BIT(id);
         pl_json_pop(&L->r, at);

@@ -407,53 +407,115 @@ static bool window_out(int64_t size, int64_t kernel, int64_t stride, int64_t pad
     return true;
 }
 
-static bool infer_conv2d(pl_infer_ctx *ctx)
+/* Size along one axis of a transposed convolution's output: the input size a
+ * convolution with the same settings maps back from; false when it is below 1. */
+static bool transposed_out(int64_t size, int64_t kernel, int64_t stride, int64_t pad,
+                           int64_t dilation, int64_t output_padding, int64_t *out)
+{
+    *out = (size - 1) * stride - 2 * pad + dilation * (kernel - 1) + output_padding + 1;
+    return *out >= 1;
+}
+
+static bool need_conv_bias(pl_infer_ctx *ctx, int64_t o)
+{
+    const pl_tensor *bias = ctx->in[2];
+    if (!need_f32(ctx, 2) || !need_unbatched(ctx, 2, "bias"))
+        return false;
+    if (bias->rank != 1 || bias->dims[0] != o) {
+        shape_text sb = shape_of(bias);
+        return pl_infer_fail(ctx, 2, NO_ATTR, "bias %s must be [%lld], one per output "
+                             "channel", sb.s, (long long)o);
+    }
+    return true;
+}
+
+/* The output's spatial sizes, one axis at a time. */
+static bool conv_sizes(pl_infer_ctx *ctx, int spatial, bool transposed, int64_t *dims)
 {
     const pl_tensor *x = ctx->in[0], *w = ctx->in[1];
     const pl_attrs *at = ctx->attrs;
-    if (!need_f32(ctx, 0) || !need_f32(ctx, 1) || !need_rank(ctx, 0, 4, 4) ||
-        !need_rank(ctx, 1, 4, 4) || !need_unbatched(ctx, 1, "filter"))
-        return false;
-    int64_t c = x->dims[1], o = w->dims[0], g = at->groups;
-    if (c % g != 0 || o % g != 0)
-        return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_GROUPS, "groups %lld must divide the input "
-                             "channels %lld and the output channels %lld", (long long)g,
-                             (long long)c, (long long)o);
-    if (w->dims[1] != c / g) {
-        shape_text sx = shape_of(x), sw = shape_of(w);
-        return pl_infer_fail(ctx, 1, NO_ATTR, "filter %s must have %lld input channels "
-                             "(input %s in %lld group%s)", sw.s, (long long)(c / g), sx.s,
-                             (long long)g, g == 1 ? "" : "s");
-    }
-    if (ctx->n_in == 3) {
-        const pl_tensor *bias = ctx->in[2];
-        if (!need_f32(ctx, 2) || !need_unbatched(ctx, 2, "bias"))
-            return false;
-        if (bias->rank != 1 || bias->dims[0] != o) {
-            shape_text sb = shape_of(bias);
-            return pl_infer_fail(ctx, 2, NO_ATTR, "bias %s must be [%lld], one per output "
-                                 "channel", sb.s, (long long)o);
-        }
-    }
-    int64_t dims[4] = {x->dims[0], o, 0, 0};
-    for (int a = 0; a < 2; a++) {
-        if (!window_out(x->dims[2 + a], w->dims[2 + a], at->stride[a], at->padding[a],
-                        at->dilation[a], false, &dims[2 + a])) {
+    for (int a = 0; a < spatial; a++) {
+        int64_t size = x->dims[2 + a], k = w->dims[2 + a];
+        if (transposed && at->output_padding[a] >= at->stride[a])
+            return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_OUTPUT_PADDING, "output_padding "
+                                 "%lld must be smaller than the stride %lld",
+                                 (long long)at->output_padding[a], (long long)at->stride[a]);
+        bool fits = transposed ? transposed_out(size, k, at->stride[a], at->padding[a],
+                                                at->dilation[a], at->output_padding[a],
+                                                &dims[2 + a])
+                               : window_out(size, k, at->stride[a], at->padding[a],
+                                            at->dilation[a], false, &dims[2 + a]);
+        if (!fits) {
             shape_text sx = shape_of(x), sw = shape_of(w);
             return pl_infer_fail(ctx, 1, NO_ATTR, "filter %s does not fit the input %s with "
                                  "padding %lld and dilation %lld", sw.s, sx.s,
                                  (long long)at->padding[a], (long long)at->dilation[a]);
         }
     }
-    set_output(ctx->out[0], PL_F32, 4, dims, x->batched);
     return true;
 }
 
-static double flops_conv2d(const pl_infer_ctx *ctx)
+/* Convolutions of 1 to 3 spatial axes: x [N,C,...], w [O,C/groups,...] -> [N,O,...];
+ * transposed: w [C,O/groups,...], as PyTorch's ConvTranspose layers hold it. */
+static bool infer_conv(pl_infer_ctx *ctx, int spatial, bool transposed)
 {
-    const pl_tensor *w = ctx->in[1];
-    double per_output = 2.0 * (double)(w->dims[1] * w->dims[2] * w->dims[3]);
-    return (double)elements(ctx->out[0]) * (per_output + (ctx->n_in == 3));
+    const pl_tensor *x = ctx->in[0], *w = ctx->in[1];
+    const pl_attrs *at = ctx->attrs;
+    if (!need_f32(ctx, 0) || !need_f32(ctx, 1) || !need_rank(ctx, 0, 2 + spatial, 2 + spatial) ||
+        !need_rank(ctx, 1, 2 + spatial, 2 + spatial) || !need_unbatched(ctx, 1, "filter"))
+        return false;
+    int64_t c = x->dims[1], g = at->groups;
+    int64_t o = transposed ? w->dims[1] * g : w->dims[0];
+    int64_t filter_in = transposed ? w->dims[0] : w->dims[1] * g;
+    if (c % g != 0 || o % g != 0)
+        return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_GROUPS, "groups %lld must divide the input "
+                             "channels %lld and the output channels %lld", (long long)g,
+                             (long long)c, (long long)o);
+    if (filter_in != c) {
+        shape_text sx = shape_of(x), sw = shape_of(w);
+        if (transposed)
+            return pl_infer_fail(ctx, 1, NO_ATTR, "filter %s must have %lld rows, one per "
+                                 "input channel of %s", sw.s, (long long)c, sx.s);
+        return pl_infer_fail(ctx, 1, NO_ATTR, "filter %s must have %lld input channels "
+                             "(input %s in %lld group%s)", sw.s, (long long)(c / g), sx.s,
+                             (long long)g, g == 1 ? "" : "s");
+    }
+    if (ctx->n_in == 3 && !need_conv_bias(ctx, o))
+        return false;
+    int64_t dims[PL_MAX_RANK] = {x->dims[0], o};
+    if (!conv_sizes(ctx, spatial, transposed, dims))
+        return false;
+    set_output(ctx->out[0], PL_F32, 2 + spatial, dims, x->batched);
+    return true;
+}
+
+static bool infer_conv1d(pl_infer_ctx *ctx) { return infer_conv(ctx, 1, false); }
+static bool infer_conv2d(pl_infer_ctx *ctx) { return infer_conv(ctx, 2, false); }
+static bool infer_conv3d(pl_infer_ctx *ctx) { return infer_conv(ctx, 3, false); }
+static bool infer_conv_transpose1d(pl_infer_ctx *ctx) { return infer_conv(ctx, 1, true); }
+static bool infer_conv_transpose2d(pl_infer_ctx *ctx) { return infer_conv(ctx, 2, true); }
+static bool infer_conv_transpose3d(pl_infer_ctx *ctx) { return infer_conv(ctx, 3, true); }
+
+/* Multiply-adds per filter application: its elements past the first axis. */
+static double filter_taps(const pl_tensor *w)
+{
+    double taps = 1;
+    for (int a = 1; a < w->rank; a++)
+        taps *= (double)w->dims[a];
+    return taps;
+}
+
+/* Each output element takes a filter's worth of multiply-adds (and a bias). */
+static double flops_conv(const pl_infer_ctx *ctx)
+{
+    return (double)elements(ctx->out[0]) * (2.0 * filter_taps(ctx->in[1]) + (ctx->n_in == 3));
+}
+
+/* Each input element scatters into a filter's worth of outputs. */
+static double flops_conv_transpose(const pl_infer_ctx *ctx)
+{
+    return 2.0 * (double)elements(ctx->in[0]) * filter_taps(ctx->in[1]) +
+           (ctx->n_in == 3 ? (double)elements(ctx->out[0]) : 0.0);
 }
 
 static bool infer_pool(pl_infer_ctx *ctx)
@@ -812,6 +874,7 @@ static double flops_lstm_cell(const pl_infer_ctx *ctx)
 
 #define A(id) PL_ATTR_BIT(PL_ATTR_##id)
 #define CONV_ATTRS (A(STRIDE) | A(PADDING) | A(DILATION) | A(GROUPS))
+#define TRANSPOSED_ATTRS (CONV_ATTRS | A(OUTPUT_PADDING))
 #define POOL_ATTRS (A(KERNEL) | A(STRIDE) | A(PADDING) | A(CEIL_MODE))
 
 static const pl_op_info op_table[PL_OP_COUNT] = {
@@ -866,8 +929,8 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
        infer_batch_norm, flops_out8,
        .backward = pl_backward_norm, .mutates = true, /* its running averages */
        .batch_statistics = true),
-    OP(PL_OP_CONV2D, "conv2d", 2, 3, 1, 1, CONV_ATTRS, 0, infer_conv2d, flops_conv2d,
-       .backward = pl_backward_conv2d),
+    OP(PL_OP_CONV2D, "conv2d", 2, 3, 1, 1, CONV_ATTRS, 0, infer_conv2d, flops_conv,
+       .backward = pl_backward_conv),
     OP(PL_OP_MAX_POOL, "max_pool", 1, 1, 1, 1, POOL_ATTRS, A(KERNEL), infer_pool, flops_pool,
        .backward = pl_backward_pool),
     OP(PL_OP_AVG_POOL, "avg_pool", 1, 1, 1, 1, POOL_ATTRS | A(COUNT_INCLUDE_PAD), A(KERNEL),
@@ -916,6 +979,19 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
     OP(PL_OP_GREATER, "greater", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1),
     OP(PL_OP_GREATER_EQUAL, "greater_equal", 2, 2, 1, 1, 0, 0, infer_binary, flops_out1),
     OP(PL_OP_LOGICAL_NOT, "logical_not", 1, 1, 1, 1, 0, 0, infer_unary, flops_out1),
+    OP(PL_OP_CONV1D, "conv1d", 2, 3, 1, 1, CONV_ATTRS, 0, infer_conv1d, flops_conv,
+       .backward = pl_backward_conv, .spatial = 1),
+    OP(PL_OP_CONV3D, "conv3d", 2, 3, 1, 1, CONV_ATTRS, 0, infer_conv3d, flops_conv,
+       .backward = pl_backward_conv, .spatial = 3),
+    OP(PL_OP_CONV_TRANSPOSE1D, "conv_transpose1d", 2, 3, 1, 1, TRANSPOSED_ATTRS, 0,
+       infer_conv_transpose1d, flops_conv_transpose,
+       .backward = pl_backward_conv_transpose, .spatial = 1),
+    OP(PL_OP_CONV_TRANSPOSE2D, "conv_transpose2d", 2, 3, 1, 1, TRANSPOSED_ATTRS, 0,
+       infer_conv_transpose2d, flops_conv_transpose,
+       .backward = pl_backward_conv_transpose),
+    OP(PL_OP_CONV_TRANSPOSE3D, "conv_transpose3d", 2, 3, 1, 1, TRANSPOSED_ATTRS, 0,
+       infer_conv_transpose3d, flops_conv_transpose,
+       .backward = pl_backward_conv_transpose, .spatial = 3),
 #undef OP
 
 #define INTERNAL(kind, text, in_min, in_max, out_min, out_max, infer_fn, flops_fn, ...)        \
@@ -956,9 +1032,9 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
     INTERNAL(PL_OP_BATCH_NORM_GRAD, "batch_norm_grad", 3, 3, 3, 3, pl_infer_norm_grad,
              pl_flops_elements_in0),
     INTERNAL(PL_OP_CONV2D_GRAD_INPUT, "conv2d_grad_input", 3, 3, 1, 1, pl_infer_like_second,
-             pl_flops_conv2d_grad),
+             pl_flops_conv_grad),
     INTERNAL(PL_OP_CONV2D_GRAD_FILTER, "conv2d_grad_filter", 3, 3, 1, 2,
-             pl_infer_conv2d_grad_filter, pl_flops_conv2d_grad),
+             pl_infer_conv_grad_filter, pl_flops_conv_grad),
     INTERNAL(PL_OP_MAX_POOL_GRAD, "max_pool_grad", 2, 2, 1, 1, pl_infer_like_second,
              pl_flops_elements_out0x4),
     INTERNAL(PL_OP_AVG_POOL_GRAD, "avg_pool_grad", 2, 2, 1, 1, pl_infer_like_second,
@@ -978,6 +1054,14 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
              pl_flops_lstm_cell_grad),
     INTERNAL(PL_OP_WHERE_GRAD, "where_grad", 2, 2, 2, 2, pl_infer_where_grad,
              pl_flops_elements_in0),
+    INTERNAL(PL_OP_CONV1D_GRAD_INPUT, "conv1d_grad_input", 3, 3, 1, 1, pl_infer_like_second,
+             pl_flops_conv_grad, .spatial = 1),
+    INTERNAL(PL_OP_CONV1D_GRAD_FILTER, "conv1d_grad_filter", 3, 3, 1, 2,
+             pl_infer_conv_grad_filter, pl_flops_conv_grad, .spatial = 1),
+    INTERNAL(PL_OP_CONV3D_GRAD_INPUT, "conv3d_grad_input", 3, 3, 1, 1, pl_infer_like_second,
+             pl_flops_conv_grad, .spatial = 3),
+    INTERNAL(PL_OP_CONV3D_GRAD_FILTER, "conv3d_grad_filter", 3, 3, 1, 2,
+             pl_infer_conv_grad_filter, pl_flops_conv_grad, .spatial = 3),
     INTERNAL(PL_OP_ZEROS_LIKE, "zeros_like", 1, 1, 1, 1, pl_infer_like_first, pl_flops_zero),
     INTERNAL(PL_OP_ACCUMULATE, "accumulate", 2, 2, 0, 0, pl_infer_in_place,
              pl_flops_elements_in0, .mutates = true),

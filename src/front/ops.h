@@ -62,6 +62,11 @@ typedef enum pl_op_kind {
     PL_OP_GREATER,
     PL_OP_GREATER_EQUAL,
     PL_OP_LOGICAL_NOT,
+    PL_OP_CONV1D,
+    PL_OP_CONV3D,
+    PL_OP_CONV_TRANSPOSE1D,
+    PL_OP_CONV_TRANSPOSE2D,
+    PL_OP_CONV_TRANSPOSE3D,
     /* Internal ops: automatic differentiation writes them into the training graph; model
      * files cannot name them. Inputs -> outputs; "like" inputs give only their shape. */
     PL_OP_MATMUL_GRAD_A,   /* dy, a, b -> da; forward's transpose flags; sums broadcast axes */
@@ -95,6 +100,10 @@ typedef enum pl_op_kind {
                               dz: of the gates' inputs [N,4H]; gates: the forward's
                               third output, else recomputed */
     PL_OP_WHERE_GRAD,      /* dy, cond -> dy where cond != 0 (else 0), dy where cond == 0 */
+    PL_OP_CONV1D_GRAD_INPUT,  /* as conv2d's, for one spatial axis */
+    PL_OP_CONV1D_GRAD_FILTER,
+    PL_OP_CONV3D_GRAD_INPUT,  /* as conv2d's, for three spatial axes */
+    PL_OP_CONV3D_GRAD_FILTER,
     PL_OP_ZEROS_LIKE,      /* x -> zeros of x's shape */
     PL_OP_ACCUMULATE,      /* acc, g -> (none): acc += g, in place */
     PL_OP_SCATTER_ACCUMULATE, /* acc [V,D], dy [...,D], ids [...] -> (none): acc[ids] += dy */
@@ -135,6 +144,7 @@ typedef enum pl_attr_id {
     PL_ATTR_COUNT_INCLUDE_PAD,
     PL_ATTR_OUTPUT_SIZE,
     PL_ATTR_MODE,
+    PL_ATTR_OUTPUT_PADDING,
     PL_ATTR_COUNT
 } pl_attr_id;
 
@@ -143,7 +153,7 @@ typedef enum pl_attr_id {
 typedef enum pl_attr_type {
     PL_ATTR_TYPE_BOOL, /* true/false */
     PL_ATTR_TYPE_INT,  /* integer within [min, max] */
-    PL_ATTR_TYPE_PAIR, /* integer or [h, w], each within [min, max] */
+    PL_ATTR_TYPE_PAIR, /* integer or one per spatial axis ([h, w]), each within [min, max] */
     PL_ATTR_TYPE_INTS, /* array of integers within [min, max] */
     PL_ATTR_TYPE_REAL, /* number within [min, max] */
     PL_ATTR_TYPE_ENUM, /* one of the strings in `names`, stored as its index (an int) */
@@ -173,7 +183,9 @@ typedef struct pl_attrs {
     int approximate; /* pl_gelu_approximate */
     int mode;        /* pl_dropout_mode */
     int64_t axis, groups, start, end, k;
-    int64_t stride[2], padding[2], dilation[2], kernel[2], output_size[2];
+    /* Window attributes, one per spatial axis of the op (pl_op_info.spatial) from the
+     * first: [h, w] for 2-D ops, [d, h, w] for 3-D ones, [l] for 1-D ones. */
+    int64_t stride[3], padding[3], dilation[3], kernel[3], output_size[3], output_padding[3];
     pl_int_list axes, sizes, shape, perm;
     double factor, eps, momentum, rate;
     double clamp_min, clamp_max; /* "min" and "max": -inf and +inf when not given */
@@ -233,6 +245,8 @@ typedef struct pl_op_info {
     bool internal; /* written by autodiff; model files cannot name it */
     bool mutates;  /* writes state inputs in place (accumulators, optimiser moments,
                       batch-norm running averages) */
+    int8_t spatial; /* spatial axes of its window attributes (stride, padding, ...):
+                       1 to 3; 0 for 2 */
     bool batch_statistics; /* in training, each sample's result depends on the other
                               samples of the call (batch norm's mean and variance): a
                               micro-batch normalises with its own statistics, not the

@@ -31,7 +31,8 @@ bool pl_infer_where_grad(pl_infer_ctx *ctx)
     return like(ctx, 0, 0) && like(ctx, 1, 0);
 }
 
-bool pl_infer_conv2d_grad_filter(pl_infer_ctx *ctx)
+
+bool pl_infer_conv_grad_filter(pl_infer_ctx *ctx)
 {
     like(ctx, 0, 2);
     if (ctx->n_out == 2) { /* the bias gradient: one per output channel */
@@ -80,11 +81,12 @@ double pl_flops_matmul_grad(const pl_infer_ctx *ctx)
     return 2.0 * (double)pl_tensor_elements(dy) * (double)k;
 }
 
-double pl_flops_conv2d_grad(const pl_infer_ctx *ctx)
+double pl_flops_conv_grad(const pl_infer_ctx *ctx)
 {
+    /* The forward's product: 2 * |dy| * the filter's elements per output channel. */
     const pl_tensor *dy = ctx->in[0], *w = ctx->in[2];
     return 2.0 * (double)pl_tensor_elements(dy) *
-           (double)(w->dims[1] * w->dims[2] * w->dims[3]);
+           (double)(pl_tensor_elements(w) / w->dims[0]);
 }
 
 double pl_flops_lstm_cell_grad(const pl_infer_ctx *ctx)

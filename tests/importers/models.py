@@ -6,6 +6,8 @@
         --vocab 64 --batch 8 -o gpt.json
     tools/import-torch tests/importers/models.py:convnext --input 3,32,32 --batch 4 \\
         -o convnext.json
+    tools/import-torch tests/importers/models.py:unet --input 3,16,16 --batch 4 -o unet.json
+    tools/import-torch tests/importers/models.py:cnn1d --input 4,32 --batch 8 -o cnn1d.json
 """
 
 import math
@@ -303,3 +305,73 @@ class FunctionalCNN(nn.Module):
 
 def functional_cnn(**kwargs):
     return FunctionalCNN(**kwargs)
+
+
+class DoubleConv(nn.Module):
+    """Two 3x3 convolutions, each followed by a ReLU: a U-Net's block."""
+
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, padding=1)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
+
+    def forward(self, x):
+        return F.relu(self.conv2(F.relu(self.conv1(x))))
+
+
+class UNet(nn.Module):
+    """A small U-Net: an encoder of convolution blocks and max pooling, a decoder that
+    upsamples with transposed convolutions and joins the encoder's maps of the same size
+    (skip connections, concatenated on the channels), and a 1x1 convolution (F.conv2d) to
+    per-pixel class logits, channels last: [batch, height, width, classes]."""
+
+    def __init__(self, channels=3, classes=4, width=8):
+        super().__init__()
+        self.enc1 = DoubleConv(channels, width)
+        self.enc2 = DoubleConv(width, 2 * width)
+        self.bottom = DoubleConv(2 * width, 4 * width)
+        self.up2 = nn.ConvTranspose2d(4 * width, 2 * width, 2, stride=2)
+        self.dec2 = DoubleConv(4 * width, 2 * width)
+        self.up1 = nn.ConvTranspose2d(2 * width, width, 3, stride=2, padding=1, output_padding=1)
+        self.dec1 = DoubleConv(2 * width, width)
+        self.head_weight = nn.Parameter(torch.randn(classes, width, 1, 1) / math.sqrt(width))
+        self.head_bias = nn.Parameter(torch.zeros(classes))
+        self.pool = nn.MaxPool2d(2)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(self.pool(e1))
+        b = self.bottom(self.pool(e2))
+        d2 = self.dec2(torch.cat([self.up2(b), e2], dim=1))
+        d1 = self.dec1(torch.cat([self.up1(d2), e1], dim=1))
+        return F.conv2d(d1, self.head_weight, self.head_bias).permute(0, 2, 3, 1)
+
+
+class CNN1d(nn.Module):
+    """A 1-D convolutional classifier over sequences of feature vectors [batch, features,
+    length]: dilated and grouped convolutions, a strided one, and a transposed one
+    (F.conv_transpose1d) that restores the length, then a linear map of every position's
+    features."""
+
+    def __init__(self, features=4, width=16, classes=5, length=32):
+        super().__init__()
+        self.conv1 = nn.Conv1d(features, width, 5, padding=2)
+        self.conv2 = nn.Conv1d(width, width, 3, padding=2, dilation=2, groups=4)
+        self.down = nn.Conv1d(width, 2 * width, 4, stride=2, padding=1)
+        self.up_weight = nn.Parameter(torch.randn(2 * width, width, 4) / math.sqrt(8 * width))
+        self.classifier = nn.Linear(width * length, classes)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        x = F.relu(self.conv2(x)) + x
+        x = torch.tanh(F.conv_transpose1d(F.relu(self.down(x)), self.up_weight, stride=2,
+                                          padding=1))
+        return self.classifier(torch.flatten(x, 1))
+
+
+def unet(**kwargs):
+    return UNet(**kwargs)
+
+
+def cnn1d(**kwargs):
+    return CNN1d(**kwargs)

@@ -32,22 +32,60 @@ def _window_out(size, k, s, p, d, ceil):
     return out
 
 
-def conv(imp, n, name, ins, attrs):
-    ins, attrs, _ = _unpad(ins, attrs, "Conv")
-    x = ins[0]
+def _conv_attrs(attrs, op, spatial):
+    """stride, padding and dilation of a convolution of 1 to 3 spatial axes, and its
+    groups; placer pads symmetrically."""
+    if attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        raise Refused("auto_pad=%s" % attrs["auto_pad"])
+    pads = list(attrs.get("pads", [0] * 2 * spatial))
+    if len(pads) != 2 * spatial or pads[:spatial] != pads[spatial:]:
+        raise Refused("asymmetric pads %s" % pads)
+    a = {"stride": list(attrs.get("strides", [1] * spatial)), "padding": pads[:spatial],
+         "dilation": list(attrs.get("dilations", [1] * spatial))}
+    if int(attrs.get("group", 1)) != 1:
+        a["groups"] = int(attrs["group"])
+    return a
+
+
+def _conv_inputs(imp, n, name, ins, op):
+    """x, the filter and the optional bias of a convolution of 1 to 3 spatial axes."""
     w = imp.tensor(n.input[1], name)
-    if w.rank != 4:
-        raise Refused("%d-D convolution" % (w.rank - 2))
-    spec = _spatial(attrs, "Conv", w.shape[2:])
-    dil = _pair(attrs.get("dilations"), 1)
-    groups = int(attrs.get("group", 1))
-    oh = _window_out(x.shape[2], w.shape[2], spec["stride"][0], spec["padding"][0], dil[0], False)
-    ow = _window_out(x.shape[3], w.shape[3], spec["stride"][1], spec["padding"][1], dil[1], False)
-    inputs = [x, w] + ([imp.tensor(n.input[2], name)] if len(n.input) > 2 and n.input[2] else [])
-    a = {"stride": spec["stride"], "padding": spec["padding"], "dilation": dil}
-    if groups != 1:
-        a["groups"] = groups
-    return [imp.b.node1("conv2d", name, inputs, (x.shape[0], w.shape[0], oh, ow), True, a)]
+    if not 3 <= w.rank <= 5:
+        raise Refused("%d-D %s" % (w.rank - 2, op))
+    if isinstance(ins[0], Padded):  # a Pad around two spatial axes: 2-D Conv takes it in
+        raise Refused("%s of a padded input" % op)
+    bias = [imp.tensor(n.input[2], name)] if len(n.input) > 2 and n.input[2] else []
+    return ins[0], w, bias
+
+
+def conv(imp, n, name, ins, attrs):
+    if imp.tensor(n.input[1], name).rank == 4:
+        ins, attrs, _ = _unpad(ins, attrs, "Conv")
+    x, w, bias = _conv_inputs(imp, n, name, ins, "Conv")
+    spatial = w.rank - 2
+    a = _conv_attrs(attrs, "Conv", spatial)
+    out = [_window_out(x.shape[2 + i], w.shape[2 + i], a["stride"][i], a["padding"][i],
+                       a["dilation"][i], False) for i in range(spatial)]
+    return [imp.b.node1("conv%dd" % spatial, name, [x, w] + bias,
+                        (x.shape[0], w.shape[0]) + tuple(out), True, a)]
+
+
+def conv_transpose(imp, n, name, ins, attrs):
+    if "output_shape" in attrs:
+        raise Refused("ConvTranspose with output_shape")
+    x, w, bias = _conv_inputs(imp, n, name, ins, "ConvTranspose")
+    spatial = w.rank - 2
+    a = _conv_attrs(attrs, "ConvTranspose", spatial)
+    extra = list(attrs.get("output_padding", [0] * spatial))
+    if any(e >= s for e, s in zip(extra, a["stride"])):
+        raise Refused("output_padding %s not below the strides" % extra)
+    if any(extra):
+        a["output_padding"] = extra
+    out = [(x.shape[2 + i] - 1) * a["stride"][i] - 2 * a["padding"][i] +
+           a["dilation"][i] * (w.shape[2 + i] - 1) + extra[i] + 1 for i in range(spatial)]
+    channels = w.shape[1] * a.get("groups", 1)
+    return [imp.b.node1("conv_transpose%dd" % spatial, name, [x, w] + bias,
+                        (x.shape[0], channels) + tuple(out), True, a)]
 
 
 def _pool(op):
@@ -425,6 +463,7 @@ def neg(imp, n, name, ins, attrs):
 
 HANDLERS = {
     "Conv": conv,
+    "ConvTranspose": conv_transpose,
     "MaxPool": _pool("max_pool"),
     "AveragePool": _pool("avg_pool"),
     "GlobalAveragePool": global_avg_pool,

@@ -50,30 +50,6 @@ avg_pool2d = _pool(torch_modules.avg_pool, _POOL + ("ceil_mode", "count_include_
                     "count_include_pad": True, "divisor_override": None})
 
 
-def conv2d(imp, name, args, kwargs):
-    t = _arguments(args, kwargs, ("input", "weight", "bias", "stride", "padding", "dilation",
-                                  "groups"),
-                   {"bias": None, "stride": 1, "padding": 0, "dilation": 1, "groups": 1})
-    a = _plain(t)
-    w = imp.tensor_of(t["weight"], name)
-    dilation = torch_modules._pair(a["dilation"])
-    padding = a["padding"]
-    if padding == "valid":
-        padding = 0
-    elif padding == "same":  # stride 1; placer's padding is symmetric, so odd extents only
-        extents = [d * (k - 1) for d, k in zip(dilation, w.shape[2:])]
-        if any(e % 2 for e in extents):
-            raise Refused("conv2d padding='same' with an even kernel")
-        padding = [e // 2 for e in extents]
-    inputs = [a["input"], w] + ([imp.tensor_of(t["bias"], name)] if a["bias"] is not None
-                                else [])
-    attrs = {"stride": torch_modules._pair(a["stride"]),
-             "padding": torch_modules._pair(padding), "dilation": dilation}
-    if a["groups"] != 1:
-        attrs["groups"] = int(a["groups"])
-    return imp.b.node1("conv2d", name, inputs, tuple(imp.current_value.shape), True, attrs)
-
-
 def batch_norm(imp, name, args, kwargs):
     t = _arguments(args, kwargs, ("input", "running_mean", "running_var", "weight", "bias",
                                   "training", "momentum", "eps"),
@@ -141,6 +117,6 @@ FUNCTIONS = {
     operator.pow: power, torch.pow: power, "pow": power,
     "float": same_dtype, "long": same_dtype, "int": same_dtype, "to": same_dtype,
     "type_as": same_dtype, "clone": same_dtype,
-    F.max_pool2d: max_pool2d, F.avg_pool2d: avg_pool2d, F.conv2d: conv2d,
+    F.max_pool2d: max_pool2d, F.avg_pool2d: avg_pool2d,
     F.batch_norm: batch_norm, F.linear: linear, F.embedding: embedding,
 }

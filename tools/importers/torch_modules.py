@@ -34,29 +34,56 @@ def _out(imp, name):
     return tuple(imp.current_value.shape)
 
 
-def conv2d(imp, name, m, args, kwargs):
-    x = args[0]
+def _per_axis(v, spatial):
+    return list(v) if isinstance(v, (tuple, list)) else [v] * spatial
+
+
+def _same_padding(kind, kernel, dilation):
+    """padding='same' at stride 1: placer's padding is symmetric, so odd extents only."""
+    ext = [d * (k - 1) for d, k in zip(dilation, kernel)]
+    if any(e % 2 for e in ext):
+        raise Refused("%s padding='same' with an even kernel" % kind)
+    return [e // 2 for e in ext]
+
+
+def conv(imp, name, kind, x, w, bias, stride, padding, dilation, groups, out_shape,
+         transposed=False):
+    """A convolution of 1 to 3 spatial axes (its rank says which), transposed or not, as
+    PyTorch's modules and functions give it; the output's shape gives a transposed
+    convolution's output padding (ConvTranspose's output_size argument included)."""
+    spatial = len(w.shape) - 2
+    stride, dilation = _per_axis(stride, spatial), _per_axis(dilation, spatial)
+    if isinstance(padding, str):
+        padding = [0] * spatial if padding == "valid" else \
+            _same_padding(kind, w.shape[2:], dilation)
+    padding = _per_axis(padding, spatial)
+    attrs = {"stride": stride, "padding": padding, "dilation": dilation}
+    if groups != 1:
+        attrs["groups"] = groups
+    if transposed:
+        extra = [o - ((i - 1) * s - 2 * p + d * (k - 1) + 1) for o, i, s, p, d, k in
+                 zip(out_shape[2:], x.shape[2:], stride, padding, dilation, w.shape[2:])]
+        if any(e >= s for e, s in zip(extra, stride)):
+            raise Refused("%s with output padding %s not below the stride" % (kind, extra))
+        if any(extra):
+            attrs["output_padding"] = extra
+    op = ("conv_transpose%dd" if transposed else "conv%dd") % spatial
+    inputs = [x, w] + ([bias] if bias is not None else [])
+    return imp.b.node1(op, name, inputs, out_shape, True, attrs)
+
+
+def conv_module(imp, name, m, args, kwargs):
+    """nn.Conv1d/2d/3d and nn.ConvTranspose1d/2d/3d."""
+    kind = type(m).__name__
     if m.padding_mode != "zeros":
-        raise Refused("Conv2d padding_mode=%s" % m.padding_mode)
-    if isinstance(m.padding, str):
-        if m.padding == "valid":
-            padding = [0, 0]
-        else:  # "same" with stride 1: placer's padding is symmetric, so odd extents only
-            ext = [d * (k - 1) for d, k in zip(_pair(m.dilation), _pair(m.kernel_size))]
-            if any(e % 2 for e in ext):
-                raise Refused("Conv2d padding='same' with an even kernel")
-            padding = [e // 2 for e in ext]
-    else:
-        padding = _pair(m.padding)
-    fan_in = m.in_channels // m.groups * m.kernel_size[0] * m.kernel_size[1]
+        raise Refused("%s padding_mode=%s" % (kind, m.padding_mode))
+    fan_in = m.weight.shape[1] * math.prod(m.kernel_size)
     w = imp.parameter(name + ".weight", _fan_in_uniform(fan_in, _seed(imp)))
-    inputs = [x, w]
+    bias = None
     if m.bias is not None:
-        inputs.append(imp.parameter(name + ".bias", _fan_in_uniform(fan_in, _seed(imp))))
-    attrs = {"stride": _pair(m.stride), "padding": padding, "dilation": _pair(m.dilation)}
-    if m.groups != 1:
-        attrs["groups"] = m.groups
-    return imp.b.node1("conv2d", name, inputs, _out(imp, name), True, attrs)
+        bias = imp.parameter(name + ".bias", _fan_in_uniform(fan_in, _seed(imp)))
+    return conv(imp, name, kind, args[0], w, bias, m.stride, m.padding, m.dilation, m.groups,
+                _out(imp, name), transposed=m.transposed)
 
 
 def linear(imp, name, m, args, kwargs):
@@ -310,7 +337,7 @@ def stochastic_depth(imp, name, x, p, mode, training):
 
 
 HANDLERS = {
-    nn.Conv2d: conv2d,
+    nn.Conv2d: conv_module,
     nn.Linear: linear,
     nn.BatchNorm1d: batch_norm,
     nn.BatchNorm2d: batch_norm,
@@ -336,6 +363,11 @@ HANDLERS = {
     nn.Identity: identity,
     nn.MultiheadAttention: attention,
     nn.TransformerEncoderLayer: encoder_layer,
+    nn.Conv1d: conv_module,
+    nn.Conv3d: conv_module,
+    nn.ConvTranspose1d: conv_module,
+    nn.ConvTranspose2d: conv_module,
+    nn.ConvTranspose3d: conv_module,
 }
 
 try:  # torchvision's layers, where torchvision is installed
@@ -346,4 +378,4 @@ except ImportError:
 
 LEAVES = tuple(HANDLERS)
 
-__all__ = ["HANDLERS", "LEAVES", "Refused", "adaptive_avg_pool", "silu", "ImportError_"]
+__all__ = ["HANDLERS", "LEAVES", "Refused", "adaptive_avg_pool", "conv", "silu", "ImportError_"]

@@ -148,6 +148,24 @@ def _layer_norm(imp, name, args, kwargs):
                        {"eps": float(eps)})
 
 
+def _conv(transposed):
+    """F.conv1d/2d/3d and F.conv_transpose1d/2d/3d; their arguments' order differs."""
+    order = ["stride", "padding", "output_padding", "groups", "dilation"] if transposed else \
+        ["stride", "padding", "dilation", "groups"]
+    defaults = {"stride": 1, "padding": 0, "output_padding": 0, "dilation": 1, "groups": 1}
+
+    def handler(imp, name, args, kwargs):
+        x = args[0]
+        w = imp.tensor_of(args[1] if len(args) > 1 else kwargs["weight"], name + ".weight")
+        bias = args[2] if len(args) > 2 else kwargs.get("bias", Const(None))
+        bias = None if val(bias) is None else imp.tensor_of(bias, name + ".bias")
+        v = {key: _arg(args, kwargs, 3 + i, key, defaults[key]) for i, key in enumerate(order)}
+        kind = "%s%dd" % ("conv_transpose" if transposed else "conv", w.rank - 2)
+        return torch_modules.conv(imp, name, kind, x, w, bias, v["stride"], v["padding"],
+                                  v["dilation"], int(v["groups"]), _shape(imp), transposed)
+    return handler
+
+
 # ---- shapes -----------------------------------------------------------------------------------
 
 def _reshape(imp, name, args, kwargs):
@@ -417,6 +435,9 @@ FUNCTIONS = {
     "logical_not": _logical_not, "bitwise_not": _logical_not,
     torch.where: _where, "where": _where,
     "expand": _expand, "expand_as": _expand,
+    F.conv1d: _conv(False), F.conv2d: _conv(False), F.conv3d: _conv(False),
+    F.conv_transpose1d: _conv(True), F.conv_transpose2d: _conv(True),
+    F.conv_transpose3d: _conv(True),
 }
 
 FUNCTIONS.update(torch_functional.FUNCTIONS)  # casts (a mask is f32 already), F.*

@@ -70,6 +70,10 @@ MODELS = {
     "shufflenet": dict(source="torchvision:shufflenet_v2_x0_5", input=(3, 64, 64),
                        bench_input=IMAGE, batch=4, kwargs={"num_classes": 10},
                        training=IMAGE_TRAINING),
+    "unet": dict(source=MODELS_PY + ":unet", input=(3, 16, 16), bench_input=(3, 128, 128),
+                 batch=4, kwargs={}, bench_kwargs={"width": 32}),
+    "cnn1d": dict(source=MODELS_PY + ":cnn1d", input=(4, 32), bench_input=(4, 1024), batch=8,
+                  kwargs={}, bench_kwargs={"width": 64, "length": 1024}),
 }
 
 # Small models that each check a group of operator mappings, not benchmarked: check.py takes

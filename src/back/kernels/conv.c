@@ -1,6 +1,7 @@
-/* 2-D convolution (NCHW, grouped, strided, padded, dilated) as im2col + cblas_sgemm, and
- * its two gradients (depthwise filters: conv_depthwise.c; 3x3 at stride 1, forward and
- * input gradient: conv_winograd.c).
+/* Convolution of 1 to 3 spatial axes (NCL, NCHW, NCDHW; grouped, strided, padded,
+ * dilated) as im2col + cblas_sgemm, its two gradients, and the transposed convolution,
+ * which is the input gradient with a bias (depthwise filters: conv_depthwise.c; 3x3 at
+ * stride 1, forward and input gradient: conv_winograd.c).
  *
  * A "column matrix" of one sample and group has a row per (input channel, kernel row,
  * kernel column) and a column per output position; the convolution is then the group's
@@ -15,12 +16,13 @@
  * gradient's sum over samples included: the sample blocks are fixed too, and summed in
  * a fixed order).
  *
- *   conv2d:             chunk = (sample, group, block of output columns)
- *   conv2d_grad_input:  chunk = (sample, group, block of input channels); the block's
- *                       rows of w^T.dy, then col2im into those channels of dx only
- *   conv2d_grad_filter: chunk = (group, block of input channels, block of samples);
- *                       sample blocks after the first add into copies of dw that
- *                       `finish` sums in block order; dbias shared by channel */
+ *   conv:             chunk = (sample, group, block of output columns)
+ *   conv_grad_input:  chunk = (sample, group, block of input channels); the block's
+ *                     rows of w^T.dy, then col2im into those channels of dx only;
+ *                     conv_transpose likewise, its bias added by `finish`
+ *   conv_grad_filter: chunk = (group, block of input channels, block of samples);
+ *                     sample blocks after the first add into copies of dw that
+ *                     `finish` sums in block order; dbias shared by channel */
 #include <cblas.h>
 #include <string.h>
 
@@ -41,25 +43,41 @@
 #define MIN_FILTER_COLUMNS INT64_C(256)
 
 
+/* x [n, c, spatial...], w [o, c / groups, spatial...], y [n, o, spatial...] of a
+ * convolution with 1 to 3 spatial axes; attributes give one value per spatial axis, and
+ * the missing leading axes (depth, then height) have size 1. */
 static conv_geom geometry(const pl_tensor *x, const pl_tensor *w, const pl_tensor *y,
                           const pl_attrs *at)
 {
+    int spatial = x->rank - 2;
+    int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1};
+    int64_t st[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
+    for (int a = 0; a < spatial; a++) {
+        int slot = 3 - spatial + a;
+        in[slot] = x->dims[2 + a];
+        k[slot] = w->dims[2 + a];
+        out[slot] = y->dims[2 + a];
+        st[slot] = at->stride[a];
+        pad[slot] = at->padding[a];
+        dil[slot] = at->dilation[a];
+    }
     conv_geom g = {
-        .n = x->dims[0], .c = x->dims[1], .h = x->dims[2], .w = x->dims[3],
-        .o = w->dims[0], .kh = w->dims[2], .kw = w->dims[3],
-        .oh = y->dims[2], .ow = y->dims[3],
+        .n = x->dims[0], .c = x->dims[1], .d = in[0], .h = in[1], .w = in[2],
+        .o = w->dims[0], .kd = k[0], .kh = k[1], .kw = k[2],
+        .od = out[0], .oh = out[1], .ow = out[2],
         .groups = at->groups,
-        .sh = at->stride[0], .sw = at->stride[1],
-        .ph = at->padding[0], .pw = at->padding[1],
-        .dh = at->dilation[0], .dw = at->dilation[1],
+        .sd = st[0], .sh = st[1], .sw = st[2],
+        .pd = pad[0], .ph = pad[1], .pw = pad[2],
+        .dd = dil[0], .dh = dil[1], .dw = dil[2],
     };
     g.cg = g.c / g.groups;
     g.og = g.o / g.groups;
-    g.taps = g.kh * g.kw;
+    g.taps = g.kd * g.kh * g.kw;
     g.k = g.cg * g.taps;
-    g.hw = g.h * g.w;
-    g.ohw = g.oh * g.ow;
-    g.direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+    g.hw = g.d * g.h * g.w;
+    g.ohw = g.od * g.oh * g.ow;
+    g.direct = g.taps == 1 && g.sd == 1 && g.sh == 1 && g.sw == 1 && g.pd == 0 && g.ph == 0 &&
+               g.pw == 0;
     return g;
 }
 
@@ -76,6 +94,16 @@ static int64_t even_block(int64_t total, int64_t most)
     return ceil_div(total, ceil_div(total, most < 1 ? 1 : most));
 }
 
+/* The input row (depth and height) that kernel tap (kz, ki) reads for output row
+ * (oz, oy), as an offset into a channel's plane; -1 in the padding. */
+static int64_t input_row(const conv_geom *g, int64_t kz, int64_t ki, int64_t oz, int64_t oy)
+{
+    int64_t iz = oz * g->sd - g->pd + kz * g->dd, iy = oy * g->sh - g->ph + ki * g->dh;
+    if (iz < 0 || iz >= g->d || iy < 0 || iy >= g->h)
+        return -1;
+    return (iz * g->h + iy) * g->w;
+}
+
 /* Rows for channels [c0, c1) of one sample and group (`xg` points at its first channel)
  * and output positions [j0, j1), into col [(c1 - c0) * taps, j1 - j0]. Padding reads 0. */
 static void im2col(const conv_geom *g, const float *xg, int64_t c0, int64_t c1, int64_t j0,
@@ -84,35 +112,35 @@ static void im2col(const conv_geom *g, const float *xg, int64_t c0, int64_t c1, 
     int64_t cols = j1 - j0;
     for (int64_t c = c0; c < c1; c++) {
         const float *plane = xg + c * g->hw;
-        for (int64_t ki = 0; ki < g->kh; ki++)
-            for (int64_t kj = 0; kj < g->kw; kj++) {
-                float *row = col + (((c - c0) * g->kh + ki) * g->kw + kj) * cols;
-                int64_t offset = kj * g->dw - g->pw, lo, hi;
-                valid_columns(g, offset, &lo, &hi);
-                for (int64_t j = j0; j < j1;) {
-                    int64_t oy = j / g->ow, x0 = j % g->ow;
-                    int64_t x1 = x0 + (j1 - j) < g->ow ? x0 + (j1 - j) : g->ow;
-                    int64_t iy = oy * g->sh - g->ph + ki * g->dh;
-                    float *dst = row + (j - j0); /* output column ox at dst[ox - x0] */
-                    if (iy < 0 || iy >= g->h) {
-                        memset(dst, 0, (size_t)(x1 - x0) * sizeof(float));
-                    } else {
-                        const float *src = plane + iy * g->w; /* input column ox*sw+offset */
-                        int64_t a = clamp(lo, x0, x1), b = clamp(hi, a, x1);
-                        for (int64_t ox = x0; ox < a; ox++)
-                            dst[ox - x0] = 0.0f;
-                        if (g->sw == 1)
-                            memcpy(dst + (a - x0), src + a + offset,
-                                   (size_t)(b - a) * sizeof(float));
-                        else
-                            for (int64_t ox = a; ox < b; ox++)
-                                dst[ox - x0] = src[ox * g->sw + offset];
-                        for (int64_t ox = b; ox < x1; ox++)
-                            dst[ox - x0] = 0.0f;
-                    }
-                    j += x1 - x0;
+        for (int64_t tap = 0; tap < g->taps; tap++) {
+            int64_t kz = tap / (g->kh * g->kw), ki = tap / g->kw % g->kh, kj = tap % g->kw;
+            float *row = col + ((c - c0) * g->taps + tap) * cols;
+            int64_t offset = kj * g->dw - g->pw, lo, hi;
+            valid_columns(g, offset, &lo, &hi);
+            for (int64_t j = j0; j < j1;) {
+                int64_t oy = j / g->ow, x0 = j % g->ow;
+                int64_t x1 = x0 + (j1 - j) < g->ow ? x0 + (j1 - j) : g->ow;
+                int64_t in_row = input_row(g, kz, ki, oy / g->oh, oy % g->oh);
+                float *dst = row + (j - j0); /* output column ox at dst[ox - x0] */
+                if (in_row < 0) {
+                    memset(dst, 0, (size_t)(x1 - x0) * sizeof(float));
+                } else {
+                    const float *src = plane + in_row; /* input column ox*sw+offset */
+                    int64_t a = clamp(lo, x0, x1), b = clamp(hi, a, x1);
+                    for (int64_t ox = x0; ox < a; ox++)
+                        dst[ox - x0] = 0.0f;
+                    if (g->sw == 1)
+                        memcpy(dst + (a - x0), src + a + offset,
+                               (size_t)(b - a) * sizeof(float));
+                    else
+                        for (int64_t ox = a; ox < b; ox++)
+                            dst[ox - x0] = src[ox * g->sw + offset];
+                    for (int64_t ox = b; ox < x1; ox++)
+                        dst[ox - x0] = 0.0f;
                 }
+                j += x1 - x0;
             }
+        }
     }
 }
 
@@ -123,29 +151,29 @@ static void col2im(const conv_geom *g, const float *dcol, int64_t c0, int64_t c1
     for (int64_t c = c0; c < c1; c++) {
         float *plane = dxg + c * g->hw;
         memset(plane, 0, (size_t)g->hw * sizeof(float));
-        for (int64_t ki = 0; ki < g->kh; ki++)
-            for (int64_t kj = 0; kj < g->kw; kj++) {
-                const float *row = dcol + (((c - c0) * g->kh + ki) * g->kw + kj) * g->ohw;
-                int64_t offset = kj * g->dw - g->pw, lo, hi;
-                valid_columns(g, offset, &lo, &hi);
-                for (int64_t oy = 0; oy < g->oh; oy++) {
-                    int64_t iy = oy * g->sh - g->ph + ki * g->dh;
-                    if (iy < 0 || iy >= g->h)
-                        continue;
-                    float *dst = plane + iy * g->w; /* input column ox*sw+offset */
-                    const float *src = row + oy * g->ow;
-                    if (g->sw == 1)
-                        for (int64_t ox = lo; ox < hi; ox++)
-                            dst[ox + offset] += src[ox];
-                    else
-                        for (int64_t ox = lo; ox < hi; ox++)
-                            dst[ox * g->sw + offset] += src[ox];
-                }
+        for (int64_t tap = 0; tap < g->taps; tap++) {
+            int64_t kz = tap / (g->kh * g->kw), ki = tap / g->kw % g->kh, kj = tap % g->kw;
+            const float *row = dcol + ((c - c0) * g->taps + tap) * g->ohw;
+            int64_t offset = kj * g->dw - g->pw, lo, hi;
+            valid_columns(g, offset, &lo, &hi);
+            for (int64_t oy = 0; oy < g->od * g->oh; oy++) { /* output rows, all depths */
+                int64_t in_row = input_row(g, kz, ki, oy / g->oh, oy % g->oh);
+                if (in_row < 0)
+                    continue;
+                float *dst = plane + in_row; /* input column ox*sw+offset */
+                const float *src = row + oy * g->ow;
+                if (g->sw == 1)
+                    for (int64_t ox = lo; ox < hi; ox++)
+                        dst[ox + offset] += src[ox];
+                else
+                    for (int64_t ox = lo; ox < hi; ox++)
+                        dst[ox * g->sw + offset] += src[ox];
             }
+        }
     }
 }
 
-/* ---- conv2d --------------------------------------------------------------------------- */
+/* ---- convolution --------------------------------------------------------------------------- */
 
 static int64_t forward_block_columns(const conv_geom *g)
 {
@@ -158,7 +186,7 @@ static conv_geom forward_geometry(const pl_kernel_args *args)
     return geometry(args->in_t[0], args->in_t[1], args->out_t[0], &args->op->attrs);
 }
 
-PL_WORKSPACE(conv2d)
+PL_WORKSPACE(conv)
 {
     conv_geom g = forward_geometry(args);
     if (conv_winograd(&g))
@@ -169,7 +197,7 @@ PL_WORKSPACE(conv2d)
 }
 
 /* y[n, group's channels, j0:j1] = w_g . col (+ bias). */
-PL_KERNEL(conv2d)
+PL_KERNEL(conv)
 {
     conv_geom g = forward_geometry(args);
     const float *x = args->in[0], *w = args->in[1];
@@ -212,12 +240,18 @@ PL_KERNEL(conv2d)
     }
 }
 
-/* ---- conv2d_grad_input ------------------------------------------------------------------ */
+/* ---- input gradient, and the transposed convolution --------------------------------- */
 
 static conv_geom grad_geometry(const pl_kernel_args *args)
 {
     /* dy, x, w: the forward's output, input and filter */
     return geometry(args->in_t[1], args->in_t[2], args->in_t[0], &args->op->attrs);
+}
+
+/* x, w -> y: the convolution whose input gradient it is maps y back to x. */
+static conv_geom transposed_geometry(const pl_kernel_args *args)
+{
+    return geometry(args->out_t[0], args->in_t[1], args->in_t[0], &args->op->attrs);
 }
 
 /* Input channels per chunk: their rows of dcol fill at most one column buffer. */
@@ -226,52 +260,92 @@ static int64_t channel_block(const conv_geom *g)
     return even_block(g->cg, COLUMN_BUFFER_FLOATS / (g->taps * g->ohw));
 }
 
-PL_WORKSPACE(conv2d_grad_input)
+static size_t input_gradient_workspace(const conv_geom *g, int nth)
 {
-    conv_geom g = grad_geometry(args);
-    if (conv_winograd(&g))
-        return pl_conv_winograd_grad_input_workspace(&g, args->nth);
-    if (g.direct || conv_depthwise(&g))
+    if (conv_winograd(g))
+        return pl_conv_winograd_grad_input_workspace(g, nth);
+    if (g->direct || conv_depthwise(g))
         return 0;
-    return (size_t)args->nth * (size_t)(channel_block(&g) * g.taps * g.ohw) * sizeof(float);
+    return (size_t)nth * (size_t)(channel_block(g) * g->taps * g->ohw) * sizeof(float);
 }
 
 /* dx = col2im(w_g^T . dy), one block of input channels at a time: the block's rows of
  * w_g^T are the block's columns of w_g. */
-PL_KERNEL(conv2d_grad_input)
+static void input_gradient(const conv_geom *g, const float *dy, const float *w, float *dx,
+                           float *work, int ith, int nth)
 {
-    conv_geom g = grad_geometry(args);
-    const float *dy = args->in[0], *w = args->in[2];
-    float *dx = args->out[0];
-    if (conv_depthwise(&g)) {
-        pl_conv_depthwise_grad_input(&g, dy, w, dx, args->ith, args->nth);
+    if (conv_depthwise(g)) {
+        pl_conv_depthwise_grad_input(g, dy, w, dx, ith, nth);
         return;
     }
-    if (conv_winograd(&g)) {
-        pl_conv_winograd_grad_input(&g, dy, w, dx, args->work, args->ith, args->nth);
+    if (conv_winograd(g)) {
+        pl_conv_winograd_grad_input(g, dy, w, dx, work, ith, nth);
         return;
     }
-    int64_t block = channel_block(&g), blocks = ceil_div(g.cg, block);
-    float *dcol = g.direct ? NULL
-                           : (float *)args->work + (int64_t)args->ith * block * g.taps * g.ohw;
+    int64_t block = channel_block(g), blocks = ceil_div(g->cg, block);
+    float *dcol = g->direct ? NULL : work + (int64_t)ith * block * g->taps * g->ohw;
     int64_t begin, end;
-    pl_kernel_share(g.n * g.groups * blocks, args->ith, args->nth, &begin, &end);
+    pl_kernel_share(g->n * g->groups * blocks, ith, nth, &begin, &end);
     for (int64_t chunk = begin; chunk < end; chunk++) {
-        int64_t b = chunk % blocks, gi = chunk / blocks % g.groups, ni = chunk / blocks / g.groups;
-        int64_t c0 = b * block, c1 = c0 + block < g.cg ? c0 + block : g.cg;
-        int64_t rows = (c1 - c0) * g.taps;
-        const float *dyg = dy + (ni * g.o + gi * g.og) * g.ohw;
-        const float *wg = w + gi * g.og * g.k + c0 * g.taps;
-        float *dxg = dx + (ni * g.c + gi * g.cg) * g.hw;
-        float *target = g.direct ? dxg + c0 * g.hw : dcol;
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)g.ohw, (int)g.og,
-                    1.0f, wg, (int)g.k, dyg, (int)g.ohw, 0.0f, target, (int)g.ohw);
-        if (!g.direct)
-            col2im(&g, dcol, c0, c1, dxg);
+        int64_t b = chunk % blocks, gi = chunk / blocks % g->groups;
+        int64_t ni = chunk / blocks / g->groups;
+        int64_t c0 = b * block, c1 = c0 + block < g->cg ? c0 + block : g->cg;
+        int64_t rows = (c1 - c0) * g->taps;
+        const float *dyg = dy + (ni * g->o + gi * g->og) * g->ohw;
+        const float *wg = w + gi * g->og * g->k + c0 * g->taps;
+        float *dxg = dx + (ni * g->c + gi * g->cg) * g->hw;
+        float *target = g->direct ? dxg + c0 * g->hw : dcol;
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)rows, (int)g->ohw,
+                    (int)g->og, 1.0f, wg, (int)g->k, dyg, (int)g->ohw, 0.0f, target,
+                    (int)g->ohw);
+        if (!g->direct)
+            col2im(g, dcol, c0, c1, dxg);
     }
 }
 
-/* ---- conv2d_grad_filter ---------------------------------------------------------------- */
+PL_WORKSPACE(conv_grad_input)
+{
+    conv_geom g = grad_geometry(args);
+    return input_gradient_workspace(&g, args->nth);
+}
+
+PL_KERNEL(conv_grad_input)
+{
+    conv_geom g = grad_geometry(args);
+    input_gradient(&g, args->in[0], args->in[2], args->out[0], args->work, args->ith,
+                   args->nth);
+}
+
+PL_WORKSPACE(conv_transpose)
+{
+    conv_geom g = transposed_geometry(args);
+    return input_gradient_workspace(&g, args->nth);
+}
+
+PL_KERNEL(conv_transpose)
+{
+    conv_geom g = transposed_geometry(args);
+    input_gradient(&g, args->in[0], args->in[1], args->out[0], args->work, args->ith,
+                   args->nth);
+}
+
+/* y += bias, once every thread's share of y is written. */
+PL_FINISH(conv_transpose)
+{
+    if (args->op->n_inputs < 3)
+        return;
+    conv_geom g = transposed_geometry(args);
+    const float *bias = args->in[2];
+    float *y = args->out[0];
+    for (int64_t ni = 0; ni < g.n; ni++)
+        for (int64_t ch = 0; ch < g.c; ch++) {
+            float add = bias[ch], *plane = y + (ni * g.c + ch) * g.hw;
+            for (int64_t i = 0; i < g.hw; i++)
+                plane[i] += add;
+        }
+}
+
+/* ---- filter gradient ------------------------------------------------------------------ */
 
 /* The fixed cut of the filter gradient into (group, input-channel block, sample block)
  * chunks. Channel blocks fit a column buffer and are otherwise as many as give
@@ -307,7 +381,7 @@ static int64_t filter_elements(const conv_geom *g)
 }
 
 /* Workspace: dw copies for sample blocks 1.., then one column buffer per thread. */
-PL_WORKSPACE(conv2d_grad_filter)
+PL_WORKSPACE(conv_grad_filter)
 {
     conv_geom g = grad_geometry(args);
     filter_plan p = filter_grad_plan(&g);
@@ -348,7 +422,7 @@ static void bias_grad_share(const conv_geom *g, const float *dy, float *db, int 
 }
 
 /* dw_g[:, rows of channels c0:c1] = sum over a block of samples of dy_g . col^T. */
-PL_KERNEL(conv2d_grad_filter)
+PL_KERNEL(conv_grad_filter)
 {
     conv_geom g = grad_geometry(args);
     const float *dy = args->in[0], *x = args->in[1];
@@ -390,7 +464,7 @@ PL_KERNEL(conv2d_grad_filter)
 }
 
 /* dw += the other sample blocks' copies, in block order. */
-PL_FINISH(conv2d_grad_filter)
+PL_FINISH(conv_grad_filter)
 {
     conv_geom g = grad_geometry(args);
     filter_plan p = filter_grad_plan(&g);

@@ -1,6 +1,7 @@
 /* Private to the convolution kernels (conv.c: im2col and sgemm; conv_depthwise.c: direct
  * loops for one channel per group; conv_winograd.c: 3x3 stride-1 filters): the shapes of
- * one convolution. */
+ * one convolution. Every convolution has three spatial axes here, depth, height and
+ * width: a 2-D one has a depth of 1, a 1-D one a height of 1 too. */
 #ifndef PLACER_CONV_IMPL_H
 #define PLACER_CONV_IMPL_H
 
@@ -9,15 +10,15 @@
 #include <stdint.h>
 
 typedef struct conv_geom {
-    int64_t n, c, h, w;       /* input */
-    int64_t o, kh, kw;        /* filter [o, c / groups, kh, kw] */
-    int64_t oh, ow;           /* output */
+    int64_t n, c, d, h, w;    /* input */
+    int64_t o, kd, kh, kw;    /* filter [o, c / groups, kd, kh, kw] */
+    int64_t od, oh, ow;       /* output */
     int64_t groups, cg, og;   /* groups; input and output channels per group */
-    int64_t sh, sw, ph, pw, dh, dw;
-    int64_t taps;             /* kh * kw */
+    int64_t sd, sh, sw, pd, ph, pw, dd, dh, dw;
+    int64_t taps;             /* kd * kh * kw */
     int64_t k;                /* cg * taps: rows of a column matrix */
-    int64_t hw, ohw;
-    bool direct;              /* 1x1, stride 1, no padding: the input is the column matrix */
+    int64_t hw, ohw;          /* elements of an input and of an output channel */
+    bool direct;              /* 1x1x1, stride 1, no padding: the input is the column matrix */
 } conv_geom;
 
 static inline int64_t ceil_div(int64_t a, int64_t b)
@@ -37,12 +38,19 @@ static inline void valid_columns(const conv_geom *g, int64_t offset, int64_t *lo
         *lo = *hi;
 }
 
+/* A convolution of height and width alone (depth 1 everywhere): the depthwise and
+ * Winograd kernels take only these. */
+static inline bool conv_planar(const conv_geom *g)
+{
+    return g->d == 1 && g->kd == 1 && g->od == 1 && g->pd == 0;
+}
+
 /* MobileNet's depthwise convolutions (a filter per channel, one channel per group) run as
  * direct loops over each plane: as sgemm calls they would have a single output row. Each
  * plane (dw: each channel) is one thread's whole, so results do not depend on nth. */
 static inline bool conv_depthwise(const conv_geom *g)
 {
-    return g->groups > 1 && g->cg == 1 && g->og == 1;
+    return g->groups > 1 && g->cg == 1 && g->og == 1 && conv_planar(g);
 }
 
 void pl_conv_depthwise(const conv_geom *g, const float *x, const float *w, const float *bias,
@@ -62,9 +70,9 @@ void pl_conv_depthwise_grad_filter(const conv_geom *g, const float *dy, const fl
 
 static inline bool conv_winograd(const conv_geom *g)
 {
-    return g->kh == 3 && g->kw == 3 && g->sh == 1 && g->sw == 1 && g->dh == 1 && g->dw == 1 &&
-           g->groups == 1 && g->ph <= 2 && g->pw <= 2 && g->c >= WINOGRAD_MIN_CHANNELS &&
-           g->o >= WINOGRAD_MIN_CHANNELS &&
+    return conv_planar(g) && g->kh == 3 && g->kw == 3 && g->sh == 1 && g->sw == 1 && g->dh == 1 &&
+           g->dw == 1 && g->groups == 1 && g->ph <= 2 && g->pw <= 2 &&
+           g->c >= WINOGRAD_MIN_CHANNELS && g->o >= WINOGRAD_MIN_CHANNELS &&
            g->n * ceil_div(g->oh, 2) * ceil_div(g->ow, 2) >= WINOGRAD_MIN_TILES;
 }
 

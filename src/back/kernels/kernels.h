@@ -127,13 +127,17 @@ PL_KERNEL(batch_norm);
 PL_KERNEL(batch_norm_grad);
 
 /* conv.c: convolution (im2col + GEMM) and its gradients */
-PL_KERNEL(conv2d);
-PL_WORKSPACE(conv2d);
-PL_KERNEL(conv2d_grad_input);
-PL_WORKSPACE(conv2d_grad_input);
-PL_KERNEL(conv2d_grad_filter);
-PL_FINISH(conv2d_grad_filter);
-PL_WORKSPACE(conv2d_grad_filter);
+/* Convolutions of 1 to 3 spatial axes (the rank of x says which) */
+PL_KERNEL(conv);
+PL_WORKSPACE(conv);
+PL_KERNEL(conv_grad_input);
+PL_WORKSPACE(conv_grad_input);
+PL_KERNEL(conv_grad_filter);
+PL_FINISH(conv_grad_filter);
+PL_WORKSPACE(conv_grad_filter);
+PL_KERNEL(conv_transpose);
+PL_FINISH(conv_transpose);
+PL_WORKSPACE(conv_transpose);
 
 /* pool.c */
 PL_KERNEL(max_pool);
