@@ -398,7 +398,7 @@ def main():
         if name not in MODELS and name not in MAPPING_MODELS:
             print("check.py: unknown model %r (see --list)" % name, file=sys.stderr)
             return 2
-        routes = ["torch", "onnx"] if MODELS[name].get("onnx", True) else ["torch"]
+        routes = ["torch", "onnx"] if spec_of(name).get("onnx", True) else ["torch"]
         for via in (routes if args.via == "both" else [args.via]):
             try:
                 failed += not check(name, via, args.train_steps, args.job_budget)
