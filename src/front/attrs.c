@@ -46,6 +46,8 @@ static const pl_attr_info attr_table[PL_ATTR_COUNT] = {
                                    FIELD(count_include_pad), 0, 1, 0},
     [PL_ATTR_OUTPUT_SIZE] = {"output_size", PL_ATTR_TYPE_PAIR, FIELD(output_size), 1, DIM_MAX,
                              0},
+    [PL_ATTR_BATCH_AXIS] = {"batch_axis", PL_ATTR_TYPE_INT, FIELD(batch_axis), 0,
+                            PL_MAX_RANK - 1, 0},
 };
 
 const pl_attr_info *pl_attr_info_of(pl_attr_id id)

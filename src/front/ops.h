@@ -125,6 +125,7 @@ typedef enum pl_attr_id {
     PL_ATTR_CEIL_MODE,
     PL_ATTR_COUNT_INCLUDE_PAD,
     PL_ATTR_OUTPUT_SIZE,
+    PL_ATTR_BATCH_AXIS,
     PL_ATTR_COUNT
 } pl_attr_id;
 
@@ -154,6 +155,7 @@ typedef struct pl_attrs {
     bool transpose_a, transpose_b, keepdims, ceil_mode, count_include_pad;
     int approximate; /* pl_gelu_approximate */
     int64_t axis, groups, start, end, k;
+    int64_t batch_axis; /* reshape: where the batch goes in the result */
     int64_t stride[2], padding[2], dilation[2], kernel[2], output_size[2];
     pl_int_list axes, sizes, shape, perm;
     double factor, eps, momentum, rate;
@@ -177,7 +179,7 @@ pl_attr_id pl_attr_from_name(const char *name); /* PL_ATTR_COUNT when unknown */
 void pl_attrs_default(pl_attrs *attrs);
 
 /* What shape inference sees and fills in. Inputs are complete; the infer function sets
- * each output's dtype, rank, dims and batched flag, and on a problem calls pl_infer_fail
+ * each output's dtype, rank, dims and batch axis, and on a problem calls pl_infer_fail
  * and returns false. */
 struct pl_tensor;
 typedef struct pl_infer_ctx {

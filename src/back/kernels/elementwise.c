@@ -423,7 +423,9 @@ PL_KERNEL(zeros_like)
 /* ---- dropout -------------------------------------------------------------------------- */
 
 /* y = mask * x / (1 - rate); the mask is a pure function of (seed, step, position in the
- * whole step's batch), so the gradient redraws it instead of storing it. */
+ * whole step's batch), so the gradient redraws it instead of storing it. The micro-batch
+ * holds `outer` runs of its samples (one unless the batch is after axis 0), each run a
+ * block of the whole step's run, `micro_batches` times as long. */
 PL_VECTOR_CLONES static void dropout_apply(const pl_kernel_args *args)
 {
     const pl_attrs *at = &args->op->attrs;
@@ -438,9 +440,15 @@ PL_VECTOR_CLONES static void dropout_apply(const pl_kernel_args *args)
     }
     const float rate = (float)at->rate, keep_scale = (float)(1.0 / (1.0 - at->rate));
     const uint64_t seed = (uint64_t)at->seed;
-    const int64_t step = args->step->step, first = args->step->micro_batch * n;
-    for (int64_t i = begin; i < end; i++)
-        y[i] = pl_rng_keep(seed, step, first + i, rate) ? x[i] * keep_scale : 0.0f;
+    const int64_t step = args->step->step, m = args->step->micro_batches > 1
+                                                   ? args->step->micro_batches : 1;
+    const int64_t run = n / pl_tensor_batch_layout(args->out_t[0]).outer, whole_run = run * m;
+    for (int64_t i = begin; i < end;) {
+        int64_t o = i / run, stop = (o + 1) * run < end ? (o + 1) * run : end;
+        int64_t shift = o * whole_run + args->step->micro_batch * run - o * run;
+        for (; i < stop; i++)
+            y[i] = pl_rng_keep(seed, step, shift + i, rate) ? x[i] * keep_scale : 0.0f;
+    }
 }
 
 PL_KERNEL(dropout)
