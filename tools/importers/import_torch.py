@@ -40,6 +40,9 @@ def add_source_options(p):
                         "(repeat for several inputs; '' for a scalar per sample)")
     p.add_argument("--input-dtype", action="append", choices=["f32", "i32"],
                    help="each input's dtype, in order (default f32)")
+    p.add_argument("--batch-axis", action="append", type=int, metavar="AXIS",
+                   help="each input's batch axis, in order (default 0; 1 for sequence-first "
+                        "models: [T, batch, ...])")
     p.add_argument("--classes", type=int, help="torchvision: the classifier's class count")
     p.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                    help="a keyword argument for the builder (a Python literal), repeatable")
@@ -58,6 +61,15 @@ def check_source_options(p, args):
     if len(dtypes) > len(args.shapes):
         p.error("%d --input-dtype for %d --input" % (len(dtypes), len(args.shapes)))
     args.dtypes = dtypes + ["f32"] * (len(args.shapes) - len(dtypes))
+    axes = args.batch_axis or []
+    if len(axes) > len(args.shapes):
+        p.error("%d --batch-axis for %d --input" % (len(axes), len(args.shapes)))
+    args.batch_axes = axes + [0] * (len(args.shapes) - len(axes))
+    for text, shape, axis in zip(args.input, args.shapes, args.batch_axes):
+        if not 0 <= axis <= len(shape):
+            p.error("--batch-axis %d: --input %s has %d ax%s per sample, so it must be in "
+                    "0 .. %d" % (axis, text, len(shape), "is" if len(shape) == 1 else "es",
+                                 len(shape)))
     if not 1 <= args.vocab <= limits.MAX_ELEMENTS:
         p.error("--vocab %d: token ids are i32, so it must be in 1 .. 2^31" % args.vocab)
     check_example_batch(args)
@@ -173,12 +185,13 @@ def main():
             ", ".join(n.target for n in placeholders), len(args.shapes)))
     examples = []
     gen = torch.Generator().manual_seed(0)
-    for n, shape, dtype in zip(placeholders, args.shapes, args.dtypes):
-        inputs.append(b.input(n.target, shape, dtype, "data"))
+    for n, shape, dtype, axis in zip(placeholders, args.shapes, args.dtypes, args.batch_axes):
+        inputs.append(b.input(n.target, shape, dtype, "data", axis))
+        whole = inputs[-1].shape
         if dtype == "i32":
-            examples.append(torch.randint(0, args.vocab, (args.batch,) + shape, generator=gen))
+            examples.append(torch.randint(0, args.vocab, whole, generator=gen))
         else:
-            examples.append(torch.randn((args.batch,) + shape, generator=gen))
+            examples.append(torch.randn(whole, generator=gen))
     imp = torch_fx.Importer(b, gm, examples, inputs)
     out = imp.run()
     if imp.unsupported:

@@ -34,6 +34,11 @@ def _batched(*args):
     return any(isinstance(a, Tensor) and a.batched for a in args)
 
 
+def _batch_axis(*args):
+    """The batch axis of the first batched tensor among args (None when none is)."""
+    return next((a.batch_axis for a in args if isinstance(a, Tensor) and a.batched), None)
+
+
 # ---- arithmetic -------------------------------------------------------------------------------
 
 def _arith(op, reverse=False):
@@ -142,7 +147,7 @@ def _layer_norm(imp, name, args, kwargs):
     n = shape[0]
     gamma = w if isinstance(w, Tensor) else imp.b.constant(name + ".gamma", [1.0] * n)
     beta = bias if isinstance(bias, Tensor) else imp.b.constant(name + ".beta", [0.0] * n)
-    return imp.b.node1("layer_norm", name, [x, gamma, beta], x.shape, x.batched,
+    return imp.b.node1("layer_norm", name, [x, gamma, beta], x.shape, x.batch_axis,
                        {"eps": float(eps)})
 
 
@@ -187,7 +192,7 @@ def _cat(imp, name, args, kwargs):
     tensors = [imp.tensor_of(p, name, first) for p in parts]
     if len(tensors) == 1:
         return tensors[0]
-    return imp.b.node1("concat", name, tensors, _shape(imp), _batched(*tensors),
+    return imp.b.node1("concat", name, tensors, _shape(imp), _batch_axis(*tensors),
                        {"axis": _axis(dim, first.rank)})
 
 
@@ -198,7 +203,7 @@ def _split(imp, name, args, kwargs):
     sizes = [int(o.shape[dim]) for o in outs]
     if len(sizes) == 1:
         return (x,)
-    specs = [(tuple(o.shape), x.batched) for o in outs]
+    specs = [(tuple(o.shape), x.batch_axis) for o in outs]
     attrs = {"axis": dim}
     if len(set(sizes)) > 1:
         attrs["sizes"] = sizes
@@ -216,7 +221,8 @@ def _mean_sum(op):
         attrs = {"axes": axes}
         if keep:
             attrs["keepdims"] = True
-        return imp.b.node1(op, name, [x], _shape(imp), x.batched, attrs)
+        return imp.b.node1(op, name, [x], _shape(imp), emit.reduced_batch_axis(x, axes, keep),
+                           attrs)
     return handler
 
 
@@ -242,19 +248,19 @@ def _slice_tensor(imp, name, x, index):
                 raise Refused("tensor slicing with a step")
             if (start, stop) == (0, x.shape[axis]):
                 continue
-            if axis == 0 and x.batched:
+            if axis == x.batch_axis:
                 raise Refused("slicing the batch axis")
             shape = list(y.shape)
             shape[axis] = stop - start
-            y = imp.b.node1("slice", name + ".slice", [y], shape, y.batched,
+            y = imp.b.node1("slice", name + ".slice", [y], shape, y.batch_axis,
                             {"axis": axis, "start": start, "end": stop})
         elif isinstance(i, int):
-            if axis == 0 and x.batched:
+            if axis == x.batch_axis:
                 raise Refused("indexing the batch axis")
             j = i % x.shape[axis]
             shape = list(y.shape)
             shape[axis] = 1
-            y = imp.b.node1("slice", name + ".slice", [y], shape, y.batched,
+            y = imp.b.node1("slice", name + ".slice", [y], shape, y.batch_axis,
                             {"axis": axis, "start": j, "end": j + 1})
         else:
             raise Refused("tensor indexing with %s" % type(i).__name__)
