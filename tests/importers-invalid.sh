@@ -142,6 +142,14 @@ done
 refused "--input-dtype twice for one --input" "2 --input-dtype for 1 --input" \
     $t --input 8 --input-dtype i32 --input-dtype f32 $out
 refused "--input-dtype f64" "argument --input-dtype: invalid choice: 'f64'" $t --input 8 --input-dtype f64 $out
+refused "--batch-axis past the input" "--batch-axis 4: --input 3,32,32 has 3 axes per sample, so it must be in 0 .. 3" \
+    $t --input 3,32,32 --batch-axis 4 $out
+refused "--batch-axis twice for one --input" "2 --batch-axis for 1 --input" \
+    $t --input 8 --batch-axis 1 --batch-axis 0 $out
+refused "--batch-axis -1 for ONNX" "--batch-axis -1: must be 0 or more" \
+    "$onnx_import" "$m/ok.onnx" --batch-axis -1 $out
+refused "--batch-axis past an ONNX input" "has no batch axis 5" \
+    "$onnx_import" "$m/ok.onnx" --batch-axis 5 $out
 refused "--arg without =" "--arg takes KEY=VALUE, not 'foo'" $t --input 3,32,32 --arg foo $out
 refused "a source without a callable" "give torchvision:NAME or FILE.py:CALLABLE" \
     "$torch_import" resnet18 --input 3,32,32 $out

@@ -4,7 +4,7 @@
 # (outputs and first-step gradients within 1e-4); then the command lines' errors. Skipped
 # (exit 77) with a message when python3-torch, python3-torchvision or python3-onnx is
 # missing (tools/setup installs them). IMPORTER_MODELS names the models to check, "all"
-# (or unset) for every one; `make check` names five (Makefile.am), tools/check all.
+# (or unset) for every one; `make check` names a few (Makefile.am), tools/check all.
 . "${top_srcdir:-.}/tests/shell_lib.sh"
 
 need_importers importers
@@ -92,6 +92,30 @@ expect 2 "output over the input" "$torch_import" "$work/same.py:build" --input 5
 contains "$work/err" "refusing to overwrite the input" "refused"
 expect 2 "a batch-moving model" "$torch_import" torchvision:resnet18 --input 3,32,32 --loss model -o "$work/r.json"
 contains "$work/err" "--loss model needs a scalar f32 output" "the loss option"
+
+# The batch on any axis: a transpose that moves it imports, and its reshapes and means
+# follow it; a sequence-first layer needs the batch on axis 1, which --batch-axis gives.
+cat >"$work/moves.py" <<'PY'
+import torch.nn as nn
+class TimeMajor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.out = nn.Linear(8, 6), nn.Linear(6, 3)
+    def forward(self, x):  # [N, T, 8] -> [T, N, 8]: the batch on axis 1
+        h = self.fc(x.transpose(0, 1))
+        return self.out(h.reshape(h.shape[0], h.shape[1], 2, 3).flatten(2).mean(0))
+def build():
+    return TimeMajor()
+PY
+expect 0 "a transpose that moves the batch" "$torch_import" "$work/moves.py:build" --input 5,8 \
+    --batch 4 -o "$work/moves.json"
+expect 0 "its model validates" "$bin" validate -q "$work/moves.json"
+expect 2 "a sequence-first layer without --batch-axis" "$torch_import" \
+    "$src/tests/importers/models.py:sequence_first_transformer" --input 16 --input-dtype i32 \
+    --vocab 100 --batch 8 -o "$work/s.json"
+contains "$work/err" "MultiheadAttention with batch_first=False reads the batch on axis 1, but its input [8, 16, 32] holds the batch on axis 0" \
+    "says where the batch must be"
+[ ! -e "$work/s.json" ] && ok || bad "a model was written despite the error"
 
 # Outputs: '-' is standard output; files get the umask's mode; --loss mse validates.
 expect 0 "model to stdout" "$torch_import" torchvision:resnet18 --input 3,32,32 --batch 2 -o -

@@ -33,7 +33,8 @@ float *pl_kc_nans(int64_t n)
 
 pl_tensor pl_kc_tensor(const char *dims, pl_dtype dtype, bool batched)
 {
-    pl_tensor t = {.name = "t", .dtype = dtype, .batched = batched, .producer = -1,
+    pl_tensor t = {.name = "t", .dtype = dtype, .batch_axis = batched ? 0 : PL_NO_BATCH,
+                   .producer = -1,
                    .kind = PL_TENSOR_ACTIVATION};
     for (const char *p = dims; *p;) {
         char *end;

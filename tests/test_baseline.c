@@ -246,7 +246,8 @@ static double crossing(const pl_graph *g, const pl_plan *plan, const pl_partitio
         if (pl_graph_updated_param(g, o) == t && op->phase != PL_PHASE_UPDATE) {
             const pl_tensor *c = &g->tensors[op->inputs[1]];
             if (c->producer >= 0 && parts->op_device[c->producer] != home)
-                bytes += (double)pl_tensor_bytes(c) * (c->batched ? 1 : plan->micro_batches);
+                bytes += (double)pl_tensor_bytes(c) *
+                         (c->batch_axis != PL_NO_BATCH ? 1 : plan->micro_batches);
         } else if (pl_graph_updated_param(g, o) < 0) {
             for (int i = 0; i < op->n_inputs; i++)
                 read[parts->op_device[o]] |= op->inputs[i] == t;

@@ -697,6 +697,53 @@ static void test_synthetic_deterministic(void)
     }
 }
 
+/* Tokens [T] with the batch on axis 1, [T,N], as a sequence-first model reads them, and its
+ * batch-first twin [N,T]: the same samples, each in its column. */
+static void test_synthetic_batch_axis(void)
+{
+    static const char *const model =
+        "{'format': 'placer-model', 'version': 1, 'name': 'bag', 'batch_size': 4,"
+        " 'inputs': [{'name': 'tokens', 'shape': [5], 'dtype': 'i32', 'role': 'data'%s},"
+        "            {'name': 'y', 'shape': [], 'dtype': 'i32', 'role': 'label'}],"
+        " 'parameters': [{'name': 'table', 'shape': [7, 3], 'init': {'kind': 'zeros'}}],"
+        " 'nodes': [{'name': 'e', 'op': 'embedding', 'inputs': ['table', 'tokens'],"
+        "            'outputs': ['h']},"
+        "           {'name': 'bag', 'op': 'reduce_mean', 'inputs': ['h'], 'outputs': ['logits'],"
+        "            'attrs': {'axes': [%d]}},"
+        "           {'name': 'xent', 'op': 'softmax_cross_entropy', 'inputs': ['logits', 'y'],"
+        "            'outputs': ['loss']}],"
+        " 'loss': 'loss', 'optimizer': {'kind': 'sgd', 'lr': 0.1}}";
+    char first[1400], second[1400];
+    snprintf(first, sizeof first, model, ", 'batch_axis': 1", 0);
+    snprintf(second, sizeof second, model, "", 1);
+    pl_graph *seq = load_json(first), *twin = load_json(second);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(seq);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(twin);
+    int tokens = pl_graph_find_tensor(seq, "tokens"), y = pl_graph_find_tensor(seq, "y");
+    CU_ASSERT_EQUAL(seq->tensors[tokens].batch_axis, 1);
+    CU_ASSERT_EQUAL(seq->tensors[tokens].dims[1], 4);
+    pl_dataset *a = pl_dataset_open(seq, "synthetic", 5, NULL);
+    pl_dataset *b = pl_dataset_open(twin, "synthetic", 5, NULL);
+    CU_ASSERT_FATAL(a && b);
+    batch x = batch_new(seq, 4), z = batch_new(twin, 4);
+    fill_batch(a, PL_SPLIT_TRAIN, 1, 40, 4, &x);
+    fill_batch(b, PL_SPLIT_TRAIN, 1, 40, 4, &z);
+    const int32_t *columns = x.buf[tokens], *rows = z.buf[tokens];
+    int differ = 0;
+    for (int n = 0; n < 4; n++)
+        for (int t = 0; t < 5; t++)
+            differ += columns[t * 4 + n] != rows[n * 5 + t];
+    CU_ASSERT_EQUAL(differ, 0);
+    CU_ASSERT_EQUAL(memcmp(x.buf[y], z.buf[y], 4 * sizeof(int32_t)), 0);
+    CU_ASSERT_TRUE(guards_intact(&x) && guards_intact(&z));
+    batch_free(&x);
+    batch_free(&z);
+    pl_dataset_free(a);
+    pl_dataset_free(b);
+    pl_graph_free(seq);
+    pl_graph_free(twin);
+}
+
 /* Class labels take several classes, none most of the time. */
 static void check_class_spread(const int32_t *labels, int n, int64_t classes)
 {
@@ -1097,6 +1144,7 @@ void pl_register_data_tests(void)
         {"text needs a causal model", test_text_needs_a_causal_model},
         {"default text", test_default_text},
         {"synthetic is deterministic", test_synthetic_deterministic},
+        {"synthetic samples along the batch axis", test_synthetic_batch_axis},
         {"synthetic class teacher is learnable", test_synthetic_class_teacher},
         {"synthetic token-pair teacher", test_synthetic_token_teacher},
         {"synthetic seq2seq reverses", test_synthetic_seq2seq},

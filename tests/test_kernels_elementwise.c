@@ -496,7 +496,7 @@ static void test_where(void)
                          pl_kc_tensor("5", PL_F32, false)};
     pl_tensor out_t;
     CU_ASSERT_FATAL(pl_kc_infer(PL_OP_WHERE, &at, 3, in_t, 1, &out_t));
-    CU_ASSERT(out_t.rank == 3 && out_t.dims[0] == 3 && out_t.batched);
+    CU_ASSERT(out_t.rank == 3 && out_t.dims[0] == 3 && out_t.batch_axis == 0);
     float *cond = mask_random(&in_t[0], 1), *a = pl_kc_random(&in_t[1], 2, -1, 1),
           *b = pl_kc_random(&in_t[2], 3, -1, 1);
     void *in[] = {cond, a, b};

@@ -41,10 +41,10 @@ static void test_sorts_and_infers(void)
     CU_ASSERT_EQUAL(g->tensors[logits].rank, 2);
     CU_ASSERT_EQUAL(g->tensors[logits].dims[0], 4);
     CU_ASSERT_EQUAL(g->tensors[logits].dims[1], 3);
-    CU_ASSERT_TRUE(g->tensors[logits].batched);
+    CU_ASSERT_EQUAL(g->tensors[logits].batch_axis, 0);
     CU_ASSERT_EQUAL(g->tensors[logits].producer, pl_graph_find_op(g, "fc2"));
     CU_ASSERT_EQUAL(g->loss, pl_graph_find_tensor(g, "loss"));
-    CU_ASSERT_FALSE(g->tensors[g->loss].batched);
+    CU_ASSERT_EQUAL(g->tensors[g->loss].batch_axis, PL_NO_BATCH);
     int x = pl_graph_find_tensor(g, "x");
     CU_ASSERT_EQUAL(g->tensors[x].dims[0], 4); /* the batch, prepended */
     CU_ASSERT_EQUAL(g->tensors[x].role, PL_ROLE_DATA);

@@ -58,7 +58,7 @@ static void assert_shape(const pl_tensor *t, const char *want, bool batched)
     if (strcmp(got, want) != 0)
         fprintf(stderr, "\n    shape %s, wanted %s\n", got, want);
     CU_ASSERT_STRING_EQUAL(got, want);
-    CU_ASSERT_EQUAL(t->batched, batched);
+    CU_ASSERT_EQUAL(t->batch_axis, batched ? 0 : PL_NO_BATCH);
 }
 
 static void assert_fails(const result *r, const char *needle)
@@ -120,7 +120,7 @@ static void test_matmul_batched(void)
     assert_fails(&r, "would sum over the batch");
     pl_tensor b2[2] = {tensor("w", "5,4", false), tensor("x", "4,3", true)};
     r = infer(PL_OP_MATMUL, NULL, 2, b2, 1);
-    assert_fails(&r, "only a rank-2 a may be batched");
+    assert_fails(&r, "only a's rows or leading axes may hold it");
     pl_tensor stretch[2] = {tensor("h", "2,8,16", true), tensor("w", "3,16,4", false)};
     r = infer(PL_OP_MATMUL, NULL, 2, stretch, 1);
     assert_fails(&r, "do not broadcast");
@@ -463,11 +463,101 @@ static void test_shape_changes(void)
     r = infer(PL_OP_TRANSPOSE, &t, 1, img, 1);
     assert_shape(&r.out[0], "[5,3,2,4]", true);
     t.perm = (pl_int_list){4, moves_batch};
-    r = infer(PL_OP_TRANSPOSE, &t, 1, img, 1);
-    assert_fails(&r, "it is the batch axis");
+    r = infer(PL_OP_TRANSPOSE, &t, 1, img, 1); /* the batch moves with its axis */
+    CU_ASSERT_TRUE(r.ok);
+    CU_ASSERT_EQUAL(r.out[0].batch_axis, 1);
     t.perm = (pl_int_list){4, twice};
     r = infer(PL_OP_TRANSPOSE, &t, 1, img, 1);
     assert_fails(&r, "not a permutation");
+}
+
+/* A tensor batched on `axis`. */
+static pl_tensor batched_on(const char *name, const char *dims, int axis)
+{
+    pl_tensor t = tensor(name, dims, true);
+    t.batch_axis = axis;
+    return t;
+}
+
+static void assert_batch_axis(const result *r, const char *want, int axis)
+{
+    CU_ASSERT_TRUE(r->ok);
+    if (!r->ok)
+        fprintf(stderr, "\n    message: %s\n", r->message);
+    char got[96];
+    pl_shape_format(&r->out[0], got, sizeof got);
+    CU_ASSERT_STRING_EQUAL(got, want);
+    CU_ASSERT_EQUAL(r->out[0].batch_axis, axis);
+}
+
+/* Sequence-first tensors [T,N,E]: ops carry the batch axis where it goes, and refuse to
+ * reduce, cut or mix along it. */
+static void test_batch_axis(void)
+{
+    pl_tensor x[1] = {batched_on("x", "7,4,6", 1)};
+    pl_tensor w[2] = {x[0], tensor("w", "6,5", false)};
+    result r = infer(PL_OP_MATMUL, NULL, 2, w, 1);
+    assert_batch_axis(&r, "[7,4,5]", 1);
+    pl_tensor bias[2] = {x[0], tensor("b", "4,1", false)};
+    r = infer(PL_OP_ADD, NULL, 2, bias, 1);
+    assert_fails(&r, "would stretch over the batch axis 1");
+    pl_tensor rows[2] = {x[0], tensor("p", "7,1,6", false)};
+    r = infer(PL_OP_ADD, NULL, 2, rows, 1);
+    assert_batch_axis(&r, "[7,4,6]", 1);
+    pl_tensor apart[2] = {x[0], batched_on("y", "7,4,6", 0)};
+    r = infer(PL_OP_ADD, NULL, 2, apart, 1);
+    assert_fails(&r, "would hold the batch on axis 0 of the result, but \"x\" on axis 1");
+
+    static const int64_t to_front[] = {1, 0, 2};
+    pl_attrs t = attrs_default();
+    t.perm = (pl_int_list){3, to_front};
+    r = infer(PL_OP_TRANSPOSE, &t, 1, x, 1);
+    assert_batch_axis(&r, "[4,7,6]", 0);
+
+    pl_attrs a = attrs_default();
+    a.axis = 1;
+    r = infer(PL_OP_SOFTMAX, &a, 1, x, 1);
+    assert_fails(&r, "cannot normalise along axis 1 of \"x\": it is the batch axis");
+    a.axis = 0;
+    r = infer(PL_OP_SOFTMAX, &a, 1, x, 1);
+    assert_batch_axis(&r, "[7,4,6]", 1);
+    r = infer(PL_OP_SLICE, &(pl_attrs){.axis = 1, .start = 0, .end = 2}, 1, x, 1);
+    assert_fails(&r, "cannot slice along axis 1");
+    static const int64_t first[] = {0};
+    pl_attrs reduce = attrs_default();
+    reduce.axes = (pl_int_list){1, first};
+    r = infer(PL_OP_REDUCE_MEAN, &reduce, 1, x, 1);
+    assert_batch_axis(&r, "[4,6]", 0);
+
+    /* reshape: per-sample shape, batch placed by "batch_axis"; samples must not mix */
+    static const int64_t split_e[] = {7, 2, 3}, merged[] = {42};
+    pl_attrs re = attrs_default();
+    re.shape = (pl_int_list){3, split_e};
+    re.batch_axis = 1;
+    r = infer(PL_OP_RESHAPE, &re, 1, x, 1);
+    assert_batch_axis(&r, "[7,4,2,3]", 1);
+    re.shape = (pl_int_list){1, merged};
+    re.batch_axis = 0;
+    r = infer(PL_OP_RESHAPE, &re, 1, x, 1);
+    assert_fails(&r, "would mix samples");
+    CU_ASSERT_EQUAL(r.blame_attr, PL_ATTR_SHAPE); /* "batch_axis" when given */
+
+    /* ops that read the batch on axis 0 say so */
+    pl_tensor img[1] = {batched_on("img", "3,4,5,5", 1)};
+    r = infer(PL_OP_FLATTEN, NULL, 1, img, 1);
+    assert_fails(&r, "\"img\" has the batch on axis 1, but this op needs it on axis 0");
+    pl_tensor last[3] = {batched_on("h", "6,4", 1), tensor("g", "4", false),
+                         tensor("b", "4", false)};
+    r = infer(PL_OP_LAYER_NORM, NULL, 3, last, 1);
+    assert_fails(&r, "cannot normalise over axis 1 of \"h\": it is the batch axis");
+
+    /* matmul: the batch may be a's rows anywhere, never the summed axis */
+    pl_tensor m[2] = {batched_on("q", "2,4,6", 1), tensor("k", "2,6,3", false)};
+    r = infer(PL_OP_MATMUL, NULL, 2, m, 1);
+    assert_batch_axis(&r, "[2,4,3]", 1);
+    pl_tensor summed[2] = {batched_on("q", "2,6,4", 2), tensor("k", "2,4,3", false)};
+    r = infer(PL_OP_MATMUL, NULL, 2, summed, 1);
+    assert_fails(&r, "would sum over the batch");
 }
 
 static void test_embedding_and_reduce(void)
@@ -574,6 +664,7 @@ void pl_register_ops_tests(void)
         {"pooling windows", test_pools},
         {"concat, split, slice", test_join_and_cut},
         {"reshape, flatten, transpose", test_shape_changes},
+        {"the batch on any axis", test_batch_axis},
         {"embedding and reductions", test_embedding_and_reduce},
         {"top-k gate and LSTM cell", test_gate_and_lstm},
         {"op, kernel and attribute tables are complete", test_table_is_complete},

@@ -112,8 +112,8 @@ static void check_plan(const pl_graph *g, const pl_cluster *c, const pl_dataset 
 
 /* Random replicated plans on 2 to 4 devices, every other with its optimiser state
  * sharded: two steps each, one device's losses with replicas x micro-batches
- * micro-batches. */
-static void check_random_replicas(const char *model)
+ * micro-batches, or with whole steps when `whole` (a model without batch statistics). */
+static void check_replicas(const char *model, bool whole)
 {
     enum { STEPS = 2, PLANS = 6 };
     pl_graph *g = pl_test_bundled_training_graph(model, BATCH);
@@ -126,7 +126,8 @@ static void check_random_replicas(const char *model)
         pl_plan *plan = random_replicated_plan(g, n_devices, 77u * (uint64_t)i + 5);
         plan->shard_optimizer_state = i % 2 == 1;
         float want[STEPS];
-        one_device(g, data, plan->replicas * plan->micro_batches, STEPS, want, NULL);
+        one_device(g, data, whole ? 1 : plan->replicas * plan->micro_batches, STEPS, want,
+                   NULL);
         char what[128];
         snprintf(what, sizeof what, "%s plan %d", model, i);
         check_plan(g, c, data, plan, STEPS, want, NULL, what);
@@ -137,12 +138,20 @@ static void check_random_replicas(const char *model)
     pl_graph_free(g);
 }
 
+static void check_random_replicas(const char *model)
+{
+    check_replicas(model, false);
+}
+
 static void test_random_mlp(void) { check_random_replicas("small/mlp-small.json"); }
 static void test_random_lstm(void) { check_random_replicas("small/lstm_lm-small.json"); }
 static void test_random_seq2seq(void) { check_random_replicas("small/seq2seq-small.json"); }
 static void test_random_transformer(void) { check_random_replicas("small/transformer-small.json"); }
 static void test_random_recommender(void) { check_random_replicas("small/recommender-small.json"); }
 static void test_random_moe(void) { check_random_replicas("small/moe-small.json"); }
+/* Slices gathered along the batch axis 1, and dropout's mask by each sample's place in
+ * the whole step: one device's whole steps. */
+static void test_random_seq_first(void) { check_replicas("tests/models/seq-first.json", true); }
 
 /* Four replicas on four devices, and two replicas each a two-stage pipeline of two
  * micro-batches, each with its optimiser state replicated and sharded: a hundred steps of
@@ -402,6 +411,7 @@ void pl_register_replica_tests(void)
         {"random replicated plans: transformer", test_random_transformer},
         {"random replicated plans: recommender", test_random_recommender},
         {"random replicated plans: moe", test_random_moe},
+        {"random replicated plans: the batch on axis 1", test_random_seq_first},
         {"a hundred steps as one device: mlp", test_hundred_mlp},
         {"a hundred steps as one device: transformer", test_hundred_transformer},
         {"weights set after the plan reach every replica", test_weights_after_plan},

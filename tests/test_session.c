@@ -149,6 +149,11 @@ static void test_gradients_attention(void)
 {
     check_gradients("tests/models/attention.json", 16, 0.05);
 }
+/* The batch on axis 1: reshapes and transposes that move it, dropout, a mean over time. */
+static void test_gradients_seq_first(void)
+{
+    check_gradients("tests/models/seq-first.json", 16, 0.05);
+}
 /* The PyTorch importers' ops: clamp, hardswish and max pooling have kinks. */
 static void test_gradients_torch_ops(void)
 {
@@ -209,7 +214,8 @@ static void test_threads_and_micro_batches_agree(void)
         "small/mlp-small.json",          "small/lstm_lm-small.json",
         "small/transformer-small.json",  "small/cnn-small.json",
         "tests/models/attention.json",   "tests/models/torch-ops.json",
-        "tests/models/layer-ops.json",   "tests/models/convolutions.json"};
+        "tests/models/layer-ops.json",   "tests/models/convolutions.json",
+        "tests/models/seq-first.json"};
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
         int64_t n1, n3, n4;
         float *one = gradients_of(models[m], 1, 1, &n1);
@@ -356,6 +362,7 @@ void pl_register_session_tests(void)
         {"gradients: the PyTorch importers' ops", test_gradients_torch_ops},
         {"gradients: channel-first layer norm, stochastic depth, where", test_gradients_layer_ops},
         {"gradients: convolutions of 1 to 3 axes, transposed", test_gradients_convolutions},
+        {"gradients: the batch on axis 1", test_gradients_seq_first},
         {"threads and micro-batches give the same gradients", test_threads_and_micro_batches_agree},
         {"every small model learns in 100 steps", test_every_small_model_learns},
         {NULL, NULL},

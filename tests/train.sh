@@ -45,6 +45,25 @@ done
 contains "$work/out" "optimizer state sharded" "train names the sharded state"
 if cmp -s "$work/dp.ckpt" "$work/sharded.ckpt"; then ok; else bad "sharded state checkpoint differs"; fi
 
+# The batch on axis 1 (a sequence-first model): micro-batches and a data-parallel plan,
+# which slice the step along that axis, train what one device does with whole steps.
+seq=$src/tests/models/seq-first.json
+loss_at_8() { grep "^step 8 " "$work/out" | sed 's/  \(accuracy\|[0-9.]* samples\).*//'; }
+expect 0 "batch on axis 1: whole steps" "$bin" train "$seq" --steps 8 --log-every 8
+loss_at_8 >"$work/seq-whole"
+expect 0 "batch on axis 1: micro-batches" "$bin" train "$seq" --steps 8 --log-every 8 \
+    --micro-batches 4
+loss_at_8 >"$work/seq-micro"
+expect 0 "batch on axis 1: a data-parallel plan" "$bin" baseline "$seq" --algo data-parallel \
+    --cluster "$local2" -o "$work/seq-dp.json"
+expect 0 "batch on axis 1: replicas" "$bin" train "$seq" --cluster "$local2" \
+    --plan "$work/seq-dp.json" --steps 8 --log-every 8
+loss_at_8 >"$work/seq-dp"
+contains "$work/seq-whole" "step 8  epoch 1  loss " "batch on axis 1: the loss is printed"
+if cmp -s "$work/seq-whole" "$work/seq-micro" && cmp -s "$work/seq-whole" "$work/seq-dp"; then
+    ok; else bad "batch on axis 1: losses differ: $(cat "$work/seq-whole" "$work/seq-micro" \
+    "$work/seq-dp")"; fi
+
 # Ctrl-C: the step in flight finishes, the checkpoint is written, exit status 130, and the
 # checkpoint resumes.
 interrupted "Ctrl-C" "$bin" train "$lstm" --steps 1000000 --checkpoint "$work/stopped.ckpt" -q

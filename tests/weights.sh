@@ -165,6 +165,37 @@ EOF
 if py "$work/names.py" "$work/resnet.weights" 2>"$work/err"; then ok; else
     bad "Python cannot read placer's weights"; sed 's/^/    /' "$work/err"; fi
 
+# Inputs batched on axis 1 (tokens [T, k*batch]): each batch is its columns, and the outputs
+# of two batches at once are those of each alone.
+seq=$src/tests/models/seq-first.json
+cat >"$work/seq.py" <<'EOF'
+import sys
+import numpy as np
+import placer_tensors as pt
+rng = np.random.default_rng(3)
+tokens, labels = rng.integers(0, 11, (5, 8)).astype(np.int32), rng.integers(0, 3, 8).astype(np.int32)
+pt.write(sys.argv[1], [("tokens", tokens), ("y", labels)])
+pt.write(sys.argv[2], [("tokens", tokens[:, :4].copy()), ("y", labels[:4])])
+pt.write(sys.argv[3], [("tokens", tokens[:, 4:].copy()), ("y", labels[4:])])
+EOF
+py "$work/seq.py" "$work/seq.tensors" "$work/seq-a.tensors" "$work/seq-b.tensors" && ok ||
+    bad "Python cannot write the sequence-first inputs"
+for part in seq seq-a seq-b; do
+    expect 0 "eval of inputs batched on axis 1 ($part)" "$bin" eval "$seq" \
+        --inputs "$work/$part.tensors" --outputs "$work/$part.out.tensors"
+done
+cat >"$work/seq-check.py" <<'EOF'
+import sys
+import numpy as np
+import placer_tensors as pt
+whole, a, b = (dict(pt.read(p))["logits"] for p in sys.argv[1:4])
+assert whole.shape == (8, 3), whole.shape
+assert np.array_equal(whole, np.concatenate([a, b])), (whole, a, b)
+EOF
+if py "$work/seq-check.py" "$work/seq.out.tensors" "$work/seq-a.out.tensors" \
+    "$work/seq-b.out.tensors" 2>"$work/err"; then ok; else
+    bad "two batches on axis 1 differ from each alone"; sed 's/^/    /' "$work/err"; fi
+
 # Inputs that do not fit the model.
 expect 2 "inputs not whole batches" "$bin" eval "$mlp" --inputs "$work/in-6.tensors"
 contains "$work/err" "tensor \"image\" has shape [6,784]; the model's input is [4,784], so it must be [k*4,784]" \

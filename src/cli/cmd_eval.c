@@ -38,12 +38,13 @@ static void usage(void)
            "  --batches N       evaluate N batches (default: the whole batches of the test\n"
            "                    split; past its end the samples wrap around)\n"
            "  --inputs FILE     instead of --data: a tensor file with one tensor per model\n"
-           "                    input, named as the input, its first axis a multiple of\n"
-           "                    the batch size: the batches in order (values as given:\n"
-           "                    a NaN gives a NaN loss)\n"
+           "                    input, named as the input, its batch axis (the first,\n"
+           "                    unless the model says otherwise) a multiple of the batch\n"
+           "                    size: the batches in order (values as given: a NaN gives\n"
+           "                    a NaN loss)\n"
            "  --train-mode      batch statistics and dropout, as a training step computes\n"
            "  --outputs FILE    write the tensors that feed the loss (the logits, say) as a\n"
-           "                    tensor file, the batches concatenated along axis 0\n"
+           "                    tensor file, the batches concatenated along the batch axis\n"
            "  --gradients FILE  run forward and backward (training mode) on the first batch\n"
            "                    and write every trainable parameter's gradient, named as\n"
            "                    the parameter; nothing is updated\n"
@@ -129,24 +130,28 @@ static pl_status match_input(evaluator *e, int k, int64_t *batches, pl_error *er
         return pl_error_set(err, PL_EINPUT, NULL, "tensor \"%s\" is not an input of model "
                             "\"%s\"", f->name, g->name);
     const pl_tensor *m = &g->tensors[t];
+    int axis = m->batch_axis;
     char want[160];
     pl_shape_format(m, want, sizeof want);
-    bool same = f->rank == m->rank && f->rank > 0 && f->dims[0] > 0 &&
-                f->dims[0] % g->batch_size == 0;
-    for (int i = 1; same && i < m->rank; i++)
-        same = f->dims[i] == m->dims[i];
+    bool same = f->rank == m->rank && f->dims[axis] > 0 && f->dims[axis] % g->batch_size == 0;
+    for (int i = 0; same && i < m->rank; i++)
+        same = i == axis || f->dims[i] == m->dims[i];
     if (f->dtype != m->dtype)
         return pl_error_set(err, PL_EINPUT, NULL, "tensor \"%s\" is %s; the model's input is "
                             "%s", f->name, pl_dtype_name(f->dtype), pl_dtype_name(m->dtype));
     if (!same) {
-        char have[160];
-        const char *rest = strchr(want, ',');
+        char have[160], whole[200];
         pl_named_tensor_format_shape(f, have, sizeof have);
+        int used = 0;
+        for (int i = 0; i < m->rank; i++)
+            used += snprintf(whole + used, sizeof whole - (size_t)used, "%s%s%lld",
+                             i ? "," : "[", i == axis ? "k*" : "", (long long)m->dims[i]);
+        snprintf(whole + used, sizeof whole - (size_t)used, "]");
         return pl_error_set(err, PL_EINPUT, NULL, "tensor \"%s\" has shape %s; the model's "
-                            "input is %s, so it must be [k*%d%s (k batches, k >= 1)", f->name,
-                            have, want, g->batch_size, rest ? rest : "]");
+                            "input is %s, so it must be %s (k batches, k >= 1)", f->name,
+                            have, want, whole);
     }
-    int64_t k_batches = f->dims[0] / g->batch_size;
+    int64_t k_batches = f->dims[axis] / g->batch_size;
     if (*batches && k_batches != *batches)
         return pl_error_set(err, PL_EINPUT, NULL, "tensor \"%s\" holds %lld batches, another "
                             "input %lld", f->name, (long long)k_batches, (long long)*batches);
@@ -183,6 +188,14 @@ static int open_inputs(evaluator *e)
     return PL_EXIT_OK;
 }
 
+/* Tensor t of the model over all the batches: k times its batch on its batch axis. */
+static pl_tensor all_batches(const evaluator *e, int t)
+{
+    pl_tensor whole = e->g->tensors[t];
+    whole.dims[whole.batch_axis] *= e->batches;
+    return whole;
+}
+
 /* Batch b of the inputs into the session. */
 static void fill_batch(evaluator *e, long b)
 {
@@ -195,13 +208,14 @@ static void fill_batch(evaluator *e, long b)
     for (int t = 0; t < g->n_tensors; t++) {
         if (e->input_index[t] < 0)
             continue;
-        size_t bytes = (size_t)pl_tensor_bytes(&g->tensors[t]);
-        memcpy(e->buffers[t], (const char *)e->in->tensors[e->input_index[t]].data + bytes * (size_t)b,
-               bytes);
+        pl_tensor whole = all_batches(e, t);
+        pl_batch_gather(&whole, e->in->tensors[e->input_index[t]].data,
+                        (int64_t)b * g->batch_size, g->batch_size, e->buffers[t]);
     }
 }
 
-/* ---- the outputs: what feeds the loss, all batches along axis 0 ------------------------- */
+/* ---- the outputs: what feeds the loss, all batches along the batch axis (axis 0 for an
+ * unbatched one, batch after batch) ------------------------------------------------------ */
 
 static int prepare_outputs(evaluator *e)
 {
@@ -223,7 +237,7 @@ static int prepare_outputs(evaluator *e)
         memcpy(out->dims, t->dims, sizeof t->dims);
         if (!t->rank)
             out->dims[0] = 1;
-        out->dims[0] *= e->batches;
+        out->dims[t->batch_axis > 0 ? t->batch_axis : 0] *= e->batches;
         if (!(out->data = malloc((size_t)pl_tensor_bytes(t) * (size_t)e->batches)))
             return pl_cli_error("out of memory for the outputs"), PL_EXIT_FAILURE;
     }
@@ -234,8 +248,15 @@ static void keep_outputs(evaluator *e, long b)
 {
     for (int k = 0; k < e->n_outputs; k++) {
         int t = pl_graph_find_tensor(e->g, e->outputs[k].name);
-        size_t bytes = (size_t)pl_tensor_bytes(&e->g->tensors[t]);
-        memcpy((char *)e->outputs[k].data + bytes * (size_t)b, e->buffers[t], bytes);
+        const pl_tensor *one = &e->g->tensors[t];
+        size_t bytes = (size_t)pl_tensor_bytes(one);
+        if (one->batch_axis == PL_NO_BATCH) {
+            memcpy((char *)e->outputs[k].data + bytes * (size_t)b, e->buffers[t], bytes);
+            continue;
+        }
+        pl_tensor whole = all_batches(e, t);
+        pl_batch_scatter(&whole, e->outputs[k].data, (int64_t)b * e->g->batch_size,
+                         e->g->batch_size, e->buffers[t]);
     }
 }
 

@@ -18,20 +18,19 @@
 
 int64_t pl_data_sample_elements(const pl_tensor *tensor)
 {
-    int64_t n = 1;
-    for (int a = tensor->batched ? 1 : 0; a < tensor->rank; a++)
-        n *= tensor->dims[a];
-    return n;
+    pl_batch_layout layout = pl_tensor_batch_layout(tensor);
+    return layout.outer * layout.inner;
 }
 
+/* Fashion-MNIST and text write each sample whole: they take inputs batched on axis 0. */
 static int sample_rank(const pl_tensor *tensor)
 {
-    return tensor->batched ? tensor->rank - 1 : tensor->rank;
+    return tensor->batch_axis == 0 ? tensor->rank - 1 : -1;
 }
 
 static int64_t sample_dim(const pl_tensor *tensor, int a)
 {
-    return tensor->dims[tensor->batched ? a + 1 : a];
+    return tensor->dims[a + 1];
 }
 
 static int64_t smaller(int64_t have, int64_t candidate)
@@ -414,6 +413,6 @@ void pl_dataset_fill(const pl_dataset *data, pl_split split, int64_t epoch, int6
     for (int slot = 0; slot < count; slot++) {
         int64_t position = wrap(first + slot, n);
         int64_t sample = test ? position : pl_data_shuffle(data->seed, epoch, position, n);
-        data->fill(data, split, sample, slot, inputs);
+        data->fill(data, split, sample, slot, count, inputs);
     }
 }

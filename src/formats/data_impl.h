@@ -10,9 +10,10 @@
 
 enum { PL_DATA_DESCRIBE_MAX = 512 };
 
-/* Writes sample `sample` of `split` into slot `slot` of the input buffers. */
+/* Writes sample `sample` of `split` into slot `slot` of the input buffers, which hold
+ * `count` samples (a sample is contiguous only where the batch is axis 0). */
 typedef void pl_data_fill_fn(const pl_dataset *data, pl_split split, int64_t sample, int slot,
-                             void *const *inputs);
+                             int count, void *const *inputs);
 
 struct pl_dataset {
     pl_data_kind kind;

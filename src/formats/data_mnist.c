@@ -290,7 +290,7 @@ static void release_mnist(void *source)
 }
 
 static void fill_mnist(const pl_dataset *data, pl_split split, int64_t sample, int slot,
-                       void *const *inputs)
+                       int count, void *const *inputs)
 {
     const mnist_source *m = data->source;
     const mnist_split *s = &m->split[split == PL_SPLIT_TEST];

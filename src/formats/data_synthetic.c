@@ -44,6 +44,8 @@ typedef struct synth_input {
     const char *name;
     pl_dtype dtype;
     int64_t elements; /* per sample */
+    int64_t inner;    /* of them, the elements after the batch axis: a sample is
+                         elements / inner runs of this many, a batch's width apart */
     int64_t plane;    /* f32 images [C,H,W]: H*W, the values that share a teacher weight */
     int64_t range;    /* i32 data: ids below this; class labels: the classes */
     teacher_kind kind;
@@ -60,6 +62,28 @@ typedef struct synth_source {
     int64_t terms;    /* features plus the ids of the drawn inputs */
 } synth_source;
 
+/* Where one fill writes: the slot of the batch and the batch's size. */
+typedef struct synth_slot {
+    int slot, count;
+} synth_slot;
+
+/* Element `e` of a sample's data in the input's buffer, wherever its batch axis is. */
+static size_t place(const synth_input *in, synth_slot at, int64_t e)
+{
+    int64_t run = e / in->inner;
+    return (size_t)((run * at.count + at.slot) * in->inner + e % in->inner);
+}
+
+static float *f32_of(const synth_input *in, void *const *inputs)
+{
+    return inputs[in->tensor];
+}
+
+static int32_t *i32_of(const synth_input *in, void *const *inputs)
+{
+    return inputs[in->tensor];
+}
+
 /* ---- drawing the data -------------------------------------------------------------- */
 
 static uint64_t data_key(uint64_t seed, pl_split split, int input)
@@ -67,21 +91,21 @@ static uint64_t data_key(uint64_t seed, pl_split split, int input)
     return pl_rng_mix(seed ^ pl_rng_mix(DATA_KEY + ((uint64_t)split << 32) + (uint64_t)input));
 }
 
-static void draw(const pl_dataset *data, pl_split split, int k, int64_t sample, int slot,
+static void draw(const pl_dataset *data, pl_split split, int k, int64_t sample, synth_slot at,
                  void *const *inputs)
 {
     const synth_input *in = &((const synth_source *)data->source)->in[k];
     uint64_t key = data_key(data->seed, split, k);
     uint64_t counter = (uint64_t)sample * (uint64_t)in->elements;
-    size_t at = (size_t)slot * (size_t)in->elements;
     if (in->dtype == PL_F32) {
-        float *out = (float *)inputs[in->tensor] + at;
+        float *out = f32_of(in, inputs);
         for (int64_t e = 0; e < in->elements; e++)
-            out[e] = (float)pl_rng_normal(key, counter + (uint64_t)e);
+            out[place(in, at, e)] = (float)pl_rng_normal(key, counter + (uint64_t)e);
     } else {
-        int32_t *out = (int32_t *)inputs[in->tensor] + at;
+        int32_t *out = i32_of(in, inputs);
         for (int64_t e = 0; e < in->elements; e++)
-            out[e] = (int32_t)(pl_rng_u64(key, counter + (uint64_t)e) % (uint64_t)in->range);
+            out[place(in, at, e)] =
+                (int32_t)(pl_rng_u64(key, counter + (uint64_t)e) % (uint64_t)in->range);
     }
 }
 
@@ -89,7 +113,7 @@ static void draw(const pl_dataset *data, pl_split split, int k, int64_t sample, 
 
 /* Output `k` of the linear map of `teacher` (with `outputs` outputs) on the drawn data. */
 static double linear_score(const synth_source *s, const synth_input *teacher,
-                           int64_t outputs, int64_t k, int slot, void *const *inputs)
+                           int64_t outputs, int64_t k, synth_slot at, void *const *inputs)
 {
     const float *w = teacher->weights + k * s->features;
     double score = 0;
@@ -97,60 +121,60 @@ static double linear_score(const synth_source *s, const synth_input *teacher,
         const synth_input *in = &s->in[j];
         if (in->kind != DRAWN)
             continue;
-        size_t at = (size_t)slot * (size_t)in->elements;
         if (in->dtype == PL_F32) {
-            const float *x = (const float *)inputs[in->tensor] + at;
+            const float *x = f32_of(in, inputs);
             for (int64_t e = 0; e < in->elements; e++)
-                score += (double)w[e / in->plane] * x[e];
+                score += (double)w[e / in->plane] * x[place(in, at, e)];
             w += in->elements;
         } else {
-            const int32_t *ids = (const int32_t *)inputs[in->tensor] + at;
+            const int32_t *ids = i32_of(in, inputs);
             uint64_t key = pl_rng_mix(teacher->key ^ (uint64_t)j);
             for (int64_t e = 0; e < in->elements; e++)
-                score += pl_rng_normal(key, (uint64_t)ids[e] * (uint64_t)outputs + (uint64_t)k);
+                score += pl_rng_normal(key, (uint64_t)ids[place(in, at, e)] *
+                                                (uint64_t)outputs + (uint64_t)k);
         }
     }
     return score;
 }
 
-static void teach_class(const synth_source *s, const synth_input *label, int slot,
+static void teach_class(const synth_source *s, const synth_input *label, synth_slot at,
                         void *const *inputs)
 {
     int64_t best = 0;
     double best_score = -INFINITY;
     for (int64_t c = 0; c < label->range; c++) {
-        double score = linear_score(s, label, label->range, c, slot, inputs);
+        double score = linear_score(s, label, label->range, c, at, inputs);
         if (score > best_score) {
             best_score = score;
             best = c;
         }
     }
-    int32_t *out = (int32_t *)inputs[label->tensor] + (size_t)slot * (size_t)label->elements;
+    int32_t *out = i32_of(label, inputs);
     for (int64_t e = 0; e < label->elements; e++)
-        out[e] = (int32_t)best;
+        out[place(label, at, e)] = (int32_t)best;
 }
 
-static void teach_linear(const synth_source *s, const synth_input *label, int slot,
+static void teach_linear(const synth_source *s, const synth_input *label, synth_slot at,
                          void *const *inputs)
 {
     double scale = s->terms > 0 ? 1.0 / sqrt((double)s->terms) : 0.0;
-    float *out = (float *)inputs[label->tensor] + (size_t)slot * (size_t)label->elements;
+    float *out = f32_of(label, inputs);
     for (int64_t k = 0; k < label->elements; k++)
-        out[k] = (float)(scale * linear_score(s, label, label->elements, k, slot, inputs));
+        out[place(label, at, k)] =
+            (float)(scale * linear_score(s, label, label->elements, k, at, inputs));
 }
 
-static void teach_pairs(const synth_source *s, const synth_input *label, int slot,
+static void teach_pairs(const synth_source *s, const synth_input *label, synth_slot at,
                         void *const *inputs)
 {
     const synth_input *tokens = &s->in[label->from];
     int64_t classes = label->range;
     const float *a = label->weights, *b = label->weights + tokens->range * classes;
-    const int32_t *tok =
-        (const int32_t *)inputs[tokens->tensor] + (size_t)slot * (size_t)tokens->elements;
-    int32_t *out = (int32_t *)inputs[label->tensor] + (size_t)slot * (size_t)label->elements;
+    const int32_t *tok = i32_of(tokens, inputs);
+    int32_t *out = i32_of(label, inputs);
     for (int64_t t = 0; t < label->elements; t++) {
-        const float *here = a + tok[t] * classes;
-        const float *before = t > 0 ? b + tok[t - 1] * classes : NULL;
+        const float *here = a + tok[place(tokens, at, t)] * classes;
+        const float *before = t > 0 ? b + tok[place(tokens, at, t - 1)] * classes : NULL;
         int64_t best = 0;
         float best_score = -INFINITY;
         for (int64_t c = 0; c < classes; c++) {
@@ -160,48 +184,49 @@ static void teach_pairs(const synth_source *s, const synth_input *label, int slo
                 best = c;
             }
         }
-        out[t] = (int32_t)best;
+        out[place(label, at, t)] = (int32_t)best;
     }
 }
 
-static void teach_reverse(const synth_source *s, const synth_input *label, int slot,
+static void teach_reverse(const synth_source *s, const synth_input *label, synth_slot at,
                           void *const *inputs)
 {
     const synth_input *source = &s->in[label->from];
     int64_t n = source->elements;
-    const int32_t *src = (const int32_t *)inputs[source->tensor] + (size_t)slot * (size_t)n;
-    int32_t *out = (int32_t *)inputs[label->tensor] + (size_t)slot * (size_t)label->elements;
+    const int32_t *src = i32_of(source, inputs);
+    int32_t *out = i32_of(label, inputs);
     for (int64_t t = 0; t < label->elements; t++)
-        out[t] = src[n - 1 - t % n];
+        out[place(label, at, t)] = src[place(source, at, n - 1 - t % n)];
 }
 
 /* The teacher-forcing input: start id 0, then the target shifted right by one. */
-static void derive(const synth_source *s, const synth_input *in, int slot, void *const *inputs)
+static void derive(const synth_source *s, const synth_input *in, synth_slot at,
+                   void *const *inputs)
 {
     const synth_input *label = &s->in[in->from];
-    const int32_t *target =
-        (const int32_t *)inputs[label->tensor] + (size_t)slot * (size_t)label->elements;
-    int32_t *out = (int32_t *)inputs[in->tensor] + (size_t)slot * (size_t)in->elements;
-    out[0] = 0;
+    const int32_t *target = i32_of(label, inputs);
+    int32_t *out = i32_of(in, inputs);
+    out[place(in, at, 0)] = 0;
     for (int64_t t = 1; t < in->elements; t++)
-        out[t] = target[t - 1];
+        out[place(in, at, t)] = target[place(label, at, t - 1)];
 }
 
 /* Drawn data first, then the labels computed from it, then what is derived from labels. */
 static void fill_synthetic(const pl_dataset *data, pl_split split, int64_t sample, int slot,
-                           void *const *inputs)
+                           int count, void *const *inputs)
 {
     const synth_source *s = data->source;
+    synth_slot at = {slot, count};
     for (int k = 0; k < s->n; k++)
         if (s->in[k].kind == DRAWN)
-            draw(data, split, k, sample, slot, inputs);
+            draw(data, split, k, sample, at, inputs);
     for (int k = 0; k < s->n; k++) {
         const synth_input *in = &s->in[k];
         switch (in->kind) {
-        case CLASS: teach_class(s, in, slot, inputs); break;
-        case PAIRS: teach_pairs(s, in, slot, inputs); break;
-        case REVERSE: teach_reverse(s, in, slot, inputs); break;
-        case LINEAR: teach_linear(s, in, slot, inputs); break;
+        case CLASS: teach_class(s, in, at, inputs); break;
+        case PAIRS: teach_pairs(s, in, at, inputs); break;
+        case REVERSE: teach_reverse(s, in, at, inputs); break;
+        case LINEAR: teach_linear(s, in, at, inputs); break;
         case PENDING:
         case DRAWN:
         case DERIVED: break;
@@ -209,7 +234,7 @@ static void fill_synthetic(const pl_dataset *data, pl_split split, int64_t sampl
     }
     for (int k = 0; k < s->n; k++)
         if (s->in[k].kind == DERIVED)
-            derive(s, &s->in[k], slot, inputs);
+            derive(s, &s->in[k], at, inputs);
 }
 
 /* ---- choosing the teachers --------------------------------------------------------- */
@@ -346,6 +371,7 @@ static pl_status collect_inputs(synth_source *s, const pl_graph *graph, pl_error
         in->name = tensor->name;
         in->dtype = tensor->dtype;
         in->elements = pl_data_sample_elements(tensor);
+        in->inner = pl_tensor_batch_layout(tensor).inner;
         /* An image's teacher weighs each channel's sum, not single pixels: what a
          * convolutional network with global pooling can learn. */
         in->plane = tensor->rank == 4 ? tensor->dims[2] * tensor->dims[3] : 1;

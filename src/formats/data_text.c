@@ -116,7 +116,7 @@ static void split_windows(pl_dataset *data, text_source *t)
 }
 
 static void fill_text(const pl_dataset *data, pl_split split, int64_t sample, int slot,
-                      void *const *inputs)
+                      int count, void *const *inputs)
 {
     const text_source *t = data->source;
     int64_t window = split == PL_SPLIT_TEST ? t->test_first + sample : sample;

@@ -267,7 +267,8 @@ static bool gather_updates(const pl_plan *plan, const pl_graph *g, pl_partitions
         const pl_tensor *c = &g->tensors[op->inputs[1]];
         if (op->phase != PL_PHASE_UPDATE && c->producer >= 0)
             sent[(size_t)k * n + p->op_device[c->producer]] +=
-                (double)pl_tensor_bytes(c) * (c->batched ? 1 : plan->micro_batches);
+                (double)pl_tensor_bytes(c) *
+                (c->batch_axis != PL_NO_BATCH ? 1 : plan->micro_batches);
     }
     for (int t = 0; ok && t < g->n_tensors; t++) {
         int k = slot[t];

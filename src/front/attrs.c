@@ -51,6 +51,8 @@ static const pl_attr_info attr_table[PL_ATTR_COUNT] = {
     [PL_ATTR_MODE] = {"mode", PL_ATTR_TYPE_ENUM, FIELD(mode), 0, 0, 0, dropout_modes},
     [PL_ATTR_OUTPUT_PADDING] = {"output_padding", PL_ATTR_TYPE_PAIR, FIELD(output_padding), 0,
                                 DIM_MAX, 0},
+    [PL_ATTR_BATCH_AXIS] = {"batch_axis", PL_ATTR_TYPE_INT, FIELD(batch_axis), 0,
+                            PL_MAX_RANK - 1, 0},
 };
 
 const pl_attr_info *pl_attr_info_of(pl_attr_id id)

@@ -173,7 +173,7 @@ static bool keep_lstm_gates(pl_autodiff *ad)
         int *outputs = pl_arena_alloc(&g->arena, 3 * sizeof *outputs);
         char name[PL_MAX_NAME + 16];
         snprintf(name, sizeof name, "%s/gates", g->ops[o].name);
-        pl_tensor placeholder = {.dtype = PL_F32};
+        pl_tensor placeholder = {.dtype = PL_F32, .batch_axis = PL_NO_BATCH};
         int t = outputs ? pl_graph_add_tensor(g, name, PL_TENSOR_ACTIVATION, &placeholder) : -1;
         if (t < 0)
             return pl_error_set(ad->err, PL_ENOMEM, NULL, "out of memory"), false;

@@ -44,7 +44,7 @@ static int over_time(pl_autodiff *ad, const int *parts, int n_parts, int steps,
     int joined = pl_ad_emit(ad, PL_OP_CONCAT, parts, n_parts, 1, &join);
     if (joined < 0)
         return -1;
-    bool batched = ad->g->tensors[joined].batched;
+    bool batched = ad->g->tensors[joined].batch_axis != PL_NO_BATCH;
     int64_t *shape = pl_arena_alloc(&ad->g->arena, 3 * sizeof *shape);
     if (!shape)
         return out_of_memory(ad);

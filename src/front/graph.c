@@ -50,6 +50,43 @@ int64_t pl_tensor_bytes(const pl_tensor *tensor)
     return pl_tensor_elements(tensor) * 4; /* f32 and i32 alike */
 }
 
+pl_batch_layout pl_tensor_batch_layout(const pl_tensor *tensor)
+{
+    pl_batch_layout layout = {1, 1, 1};
+    for (int a = 0; a < tensor->rank; a++) {
+        int64_t *part = a < tensor->batch_axis    ? &layout.outer
+                        : a == tensor->batch_axis ? &layout.batch
+                                                  : &layout.inner;
+        *part *= tensor->dims[a];
+    }
+    return layout;
+}
+
+/* Moves samples [first, first + count) between `whole` and `part`, one run per outer index. */
+static void batch_copy(const pl_tensor *tensor, char *whole, int64_t first, int64_t count,
+                       char *part, bool to_part)
+{
+    pl_batch_layout l = pl_tensor_batch_layout(tensor);
+    size_t run = (size_t)(count * l.inner) * 4;
+    for (int64_t o = 0; o < l.outer; o++) {
+        char *w = whole + (size_t)((o * l.batch + first) * l.inner) * 4;
+        char *p = part + (size_t)o * run;
+        memcpy(to_part ? p : w, to_part ? w : p, run);
+    }
+}
+
+void pl_batch_gather(const pl_tensor *tensor, const void *whole, int64_t first, int64_t count,
+                     void *part)
+{
+    batch_copy(tensor, (char *)whole, first, count, part, true);
+}
+
+void pl_batch_scatter(const pl_tensor *tensor, void *whole, int64_t first, int64_t count,
+                      const void *part)
+{
+    batch_copy(tensor, whole, first, count, (char *)part, false);
+}
+
 const char *pl_dtype_name(pl_dtype dtype)
 {
     return dtype == PL_I32 ? "i32" : "f32";

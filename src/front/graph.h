@@ -7,9 +7,10 @@
  *   j < i, or inputs and parameters. Nothing past the loader sees JSON.
  * - The graph owns all of its memory (one arena); pl_graph_free releases it.
  *   pl_graph_free(NULL) is a no-op.
- * - Batched tensors carry the batch as dimension 0 (see docs/model-format.md), so a step
- *   can be split into micro-batches without changing its meaning, except where an op
- *   has batch statistics: batch_statistics says whether the model allows it.
+ * - A batched tensor carries the batch on one axis, batch_axis (0 unless an input says
+ *   otherwise and ops move it; see docs/model-format.md), so a step can be split into
+ *   micro-batches along it without changing its meaning, except where an op has batch
+ *   statistics: batch_statistics says whether the model allows it.
  * - Reading a graph from several threads is safe; changing it is the owner's alone.
  */
 #ifndef PLACER_GRAPH_H
@@ -30,6 +31,7 @@ enum {
     PL_MAX_NAME = 255,
     PL_MAX_OPS = 4000000,
 };
+#define PL_NO_BATCH (-1) /* pl_tensor.batch_axis of a tensor that does not depend on it */
 #define PL_MAX_DIM INT64_C(2147483647)      /* 2^31 - 1 */
 #define PL_MAX_ELEMENTS INT64_C(2147483648) /* 2^31 per tensor */
 
@@ -70,7 +72,7 @@ typedef struct pl_tensor {
     pl_dtype dtype;
     int rank;
     int64_t dims[PL_MAX_RANK];
-    bool batched;  /* dims[0] is the batch */
+    int batch_axis; /* the axis that holds the batch, or PL_NO_BATCH */
     pl_role role;  /* inputs only */
     pl_init init;  /* parameters, states and constants */
     int producer;  /* op index, or -1 for inputs, parameters, states and constants */
@@ -155,6 +157,22 @@ bool pl_tensor_within_limits(const pl_tensor *tensor);
 /* Whether the tensor's shape is `rank` dimensions equal to `dims`. */
 bool pl_tensor_has_dims(const pl_tensor *tensor, int rank, const int64_t *dims);
 int64_t pl_tensor_bytes(const pl_tensor *tensor);
+
+/* A tensor seen as [outer, batch, inner]: the axes before its batch axis, the batch, the
+ * axes after it. The batch's samples are `outer` runs of `inner` elements each, so a run
+ * of samples is contiguous only when outer is 1 (the batch on axis 0). An unbatched tensor
+ * is [1, 1, elements]. */
+typedef struct pl_batch_layout {
+    int64_t outer, batch, inner;
+} pl_batch_layout;
+pl_batch_layout pl_tensor_batch_layout(const pl_tensor *tensor);
+/* Copies samples [first, first + count) of `whole` (a batched tensor's data, laid out as
+ * `tensor`) into `part`, a tensor like it with `count` samples; pl_batch_scatter copies
+ * them back. Element size 4 (f32 and i32 alike). */
+void pl_batch_gather(const pl_tensor *tensor, const void *whole, int64_t first, int64_t count,
+                     void *part);
+void pl_batch_scatter(const pl_tensor *tensor, void *whole, int64_t first, int64_t count,
+                      const void *part);
 const char *pl_dtype_name(pl_dtype dtype);
 
 /* Index of the tensor or op with this name, or -1. Linear: for tools and tests. */

@@ -63,15 +63,16 @@ bool pl_graph_infer_op(pl_graph *g, int o, pl_infer_ctx *ctx)
     return true;
 }
 
-/* Batched inputs and constants take the new batch; every op infers again in order. */
+/* Batched inputs and constants take the new batch on their batch axis; every op infers
+ * again in order. */
 static pl_status reshape_for_batch(const pl_graph *g, int batch, pl_tensor *tensors,
                                    pl_error *err)
 {
     if (batch < 1)
         return pl_error_set(err, PL_EINPUT, NULL, "the batch must be at least 1, not %d", batch);
     for (int t = 0; t < g->n_tensors; t++)
-        if (tensors[t].batched && tensors[t].producer < 0) {
-            tensors[t].dims[0] = batch;
+        if (tensors[t].batch_axis != PL_NO_BATCH && tensors[t].producer < 0) {
+            tensors[t].dims[tensors[t].batch_axis] = batch;
             if (!pl_tensor_within_limits(&tensors[t]))
                 return pl_error_set(err, PL_EINPUT, NULL, "with batch %d, \"%s\" would have "
                                     "more than the limit of %lld elements", batch,
@@ -132,7 +133,7 @@ int pl_graph_add_tensor(pl_graph *g, const char *name, pl_tensor_kind kind,
         return -1;
     pl_tensor *t = &g->tensors[g->n_tensors];
     *t = (pl_tensor){.name = copy, .kind = kind, .dtype = shape->dtype, .rank = shape->rank,
-                     .batched = shape->batched, .producer = -1, .param = -1};
+                     .batch_axis = shape->batch_axis, .producer = -1, .param = -1};
     memcpy(t->dims, shape->dims, sizeof t->dims);
     return g->n_tensors++;
 }
@@ -161,7 +162,7 @@ int pl_graph_add_op(pl_graph *g, pl_op_kind kind, const char *name, const int *i
     for (int i = 0; i < n_outputs; i++) {
         char out_name[PL_MAX_NAME + 16];
         snprintf(out_name, sizeof out_name, "%s:%d", name, i);
-        pl_tensor placeholder = {.dtype = PL_F32};
+        pl_tensor placeholder = {.dtype = PL_F32, .batch_axis = PL_NO_BATCH};
         int t = pl_graph_add_tensor(g, out_name, PL_TENSOR_ACTIVATION, &placeholder);
         if (t < 0)
             return pl_error_set(err, PL_ENOMEM, NULL, "out of memory"), -1;

@@ -26,7 +26,7 @@ pl_status pl_graph_shapes_for_batch(const pl_graph *g, int batch, pl_tensor *ten
 /* Changes the graph's batch size: every shape and cost follows. */
 pl_status pl_graph_set_batch(pl_graph *g, int batch, pl_error *err);
 
-/* A new tensor of `kind` shaped like `shape` (dtype, rank, dims, batched copied); the
+/* A new tensor of `kind` shaped like `shape` (dtype, rank, dims, batch axis copied); the
  * name is copied. Returns its index, or -1 when out of memory. */
 int pl_graph_add_tensor(pl_graph *g, const char *name, pl_tensor_kind kind,
                         const pl_tensor *shape);

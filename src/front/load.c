@@ -100,9 +100,23 @@ static bool for_each_element(loader *L, const json_t *root, const char *key,
     return true;
 }
 
+/* "batch_axis" (default 0): where the batch goes among the per-sample axes of "shape",
+ * read into dims[1..] after the batch. */
+static bool read_batch_axis(loader *L, const json_t *value, pl_tensor *tensor)
+{
+    int64_t axis = 0;
+    if (!pl_json_integer(&L->r, value, "batch_axis", false, 0, tensor->rank - 1, &axis))
+        return false;
+    for (int a = 0; a < axis; a++)
+        tensor->dims[a] = tensor->dims[a + 1];
+    tensor->dims[axis] = L->graph->batch_size;
+    tensor->batch_axis = (int)axis;
+    return true;
+}
+
 static bool read_input(loader *L, const json_t *value, int index)
 {
-    static const char *const fields[] = {"name", "shape", "dtype", "role", NULL};
+    static const char *const fields[] = {"name", "shape", "dtype", "role", "batch_axis", NULL};
     if (!pl_json_expect_object(&L->r, value, fields))
         return false;
     json_t *name;
@@ -114,10 +128,9 @@ static bool read_input(loader *L, const json_t *value, int index)
     if (t < 0)
         return false;
     pl_tensor *tensor = &L->graph->tensors[t];
-    tensor->batched = true;
     tensor->dims[0] = L->graph->batch_size;
     if (!read_shape(L, value, "shape", 1, PL_MAX_RANK - 1, tensor) ||
-        !read_dtype(L, value, true, &tensor->dtype))
+        !read_dtype(L, value, true, &tensor->dtype) || !read_batch_axis(L, value, tensor))
         return false;
     const char *role;
     if (!pl_json_string(&L->r, value, "role", true, &role))

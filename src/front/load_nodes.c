@@ -59,7 +59,8 @@ int pl_load_add_tensor(loader *L, const json_t *name_value, pl_tensor_kind kind,
         pl_json_fail(&L->r, "tensor \"%s\" is defined twice: also by %s", name, where);
         return -1;
     }
-    g->tensors[t] = (pl_tensor){.name = copy, .kind = kind, .producer = def_node, .param = -1};
+    g->tensors[t] = (pl_tensor){.name = copy, .kind = kind, .batch_axis = PL_NO_BATCH,
+                                .producer = def_node, .param = -1};
     L->def_node[t] = def_node;
     L->def_slot[t] = def_slot;
     g->n_tensors++;

@@ -2,8 +2,10 @@
  *
  * Shape inference checks everything an op needs of its inputs (ranks, dims, dtypes,
  * attributes against shapes) and keeps the batch rule of graph.h: a batched tensor's
- * axis 0 is never reduced, cut, joined or moved, and a batched output has the batch as
- * axis 0. Messages show the shapes involved, since that is what a person fixes. */
+ * batch axis is never reduced, cut, joined or mixed with other axes; ops that move axes
+ * (transpose, reshape, broadcasting) carry it to its new place, and ops that need the
+ * batch on a particular axis (convolutions: axis 0) say so. Messages show the shapes
+ * involved, since that is what a person fixes. */
 #include "ops.h"
 
 #include <stdarg.h>
@@ -49,17 +51,22 @@ static const char *ordinal(int i)
 }
 
 static void set_output(pl_tensor *out, pl_dtype dtype, int rank, const int64_t *dims,
-                       bool batched)
+                       int batch_axis)
 {
     out->dtype = dtype;
     out->rank = rank;
     memcpy(out->dims, dims, (size_t)rank * sizeof *dims);
-    out->batched = batched;
+    out->batch_axis = batch_axis;
 }
 
 static void copy_shape(pl_tensor *out, const pl_tensor *in)
 {
-    set_output(out, in->dtype, in->rank, in->dims, in->batched);
+    set_output(out, in->dtype, in->rank, in->dims, in->batch_axis);
+}
+
+static bool batched(const pl_tensor *t)
+{
+    return t->batch_axis != PL_NO_BATCH;
 }
 
 static bool need_f32(pl_infer_ctx *ctx, int i)
@@ -86,10 +93,32 @@ static bool need_rank(pl_infer_ctx *ctx, int i, int min_rank, int max_rank)
 
 static bool need_unbatched(pl_infer_ctx *ctx, int i, const char *what)
 {
-    if (!ctx->in[i]->batched)
+    if (!batched(ctx->in[i]))
         return true;
     return pl_infer_fail(ctx, i, NO_ATTR, "the %s \"%s\" must not depend on the batch",
                          what, ctx->in[i]->name);
+}
+
+/* Ops whose kernels read the batch as one particular axis (NCHW images, the rows of a
+ * cell's state): a batched input must hold it there. */
+static bool need_batch_on(pl_infer_ctx *ctx, int i, int axis)
+{
+    const pl_tensor *t = ctx->in[i];
+    if (!batched(t) || t->batch_axis == axis)
+        return true;
+    return pl_infer_fail(ctx, i, NO_ATTR, "\"%s\" has the batch on axis %d, but this op "
+                         "needs it on axis %d: transpose it there first", t->name,
+                         t->batch_axis, axis);
+}
+
+/* Ops that work along the last axis (normalising, gating): it must not be the batch. */
+static bool need_batch_not_last(pl_infer_ctx *ctx, int i, const char *verb)
+{
+    const pl_tensor *t = ctx->in[i];
+    if (!batched(t) || t->batch_axis != t->rank - 1)
+        return true;
+    return pl_infer_fail(ctx, i, NO_ATTR, "cannot %s the last axis %d of \"%s\": it is the "
+                         "batch axis", verb, t->rank - 1, t->name);
 }
 
 /* Resolves a possibly negative axis of a rank-`rank` tensor into [0, rank). */
@@ -107,27 +136,35 @@ static bool resolve_axis(pl_infer_ctx *ctx, pl_attr_id attr, int64_t axis, int r
 static bool keep_batch_axis(pl_infer_ctx *ctx, int i, pl_attr_id attr, int64_t axis,
                             const char *verb)
 {
-    if (axis != 0 || !ctx->in[i]->batched)
+    if (axis != ctx->in[i]->batch_axis)
         return true;
     return pl_infer_fail(ctx, i, attr,
-                         "cannot %s axis 0 of \"%s\": it is the batch axis", verb,
-                         ctx->in[i]->name);
+                         "cannot %s axis %lld of \"%s\": it is the batch axis", verb,
+                         (long long)axis, ctx->in[i]->name);
+}
+
+/* The axis of a broadcast result of rank `rank` that holds operand t's batch, where t's
+ * last `trim` axes are left out; PL_NO_BATCH when t's batch is not among the others. */
+static int broadcast_batch_axis(const pl_tensor *t, int rank, int trim)
+{
+    if (!batched(t) || t->batch_axis >= t->rank - trim)
+        return PL_NO_BATCH;
+    return rank - (t->rank - trim) + t->batch_axis;
 }
 
 /* NumPy broadcasting of `n` shapes (aligned at the last axis) into `out_dims`, keeping the
- * batch rule: a batched operand spans every output axis, and an unbatched one that reaches
- * axis 0 of a batched result has size 1 there. `trim` drops each shape's last `trim`
- * axes first (matmul broadcasts only its leading axes). */
+ * batch rule: batched operands hold the batch on the same result axis, and an unbatched
+ * one that reaches that axis has size 1 there. `trim` drops each shape's last `trim`
+ * axes first (matmul broadcasts only its leading axes; a batch among those it leaves to
+ * matmul). */
 static bool broadcast(pl_infer_ctx *ctx, const int *which, int n, int trim, int *out_rank,
-                      int64_t *out_dims, bool *out_batched)
+                      int64_t *out_dims, int *out_batch_axis)
 {
     int rank = 0;
-    bool batched = false;
     for (int j = 0; j < n; j++) {
         const pl_tensor *t = ctx->in[which[j]];
         if (t->rank - trim > rank)
             rank = t->rank - trim;
-        batched |= t->batched;
     }
     for (int a = 0; a < rank; a++)
         out_dims[a] = 1;
@@ -148,21 +185,30 @@ static bool broadcast(pl_infer_ctx *ctx, const int *which, int n, int trim, int 
                                  s0.s, s1.s, offset + a, (long long)*o, (long long)d);
         }
     }
-    for (int j = 0; j < n && batched; j++) {
-        const pl_tensor *t = ctx->in[which[j]];
-        int offset = rank - (t->rank - trim);
-        if (t->batched && offset != 0)
+    int batch_axis = PL_NO_BATCH, first = -1;
+    for (int j = 0; j < n; j++) {
+        int here = broadcast_batch_axis(ctx->in[which[j]], rank, trim);
+        if (here == PL_NO_BATCH)
+            continue;
+        if (batch_axis != PL_NO_BATCH && here != batch_axis)
             return pl_infer_fail(ctx, which[j], NO_ATTR,
-                                 "the batched \"%s\" would not keep the batch as axis 0 "
-                                 "when broadcast to rank %d", t->name, rank + trim);
-        if (!t->batched && offset == 0 && t->rank - trim > 0 && t->dims[0] != 1)
+                                 "the batched \"%s\" would hold the batch on axis %d of the "
+                                 "result, but \"%s\" on axis %d", ctx->in[which[j]]->name,
+                                 here, ctx->in[first]->name, batch_axis);
+        batch_axis = here;
+        first = which[j];
+    }
+    for (int j = 0; j < n && batch_axis != PL_NO_BATCH; j++) {
+        const pl_tensor *t = ctx->in[which[j]];
+        int a = batch_axis - (rank - (t->rank - trim));
+        if (!batched(t) && a >= 0 && t->dims[a] != 1)
             return pl_infer_fail(ctx, which[j], NO_ATTR,
                                  "\"%s\" is not batched but would stretch over the batch "
-                                 "axis 0 (size %lld, expected 1 or fewer axes)",
-                                 t->name, (long long)t->dims[0]);
+                                 "axis %d (size %lld, expected 1 or fewer axes)",
+                                 t->name, batch_axis, (long long)t->dims[a]);
     }
     *out_rank = rank;
-    *out_batched = batched;
+    *out_batch_axis = batch_axis;
     return true;
 }
 
@@ -188,12 +234,11 @@ static bool infer_binary(pl_infer_ctx *ctx)
     for (int i = 0; i < ctx->n_in; i++)
         if (!need_f32(ctx, i))
             return false;
-    int rank;
+    int rank, batch_axis;
     int64_t dims[PL_MAX_RANK];
-    bool batched;
-    if (!broadcast(ctx, all, ctx->n_in, 0, &rank, dims, &batched))
+    if (!broadcast(ctx, all, ctx->n_in, 0, &rank, dims, &batch_axis))
         return false;
-    set_output(ctx->out[0], PL_F32, rank, dims, batched);
+    set_output(ctx->out[0], PL_F32, rank, dims, batch_axis);
     return true;
 }
 
@@ -258,32 +303,32 @@ static bool infer_matmul(pl_infer_ctx *ctx)
                              ctx->attrs->transpose_b ? " transposed" : "", (long long)k,
                              (long long)k_b);
     }
-    /* A batched rank-2 operand has the batch as a matrix axis: it may only be a's rows. */
-    if (a->batched && a->rank == 2 && ctx->attrs->transpose_a)
-        return pl_infer_fail(ctx, 0, PL_ATTR_TRANSPOSE_A,
-                             "transposing the batched \"%s\" would sum over the batch", a->name);
-    if (b->batched && b->rank == 2)
+    /* A batch among the matrix axes may only be a's rows (the result's rows); a leading
+     * one broadcasts. */
+    bool a_rows_batched = batched(a) && a->batch_axis >= a->rank - 2;
+    int a_rows = ctx->attrs->transpose_a ? a->rank - 1 : a->rank - 2;
+    if (a_rows_batched && a->batch_axis != a_rows)
+        return pl_infer_fail(ctx, 0, ctx->attrs->transpose_a ? PL_ATTR_TRANSPOSE_A : NO_ATTR,
+                             "%s the batched \"%s\" would sum over the batch",
+                             ctx->attrs->transpose_a ? "transposing" : "multiplying", a->name);
+    if (batched(b) && b->batch_axis >= b->rank - 2)
         return pl_infer_fail(ctx, 1, NO_ATTR,
-                             "the batched \"%s\" has the batch as a matrix axis; only a "
-                             "rank-2 a may be batched", b->name);
+                             "the batched \"%s\" has the batch as a matrix axis; only a's "
+                             "rows or leading axes may hold it", b->name);
     static const int both[] = {0, 1};
-    int lead_rank;
+    int lead_rank, batch_axis;
     int64_t dims[PL_MAX_RANK];
-    bool batched;
-    if (a->rank == 2 && b->rank == 2) {
-        lead_rank = 0;
-        batched = a->batched;
-    } else {
-        if (a->batched && a->rank == 2)
-            return pl_infer_fail(ctx, 0, NO_ATTR,
-                                 "the batched \"%s\" has rank 2 but b \"%s\" has leading "
-                                 "axes: the batch would not stay axis 0", a->name, b->name);
-        if (!broadcast(ctx, both, 2, 2, &lead_rank, dims, &batched))
-            return false;
+    if (!broadcast(ctx, both, 2, 2, &lead_rank, dims, &batch_axis))
+        return false;
+    if (a_rows_batched) {
+        if (batch_axis != PL_NO_BATCH)
+            return pl_infer_fail(ctx, 1, NO_ATTR, "the batched \"%s\" would put a second "
+                                 "batch axis beside the rows of \"%s\"", b->name, a->name);
+        batch_axis = lead_rank;
     }
     dims[lead_rank] = m;
     dims[lead_rank + 1] = n;
-    set_output(ctx->out[0], PL_F32, lead_rank + 2, dims, batched);
+    set_output(ctx->out[0], PL_F32, lead_rank + 2, dims, batch_axis);
     return true;
 }
 
@@ -308,7 +353,9 @@ static bool infer_softmax_cross_entropy(pl_infer_ctx *ctx)
     if (labels->dtype != PL_I32)
         return pl_infer_fail(ctx, 1, NO_ATTR, "the labels \"%s\" must be i32 class indices, "
                              "not %s", labels->name, pl_dtype_name(labels->dtype));
-    bool same = labels->rank == logits->rank - 1 && labels->batched == logits->batched;
+    if (!need_batch_not_last(ctx, 0, "take classes along"))
+        return false;
+    bool same = labels->rank == logits->rank - 1 && labels->batch_axis == logits->batch_axis;
     for (int a = 0; same && a < labels->rank; a++)
         same = labels->dims[a] == logits->dims[a];
     if (!same) {
@@ -317,7 +364,7 @@ static bool infer_softmax_cross_entropy(pl_infer_ctx *ctx)
                              "labels %s must have the shape of the logits %s without their "
                              "last (class) axis", sy.s, sl.s);
     }
-    set_output(ctx->out[0], PL_F32, 0, no_dims, false);
+    set_output(ctx->out[0], PL_F32, 0, no_dims, PL_NO_BATCH);
     return true;
 }
 
@@ -326,7 +373,7 @@ static bool infer_mse(pl_infer_ctx *ctx)
     const pl_tensor *p = ctx->in[0], *t = ctx->in[1];
     if (!need_f32(ctx, 0) || !need_f32(ctx, 1))
         return false;
-    bool same = p->rank == t->rank && p->batched == t->batched;
+    bool same = p->rank == t->rank && p->batch_axis == t->batch_axis;
     for (int a = 0; same && a < p->rank; a++)
         same = p->dims[a] == t->dims[a];
     if (!same) {
@@ -334,7 +381,7 @@ static bool infer_mse(pl_infer_ctx *ctx)
         return pl_infer_fail(ctx, 1, NO_ATTR,
                              "prediction %s and target %s must have the same shape", sp.s, st.s);
     }
-    set_output(ctx->out[0], PL_F32, 0, no_dims, false);
+    set_output(ctx->out[0], PL_F32, 0, no_dims, PL_NO_BATCH);
     return true;
 }
 
@@ -361,7 +408,7 @@ static bool infer_layer_norm(pl_infer_ctx *ctx)
 {
     const pl_tensor *x = ctx->in[0];
     int64_t axis = 0;
-    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, x->batched ? 2 : 1, PL_MAX_RANK) ||
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, batched(x) ? 2 : 1, PL_MAX_RANK) ||
         !resolve_axis(ctx, PL_ATTR_AXIS, ctx->attrs->axis, x->rank, &axis) ||
         !keep_batch_axis(ctx, 0, PL_ATTR_AXIS, axis, "normalise over"))
         return false;
@@ -377,7 +424,7 @@ static bool infer_layer_norm(pl_infer_ctx *ctx)
 static bool infer_batch_norm(pl_infer_ctx *ctx)
 {
     const pl_tensor *x = ctx->in[0];
-    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 2, PL_MAX_RANK))
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 2, PL_MAX_RANK) || !need_batch_on(ctx, 0, 0))
         return false;
     if (!need_affine(ctx, x->dims[1], "channel axis 1"))
         return false;
@@ -462,7 +509,8 @@ static bool infer_conv(pl_infer_ctx *ctx, int spatial, bool transposed)
     const pl_tensor *x = ctx->in[0], *w = ctx->in[1];
     const pl_attrs *at = ctx->attrs;
     if (!need_f32(ctx, 0) || !need_f32(ctx, 1) || !need_rank(ctx, 0, 2 + spatial, 2 + spatial) ||
-        !need_rank(ctx, 1, 2 + spatial, 2 + spatial) || !need_unbatched(ctx, 1, "filter"))
+        !need_rank(ctx, 1, 2 + spatial, 2 + spatial) || !need_unbatched(ctx, 1, "filter") ||
+        !need_batch_on(ctx, 0, 0))
         return false;
     int64_t c = x->dims[1], g = at->groups;
     int64_t o = transposed ? w->dims[1] * g : w->dims[0];
@@ -485,7 +533,7 @@ static bool infer_conv(pl_infer_ctx *ctx, int spatial, bool transposed)
     int64_t dims[PL_MAX_RANK] = {x->dims[0], o};
     if (!conv_sizes(ctx, spatial, transposed, dims))
         return false;
-    set_output(ctx->out[0], PL_F32, 2 + spatial, dims, x->batched);
+    set_output(ctx->out[0], PL_F32, 2 + spatial, dims, x->batch_axis);
     return true;
 }
 
@@ -522,7 +570,7 @@ static bool infer_pool(pl_infer_ctx *ctx)
 {
     const pl_tensor *x = ctx->in[0];
     const pl_attrs *at = ctx->attrs;
-    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 4, 4))
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 4, 4) || !need_batch_on(ctx, 0, 0))
         return false;
     bool stride_given = at->given & PL_ATTR_BIT(PL_ATTR_STRIDE);
     int64_t dims[4] = {x->dims[0], x->dims[1], 0, 0};
@@ -540,7 +588,7 @@ static bool infer_pool(pl_infer_ctx *ctx)
                                  (long long)at->kernel[1], sx.s);
         }
     }
-    set_output(ctx->out[0], PL_F32, 4, dims, x->batched);
+    set_output(ctx->out[0], PL_F32, 4, dims, x->batch_axis);
     return true;
 }
 
@@ -552,9 +600,9 @@ static double flops_pool(const pl_infer_ctx *ctx)
 static bool infer_global_avg_pool(pl_infer_ctx *ctx)
 {
     const pl_tensor *x = ctx->in[0];
-    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 4, 4))
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 4, 4) || !need_batch_on(ctx, 0, 0))
         return false;
-    set_output(ctx->out[0], PL_F32, 2, x->dims, x->batched);
+    set_output(ctx->out[0], PL_F32, 2, x->dims, x->batch_axis);
     return true;
 }
 
@@ -563,11 +611,11 @@ static bool infer_global_avg_pool(pl_infer_ctx *ctx)
 static bool infer_adaptive_avg_pool(pl_infer_ctx *ctx)
 {
     const pl_tensor *x = ctx->in[0];
-    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 4, 4))
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 4, 4) || !need_batch_on(ctx, 0, 0))
         return false;
     int64_t dims[4] = {x->dims[0], x->dims[1], ctx->attrs->output_size[0],
                        ctx->attrs->output_size[1]};
-    set_output(ctx->out[0], PL_F32, 4, dims, x->batched);
+    set_output(ctx->out[0], PL_F32, 4, dims, x->batch_axis);
     return true;
 }
 
@@ -612,7 +660,7 @@ static bool infer_concat(pl_infer_ctx *ctx)
     for (int i = 0; i < ctx->n_in; i++) {
         const pl_tensor *t = ctx->in[i];
         bool fits = t->rank == first->rank && t->dtype == first->dtype &&
-                    t->batched == first->batched;
+                    t->batch_axis == first->batch_axis;
         for (int a = 0; fits && a < t->rank; a++)
             fits = a == axis || t->dims[a] == first->dims[a];
         if (!fits) {
@@ -624,7 +672,7 @@ static bool infer_concat(pl_infer_ctx *ctx)
         }
         dims[axis] += t->dims[axis];
     }
-    set_output(ctx->out[0], first->dtype, first->rank, dims, first->batched);
+    set_output(ctx->out[0], first->dtype, first->rank, dims, first->batch_axis);
     return true;
 }
 
@@ -681,41 +729,69 @@ static bool infer_slice(pl_infer_ctx *ctx)
 
 /* ---- shape changes --------------------------------------------------------------------- */
 
+static int64_t product(const int64_t *dims, int n)
+{
+    int64_t count = 1;
+    for (int a = 0; a < n; a++) {
+        if (count > PL_MAX_ELEMENTS / dims[a])
+            return PL_MAX_ELEMENTS + 1; /* too many: never equal to a valid input's */
+        count *= dims[a];
+    }
+    return count;
+}
+
+/* For a batched x, "shape" is the per-sample shape and "batch_axis" (default 0) the
+ * result's axis for the batch. The data does not move, so each sample keeps its elements
+ * only when as many elements come before the batch axis in the result as in x. */
 static bool infer_reshape(pl_infer_ctx *ctx)
 {
     const pl_tensor *x = ctx->in[0];
     const pl_int_list *shape = &ctx->attrs->shape;
-    int lead = x->batched ? 1 : 0;
+    int lead = batched(x) ? 1 : 0, out_axis = (int)ctx->attrs->batch_axis;
+    if (!batched(x) && (ctx->attrs->given & PL_ATTR_BIT(PL_ATTR_BATCH_AXIS)))
+        return pl_infer_fail(ctx, 0, PL_ATTR_BATCH_AXIS, "\"%s\" is not batched",
+                             x->name);
     if (shape->n + lead > PL_MAX_RANK)
         return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_SHAPE, "the result would have rank %d; "
                              "the limit is %d", shape->n + lead, PL_MAX_RANK);
-    int64_t dims[PL_MAX_RANK], count = 1;
-    dims[0] = x->dims[0];
-    for (int a = 0; a < shape->n; a++) {
-        dims[lead + a] = shape->v[a];
-        if (count > PL_MAX_ELEMENTS / shape->v[a])
-            count = PL_MAX_ELEMENTS + 1; /* too many: never equal to a valid input */
-        else
-            count *= shape->v[a];
-    }
-    int64_t want = elements(x) / (x->batched ? x->dims[0] : 1);
+    if (batched(x) && out_axis > shape->n)
+        return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_BATCH_AXIS, "batch axis %d is out of "
+                             "range for the result's rank %d", out_axis, shape->n + 1);
+    int64_t dims[PL_MAX_RANK];
+    for (int a = 0, k = 0; a < shape->n + lead; a++)
+        dims[a] = batched(x) && a == out_axis ? x->dims[x->batch_axis] : shape->v[k++];
+    int64_t count = product(shape->v, shape->n);
+    pl_batch_layout in = pl_tensor_batch_layout(x);
+    int64_t want = in.outer * in.inner;
     if (count != want) {
         shape_text sx = shape_of(x);
         return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_SHAPE, "\"%s\" %s has %lld elements%s, "
                              "the new shape %lld", x->name, sx.s, (long long)want,
-                             x->batched ? " per sample" : "", (long long)count);
+                             batched(x) ? " per sample" : "", (long long)count);
     }
-    set_output(ctx->out[0], x->dtype, shape->n + lead, dims, x->batched);
+    int64_t before = batched(x) ? product(shape->v, out_axis) : 1;
+    if (before != in.outer) {
+        shape_text sx = shape_of(x);
+        bool placed = ctx->attrs->given & PL_ATTR_BIT(PL_ATTR_BATCH_AXIS);
+        return pl_infer_fail(ctx, NO_INPUT, placed ? PL_ATTR_BATCH_AXIS : PL_ATTR_SHAPE,
+                             "the new shape would mix "
+                             "samples: \"%s\" %s has %lld elements before its batch axis %d, "
+                             "the result %lld before batch axis %d (transpose first)",
+                             x->name, sx.s, (long long)in.outer, x->batch_axis,
+                             (long long)before, out_axis);
+    }
+    set_output(ctx->out[0], x->dtype, shape->n + lead, dims, batched(x) ? out_axis
+                                                                         : PL_NO_BATCH);
     return true;
 }
 
 static bool infer_flatten(pl_infer_ctx *ctx)
 {
     const pl_tensor *x = ctx->in[0];
-    if (!need_rank(ctx, 0, 2, PL_MAX_RANK))
+    if (!need_rank(ctx, 0, 2, PL_MAX_RANK) || !need_batch_on(ctx, 0, 0))
         return false;
     int64_t dims[2] = {x->dims[0], elements(x) / x->dims[0]};
-    set_output(ctx->out[0], x->dtype, 2, dims, x->batched);
+    set_output(ctx->out[0], x->dtype, 2, dims, x->batch_axis);
     return true;
 }
 
@@ -728,6 +804,7 @@ static bool infer_transpose(pl_infer_ctx *ctx)
                              perm->n, x->name, x->rank);
     bool seen[PL_MAX_RANK] = {false};
     int64_t dims[PL_MAX_RANK];
+    int batch_axis = PL_NO_BATCH; /* where the batch moves */
     for (int a = 0; a < perm->n; a++) {
         int64_t p = perm->v[a];
         if (p >= x->rank || seen[p])
@@ -735,11 +812,10 @@ static bool infer_transpose(pl_infer_ctx *ctx)
                                  "0..%d", x->rank - 1);
         seen[p] = true;
         dims[a] = x->dims[p];
+        if (p == x->batch_axis)
+            batch_axis = a;
     }
-    if (x->batched && perm->v[0] != 0)
-        return pl_infer_fail(ctx, 0, PL_ATTR_PERM, "cannot move axis 0 of \"%s\": it is the "
-                             "batch axis", x->name);
-    set_output(ctx->out[0], x->dtype, x->rank, dims, x->batched);
+    set_output(ctx->out[0], x->dtype, x->rank, dims, batch_axis);
     return true;
 }
 
@@ -757,7 +833,7 @@ static bool infer_embedding(pl_infer_ctx *ctx)
     int64_t dims[PL_MAX_RANK];
     memcpy(dims, ids->dims, (size_t)ids->rank * sizeof *dims);
     dims[ids->rank] = table->dims[1];
-    set_output(ctx->out[0], PL_F32, ids->rank + 1, dims, ids->batched);
+    set_output(ctx->out[0], PL_F32, ids->rank + 1, dims, ids->batch_axis);
     return true;
 }
 
@@ -779,14 +855,16 @@ static bool infer_reduce(pl_infer_ctx *ctx)
         reduced[axis] = true;
     }
     int64_t dims[PL_MAX_RANK];
-    int rank = 0;
+    int rank = 0, batch_axis = PL_NO_BATCH;
     for (int a = 0; a < x->rank; a++) {
+        if (a == x->batch_axis)
+            batch_axis = rank;
         if (!reduced[a])
             dims[rank++] = x->dims[a];
         else if (ctx->attrs->keepdims)
             dims[rank++] = 1;
     }
-    set_output(ctx->out[0], PL_F32, rank, dims, x->batched);
+    set_output(ctx->out[0], PL_F32, rank, dims, batch_axis);
     return true;
 }
 
@@ -805,7 +883,8 @@ static bool infer_softmax(pl_infer_ctx *ctx)
 static bool infer_topk_gate(pl_infer_ctx *ctx)
 {
     const pl_tensor *x = ctx->in[0];
-    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, x->batched ? 2 : 1, PL_MAX_RANK))
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, batched(x) ? 2 : 1, PL_MAX_RANK) ||
+        !need_batch_not_last(ctx, 0, "gate along"))
         return false;
     int64_t experts = x->dims[x->rank - 1];
     if (ctx->attrs->k > experts)
@@ -832,7 +911,8 @@ static bool infer_lstm_cell(pl_infer_ctx *ctx)
             return false;
     const pl_tensor *x = ctx->in[0], *w = ctx->in[1], *b = ctx->in[2];
     if (!need_rank(ctx, 0, 2, 2) || !need_rank(ctx, 1, 2, 2) || !need_rank(ctx, 2, 1, 1) ||
-        !need_unbatched(ctx, 1, "weight") || !need_unbatched(ctx, 2, "bias"))
+        !need_unbatched(ctx, 1, "weight") || !need_unbatched(ctx, 2, "bias") ||
+        !need_batch_on(ctx, 0, 0))
         return false;
     if (b->dims[0] % 4 != 0)
         return pl_infer_fail(ctx, 2, NO_ATTR, "bias \"%s\" has %lld entries; it must be 4H, "
@@ -846,19 +926,20 @@ static bool infer_lstm_cell(pl_infer_ctx *ctx)
     }
     for (int i = 3; i < ctx->n_in; i++) {
         const pl_tensor *s = ctx->in[i];
-        if (s->rank != 2 || s->dims[0] != n || s->dims[1] != h || s->batched != x->batched) {
+        if (s->rank != 2 || s->dims[0] != n || s->dims[1] != h ||
+            s->batch_axis != x->batch_axis) {
             shape_text ss = shape_of(s);
             return pl_infer_fail(ctx, i, NO_ATTR, "state \"%s\" is %s but must be [%lld,%lld]%s",
                                  s->name, ss.s, (long long)n, (long long)h,
-                                 x->batched ? ", batched like x" : "");
+                                 batched(x) ? ", batched like x" : "");
         }
     }
     int64_t dims[2] = {n, h};
     for (int i = 0; i < 2; i++)
-        set_output(ctx->out[i], PL_F32, 2, dims, x->batched);
+        set_output(ctx->out[i], PL_F32, 2, dims, x->batch_axis);
     if (ctx->n_out == 3) { /* the activated gates, i f g o, kept for the gradient */
         int64_t gates[2] = {n, 4 * h};
-        set_output(ctx->out[2], PL_F32, 2, gates, x->batched);
+        set_output(ctx->out[2], PL_F32, 2, gates, x->batch_axis);
     }
     return true;
 }
@@ -948,7 +1029,8 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
     OP(PL_OP_SLICE, "slice", 1, 1, 1, 1, A(AXIS) | A(START) | A(END), A(AXIS) | A(START) | A(END),
        infer_slice, flops_none,
        .backward = pl_backward_slice),
-    OP(PL_OP_RESHAPE, "reshape", 1, 1, 1, 1, A(SHAPE), A(SHAPE), infer_reshape, flops_none,
+    OP(PL_OP_RESHAPE, "reshape", 1, 1, 1, 1, A(SHAPE) | A(BATCH_AXIS), A(SHAPE), infer_reshape,
+       flops_none,
        .backward = pl_backward_reshape),
     OP(PL_OP_FLATTEN, "flatten", 1, 1, 1, 1, 0, 0, infer_flatten, flops_none,
        .backward = pl_backward_reshape),

@@ -145,6 +145,7 @@ typedef enum pl_attr_id {
     PL_ATTR_OUTPUT_SIZE,
     PL_ATTR_MODE,
     PL_ATTR_OUTPUT_PADDING,
+    PL_ATTR_BATCH_AXIS,
     PL_ATTR_COUNT
 } pl_attr_id;
 
@@ -183,6 +184,7 @@ typedef struct pl_attrs {
     int approximate; /* pl_gelu_approximate */
     int mode;        /* pl_dropout_mode */
     int64_t axis, groups, start, end, k;
+    int64_t batch_axis; /* reshape: where the batch goes in the result */
     /* Window attributes, one per spatial axis of the op (pl_op_info.spatial) from the
      * first: [h, w] for 2-D ops, [d, h, w] for 3-D ones, [l] for 1-D ones. */
     int64_t stride[3], padding[3], dilation[3], kernel[3], output_size[3], output_padding[3];
@@ -208,7 +210,7 @@ pl_attr_id pl_attr_from_name(const char *name); /* PL_ATTR_COUNT when unknown */
 void pl_attrs_default(pl_attrs *attrs);
 
 /* What shape inference sees and fills in. Inputs are complete; the infer function sets
- * each output's dtype, rank, dims and batched flag, and on a problem calls pl_infer_fail
+ * each output's dtype, rank, dims and batch axis, and on a problem calls pl_infer_fail
  * and returns false. */
 struct pl_tensor;
 typedef struct pl_infer_ctx {

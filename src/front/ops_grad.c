@@ -13,7 +13,7 @@ static bool like(pl_infer_ctx *ctx, int out, int in)
     dst->dtype = src->dtype;
     dst->rank = src->rank;
     memcpy(dst->dims, src->dims, sizeof dst->dims);
-    dst->batched = src->batched;
+    dst->batch_axis = src->batch_axis;
     return true;
 }
 
@@ -40,7 +40,7 @@ bool pl_infer_conv_grad_filter(pl_infer_ctx *ctx)
         db->dtype = PL_F32;
         db->rank = 1;
         db->dims[0] = ctx->in[2]->dims[0];
-        db->batched = false;
+        db->batch_axis = PL_NO_BATCH;
     }
     return true;
 }

@@ -32,7 +32,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(TOP, "tools", "importers"))
 
 from zoo import MAPPING_MODELS, MODELS, build as build_module, import_command, \
-    spec_of  # noqa: E402
+    spec_of, whole_shape  # noqa: E402
 
 TOLERANCE = 1e-4
 # Where PyTorch's own float32 run is this far from its float64 one (an ill-conditioned
@@ -76,12 +76,12 @@ def import_model(name, via, module, work, numeric, batch, shape, gradients=False
                                   do_constant_folding=False,
                                   training=torch.onnx.TrainingMode.TRAINING,
                                   input_names=["x"], output_names=["y"],
-                                  dynamic_axes={"x": {0: "batch"}})
+                                  dynamic_axes={"x": {spec.get("batch_axis", 0): "batch"}})
             finally:
                 os.dup2(stderr, 2)
                 os.close(stderr)
         cmd = [os.path.join(TOP, "tools", "import-onnx"), onnx_path, "--batch", str(batch),
-               "-o", out, "--weights", weights]
+               "--batch-axis", str(spec.get("batch_axis", 0)), "-o", out, "--weights", weights]
     run(cmd)
     return out, weights
 
@@ -90,8 +90,8 @@ def example_input(spec, batch, shape, seed=1):
     import torch
     g = torch.Generator().manual_seed(seed)
     if spec.get("dtype") == "i32":
-        return torch.randint(0, spec["vocab"], (batch,) + tuple(shape), generator=g)
-    return torch.randn((batch,) + tuple(shape), generator=g)
+        return torch.randint(0, spec["vocab"], whole_shape(spec, batch, shape), generator=g)
+    return torch.randn(whole_shape(spec, batch, shape), generator=g)
 
 
 TIE_GAP = 1e-6

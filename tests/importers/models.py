@@ -8,6 +8,8 @@
         -o convnext.json
     tools/import-torch tests/importers/models.py:unet --input 3,16,16 --batch 4 -o unet.json
     tools/import-torch tests/importers/models.py:cnn1d --input 4,32 --batch 8 -o cnn1d.json
+    tools/import-torch tests/importers/models.py:sequence_first_transformer --input 16 \\
+        --batch-axis 1 --input-dtype i32 --vocab 100 --batch 8 -o seq.json
 """
 
 import math
@@ -94,6 +96,29 @@ def transformer_classifier(**kwargs):
 
 def gpt(**kwargs):
     return GPT(**kwargs)
+
+
+class SequenceFirstTransformer(nn.Module):
+    """torch.nn.TransformerEncoder in PyTorch's default layout (batch_first=False): tokens
+    [T, batch], a learned position table [T, 1, dim], two layers, and a classifier over the
+    mean of the sequence. Imported with --batch-axis 1."""
+
+    def __init__(self, vocab=100, dim=32, heads=4, ff=64, layers=2, classes=10, context=16,
+                 dropout=0.1):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.positions = nn.Parameter(torch.randn(context, 1, dim) * 0.02)
+        layer = nn.TransformerEncoderLayer(dim, heads, ff, dropout=dropout)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.classifier = nn.Linear(dim, classes)
+
+    def forward(self, tokens):
+        x = self.embed(tokens) + self.positions[:tokens.shape[0]]
+        return self.classifier(self.encoder(x).mean(dim=0))
+
+
+def sequence_first_transformer(**kwargs):
+    return SequenceFirstTransformer(**kwargs)
 
 
 def googlenet_average_pools(**kwargs):

@@ -1,8 +1,9 @@
 """Builds a placer model (docs/model-format.md) op by op, for the importers.
 
-Tensors are tracked with their whole shape: a batched tensor has the step's batch as axis 0,
-as placer sees it after the loader has prepended the batch to the inputs. The builder
-checks nothing placer's loader checks; it names things, keeps the weights, and writes.
+Tensors are tracked with their whole shape, as placer sees it after the loader has put the
+batch into the inputs: a batched tensor holds the step's batch on its batch axis (0 unless
+an input says otherwise and ops move it). The builder checks nothing placer's loader
+checks; it names things, keeps the weights, and writes.
 """
 
 import json
@@ -15,14 +16,27 @@ class ImportError_(Exception):
     """A model that cannot be imported: the message says where and what."""
 
 
+def batch_axis_of(batched):
+    """A batch axis (an int) or None from what mappings pass: True for axis 0, False or None
+    for an unbatched tensor, or the axis itself."""
+    if batched is None or isinstance(batched, bool):
+        return 0 if batched else None
+    return int(batched)
+
+
 class Tensor:
-    __slots__ = ("name", "shape", "batched", "dtype")
+    __slots__ = ("name", "shape", "batch_axis", "dtype")
 
     def __init__(self, name, shape, batched, dtype="f32"):
+        """batched: True (the batch on axis 0), False or None (none), or the batch's axis."""
         self.name = name
         self.shape = tuple(int(d) for d in shape)
-        self.batched = batched
+        self.batch_axis = batch_axis_of(batched)
         self.dtype = dtype
+
+    @property
+    def batched(self):
+        return self.batch_axis is not None
 
     @property
     def rank(self):
@@ -30,10 +44,13 @@ class Tensor:
 
     def sample_shape(self):
         """The shape placer's attributes use: per sample for a batched tensor."""
-        return list(self.shape[1:] if self.batched else self.shape)
+        if not self.batched:
+            return list(self.shape)
+        return list(self.shape[:self.batch_axis] + self.shape[self.batch_axis + 1:])
 
     def __repr__(self):
-        return "Tensor(%s %s%s)" % (self.name, list(self.shape), " batched" if self.batched else "")
+        return "Tensor(%s %s%s)" % (self.name, list(self.shape), "" if not self.batched else
+                                    " batched on axis %d" % self.batch_axis)
 
 
 class Unsupported:
@@ -113,10 +130,15 @@ class Builder:
 
     # ---- tensors ----------------------------------------------------------------------------
 
-    def input(self, name, sample_shape, dtype, role):
-        t = Tensor(self.tensor_name(name), (self.batch,) + tuple(sample_shape), True, dtype)
-        self.inputs.append({"name": t.name, "shape": list(sample_shape), "dtype": dtype,
-                            "role": role})
+    def input(self, name, sample_shape, dtype, role, batch_axis=0):
+        """An input of `sample_shape` per sample, with the batch put on `batch_axis`."""
+        sample_shape = tuple(sample_shape)
+        shape = sample_shape[:batch_axis] + (self.batch,) + sample_shape[batch_axis:]
+        t = Tensor(self.tensor_name(name), shape, batch_axis, dtype)
+        entry = {"name": t.name, "shape": list(sample_shape), "dtype": dtype, "role": role}
+        if batch_axis:
+            entry["batch_axis"] = batch_axis
+        self.inputs.append(entry)
         return t
 
     def parameter(self, name, value, init, trainable=True):
@@ -146,7 +168,8 @@ class Builder:
     # ---- nodes ------------------------------------------------------------------------------
 
     def node(self, op, name, inputs, outputs, attrs=None):
-        """Adds one op. outputs: (shape, batched[, dtype]) per output; returns their Tensors.
+        """Adds one op. outputs: (shape, batched[, dtype]) per output, batched as Tensor takes
+        it; returns their Tensors.
         The first output takes the node's name, the others NAME:1, NAME:2, ..."""
         node_name = self._fresh(name, self._node_names)
         outs = []

@@ -75,15 +75,16 @@ def attach_loss(b, prediction, args):
             p = b.node1("reshape", "loss", [p], (), False, {"shape": []})
         b.loss = p.name
     elif args.loss == "cross-entropy":
-        if not p.batched or p.rank < 2:
+        if not p.batched or p.rank < 2 or p.batch_axis == p.rank - 1:
             raise ImportError_("cross-entropy needs batched logits [batch, ..., classes]; the "
                                "model returns %s (try --loss mse or --loss model)" % list(p.shape))
-        label = b.input("label", p.shape[1:-1], "i32", "label")
+        # labels: the logits' shape without the classes, the batch where the logits hold it
+        label = b.input("label", p.sample_shape()[:-1], "i32", "label", p.batch_axis)
         b.loss = b.node1("softmax_cross_entropy", "loss", [p, label], (), False).name
     else:
         if not p.batched:
             raise ImportError_("mse needs a batched output; the model returns %s" % list(p.shape))
-        target = b.input("target", p.shape[1:], "f32", "label")
+        target = b.input("target", p.sample_shape(), "f32", "label", p.batch_axis)
         b.loss = b.node1("mse", "loss", [p, target], (), False).name
     lr = args.lr if args.lr is not None else (0.01 if args.optimizer == "sgd" else 0.001)
     if args.optimizer == "sgd":

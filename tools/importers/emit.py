@@ -1,5 +1,6 @@
-"""Placer op sequences both importers emit: a linear layer, attention, reshapes that keep
-the batch where placer wants it. Shapes are whole (batch included for batched tensors)."""
+"""Placer op sequences both importers emit: a linear layer, attention, reshapes and
+transposes that carry the batch axis where it goes. Shapes are whole (batch included for
+batched tensors)."""
 
 from builder import ImportError_, Tensor
 
@@ -17,7 +18,13 @@ def broadcast(a, b):
 
 
 def unary(b, op, name, x, attrs=None):
-    return b.node1(op, name, [x], x.shape, x.batched, attrs)
+    return b.node1(op, name, [x], x.shape, x.batch_axis, attrs)
+
+
+def after_batch(like):
+    """How many axes an unbatched operand meeting `like` may have without reaching its
+    batch axis: those after it (all of like's when like is unbatched), at least one."""
+    return max(like.rank - 1 - like.batch_axis if like.batched else like.rank, 1)
 
 
 def meeting_point(values):
@@ -30,28 +37,62 @@ def meeting_point(values):
 def fit_to(b, name, x, other):
     """An unbatched x meeting a batched tensor may only broadcast over the axes after the
     batch: its leading size-1 axes beyond those go (a [1, T, E] position table)."""
-    if x.batched or not other.batched or x.rank < other.rank:
+    if x.batched or not other.batched or x.rank <= after_batch(other):
         return x
     keep = x.shape
-    while len(keep) >= other.rank and len(keep) > 1 and keep[0] == 1:
+    while len(keep) > after_batch(other) and keep[0] == 1:
         keep = keep[1:]
     return reshape(b, name, x, keep) if keep != x.shape else x
 
 
 def constant_for(b, name, value, like):
     """A constant (a numpy array) that will meet tensor `like`: its leading size-1 axes are
-    dropped while it has more axes than `like` keeps after the batch, since placer lets an
-    unbatched operand broadcast only over those."""
+    dropped while it has more axes than `like` keeps after the batch."""
     if like is not None:
-        limit = max(like.rank - 1 if like.batched else like.rank, 1)
-        while value.ndim > limit and value.shape[0] == 1:
+        while value.ndim > after_batch(like) and value.shape[0] == 1:
             value = value.reshape(value.shape[1:])
     return b.constant(name, value)
 
 
+def broadcast_batch_axis(out_rank, *operands):
+    """The result's batch axis when operands broadcast (aligned at their last axis)."""
+    for t in operands:
+        if t.batched:
+            return out_rank - t.rank + t.batch_axis
+    return None
+
+
+def reduced_batch_axis(x, axes, keep):
+    """Where x's batch axis lands when `axes` (which must not hold it) are reduced."""
+    if not x.batched or keep:
+        return x.batch_axis
+    return x.batch_axis - sum(1 for a in axes if a < x.batch_axis)
+
+
 def binary(b, op, name, x, y):
     x, y = fit_to(b, name + ".squeeze", x, y), fit_to(b, name + ".squeeze", y, x)
-    return b.node1(op, name, [x, y], broadcast(x.shape, y.shape), x.batched or y.batched)
+    shape = broadcast(x.shape, y.shape)
+    return b.node1(op, name, [x, y], shape, broadcast_batch_axis(len(shape), x, y))
+
+
+def _product(dims):
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+def _reshaped_batch_axis(name, x, shape):
+    """The axis of `shape` that holds x's batch: as many elements before it as before x's
+    (a reshape moves no data), and the batch's size."""
+    before = _product(x.shape[:x.batch_axis])
+    for j, d in enumerate(shape):
+        if _product(shape[:j]) == before and d == x.shape[x.batch_axis]:
+            return j
+        if _product(shape[:j]) > before:
+            break
+    raise ImportError_("%s: reshaping %s (the batch on axis %d) to %s would mix the batch "
+                       "with other axes" % (name, list(x.shape), x.batch_axis, list(shape)))
 
 
 def reshape(b, name, x, shape):
@@ -61,13 +102,14 @@ def reshape(b, name, x, shape):
     if shape == x.shape:
         return x
     if x.batched:
-        if not shape or shape[0] != x.shape[0]:
-            raise ImportError_("%s: reshaping %s to %s would move the batch (axis 0); placer "
-                               "keeps the batch as axis 0" % (name, list(x.shape), list(shape)))
-        if len(shape) == 2 and x.rank > 2:
+        axis = _reshaped_batch_axis(name, x, shape)
+        if len(shape) == 2 and x.rank > 2 and axis == 0 and x.batch_axis == 0:
             y = b.node1("flatten", name, [x], shape, True)
         else:
-            y = b.node1("reshape", name, [x], shape, True, {"shape": list(shape[1:])})
+            attrs = {"shape": list(shape[:axis] + shape[axis + 1:])}
+            if axis:
+                attrs["batch_axis"] = axis
+            y = b.node1("reshape", name, [x], shape, axis, attrs)
     else:
         y = b.node1("reshape", name, [x], shape, False, {"shape": list(shape)})
     b.reshaped_from[y.name] = x
@@ -78,10 +120,8 @@ def transpose(b, name, x, perm):
     perm = [int(p) % x.rank for p in perm]
     if perm == list(range(x.rank)):
         return x
-    if x.batched and perm[0] != 0:
-        raise ImportError_("%s: the permutation %s would move the batch (axis 0); placer "
-                           "keeps the batch as axis 0" % (name, perm))
-    y = b.node1("transpose", name, [x], tuple(x.shape[p] for p in perm), x.batched,
+    axis = perm.index(x.batch_axis) if x.batched else None
+    y = b.node1("transpose", name, [x], tuple(x.shape[p] for p in perm), axis,
                 {"perm": perm})
     if x.rank >= 2 and perm == list(range(x.rank - 2)) + [x.rank - 1, x.rank - 2]:
         b.transposed_from[y.name] = x
@@ -96,7 +136,19 @@ def matmul(b, name, x, y, out_shape):
         x, attrs["transpose_a"] = b.transposed_from[x.name], True
     if y.name in b.transposed_from:
         y, attrs["transpose_b"] = b.transposed_from[y.name], True
-    return b.node1("matmul", name, [x, y], out_shape, x.batched or y.batched, attrs or None)
+    return b.node1("matmul", name, [x, y], out_shape, matmul_batch_axis(x, y, len(out_shape),
+                                                                        attrs), attrs or None)
+
+
+def matmul_batch_axis(x, y, out_rank, attrs):
+    """The result's batch axis: a's rows stay its rows, a leading batch axis broadcasts."""
+    rows = x.rank - 1 if attrs.get("transpose_a") else x.rank - 2
+    if x.batched and x.batch_axis == rows:
+        return out_rank - 2
+    for t in (x, y):
+        if t.batched and t.batch_axis < t.rank - 2:
+            return out_rank - t.rank + t.batch_axis
+    return None
 
 
 def scale(b, name, x, factor):
@@ -109,17 +161,23 @@ def linear(b, name, x, weight, bias):
     """x · weightᵀ (+ bias) with weight [out, in], as torch.nn.Linear and ONNX Gemm store it."""
     out_shape = x.shape[:-1] + (weight.shape[0],)
     y = b.node1("matmul", name + ".matmul" if bias is not None else name, [x, weight],
-                out_shape, x.batched, {"transpose_b": True})
+                out_shape, x.batch_axis, {"transpose_b": True})
     if bias is not None:
-        y = b.node1("add", name, [y, bias], out_shape, x.batched)
+        y = b.node1("add", name, [y, bias], out_shape, x.batch_axis)
     return y
 
 
 def self_attention(b, name, x, in_weight, in_bias, out_weight, out_bias, heads, dropout,
                    mask=None):
-    """torch.nn.MultiheadAttention with query = key = value = x [N, T, E], batch first:
-    one projection to q, k and v, heads of E/heads, softmax(q·kᵀ/√d + mask)·v, and the output
-    projection. mask: an additive [T, T] constant, or None."""
+    """torch.nn.MultiheadAttention with query = key = value = x [N, T, E], batch first, or
+    [T, N, E] with the batch on axis 1 (moved to the front and back): one projection to q, k
+    and v, heads of E/heads, softmax(q·kᵀ/√d + mask)·v, and the output projection. mask: an
+    additive [T, T] constant, or None."""
+    if x.batch_axis == 1:
+        x = transpose(b, name + ".batch_first", x, (1, 0, 2))
+        y = self_attention(b, name, x, in_weight, in_bias, out_weight, out_bias, heads,
+                           dropout, mask)
+        return transpose(b, name + ".sequence_first", y, (1, 0, 2))
     n, t, e = x.shape
     if e % heads:
         raise ImportError_("%s: %d heads do not divide the embedding %d" % (name, heads, e))

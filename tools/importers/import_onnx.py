@@ -16,19 +16,25 @@ def parse_args(argv):
         prog="import-onnx",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Reads an ONNX model and writes it as a placer training model: its graph, "
-                    "a loss and an optimiser. The first axis of every graph input is the batch.\n"
+                    "a loss and an optimiser. The batch is axis 0 of every graph input, or\n"
+                    "--batch-axis.\n"
                     "External data is read only from regular files in the model's folder, "
                     "reached\nwithout symbolic links, within their sizes.",
         epilog="example: tools/import-onnx model.onnx --batch 32 -o model.json "
                "--weights model.weights\n\n" + command.EXIT_STATUS)
     p.add_argument("source", metavar="MODEL.onnx")
+    p.add_argument("--batch-axis", type=int, default=0, metavar="AXIS",
+                   help="the axis of every graph input that holds the batch (default 0; 1 for "
+                        "sequence-first models)")
     command.add_common_options(p)
     args = p.parse_args(argv)
+    if args.batch_axis < 0:
+        p.error("--batch-axis %d: must be 0 or more" % args.batch_axis)
     command.check_common_options(p, args)
     return args
 
 
-def graph_inputs(model, batch):
+def graph_inputs(model, batch, batch_axis):
     """(name, per-sample shape, dtype) of each input that is not an initializer, each
     within placer's limits at `batch`, all together within the machine's memory."""
     init = {i.name for i in model.graph.initializer}
@@ -42,10 +48,13 @@ def graph_inputs(model, batch):
             raise ImportError_("input %r has element type %d; placer takes float and integer "
                                "inputs" % (vi.name, tt.elem_type))
         dims = list(tt.shape.dim)
-        if not dims:
-            raise ImportError_("input %r has no batch axis" % vi.name)
+        if len(dims) <= batch_axis:
+            raise ImportError_("input %r has no batch axis %d (it has %d axes)"
+                               % (vi.name, batch_axis, len(dims)))
         sample = []
-        for k, d in enumerate(dims[1:], 1):
+        for k, d in enumerate(dims):
+            if k == batch_axis:
+                continue
             if not d.HasField("dim_value"):
                 raise ImportError_("input %r: axis %d has no fixed size (%r); export with "
                                    "fixed sizes except the batch" % (vi.name, k, d.dim_param))
@@ -76,8 +85,8 @@ def main():
     b = Builder(name, args.batch, "%s, imported by tools/import-onnx" % os.path.basename(
         args.source))
     try:
-        inputs = {n: b.input(n, shape, dtype, "data") for n, shape, dtype in
-                  graph_inputs(model, args.batch)}
+        inputs = {n: b.input(n, shape, dtype, "data", args.batch_axis) for n, shape, dtype in
+                  graph_inputs(model, args.batch, args.batch_axis)}
         imp = onnx_graph.Importer(b, model)
         outputs = imp.run(inputs)
     except ImportError_ as e:

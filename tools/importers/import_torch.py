@@ -41,6 +41,9 @@ def add_source_options(p):
                         "(repeat for several inputs; '' for a scalar per sample)")
     p.add_argument("--input-dtype", action="append", choices=["f32", "i32"],
                    help="each input's dtype, in order (default f32)")
+    p.add_argument("--batch-axis", action="append", type=int, metavar="AXIS",
+                   help="each input's batch axis, in order (default 0; 1 for sequence-first "
+                        "models: [T, batch, ...])")
     p.add_argument("--classes", type=int, help="torchvision: the classifier's class count")
     p.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                    help="a keyword argument for the builder (a Python literal), repeatable")
@@ -59,6 +62,15 @@ def check_source_options(p, args):
     if len(dtypes) > len(args.shapes):
         p.error("%d --input-dtype for %d --input" % (len(dtypes), len(args.shapes)))
     args.dtypes = dtypes + ["f32"] * (len(args.shapes) - len(dtypes))
+    axes = args.batch_axis or []
+    if len(axes) > len(args.shapes):
+        p.error("%d --batch-axis for %d --input" % (len(axes), len(args.shapes)))
+    args.batch_axes = axes + [0] * (len(args.shapes) - len(axes))
+    for text, shape, axis in zip(args.input, args.shapes, args.batch_axes):
+        if not 0 <= axis <= len(shape):
+            p.error("--batch-axis %d: --input %s has %d ax%s per sample, so it must be in "
+                    "0 .. %d" % (axis, text, len(shape), "is" if len(shape) == 1 else "es",
+                                 len(shape)))
     if not 1 <= args.vocab <= limits.MAX_ELEMENTS:
         p.error("--vocab %d: token ids are i32, so it must be in 1 .. 2^31" % args.vocab)
     check_example_batch(args)
@@ -165,11 +177,12 @@ def main():
     module.train()
     examples = []
     gen = torch.Generator().manual_seed(0)
-    for shape, dtype in zip(args.shapes, args.dtypes):
+    for shape, dtype, axis in zip(args.shapes, args.dtypes, args.batch_axes):
+        whole = shape[:axis] + (args.batch,) + shape[axis:]
         if dtype == "i32":
-            examples.append(torch.randint(0, args.vocab, (args.batch,) + shape, generator=gen))
+            examples.append(torch.randint(0, args.vocab, whole, generator=gen))
         else:
-            examples.append(torch.randn((args.batch,) + shape, generator=gen))
+            examples.append(torch.randn(whole, generator=gen))
     gm = torch_fx.trace(module, examples)
     b = Builder(args.name or name, args.batch,
                 "%s, imported by tools/import-torch" % args.source)
@@ -178,8 +191,9 @@ def main():
         raise command.UsageError("the model takes %d input%s (%s); --input gives %d" % (
             len(placeholders), "" if len(placeholders) == 1 else "s",
             ", ".join(n.target for n in placeholders), len(args.shapes)))
-    inputs = [b.input(n.target, shape, dtype, "data")
-              for n, shape, dtype in zip(placeholders, args.shapes, args.dtypes)]
+    inputs = [b.input(n.target, shape, dtype, "data", axis)
+              for n, shape, dtype, axis in zip(placeholders, args.shapes, args.dtypes,
+                                                args.batch_axes)]
     imp = torch_fx.Importer(b, gm, examples, inputs)
     out = imp.run()
     if imp.unsupported:

@@ -4,7 +4,7 @@ Values are placer Tensors (computed from the input) or numpy arrays (initializer
 Constant nodes, and everything folded from them: shapes are static once the batch is
 fixed). Ops are named after the module path in the exporter's node names
 ("/layer1/layer1.0/conv1/Conv" -> "layer1.0.conv1"). torch.nn.MultiheadAttention, which
-torch.onnx exports with the batch moved off axis 0, is recognised by its scope and its
+torch.onnx exports with the batch merged with its heads, is recognised by its scope and its
 in_proj_weight and mapped as a whole.
 """
 
@@ -103,8 +103,7 @@ class Importer:
         if isinstance(v, np.ndarray):
             v = v.astype(np.float32)
             if like is not None:
-                limit = max(like.rank - 1 if like.batched else like.rank, 1)
-                while v.ndim > limit and v.shape[0] == 1:
+                while v.ndim > emit.after_batch(like) and v.shape[0] == 1:
                     v = v.reshape(v.shape[1:])
             return self.b.constant(where + ".const", v)
         raise ImportError_("%s: input %r is not available" % (where, value_name))
@@ -158,8 +157,11 @@ class Importer:
         if all(v is None or isinstance(v, np.ndarray) for v in ins):
             try:
                 folded = onnx_fold.fold(n.op_type, attrs, ins, len(n.output))
-            except Exception as e:
-                raise ImportError_("%s: folding %s: %s" % (where, n.op_type, e))
+            except Exception as e:  # constants that do not fit (a batch fixed at export)
+                what = "%s (folding its constants: %s)" % (n.op_type, str(e).strip())
+                self.unsupported.add(what, where)
+                self._set(n, [None] * len(n.output))
+                return
             if folded is not None:
                 self._set(n, folded)
                 return
@@ -205,7 +207,7 @@ class Importer:
             self.unsupported.add("attention other than self-attention", path)
             return self._poison(group, produced)
         x = self.values[outside_in[0]]
-        if x.rank != 3 or not x.batched:
+        if x.rank != 3 or x.batch_axis not in (0, 1):
             self.unsupported.add("attention on a %s input" % list(x.shape), path)
             return self._poison(group, produced)
         leaving = [o for o in produced if o in {gi.name for gi in self.graph.output} or any(
@@ -216,9 +218,10 @@ class Importer:
         for g in group:
             if g.op_type == "Reshape" and shapes.get(g.output[0]) is not None:
                 out = shapes[g.output[0]].shape  # [T, N·heads, head size] inside
-                if len(out) == 3 and out[1] % x.shape[0] == 0 and \
-                        out[2] * (out[1] // x.shape[0]) == e and out[2] < e:
-                    heads = out[1] // x.shape[0]
+                n = x.shape[x.batch_axis]
+                if len(out) == 3 and out[1] % n == 0 and out[2] * (out[1] // n) == e and \
+                        out[2] < e:
+                    heads = out[1] // n
             if g.op_type == "Dropout":
                 ratio = shapes.get(g.input[1]) if len(g.input) > 1 and g.input[1] else None
                 rate = float(ratio) if ratio is not None else \

@@ -138,7 +138,7 @@ def layer_norm(imp, n, name, ins, attrs):
     gamma = imp.tensor(n.input[1], name)
     beta = imp.tensor(n.input[2], name) if len(n.input) > 2 and n.input[2] else \
         imp.b.constant(name + ".beta", np.zeros(x.shape[-1], np.float32))
-    return [imp.b.node1("layer_norm", name, [x, gamma, beta], x.shape, x.batched,
+    return [imp.b.node1("layer_norm", name, [x, gamma, beta], x.shape, x.batch_axis,
                         {"eps": float(attrs.get("epsilon", 1e-5))})]
 
 
@@ -252,7 +252,7 @@ def concat(imp, n, name, ins, attrs):
     axis = int(attrs["axis"]) % like.rank
     shape = list(like.shape)
     shape[axis] = sum(p.shape[axis] for p in parts)
-    return [imp.b.node1("concat", name, parts, shape, True, {"axis": axis})]
+    return [imp.b.node1("concat", name, parts, shape, like.batch_axis, {"axis": axis})]
 
 
 def split(imp, n, name, ins, attrs):
@@ -264,7 +264,7 @@ def split(imp, n, name, ins, attrs):
     for s in sizes:
         shape = list(x.shape)
         shape[axis] = s
-        specs.append((shape, x.batched))
+        specs.append((shape, x.batch_axis))
     a = {"axis": axis}
     if len(set(sizes)) > 1:
         a["sizes"] = sizes
@@ -284,12 +284,12 @@ def slice_(imp, n, name, ins, attrs):
             raise Refused("steps")
         if (start, stop) == (0, x.shape[a]):
             continue
-        if a == 0 and x.batched:
+        if a == x.batch_axis:
             raise Refused("slicing the batch axis")
         shape = list(y.shape)
         shape[a] = stop - start
-        y = imp.b.node1("slice", name, [y], shape, y.batched, {"axis": a, "start": start,
-                                                                "end": stop})
+        y = imp.b.node1("slice", name, [y], shape, y.batch_axis, {"axis": a, "start": start,
+                                                                   "end": stop})
     return [y]
 
 
@@ -308,7 +308,7 @@ def reduce(op):
         a = {"axes": axes}
         if keep:
             a["keepdims"] = True
-        return [imp.b.node1(op, name, [x], shape, x.batched, a)]
+        return [imp.b.node1(op, name, [x], shape, emit.reduced_batch_axis(x, axes, keep), a)]
     return handler
 
 
@@ -320,15 +320,15 @@ def gather(imp, n, name, ins, attrs):
         if table.rank != 2:
             raise Refused("a lookup in a %d-D table" % table.rank)
         return [imp.b.node1("embedding", name, [table, ids], ids.shape + (table.shape[1],),
-                            ids.batched)]
+                            ids.batch_axis)]
     if isinstance(data, Tensor) and isinstance(ids, np.ndarray) and ids.size == 1:
         a = axis % data.rank
-        if a == 0 and data.batched:
+        if a == data.batch_axis:
             raise Refused("indexing the batch axis")
         j = int(ids.reshape(-1)[0]) % data.shape[a]
         shape = list(data.shape)
         shape[a] = 1
-        y = imp.b.node1("slice", name + ".slice", [data], shape, data.batched,
+        y = imp.b.node1("slice", name + ".slice", [data], shape, data.batch_axis,
                         {"axis": a, "start": j, "end": j + 1})
         if ids.ndim == 0:
             del shape[a]
@@ -371,7 +371,8 @@ def where(imp, n, name, ins, attrs):
                              imp.tensor(n.input[i], name, like, role="operand"), like)
                  for i in range(3)]
         shape = emit.broadcast(emit.broadcast(parts[0].shape, parts[1].shape), parts[2].shape)
-        return [imp.b.node1("where", name, parts, shape, any(t.batched for t in parts))]
+        return [imp.b.node1("where", name, parts, shape,
+                            emit.broadcast_batch_axis(len(shape), *parts))]
     c = c.astype(bool)
     if isinstance(a, Tensor):           # keep a where c, the constant b elsewhere
         x, fill, filled = a, b, ~c

@@ -49,11 +49,12 @@ def parse_args(argv):
 def examples(args, torch):
     gen = torch.Generator().manual_seed(0)
     out = []
-    for shape, dtype in zip(args.shapes, args.dtypes):
+    for shape, dtype, axis in zip(args.shapes, args.dtypes, args.batch_axes):
+        whole = shape[:axis] + (args.batch,) + shape[axis:]
         if dtype == "i32":
-            out.append(torch.randint(0, args.vocab, (args.batch,) + shape, generator=gen))
+            out.append(torch.randint(0, args.vocab, whole, generator=gen))
         else:
-            out.append(torch.randn((args.batch,) + shape, generator=gen))
+            out.append(torch.randn(whole, generator=gen))
     return out
 
 

@@ -121,7 +121,7 @@ def layer_norm(imp, name, m, args, kwargs):
     if len(m.normalized_shape) != 1:
         raise Refused("LayerNorm over %d axes" % len(m.normalized_shape))
     gamma, beta = _affine(imp, name, m, m.normalized_shape[0])
-    return imp.b.node1("layer_norm", name, [x, gamma, beta], x.shape, x.batched,
+    return imp.b.node1("layer_norm", name, [x, gamma, beta], x.shape, x.batch_axis,
                        {"eps": float(m.eps)})
 
 
@@ -137,7 +137,7 @@ def lookup(imp, name, table, ids):
     """Rows of table for ids: an input, or constant ids (positions from torch.arange)."""
     if isinstance(ids, Tensor):
         return imp.b.node1("embedding", name, [table, ids], ids.shape + table.shape[1:],
-                           ids.batched)
+                           ids.batch_axis)
     ids = torch.as_tensor(ids.value)
     rows, count = ids.reshape(-1).long(), ids.numel()
     shape = (count,) + table.shape[1:]
@@ -222,20 +222,30 @@ def softmax(op):
 
 
 def attention(imp, name, m, args, kwargs):
-    """MultiheadAttention called as self-attention, batch first, with no padding mask."""
+    """MultiheadAttention called as self-attention, with no padding mask."""
     q = args[0] if args else kwargs.get("query")
     k = args[1] if len(args) > 1 else kwargs.get("key")
     v = args[2] if len(args) > 2 else kwargs.get("value")
     if k is not q or v is not q:
         raise Refused("MultiheadAttention other than self-attention")
-    if not m.batch_first:
-        raise Refused("MultiheadAttention with batch_first=False (the batch must be axis 0)")
+    check_layout(m, q)
     if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn:
         raise Refused("MultiheadAttention with kdim/vdim, bias_k or add_zero_attn")
     if imp.arg_value(kwargs.get("key_padding_mask")) is not None:
         raise Refused("MultiheadAttention with key_padding_mask")
     mask = attn_mask(imp, name, kwargs.get("attn_mask", args[5] if len(args) > 5 else None))
     return (_attention(imp, name, m, q, mask), imp.not_mapped("attention weights"))
+
+
+def check_layout(m, x):
+    """The module's layout and the input's batch axis agree: [N, T, E] with the batch on
+    axis 0 when batch_first, [T, N, E] with the batch on axis 1 otherwise."""
+    want = 0 if m.batch_first else 1
+    if x.rank != 3 or x.batch_axis != want:
+        held = "no batch" if not x.batched else "the batch on axis %d" % x.batch_axis
+        raise Refused("%s with batch_first=%s reads the batch on axis %d, but its input %s "
+                      "holds %s (--batch-axis sets the model input's)" % (
+                          type(m).__name__, m.batch_first, want, list(x.shape), held))
 
 
 def attn_mask(imp, name, mask):
@@ -273,9 +283,7 @@ def encoder_layer(imp, name, m, args, kwargs):
     x = args[0]
     if imp.arg_value(kwargs.get("src_key_padding_mask")) is not None:
         raise Refused("TransformerEncoderLayer with src_key_padding_mask")
-    if not m.self_attn.batch_first:
-        raise Refused("TransformerEncoderLayer with batch_first=False (the batch must be "
-                      "axis 0)")
+    check_layout(m.self_attn, x)
     mask = attn_mask(imp, name + ".self_attn",
                      kwargs.get("src_mask", args[1] if len(args) > 1 else None))
     act = m.activation

@@ -32,8 +32,9 @@ def _shape(imp):
     return tuple(imp.current_value.shape)
 
 
-def _batched(*args):
-    return any(isinstance(a, Tensor) and a.batched for a in args)
+def _batch_axis(*args):
+    """The batch axis of the first batched tensor among args (None when none is)."""
+    return next((a.batch_axis for a in args if isinstance(a, Tensor) and a.batched), None)
 
 
 # ---- arithmetic -------------------------------------------------------------------------------
@@ -144,7 +145,7 @@ def _layer_norm(imp, name, args, kwargs):
     n = shape[0]
     gamma = w if isinstance(w, Tensor) else imp.b.constant(name + ".gamma", [1.0] * n)
     beta = bias if isinstance(bias, Tensor) else imp.b.constant(name + ".beta", [0.0] * n)
-    return imp.b.node1("layer_norm", name, [x, gamma, beta], x.shape, x.batched,
+    return imp.b.node1("layer_norm", name, [x, gamma, beta], x.shape, x.batch_axis,
                        {"eps": float(eps)})
 
 
@@ -203,6 +204,8 @@ def _expand(imp, name, args, kwargs):
     if x.shape == shape:
         return x
     b = imp.b
+    if x.batched and x.batch_axis != 0:
+        raise Refused("expand of a tensor with the batch on axis %d" % x.batch_axis)
     if not x.batched and shape[0] == b.batch and (x.rank < len(shape) or x.shape[0] == 1):
         x = emit.binary(b, "add", name + ".batch", x, _batch_zeros(imp, name, len(shape)))
     if x.shape != shape:
@@ -215,8 +218,9 @@ def _batch_zeros(imp, name, rank):
     """Zeros [batch, 1, ...] (rank axes), batched: the first f32 input times 0, which placer
     broadcasts a tensor over the batch with."""
     source = next((t for t in imp.all_inputs if t.dtype == "f32"), None)
-    if source is None:
-        raise Refused("expanding over the batch in a model without an f32 input")
+    if source is None or source.batch_axis != 0:
+        raise Refused("expanding over the batch in a model without an f32 input batched on "
+                      "axis 0")
     b = imp.b
     flat = emit.reshape(b, name + ".flat", source, (b.batch, int(np.prod(source.shape[1:]))))
     first = b.node1("slice", name + ".first", [flat], (b.batch, 1), True,
@@ -236,7 +240,7 @@ def _cat(imp, name, args, kwargs):
     tensors = [imp.tensor_of(p, name, first) for p in parts]
     if len(tensors) == 1:
         return tensors[0]
-    return imp.b.node1("concat", name, tensors, _shape(imp), _batched(*tensors),
+    return imp.b.node1("concat", name, tensors, _shape(imp), _batch_axis(*tensors),
                        {"axis": _axis(dim, first.rank)})
 
 
@@ -247,7 +251,7 @@ def _split(imp, name, args, kwargs):
     sizes = [int(o.shape[dim]) for o in outs]
     if len(sizes) == 1:
         return (x,)
-    specs = [(tuple(o.shape), x.batched) for o in outs]
+    specs = [(tuple(o.shape), x.batch_axis) for o in outs]
     attrs = {"axis": dim}
     if len(set(sizes)) > 1:
         attrs["sizes"] = sizes
@@ -265,7 +269,8 @@ def _mean_sum(op):
         attrs = {"axes": axes}
         if keep:
             attrs["keepdims"] = True
-        return imp.b.node1(op, name, [x], _shape(imp), x.batched, attrs)
+        return imp.b.node1(op, name, [x], _shape(imp), emit.reduced_batch_axis(x, axes, keep),
+                           attrs)
     return handler
 
 
@@ -291,19 +296,19 @@ def _slice_tensor(imp, name, x, index):
                 raise Refused("tensor slicing with a step")
             if (start, stop) == (0, x.shape[axis]):
                 continue
-            if axis == 0 and x.batched:
+            if axis == x.batch_axis:
                 raise Refused("slicing the batch axis")
             shape = list(y.shape)
             shape[axis] = stop - start
-            y = imp.b.node1("slice", name + ".slice", [y], shape, y.batched,
+            y = imp.b.node1("slice", name + ".slice", [y], shape, y.batch_axis,
                             {"axis": axis, "start": start, "end": stop})
         elif isinstance(i, int):
-            if axis == 0 and x.batched:
+            if axis == x.batch_axis:
                 raise Refused("indexing the batch axis")
             j = i % x.shape[axis]
             shape = list(y.shape)
             shape[axis] = 1
-            y = imp.b.node1("slice", name + ".slice", [y], shape, y.batched,
+            y = imp.b.node1("slice", name + ".slice", [y], shape, y.batch_axis,
                             {"axis": axis, "start": j, "end": j + 1})
         else:
             raise Refused("tensor indexing with %s" % type(i).__name__)
@@ -374,7 +379,8 @@ def _emit_where(imp, name, cond, a, c):
     for i, t in enumerate(parts):  # an unbatched operand broadcasts after the batch only
         parts[i] = emit.fit_to(imp.b, name + ".squeeze", t, like)
     shape = emit.broadcast(emit.broadcast(parts[0].shape, parts[1].shape), parts[2].shape)
-    return imp.b.node1("where", name, parts, shape, _batched(*parts))
+    return imp.b.node1("where", name, parts, shape,
+                       emit.broadcast_batch_axis(len(shape), *parts))
 
 
 def _where(imp, name, args, kwargs):

@@ -1,9 +1,10 @@
 """The real models the importers are checked and benchmarked on: torchvision's, and others
 built or written in plain PyTorch in tests/importers/models.py. Per model: its source for
 tools/import-torch, the per-sample input the tests use (small, for speed) and the one the
-speed benchmark uses (torchvision's 224x224), the input dtype and id range, the batch, the
-builder's keyword arguments, those that switch dropout off for numeric comparisons, and
-onnx=False where the ONNX route does not take the model."""
+speed benchmark uses (torchvision's 224x224), the input dtype and id range, the batch and
+the input's batch axis (0 unless given), the builder's keyword arguments, those that switch
+dropout off for numeric comparisons, and onnx=False where the ONNX route does not take the
+model."""
 
 import os
 
@@ -74,6 +75,13 @@ MODELS = {
                  batch=4, kwargs={}, bench_kwargs={"width": 32}),
     "cnn1d": dict(source=MODELS_PY + ":cnn1d", input=(4, 32), bench_input=(4, 1024), batch=8,
                   kwargs={}, bench_kwargs={"width": 64, "length": 1024}),
+    # PyTorch's default layout, tokens [T, batch]: the batch on axis 1.
+    "seq_first_transformer": dict(source=MODELS_PY + ":sequence_first_transformer",
+                                  input=(16,), bench_input=(128,), dtype="i32", vocab=100,
+                                  batch=8, batch_axis=1, kwargs={},
+                                  bench_kwargs={"dim": 256, "heads": 8, "ff": 1024,
+                                                "context": 128},
+                                  dropout={"dropout": 0.0}),
 }
 
 # Small models that each check a group of operator mappings, not benchmarked: check.py takes
@@ -85,6 +93,12 @@ MAPPING_MODELS = {
 
 def spec_of(name):
     return MODELS[name] if name in MODELS else MAPPING_MODELS[name]
+
+
+def whole_shape(spec, batch, shape):
+    """A batch of the model's inputs: the per-sample shape with the batch on its axis."""
+    axis = spec.get("batch_axis", 0)
+    return tuple(shape[:axis]) + (batch,) + tuple(shape[axis:])
 
 
 def source(name, gradients=False):
@@ -133,6 +147,8 @@ def import_command(name, output, batch, bench=False, numeric=False, weights=None
     cmd = [os.path.join(TOP, "tools", "import-torch"), source(name, gradients),
            "--input", ",".join(map(str, shape)), "--input-dtype", spec.get("dtype", "f32"),
            "--batch", str(batch), "-o", output]
+    if spec.get("batch_axis"):
+        cmd += ["--batch-axis", str(spec["batch_axis"])]
     if weights:
         cmd += ["--weights", weights]
     if "vocab" in spec:

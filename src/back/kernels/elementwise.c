@@ -540,18 +540,20 @@ PL_KERNEL(zeros_like)
 /* ---- dropout -------------------------------------------------------------------------- */
 
 /* The counter of element i's keep decision in modes row and batch: its sample's position
- * in the whole step's batch (a micro-batch of `rows` samples follows micro_batch times as
- * many), or one draw for the whole step. */
-static int64_t shared_keep_counter(const pl_kernel_args *args, int64_t i, int64_t n)
+ * in the whole step's batch (a micro-batch of `layout.batch` samples follows micro_batch
+ * times as many), or one draw for the whole step. */
+static int64_t shared_keep_counter(const pl_kernel_args *args, pl_batch_layout layout,
+                                   int64_t i)
 {
     if (args->op->attrs.mode == PL_DROPOUT_BATCH)
         return 0;
-    const int64_t rows = args->in_t[0]->rank ? args->in_t[0]->dims[0] : 1;
-    return args->step->micro_batch * rows + i / (n / rows);
+    return args->step->micro_batch * layout.batch + (i / layout.inner) % layout.batch;
 }
 
 /* y = mask * x / (1 - rate); the mask is a pure function of (seed, step, position in the
- * whole step's batch), so the gradient redraws it instead of storing it. */
+ * whole step's batch), so the gradient redraws it instead of storing it. The micro-batch
+ * holds `outer` runs of its samples (one unless the batch is after axis 0), each run a
+ * block of the whole step's run, `micro_batches` times as long. */
 PL_VECTOR_CLONES static void dropout_apply(const pl_kernel_args *args)
 {
     const pl_attrs *at = &args->op->attrs;
@@ -566,17 +568,23 @@ PL_VECTOR_CLONES static void dropout_apply(const pl_kernel_args *args)
     }
     const float rate = (float)at->rate, keep_scale = (float)(1.0 / (1.0 - at->rate));
     const uint64_t seed = (uint64_t)at->seed;
-    const int64_t step = args->step->step;
+    const int64_t step = args->step->step, m = args->step->micro_batches > 1
+                                                   ? args->step->micro_batches : 1;
+    const pl_batch_layout layout = pl_tensor_batch_layout(args->out_t[0]);
     if (at->mode != PL_DROPOUT_ELEMENT) {
         for (int64_t i = begin; i < end; i++) {
-            bool keep = pl_rng_keep(seed, step, shared_keep_counter(args, i, n), rate);
+            bool keep = pl_rng_keep(seed, step, shared_keep_counter(args, layout, i), rate);
             y[i] = keep ? x[i] * keep_scale : 0.0f;
         }
         return;
     }
-    const int64_t first = args->step->micro_batch * n;
-    for (int64_t i = begin; i < end; i++)
-        y[i] = pl_rng_keep(seed, step, first + i, rate) ? x[i] * keep_scale : 0.0f;
+    const int64_t run = n / layout.outer, whole_run = run * m;
+    for (int64_t i = begin; i < end;) {
+        int64_t o = i / run, stop = (o + 1) * run < end ? (o + 1) * run : end;
+        int64_t shift = o * whole_run + args->step->micro_batch * run - o * run;
+        for (; i < stop; i++)
+            y[i] = pl_rng_keep(seed, step, shift + i, rate) ? x[i] * keep_scale : 0.0f;
+    }
 }
 
 PL_KERNEL(dropout)

@@ -178,7 +178,8 @@ static int host_buffers(const pl_builder *b, int t)
 }
 
 /* Every instance's buffers: slots in its device's arena, or its place on the host (a
- * batched input: one buffer per micro-batch, each its slice). */
+ * batched input: one buffer per micro-batch, each its slice; the executor gathers the
+ * slices of an input batched on another axis than 0 one after another). */
 static bool lay_out_buffers(pl_builder *b, instances *in, const int *n_slots)
 {
     pl_program *p = b->p;
@@ -206,7 +207,7 @@ static bool lay_out_buffers(pl_builder *b, instances *in, const int *n_slots)
                 buf->offset = p->memory[d].arena;
                 p->memory[d].arena += aligned(bytes);
             } else if (pl_tensor_kind_of(b, t) == PL_TENSOR_INPUT) {
-                buf->offset = b->g->tensors[t].batched ? bytes * s : 0;
+                buf->offset = b->g->tensors[t].batch_axis != PL_NO_BATCH ? bytes * s : 0;
             } else {
                 buf->bytes = pl_tensor_bytes(&b->g->tensors[t]);
             }

@@ -42,7 +42,8 @@ static void run_shard_update(resource *r, const pl_task *task, pl_kernel_args *a
     void *in[MAX_INPUTS];
     const pl_tensor *in_t[MAX_INPUTS];
     pl_tensor part = {.kind = PL_TENSOR_STATE, .dtype = args->in_t[0]->dtype, .rank = 1,
-                      .dims = {shard->end - shard->start}, .param = -1};
+                      .dims = {shard->end - shard->start}, .batch_axis = PL_NO_BATCH,
+                      .param = -1};
     for (int j = 0; j < args->op->n_inputs && j < MAX_INPUTS; j++) {
         const pl_buffer *buf = &p->buffers[p->refs[task->first_ref + j]];
         int64_t first = buf->copy > 0 ? p->copy_range[buf->copy].start : 0;

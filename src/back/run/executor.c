@@ -138,7 +138,10 @@ void pl_executor_free(pl_executor *ex)
     if (ex->owns_host)
         for (int t = 0; t < ex->g->n_tensors; t++)
             free(ex->host[t]);
+    for (int t = 0; ex->staged && t < ex->g->n_tensors; t++)
+        free(ex->staged[t]);
     free(ex->host);
+    free(ex->staged);
     free(ex->last_output);
     free(ex->links);
     free(ex->devices);
@@ -150,6 +153,12 @@ void pl_executor_free(pl_executor *ex)
 static bool lives_on_host(const pl_tensor *tensor)
 {
     return tensor->kind != PL_TENSOR_ACTIVATION;
+}
+
+/* An input whose micro-batches are not contiguous in its host buffer. */
+static bool staged_input(const pl_tensor *tensor)
+{
+    return tensor->kind == PL_TENSOR_INPUT && tensor->batch_axis > 0;
 }
 
 /* Whether the host's copies of the tensors that live there fit this machine. */
@@ -176,11 +185,14 @@ static pl_status set_up_host(pl_executor *ex, void *const *host, pl_error *err)
         const pl_tensor *tensor = &g->tensors[t];
         if (!lives_on_host(tensor))
             continue;
+        size_t bytes = ((size_t)pl_tensor_bytes(tensor) + 63) / 64 * 64;
+        if (staged_input(tensor) && !(ex->staged[t] = aligned_alloc(64, bytes ? bytes : 64)))
+            return pl_error_set(err, PL_ENOMEM, NULL, "out of memory for tensor \"%s\"",
+                                tensor->name);
         if (host) {
             ex->host[t] = host[t];
             continue;
         }
-        size_t bytes = ((size_t)pl_tensor_bytes(tensor) + 63) / 64 * 64;
         if (!(ex->host[t] = aligned_alloc(64, bytes ? bytes : 64)))
             return pl_error_set(err, PL_ENOMEM, NULL, "out of memory for tensor \"%s\"",
                                 tensor->name);
@@ -206,10 +218,11 @@ pl_executor *pl_executor_new(const pl_graph *g, const pl_cluster *c, void *const
     openblas_set_num_threads(1); /* parallelism is the pools' */
     size_t n = (size_t)c->n_devices;
     ex->host = calloc((size_t)g->n_tensors, sizeof *ex->host);
+    ex->staged = calloc((size_t)g->n_tensors, sizeof *ex->staged);
     ex->last_output = calloc((size_t)g->n_tensors, sizeof *ex->last_output);
     ex->devices = calloc(n, sizeof *ex->devices);
     ex->links = calloc(n * n, sizeof *ex->links);
-    if (!ex->host || !ex->last_output || !ex->devices || !ex->links) {
+    if (!ex->host || !ex->staged || !ex->last_output || !ex->devices || !ex->links) {
         pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
         pl_executor_free(ex);
         return NULL;
@@ -349,8 +362,10 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     for (int ref = 0; ref < n_refs; ref++) {
         const pl_buffer *buf = &p->buffers[p->refs[ref]];
+        bool staged = ex->staged[buf->tensor] && p->micro_batches > 1;
         char *base = buf->device >= 0 ? ex->devices[buf->device].arena
                      : buf->copy > 0  ? ex->copies[buf->copy]
+                     : staged         ? ex->staged[buf->tensor]
                                       : ex->host[buf->tensor];
         ex->ptrs[ref] = base ? base + buf->offset : NULL; /* NULL: on another rank */
         ex->ref_shapes[ref] = &p->shapes[buf->tensor];
@@ -430,6 +445,22 @@ static void release(pl_executor *ex, int i)
     ex->task_resource[i]->ops->release(ex->task_resource[i], i);
 }
 
+/* Gathers each staged input's slices along its batch axis, where the program's buffers
+ * find them one after another. */
+static void stage_inputs(pl_executor *ex, int slices)
+{
+    for (int t = 0; slices > 1 && t < ex->g->n_tensors; t++) {
+        const pl_tensor *tensor = &ex->g->tensors[t];
+        if (!ex->staged[t])
+            continue;
+        int64_t samples = pl_tensor_batch_layout(tensor).batch / slices;
+        size_t bytes = (size_t)(pl_tensor_bytes(tensor) / slices);
+        for (int k = 0; k < slices; k++)
+            pl_batch_gather(tensor, ex->host[t], samples * k, samples,
+                            (char *)ex->staged[t] + bytes * (size_t)k);
+    }
+}
+
 pl_status pl_executor_step(pl_executor *ex, int64_t step, float *loss, pl_error *err)
 {
     const pl_program *p = ex->program;
@@ -443,6 +474,7 @@ pl_status pl_executor_step(pl_executor *ex, int64_t step, float *loss, pl_error 
     if (!ex->copies_made)
         fill_copies(ex);
     int m = p->micro_batches;
+    stage_inputs(ex, m);
     for (int k = 0; k <= m; k++)
         ex->infos[k] = (pl_step_info){.step = step, .micro_batch = k < m ? k : 0,
                                       .micro_batches = m, .training = true};

@@ -67,6 +67,9 @@ struct pl_executor {
     bool leading;          /* rank 0 of pl_executor_lead: tells the others what to do */
     void **host;
     bool owns_host;
+    void **staged;         /* per input batched on an axis other than 0: its slices (the
+                              program's micro-batches), each gathered whole, one after
+                              another; NULL elsewhere */
     resource *devices;
     resource **links;      /* n_devices x n_devices, started when a plan first uses one */
     pl_program *program;

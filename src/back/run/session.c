@@ -18,6 +18,8 @@ struct pl_session {
     pl_pool *pool;
     void **base;          /* per tensor: its buffer */
     void **data;          /* per tensor: where this micro-batch's data starts */
+    void **stage;         /* per input batched on an axis other than 0: its micro-batch,
+                             gathered (elsewhere NULL) */
     pl_tensor *shapes;    /* per tensor: shapes of the current micro-batch size */
     int shapes_batch;     /* the batch `shapes` are for */
     void *work;           /* the largest workspace any op needs */
@@ -65,7 +67,10 @@ void pl_session_free(pl_session *s)
     pl_pool_free(s->pool);
     for (int t = 0; s->base && t < s->g->n_tensors; t++)
         free(s->base[t]);
+    for (int t = 0; s->stage && t < s->g->n_tensors; t++)
+        free(s->stage[t]);
     free(s->base);
+    free(s->stage);
     free(s->data);
     free(s->shapes);
     free(s->work);
@@ -139,7 +144,8 @@ pl_session *pl_session_new(const pl_graph *g, int threads, pl_error *err)
     s->base = calloc((size_t)g->n_tensors, sizeof *s->base);
     s->data = calloc((size_t)g->n_tensors, sizeof *s->data);
     s->shapes = calloc((size_t)g->n_tensors, sizeof *s->shapes);
-    if (!s->base || !s->data || !s->shapes) {
+    s->stage = calloc((size_t)g->n_tensors, sizeof *s->stage);
+    if (!s->base || !s->data || !s->shapes || !s->stage) {
         pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
         pl_session_free(s);
         return NULL;
@@ -150,7 +156,10 @@ pl_session *pl_session_new(const pl_graph *g, int threads, pl_error *err)
         const pl_tensor *tensor = &g->tensors[t];
         size_t bytes = ((size_t)pl_tensor_bytes(tensor) + 63) / 64 * 64;
         s->base[t] = s->data[t] = aligned_alloc(64, bytes ? bytes : 64);
-        if (!s->base[t]) {
+        if (tensor->kind == PL_TENSOR_INPUT && tensor->batch_axis > 0)
+            s->stage[t] = aligned_alloc(64, bytes ? bytes : 64);
+        if (!s->base[t] || (tensor->kind == PL_TENSOR_INPUT && tensor->batch_axis > 0 &&
+                            !s->stage[t])) {
             pl_error_set(err, PL_ENOMEM, NULL, "out of memory for tensor \"%s\" (%zu bytes)",
                          tensor->name, bytes);
             pl_session_free(s);
@@ -174,13 +183,21 @@ void *pl_session_data(pl_session *s, int t)
     return s->base[t];
 }
 
-/* Points batched inputs at micro-batch `k` of `m`. */
+/* Points batched inputs at micro-batch `k` of `m`: in place where the batch is axis 0,
+ * else gathered along the batch axis. */
 static void select_micro_batch(pl_session *s, int k, int m)
 {
     for (int t = 0; t < s->g->n_tensors; t++) {
         const pl_tensor *full = &s->g->tensors[t];
-        if (full->kind == PL_TENSOR_INPUT && full->batched)
+        if (full->kind != PL_TENSOR_INPUT || full->batch_axis == PL_NO_BATCH)
+            continue;
+        if (full->batch_axis == 0 || m == 1) {
             s->data[t] = (char *)s->base[t] + (size_t)(pl_tensor_bytes(full) / m) * (size_t)k;
+            continue;
+        }
+        int64_t samples = pl_tensor_batch_layout(full).batch / m;
+        pl_batch_gather(full, s->base[t], samples * k, samples, s->stage[t]);
+        s->data[t] = s->stage[t];
     }
 }
 
