@@ -19,9 +19,27 @@ static pl_status build_adjacency(pl_policy *p, const pl_graph *g, pl_error *err)
     return p->adjacency ? PL_OK : PL_ENOMEM;
 }
 
+/* The one-hot slot of an op kind: its own for the kinds the shipped policy was trained
+ * with, that of a kind it resembles for those added since, one slot for all others
+ * (the internal ops). A new model-file kind belongs in `resembles`. */
+static int feature_kind(pl_op_kind kind)
+{
+    static const struct {
+        pl_op_kind kind, like;
+    } resembles[] = {
+        {PL_OP_GRU_CELL, PL_OP_LSTM_CELL},
+    };
+    if ((int)kind < PL_POLICY_OP_KINDS)
+        return (int)kind;
+    for (size_t k = 0; k < sizeof resembles / sizeof resembles[0]; k++)
+        if (resembles[k].kind == kind)
+            return (int)resembles[k].like;
+    return PL_POLICY_OP_KINDS;
+}
+
 static pl_status build_features(pl_policy *p, const pl_graph *g, pl_error *err)
 {
-    int n = p->n_ops, kinds = PL_OP_FIRST_INTERNAL + 1;
+    int n = p->n_ops, kinds = PL_POLICY_OP_KINDS + 1;
     p->n_features = PL_POLICY_OP_FEATURES;
     p->features = calloc((size_t)n * (size_t)p->n_features, sizeof *p->features);
     p->group_features = calloc((size_t)n * PL_POLICY_GROUP_FEATURES, sizeof *p->group_features);
@@ -51,8 +69,7 @@ static pl_status build_features(pl_policy *p, const pl_graph *g, pl_error *err)
     for (int o = 0; o < n; o++) {
         const pl_op *op = &g->ops[o];
         double *f = p->features + (size_t)o * (size_t)p->n_features;
-        int kind = (int)op->kind < PL_OP_FIRST_INTERNAL ? (int)op->kind : PL_OP_FIRST_INTERNAL;
-        f[kind] = 1;
+        f[feature_kind(op->kind)] = 1;
         double *x = f + kinds;
         x[0] = log1p(op->flops) / 20;
         x[1] = log1p((double)op->bytes_written) / 20;

@@ -63,6 +63,7 @@ bool pl_backward_embedding(pl_autodiff *ad, int op);
 bool pl_backward_reduce(pl_autodiff *ad, int op);     /* reduce_sum, reduce_mean */
 bool pl_backward_dropout(pl_autodiff *ad, int op);
 bool pl_backward_lstm_cell(pl_autodiff *ad, int op); /* autodiff_lstm.c */
+bool pl_backward_gru_cell(pl_autodiff *ad, int op);
 /* The LSTM weight gradients of the steps still waiting, after the walk. */
 bool pl_ad_finish_lstm(pl_autodiff *ad);
 

@@ -54,6 +54,7 @@ typedef enum pl_op_kind {
     PL_OP_DROPOUT,
     PL_OP_TOPK_GATE,
     PL_OP_LSTM_CELL,
+    PL_OP_GRU_CELL,
     /* Internal ops: automatic differentiation writes them into the training graph; model
      * files cannot name them. Inputs -> outputs; "like" inputs give only their shape. */
     PL_OP_MATMUL_GRAD_A,   /* dy, a, b -> da; forward's transpose flags; sums broadcast axes */
@@ -86,6 +87,8 @@ typedef enum pl_op_kind {
     PL_OP_LSTM_CELL_GRAD,  /* dh', dc', x, w, b [, h, c] [, gates] -> dx, dz [, dh, dc];
                               dz: of the gates' inputs [N,4H]; gates: the forward's
                               third output, else recomputed */
+    PL_OP_GRU_CELL_GRAD,   /* dh', gx [, gh [, h]] -> dgx [, dgh [, dh]]; dgh [N,3H] even
+                              where gh is the bias [3H] */
     PL_OP_ZEROS_LIKE,      /* x -> zeros of x's shape */
     PL_OP_ACCUMULATE,      /* acc, g -> (none): acc += g, in place */
     PL_OP_SCATTER_ACCUMULATE, /* acc [V,D], dy [...,D], ids [...] -> (none): acc[ids] += dy */

@@ -107,3 +107,40 @@ def googlenet_average_pools(**kwargs):
                 setattr(parent, name, nn.AvgPool2d(child.kernel_size, child.stride,
                                                    child.padding))
     return model
+
+
+class LSTMClassifier(nn.Module):
+    """An embedding, a stacked nn.LSTM (batch first) and a classifier over the last layer's
+    final state h_n[-1]."""
+
+    def __init__(self, vocab=50, dim=16, hidden=32, layers=2, classes=10, dropout=0.1):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.lstm = nn.LSTM(dim, hidden, layers, batch_first=True, dropout=dropout)
+        self.classifier = nn.Linear(hidden, classes)
+
+    def forward(self, tokens):
+        h_n = self.lstm(self.embed(tokens))[1][0]  # indexed: fx cannot unpack
+        return self.classifier(h_n[-1])
+
+
+class GRULanguageModel(nn.Module):
+    """An embedding, a stacked nn.GRU (batch first) and the vocabulary head at every step:
+    next-token logits [batch, steps, vocab]."""
+
+    def __init__(self, vocab=48, dim=16, hidden=32, layers=2, dropout=0.1):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.gru = nn.GRU(dim, hidden, layers, batch_first=True, dropout=dropout)
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, ids):
+        return self.head(self.gru(self.embed(ids))[0])
+
+
+def lstm_classifier(**kwargs):
+    return LSTMClassifier(**kwargs)
+
+
+def gru_lm(**kwargs):
+    return GRULanguageModel(**kwargs)

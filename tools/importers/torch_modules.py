@@ -296,6 +296,9 @@ HANDLERS = {
     nn.TransformerEncoderLayer: encoder_layer,
 }
 
+from torch_recurrent import RECURRENT  # noqa: E402 (it reads the helpers above)
+HANDLERS.update(RECURRENT)
+
 LEAVES = tuple(HANDLERS)
 
 __all__ = ["HANDLERS", "LEAVES", "Refused", "adaptive_avg_pool", "silu", "ImportError_"]

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 import emit
 import torch_modules
+import torch_recurrent
 from builder import ImportError_, Tensor
 from torch_fx import Const, Poisoned, is_const, is_poisoned, like_init, val
 from torch_modules import Refused
@@ -369,6 +370,10 @@ def map_node(imp, n):
         if isinstance(a, NotMapped):
             imp.unsupported.add(a.what, where)
             return Poisoned()
+    stacked = torch_recurrent.stacked_use(n, args, kwargs)
+    if stacked:
+        imp.unsupported.add(stacked, where)
+        return Poisoned()
     if n.target in SHAPE_ONLY or (is_const(args) and is_const(kwargs)):
         return Const(imp.value(n))
     if n.op == "call_function" and isinstance(n.target, type) and issubclass(n.target, tuple):

@@ -2,7 +2,8 @@
 written in plain PyTorch (tests/importers/models.py). Per model: its source for
 tools/import-torch, the per-sample input the tests use (small, for speed) and the one the
 speed benchmark uses (torchvision's 224x224), the input dtype and id range, the batch, the
-builder's keyword arguments, and those that switch dropout off for numeric comparisons."""
+builder's keyword arguments, and those that switch dropout off for numeric comparisons;
+no_onnx says why a model is not checked through tools/import-onnx."""
 
 import os
 
@@ -13,6 +14,10 @@ IMAGE = (3, 224, 224)
 # Training the image models on synthetic data: a batch large enough for batch norm and
 # a learning rate it survives (at 0.01 with momentum their losses rise; vgg11 diverges).
 IMAGE_TRAINING = ["--batch", "32", "--lr", "0.001"]
+
+# torch.onnx exports every recurrent layer time-major (the batch on axis 1): those models
+# are checked through tools/import-torch alone.
+TIME_MAJOR = "torch.onnx exports the recurrent layers time-major, with the batch on axis 1"
 
 MODELS = {
     "resnet18": dict(source="torchvision:resnet18", input=(3, 64, 64), bench_input=IMAGE,
@@ -42,6 +47,13 @@ MODELS = {
     "gpt": dict(source=MODELS_PY + ":gpt", input=(16,), bench_input=(128,), dtype="i32",
                 vocab=64, batch=8, kwargs={},
                 bench_kwargs={"dim": 256, "heads": 8, "context": 128, "blocks": 2}),
+    "lstm": dict(source=MODELS_PY + ":lstm_classifier", input=(12,), bench_input=(64,),
+                 dtype="i32", vocab=50, batch=8, kwargs={},
+                 bench_kwargs={"dim": 128, "hidden": 256}, dropout={"dropout": 0.0},
+                 no_onnx=TIME_MAJOR),
+    "gru": dict(source=MODELS_PY + ":gru_lm", input=(12,), bench_input=(64,), dtype="i32",
+                vocab=48, batch=8, kwargs={}, bench_kwargs={"dim": 128, "hidden": 256},
+                dropout={"dropout": 0.0}, no_onnx=TIME_MAJOR),
 }
 
 
