@@ -24,7 +24,12 @@ from torch_modules import Refused, _fan_in_uniform, _seed
 
 class LayerStates(tuple):
     """h_n or c_n: one [N, H] tensor per layer and direction. Indexing picks one; any other
-    use needs the stacked tensor, whose batch is axis 1."""
+    use needs the stacked tensor, whose batch is axis 1. `what` names it in errors."""
+
+    def __new__(cls, tensors, what):
+        states = super().__new__(cls, tensors)
+        states.what = what
+        return states
 
 
 class _Sequence:
@@ -85,12 +90,12 @@ def _layer_states(kind, state, count):
     zeros). A tensor there holds the batch on axis 1."""
     if _is_zero(state):
         return [None] * count
-    if isinstance(state, LayerStates) and len(state) == count:  # another layer's h_n or c_n
+    if isinstance(state, LayerStates):  # another layer's h_n or c_n (PyTorch checked the count)
         return list(state)
     if isinstance(state, Tensor):
-        raise ImportError_("%s: an initial state [layers, N, H] from the model's input would "
-                           "move the batch (axis 1 of it); placer keeps the batch as axis 0"
-                           % kind)
+        raise Refused("%s with an initial state computed from the input (h_0 [layers, N, H] "
+                      "holds the batch on axis 1: it moves the batch axis, which must be "
+                      "axis 0)" % kind)
     raise Refused("%s with a constant nonzero initial state" % kind)
 
 
@@ -165,7 +170,11 @@ def _sequence_layers(imp, name, m, args, kwargs, direction, kind):
     else:
         h0, c0 = _layer_states(kind, state, count), [None] * count
     if not m.batch_first:  # time-major: the batch is axis 1 of x
-        x = emit.transpose(imp.b, name + ".batch_first", x, (1, 0, 2))
+        try:
+            x = emit.transpose(imp.b, name + ".batch_first", x, (1, 0, 2))
+        except ImportError_:
+            raise Refused("%s with batch_first=False (time-major: it moves the batch axis, "
+                          "which must be axis 0)" % kind) from None
     seq = _Sequence(imp.b, name + ".input", whole=x)
     h_n, c_n = [], []
     for layer in range(m.num_layers):
@@ -188,8 +197,8 @@ def _sequence_layers(imp, name, m, args, kwargs, direction, kind):
     y = seq.whole()
     if not m.batch_first:
         y = emit.transpose(imp.b, name + ".time_major", y, (1, 0, 2))
-    states = LayerStates(h_n)
-    return (y, (states, LayerStates(c_n))) if kind == "LSTM" else (y, states)
+    states = LayerStates(h_n, "%s's h_n" % kind)
+    return (y, (states, LayerStates(c_n, "LSTM's c_n"))) if kind == "LSTM" else (y, states)
 
 
 def lstm(imp, name, m, args, kwargs):
@@ -237,6 +246,6 @@ def stacked_use(n, args, kwargs):
         return None
     for a in list(args) + list(kwargs.values()):
         if isinstance(a, LayerStates):
-            return ("stacked recurrent states [layers, N, H] used whole (their batch is "
-                    "axis 1; placer keeps the batch as axis 0)")
+            return ("%s used whole (its [layers, N, H] holds the batch on axis 1: it moves "
+                    "the batch axis, which must be axis 0)" % a.what)
     return None
