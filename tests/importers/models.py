@@ -4,6 +4,8 @@
         --input-dtype i32 --vocab 100 --batch 8 -o tc.json
     tools/import-torch tests/importers/models.py:gpt --input 16 --input-dtype i32 \\
         --vocab 64 --batch 8 -o gpt.json
+    tools/import-torch tests/importers/models.py:lstm_classifier --input 12 \\
+        --input-dtype i32 --vocab 50 --batch 8 -o lstm.json
 """
 
 import math
@@ -120,7 +122,7 @@ class LSTMClassifier(nn.Module):
         self.classifier = nn.Linear(hidden, classes)
 
     def forward(self, tokens):
-        h_n = self.lstm(self.embed(tokens))[1][0]  # indexed: fx cannot unpack
+        _, (h_n, _) = self.lstm(self.embed(tokens))
         return self.classifier(h_n[-1])
 
 
@@ -135,7 +137,8 @@ class GRULanguageModel(nn.Module):
         self.head = nn.Linear(hidden, vocab)
 
     def forward(self, ids):
-        return self.head(self.gru(self.embed(ids))[0])
+        out, _ = self.gru(self.embed(ids))
+        return self.head(out)
 
 
 def lstm_classifier(**kwargs):

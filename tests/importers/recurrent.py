@@ -29,8 +29,8 @@ class LSTMVariants(nn.Module):
         self.fc = nn.Linear(18, 3)
 
     def forward(self, x):
-        out = self.lstm(x)
-        return self.fc(torch.cat([out[0][:, -1], out[1][0][-1]], dim=1))
+        out, (h_n, _) = self.lstm(x)
+        return self.fc(torch.cat([out[:, -1], h_n[-1]], dim=1))
 
 
 class GRUVariants(nn.Module):
@@ -46,7 +46,8 @@ class GRUVariants(nn.Module):
 
 
 class EncoderDecoder(nn.Module):
-    """A decoder LSTM started from an encoder LSTM's final states (h_n, c_n)."""
+    """A decoder LSTM started from an encoder LSTM's final states (h_n, c_n), the results
+    indexed rather than unpacked."""
 
     def __init__(self):
         super().__init__()
@@ -72,8 +73,7 @@ class Cells(nn.Module):
     def forward(self, x):
         h = c = g = None
         for t in range(self.steps):
-            s = self.lstm(x[:, t]) if h is None else self.lstm(x[:, t], (h, c))
-            h, c = s[0], s[1]
+            h, c = self.lstm(x[:, t]) if h is None else self.lstm(x[:, t], (h, c))
             g = self.gru(h) if g is None else self.gru(h, g)
         return self.fc(g)
 

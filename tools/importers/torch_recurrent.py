@@ -236,6 +236,16 @@ RECURRENT = {
 }
 
 
+def unpackable(m, result):
+    """A recurrent module's traced result as the tuples it returns, so that the usual code
+    can unpack it (`out, (h_n, c_n) = self.lstm(x)`), which a traced value cannot be."""
+    if isinstance(m, nn.LSTM):
+        return (result[0], (result[1][0], result[1][1]))
+    if isinstance(m, (nn.GRU, nn.LSTMCell)):
+        return (result[0], result[1])
+    return result
+
+
 def stacked_use(n, args, kwargs):
     """What is unsupported when node n uses h_n or c_n whole (anything but picking one
     layer's state or starting another recurrent module from them), else None."""
