@@ -143,7 +143,8 @@ static void test_computed_lstm_weight(void)
                   "[\"h9\", \"y\"], \"outputs\": [\"loss\"]}");
     pl_graph *g = pl_test_training_model(
         "[3]",
-        "{\"name\": \"wt\", \"shape\": [8, 5], \"init\": {\"kind\": \"glorot_uniform\", \"seed\": 1}},"
+        "{\"name\": \"wt\", \"shape\": [8, 5], "
+        "\"init\": {\"kind\": \"glorot_uniform\", \"seed\": 1}},"
         "{\"name\": \"b\", \"shape\": [8], \"init\": {\"kind\": \"zeros\"}}",
         nodes, "loss");
     int products = 0, transpose_grad = -1, last_product = -1;

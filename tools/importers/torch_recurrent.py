@@ -14,6 +14,8 @@ axis 1: a time-major sequence is transposed to batch-first at the layer's bounda
 back, which placer refuses while the batch must be axis 0. h_n[k], one layer's state, is
 batch-first and maps."""
 
+import operator
+
 import torch
 import torch.nn as nn
 
@@ -113,7 +115,8 @@ def _lstm_joined(b, prefix, w_ih, w_hh, b_ih, b_hh):
 def _lstm_step(b, name, x, w, bias, h, c, hidden):
     """lstm_cell(x, w, b [, h, c]) -> (h', c'); a zero state is left out."""
     state = [h, c] if h is not None else []
-    return tuple(b.node("lstm_cell", name, [x, w, bias] + state, [((x.shape[0], hidden), True)] * 2))
+    return tuple(b.node("lstm_cell", name, [x, w, bias] + state,
+                        [((x.shape[0], hidden), True)] * 2))
 
 
 def _steps_in_order(count, reverse):
@@ -190,10 +193,11 @@ def _sequence_layers(imp, name, m, args, kwargs, direction, kind):
             imp.b.node1("concat", "%s_l%d.t%d" % (name, layer, t), [f, r],
                         (f.shape[0], 2 * m.hidden_size), True, {"axis": 1})
             for t, (f, r) in enumerate(zip(*outs))]
-        if m.dropout > 0 and layer < m.num_layers - 1:
+        if m.dropout > 0 and layer < m.num_layers - 1:  # PyTorch's, between layers
             steps = [emit.unary(imp.b, "dropout", "%s_l%d.dropout%d" % (name, layer, t), s,
                                 {"rate": float(m.dropout)}) for t, s in enumerate(steps)]
-        seq = _Sequence(imp.b, name, steps=steps)
+        last = layer == m.num_layers - 1
+        seq = _Sequence(imp.b, name if last else "%s_l%d.output" % (name, layer), steps=steps)
     y = seq.whole()
     if not m.batch_first:
         y = emit.transpose(imp.b, name + ".time_major", y, (1, 0, 2))
@@ -249,10 +253,10 @@ def unpackable(m, result):
 def stacked_use(n, args, kwargs):
     """What is unsupported when node n uses h_n or c_n whole (anything but picking one
     layer's state or starting another recurrent module from them), else None."""
-    import operator
     if n.op == "call_function" and n.target is operator.getitem:
         return None
-    if n.op == "call_module" and type(n.graph.owning_module.get_submodule(n.target)) in RECURRENT:
+    module = n.graph.owning_module
+    if n.op == "call_module" and type(module.get_submodule(n.target)) in RECURRENT:
         return None
     for a in list(args) + list(kwargs.values()):
         if isinstance(a, LayerStates):

@@ -21,8 +21,8 @@ typedef struct gru_geom {
 
 static gru_geom geometry(const pl_tensor *gx, const pl_tensor *gh)
 {
-    return (gru_geom){.n = gx->dims[0], .h = gx->dims[1] / 3,
-                      .bias_only = gh != NULL && gh->rank == 1};
+    return (gru_geom){
+        .n = gx->dims[0], .h = gx->dims[1] / 3, .bias_only = gh != NULL && gh->rank == 1};
 }
 
 /* Row r of gh, or NULL when there is none. */
@@ -38,9 +38,8 @@ typedef struct gru_gates {
     float r, z, n, hn;
 } gru_gates;
 
-static inline __attribute__((always_inline)) gru_gates activate(const float *gx,
-                                                                const float *gh, int64_t j,
-                                                                int64_t h)
+static inline __attribute__((always_inline)) gru_gates activate(const float *gx, const float *gh,
+                                                                int64_t j, int64_t h)
 {
     float hr = gh ? gh[j] : 0.0f, hz = gh ? gh[h + j] : 0.0f, hn = gh ? gh[2 * h + j] : 0.0f;
     float r = pl_sigmoidf(gx[j] + hr);
