@@ -19,37 +19,40 @@ static pl_status build_adjacency(pl_policy *p, const pl_graph *g, pl_error *err)
     return p->adjacency ? PL_OK : PL_ENOMEM;
 }
 
-/* An op kind's slot in the kind one-hot. Kinds added after the shipped policy was
- * trained take the slot of the kind they resemble most, so that its weights still
- * apply; any other kind, the last slot. */
-static int kind_slot(pl_op_kind kind)
+/* The one-hot slot of an op kind: its own for the kinds the shipped policy was trained
+ * with, that of a kind it resembles for those added since, one slot for all others
+ * (the internal ops). A new model-file kind belongs in `resembles`. */
+static int feature_kind(pl_op_kind kind)
 {
-    if ((int)kind < PL_POLICY_KIND_SLOTS - 1)
+    static const struct {
+        pl_op_kind kind, like;
+    } resembles[] = {
+        {PL_OP_GRU_CELL, PL_OP_LSTM_CELL},
+        {PL_OP_CONV1D, PL_OP_CONV2D},
+        {PL_OP_CONV3D, PL_OP_CONV2D},
+        {PL_OP_CONV_TRANSPOSE1D, PL_OP_CONV2D},
+        {PL_OP_CONV_TRANSPOSE2D, PL_OP_CONV2D},
+        {PL_OP_CONV_TRANSPOSE3D, PL_OP_CONV2D},
+        {PL_OP_WHERE, PL_OP_MUL},
+        {PL_OP_EQUAL, PL_OP_MUL},
+        {PL_OP_NOT_EQUAL, PL_OP_MUL},
+        {PL_OP_LESS, PL_OP_MUL},
+        {PL_OP_LESS_EQUAL, PL_OP_MUL},
+        {PL_OP_GREATER, PL_OP_MUL},
+        {PL_OP_GREATER_EQUAL, PL_OP_MUL},
+        {PL_OP_LOGICAL_NOT, PL_OP_MUL},
+    };
+    if ((int)kind < PL_POLICY_OP_KINDS)
         return (int)kind;
-    switch (kind) {
-    case PL_OP_CONV1D:
-    case PL_OP_CONV3D:
-    case PL_OP_CONV_TRANSPOSE1D:
-    case PL_OP_CONV_TRANSPOSE2D:
-    case PL_OP_CONV_TRANSPOSE3D:
-        return PL_OP_CONV2D;
-    case PL_OP_WHERE:
-    case PL_OP_EQUAL:
-    case PL_OP_NOT_EQUAL:
-    case PL_OP_LESS:
-    case PL_OP_LESS_EQUAL:
-    case PL_OP_GREATER:
-    case PL_OP_GREATER_EQUAL:
-    case PL_OP_LOGICAL_NOT:
-        return PL_OP_MUL;
-    default:
-        return PL_POLICY_KIND_SLOTS - 1;
-    }
+    for (size_t k = 0; k < sizeof resembles / sizeof resembles[0]; k++)
+        if (resembles[k].kind == kind)
+            return (int)resembles[k].like;
+    return PL_POLICY_OP_KINDS;
 }
 
 static pl_status build_features(pl_policy *p, const pl_graph *g, pl_error *err)
 {
-    int n = p->n_ops, kinds = PL_POLICY_KIND_SLOTS;
+    int n = p->n_ops, kinds = PL_POLICY_OP_KINDS + 1;
     p->n_features = PL_POLICY_OP_FEATURES;
     p->features = calloc((size_t)n * (size_t)p->n_features, sizeof *p->features);
     p->group_features = calloc((size_t)n * PL_POLICY_GROUP_FEATURES, sizeof *p->group_features);
@@ -79,7 +82,7 @@ static pl_status build_features(pl_policy *p, const pl_graph *g, pl_error *err)
     for (int o = 0; o < n; o++) {
         const pl_op *op = &g->ops[o];
         double *f = p->features + (size_t)o * (size_t)p->n_features;
-        f[kind_slot(op->kind)] = 1;
+        f[feature_kind(op->kind)] = 1;
         double *x = f + kinds;
         x[0] = log1p(op->flops) / 20;
         x[1] = log1p((double)op->bytes_written) / 20;

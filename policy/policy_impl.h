@@ -24,10 +24,10 @@ enum {
     PL_POLICY_MAX_SHAPES = PL_POLICY_MAX_MB * PL_POLICY_MAX_FOLD * 2 * 2,
     PL_POLICY_HEAD_STAGES = 16, /* the stage head's choices, at most */
     PL_POLICY_MAX_STAGES = PL_POLICY_HEAD_STAGES * PL_POLICY_MAX_FOLD, /* after folding */
-    /* The op kinds the shipped policy was trained on, each a slot of the kind one-hot,
-     * and one slot for the rest (features.c: kinds added later share a relative's). */
-    PL_POLICY_KIND_SLOTS = PL_OP_LSTM_CELL + 2,
-    PL_POLICY_OP_FEATURES = PL_POLICY_KIND_SLOTS + 8, /* kind one-hot, 8 numbers */
+    /* The op kinds the shipped policy has a feature for: the model-file kinds up to
+     * lstm_cell. Kinds added since take the feature of a kind they resemble (features.c). */
+    PL_POLICY_OP_KINDS = PL_OP_LSTM_CELL + 1,
+    PL_POLICY_OP_FEATURES = PL_POLICY_OP_KINDS + 1 + 8, /* kind one-hot, other, 8 numbers */
     PL_POLICY_GROUP_FEATURES = 2,
     PL_POLICY_DEVICE_FEATURES = 13 /* device_features.c */
 };

@@ -29,7 +29,7 @@ contains "$work/err" "stochastic_depth with p=1 (every sample dropped): 1 use" "
 expect 2 "unsupported operators" "$torch_import" "$src/tests/importers/unsupported.py:build" \
     --input 5,8 -o "$work/u.json"
 contains "$work/err" "2 unsupported operators (3 uses); nothing was written" "the count"
-contains "$work/err" "LSTM (torch.nn module): 2 uses: rnn, rnn2" "the LSTMs and where"
+contains "$work/err" "RNN (torch.nn module): 2 uses: rnn, rnn2" "the RNNs and where"
 contains "$work/err" "torch.roll: 1 use" "the roll"
 [ ! -e "$work/u.json" ] && ok || bad "a model was written despite the error"
 
@@ -42,7 +42,7 @@ else
 fi
 cat "$work/check"
 
-# The same through ONNX: its LSTMs are listed (torch.roll exports as slices, which map).
+# The same through ONNX: its RNNs are listed (torch.roll exports as slices, which map).
 "$py" - "$src/tests/importers/unsupported.py" "$work/u.onnx" <<'PY' 2>/dev/null
 import importlib.util, sys, torch
 spec = importlib.util.spec_from_file_location("unsupported", sys.argv[1])
@@ -51,7 +51,7 @@ spec.loader.exec_module(module)
 torch.onnx.export(module.build(), torch.randn(2, 5, 8), sys.argv[2], opset_version=17)
 PY
 expect 2 "unsupported ONNX operators" "$onnx_import" "$work/u.onnx" -o "$work/u.json"
-contains "$work/err" "LSTM: 2 uses" "the ONNX LSTMs"
+contains "$work/err" "RNN: 2 uses" "the ONNX RNNs"
 [ ! -e "$work/u.json" ] && ok || bad "a model was written despite the error"
 
 # Models only tracing with real shapes follows: what cannot be imported is one error
@@ -74,6 +74,22 @@ expect 2 "an operator without a mapping" "$torch_import" "$shapes:unmapped" --in
 contains "$work/err" "1 unsupported operator (1 use); nothing was written" "the count"
 contains "$work/err" "torch.cumsum: 1 use: cumsum" "the operator and where"
 [ ! -e "$work/s.json" ] && ok || bad "a model was written despite the errors"
+
+# Recurrent layers in the settings the zoo leaves out match PyTorch; those placer refuses
+# are listed in one error, and nothing is written.
+if "$py" "$src/tests/importers/recurrent.py" --placer "$bin" >"$work/recurrent" 2>&1; then
+    ok
+else
+    bad "recurrent.py: a recurrent variant differs from PyTorch or does not import"
+fi
+cat "$work/recurrent"
+expect 2 "refused recurrent settings" "$torch_import" "$src/tests/importers/recurrent.py:refused" \
+    --input 5,8 --batch 1 -o "$work/rr.json"
+contains "$work/err" "2 unsupported operators (2 uses); nothing was written" "both"
+contains "$work/err" "LSTM with batch_first=False on a sequence with the batch on axis 0" \
+    "time-major without --batch-axis"
+contains "$work/err" "LSTM with proj_size: 1 use: projected" "the projection"
+[ ! -e "$work/rr.json" ] && ok || bad "a model was written despite the error"
 
 # Usage errors exit 2 and say what.
 expect 2 "no --input" "$torch_import" torchvision:resnet18 -o "$work/r.json"

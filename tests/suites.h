@@ -30,6 +30,7 @@ void pl_register_kernels_elementwise_tests(void);
 void pl_register_kernels_softmax_tests(void);
 void pl_register_kernels_norm_tests(void);
 void pl_register_kernels_lstm_tests(void);
+void pl_register_kernels_gru_tests(void);
 void pl_register_kernels_optim_tests(void);
 void pl_register_kernels_conv_tests(void);
 void pl_register_kernels_pool_tests(void);

@@ -122,6 +122,45 @@ static void test_shared_weights_and_homes(void)
     pl_graph_free(g);
 }
 
+/* An LSTM whose weight is computed (a transpose of PyTorch's layout, as the importer makes
+ * it) still gets its weight gradient per block of PL_LSTM_BLOCK_STEPS steps, finished
+ * before the transpose's own gradient: 10 steps, two products. */
+static void test_computed_lstm_weight(void)
+{
+    enum { STEPS = 10 };
+    char nodes[4096] = "{\"name\": \"w\", \"op\": \"transpose\", \"inputs\": [\"wt\"], "
+                       "\"outputs\": [\"w\"], \"attrs\": {\"perm\": [1, 0]}},"
+                       "{\"name\": \"t0\", \"op\": \"lstm_cell\", \"inputs\": [\"x\", \"w\", "
+                       "\"b\"], \"outputs\": [\"h0\", \"c0\"]},";
+    for (int t = 1; t < STEPS; t++) {
+        char line[256];
+        snprintf(line, sizeof line, "{\"name\": \"t%d\", \"op\": \"lstm_cell\", \"inputs\": "
+                 "[\"x\", \"w\", \"b\", \"h%d\", \"c%d\"], \"outputs\": [\"h%d\", \"c%d\"]},",
+                 t, t - 1, t - 1, t, t);
+        strcat(nodes, line);
+    }
+    strcat(nodes, "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": "
+                  "[\"h9\", \"y\"], \"outputs\": [\"loss\"]}");
+    pl_graph *g = pl_test_training_model(
+        "[3]",
+        "{\"name\": \"wt\", \"shape\": [8, 5], "
+        "\"init\": {\"kind\": \"glorot_uniform\", \"seed\": 1}},"
+        "{\"name\": \"b\", \"shape\": [8], \"init\": {\"kind\": \"zeros\"}}",
+        nodes, "loss");
+    int products = 0, transpose_grad = -1, last_product = -1;
+    for (int o = g->n_forward_ops; o < g->n_ops; o++) {
+        if (g->ops[o].kind == PL_OP_MATMUL_GRAD_B) {
+            products++;
+            last_product = o;
+        }
+        if (g->ops[o].kind == PL_OP_TRANSPOSE)
+            transpose_grad = o;
+    }
+    CU_ASSERT_EQUAL(products, (STEPS + PL_LSTM_BLOCK_STEPS - 1) / PL_LSTM_BLOCK_STEPS);
+    CU_ASSERT_TRUE(transpose_grad > last_product);
+    pl_graph_free(g);
+}
+
 static void test_batch_norm_state(void)
 {
     pl_graph *g = pl_test_bundled_training_graph("small/resnet-small.json", 0);
@@ -160,6 +199,8 @@ void pl_register_autodiff_tests(void)
         {"training graphs of every small model are well formed", test_every_small_model},
         {"shared weights accumulate once per reader or LSTM block, at home",
          test_shared_weights_and_homes},
+        {"a computed LSTM weight's gradient is made per block of steps",
+         test_computed_lstm_weight},
         {"batch norm gains running averages", test_batch_norm_state},
         {"weight gradients are told from activations' gradients", test_weight_gradients},
         {"a loss without parameters cannot be trained", test_untrainable_models},

@@ -304,6 +304,8 @@ pl_status pl_autodiff_build(pl_graph *g, pl_error *err)
         }
     }
     for (int o = g->n_forward_ops - 1; ok && o >= 0; o--) {
+        if (!(ok = pl_ad_flush_lstm(&ad, o)))
+            break;
         const pl_op *op = &g->ops[o];
         bool (*rule)(pl_autodiff *, int) = pl_op_info_of(op->kind)->backward;
         bool has_grad = false, wanted = false;

@@ -65,6 +65,10 @@ bool pl_backward_reduce(pl_autodiff *ad, int op);     /* reduce_sum, reduce_mean
 bool pl_backward_dropout(pl_autodiff *ad, int op);
 bool pl_backward_where(pl_autodiff *ad, int op);
 bool pl_backward_lstm_cell(pl_autodiff *ad, int op); /* autodiff_lstm.c */
+bool pl_backward_gru_cell(pl_autodiff *ad, int op);
+/* The LSTM weight gradients waiting on an output of forward op `op` (a computed weight or
+ * bias), before the walk differentiates `op`. */
+bool pl_ad_flush_lstm(pl_autodiff *ad, int op);
 /* The LSTM weight gradients of the steps still waiting, after the walk. */
 bool pl_ad_finish_lstm(pl_autodiff *ad);
 

@@ -8,7 +8,10 @@
  * consecutive steps at a time: a block's [x | h] and dz are joined along a time axis,
  * one matmul_grad_b makes its dw and one sum_to its db. Blocks rather than the whole
  * sequence keep that product, a third of an LSTM's work, spread over the steps' groups.
- * A block's ops go with its earliest step, whose gradient comes last. */
+ * A block's ops go with its earliest step, whose gradient comes last. The weight may be a
+ * parameter (its blocks end after the walk) or computed (an importer joins PyTorch's two
+ * matrices): then its blocks end just before the walk reaches the op that computes it,
+ * since its gradient must be whole there. */
 #include <stdlib.h>
 
 #include "autodiff_impl.h"
@@ -103,13 +106,6 @@ static pl_lstm_block *block_of(pl_autodiff *ad, int w, int b)
     return &grown[ad->n_lstm_blocks++];
 }
 
-/* Only a parameter's gradient may wait: an activation's must be whole before the walk
- * reaches its producer. */
-static bool may_wait(const pl_autodiff *ad, int t)
-{
-    return !pl_ad_needs(ad, t) || ad->g->tensors[t].kind == PL_TENSOR_PARAM;
-}
-
 /* lstm_cell(x, w, b [, h, c]) -> h', c' [, gates]; lstm_cell_grad(dh', dc', x, w, b
  * [, h, c] [, gates]) -> dx, dz [, dh, dc]. autodiff.c adds the gates output. */
 bool pl_backward_lstm_cell(pl_autodiff *ad, int op)
@@ -143,8 +139,19 @@ bool pl_backward_lstm_cell(pl_autodiff *ad, int op)
                                            .h_next = f.outputs[0],
                                            .dz = pl_ad_output(ad, first, 1)};
     block->op = op;
-    bool full = block->n == BLOCK_STEPS || !may_wait(ad, w) || !may_wait(ad, b);
-    return !full || emit_block(ad, block);
+    return block->n < BLOCK_STEPS || emit_block(ad, block);
+}
+
+bool pl_ad_flush_lstm(pl_autodiff *ad, int op)
+{
+    pl_op f = ad->g->ops[op]; /* a copy: emitting may move the op array */
+    for (int k = 0; k < ad->n_lstm_blocks; k++) {
+        pl_lstm_block *block = &ad->lstm_blocks[k];
+        for (int i = 0; i < f.n_outputs && block->n > 0; i++)
+            if ((f.outputs[i] == block->w || f.outputs[i] == block->b) && !emit_block(ad, block))
+                return false;
+    }
+    return true;
 }
 
 bool pl_ad_finish_lstm(pl_autodiff *ad)

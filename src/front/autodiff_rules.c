@@ -336,3 +336,21 @@ bool pl_backward_dropout(pl_autodiff *ad, int op)
     return pl_ad_contribute(ad, f.inputs[0],
                             EMIT(PL_OP_DROPOUT_GRAD, 1, NULL, pl_ad_grad(ad, f.outputs[0])));
 }
+
+/* gru_cell(gx [, gh [, h]]) -> h'; gru_cell_grad(dh', gx [, gh [, h]]) -> one gradient per
+ * input (contribute sums dgh over the rows where gh is the bias alone). */
+bool pl_backward_gru_cell(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int inputs[4] = {pl_ad_grad(ad, f.outputs[0])};
+    for (int i = 0; i < f.n_inputs; i++)
+        inputs[1 + i] = f.inputs[i];
+    int first = pl_ad_emit(ad, PL_OP_GRU_CELL_GRAD, inputs, 1 + f.n_inputs, f.n_inputs, NULL);
+    if (first < 0)
+        return false;
+    for (int i = 0; i < f.n_inputs; i++)
+        if (pl_ad_needs(ad, f.inputs[i]) &&
+            !pl_ad_contribute(ad, f.inputs[i], pl_ad_output(ad, first, i)))
+            return false;
+    return true;
+}

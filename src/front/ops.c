@@ -951,6 +951,57 @@ static double flops_lstm_cell(const pl_infer_ctx *ctx)
     return 2.0 * n * (double)w->dims[0] * (double)w->dims[1] + 30.0 * n * h;
 }
 
+/* ---- GRU ------------------------------------------------------------------------------- */
+
+/* Inputs: gx [N,3H], then optionally gh ([N,3H], or [3H] alone: the hidden bias from a
+ * zero state) and h [N,H]. */
+static bool infer_gru_cell(pl_infer_ctx *ctx)
+{
+    for (int i = 0; i < ctx->n_in; i++)
+        if (!need_f32(ctx, i))
+            return false;
+    const pl_tensor *gx = ctx->in[0];
+    if (!need_rank(ctx, 0, 2, 2) || !need_batch_on(ctx, 0, 0))
+        return false;
+    if (gx->dims[1] % 3 != 0)
+        return pl_infer_fail(ctx, 0, NO_ATTR, "gate inputs \"%s\" have %lld columns; they "
+                             "must be 3H, for the gates r, z, n", gx->name,
+                             (long long)gx->dims[1]);
+    int64_t n = gx->dims[0], h = gx->dims[1] / 3;
+    if (ctx->n_in > 1) {
+        const pl_tensor *gh = ctx->in[1];
+        bool bias = gh->rank == 1 && !batched(gh) && gh->dims[0] == 3 * h;
+        bool rows = gh->rank == 2 && gh->batch_axis == gx->batch_axis && gh->dims[0] == n &&
+                    gh->dims[1] == 3 * h;
+        if (!bias && !rows) {
+            shape_text sg = shape_of(gh);
+            return pl_infer_fail(ctx, 1, NO_ATTR, "hidden gate inputs \"%s\" are %s but must "
+                                 "be [%lld,%lld] like the gate inputs, or a bias [%lld]",
+                                 gh->name, sg.s, (long long)n, (long long)(3 * h),
+                                 (long long)(3 * h));
+        }
+    }
+    if (ctx->n_in > 2) {
+        const pl_tensor *s = ctx->in[2];
+        if (s->rank != 2 || s->dims[0] != n || s->dims[1] != h || s->batch_axis != gx->batch_axis) {
+            shape_text ss = shape_of(s);
+            return pl_infer_fail(ctx, 2, NO_ATTR, "state \"%s\" is %s but must be [%lld,%lld]%s",
+                                 s->name, ss.s, (long long)n, (long long)h,
+                                 batched(gx) ? ", batched like the gate inputs" : "");
+        }
+    }
+    int64_t dims[2] = {n, h};
+    set_output(ctx->out[0], PL_F32, 2, dims, gx->batch_axis);
+    return true;
+}
+
+/* Per unit: two sigmoids, a tanh, the reset product and the blend; the products that make
+ * gx and gh are matmuls of their own. */
+static double flops_gru_cell(const pl_infer_ctx *ctx)
+{
+    return 20.0 * (double)pl_tensor_elements(ctx->out[0]);
+}
+
 /* ---- the table -------------------------------------------------------------------------- */
 
 #define A(id) PL_ATTR_BIT(PL_ATTR_##id)
@@ -1074,6 +1125,8 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
     OP(PL_OP_CONV_TRANSPOSE3D, "conv_transpose3d", 2, 3, 1, 1, TRANSPOSED_ATTRS, 0,
        infer_conv_transpose3d, flops_conv_transpose,
        .backward = pl_backward_conv_transpose, .spatial = 3),
+    OP(PL_OP_GRU_CELL, "gru_cell", 1, 3, 1, 1, 0, 0, infer_gru_cell, flops_gru_cell,
+       .backward = pl_backward_gru_cell),
 #undef OP
 
 #define INTERNAL(kind, text, in_min, in_max, out_min, out_max, infer_fn, flops_fn, ...)        \
@@ -1144,6 +1197,8 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
              pl_flops_conv_grad, .spatial = 3),
     INTERNAL(PL_OP_CONV3D_GRAD_FILTER, "conv3d_grad_filter", 3, 3, 1, 2,
              pl_infer_conv_grad_filter, pl_flops_conv_grad, .spatial = 3),
+    INTERNAL(PL_OP_GRU_CELL_GRAD, "gru_cell_grad", 2, 4, 1, 3, pl_infer_gru_cell_grad,
+             pl_flops_gru_cell_grad),
     INTERNAL(PL_OP_ZEROS_LIKE, "zeros_like", 1, 1, 1, 1, pl_infer_like_first, pl_flops_zero),
     INTERNAL(PL_OP_ACCUMULATE, "accumulate", 2, 2, 0, 0, pl_infer_in_place,
              pl_flops_elements_in0, .mutates = true),

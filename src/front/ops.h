@@ -67,6 +67,7 @@ typedef enum pl_op_kind {
     PL_OP_CONV_TRANSPOSE1D,
     PL_OP_CONV_TRANSPOSE2D,
     PL_OP_CONV_TRANSPOSE3D,
+    PL_OP_GRU_CELL,
     /* Internal ops: automatic differentiation writes them into the training graph; model
      * files cannot name them. Inputs -> outputs; "like" inputs give only their shape. */
     PL_OP_MATMUL_GRAD_A,   /* dy, a, b -> da; forward's transpose flags; sums broadcast axes */
@@ -104,6 +105,8 @@ typedef enum pl_op_kind {
     PL_OP_CONV1D_GRAD_FILTER,
     PL_OP_CONV3D_GRAD_INPUT,  /* as conv2d's, for three spatial axes */
     PL_OP_CONV3D_GRAD_FILTER,
+    PL_OP_GRU_CELL_GRAD,   /* dh', gx [, gh [, h]] -> dgx [, dgh [, dh]]; dgh [N,3H] even
+                              where gh is the bias [3H] */
     PL_OP_ZEROS_LIKE,      /* x -> zeros of x's shape */
     PL_OP_ACCUMULATE,      /* acc, g -> (none): acc += g, in place */
     PL_OP_SCATTER_ACCUMULATE, /* acc [V,D], dy [...,D], ids [...] -> (none): acc[ids] += dy */

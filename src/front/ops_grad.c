@@ -64,6 +64,21 @@ bool pl_infer_lstm_cell_grad(pl_infer_ctx *ctx)
     return true;
 }
 
+/* dh', gx [, gh [, h]] -> dgx [, dgh [, dh]]: one gradient per forward input, dgh with
+ * gx's rows even where gh is the bias alone (autodiff sums it over the rows). */
+bool pl_infer_gru_cell_grad(pl_infer_ctx *ctx)
+{
+    if (ctx->n_out != ctx->n_in - 1)
+        return pl_infer_fail(ctx, -1, -1, "%d inputs need %d outputs", ctx->n_in,
+                             ctx->n_in - 1);
+    like(ctx, 0, 1);
+    if (ctx->n_out > 1)
+        like(ctx, 1, 1);
+    if (ctx->n_out > 2)
+        like(ctx, 2, 3);
+    return true;
+}
+
 bool pl_infer_in_place(pl_infer_ctx *ctx)
 {
     const pl_tensor *target = ctx->in[0];
@@ -96,6 +111,11 @@ double pl_flops_lstm_cell_grad(const pl_infer_ctx *ctx)
     double products = ctx->n_in % 2 == 0 ? 1.0 : 2.0;
     return products * 2.0 * (double)x->dims[0] * (double)w->dims[0] * (double)w->dims[1] +
            40.0 * (double)x->dims[0] * (double)w->dims[1] / 4;
+}
+
+double pl_flops_gru_cell_grad(const pl_infer_ctx *ctx)
+{
+    return 30.0 * (double)pl_tensor_elements(ctx->in[0]);
 }
 
 double pl_flops_elements_in0(const pl_infer_ctx *ctx)

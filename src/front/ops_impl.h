@@ -12,11 +12,13 @@ bool pl_infer_norm_grad(pl_infer_ctx *ctx);    /* dx like x, dgamma and dbeta li
 bool pl_infer_where_grad(pl_infer_ctx *ctx);   /* both outputs like dy */
 bool pl_infer_conv_grad_filter(pl_infer_ctx *ctx); /* dw like w [, dbias] */
 bool pl_infer_lstm_cell_grad(pl_infer_ctx *ctx);
+bool pl_infer_gru_cell_grad(pl_infer_ctx *ctx);
 bool pl_infer_in_place(pl_infer_ctx *ctx);     /* accumulators and updates: no outputs */
 
 double pl_flops_matmul_grad(const pl_infer_ctx *ctx);
 double pl_flops_conv_grad(const pl_infer_ctx *ctx);
 double pl_flops_lstm_cell_grad(const pl_infer_ctx *ctx);
+double pl_flops_gru_cell_grad(const pl_infer_ctx *ctx);
 double pl_flops_elements_in0(const pl_infer_ctx *ctx);   /* one per element of input 0 */
 double pl_flops_elements_in1(const pl_infer_ctx *ctx);   /* one per element of input 1 */
 double pl_flops_elements_out0x4(const pl_infer_ctx *ctx);

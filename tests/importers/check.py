@@ -429,8 +429,10 @@ def main():
         if name not in MODELS and name not in MAPPING_MODELS:
             print("check.py: unknown model %r (see --list)" % name, file=sys.stderr)
             return 2
-        routes = ["torch", "onnx"] if spec_of(name).get("onnx", True) else ["torch"]
-        for via in (routes if args.via == "both" else [args.via]):
+        for via in (["torch", "onnx"] if args.via == "both" else [args.via]):
+            if via == "onnx" and "no_onnx" in spec_of(name):
+                print("skip %-20s onnx  %s" % (name, spec_of(name)["no_onnx"]), flush=True)
+                continue
             try:
                 failed += not check(name, via, args.train_steps, args.job_budget)
             except CheckFailed as e:

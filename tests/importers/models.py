@@ -10,6 +10,8 @@
     tools/import-torch tests/importers/models.py:cnn1d --input 4,32 --batch 8 -o cnn1d.json
     tools/import-torch tests/importers/models.py:sequence_first_transformer --input 16 \\
         --batch-axis 1 --input-dtype i32 --vocab 100 --batch 8 -o seq.json
+    tools/import-torch tests/importers/models.py:lstm_classifier --input 12 \\
+        --input-dtype i32 --vocab 50 --batch 8 -o lstm.json
 """
 
 import math
@@ -400,3 +402,41 @@ def unet(**kwargs):
 
 def cnn1d(**kwargs):
     return CNN1d(**kwargs)
+
+
+class LSTMClassifier(nn.Module):
+    """An embedding, a stacked nn.LSTM (batch first) and a classifier over the last layer's
+    final state h_n[-1]."""
+
+    def __init__(self, vocab=50, dim=16, hidden=32, layers=2, classes=10, dropout=0.1):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.lstm = nn.LSTM(dim, hidden, layers, batch_first=True, dropout=dropout)
+        self.classifier = nn.Linear(hidden, classes)
+
+    def forward(self, tokens):
+        _, (h_n, _) = self.lstm(self.embed(tokens))
+        return self.classifier(h_n[-1])
+
+
+class GRULanguageModel(nn.Module):
+    """An embedding, a stacked nn.GRU (batch first) and the vocabulary head at every step:
+    next-token logits [batch, steps, vocab]."""
+
+    def __init__(self, vocab=48, dim=16, hidden=32, layers=2, dropout=0.1):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.gru = nn.GRU(dim, hidden, layers, batch_first=True, dropout=dropout)
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, ids):
+        out, _ = self.gru(self.embed(ids))
+        return self.head(out)
+
+
+def lstm_classifier(**kwargs):
+    return LSTMClassifier(**kwargs)
+
+
+def gru_lm(**kwargs):
+    return GRULanguageModel(**kwargs)

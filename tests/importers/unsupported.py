@@ -7,8 +7,8 @@ import torch.nn as nn
 class Unsupported(nn.Module):
     def __init__(self):
         super().__init__()
-        self.rnn = nn.LSTM(8, 8, batch_first=True)
-        self.rnn2 = nn.LSTM(8, 8, batch_first=True)
+        self.rnn = nn.RNN(8, 8, batch_first=True)
+        self.rnn2 = nn.RNN(8, 8, batch_first=True)
         self.fc = nn.Linear(8, 4)
 
     def forward(self, x):

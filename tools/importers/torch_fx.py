@@ -18,6 +18,7 @@ import command
 import emit
 import torch_concrete
 import torch_modules
+import torch_recurrent
 from builder import ImportError_, Tensor, Unsupported
 
 
@@ -32,9 +33,10 @@ class _Tracer(torch.fx.Tracer):
         outer = self.scope
         self.scope = self.path_of_module(m)
         try:
-            return super().call_module(m, forward, args, kwargs)
+            result = super().call_module(m, forward, args, kwargs)
         finally:
             self.scope = outer
+        return torch_recurrent.unpackable(m, result)
 
     def create_node(self, *args, **kwargs):
         node = super().create_node(*args, **kwargs)

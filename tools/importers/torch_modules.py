@@ -384,6 +384,9 @@ try:  # torchvision's layers, where torchvision is installed
 except ImportError:
     pass
 
+from torch_recurrent import RECURRENT  # noqa: E402 (it reads the helpers above)
+HANDLERS.update(RECURRENT)
+
 LEAVES = tuple(HANDLERS)
 
 __all__ = ["HANDLERS", "LEAVES", "Refused", "adaptive_avg_pool", "conv", "silu", "ImportError_"]

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 import emit
 import torch_functional
 import torch_modules
+import torch_recurrent
 from builder import ImportError_, Tensor
 from torch_fx import Const, Poisoned, is_const, is_poisoned, like_init, val
 from torch_modules import Refused
@@ -529,6 +530,7 @@ def map_node(imp, n):
         if isinstance(a, NotMapped):
             imp.unsupported.add(a.what, where)
             return Poisoned()
+    args, kwargs = torch_recurrent.stacked(imp, n, args, kwargs)
     if n.target in SHAPE_ONLY or (is_const(args) and is_const(kwargs) and
                                   not _has_parameters(imp, n)):
         return Const(imp.value(n))

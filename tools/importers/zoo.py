@@ -2,9 +2,9 @@
 built or written in plain PyTorch in tests/importers/models.py. Per model: its source for
 tools/import-torch, the per-sample input the tests use (small, for speed) and the one the
 speed benchmark uses (torchvision's 224x224), the input dtype and id range, the batch and
-the input's batch axis (0 unless given), the builder's keyword arguments, those that switch
-dropout off for numeric comparisons, and onnx=False where the ONNX route does not take the
-model."""
+the input's batch axis (0 unless given), the builder's keyword arguments, and those that
+switch dropout off for numeric comparisons; no_onnx says why a model is not checked
+through tools/import-onnx."""
 
 import os
 
@@ -15,6 +15,12 @@ IMAGE = (3, 224, 224)
 # Training the image models on synthetic data: a batch large enough for batch norm and
 # a learning rate it survives (at 0.01 with momentum their losses rise; vgg11 diverges).
 IMAGE_TRAINING = ["--batch", "32", "--lr", "0.001"]
+
+# torch.onnx exports every recurrent layer time-major (the batch on axis 1): those models
+# are checked through tools/import-torch alone.
+TIME_MAJOR = "torch.onnx exports the recurrent layers time-major, with the batch on axis 1"
+ONNX_EXPORT = "tools/import-onnx does not take torch.onnx's export of it"
+SAME_PADDING = "torch.onnx does not export padding='same'"
 
 MODELS = {
     "resnet18": dict(source="torchvision:resnet18", input=(3, 64, 64), bench_input=IMAGE,
@@ -54,19 +60,19 @@ MODELS = {
                             dropout={"dropout": 0.0, "stochastic_depth_prob": 0.0},
                             onnx_no_dropout=True, training=IMAGE_TRAINING),
     # Written as most GPTs and ViTs are: torch.fx's symbolic trace cannot follow them (the
-    # importer traces them with real shapes), nor does the ONNX route take them.
+    # importer traces them with real shapes).
     "nanogpt": dict(source=MODELS_PY + ":nanogpt", input=(16,), bench_input=(128,),
                     dtype="i32", vocab=64, batch=8, kwargs={},
                     bench_kwargs={"dim": 256, "heads": 8, "context": 128, "blocks": 2},
-                    dropout={"dropout": 0.0}, onnx=False),
+                    dropout={"dropout": 0.0}, no_onnx=ONNX_EXPORT),
     "vit": dict(source=MODELS_PY + ":vision_transformer", input=(3, 32, 32),
                 bench_input=IMAGE, batch=4, kwargs={},
                 bench_kwargs={"image_size": 224, "patch_size": 16, "num_heads": 8,
                               "hidden_dim": 256, "mlp_dim": 1024},
-                dropout={"dropout": 0.0}, onnx=False),
+                dropout={"dropout": 0.0}, no_onnx=ONNX_EXPORT),
     "functional": dict(source=MODELS_PY + ":functional_cnn", input=(3, 32, 32),
                        bench_input=IMAGE, batch=4, kwargs={}, dropout={"dropout": 0.0},
-                       training=IMAGE_TRAINING, onnx=False),  # padding="same" does not export
+                       training=IMAGE_TRAINING, no_onnx=SAME_PADDING),
     # Its channel shuffle unpacks sizes too: traced with real shapes.
     "shufflenet": dict(source="torchvision:shufflenet_v2_x0_5", input=(3, 64, 64),
                        bench_input=IMAGE, batch=4, kwargs={"num_classes": 10},
@@ -82,6 +88,13 @@ MODELS = {
                                   bench_kwargs={"dim": 256, "heads": 8, "ff": 1024,
                                                 "context": 128},
                                   dropout={"dropout": 0.0}),
+    "lstm": dict(source=MODELS_PY + ":lstm_classifier", input=(12,), bench_input=(64,),
+                 dtype="i32", vocab=50, batch=8, kwargs={},
+                 bench_kwargs={"dim": 128, "hidden": 256}, dropout={"dropout": 0.0},
+                 no_onnx=TIME_MAJOR),
+    "gru": dict(source=MODELS_PY + ":gru_lm", input=(12,), bench_input=(64,), dtype="i32",
+                vocab=48, batch=8, kwargs={}, bench_kwargs={"dim": 128, "hidden": 256},
+                dropout={"dropout": 0.0}, no_onnx=TIME_MAJOR),
 }
 
 # Small models that each check a group of operator mappings, not benchmarked: check.py takes

@@ -176,6 +176,10 @@ PL_KERNEL(lstm_cell_grad);
 PL_FINISH(lstm_cell_grad);
 PL_WORKSPACE(lstm_cell_grad);
 
+/* gru.c */
+PL_KERNEL(gru_cell);
+PL_KERNEL(gru_cell_grad);
+
 /* optim.c: gradient accumulation and parameter updates, in place */
 PL_KERNEL(accumulate);
 PL_KERNEL(scatter_accumulate);
