@@ -42,6 +42,15 @@ else
 fi
 cat "$work/check"
 
+# Window attention's pieces (F.pad, torch.roll, swapaxes, a table's rows by constant
+# indices, a mask filled in place, torch.einsum: zoo.py's MAPPING_MODELS), against PyTorch.
+if "$py" "$src/tests/importers/check.py" --placer "$bin" windows >"$work/check" 2>&1; then
+    ok
+else
+    bad "check.py: the windows model differs from PyTorch or does not import"
+fi
+cat "$work/check"
+
 # The same through ONNX: its LSTMs are listed (torch.roll exports as slices, which map).
 "$py" - "$src/tests/importers/unsupported.py" "$work/u.onnx" <<'PY' 2>/dev/null
 import importlib.util, sys, torch
@@ -73,6 +82,14 @@ expect 2 "an operator without a mapping" "$torch_import" "$shapes:unmapped" --in
     --batch 2 -o "$work/s.json"
 contains "$work/err" "1 unsupported operator (1 use); nothing was written" "the count"
 contains "$work/err" "torch.cumsum: 1 use: cumsum" "the operator and where"
+[ ! -e "$work/s.json" ] && ok || bad "a model was written despite the errors"
+
+expect 2 "assignment and einsum that do not map" "$torch_import" "$shapes:assigning" \
+    --input 8 --batch 2 -o "$work/s.json"
+contains "$work/err" "assigning into a tensor computed from the input or a parameter: 1 use" \
+    "the assignment"
+contains "$work/err" "torch.einsum other than a matrix product of two tensors (bi,bi,bi->bi)" \
+    "the einsum"
 [ ! -e "$work/s.json" ] && ok || bad "a model was written despite the errors"
 
 # Usage errors exit 2 and say what.

@@ -400,3 +400,37 @@ def unet(**kwargs):
 
 def cnn1d(**kwargs):
     return CNN1d(**kwargs)
+
+
+class Windows(nn.Module):
+    """Window attention's pieces as torchvision's Swin and MaxViT write them: zero padding,
+    a cyclic shift, swapped axes, windows, a relative position bias picked from a table by
+    a constant index, a mask filled in place, and torch.einsum's products."""
+
+    def __init__(self, channels=4, window=3, classes=3):
+        super().__init__()
+        self.window = window
+        self.proj = nn.Linear(channels, channels)
+        self.table = nn.Parameter(torch.randn((2 * window - 1) ** 2))
+        grid = torch.stack(torch.meshgrid(torch.arange(window), torch.arange(window),
+                                          indexing="ij")).flatten(1)
+        rel = grid[:, :, None] - grid[:, None, :] + window - 1
+        self.register_buffer("index", rel[0] * (2 * window - 1) + rel[1])
+        self.out = nn.Linear(channels, classes)
+
+    def forward(self, x):
+        b, c, _, _ = x.shape
+        w = self.window
+        x = F.pad(x, (0, 1, 1, 0))  # 5x5 -> 6x6: two windows each way
+        x = torch.roll(x, shifts=(-1, 2), dims=(2, 3)).swapaxes(1, 3)
+        x = x.reshape(b, 2, w, 2, w, c).permute(0, 1, 3, 2, 4, 5).reshape(b, 4, w * w, c)
+        q = self.proj(x)
+        mask = x.new_zeros(w * w, w * w)
+        mask[:w, w:] = -1.0
+        scores = torch.einsum("bgid, bgjd -> bgij", q, x) + self.table[self.index] + mask
+        y = torch.einsum("...ij,...jd->...id", scores.softmax(-1), q)
+        return self.out(y.mean(dim=(1, 2)))
+
+
+def windows(**kwargs):
+    return Windows(**kwargs)

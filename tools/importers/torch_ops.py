@@ -11,6 +11,7 @@ import torch.nn.functional as F
 import emit
 import torch_functional
 import torch_modules
+import torch_windows
 from builder import ImportError_, Tensor
 from torch_fx import Const, Poisoned, is_const, is_poisoned, like_init, val
 from torch_modules import Refused
@@ -280,6 +281,8 @@ def _getitem(imp, name, args, kwargs):
         return base[index]
     if not isinstance(base, Tensor):
         raise Refused("indexing a %s" % type(base).__name__)
+    if torch.is_tensor(index):
+        return torch_windows.rows(imp, name, base, index)
     return _slice_tensor(imp, name, base, index)
 
 
@@ -444,9 +447,13 @@ FUNCTIONS = {
     F.conv1d: _conv(False), F.conv2d: _conv(False), F.conv3d: _conv(False),
     F.conv_transpose1d: _conv(True), F.conv_transpose2d: _conv(True),
     F.conv_transpose3d: _conv(True),
+    torch.swapaxes: _transpose, "swapaxes": _transpose,
+    torch.swapdims: _transpose, "swapdims": _transpose,
+    operator.setitem: torch_windows.assign,
 }
 
 FUNCTIONS.update(torch_functional.FUNCTIONS)  # casts (a mask is f32 already), F.*
+FUNCTIONS.update(torch_windows.FUNCTIONS)  # padding, rolls: window attention
 
 
 def _stochastic_depth(imp, name, args, kwargs):
@@ -515,6 +522,8 @@ def map_node(imp, n):
     args = imp.env_of(n.args)
     kwargs = imp.env_of(n.kwargs)
     where = _node_name(n)
+    if n.target in SHAPE_ONLY:  # its value is known even where its argument's op is not
+        return Const(imp.value(n))
     if is_poisoned(args) or is_poisoned(kwargs):
         # Downstream of an unsupported operator: only whether this one is supported counts.
         if n.op == "call_module":
@@ -529,8 +538,7 @@ def map_node(imp, n):
         if isinstance(a, NotMapped):
             imp.unsupported.add(a.what, where)
             return Poisoned()
-    if n.target in SHAPE_ONLY or (is_const(args) and is_const(kwargs) and
-                                  not _has_parameters(imp, n)):
+    if is_const(args) and is_const(kwargs) and not _has_parameters(imp, n):
         return Const(imp.value(n))
     if n.op == "call_function" and isinstance(n.target, type) and issubclass(n.target, tuple):
         fields = getattr(n.target, "_fields", ())  # a named tuple of outputs (GoogLeNet's)
