@@ -30,7 +30,7 @@ expect 2 "unsupported operators" "$torch_import" "$src/tests/importers/unsupport
     --input 5,8 -o "$work/u.json"
 contains "$work/err" "2 unsupported operators (3 uses); nothing was written" "the count"
 contains "$work/err" "LSTM (torch.nn module): 2 uses: rnn, rnn2" "the LSTMs and where"
-contains "$work/err" "torch.roll: 1 use" "the roll"
+contains "$work/err" "torch.flip: 1 use" "the flip"
 [ ! -e "$work/u.json" ] && ok || bad "a model was written despite the error"
 
 # Masks computed from the input (comparisons, ~, where, masked_fill: zoo.py's
@@ -51,7 +51,7 @@ else
 fi
 cat "$work/check"
 
-# The same through ONNX: its LSTMs are listed (torch.roll exports as slices, which map).
+# The same through ONNX: its LSTMs are listed.
 "$py" - "$src/tests/importers/unsupported.py" "$work/u.onnx" <<'PY' 2>/dev/null
 import importlib.util, sys, torch
 spec = importlib.util.spec_from_file_location("unsupported", sys.argv[1])
