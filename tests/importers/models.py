@@ -434,3 +434,43 @@ class Windows(nn.Module):
 
 def windows(**kwargs):
     return Windows(**kwargs)
+
+
+class Conv3dNoTime(nn.Conv3d):
+    """A subclass of a mapped layer that only sets its arguments, as torchvision's video
+    models write theirs: mapped as the layer."""
+
+    def __init__(self, channels_in, channels_out):
+        super().__init__(channels_in, channels_out, (1, 3, 3), padding=(0, 1, 1), bias=False)
+
+
+class ScaledConv2d(nn.Conv2d):
+    """A subclass with a forward of its own: traced through."""
+
+    def forward(self, x):
+        return super().forward(x) * 0.5
+
+
+class Volumes(nn.Module):
+    """A small video classifier [batch, channels, frames, height, width]: 3-D convolutions
+    (one a subclass), BatchNorm3d, AdaptiveAvgPool3d to one value per channel; frames
+    folded into channels for a 2-D convolution of a subclass with its own forward."""
+
+    def __init__(self, channels=2, width=4, frames=3, classes=3):
+        super().__init__()
+        self.conv = Conv3dNoTime(channels, width)
+        self.bn = nn.BatchNorm3d(width)
+        self.time = nn.Conv3d(width, width, (3, 1, 1), padding=(1, 0, 0))
+        self.flat = ScaledConv2d(width * frames, width, 3, padding=1)
+        self.pool = nn.AdaptiveAvgPool3d(1)
+        self.out = nn.Linear(2 * width, classes)
+
+    def forward(self, x):
+        y = self.time(F.relu(self.bn(self.conv(x))))
+        b, c, t, h, w = y.shape
+        z = self.flat(y.reshape(b, c * t, h, w))
+        return self.out(torch.cat([self.pool(y).flatten(1), z.mean(dim=(2, 3))], dim=1))
+
+
+def volumes(**kwargs):
+    return Volumes(**kwargs)

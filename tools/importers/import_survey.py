@@ -1,4 +1,5 @@
-"""tools/import-survey: how many of torchvision's classification models import.
+"""tools/import-survey: how many of torchvision's classification models import (its image
+models, and its video models as video.NAME).
 
 Each model goes through tools/import-torch at a small input and batch 2, `placer validate`,
 and a comparison of its forward outputs against PyTorch's (tests/importers/check.py's, on
@@ -33,17 +34,25 @@ INPUTS = {
     "vit_h_14": ((3, 28, 28), {"image_size": 28}),
     # Each of its four stages' grids must divide into 7x7 partitions: 224 / 32 = 7.
     "maxvit_t": ((3, 224, 224), {}),
+    # Video: [channels, frames, height, width]. S3D pools a 2x7x7 window at the end, and
+    # MViT's attention pools are sized for 16 frames of 224x224.
+    "video.s3d": ((3, 16, 224, 224), {}),
+    "video.mvit_v1_b": ((3, 16, 224, 224), {}),
+    "video.mvit_v2_s": ((3, 16, 224, 224), {}),
 }
+VIDEO = (3, 4, 32, 32)
 
 
 def classification_models():
-    import torchvision.models
-    return torchvision.models.list_models(module=torchvision.models)
+    import torchvision.models as models
+    return models.list_models(module=models) + \
+        ["video." + n for n in models.list_models(module=models.video)]
 
 
 def spec_of(name):
     """(per-sample input shape, builder keyword arguments)."""
-    shape, kwargs = INPUTS.get(name, (SMALL, {}))
+    default = VIDEO if name.startswith("video.") else SMALL
+    shape, kwargs = INPUTS.get(name, (default, {}))
     return shape, dict(kwargs, num_classes=CLASSES)
 
 
@@ -51,10 +60,12 @@ def build(name, kwargs):
     import warnings
     import torch
     import torchvision.models
+    package, _, short = name.rpartition(".")
     torch.manual_seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return getattr(torchvision.models, name)(weights=None, **kwargs)
+        models = getattr(torchvision.models, package) if package else torchvision.models
+        return getattr(models, short)(weights=None, **kwargs)
 
 
 def first_error(stderr, tool="import-torch"):

@@ -44,7 +44,7 @@ class _Tracer(torch.fx.Tracer):
         return node
 
     def is_leaf_module(self, m, qualified_name):
-        if isinstance(m, torch_modules.LEAVES):
+        if torch_modules.handler_for(m) is not None:
             return True
         if isinstance(m, (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.TransformerEncoder)):
             return False

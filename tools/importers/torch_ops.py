@@ -527,7 +527,7 @@ def map_node(imp, n):
     if is_poisoned(args) or is_poisoned(kwargs):
         # Downstream of an unsupported operator: only whether this one is supported counts.
         if n.op == "call_module":
-            known = type(imp.modules[n.target]) in torch_modules.HANDLERS
+            known = torch_modules.handler_for(imp.modules[n.target]) is not None
         else:
             known = n.target in FUNCTIONS or n.target in SHAPE_ONLY or (
                 isinstance(n.target, type) and issubclass(n.target, tuple))
@@ -547,7 +547,7 @@ def map_node(imp, n):
     try:
         if n.op == "call_module":
             m = imp.modules[n.target]
-            handler = torch_modules.HANDLERS.get(type(m))
+            handler = torch_modules.handler_for(m)
             if handler is None:
                 imp.unsupported.add(_describe(n, imp), where)
                 return Poisoned()

@@ -91,6 +91,7 @@ MAPPING_MODELS = {
     # torch.onnx writes its einsums as Einsum, which import-onnx does not map.
     "windows": dict(source=MODELS_PY + ":windows", input=(4, 5, 5), batch=4, kwargs={},
                     onnx=False),
+    "volumes": dict(source=MODELS_PY + ":volumes", input=(2, 3, 6, 6), batch=4, kwargs={}),
 }
 
 
