@@ -44,12 +44,14 @@ cat "$work/check"
 
 # Window attention's pieces (F.pad, torch.roll, swapaxes, a table's rows by constant
 # indices, a mask filled in place, torch.einsum), and a video classifier's (BatchNorm3d,
-# AdaptiveAvgPool3d, subclasses of mapped layers): zoo.py's MAPPING_MODELS, against PyTorch.
-if "$py" "$src/tests/importers/check.py" --placer "$bin" windows volumes >"$work/check" 2>&1
+# AdaptiveAvgPool3d, subclasses of mapped layers), and layers composed of placer's ops
+# (torch.stack, LeakyReLU, nearest upsampling): zoo.py's MAPPING_MODELS, against PyTorch.
+if "$py" "$src/tests/importers/check.py" --placer "$bin" windows volumes everyday \
+    >"$work/check" 2>&1
 then
     ok
 else
-    bad "check.py: the windows or volumes model differs from PyTorch or does not import"
+    bad "check.py: the windows, volumes or everyday model differs from PyTorch or does not import"
 fi
 cat "$work/check"
 
@@ -97,9 +99,10 @@ contains "$work/err" "torch.einsum other than a matrix product of two tensors (b
 # Usage errors exit 2 and say what.
 expect 2 "no --input" "$torch_import" torchvision:resnet18 -o "$work/r.json"
 expect 2 "unknown torchvision model" "$torch_import" torchvision:resnet19 --input 3,32,32 -o "$work/r.json"
+contains "$work/err" "torchvision has no model 'resnet19'" "names the model"
 expect 2 "a torchvision package, not a model" "$torch_import" torchvision:video \
     --input 3,4,32,32 -o "$work/r.json"
-contains "$work/err" "torchvision has no model 'resnet19'" "names the model"
+contains "$work/err" "torchvision has no model 'video'" "names the package"
 expect 2 "bad --input" "$torch_import" torchvision:resnet18 --input 3,x,32 -o "$work/r.json"
 expect 2 "input count" "$torch_import" torchvision:resnet18 --input 3,32,32 --input 4 -o "$work/r.json"
 contains "$work/err" "the model takes 1 input (x); --input gives 2" "says how many"

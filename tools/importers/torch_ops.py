@@ -9,6 +9,7 @@ import torch.fx
 import torch.nn.functional as F
 
 import emit
+import torch_composed
 import torch_functional
 import torch_modules
 import torch_windows
@@ -454,6 +455,9 @@ FUNCTIONS = {
 
 FUNCTIONS.update(torch_functional.FUNCTIONS)  # casts (a mask is f32 already), F.*
 FUNCTIONS.update(torch_windows.FUNCTIONS)  # padding, rolls: window attention
+FUNCTIONS.update(torch_composed.FUNCTIONS)  # stack, leaky ReLU, upsampling
+# Their layers too (torch_composed.py needs torch_modules.py first).
+torch_modules.HANDLERS.update(torch_composed.MODULES)
 
 
 def _stochastic_depth(imp, name, args, kwargs):

@@ -85,6 +85,7 @@ def rows(imp, name, table, index):
             index.dtype == torch.bool:
         raise Refused("tensor indexing with Tensor other than a parameter's rows picked by "
                       "constant indices")
+    index = index.remainder(table.shape[0])  # a negative index counts from the end
     if table.rank > 1:
         return torch_modules.lookup(imp, name, table, Const(index))
     column = emit.reshape(imp.b, name + ".column", table, (table.shape[0], 1))

@@ -92,6 +92,9 @@ MAPPING_MODELS = {
     "windows": dict(source=MODELS_PY + ":windows", input=(4, 5, 5), batch=4, kwargs={},
                     onnx=False),
     "volumes": dict(source=MODELS_PY + ":volumes", input=(2, 3, 6, 6), batch=4, kwargs={}),
+    # import-onnx maps neither LeakyRelu nor Resize.
+    "everyday": dict(source=MODELS_PY + ":everyday", input=(3, 8, 8), batch=4, kwargs={},
+                     onnx=False),
 }
 
 
