@@ -7,6 +7,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import emit
+from builder import Tensor
 from torch_fx import Const, val
 from torch_modules import Refused
 
@@ -17,7 +18,7 @@ def stack(imp, name, args, kwargs):
     dim = val(args[1] if len(args) > 1 else kwargs.get("dim", Const(0)))
     shape = tuple(imp.current_value.shape)
     axis = int(dim) % len(shape)
-    first = next(p for p in parts)
+    first = next((p for p in parts if isinstance(p, Tensor)), None)
     tensors = [imp.tensor_of(p, name, first) for p in parts]
     one = shape[:axis] + (1,) + shape[axis + 1:]
     pieces = [emit.reshape(imp.b, "%s.%d" % (name, i), t, one) for i, t in enumerate(tensors)]
