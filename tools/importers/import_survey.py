@@ -3,8 +3,8 @@ models, and its video models as video.NAME).
 
 Each model goes through tools/import-torch at a small input and batch 2, `placer validate`,
 and a comparison of its forward outputs against PyTorch's (tests/importers/check.py's, on
-the weights file the importer wrote); one line per model, then the rates. Each model runs
-in a process of its own, killed at --timeout.
+the weights file the importer wrote, its zeros made random); one line per model, then the
+rates. Each model runs in a process of its own, killed at --timeout.
 """
 
 import argparse
@@ -81,6 +81,21 @@ def first_error(stderr, tool="import-torch"):
     return re.sub(r"^%s: (torchvision:\w+: )?" % tool, "", text)
 
 
+def enliven(weights, model_path):
+    """Gives the parameters that start at zero small random values in the weights file (the
+    module reads them back from it): a classifier initialised to zeros, as a vision
+    transformer's is, outputs zeros whatever the layers before it compute."""
+    import numpy as np
+    import placer_tensors
+    frozen = {p["name"] for p in json.load(open(model_path))["parameters"]
+              if p.get("trainable") is False}
+    rng = np.random.default_rng(0)
+    tensors = [(n, a if n in frozen or a.dtype != np.float32 or a.any() else
+                (0.02 * rng.standard_normal(a.shape)).astype(np.float32))
+               for n, a in placer_tensors.read(weights)]
+    placer_tensors.write(weights, tensors)
+
+
 def survey_one(name, placer):
     """The stages one model passes, as a JSON-able dict: imported, validated, outputs (the
     worst relative error of the inputs compared) and match, or error (the stage's)."""
@@ -113,6 +128,7 @@ def survey_one(name, placer):
         module = build(name, kwargs)
         spec = {"input": shape}
         try:
+            enliven(weights, model_path)
             check.load_weights(module, weights, model_path)
             reports = check.compare_inputs(spec, "torch", work, model_path, weights, module,
                                            BATCH, shape, ["outputs"])
