@@ -477,8 +477,8 @@ def volumes(**kwargs):
 
 
 class Everyday(nn.Module):
-    """Layers placer composes of its ops: torch.stack, LeakyReLU and F.leaky_relu,
-    nn.Upsample and F.interpolate (nearest, whole factors)."""
+    """Layers placer composes of its ops: torch.stack, unbind, tensor_split, LeakyReLU and
+    F.leaky_relu, nn.Upsample and F.interpolate (nearest, whole factors)."""
 
     def __init__(self, channels=3, width=4, classes=3):
         super().__init__()
@@ -491,7 +491,10 @@ class Everyday(nn.Module):
         y = self.up(self.act(self.conv(x)))
         z = F.interpolate(F.leaky_relu(self.conv(x)), scale_factor=(2, 1))
         both = torch.stack([y[:, :, :, 2:6], z], dim=1)  # [batch, 2, width, h, w]
-        return self.out(both.mean(dim=(3, 4)).flatten(1))
+        first, second = both.unbind(1)
+        parts = torch.tensor_split(first * second + second, 3, dim=2)
+        both = torch.stack([parts[0].mean(dim=2) + parts[2].mean(dim=2), second.mean(dim=2)], 1)
+        return self.out(both.mean(dim=3).flatten(1))
 
 
 def everyday(**kwargs):

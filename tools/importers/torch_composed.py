@@ -1,5 +1,5 @@
 """Everyday layers and functions placer has no op of their own for, composed of ops it
-has: torch.stack, leaky ReLU, nearest-neighbour upsampling by whole factors."""
+has: torch.stack, unbind, leaky ReLU, nearest-neighbour upsampling by whole factors."""
 
 import numpy as np
 import torch
@@ -25,6 +25,21 @@ def stack(imp, name, args, kwargs):
     if len(pieces) == 1:
         return pieces[0]
     return imp.b.node1("concat", name, pieces, shape, pieces[0].batch_axis, {"axis": axis})
+
+
+def unbind(imp, name, args, kwargs):
+    """x.unbind(dim) (q, k, v = qkv.unbind(0)): a split into pieces of one, each reshaped
+    without that axis."""
+    x = args[0]
+    dim = val(args[1] if len(args) > 1 else kwargs.get("dim", Const(0)))
+    axis = int(dim) % x.rank
+    if axis == x.batch_axis:
+        raise Refused("unbind along the batch axis")
+    one = x.shape[:axis] + (1,) + x.shape[axis + 1:]
+    pieces = imp.b.node("split", name + ".split", [x], [(one, x.batch_axis)] * x.shape[axis],
+                        {"axis": axis}) if x.shape[axis] > 1 else [x]
+    return tuple(emit.reshape(imp.b, "%s.%d" % (name, i), p, tuple(v.shape))
+                 for i, (p, v) in enumerate(zip(pieces, imp.current_value)))
 
 
 def leaky_relu(imp, name, x, slope):
@@ -74,6 +89,7 @@ def functional_leaky_relu(imp, name, args, kwargs):
 
 FUNCTIONS = {
     torch.stack: stack,
+    torch.unbind: unbind, "unbind": unbind,
     F.leaky_relu: functional_leaky_relu,
     F.interpolate: interpolate,
 }

@@ -428,6 +428,7 @@ FUNCTIONS = {
     torch.squeeze: _unsqueeze_squeeze, "squeeze": _unsqueeze_squeeze,
     torch.cat: _cat, torch.concat: _cat,
     torch.split: _split, "split": _split, torch.chunk: _split, "chunk": _split,
+    torch.tensor_split: _split, "tensor_split": _split,
     torch.mean: _mean_sum("reduce_mean"), "mean": _mean_sum("reduce_mean"),
     torch.sum: _mean_sum("reduce_sum"), "sum": _mean_sum("reduce_sum"),
     operator.getitem: _getitem,
