@@ -45,7 +45,8 @@ cat "$work/check"
 # Window attention's pieces (F.pad, torch.roll, swapaxes, a table's rows by constant
 # indices, a mask filled in place, torch.einsum), and a video classifier's (BatchNorm3d,
 # AdaptiveAvgPool3d, subclasses of mapped layers), and layers composed of placer's ops
-# (torch.stack, LeakyReLU, nearest upsampling): zoo.py's MAPPING_MODELS, against PyTorch.
+# (torch.stack, unbind, tensor_split, LeakyReLU, nearest upsampling): zoo.py's
+# MAPPING_MODELS, against PyTorch.
 if "$py" "$src/tests/importers/check.py" --placer "$bin" windows volumes everyday \
     >"$work/check" 2>&1
 then
