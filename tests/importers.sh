@@ -30,7 +30,7 @@ expect 2 "unsupported operators" "$torch_import" "$src/tests/importers/unsupport
     --input 5,8 -o "$work/u.json"
 contains "$work/err" "2 unsupported operators (3 uses); nothing was written" "the count"
 contains "$work/err" "RNN (torch.nn module): 2 uses: rnn, rnn2" "the RNNs and where"
-contains "$work/err" "torch.roll: 1 use" "the roll"
+contains "$work/err" "torch.flip: 1 use" "the flip"
 [ ! -e "$work/u.json" ] && ok || bad "a model was written despite the error"
 
 # Masks computed from the input (comparisons, ~, where, masked_fill: zoo.py's
@@ -42,7 +42,21 @@ else
 fi
 cat "$work/check"
 
-# The same through ONNX: its RNNs are listed (torch.roll exports as slices, which map).
+# Window attention's pieces (F.pad, torch.roll, swapaxes, a table's rows by constant
+# indices, a mask filled in place, torch.einsum), and a video classifier's (BatchNorm3d,
+# AdaptiveAvgPool3d, subclasses of mapped layers), and layers composed of placer's ops
+# (torch.stack, unbind, tensor_split, LeakyReLU, nearest upsampling): zoo.py's
+# MAPPING_MODELS, against PyTorch.
+if "$py" "$src/tests/importers/check.py" --placer "$bin" windows volumes everyday \
+    >"$work/check" 2>&1
+then
+    ok
+else
+    bad "check.py: the windows, volumes or everyday model differs from PyTorch or does not import"
+fi
+cat "$work/check"
+
+# The same through ONNX: its RNNs are listed.
 "$py" - "$src/tests/importers/unsupported.py" "$work/u.onnx" <<'PY' 2>/dev/null
 import importlib.util, sys, torch
 spec = importlib.util.spec_from_file_location("unsupported", sys.argv[1])
@@ -90,11 +104,21 @@ contains "$work/err" "LSTM with batch_first=False on a sequence with the batch o
     "time-major without --batch-axis"
 contains "$work/err" "LSTM with proj_size: 1 use: projected" "the projection"
 [ ! -e "$work/rr.json" ] && ok || bad "a model was written despite the error"
+expect 2 "assignment and einsum that do not map" "$torch_import" "$shapes:assigning" \
+    --input 8 --batch 2 -o "$work/s.json"
+contains "$work/err" "assigning into a tensor computed from the input or a parameter: 1 use" \
+    "the assignment"
+contains "$work/err" "torch.einsum other than a matrix product of two tensors (bi,bi,bi->bi)" \
+    "the einsum"
+[ ! -e "$work/s.json" ] && ok || bad "a model was written despite the errors"
 
 # Usage errors exit 2 and say what.
 expect 2 "no --input" "$torch_import" torchvision:resnet18 -o "$work/r.json"
 expect 2 "unknown torchvision model" "$torch_import" torchvision:resnet19 --input 3,32,32 -o "$work/r.json"
 contains "$work/err" "torchvision has no model 'resnet19'" "names the model"
+expect 2 "a torchvision package, not a model" "$torch_import" torchvision:video \
+    --input 3,4,32,32 -o "$work/r.json"
+contains "$work/err" "torchvision has no model 'video'" "names the package"
 expect 2 "bad --input" "$torch_import" torchvision:resnet18 --input 3,x,32 -o "$work/r.json"
 expect 2 "input count" "$torch_import" torchvision:resnet18 --input 3,32,32 --input 4 -o "$work/r.json"
 contains "$work/err" "the model takes 1 input (x); --input gives 2" "says how many"

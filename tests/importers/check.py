@@ -253,9 +253,11 @@ def worst_gradient(got, want):
     return worst, worst_name
 
 
-def compare(spec, via, work, model_path, weights, module, batch, shape, first_seed=1):
+def compare(spec, via, work, model_path, weights, module, batch, shape, first_seed=1,
+            gradients=True):
     """Placer's error against PyTorch in float64 or in float32, whichever is nearer, and
-    PyTorch's float32 error against its float64 (for scale)."""
+    PyTorch's float32 error against its float64 (for scale); of the outputs alone where
+    gradients is False."""
     import numpy as np
     import torch
     import placer_tensors
@@ -276,27 +278,28 @@ def compare(spec, via, work, model_path, weights, module, batch, shape, first_se
     grads = os.path.join(work, "gradients.tensors")
     run([PLACER, "eval", model_path, "--weights", weights, "--inputs", inputs,
          "--outputs", outputs])
-    run([PLACER, "eval", model_path, "--weights", weights, "--inputs", inputs, "--train-mode",
-         "--gradients", grads])
     ref_out, ref_grads = torch_side(module, x, labels, double=True)
     f32_out, f32_grads = torch_side(module, x, labels, double=False)
-    got_grads = placer_tensors.read(grads)
-    if len(got_grads) != len(ref_grads):
-        raise CheckFailed("gradients: placer wrote %d, the module has %d parameters"
-                          % (len(got_grads), len(ref_grads)))
     got_out = placer_tensors.read(outputs)[0][1]
     # Placer against PyTorch in float64, and against PyTorch's own float32 run: at a kink
     # (a ReLU's input, a max-pooling tie, within rounding) the two PyTorch runs can part,
     # and placer may agree with either.
     report = {"outputs": min(relative_error(got_out, ref_out), relative_error(got_out, f32_out)),
-              "torch_outputs": relative_error(f32_out, ref_out),
-              "count": len(got_grads)}
+              "torch_outputs": relative_error(f32_out, ref_out), "seed": seed}
+    if not gradients:
+        return report
+    run([PLACER, "eval", model_path, "--weights", weights, "--inputs", inputs, "--train-mode",
+         "--gradients", grads])
+    got_grads = placer_tensors.read(grads)
+    if len(got_grads) != len(ref_grads):
+        raise CheckFailed("gradients: placer wrote %d, the module has %d parameters"
+                          % (len(got_grads), len(ref_grads)))
+    report["count"] = len(got_grads)
     vs64, worst64 = worst_gradient(got_grads, ref_grads)
     vs32, worst32 = worst_gradient(got_grads, f32_grads)
     report["gradients"], report["worst"] = (vs64, worst64) if vs64 <= vs32 else (vs32, worst32)
     report["against"] = "float64" if vs64 <= vs32 else "float32"
     report["torch_gradients"], _ = worst_gradient(list(f32_grads.items()), ref_grads)
-    report["seed"] = seed
     return report
 
 
@@ -314,7 +317,8 @@ def compare_inputs(spec, via, work, model_path, weights, module, batch, shape, k
     placer's, on other inputs. Returns the reports; two that agree pass."""
     reports, seed = [], 1
     while len(reports) < INPUTS_TRIED:
-        r = compare(spec, via, work, model_path, weights, module, batch, shape, seed)
+        r = compare(spec, via, work, model_path, weights, module, batch, shape, seed,
+                    gradients="gradients" in keys)
         reports.append(r)
         seed = r["seed"] + 1
         good = sum(agrees(x, keys) for x in reports)

@@ -440,3 +440,102 @@ def lstm_classifier(**kwargs):
 
 def gru_lm(**kwargs):
     return GRULanguageModel(**kwargs)
+
+
+class Windows(nn.Module):
+    """Window attention's pieces as torchvision's Swin and MaxViT write them: zero padding,
+    a cyclic shift, swapped axes, windows, a relative position bias picked from a table by
+    a constant index, a mask filled in place, and torch.einsum's products."""
+
+    def __init__(self, channels=4, window=3, classes=3):
+        super().__init__()
+        self.window = window
+        self.proj = nn.Linear(channels, channels)
+        self.table = nn.Parameter(torch.randn((2 * window - 1) ** 2))
+        grid = torch.stack(torch.meshgrid(torch.arange(window), torch.arange(window),
+                                          indexing="ij")).flatten(1)
+        rel = grid[:, :, None] - grid[:, None, :] + window - 1
+        self.register_buffer("index", rel[0] * (2 * window - 1) + rel[1])
+        self.out = nn.Linear(channels, classes)
+
+    def forward(self, x):
+        b, c, _, _ = x.shape
+        w = self.window
+        x = F.pad(x, (0, 1, 1, 0))  # 5x5 -> 6x6: two windows each way
+        x = torch.roll(x, shifts=(-1, 2), dims=(2, 3)).swapaxes(1, 3)
+        x = x.reshape(b, 2, w, 2, w, c).permute(0, 1, 3, 2, 4, 5).reshape(b, 4, w * w, c)
+        q = self.proj(x)
+        mask = x.new_zeros(w * w, w * w)
+        mask[:w, w:] = -1.0
+        scores = torch.einsum("bgid, bgjd -> bgij", q, x) + self.table[self.index] + mask
+        y = torch.einsum("...ij,...jd->...id", scores.softmax(-1), q)
+        return self.out(y.mean(dim=(1, 2)))
+
+
+def windows(**kwargs):
+    return Windows(**kwargs)
+
+
+class Conv3dNoTime(nn.Conv3d):
+    """A subclass of a mapped layer that only sets its arguments, as torchvision's video
+    models write theirs: mapped as the layer."""
+
+    def __init__(self, channels_in, channels_out):
+        super().__init__(channels_in, channels_out, (1, 3, 3), padding=(0, 1, 1), bias=False)
+
+
+class ScaledConv2d(nn.Conv2d):
+    """A subclass with a forward of its own: traced through."""
+
+    def forward(self, x):
+        return super().forward(x) * 0.5
+
+
+class Volumes(nn.Module):
+    """A small video classifier [batch, channels, frames, height, width]: 3-D convolutions
+    (one a subclass), BatchNorm3d, AdaptiveAvgPool3d to one value per channel; frames
+    folded into channels for a 2-D convolution of a subclass with its own forward."""
+
+    def __init__(self, channels=2, width=4, frames=3, classes=3):
+        super().__init__()
+        self.conv = Conv3dNoTime(channels, width)
+        self.bn = nn.BatchNorm3d(width)
+        self.time = nn.Conv3d(width, width, (3, 1, 1), padding=(1, 0, 0))
+        self.flat = ScaledConv2d(width * frames, width, 3, padding=1)
+        self.pool = nn.AdaptiveAvgPool3d(1)
+        self.out = nn.Linear(2 * width, classes)
+
+    def forward(self, x):
+        y = self.time(F.relu(self.bn(self.conv(x))))
+        b, c, t, h, w = y.shape
+        z = self.flat(y.reshape(b, c * t, h, w))
+        return self.out(torch.cat([self.pool(y).flatten(1), z.mean(dim=(2, 3))], dim=1))
+
+
+def volumes(**kwargs):
+    return Volumes(**kwargs)
+
+
+class Everyday(nn.Module):
+    """Layers placer composes of its ops: torch.stack, unbind, tensor_split, LeakyReLU and
+    F.leaky_relu, nn.Upsample and F.interpolate (nearest, whole factors)."""
+
+    def __init__(self, channels=3, width=4, classes=3):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, width, 3, stride=2, padding=1)
+        self.act = nn.LeakyReLU(0.2)
+        self.up = nn.Upsample(scale_factor=2)
+        self.out = nn.Linear(2 * width, classes)
+
+    def forward(self, x):
+        y = self.up(self.act(self.conv(x)))
+        z = F.interpolate(F.leaky_relu(self.conv(x)), scale_factor=(2, 1))
+        both = torch.stack([y[:, :, :, 2:6], z], dim=1)  # [batch, 2, width, h, w]
+        first, second = both.unbind(1)
+        parts = torch.tensor_split(first * second + second, 3, dim=2)
+        both = torch.stack([parts[0].mean(dim=2) + parts[2].mean(dim=2), second.mean(dim=2)], 1)
+        return self.out(both.mean(dim=3).flatten(1))
+
+
+def everyday(**kwargs):
+    return Everyday(**kwargs)

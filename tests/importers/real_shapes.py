@@ -71,3 +71,21 @@ def broken():
 
 def unmapped():
     return Unmapped()
+
+
+class Assigning(nn.Module):
+    """Assigns into a tensor computed from the input, and multiplies three tensors with
+    torch.einsum: neither maps."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = self.fc(x)
+        y[:, 0] = 0.0
+        return torch.einsum("bi,bi,bi->bi", y, y, y)
+
+
+def assigning():
+    return Assigning()

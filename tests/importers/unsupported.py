@@ -13,7 +13,7 @@ class Unsupported(nn.Module):
 
     def forward(self, x):
         y = self.rnn(x)[0]  # indexed: fx cannot unpack a traced result
-        y = self.rnn2(torch.roll(y, 1, dims=1))[0]
+        y = self.rnn2(torch.flip(y, dims=[1]))[0]
         return self.fc(y.mean(dim=1))
 
 

@@ -201,3 +201,10 @@ def self_attention(b, name, x, in_weight, in_bias, out_weight, out_bias, heads, 
     ctx = transpose(b, name + ".context_t", ctx, (0, 2, 1, 3))
     ctx = reshape(b, name + ".merge_heads", ctx, (n, t, e))
     return linear(b, name + ".out_proj", ctx, out_weight, out_bias)
+
+
+def channel_mean(b, name, x):
+    """The mean of each channel of x [N, C, ...] over every spatial axis, kept as axes of
+    one (global average pooling of a line or a volume)."""
+    return b.node1("reduce_mean", name, [x], x.shape[:2] + (1,) * (x.rank - 2), True,
+                   {"axes": list(range(2, x.rank)), "keepdims": True})

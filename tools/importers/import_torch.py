@@ -35,7 +35,8 @@ def parse_args(argv):
 
 def add_source_options(p):
     """The module and its example batch's inputs (tools/profile-torch takes them too)."""
-    p.add_argument("source", help="torchvision:NAME, or FILE.py:CALLABLE returning a module")
+    p.add_argument("source", help="torchvision:NAME (video.NAME for its video models), or "
+                                   "FILE.py:CALLABLE returning a module")
     p.add_argument("--input", action="append", required=True, metavar="D1,D2,...",
                    help="one input's shape per sample, at most 5 dimensions of 1 .. 2^31 - 1 "
                         "(repeat for several inputs; '' for a scalar per sample)")
@@ -129,9 +130,15 @@ def load_module(source, kwargs, classes):
 
 
 def _torchvision_model(name, kwargs, classes):
+    """NAME from torchvision.models, or PACKAGE.NAME from one of its packages
+    (video.r3d_18)."""
+    import types
     import torchvision
-    builder = getattr(torchvision.models, name, None)
-    if builder is None or not callable(builder) or name.startswith("_"):
+    package, _, short = name.rpartition(".")
+    models = getattr(torchvision.models, package, None) if package else torchvision.models
+    builder = getattr(models, short, None) if isinstance(models, types.ModuleType) else None
+    if builder is None or not callable(builder) or isinstance(builder, types.ModuleType) or \
+            short.startswith("_") or package.startswith("_"):
         raise command.UsageError("torchvision has no model %r" % name)
     if classes is not None:
         kwargs = dict(kwargs, num_classes=classes)

@@ -112,6 +112,8 @@ def _pool(op):
 
 def global_avg_pool(imp, n, name, ins, attrs):
     x = ins[0]
+    if x.rank != 4:
+        return [emit.channel_mean(imp.b, name, x)]
     g = imp.b.node1("global_avg_pool", name, [x], x.shape[:2], True)
     return [emit.reshape(imp.b, name + ".reshape", g, x.shape[:2] + (1, 1))]
 

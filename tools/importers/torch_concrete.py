@@ -14,6 +14,7 @@ names) with the sizes of the example batch written in: the importer maps it the 
 """
 
 import linecache
+import operator
 import os
 import sys
 import traceback
@@ -100,6 +101,9 @@ class _Proxy(torch.fx.Proxy):
 
     def __float__(self):
         return float(self.tracer.constant(self))
+
+    def __setitem__(self, key, value):  # a mask filled in place (Swin's): a node of its own
+        self.tracer.create_proxy("call_function", operator.setitem, (self, key, value), {})
 
 
 def concrete_tracer(base):

@@ -9,6 +9,8 @@ not depend on the input (sizes, masks sliced from buffers, position ranges) are 
 constants; the rest becomes placer ops, named after the module or function they come from.
 """
 
+import contextlib
+
 import numpy as np
 import torch
 import torch.fx
@@ -44,7 +46,7 @@ class _Tracer(torch.fx.Tracer):
         return node
 
     def is_leaf_module(self, m, qualified_name):
-        if isinstance(m, torch_modules.LEAVES):
+        if torch_modules.handler_for(m) is not None:
             return True
         if isinstance(m, (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.TransformerEncoder)):
             return False
@@ -78,7 +80,28 @@ class Poisoned:
 
 def trace(module, examples):
     """Symbolically where torch.fx can, else with real shapes on the example inputs
-    (torch_concrete.py)."""
+    (torch_concrete.py); through the functions torchvision keeps whole for torch.fx."""
+    from torch_ops import FUNCTIONS  # the handlers need this module's classes
+    with _unwrapped("torchvision.", FUNCTIONS):
+        return _trace(module, examples)
+
+
+@contextlib.contextmanager
+def _unwrapped(package, mapped):
+    """torch.fx.wrap makes a function a leaf of every trace (torchvision's Swin keeps its
+    attention and padding so): the package's are traced through instead, op by op, except
+    those mapped whole (stochastic depth)."""
+    patched = torch.fx._symbolic_trace._wrapped_fns_to_patch
+    kept = list(patched)
+    patched[:] = [(g, fn) for g, fn in kept if g.get(fn) in mapped or
+                  not g.get("__name__", "").startswith(package)]
+    try:
+        yield
+    finally:
+        patched[:] = kept
+
+
+def _trace(module, examples):
     try:
         graph = _Tracer().trace(module)
     except (Exception, SystemExit):  # fx raises many kinds; all mean: it needs real shapes

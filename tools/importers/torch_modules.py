@@ -180,6 +180,10 @@ def avg_pool(imp, name, m, args, kwargs):
 
 
 def adaptive_avg_pool(imp, name, x, out_shape):
+    if x.rank > 4 and set(out_shape[2:]) == {1}:
+        return emit.channel_mean(imp.b, name, x)
+    if x.rank > 4:
+        raise Refused("adaptive average pooling over a volume to more than one value")
     if out_shape[2:] == (1, 1):
         g = imp.b.node1("global_avg_pool", name, [x], out_shape[:2], True)
         return emit.reshape(imp.b, name + ".reshape", g, out_shape)
@@ -376,6 +380,8 @@ HANDLERS = {
     nn.ConvTranspose1d: conv_module,
     nn.ConvTranspose2d: conv_module,
     nn.ConvTranspose3d: conv_module,
+    nn.BatchNorm3d: batch_norm,
+    nn.AdaptiveAvgPool3d: adaptive_avg_pool_module,
 }
 
 try:  # torchvision's layers, where torchvision is installed
@@ -388,5 +394,14 @@ from torch_recurrent import RECURRENT  # noqa: E402 (it reads the helpers above)
 HANDLERS.update(RECURRENT)
 
 LEAVES = tuple(HANDLERS)
+
+
+def handler_for(m):
+    """The handler of the module's class, or of a mapped class it derives from without a
+    forward of its own (torchvision's Conv3DSimple is an nn.Conv3d); None when neither."""
+    for cls in type(m).__mro__:
+        if cls in HANDLERS:
+            return HANDLERS[cls] if type(m).forward is cls.forward else None
+    return None
 
 __all__ = ["HANDLERS", "LEAVES", "Refused", "adaptive_avg_pool", "conv", "silu", "ImportError_"]

@@ -9,9 +9,11 @@ import torch.fx
 import torch.nn.functional as F
 
 import emit
+import torch_composed
 import torch_functional
 import torch_modules
 import torch_recurrent
+import torch_windows
 from builder import ImportError_, Tensor
 from torch_fx import Const, Poisoned, is_const, is_poisoned, like_init, val
 from torch_modules import Refused
@@ -281,6 +283,8 @@ def _getitem(imp, name, args, kwargs):
         return base[index]
     if not isinstance(base, Tensor):
         raise Refused("indexing a %s" % type(base).__name__)
+    if torch.is_tensor(index):
+        return torch_windows.rows(imp, name, base, index)
     return _slice_tensor(imp, name, base, index)
 
 
@@ -425,6 +429,7 @@ FUNCTIONS = {
     torch.squeeze: _unsqueeze_squeeze, "squeeze": _unsqueeze_squeeze,
     torch.cat: _cat, torch.concat: _cat,
     torch.split: _split, "split": _split, torch.chunk: _split, "chunk": _split,
+    torch.tensor_split: _split, "tensor_split": _split,
     torch.mean: _mean_sum("reduce_mean"), "mean": _mean_sum("reduce_mean"),
     torch.sum: _mean_sum("reduce_sum"), "sum": _mean_sum("reduce_sum"),
     operator.getitem: _getitem,
@@ -445,9 +450,16 @@ FUNCTIONS = {
     F.conv1d: _conv(False), F.conv2d: _conv(False), F.conv3d: _conv(False),
     F.conv_transpose1d: _conv(True), F.conv_transpose2d: _conv(True),
     F.conv_transpose3d: _conv(True),
+    torch.swapaxes: _transpose, "swapaxes": _transpose,
+    torch.swapdims: _transpose, "swapdims": _transpose,
+    operator.setitem: torch_windows.assign,
 }
 
 FUNCTIONS.update(torch_functional.FUNCTIONS)  # casts (a mask is f32 already), F.*
+FUNCTIONS.update(torch_windows.FUNCTIONS)  # padding, rolls: window attention
+FUNCTIONS.update(torch_composed.FUNCTIONS)  # stack, leaky ReLU, upsampling
+# Their layers too (torch_composed.py needs torch_modules.py first).
+torch_modules.HANDLERS.update(torch_composed.MODULES)
 
 
 def _stochastic_depth(imp, name, args, kwargs):
@@ -516,10 +528,12 @@ def map_node(imp, n):
     args = imp.env_of(n.args)
     kwargs = imp.env_of(n.kwargs)
     where = _node_name(n)
+    if n.target in SHAPE_ONLY:  # its value is known even where its argument's op is not
+        return Const(imp.value(n))
     if is_poisoned(args) or is_poisoned(kwargs):
         # Downstream of an unsupported operator: only whether this one is supported counts.
         if n.op == "call_module":
-            known = type(imp.modules[n.target]) in torch_modules.HANDLERS
+            known = torch_modules.handler_for(imp.modules[n.target]) is not None
         else:
             known = n.target in FUNCTIONS or n.target in SHAPE_ONLY or (
                 isinstance(n.target, type) and issubclass(n.target, tuple))
@@ -531,8 +545,7 @@ def map_node(imp, n):
             imp.unsupported.add(a.what, where)
             return Poisoned()
     args, kwargs = torch_recurrent.stacked(imp, n, args, kwargs)
-    if n.target in SHAPE_ONLY or (is_const(args) and is_const(kwargs) and
-                                  not _has_parameters(imp, n)):
+    if is_const(args) and is_const(kwargs) and not _has_parameters(imp, n):
         return Const(imp.value(n))
     if n.op == "call_function" and isinstance(n.target, type) and issubclass(n.target, tuple):
         fields = getattr(n.target, "_fields", ())  # a named tuple of outputs (GoogLeNet's)
@@ -541,7 +554,7 @@ def map_node(imp, n):
     try:
         if n.op == "call_module":
             m = imp.modules[n.target]
-            handler = torch_modules.HANDLERS.get(type(m))
+            handler = torch_modules.handler_for(m)
             if handler is None:
                 imp.unsupported.add(_describe(n, imp), where)
                 return Poisoned()

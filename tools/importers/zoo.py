@@ -101,6 +101,12 @@ MODELS = {
 # them by name (tests/importers.sh runs each on every call).
 MAPPING_MODELS = {
     "masks": dict(source=MODELS_PY + ":masks", input=(8,), batch=4, kwargs={}),
+    "windows": dict(source=MODELS_PY + ":windows", input=(4, 5, 5), batch=4, kwargs={},
+                    no_onnx="torch.onnx writes its einsums as Einsum, which import-onnx "
+                            "does not map"),
+    "volumes": dict(source=MODELS_PY + ":volumes", input=(2, 3, 6, 6), batch=4, kwargs={}),
+    "everyday": dict(source=MODELS_PY + ":everyday", input=(3, 8, 8), batch=4, kwargs={},
+                     no_onnx="import-onnx maps neither LeakyRelu nor Resize"),
 }
 
 
