@@ -44,6 +44,11 @@ typedef struct pl_kernel_args {
     const pl_step_info *step;
 } pl_kernel_args;
 
+/* Sets OpenBLAS up for the kernels, before their first call: one thread of its own, and
+ * its AVX-512 kernels on a CPU that has AVX-512 where it would not choose them itself
+ * (blas_setup.c). */
+void pl_blas_setup(void);
+
 /* This thread's share [*begin, *end) of n items, in contiguous blocks. */
 static inline void pl_kernel_share(int64_t n, int ith, int nth, int64_t *begin, int64_t *end)
 {

@@ -215,7 +215,7 @@ pl_executor *pl_executor_new(const pl_graph *g, const pl_cluster *c, void *const
     ex->c = c;
     pthread_mutex_init(&ex->done_lock, NULL);
     pthread_cond_init(&ex->done, NULL);
-    openblas_set_num_threads(1); /* parallelism is the pools' */
+    pl_blas_setup();
     size_t n = (size_t)c->n_devices;
     ex->host = calloc((size_t)g->n_tensors, sizeof *ex->host);
     ex->staged = calloc((size_t)g->n_tensors, sizeof *ex->staged);

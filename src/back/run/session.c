@@ -140,7 +140,7 @@ pl_session *pl_session_new(const pl_graph *g, int threads, pl_error *err)
         return NULL;
     }
     s->g = g;
-    openblas_set_num_threads(1); /* parallelism is the pool's */
+    pl_blas_setup();
     s->base = calloc((size_t)g->n_tensors, sizeof *s->base);
     s->data = calloc((size_t)g->n_tensors, sizeof *s->data);
     s->shapes = calloc((size_t)g->n_tensors, sizeof *s->shapes);
