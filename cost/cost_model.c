@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "kernels.h"
 #include "json_reader.h"
 #include "linear.h"
 #include "op_times.h"
@@ -30,6 +31,7 @@ void pl_cost_machine_key(char *buf, size_t cap)
         }
     if (info)
         fclose(info);
+    pl_blas_setup(); /* the core OpenBLAS will run, not the one it loaded with */
     snprintf(buf, cap, "cpu=%s; cores=%ld; openblas=%s %s; placer=%s", cpu,
              sysconf(_SC_NPROCESSORS_ONLN), openblas_get_corename(), openblas_get_config(),
              PACKAGE_VERSION);
