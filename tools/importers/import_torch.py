@@ -174,6 +174,20 @@ def _file_model(path, name, kwargs):
         raise ImportError_("%s:%s() failed: %s" % (path, name, command.describe(e)))
 
 
+def example_batch(args, torch):
+    """One random batch of --input's shapes, the batch on each input's --batch-axis: what
+    tracing sees (and tools/profile-torch runs)."""
+    gen = torch.Generator().manual_seed(0)
+    out = []
+    for shape, dtype, axis in zip(args.shapes, args.dtypes, args.batch_axes):
+        whole = shape[:axis] + (args.batch,) + shape[axis:]
+        if dtype == "i32":
+            out.append(torch.randint(0, args.vocab, whole, generator=gen))
+        else:
+            out.append(torch.randn(whole, generator=gen))
+    return out
+
+
 def main():
     args = parse_args(sys.argv[1:])
     command.check_outputs([args.output, args.weights], [args.source.partition(":")[0]])
@@ -182,14 +196,7 @@ def main():
     torch.manual_seed(0)
     module, name, _ = load_module(args.source, args.kwargs, args.classes)
     module.train()
-    examples = []
-    gen = torch.Generator().manual_seed(0)
-    for shape, dtype, axis in zip(args.shapes, args.dtypes, args.batch_axes):
-        whole = shape[:axis] + (args.batch,) + shape[axis:]
-        if dtype == "i32":
-            examples.append(torch.randint(0, args.vocab, whole, generator=gen))
-        else:
-            examples.append(torch.randn(whole, generator=gen))
+    examples = example_batch(args, torch)
     gm = torch_fx.trace(module, examples)
     b = Builder(args.name or name, args.batch,
                 "%s, imported by tools/import-torch" % args.source)

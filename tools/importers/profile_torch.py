@@ -46,18 +46,6 @@ def parse_args(argv):
     return args
 
 
-def examples(args, torch):
-    gen = torch.Generator().manual_seed(0)
-    out = []
-    for shape, dtype, axis in zip(args.shapes, args.dtypes, args.batch_axes):
-        whole = shape[:axis] + (args.batch,) + shape[axis:]
-        if dtype == "i32":
-            out.append(torch.randint(0, args.vocab, whole, generator=gen))
-        else:
-            out.append(torch.randn(whole, generator=gen))
-    return out
-
-
 def loss_module(args, torch, output):
     """The loss tools/import-torch attaches, as a module (so that its ranges can be named
     "loss", its op's name), and the target it is held against (None: the model's own)."""
@@ -87,7 +75,7 @@ def main():
         torch.set_num_threads(args.threads)
     module, _, _ = import_torch.load_module(args.source, args.kwargs, args.classes)
     module.train()
-    inputs = examples(args, torch)
+    inputs = import_torch.example_batch(args, torch)
     try:
         with torch.no_grad():
             output = module(*inputs)
