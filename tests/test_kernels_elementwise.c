@@ -418,10 +418,12 @@ static void test_dropout_gradient(void)
 static void shared_dropout_ref(const float *x, float *y, const pl_tensor *t, const pl_attrs *at,
                                const pl_step_info *step)
 {
-    int64_t n = pl_tensor_elements(t), rows = t->dims[0], per_row = n / rows;
+    pl_batch_layout l = pl_tensor_batch_layout(t);
+    int64_t n = pl_tensor_elements(t);
     for (int64_t i = 0; i < n; i++) {
-        int64_t counter = at->mode == PL_DROPOUT_BATCH ? 0
-                                                       : step->micro_batch * rows + i / per_row;
+        int64_t counter = at->mode == PL_DROPOUT_BATCH
+                              ? 0
+                              : step->micro_batch * l.batch + i / l.inner % l.batch;
         y[i] = pl_rng_keep((uint64_t)at->seed, step->step, counter, (float)at->rate)
                    ? x[i] * (float)(1.0 / (1.0 - at->rate)) /* the kernel's rounding */
                    : 0.0f;
@@ -474,6 +476,15 @@ static void test_dropout_shared_masks(void)
         }
     CU_ASSERT(rows_dropped > 800 * 0.25 && rows_dropped < 800 * 0.35);
     CU_ASSERT(steps_dropped >= 2 && steps_dropped <= 12);
+
+    /* the batch on axis 1: a sample's elements lie in three runs, one per outer index */
+    pl_tensor moved = pl_kc_tensor("3,40,5", PL_F32, true);
+    moved.batch_axis = 1;
+    at.mode = PL_DROPOUT_ROW;
+    pl_step_info step = {.step = 4, .micro_batches = 1, .training = true};
+    shared_dropout_ref(x, want, &moved, &at, &step);
+    pl_kc_check_op(&PL_KC_FNS(dropout), PL_OP_DROPOUT, &at, 1, &moved, in, want, 1e-3, &step,
+                   "dropout (shared mask, the batch on axis 1)");
     free(x);
     free(want);
 }
