@@ -31,10 +31,9 @@ void pl_cost_machine_key(char *buf, size_t cap)
         }
     if (info)
         fclose(info);
-    pl_blas_setup(); /* the core OpenBLAS will run, not the one it loaded with */
+    /* the core OpenBLAS will run, not the one it loaded with */
     snprintf(buf, cap, "cpu=%s; cores=%ld; openblas=%s %s; placer=%s", cpu,
-             sysconf(_SC_NPROCESSORS_ONLN), openblas_get_corename(), openblas_get_config(),
-             PACKAGE_VERSION);
+             sysconf(_SC_NPROCESSORS_ONLN), pl_blas_core(), openblas_get_config(), PACKAGE_VERSION);
 }
 
 bool pl_cost_has_threads(const pl_cost_model *m, int threads)

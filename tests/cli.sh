@@ -7,6 +7,12 @@ expect 0 "--help" "$bin" --help
 contains "$work/out" "Usage: placer" "--help"
 expect 0 "--version" "$bin" --version
 contains "$work/out" "placer " "--version"
+contains "$work/out" "kernels: OpenBLAS, " "--version names the OpenBLAS core"
+# A core the user names stands (Prescott: in every x86-64 build of a DYNAMIC_ARCH OpenBLAS).
+if [ "$(uname -m)" = x86_64 ]; then
+    expect 0 "--version with a core named" env OPENBLAS_CORETYPE=Prescott "$bin" --version
+    contains "$work/out" "kernels: OpenBLAS, Prescott core" "the core the user named"
+fi
 expect 2 "no arguments" "$bin"
 contains "$work/err" "Try 'placer --help'" "no arguments"
 expect 2 "unknown option" "$bin" --frobnicate "$src/graphs/mlp.json"

@@ -9,6 +9,7 @@
 #include "allocator.h"
 #include "cli.h"
 #include "config.h"
+#include "kernels.h"
 
 typedef struct command {
     const char *name;
@@ -158,7 +159,7 @@ static int run(int argc, char **argv)
         return PL_EXIT_OK;
     }
     if (strcmp(first, "-V") == 0 || strcmp(first, "--version") == 0) {
-        printf("placer %s\n", PACKAGE_VERSION);
+        printf("placer %s\nkernels: OpenBLAS, %s core\n", PACKAGE_VERSION, pl_blas_core());
         return PL_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -49,6 +49,9 @@ typedef struct pl_kernel_args {
  * (blas_setup.c). */
 void pl_blas_setup(void);
 
+/* The OpenBLAS core the kernels run (after pl_blas_setup's choice), e.g. "SkylakeX". */
+const char *pl_blas_core(void);
+
 /* This thread's share [*begin, *end) of n items, in contiguous blocks. */
 static inline void pl_kernel_share(int64_t n, int ith, int nth, int64_t *begin, int64_t *end)
 {
