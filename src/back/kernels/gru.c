@@ -46,7 +46,7 @@ static inline __attribute__((always_inline)) gru_gates activate(const float *gx,
     return (gru_gates){r, pl_sigmoidf(gx[h + j] + hz), pl_tanhf(gx[2 * h + j] + r * hn), hn};
 }
 
-PL_KERNEL(gru_cell)
+PL_VECTOR_CLONES PL_KERNEL(gru_cell)
 {
     int n_in = args->op->n_inputs;
     gru_geom g = geometry(args->in_t[0], n_in > 1 ? args->in_t[1] : NULL);
@@ -66,7 +66,7 @@ PL_KERNEL(gru_cell)
 }
 
 /* Inputs dh', gx [, gh [, h]]; outputs dgx [, dgh [, dh]]. */
-PL_KERNEL(gru_cell_grad)
+PL_VECTOR_CLONES PL_KERNEL(gru_cell_grad)
 {
     int n_in = args->op->n_inputs;
     gru_geom g = geometry(args->in_t[1], n_in > 2 ? args->in_t[2] : NULL);

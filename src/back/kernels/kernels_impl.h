@@ -27,14 +27,15 @@ static inline float pl_sum_run(const float *x, int64_t n)
 }
 
 /* x86-64's baseline vectors are SSE2's, four floats. A loop whose function carries
- * PL_VECTOR_CLONES is also compiled for AVX2 and for AVX-512 (x86-64-v4, whose DQ part
- * multiplies 64-bit lanes, as the counter-based random numbers need), and the dynamic
- * loader picks the widest the CPU has. Results do not change with the width: lanes are
- * independent, ISO C mode forbids contracting a * b + c into an FMA, and nothing is
- * reassociated. */
+ * PL_VECTOR_CLONES is also compiled for AVX2 with FMA (x86-64-v3) and for AVX-512
+ * (x86-64-v4, whose DQ part multiplies 64-bit lanes, as the counter-based random numbers
+ * need), and the dynamic loader picks the widest the CPU has. Results do not change with
+ * the width: lanes are independent, ISO C mode forbids contracting a * b + c into an FMA
+ * (PL_FMA asks for one, the same everywhere), and nothing is reassociated. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && \
     !defined(__SANITIZE_THREAD__) /* TSan's runtime is not up when the resolvers run */
-#define PL_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#define PL_VECTOR_CLONES \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define PL_VECTOR_CLONES
 #endif
@@ -47,6 +48,11 @@ static inline float pl_sum_run(const float *x, int64_t n)
 #else
 #define PL_INDEPENDENT_ITERATIONS
 #endif
+
+/* a * b + c rounded once: the same bits at every vector width. An instruction in the AVX2
+ * and AVX-512 clones of PL_VECTOR_CLONES functions (where their loops vectorise), a call
+ * to libm's fmaf elsewhere: the functions below belong in such functions' loops. */
+#define PL_FMA(a, b, c) __builtin_fmaf((a), (b), (c))
 
 /* exp, tanh, the logistic function and erfc for kernel loops: branch-free and call-free, so that
  * GCC vectorises the loops around them (libm's expf and tanhf do not). Relative error
@@ -61,16 +67,16 @@ static inline float pl_expf(float x)
 {
     x = x < -87.3f ? -87.3f : x > 88.7f ? 88.7f : x;
     const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-    float t = x * 1.44269504088896341f + shifter;
+    float t = PL_FMA(x, 1.44269504088896341f, shifter);
     float n = t - shifter;
-    float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+    float r = PL_FMA(n, 2.12194440e-4f, PL_FMA(-n, 0.693359375f, x));
     float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    float y = p * r * r + r + 1.0f;
+    p = PL_FMA(p, r, 1.3981999507e-3f);
+    p = PL_FMA(p, r, 8.3334519073e-3f);
+    p = PL_FMA(p, r, 4.1665795894e-2f);
+    p = PL_FMA(p, r, 1.6666665459e-1f);
+    p = PL_FMA(p, r, 5.0000001201e-1f);
+    float y = PL_FMA(p * r, r, r) + 1.0f;
     union {
         float f;
         uint32_t u;
@@ -87,16 +93,16 @@ static inline float pl_tanhf(float x)
     x = x < -limit ? -limit : x > limit ? limit : x;
     float x2 = x * x;
     float p = -2.76076847742355e-16f;
-    p = p * x2 + 2.00018790482477e-13f;
-    p = p * x2 - 8.60467152213735e-11f;
-    p = p * x2 + 5.12229709037114e-08f;
-    p = p * x2 + 1.48572235717979e-05f;
-    p = p * x2 + 6.37261928875436e-04f;
-    p = p * x2 + 4.89352455891786e-03f;
+    p = PL_FMA(p, x2, 2.00018790482477e-13f);
+    p = PL_FMA(p, x2, -8.60467152213735e-11f);
+    p = PL_FMA(p, x2, 5.12229709037114e-08f);
+    p = PL_FMA(p, x2, 1.48572235717979e-05f);
+    p = PL_FMA(p, x2, 6.37261928875436e-04f);
+    p = PL_FMA(p, x2, 4.89352455891786e-03f);
     float q = 1.19825839466702e-06f;
-    q = q * x2 + 1.18534705686654e-04f;
-    q = q * x2 + 2.26843463243900e-03f;
-    q = q * x2 + 4.89352518554385e-03f;
+    q = PL_FMA(q, x2, 1.18534705686654e-04f);
+    q = PL_FMA(q, x2, 2.26843463243900e-03f);
+    q = PL_FMA(q, x2, 4.89352518554385e-03f);
     return x * p / q;
 }
 
@@ -114,18 +120,18 @@ static inline float pl_sigmoidf(float x)
 static inline float pl_erfcf(float x)
 {
     float a = x < 0.0f ? -x : x;
-    float t = 1.0f / (1.0f + 0.5f * a);
+    float t = 1.0f / PL_FMA(0.5f, a, 1.0f);
     float p = 0.17087277f;
-    p = p * t - 0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t - 1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t - 0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    p = p * t - 1.26551223f;
-    float tail = a > 10.0f ? 0.0f : t * pl_expf(p - a * a);
+    p = PL_FMA(p, t, -0.82215223f);
+    p = PL_FMA(p, t, 1.48851587f);
+    p = PL_FMA(p, t, -1.13520398f);
+    p = PL_FMA(p, t, 0.27886807f);
+    p = PL_FMA(p, t, -0.18628806f);
+    p = PL_FMA(p, t, 0.09678418f);
+    p = PL_FMA(p, t, 0.37409196f);
+    p = PL_FMA(p, t, 1.00002368f);
+    p = PL_FMA(p, t, -1.26551223f);
+    float tail = a > 10.0f ? 0.0f : t * pl_expf(PL_FMA(-a, a, p));
     return x < 0.0f ? 2.0f - tail : tail;
 }
 

@@ -128,7 +128,7 @@ PL_WORKSPACE(lstm_cell)
 }
 
 /* Chunks: (block of FORWARD_ROWS rows, block of hidden units). */
-PL_KERNEL(lstm_cell)
+PL_VECTOR_CLONES PL_KERNEL(lstm_cell)
 {
     lstm_geom g = forward_geometry(args);
     const float *x = args->in[0], *w = args->in[1], *b = args->in[2];
@@ -201,9 +201,9 @@ PL_WORKSPACE(lstm_cell_grad)
 
 /* dz in place of z (rows of [4, width]) for hidden units [j0, j0 + width); dc (when the
  * cell has state) written directly, since each unit's dc is its own. */
-static void gate_grads(const lstm_geom *g, const float *dh_next, const float *dc_next,
-                       const float *c, float *z, bool activated, int64_t j0, int64_t width,
-                       float *dc)
+PL_VECTOR_CLONES static void gate_grads(const lstm_geom *g, const float *dh_next,
+                                        const float *dc_next, const float *c, float *z,
+                                        bool activated, int64_t j0, int64_t width, float *dc)
 {
     for (int64_t r = 0; r < g->n; r++) {
         float *z_row = z + r * 4 * width;
@@ -235,7 +235,7 @@ static void write_gate_grads(const lstm_geom *g, const float *z, int64_t j0, int
                    (size_t)width * sizeof(float));
 }
 
-PL_KERNEL(lstm_cell_grad)
+PL_VECTOR_CLONES PL_KERNEL(lstm_cell_grad)
 {
     lstm_geom g = grad_geometry(args);
     const float *dh_next = args->in[0], *dc_next = args->in[1], *x = args->in[2];

@@ -261,7 +261,7 @@ PL_WORKSPACE(softmax_cross_entropy)
 }
 
 /* loss of one row: logsumexp(x) - x[label], or 0 for a label outside [0, C). */
-PL_KERNEL(softmax_cross_entropy)
+PL_VECTOR_CLONES PL_KERNEL(softmax_cross_entropy)
 {
     int64_t rows, classes, begin, end;
     xent_shape(args, &rows, &classes);
@@ -388,7 +388,7 @@ PL_KERNEL(mse_grad)
 /* One row: marks the k largest entries (ties to the lower index) with 1 in y by k scans,
  * then replaces the marks by the softmax over them and leaves 0 elsewhere. O(k E): k is
  * a handful of experts in mixture-of-experts gating. */
-static void topk_row(const float *x, float *y, int64_t e, int64_t k)
+PL_VECTOR_CLONES static void topk_row(const float *x, float *y, int64_t e, int64_t k)
 {
     for (int64_t i = 0; i < e; i++)
         y[i] = 0.0f;
