@@ -666,14 +666,15 @@ def powers(**kwargs):
 
 
 class Normalizing(nn.Module):
-    """What is written with them: F.normalize (p 2 and 1), F.softplus, var and std, Swin
-    v2's clamped exponential of a logit scale and its cloned qkv bias with a part zeroed,
-    a constant to a tensor's power."""
+    """What is written with them: F.normalize (p 2 and 1), softplus, reciprocal, var and
+    std, Swin v2's clamped exponential of a logit scale and its cloned qkv bias with a part
+    zeroed, a constant to a tensor's power."""
 
     def __init__(self, features=8, classes=3):
         super().__init__()
         self.fc = nn.Linear(features, 2 * features)
         self.logit_scale = nn.Parameter(torch.log(10 * torch.ones(1)))
+        self.softplus = nn.Softplus(beta=0.5)
         self.out = nn.Linear(2 * features, classes)
 
     def forward(self, x):
@@ -682,7 +683,7 @@ class Normalizing(nn.Module):
         h = F.linear(x, self.fc.weight, bias)
         scale = torch.clamp(self.logit_scale, max=math.log(100.0)).exp()
         a = F.normalize(h, dim=-1) * scale + F.normalize(h, p=1, dim=1)
-        b = F.softplus(h) + F.softplus(h, beta=2) + 2 ** h.tanh()
+        b = F.softplus(h) + self.softplus(h) + 2 ** h.tanh() + torch.reciprocal(h.abs() + 1)
         c = torch.var(h, dim=-1, keepdim=True) + h.std(-1, keepdim=True, unbiased=False)
         return self.out(a + b + c)
 

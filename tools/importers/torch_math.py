@@ -7,6 +7,7 @@ import math
 import operator
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 import emit
@@ -101,19 +102,27 @@ def normalize(imp, name, args, kwargs):
     return emit.binary(imp.b, "div", name, x, floor)
 
 
-def softplus(imp, name, args, kwargs):
-    """F.softplus: log(1 + exp(beta x)) / beta as relu(z) + log(1 + exp(-|z|)), z = beta x,
-    which neither overflows nor loses the threshold's linear part (x itself, up to a
-    rounding, where beta x exceeds it)."""
-    beta = float(_arg(args, kwargs, 1, "beta", 1.0))
+def softplus_of(imp, name, x, beta):
+    """log(1 + exp(beta x)) / beta as relu(z) + log(1 + exp(-|z|)), z = beta x, which
+    neither overflows nor loses the threshold's linear part (x itself, up to a rounding,
+    where beta x exceeds it)."""
+    beta = float(beta)
     b = imp.b
-    z = emit.scale(b, name + ".scaled", args[0], beta)
+    z = emit.scale(b, name + ".scaled", x, beta)
     tail = emit.scale(b, name + ".negative", emit.unary(b, "abs", name + ".abs", z), -1.0)
     tail = _add_constant(imp, name + ".one_plus", emit.unary(b, "exp", name + ".exp", tail), 1.0)
     y = emit.binary(b, "add", name + ".sum" if beta != 1 else name,
                     emit.unary(b, "relu", name + ".relu", z),
                     emit.unary(b, "log", name + ".log", tail))
     return emit.scale(b, name, y, 1.0 / beta)
+
+
+def softplus(imp, name, args, kwargs):
+    return softplus_of(imp, name, args[0], _arg(args, kwargs, 1, "beta", 1.0))
+
+
+def reciprocal(imp, name, args, kwargs):
+    return power_of(imp, name, args[0], -1.0)
 
 
 def _correction(args, kwargs):
@@ -185,7 +194,12 @@ FUNCTIONS = {
     torch.abs: _unary("abs"), "abs": _unary("abs"), operator.abs: _unary("abs"),
     operator.pow: power, torch.pow: power, "pow": power,
     torch.square: square, "square": square,
+    torch.reciprocal: reciprocal, "reciprocal": reciprocal,
     F.normalize: normalize, F.softplus: softplus,
     torch.var: var, "var": var, torch.std: std, "std": std,
     "zero_": fill, "fill_": fill,
+}
+
+MODULES = {
+    nn.Softplus: lambda imp, name, m, args, kwargs: softplus_of(imp, name, args[0], m.beta),
 }

@@ -467,6 +467,7 @@ FUNCTIONS.update(torch_composed.FUNCTIONS)  # stack, leaky ReLU, upsampling
 FUNCTIONS.update(torch_math.FUNCTIONS)  # exp, log, powers, normalize, zero_
 # Their layers too (torch_composed.py needs torch_modules.py first).
 torch_modules.HANDLERS.update(torch_composed.MODULES)
+torch_modules.HANDLERS.update(torch_math.MODULES)
 
 
 def _stochastic_depth(imp, name, args, kwargs):
