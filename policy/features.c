@@ -41,6 +41,12 @@ static int feature_kind(pl_op_kind kind)
         {PL_OP_GREATER, PL_OP_MUL},
         {PL_OP_GREATER_EQUAL, PL_OP_MUL},
         {PL_OP_LOGICAL_NOT, PL_OP_MUL},
+        {PL_OP_EXP, PL_OP_TANH},
+        {PL_OP_LOG, PL_OP_TANH},
+        {PL_OP_SQRT, PL_OP_TANH},
+        {PL_OP_RSQRT, PL_OP_TANH},
+        {PL_OP_ABS, PL_OP_RELU},
+        {PL_OP_POW, PL_OP_TANH},
     };
     if ((int)kind < PL_POLICY_OP_KINDS)
         return (int)kind;

@@ -56,6 +56,24 @@ else
 fi
 cat "$work/check"
 
+# exp, log, sqrt, rsqrt, abs and powers through both importers, and what is written with
+# them (F.normalize, F.softplus, var, std, zero_ on part of a cloned bias) through
+# import-torch: zoo.py's MAPPING_MODELS, against PyTorch.
+if "$py" "$src/tests/importers/check.py" --placer "$bin" powers normalizing >"$work/check" 2>&1
+then
+    ok
+else
+    bad "check.py: the powers or normalizing model differs from PyTorch or does not import"
+fi
+cat "$work/check"
+expect 2 "refused math" "$torch_import" "$src/tests/importers/models.py:refused_maths" \
+    --input 8 -o "$work/m.json"
+contains "$work/err" "pow of a tensor to a tensor's power (or of a negative number): 1 use" \
+    "a tensor's power"
+contains "$work/err" "zero_ or fill_ other than on a copy of a parameter or a slice of one" \
+    "zero_ on a computed tensor"
+[ ! -e "$work/m.json" ] && ok || bad "a model was written despite the error"
+
 # The same through ONNX: its RNNs are listed.
 "$py" - "$src/tests/importers/unsupported.py" "$work/u.onnx" <<'PY' 2>/dev/null
 import importlib.util, sys, torch

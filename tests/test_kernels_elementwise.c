@@ -122,6 +122,31 @@ static void gelu_exact_attrs(pl_attrs *at)
     at->approximate = PL_GELU_EXACT;
 }
 
+static double rsqrt_ref(double x)
+{
+    return 1.0 / sqrt(x);
+}
+
+static double pow_1_5_ref(double x)
+{
+    return pow(x, 1.5);
+}
+
+static double pow_3_ref(double x)
+{
+    return x * x * x;
+}
+
+static void pow_1_5_attrs(pl_attrs *at)
+{
+    at->exponent = 1.5;
+}
+
+static void pow_3_attrs(pl_attrs *at)
+{
+    at->exponent = 3;
+}
+
 static void clamp_attrs(pl_attrs *at)
 {
     at->given |= PL_ATTR_BIT(PL_ATTR_MIN) | PL_ATTR_BIT(PL_ATTR_MAX);
@@ -157,6 +182,21 @@ static const activation activations[] = {
      {pl_kernel_hardswish_grad, NULL, NULL}, hardswish_ref, false, "hardswish", NULL},
     {PL_OP_ERF, PL_OP_ERF_GRAD, {pl_kernel_erf, NULL, NULL},
      {pl_kernel_erf_grad, NULL, NULL}, erf, false, "erf", NULL},
+    /* exp's and log's gradients are products and quotients: dy * y, dy / x */
+    {PL_OP_EXP, PL_OP_MUL, {pl_kernel_exp, NULL, NULL}, {pl_kernel_mul, NULL, NULL}, exp,
+     true, "exp", NULL},
+    {PL_OP_LOG, PL_OP_DIV, {pl_kernel_log, NULL, NULL}, {pl_kernel_div, NULL, NULL}, log,
+     false, "log", NULL},
+    {PL_OP_SQRT, PL_OP_SQRT_GRAD, {pl_kernel_sqrt, NULL, NULL},
+     {pl_kernel_sqrt_grad, NULL, NULL}, sqrt, true, "sqrt", NULL},
+    {PL_OP_RSQRT, PL_OP_RSQRT_GRAD, {pl_kernel_rsqrt, NULL, NULL},
+     {pl_kernel_rsqrt_grad, NULL, NULL}, rsqrt_ref, true, "rsqrt", NULL},
+    {PL_OP_ABS, PL_OP_ABS_GRAD, {pl_kernel_abs, NULL, NULL}, {pl_kernel_abs_grad, NULL, NULL},
+     fabs, false, "abs", NULL},
+    {PL_OP_POW, PL_OP_POW_GRAD, {pl_kernel_pow, NULL, NULL}, {pl_kernel_pow_grad, NULL, NULL},
+     pow_1_5_ref, false, "pow 1.5", pow_1_5_attrs},
+    {PL_OP_POW, PL_OP_POW_GRAD, {pl_kernel_pow, NULL, NULL}, {pl_kernel_pow_grad, NULL, NULL},
+     pow_3_ref, false, "pow 3", pow_3_attrs},
 };
 
 static pl_attrs activation_attrs(const activation *act)
@@ -167,11 +207,22 @@ static pl_attrs activation_attrs(const activation *act)
     return at;
 }
 
-/* Values in [-4,4] kept 0.05 away from the kinks: relu's at 0, clamp's at its bounds -1
- * and 2, the hard activations' at -3 and 3. */
-static float *activation_input(const pl_tensor *t, uint64_t seed)
+/* log, sqrt, rsqrt and a power of a non-integer exponent are real for x >= 0 only. */
+static bool positive_only(const activation *act)
+{
+    pl_attrs at = activation_attrs(act);
+    return act->kind == PL_OP_LOG || act->kind == PL_OP_SQRT || act->kind == PL_OP_RSQRT ||
+           (act->kind == PL_OP_POW && at.exponent != floor(at.exponent));
+}
+
+/* Values in [-4,4] kept 0.05 away from the kinks: relu's and abs's at 0, clamp's at its
+ * bounds -1 and 2, the hard activations' at -3 and 3; in [0.5, 4.5] for those defined on
+ * positive numbers only. */
+static float *activation_input(const activation *act, const pl_tensor *t, uint64_t seed)
 {
     static const float kinks[] = {-3, -1, 0, 2, 3};
+    if (positive_only(act))
+        return pl_kc_random(t, seed, 0.5, 4.5);
     float *x = pl_kc_random(t, seed, -4, 4);
     for (int64_t i = 0; i < pl_tensor_elements(t); i++)
         for (size_t k = 0; k < sizeof kinks / sizeof *kinks; k++) {
@@ -189,16 +240,20 @@ static void test_activations(void)
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         pl_tensor t = pl_kc_tensor(shapes[s], PL_F32, false);
         int64_t n = pl_tensor_elements(&t);
-        float *x = activation_input(&t, 3 + s), *want = pl_kc_floats(n);
-        void *in[] = {x};
+        float *want = pl_kc_floats(n);
         for (size_t k = 0; k < sizeof activations / sizeof *activations; k++) {
             const activation *act = &activations[k];
             pl_attrs act_at = activation_attrs(act);
+            float *act_x = activation_input(act, &t, 3 + s);
+            void *act_in[] = {act_x};
             for (int64_t i = 0; i < n; i++)
-                want[i] = (float)act->ref(x[i]);
-            pl_kc_check_op(&act->fns, act->kind, &act_at, 1, &t, in, want, 1e-3, NULL,
+                want[i] = (float)act->ref(act_x[i]);
+            pl_kc_check_op(&act->fns, act->kind, &act_at, 1, &t, act_in, want, 1e-3, NULL,
                            act->name);
+            free(act_x);
         }
+        float *x = activation_input(&activations[0], &t, 3 + s);
+        void *in[] = {x};
         pl_attrs scale_at = pl_kc_defaults();
         scale_at.factor = -2.5;
         for (int64_t i = 0; i < n; i++)
@@ -224,7 +279,7 @@ static void test_activation_gradients(void)
     for (size_t k = 0; k < sizeof activations / sizeof *activations; k++) {
         const activation *act = &activations[k];
         pl_attrs at = activation_attrs(act);
-        float *x = activation_input(&t, 20 + k), *dy = pl_kc_random(&t, 30 + k, -1, 1);
+        float *x = activation_input(act, &t, 20 + k), *dy = pl_kc_random(&t, 30 + k, -1, 1);
         void *fwd_in[] = {x};
         pl_tensor out_t;
         float *y = pl_kc_run_fresh(&act->fns, act->kind, &at, 1, &t, fwd_in, &out_t, 1, NULL);
@@ -314,6 +369,51 @@ static void test_pytorch_values(void)
                   (const double[]){1.567086653e-11, 0.0001392530519, 0.4151074974,
                                    0.8787825789, 0.8787825789, 0.4151074974, 0.0001392530519},
                   7);
+}
+
+/* Outside their domains exp, log, sqrt, rsqrt and pow give IEEE's values, as PyTorch:
+ * NaN below 0, infinities at the poles and on overflow, exp through the subnormals to 0. */
+static void expect_ieee(const activation *act, const pl_attrs *at, const float *x,
+                        const float *want, int n)
+{
+    pl_tensor t = pl_kc_tensor("8", PL_F32, false), out_t;
+    t.dims[0] = n;
+    void *in[] = {(void *)x};
+    float *y = pl_kc_run_fresh(&act->fns, act->kind, at, 1, &t, in, &out_t, 1, NULL);
+    for (int i = 0; i < n; i++) {
+        bool same = isnan(want[i]) ? isnan(y[i])
+                    : isinf(want[i]) ? y[i] == want[i]
+                                     : fabsf(y[i] - want[i]) <= 1e-6f * fabsf(want[i]) + 1e-44f;
+        if (!same)
+            fprintf(stderr, "\n    %s(%g) = %.9g, want %.9g\n", act->name, x[i], y[i], want[i]);
+        CU_ASSERT_TRUE(same);
+    }
+    free(y);
+}
+
+static void test_math_domains(void)
+{
+    pl_attrs at = pl_kc_defaults();
+    expect_ieee(activation_named("exp"), &at,
+                (const float[]){-200, -100, -1, 0, 1, 88, 89, NAN},
+                (const float[]){0, 3.72007598e-44f, 0.367879441f, 1, 2.71828183f,
+                                1.65163625e38f, INFINITY, NAN},
+                8);
+    expect_ieee(activation_named("log"), &at, (const float[]){-1, 0, 1e-45f, 1, 10, INFINITY},
+                (const float[]){NAN, -INFINITY, -103.278931f, 0, 2.30258509f, INFINITY}, 6);
+    expect_ieee(activation_named("sqrt"), &at, (const float[]){-1, 0, 4, INFINITY},
+                (const float[]){NAN, 0, 2, INFINITY}, 4);
+    expect_ieee(activation_named("rsqrt"), &at, (const float[]){-1, 0, 4, INFINITY},
+                (const float[]){NAN, INFINITY, 0.5f, 0}, 4);
+    expect_ieee(activation_named("abs"), &at, (const float[]){-INFINITY, -2, 0, NAN},
+                (const float[]){INFINITY, 2, 0, NAN}, 4);
+    pl_attrs half = pl_kc_defaults(), inverse = pl_kc_defaults();
+    half.exponent = 0.5;
+    inverse.exponent = -1;
+    expect_ieee(activation_named("pow 1.5"), &half, (const float[]){-1, 0, 4},
+                (const float[]){NAN, 0, 2}, 3);
+    expect_ieee(activation_named("pow 1.5"), &inverse, (const float[]){-2, 0, 4},
+                (const float[]){-0.5f, INFINITY, 0.25f}, 3);
 }
 
 /* ---- dropout ------------------------------------------------------------------------------ */
@@ -803,6 +903,8 @@ void pl_register_kernels_elementwise_tests(void)
         {"activations and scale", test_activations},
         {"activation gradients", test_activation_gradients},
         {"hard activations, exact gelu and erf: PyTorch's values", test_pytorch_values},
+        {"exp, log, sqrt, rsqrt, abs, pow outside their domains: IEEE's values",
+         test_math_domains},
         {"dropout", test_dropout},
         {"dropout gradient", test_dropout_gradient},
         {"dropout: masks of a sample or a step", test_dropout_shared_masks},

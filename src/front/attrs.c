@@ -53,6 +53,7 @@ static const pl_attr_info attr_table[PL_ATTR_COUNT] = {
                                 DIM_MAX, 0},
     [PL_ATTR_BATCH_AXIS] = {"batch_axis", PL_ATTR_TYPE_INT, FIELD(batch_axis), 0,
                             PL_MAX_RANK - 1, 0},
+    [PL_ATTR_EXPONENT] = {"exponent", PL_ATTR_TYPE_REAL, FIELD(exponent), -1e30, 1e30, 0},
 };
 
 const pl_attr_info *pl_attr_info_of(pl_attr_id id)

@@ -107,6 +107,12 @@ bool pl_backward_activation(pl_autodiff *ad, int op)
     case PL_OP_HARDSIGMOID: dx = EMIT(PL_OP_HARDSIGMOID_GRAD, 1, NULL, dy, x); break;
     case PL_OP_HARDSWISH: dx = EMIT(PL_OP_HARDSWISH_GRAD, 1, NULL, dy, x); break;
     case PL_OP_ERF: dx = EMIT(PL_OP_ERF_GRAD, 1, NULL, dy, x); break;
+    case PL_OP_EXP: dx = EMIT(PL_OP_MUL, 1, NULL, dy, y); break;
+    case PL_OP_LOG: dx = EMIT(PL_OP_DIV, 1, NULL, dy, x); break;
+    case PL_OP_SQRT: dx = EMIT(PL_OP_SQRT_GRAD, 1, NULL, dy, y); break;
+    case PL_OP_RSQRT: dx = EMIT(PL_OP_RSQRT_GRAD, 1, NULL, dy, y); break;
+    case PL_OP_ABS: dx = EMIT(PL_OP_ABS_GRAD, 1, NULL, dy, x); break;
+    case PL_OP_POW: dx = EMIT(PL_OP_POW_GRAD, 1, &f.attrs, dy, x); break;
     default: dx = EMIT(PL_OP_SIGMOID_GRAD, 1, NULL, dy, y); break;
     }
     return pl_ad_contribute(ad, x, dx);

@@ -68,6 +68,12 @@ typedef enum pl_op_kind {
     PL_OP_CONV_TRANSPOSE2D,
     PL_OP_CONV_TRANSPOSE3D,
     PL_OP_GRU_CELL,
+    PL_OP_EXP,
+    PL_OP_LOG,
+    PL_OP_SQRT,
+    PL_OP_RSQRT,
+    PL_OP_ABS,
+    PL_OP_POW,
     /* Internal ops: automatic differentiation writes them into the training graph; model
      * files cannot name them. Inputs -> outputs; "like" inputs give only their shape. */
     PL_OP_MATMUL_GRAD_A,   /* dy, a, b -> da; forward's transpose flags; sums broadcast axes */
@@ -107,6 +113,10 @@ typedef enum pl_op_kind {
     PL_OP_CONV3D_GRAD_FILTER,
     PL_OP_GRU_CELL_GRAD,   /* dh', gx [, gh [, h]] -> dgx [, dgh [, dh]]; dgh [N,3H] even
                               where gh is the bias [3H] */
+    PL_OP_SQRT_GRAD,       /* dy, y -> dy / (2 y) */
+    PL_OP_RSQRT_GRAD,      /* dy, y -> -dy * y^3 / 2 */
+    PL_OP_ABS_GRAD,        /* dy, x -> dy * sign(x), 0 at x = 0 */
+    PL_OP_POW_GRAD,        /* dy, x -> dy * p * x^(p-1), 0 where p = 0; exponent p */
     PL_OP_ZEROS_LIKE,      /* x -> zeros of x's shape */
     PL_OP_ACCUMULATE,      /* acc, g -> (none): acc += g, in place */
     PL_OP_SCATTER_ACCUMULATE, /* acc [V,D], dy [...,D], ids [...] -> (none): acc[ids] += dy */
@@ -149,6 +159,7 @@ typedef enum pl_attr_id {
     PL_ATTR_MODE,
     PL_ATTR_OUTPUT_PADDING,
     PL_ATTR_BATCH_AXIS,
+    PL_ATTR_EXPONENT,
     PL_ATTR_COUNT
 } pl_attr_id;
 
@@ -194,6 +205,7 @@ typedef struct pl_attrs {
     pl_int_list axes, sizes, shape, perm;
     double factor, eps, momentum, rate;
     double clamp_min, clamp_max; /* "min" and "max": -inf and +inf when not given */
+    double exponent;             /* pow's */
     int64_t seed;
     /* Internal ops only (set by autodiff, never read from a file): the optimiser. */
     double lr, weight_decay, beta1, beta2;

@@ -539,3 +539,172 @@ class Everyday(nn.Module):
 
 def everyday(**kwargs):
     return Everyday(**kwargs)
+
+
+class RMSNorm(nn.Module):
+    """LLaMA's RMSNorm, as its reference code writes it."""
+
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def _norm(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def forward(self, x):
+        return self._norm(x.float()).type_as(x) * self.weight
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class LlamaAttention(nn.Module):
+    """Causal attention with rotary position embeddings (cos/sin tables given by the model),
+    no biases, the mask from a buffer with masked_fill."""
+
+    def __init__(self, dim, heads, context):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.wq = nn.Linear(dim, dim, bias=False)
+        self.wk = nn.Linear(dim, dim, bias=False)
+        self.wv = nn.Linear(dim, dim, bias=False)
+        self.wo = nn.Linear(dim, dim, bias=False)
+        self.register_buffer("causal", torch.tril(torch.ones(context, context)), persistent=False)
+
+    def forward(self, x, cos, sin):
+        b, t, _ = x.shape
+        q = self.wq(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = self.wk(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        v = self.wv(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
+        scores = scores.masked_fill(self.causal[:t, :t] == 0, float("-inf"))
+        scores = F.softmax(scores.float(), dim=-1).type_as(q)
+        out = torch.matmul(scores, v).transpose(1, 2).contiguous().view(b, t, -1)
+        return self.wo(out)
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.w1 = nn.Linear(dim, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, dim, bias=False)
+        self.w3 = nn.Linear(dim, hidden, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, dim, heads, hidden, context):
+        super().__init__()
+        self.attention = LlamaAttention(dim, heads, context)
+        self.feed_forward = SwiGLU(dim, hidden)
+        self.attention_norm = RMSNorm(dim)
+        self.ffn_norm = RMSNorm(dim)
+
+    def forward(self, x, cos, sin):
+        h = x + self.attention(self.attention_norm(x), cos, sin)
+        return h + self.feed_forward(self.ffn_norm(h))
+
+
+class Llama(nn.Module):
+    """A small LLaMA-style decoder written as such code usually is: RMSNorm with rsqrt,
+    rotary embeddings from cos/sin buffers and rotate_half (slices and cat), a causal mask
+    by masked_fill, a SwiGLU MLP, an untied head."""
+
+    def __init__(self, vocab=64, dim=32, heads=4, hidden=64, context=16, blocks=2,
+                 theta=10000.0):
+        super().__init__()
+        self.tok_embeddings = nn.Embedding(vocab, dim)
+        self.layers = nn.ModuleList([LlamaBlock(dim, heads, hidden, context)
+                                     for _ in range(blocks)])
+        self.norm = RMSNorm(dim)
+        self.output = nn.Linear(dim, vocab, bias=False)
+        head_dim = dim // heads
+        inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2).float() / head_dim))
+        freqs = torch.outer(torch.arange(context).float(), inv_freq)
+        angles = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos_cached", angles.cos(), persistent=False)
+        self.register_buffer("sin_cached", angles.sin(), persistent=False)
+
+    def forward(self, tokens):
+        _, t = tokens.shape
+        h = self.tok_embeddings(tokens)
+        cos, sin = self.cos_cached[:t], self.sin_cached[:t]
+        for layer in self.layers:
+            h = layer(h, cos, sin)
+        return self.output(self.norm(h))
+
+
+def llama(**kwargs):
+    return Llama(**kwargs)
+
+
+class Powers(nn.Module):
+    """exp, log, sqrt, rsqrt, abs and powers: operators, functions and methods."""
+
+    def __init__(self, features=8, classes=3):
+        super().__init__()
+        self.fc = nn.Linear(features, 2 * features)
+        self.out = nn.Linear(2 * features, classes)
+
+    def forward(self, x):
+        h = self.fc(x)
+        a = torch.exp(0.5 * h.tanh()) + torch.log(h.abs() + 1) + (h * h + 1).sqrt()
+        b = torch.rsqrt(h.pow(2) + 1) + (h.abs() + 0.5) ** 1.5 + torch.pow(h.abs() + 1, -0.75)
+        return self.out(a + b + torch.abs(h) ** 0.5 + h.square())
+
+
+def powers(**kwargs):
+    return Powers(**kwargs)
+
+
+class Normalizing(nn.Module):
+    """What is written with them: F.normalize (p 2 and 1), softplus, reciprocal, var and
+    std, Swin v2's clamped exponential of a logit scale and its cloned qkv bias with a part
+    zeroed, a constant to a tensor's power."""
+
+    def __init__(self, features=8, classes=3):
+        super().__init__()
+        self.fc = nn.Linear(features, 2 * features)
+        self.logit_scale = nn.Parameter(torch.log(10 * torch.ones(1)))
+        self.softplus = nn.Softplus(beta=0.5)
+        self.out = nn.Linear(2 * features, classes)
+
+    def forward(self, x):
+        bias = self.fc.bias.clone()
+        bias[2:5].zero_()
+        h = F.linear(x, self.fc.weight, bias)
+        scale = torch.clamp(self.logit_scale, max=math.log(100.0)).exp()
+        a = F.normalize(h, dim=-1) * scale + F.normalize(h, p=1, dim=1)
+        b = F.softplus(h) + self.softplus(h) + 2 ** h.tanh() + torch.reciprocal(h.abs() + 1)
+        c = torch.var(h, dim=-1, keepdim=True) + h.std(-1, keepdim=True, unbiased=False)
+        return self.out(a + b + c)
+
+
+def normalizing(**kwargs):
+    return Normalizing(**kwargs)
+
+
+class RefusedMaths(nn.Module):
+    """Uses of the math mappings placer refuses: zero_ on a computed tensor, a tensor to a
+    tensor's power."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.fc(x)
+        y[:, :2].zero_()
+        return torch.pow(y, y)
+
+
+def refused_maths(**kwargs):
+    return RefusedMaths(**kwargs)

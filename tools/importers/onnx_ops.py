@@ -454,10 +454,14 @@ def cast(imp, n, name, ins, attrs):
 
 
 def pow_(imp, n, name, ins, attrs):
+    """x to a constant power: x * x for 2, else placer's pow."""
     x, e = ins
-    if isinstance(e, np.ndarray) and e.size == 1 and float(e.reshape(-1)[0]) == 2.0:
+    if not isinstance(e, np.ndarray) or e.size != 1:
+        raise Refused("exponents other than a constant number")
+    k = float(e.reshape(-1)[0])
+    if k == 2.0:
         return [emit.binary(imp.b, "mul", name, x, x)]
-    raise Refused("exponents other than 2")
+    return [emit.unary(imp.b, "pow", name, x, {"exponent": k})]
 
 
 def neg(imp, n, name, ins, attrs):
@@ -488,6 +492,7 @@ HANDLERS = {
     "Equal": _compare("equal"), "Less": _compare("less"), "LessOrEqual": _compare("less_equal"),
     "Greater": _compare("greater"), "GreaterOrEqual": _compare("greater_equal"),
     "Not": _unary("logical_not"),
+    "Exp": _unary("exp"), "Log": _unary("log"), "Sqrt": _unary("sqrt"), "Abs": _unary("abs"),
 }
 
 __all__ = ["HANDLERS", "ImportError_"]

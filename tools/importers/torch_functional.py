@@ -1,9 +1,8 @@
 """The functional forms (torch.nn.functional.*) of the modules torch_modules.py maps whole,
-the casts that change nothing and whole powers: handler(imp, name, args, kwargs) -> mapped output, as in
+the casts that change nothing: handler(imp, name, args, kwargs) -> mapped output, as in
 torch_ops.py. Each reads the function's arguments, positional or by keyword, and builds
 what the module would."""
 
-import operator
 from types import SimpleNamespace
 
 import torch
@@ -101,20 +100,7 @@ def same_dtype(imp, name, args, kwargs):
     return x
 
 
-def power(imp, name, args, kwargs):
-    """x ** k, torch.pow(x, k) for a whole k of 1 to 4 (GELU's tanh form written out, a mean
-    of squares): products of x."""
-    x, k = args[0], val(args[1] if len(args) > 1 else kwargs["exponent"])
-    if not isinstance(x, Tensor) or not isinstance(k, (int, float)) or k not in (1, 2, 3, 4):
-        raise Refused("pow other than a tensor to a whole power of 1 to 4")
-    y = x
-    for i in range(2, int(k) + 1):
-        y = emit.binary(imp.b, "mul", name if i == k else "%s.%d" % (name, i), y, x)
-    return y
-
-
 FUNCTIONS = {
-    operator.pow: power, torch.pow: power, "pow": power,
     "float": same_dtype, "long": same_dtype, "int": same_dtype, "to": same_dtype,
     "type_as": same_dtype, "clone": same_dtype,
     F.max_pool2d: max_pool2d, F.avg_pool2d: avg_pool2d,

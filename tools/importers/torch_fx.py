@@ -120,6 +120,7 @@ class Importer:
         self.inputs = list(inputs)   # placer Tensors for the placeholders, in order
         self.all_inputs = tuple(inputs)  # the same, kept whole
         self.current_value = None    # the node being mapped: its value on the example batch
+        self.current_node = None     # and its fx node
         self.unsupported = Unsupported()
         self.env = {}          # fx node -> Tensor | Const | Poisoned | tuple/list of those
         self.values = {}       # fx node -> the value it had on the example batch

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 import emit
 import torch_composed
 import torch_functional
+import torch_math
 import torch_modules
 import torch_recurrent
 import torch_windows
@@ -289,10 +290,15 @@ def _getitem(imp, name, args, kwargs):
 
 
 def _slice_tensor(imp, name, x, index):
-    """x[...] with integers and slices of step 1 on axes other than the batch."""
+    """x[...] with integers, slices of step 1 on axes other than the batch, and one ...
+    (rotate_half's x[..., :d // 2])."""
     index = index if isinstance(index, tuple) else (index,)
+    ellipses = [k for k, i in enumerate(index) if i is Ellipsis]
+    if len(ellipses) == 1:
+        k = ellipses[0]
+        index = index[:k] + (slice(None),) * (x.rank - len(index) + 1) + index[k + 1:]
     if any(i is Ellipsis for i in index) or len(index) > x.rank:
-        raise Refused("tensor indexing with ... or too many indices")
+        raise Refused("tensor indexing with two ... or too many indices")
     y = x
     for axis, i in enumerate(index):
         if isinstance(i, slice):
@@ -458,8 +464,10 @@ FUNCTIONS = {
 FUNCTIONS.update(torch_functional.FUNCTIONS)  # casts (a mask is f32 already), F.*
 FUNCTIONS.update(torch_windows.FUNCTIONS)  # padding, rolls: window attention
 FUNCTIONS.update(torch_composed.FUNCTIONS)  # stack, leaky ReLU, upsampling
+FUNCTIONS.update(torch_math.FUNCTIONS)  # exp, log, powers, normalize, zero_
 # Their layers too (torch_composed.py needs torch_modules.py first).
 torch_modules.HANDLERS.update(torch_composed.MODULES)
+torch_modules.HANDLERS.update(torch_math.MODULES)
 
 
 def _stochastic_depth(imp, name, args, kwargs):
@@ -551,6 +559,7 @@ def map_node(imp, n):
         fields = getattr(n.target, "_fields", ())  # a named tuple of outputs (GoogLeNet's)
         return tuple(args) + tuple(kwargs[f] for f in fields[len(args):] if f in kwargs)
     imp.current_value = imp.value(n)
+    imp.current_node = n
     try:
         if n.op == "call_module":
             m = imp.modules[n.target]

@@ -95,6 +95,9 @@ MODELS = {
     "gru": dict(source=MODELS_PY + ":gru_lm", input=(12,), bench_input=(64,), dtype="i32",
                 vocab=48, batch=8, kwargs={}, bench_kwargs={"dim": 128, "hidden": 256},
                 dropout={"dropout": 0.0}, no_onnx=TIME_MAJOR),
+    "llama": dict(source=MODELS_PY + ":llama", input=(16,), bench_input=(128,), dtype="i32",
+                  vocab=64, batch=8, kwargs={},
+                  bench_kwargs={"dim": 256, "heads": 8, "hidden": 688, "context": 128}),
 }
 
 # Small models that each check a group of operator mappings, not benchmarked: check.py takes
@@ -107,6 +110,11 @@ MAPPING_MODELS = {
     "volumes": dict(source=MODELS_PY + ":volumes", input=(2, 3, 6, 6), batch=4, kwargs={}),
     "everyday": dict(source=MODELS_PY + ":everyday", input=(3, 8, 8), batch=4, kwargs={},
                      no_onnx="import-onnx maps neither LeakyRelu nor Resize"),
+    "powers": dict(source=MODELS_PY + ":powers", input=(8,), batch=4, kwargs={}),
+    "normalizing": dict(source=MODELS_PY + ":normalizing", input=(8,), batch=4, kwargs={},
+                        no_onnx="torch.onnx exports no zero_, and F.normalize, F.softplus "
+                                "and var as ReduceL2, Softplus and ReduceProd, which "
+                                "import-onnx does not map"),
 }
 
 

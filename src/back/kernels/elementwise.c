@@ -524,6 +524,71 @@ PL_VECTOR_CLONES PL_KERNEL(erf_grad)
     GRAD_KERNEL(dy * two_over_sqrt_pi * pl_expf(-v * v));
 }
 
+/* ---- exp, log, sqrt, rsqrt, abs, pow: IEEE's values outside the domain (NaN below 0 for
+ * log and sqrt, inf at the poles), as PyTorch gives, and its gradient formulas. */
+
+/* exp(x) as exp(x/2)^2: pl_expf clamps its argument to the normal range; the square then
+ * overflows to inf and underflows through the subnormals to 0, as exp does. */
+static inline float exp_ieee(float x)
+{
+    float half = pl_expf(0.5f * x);
+    return half * half;
+}
+
+PL_VECTOR_CLONES PL_KERNEL(exp)
+{
+    UNARY_KERNEL(exp_ieee(x));
+}
+
+PL_KERNEL(log)
+{
+    UNARY_KERNEL(logf(x));
+}
+
+PL_VECTOR_CLONES PL_KERNEL(sqrt)
+{
+    UNARY_KERNEL(sqrtf(x));
+}
+
+PL_VECTOR_CLONES PL_KERNEL(rsqrt)
+{
+    UNARY_KERNEL(1.0f / sqrtf(x));
+}
+
+PL_VECTOR_CLONES PL_KERNEL(abs)
+{
+    UNARY_KERNEL(fabsf(x));
+}
+
+PL_KERNEL(pow)
+{
+    const float p = (float)args->op->attrs.exponent;
+    UNARY_KERNEL(powf(x, p));
+}
+
+PL_VECTOR_CLONES PL_KERNEL(sqrt_grad)
+{
+    GRAD_KERNEL(dy / (2.0f * v));
+}
+
+PL_VECTOR_CLONES PL_KERNEL(rsqrt_grad)
+{
+    GRAD_KERNEL(-0.5f * dy * (v * v * v));
+}
+
+/* sign(x), 0 at 0, as PyTorch's sgn */
+PL_VECTOR_CLONES PL_KERNEL(abs_grad)
+{
+    GRAD_KERNEL(dy * (float)((v > 0.0f) - (v < 0.0f)));
+}
+
+/* PyTorch's pow_backward: 0 for the exponent 0 (x^0 is constant even at x = 0). */
+PL_KERNEL(pow_grad)
+{
+    const float p = (float)args->op->attrs.exponent;
+    GRAD_KERNEL(dy * (p == 0.0f ? 0.0f : p * powf(v, p - 1.0f)));
+}
+
 PL_KERNEL(logical_not)
 {
     UNARY_KERNEL(x == 0.0f ? 1.0f : 0.0f);
