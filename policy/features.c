@@ -41,6 +41,12 @@ static int feature_kind(pl_op_kind kind)
         {PL_OP_GREATER, PL_OP_MUL},
         {PL_OP_GREATER_EQUAL, PL_OP_MUL},
         {PL_OP_LOGICAL_NOT, PL_OP_MUL},
+        {PL_OP_MAX_POOL1D, PL_OP_MAX_POOL},
+        {PL_OP_MAX_POOL3D, PL_OP_MAX_POOL},
+        {PL_OP_AVG_POOL1D, PL_OP_AVG_POOL},
+        {PL_OP_AVG_POOL3D, PL_OP_AVG_POOL},
+        {PL_OP_ADAPTIVE_AVG_POOL1D, PL_OP_ADAPTIVE_AVG_POOL},
+        {PL_OP_ADAPTIVE_AVG_POOL3D, PL_OP_ADAPTIVE_AVG_POOL},
     };
     if ((int)kind < PL_POLICY_OP_KINDS)
         return (int)kind;
