@@ -45,14 +45,14 @@ cat "$work/check"
 # Window attention's pieces (F.pad, torch.roll, swapaxes, a table's rows by constant
 # indices, a mask filled in place, torch.einsum), and a video classifier's (BatchNorm3d,
 # AdaptiveAvgPool3d, subclasses of mapped layers), and layers composed of placer's ops
-# (torch.stack, unbind, tensor_split, LeakyReLU, nearest upsampling): zoo.py's
-# MAPPING_MODELS, against PyTorch.
-if "$py" "$src/tests/importers/check.py" --placer "$bin" windows volumes everyday \
+# (torch.stack, unbind, tensor_split, LeakyReLU, nearest upsampling), and pooling over
+# one and three axes: zoo.py's MAPPING_MODELS, against PyTorch.
+if "$py" "$src/tests/importers/check.py" --placer "$bin" windows volumes everyday pools \
     >"$work/check" 2>&1
 then
     ok
 else
-    bad "check.py: the windows, volumes or everyday model differs from PyTorch or does not import"
+    bad "check.py: the windows, volumes, everyday or pools model differs from PyTorch or does not import"
 fi
 cat "$work/check"
 

@@ -107,6 +107,7 @@ MAPPING_MODELS = {
     "volumes": dict(source=MODELS_PY + ":volumes", input=(2, 3, 6, 6), batch=4, kwargs={}),
     "everyday": dict(source=MODELS_PY + ":everyday", input=(3, 8, 8), batch=4, kwargs={},
                      no_onnx="import-onnx maps neither LeakyRelu nor Resize"),
+    "pools": dict(source=MODELS_PY + ":pools", input=(2, 4, 8, 8), batch=4, kwargs={}),
 }
 
 
