@@ -138,6 +138,8 @@ def gemm(imp, n, name, ins, attrs):
     x = ins[0]
     w = imp.tensor(n.input[1], name)
     bias = imp.tensor(n.input[2], name) if len(n.input) > 2 and n.input[2] else None
+    if not isinstance(x, Tensor):  # torch.onnx's zero state of a cell, its batch fixed
+        raise Refused("a constant first operand")
     if attrs.get("transB", 0):
         return [emit.linear(imp.b, name, x, w, bias)]
     y = imp.b.node1("matmul", name + ".matmul" if bias else name, [x, w],
@@ -479,5 +481,8 @@ HANDLERS = {
     "Greater": _compare("greater"), "GreaterOrEqual": _compare("greater_equal"),
     "Not": _unary("logical_not"),
 }
+
+import onnx_recurrent  # noqa: E402 (LSTM and GRU, in a module of their own)
+HANDLERS.update(onnx_recurrent.HANDLERS)
 
 __all__ = ["HANDLERS", "ImportError_"]
