@@ -47,6 +47,12 @@ static int feature_kind(pl_op_kind kind)
         {PL_OP_RSQRT, PL_OP_TANH},
         {PL_OP_ABS, PL_OP_RELU},
         {PL_OP_POW, PL_OP_TANH},
+        {PL_OP_MAX_POOL1D, PL_OP_MAX_POOL},
+        {PL_OP_MAX_POOL3D, PL_OP_MAX_POOL},
+        {PL_OP_AVG_POOL1D, PL_OP_AVG_POOL},
+        {PL_OP_AVG_POOL3D, PL_OP_AVG_POOL},
+        {PL_OP_ADAPTIVE_AVG_POOL1D, PL_OP_ADAPTIVE_AVG_POOL},
+        {PL_OP_ADAPTIVE_AVG_POOL3D, PL_OP_ADAPTIVE_AVG_POOL},
     };
     if ((int)kind < PL_POLICY_OP_KINDS)
         return (int)kind;

@@ -45,14 +45,14 @@ cat "$work/check"
 # Window attention's pieces (F.pad, torch.roll, swapaxes, a table's rows by constant
 # indices, a mask filled in place, torch.einsum), and a video classifier's (BatchNorm3d,
 # AdaptiveAvgPool3d, subclasses of mapped layers), and layers composed of placer's ops
-# (torch.stack, unbind, tensor_split, LeakyReLU, nearest upsampling): zoo.py's
-# MAPPING_MODELS, against PyTorch.
-if "$py" "$src/tests/importers/check.py" --placer "$bin" windows volumes everyday \
+# (torch.stack, unbind, tensor_split, LeakyReLU, nearest upsampling), and pooling over one
+# and three axes: zoo.py's MAPPING_MODELS, against PyTorch.
+if "$py" "$src/tests/importers/check.py" --placer "$bin" windows volumes everyday pools \
     >"$work/check" 2>&1
 then
     ok
 else
-    bad "check.py: the windows, volumes or everyday model differs from PyTorch or does not import"
+    bad "check.py: the windows, volumes, everyday or pools model differs from PyTorch or does not import"
 fi
 cat "$work/check"
 
@@ -86,6 +86,22 @@ expect 2 "unsupported ONNX operators" "$onnx_import" "$work/u.onnx" -o "$work/u.
 contains "$work/err" "RNN: 2 uses" "the ONNX RNNs"
 [ ! -e "$work/u.json" ] && ok || bad "a model was written despite the error"
 
+# An ONNX GRU that resets before its linear map (not PyTorch's GRU): refused by its setting.
+"$py" - "$work/g.onnx" <<'PY' 2>/dev/null
+import sys, onnx, torch
+torch.onnx.export(torch.nn.GRU(4, 3), torch.randn(5, 2, 4), sys.argv[1], opset_version=17)
+m = onnx.load(sys.argv[1])
+for a in next(n for n in m.graph.node if n.op_type == "GRU").attribute:
+    if a.name == "linear_before_reset":
+        a.i = 0
+onnx.save(m, sys.argv[1])
+PY
+expect 2 "an ONNX GRU resetting first" "$onnx_import" "$work/g.onnx" --batch 2 --batch-axis 1 \
+    -o "$work/g.json"
+contains "$work/err" "GRU (linear_before_reset=0 (PyTorch's GRU resets after its linear map)): 1 use" \
+    "the setting"
+[ ! -e "$work/g.json" ] && ok || bad "a model was written despite the error"
+
 # Models only tracing with real shapes follows: what cannot be imported is one error
 # naming the line or the operator, exit 2, nothing written; never a traceback.
 shapes=$src/tests/importers/real_shapes.py
@@ -107,8 +123,8 @@ contains "$work/err" "1 unsupported operator (1 use); nothing was written" "the 
 contains "$work/err" "torch.cumsum: 1 use: cumsum" "the operator and where"
 [ ! -e "$work/s.json" ] && ok || bad "a model was written despite the errors"
 
-# Recurrent layers in the settings the zoo leaves out match PyTorch; those placer refuses
-# are listed in one error, and nothing is written.
+# Recurrent layers in the settings the zoo leaves out match PyTorch through both importers;
+# those placer refuses are listed in one error, and nothing is written.
 if "$py" "$src/tests/importers/recurrent.py" --placer "$bin" >"$work/recurrent" 2>&1; then
     ok
 else

@@ -168,62 +168,81 @@ static void expect_close(const char *what, const pool_case *c, double error, dou
     CU_ASSERT_TRUE(error < limit);
 }
 
+/* A windowed pooling op, its gradient, and which reference it answers to. */
+typedef struct windowed_op {
+    pl_op_kind kind;
+    const pl_kernel_fns *fns;
+    pl_op_kind grad_kind;
+    const pl_kernel_fns *grad_fns;
+    bool is_max;
+} windowed_op;
+
+/* The op and its gradient at every thread count against the reference r, and the
+ * gradient against numerical differentiation; frees x, dy and r. */
+static void check_against(const windowed_op *op, const pool_case *c, const pl_attrs *at,
+                          const pl_tensor *x_t, float *x, const pl_tensor *y_t, float *dy,
+                          pool_reference *r)
+{
+    const char *name = pl_op_info_of(op->kind)->name;
+    const char *grad_name = pl_op_info_of(op->grad_kind)->name;
+    int64_t ny = pl_tensor_elements(y_t), nx = pl_tensor_elements(x_t);
+    void *in[1] = {x};
+    float *y, *dx;
+    pl_kc_run_all_threads(op->fns, op->kind, at, 1, x_t, in, 1, y_t, &y, name);
+    expect_close(name, c,
+                 pl_kc_max_rel_error_double(y, op->is_max ? r->max_y : r->avg_y, ny, 1e-2),
+                 1e-4);
+
+    pl_tensor g_in[2] = {*y_t, *x_t};
+    void *g[2] = {dy, x};
+    pl_kc_run_all_threads(op->grad_fns, op->grad_kind, at, 2, g_in, g, 1, x_t, &dx, grad_name);
+    expect_close(grad_name, c,
+                 pl_kc_max_rel_error_double(dx, op->is_max ? r->max_dx : r->avg_dx, nx, 1e-2),
+                 1e-4);
+
+    float *numeric = pl_kc_floats(nx);
+    pl_kc_numeric_grad(op->fns, op->kind, at, 1, x_t, in, 1, y_t, 0, dy, 0, 1e-3f, numeric);
+    expect_close("numeric gradient", c, pl_kc_max_rel_error(dx, numeric, nx, 1e-2), 2e-2);
+
+    free(numeric);
+    free(dx);
+    free(y);
+    free_reference(r);
+    free(x);
+    free(dy);
+}
+
 /* Forward and gradient of one windowed pooling op for every case. */
-static void check_windowed(pl_op_kind kind, const pl_kernel_fns *fns, pl_op_kind grad_kind,
-                           const pl_kernel_fns *grad_fns, bool is_max)
+static void check_windowed(const windowed_op *op)
 {
     for (size_t i = 0; i < N_CASES; i++) {
         const pool_case *c = &cases[i];
         pl_attrs at = case_attrs(c);
         pl_tensor x_t = pl_kc_tensor(c->x, PL_F32, true), y_t;
-        CU_ASSERT_FATAL(pl_kc_infer(kind, &at, 1, &x_t, 1, &y_t));
+        CU_ASSERT_FATAL(pl_kc_infer(op->kind, &at, 1, &x_t, 1, &y_t));
         if (y_t.dims[2] != c->out[0] || y_t.dims[3] != c->out[1])
             fprintf(stderr, "\n    %s on %s: output %lldx%lld, PyTorch's %lldx%lld\n",
-                    pl_op_info_of(kind)->name, c->x, (long long)y_t.dims[2],
+                    pl_op_info_of(op->kind)->name, c->x, (long long)y_t.dims[2],
                     (long long)y_t.dims[3], (long long)c->out[0], (long long)c->out[1]);
         CU_ASSERT_FATAL(y_t.dims[2] == c->out[0] && y_t.dims[3] == c->out[1]);
         float *x = distinct_values(&x_t, 40 + i), *dy = pl_kc_random(&y_t, 50 + i, -1, 1);
         pool_reference r = reference(c, &x_t, x, &y_t, dy);
-        int64_t ny = pl_tensor_elements(&y_t), nx = pl_tensor_elements(&x_t);
-
-        void *in[1] = {x};
-        float *y, *dx;
-        pl_kc_run_all_threads(fns, kind, &at, 1, &x_t, in, 1, &y_t, &y,
-                              pl_op_info_of(kind)->name);
-        expect_close(pl_op_info_of(kind)->name, c,
-                     pl_kc_max_rel_error_double(y, is_max ? r.max_y : r.avg_y, ny, 1e-2), 1e-4);
-
-        pl_tensor g_in[2] = {y_t, x_t};
-        void *g[2] = {dy, x};
-        pl_kc_run_all_threads(grad_fns, grad_kind, &at, 2, g_in, g, 1, &x_t, &dx,
-                              pl_op_info_of(grad_kind)->name);
-        expect_close(pl_op_info_of(grad_kind)->name, c,
-                     pl_kc_max_rel_error_double(dx, is_max ? r.max_dx : r.avg_dx, nx, 1e-2),
-                     1e-4);
-
-        float *numeric = pl_kc_floats(nx);
-        pl_kc_numeric_grad(fns, kind, &at, 1, &x_t, in, 1, &y_t, 0, dy, 0, 1e-3f, numeric);
-        expect_close("numeric gradient", c, pl_kc_max_rel_error(dx, numeric, nx, 1e-2), 2e-2);
-
-        free(numeric);
-        free(dx);
-        free(y);
-        free_reference(&r);
-        free(x);
-        free(dy);
+        check_against(op, c, &at, &x_t, x, &y_t, dy, &r);
     }
 }
 
 static void test_max_pool(void)
 {
-    check_windowed(PL_OP_MAX_POOL, &max_pool_fns, PL_OP_MAX_POOL_GRAD, &max_pool_grad_fns,
-                   true);
+    const windowed_op max_pool = {PL_OP_MAX_POOL, &max_pool_fns, PL_OP_MAX_POOL_GRAD,
+                                  &max_pool_grad_fns, true};
+    check_windowed(&max_pool);
 }
 
 static void test_avg_pool(void)
 {
-    check_windowed(PL_OP_AVG_POOL, &avg_pool_fns, PL_OP_AVG_POOL_GRAD, &avg_pool_grad_fns,
-                   false);
+    const windowed_op avg_pool = {PL_OP_AVG_POOL, &avg_pool_fns, PL_OP_AVG_POOL_GRAD,
+                                  &avg_pool_grad_fns, false};
+    check_windowed(&avg_pool);
 }
 
 /* Negative inputs with padding: a zero from the padding must never win; and of equal
@@ -338,65 +357,97 @@ static void test_global_avg_pool(void)
 
 /* ---- adaptive_avg_pool ---------------------------------------------------------------- */
 
-static pl_attrs adaptive_attrs(int64_t oh, int64_t ow)
+/* The sizes of t's spatial axes as three, leading axes of size 1. */
+static void volume_of(const pl_tensor *t, int64_t size[3])
 {
-    pl_attrs at = pl_kc_defaults();
-    at.given = PL_ATTR_BIT(PL_ATTR_OUTPUT_SIZE);
-    at.output_size[0] = oh;
-    at.output_size[1] = ow;
-    return at;
+    for (int a = 0; a < 3; a++) {
+        int i = a - (3 - (t->rank - 2));
+        size[a] = i < 0 ? 1 : t->dims[2 + i];
+    }
 }
 
-/* PyTorch's windows, each cell counted as a real (floor and ceil of i*in/out). */
+/* PyTorch's windows along one axis, each cell counted as a real (floor and ceil of
+ * i*in/out). */
+static void adaptive_axis(int64_t i, int64_t in, int64_t out, int64_t *lo, int64_t *hi)
+{
+    *lo = (int64_t)floor((double)i * in / out);
+    *hi = (int64_t)ceil((double)(i + 1) * in / out);
+}
+
+/* adaptive_avg_pool of 1 to 3 spatial axes: y and dx (of dy). */
 static void adaptive_reference(const pl_tensor *x_t, const float *x, const pl_tensor *y_t,
                                const float *dy, double *y, double *dx)
 {
-    int64_t planes = x_t->dims[0] * x_t->dims[1], h = x_t->dims[2], w = x_t->dims[3];
-    int64_t oh = y_t->dims[2], ow = y_t->dims[3];
-    memset(dx, 0, (size_t)(planes * h * w) * sizeof *dx);
+    int64_t in[3], out[3];
+    volume_of(x_t, in);
+    volume_of(y_t, out);
+    int64_t planes = x_t->dims[0] * x_t->dims[1], in_size = in[0] * in[1] * in[2];
+    int64_t out_size = out[0] * out[1] * out[2];
+    memset(dx, 0, (size_t)(planes * in_size) * sizeof *dx);
     for (int64_t p = 0; p < planes; p++)
-        for (int64_t i = 0; i < oh; i++)
-            for (int64_t j = 0; j < ow; j++) {
-                int64_t y0 = (int64_t)floor((double)i * h / oh);
-                int64_t y1 = (int64_t)ceil((double)(i + 1) * h / oh);
-                int64_t x0 = (int64_t)floor((double)j * w / ow);
-                int64_t x1 = (int64_t)ceil((double)(j + 1) * w / ow);
-                double sum = 0, cells = (double)((y1 - y0) * (x1 - x0));
-                for (int64_t a = y0; a < y1; a++)
-                    for (int64_t b = x0; b < x1; b++)
-                        sum += x[(p * h + a) * w + b];
-                int64_t o = (p * oh + i) * ow + j;
-                y[o] = sum / cells;
-                for (int64_t a = y0; a < y1; a++)
-                    for (int64_t b = x0; b < x1; b++)
-                        dx[(p * h + a) * w + b] += dy[o] / cells;
-            }
+        for (int64_t o = 0; o < out_size; o++) {
+            int64_t at[3] = {o / (out[1] * out[2]), o / out[2] % out[1], o % out[2]};
+            int64_t lo[3], hi[3];
+            for (int a = 0; a < 3; a++)
+                adaptive_axis(at[a], in[a], out[a], &lo[a], &hi[a]);
+            double sum = 0, cells = (double)((hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]));
+            for (int pass = 0; pass < 2; pass++)
+                for (int64_t i = lo[0]; i < hi[0]; i++)
+                    for (int64_t j = lo[1]; j < hi[1]; j++)
+                        for (int64_t k = lo[2]; k < hi[2]; k++) {
+                            int64_t xi = p * in_size + (i * in[1] + j) * in[2] + k;
+                            if (pass == 0)
+                                sum += x[xi];
+                            else
+                                dx[xi] += dy[p * out_size + o] / cells;
+                        }
+            y[p * out_size + o] = sum / cells;
+        }
+}
+
+static pl_attrs adaptive_attrs_nd(const int64_t *out, int spatial)
+{
+    pl_attrs at = pl_kc_defaults();
+    at.given = PL_ATTR_BIT(PL_ATTR_OUTPUT_SIZE);
+    memcpy(at.output_size, out, (size_t)spatial * sizeof *out);
+    return at;
 }
 
 static void test_adaptive_avg_pool(void)
 {
+    static const pl_op_kind kinds[] = {PL_OP_ADAPTIVE_AVG_POOL1D, PL_OP_ADAPTIVE_AVG_POOL,
+                                       PL_OP_ADAPTIVE_AVG_POOL3D};
     static const struct {
         const char *x;
-        int64_t out[2];
+        int64_t out[3];
     } shapes[] = {
         {"2,3,8,8", {4, 4}},  /* even windows */
         {"1,2,7,5", {3, 2}},  /* uneven: overlapping windows */
         {"2,2,1,1", {7, 7}},  /* vgg's 7x7 from a 1x1 map */
         {"1,3,3,2", {5, 4}},  /* larger than the input: cells repeat */
         {"1,1,6,9", {6, 1}},  /* identity along one axis, a full row along the other */
+        {"2,3,10", {5}},      /* one axis: even, uneven, one window */
+        {"1,2,7", {3}},
+        {"2,2,9", {1}},
+        {"1,2,4,6,6", {2, 3, 3}}, /* three axes: even, one window, uneven */
+        {"2,1,3,4,5", {1, 1, 1}},
+        {"1,2,3,5,4", {2, 2, 3}},
     };
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-        pl_attrs at = adaptive_attrs(shapes[s].out[0], shapes[s].out[1]);
         pl_tensor x_t = pl_kc_tensor(shapes[s].x, PL_F32, true), y_t;
-        CU_ASSERT_FATAL(pl_kc_infer(PL_OP_ADAPTIVE_AVG_POOL, &at, 1, &x_t, 1, &y_t));
-        CU_ASSERT(y_t.dims[2] == shapes[s].out[0] && y_t.dims[3] == shapes[s].out[1]);
+        int spatial = x_t.rank - 2;
+        pl_attrs at = adaptive_attrs_nd(shapes[s].out, spatial);
+        pl_op_kind kind = kinds[spatial - 1];
+        CU_ASSERT_FATAL(pl_kc_infer(kind, &at, 1, &x_t, 1, &y_t));
+        for (int a = 0; a < spatial; a++)
+            CU_ASSERT(y_t.dims[2 + a] == shapes[s].out[a]);
         int64_t ny = pl_tensor_elements(&y_t), nx = pl_tensor_elements(&x_t);
         float *x = pl_kc_random(&x_t, 80 + s, -1, 1), *dy = pl_kc_random(&y_t, 90 + s, -1, 1);
         double *want_y = calloc((size_t)ny, sizeof *want_y);
         double *want_dx = calloc((size_t)nx, sizeof *want_dx);
         adaptive_reference(&x_t, x, &y_t, dy, want_y, want_dx);
-        const plain_pool adaptive = {PL_OP_ADAPTIVE_AVG_POOL, &adaptive_fns,
-                                     PL_OP_ADAPTIVE_AVG_POOL_GRAD, &adaptive_grad_fns};
+        const plain_pool adaptive = {kind, &adaptive_fns, PL_OP_ADAPTIVE_AVG_POOL_GRAD,
+                                     &adaptive_grad_fns};
         check_plain_pool(&adaptive, &at, &x_t, x, &y_t, dy, want_y, want_dx, shapes[s].x);
         free(want_y);
         free(want_dx);
@@ -421,7 +472,7 @@ static void test_adaptive_avg_pool_pytorch_values(void)
          {2.25, 1.5, 2.25, 2.25, 1.5, 2.25}},
     };
     for (size_t k = 0; k < 2; k++) {
-        pl_attrs at = adaptive_attrs(known[k].out[0], known[k].out[1]);
+        pl_attrs at = adaptive_attrs_nd(known[k].out, 2);
         pl_tensor x_t = pl_kc_tensor(known[k].x, PL_F32, true), y_t;
         CU_ASSERT_FATAL(pl_kc_infer(PL_OP_ADAPTIVE_AVG_POOL, &at, 1, &x_t, 1, &y_t));
         int64_t ny = pl_tensor_elements(&y_t), nx = pl_tensor_elements(&x_t);
@@ -447,6 +498,179 @@ static void test_adaptive_avg_pool_pytorch_values(void)
     }
 }
 
+/* ---- one and three spatial axes ------------------------------------------------------ */
+
+/* A pooling case of 1 or 3 spatial axes (`spatial` values of each array; stride 0: the
+ * kernel), with PyTorch's output size (F.max_pool1d, F.max_pool3d). */
+typedef struct nd_case {
+    int spatial;
+    const char *x;
+    int64_t kernel[3], stride[3], padding[3], out[3];
+    bool ceil_mode, include_pad;
+} nd_case;
+
+static const nd_case nd_cases[] = {
+    {1, "2,3,9", {3}, {2}, {1}, {5}, false, false},
+    {1, "1,2,10", {4}, {3}, {2}, {4}, true, true},
+    {1, "2,2,7", {2}, {0}, {0}, {4}, true, false},
+    {1, "1,3,12", {5}, {1}, {2}, {12}, false, true},
+    {3, "1,2,4,5,6", {2, 3, 3}, {1, 2, 2}, {1, 1, 1}, {5, 3, 3}, false, false},
+    {3, "2,1,5,4,6", {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {3, 3, 4}, true, true},
+    {3, "1,2,4,4,4", {2, 2, 2}, {0, 0, 0}, {0, 0, 0}, {2, 2, 2}, false, false},
+    {3, "1,2,3,7,7", {1, 3, 3}, {1, 2, 2}, {0, 1, 1}, {3, 4, 4}, true, false}, /* S3D's */
+    {3, "1,1,5,5,5", {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {5, 5, 5}, false, true},
+};
+
+static pl_attrs nd_attrs(const nd_case *c)
+{
+    pl_attrs at = pl_kc_defaults();
+    at.given = PL_ATTR_BIT(PL_ATTR_KERNEL) | PL_ATTR_BIT(PL_ATTR_PADDING);
+    for (int a = 0; a < c->spatial; a++) {
+        at.kernel[a] = c->kernel[a];
+        at.padding[a] = c->padding[a];
+        if (c->stride[0])
+            at.stride[a] = c->stride[a];
+    }
+    if (c->stride[0])
+        at.given |= PL_ATTR_BIT(PL_ATTR_STRIDE);
+    at.ceil_mode = c->ceil_mode;
+    at.count_include_pad = c->include_pad;
+    return at;
+}
+
+/* One axis of the reference's windows, in three-axis form (leading axes of size 1). */
+typedef struct nd_axis {
+    int64_t size, out, kernel, stride, pad;
+} nd_axis;
+
+static void nd_axes(const nd_case *c, const pl_tensor *x_t, const pl_tensor *y_t,
+                    nd_axis axes[3])
+{
+    int lead = 3 - c->spatial;
+    for (int a = 0; a < 3; a++) {
+        int i = a - lead;
+        axes[a] = i < 0 ? (nd_axis){1, 1, 1, 1, 0}
+                        : (nd_axis){x_t->dims[2 + i], y_t->dims[2 + i], c->kernel[i],
+                                    c->stride[0] ? c->stride[i] : c->kernel[i], c->padding[i]};
+    }
+}
+
+/* The reference of one output: its window's cells inside the input, in row-major order,
+ * into cells[] (their count returned), and avg_pool's divisor. */
+static int64_t nd_window(const nd_axis axes[3], const int64_t o[3], bool include_pad,
+                         int64_t *cells, int64_t *divisor)
+{
+    int64_t lo[3], n = 0;
+    *divisor = 1;
+    for (int a = 0; a < 3; a++) {
+        lo[a] = o[a] * axes[a].stride - axes[a].pad;
+        int64_t hi = lo[a] + axes[a].kernel, padded_hi = axes[a].size + axes[a].pad;
+        int64_t inside = (hi < axes[a].size ? hi : axes[a].size) - (lo[a] > 0 ? lo[a] : 0);
+        *divisor *= include_pad ? (hi < padded_hi ? hi : padded_hi) - lo[a] : inside;
+    }
+    for (int64_t i = lo[0]; i < lo[0] + axes[0].kernel; i++)
+        for (int64_t j = lo[1]; j < lo[1] + axes[1].kernel; j++)
+            for (int64_t k = lo[2]; k < lo[2] + axes[2].kernel; k++)
+                if (i >= 0 && i < axes[0].size && j >= 0 && j < axes[1].size && k >= 0 &&
+                    k < axes[2].size)
+                    cells[n++] = (i * axes[1].size + j) * axes[2].size + k;
+    return n;
+}
+
+static pool_reference nd_reference(const nd_case *c, const pl_tensor *x_t, const float *x,
+                                   const pl_tensor *y_t, const float *dy)
+{
+    nd_axis axes[3];
+    nd_axes(c, x_t, y_t, axes);
+    int64_t planes = x_t->dims[0] * x_t->dims[1];
+    int64_t in_size = axes[0].size * axes[1].size * axes[2].size;
+    int64_t out_size = axes[0].out * axes[1].out * axes[2].out;
+    int64_t nx = planes * in_size, ny = planes * out_size;
+    pool_reference r = {calloc((size_t)ny, sizeof(double)), calloc((size_t)ny, sizeof(double)),
+                        calloc((size_t)nx, sizeof(double)), calloc((size_t)nx, sizeof(double))};
+    int64_t *cells = malloc((size_t)(axes[0].kernel * axes[1].kernel * axes[2].kernel) *
+                            sizeof *cells);
+    for (int64_t p = 0; p < planes; p++)
+        for (int64_t o = 0; o < out_size; o++) {
+            int64_t at[3] = {o / (axes[1].out * axes[2].out), o / axes[2].out % axes[1].out,
+                             o % axes[2].out};
+            int64_t divisor, n = nd_window(axes, at, c->include_pad, cells, &divisor);
+            int64_t yi = p * out_size + o, best = p * in_size + cells[0];
+            double sum = 0;
+            for (int64_t i = 0; i < n; i++) {
+                int64_t xi = p * in_size + cells[i];
+                best = x[xi] > x[best] ? xi : best;
+                sum += x[xi];
+            }
+            r.max_y[yi] = x[best];
+            r.avg_y[yi] = sum / (double)divisor;
+            r.max_dx[best] += dy[yi];
+            for (int64_t i = 0; i < n; i++)
+                r.avg_dx[p * in_size + cells[i]] += dy[yi] / (double)divisor;
+        }
+    free(cells);
+    return r;
+}
+
+/* max_pool1d/3d or avg_pool1d/3d on every case of that many axes. */
+static void check_nd(const windowed_op *op, int spatial)
+{
+    for (size_t i = 0; i < sizeof nd_cases / sizeof *nd_cases; i++) {
+        const nd_case *c = &nd_cases[i];
+        if (c->spatial != spatial)
+            continue;
+        pl_attrs at = nd_attrs(c);
+        pl_tensor x_t = pl_kc_tensor(c->x, PL_F32, true), y_t;
+        CU_ASSERT_FATAL(pl_kc_infer(op->kind, &at, 1, &x_t, 1, &y_t));
+        CU_ASSERT_FATAL(y_t.rank == 2 + spatial);
+        for (int a = 0; a < spatial; a++)
+            CU_ASSERT_FATAL(y_t.dims[2 + a] == c->out[a]);
+        float *x = distinct_values(&x_t, 140 + i), *dy = pl_kc_random(&y_t, 150 + i, -1, 1);
+        pool_reference r = nd_reference(c, &x_t, x, &y_t, dy);
+        pool_case named = {c->x, {0, 0}, {0, 0}, {0, 0}, false, {0, 0}, false, false};
+        check_against(op, &named, &at, &x_t, x, &y_t, dy, &r);
+    }
+}
+
+static void test_pool_1d_3d(void)
+{
+    static const windowed_op ops[] = {
+        {PL_OP_MAX_POOL1D, &max_pool_fns, PL_OP_MAX_POOL_GRAD, &max_pool_grad_fns, true},
+        {PL_OP_AVG_POOL1D, &avg_pool_fns, PL_OP_AVG_POOL_GRAD, &avg_pool_grad_fns, false},
+        {PL_OP_MAX_POOL3D, &max_pool_fns, PL_OP_MAX_POOL_GRAD, &max_pool_grad_fns, true},
+        {PL_OP_AVG_POOL3D, &avg_pool_fns, PL_OP_AVG_POOL_GRAD, &avg_pool_grad_fns, false},
+    };
+    for (int i = 0; i < 4; i++)
+        check_nd(&ops[i], i < 2 ? 1 : 3);
+}
+
+/* F.avg_pool3d of 0..26 in a 3x3x3 volume, kernel 3, stride 2, padding 1, ceil_mode:
+ * eight windows, without and with count_include_pad (27 cells each). */
+static void test_avg_pool3d_pytorch_values(void)
+{
+    nd_case c = {3, "1,1,3,3,3", {3, 3, 3}, {2, 2, 2}, {1, 1, 1}, {2, 2, 2}, true, false};
+    static const double sums[8] = {52, 60, 76, 84, 124, 132, 148, 156};
+    pl_tensor x_t = pl_kc_tensor(c.x, PL_F32, true), y_t;
+    float x[27];
+    for (int i = 0; i < 27; i++)
+        x[i] = (float)i;
+    for (int include = 0; include < 2; include++) {
+        c.include_pad = include;
+        pl_attrs at = nd_attrs(&c);
+        double want[8];
+        for (int i = 0; i < 8; i++)
+            want[i] = sums[i] / (include ? 27.0 : 8.0);
+        void *in[1] = {x};
+        float *y = pl_kc_run_fresh(&avg_pool_fns, PL_OP_AVG_POOL3D, &at, 1, &x_t, in, &y_t, 2,
+                                   NULL);
+        CU_ASSERT_FATAL(pl_tensor_elements(&y_t) == 8);
+        pool_case named = {c.x, {0, 0}, {0, 0}, {0, 0}, false, {0, 0}, false, false};
+        expect_close("avg_pool3d: PyTorch's values", &named,
+                     pl_kc_max_rel_error_double(y, want, 8, 1e-3), 1e-6);
+        free(y);
+    }
+}
+
 void pl_register_kernels_pool_tests(void)
 {
     static const pl_test_case tests[] = {
@@ -456,8 +680,11 @@ void pl_register_kernels_pool_tests(void)
         {"avg_pool ceil_mode and count_include_pad: PyTorch's values",
          test_avg_pool_pytorch_values},
         {"global_avg_pool and its gradient", test_global_avg_pool},
-        {"adaptive_avg_pool and its gradient", test_adaptive_avg_pool},
+        {"adaptive_avg_pool of 1 to 3 axes and its gradient", test_adaptive_avg_pool},
         {"adaptive_avg_pool: PyTorch's values", test_adaptive_avg_pool_pytorch_values},
+        {"max_pool and avg_pool of one and three spatial axes", test_pool_1d_3d},
+        {"avg_pool3d ceil_mode and count_include_pad: PyTorch's values",
+         test_avg_pool3d_pytorch_values},
         {NULL, NULL},
     };
     pl_test_add_suite("kernels-pool", tests);

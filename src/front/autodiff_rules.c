@@ -241,10 +241,22 @@ bool pl_backward_conv_transpose(pl_autodiff *ad, int op)
 bool pl_backward_pool(pl_autodiff *ad, int op)
 {
     pl_op f = forward(ad, op);
-    pl_op_kind kind = f.kind == PL_OP_MAX_POOL            ? PL_OP_MAX_POOL_GRAD
-                      : f.kind == PL_OP_AVG_POOL          ? PL_OP_AVG_POOL_GRAD
-                      : f.kind == PL_OP_ADAPTIVE_AVG_POOL ? PL_OP_ADAPTIVE_AVG_POOL_GRAD
-                                                          : PL_OP_GLOBAL_AVG_POOL_GRAD;
+    /* One gradient kind for every count of spatial axes: x's rank says which. */
+    static const pl_op_kind grads[][2] = {
+        {PL_OP_MAX_POOL, PL_OP_MAX_POOL_GRAD},
+        {PL_OP_MAX_POOL1D, PL_OP_MAX_POOL_GRAD},
+        {PL_OP_MAX_POOL3D, PL_OP_MAX_POOL_GRAD},
+        {PL_OP_AVG_POOL, PL_OP_AVG_POOL_GRAD},
+        {PL_OP_AVG_POOL1D, PL_OP_AVG_POOL_GRAD},
+        {PL_OP_AVG_POOL3D, PL_OP_AVG_POOL_GRAD},
+        {PL_OP_ADAPTIVE_AVG_POOL, PL_OP_ADAPTIVE_AVG_POOL_GRAD},
+        {PL_OP_ADAPTIVE_AVG_POOL1D, PL_OP_ADAPTIVE_AVG_POOL_GRAD},
+        {PL_OP_ADAPTIVE_AVG_POOL3D, PL_OP_ADAPTIVE_AVG_POOL_GRAD},
+    };
+    pl_op_kind kind = PL_OP_GLOBAL_AVG_POOL_GRAD;
+    for (size_t i = 0; i < sizeof grads / sizeof *grads; i++)
+        if (grads[i][0] == f.kind)
+            kind = grads[i][1];
     return pl_ad_contribute(ad, f.inputs[0],
                             EMIT(kind, 1, NULL, pl_ad_grad(ad, f.outputs[0]), f.inputs[0]));
 }

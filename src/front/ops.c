@@ -566,15 +566,26 @@ static double flops_conv_transpose(const pl_infer_ctx *ctx)
            (ctx->n_in == 3 ? (double)elements(ctx->out[0]) : 0.0);
 }
 
-static bool infer_pool(pl_infer_ctx *ctx)
+/* A window's sizes as text: "3", "2x2", "1x3x3". */
+static void window_text(const int64_t *sizes, int spatial, char *buf, size_t cap)
+{
+    size_t used = 0;
+    for (int a = 0; a < spatial && used < cap; a++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%lld", a ? "x" : "",
+                                 (long long)sizes[a]);
+}
+
+/* Windowed pooling of 1 to 3 spatial axes: x [N,C,...] -> [N,C,...]. */
+static bool infer_pool(pl_infer_ctx *ctx, int spatial)
 {
     const pl_tensor *x = ctx->in[0];
     const pl_attrs *at = ctx->attrs;
-    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 4, 4) || !need_batch_on(ctx, 0, 0))
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 2 + spatial, 2 + spatial) ||
+        !need_batch_on(ctx, 0, 0))
         return false;
     bool stride_given = at->given & PL_ATTR_BIT(PL_ATTR_STRIDE);
-    int64_t dims[4] = {x->dims[0], x->dims[1], 0, 0};
-    for (int a = 0; a < 2; a++) {
+    int64_t dims[PL_MAX_RANK] = {x->dims[0], x->dims[1]};
+    for (int a = 0; a < spatial; a++) {
         int64_t k = at->kernel[a], stride = stride_given ? at->stride[a] : k;
         if (at->padding[a] * 2 > k)
             return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_PADDING, "padding %lld is more than "
@@ -583,18 +594,27 @@ static bool infer_pool(pl_infer_ctx *ctx)
         if (!window_out(x->dims[2 + a], k, stride, at->padding[a], 1, at->ceil_mode,
                         &dims[2 + a])) {
             shape_text sx = shape_of(x);
-            return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_KERNEL, "kernel %lldx%lld does not "
-                                 "fit the input %s", (long long)at->kernel[0],
-                                 (long long)at->kernel[1], sx.s);
+            char kernel[64];
+            window_text(at->kernel, spatial, kernel, sizeof kernel);
+            return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_KERNEL, "kernel %s does not fit the "
+                                 "input %s", kernel, sx.s);
         }
     }
-    set_output(ctx->out[0], PL_F32, 4, dims, x->batch_axis);
+    set_output(ctx->out[0], PL_F32, 2 + spatial, dims, x->batch_axis);
     return true;
 }
 
+static bool infer_pool1d(pl_infer_ctx *ctx) { return infer_pool(ctx, 1); }
+static bool infer_pool2d(pl_infer_ctx *ctx) { return infer_pool(ctx, 2); }
+static bool infer_pool3d(pl_infer_ctx *ctx) { return infer_pool(ctx, 3); }
+
+/* One FLOP per window cell of each output. */
 static double flops_pool(const pl_infer_ctx *ctx)
 {
-    return (double)elements(ctx->out[0]) * (double)(ctx->attrs->kernel[0] * ctx->attrs->kernel[1]);
+    double cells = 1;
+    for (int a = 0; a < ctx->in[0]->rank - 2; a++)
+        cells *= (double)ctx->attrs->kernel[a];
+    return (double)elements(ctx->out[0]) * cells;
 }
 
 static bool infer_global_avg_pool(pl_infer_ctx *ctx)
@@ -606,17 +626,34 @@ static bool infer_global_avg_pool(pl_infer_ctx *ctx)
     return true;
 }
 
-/* adaptive_avg_pool: [N,C,H,W] -> [N,C,OH,OW], output_size [OH,OW] (any sizes, larger
- * than the input too: windows then repeat cells). */
-static bool infer_adaptive_avg_pool(pl_infer_ctx *ctx)
+/* adaptive_avg_pool of 1 to 3 spatial axes: [N,C,...] -> [N,C,output_size...] (any sizes,
+ * larger than the input too: windows then repeat cells). */
+static bool infer_adaptive_avg_pool(pl_infer_ctx *ctx, int spatial)
 {
     const pl_tensor *x = ctx->in[0];
-    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 4, 4) || !need_batch_on(ctx, 0, 0))
+    if (!need_f32(ctx, 0) || !need_rank(ctx, 0, 2 + spatial, 2 + spatial) ||
+        !need_batch_on(ctx, 0, 0))
         return false;
-    int64_t dims[4] = {x->dims[0], x->dims[1], ctx->attrs->output_size[0],
-                       ctx->attrs->output_size[1]};
-    set_output(ctx->out[0], PL_F32, 4, dims, x->batch_axis);
+    int64_t dims[PL_MAX_RANK] = {x->dims[0], x->dims[1]};
+    for (int a = 0; a < spatial; a++)
+        dims[2 + a] = ctx->attrs->output_size[a];
+    set_output(ctx->out[0], PL_F32, 2 + spatial, dims, x->batch_axis);
     return true;
+}
+
+static bool infer_adaptive_avg_pool1d(pl_infer_ctx *ctx)
+{
+    return infer_adaptive_avg_pool(ctx, 1);
+}
+
+static bool infer_adaptive_avg_pool2d(pl_infer_ctx *ctx)
+{
+    return infer_adaptive_avg_pool(ctx, 2);
+}
+
+static bool infer_adaptive_avg_pool3d(pl_infer_ctx *ctx)
+{
+    return infer_adaptive_avg_pool(ctx, 3);
 }
 
 /* Cells read along one axis: window i is [floor(i*in/out), ceil((i+1)*in/out)). */
@@ -631,8 +668,10 @@ static double adaptive_cells(int64_t in, int64_t out)
 /* One FLOP per input cell read, the repeats of overlapping windows included. */
 static double adaptive_flops(const pl_tensor *x, const pl_tensor *y)
 {
-    return (double)(x->dims[0] * x->dims[1]) * adaptive_cells(x->dims[2], y->dims[2]) *
-           adaptive_cells(x->dims[3], y->dims[3]);
+    double cells = (double)(x->dims[0] * x->dims[1]);
+    for (int a = 2; a < x->rank; a++)
+        cells *= adaptive_cells(x->dims[a], y->dims[a]);
+    return cells;
 }
 
 static double flops_adaptive_avg_pool(const pl_infer_ctx *ctx)
@@ -1063,15 +1102,15 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
        .batch_statistics = true),
     OP(PL_OP_CONV2D, "conv2d", 2, 3, 1, 1, CONV_ATTRS, 0, infer_conv2d, flops_conv,
        .backward = pl_backward_conv),
-    OP(PL_OP_MAX_POOL, "max_pool", 1, 1, 1, 1, POOL_ATTRS, A(KERNEL), infer_pool, flops_pool,
+    OP(PL_OP_MAX_POOL, "max_pool", 1, 1, 1, 1, POOL_ATTRS, A(KERNEL), infer_pool2d, flops_pool,
        .backward = pl_backward_pool),
     OP(PL_OP_AVG_POOL, "avg_pool", 1, 1, 1, 1, POOL_ATTRS | A(COUNT_INCLUDE_PAD), A(KERNEL),
-       infer_pool, flops_pool,
+       infer_pool2d, flops_pool,
        .backward = pl_backward_pool),
     OP(PL_OP_GLOBAL_AVG_POOL, "global_avg_pool", 1, 1, 1, 1, 0, 0, infer_global_avg_pool, flops_in1,
        .backward = pl_backward_pool),
     OP(PL_OP_ADAPTIVE_AVG_POOL, "adaptive_avg_pool", 1, 1, 1, 1, A(OUTPUT_SIZE), A(OUTPUT_SIZE),
-       infer_adaptive_avg_pool, flops_adaptive_avg_pool,
+       infer_adaptive_avg_pool2d, flops_adaptive_avg_pool,
        .backward = pl_backward_pool),
     OP(PL_OP_CONCAT, "concat", 1, -1, 1, 1, A(AXIS), A(AXIS), infer_concat, flops_none,
        .backward = pl_backward_concat),
@@ -1139,6 +1178,20 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
        .backward = pl_backward_activation),
     OP(PL_OP_POW, "pow", 1, 1, 1, 1, A(EXPONENT), A(EXPONENT), infer_unary, flops_out8,
        .backward = pl_backward_activation),
+    OP(PL_OP_MAX_POOL1D, "max_pool1d", 1, 1, 1, 1, POOL_ATTRS, A(KERNEL), infer_pool1d,
+       flops_pool, .backward = pl_backward_pool, .spatial = 1),
+    OP(PL_OP_MAX_POOL3D, "max_pool3d", 1, 1, 1, 1, POOL_ATTRS, A(KERNEL), infer_pool3d,
+       flops_pool, .backward = pl_backward_pool, .spatial = 3),
+    OP(PL_OP_AVG_POOL1D, "avg_pool1d", 1, 1, 1, 1, POOL_ATTRS | A(COUNT_INCLUDE_PAD), A(KERNEL),
+       infer_pool1d, flops_pool, .backward = pl_backward_pool, .spatial = 1),
+    OP(PL_OP_AVG_POOL3D, "avg_pool3d", 1, 1, 1, 1, POOL_ATTRS | A(COUNT_INCLUDE_PAD), A(KERNEL),
+       infer_pool3d, flops_pool, .backward = pl_backward_pool, .spatial = 3),
+    OP(PL_OP_ADAPTIVE_AVG_POOL1D, "adaptive_avg_pool1d", 1, 1, 1, 1, A(OUTPUT_SIZE),
+       A(OUTPUT_SIZE), infer_adaptive_avg_pool1d, flops_adaptive_avg_pool,
+       .backward = pl_backward_pool, .spatial = 1),
+    OP(PL_OP_ADAPTIVE_AVG_POOL3D, "adaptive_avg_pool3d", 1, 1, 1, 1, A(OUTPUT_SIZE),
+       A(OUTPUT_SIZE), infer_adaptive_avg_pool3d, flops_adaptive_avg_pool,
+       .backward = pl_backward_pool, .spatial = 3),
 #undef OP
 
 #define INTERNAL(kind, text, in_min, in_max, out_min, out_max, infer_fn, flops_fn, ...)        \

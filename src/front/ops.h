@@ -74,6 +74,14 @@ typedef enum pl_op_kind {
     PL_OP_RSQRT,
     PL_OP_ABS,
     PL_OP_POW,
+    /* Pooling over one and three spatial axes; their gradients are max_pool_grad,
+     * avg_pool_grad and adaptive_avg_pool_grad, which read the axes from x's rank. */
+    PL_OP_MAX_POOL1D,
+    PL_OP_MAX_POOL3D,
+    PL_OP_AVG_POOL1D,
+    PL_OP_AVG_POOL3D,
+    PL_OP_ADAPTIVE_AVG_POOL1D,
+    PL_OP_ADAPTIVE_AVG_POOL3D,
     /* Internal ops: automatic differentiation writes them into the training graph; model
      * files cannot name them. Inputs -> outputs; "like" inputs give only their shape. */
     PL_OP_MATMUL_GRAD_A,   /* dy, a, b -> da; forward's transpose flags; sums broadcast axes */

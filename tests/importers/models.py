@@ -708,3 +708,32 @@ class RefusedMaths(nn.Module):
 
 def refused_maths(**kwargs):
     return RefusedMaths(**kwargs)
+class Pools(nn.Module):
+    """Pooling over three and one axes, as video and sequence models write it: MaxPool3d
+    with S3D's window over height and width alone, AvgPool3d with ceil_mode and the padding
+    counted, F.max_pool3d, AdaptiveAvgPool3d to a grid; over the features' rows as a
+    sequence, MaxPool1d, F.avg_pool1d without the padding counted and AdaptiveAvgPool1d."""
+
+    def __init__(self, channels=2, width=4, classes=3):
+        super().__init__()
+        self.conv = nn.Conv3d(channels, width, 3, padding=1)
+        self.spatial = nn.MaxPool3d((1, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1))
+        self.avg = nn.AvgPool3d(3, stride=2, padding=1, ceil_mode=True)
+        self.grid = nn.AdaptiveAvgPool3d((3, 1, 1))
+        self.seq = nn.Conv1d(width, width, 3, padding=1)
+        self.line = nn.MaxPool1d(3, stride=2, padding=1)
+        self.adapt = nn.AdaptiveAvgPool1d(2)
+        self.out = nn.Linear(width * 13, classes)
+
+    def forward(self, x):                                  # [b, c, 4, 8, 8]
+        features = self.conv(x)
+        y = F.relu(self.spatial(features))                 # [b, w, 4, 4, 4]
+        grid = self.grid(self.avg(y))                      # [b, w, 3, 1, 1]
+        cubes = F.max_pool3d(y, 2)                         # [b, w, 2, 2, 2]
+        s = self.line(self.seq(features.mean(dim=(2, 3))))  # [b, w, 8] -> [b, w, 4]
+        s = self.adapt(F.avg_pool1d(s, 3, stride=1, padding=1, count_include_pad=False))
+        return self.out(torch.cat([grid.flatten(1), cubes.flatten(1), s.flatten(1)], 1))
+
+
+def pools(**kwargs):
+    return Pools(**kwargs)

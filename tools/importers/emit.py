@@ -208,3 +208,9 @@ def channel_mean(b, name, x):
     one (global average pooling of a line or a volume)."""
     return b.node1("reduce_mean", name, [x], x.shape[:2] + (1,) * (x.rank - 2), True,
                    {"axes": list(range(2, x.rank)), "keepdims": True})
+
+
+def pool_kind(base, spatial):
+    """A pooling op's name: max_pool, avg_pool, adaptive_avg_pool for two spatial axes,
+    with 1d or 3d for one or three."""
+    return base if spatial == 2 else "%s%dd" % (base, spatial)

@@ -8,22 +8,6 @@ from builder import ImportError_, Tensor
 from onnx_graph import Refused
 
 
-def _pair(v, default):
-    v = list(v) if v is not None else [default, default]
-    return v if len(v) == 2 else None
-
-
-def _spatial(attrs, op, kernel):
-    """stride and padding of a 2-D window op; placer pads symmetrically."""
-    if attrs.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
-        raise Refused("auto_pad=%s" % attrs["auto_pad"])
-    pads = list(attrs.get("pads", [0, 0, 0, 0]))
-    if len(pads) != 4 or pads[:2] != pads[2:]:
-        raise Refused("asymmetric pads %s" % pads)
-    stride = _pair(attrs.get("strides"), 1)
-    return {"kernel": list(kernel), "stride": stride, "padding": pads[:2]}
-
-
 def _window_out(size, k, s, p, d, ceil):
     span = size + 2 * p - d * (k - 1) - 1
     out = (-(-span // s) if ceil else span // s) + 1
@@ -89,6 +73,7 @@ def conv_transpose(imp, n, name, ins, attrs):
 
 
 def _pool(op):
+    """MaxPool and AveragePool of 1 to 3 spatial axes (x's rank says which)."""
     def handler(imp, n, name, ins, attrs):
         if op == "max_pool" and isinstance(ins[0], Padded):
             raise Refused("max pooling of zero-padded input")
@@ -96,17 +81,20 @@ def _pool(op):
         if padded:  # the zeros were part of the input: they count
             attrs["count_include_pad"] = 1
         x = ins[0]
-        if _pair(attrs.get("dilations"), 1) != [1, 1]:
+        spatial = x.rank - 2
+        spec = _conv_attrs(attrs, op, spatial)
+        if spec.pop("dilation") != [1] * spatial:
             raise Refused("dilations")
-        spec = _spatial(attrs, op, attrs["kernel_shape"])
+        spec["kernel"] = list(attrs["kernel_shape"])
         ceil = bool(attrs.get("ceil_mode", 0))
         out = [_window_out(x.shape[2 + i], spec["kernel"][i], spec["stride"][i],
-                           spec["padding"][i], 1, ceil) for i in range(2)]
+                           spec["padding"][i], 1, ceil) for i in range(spatial)]
         if ceil:
             spec["ceil_mode"] = True
         if op == "avg_pool" and attrs.get("count_include_pad", 0) and any(spec["padding"]):
             spec["count_include_pad"] = True
-        return [imp.b.node1(op, name, [x], x.shape[:2] + tuple(out), True, spec)]
+        return [imp.b.node1(emit.pool_kind(op, spatial), name, [x], x.shape[:2] + tuple(out),
+                            True, spec)]
     return handler
 
 
@@ -150,6 +138,8 @@ def gemm(imp, n, name, ins, attrs):
     x = ins[0]
     w = imp.tensor(n.input[1], name)
     bias = imp.tensor(n.input[2], name) if len(n.input) > 2 and n.input[2] else None
+    if not isinstance(x, Tensor):  # torch.onnx's zero state of a cell, its batch fixed
+        raise Refused("a constant first operand")
     if attrs.get("transB", 0):
         return [emit.linear(imp.b, name, x, w, bias)]
     y = imp.b.node1("matmul", name + ".matmul" if bias else name, [x, w],
@@ -393,7 +383,7 @@ def where(imp, n, name, ins, attrs):
 
 
 class Padded:
-    """The result of a Pad of zeros around the two spatial axes, which only the average
+    """The result of a Pad of zeros around the spatial axes, which only the average
     pooling or convolution reading it can take (as its own padding)."""
 
     def __init__(self, x, padding):
@@ -413,16 +403,18 @@ def pad(imp, n, name, ins, attrs):
     if not any(pads):
         return [x]
     r = len(pads) // 2
-    if x.rank != 4 or r != 4 or pads[:2] + pads[4:6] != [0, 0, 0, 0] or pads[2:4] != pads[6:]:
-        raise Refused("padding other than equal sides of the two spatial axes")
-    return [Padded(x, pads[2:4])]
+    begin, end = pads[:r], pads[r:]
+    if x.rank not in (3, 4, 5) or r != x.rank or begin[:2] + end[:2] != [0, 0, 0, 0] or \
+            begin != end:
+        raise Refused("padding other than equal sides of the spatial axes")
+    return [Padded(x, begin[2:])]
 
 
 def _unpad(ins, attrs, op):
     """A pooling or convolution reading a Pad: the pad becomes its own padding."""
     if not isinstance(ins[0], Padded):
         return ins, attrs, False
-    if any(attrs.get("pads", [0, 0, 0, 0])):
+    if any(attrs.get("pads", [])):
         raise Refused("%s of a padded input with padding of its own" % op)
     attrs = dict(attrs, pads=ins[0].padding * 2)
     return [ins[0].x] + list(ins[1:]), attrs, True
@@ -494,5 +486,8 @@ HANDLERS = {
     "Not": _unary("logical_not"),
     "Exp": _unary("exp"), "Log": _unary("log"), "Sqrt": _unary("sqrt"), "Abs": _unary("abs"),
 }
+
+import onnx_recurrent  # noqa: E402 (LSTM and GRU, in a module of their own)
+HANDLERS.update(onnx_recurrent.HANDLERS)
 
 __all__ = ["HANDLERS", "ImportError_"]

@@ -29,8 +29,8 @@ def _plain(a):
 
 
 def _pool(handler, names, defaults):
-    """F.max_pool2d and F.avg_pool2d: the module's handler, on the arguments as a module's
-    attributes."""
+    """F.max_pool1d/2d/3d and F.avg_pool1d/2d/3d: the module's handler, on the arguments as
+    a module's attributes."""
     def mapped(imp, name, args, kwargs):
         a = _plain(_arguments(args[1:], kwargs, names, defaults))
         if a["stride"] in (None, [], ()):  # PyTorch's default: the kernel
@@ -40,13 +40,13 @@ def _pool(handler, names, defaults):
 
 
 _POOL = ("kernel_size", "stride", "padding")
-max_pool2d = _pool(torch_modules.max_pool, _POOL + ("dilation", "ceil_mode", "return_indices"),
-                   {"stride": None, "padding": 0, "dilation": 1, "ceil_mode": False,
-                    "return_indices": False})
-avg_pool2d = _pool(torch_modules.avg_pool, _POOL + ("ceil_mode", "count_include_pad",
-                                                    "divisor_override"),
-                   {"stride": None, "padding": 0, "ceil_mode": False,
-                    "count_include_pad": True, "divisor_override": None})
+max_pool = _pool(torch_modules.max_pool, _POOL + ("dilation", "ceil_mode", "return_indices"),
+                 {"stride": None, "padding": 0, "dilation": 1, "ceil_mode": False,
+                  "return_indices": False})
+avg_pool = _pool(torch_modules.avg_pool, _POOL + ("ceil_mode", "count_include_pad",
+                                                  "divisor_override"),
+                 {"stride": None, "padding": 0, "ceil_mode": False,
+                  "count_include_pad": True, "divisor_override": None})
 
 
 def batch_norm(imp, name, args, kwargs):
@@ -103,6 +103,8 @@ def same_dtype(imp, name, args, kwargs):
 FUNCTIONS = {
     "float": same_dtype, "long": same_dtype, "int": same_dtype, "to": same_dtype,
     "type_as": same_dtype, "clone": same_dtype,
-    F.max_pool2d: max_pool2d, F.avg_pool2d: avg_pool2d,
+    F.max_pool2d: max_pool, F.avg_pool2d: avg_pool,
     F.batch_norm: batch_norm, F.linear: linear, F.embedding: embedding,
+    F.max_pool1d: max_pool, F.max_pool3d: max_pool, F.avg_pool1d: avg_pool,
+    F.avg_pool3d: avg_pool,
 }

@@ -155,41 +155,46 @@ def lookup(imp, name, table, ids):
     return emit.reshape(imp.b, name, picked, tuple(ids.shape) + table.shape[1:])
 
 
-def _pool_attrs(m):
-    kernel = _pair(m.kernel_size)
-    stride = _pair(m.stride if m.stride is not None else m.kernel_size)
-    attrs = {"kernel": kernel, "stride": stride, "padding": _pair(m.padding)}
+def _pool_attrs(m, spatial):
+    kernel = _per_axis(m.kernel_size, spatial)
+    stride = _per_axis(m.stride if m.stride is not None else m.kernel_size, spatial)
+    attrs = {"kernel": kernel, "stride": stride, "padding": _per_axis(m.padding, spatial)}
     if m.ceil_mode:
         attrs["ceil_mode"] = True
     return attrs
 
 
 def max_pool(imp, name, m, args, kwargs):
-    if _pair(m.dilation) != [1, 1] or m.return_indices:
-        raise Refused("MaxPool2d with dilation or return_indices")
-    return imp.b.node1("max_pool", name, [args[0]], _out(imp, name), True, _pool_attrs(m))
+    """nn.MaxPool1d/2d/3d and F.max_pool1d/2d/3d: x's rank says how many axes."""
+    spatial = args[0].rank - 2
+    if set(_per_axis(m.dilation, spatial)) != {1} or m.return_indices:
+        raise Refused("MaxPool%dd with dilation or return_indices" % spatial)
+    return imp.b.node1(emit.pool_kind("max_pool", spatial), name, [args[0]], _out(imp, name), True,
+                       _pool_attrs(m, spatial))
 
 
 def avg_pool(imp, name, m, args, kwargs):
-    if m.divisor_override is not None:
-        raise Refused("AvgPool2d with divisor_override")
-    attrs = _pool_attrs(m)
+    """nn.AvgPool1d/2d/3d and F.avg_pool1d/2d/3d."""
+    spatial = args[0].rank - 2
+    if getattr(m, "divisor_override", None) is not None:
+        raise Refused("AvgPool%dd with divisor_override" % spatial)
+    attrs = _pool_attrs(m, spatial)
     if m.count_include_pad and any(attrs["padding"]):
         attrs["count_include_pad"] = True
-    return imp.b.node1("avg_pool", name, [args[0]], _out(imp, name), True, attrs)
+    return imp.b.node1(emit.pool_kind("avg_pool", spatial), name, [args[0]], _out(imp, name), True,
+                       attrs)
 
 
 def adaptive_avg_pool(imp, name, x, out_shape):
-    if x.rank > 4 and set(out_shape[2:]) == {1}:
+    """Adaptive average pooling of 1 to 3 axes: to one value per channel, a mean."""
+    if x.rank != 4 and set(out_shape[2:]) == {1}:
         return emit.channel_mean(imp.b, name, x)
-    if x.rank > 4:
-        raise Refused("adaptive average pooling over a volume to more than one value")
     if out_shape[2:] == (1, 1):
         g = imp.b.node1("global_avg_pool", name, [x], out_shape[:2], True)
         return emit.reshape(imp.b, name + ".reshape", g, out_shape)
     if out_shape == x.shape:
         return x
-    return imp.b.node1("adaptive_avg_pool", name, [x], out_shape, True,
+    return imp.b.node1(emit.pool_kind("adaptive_avg_pool", x.rank - 2), name, [x], out_shape, True,
                        {"output_size": list(out_shape[2:])})
 
 
@@ -382,6 +387,11 @@ HANDLERS = {
     nn.ConvTranspose3d: conv_module,
     nn.BatchNorm3d: batch_norm,
     nn.AdaptiveAvgPool3d: adaptive_avg_pool_module,
+    nn.MaxPool1d: max_pool,
+    nn.MaxPool3d: max_pool,
+    nn.AvgPool1d: avg_pool,
+    nn.AvgPool3d: avg_pool,
+    nn.AdaptiveAvgPool1d: adaptive_avg_pool_module,
 }
 
 try:  # torchvision's layers, where torchvision is installed

@@ -425,6 +425,7 @@ FUNCTIONS = {
     F.log_softmax: _softmax("log_softmax"), "log_softmax": _softmax("log_softmax"),
     F.dropout: _dropout,
     F.adaptive_avg_pool2d: _adaptive_avg_pool,
+    F.adaptive_avg_pool1d: _adaptive_avg_pool, F.adaptive_avg_pool3d: _adaptive_avg_pool,
     F.layer_norm: _layer_norm,
     torch.flatten: _flatten, "flatten": _flatten,
     torch.reshape: _reshape, "reshape": _reshape, "view": _reshape,

@@ -1,18 +1,13 @@
-"""nn.LSTM, nn.GRU, nn.LSTMCell and nn.GRUCell as placer cells, unrolled over time.
+"""nn.LSTM, nn.GRU, nn.LSTMCell and nn.GRUCell as placer cells, unrolled over time
+(recurrent_cells.py builds the cells).
 
-Every step of a layer is one cell (lstm_cell, gru_cell) reading the layer's weights, which
-keep PyTorch's names and shapes (weight_ih_l0 [G*H, E], weight_hh_l0 [G*H, H], bias_ih_l0,
-bias_hh_l0; G gates; _reverse for the backward direction), so that weights files and
-gradients compare one to one. lstm_cell reads one weight [E+H, 4H] and one bias, joined
-from PyTorch's once per layer. A GRU layer's input side x.W_ih^T + b_ih is one matmul over
-all its steps; its hidden side h.W_hh^T + b_hh is one per step, and gru_cell puts b_hn
-inside the reset gate's product as PyTorch does.
+The weights keep PyTorch's names and shapes (weight_ih_l0 [G*H, E], weight_hh_l0 [G*H, H],
+bias_ih_l0, bias_hh_l0; G gates; _reverse for the backward direction), so that weights
+files and gradients compare one to one.
 
-The batch: a step is [N, F], the batch on axis 0. A batch-first sequence [N, T, F] holds
-it on axis 0 too, a time-major one [T, N, F] (batch_first=False) on axis 1, as do the
-stacked states h_0, c_0, h_n, c_n ([layers * directions, N, H]): steps are split from a
-sequence and joined back along its time axis, and states from and into a stack along
-axis 0, so neither moves data across the batch. h_n[k], one layer's state, is a step."""
+The batch: a batch-first sequence [N, T, F] holds it on axis 0, a time-major one [T, N, F]
+(batch_first=False) on axis 1, as do the stacked states h_0, c_0, h_n, c_n
+([layers * directions, N, H]). h_n[k], one layer's state, is a step [N, H]."""
 
 import operator
 
@@ -20,6 +15,7 @@ import torch
 import torch.nn as nn
 
 import emit
+import recurrent_cells
 from builder import Tensor
 from torch_modules import Refused, _fan_in_uniform, _seed
 
@@ -34,59 +30,12 @@ class LayerStates(tuple):
         return states
 
 
-class _Sequence:
-    """A layer's input or output, as the whole tensor ([N, T, F] batch-first, time_axis 1;
-    [T, N, F] time-major, time_axis 0) or as its T steps [N, F], each made from the other
-    when first asked for."""
-
-    def __init__(self, b, name, whole=None, steps=None, time_axis=1):
-        self.b, self.name, self._whole, self._steps = b, name, whole, steps
-        self.time_axis = time_axis
-
-    def _step_shape(self, n, f):
-        return (n, 1, f) if self.time_axis == 1 else (1, n, f)
-
-    def whole(self):
-        if self._whole is None:
-            n, f = self._steps[0].shape
-            parts = [emit.reshape(self.b, "%s.t%d" % (self.name, t), s, self._step_shape(n, f))
-                     for t, s in enumerate(self._steps)]
-            shape = list(self._step_shape(n, f))
-            shape[self.time_axis] = len(parts)
-            self._whole = parts[0] if len(parts) == 1 else self.b.node1(
-                "concat", self.name, parts, tuple(shape), 1 - self.time_axis,
-                {"axis": self.time_axis})
-        return self._whole
-
-    def steps(self):
-        if self._steps is None:
-            t = self._whole.shape[self.time_axis]
-            n, f = self._whole.shape[1 - self.time_axis], self._whole.shape[2]
-            parts = [self._whole] if t == 1 else self.b.node(
-                "split", self.name + ".steps", [self._whole],
-                [(self._step_shape(n, f), 1 - self.time_axis)] * t, {"axis": self.time_axis})
-            self._steps = [emit.reshape(self.b, "%s.step%d" % (self.name, k), p, (n, f))
-                           for k, p in enumerate(parts)]
-        return self._steps
-
-
-def stack(b, name, states):
-    """[count, N, H] (the batch on axis 1) from one [N, H] state per layer and direction."""
-    n, h = states[0].shape
-    parts = [emit.reshape(b, "%s.s%d" % (name, k), s, (1, n, h)) for k, s in enumerate(states)]
-    return parts[0] if len(parts) == 1 else b.node1("concat", name, parts,
-                                                    (len(parts), n, h), 1, {"axis": 0})
-
-
 def unstack(b, name, stacked, count):
     """One [N, H] state per layer and direction from [count, N, H] (the batch on axis 1)."""
-    _, n, h = stacked.shape
     if stacked.batch_axis != 1:
         raise Refused("a recurrent initial state of shape %s without the batch on axis 1"
                       % list(stacked.shape))
-    parts = [stacked] if count == 1 else b.node(
-        "split", name + ".layers", [stacked], [((1, n, h), 1)] * count, {"axis": 0})
-    return [emit.reshape(b, "%s.l%d" % (name, k), p, (n, h)) for k, p in enumerate(parts)]
+    return recurrent_cells.unstack(b, name, stacked, count)
 
 
 def _weights(imp, name, m, suffix):
@@ -127,60 +76,14 @@ def _layer_states(b, name, kind, state, count):
     raise Refused("%s with a constant nonzero initial state" % kind)
 
 
-def _lstm_joined(b, prefix, w_ih, w_hh, b_ih, b_hh):
-    """lstm_cell's weight [E+H, 4H] and bias [4H] from PyTorch's four tensors."""
-    gates, width = w_ih.shape[0], w_ih.shape[1] + w_hh.shape[1]
-    joined = b.node1("concat", prefix + ".w_joined", [w_ih, w_hh], (gates, width), False,
-                     {"axis": 1})
-    w = emit.transpose(b, prefix + ".w", joined, (1, 0))
-    bias = (emit.binary(b, "add", prefix + ".b", b_ih, b_hh) if b_ih is not None
-            else b.constant(prefix + ".b", [0.0] * gates))
-    return w, bias
-
-
-def _lstm_step(b, name, x, w, bias, h, c, hidden):
-    """lstm_cell(x, w, b [, h, c]) -> (h', c'); a zero state is left out."""
-    state = [h, c] if h is not None else []
-    return tuple(b.node("lstm_cell", name, [x, w, bias] + state,
-                        [((x.shape[0], hidden), True)] * 2))
-
-
-def _steps_in_order(count, reverse):
-    return reversed(range(count)) if reverse else range(count)
-
-
 def _lstm_direction(imp, name, m, suffix, seq, reverse, h, c):
-    """One layer's one direction: its outputs per step, and its last h and c."""
-    w, bias = _lstm_joined(imp.b, name + suffix, *_weights(imp, name, m, suffix))
-    steps = seq.steps()
-    outs = [None] * len(steps)
-    for t in _steps_in_order(len(steps), reverse):
-        h, c = _lstm_step(imp.b, "%s%s.t%d" % (name, suffix, t), steps[t], w, bias, h, c,
-                          m.hidden_size)
-        outs[t] = h
-    return outs, h, c
+    return recurrent_cells.lstm_direction(imp.b, name + suffix, _weights(imp, name, m, suffix), seq,
+                                    reverse, h, c, m.hidden_size)
 
 
 def _gru_direction(imp, name, m, suffix, seq, reverse, h, c):
-    """One layer's one direction: its outputs per step, and its last h (c: None)."""
-    b, prefix = imp.b, name + suffix
-    w_ih, w_hh, b_ih, b_hh = _weights(imp, name, m, suffix)
-    inputs = _Sequence(b, prefix + ".gx", emit.linear(b, prefix + ".gx", seq.whole(), w_ih,
-                                                      b_ih), time_axis=seq.time_axis).steps()
-    outs = [None] * len(inputs)
-    for t in _steps_in_order(len(inputs), reverse):
-        h = _gru_step(b, "%s.t%d" % (prefix, t), inputs[t], h, w_hh, b_hh, m.hidden_size)
-        outs[t] = h
-    return outs, h, None
-
-
-def _gru_step(b, name, gx, h, w_hh, b_hh, hidden):
-    """gru_cell(gx, gh, h); from a zero state gh is b_hh alone (or absent, without bias)."""
-    if h is None:
-        inputs = [gx] + ([b_hh] if b_hh is not None else [])
-    else:
-        inputs = [gx, emit.linear(b, name + ".gh", h, w_hh, b_hh), h]
-    return b.node1("gru_cell", name, inputs, (gx.shape[0], hidden), True)
+    return recurrent_cells.gru_direction(imp.b, name + suffix, _weights(imp, name, m, suffix), seq,
+                                   reverse, h, c, m.hidden_size)
 
 
 def _sequence_layers(imp, name, m, args, kwargs, direction, kind):
@@ -204,7 +107,7 @@ def _sequence_layers(imp, name, m, args, kwargs, direction, kind):
         raise Refused("%s with batch_first=%s on a sequence with the batch on axis %s "
                       "(--batch-axis sets the model input's)"
                       % (kind, m.batch_first, x.batch_axis))
-    seq = _Sequence(imp.b, name + ".input", whole=x, time_axis=time_axis)
+    seq = recurrent_cells.Sequence(imp.b, name + ".input", whole=x, time_axis=time_axis)
     h_n, c_n = [], []
     for layer in range(m.num_layers):
         outs = []
@@ -215,16 +118,14 @@ def _sequence_layers(imp, name, m, args, kwargs, direction, kind):
             outs.append(steps)
             h_n.append(h)
             c_n.append(c)
-        steps = outs[0] if dirs == 1 else [
-            imp.b.node1("concat", "%s_l%d.t%d" % (name, layer, t), [f, r],
-                        (f.shape[0], 2 * m.hidden_size), True, {"axis": 1})
-            for t, (f, r) in enumerate(zip(*outs))]
+        steps = recurrent_cells.join_directions(imp.b, "%s_l%d" % (name, layer), outs,
+                                                m.hidden_size)
         if m.dropout > 0 and layer < m.num_layers - 1:  # PyTorch's, between layers
             steps = [emit.unary(imp.b, "dropout", "%s_l%d.dropout%d" % (name, layer, t), s,
                                 {"rate": float(m.dropout)}) for t, s in enumerate(steps)]
         last = layer == m.num_layers - 1
-        seq = _Sequence(imp.b, name if last else "%s_l%d.output" % (name, layer), steps=steps,
-                        time_axis=time_axis)
+        seq = recurrent_cells.Sequence(imp.b, name if last else "%s_l%d.output" % (name, layer),
+                                       steps=steps, time_axis=time_axis)
     y = seq.whole()
     states = LayerStates(h_n, "%s's h_n" % kind)
     return (y, (states, LayerStates(c_n, "LSTM's c_n"))) if kind == "LSTM" else (y, states)
@@ -245,8 +146,8 @@ def lstm_cell(imp, name, m, args, kwargs):
             (state if isinstance(state, tuple) else (state, state)))
     if (h is None) != (c is None):
         raise Refused("LSTMCell with one of h and c zero")
-    w, bias = _lstm_joined(imp.b, name, *_weights(imp, name, m, ""))
-    return _lstm_step(imp.b, name, args[0], w, bias, h, c, m.hidden_size)
+    w, bias = recurrent_cells.lstm_joined(imp.b, name, *_weights(imp, name, m, ""))
+    return recurrent_cells.lstm_step(imp.b, name, args[0], w, bias, h, c, m.hidden_size)
 
 
 def gru_cell(imp, name, m, args, kwargs):
@@ -254,7 +155,7 @@ def gru_cell(imp, name, m, args, kwargs):
     h = _cell_state("GRUCell", args[1] if len(args) > 1 else kwargs.get("hx"))
     w_ih, w_hh, b_ih, b_hh = _weights(imp, name, m, "")
     gx = emit.linear(imp.b, name + ".gx", args[0], w_ih, b_ih)
-    return _gru_step(imp.b, name, gx, h, w_hh, b_hh, m.hidden_size)
+    return recurrent_cells.gru_step(imp.b, name, gx, h, w_hh, b_hh, m.hidden_size)
 
 
 RECURRENT = {
@@ -286,7 +187,7 @@ def stacked(imp, n, args, kwargs):
         return args, kwargs
 
     def whole(k, a):
-        return stack(imp.b, "%s.%s" % (n.name, k), list(a)) if isinstance(a, LayerStates) \
-            else a
+        return recurrent_cells.stack(imp.b, "%s.%s" % (n.name, k), list(a)) \
+            if isinstance(a, LayerStates) else a
     return (tuple(whole(i, a) for i, a in enumerate(args)),
             {k: whole(k, a) for k, a in kwargs.items()})

@@ -16,9 +16,6 @@ IMAGE = (3, 224, 224)
 # a learning rate it survives (at 0.01 with momentum their losses rise; vgg11 diverges).
 IMAGE_TRAINING = ["--batch", "32", "--lr", "0.001"]
 
-# torch.onnx exports every recurrent layer time-major (the batch on axis 1): those models
-# are checked through tools/import-torch alone.
-TIME_MAJOR = "torch.onnx exports the recurrent layers time-major, with the batch on axis 1"
 ONNX_EXPORT = "tools/import-onnx does not take torch.onnx's export of it"
 SAME_PADDING = "torch.onnx does not export padding='same'"
 
@@ -90,11 +87,10 @@ MODELS = {
                                   dropout={"dropout": 0.0}),
     "lstm": dict(source=MODELS_PY + ":lstm_classifier", input=(12,), bench_input=(64,),
                  dtype="i32", vocab=50, batch=8, kwargs={},
-                 bench_kwargs={"dim": 128, "hidden": 256}, dropout={"dropout": 0.0},
-                 no_onnx=TIME_MAJOR),
+                 bench_kwargs={"dim": 128, "hidden": 256}, dropout={"dropout": 0.0}),
     "gru": dict(source=MODELS_PY + ":gru_lm", input=(12,), bench_input=(64,), dtype="i32",
                 vocab=48, batch=8, kwargs={}, bench_kwargs={"dim": 128, "hidden": 256},
-                dropout={"dropout": 0.0}, no_onnx=TIME_MAJOR),
+                dropout={"dropout": 0.0}),
     "llama": dict(source=MODELS_PY + ":llama", input=(16,), bench_input=(128,), dtype="i32",
                   vocab=64, batch=8, kwargs={},
                   bench_kwargs={"dim": 256, "heads": 8, "hidden": 688, "context": 128}),
@@ -115,6 +111,7 @@ MAPPING_MODELS = {
                         no_onnx="torch.onnx exports no zero_, and F.normalize, F.softplus "
                                 "and var as ReduceL2, Softplus and ReduceProd, which "
                                 "import-onnx does not map"),
+    "pools": dict(source=MODELS_PY + ":pools", input=(2, 4, 8, 8), batch=4, kwargs={}),
 }
 
 

@@ -1,14 +1,18 @@
-/* Pooling kernels (NCHW): max and average pooling over 2-D windows, global and adaptive
- * average pooling, and their gradients.
+/* Pooling kernels (NCHW, and [N,C,L] and [N,C,D,H,W]): max and average pooling over
+ * windows of one to three spatial axes, global and adaptive average pooling, and their
+ * gradients.
  *
- * Windows are clipped to the input: max pooling pads with -infinity (a padded cell never
- * wins; inference guarantees every window holds at least one input cell) and average
- * pooling divides by the cells inside the input, or with count_include_pad (PyTorch's
- * default) by the window's cells inside the padded input. With ceil_mode a last window
- * may run past the padded input; those cells count for neither. The forward kernels
- * share output rows among threads; the windowed gradients scatter into overlapping
- * windows, so they share whole (sample, channel) planes instead, each plane written by
- * one thread in a fixed order. Every kernel here is bitwise nth-independent. */
+ * Every windowed kernel sees three spatial axes [d, h, w]: an op of fewer axes has leading
+ * axes of size 1, with a kernel and stride of 1 and no padding there, which cost one pass
+ * of a trivial loop. Windows are clipped to the input: max pooling pads with -infinity (a
+ * padded cell never wins; inference guarantees every window holds at least one input
+ * cell) and average pooling divides by the cells inside the input, or with
+ * count_include_pad (PyTorch's default) by the window's cells inside the padded input.
+ * With ceil_mode a last window may run past the padded input; those cells count for
+ * neither. The forward kernels share output rows among threads; the windowed gradients
+ * scatter into overlapping windows, so they share whole (sample, channel) planes instead,
+ * each plane written by one thread in a fixed order. Every kernel here is bitwise
+ * nth-independent. */
 #include <math.h>
 #include <string.h>
 
@@ -18,8 +22,8 @@ enum { CACHED_COLUMNS = 16 }; /* kernel columns whose valid output range is prec
 
 typedef struct pool_geom {
     int64_t planes;      /* N * C */
-    int64_t h, w, oh, ow;
-    int64_t kh, kw, sh, sw, ph, pw;
+    int64_t d, h, w, od, oh, ow;
+    int64_t kd, kh, kw, sd, sh, sw, pd, ph, pw;
     bool include_pad;    /* avg_pool's count_include_pad */
     /* For kernel column kj: the output columns [first, stop) reading inside the input.
      * Cached because the divisions cost more than the pooling of a short row. */
@@ -33,18 +37,33 @@ static void column_range(const pool_geom *g, int64_t kj, int64_t *first, int64_t
     *stop = g->w - 1 - offset < 0 ? 0 : (g->w - 1 - offset) / g->sw + 1;
 }
 
+/* The sizes of x and y along the three axes [d, h, w]: 1 before the tensor's own. */
+static void volume_of(const pl_tensor *t, int64_t size[3])
+{
+    int spatial = t->rank - 2;
+    for (int a = 0; a < 3; a++)
+        size[a] = a < 3 - spatial ? 1 : t->dims[2 + a - (3 - spatial)];
+}
+
 /* x and y: the forward's input and output descriptors. */
 static pool_geom geometry(const pl_tensor *x, const pl_tensor *y, const pl_attrs *at)
 {
     /* Without an explicit stride the windows tile: stride = kernel. */
     bool stride_given = at->given & PL_ATTR_BIT(PL_ATTR_STRIDE);
+    int lead = 3 - (x->rank - 2); /* the axes of size 1 in front of the op's own */
+    int64_t in[3], out[3], k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, p[3] = {0, 0, 0};
+    volume_of(x, in);
+    volume_of(y, out);
+    for (int a = lead; a < 3; a++) {
+        k[a] = at->kernel[a - lead];
+        s[a] = stride_given ? at->stride[a - lead] : k[a];
+        p[a] = at->padding[a - lead];
+    }
     pool_geom g = {
         .planes = x->dims[0] * x->dims[1],
-        .h = x->dims[2], .w = x->dims[3], .oh = y->dims[2], .ow = y->dims[3],
-        .kh = at->kernel[0], .kw = at->kernel[1],
-        .sh = stride_given ? at->stride[0] : at->kernel[0],
-        .sw = stride_given ? at->stride[1] : at->kernel[1],
-        .ph = at->padding[0], .pw = at->padding[1],
+        .d = in[0], .h = in[1], .w = in[2], .od = out[0], .oh = out[1], .ow = out[2],
+        .kd = k[0], .kh = k[1], .kw = k[2], .sd = s[0], .sh = s[1], .sw = s[2],
+        .pd = p[0], .ph = p[1], .pw = p[2],
         .include_pad = at->count_include_pad,
     };
     for (int64_t kj = 0; kj < g.kw && kj < CACHED_COLUMNS; kj++)
@@ -77,26 +96,64 @@ static void valid_outputs(const pool_geom *g, int64_t kj, int64_t t0, int64_t t1
         *hi = *lo;
 }
 
+/* The input rows (iz, iy) of the windows of output row (oz, oy): [z0, z1) x [y0, y1). */
+typedef struct row_window {
+    int64_t z0, z1, y0, y1;
+} row_window;
+
+static row_window rows_of(const pool_geom *g, int64_t oz, int64_t oy)
+{
+    row_window r;
+    window(oz, g->sd, g->pd, g->kd, g->d, &r.z0, &r.z1);
+    window(oy, g->sh, g->ph, g->kh, g->h, &r.y0, &r.y1);
+    return r;
+}
+
+/* One kernel column of one input row into a row of outputs: out[ox] for ox in [lo, hi)
+ * takes src[ox * stride + offset]. */
+typedef void (*column_fn)(float *out, const float *src, int64_t offset, int64_t stride,
+                          int64_t lo, int64_t hi);
+
+static void max_column(float *out, const float *src, int64_t offset, int64_t stride,
+                       int64_t lo, int64_t hi)
+{
+    for (int64_t ox = lo; ox < hi; ox++) {
+        float v = src[ox * stride + offset];
+        out[ox] = v > out[ox] ? v : out[ox];
+    }
+}
+
+static void sum_column(float *out, const float *src, int64_t offset, int64_t stride,
+                       int64_t lo, int64_t hi)
+{
+    for (int64_t ox = lo; ox < hi; ox++)
+        out[ox] += src[ox * stride + offset];
+}
+
 /* Windows are visited row by row and kernel column by kernel column, each a straight
  * loop over output columns: far cheaper than walking every window cell by cell, and in
  * each window's row-major order. */
-static void max_pool_row(const pool_geom *g, const float *plane, int64_t oy, float *out)
+static void pool_row(const pool_geom *g, const float *plane, int64_t oz, int64_t oy,
+                     float *out, column_fn column)
 {
-    int64_t y0, y1;
-    window(oy, g->sh, g->ph, g->kh, g->h, &y0, &y1);
-    for (int64_t ox = 0; ox < g->ow; ox++)
-        out[ox] = -INFINITY;
-    for (int64_t iy = y0; iy < y1; iy++) {
-        const float *src = plane + iy * g->w;
-        for (int64_t kj = 0; kj < g->kw; kj++) {
-            int64_t lo, hi, offset = kj - g->pw;
-            valid_outputs(g, kj, 0, g->ow, &lo, &hi);
-            for (int64_t ox = lo; ox < hi; ox++) {
-                float v = src[ox * g->sw + offset];
-                out[ox] = v > out[ox] ? v : out[ox];
+    row_window r = rows_of(g, oz, oy);
+    for (int64_t iz = r.z0; iz < r.z1; iz++)
+        for (int64_t iy = r.y0; iy < r.y1; iy++) {
+            const float *src = plane + (iz * g->h + iy) * g->w;
+            for (int64_t kj = 0; kj < g->kw; kj++) {
+                int64_t lo, hi;
+                valid_outputs(g, kj, 0, g->ow, &lo, &hi);
+                column(out, src, kj - g->pw, g->sw, lo, hi);
             }
         }
-    }
+}
+
+static void max_pool_row(const pool_geom *g, const float *plane, int64_t oz, int64_t oy,
+                         float *out)
+{
+    for (int64_t ox = 0; ox < g->ow; ox++)
+        out[ox] = -INFINITY;
+    pool_row(g, plane, oz, oy, out, max_column);
 }
 
 /* avg_pool's divisor along one axis for output index o: the window's cells inside the
@@ -114,33 +171,26 @@ static int64_t axis_cells(const pool_geom *g, int64_t o, int64_t stride, int64_t
     return (stop < size + pad ? stop : size + pad) - start;
 }
 
-/* The divisor of output (oy, ox) of average pooling. */
-static int64_t window_cells(const pool_geom *g, int64_t oy, int64_t ox)
+/* The divisor of output (oz, oy, ox) of average pooling. */
+static int64_t window_cells(const pool_geom *g, int64_t oz, int64_t oy, int64_t ox)
 {
-    return axis_cells(g, oy, g->sh, g->ph, g->kh, g->h) *
+    return axis_cells(g, oz, g->sd, g->pd, g->kd, g->d) *
+           axis_cells(g, oy, g->sh, g->ph, g->kh, g->h) *
            axis_cells(g, ox, g->sw, g->pw, g->kw, g->w);
 }
 
-static void avg_pool_row(const pool_geom *g, const float *plane, int64_t oy, float *out)
+static void avg_pool_row(const pool_geom *g, const float *plane, int64_t oz, int64_t oy,
+                         float *out)
 {
-    int64_t y0, y1;
-    window(oy, g->sh, g->ph, g->kh, g->h, &y0, &y1);
     for (int64_t ox = 0; ox < g->ow; ox++)
         out[ox] = 0.0f;
-    for (int64_t iy = y0; iy < y1; iy++) {
-        const float *src = plane + iy * g->w;
-        for (int64_t kj = 0; kj < g->kw; kj++) {
-            int64_t lo, hi, offset = kj - g->pw;
-            valid_outputs(g, kj, 0, g->ow, &lo, &hi);
-            for (int64_t ox = lo; ox < hi; ox++)
-                out[ox] += src[ox * g->sw + offset];
-        }
-    }
+    pool_row(g, plane, oz, oy, out, sum_column);
     for (int64_t ox = 0; ox < g->ow; ox++)
-        out[ox] /= (float)window_cells(g, oy, ox);
+        out[ox] /= (float)window_cells(g, oz, oy, ox);
 }
 
-typedef void (*pool_row_fn)(const pool_geom *g, const float *plane, int64_t oy, float *out);
+typedef void (*pool_row_fn)(const pool_geom *g, const float *plane, int64_t oz, int64_t oy,
+                            float *out);
 
 /* Threads share the output rows of all planes. */
 static void pool_forward(const pl_kernel_args *args, pool_row_fn row)
@@ -148,10 +198,10 @@ static void pool_forward(const pl_kernel_args *args, pool_row_fn row)
     pool_geom g = geometry(args->in_t[0], args->out_t[0], &args->op->attrs);
     const float *x = args->in[0];
     float *y = args->out[0];
-    int64_t begin, end;
-    pl_kernel_share(g.planes * g.oh, args->ith, args->nth, &begin, &end);
+    int64_t rows = g.od * g.oh, begin, end;
+    pl_kernel_share(g.planes * rows, args->ith, args->nth, &begin, &end);
     for (int64_t r = begin; r < end; r++)
-        row(&g, x + r / g.oh * g.h * g.w, r % g.oh, y + r * g.ow);
+        row(&g, x + r / rows * g.d * g.h * g.w, r % rows / g.oh, r % g.oh, y + r * g.ow);
 }
 
 PL_KERNEL(max_pool)
@@ -191,27 +241,48 @@ static void adaptive_window(int64_t i, int64_t in, int64_t out, int64_t *lo, int
     *hi = ((i + 1) * in + out - 1) / out;
 }
 
-/* [N,C,H,W] -> [N,C,OH,OW]: threads share output rows of all planes. */
+/* The input box [lo, hi) along [d, h, w] that output (oz, oy, ox) averages. */
+typedef struct adaptive_box {
+    int64_t lo[3], hi[3];
+} adaptive_box;
+
+static adaptive_box adaptive_box_of(const int64_t in[3], const int64_t out[3],
+                                    const int64_t at[3])
+{
+    adaptive_box b;
+    for (int a = 0; a < 3; a++)
+        adaptive_window(at[a], in[a], out[a], &b.lo[a], &b.hi[a]);
+    return b;
+}
+
+static int64_t box_cells(const adaptive_box *b)
+{
+    return (b->hi[0] - b->lo[0]) * (b->hi[1] - b->lo[1]) * (b->hi[2] - b->lo[2]);
+}
+
+/* [N,C,(D,)(H,)W] -> [N,C,(OD,)(OH,)OW]: threads share output rows of all planes. */
 PL_KERNEL(adaptive_avg_pool)
 {
-    const pl_tensor *x_t = args->in_t[0], *y_t = args->out_t[0];
-    int64_t h = x_t->dims[2], w = x_t->dims[3], oh = y_t->dims[2], ow = y_t->dims[3];
+    int64_t in[3], out[3];
+    volume_of(args->in_t[0], in);
+    volume_of(args->out_t[0], out);
+    int64_t rows = out[0] * out[1], plane_size = in[0] * in[1] * in[2];
+    const pl_tensor *x_t = args->in_t[0];
     const float *x = args->in[0];
     float *y = args->out[0];
     int64_t begin, end;
-    pl_kernel_share(x_t->dims[0] * x_t->dims[1] * oh, args->ith, args->nth, &begin, &end);
+    pl_kernel_share(x_t->dims[0] * x_t->dims[1] * rows, args->ith, args->nth, &begin, &end);
     for (int64_t r = begin; r < end; r++) {
-        const float *plane = x + r / oh * h * w;
-        int64_t y0, y1;
-        adaptive_window(r % oh, h, oh, &y0, &y1);
-        for (int64_t ox = 0; ox < ow; ox++) {
-            int64_t x0, x1;
-            adaptive_window(ox, w, ow, &x0, &x1);
+        const float *plane = x + r / rows * plane_size;
+        for (int64_t ox = 0; ox < out[2]; ox++) {
+            adaptive_box b = adaptive_box_of(in, out, (int64_t[3]){r % rows / out[1],
+                                                                   r % out[1], ox});
             double sum = 0.0;
-            for (int64_t iy = y0; iy < y1; iy++)
-                for (int64_t ix = x0; ix < x1; ix++)
-                    sum += plane[iy * w + ix];
-            y[r * ow + ox] = (float)(sum / (double)((y1 - y0) * (x1 - x0)));
+            for (int64_t iz = b.lo[0]; iz < b.hi[0]; iz++)
+                for (int64_t iy = b.lo[1]; iy < b.hi[1]; iy++)
+                    for (int64_t ix = b.lo[2]; ix < b.hi[2]; ix++)
+                        sum += plane[(iz * in[1] + iy) * in[2] + ix];
+            y[r * out[2] + ox] = (float)(sum / (double)box_cells(&b));
         }
     }
 }
@@ -222,25 +293,24 @@ enum { TILE = 256 }; /* output columns per pass of the gradients' stack buffers 
 
 /* Each window's gradient goes to its first maximum in row-major order, found for a tile
  * of output columns at a time, then added in output order. */
-static void max_pool_grad_plane(const pool_geom *g, const float *dy, const float *x, float *dx)
+static void max_pool_grad_row(const pool_geom *g, const float *dy, const float *x, float *dx,
+                              int64_t oz, int64_t oy)
 {
-    memset(dx, 0, (size_t)(g->h * g->w) * sizeof(float));
+    row_window r = rows_of(g, oz, oy);
     float best[TILE];
     int64_t arg[TILE];
-    for (int64_t oy = 0; oy < g->oh; oy++) {
-        int64_t y0, y1;
-        window(oy, g->sh, g->ph, g->kh, g->h, &y0, &y1);
-        for (int64_t t0 = 0; t0 < g->ow; t0 += TILE) {
-            int64_t t1 = t0 + TILE < g->ow ? t0 + TILE : g->ow;
-            for (int64_t ox = t0; ox < t1; ox++) { /* the first cell, unless a later wins */
-                int64_t x0, x1;
-                window(ox, g->sw, g->pw, g->kw, g->w, &x0, &x1);
-                arg[ox - t0] = y0 * g->w + x0;
-                best[ox - t0] = x[arg[ox - t0]];
-            }
-            for (int64_t iy = y0; iy < y1; iy++)
+    for (int64_t t0 = 0; t0 < g->ow; t0 += TILE) {
+        int64_t t1 = t0 + TILE < g->ow ? t0 + TILE : g->ow;
+        for (int64_t ox = t0; ox < t1; ox++) { /* the first cell, unless a later wins */
+            int64_t x0, x1;
+            window(ox, g->sw, g->pw, g->kw, g->w, &x0, &x1);
+            arg[ox - t0] = (r.z0 * g->h + r.y0) * g->w + x0;
+            best[ox - t0] = x[arg[ox - t0]];
+        }
+        for (int64_t iz = r.z0; iz < r.z1; iz++)
+            for (int64_t iy = r.y0; iy < r.y1; iy++)
                 for (int64_t kj = 0; kj < g->kw; kj++) {
-                    int64_t lo, hi, at = iy * g->w + kj - g->pw;
+                    int64_t lo, hi, at = (iz * g->h + iy) * g->w + kj - g->pw;
                     valid_outputs(g, kj, t0, t1, &lo, &hi);
                     for (int64_t ox = lo; ox < hi; ox++) { /* no branch: maxima are random */
                         int64_t cell = at + ox * g->sw;
@@ -250,83 +320,89 @@ static void max_pool_grad_plane(const pool_geom *g, const float *dy, const float
                         arg[ox - t0] = (arg[ox - t0] & ~later_wins) | (cell & later_wins);
                     }
                 }
-            for (int64_t ox = t0; ox < t1; ox++)
-                dx[arg[ox - t0]] += dy[oy * g->ow + ox];
-        }
+        for (int64_t ox = t0; ox < t1; ox++)
+            dx[arg[ox - t0]] += dy[(oz * g->oh + oy) * g->ow + ox];
     }
 }
 
-static void avg_pool_grad_plane(const pool_geom *g, const float *dy, const float *x, float *dx)
+static void avg_pool_grad_row(const pool_geom *g, const float *dy, const float *x, float *dx,
+                              int64_t oz, int64_t oy)
 {
-    memset(dx, 0, (size_t)(g->h * g->w) * sizeof(float));
+    (void)x;
+    row_window r = rows_of(g, oz, oy);
     float share[TILE];
-    for (int64_t oy = 0; oy < g->oh; oy++) {
-        int64_t y0, y1;
-        window(oy, g->sh, g->ph, g->kh, g->h, &y0, &y1);
-        for (int64_t t0 = 0; t0 < g->ow; t0 += TILE) {
-            int64_t t1 = t0 + TILE < g->ow ? t0 + TILE : g->ow;
-            for (int64_t ox = t0; ox < t1; ox++)
-                share[ox - t0] = dy[oy * g->ow + ox] / (float)window_cells(g, oy, ox);
-            for (int64_t iy = y0; iy < y1; iy++)
+    for (int64_t t0 = 0; t0 < g->ow; t0 += TILE) {
+        int64_t t1 = t0 + TILE < g->ow ? t0 + TILE : g->ow;
+        for (int64_t ox = t0; ox < t1; ox++)
+            share[ox - t0] = dy[(oz * g->oh + oy) * g->ow + ox] /
+                             (float)window_cells(g, oz, oy, ox);
+        for (int64_t iz = r.z0; iz < r.z1; iz++)
+            for (int64_t iy = r.y0; iy < r.y1; iy++)
                 for (int64_t kj = 0; kj < g->kw; kj++) {
-                    int64_t lo, hi, at = iy * g->w + kj - g->pw;
+                    int64_t lo, hi, at = (iz * g->h + iy) * g->w + kj - g->pw;
                     valid_outputs(g, kj, t0, t1, &lo, &hi);
                     for (int64_t ox = lo; ox < hi; ox++)
                         dx[at + ox * g->sw] += share[ox - t0];
                 }
-        }
     }
 }
 
-typedef void (*pool_grad_plane_fn)(const pool_geom *g, const float *dy, const float *x,
-                                   float *dx);
+typedef void (*pool_grad_row_fn)(const pool_geom *g, const float *dy, const float *x,
+                                 float *dx, int64_t oz, int64_t oy);
 
-/* dy, x -> dx: threads share planes, since windows overlap within a plane. */
-static void pool_backward(const pl_kernel_args *args, pool_grad_plane_fn plane)
+/* dy, x -> dx: threads share planes, since windows overlap within a plane; a plane's
+ * output rows add into it in order. */
+static void pool_backward(const pl_kernel_args *args, pool_grad_row_fn row)
 {
     pool_geom g = geometry(args->in_t[1], args->in_t[0], &args->op->attrs);
     const float *dy = args->in[0], *x = args->in[1];
     float *dx = args->out[0];
-    int64_t in_size = g.h * g.w, out_size = g.oh * g.ow, begin, end;
+    int64_t in_size = g.d * g.h * g.w, out_size = g.od * g.oh * g.ow, begin, end;
     pl_kernel_share(g.planes, args->ith, args->nth, &begin, &end);
-    for (int64_t p = begin; p < end; p++)
-        plane(&g, dy + p * out_size, x + p * in_size, dx + p * in_size);
+    for (int64_t p = begin; p < end; p++) {
+        float *plane = dx + p * in_size;
+        memset(plane, 0, (size_t)in_size * sizeof *plane);
+        for (int64_t oz = 0; oz < g.od; oz++)
+            for (int64_t oy = 0; oy < g.oh; oy++)
+                row(&g, dy + p * out_size, x + p * in_size, plane, oz, oy);
+    }
 }
 
 PL_KERNEL(max_pool_grad)
 {
-    pool_backward(args, max_pool_grad_plane);
+    pool_backward(args, max_pool_grad_row);
 }
 
 PL_KERNEL(avg_pool_grad)
 {
-    pool_backward(args, avg_pool_grad_plane);
+    pool_backward(args, avg_pool_grad_row);
 }
 
 /* dy, x -> dx: each output's dy / (its window's cells) added to the window; threads share
  * planes, since windows may overlap. */
 PL_KERNEL(adaptive_avg_pool_grad)
 {
-    const pl_tensor *dy_t = args->in_t[0], *x_t = args->in_t[1];
-    int64_t h = x_t->dims[2], w = x_t->dims[3], oh = dy_t->dims[2], ow = dy_t->dims[3];
+    int64_t in[3], out[3];
+    volume_of(args->in_t[1], in);
+    volume_of(args->in_t[0], out);
+    const pl_tensor *x_t = args->in_t[1];
+    int64_t in_size = in[0] * in[1] * in[2], out_size = out[0] * out[1] * out[2];
     const float *dy = args->in[0];
     float *dx = args->out[0];
     int64_t begin, end;
     pl_kernel_share(x_t->dims[0] * x_t->dims[1], args->ith, args->nth, &begin, &end);
     for (int64_t p = begin; p < end; p++) {
-        float *plane = dx + p * h * w;
-        memset(plane, 0, (size_t)(h * w) * sizeof *plane);
-        for (int64_t oy = 0; oy < oh; oy++) {
-            int64_t y0, y1;
-            adaptive_window(oy, h, oh, &y0, &y1);
-            for (int64_t ox = 0; ox < ow; ox++) {
-                int64_t x0, x1;
-                adaptive_window(ox, w, ow, &x0, &x1);
-                float share = dy[(p * oh + oy) * ow + ox] / (float)((y1 - y0) * (x1 - x0));
-                for (int64_t iy = y0; iy < y1; iy++)
-                    for (int64_t ix = x0; ix < x1; ix++)
-                        plane[iy * w + ix] += share;
-            }
+        float *plane = dx + p * in_size;
+        memset(plane, 0, (size_t)in_size * sizeof *plane);
+        for (int64_t o = 0; o < out_size; o++) {
+            adaptive_box b = adaptive_box_of(in, out, (int64_t[3]){o / (out[1] * out[2]),
+                                                                   o / out[2] % out[1],
+                                                                   o % out[2]});
+            float share = dy[p * out_size + o] / (float)box_cells(&b);
+            for (int64_t iz = b.lo[0]; iz < b.hi[0]; iz++)
+                for (int64_t iy = b.lo[1]; iy < b.hi[1]; iy++)
+                    for (int64_t ix = b.lo[2]; ix < b.hi[2]; ix++)
+                        plane[(iz * in[1] + iy) * in[2] + ix] += share;
         }
     }
 }
