@@ -539,3 +539,14 @@ class Everyday(nn.Module):
 
 def everyday(**kwargs):
     return Everyday(**kwargs)
+
+
+def swin(num_classes=10, stochastic_depth_prob=0.1):
+    """torchvision's SwinTransformer (swin_t's code) at a small size: patches of 4, windows
+    of 4x4 tokens, two stages of two blocks. At 32x32 the first stage's 8x8 tokens make four
+    windows, so its second block shifts them and masks attention across their seams; the
+    windows merge the batch with the window grid ([B * windows, tokens, C])."""
+    from torchvision.models.swin_transformer import SwinTransformer
+    return SwinTransformer(patch_size=[4, 4], embed_dim=24, depths=[2, 2], num_heads=[2, 4],
+                           window_size=[4, 4], stochastic_depth_prob=stochastic_depth_prob,
+                           num_classes=num_classes)

@@ -289,16 +289,23 @@ def _getitem(imp, name, args, kwargs):
 
 
 def _slice_tensor(imp, name, x, index):
-    """x[...] with integers and slices of step 1 on axes other than the batch."""
+    """x[...] with integers and slices on axes other than the batch; one ... stands for
+    the axes not named."""
     index = index if isinstance(index, tuple) else (index,)
-    if any(i is Ellipsis for i in index) or len(index) > x.rank:
-        raise Refused("tensor indexing with ... or too many indices")
+    ellipses = [k for k, i in enumerate(index) if i is Ellipsis]
+    if len(ellipses) > 1 or len(index) - len(ellipses) > x.rank:
+        raise Refused("tensor indexing with several ... or too many indices")
+    if ellipses:
+        at = ellipses[0]
+        index = index[:at] + (slice(None),) * (x.rank - len(index) + 1) + index[at + 1:]
     y = x
     for axis, i in enumerate(index):
         if isinstance(i, slice):
             start, stop, step = i.indices(x.shape[axis])
             if step != 1:
-                raise Refused("tensor slicing with a step")
+                y = emit.strided(imp.b, "%s.step%d" % (name, axis), y, axis, start, stop,
+                                 step)
+                continue
             if (start, stop) == (0, x.shape[axis]):
                 continue
             if axis == x.batch_axis:

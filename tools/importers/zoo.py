@@ -95,6 +95,10 @@ MODELS = {
     "gru": dict(source=MODELS_PY + ":gru_lm", input=(12,), bench_input=(64,), dtype="i32",
                 vocab=48, batch=8, kwargs={}, bench_kwargs={"dim": 128, "hidden": 256},
                 dropout={"dropout": 0.0}, no_onnx=TIME_MAJOR),
+    # Shifted windows: the batch merged with the window grid, a mask per window.
+    "swin": dict(source=MODELS_PY + ":swin", input=(3, 32, 32), bench_input=IMAGE, batch=4,
+                 kwargs={"num_classes": 10}, dropout={"stochastic_depth_prob": 0.0},
+                 onnx_no_dropout=True, training=IMAGE_TRAINING),
 }
 
 # Small models that each check a group of operator mappings, not benchmarked: check.py takes
