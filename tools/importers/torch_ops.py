@@ -290,8 +290,8 @@ def _getitem(imp, name, args, kwargs):
 
 def _slice_tensor(imp, name, x, index):
     """x[...] with integers and slices on axes other than the batch; one ... stands for
-    the axes not named."""
-    index = index if isinstance(index, tuple) else (index,)
+    the axes not named, and None's new axes come with the result's shape."""
+    index = tuple(i for i in (index if isinstance(index, tuple) else (index,)) if i is not None)
     ellipses = [k for k, i in enumerate(index) if i is Ellipsis]
     if len(ellipses) > 1 or len(index) - len(ellipses) > x.rank:
         raise Refused("tensor indexing with several ... or too many indices")

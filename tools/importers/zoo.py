@@ -111,6 +111,7 @@ MAPPING_MODELS = {
     "volumes": dict(source=MODELS_PY + ":volumes", input=(2, 3, 6, 6), batch=4, kwargs={}),
     "everyday": dict(source=MODELS_PY + ":everyday", input=(3, 8, 8), batch=4, kwargs={},
                      no_onnx="import-onnx maps neither LeakyRelu nor Resize"),
+    "strides": dict(source=MODELS_PY + ":strides", input=(6, 4, 3), batch=4, kwargs={}),
 }
 
 
