@@ -20,8 +20,8 @@ bool pl_op_infer(const pl_graph *g, int o, pl_tensor *tensors, pl_infer_ctx *ctx
     }
     for (int i = 0; i < op->n_inputs; i++)
         in[i] = &tensors[op->inputs[i]];
-    /* Outputs hold the batch as the inputs do, in groups of as many elements per sample;
-     * an op that changes that (reshape) sets its own. */
+    /* Outputs give each sample as many elements of their batch axis as the batched inputs
+     * do (pl_tensor.batch_group); reshape, which can change that, sets its own. */
     int group = 1;
     for (int i = 0; i < op->n_inputs; i++)
         if (in[i]->batch_axis != PL_NO_BATCH) {
