@@ -213,4 +213,13 @@ contains "$work/err" "ConvTranspose2d with output padding [2, 2] not below the s
     "output padding"
 [ ! -e "$work/c.json" ] && ok || bad "a model was written despite the error"
 
+# Views that merge the batch with the axes after it and split it back, slices with a step,
+# ... and None (zoo.py's MAPPING_MODELS: strides), through both importers, against PyTorch.
+if "$py" "$src/tests/importers/check.py" --placer "$bin" strides >"$work/check" 2>&1; then
+    ok
+else
+    bad "check.py: the strides model differs from PyTorch or does not import"
+fi
+cat "$work/check"
+
 finish importers

@@ -513,8 +513,9 @@ static void test_dropout_gradient(void)
     free(dy);
 }
 
-/* Modes row and batch (stochastic depth): one decision per sample of the whole step's batch,
- * or one per step. */
+/* Modes row and batch (stochastic depth): one decision per row of the whole step's batch
+ * axis (a sample, or one of its rows where the batch is merged with other axes), or one per
+ * step. */
 static void shared_dropout_ref(const float *x, float *y, const pl_tensor *t, const pl_attrs *at,
                                const pl_step_info *step)
 {
@@ -544,12 +545,14 @@ static int64_t dropped_rows(const float *y, int64_t rows, int64_t per_row)
     return dropped;
 }
 
-static void test_dropout_shared_masks(void)
+/* 40 rows of the batch axis: 40 samples, or 10 of 4 rows each (`group`). */
+static void check_dropout_shared_masks(int group)
 {
     pl_attrs at = pl_kc_defaults();
     at.rate = 0.3;
     at.seed = 12;
     pl_tensor t = pl_kc_tensor("40,3,5", PL_F32, true);
+    t.batch_group = group;
     int64_t n = pl_tensor_elements(&t), rows_dropped = 0, steps_dropped = 0;
     float *x = pl_kc_random(&t, 8, 0.5, 1.5), *want = pl_kc_floats(n);
     void *in[] = {x};
@@ -587,6 +590,12 @@ static void test_dropout_shared_masks(void)
                    "dropout (shared mask, the batch on axis 1)");
     free(x);
     free(want);
+}
+
+static void test_dropout_shared_masks(void)
+{
+    check_dropout_shared_masks(1);
+    check_dropout_shared_masks(4);
 }
 
 /* ---- where, comparisons, logical_not -------------------------------------------------------- */

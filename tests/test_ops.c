@@ -604,6 +604,59 @@ static void test_batch_axis(void)
     assert_fails(&r, "would sum over the batch");
 }
 
+/* A reshape may merge the batch with the axes after it (Swin's windows) and split it out
+ * again: each sample then owns batch_group consecutive elements of the batch axis. */
+static void test_merged_batch(void)
+{
+    static const int64_t window[] = {4, 6}, grid[] = {3, 4, 6}, rows[] = {7, 5}, cut[] = {5};
+    pl_attrs re = attrs_default();
+    re.shape = (pl_int_list){2, window};
+    re.batch_group = 3;
+    pl_tensor x[1] = {tensor("x", "2,3,4,6", true)};
+    result r = infer(PL_OP_RESHAPE, &re, 1, x, 1);
+    assert_batch_axis(&r, "[6,4,6]", 0);
+    CU_ASSERT_EQUAL(pl_tensor_batch_group(&r.out[0]), 3);
+
+    pl_tensor windows[1] = {r.out[0]};
+    re = attrs_default();
+    re.shape = (pl_int_list){3, grid};
+    r = infer(PL_OP_RESHAPE, &re, 1, windows, 1);
+    assert_batch_axis(&r, "[2,3,4,6]", 0);
+    CU_ASSERT_EQUAL(pl_tensor_batch_group(&r.out[0]), 1);
+    re.shape = (pl_int_list){2, window}; /* per sample: 3 windows of [4,6], not one */
+    r = infer(PL_OP_RESHAPE, &re, 1, windows, 1);
+    assert_fails(&r, "has 72 elements per sample, the new shape 24");
+
+    pl_tensor seq[1] = {batched_on("y", "7,2,3,5", 1)};
+    re.shape = (pl_int_list){2, rows};
+    re.batch_axis = 1;
+    re.batch_group = 3;
+    r = infer(PL_OP_RESHAPE, &re, 1, seq, 1);
+    assert_batch_axis(&r, "[7,6,5]", 1);
+    CU_ASSERT_EQUAL(pl_tensor_batch_group(&r.out[0]), 3);
+
+    pl_tensor before[1] = {batched_on("z", "3,2,5", 1)}; /* [3N, 5]: the batch inside */
+    re.shape = (pl_int_list){1, cut};
+    re.batch_axis = 0;
+    r = infer(PL_OP_RESHAPE, &re, 1, before, 1);
+    assert_fails(&r, "the batch may merge only with the axes after it");
+
+    /* [3, 2 samples x 4, 5]: sample 1 is the second half of each of the 3 outer runs */
+    pl_tensor merged = batched_on("m", "3,8,5", 1);
+    merged.batch_group = 4;
+    pl_batch_layout l = pl_tensor_batch_layout(&merged);
+    CU_ASSERT(l.outer == 3 && l.batch == 2 && l.inner == 20 && l.group == 4);
+    float whole[120], part[60];
+    for (int i = 0; i < 120; i++)
+        whole[i] = (float)i;
+    pl_batch_gather(&merged, whole, 1, 1, part);
+    int wrong = 0;
+    for (int o = 0; o < 3; o++)
+        for (int j = 0; j < 20; j++)
+            wrong += part[o * 20 + j] != whole[o * 40 + 20 + j];
+    CU_ASSERT_EQUAL(wrong, 0);
+}
+
 static void test_embedding_and_reduce(void)
 {
     pl_tensor in[2] = {tensor("table", "1000,16", false), tensor("ids", "4,8", true)};
@@ -711,6 +764,7 @@ void pl_register_ops_tests(void)
         {"concat, split, slice", test_join_and_cut},
         {"reshape, flatten, transpose", test_shape_changes},
         {"the batch on any axis", test_batch_axis},
+        {"the batch merged with the axes after it", test_merged_batch},
         {"embedding and reductions", test_embedding_and_reduce},
         {"top-k gate and LSTM cell", test_gate_and_lstm},
         {"op, kernel and attribute tables are complete", test_table_is_complete},

@@ -152,6 +152,9 @@ static void test_random_moe(void) { check_random_replicas("small/moe-small.json"
 /* Slices gathered along the batch axis 1, and dropout's mask by each sample's place in
  * the whole step: one device's whole steps. */
 static void test_random_seq_first(void) { check_replicas("tests/models/seq-first.json", true); }
+/* Slices of a batch merged with the axes after it: each sample's windows go together, and
+ * row dropout draws per window by its place in the whole step. */
+static void test_random_windows(void) { check_replicas("tests/models/windows.json", true); }
 
 /* Four replicas on four devices, and two replicas each a two-stage pipeline of two
  * micro-batches, each with its optimiser state replicated and sharded: a hundred steps of
@@ -412,6 +415,7 @@ void pl_register_replica_tests(void)
         {"random replicated plans: recommender", test_random_recommender},
         {"random replicated plans: moe", test_random_moe},
         {"random replicated plans: the batch on axis 1", test_random_seq_first},
+        {"random replicated plans: the batch merged with other axes", test_random_windows},
         {"a hundred steps as one device: mlp", test_hundred_mlp},
         {"a hundred steps as one device: transformer", test_hundred_transformer},
         {"weights set after the plan reach every replica", test_weights_after_plan},

@@ -154,6 +154,11 @@ static void test_gradients_seq_first(void)
 {
     check_gradients("tests/models/seq-first.json", 16, 0.05);
 }
+/* The batch merged with the axes after it (Swin's windows) and split out again. */
+static void test_gradients_windows(void)
+{
+    check_gradients("tests/models/windows.json", 16, 0.05);
+}
 /* The PyTorch importers' ops: clamp, hardswish and max pooling have kinks. */
 static void test_gradients_torch_ops(void)
 {
@@ -215,7 +220,7 @@ static void test_threads_and_micro_batches_agree(void)
         "small/transformer-small.json",  "small/cnn-small.json",
         "tests/models/attention.json",   "tests/models/torch-ops.json",
         "tests/models/layer-ops.json",   "tests/models/convolutions.json",
-        "tests/models/seq-first.json"};
+        "tests/models/seq-first.json",   "tests/models/windows.json"};
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
         int64_t n1, n3, n4;
         float *one = gradients_of(models[m], 1, 1, &n1);
@@ -363,6 +368,7 @@ void pl_register_session_tests(void)
         {"gradients: channel-first layer norm, stochastic depth, where", test_gradients_layer_ops},
         {"gradients: convolutions of 1 to 3 axes, transposed", test_gradients_convolutions},
         {"gradients: the batch on axis 1", test_gradients_seq_first},
+        {"gradients: the batch merged with the axes after it", test_gradients_windows},
         {"threads and micro-batches give the same gradients", test_threads_and_micro_batches_agree},
         {"every small model learns in 100 steps", test_every_small_model_learns},
         {NULL, NULL},

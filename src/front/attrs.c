@@ -54,6 +54,8 @@ static const pl_attr_info attr_table[PL_ATTR_COUNT] = {
     [PL_ATTR_BATCH_AXIS] = {"batch_axis", PL_ATTR_TYPE_INT, FIELD(batch_axis), 0,
                             PL_MAX_RANK - 1, 0},
     [PL_ATTR_EXPONENT] = {"exponent", PL_ATTR_TYPE_REAL, FIELD(exponent), -1e30, 1e30, 0},
+    [PL_ATTR_BATCH_GROUP] = {"batch_group", PL_ATTR_TYPE_INT, FIELD(batch_group), 1, DIM_MAX,
+                             0},
 };
 
 const pl_attr_info *pl_attr_info_of(pl_attr_id id)
@@ -75,6 +77,7 @@ void pl_attrs_default(pl_attrs *attrs)
     attrs->axis = -1;
     attrs->groups = 1;
     attrs->k = 1;
+    attrs->batch_group = 1;
     for (int a = 0; a < 3; a++)
         attrs->stride[a] = attrs->dilation[a] = 1;
     attrs->factor = 1.0;

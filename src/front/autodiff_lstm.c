@@ -59,6 +59,7 @@ static int over_time(pl_autodiff *ad, const int *parts, int n_parts, int steps,
     pl_attrs cut;
     pl_attrs_default(&cut);
     cut.shape = (pl_int_list){n, shape};
+    cut.batch_group = pl_tensor_batch_group(&ad->g->tensors[joined]);
     return pl_ad_emit(ad, PL_OP_RESHAPE, &joined, 1, 1, &cut);
 }
 

@@ -50,14 +50,24 @@ int64_t pl_tensor_bytes(const pl_tensor *tensor)
     return pl_tensor_elements(tensor) * 4; /* f32 and i32 alike */
 }
 
+int pl_tensor_batch_group(const pl_tensor *tensor)
+{
+    return tensor->batch_group > 1 ? tensor->batch_group : 1;
+}
+
 pl_batch_layout pl_tensor_batch_layout(const pl_tensor *tensor)
 {
-    pl_batch_layout layout = {1, 1, 1};
+    pl_batch_layout layout = {1, 1, 1, 1};
     for (int a = 0; a < tensor->rank; a++) {
         int64_t *part = a < tensor->batch_axis    ? &layout.outer
                         : a == tensor->batch_axis ? &layout.batch
                                                   : &layout.inner;
         *part *= tensor->dims[a];
+    }
+    if (tensor->batch_axis != PL_NO_BATCH) {
+        layout.group = pl_tensor_batch_group(tensor);
+        layout.batch /= layout.group;
+        layout.inner *= layout.group;
     }
     return layout;
 }

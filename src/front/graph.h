@@ -10,7 +10,10 @@
  * - A batched tensor carries the batch on one axis, batch_axis (0 unless an input says
  *   otherwise and ops move it; see docs/model-format.md), so a step can be split into
  *   micro-batches along it without changing its meaning, except where an op has batch
- *   statistics: batch_statistics says whether the model allows it.
+ *   statistics: batch_statistics says whether the model allows it. A reshape may merge
+ *   the batch with the axes after it (Swin's windows: [N, windows, ...] as
+ *   [N * windows, ...]); each sample then owns batch_group consecutive elements of that
+ *   axis, so a range of samples is still a range of the axis.
  * - Reading a graph from several threads is safe; changing it is the owner's alone.
  */
 #ifndef PLACER_GRAPH_H
@@ -73,6 +76,8 @@ typedef struct pl_tensor {
     int rank;
     int64_t dims[PL_MAX_RANK];
     int batch_axis; /* the axis that holds the batch, or PL_NO_BATCH */
+    int batch_group; /* elements of the batch axis each sample owns, one after another;
+                        0 reads as 1 (pl_tensor_batch_group) */
     pl_role role;  /* inputs only */
     pl_init init;  /* parameters, states and constants */
     int producer;  /* op index, or -1 for inputs, parameters, states and constants */
@@ -158,12 +163,18 @@ bool pl_tensor_within_limits(const pl_tensor *tensor);
 bool pl_tensor_has_dims(const pl_tensor *tensor, int rank, const int64_t *dims);
 int64_t pl_tensor_bytes(const pl_tensor *tensor);
 
-/* A tensor seen as [outer, batch, inner]: the axes before its batch axis, the batch, the
- * axes after it. The batch's samples are `outer` runs of `inner` elements each, so a run
- * of samples is contiguous only when outer is 1 (the batch on axis 0). An unbatched tensor
- * is [1, 1, elements]. */
+/* Elements of a batched tensor's batch axis per sample: 1 unless a reshape merged the
+ * batch with the axes after it. */
+int pl_tensor_batch_group(const pl_tensor *tensor);
+
+/* A tensor seen as [outer, batch, inner]: the axes before its batch axis, the samples, and
+ * each sample's elements in one run: its `group` elements of the batch axis (usually 1)
+ * times the axes after it. The batch's samples are `outer` runs of `inner` elements each,
+ * so a run of samples is contiguous only when outer is 1 (the batch on axis 0). An
+ * unbatched tensor is [1, 1, elements]. */
 typedef struct pl_batch_layout {
     int64_t outer, batch, inner;
+    int64_t group;
 } pl_batch_layout;
 pl_batch_layout pl_tensor_batch_layout(const pl_tensor *tensor);
 /* Copies samples [first, first + count) of `whole` (a batched tensor's data, laid out as

@@ -20,8 +20,18 @@ bool pl_op_infer(const pl_graph *g, int o, pl_tensor *tensors, pl_infer_ctx *ctx
     }
     for (int i = 0; i < op->n_inputs; i++)
         in[i] = &tensors[op->inputs[i]];
-    for (int i = 0; i < op->n_outputs; i++)
+    /* Outputs give each sample as many elements of their batch axis as the batched inputs
+     * do (pl_tensor.batch_group); reshape, which can change that, sets its own. */
+    int group = 1;
+    for (int i = 0; i < op->n_inputs; i++)
+        if (in[i]->batch_axis != PL_NO_BATCH) {
+            group = pl_tensor_batch_group(in[i]);
+            break;
+        }
+    for (int i = 0; i < op->n_outputs; i++) {
         out[i] = &tensors[op->outputs[i]];
+        out[i]->batch_group = group;
+    }
     *ctx = (pl_infer_ctx){.in = in, .out = out, .n_in = op->n_inputs, .n_out = op->n_outputs,
                           .attrs = &op->attrs, .blame_input = -1, .blame_attr = -1,
                           .blame_output = -1};
@@ -72,7 +82,8 @@ static pl_status reshape_for_batch(const pl_graph *g, int batch, pl_tensor *tens
         return pl_error_set(err, PL_EINPUT, NULL, "the batch must be at least 1, not %d", batch);
     for (int t = 0; t < g->n_tensors; t++)
         if (tensors[t].batch_axis != PL_NO_BATCH && tensors[t].producer < 0) {
-            tensors[t].dims[tensors[t].batch_axis] = batch;
+            tensors[t].dims[tensors[t].batch_axis] =
+                (int64_t)batch * pl_tensor_batch_group(&tensors[t]);
             if (!pl_tensor_within_limits(&tensors[t]))
                 return pl_error_set(err, PL_EINPUT, NULL, "with batch %d, \"%s\" would have "
                                     "more than the limit of %lld elements", batch,
@@ -133,7 +144,8 @@ int pl_graph_add_tensor(pl_graph *g, const char *name, pl_tensor_kind kind,
         return -1;
     pl_tensor *t = &g->tensors[g->n_tensors];
     *t = (pl_tensor){.name = copy, .kind = kind, .dtype = shape->dtype, .rank = shape->rank,
-                     .batch_axis = shape->batch_axis, .producer = -1, .param = -1};
+                     .batch_axis = shape->batch_axis, .batch_group = shape->batch_group,
+                     .producer = -1, .param = -1};
     memcpy(t->dims, shape->dims, sizeof t->dims);
     return g->n_tensors++;
 }

@@ -779,34 +779,41 @@ static int64_t product(const int64_t *dims, int n)
     return count;
 }
 
-/* For a batched x, "shape" is the per-sample shape and "batch_axis" (default 0) the
- * result's axis for the batch. The data does not move, so each sample keeps its elements
- * only when as many elements come before the batch axis in the result as in x. */
+/* For a batched x, "shape" is the per-sample shape, "batch_axis" (default 0) the result's
+ * axis for the batch and "batch_group" (default 1) its elements per sample: more than one
+ * when the batch is merged with the axes after it. The data does not move, so each sample
+ * keeps its elements only when as many elements come before the batch axis in the result
+ * as in x: the batch stays the outermost part of a merged axis. */
 static bool infer_reshape(pl_infer_ctx *ctx)
 {
     const pl_tensor *x = ctx->in[0];
     const pl_int_list *shape = &ctx->attrs->shape;
     int lead = batched(x) ? 1 : 0, out_axis = (int)ctx->attrs->batch_axis;
-    if (!batched(x) && (ctx->attrs->given & PL_ATTR_BIT(PL_ATTR_BATCH_AXIS)))
-        return pl_infer_fail(ctx, 0, PL_ATTR_BATCH_AXIS, "\"%s\" is not batched",
-                             x->name);
+    int64_t group = ctx->attrs->batch_group;
+    static const pl_attr_id batch_attrs[] = {PL_ATTR_BATCH_AXIS, PL_ATTR_BATCH_GROUP};
+    for (int i = 0; i < 2 && !batched(x); i++)
+        if (ctx->attrs->given & PL_ATTR_BIT(batch_attrs[i]))
+            return pl_infer_fail(ctx, 0, batch_attrs[i], "\"%s\" is not batched", x->name);
     if (shape->n + lead > PL_MAX_RANK)
         return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_SHAPE, "the result would have rank %d; "
                              "the limit is %d", shape->n + lead, PL_MAX_RANK);
     if (batched(x) && out_axis > shape->n)
         return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_BATCH_AXIS, "batch axis %d is out of "
                              "range for the result's rank %d", out_axis, shape->n + 1);
+    pl_batch_layout in = pl_tensor_batch_layout(x);
     int64_t dims[PL_MAX_RANK];
     for (int a = 0, k = 0; a < shape->n + lead; a++)
-        dims[a] = batched(x) && a == out_axis ? x->dims[x->batch_axis] : shape->v[k++];
-    int64_t count = product(shape->v, shape->n);
-    pl_batch_layout in = pl_tensor_batch_layout(x);
-    int64_t want = in.outer * in.inner;
-    if (count != want) {
+        dims[a] = batched(x) && a == out_axis ? in.batch * group : shape->v[k++];
+    int64_t count = product(shape->v, shape->n), want = in.outer * in.inner;
+    if (count > PL_MAX_ELEMENTS / group || count * group != want) {
         shape_text sx = shape_of(x);
-        return pl_infer_fail(ctx, NO_INPUT, PL_ATTR_SHAPE, "\"%s\" %s has %lld elements%s, "
-                             "the new shape %lld", x->name, sx.s, (long long)want,
-                             batched(x) ? " per sample" : "", (long long)count);
+        char times[48] = "";
+        if (group > 1)
+            snprintf(times, sizeof times, " times batch_group %lld", (long long)group);
+        return pl_infer_fail(ctx, NO_INPUT, group > 1 ? PL_ATTR_BATCH_GROUP : PL_ATTR_SHAPE,
+                             "\"%s\" %s has %lld elements%s, the new shape %lld%s", x->name,
+                             sx.s, (long long)want, batched(x) ? " per sample" : "",
+                             (long long)count, times);
     }
     int64_t before = batched(x) ? product(shape->v, out_axis) : 1;
     if (before != in.outer) {
@@ -815,12 +822,14 @@ static bool infer_reshape(pl_infer_ctx *ctx)
         return pl_infer_fail(ctx, NO_INPUT, placed ? PL_ATTR_BATCH_AXIS : PL_ATTR_SHAPE,
                              "the new shape would mix "
                              "samples: \"%s\" %s has %lld elements before its batch axis %d, "
-                             "the result %lld before batch axis %d (transpose first)",
+                             "the result %lld before batch axis %d (the batch may merge only "
+                             "with the axes after it: transpose first)",
                              x->name, sx.s, (long long)in.outer, x->batch_axis,
                              (long long)before, out_axis);
     }
     set_output(ctx->out[0], x->dtype, shape->n + lead, dims, batched(x) ? out_axis
                                                                          : PL_NO_BATCH);
+    ctx->out[0]->batch_group = (int)group;
     return true;
 }
 
@@ -1119,8 +1128,8 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
     OP(PL_OP_SLICE, "slice", 1, 1, 1, 1, A(AXIS) | A(START) | A(END), A(AXIS) | A(START) | A(END),
        infer_slice, flops_none,
        .backward = pl_backward_slice),
-    OP(PL_OP_RESHAPE, "reshape", 1, 1, 1, 1, A(SHAPE) | A(BATCH_AXIS), A(SHAPE), infer_reshape,
-       flops_none,
+    OP(PL_OP_RESHAPE, "reshape", 1, 1, 1, 1, A(SHAPE) | A(BATCH_AXIS) | A(BATCH_GROUP),
+       A(SHAPE), infer_reshape, flops_none,
        .backward = pl_backward_reshape),
     OP(PL_OP_FLATTEN, "flatten", 1, 1, 1, 1, 0, 0, infer_flatten, flops_none,
        .backward = pl_backward_reshape),

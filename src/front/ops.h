@@ -168,6 +168,7 @@ typedef enum pl_attr_id {
     PL_ATTR_OUTPUT_PADDING,
     PL_ATTR_BATCH_AXIS,
     PL_ATTR_EXPONENT,
+    PL_ATTR_BATCH_GROUP,
     PL_ATTR_COUNT
 } pl_attr_id;
 
@@ -206,7 +207,8 @@ typedef struct pl_attrs {
     int approximate; /* pl_gelu_approximate */
     int mode;        /* pl_dropout_mode */
     int64_t axis, groups, start, end, k;
-    int64_t batch_axis; /* reshape: where the batch goes in the result */
+    int64_t batch_axis;  /* reshape: where the batch goes in the result */
+    int64_t batch_group; /* reshape: the result's batch axis elements per sample (1) */
     /* Window attributes, one per spatial axis of the op (pl_op_info.spatial) from the
      * first: [h, w] for 2-D ops, [d, h, w] for 3-D ones, [l] for 1-D ones. */
     int64_t stride[3], padding[3], dilation[3], kernel[3], output_size[3], output_padding[3];

@@ -14,6 +14,7 @@ static bool like(pl_infer_ctx *ctx, int out, int in)
     dst->rank = src->rank;
     memcpy(dst->dims, src->dims, sizeof dst->dims);
     dst->batch_axis = src->batch_axis;
+    dst->batch_group = src->batch_group;
     return true;
 }
 

@@ -737,3 +737,39 @@ class Pools(nn.Module):
 
 def pools(**kwargs):
     return Pools(**kwargs)
+def swin(num_classes=10, stochastic_depth_prob=0.1):
+    """torchvision's SwinTransformer (swin_t's code) at a small size: patches of 4, windows
+    of 4x4 tokens, two stages of two blocks. At 32x32 the first stage's 8x8 tokens make four
+    windows, so its second block shifts them and masks attention across their seams; the
+    windows merge the batch with the window grid ([B * windows, tokens, C])."""
+    from torchvision.models.swin_transformer import SwinTransformer
+    return SwinTransformer(patch_size=[4, 4], embed_dim=24, depths=[2, 2], num_heads=[2, 4],
+                           window_size=[4, 4], stochastic_depth_prob=stochastic_depth_prob,
+                           num_classes=num_classes)
+
+
+class Strides(nn.Module):
+    """The batch merged with the axes after it and split back by views, as Swin's windows
+    do, here also with the batch on axis 1 of a transposed tensor; slices with a step, ...
+    and None, as Swin's patch merging writes them."""
+
+    def __init__(self, channels=3, classes=3):
+        super().__init__()
+        self.proj = nn.Linear(channels, 4)
+        self.out = nn.Linear(4 * 3 * 4, classes)
+
+    def forward(self, x):  # [B, 6, 4, C]
+        b = x.shape[0]
+        x = self.proj(x)
+        merged = x.view(b * 6, 4, 4).softmax(-1)  # the batch merged with the rows
+        x = merged.view(b, 6, 4, 4) + x
+        rows = x.transpose(0, 1).reshape(6, b * 4, 4)  # the batch on axis 1, merged
+        x = rows.softmax(0).reshape(6, b, 4, 4).transpose(0, 1) * x
+        even = x[..., 0::2, :, :]  # [B, 3, 4, 4]
+        odd = x[:, 1::2, None, 1::2, ...]  # [B, 3, 1, 2, 4]
+        y = torch.cat([even[:, :, :2], odd.flatten(2, 3).view(b, 3, 2, 4)], 2)
+        return self.out(y.flatten(1))
+
+
+def strides(**kwargs):
+    return Strides(**kwargs)

@@ -2,6 +2,8 @@
 transposes that carry the batch axis where it goes. Shapes are whole (batch included for
 batched tensors)."""
 
+import numpy as np
+
 from builder import ImportError_, Tensor
 
 
@@ -82,17 +84,20 @@ def _product(dims):
     return n
 
 
-def _reshaped_batch_axis(name, x, shape):
-    """The axis of `shape` that holds x's batch: as many elements before it as before x's
-    (a reshape moves no data), and the batch's size."""
+def _reshaped_batch_axis(b, name, x, shape):
+    """The axis of `shape` that holds x's batch, and its elements per sample: as many
+    elements come before it as before x's batch axis (a reshape moves no data), and it holds
+    a whole number per sample, more than one where the batch merges with the axes after it
+    (Swin's windows: [B, nW, ...] as [B * nW, ...]). Of several such axes (sizes of 1), the
+    one as long as x's batch axis."""
     before = _product(x.shape[:x.batch_axis])
-    for j, d in enumerate(shape):
-        if _product(shape[:j]) == before and d == x.shape[x.batch_axis]:
-            return j
-        if _product(shape[:j]) > before:
-            break
+    axes = [j for j, d in enumerate(shape) if _product(shape[:j]) == before and d % b.batch == 0]
+    if axes:
+        j = min(axes, key=lambda j: shape[j] != x.shape[x.batch_axis])
+        return j, shape[j] // b.batch
     raise ImportError_("%s: reshaping %s (the batch on axis %d) to %s would mix the batch "
-                       "with other axes" % (name, list(x.shape), x.batch_axis, list(shape)))
+                       "with other axes (it may merge only with the axes after it)"
+                       % (name, list(x.shape), x.batch_axis, list(shape)))
 
 
 def reshape(b, name, x, shape):
@@ -102,18 +107,73 @@ def reshape(b, name, x, shape):
     if shape == x.shape:
         return x
     if x.batched:
-        axis = _reshaped_batch_axis(name, x, shape)
-        if len(shape) == 2 and x.rank > 2 and axis == 0 and x.batch_axis == 0:
+        axis, group = _reshaped_batch_axis(b, name, x, shape)
+        if (len(shape) == 2 and x.rank > 2 and axis == 0 and x.batch_axis == 0
+                and shape[0] == x.shape[0]):
             y = b.node1("flatten", name, [x], shape, True)
         else:
             attrs = {"shape": list(shape[:axis] + shape[axis + 1:])}
             if axis:
                 attrs["batch_axis"] = axis
+            if group > 1:
+                attrs["batch_group"] = group
             y = b.node1("reshape", name, [x], shape, axis, attrs)
     else:
         y = b.node1("reshape", name, [x], shape, False, {"shape": list(shape)})
     b.reshaped_from[y.name] = x
     return y
+
+
+def _slice(b, name, x, axis, start, end):
+    shape = list(x.shape)
+    shape[axis] = end - start
+    return b.node1("slice", name, [x], shape, x.batch_axis,
+                   {"axis": axis, "start": start, "end": end})
+
+
+def strided(b, name, x, axis, start, stop, step):
+    """x[start:stop:step] along `axis`, step > 1 (Swin's patch merging takes x[..., 0::2,
+    0::2, :]): a window of n * step elements holding the n picked ones, cut into [n, step]
+    by a reshape, and one column of it."""
+    n = len(range(start, stop, step))
+    refused = "a negative step" if step < 0 else "a step along the batch axis" \
+        if axis == x.batch_axis else "a step that picks nothing" if n < 1 else None
+    if refused:
+        raise ImportError_("%s: slicing with %s" % (name, refused))
+    if n == 1:
+        return _slice(b, name, x, axis, start, start + 1)
+    low = start if start + n * step <= x.shape[axis] else x.shape[axis] - n * step
+    if low < 0 or x.rank >= 6:
+        raise ImportError_("%s: slicing with a step that leaves a partial window or needs "
+                           "rank 7" % name)
+    window = x if (low, n * step) == (0, x.shape[axis]) else \
+        _slice(b, name + ".window", x, axis, low, low + n * step)
+    shape = list(x.shape)
+    shape[axis:axis + 1] = [n, step]
+    cut = reshape(b, name + ".cut", window, shape)
+    column = _slice(b, name + ".column", cut, axis + 1, start - low, start - low + 1)
+    del shape[axis + 1]
+    return reshape(b, name, column, shape)
+
+
+def constant_rows(b, name, table, ids):
+    """Rows of an unbatched table picked by constant ids (a numpy integer array): the table
+    itself, a slice where they run in order, else the product with a one-hot matrix (a
+    relative position bias's lookup)."""
+    rows, count = ids.reshape(-1), ids.size
+    shape = (count,) + table.shape[1:]
+    rows_name = name if ids.ndim == 1 else name + ".rows"
+    start = int(rows[0]) if count else 0
+    if np.array_equal(rows, np.arange(table.shape[0])):
+        picked = table
+    elif np.array_equal(rows, np.arange(start, start + count)):
+        picked = b.node1("slice", rows_name, [table], shape, False,
+                         {"axis": 0, "start": start, "end": start + count})
+    else:
+        one_hot = b.constant(name + ".one_hot",
+                             np.eye(table.shape[0], dtype=np.float32)[rows])
+        picked = b.node1("matmul", rows_name, [one_hot, table], shape, False)
+    return reshape(b, name, picked, tuple(ids.shape) + table.shape[1:])
 
 
 def transpose(b, name, x, perm):

@@ -65,6 +65,19 @@ def _split(attrs, inputs, n_outputs):
     return np.split(x, np.cumsum(sizes)[:-1], axis=axis)
 
 
+def _scatter_nd(attrs, inputs):
+    """ScatterND without a reduction: a constant written in place (Swin's shifted-window
+    mask, filled region by region)."""
+    data, indices, updates = inputs
+    if attrs.get("reduction", "none") != "none":
+        return None
+    out = np.array(data, copy=True)
+    k = indices.shape[-1]
+    for where, value in zip(indices.reshape(-1, k), updates.reshape((-1,) + data.shape[k:])):
+        out[tuple(int(i) for i in where)] = value
+    return [out]
+
+
 FOLD = {
     "Identity": lambda a, i: [i[0]],
     "Gather": lambda a, i: [np.take(i[0], i[1].astype(np.int64), axis=a.get("axis", 0))],
@@ -92,13 +105,15 @@ FOLD = {
     "Trilu": lambda a, i: [np.triu(i[0], int(i[1]) if len(i) > 1 and i[1] is not None else 0)
                            if a.get("upper", 1) else
                            np.tril(i[0], int(i[1]) if len(i) > 1 and i[1] is not None else 0)],
+    "Shape": lambda a, i: [np.asarray(np.shape(i[0])[a.get("start", 0):a.get("end")],
+                                      dtype=np.int64)],
+    "Mod": lambda a, i: [np.fmod(i[0], i[1]) if a.get("fmod", 0) else np.mod(i[0], i[1])],
+    "ScatterND": _scatter_nd,
 }
 
 
 def fold(op, attrs, inputs, n_outputs):
     if op == "Split":
         return _split(attrs, inputs, n_outputs)
-    f = FOLD.get(op)
-    if f is None:
-        return None
-    return [np.asarray(v) for v in f(attrs, inputs)]
+    outputs = FOLD[op](attrs, inputs) if op in FOLD else None
+    return None if outputs is None else [np.asarray(v) for v in outputs]

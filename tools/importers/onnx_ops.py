@@ -272,8 +272,11 @@ def slice_(imp, n, name, ins, attrs):
     for s, e, a, st in zip(starts, ends, axes, steps):
         a = int(a) % x.rank
         start, stop, step = slice(int(s), int(e), int(st)).indices(x.shape[a])
+        if step < 0:
+            raise Refused("negative steps")
         if step != 1:
-            raise Refused("steps")
+            y = emit.strided(imp.b, "%s.step%d" % (name, a), y, a, start, stop, step)
+            continue
         if (start, stop) == (0, x.shape[a]):
             continue
         if a == x.batch_axis:
@@ -325,6 +328,9 @@ def gather(imp, n, name, ins, attrs):
         if ids.ndim == 0:
             del shape[a]
         return [emit.reshape(imp.b, name, y, shape)]
+    if isinstance(data, Tensor) and not data.batched and isinstance(ids, np.ndarray) and \
+            axis % data.rank == 0:  # a parameter's rows picked by constant indices
+        return [emit.constant_rows(imp.b, name, data, ids.astype(np.int64) % data.shape[0])]
     raise Refused("gathering several indices")
 
 

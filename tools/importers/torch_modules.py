@@ -138,21 +138,7 @@ def lookup(imp, name, table, ids):
     if isinstance(ids, Tensor):
         return imp.b.node1("embedding", name, [table, ids], ids.shape + table.shape[1:],
                            ids.batch_axis)
-    ids = torch.as_tensor(ids.value)
-    rows, count = ids.reshape(-1).long(), ids.numel()
-    shape = (count,) + table.shape[1:]
-    rows_name = name if ids.dim() == 1 else name + ".rows"
-    start = int(rows[0]) if count else 0
-    if torch.equal(rows, torch.arange(table.shape[0])):
-        picked = table
-    elif torch.equal(rows, torch.arange(start, start + count)):
-        picked = imp.b.node1("slice", rows_name, [table], shape, False,
-                             {"axis": 0, "start": start, "end": start + count})
-    else:  # any other constant ids: a one-hot matrix picks the rows
-        one_hot = imp.b.constant(name + ".one_hot",
-                                 F.one_hot(rows, table.shape[0]).float().numpy())
-        picked = imp.b.node1("matmul", rows_name, [one_hot, table], shape, False)
-    return emit.reshape(imp.b, name, picked, tuple(ids.shape) + table.shape[1:])
+    return emit.constant_rows(imp.b, name, table, torch.as_tensor(ids.value).long().numpy())
 
 
 def _pool_attrs(m, spatial):

@@ -290,21 +290,23 @@ def _getitem(imp, name, args, kwargs):
 
 
 def _slice_tensor(imp, name, x, index):
-    """x[...] with integers, slices of step 1 on axes other than the batch, and one ...
-    (rotate_half's x[..., :d // 2])."""
-    index = index if isinstance(index, tuple) else (index,)
+    """x[...] with integers and slices on axes other than the batch; one ... stands for
+    the axes not named, and None's new axes come with the result's shape."""
+    index = tuple(i for i in (index if isinstance(index, tuple) else (index,)) if i is not None)
     ellipses = [k for k, i in enumerate(index) if i is Ellipsis]
-    if len(ellipses) == 1:
-        k = ellipses[0]
-        index = index[:k] + (slice(None),) * (x.rank - len(index) + 1) + index[k + 1:]
-    if any(i is Ellipsis for i in index) or len(index) > x.rank:
-        raise Refused("tensor indexing with two ... or too many indices")
+    if len(ellipses) > 1 or len(index) - len(ellipses) > x.rank:
+        raise Refused("tensor indexing with several ... or too many indices")
+    if ellipses:
+        at = ellipses[0]
+        index = index[:at] + (slice(None),) * (x.rank - len(index) + 1) + index[at + 1:]
     y = x
     for axis, i in enumerate(index):
         if isinstance(i, slice):
             start, stop, step = i.indices(x.shape[axis])
             if step != 1:
-                raise Refused("tensor slicing with a step")
+                y = emit.strided(imp.b, "%s.step%d" % (name, axis), y, axis, start, stop,
+                                 step)
+                continue
             if (start, stop) == (0, x.shape[axis]):
                 continue
             if axis == x.batch_axis:

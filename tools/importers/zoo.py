@@ -94,6 +94,10 @@ MODELS = {
     "llama": dict(source=MODELS_PY + ":llama", input=(16,), bench_input=(128,), dtype="i32",
                   vocab=64, batch=8, kwargs={},
                   bench_kwargs={"dim": 256, "heads": 8, "hidden": 688, "context": 128}),
+    # Shifted windows: the batch merged with the window grid, a mask per window.
+    "swin": dict(source=MODELS_PY + ":swin", input=(3, 32, 32), bench_input=IMAGE, batch=4,
+                 kwargs={"num_classes": 10}, dropout={"stochastic_depth_prob": 0.0},
+                 onnx_no_dropout=True, training=IMAGE_TRAINING),
 }
 
 # Small models that each check a group of operator mappings, not benchmarked: check.py takes
@@ -112,6 +116,7 @@ MAPPING_MODELS = {
                                 "and var as ReduceL2, Softplus and ReduceProd, which "
                                 "import-onnx does not map"),
     "pools": dict(source=MODELS_PY + ":pools", input=(2, 4, 8, 8), batch=4, kwargs={}),
+    "strides": dict(source=MODELS_PY + ":strides", input=(6, 4, 3), batch=4, kwargs={}),
 }
 
 

@@ -604,15 +604,17 @@ PL_KERNEL(zeros_like)
 
 /* ---- dropout -------------------------------------------------------------------------- */
 
-/* The counter of element i's keep decision in modes row and batch: its sample's position
- * in the whole step's batch (a micro-batch of `layout.batch` samples follows micro_batch
- * times as many), or one draw for the whole step. */
+/* The counter of element i's keep decision in modes row and batch: its row's position in
+ * the whole step's batch axis (a micro-batch of `rows` follows micro_batch times as many),
+ * or one draw for the whole step. A row is a sample, or one of a sample's `group` rows
+ * where the batch is merged with the axes after it (PyTorch draws per row of axis 0). */
 static int64_t shared_keep_counter(const pl_kernel_args *args, pl_batch_layout layout,
                                    int64_t i)
 {
     if (args->op->attrs.mode == PL_DROPOUT_BATCH)
         return 0;
-    return args->step->micro_batch * layout.batch + (i / layout.inner) % layout.batch;
+    int64_t rows = layout.batch * layout.group, row_size = layout.inner / layout.group;
+    return args->step->micro_batch * rows + (i / row_size) % rows;
 }
 
 /* y = mask * x / (1 - rate); the mask is a pure function of (seed, step, position in the
