@@ -520,11 +520,11 @@ static void shared_dropout_ref(const float *x, float *y, const pl_tensor *t, con
                                const pl_step_info *step)
 {
     pl_batch_layout l = pl_tensor_batch_layout(t);
-    int64_t n = pl_tensor_elements(t);
+    int64_t n = pl_tensor_elements(t), rows = l.batch * l.group, row_size = l.inner / l.group;
     for (int64_t i = 0; i < n; i++) {
         int64_t counter = at->mode == PL_DROPOUT_BATCH
                               ? 0
-                              : step->micro_batch * l.batch + i / l.inner % l.batch;
+                              : step->micro_batch * rows + i / row_size % rows;
         y[i] = pl_rng_keep((uint64_t)at->seed, step->step, counter, (float)at->rate)
                    ? x[i] * (float)(1.0 / (1.0 - at->rate)) /* the kernel's rounding */
                    : 0.0f;

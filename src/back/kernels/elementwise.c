@@ -639,8 +639,8 @@ PL_VECTOR_CLONES static void dropout_apply(const pl_kernel_args *args)
                                                    ? args->step->micro_batches : 1;
     const pl_batch_layout layout = pl_tensor_batch_layout(args->out_t[0]);
     if (at->mode != PL_DROPOUT_ELEMENT) {
-        /* one draw for each run of elements that share it: a sample's `inner` elements */
-        int64_t share = at->mode == PL_DROPOUT_BATCH ? n : layout.inner;
+        /* one draw for each run of elements that share it: a row's (shared_keep_counter) */
+        int64_t share = at->mode == PL_DROPOUT_BATCH ? n : layout.inner / layout.group;
         for (int64_t i = begin; i < end;) {
             int64_t stop = (i / share + 1) * share < end ? (i / share + 1) * share : end;
             if (pl_rng_keep(seed, step, shared_keep_counter(args, layout, i), rate))
