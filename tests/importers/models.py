@@ -539,3 +539,30 @@ class Everyday(nn.Module):
 
 def everyday(**kwargs):
     return Everyday(**kwargs)
+
+
+class Handwritten(nn.Module):
+    """What models written by hand do (tests/importers/written.py): a module made inside
+    forward (`nn.Softmax(dim=-1)(scores)`), position ids expanded over the batch into an
+    embedding, a mask of ones shaped like a batched tensor, the maximum and minimum along an
+    axis (`torch.max(x, 1)[0]`, `.values`, amax, amin) and of two tensors."""
+
+    def __init__(self, dim=6, context=5, classes=3):
+        super().__init__()
+        self.positions = nn.Embedding(context, dim)
+        self.fc = nn.Linear(dim, dim)
+        self.out = nn.Linear(dim, classes)
+
+    def forward(self, x):  # [batch, context, dim]
+        ids = torch.arange(x.size(1)).unsqueeze(0).expand(x.size(0), -1)
+        h = self.fc(x + self.positions(ids))
+        mask = (1.0 - torch.ones_like(h[:, :, 0]).unsqueeze(1)) * -10000.0
+        y = nn.Softmax(dim=-1)(h @ h.transpose(1, 2) + mask) @ h
+        pooled = torch.max(y, 1)[0] + y.min(dim=1, keepdim=True).values.squeeze(1)
+        per_row = torch.amax(y, dim=2) - torch.amin(y, dim=-1)  # [batch, context]
+        mixed = torch.maximum(pooled, y[:, 0]) + torch.min(pooled, y[:, 1])
+        return self.out(mixed + per_row.mean(1, keepdim=True))
+
+
+def handwritten(**kwargs):
+    return Handwritten(**kwargs)

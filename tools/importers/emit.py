@@ -2,6 +2,8 @@
 transposes that carry the batch axis where it goes. Shapes are whole (batch included for
 batched tensors)."""
 
+import numpy as np
+
 from builder import ImportError_, Tensor
 
 
@@ -46,8 +48,15 @@ def fit_to(b, name, x, other):
 
 
 def constant_for(b, name, value, like):
-    """A constant (a numpy array) that will meet tensor `like`: its leading size-1 axes are
-    dropped while it has more axes than `like` keeps after the batch."""
+    """A constant (a numpy array) that will meet tensor `like`: one sample's values where it
+    holds the same for every sample along like's batch axis (a mask made of
+    `torch.ones_like(input_ids)`), then its leading size-1 axes are dropped while it has more
+    axes than `like` keeps after the batch."""
+    if like is not None and like.batched:
+        axis = value.ndim - like.rank + like.batch_axis  # aligned at the last axis
+        if 0 <= axis and value.shape[axis] == like.shape[like.batch_axis] > 1 and \
+                (value == np.take(value, [0], axis)).all():
+            value = np.take(value, [0], axis)
     if like is not None:
         while value.ndim > after_batch(like) and value.shape[0] == 1:
             value = value.reshape(value.shape[1:])

@@ -1,5 +1,9 @@
 """Everyday layers and functions placer has no op of their own for, composed of ops it
-has: torch.stack, unbind, leaky ReLU, nearest-neighbour upsampling by whole factors."""
+has: torch.stack, unbind, leaky ReLU, nearest-neighbour upsampling by whole factors, the
+maximum and minimum along an axis or of two tensors."""
+
+import collections
+import math
 
 import numpy as np
 import torch
@@ -87,7 +91,71 @@ def functional_leaky_relu(imp, name, args, kwargs):
     return leaky_relu(imp, name, args[0], slope)
 
 
+# torch.max(x, dim)'s result: its values are mapped, its indices are not.
+Extremes = collections.namedtuple("Extremes", "values indices")
+
+
+def max_over(imp, name, x, axis, out_shape):
+    """The maximum along one axis other than the batch: one max-pooling window over it, the
+    other axes gathered behind the batch ([batch, rest, 1, length] -> [batch, rest, 1, 1]),
+    then put back in their order."""
+    if not x.batched:
+        raise Refused("the maximum along an axis of a tensor without the batch")
+    if axis == x.batch_axis:
+        raise Refused("the maximum along the batch axis")
+    b = imp.b
+    rest = [a for a in range(x.rank) if a not in (x.batch_axis, axis)]
+    order = [x.batch_axis] + rest
+    batch, length = x.shape[x.batch_axis], x.shape[axis]
+    moved = emit.transpose(b, name + ".moved", x, order + [axis])
+    cells = math.prod(x.shape[a] for a in rest)
+    windows = emit.reshape(b, name + ".windows", moved, (batch, cells, 1, length))
+    pooled = b.node1("max_pool", name, [windows], (batch, cells, 1, 1), True,
+                     {"kernel": [1, length], "stride": [1, length], "padding": [0, 0]})
+    y = emit.reshape(b, name + ".rest", pooled, tuple(x.shape[a] for a in order))
+    y = emit.transpose(b, name + ".order", y, [order.index(a) for a in sorted(order)])
+    return emit.reshape(b, name + ".shaped", y, out_shape)
+
+
+def _extreme(sign, with_indices):
+    """torch.max/min(x, dim[, keepdim]) and x.max/min(...), torch.amax/amin with one dim
+    (the minimum as the maximum of -x), and torch.max/min(a, b) of two tensors (a plus the
+    ReLU of their difference)."""
+
+    def handler(imp, name, args, kwargs):
+        x = args[0]
+        dim = args[1] if len(args) > 1 else kwargs.get("dim", kwargs.get("other", Const(None)))
+        if isinstance(dim, Tensor) or (isinstance(dim, Const) and torch.is_tensor(dim.value)):
+            other = imp.tensor_of(dim, name, x)
+            diff = emit.binary(imp.b, "sub", name + ".difference", other, x)
+            return emit.binary(imp.b, "add", name, x, emit.scale(
+                imp.b, name + ".beyond", emit.unary(imp.b, "relu", name + ".relu",
+                                                    emit.scale(imp.b, name + ".signed", diff,
+                                                               sign)), sign))
+        dim = val(dim)
+        if dim is None or (isinstance(dim, (tuple, list)) and len(dim) != 1):
+            raise Refused("the %s over every axis or several" % ("maximum" if sign > 0 else
+                                                                  "minimum"))
+        dim = dim[0] if isinstance(dim, (tuple, list)) else dim
+        value = imp.current_value
+        shape = tuple((value.values if with_indices else value).shape)
+        signed = x if sign > 0 else emit.scale(imp.b, name + ".negated", x, -1.0)
+        y = max_over(imp, name if sign > 0 else name + ".max", signed, int(dim) % x.rank,
+                     shape)
+        if sign < 0:
+            y = emit.scale(imp.b, name, y, -1.0)
+        return Extremes(y, imp.not_mapped("the indices of torch.%s" % (
+            "max" if sign > 0 else "min"))) if with_indices else y
+    return handler
+
+
 FUNCTIONS = {
+    torch.max: _extreme(1.0, True), "max": _extreme(1.0, True),
+    torch.min: _extreme(-1.0, True), "min": _extreme(-1.0, True),
+    torch.amax: _extreme(1.0, False), "amax": _extreme(1.0, False),
+    torch.amin: _extreme(-1.0, False), "amin": _extreme(-1.0, False),
+    torch.maximum: _extreme(1.0, False), "maximum": _extreme(1.0, False),
+    torch.minimum: _extreme(-1.0, False), "minimum": _extreme(-1.0, False),
     torch.stack: stack,
     torch.unbind: unbind, "unbind": unbind,
     F.leaky_relu: functional_leaky_relu,

@@ -204,6 +204,8 @@ def _expand(imp, name, args, kwargs):
     """x.expand(...) and x.expand_as(y): a parameter spread over the batch (a class token)
     or a size-1 axis repeated, as a broadcasting add of zeros."""
     x, shape = args[0], _shape(imp)
+    if isinstance(x, Const):  # over a batched tensor (position ids as the input's ids)
+        return x
     if x.shape == shape:
         return x
     b = imp.b
@@ -352,6 +354,8 @@ def _masked_fill(imp, name, args, kwargs):
 def _compare(op):
     def handler(imp, name, args, kwargs):
         a, c = args[0], args[1]
+        if any(isinstance(t, Tensor) and t.dtype == "i32" for t in (a, c)):
+            raise Refused("%s of integer ids (placer compares f32 values)" % op)
         like = a if isinstance(a, Tensor) else c
         return emit.binary(imp.b, op, name, imp.tensor_of(a, name, like),
                            imp.tensor_of(c, name, like))
@@ -479,6 +483,25 @@ SHAPE_ONLY = {"size", "dim", getattr, "new_ones", "new_zeros", "new_full", torch
               torch.zeros_like, torch.full_like}
 
 
+FILLS = {"new_ones", "new_zeros", "new_full", torch.ones_like, torch.zeros_like,
+         torch.full_like}
+
+
+def _one_sample(imp, value, target, args):
+    """A fill shaped like a batched tensor (`torch.zeros_like(input_ids)`), or a constant
+    expanded over the batch (`torch.arange(t).unsqueeze(0).expand(b, -1)`), holds the same
+    values for every sample: one sample's, which broadcast over the batch as they meet it
+    (a constant the batch's size would be refused as stretching over it)."""
+    x = args[0] if args else None
+    if target in FILLS and isinstance(x, Tensor) and x.batched and torch.is_tensor(value) \
+            and tuple(value.shape) == tuple(x.shape):
+        return value.narrow(x.batch_axis, 0, 1)
+    if torch.is_tensor(value) and value.dim() and value.shape[0] == imp.b.batch > 1 and \
+            value.stride(0) == 0:  # expanded: every row is one row's values
+        return value.narrow(0, 0, 1)
+    return value
+
+
 def _describe(n, imp):
     if n.op == "call_module":
         return "%s (torch.nn module)" % type(imp.modules[n.target]).__name__
@@ -524,12 +547,14 @@ def map_node(imp, n):
     if n.op == "get_attr":
         if n.target in imp.params:
             return imp.parameter(n.target, like_init(imp.params[n.target], len(imp.b.parameters) + 1))
-        return Const(imp.value(n))
+        return Const(_one_sample(imp, imp.value(n), None, ()))
     args = imp.env_of(n.args)
     kwargs = imp.env_of(n.kwargs)
     where = _node_name(n)
+    if n.target is getattr and isinstance(args[0], torch_composed.Extremes):
+        return getattr(args[0], val(args[1]))  # torch.max(x, dim).values
     if n.target in SHAPE_ONLY:  # its value is known even where its argument's op is not
-        return Const(imp.value(n))
+        return Const(_one_sample(imp, imp.value(n), n.target, args))
     if is_poisoned(args) or is_poisoned(kwargs):
         # Downstream of an unsupported operator: only whether this one is supported counts.
         if n.op == "call_module":
@@ -546,7 +571,7 @@ def map_node(imp, n):
             return Poisoned()
     args, kwargs = torch_recurrent.stacked(imp, n, args, kwargs)
     if is_const(args) and is_const(kwargs) and not _has_parameters(imp, n):
-        return Const(imp.value(n))
+        return Const(_one_sample(imp, imp.value(n), n.target, args))
     if n.op == "call_function" and isinstance(n.target, type) and issubclass(n.target, tuple):
         fields = getattr(n.target, "_fields", ())  # a named tuple of outputs (GoogLeNet's)
         return tuple(args) + tuple(kwargs[f] for f in fields[len(args):] if f in kwargs)

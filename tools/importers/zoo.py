@@ -107,6 +107,8 @@ MAPPING_MODELS = {
     "volumes": dict(source=MODELS_PY + ":volumes", input=(2, 3, 6, 6), batch=4, kwargs={}),
     "everyday": dict(source=MODELS_PY + ":everyday", input=(3, 8, 8), batch=4, kwargs={},
                      no_onnx="import-onnx maps neither LeakyRelu nor Resize"),
+    "handwritten": dict(source=MODELS_PY + ":handwritten", input=(5, 6), batch=4, kwargs={},
+                        no_onnx="import-onnx maps neither ReduceMax nor Max"),
 }
 
 

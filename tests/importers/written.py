@@ -1,0 +1,759 @@
+"""Models written by hand the common ways, as tutorials and public repositories write them:
+the rehearsal set of `tools/import-survey --set written`. One builder per model, at a small
+size; SPECS gives each one's inputs per sample (shape, dtype, id range) and the loss a user
+would import it with. For example:
+
+    tools/import-torch tests/importers/written.py:lenet --input 1,28,28 --batch 2 -o lenet.json
+    tools/import-torch tests/importers/written.py:char_rnn --input 12 --input-dtype i32 \\
+        --vocab 40 --batch 2 -o char_rnn.json
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class LeNet(nn.Module):
+    """LeNet-5 for MNIST as the tutorials write it: padding 2, max pooling, view(-1, ...)."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, classes)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), (2, 2))
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = x.view(-1, self.num_flat_features(x))
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        return self.fc3(x)
+
+    def num_flat_features(self, x):
+        size = x.size()[1:]
+        n = 1
+        for s in size:
+            n *= s
+        return n
+
+
+class BasicBlock(nn.Module):
+    expansion = 1
+
+    def __init__(self, in_planes, planes, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_planes, planes, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or in_planes != planes:
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(in_planes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        out += self.shortcut(x)
+        return F.relu(out)
+
+
+class CifarResNet(nn.Module):
+    """The CIFAR ResNet of the many training repositories: a 3x3 stem, stages built by
+    _make_layer, average pooling by F.avg_pool2d and out.view(out.size(0), -1)."""
+
+    def __init__(self, blocks=(1, 1, 1), classes=10):
+        super().__init__()
+        self.in_planes = 8
+        self.conv1 = nn.Conv2d(3, 8, 3, 1, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.layer1 = self._make_layer(8, blocks[0], 1)
+        self.layer2 = self._make_layer(16, blocks[1], 2)
+        self.layer3 = self._make_layer(32, blocks[2], 2)
+        self.linear = nn.Linear(32 * BasicBlock.expansion, classes)
+
+    def _make_layer(self, planes, count, stride):
+        layers = []
+        for s in [stride] + [1] * (count - 1):
+            layers.append(BasicBlock(self.in_planes, planes, s))
+            self.in_planes = planes * BasicBlock.expansion
+        return nn.Sequential(*layers)
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.layer3(self.layer2(self.layer1(out)))
+        out = F.avg_pool2d(out, out.size()[3])
+        out = out.view(out.size(0), -1)
+        return self.linear(out)
+
+
+class DCGANGenerator(nn.Module):
+    """DCGAN's generator: a latent [nz, 1, 1] up to a 3x16x16 image by transposed
+    convolutions, batch norm and ReLU, Tanh at the end."""
+
+    def __init__(self, nz=16, ngf=8, nc=3):
+        super().__init__()
+        self.main = nn.Sequential(
+            nn.ConvTranspose2d(nz, ngf * 4, 4, 1, 0, bias=False),
+            nn.BatchNorm2d(ngf * 4),
+            nn.ReLU(True),
+            nn.ConvTranspose2d(ngf * 4, ngf * 2, 4, 2, 1, bias=False),
+            nn.BatchNorm2d(ngf * 2),
+            nn.ReLU(True),
+            nn.ConvTranspose2d(ngf * 2, nc, 4, 2, 1, bias=False),
+            nn.Tanh())
+
+    def forward(self, input):
+        return self.main(input)
+
+
+class DCGANDiscriminator(nn.Module):
+    """DCGAN's discriminator: strided convolutions, LeakyReLU(0.2), a sigmoid score per
+    image, returned as output.view(-1, 1).squeeze(1)."""
+
+    def __init__(self, nc=3, ndf=8):
+        super().__init__()
+        self.main = nn.Sequential(
+            nn.Conv2d(nc, ndf, 4, 2, 1, bias=False),
+            nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(ndf, ndf * 2, 4, 2, 1, bias=False),
+            nn.BatchNorm2d(ndf * 2),
+            nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(ndf * 2, 1, 4, 1, 0, bias=False),
+            nn.Sigmoid())
+
+    def forward(self, input):
+        output = self.main(input)
+        return output.view(-1, 1).squeeze(1)
+
+
+class ConvAutoencoder(nn.Module):
+    """A convolutional autoencoder for 28x28 images: strided convolutions down, transposed
+    ones back up (output_padding for the odd size), a sigmoid image out."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Sequential(
+            nn.Conv2d(1, 8, 3, stride=2, padding=1), nn.ReLU(),
+            nn.Conv2d(8, 16, 3, stride=2, padding=1), nn.ReLU(),
+            nn.Conv2d(16, 32, 7))
+        self.decoder = nn.Sequential(
+            nn.ConvTranspose2d(32, 16, 7), nn.ReLU(),
+            nn.ConvTranspose2d(16, 8, 3, stride=2, padding=1, output_padding=1), nn.ReLU(),
+            nn.ConvTranspose2d(8, 1, 3, stride=2, padding=1, output_padding=1), nn.Sigmoid())
+
+    def forward(self, x):
+        return self.decoder(self.encoder(x))
+
+
+class MlpBlock(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class MixerBlock(nn.Module):
+    def __init__(self, tokens, channels, token_hidden, channel_hidden):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(channels)
+        self.token_mixing = MlpBlock(tokens, token_hidden)
+        self.norm2 = nn.LayerNorm(channels)
+        self.channel_mixing = MlpBlock(channels, channel_hidden)
+
+    def forward(self, x):
+        y = self.norm1(x).transpose(1, 2)
+        x = x + self.token_mixing(y).transpose(1, 2)
+        return x + self.channel_mixing(self.norm2(x))
+
+
+class MLPMixer(nn.Module):
+    """MLP-Mixer: patches by a strided convolution, flatten(2).transpose(1, 2) to tokens,
+    token MLPs over the transposed tokens, channel MLPs, the mean over tokens."""
+
+    def __init__(self, image_size=16, patch=4, channels=16, depth=2, classes=10):
+        super().__init__()
+        tokens = (image_size // patch) ** 2
+        self.stem = nn.Conv2d(3, channels, patch, patch)
+        self.blocks = nn.Sequential(*[MixerBlock(tokens, channels, 2 * tokens, 2 * channels)
+                                      for _ in range(depth)])
+        self.norm = nn.LayerNorm(channels)
+        self.head = nn.Linear(channels, classes)
+
+    def forward(self, x):
+        x = self.stem(x).flatten(2).transpose(1, 2)
+        x = self.norm(self.blocks(x))
+        return self.head(x.mean(dim=1))
+
+
+class CharRNN(nn.Module):
+    """A character-level language model: Embedding, a 2-layer batch-first nn.LSTM with
+    dropout between layers, the steps flattened to rows for the Linear, as char-rnn
+    tutorials write it; the hidden state is optional and starts at zeros."""
+
+    def __init__(self, vocab=40, embed=16, hidden=32, layers=2, dropout=0.0):
+        super().__init__()
+        self.hidden_size, self.layers = hidden, layers
+        self.embedding = nn.Embedding(vocab, embed)
+        self.lstm = nn.LSTM(embed, hidden, layers, dropout=dropout, batch_first=True)
+        self.fc = nn.Linear(hidden, vocab)
+
+    def forward(self, x, hidden=None):
+        out, hidden = self.lstm(self.embedding(x), hidden)
+        out = out.contiguous().view(-1, self.hidden_size)
+        return self.fc(out).view(x.size(0), x.size(1), -1)
+
+
+class Encoder(nn.Module):
+    def __init__(self, vocab, embed, hidden):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, embed)
+        self.rnn = nn.GRU(embed, hidden, batch_first=True)
+
+    def forward(self, src):
+        outputs, hidden = self.rnn(self.embedding(src))
+        return outputs, hidden
+
+
+class AttnDecoder(nn.Module):
+    """One step of a GRU decoder with dot-product (Luong) attention over the encoder's
+    states."""
+
+    def __init__(self, vocab, embed, hidden):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, embed)
+        self.rnn = nn.GRU(embed, hidden, batch_first=True)
+        self.concat = nn.Linear(2 * hidden, hidden)
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, token, hidden, encoder_outputs):
+        embedded = self.embedding(token).unsqueeze(1)
+        output, hidden = self.rnn(embedded, hidden)
+        scores = torch.bmm(output, encoder_outputs.transpose(1, 2))
+        weights = F.softmax(scores, dim=-1)
+        context = torch.bmm(weights, encoder_outputs)
+        concat = torch.cat((output.squeeze(1), context.squeeze(1)), 1)
+        return self.out(torch.tanh(self.concat(concat))), hidden
+
+
+class Seq2Seq(nn.Module):
+    """A GRU encoder-decoder with attention, decoding the target with teacher forcing one
+    step at a time; the logits of every step stacked [batch, steps, vocab]."""
+
+    def __init__(self, vocab=30, embed=16, hidden=24):
+        super().__init__()
+        self.encoder = Encoder(vocab, embed, hidden)
+        self.decoder = AttnDecoder(vocab, embed, hidden)
+
+    def forward(self, src, trg):
+        encoder_outputs, hidden = self.encoder(src)
+        outputs = []
+        for t in range(trg.size(1)):
+            output, hidden = self.decoder(trg[:, t], hidden, encoder_outputs)
+            outputs.append(output)
+        return torch.stack(outputs, dim=1)
+
+
+class Chomp1d(nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.size = size
+
+    def forward(self, x):
+        return x[:, :, :-self.size].contiguous()
+
+
+class ResidualLayer(nn.Module):
+    """A WaveNet layer: a dilated causal convolution, the gated tanh * sigmoid unit, a 1x1
+    convolution each for the residual and the skip path."""
+
+    def __init__(self, channels, skip, dilation):
+        super().__init__()
+        self.dilated = nn.Conv1d(channels, 2 * channels, 2, padding=dilation, dilation=dilation)
+        self.chomp = Chomp1d(dilation)
+        self.residual = nn.Conv1d(channels, channels, 1)
+        self.skip = nn.Conv1d(channels, skip, 1)
+
+    def forward(self, x):
+        h = self.chomp(self.dilated(x))
+        filt, gate = torch.chunk(h, 2, dim=1)
+        h = torch.tanh(filt) * torch.sigmoid(gate)
+        return x + self.residual(h), self.skip(h)
+
+
+class WaveNet(nn.Module):
+    """A WaveNet/TCN-style stack of dilated causal 1-d convolutions (dilations 1 .. 8),
+    residual connections and a sum of skips, classified over the mean of time."""
+
+    def __init__(self, in_channels=1, channels=8, skip=16, dilations=(1, 2, 4, 8), classes=10):
+        super().__init__()
+        self.start = nn.Conv1d(in_channels, channels, 1)
+        self.layers = nn.ModuleList([ResidualLayer(channels, skip, d) for d in dilations])
+        self.end1 = nn.Conv1d(skip, skip, 1)
+        self.end2 = nn.Conv1d(skip, classes, 1)
+
+    def forward(self, x):
+        x = self.start(x)
+        skips = 0
+        for layer in self.layers:
+            x, s = layer(x)
+            skips = skips + s
+        out = self.end2(F.relu(self.end1(F.relu(skips))))
+        return out.mean(dim=2)
+
+
+class BertSelfAttention(nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.num_attention_heads = heads
+        self.attention_head_size = hidden // heads
+        self.all_head_size = hidden
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+
+    def transpose_for_scores(self, x):
+        new_shape = x.size()[:-1] + (self.num_attention_heads, self.attention_head_size)
+        return x.view(*new_shape).permute(0, 2, 1, 3)
+
+    def forward(self, hidden_states, attention_mask):
+        q = self.transpose_for_scores(self.query(hidden_states))
+        k = self.transpose_for_scores(self.key(hidden_states))
+        v = self.transpose_for_scores(self.value(hidden_states))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.attention_head_size)
+        scores = scores + attention_mask
+        probs = nn.Softmax(dim=-1)(scores)
+        context = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
+        return context.view(*context.size()[:-2], self.all_head_size)
+
+
+class BertLayer(nn.Module):
+    """A post-norm encoder layer: attention, add and norm, a GELU feed-forward, add and
+    norm."""
+
+    def __init__(self, hidden, heads, intermediate):
+        super().__init__()
+        self.attention = BertSelfAttention(hidden, heads)
+        self.attention_output = nn.Linear(hidden, hidden)
+        self.attention_norm = nn.LayerNorm(hidden, eps=1e-12)
+        self.intermediate = nn.Linear(hidden, intermediate)
+        self.output = nn.Linear(intermediate, hidden)
+        self.output_norm = nn.LayerNorm(hidden, eps=1e-12)
+        self.dropout = nn.Dropout(0.0)
+
+    def forward(self, x, attention_mask):
+        a = self.attention_output(self.attention(x, attention_mask))
+        x = self.attention_norm(x + self.dropout(a))
+        h = self.output(F.gelu(self.intermediate(x)))
+        return self.output_norm(x + self.dropout(h))
+
+
+class Bert(nn.Module):
+    """A BERT-style classifier: token, position and segment embeddings summed and normed,
+    post-norm layers, a tanh pooler on the first token. The attention mask is an optional
+    input that defaults to ones, as in Hugging Face's code, or with mask_from_ids, as
+    tutorials write it, made from the ids (padding is id 0, the embedding's padding_idx)."""
+
+    def __init__(self, vocab=50, hidden=32, heads=4, intermediate=64, layers=2, context=32,
+                 classes=3, mask_from_ids=False):
+        super().__init__()
+        self.mask_from_ids = mask_from_ids
+        self.word_embeddings = nn.Embedding(vocab, hidden,
+                                            padding_idx=0 if mask_from_ids else None)
+        self.position_embeddings = nn.Embedding(context, hidden)
+        self.token_type_embeddings = nn.Embedding(2, hidden)
+        self.embedding_norm = nn.LayerNorm(hidden, eps=1e-12)
+        self.layers = nn.ModuleList([BertLayer(hidden, heads, intermediate)
+                                     for _ in range(layers)])
+        self.pooler = nn.Linear(hidden, hidden)
+        self.classifier = nn.Linear(hidden, classes)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None):
+        seq_length = input_ids.size(1)
+        position_ids = torch.arange(seq_length, dtype=torch.long, device=input_ids.device)
+        position_ids = position_ids.unsqueeze(0).expand_as(input_ids)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        x = self.word_embeddings(input_ids) + self.position_embeddings(position_ids) + \
+            self.token_type_embeddings(token_type_ids)
+        x = self.embedding_norm(x)
+        if self.mask_from_ids:
+            attention_mask = input_ids > 0
+        elif attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        mask = attention_mask.unsqueeze(1).unsqueeze(2).to(dtype=x.dtype)
+        mask = (1.0 - mask) * -10000.0
+        for layer in self.layers:
+            x = layer(x, mask)
+        pooled = torch.tanh(self.pooler(x[:, 0]))
+        return self.classifier(pooled)
+
+
+class PointNet(nn.Module):
+    """PointNet's classifier without the input transforms: points [3, N], a shared MLP as
+    1x1 Conv1d with batch norm, the max over points, fully connected layers, log-softmax."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv1d(3, 16, 1)
+        self.conv2 = nn.Conv1d(16, 32, 1)
+        self.conv3 = nn.Conv1d(32, 64, 1)
+        self.bn1 = nn.BatchNorm1d(16)
+        self.bn2 = nn.BatchNorm1d(32)
+        self.bn3 = nn.BatchNorm1d(64)
+        self.fc1 = nn.Linear(64, 32)
+        self.fc2 = nn.Linear(32, classes)
+        self.bn4 = nn.BatchNorm1d(32)
+        self.dropout = nn.Dropout(p=0.0)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = F.relu(self.bn2(self.conv2(x)))
+        x = self.bn3(self.conv3(x))
+        x = torch.max(x, 2, keepdim=True)[0]
+        x = x.view(-1, 64)
+        x = F.relu(self.bn4(self.dropout(self.fc1(x))))
+        return F.log_softmax(self.fc2(x), dim=1)
+
+
+class DenseLayer(nn.Module):
+    def __init__(self, in_channels, growth):
+        super().__init__()
+        self.bn1 = nn.BatchNorm2d(in_channels)
+        self.conv1 = nn.Conv2d(in_channels, 4 * growth, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(4 * growth)
+        self.conv2 = nn.Conv2d(4 * growth, growth, 3, padding=1, bias=False)
+
+    def forward(self, x):
+        out = self.conv1(F.relu(self.bn1(x)))
+        out = self.conv2(F.relu(self.bn2(out)))
+        return torch.cat([out, x], 1)
+
+
+class DenseNet(nn.Module):
+    """A small DenseNet for CIFAR: bottleneck layers that cat their output to their input,
+    a transition (1x1 convolution, 2x2 average pooling), global average pooling."""
+
+    def __init__(self, growth=6, layers=3, classes=10):
+        super().__init__()
+        channels = 2 * growth
+        self.conv1 = nn.Conv2d(3, channels, 3, padding=1, bias=False)
+        self.dense1 = self._dense(channels, growth, layers)
+        channels += layers * growth
+        self.trans_bn = nn.BatchNorm2d(channels)
+        self.trans_conv = nn.Conv2d(channels, channels // 2, 1, bias=False)
+        channels //= 2
+        self.dense2 = self._dense(channels, growth, layers)
+        channels += layers * growth
+        self.bn = nn.BatchNorm2d(channels)
+        self.linear = nn.Linear(channels, classes)
+
+    @staticmethod
+    def _dense(channels, growth, count):
+        return nn.Sequential(*[DenseLayer(channels + i * growth, growth) for i in range(count)])
+
+    def forward(self, x):
+        out = self.dense1(self.conv1(x))
+        out = F.avg_pool2d(self.trans_conv(F.relu(self.trans_bn(out))), 2)
+        out = F.relu(self.bn(self.dense2(out)))
+        out = F.adaptive_avg_pool2d(out, (1, 1))
+        return self.linear(torch.flatten(out, 1))
+
+
+class SELayer(nn.Module):
+    """Squeeze-excitation: the channels' means through a bottleneck MLP to per-channel
+    scales."""
+
+    def __init__(self, channel, reduction=4):
+        super().__init__()
+        self.avg_pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Sequential(
+            nn.Linear(channel, channel // reduction, bias=False), nn.ReLU(inplace=True),
+            nn.Linear(channel // reduction, channel, bias=False), nn.Sigmoid())
+
+    def forward(self, x):
+        b, c, _, _ = x.size()
+        y = self.avg_pool(x).view(b, c)
+        y = self.fc(y).view(b, c, 1, 1)
+        return x * y.expand_as(x)
+
+
+class SECNN(nn.Module):
+    """A plain CNN with a squeeze-excitation layer after each convolution."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(inplace=True),
+            SELayer(16), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(inplace=True),
+            SELayer(32), nn.AdaptiveAvgPool2d((1, 1)))
+        self.classifier = nn.Linear(32, classes)
+
+    def forward(self, x):
+        x = self.features(x)
+        return self.classifier(x.view(x.size(0), -1))
+
+
+class TextCNN(nn.Module):
+    """A text CNN (after Kim, 2014): Embedding, Conv1d of widths 3, 4 and 5 over the
+    embedding's channels, the max over time of each, cat, dropout, Linear."""
+
+    def __init__(self, vocab=60, embed=16, filters=8, widths=(3, 4, 5), classes=4,
+                 dropout=0.0):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, embed)
+        self.convs = nn.ModuleList([nn.Conv1d(embed, filters, k) for k in widths])
+        self.dropout = nn.Dropout(dropout)
+        self.fc = nn.Linear(filters * len(widths), classes)
+
+    def forward(self, text):
+        embedded = self.embedding(text).permute(0, 2, 1)
+        conved = [F.relu(conv(embedded)) for conv in self.convs]
+        pooled = [F.max_pool1d(c, c.shape[2]).squeeze(2) for c in conved]
+        return self.fc(self.dropout(torch.cat(pooled, dim=1)))
+
+
+class GPT2Attention(nn.Module):
+    """GPT-2's attention: one fused qkv Linear unpacked by split, heads by view and
+    transpose, a causal mask buffer [1, 1, n, n] sliced to the sequence."""
+
+    def __init__(self, dim, heads, context):
+        super().__init__()
+        self.n_head, self.n_embd = heads, dim
+        self.c_attn = nn.Linear(dim, 3 * dim)
+        self.c_proj = nn.Linear(dim, dim)
+        self.register_buffer("bias", torch.tril(torch.ones(context, context))
+                             .view(1, 1, context, context))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, dim, heads, context):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(dim)
+        self.attn = GPT2Attention(dim, heads, context)
+        self.ln_2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(approximate="tanh"),
+                                 nn.Linear(4 * dim, dim))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT2(nn.Module):
+    """GPT-2 at a small size: wte and wpe, blocks of fused-qkv attention, ln_f, a tied
+    head."""
+
+    def __init__(self, vocab=64, dim=32, heads=4, context=16, layers=2):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, dim)
+        self.wpe = nn.Embedding(context, dim)
+        self.h = nn.ModuleList([GPT2Block(dim, heads, context) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(dim)
+        self.lm_head = nn.Linear(dim, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight
+
+    def forward(self, idx):
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device).unsqueeze(0)
+        x = self.wte(idx) + self.wpe(pos)
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+class AttentionGate(nn.Module):
+    """Attention U-Net's gate: the skip features weighted by a sigmoid map computed from
+    them and the coarser gating signal."""
+
+    def __init__(self, f_g, f_l, f_int):
+        super().__init__()
+        self.W_g = nn.Sequential(nn.Conv2d(f_g, f_int, 1), nn.BatchNorm2d(f_int))
+        self.W_x = nn.Sequential(nn.Conv2d(f_l, f_int, 1), nn.BatchNorm2d(f_int))
+        self.psi = nn.Sequential(nn.Conv2d(f_int, 1, 1), nn.BatchNorm2d(1), nn.Sigmoid())
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, g, x):
+        psi = self.relu(self.W_g(g) + self.W_x(x))
+        return x * self.psi(psi)
+
+
+def conv_block(ch_in, ch_out):
+    return nn.Sequential(
+        nn.Conv2d(ch_in, ch_out, 3, padding=1, bias=False), nn.BatchNorm2d(ch_out),
+        nn.ReLU(inplace=True))
+
+
+class AttentionUNet(nn.Module):
+    """A two-level Attention U-Net: max pooling down, nn.Upsample and a convolution up, the
+    skip gated by the upsampled features, cat, a 1x1 convolution to the classes."""
+
+    def __init__(self, in_channels=3, classes=2, width=8):
+        super().__init__()
+        self.pool = nn.MaxPool2d(2, 2)
+        self.conv1 = conv_block(in_channels, width)
+        self.conv2 = conv_block(width, 2 * width)
+        self.up = nn.Sequential(nn.Upsample(scale_factor=2), conv_block(2 * width, width))
+        self.gate = AttentionGate(width, width, width // 2)
+        self.up_conv = conv_block(2 * width, width)
+        self.out = nn.Conv2d(width, classes, 1)
+
+    def forward(self, x):
+        x1 = self.conv1(x)
+        x2 = self.conv2(self.pool(x1))
+        d2 = self.up(x2)
+        x1 = self.gate(g=d2, x=x1)
+        d2 = self.up_conv(torch.cat((x1, d2), dim=1))
+        return self.out(d2).permute(0, 2, 3, 1)
+
+
+class VAE(nn.Module):
+    """The VAE of the PyTorch examples, its deterministic path: an MLP encoder to the mean
+    and log-variance, the decoder from the mean (no sampling), reconstructed pixels."""
+
+    def __init__(self, pixels=784, hidden=64, latent=8):
+        super().__init__()
+        self.pixels = pixels
+        self.fc1 = nn.Linear(pixels, hidden)
+        self.fc21 = nn.Linear(hidden, latent)
+        self.fc22 = nn.Linear(hidden, latent)
+        self.fc3 = nn.Linear(latent, hidden)
+        self.fc4 = nn.Linear(hidden, pixels)
+
+    def encode(self, x):
+        h1 = F.relu(self.fc1(x))
+        return self.fc21(h1), self.fc22(h1)
+
+    def decode(self, z):
+        h3 = F.relu(self.fc3(z))
+        return torch.sigmoid(self.fc4(h3))
+
+    def forward(self, x):
+        mu, logvar = self.encode(x.view(-1, self.pixels))
+        return self.decode(mu), mu, logvar
+
+
+def lenet(**kwargs):
+    return LeNet(**kwargs)
+
+
+def cifar_resnet(**kwargs):
+    return CifarResNet(**kwargs)
+
+
+def dcgan_generator(**kwargs):
+    return DCGANGenerator(**kwargs)
+
+
+def dcgan_discriminator(**kwargs):
+    return DCGANDiscriminator(**kwargs)
+
+
+def conv_autoencoder():
+    return ConvAutoencoder()
+
+
+def mlp_mixer(**kwargs):
+    return MLPMixer(**kwargs)
+
+
+def char_rnn(**kwargs):
+    return CharRNN(**kwargs)
+
+
+def seq2seq(**kwargs):
+    return Seq2Seq(**kwargs)
+
+
+def wavenet(**kwargs):
+    return WaveNet(**kwargs)
+
+
+def bert(**kwargs):
+    return Bert(**kwargs)
+
+
+def bert_tutorial(**kwargs):
+    return Bert(mask_from_ids=True, **kwargs)
+
+
+def pointnet(**kwargs):
+    return PointNet(**kwargs)
+
+
+def densenet(**kwargs):
+    return DenseNet(**kwargs)
+
+
+def se_cnn(**kwargs):
+    return SECNN(**kwargs)
+
+
+def text_cnn(**kwargs):
+    return TextCNN(**kwargs)
+
+
+def gpt2(**kwargs):
+    return GPT2(**kwargs)
+
+
+def attention_unet(**kwargs):
+    return AttentionUNet(**kwargs)
+
+
+def vae(**kwargs):
+    return VAE(**kwargs)
+
+
+def tokens(length, vocab):
+    """An input of token ids [length] below vocab."""
+    return dict(shape=(length,), dtype="i32", vocab=vocab)
+
+
+def image(*shape):
+    return dict(shape=shape, dtype="f32")
+
+
+# Each model's inputs per sample, and the loss a user would import it with (cross-entropy
+# over the last axis unless said).
+SPECS = {
+    "lenet": dict(inputs=[image(1, 28, 28)]),
+    "cifar_resnet": dict(inputs=[image(3, 32, 32)]),
+    "dcgan_generator": dict(inputs=[image(16, 1, 1)], loss="mse"),
+    "dcgan_discriminator": dict(inputs=[image(3, 16, 16)], loss="mse"),
+    "conv_autoencoder": dict(inputs=[image(1, 28, 28)], loss="mse"),
+    "mlp_mixer": dict(inputs=[image(3, 16, 16)]),
+    "char_rnn": dict(inputs=[tokens(12, 40)]),
+    "seq2seq": dict(inputs=[tokens(7, 30), tokens(5, 30)]),
+    "wavenet": dict(inputs=[image(1, 64)]),
+    "bert": dict(inputs=[tokens(12, 50)]),
+    "bert_tutorial": dict(inputs=[tokens(12, 50)]),
+    "pointnet": dict(inputs=[image(3, 32)]),
+    "densenet": dict(inputs=[image(3, 16, 16)]),
+    "se_cnn": dict(inputs=[image(3, 16, 16)]),
+    "text_cnn": dict(inputs=[tokens(20, 60)]),
+    "gpt2": dict(inputs=[tokens(16, 64)]),
+    "attention_unet": dict(inputs=[image(3, 16, 16)]),
+    "vae": dict(inputs=[image(1, 28, 28)], loss="mse"),
+}
