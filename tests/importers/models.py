@@ -545,13 +545,14 @@ class Handwritten(nn.Module):
     """What models written by hand do (tests/importers/written.py): a module made inside
     forward (`nn.Softmax(dim=-1)(scores)`), position ids expanded over the batch into an
     embedding, a mask of ones shaped like a batched tensor, the maximum and minimum along an
-    axis (`torch.max(x, 1)[0]`, `.values`, amax, amin) and of two tensors."""
+    axis (`torch.max(x, 1)[0]`, `.values`, amax, amin) and of two tensors, torch.addmm."""
 
     def __init__(self, dim=6, context=5, classes=3):
         super().__init__()
         self.positions = nn.Embedding(context, dim)
         self.fc = nn.Linear(dim, dim)
-        self.out = nn.Linear(dim, classes)
+        self.out_weight = nn.Parameter(torch.randn(dim, classes) * 0.3)
+        self.out_bias = nn.Parameter(torch.randn(classes) * 0.1)
 
     def forward(self, x):  # [batch, context, dim]
         ids = torch.arange(x.size(1)).unsqueeze(0).expand(x.size(0), -1)
@@ -561,8 +562,57 @@ class Handwritten(nn.Module):
         pooled = torch.max(y, 1)[0] + y.min(dim=1, keepdim=True).values.squeeze(1)
         per_row = torch.amax(y, dim=2) - torch.amin(y, dim=-1)  # [batch, context]
         mixed = torch.maximum(pooled, y[:, 0]) + torch.min(pooled, y[:, 1])
-        return self.out(mixed + per_row.mean(1, keepdim=True))
+        return torch.addmm(self.out_bias, mixed + per_row.mean(1, keepdim=True),
+                           self.out_weight)
 
 
 def handwritten(**kwargs):
     return Handwritten(**kwargs)
+
+
+class HandwrittenImage(nn.Module):
+    """Image layers placer composes of its ops: PReLU (one weight and one per channel),
+    GroupNorm, InstanceNorm2d, Dropout2d, nn.PixelShuffle and F.pixel_unshuffle."""
+
+    def __init__(self, channels=3, width=8, classes=3, dropout=0.2):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, width, 3, padding=1)
+        self.gn = nn.GroupNorm(2, width)
+        self.act = nn.PReLU(width, init=0.1)
+        self.drop = nn.Dropout2d(dropout)
+        self.shuffle = nn.PixelShuffle(2)
+        self.inorm = nn.InstanceNorm2d(2, affine=True)
+        self.act2 = nn.PReLU()
+        self.out = nn.Linear(4 * 4, classes)
+
+    def forward(self, x):  # [batch, 3, 8, 8]
+        y = self.drop(self.act(self.gn(self.conv(x))))
+        y = self.act2(self.inorm(self.shuffle(y)))  # [batch, 2, 16, 16]
+        return self.out(F.pixel_unshuffle(y, 4).mean(1).flatten(1))
+
+
+class HandwrittenText(nn.Module):
+    """Text layers: nn.EmbeddingBag in its three modes, a bidirectional GRU's final states
+    picked as hidden[-2, :, :] and hidden[-1, :, :]."""
+
+    def __init__(self, vocab=20, dim=6, classes=3):
+        super().__init__()
+        self.bags = nn.ModuleList([nn.EmbeddingBag(vocab, dim, mode=m)
+                                   for m in ("mean", "sum", "max")])
+        self.embed = nn.Embedding(vocab, dim)
+        self.rnn = nn.GRU(dim, dim, bidirectional=True, batch_first=True)
+        self.out = nn.Linear(2 * dim, classes)
+
+    def forward(self, ids):
+        _, hidden = self.rnn(self.embed(ids))
+        states = torch.cat((hidden[-2, :, :], hidden[-1, :, :]), dim=1)
+        bags = sum(bag(ids) for bag in self.bags)
+        return self.out(states + bags.repeat(1, 2))
+
+
+def handwritten_image(**kwargs):
+    return HandwrittenImage(**kwargs)
+
+
+def handwritten_text(**kwargs):
+    return HandwrittenText(**kwargs)

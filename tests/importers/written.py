@@ -522,29 +522,70 @@ class TextCNN(nn.Module):
         return self.fc(self.dropout(torch.cat(pooled, dim=1)))
 
 
+class Conv1D(nn.Module):
+    """GPT-2's linear layer as Hugging Face writes it: a weight [in, out], the rows of
+    every position through torch.addmm."""
+
+    def __init__(self, nf, nx):
+        super().__init__()
+        self.nf = nf
+        self.weight = nn.Parameter(torch.randn(nx, nf) * 0.02)
+        self.bias = nn.Parameter(torch.zeros(nf))
+
+    def forward(self, x):
+        size_out = x.size()[:-1] + (self.nf,)
+        x = torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+        return x.view(size_out)
+
+
 class GPT2Attention(nn.Module):
-    """GPT-2's attention: one fused qkv Linear unpacked by split, heads by view and
-    transpose, a causal mask buffer [1, 1, n, n] sliced to the sequence."""
+    """GPT-2's attention after Hugging Face's: a fused qkv Conv1D split, heads split and
+    merged by helper methods, the causal mask a bool buffer applied by torch.where with the
+    dtype's smallest value."""
 
     def __init__(self, dim, heads, context):
         super().__init__()
-        self.n_head, self.n_embd = heads, dim
-        self.c_attn = nn.Linear(dim, 3 * dim)
-        self.c_proj = nn.Linear(dim, dim)
-        self.register_buffer("bias", torch.tril(torch.ones(context, context))
+        self.num_heads, self.head_dim, self.split_size = heads, dim // heads, dim
+        self.register_buffer("bias", torch.tril(torch.ones((context, context), dtype=torch.bool))
                              .view(1, 1, context, context))
+        self.c_attn = Conv1D(3 * dim, dim)
+        self.c_proj = Conv1D(dim, dim)
+
+    def _split_heads(self, tensor):
+        new_shape = tensor.size()[:-1] + (self.num_heads, self.head_dim)
+        return tensor.view(new_shape).permute(0, 2, 1, 3)
+
+    def _merge_heads(self, tensor):
+        tensor = tensor.permute(0, 2, 1, 3).contiguous()
+        return tensor.view(tensor.size()[:-2] + (self.num_heads * self.head_dim,))
+
+    def _attn(self, query, key, value):
+        attn_weights = torch.matmul(query, key.transpose(-1, -2))
+        attn_weights = attn_weights / torch.full([], value.size(-1) ** 0.5,
+                                                 dtype=attn_weights.dtype)
+        query_length, key_length = query.size(-2), key.size(-2)
+        causal_mask = self.bias[:, :, key_length - query_length:key_length, :key_length]
+        mask_value = torch.full([], torch.finfo(attn_weights.dtype).min,
+                                dtype=attn_weights.dtype)
+        attn_weights = torch.where(causal_mask, attn_weights, mask_value)
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+        return torch.matmul(attn_weights, value)
+
+    def forward(self, hidden_states):
+        query, key, value = self.c_attn(hidden_states).split(self.split_size, dim=2)
+        query, key, value = (self._split_heads(t) for t in (query, key, value))
+        return self.c_proj(self._merge_heads(self._attn(query, key, value)))
+
+
+class GPT2MLP(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.c_fc = Conv1D(4 * dim, dim)
+        self.c_proj = Conv1D(dim, 4 * dim)
+        self.act = nn.GELU(approximate="tanh")
 
     def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        att = F.softmax(att, dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-        return self.c_proj(y)
+        return self.c_proj(self.act(self.c_fc(x)))
 
 
 class GPT2Block(nn.Module):
@@ -553,17 +594,17 @@ class GPT2Block(nn.Module):
         self.ln_1 = nn.LayerNorm(dim)
         self.attn = GPT2Attention(dim, heads, context)
         self.ln_2 = nn.LayerNorm(dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(approximate="tanh"),
-                                 nn.Linear(4 * dim, dim))
+        self.mlp = GPT2MLP(dim)
 
-    def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
-        return x + self.mlp(self.ln_2(x))
+    def forward(self, hidden_states):
+        residual = hidden_states
+        hidden_states = self.attn(self.ln_1(hidden_states)) + residual
+        return self.mlp(self.ln_2(hidden_states)) + hidden_states
 
 
 class GPT2(nn.Module):
-    """GPT-2 at a small size: wte and wpe, blocks of fused-qkv attention, ln_f, a tied
-    head."""
+    """GPT-2 at a small size, after Hugging Face's: wte and wpe, blocks of fused-qkv
+    attention and MLPs of Conv1D, ln_f, a tied head."""
 
     def __init__(self, vocab=64, dim=32, heads=4, context=16, layers=2):
         super().__init__()
@@ -654,6 +695,176 @@ class VAE(nn.Module):
         return self.decode(mu), mu, logvar
 
 
+class MnistNet(nn.Module):
+    """The MNIST network of PyTorch's examples: two convolutions, Dropout2d on the feature
+    maps, max pooling, torch.flatten, dropout, log-softmax."""
+
+    def __init__(self, dropout=0.0):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 8, 3, 1)
+        self.conv2 = nn.Conv2d(8, 16, 3, 1)
+        self.dropout1 = nn.Dropout2d(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.fc1 = nn.Linear(16 * 12 * 12, 32)
+        self.fc2 = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        x = F.relu(self.conv2(x))
+        x = F.max_pool2d(x, 2)
+        x = self.dropout1(x)
+        x = torch.flatten(x, 1)
+        x = self.dropout2(F.relu(self.fc1(x)))
+        return F.log_softmax(self.fc2(x), dim=1)
+
+
+class LSTMSentiment(nn.Module):
+    """A sentiment classifier as tutorials write it: Embedding, nn.LSTM (batch first), the
+    last layer's final hidden state `hidden[-1]` through dropout and a Linear."""
+
+    def __init__(self, vocab=50, embed=16, hidden=24, layers=2, classes=2, dropout=0.0):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, embed)
+        self.lstm = nn.LSTM(embed, hidden, num_layers=layers, batch_first=True,
+                            dropout=dropout)
+        self.dropout = nn.Dropout(dropout)
+        self.fc = nn.Linear(hidden, classes)
+
+    def forward(self, text):
+        embedded = self.embedding(text)
+        output, (hidden, cell) = self.lstm(embedded)
+        return self.fc(self.dropout(hidden[-1]))
+
+
+class BiGRUClassifier(nn.Module):
+    """A bidirectional GRU classifier: the last layer's final states of both directions,
+    torch.cat((hidden[-2, :, :], hidden[-1, :, :]), dim=1), then a Linear."""
+
+    def __init__(self, vocab=50, embed=16, hidden=16, classes=4):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, embed)
+        self.rnn = nn.GRU(embed, hidden, num_layers=2, bidirectional=True, batch_first=True)
+        self.fc = nn.Linear(hidden * 2, classes)
+
+    def forward(self, text):
+        _, hidden = self.rnn(self.embedding(text))
+        return self.fc(torch.cat((hidden[-2, :, :], hidden[-1, :, :]), dim=1))
+
+
+class FastText(nn.Module):
+    """The text classifier of PyTorch's tutorial: nn.EmbeddingBag (mean of each row's
+    embeddings) and a Linear, its weights initialised uniformly."""
+
+    def __init__(self, vocab=60, embed=16, classes=4):
+        super().__init__()
+        self.embedding = nn.EmbeddingBag(vocab, embed, mode="mean")
+        self.fc = nn.Linear(embed, classes)
+        self.embedding.weight.data.uniform_(-0.5, 0.5)
+        self.fc.weight.data.uniform_(-0.5, 0.5)
+        self.fc.bias.data.zero_()
+
+    def forward(self, text):
+        return self.fc(self.embedding(text))
+
+
+class SuperResolution(nn.Module):
+    """ESPCN, the super-resolution network of PyTorch's examples: convolutions, then
+    nn.PixelShuffle to an image upscale_factor times larger."""
+
+    def __init__(self, upscale_factor=2):
+        super().__init__()
+        self.relu = nn.ReLU()
+        self.conv1 = nn.Conv2d(1, 16, 5, 1, 2)
+        self.conv2 = nn.Conv2d(16, 16, 3, 1, 1)
+        self.conv3 = nn.Conv2d(16, upscale_factor ** 2, 3, 1, 1)
+        self.pixel_shuffle = nn.PixelShuffle(upscale_factor)
+
+    def forward(self, x):
+        x = self.relu(self.conv1(x))
+        x = self.relu(self.conv2(x))
+        return self.pixel_shuffle(self.conv3(x))
+
+
+class GroupNormCNN(nn.Module):
+    """A CNN with group normalisation and PReLU, as small-batch and detection code uses
+    them, and a global average pooling by mean over the spatial axes."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+        self.gn1 = nn.GroupNorm(4, 16)
+        self.act1 = nn.PReLU()
+        self.conv2 = nn.Conv2d(16, 32, 3, stride=2, padding=1, bias=False)
+        self.gn2 = nn.GroupNorm(8, 32)
+        self.act2 = nn.PReLU(32)
+        self.fc = nn.Linear(32, classes)
+
+    def forward(self, x):
+        x = self.act1(self.gn1(self.conv1(x)))
+        x = self.act2(self.gn2(self.conv2(x)))
+        return self.fc(x.mean([2, 3]))
+
+
+class PositionalEncoding(nn.Module):
+    """The sinusoidal position table of PyTorch's transformer tutorial, a buffer
+    [max_len, 1, d_model] added to a sequence-first input."""
+
+    def __init__(self, d_model, dropout=0.1, max_len=64):
+        super().__init__()
+        self.dropout = nn.Dropout(p=dropout)
+        position = torch.arange(max_len).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(max_len, 1, d_model)
+        pe[:, 0, 0::2] = torch.sin(position * div_term)
+        pe[:, 0, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe)
+
+    def forward(self, x):
+        return self.dropout(x + self.pe[:x.size(0)])
+
+
+class TransformerLM(nn.Module):
+    """The language model of PyTorch's transformer tutorial: tokens [T, batch], embeddings
+    scaled by sqrt(d_model), the sinusoidal positions, nn.TransformerEncoder with a causal
+    mask from nn.Transformer.generate_square_subsequent_mask, a Linear decoder."""
+
+    def __init__(self, ntoken=40, d_model=32, nhead=4, d_hid=64, nlayers=2, dropout=0.0):
+        super().__init__()
+        self.pos_encoder = PositionalEncoding(d_model, dropout)
+        layers = nn.TransformerEncoderLayer(d_model, nhead, d_hid, dropout)
+        self.transformer_encoder = nn.TransformerEncoder(layers, nlayers,
+                                                         enable_nested_tensor=False)
+        self.encoder = nn.Embedding(ntoken, d_model)
+        self.d_model = d_model
+        self.decoder = nn.Linear(d_model, ntoken)
+
+    def forward(self, src):
+        src_mask = nn.Transformer.generate_square_subsequent_mask(src.size(0))
+        src = self.encoder(src) * math.sqrt(self.d_model)
+        src = self.pos_encoder(src)
+        return self.decoder(self.transformer_encoder(src, src_mask))
+
+
+class TransformerTranslator(nn.Module):
+    """A translation model on nn.Transformer (encoder and decoder, batch first), the target
+    masked causally, as the translation tutorial writes it."""
+
+    def __init__(self, vocab=30, d_model=32, nhead=4, layers=1, d_hid=64, context=16):
+        super().__init__()
+        self.src_embed = nn.Embedding(vocab, d_model)
+        self.tgt_embed = nn.Embedding(vocab, d_model)
+        self.positions = nn.Parameter(torch.randn(1, context, d_model) * 0.02)
+        self.transformer = nn.Transformer(d_model, nhead, layers, layers, d_hid, dropout=0.0,
+                                          batch_first=True)
+        self.generator = nn.Linear(d_model, vocab)
+
+    def forward(self, src, tgt):
+        tgt_mask = self.transformer.generate_square_subsequent_mask(tgt.size(1))
+        s = self.src_embed(src) + self.positions[:, :src.size(1)]
+        t = self.tgt_embed(tgt) + self.positions[:, :tgt.size(1)]
+        return self.generator(self.transformer(s, t, tgt_mask=tgt_mask))
+
+
 def lenet(**kwargs):
     return LeNet(**kwargs)
 
@@ -726,6 +937,38 @@ def vae(**kwargs):
     return VAE(**kwargs)
 
 
+def mnist_net(**kwargs):
+    return MnistNet(**kwargs)
+
+
+def lstm_sentiment(**kwargs):
+    return LSTMSentiment(**kwargs)
+
+
+def bigru_classifier(**kwargs):
+    return BiGRUClassifier(**kwargs)
+
+
+def fasttext(**kwargs):
+    return FastText(**kwargs)
+
+
+def super_resolution(**kwargs):
+    return SuperResolution(**kwargs)
+
+
+def groupnorm_cnn(**kwargs):
+    return GroupNormCNN(**kwargs)
+
+
+def transformer_lm(**kwargs):
+    return TransformerLM(**kwargs)
+
+
+def transformer_translator(**kwargs):
+    return TransformerTranslator(**kwargs)
+
+
 def tokens(length, vocab):
     """An input of token ids [length] below vocab."""
     return dict(shape=(length,), dtype="i32", vocab=vocab)
@@ -735,7 +978,7 @@ def image(*shape):
     return dict(shape=shape, dtype="f32")
 
 
-# Each model's inputs per sample, and the loss a user would import it with (cross-entropy
+# Each model's inputs per sample (the batch on axis 0 unless batch_axis says), and the loss a user would import it with (cross-entropy
 # over the last axis unless said).
 SPECS = {
     "lenet": dict(inputs=[image(1, 28, 28)]),
@@ -756,4 +999,12 @@ SPECS = {
     "gpt2": dict(inputs=[tokens(16, 64)]),
     "attention_unet": dict(inputs=[image(3, 16, 16)]),
     "vae": dict(inputs=[image(1, 28, 28)], loss="mse"),
+    "mnist_net": dict(inputs=[image(1, 28, 28)]),
+    "lstm_sentiment": dict(inputs=[tokens(10, 50)]),
+    "bigru_classifier": dict(inputs=[tokens(10, 50)]),
+    "fasttext": dict(inputs=[tokens(12, 60)]),
+    "super_resolution": dict(inputs=[image(1, 12, 12)], loss="mse"),
+    "groupnorm_cnn": dict(inputs=[image(3, 16, 16)]),
+    "transformer_lm": dict(inputs=[dict(tokens(12, 40), batch_axis=1)]),
+    "transformer_translator": dict(inputs=[tokens(9, 30), tokens(7, 30)]),
 }

@@ -102,7 +102,8 @@ def import_command(spec, model_path, weights):
     cmd = [os.path.join(TOP, "tools", "import-torch"), spec["source"], "--batch", str(BATCH),
            "--loss", spec["loss"], "-o", model_path, "--weights", weights]
     for i in spec["inputs"]:
-        cmd += ["--input", ",".join(map(str, i["shape"])), "--input-dtype", i["dtype"]]
+        cmd += ["--input", ",".join(map(str, i["shape"])), "--input-dtype", i["dtype"],
+                "--batch-axis", str(i.get("batch_axis", 0))]
     vocab = max([i["vocab"] for i in spec["inputs"] if "vocab" in i], default=None)
     if vocab:
         cmd += ["--vocab", str(vocab)]
@@ -208,11 +209,11 @@ def run_one(name, which, placer, timeout):
     return result
 
 
-def describe(name, r):
+def describe(name, r, width=20):
     stages = "%-8s %-9s %-7s" % ("imported" if r["imported"] else "-",
                                  "validated" if r["validated"] else "-",
                                  "match" if r["match"] else "-")
-    line = "%-20s %s %5.0fs" % (name, stages, r.get("seconds", 0))
+    line = "%-*s %s %5.0fs" % (width, name, stages, r.get("seconds", 0))
     if "outputs" in r:
         line += "  outputs %.1e" % r["outputs"]
     if "error" in r:
@@ -257,7 +258,7 @@ def main(argv=None):
         r = run_one(name, known[name], placer, args.timeout)
         for k in counts:
             counts[k] += r[k]
-        print(describe(name, r), flush=True)
+        print(describe(name, r, max(20, *map(len, names))), flush=True)
     n = len(names)
     print("%d models: %s" % (n, ", ".join(
         "%s %d (%.0f%%)" % (k if k != "match" else "outputs match", c, 100.0 * c / n)

@@ -1,6 +1,7 @@
 """Everyday layers and functions placer has no op of their own for, composed of ops it
-has: torch.stack, unbind, leaky ReLU, nearest-neighbour upsampling by whole factors, the
-maximum and minimum along an axis or of two tensors."""
+has: torch.stack, unbind, leaky ReLU and PReLU, nearest-neighbour upsampling by whole
+factors, pixel shuffles, repeats, torch.addmm, the maximum and minimum along an axis or of two tensors, group and
+instance normalisation, bags of embeddings, dropout of whole channels."""
 
 import collections
 import math
@@ -149,7 +150,160 @@ def _extreme(sign, with_indices):
     return handler
 
 
+def prelu(imp, name, m, args, kwargs):
+    """relu(x) - weight * relu(-x), the weight per channel (axis 1) or one for all."""
+    x, b = args[0], imp.b
+    start = float(m.weight.detach().reshape(-1)[0])  # PyTorch's init, 0.25 by default
+    weight = imp.parameter(name + ".weight", {"kind": "constant", "value": start})
+    if m.num_parameters > 1:
+        weight = emit.reshape(b, name + ".per_channel", weight,
+                              (m.num_parameters,) + (1,) * (x.rank - 2))
+    positive = emit.unary(b, "relu", name + ".positive", x)
+    negative = emit.unary(b, "relu", name + ".negative", emit.scale(b, name + ".flipped", x, -1.0))
+    return emit.binary(b, "sub", name, positive, emit.binary(b, "mul", name + ".slope",
+                                                             negative, weight))
+
+
+def _image(x, what):
+    if x.batch_axis != 0 or x.rank < 3:
+        raise Refused("%s other than of [batch, channels, spatial...]" % what)
+
+
+def pixel_shuffle(imp, name, x, factor, inverse):
+    """[N, C*r*r, H, W] <-> [N, C, H*r, W*r]: the factors split off the channels, moved
+    beside the axes they enlarge, merged into them (and back for the inverse)."""
+    _image(x, "a pixel shuffle")
+    n, c, h, w = x.shape
+    r = int(factor)
+    if inverse:
+        spread = emit.reshape(imp.b, name + ".spread", x, (n, c, h // r, r, w // r, r))
+        moved = emit.transpose(imp.b, name + ".moved", spread, [0, 1, 3, 5, 2, 4])
+        return emit.reshape(imp.b, name, moved, (n, c * r * r, h // r, w // r))
+    spread = emit.reshape(imp.b, name + ".spread", x, (n, c // (r * r), r, r, h, w))
+    moved = emit.transpose(imp.b, name + ".moved", spread, [0, 1, 4, 2, 5, 3])
+    return emit.reshape(imp.b, name, moved, (n, c // (r * r), h * r, w * r))
+
+
+def group_norm(imp, name, x, groups, eps, affine_of):
+    """Each sample's channels in groups, each group normalised over its channels and
+    positions: a reshape to [N, groups, rest], a layer norm along rest (fixed unit scale
+    and zero shift), a reshape back; then the per-channel affine (affine_of(channels): the
+    weight and bias, or None)."""
+    _image(x, "group normalisation")
+    b, channels = imp.b, x.shape[1]
+    rest = x.shape[1] // groups * math.prod(x.shape[2:])
+    grouped = emit.reshape(b, name + ".groups", x, (x.shape[0], groups, rest))
+    unit = b.parameter(name + ".unit", np.ones(rest, np.float32), {"kind": "ones"}, False)
+    zero = b.parameter(name + ".zero", np.zeros(rest, np.float32), {"kind": "zeros"}, False)
+    normed = b.node1("layer_norm", name + ".norm", [grouped, unit, zero], grouped.shape, True,
+                     {"eps": float(eps)})
+    y = emit.reshape(b, name + ".normed", normed, x.shape)
+    affine = affine_of(channels)
+    if affine is None:
+        return y
+    per_channel = (channels,) + (1,) * (x.rank - 2)
+    weight = emit.reshape(b, name + ".weight_per_channel", affine[0], per_channel)
+    bias = emit.reshape(b, name + ".bias_per_channel", affine[1], per_channel)
+    return emit.binary(b, "add", name, emit.binary(b, "mul", name + ".scaled", y, weight),
+                       bias)
+
+
+def _affine_of(imp, name, affine):
+    if not affine:
+        return lambda channels: None
+    return lambda channels: (imp.parameter(name + ".weight", {"kind": "ones"}),
+                             imp.parameter(name + ".bias", {"kind": "zeros"}))
+
+
+def group_norm_module(imp, name, m, args, kwargs):
+    return group_norm(imp, name, args[0], m.num_groups, m.eps, _affine_of(imp, name, m.affine))
+
+
+def instance_norm_module(imp, name, m, args, kwargs):
+    if m.track_running_stats:
+        raise Refused("%s with track_running_stats=True" % type(m).__name__)
+    return group_norm(imp, name, args[0], args[0].shape[1], m.eps,
+                      _affine_of(imp, name, m.affine))
+
+
+def embedding_bag(imp, name, m, args, kwargs):
+    """nn.EmbeddingBag of ids [N, L] (no offsets): the embedding, then the mean, sum or
+    maximum over each row's L."""
+    ids = args[0]
+    if len(args) > 1 or any(val(v) is not None for v in kwargs.values()):
+        raise Refused("EmbeddingBag with offsets or per_sample_weights")
+    if m.padding_idx is not None or m.max_norm is not None:
+        raise Refused("EmbeddingBag with padding_idx or max_norm")
+    if not isinstance(ids, Tensor) or ids.rank != 2 or ids.batch_axis != 0:
+        raise Refused("EmbeddingBag of ids other than [batch, length]")
+    table = imp.parameter(name + ".weight", {"kind": "normal", "mean": 0, "std": 1,
+                                              "seed": len(imp.b.parameters) + 1})
+    rows = imp.b.node1("embedding", name + ".rows", [table, ids], ids.shape + table.shape[1:],
+                       0)
+    out_shape = (ids.shape[0], table.shape[1])
+    if m.mode == "max":
+        return max_over(imp, name, rows, 1, out_shape)
+    op = "reduce_mean" if m.mode == "mean" else "reduce_sum"
+    return imp.b.node1(op, name, [rows], out_shape, 0, {"axes": [1]})
+
+
+def channel_dropout(imp, name, m, args, kwargs):
+    """nn.Dropout1d/2d/3d: one draw per sample and channel, a dropout of ones [N, C, 1, ...]
+    (the sum over the positions times 0, plus 1) multiplying the input."""
+    x, b = args[0], imp.b
+    if m.p == 0 or not m.training:
+        return x
+    _image(x, type(m).__name__)
+    spatial = list(range(2, x.rank))
+    one_shape = x.shape[:2] + (1,) * len(spatial)
+    total = b.node1("reduce_sum", name + ".total", [x], one_shape, 0,
+                    {"axes": spatial, "keepdims": True})
+    ones = emit.binary(b, "add", name + ".ones", emit.scale(b, name + ".zeros", total, 0.0),
+                       b.constant(name + ".one", [1.0]))
+    mask = emit.unary(b, "dropout", name + ".mask", ones, {"rate": float(m.p)})
+    return emit.binary(b, "mul", name, x, mask)
+
+
+def repeat(imp, name, args, kwargs):
+    """x.repeat(*sizes): copies concatenated along each axis repeated (new leading axes of
+    one first); never along the batch."""
+    x = args[0]
+    sizes = val(args[1:]) if len(args) > 2 else val(args[1])
+    sizes = list(sizes) if isinstance(sizes, (tuple, list)) else [sizes]
+    y = emit.reshape(imp.b, name + ".axes", x, (1,) * (len(sizes) - x.rank) + tuple(x.shape))
+    for axis, k in enumerate(sizes):
+        if k == 1:
+            continue
+        if axis == y.batch_axis:
+            raise Refused("repeat along the batch axis")
+        shape = y.shape[:axis] + (y.shape[axis] * k,) + y.shape[axis + 1:]
+        y = imp.b.node1("concat", "%s.%d" % (name, axis), [y] * k, shape, y.batch_axis,
+                        {"axis": axis})
+    return y
+
+
+def addmm(imp, name, args, kwargs):
+    """torch.addmm(bias, a, b) (Hugging Face's Conv1D): a @ b + bias."""
+    if val(kwargs.get("beta", Const(1))) != 1 or val(kwargs.get("alpha", Const(1))) != 1:
+        raise Refused("torch.addmm with beta or alpha")
+    a, w = imp.tensor_of(args[1], name), imp.tensor_of(args[2], name)
+    product = emit.matmul(imp.b, name + ".product", a, w, tuple(imp.current_value.shape))
+    return emit.binary(imp.b, "add", name, product, imp.tensor_of(args[0], name, product))
+
+
+def functional_pixel_shuffle(inverse):
+    def handler(imp, name, args, kwargs):
+        factor = val(args[1] if len(args) > 1 else kwargs.get(
+            "downscale_factor" if inverse else "upscale_factor"))
+        return pixel_shuffle(imp, name, args[0], factor, inverse)
+    return handler
+
+
 FUNCTIONS = {
+    F.pixel_shuffle: functional_pixel_shuffle(False),
+    F.pixel_unshuffle: functional_pixel_shuffle(True),
+    "repeat": repeat,
+    torch.addmm: addmm, "addmm": addmm,
     torch.max: _extreme(1.0, True), "max": _extreme(1.0, True),
     torch.min: _extreme(-1.0, True), "min": _extreme(-1.0, True),
     torch.amax: _extreme(1.0, False), "amax": _extreme(1.0, False),
@@ -167,4 +321,14 @@ MODULES = {
                                                                 m.negative_slope),
     nn.Upsample: lambda imp, name, m, args, kwargs: _interpolate(imp, name, args[0], m.mode,
                                                                  m.align_corners),
+    nn.PReLU: prelu,
+    nn.PixelShuffle: lambda imp, name, m, args, kwargs: pixel_shuffle(
+        imp, name, args[0], m.upscale_factor, False),
+    nn.PixelUnshuffle: lambda imp, name, m, args, kwargs: pixel_shuffle(
+        imp, name, args[0], m.downscale_factor, True),
+    nn.GroupNorm: group_norm_module,
+    nn.InstanceNorm1d: instance_norm_module, nn.InstanceNorm2d: instance_norm_module,
+    nn.InstanceNorm3d: instance_norm_module,
+    nn.EmbeddingBag: embedding_bag,
+    nn.Dropout1d: channel_dropout, nn.Dropout2d: channel_dropout, nn.Dropout3d: channel_dropout,
 }

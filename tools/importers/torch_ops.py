@@ -281,6 +281,13 @@ def _mean_sum(op):
 
 def _getitem(imp, name, args, kwargs):
     base, index = args[0], val(args[1])
+    if isinstance(base, (tuple, list)) and isinstance(index, tuple):
+        # A stack of tensors held as their tuple (an RNN's h_n: hidden[-1, :, :]): the first
+        # index picks one, the others index it.
+        if not index or not isinstance(index[0], int):
+            raise Refused("indexing the stack of an RNN's states other than by one integer")
+        item = base[index[0]]
+        return _slice_tensor(imp, name, item, index[1:]) if index[1:] else item
     if isinstance(base, (tuple, list)):
         return base[index]
     if not isinstance(base, Tensor):

@@ -109,6 +109,11 @@ MAPPING_MODELS = {
                      no_onnx="import-onnx maps neither LeakyRelu nor Resize"),
     "handwritten": dict(source=MODELS_PY + ":handwritten", input=(5, 6), batch=4, kwargs={},
                         no_onnx="import-onnx maps neither ReduceMax nor Max"),
+    "handwritten_image": dict(source=MODELS_PY + ":handwritten_image", input=(3, 8, 8), batch=4,
+                              kwargs={}, dropout={"dropout": 0.0},
+                              no_onnx="import-onnx maps no GroupNorm, PRelu or DepthToSpace"),
+    "handwritten_text": dict(source=MODELS_PY + ":handwritten_text", input=(7,), dtype="i32",
+                             vocab=20, batch=4, kwargs={}, no_onnx=TIME_MAJOR),
 }
 
 
