@@ -616,3 +616,31 @@ def handwritten_image(**kwargs):
 
 def handwritten_text(**kwargs):
     return HandwrittenText(**kwargs)
+
+
+class HandwrittenTranslator(nn.Module):
+    """Encoder-decoder attention, sequence first ([T, batch, E], the batch on axis 1):
+    nn.Transformer (pre-norm) with a causal target mask, a post-norm
+    nn.TransformerDecoderLayer, and nn.MultiheadAttention of the target over the memory."""
+
+    def __init__(self, dim=8, heads=2, classes=3, dropout=0.1):
+        super().__init__()
+        self.transformer = nn.Transformer(dim, heads, 1, 1, 16, dropout=dropout,
+                                          norm_first=True)
+        self.decoder = nn.TransformerDecoderLayer(dim, heads, 16, dropout=dropout,
+                                                  activation="gelu")
+        self.cross = nn.MultiheadAttention(dim, heads, dropout=dropout)
+        self.out = nn.Linear(dim, classes)
+
+    def forward(self, x):  # [6, batch, dim]: the first 4 steps are the target
+        tgt = x[:4]
+        mask = self.transformer.generate_square_subsequent_mask(4)
+        memory = self.transformer.encoder(x)
+        y = self.transformer.decoder(tgt, memory, tgt_mask=mask)
+        y = self.decoder(y, memory)
+        attended, _ = self.cross(y, memory, memory)
+        return self.out(y + attended)
+
+
+def handwritten_translator(**kwargs):
+    return HandwrittenTranslator(**kwargs)

@@ -55,7 +55,8 @@ class _Tracer(torch.fx.Tracer):
     def is_leaf_module(self, m, qualified_name):
         if torch_modules.handler_for(m) is not None:
             return True
-        if isinstance(m, (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.TransformerEncoder)):
+        if isinstance(m, (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.TransformerEncoder,
+                          nn.TransformerDecoder, nn.Transformer)):
             return False
         return type(m).__module__.startswith("torch.nn")
 

@@ -114,6 +114,9 @@ MAPPING_MODELS = {
                               no_onnx="import-onnx maps no GroupNorm, PRelu or DepthToSpace"),
     "handwritten_text": dict(source=MODELS_PY + ":handwritten_text", input=(7,), dtype="i32",
                              vocab=20, batch=4, kwargs={}, no_onnx=TIME_MAJOR),
+    "handwritten_translator": dict(source=MODELS_PY + ":handwritten_translator", input=(6, 8),
+                                   batch=4, batch_axis=1, kwargs={}, dropout={"dropout": 0.0},
+                                   no_onnx="import-onnx maps self-attention alone"),
 }
 
 
