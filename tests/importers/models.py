@@ -572,7 +572,8 @@ def handwritten(**kwargs):
 
 class HandwrittenImage(nn.Module):
     """Image layers placer composes of its ops: PReLU (one weight and one per channel),
-    GroupNorm, InstanceNorm2d, Dropout2d, nn.PixelShuffle and F.pixel_unshuffle."""
+    GroupNorm, InstanceNorm2d, Dropout2d, nn.PixelShuffle and F.pixel_unshuffle,
+    nn.AdaptiveMaxPool2d, F.adaptive_max_pool2d, nn.GLU, nn.Unflatten."""
 
     def __init__(self, channels=3, width=8, classes=3, dropout=0.2):
         super().__init__()
@@ -583,12 +584,17 @@ class HandwrittenImage(nn.Module):
         self.shuffle = nn.PixelShuffle(2)
         self.inorm = nn.InstanceNorm2d(2, affine=True)
         self.act2 = nn.PReLU()
+        self.pool = nn.AdaptiveMaxPool2d((2, 4))
+        self.glu = nn.GLU(dim=1)
+        self.unflatten = nn.Unflatten(1, (4, 4))
         self.out = nn.Linear(4 * 4, classes)
 
     def forward(self, x):  # [batch, 3, 8, 8]
         y = self.drop(self.act(self.gn(self.conv(x))))
+        pooled = self.glu(self.pool(y)).flatten(1)  # [batch, 4 * 2 * 4]
         y = self.act2(self.inorm(self.shuffle(y)))  # [batch, 2, 16, 16]
-        return self.out(F.pixel_unshuffle(y, 4).mean(1).flatten(1))
+        y = F.pixel_unshuffle(y, 4).mean(1) + F.adaptive_max_pool2d(y, 4).mean(1)
+        return self.out(y.flatten(1) + self.unflatten(pooled[:, :16]).flatten(1))
 
 
 class HandwrittenText(nn.Module):

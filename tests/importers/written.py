@@ -865,6 +865,191 @@ class TransformerTranslator(nn.Module):
         return self.generator(self.transformer(s, t, tgt_mask=tgt_mask))
 
 
+class LSTMTutorial(nn.Module):
+    """The recurrent classifier of the common PyTorch tutorials: initial states made with
+    torch.zeros(layers, x.size(0), hidden) and moved .to(x.device), the last step's
+    output out[:, -1, :] into a Linear."""
+
+    def __init__(self, input_size=8, hidden_size=16, num_layers=2, classes=4):
+        super().__init__()
+        self.hidden_size, self.num_layers = hidden_size, num_layers
+        self.lstm = nn.LSTM(input_size, hidden_size, num_layers, batch_first=True)
+        self.fc = nn.Linear(hidden_size, classes)
+
+    def forward(self, x):
+        h0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size).to(x.device)
+        c0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size).to(x.device)
+        out, _ = self.lstm(x, (h0, c0))
+        return self.fc(out[:, -1, :])
+
+
+class ChannelAttention(nn.Module):
+    def __init__(self, channels, ratio=4):
+        super().__init__()
+        self.avg_pool = nn.AdaptiveAvgPool2d(1)
+        self.max_pool = nn.AdaptiveMaxPool2d(1)
+        self.fc = nn.Sequential(nn.Conv2d(channels, channels // ratio, 1, bias=False),
+                                nn.ReLU(), nn.Conv2d(channels // ratio, channels, 1, bias=False))
+        self.sigmoid = nn.Sigmoid()
+
+    def forward(self, x):
+        return self.sigmoid(self.fc(self.avg_pool(x)) + self.fc(self.max_pool(x)))
+
+
+class SpatialAttention(nn.Module):
+    def __init__(self, kernel_size=7):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 1, kernel_size, padding=kernel_size // 2, bias=False)
+
+    def forward(self, x):
+        avg_out = torch.mean(x, dim=1, keepdim=True)
+        max_out, _ = torch.max(x, dim=1, keepdim=True)
+        return torch.sigmoid(self.conv(torch.cat([avg_out, max_out], dim=1)))
+
+
+class CBAMNet(nn.Module):
+    """A CNN with CBAM blocks: channel attention from average and max pooling through a
+    shared MLP, spatial attention from the channels' mean and max."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.ca1, self.sa1 = ChannelAttention(16), SpatialAttention()
+        self.conv2 = nn.Conv2d(16, 32, 3, stride=2, padding=1)
+        self.ca2, self.sa2 = ChannelAttention(32), SpatialAttention()
+        self.fc = nn.Linear(32, classes)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        x = self.ca1(x) * x
+        x = self.sa1(x) * x
+        x = F.relu(self.conv2(x))
+        x = self.ca2(x) * x
+        x = self.sa2(x) * x
+        return self.fc(F.adaptive_avg_pool2d(x, 1).reshape(x.shape[0], -1))
+
+
+class MobileNetV1(nn.Module):
+    """MobileNet v1 written by hand: conv_dw blocks of a depthwise 3x3 (groups = channels)
+    and a pointwise 1x1, each with batch norm and ReLU, F.avg_pool2d and view at the end."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+
+        def conv_bn(inp, oup, stride):
+            return nn.Sequential(nn.Conv2d(inp, oup, 3, stride, 1, bias=False),
+                                 nn.BatchNorm2d(oup), nn.ReLU(inplace=True))
+
+        def conv_dw(inp, oup, stride):
+            return nn.Sequential(
+                nn.Conv2d(inp, inp, 3, stride, 1, groups=inp, bias=False),
+                nn.BatchNorm2d(inp), nn.ReLU(inplace=True),
+                nn.Conv2d(inp, oup, 1, 1, 0, bias=False), nn.BatchNorm2d(oup),
+                nn.ReLU(inplace=True))
+
+        self.model = nn.Sequential(conv_bn(3, 8, 2), conv_dw(8, 16, 1), conv_dw(16, 32, 2),
+                                   conv_dw(32, 32, 1), nn.AvgPool2d(4))
+        self.fc = nn.Linear(32, classes)
+
+    def forward(self, x):
+        x = self.model(x)
+        return self.fc(x.view(-1, 32))
+
+
+CFG = [8, "M", 16, "M", 32, 32, "M"]
+
+
+class VGG(nn.Module):
+    """A VGG for CIFAR built from a configuration list (numbers are convolutions, "M" max
+    pooling), as the training repositories build it."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.features = self._make_layers(CFG)
+        self.classifier = nn.Sequential(nn.Dropout(0.0), nn.Linear(32 * 2 * 2, 32),
+                                        nn.ReLU(True), nn.Linear(32, classes))
+
+    def forward(self, x):
+        out = self.features(x)
+        out = out.view(out.size(0), -1)
+        return self.classifier(out)
+
+    @staticmethod
+    def _make_layers(cfg):
+        layers, in_channels = [], 3
+        for x in cfg:
+            if x == "M":
+                layers += [nn.MaxPool2d(kernel_size=2, stride=2)]
+            else:
+                layers += [nn.Conv2d(in_channels, x, 3, padding=1), nn.BatchNorm2d(x),
+                           nn.ReLU(inplace=True)]
+                in_channels = x
+        return nn.Sequential(*layers)
+
+
+class GatedCNN(nn.Module):
+    """A gated convolutional language model: causal Conv1d by left padding with F.pad,
+    gated linear units (F.glu and nn.GLU) and residual sums, frozen pretrained
+    embeddings (nn.Embedding.from_pretrained)."""
+
+    def __init__(self, vocab=40, dim=16, layers=2, kernel=3):
+        super().__init__()
+        self.embedding = nn.Embedding.from_pretrained(torch.randn(vocab, dim))
+        self.kernel = kernel
+        self.convs = nn.ModuleList([nn.Conv1d(dim, 2 * dim, kernel) for _ in range(layers)])
+        self.glu = nn.GLU(dim=1)
+        self.out = nn.Linear(dim, vocab)
+
+    def forward(self, ids):
+        x = self.embedding(ids).transpose(1, 2)
+        for i, conv in enumerate(self.convs):
+            h = conv(F.pad(x, (self.kernel - 1, 0)))
+            x = x + (F.glu(h, dim=1) if i % 2 == 0 else self.glu(h))
+        return self.out(x.transpose(1, 2))
+
+
+class VisionTransformer(nn.Module):
+    """A vision transformer written by hand: patches by a strided convolution and
+    flatten(2).transpose(1, 2), a class token expanded over the batch and cat in front,
+    learned positions, nn.TransformerEncoder (batch first, pre-norm), the class token's
+    output normed into the head."""
+
+    def __init__(self, image_size=16, patch_size=4, dim=32, depth=2, heads=4, classes=10):
+        super().__init__()
+        patches = (image_size // patch_size) ** 2
+        self.patch_embed = nn.Conv2d(3, dim, patch_size, patch_size)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+        self.pos_embed = nn.Parameter(torch.randn(1, patches + 1, dim) * 0.02)
+        layer = nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.0,
+                                           activation="gelu", batch_first=True,
+                                           norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, depth, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        B = x.shape[0]
+        x = self.patch_embed(x).flatten(2).transpose(1, 2)
+        cls_tokens = self.cls_token.expand(B, -1, -1)
+        x = torch.cat((cls_tokens, x), dim=1) + self.pos_embed
+        x = self.encoder(x)
+        return self.head(self.norm(x[:, 0]))
+
+
+class UnflattenAutoencoder(nn.Module):
+    """A fully connected autoencoder of images with nn.Flatten and nn.Unflatten."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Flatten(), nn.Linear(28 * 28, 64), nn.ReLU(),
+                                     nn.Linear(64, 16))
+        self.decoder = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 28 * 28),
+                                     nn.Sigmoid(), nn.Unflatten(1, (1, 28, 28)))
+
+    def forward(self, x):
+        return self.decoder(self.encoder(x))
+
+
 def lenet(**kwargs):
     return LeNet(**kwargs)
 
@@ -969,6 +1154,34 @@ def transformer_translator(**kwargs):
     return TransformerTranslator(**kwargs)
 
 
+def lstm_tutorial(**kwargs):
+    return LSTMTutorial(**kwargs)
+
+
+def cbam_net(**kwargs):
+    return CBAMNet(**kwargs)
+
+
+def mobilenet_v1(**kwargs):
+    return MobileNetV1(**kwargs)
+
+
+def vgg(**kwargs):
+    return VGG(**kwargs)
+
+
+def gated_cnn(**kwargs):
+    return GatedCNN(**kwargs)
+
+
+def vision_transformer(**kwargs):
+    return VisionTransformer(**kwargs)
+
+
+def unflatten_autoencoder():
+    return UnflattenAutoencoder()
+
+
 def tokens(length, vocab):
     """An input of token ids [length] below vocab."""
     return dict(shape=(length,), dtype="i32", vocab=vocab)
@@ -1007,4 +1220,11 @@ SPECS = {
     "groupnorm_cnn": dict(inputs=[image(3, 16, 16)]),
     "transformer_lm": dict(inputs=[dict(tokens(12, 40), batch_axis=1)]),
     "transformer_translator": dict(inputs=[tokens(9, 30), tokens(7, 30)]),
+    "lstm_tutorial": dict(inputs=[image(10, 8)]),
+    "cbam_net": dict(inputs=[image(3, 16, 16)]),
+    "mobilenet_v1": dict(inputs=[image(3, 16, 16)]),
+    "vgg": dict(inputs=[image(3, 16, 16)]),
+    "gated_cnn": dict(inputs=[tokens(12, 40)]),
+    "vision_transformer": dict(inputs=[image(3, 16, 16)]),
+    "unflatten_autoencoder": dict(inputs=[image(1, 28, 28)], loss="mse"),
 }

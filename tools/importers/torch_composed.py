@@ -1,7 +1,8 @@
 """Everyday layers and functions placer has no op of their own for, composed of ops it
 has: torch.stack, unbind, leaky ReLU and PReLU, nearest-neighbour upsampling by whole
 factors, pixel shuffles, repeats, torch.addmm, the maximum and minimum along an axis or of two tensors, group and
-instance normalisation, bags of embeddings, dropout of whole channels."""
+instance normalisation, bags of embeddings, dropout of whole channels, adaptive max
+pooling, gated linear units, nn.Unflatten."""
 
 import collections
 import math
@@ -291,6 +292,49 @@ def addmm(imp, name, args, kwargs):
     return emit.binary(imp.b, "add", name, product, imp.tensor_of(args[0], name, product))
 
 
+def adaptive_max_pool(imp, name, x, out_shape):
+    """Adaptive max pooling of [N, C, H, W] to sizes that divide H and W: max pooling with
+    windows of H/h by W/w."""
+    _image(x, "adaptive max pooling")
+    if x.rank != 4 or any(i % o for i, o in zip(x.shape[2:], out_shape[2:])):
+        raise Refused("adaptive max pooling other than 2-d to sizes that divide the input's")
+    window = [i // o for i, o in zip(x.shape[2:], out_shape[2:])]
+    if window == [1, 1]:
+        return x
+    return imp.b.node1("max_pool", name, [x], tuple(out_shape), True,
+                       {"kernel": window, "stride": window, "padding": [0, 0]})
+
+
+def adaptive_max_pool_module(imp, name, m, args, kwargs):
+    if m.return_indices:
+        raise Refused("AdaptiveMaxPool2d with return_indices")
+    return adaptive_max_pool(imp, name, args[0], tuple(imp.current_value.shape))
+
+
+def functional_adaptive_max_pool(imp, name, args, kwargs):
+    if val(args[2] if len(args) > 2 else kwargs.get("return_indices", Const(False))):
+        raise Refused("adaptive_max_pool2d with return_indices")
+    return adaptive_max_pool(imp, name, args[0], tuple(imp.current_value.shape))
+
+
+def glu(imp, name, x, dim):
+    """The gated linear unit: the first half of x along dim times the sigmoid of the
+    second."""
+    axis = int(dim) % x.rank
+    if axis == x.batch_axis:
+        raise Refused("glu along the batch axis")
+    half = x.shape[:axis] + (x.shape[axis] // 2,) + x.shape[axis + 1:]
+    a, gate = imp.b.node("split", name + ".halves", [x], [(half, x.batch_axis)] * 2,
+                         {"axis": axis})
+    return emit.binary(imp.b, "mul", name, a, emit.unary(imp.b, "sigmoid", name + ".gate",
+                                                         gate))
+
+
+def functional_glu(imp, name, args, kwargs):
+    return glu(imp, name, args[0], val(args[1] if len(args) > 1 else
+                                       kwargs.get("dim", Const(-1))))
+
+
 def functional_pixel_shuffle(inverse):
     def handler(imp, name, args, kwargs):
         factor = val(args[1] if len(args) > 1 else kwargs.get(
@@ -304,6 +348,8 @@ FUNCTIONS = {
     F.pixel_unshuffle: functional_pixel_shuffle(True),
     "repeat": repeat,
     torch.addmm: addmm, "addmm": addmm,
+    F.adaptive_max_pool2d: functional_adaptive_max_pool,
+    F.glu: functional_glu,
     torch.max: _extreme(1.0, True), "max": _extreme(1.0, True),
     torch.min: _extreme(-1.0, True), "min": _extreme(-1.0, True),
     torch.amax: _extreme(1.0, False), "amax": _extreme(1.0, False),
@@ -331,4 +377,8 @@ MODULES = {
     nn.InstanceNorm3d: instance_norm_module,
     nn.EmbeddingBag: embedding_bag,
     nn.Dropout1d: channel_dropout, nn.Dropout2d: channel_dropout, nn.Dropout3d: channel_dropout,
+    nn.AdaptiveMaxPool2d: adaptive_max_pool_module,
+    nn.GLU: lambda imp, name, m, args, kwargs: glu(imp, name, args[0], m.dim),
+    nn.Unflatten: lambda imp, name, m, args, kwargs: emit.reshape(
+        imp.b, name, args[0], tuple(imp.current_value.shape)),
 }
