@@ -75,14 +75,16 @@ class Ids(nn.Module):
         super().__init__()
         self.embed, self.out = nn.Embedding(10, 4), nn.Linear(4, 3)
     def forward(self, ids):
-        h, padding = self.embed(ids), (ids > 0).unsqueeze(-1).float()
+        h = self.embed(ids)
+        padding = (ids > h.sum(-1)).unsqueeze(-1).float()
         return self.out(h * padding + torch.max(h, 2).indices.unsqueeze(-1))
 def build():
     return Ids()
 PY
-expect 2 "ids compared, indices of a maximum" "$torch_import" "$work/ids.py:build" --input 6 \
+expect 2 "ids compared with values, indices of a maximum" "$torch_import" "$work/ids.py:build" --input 6 \
     --input-dtype i32 --vocab 10 -o "$work/ids.json"
-contains "$work/err" "greater of integer ids (placer compares f32 values): 1 use" "the comparison"
+contains "$work/err" "greater of integer ids other than with a number, in a model with an embedding they index: 1 use" \
+    "the comparison"
 contains "$work/err" "the indices of torch.max: 1 use" "the indices"
 [ ! -e "$work/ids.json" ] && ok || bad "a model was written despite the error"
 if [ -z "$models" ]; then

@@ -358,11 +358,35 @@ def _masked_fill(imp, name, args, kwargs):
 # ---- masks: comparisons, logical not, where ------------------------------------------------
 # Masks are f32 tensors of 0 and 1; on constants alone they fold at import time.
 
+# A comparison with its operands swapped (`0 < ids` is `ids > 0`), and each one in numpy.
+SWAPPED = {"equal": "equal", "not_equal": "not_equal", "less": "greater",
+           "less_equal": "greater_equal", "greater": "less", "greater_equal": "less_equal"}
+NUMPY = {"equal": np.equal, "not_equal": np.not_equal, "less": np.less,
+         "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal}
+
+
+def _compare_ids(imp, name, op, ids, number):
+    """Token ids compared with a number (`ids > 0`, `src != pad`): placer compares f32
+    values, so the mask is looked up in a constant table of each id's answer. The ids are
+    below the largest nn.Embedding's row count, since they index it."""
+    rows = max((m.num_embeddings for m in imp.modules.values()
+                if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag))), default=0)
+    if not rows or not isinstance(number, (int, float)):
+        raise Refused("%s of integer ids other than with a number, in a model with an "
+                      "embedding they index" % op)
+    table = NUMPY[op](np.arange(rows), number).astype(np.float32).reshape(rows, 1)
+    mask = imp.b.node1("embedding", name + ".lookup", [imp.b.constant(name + ".table", table),
+                                                       ids], ids.shape + (1,), ids.batch_axis)
+    return emit.reshape(imp.b, name, mask, ids.shape)
+
+
 def _compare(op):
     def handler(imp, name, args, kwargs):
         a, c = args[0], args[1]
-        if any(isinstance(t, Tensor) and t.dtype == "i32" for t in (a, c)):
-            raise Refused("%s of integer ids (placer compares f32 values)" % op)
+        if isinstance(a, Tensor) and a.dtype == "i32":
+            return _compare_ids(imp, name, op, a, val(c))
+        if isinstance(c, Tensor) and c.dtype == "i32":
+            return _compare_ids(imp, name, SWAPPED[op], c, val(a))
         like = a if isinstance(a, Tensor) else c
         return emit.binary(imp.b, op, name, imp.tensor_of(a, name, like),
                            imp.tensor_of(c, name, like))
