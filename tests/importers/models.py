@@ -573,7 +573,8 @@ def handwritten(**kwargs):
 class HandwrittenImage(nn.Module):
     """Image layers placer composes of its ops: PReLU (one weight and one per channel),
     GroupNorm, InstanceNorm2d, Dropout2d, nn.PixelShuffle and F.pixel_unshuffle,
-    nn.AdaptiveMaxPool2d, F.adaptive_max_pool2d, nn.GLU, nn.Unflatten."""
+    nn.AdaptiveMaxPool2d, F.adaptive_max_pool2d, nn.GLU, nn.Unflatten, linear and bilinear
+    F.interpolate (by a scale, to a size, corners aligned or not)."""
 
     def __init__(self, channels=3, width=8, classes=3, dropout=0.2):
         super().__init__()
@@ -594,6 +595,9 @@ class HandwrittenImage(nn.Module):
         pooled = self.glu(self.pool(y)).flatten(1)  # [batch, 4 * 2 * 4]
         y = self.act2(self.inorm(self.shuffle(y)))  # [batch, 2, 16, 16]
         y = F.pixel_unshuffle(y, 4).mean(1) + F.adaptive_max_pool2d(y, 4).mean(1)
+        up = F.interpolate(y.unsqueeze(1), scale_factor=1.5, mode="bilinear")  # 6x6
+        y = y + F.interpolate(up, size=(4, 4), mode="bilinear", align_corners=True)[:, 0]
+        y = y + F.interpolate(y, size=7, mode="linear")[:, :, 1:5]
         return self.out(y.flatten(1) + self.unflatten(pooled[:, :16]).flatten(1))
 
 

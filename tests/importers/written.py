@@ -1050,6 +1050,71 @@ class UnflattenAutoencoder(nn.Module):
         return self.decoder(self.encoder(x))
 
 
+class DoubleConv(nn.Module):
+    """(convolution => [BN] => ReLU) * 2"""
+
+    def __init__(self, in_channels, out_channels, mid_channels=None):
+        super().__init__()
+        if not mid_channels:
+            mid_channels = out_channels
+        self.double_conv = nn.Sequential(
+            nn.Conv2d(in_channels, mid_channels, 3, padding=1, bias=False),
+            nn.BatchNorm2d(mid_channels), nn.ReLU(inplace=True),
+            nn.Conv2d(mid_channels, out_channels, 3, padding=1, bias=False),
+            nn.BatchNorm2d(out_channels), nn.ReLU(inplace=True))
+
+    def forward(self, x):
+        return self.double_conv(x)
+
+
+class Down(nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.maxpool_conv = nn.Sequential(nn.MaxPool2d(2), DoubleConv(in_channels, out_channels))
+
+    def forward(self, x):
+        return self.maxpool_conv(x)
+
+
+class Up(nn.Module):
+    """Bilinear upsampling (corners aligned), the skip padded to the upsampled size with
+    F.pad by the sizes' differences, cat, a double convolution."""
+
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)
+        self.conv = DoubleConv(in_channels, out_channels, in_channels // 2)
+
+    def forward(self, x1, x2):
+        x1 = self.up(x1)
+        diffY = x2.size()[2] - x1.size()[2]
+        diffX = x2.size()[3] - x1.size()[3]
+        x1 = F.pad(x1, [diffX // 2, diffX - diffX // 2, diffY // 2, diffY - diffY // 2])
+        return self.conv(torch.cat([x2, x1], dim=1))
+
+
+class BilinearUNet(nn.Module):
+    """The U-Net of the popular segmentation repositories, bilinear variant, at a small
+    width: the logits per pixel [N, classes, H, W]."""
+
+    def __init__(self, n_channels=3, n_classes=2, width=8):
+        super().__init__()
+        self.inc = DoubleConv(n_channels, width)
+        self.down1 = Down(width, 2 * width)
+        self.down2 = Down(2 * width, 2 * width)
+        self.up1 = Up(4 * width, width)
+        self.up2 = Up(2 * width, width)
+        self.outc = nn.Conv2d(width, n_classes, 1)
+
+    def forward(self, x):
+        x1 = self.inc(x)
+        x2 = self.down1(x1)
+        x3 = self.down2(x2)
+        x = self.up1(x3, x2)
+        x = self.up2(x, x1)
+        return self.outc(x)
+
+
 def lenet(**kwargs):
     return LeNet(**kwargs)
 
@@ -1182,6 +1247,10 @@ def unflatten_autoencoder():
     return UnflattenAutoencoder()
 
 
+def bilinear_unet(**kwargs):
+    return BilinearUNet(**kwargs)
+
+
 def tokens(length, vocab):
     """An input of token ids [length] below vocab."""
     return dict(shape=(length,), dtype="i32", vocab=vocab)
@@ -1227,4 +1296,5 @@ SPECS = {
     "gated_cnn": dict(inputs=[tokens(12, 40)]),
     "vision_transformer": dict(inputs=[image(3, 16, 16)]),
     "unflatten_autoencoder": dict(inputs=[image(1, 28, 28)], loss="mse"),
+    "bilinear_unet": dict(inputs=[image(3, 18, 18)], loss="mse"),
 }

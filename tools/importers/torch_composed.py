@@ -1,8 +1,8 @@
 """Everyday layers and functions placer has no op of their own for, composed of ops it
-has: torch.stack, unbind, leaky ReLU and PReLU, nearest-neighbour upsampling by whole
-factors, pixel shuffles, repeats, torch.addmm, the maximum and minimum along an axis or of two tensors, group and
-instance normalisation, bags of embeddings, dropout of whole channels, adaptive max
-pooling, gated linear units, nn.Unflatten."""
+has: torch.stack, unbind, leaky ReLU and PReLU, upsampling (nearest by whole factors, and
+linear, bilinear, trilinear), pixel shuffles, repeats, torch.addmm, the maximum and minimum
+along an axis or of two tensors, group and instance normalisation, bags of embeddings,
+dropout of whole channels, adaptive max pooling, gated linear units, nn.Unflatten."""
 
 import collections
 import math
@@ -75,17 +75,67 @@ def upsample_nearest(imp, name, x, out_shape):
     return emit.reshape(imp.b, name, y, tuple(out_shape))
 
 
-def _interpolate(imp, name, x, mode, align_corners):
-    if mode != "nearest":
-        raise Refused("upsampling in %s mode" % mode)
+def linear_weights(size_in, size_out, align_corners, scale):
+    """PyTorch's linear interpolation along one axis as a matrix [in, out]: each output
+    reads the two inputs around its source position, the corners' centres aligned, or its
+    centre's at `scale` (input / output) less half a cell, not below 0."""
+    weights = np.zeros((size_in, size_out), np.float32)
+    for d in range(size_out):
+        if align_corners:
+            source = d * (size_in - 1) / (size_out - 1) if size_out > 1 else 0.0
+        else:
+            source = max((d + 0.5) * scale - 0.5, 0.0)
+        low = min(int(source), size_in - 1)
+        high = min(low + 1, size_in - 1)
+        weights[low, d] += 1.0 - (source - low)
+        weights[high, d] += source - low
+    return weights
+
+
+def upsample_linear(imp, name, x, out_shape, align_corners, scales):
+    """Linear, bilinear and trilinear interpolation, separable: along each spatial axis a
+    product with its interpolation matrix (the axis moved last and back). scales: PyTorch's
+    input / output per spatial axis, or None for the sizes' ratio."""
+    b, y = imp.b, x
+    for axis in range(x.rank - 1, 1, -1):
+        size_in, size_out = x.shape[axis], out_shape[axis]
+        scale = scales[axis - 2] if scales else size_in / size_out
+        if size_in == size_out and (align_corners or scale == 1):
+            continue
+        weights = b.constant("%s.weights%d" % (name, axis),
+                             linear_weights(size_in, size_out, align_corners, scale))
+        swap = list(range(x.rank))
+        swap[axis], swap[-1] = swap[-1], swap[axis]
+        y = emit.transpose(b, "%s.last%d" % (name, axis), y, swap)
+        y = emit.matmul(b, "%s.axis%d" % (name, axis), y, weights,
+                        y.shape[:-1] + (size_out,))
+        y = emit.transpose(b, "%s.back%d" % (name, axis), y, swap)
+    return y
+
+
+def _interpolate(imp, name, x, mode, align_corners, scale_factor=None, recompute=None):
     if x.batch_axis != 0 or x.rank < 3:
         raise Refused("upsampling other than of [batch, channels, spatial...]")
-    return upsample_nearest(imp, name, x, tuple(imp.current_value.shape))
+    out_shape = tuple(imp.current_value.shape)
+    if mode in ("linear", "bilinear", "trilinear"):
+        scales = None
+        if scale_factor is not None and not recompute:
+            factors = scale_factor if isinstance(scale_factor, (tuple, list)) else \
+                [scale_factor] * (x.rank - 2)
+            scales = [1.0 / float(f) for f in factors]
+        return upsample_linear(imp, name, x, out_shape, bool(align_corners), scales)
+    if mode != "nearest":
+        raise Refused("upsampling in %s mode" % mode)
+    return upsample_nearest(imp, name, x, out_shape)
 
 
 def interpolate(imp, name, args, kwargs):
-    mode = val(args[3] if len(args) > 3 else kwargs.get("mode", Const("nearest")))
-    return _interpolate(imp, name, args[0], mode, None)
+    names = ("size", "scale_factor", "mode", "align_corners", "recompute_scale_factor")
+    defaults = (None, None, "nearest", None, None)
+    size, scale_factor, mode, align_corners, recompute = (
+        val(args[i + 1] if len(args) > i + 1 else kwargs.get(key, Const(default)))
+        for i, (key, default) in enumerate(zip(names, defaults)))
+    return _interpolate(imp, name, args[0], mode, align_corners, scale_factor, recompute)
 
 
 def functional_leaky_relu(imp, name, args, kwargs):
@@ -365,8 +415,8 @@ FUNCTIONS = {
 MODULES = {
     nn.LeakyReLU: lambda imp, name, m, args, kwargs: leaky_relu(imp, name, args[0],
                                                                 m.negative_slope),
-    nn.Upsample: lambda imp, name, m, args, kwargs: _interpolate(imp, name, args[0], m.mode,
-                                                                 m.align_corners),
+    nn.Upsample: lambda imp, name, m, args, kwargs: _interpolate(
+        imp, name, args[0], m.mode, m.align_corners, m.scale_factor, m.recompute_scale_factor),
     nn.PReLU: prelu,
     nn.PixelShuffle: lambda imp, name, m, args, kwargs: pixel_shuffle(
         imp, name, args[0], m.upscale_factor, False),
