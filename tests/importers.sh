@@ -73,6 +73,45 @@ contains "$work/err" "pow of a tensor to a tensor's power (or of a negative numb
 contains "$work/err" "zero_ or fill_ other than on a copy of a parameter or a slice of one" \
     "zero_ on a computed tensor"
 [ ! -e "$work/m.json" ] && ok || bad "a model was written despite the error"
+# What models written by hand do (zoo.py's MAPPING_MODELS "handwritten*"): a module made in
+# forward, constants expanded over the batch, the maximum along an axis, PReLU, group and
+# instance norms, channel dropout, pixel shuffles, bags of embeddings, an RNN's states
+# indexed, repeat, encoder-decoder attention, adaptive max pooling, GLU, (bi)linear
+# upsampling; against PyTorch.
+if "$py" "$src/tests/importers/check.py" --placer "$bin" handwritten handwritten_image \
+    handwritten_text handwritten_translator --via torch >"$work/check" 2>&1
+then
+    ok
+else
+    bad "check.py: a handwritten model differs from PyTorch or does not import"
+fi
+cat "$work/check"
+cat >"$work/ids.py" <<'PY'
+import torch, torch.nn as nn
+class Ids(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed, self.out = nn.Embedding(10, 4), nn.Linear(4, 3)
+    def forward(self, ids):
+        h = self.embed(ids)
+        padding = (ids > h.sum(-1)).unsqueeze(-1).float()
+        return self.out(h * padding + torch.max(h, 2).indices.unsqueeze(-1))
+def build():
+    return Ids()
+PY
+expect 2 "ids compared with values, indices of a maximum" "$torch_import" "$work/ids.py:build" --input 6 \
+    --input-dtype i32 --vocab 10 -o "$work/ids.json"
+contains "$work/err" "greater of integer ids other than with a number, in a model with an embedding they index: 1 use" \
+    "the comparison"
+contains "$work/err" "the indices of torch.max: 1 use" "the indices"
+[ ! -e "$work/ids.json" ] && ok || bad "a model was written despite the error"
+if [ -z "$models" ]; then
+    # The models written by hand the common ways: as many import and match as did.
+    "$src/tools/import-survey" --set written --placer "$bin" >"$work/written" 2>&1
+    cat "$work/written"
+    matched=$(sed -n 's/.*outputs match \([0-9]*\) .*/\1/p' "$work/written")
+    [ "${matched:-0}" -ge 30 ] && ok || bad "import-survey --set written: ${matched:-no} models match, expected at least 30"
+fi
 
 # The same through ONNX: its RNNs are listed.
 "$py" - "$src/tests/importers/unsupported.py" "$work/u.onnx" <<'PY' 2>/dev/null

@@ -87,11 +87,26 @@ def import_model(name, via, module, work, numeric, batch, shape, gradients=False
 
 
 def example_input(spec, batch, shape, seed=1):
+    """The model's input, or a tuple of them where the spec lists several ("inputs": each
+    one's per-sample shape, dtype and vocab, the batch on axis 0)."""
     import torch
     g = torch.Generator().manual_seed(seed)
+    if "inputs" in spec:
+        return tuple(example_input(dict(i, input=i["shape"]), batch, i["shape"], seed + 1000 * k)
+                     for k, i in enumerate(spec["inputs"]))
     if spec.get("dtype") == "i32":
         return torch.randint(0, spec["vocab"], whole_shape(spec, batch, shape), generator=g)
     return torch.randn(whole_shape(spec, batch, shape), generator=g)
+
+
+def inputs_of(x):
+    """example_input's input(s) as a tuple, to call a module with."""
+    return x if isinstance(x, tuple) else (x,)
+
+
+def double(x):
+    """The inputs in float64 where they are floating-point."""
+    return tuple(v.double() if v.is_floating_point() else v for v in inputs_of(x))
 
 
 TIE_GAP = 1e-6
@@ -113,7 +128,7 @@ def settle_batch_norm(module, spec, batch, shape, weights):
     module.train()
     with torch.no_grad():
         for seed in range(100, 104):
-            module(example_input(spec, batch, shape, seed))
+            module(*inputs_of(example_input(spec, batch, shape, seed)))
     for m, momentum in zip(norms, momenta):
         m.momentum = momentum
     module.train(training)
@@ -154,7 +169,7 @@ def smallest_pool_gap(module, x):
             if isinstance(mod, nn.MaxPool2d):
                 mod.register_forward_hook(hook)
         with torch.no_grad():
-            m(x.double() if x.is_floating_point() else x)
+            m(*double(x))
     return min(gaps) if gaps else None
 
 
@@ -215,24 +230,28 @@ def relative_error(got, want, floor=0.0):
     return float(np.max(np.abs(got - want)) / scale) if scale > 0 else float(np.max(np.abs(got)))
 
 
-def torch_side(module, x, labels, double):
+def torch_side(module, x, labels, in_double):
     """PyTorch's outputs (inference mode) and gradients (training mode, first step), in
     float32 as PyTorch runs, or in float64 as the reference both are held against."""
     import copy
     import torch
     import torch.nn.functional as F
     m = copy.deepcopy(module)
-    if double:
+    x = inputs_of(x)
+    if in_double:
         m = m.double()
-        if x.is_floating_point():
-            x = x.double()
+        x = double(x)
+        labels = labels.double() if labels.is_floating_point() else labels
     m.eval()
     with torch.no_grad():
-        logits = torch_output(m(x)).numpy()
+        logits = torch_output(m(*x)).numpy()
     m.train()
     m.zero_grad()
-    out = torch_output(m(x))
-    F.cross_entropy(out.reshape(-1, out.shape[-1]), labels.reshape(-1)).backward()
+    out = torch_output(m(*x))
+    if labels.is_floating_point():  # an mse target
+        F.mse_loss(out, labels).backward()
+    else:
+        F.cross_entropy(out.reshape(-1, out.shape[-1]), labels.reshape(-1)).backward()
     return logits, {k: p.grad.numpy() for k, p in m.named_parameters() if p.grad is not None}
 
 
@@ -263,23 +282,31 @@ def compare(spec, via, work, model_path, weights, module, batch, shape, first_se
     import placer_tensors
     model = json.load(open(model_path))
     seed, x = conditioned_input(spec, module, batch, shape, first_seed)
-    data_name = next(i["name"] for i in model["inputs"] if i["role"] == "data")
-    label_name = next(i["name"] for i in model["inputs"] if i["role"] == "label")
+    data_names = [i["name"] for i in model["inputs"] if i["role"] == "data"]
+    label = next(i for i in model["inputs"] if i["role"] == "label")
     module.eval()
     with torch.no_grad():
-        out = torch_output(module(x))
+        out = torch_output(module(*inputs_of(x)))
     g = torch.Generator().manual_seed(2)
-    labels = torch.randint(0, out.shape[-1], out.shape[:-1], generator=g)
+    if label["dtype"] == "f32":  # an mse target
+        labels = torch.randn(out.shape, generator=g)
+    else:
+        labels = torch.randint(0, out.shape[-1], out.shape[:-1], generator=g)
     inputs = os.path.join(work, "inputs.tensors")
     placer_tensors.write(inputs, [
-        (data_name, x.numpy().astype(np.int32 if spec.get("dtype") == "i32" else np.float32)),
-        (label_name, labels.numpy().astype(np.int32))])
+        (name, v.numpy().astype(np.float32 if v.is_floating_point() else np.int32))
+        for name, v in zip(data_names, inputs_of(x))] +
+        [(label["name"], labels.numpy().astype(np.float32 if label["dtype"] == "f32"
+                                                else np.int32))])
     outputs = os.path.join(work, "outputs.tensors")
     grads = os.path.join(work, "gradients.tensors")
     run([PLACER, "eval", model_path, "--weights", weights, "--inputs", inputs,
          "--outputs", outputs])
-    ref_out, ref_grads = torch_side(module, x, labels, double=True)
-    f32_out, f32_grads = torch_side(module, x, labels, double=False)
+    f32_out, f32_grads = torch_side(module, x, labels, in_double=False)
+    try:
+        ref_out, ref_grads = torch_side(module, x, labels, in_double=True)
+    except RuntimeError:  # the model makes float32 tensors of its own (torch.zeros(...))
+        ref_out, ref_grads = f32_out, f32_grads
     got_out = placer_tensors.read(outputs)[0][1]
     # Placer against PyTorch in float64, and against PyTorch's own float32 run: at a kink
     # (a ReLU's input, a max-pooling tie, within rounding) the two PyTorch runs can part,

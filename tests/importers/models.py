@@ -773,3 +773,117 @@ class Strides(nn.Module):
 
 def strides(**kwargs):
     return Strides(**kwargs)
+class Handwritten(nn.Module):
+    """What models written by hand do (tests/importers/written.py): a module made inside
+    forward (`nn.Softmax(dim=-1)(scores)`), position ids expanded over the batch into an
+    embedding, a mask of ones shaped like a batched tensor, the maximum and minimum along an
+    axis (`torch.max(x, 1)[0]`, `.values`, amax, amin) and of two tensors, torch.addmm."""
+
+    def __init__(self, dim=6, context=5, classes=3):
+        super().__init__()
+        self.positions = nn.Embedding(context, dim)
+        self.fc = nn.Linear(dim, dim)
+        self.out_weight = nn.Parameter(torch.randn(dim, classes) * 0.3)
+        self.out_bias = nn.Parameter(torch.randn(classes) * 0.1)
+
+    def forward(self, x):  # [batch, context, dim]
+        ids = torch.arange(x.size(1)).unsqueeze(0).expand(x.size(0), -1)
+        h = self.fc(x + self.positions(ids))
+        mask = (1.0 - torch.ones_like(h[:, :, 0]).unsqueeze(1)) * -10000.0
+        y = nn.Softmax(dim=-1)(h @ h.transpose(1, 2) + mask) @ h
+        pooled = torch.max(y, 1)[0] + y.min(dim=1, keepdim=True).values.squeeze(1)
+        per_row = torch.amax(y, dim=2) - torch.amin(y, dim=-1)  # [batch, context]
+        mixed = torch.maximum(pooled, y[:, 0]) + torch.min(pooled, y[:, 1])
+        return torch.addmm(self.out_bias, mixed + per_row.mean(1, keepdim=True),
+                           self.out_weight)
+
+
+def handwritten(**kwargs):
+    return Handwritten(**kwargs)
+
+
+class HandwrittenImage(nn.Module):
+    """Image layers placer composes of its ops: PReLU (one weight and one per channel),
+    GroupNorm, InstanceNorm2d, Dropout2d, nn.PixelShuffle and F.pixel_unshuffle,
+    nn.AdaptiveMaxPool2d, F.adaptive_max_pool2d, nn.GLU, nn.Unflatten, linear and bilinear
+    F.interpolate (by a scale, to a size, corners aligned or not)."""
+
+    def __init__(self, channels=3, width=8, classes=3, dropout=0.2):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, width, 3, padding=1)
+        self.gn = nn.GroupNorm(2, width)
+        self.act = nn.PReLU(width, init=0.1)
+        self.drop = nn.Dropout2d(dropout)
+        self.shuffle = nn.PixelShuffle(2)
+        self.inorm = nn.InstanceNorm2d(2, affine=True)
+        self.act2 = nn.PReLU()
+        self.pool = nn.AdaptiveMaxPool2d((2, 4))
+        self.glu = nn.GLU(dim=1)
+        self.unflatten = nn.Unflatten(1, (4, 4))
+        self.out = nn.Linear(4 * 4, classes)
+
+    def forward(self, x):  # [batch, 3, 8, 8]
+        y = self.drop(self.act(self.gn(self.conv(x))))
+        pooled = self.glu(self.pool(y)).flatten(1)  # [batch, 4 * 2 * 4]
+        y = self.act2(self.inorm(self.shuffle(y)))  # [batch, 2, 16, 16]
+        y = F.pixel_unshuffle(y, 4).mean(1) + F.adaptive_max_pool2d(y, 4).mean(1)
+        up = F.interpolate(y.unsqueeze(1), scale_factor=1.5, mode="bilinear")  # 6x6
+        y = y + F.interpolate(up, size=(4, 4), mode="bilinear", align_corners=True)[:, 0]
+        y = y + F.interpolate(y, size=7, mode="linear")[:, :, 1:5]
+        return self.out(y.flatten(1) + self.unflatten(pooled[:, :16]).flatten(1))
+
+
+class HandwrittenText(nn.Module):
+    """Text layers: nn.EmbeddingBag in its three modes, a bidirectional GRU's final states
+    picked as hidden[-2, :, :] and hidden[-1, :, :], masks from comparisons of the ids."""
+
+    def __init__(self, vocab=20, dim=6, classes=3):
+        super().__init__()
+        self.bags = nn.ModuleList([nn.EmbeddingBag(vocab, dim, mode=m)
+                                   for m in ("mean", "sum", "max")])
+        self.embed = nn.Embedding(vocab, dim)
+        self.rnn = nn.GRU(dim, dim, bidirectional=True, batch_first=True)
+        self.out = nn.Linear(2 * dim, classes)
+
+    def forward(self, ids):
+        keep = ((ids != 3).float() + (2 < ids).float() - (ids <= 5).float()).unsqueeze(-1)
+        _, hidden = self.rnn(self.embed(ids) * keep)
+        states = torch.cat((hidden[-2, :, :], hidden[-1, :, :]), dim=1)
+        bags = sum(bag(ids) for bag in self.bags)
+        return self.out(states + bags.repeat(1, 2))
+
+
+def handwritten_image(**kwargs):
+    return HandwrittenImage(**kwargs)
+
+
+def handwritten_text(**kwargs):
+    return HandwrittenText(**kwargs)
+
+
+class HandwrittenTranslator(nn.Module):
+    """Encoder-decoder attention, sequence first ([T, batch, E], the batch on axis 1):
+    nn.Transformer (pre-norm) with a causal target mask, a post-norm
+    nn.TransformerDecoderLayer, and nn.MultiheadAttention of the target over the memory."""
+
+    def __init__(self, dim=8, heads=2, classes=3, dropout=0.1):
+        super().__init__()
+        self.transformer = nn.Transformer(dim, heads, 1, 1, 16, dropout=dropout,
+                                          norm_first=True)
+        self.decoder = nn.TransformerDecoderLayer(dim, heads, 16, dropout=dropout,
+                                                  activation="gelu")
+        self.cross = nn.MultiheadAttention(dim, heads, dropout=dropout)
+        self.out = nn.Linear(dim, classes)
+
+    def forward(self, x):  # [6, batch, dim]: the first 4 steps are the target
+        tgt = x[:4]
+        mask = self.transformer.generate_square_subsequent_mask(4)
+        memory = self.transformer.encoder(x)
+        y = self.transformer.decoder(tgt, memory, tgt_mask=mask)
+        y = self.decoder(y, memory)
+        attended, _ = self.cross(y, memory, memory)
+        return self.out(y + attended)
+
+
+def handwritten_translator(**kwargs):
+    return HandwrittenTranslator(**kwargs)

@@ -48,8 +48,15 @@ def fit_to(b, name, x, other):
 
 
 def constant_for(b, name, value, like):
-    """A constant (a numpy array) that will meet tensor `like`: its leading size-1 axes are
-    dropped while it has more axes than `like` keeps after the batch."""
+    """A constant (a numpy array) that will meet tensor `like`: one sample's values where it
+    holds the same for every sample along like's batch axis (a mask made of
+    `torch.ones_like(input_ids)`), then its leading size-1 axes are dropped while it has more
+    axes than `like` keeps after the batch."""
+    if like is not None and like.batched:
+        axis = value.ndim - like.rank + like.batch_axis  # aligned at the last axis
+        if 0 <= axis and value.shape[axis] == like.shape[like.batch_axis] > 1 and \
+                (value == np.take(value, [0], axis)).all():
+            value = np.take(value, [0], axis)
     if like is not None:
         while value.ndim > after_batch(like) and value.shape[0] == 1:
             value = value.reshape(value.shape[1:])
@@ -233,24 +240,47 @@ def self_attention(b, name, x, in_weight, in_bias, out_weight, out_bias, heads, 
     [T, N, E] with the batch on axis 1 (moved to the front and back): one projection to q, k
     and v, heads of E/heads, softmax(q·kᵀ/√d + mask)·v, and the output projection. mask: an
     additive [T, T] constant, or None."""
-    if x.batch_axis == 1:
-        x = transpose(b, name + ".batch_first", x, (1, 0, 2))
-        y = self_attention(b, name, x, in_weight, in_bias, out_weight, out_bias, heads,
-                           dropout, mask)
+    return attention(b, name, x, x, x, in_weight, in_bias, out_weight, out_bias, heads,
+                     dropout, mask)
+
+
+def attention(b, name, query, key, value, in_weight, in_bias, out_weight, out_bias, heads,
+              dropout, mask=None):
+    """torch.nn.MultiheadAttention of query [N, T, E] over key and value [N, S, E] (or all
+    three with the batch on axis 1): as self_attention, the projections of key and value
+    from their own inputs where they are not the query's (cross-attention: the in_proj
+    weight and bias split in three); mask an additive [T, S] constant, or None."""
+    if query.batch_axis == 1:
+        moved = {}
+        for t in (query, key, value):
+            if t.name not in moved:
+                moved[t.name] = transpose(b, "%s.batch_first%s" % (
+                    name, "" if not moved else "_%d" % len(moved)), t, (1, 0, 2))
+        y = attention(b, name, moved[query.name], moved[key.name], moved[value.name],
+                      in_weight, in_bias, out_weight, out_bias, heads, dropout, mask)
         return transpose(b, name + ".sequence_first", y, (1, 0, 2))
-    n, t, e = x.shape
+    n, t, e = query.shape
+    s = key.shape[1]
     if e % heads:
         raise ImportError_("%s: %d heads do not divide the embedding %d" % (name, heads, e))
     d = e // heads
-    qkv = linear(b, name + ".in_proj", x, in_weight, in_bias)
-    parts = b.node("split", name + ".qkv", [qkv], [((n, t, e), True)] * 3, {"axis": 2})
+    if key is query and value is query:
+        qkv = linear(b, name + ".in_proj", query, in_weight, in_bias)
+        parts = b.node("split", name + ".qkv", [qkv], [((n, t, e), True)] * 3, {"axis": 2})
+    else:
+        weights = b.node("split", name + ".in_proj_weights", [in_weight],
+                         [((e, e), False)] * 3, {"axis": 0})
+        biases = b.node("split", name + ".in_proj_biases", [in_bias], [((e,), False)] * 3,
+                        {"axis": 0}) if in_bias is not None else [None] * 3
+        parts = [linear(b, "%s.%s_proj" % (name, letter), x, w, bias)
+                 for x, w, bias, letter in zip((query, key, value), weights, biases, "qkv")]
     heads_of = []
     for part, letter in zip(parts, "qkv"):
-        r = reshape(b, "%s.%s_heads" % (name, letter), part, (n, t, heads, d))
+        r = reshape(b, "%s.%s_heads" % (name, letter), part, (n, part.shape[1], heads, d))
         heads_of.append(transpose(b, "%s.%s_t" % (name, letter), r, (0, 2, 1, 3)))
     q, k, v = heads_of
     q = scale(b, name + ".q_scaled", q, 1.0 / d ** 0.5)
-    scores = b.node1("matmul", name + ".scores", [q, k], (n, heads, t, t), True,
+    scores = b.node1("matmul", name + ".scores", [q, k], (n, heads, t, s), True,
                      {"transpose_b": True})
     if mask is not None:
         scores = binary(b, "add", name + ".masked", scores, mask)

@@ -1,5 +1,6 @@
-"""tools/import-survey: how many of torchvision's classification models import (its image
-models, and its video models as video.NAME).
+"""tools/import-survey: how many of a set of real models import: torchvision's classification
+models (its image models, and its video models as video.NAME), or the models written by hand
+the common ways in tests/importers/written.py (--set written), or both (--set all).
 
 Each model goes through tools/import-torch at a small input and batch 2, `placer validate`,
 and a comparison of its forward outputs against PyTorch's (tests/importers/check.py's, on
@@ -41,6 +42,8 @@ INPUTS = {
     "video.mvit_v2_s": ((3, 16, 224, 224), {}),
 }
 VIDEO = (3, 4, 32, 32)
+WRITTEN_PY = os.path.join(TOP, "tests", "importers", "written.py")
+SETS = ("torchvision", "written", "all")
 
 
 def classification_models():
@@ -49,23 +52,64 @@ def classification_models():
         ["video." + n for n in models.list_models(module=models.video)]
 
 
-def spec_of(name):
-    """(per-sample input shape, builder keyword arguments)."""
+def written_specs():
+    """tests/importers/written.py's module, and its models' specs by name."""
+    import importlib.util
+    loader = importlib.util.spec_from_file_location("written", WRITTEN_PY)
+    written = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(written)
+    return written, written.SPECS
+
+
+def models_of(which):
+    """{name: its set} for the models of a set."""
+    names = {}
+    if which in ("torchvision", "all"):
+        names.update((n, "torchvision") for n in classification_models())
+    if which in ("written", "all"):
+        names.update((n, "written") for n in written_specs()[1])
+    return names
+
+
+def spec_of(name, which):
+    """A model's entry: its source for tools/import-torch, its inputs per sample (shape,
+    dtype, vocab), the builder's keyword arguments and the loss to import it with."""
+    if which == "written":
+        spec = written_specs()[1][name]
+        return dict(source="%s:%s" % (WRITTEN_PY, name), inputs=spec["inputs"], kwargs={},
+                    loss=spec.get("loss", "cross-entropy"))
     default = VIDEO if name.startswith("video.") else SMALL
     shape, kwargs = INPUTS.get(name, (default, {}))
-    return shape, dict(kwargs, num_classes=CLASSES)
+    return dict(source="torchvision:" + name, inputs=[dict(shape=shape, dtype="f32")],
+                kwargs=dict(kwargs, num_classes=CLASSES), loss="cross-entropy")
 
 
-def build(name, kwargs):
+def build(name, which, kwargs):
     import warnings
     import torch
+    torch.manual_seed(0)
+    if which == "written":
+        return getattr(written_specs()[0], name)(**kwargs)
     import torchvision.models
     package, _, short = name.rpartition(".")
-    torch.manual_seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         models = getattr(torchvision.models, package) if package else torchvision.models
         return getattr(models, short)(weights=None, **kwargs)
+
+
+def import_command(spec, model_path, weights):
+    cmd = [os.path.join(TOP, "tools", "import-torch"), spec["source"], "--batch", str(BATCH),
+           "--loss", spec["loss"], "-o", model_path, "--weights", weights]
+    for i in spec["inputs"]:
+        cmd += ["--input", ",".join(map(str, i["shape"])), "--input-dtype", i["dtype"],
+                "--batch-axis", str(i.get("batch_axis", 0))]
+    vocab = max([i["vocab"] for i in spec["inputs"] if "vocab" in i], default=None)
+    if vocab:
+        cmd += ["--vocab", str(vocab)]
+    for k, v in spec["kwargs"].items():
+        cmd += ["--arg", "%s=%r" % (k, v)]
+    return cmd
 
 
 def first_error(stderr, tool="import-torch"):
@@ -96,7 +140,7 @@ def enliven(weights, model_path):
     placer_tensors.write(weights, tensors)
 
 
-def survey_one(name, placer):
+def survey_one(name, which, placer):
     """The stages one model passes, as a JSON-able dict: imported, validated, outputs (the
     worst relative error of the inputs compared) and match, or error (the stage's)."""
     sys.path.insert(0, os.path.join(TOP, "tests", "importers"))
@@ -104,16 +148,12 @@ def survey_one(name, placer):
     check.PLACER = placer
     import torch
     torch.set_num_threads(1)
-    shape, kwargs = spec_of(name)
+    spec = spec_of(name, which)
     result = {"imported": False, "validated": False, "match": False}
     with tempfile.TemporaryDirectory(prefix="placer-survey-") as work:
         model_path = os.path.join(work, "model.json")
         weights = os.path.join(work, "model.weights")
-        cmd = [os.path.join(TOP, "tools", "import-torch"), "torchvision:" + name,
-               "--input", ",".join(map(str, shape)), "--batch", str(BATCH), "-o", model_path,
-               "--weights", weights]
-        for k, v in kwargs.items():
-            cmd += ["--arg", "%s=%r" % (k, v)]
+        cmd = import_command(spec, model_path, weights)
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if p.returncode != 0:
             result["error"] = first_error(p.stderr)
@@ -125,13 +165,13 @@ def survey_one(name, placer):
             result["error"] = "validate: " + first_error(v.stdout, "placer")
             return result
         result["validated"] = True
-        module = build(name, kwargs)
-        spec = {"input": shape}
+        module = build(name, which, spec["kwargs"])
         try:
             enliven(weights, model_path)
             check.load_weights(module, weights, model_path)
-            reports = check.compare_inputs(spec, "torch", work, model_path, weights, module,
-                                           BATCH, shape, ["outputs"])
+            reports = check.compare_inputs({"inputs": spec["inputs"]}, "torch", work,
+                                           model_path, weights, module, BATCH, None,
+                                           ["outputs"])
         except check.CheckFailed as e:
             result["error"] = "compare: " + first_error(str(e))
             return result
@@ -142,10 +182,11 @@ def survey_one(name, placer):
     return result
 
 
-def run_one(name, placer, timeout):
+def run_one(name, which, placer, timeout):
     """survey_one in a process of its own (with the importer it starts), killed at
     timeout seconds."""
-    cmd = [sys.executable, os.path.abspath(sys.argv[0]), "--one", name, "--placer", placer]
+    cmd = [sys.executable, os.path.abspath(sys.argv[0]), "--one", name, "--set", which,
+           "--placer", placer]
     start = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
@@ -168,11 +209,11 @@ def run_one(name, placer, timeout):
     return result
 
 
-def describe(name, r):
+def describe(name, r, width=20):
     stages = "%-8s %-9s %-7s" % ("imported" if r["imported"] else "-",
                                  "validated" if r["validated"] else "-",
                                  "match" if r["match"] else "-")
-    line = "%-20s %s %5.0fs" % (name, stages, r.get("seconds", 0))
+    line = "%-*s %s %5.0fs" % (width, name, stages, r.get("seconds", 0))
     if "outputs" in r:
         line += "  outputs %.1e" % r["outputs"]
     if "error" in r:
@@ -183,10 +224,14 @@ def describe(name, r):
 def main(argv=None):
     p = argparse.ArgumentParser(
         prog="import-survey",
-        description="Imports every torchvision classification model (tools/import-torch, "
-                    "at a small input and batch 2), validates it and compares its forward "
-                    "outputs with PyTorch's; prints a line per model and the rates.")
-    p.add_argument("--models", help="A,B,...: these models only (default: every one)")
+        description="Imports every model of a set (tools/import-torch, at a small input "
+                    "and batch 2), validates it and compares its forward outputs with "
+                    "PyTorch's; prints a line per model and the rates.")
+    p.add_argument("--set", choices=SETS, default="torchvision",
+                   help="torchvision's classification models (the default), the models "
+                        "written by hand in tests/importers/written.py, or all of them")
+    p.add_argument("--models", help="A,B,...: these models only (default: every one of the "
+                                    "set)")
     p.add_argument("--timeout", type=float, default=300, metavar="S",
                    help="seconds per model (default 300)")
     p.add_argument("--placer", default=os.path.join(TOP, "placer"), help="the placer binary")
@@ -194,26 +239,26 @@ def main(argv=None):
     args = p.parse_args(argv)
     placer = os.path.abspath(args.placer)
     if args.one:
-        print(json.dumps(survey_one(args.one, placer)))
+        print(json.dumps(survey_one(args.one, args.set, placer)))
         return 0
     if not args.timeout > 0:
         p.error("--timeout %g: must be above 0" % args.timeout)
     try:
-        known = classification_models()
+        known = models_of(args.set)
     except ImportError as e:
         print("import-survey: %s (apt-get install python3-torch python3-torchvision)" % e,
               file=sys.stderr)
         return 2
-    names = args.models.split(",") if args.models else known
+    names = args.models.split(",") if args.models else list(known)
     unknown = [n for n in names if n not in known]
     if unknown:
-        p.error("not torchvision classification models: %s" % ", ".join(unknown))
+        p.error("not models of the %s set: %s" % (args.set, ", ".join(unknown)))
     counts = {"imported": 0, "validated": 0, "match": 0}
     for name in names:
-        r = run_one(name, placer, args.timeout)
+        r = run_one(name, known[name], placer, args.timeout)
         for k in counts:
             counts[k] += r[k]
-        print(describe(name, r), flush=True)
+        print(describe(name, r, max(20, *map(len, names))), flush=True)
     n = len(names)
     print("%d models: %s" % (n, ", ".join(
         "%s %d (%.0f%%)" % (k if k != "match" else "outputs match", c, 100.0 * c / n)

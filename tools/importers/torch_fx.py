@@ -27,13 +27,20 @@ from builder import ImportError_, Tensor, Unsupported
 class _Tracer(torch.fx.Tracer):
     """Keeps as leaves the modules placer maps whole, and any other torch.nn module (so that
     it is reported as unsupported instead of traced into its internals). Every node
-    remembers the module it was made in (meta "scope"), which names the ops of functions."""
+    remembers the module it was made in (meta "scope"), which names the ops of functions.
+    A module made inside forward (`nn.Softmax(dim=-1)(scores)`, as BERT's code has it) is
+    no submodule: it is traced through, its functions in the scope of the module that made
+    it."""
 
     scope = ""
 
     def call_module(self, m, forward, args, kwargs):
+        try:
+            path = self.path_of_module(m)
+        except NameError:  # not installed as a submodule
+            return forward(*args, **kwargs)
         outer = self.scope
-        self.scope = self.path_of_module(m)
+        self.scope = path
         try:
             result = super().call_module(m, forward, args, kwargs)
         finally:
@@ -48,9 +55,20 @@ class _Tracer(torch.fx.Tracer):
     def is_leaf_module(self, m, qualified_name):
         if torch_modules.handler_for(m) is not None:
             return True
-        if isinstance(m, (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.TransformerEncoder)):
+        if isinstance(m, (nn.Sequential, nn.ModuleList, nn.ModuleDict, nn.TransformerEncoder,
+                          nn.TransformerDecoder, nn.Transformer)):
             return False
         return type(m).__module__.startswith("torch.nn")
+
+
+def _restore(module, state):
+    """Puts back the module's state where running it changed it (batch norm's running
+    averages), and there only: a constant the trace kept may be an expanded view
+    (`torch.arange(t).expand(b, t)`), which cannot be written into."""
+    with torch.no_grad():
+        for key, value in module.state_dict().items():
+            if not torch.equal(value, state[key]):
+                value.copy_(state[key])
 
 
 class _Recorder(torch.fx.Interpreter):
@@ -198,7 +216,7 @@ class Importer:
         except Exception as e:
             raise ImportError_("running the model on an example batch failed: %s"
                                % command.describe(e))
-        self.gm.load_state_dict(state)
+        _restore(self.gm, state)
         self.values = rec.values
         from torch_ops import map_node  # the handlers need this module's classes
         output = None

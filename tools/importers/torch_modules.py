@@ -217,19 +217,21 @@ def softmax(op):
 
 
 def attention(imp, name, m, args, kwargs):
-    """MultiheadAttention called as self-attention, with no padding mask."""
+    """MultiheadAttention (self-attention, or a query over other keys and values), with no
+    padding mask."""
     q = args[0] if args else kwargs.get("query")
     k = args[1] if len(args) > 1 else kwargs.get("key")
     v = args[2] if len(args) > 2 else kwargs.get("value")
-    if k is not q or v is not q:
-        raise Refused("MultiheadAttention other than self-attention")
-    check_layout(m, q)
+    for x in (q, k, v):
+        if not isinstance(x, Tensor):
+            raise Refused("MultiheadAttention of a constant query, key or value")
+        check_layout(m, x)
     if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn:
         raise Refused("MultiheadAttention with kdim/vdim, bias_k or add_zero_attn")
     if imp.arg_value(kwargs.get("key_padding_mask")) is not None:
         raise Refused("MultiheadAttention with key_padding_mask")
     mask = attn_mask(imp, name, kwargs.get("attn_mask", args[5] if len(args) > 5 else None))
-    return (_attention(imp, name, m, q, mask), imp.not_mapped("attention weights"))
+    return (_attention(imp, name, m, q, mask, k, v), imp.not_mapped("attention weights"))
 
 
 def check_layout(m, x):
@@ -260,7 +262,8 @@ def torch_bool():
     return torch.bool
 
 
-def _attention(imp, name, m, x, mask):
+def _attention(imp, name, m, x, mask, key=None, value=None):
+    """x attending to itself, or to key and value where given."""
     e = m.embed_dim
     in_w = imp.parameter(name + ".in_proj_weight", {"kind": "glorot_uniform", "seed": _seed(imp)})
     in_b = out_b = None
@@ -269,8 +272,19 @@ def _attention(imp, name, m, x, mask):
     out_w = imp.parameter(name + ".out_proj.weight", _fan_in_uniform(e, _seed(imp)))
     if m.out_proj.bias is not None:
         out_b = imp.parameter(name + ".out_proj.bias", {"kind": "zeros"})
-    return emit.self_attention(imp.b, name, x, in_w, in_b, out_w, out_b, m.num_heads,
-                               m.dropout, mask)
+    return emit.attention(imp.b, name, x, key if key is not None else x,
+                          value if value is not None else x, in_w, in_b, out_w, out_b,
+                          m.num_heads, m.dropout, mask)
+
+
+def _activation_of(m):
+    """A transformer layer's activation as a placer op and its attributes."""
+    act = m.activation
+    if act is F.relu or isinstance(act, nn.ReLU):
+        return "relu", None
+    if act is F.gelu or isinstance(act, nn.GELU):
+        return "gelu", {"approximate": getattr(act, "approximate", "none")}
+    raise Refused("%s with activation %r" % (type(m).__name__, act))
 
 
 def encoder_layer(imp, name, m, args, kwargs):
@@ -281,13 +295,7 @@ def encoder_layer(imp, name, m, args, kwargs):
     check_layout(m.self_attn, x)
     mask = attn_mask(imp, name + ".self_attn",
                      kwargs.get("src_mask", args[1] if len(args) > 1 else None))
-    act = m.activation
-    if act is F.relu or isinstance(act, nn.ReLU):
-        act_op, act_attrs = "relu", None
-    elif act is F.gelu or isinstance(act, nn.GELU):
-        act_op, act_attrs = "gelu", {"approximate": getattr(act, "approximate", "none")}
-    else:
-        raise Refused("TransformerEncoderLayer with activation %r" % act)
+    act_op, act_attrs = _activation_of(m)
     b = imp.b
 
     def sublayer_norm(norm, y, tag):
@@ -312,6 +320,55 @@ def encoder_layer(imp, name, m, args, kwargs):
                       "norm1")
     return sublayer_norm(m.norm2, emit.binary(b, "add", name + ".residual2", x, feed_forward(x)),
                          "norm2")
+
+
+def decoder_layer(imp, name, m, args, kwargs):
+    """TransformerDecoderLayer, expanded as its forward does it (post-norm or pre-norm):
+    self-attention over the target, attention over the encoder's output (memory), the
+    feed-forward layers."""
+    x = args[0]
+    memory = args[1] if len(args) > 1 else kwargs.get("memory")
+    for key in ("tgt_key_padding_mask", "memory_key_padding_mask"):
+        if imp.arg_value(kwargs.get(key)) is not None:
+            raise Refused("TransformerDecoderLayer with %s" % key)
+    if not isinstance(memory, Tensor):
+        raise Refused("TransformerDecoderLayer with a constant memory")
+    check_layout(m.self_attn, x)
+    check_layout(m.self_attn, memory)
+    self_mask = attn_mask(imp, name + ".self_attn",
+                          kwargs.get("tgt_mask", args[2] if len(args) > 2 else None))
+    memory_mask = attn_mask(imp, name + ".multihead_attn",
+                            kwargs.get("memory_mask", args[3] if len(args) > 3 else None))
+    act_op, act_attrs = _activation_of(m)
+    b = imp.b
+
+    def norm(i, y):
+        return layer_norm(imp, "%s.norm%d" % (name, i), getattr(m, "norm%d" % i), [y], {})
+
+    def dropped(i, y):
+        return dropout(imp, "%s.dropout%d" % (name, i), getattr(m, "dropout%d" % i), [y], {})
+
+    def self_block(y):
+        return dropped(1, _attention(imp, name + ".self_attn", m.self_attn, y, self_mask))
+
+    def memory_block(y):
+        return dropped(2, _attention(imp, name + ".multihead_attn", m.multihead_attn, y,
+                                     memory_mask, memory, memory))
+
+    def feed_forward(y):
+        y = linear(imp, name + ".linear1", m.linear1, [y], {})
+        y = emit.unary(b, act_op, name + ".activation", y, act_attrs)
+        y = dropout(imp, name + ".dropout", m.dropout, [y], {})
+        return dropped(3, linear(imp, name + ".linear2", m.linear2, [y], {}))
+
+    blocks = (self_block, memory_block, feed_forward)
+    for i, block in enumerate(blocks, 1):
+        tag = name if i == len(blocks) and m.norm_first else "%s.residual%d" % (name, i)
+        if m.norm_first:
+            x = emit.binary(b, "add", tag, x, block(norm(i, x)))
+        else:
+            x = norm(i, emit.binary(b, "add", tag, x, block(x)))
+    return x
 
 
 def identity(imp, name, m, args, kwargs):
@@ -366,6 +423,7 @@ HANDLERS = {
     nn.Identity: identity,
     nn.MultiheadAttention: attention,
     nn.TransformerEncoderLayer: encoder_layer,
+    nn.TransformerDecoderLayer: decoder_layer,
     nn.Conv1d: conv_module,
     nn.Conv3d: conv_module,
     nn.ConvTranspose1d: conv_module,

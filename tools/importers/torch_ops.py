@@ -205,6 +205,8 @@ def _expand(imp, name, args, kwargs):
     """x.expand(...) and x.expand_as(y): a parameter spread over the batch (a class token)
     or a size-1 axis repeated, as a broadcasting add of zeros."""
     x, shape = args[0], _shape(imp)
+    if isinstance(x, Const):  # over a batched tensor (position ids as the input's ids)
+        return x
     if x.shape == shape:
         return x
     b = imp.b
@@ -280,6 +282,13 @@ def _mean_sum(op):
 
 def _getitem(imp, name, args, kwargs):
     base, index = args[0], val(args[1])
+    if isinstance(base, (tuple, list)) and isinstance(index, tuple):
+        # A stack of tensors held as their tuple (an RNN's h_n: hidden[-1, :, :]): the first
+        # index picks one, the others index it.
+        if not index or not isinstance(index[0], int):
+            raise Refused("indexing the stack of an RNN's states other than by one integer")
+        item = base[index[0]]
+        return _slice_tensor(imp, name, item, index[1:]) if index[1:] else item
     if isinstance(base, (tuple, list)):
         return base[index]
     if not isinstance(base, Tensor):
@@ -357,9 +366,35 @@ def _masked_fill(imp, name, args, kwargs):
 # ---- masks: comparisons, logical not, where ------------------------------------------------
 # Masks are f32 tensors of 0 and 1; on constants alone they fold at import time.
 
+# A comparison with its operands swapped (`0 < ids` is `ids > 0`), and each one in numpy.
+SWAPPED = {"equal": "equal", "not_equal": "not_equal", "less": "greater",
+           "less_equal": "greater_equal", "greater": "less", "greater_equal": "less_equal"}
+NUMPY = {"equal": np.equal, "not_equal": np.not_equal, "less": np.less,
+         "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal}
+
+
+def _compare_ids(imp, name, op, ids, number):
+    """Token ids compared with a number (`ids > 0`, `src != pad`): placer compares f32
+    values, so the mask is looked up in a constant table of each id's answer. The ids are
+    below the largest nn.Embedding's row count, since they index it."""
+    rows = max((m.num_embeddings for m in imp.modules.values()
+                if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag))), default=0)
+    if not rows or not isinstance(number, (int, float)):
+        raise Refused("%s of integer ids other than with a number, in a model with an "
+                      "embedding they index" % op)
+    table = NUMPY[op](np.arange(rows), number).astype(np.float32).reshape(rows, 1)
+    mask = imp.b.node1("embedding", name + ".lookup", [imp.b.constant(name + ".table", table),
+                                                       ids], ids.shape + (1,), ids.batch_axis)
+    return emit.reshape(imp.b, name, mask, ids.shape)
+
+
 def _compare(op):
     def handler(imp, name, args, kwargs):
         a, c = args[0], args[1]
+        if isinstance(a, Tensor) and a.dtype == "i32":
+            return _compare_ids(imp, name, op, a, val(c))
+        if isinstance(c, Tensor) and c.dtype == "i32":
+            return _compare_ids(imp, name, SWAPPED[op], c, val(a))
         like = a if isinstance(a, Tensor) else c
         return emit.binary(imp.b, op, name, imp.tensor_of(a, name, like),
                            imp.tensor_of(c, name, like))
@@ -490,6 +525,25 @@ SHAPE_ONLY = {"size", "dim", getattr, "new_ones", "new_zeros", "new_full", torch
               torch.zeros_like, torch.full_like}
 
 
+FILLS = {"new_ones", "new_zeros", "new_full", torch.ones_like, torch.zeros_like,
+         torch.full_like}
+
+
+def _one_sample(imp, value, target, args):
+    """A fill shaped like a batched tensor (`torch.zeros_like(input_ids)`), or a constant
+    expanded over the batch (`torch.arange(t).unsqueeze(0).expand(b, -1)`), holds the same
+    values for every sample: one sample's, which broadcast over the batch as they meet it
+    (a constant the batch's size would be refused as stretching over it)."""
+    x = args[0] if args else None
+    if target in FILLS and isinstance(x, Tensor) and x.batched and torch.is_tensor(value) \
+            and tuple(value.shape) == tuple(x.shape):
+        return value.narrow(x.batch_axis, 0, 1)
+    if torch.is_tensor(value) and value.dim() and value.shape[0] == imp.b.batch > 1 and \
+            value.stride(0) == 0:  # expanded: every row is one row's values
+        return value.narrow(0, 0, 1)
+    return value
+
+
 def _describe(n, imp):
     if n.op == "call_module":
         return "%s (torch.nn module)" % type(imp.modules[n.target]).__name__
@@ -535,12 +589,14 @@ def map_node(imp, n):
     if n.op == "get_attr":
         if n.target in imp.params:
             return imp.parameter(n.target, like_init(imp.params[n.target], len(imp.b.parameters) + 1))
-        return Const(imp.value(n))
+        return Const(_one_sample(imp, imp.value(n), None, ()))
     args = imp.env_of(n.args)
     kwargs = imp.env_of(n.kwargs)
     where = _node_name(n)
+    if n.target is getattr and isinstance(args[0], torch_composed.Extremes):
+        return getattr(args[0], val(args[1]))  # torch.max(x, dim).values
     if n.target in SHAPE_ONLY:  # its value is known even where its argument's op is not
-        return Const(imp.value(n))
+        return Const(_one_sample(imp, imp.value(n), n.target, args))
     if is_poisoned(args) or is_poisoned(kwargs):
         # Downstream of an unsupported operator: only whether this one is supported counts.
         if n.op == "call_module":
@@ -557,7 +613,7 @@ def map_node(imp, n):
             return Poisoned()
     args, kwargs = torch_recurrent.stacked(imp, n, args, kwargs)
     if is_const(args) and is_const(kwargs) and not _has_parameters(imp, n):
-        return Const(imp.value(n))
+        return Const(_one_sample(imp, imp.value(n), n.target, args))
     if n.op == "call_function" and isinstance(n.target, type) and issubclass(n.target, tuple):
         fields = getattr(n.target, "_fields", ())  # a named tuple of outputs (GoogLeNet's)
         return tuple(args) + tuple(kwargs[f] for f in fields[len(args):] if f in kwargs)

@@ -117,6 +117,18 @@ MAPPING_MODELS = {
                                 "import-onnx does not map"),
     "pools": dict(source=MODELS_PY + ":pools", input=(2, 4, 8, 8), batch=4, kwargs={}),
     "strides": dict(source=MODELS_PY + ":strides", input=(6, 4, 3), batch=4, kwargs={}),
+    "handwritten": dict(source=MODELS_PY + ":handwritten", input=(5, 6), batch=4, kwargs={},
+                        no_onnx="import-onnx maps neither ReduceMax nor Max"),
+    "handwritten_image": dict(source=MODELS_PY + ":handwritten_image", input=(3, 8, 8), batch=4,
+                              kwargs={}, dropout={"dropout": 0.0},
+                              no_onnx="import-onnx maps no GroupNorm, PRelu or DepthToSpace"),
+    "handwritten_text": dict(source=MODELS_PY + ":handwritten_text", input=(7,), dtype="i32",
+                             vocab=20, batch=4, kwargs={},
+                             no_onnx="torch.onnx writes EmbeddingBag as Loop, ReduceProd and "
+                                     "Tile, which import-onnx does not map"),
+    "handwritten_translator": dict(source=MODELS_PY + ":handwritten_translator", input=(6, 8),
+                                   batch=4, batch_axis=1, kwargs={}, dropout={"dropout": 0.0},
+                                   no_onnx="import-onnx maps self-attention alone"),
 }
 
 
