@@ -834,14 +834,15 @@ class HandwrittenImage(nn.Module):
 
 
 class HandwrittenText(nn.Module):
-    """Text layers: nn.EmbeddingBag in its three modes, a bidirectional GRU's final states
-    picked as hidden[-2, :, :] and hidden[-1, :, :], masks from comparisons of the ids."""
+    """Text layers: nn.EmbeddingBag in its three modes, an embedding with a padding id, a
+    bidirectional GRU's final states picked as hidden[-2, :, :] and hidden[-1, :, :], masks
+    from comparisons of the ids."""
 
     def __init__(self, vocab=20, dim=6, classes=3):
         super().__init__()
         self.bags = nn.ModuleList([nn.EmbeddingBag(vocab, dim, mode=m)
                                    for m in ("mean", "sum", "max")])
-        self.embed = nn.Embedding(vocab, dim)
+        self.embed = nn.Embedding(vocab, dim, padding_idx=6)
         self.rnn = nn.GRU(dim, dim, bidirectional=True, batch_first=True)
         self.out = nn.Linear(2 * dim, classes)
 

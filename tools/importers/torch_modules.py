@@ -4,6 +4,8 @@ the importer reports as an unsupported operator with that setting in its name.""
 
 import math
 
+import numpy as np
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -126,11 +128,27 @@ def layer_norm(imp, name, m, args, kwargs):
 
 
 def embedding(imp, name, m, args, kwargs):
-    if m.padding_idx is not None or m.max_norm is not None:
-        raise Refused("Embedding with padding_idx or max_norm")
+    if m.max_norm is not None:
+        raise Refused("Embedding with max_norm")
     table = imp.parameter(name + ".weight", {"kind": "normal", "mean": 0, "std": 1,
                                               "seed": _seed(imp)})
-    return lookup(imp, name, table, args[0])
+    if m.padding_idx is None:
+        return lookup(imp, name, table, args[0])
+    return padded_lookup(imp, name, m, table, args[0])
+
+
+def padded_lookup(imp, name, m, table, ids):
+    """nn.Embedding's padding_idx: its row starts at zeros and gets no gradient, so it stays
+    zeros; the rows looked up are multiplied by a mask of the ids that are not padding (from
+    a constant table, as comparisons of ids are), which gives the padding ids zeros and
+    their row no gradient whatever its values."""
+    if bool(m.weight.detach()[m.padding_idx].any()):
+        raise Refused("Embedding with padding_idx whose padding row is not zeros")
+    rows = lookup(imp, name + ".lookup", table, ids)
+    keep = np.ones((m.num_embeddings, 1), dtype=np.float32)
+    keep[m.padding_idx] = 0.0
+    mask = lookup(imp, name + ".kept", imp.b.constant(name + ".keep", keep), ids)
+    return emit.binary(imp.b, "mul", name, rows, mask)
 
 
 def lookup(imp, name, table, ids):
