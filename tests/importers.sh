@@ -105,6 +105,19 @@ contains "$work/err" "greater of integer ids other than with a number, in a mode
     "the comparison"
 contains "$work/err" "the indices of torch.max: 1 use" "the indices"
 [ ! -e "$work/ids.json" ] && ok || bad "a model was written despite the error"
+cat >"$work/padding.py" <<'PY'
+import torch, torch.nn as nn
+def build():
+    model = nn.Sequential(nn.Embedding(10, 4, padding_idx=2), nn.Flatten(), nn.Linear(24, 3))
+    with torch.no_grad():
+        model[0].weight[2] = 1.0  # a padding row that is not zeros: PyTorch would return it
+    return model
+PY
+expect 2 "a padding row of ones" "$torch_import" "$work/padding.py:build" --input 6 \
+    --input-dtype i32 --vocab 10 -o "$work/padding.json"
+contains "$work/err" "Embedding with padding_idx whose padding row is not zeros: 1 use" \
+    "the padding row"
+[ ! -e "$work/padding.json" ] && ok || bad "a model was written despite the error"
 if [ -z "$models" ]; then
     # The models written by hand the common ways: as many import and match as did.
     "$src/tools/import-survey" --set written --placer "$bin" >"$work/written" 2>&1
