@@ -161,6 +161,39 @@ static void test_computed_lstm_weight(void)
     pl_graph_free(g);
 }
 
+/* The importers' LSTM layer (tests/models/lstm-projected.json): 10 projected steps, the
+ * first without state and so without a weight; the recurrent weight's gradient comes from
+ * the 9 others in two blocks, each one product over h alone ([N, steps, H]), finished
+ * before the gradient of the transpose that computes the weight. */
+static void test_projected_lstm(void)
+{
+    pl_graph *g = pl_test_bundled_training_graph("tests/models/lstm-projected.json", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    check_structure(g);
+    int w = pl_graph_find_tensor(g, "w"), cells = 0, stateless = 0, products = 0;
+    int last_product = -1, transpose_grad = -1;
+    for (int o = g->n_forward_ops; o < g->n_ops; o++) {
+        const pl_op *op = &g->ops[o];
+        if (op->kind == PL_OP_LSTM_CELL_GRAD) {
+            cells++;
+            stateless += op->n_outputs == 1;
+        }
+        if (op->kind == PL_OP_MATMUL_GRAD_B && op->inputs[2] == w) {
+            products++;
+            last_product = o;
+            const pl_tensor *h = &g->tensors[op->inputs[1]];
+            CU_ASSERT_EQUAL(h->dims[h->rank - 1], 5);
+        }
+        if (op->kind == PL_OP_TRANSPOSE)
+            transpose_grad = o;
+    }
+    CU_ASSERT_EQUAL(cells, 10);
+    CU_ASSERT_EQUAL(stateless, 1);
+    CU_ASSERT_EQUAL(products, (9 + PL_LSTM_BLOCK_STEPS - 1) / PL_LSTM_BLOCK_STEPS);
+    CU_ASSERT_TRUE(transpose_grad > last_product);
+    pl_graph_free(g);
+}
+
 static void test_batch_norm_state(void)
 {
     pl_graph *g = pl_test_bundled_training_graph("small/resnet-small.json", 0);
@@ -201,6 +234,8 @@ void pl_register_autodiff_tests(void)
          test_shared_weights_and_homes},
         {"a computed LSTM weight's gradient is made per block of steps",
          test_computed_lstm_weight},
+        {"a projected LSTM's recurrent weight gradient is made over h alone",
+         test_projected_lstm},
         {"batch norm gains running averages", test_batch_norm_state},
         {"weight gradients are told from activations' gradients", test_weight_gradients},
         {"a loss without parameters cannot be trained", test_untrainable_models},

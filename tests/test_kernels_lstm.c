@@ -2,7 +2,8 @@
  * gradient written out plainly), with and without the h and c state, for hidden sizes
  * that give one and several chunks and batches that give several row blocks; at 1, 3
  * and 7 threads with bitwise equal results; and the gradient of every input against
- * numerical differentiation of lstm_cell. */
+ * numerical differentiation of lstm_cell. The projected form (gate inputs gx made
+ * outside the cell) is checked on the same steps, its gx made from their x, w and b. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,16 +171,17 @@ static void test_forward(void)
     }
 }
 
-/* d/d(input wrt) of sum(dh' * h') + sum(dc' * c'), numerically. */
-static float *numeric_grad(lstm_data *d, int wrt)
+/* d/d(input wrt) of sum(dh' * h') + sum(dc' * c'), numerically, of the cell with inputs
+ * `in` (d's, or their projected form) and d's outputs. */
+static float *numeric_grad(const lstm_data *d, int n_in, const pl_tensor *in_t,
+                           void *const *in, int wrt)
 {
     pl_attrs at = pl_kc_defaults();
-    int64_t n = pl_tensor_elements(&d->in_t[wrt]);
+    int64_t n = pl_tensor_elements(&in_t[wrt]);
     float *from_h = pl_kc_floats(n), *from_c = pl_kc_floats(n);
-    void *const *in = d->in;
-    pl_kc_numeric_grad(&cell_fns, PL_OP_LSTM_CELL, &at, d->n_in, d->in_t, in, 2, d->out_t, 0,
+    pl_kc_numeric_grad(&cell_fns, PL_OP_LSTM_CELL, &at, n_in, in_t, in, 2, d->out_t, 0,
                        d->dh_next, wrt, 1e-2f, from_h);
-    pl_kc_numeric_grad(&cell_fns, PL_OP_LSTM_CELL, &at, d->n_in, d->in_t, in, 2, d->out_t, 1,
+    pl_kc_numeric_grad(&cell_fns, PL_OP_LSTM_CELL, &at, n_in, in_t, in, 2, d->out_t, 1,
                        d->dc_next, wrt, 1e-2f, from_c);
     for (int64_t k = 0; k < n; k++)
         from_h[k] += from_c[k];
@@ -245,7 +247,7 @@ static void test_grad(void)
             expect_close(names[o], c, pl_kc_max_rel_error_double(grad[o], r.grad[o], n, 1e-2),
                          5e-4);
             if (c->numeric) {
-                float *numeric = numeric_grad(&d, o);
+                float *numeric = numeric_grad(&d, d.n_in, d.in_t, d.in, o);
                 expect_close(names[o], c, pl_kc_max_rel_error(grad[o], numeric, n, 1e-2), 2e-2);
                 free(numeric);
             }
@@ -314,6 +316,165 @@ static void test_saved_gates(void)
     }
 }
 
+/* ---- the projected form ---------------------------------------------------------------- */
+
+/* lstm_cell's projected inputs gx [, w_hh, h, c] for the step of a case's x, w, b [, h, c]:
+ * gx = x.w[:E] + b (in double, rounded) and w_hh = w[E:], so that the reference's results
+ * are the projected cell's. */
+typedef struct projected_data {
+    int n_in;
+    pl_tensor in_t[4];
+    void *in[4]; /* gx and w_hh its own; h and c the case's */
+} projected_data;
+
+static projected_data make_projected(const lstm_case *c, const lstm_data *d)
+{
+    int64_t n = c->n, e = c->e, h = c->h, cols = 4 * h;
+    const float *x = d->in[0], *w = d->in[1], *b = d->in[2];
+    projected_data p = {.n_in = c->state ? 4 : 1};
+    char dims[64];
+    snprintf(dims, sizeof dims, "%lld,%lld", (long long)n, (long long)cols);
+    p.in_t[0] = pl_kc_tensor(dims, PL_F32, true);
+    snprintf(dims, sizeof dims, "%lld,%lld", (long long)h, (long long)cols);
+    p.in_t[1] = pl_kc_tensor(dims, PL_F32, false);
+    p.in_t[2] = d->in_t[3];
+    p.in_t[3] = d->in_t[4];
+    float *gx = pl_kc_floats(n * cols), *w_hh = pl_kc_floats(h * cols);
+    for (int64_t row = 0; row < n; row++)
+        for (int64_t k = 0; k < cols; k++) {
+            double z = b[k];
+            for (int64_t a = 0; a < e; a++)
+                z += (double)x[row * e + a] * w[a * cols + k];
+            gx[row * cols + k] = (float)z;
+        }
+    memcpy(w_hh, w + e * cols, (size_t)(h * cols) * sizeof(float));
+    p.in[0] = gx;
+    p.in[1] = w_hh;
+    p.in[2] = d->in[3];
+    p.in[3] = d->in[4];
+    return p;
+}
+
+static void free_projected(projected_data *p)
+{
+    free(p->in[0]);
+    free(p->in[1]);
+}
+
+static void test_projected_forward(void)
+{
+    for (size_t i = 0; i < N_CASES; i++) {
+        const lstm_case *c = &cases[i];
+        lstm_data d = make_case(c, 100 * i);
+        lstm_reference r = reference(c, &d);
+        projected_data p = make_projected(c, &d);
+        pl_attrs at = pl_kc_defaults();
+        pl_tensor out_t[2];
+        CU_ASSERT_FATAL(pl_kc_infer(PL_OP_LSTM_CELL, &at, p.n_in, p.in_t, 2, out_t));
+        float *out[2];
+        pl_kc_run_all_threads(&cell_fns, PL_OP_LSTM_CELL, &at, p.n_in, p.in_t, p.in, 2, out_t,
+                              out, "projected lstm_cell");
+        int64_t n = c->n * c->h;
+        expect_close("projected h'", c, pl_kc_max_rel_error_double(out[0], r.h_next, n, 1e-2),
+                     1e-4);
+        expect_close("projected c'", c, pl_kc_max_rel_error_double(out[1], r.c_next, n, 1e-2),
+                     1e-4);
+        free(out[0]);
+        free(out[1]);
+        free_projected(&p);
+        free_reference(&r);
+        free_case(&d);
+    }
+}
+
+/* dw_hh = h^T . dz, as autodiff's products make it over time steps. */
+static float *recurrent_weight_grad(const lstm_case *c, const float *h_prev, const float *dz)
+{
+    int64_t cols = 4 * c->h;
+    float *dw = pl_kc_floats(c->h * cols);
+    for (int64_t a = 0; a < c->h; a++)
+        for (int64_t k = 0; k < cols; k++) {
+            double sum = 0;
+            for (int64_t row = 0; row < c->n; row++)
+                sum += (double)h_prev[row * c->h + a] * dz[row * cols + k];
+            dw[a * cols + k] = (float)sum;
+        }
+    return dw;
+}
+
+/* The gradient's outputs dz [, dh, dc] as the gradients of gx [, w_hh, h, c] against
+ * numerical differentiation of the projected cell. */
+static void check_projected_numeric(const lstm_case *c, lstm_data *d, projected_data *p,
+                                    float *const *got)
+{
+    static const char *const names[4] = {"numeric dgx", "numeric dw_hh", "numeric dh",
+                                         "numeric dc"};
+    float *dw = c->state ? recurrent_weight_grad(c, d->in[3], got[0]) : NULL;
+    const float *grad[4] = {got[0], dw, c->state ? got[1] : NULL, c->state ? got[2] : NULL};
+    for (int o = 0; o < p->n_in; o++) {
+        float *numeric = numeric_grad(d, p->n_in, p->in_t, p->in, o);
+        int64_t n = pl_tensor_elements(&p->in_t[o]);
+        expect_close(names[o], c, pl_kc_max_rel_error(grad[o], numeric, n, 1e-2), 2e-2);
+        free(numeric);
+    }
+    free(dw);
+}
+
+/* dh', dc', gx [, w_hh, h, c] [, gates] -> dz [, dh, dc], with the forward's kept gates
+ * and recomputing them: against the reference, whose step is the same (dz is gx's
+ * gradient; dw_hh = h^T.dz is the reference's w[E:] gradient), and numerically. */
+static void test_projected_grad(void)
+{
+    for (size_t i = 0; i < N_CASES; i++) {
+        const lstm_case *c = &cases[i];
+        lstm_data d = make_case(c, 100 * i + 3);
+        lstm_reference r = reference(c, &d);
+        projected_data p = make_projected(c, &d);
+        pl_attrs at = pl_kc_defaults();
+        pl_tensor out_t[3];
+        float *fwd[3];
+        CU_ASSERT_FATAL(pl_kc_infer(PL_OP_LSTM_CELL, &at, p.n_in, p.in_t, 3, out_t));
+        pl_kc_run_all_threads(&cell_fns, PL_OP_LSTM_CELL, &at, p.n_in, p.in_t, p.in, 3, out_t,
+                              fwd, "projected lstm_cell with gates");
+        int n_in = p.n_in + 2, n_out = c->state ? 3 : 1;
+        pl_tensor g_in[7] = {out_t[0], out_t[1], p.in_t[0], p.in_t[1], p.in_t[2], p.in_t[3]};
+        void *g[7] = {d.dh_next, d.dc_next, p.in[0], p.in[1], p.in[2], p.in[3]};
+        g_in[n_in] = out_t[2];
+        g[n_in] = fwd[2];
+        for (int kept = 0; kept < 2; kept++) {
+            pl_tensor g_out[3];
+            CU_ASSERT_FATAL(pl_kc_infer(PL_OP_LSTM_CELL_GRAD, &at, n_in + kept, g_in, n_out,
+                                        g_out));
+            float *got[3];
+            pl_kc_run_all_threads(&grad_fns, PL_OP_LSTM_CELL_GRAD, &at, n_in + kept, g_in, g,
+                                  n_out, g_out, got, "projected lstm_cell_grad");
+            int64_t n = c->n * c->h;
+            expect_close("projected dz", c,
+                         pl_kc_max_rel_error_double(got[0], r.dz, 4 * n, 1e-2), 5e-4);
+            if (c->state) {
+                expect_close("projected dh", c,
+                             pl_kc_max_rel_error_double(got[1], r.grad[3], n, 1e-2), 5e-4);
+                expect_close("projected dc", c,
+                             pl_kc_max_rel_error_double(got[2], r.grad[4], n, 1e-2), 5e-4);
+                float *dw = recurrent_weight_grad(c, d.in[3], got[0]);
+                expect_close("projected dw_hh", c,
+                             pl_kc_max_rel_error_double(dw, r.grad[1] + c->e * 4 * c->h,
+                                                        4 * c->h * c->h, 1e-2), 5e-4);
+                free(dw);
+            }
+            if (c->numeric && !kept)
+                check_projected_numeric(c, &d, &p, got);
+            for (int o = 0; o < n_out; o++)
+                free(got[o]);
+        }
+        for (int k = 0; k < 3; k++)
+            free(fwd[k]);
+        free_projected(&p);
+        free_reference(&r);
+        free_case(&d);
+    }
+}
+
 /* A check of the reference itself: with w = 0 and b = 0 every gate is sigmoid(0) = 1/2
  * or tanh(0) = 0, so c' = c/2 and h' = tanh(c/2)/2. */
 static void test_known_values(void)
@@ -346,6 +507,8 @@ void pl_register_kernels_lstm_tests(void)
         {"lstm_cell", test_forward},
         {"lstm_cell_grad", test_grad},
         {"the gates kept by the forward pass", test_saved_gates},
+        {"projected lstm_cell", test_projected_forward},
+        {"projected lstm_cell_grad", test_projected_grad},
         {NULL, NULL},
     };
     pl_test_add_suite("kernels-lstm", tests);

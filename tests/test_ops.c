@@ -719,6 +719,24 @@ static void test_gate_and_lstm(void)
     cell[1] = tensor("w", "31,80", false);
     r = infer(PL_OP_LSTM_CELL, NULL, 3, cell, 2);
     assert_fails(&r, "weight [31,80] must be [30,80]");
+
+    /* projected: gx [N,4H] [, w [H,4H], h, c] */
+    pl_tensor projected[4] = {tensor("gx", "4,80", true), tensor("w", "20,80", false),
+                              tensor("h", "4,20", true), tensor("c", "4,20", true)};
+    r = infer(PL_OP_LSTM_CELL, NULL, 1, projected, 2);
+    assert_shape(&r.out[1], "[4,20]", true);
+    CU_ASSERT_TRUE(r.flops < 2.0 * 4 * 20 * 80);
+    r = infer(PL_OP_LSTM_CELL, NULL, 4, projected, 2);
+    assert_shape(&r.out[0], "[4,20]", true);
+    CU_ASSERT_TRUE(r.flops >= 2.0 * 4 * 20 * 80);
+    r = infer(PL_OP_LSTM_CELL, NULL, 2, projected, 2);
+    assert_fails(&r, "give x, w, b [, h, c], or gate inputs gx [, w, h, c]");
+    projected[1] = tensor("w", "30,80", false);
+    r = infer(PL_OP_LSTM_CELL, NULL, 4, projected, 2);
+    assert_fails(&r, "weight [30,80] must be [20,80] for gate inputs [4,80]");
+    projected[0] = tensor("gx", "4,81", true);
+    r = infer(PL_OP_LSTM_CELL, NULL, 1, projected, 2);
+    assert_fails(&r, "\"gx\" have 81 columns; they must be 4H");
 }
 
 static void test_table_is_complete(void)

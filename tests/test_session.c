@@ -176,6 +176,13 @@ static void test_gradients_convolutions(void)
     check_gradients("tests/models/convolutions.json", 16, 0.05);
 }
 
+/* An LSTM layer as the importers build it: every step's input side in one matmul, the
+ * steps' lstm_cell in the projected form, the recurrent weight a transpose. */
+static void test_gradients_lstm_projected(void)
+{
+    check_gradients("tests/models/lstm-projected.json", 16, 0.05);
+}
+
 /* Gradients of one batch, by threads and micro-batches. */
 static float *gradients_of(const char *model, int threads, int micro_batches, int64_t *count)
 {
@@ -367,6 +374,7 @@ void pl_register_session_tests(void)
         {"gradients: the PyTorch importers' ops", test_gradients_torch_ops},
         {"gradients: channel-first layer norm, stochastic depth, where", test_gradients_layer_ops},
         {"gradients: convolutions of 1 to 3 axes, transposed", test_gradients_convolutions},
+        {"gradients: an LSTM on projected gate inputs", test_gradients_lstm_projected},
         {"gradients: the batch on axis 1", test_gradients_seq_first},
         {"gradients: the batch merged with the axes after it", test_gradients_windows},
         {"threads and micro-batches give the same gradients", test_threads_and_micro_batches_agree},

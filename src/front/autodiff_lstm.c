@@ -11,7 +11,9 @@
  * A block's ops go with its earliest step, whose gradient comes last. The weight may be a
  * parameter (its blocks end after the walk) or computed (an importer joins PyTorch's two
  * matrices): then its blocks end just before the walk reaches the op that computes it,
- * since its gradient must be whole there. */
+ * since its gradient must be whole there. A projected cell (gx [, w, h, c]) reads only
+ * the recurrent weight [H, 4H] and no bias: its blocks join h alone, and dz is gx's
+ * gradient, which the matmul that made the whole sequence's gx takes on. */
 #include <stdlib.h>
 
 #include "autodiff_impl.h"
@@ -19,13 +21,14 @@
 #define BLOCK_STEPS PL_LSTM_BLOCK_STEPS
 
 typedef struct lstm_step {
-    int x, h;   /* the cell's inputs; h -1: no state, so the step adds nothing to w[E:] */
+    int x, h;   /* the cell's inputs; x -1: projected; h -1: no state, so the step adds
+                   nothing to w[E:] */
     int h_next; /* the cell's h': the shape of the zeros that stand for a missing h */
     int dz;
 } lstm_step;
 
 struct pl_lstm_block {
-    int w, b;
+    int w, b; /* b -1: projected */
     int op;                       /* the cell added last: the block's earliest step */
     int n;                        /* steps waiting */
     lstm_step steps[BLOCK_STEPS]; /* latest first, as the backward walk meets them */
@@ -66,20 +69,20 @@ static int over_time(pl_autodiff *ad, const int *parts, int n_parts, int steps,
 /* dw and db of the block's steps, and the block emptied. */
 static bool emit_block(pl_autodiff *ad, pl_lstm_block *block)
 {
-    int n = block->n, pieces[2 * BLOCK_STEPS], dzs[BLOCK_STEPS];
+    int n = block->n, pieces[2 * BLOCK_STEPS], n_pieces = 0, dzs[BLOCK_STEPS];
     block->n = 0;
     ad->op = block->op;
     for (int k = 0; k < n; k++) { /* in forward order */
         const lstm_step *s = &block->steps[n - 1 - k];
-        pieces[2 * k] = s->x;
-        pieces[2 * k + 1] = s->h >= 0 ? s->h
-                                      : pl_ad_emit(ad, PL_OP_ZEROS_LIKE, &s->h_next, 1, 1, NULL);
-        dzs[k] = s->dz;
-        if (pieces[2 * k + 1] < 0)
+        if (s->x >= 0)
+            pieces[n_pieces++] = s->x;
+        int h = s->h >= 0 ? s->h : pl_ad_emit(ad, PL_OP_ZEROS_LIKE, &s->h_next, 1, 1, NULL);
+        if ((pieces[n_pieces++] = h) < 0)
             return false;
+        dzs[k] = s->dz;
     }
     int64_t rows = ad->g->tensors[block->w].dims[0], cols = ad->g->tensors[block->w].dims[1];
-    int xh = over_time(ad, pieces, 2 * n, n, rows), dz = over_time(ad, dzs, n, n, cols);
+    int xh = over_time(ad, pieces, n_pieces, n, rows), dz = over_time(ad, dzs, n, n, cols);
     if (xh < 0 || dz < 0)
         return false;
     if (pl_ad_needs(ad, block->w)) {
@@ -90,7 +93,7 @@ static bool emit_block(pl_autodiff *ad, pl_lstm_block *block)
                               pl_ad_emit(ad, PL_OP_MATMUL_GRAD_B, inputs, 3, 1, &plain)))
             return false;
     }
-    return !pl_ad_needs(ad, block->b) || pl_ad_contribute(ad, block->b, dz);
+    return block->b < 0 || !pl_ad_needs(ad, block->b) || pl_ad_contribute(ad, block->b, dz);
 }
 
 static pl_lstm_block *block_of(pl_autodiff *ad, int w, int b)
@@ -108,7 +111,9 @@ static pl_lstm_block *block_of(pl_autodiff *ad, int w, int b)
 }
 
 /* lstm_cell(x, w, b [, h, c]) -> h', c' [, gates]; lstm_cell_grad(dh', dc', x, w, b
- * [, h, c] [, gates]) -> dx, dz [, dh, dc]. autodiff.c adds the gates output. */
+ * [, h, c] [, gates]) -> dx, dz [, dh, dc]. Projected: lstm_cell(gx [, w, h, c]) and
+ * lstm_cell_grad(dh', dc', gx [, w, h, c] [, gates]) -> dz [, dh, dc], dz being gx's
+ * gradient. autodiff.c adds the gates output. */
 bool pl_backward_lstm_cell(pl_autodiff *ad, int op)
 {
     pl_op f = ad->g->ops[op];
@@ -120,25 +125,30 @@ bool pl_backward_lstm_cell(pl_autodiff *ad, int op)
         inputs[n++] = f.inputs[i];
     if (f.n_outputs == 3)
         inputs[n++] = f.outputs[2];
-    int first = pl_ad_emit(ad, PL_OP_LSTM_CELL_GRAD, inputs, n, f.n_inputs - 1, NULL);
+    bool projected = pl_lstm_cell_projected(f.n_inputs), state = f.n_inputs >= 4;
+    int n_grads = f.n_inputs == 1 ? 1 : f.n_inputs - 1; /* [dx,] dz [, dh, dc] */
+    int first = pl_ad_emit(ad, PL_OP_LSTM_CELL_GRAD, inputs, n, n_grads, NULL);
     if (first < 0)
         return false;
-    bool state = f.n_inputs == 5;
     if (pl_ad_needs(ad, f.inputs[0]) && !pl_ad_contribute(ad, f.inputs[0], first))
         return false;
-    for (int i = 3; state && i < 5; i++) /* h and c: outputs 2 and 3 */
-        if (pl_ad_needs(ad, f.inputs[i]) &&
-            !pl_ad_contribute(ad, f.inputs[i], pl_ad_output(ad, first, i - 1)))
+    int h = projected ? 2 : 3, dh = projected ? 1 : 2; /* h's input, dh's output */
+    for (int i = 0; state && i < 2; i++) /* h and c */
+        if (pl_ad_needs(ad, f.inputs[h + i]) &&
+            !pl_ad_contribute(ad, f.inputs[h + i], pl_ad_output(ad, first, dh + i)))
             return false;
-    int w = f.inputs[1], b = f.inputs[2];
-    if (!pl_ad_needs(ad, w) && !pl_ad_needs(ad, b))
+    if (projected && !state)
+        return true; /* no weight */
+    int w = f.inputs[1], b = projected ? -1 : f.inputs[2];
+    if (!pl_ad_needs(ad, w) && (b < 0 || !pl_ad_needs(ad, b)))
         return true;
     pl_lstm_block *block = block_of(ad, w, b);
     if (!block)
         return false;
-    block->steps[block->n++] = (lstm_step){.x = f.inputs[0], .h = state ? f.inputs[3] : -1,
+    block->steps[block->n++] = (lstm_step){.x = projected ? -1 : f.inputs[0],
+                                           .h = state ? f.inputs[h] : -1,
                                            .h_next = f.outputs[0],
-                                           .dz = pl_ad_output(ad, first, 1)};
+                                           .dz = pl_ad_output(ad, first, projected ? 0 : 1)};
     block->op = op;
     return block->n < BLOCK_STEPS || emit_block(ad, block);
 }

@@ -949,14 +949,36 @@ static double flops_topk_gate(const pl_infer_ctx *ctx)
 
 /* ---- LSTM ------------------------------------------------------------------------------ */
 
-/* Inputs: x [N,E], w [E+H,4H], b [4H], then optionally h [N,H] and c [N,H]. */
-static bool infer_lstm_cell(pl_infer_ctx *ctx)
+/* The state h [N,H] and c [N,H], inputs `first` and after, batched like the cell's first
+ * input; then the outputs h', c' [N,H] and the optional activated gates [N,4H]. */
+static bool infer_lstm_state(pl_infer_ctx *ctx, int first, int64_t n, int64_t h)
 {
-    if (ctx->n_in == 4)
-        return pl_infer_fail(ctx, 3, NO_ATTR, "give both h and c, or neither");
-    for (int i = 0; i < ctx->n_in; i++)
-        if (!need_f32(ctx, i))
-            return false;
+    const pl_tensor *x = ctx->in[0];
+    bool projected = pl_lstm_cell_projected(ctx->n_in);
+    for (int i = first; i < ctx->n_in; i++) {
+        const pl_tensor *s = ctx->in[i];
+        if (s->rank != 2 || s->dims[0] != n || s->dims[1] != h ||
+            s->batch_axis != x->batch_axis) {
+            shape_text ss = shape_of(s);
+            return pl_infer_fail(ctx, i, NO_ATTR, "state \"%s\" is %s but must be [%lld,%lld]%s",
+                                 s->name, ss.s, (long long)n, (long long)h,
+                                 !batched(x) ? "" : projected ? ", batched like gx"
+                                                              : ", batched like x");
+        }
+    }
+    int64_t dims[2] = {n, h};
+    for (int i = 0; i < 2; i++)
+        set_output(ctx->out[i], PL_F32, 2, dims, x->batch_axis);
+    if (ctx->n_out == 3) { /* the activated gates, i f g o, kept for the gradient */
+        int64_t gates[2] = {n, 4 * h};
+        set_output(ctx->out[2], PL_F32, 2, gates, x->batch_axis);
+    }
+    return true;
+}
+
+/* Inputs: x [N,E], w [E+H,4H], b [4H], then optionally h [N,H] and c [N,H]. */
+static bool infer_full_lstm_cell(pl_infer_ctx *ctx)
+{
     const pl_tensor *x = ctx->in[0], *w = ctx->in[1], *b = ctx->in[2];
     if (!need_rank(ctx, 0, 2, 2) || !need_rank(ctx, 1, 2, 2) || !need_rank(ctx, 2, 1, 1) ||
         !need_unbatched(ctx, 1, "weight") || !need_unbatched(ctx, 2, "bias") ||
@@ -972,31 +994,55 @@ static bool infer_lstm_cell(pl_infer_ctx *ctx)
                              "and hidden size %lld", sw.s, (long long)(e + h),
                              (long long)(4 * h), sx.s, (long long)h);
     }
-    for (int i = 3; i < ctx->n_in; i++) {
-        const pl_tensor *s = ctx->in[i];
-        if (s->rank != 2 || s->dims[0] != n || s->dims[1] != h ||
-            s->batch_axis != x->batch_axis) {
-            shape_text ss = shape_of(s);
-            return pl_infer_fail(ctx, i, NO_ATTR, "state \"%s\" is %s but must be [%lld,%lld]%s",
-                                 s->name, ss.s, (long long)n, (long long)h,
-                                 batched(x) ? ", batched like x" : "");
-        }
-    }
-    int64_t dims[2] = {n, h};
-    for (int i = 0; i < 2; i++)
-        set_output(ctx->out[i], PL_F32, 2, dims, x->batch_axis);
-    if (ctx->n_out == 3) { /* the activated gates, i f g o, kept for the gradient */
-        int64_t gates[2] = {n, 4 * h};
-        set_output(ctx->out[2], PL_F32, 2, gates, x->batch_axis);
-    }
-    return true;
+    return infer_lstm_state(ctx, 3, n, h);
 }
 
+/* Inputs: gx [N,4H], then optionally w [H,4H], h [N,H] and c [N,H]. */
+static bool infer_projected_lstm_cell(pl_infer_ctx *ctx)
+{
+    const pl_tensor *gx = ctx->in[0];
+    if (!need_rank(ctx, 0, 2, 2) || !need_batch_on(ctx, 0, 0))
+        return false;
+    if (gx->dims[1] % 4 != 0)
+        return pl_infer_fail(ctx, 0, NO_ATTR, "gate inputs \"%s\" have %lld columns; they "
+                             "must be 4H, for the gates i, f, g, o", gx->name,
+                             (long long)gx->dims[1]);
+    int64_t n = gx->dims[0], h = gx->dims[1] / 4;
+    if (ctx->n_in > 1) {
+        const pl_tensor *w = ctx->in[1];
+        if (!need_rank(ctx, 1, 2, 2) || !need_unbatched(ctx, 1, "weight"))
+            return false;
+        if (w->dims[0] != h || w->dims[1] != 4 * h) {
+            shape_text sw = shape_of(w), sg = shape_of(gx);
+            return pl_infer_fail(ctx, 1, NO_ATTR, "weight %s must be [%lld,%lld] for gate "
+                                 "inputs %s", sw.s, (long long)h, (long long)(4 * h), sg.s);
+        }
+    }
+    return infer_lstm_state(ctx, 2, n, h);
+}
+
+/* The form by the input count (ops.h: pl_lstm_cell_projected). */
+static bool infer_lstm_cell(pl_infer_ctx *ctx)
+{
+    if (ctx->n_in == 2)
+        return pl_infer_fail(ctx, NO_INPUT, NO_ATTR, "give x, w, b [, h, c], or gate "
+                             "inputs gx [, w, h, c]");
+    if (ctx->n_in == 4 && ctx->in[2]->rank == 1) /* x, w, b and h alone */
+        return pl_infer_fail(ctx, 3, NO_ATTR, "give both h and c, or neither");
+    for (int i = 0; i < ctx->n_in; i++)
+        if (!need_f32(ctx, i))
+            return false;
+    return pl_lstm_cell_projected(ctx->n_in) ? infer_projected_lstm_cell(ctx)
+                                             : infer_full_lstm_cell(ctx);
+}
+
+/* The gate product [x | h].w (none for a projected cell without state), then a few
+ * operations per unit. */
 static double flops_lstm_cell(const pl_infer_ctx *ctx)
 {
-    const pl_tensor *w = ctx->in[1];
-    double n = (double)ctx->in[0]->dims[0], h = (double)w->dims[1] / 4;
-    return 2.0 * n * (double)w->dims[0] * (double)w->dims[1] + 30.0 * n * h;
+    double n = (double)ctx->in[0]->dims[0], h = (double)ctx->out[0]->dims[1];
+    double rows = ctx->n_in == 1 ? 0.0 : (double)ctx->in[1]->dims[0];
+    return 2.0 * n * rows * 4.0 * h + 30.0 * n * h;
 }
 
 /* ---- GRU ------------------------------------------------------------------------------- */
@@ -1148,7 +1194,7 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
        .backward = pl_backward_dropout),
     OP(PL_OP_TOPK_GATE, "topk_gate", 1, 1, 1, 1, A(K), A(K), infer_topk_gate, flops_topk_gate,
        .backward = pl_backward_softmax),
-    OP(PL_OP_LSTM_CELL, "lstm_cell", 3, 5, 2, 3, 0, 0, infer_lstm_cell, flops_lstm_cell,
+    OP(PL_OP_LSTM_CELL, "lstm_cell", 1, 5, 2, 3, 0, 0, infer_lstm_cell, flops_lstm_cell,
        .backward = pl_backward_lstm_cell),
     OP(PL_OP_WHERE, "where", 3, 3, 1, 1, 0, 0, infer_binary, flops_out1,
        .backward = pl_backward_where),
@@ -1259,7 +1305,7 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
              pl_flops_elements_out0x4),
     INTERNAL(PL_OP_DROPOUT_GRAD, "dropout_grad", 1, 1, 1, 1, pl_infer_like_first,
              pl_flops_elements_in0),
-    INTERNAL(PL_OP_LSTM_CELL_GRAD, "lstm_cell_grad", 5, 8, 2, 4, pl_infer_lstm_cell_grad,
+    INTERNAL(PL_OP_LSTM_CELL_GRAD, "lstm_cell_grad", 3, 8, 1, 4, pl_infer_lstm_cell_grad,
              pl_flops_lstm_cell_grad),
     INTERNAL(PL_OP_WHERE_GRAD, "where_grad", 2, 2, 2, 2, pl_infer_where_grad,
              pl_flops_elements_in0),

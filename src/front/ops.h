@@ -111,9 +111,10 @@ typedef enum pl_op_kind {
     PL_OP_RESHAPE_LIKE,    /* x, like -> x's elements in like's shape */
     PL_OP_BROADCAST_LIKE,  /* dy, x -> factor * dy repeated over the `axes` reduced from x */
     PL_OP_DROPOUT_GRAD,    /* dy -> dy masked and scaled exactly as the forward pass did */
-    PL_OP_LSTM_CELL_GRAD,  /* dh', dc', x, w, b [, h, c] [, gates] -> dx, dz [, dh, dc];
-                              dz: of the gates' inputs [N,4H]; gates: the forward's
-                              third output, else recomputed */
+    PL_OP_LSTM_CELL_GRAD,  /* dh', dc', x, w, b [, h, c] [, gates] -> dx, dz [, dh, dc],
+                              or projected dh', dc', gx [, w, h, c] [, gates] -> dz
+                              [, dh, dc]; dz: of the gates' inputs [N,4H]; gates: the
+                              forward's third output, else recomputed */
     PL_OP_WHERE_GRAD,      /* dy, cond -> dy where cond != 0 (else 0), dy where cond == 0 */
     PL_OP_CONV1D_GRAD_INPUT,  /* as conv2d's, for one spatial axis */
     PL_OP_CONV1D_GRAD_FILTER,
@@ -284,6 +285,31 @@ const pl_op_info *pl_op_info_of(pl_op_kind kind);
 pl_op_kind pl_op_from_name(const char *name); /* PL_OP_COUNT when unknown */
 /* Writes "add, avg_pool, batch_norm, ...": every op name, sorted. */
 void pl_op_names_join(char *buf, size_t cap);
+
+/* lstm_cell's two forms, told apart by the input count: x, w [E+H,4H], b [, h, c] (3 or
+ * 5 inputs), and the projected form gx [N,4H] [, w [H,4H], h, c] (1 or 4 inputs), whose
+ * gate inputs gx = x.W_ih + both biases are made for a whole sequence by one matmul. The
+ * projected form's lstm_cell_grad has one output fewer, since dz is gx's gradient: dz
+ * [, dh, dc] (1 or 3 outputs) against dx, dz [, dh, dc] (2 or 4). */
+static inline bool pl_lstm_cell_projected(int n_inputs)
+{
+    return n_inputs == 1 || n_inputs == 4;
+}
+
+static inline bool pl_lstm_cell_grad_projected(int n_outputs)
+{
+    return n_outputs % 2 == 1;
+}
+
+/* How many of lstm_cell_grad's inputs after dh' and dc' are the cell's; one more is the
+ * forward's saved gates. */
+static inline int pl_lstm_cell_grad_cell_inputs(int n_outputs)
+{
+    bool state = n_outputs >= 3;
+    if (pl_lstm_cell_grad_projected(n_outputs))
+        return state ? 4 : 1;
+    return state ? 5 : 3;
+}
 
 #ifdef __cplusplus
 }

@@ -48,19 +48,24 @@ bool pl_infer_conv_grad_filter(pl_infer_ctx *ctx)
 
 /* dh', dc', x, w, b [, h, c] [, gates] -> dx, dz [, dh, dc]: the gradients of the
  * cell's activation inputs and of its gate pre-activations z = [x | h].w + b, from which
- * autodiff makes those of w and b. An even input count means the saved gates come last. */
+ * autodiff makes those of w and b; projected, dh', dc', gx [, w, h, c] [, gates] -> dz
+ * [, dh, dc], dz being gx's gradient (ops.h: pl_lstm_cell_projected). */
 bool pl_infer_lstm_cell_grad(pl_infer_ctx *ctx)
 {
-    int cell_inputs = ctx->n_in - 2 - (ctx->n_in % 2 == 0);
-    if (ctx->n_out != cell_inputs - 1)
-        return pl_infer_fail(ctx, -1, -1, "%d inputs need %d outputs", ctx->n_in,
-                             cell_inputs - 1);
-    like(ctx, 0, 2);
-    like(ctx, 1, 2); /* dz: x's rows, b's 4H columns */
-    ctx->out[1]->dims[1] = ctx->in[4]->dims[0];
-    if (ctx->n_out == 4) {
-        like(ctx, 2, 5);
-        like(ctx, 3, 6);
+    int cell_inputs = pl_lstm_cell_grad_cell_inputs(ctx->n_out);
+    if (ctx->n_in != 2 + cell_inputs && ctx->n_in != 3 + cell_inputs)
+        return pl_infer_fail(ctx, -1, -1, "%d outputs need %d or %d inputs", ctx->n_out,
+                             2 + cell_inputs, 3 + cell_inputs);
+    bool projected = pl_lstm_cell_grad_projected(ctx->n_out);
+    int dz = projected ? 0 : 1, state = projected ? 4 : 5; /* dz's output, h's input */
+    if (!projected)
+        like(ctx, 0, 2);
+    like(ctx, dz, 2); /* dz: x's rows, b's 4H columns; or gx's shape */
+    if (!projected)
+        ctx->out[dz]->dims[1] = ctx->in[4]->dims[0];
+    if (ctx->n_out > dz + 1) {
+        like(ctx, dz + 1, state);
+        like(ctx, dz + 2, state + 1);
     }
     return true;
 }
@@ -107,11 +112,13 @@ double pl_flops_conv_grad(const pl_infer_ctx *ctx)
 
 double pl_flops_lstm_cell_grad(const pl_infer_ctx *ctx)
 {
-    /* dx|dh: one product, and a second to recompute the gates if none were saved. */
-    const pl_tensor *x = ctx->in[2], *w = ctx->in[3];
-    double products = ctx->n_in % 2 == 0 ? 1.0 : 2.0;
-    return products * 2.0 * (double)x->dims[0] * (double)w->dims[0] * (double)w->dims[1] +
-           40.0 * (double)x->dims[0] * (double)w->dims[1] / 4;
+    /* dx|dh: one product, and a second to recompute the gates if none were saved; a
+     * projected cell without state has neither. */
+    int cell_inputs = pl_lstm_cell_grad_cell_inputs(ctx->n_out);
+    double n = (double)ctx->in[2]->dims[0], h = (double)ctx->in[0]->dims[1];
+    double rows = cell_inputs == 1 ? 0.0 : (double)ctx->in[3]->dims[0];
+    double products = ctx->n_in == 2 + cell_inputs ? 2.0 : 1.0;
+    return products * 2.0 * n * rows * 4.0 * h + 40.0 * n * h;
 }
 
 double pl_flops_gru_cell_grad(const pl_infer_ctx *ctx)

@@ -3,11 +3,13 @@ tools/import-torch (torch_recurrent.py) and tools/import-onnx (onnx_recurrent.py
 
 A layer's direction is one cell per step (lstm_cell, gru_cell) reading that direction's
 weights in PyTorch's layout and gate order: w_ih [G*H, E], w_hh [G*H, H], b_ih and b_hh
-[G*H], with G gates (LSTM: input, forget, cell, output; GRU: reset, update, new).
-lstm_cell reads one weight [E+H, 4H] and one bias, joined from the four once per layer. A
-GRU layer's input side x.W_ih^T + b_ih is one matmul over all its steps; its hidden side
-h.W_hh^T + b_hh is one per step, and gru_cell puts b_hn inside the reset gate's product as
-PyTorch does.
+[G*H], with G gates (LSTM: input, forget, cell, output; GRU: reset, update, new). As
+PyTorch computes them, a layer's input side is one matmul over all its steps: an LSTM's
+x.W_ih^T + b_ih + b_hh, each step's slice the gate inputs of lstm_cell's projected form,
+which adds h.W_hh^T; a GRU's x.W_ih^T + b_ih, its hidden side h.W_hh^T + b_hh one matmul
+per step, and gru_cell puts b_hn inside the reset gate's product as PyTorch does. An
+nn.LSTMCell (one step) is lstm_cell's full form, one weight [E+H, 4H] and one bias joined
+from the four.
 
 The batch: a step is [N, F], the batch on axis 0. A batch-first sequence [N, T, F] holds
 it on axis 0 too, a time-major one [T, N, F] on axis 1, as do stacked states
@@ -96,11 +98,17 @@ def _steps_in_order(count, reverse):
 def lstm_direction(b, prefix, weights, seq, reverse, h, c, hidden):
     """One layer's one direction from (w_ih, w_hh, b_ih, b_hh) (biases None without) and
     its initial h and c (None for zeros): its outputs per step, and its last h and c."""
-    w, bias = lstm_joined(b, prefix, *weights)
-    steps = seq.steps()
-    outs = [None] * len(steps)
-    for t in _steps_in_order(len(steps), reverse):
-        h, c = lstm_step(b, "%s.t%d" % (prefix, t), steps[t], w, bias, h, c, hidden)
+    w_ih, w_hh, b_ih, b_hh = weights
+    bias = (emit.binary(b, "add", prefix + ".b", b_ih, b_hh) if b_ih is not None
+            else None)
+    inputs = Sequence(b, prefix + ".gx", emit.linear(b, prefix + ".gx", seq.whole(), w_ih,
+                                                     bias), time_axis=seq.time_axis).steps()
+    w = emit.transpose(b, prefix + ".w_hh", w_hh, (1, 0))
+    outs = [None] * len(inputs)
+    for t in _steps_in_order(len(inputs), reverse):
+        state = [w, h, c] if h is not None else []
+        h, c = b.node("lstm_cell", "%s.t%d" % (prefix, t), [inputs[t]] + state,
+                      [((inputs[t].shape[0], hidden), True)] * 2)
         outs[t] = h
     return outs, h, c
 
