@@ -997,16 +997,26 @@ static bool infer_full_lstm_cell(pl_infer_ctx *ctx)
     return infer_lstm_state(ctx, 3, n, h);
 }
 
-/* Inputs: gx [N,4H], then optionally w [H,4H], h [N,H] and c [N,H]. */
-static bool infer_projected_lstm_cell(pl_infer_ctx *ctx)
+/* Input 0 as a recurrent cell's gate inputs: [N, gates * H], the batch on axis 0. */
+static bool need_gate_inputs(pl_infer_ctx *ctx, int gates, const char *names)
 {
     const pl_tensor *gx = ctx->in[0];
     if (!need_rank(ctx, 0, 2, 2) || !need_batch_on(ctx, 0, 0))
         return false;
-    if (gx->dims[1] % 4 != 0)
-        return pl_infer_fail(ctx, 0, NO_ATTR, "gate inputs \"%s\" have %lld columns; they "
-                             "must be 4H, for the gates i, f, g, o", gx->name,
-                             (long long)gx->dims[1]);
+    if (gx->dims[1] % gates != 0)
+        return pl_infer_fail(ctx, 0, NO_ATTR,
+                             "gate inputs \"%s\" have %lld columns; they "
+                             "must be %dH, for the gates %s",
+                             gx->name, (long long)gx->dims[1], gates, names);
+    return true;
+}
+
+/* Inputs: gx [N,4H], then optionally w [H,4H], h [N,H] and c [N,H]. */
+static bool infer_projected_lstm_cell(pl_infer_ctx *ctx)
+{
+    const pl_tensor *gx = ctx->in[0];
+    if (!need_gate_inputs(ctx, 4, "i, f, g, o"))
+        return false;
     int64_t n = gx->dims[0], h = gx->dims[1] / 4;
     if (ctx->n_in > 1) {
         const pl_tensor *w = ctx->in[1];
@@ -1055,12 +1065,8 @@ static bool infer_gru_cell(pl_infer_ctx *ctx)
         if (!need_f32(ctx, i))
             return false;
     const pl_tensor *gx = ctx->in[0];
-    if (!need_rank(ctx, 0, 2, 2) || !need_batch_on(ctx, 0, 0))
+    if (!need_gate_inputs(ctx, 3, "r, z, n"))
         return false;
-    if (gx->dims[1] % 3 != 0)
-        return pl_infer_fail(ctx, 0, NO_ATTR, "gate inputs \"%s\" have %lld columns; they "
-                             "must be 3H, for the gates r, z, n", gx->name,
-                             (long long)gx->dims[1]);
     int64_t n = gx->dims[0], h = gx->dims[1] / 3;
     if (ctx->n_in > 1) {
         const pl_tensor *gh = ctx->in[1];
