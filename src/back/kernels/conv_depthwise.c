@@ -1,9 +1,7 @@
 /* Depthwise convolution (one input channel and one filter per group) as direct loops.
  *
- * At stride 1 a plane that fits FLAT_MAX floats with its padding runs "flat": the input is
- * copied into a zero-bordered plane whose rows are `pw_` wide, and output element (oy, ox)
- * is then computed at oy * pw_ + ox, so one filter tap is a single contiguous run over the
- * whole plane, (oh - 1) * pw_ + ow long (the columns past ow are computed and dropped). On
+ * At stride 1 a plane that fits FLAT_MAX floats with its padding runs "flat" (conv_flat.c):
+ * one filter tap is then a single contiguous run over the whole padded plane. On
  * small planes (MobileNet's 7x7 and 14x14) a row-at-a-time loop spends its time on rows of
  * a few elements. Elsewhere, for each tap, a row of the output gains the tap's weight times
  * a row of the input, shifted by the tap and strided by the stride. Either way an output
@@ -38,58 +36,22 @@ static int64_t input_row(const conv_geom *g, const tap *t, int64_t oy)
 
 enum { FLAT_MAX = 4096 }; /* floats of a padded plane (16 KiB), on the stack */
 
-/* A stride-1 plane with its padding: rows of `width` floats, `rows` of them, the input's
- * first element at `origin`; `run` is the flat length of the output. */
-typedef struct flat_plane {
-    int64_t width, rows, origin, run;
-} flat_plane;
-
-static bool flat_fits(const conv_geom *g, flat_plane *f)
+/* At stride 1, planes that fit FLAT_MAX floats with their padding run flat (conv_flat.c). */
+static bool flat_fits(const conv_geom *g, flat_layout *f)
 {
-    if (g->sh != 1 || g->sw != 1)
-        return false;
-    f->width = g->w + 2 * g->pw;
-    f->rows = g->h + 2 * g->ph;
-    f->origin = g->ph * f->width + g->pw;
-    f->run = (g->oh - 1) * f->width + g->ow;
-    return f->rows * f->width <= FLAT_MAX && g->oh > 0 && g->ow > 0;
+    return pl_conv_flat_layout(g, f) && f->volume <= FLAT_MAX;
 }
 
-/* The plane `src` (h x w) into `flat`, zeros around it. */
-static void flatten_plane(const conv_geom *g, const flat_plane *f, const float *src, float *flat)
-{
-    memset(flat, 0, (size_t)(f->rows * f->width) * sizeof *flat);
-    for (int64_t iy = 0; iy < g->h; iy++)
-        memcpy(flat + f->origin + iy * f->width, src + iy * g->w, (size_t)g->w * sizeof *flat);
-}
-
-/* Where tap (ki, kj) starts in the flat plane, relative to output element 0's window. */
-static int64_t flat_tap(const conv_geom *g, const flat_plane *f, int64_t ki, int64_t kj)
-{
-    return ki * g->dh * f->width + kj * g->dw;
-}
-
-/* An output plane (oh x ow) laid out in the flat plane's rows, zeros past ow. */
-static void spread_plane(const conv_geom *g, const flat_plane *f, const float *src, float *flat)
-{
-    for (int64_t oy = 0; oy < g->oh; oy++) {
-        float *row = flat + oy * f->width;
-        memcpy(row, src + oy * g->ow, (size_t)g->ow * sizeof *row);
-        if (oy + 1 < g->oh)
-            memset(row + g->ow, 0, (size_t)(f->width - g->ow) * sizeof *row);
-    }
-}
-
-PL_VECTOR_CLONES static void depthwise_flat(const conv_geom *g, const flat_plane *f,
+PL_VECTOR_CLONES static void depthwise_flat(const conv_geom *g, const flat_layout *f,
                                             const float *xp, const float *w, float start, float *yp)
 {
     float padded[FLAT_MAX], out[FLAT_MAX];
-    flatten_plane(g, f, xp, padded);
+    pl_conv_flatten(g, f, xp, 0, f->volume, padded);
     for (int64_t j = 0; j < f->run; j++)
         out[j] = start;
     for (int64_t ki = 0; ki < g->kh; ki++)
         for (int64_t kj = 0; kj < g->kw; kj++) {
-            const float *src = padded + flat_tap(g, f, ki, kj);
+            const float *src = padded + pl_conv_flat_tap(g, f, ki * g->kw + kj);
             float wv = w[ki * g->kw + kj];
             for (int64_t j = 0; j < f->run; j++)
                 out[j] += wv * src[j];
@@ -103,7 +65,7 @@ PL_VECTOR_CLONES void pl_conv_depthwise(const conv_geom *g, const float *x, cons
 {
     int64_t begin, end;
     pl_kernel_share(g->n * g->c, ith, nth, &begin, &end);
-    flat_plane f;
+    flat_layout f;
     bool flat = flat_fits(g, &f);
     for (int64_t plane = begin; plane < end; plane++) {
         int64_t c = plane % g->c;
@@ -139,15 +101,15 @@ PL_VECTOR_CLONES void pl_conv_depthwise(const conv_geom *g, const float *x, cons
 
 /* The forward's transpose: each tap scatters the output gradient's plane into the padded
  * input plane. */
-PL_VECTOR_CLONES static void depthwise_grad_input_flat(const conv_geom *g, const flat_plane *f,
+PL_VECTOR_CLONES static void depthwise_grad_input_flat(const conv_geom *g, const flat_layout *f,
                                                        const float *dyp, const float *w, float *dxp)
 {
     float spread[FLAT_MAX], padded[FLAT_MAX];
-    spread_plane(g, f, dyp, spread);
-    memset(padded, 0, (size_t)(f->rows * f->width) * sizeof *padded);
+    pl_conv_spread(g, f, dyp, 0, f->run, spread);
+    memset(padded, 0, (size_t)f->volume * sizeof *padded);
     for (int64_t ki = 0; ki < g->kh; ki++)
         for (int64_t kj = 0; kj < g->kw; kj++) {
-            float *dst = padded + flat_tap(g, f, ki, kj);
+            float *dst = padded + pl_conv_flat_tap(g, f, ki * g->kw + kj);
             float wv = w[ki * g->kw + kj];
             for (int64_t j = 0; j < f->run; j++)
                 dst[j] += wv * spread[j];
@@ -161,7 +123,7 @@ PL_VECTOR_CLONES void pl_conv_depthwise_grad_input(const conv_geom *g, const flo
 {
     int64_t begin, end;
     pl_kernel_share(g->n * g->c, ith, nth, &begin, &end);
-    flat_plane f;
+    flat_layout f;
     bool flat = flat_fits(g, &f);
     for (int64_t plane = begin; plane < end; plane++) {
         int64_t c = plane % g->c;
@@ -198,7 +160,7 @@ enum { COLUMN_BLOCK = 256, DOT_LANES = 16 };
 
 /* Per sample and tap: the products of the flat planes summed in DOT_LANES fixed lanes (the
  * same at every vector width), the lanes then in double; the samples in double. */
-PL_VECTOR_CLONES static void depthwise_grad_filter_flat(const conv_geom *g, const flat_plane *f,
+PL_VECTOR_CLONES static void depthwise_grad_filter_flat(const conv_geom *g, const flat_layout *f,
                                                         const float *dy, const float *x, int64_t c,
                                                         double *total)
 {
@@ -206,11 +168,11 @@ PL_VECTOR_CLONES static void depthwise_grad_filter_flat(const conv_geom *g, cons
     for (int64_t t = 0; t < g->taps; t++)
         total[t] = 0.0;
     for (int64_t ni = 0; ni < g->n; ni++) {
-        spread_plane(g, f, dy + (ni * g->c + c) * g->ohw, spread);
-        flatten_plane(g, f, x + (ni * g->c + c) * g->hw, padded);
+        pl_conv_spread(g, f, dy + (ni * g->c + c) * g->ohw, 0, f->run, spread);
+        pl_conv_flatten(g, f, x + (ni * g->c + c) * g->hw, 0, f->volume, padded);
         for (int64_t ki = 0; ki < g->kh; ki++)
             for (int64_t kj = 0; kj < g->kw; kj++) {
-                const float *src = padded + flat_tap(g, f, ki, kj);
+                const float *src = padded + pl_conv_flat_tap(g, f, ki * g->kw + kj);
                 float lane[DOT_LANES] = {0};
                 int64_t j = 0;
                 for (; j + DOT_LANES <= f->run; j += DOT_LANES)
@@ -234,7 +196,7 @@ PL_VECTOR_CLONES void pl_conv_depthwise_grad_filter(const conv_geom *g, const fl
     int64_t begin, end;
     pl_kernel_share(g->c, ith, nth, &begin, &end);
     float column[COLUMN_BLOCK];
-    flat_plane f;
+    flat_layout f;
     if (flat_fits(g, &f) && g->taps <= FLAT_MAX) {
         double total[FLAT_MAX];
         for (int64_t c = begin; c < end; c++) {

@@ -1,5 +1,6 @@
 /* Private to the convolution kernels (conv.c: im2col and sgemm; conv_depthwise.c: direct
- * loops for one channel per group; conv_winograd.c: 3x3 stride-1 filters): the shapes of
+ * loops for one channel per group; conv_winograd.c: 3x3 stride-1 filters; conv_flat.c:
+ * stride-1 filters on flat padded volumes): the shapes of
  * one convolution. Every convolution has three spatial axes here, depth, height and
  * width: a 2-D one has a depth of 1, a 1-D one a height of 1 too. */
 #ifndef PLACER_CONV_IMPL_H
@@ -37,6 +38,23 @@ static inline void valid_columns(const conv_geom *g, int64_t offset, int64_t *lo
     if (*lo > *hi)
         *lo = *hi;
 }
+
+/* A stride-1 convolution's flat padded volume (conv_flat.c): `layers` x `rows` x `width`
+ * floats a channel, the input's element 0 at `origin`; the output's flat indices run over
+ * [0, run), and output index j at tap t reads input index j + pl_conv_flat_tap(t). */
+typedef struct flat_layout {
+    int64_t width, rows, layers, volume, origin, run;
+} flat_layout;
+
+/* False unless the convolution has stride 1 on every axis. */
+bool pl_conv_flat_layout(const conv_geom *g, flat_layout *f);
+int64_t pl_conv_flat_tap(const conv_geom *g, const flat_layout *f, int64_t tap);
+/* Flat indices [q0, q1) of one input channel x (padded: zeros around it), and of one
+ * output channel y (zeros between its rows), into out. */
+void pl_conv_flatten(const conv_geom *g, const flat_layout *f, const float *x, int64_t q0,
+                     int64_t q1, float *out);
+void pl_conv_spread(const conv_geom *g, const flat_layout *f, const float *y, int64_t q0,
+                    int64_t q1, float *out);
 
 /* A convolution of height and width alone (depth 1 everywhere): the depthwise and
  * Winograd kernels take only these. */
