@@ -57,6 +57,12 @@ static const conv_case cases[] = {
     /* Winograd with output channels split over chunks: forward, then input gradient */
     {"3,16,8,8", "130,16,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, false},
     {"3,130,8,8", "16,130,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, false, false},
+    /* the filter gradient on flat volumes (512 output positions or more): dilated with
+     * padding per axis, grouped, one sample in channel blocks, positions in two bands */
+    {"2,16,24,23", "17,16,3,2", {1, 1}, {2, 1}, {2, 3}, {0}, 1, true, false},
+    {"2,32,24,24", "32,16,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 2, true, false},
+    {"1,64,24,24", "16,64,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, false, false},
+    {"1,16,190,190", "16,16,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, false, false},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 

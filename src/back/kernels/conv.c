@@ -41,7 +41,12 @@
  * narrower sgemm runs far below the machine's peak), then by samples. */
 #define FILTER_GRAD_CHUNKS INT64_C(32)
 #define MIN_FILTER_COLUMNS INT64_C(256)
-
+/* A column buffer of the filter gradient holds at least this many output positions (or
+ * all of them), as few channels as that takes: its sgemm sums over the positions. */
+#define MIN_FILTER_BAND INT64_C(1024)
+/* On flat volumes, channel blocks are cut only when groups and samples give fewer chunks
+ * than this: thinner blocks make thinner products. */
+#define FLAT_FILTER_CHUNKS INT64_C(8)
 
 /* x [n, c, spatial...], w [o, c / groups, spatial...], y [n, o, spatial...] of a
  * convolution with 1 to 3 spatial axes; attributes give one value per spatial axis, and
@@ -348,30 +353,48 @@ PL_FINISH(conv_transpose)
 /* ---- filter gradient ------------------------------------------------------------------ */
 
 /* The fixed cut of the filter gradient into (group, input-channel block, sample block)
- * chunks. Channel blocks fit a column buffer and are otherwise as many as give
- * FILTER_GRAD_CHUNKS chunks, down to MIN_FILTER_COLUMNS columns of dw each; if that is
- * too few, the samples are cut into blocks too, each adding into its own copy of dw
- * (block 0 into dw itself, the others in the workspace), summed by `finish` in block
- * order. */
+ * chunks. For im2col, channel blocks fit a column buffer and are otherwise as many as give
+ * FILTER_GRAD_CHUNKS chunks, down to MIN_FILTER_COLUMNS columns of dw each; on flat
+ * volumes (conv_flat.c) a block keeps every channel unless the groups and samples give
+ * too few chunks, and at least FLAT_MIN_CHANNELS channels. If that is too few chunks, the
+ * samples are cut into blocks too, each adding into its own copy of dw (block 0 into dw
+ * itself, the others in the workspace), summed by `finish` in block order. */
 typedef struct filter_plan {
+    bool flat;
+    flat_layout layout;
     int64_t c_block, c_blocks, s_block, s_blocks;
+    int64_t band; /* im2col: output positions a column buffer holds */
 } filter_plan;
 
 static filter_plan filter_grad_plan(const conv_geom *g)
 {
-    filter_plan p;
-    if (conv_depthwise(g)) /* pl_conv_depthwise_grad_filter: whole channels, no copies */
-        return (filter_plan){.c_block = 1, .c_blocks = 1, .s_block = g->n, .s_blocks = 1};
-    int64_t c_blocks = ceil_div(g->cg, channel_block(g));
-    int64_t narrowest = ceil_div(MIN_FILTER_COLUMNS, g->taps); /* channels per block */
-    int64_t most = ceil_div(g->cg, narrowest);
-    if (g->groups * c_blocks < FILTER_GRAD_CHUNKS && c_blocks < most)
-        c_blocks = clamp(ceil_div(FILTER_GRAD_CHUNKS, g->groups), c_blocks, most);
+    filter_plan p = {.flat = false};
+    if (conv_depthwise(g)) { /* pl_conv_depthwise_grad_filter: whole channels, no copies */
+        p.c_block = p.c_blocks = 1;
+        p.s_block = g->n;
+        p.s_blocks = 1;
+        p.band = g->ohw;
+        return p;
+    }
+    int64_t c_blocks;
+    if (conv_flat_filter(g, &p.layout)) {
+        p.flat = true;
+        c_blocks = clamp(ceil_div(FLAT_FILTER_CHUNKS, g->groups * g->n), 1,
+                         g->cg / FLAT_MIN_CHANNELS);
+    } else {
+        int64_t widest = g->ohw < MIN_FILTER_BAND ? g->ohw : MIN_FILTER_BAND;
+        c_blocks = ceil_div(g->cg, even_block(g->cg, COLUMN_BUFFER_FLOATS / (g->taps * widest)));
+        int64_t narrowest = ceil_div(MIN_FILTER_COLUMNS, g->taps); /* channels per block */
+        int64_t most = ceil_div(g->cg, narrowest);
+        if (g->groups * c_blocks < FILTER_GRAD_CHUNKS && c_blocks < most)
+            c_blocks = clamp(ceil_div(FILTER_GRAD_CHUNKS, g->groups), c_blocks, most);
+    }
     p.c_block = ceil_div(g->cg, c_blocks);
     p.c_blocks = ceil_div(g->cg, p.c_block);
     int64_t s_blocks = clamp(ceil_div(FILTER_GRAD_CHUNKS, g->groups * p.c_blocks), 1, g->n);
     p.s_block = ceil_div(g->n, s_blocks);
     p.s_blocks = ceil_div(g->n, p.s_block);
+    p.band = g->direct ? g->ohw : even_block(g->ohw, COLUMN_BUFFER_FLOATS / (p.c_block * g->taps));
     return p;
 }
 
@@ -380,15 +403,21 @@ static int64_t filter_elements(const conv_geom *g)
     return g->o * g->k;
 }
 
-/* Workspace: dw copies for sample blocks 1.., then one column buffer per thread. */
+/* Floats of one thread's buffers: a column buffer, or conv_flat.c's. */
+static int64_t filter_buffer_floats(const conv_geom *g, const filter_plan *p)
+{
+    if (p->flat)
+        return pl_conv_flat_filter_floats(g, &p->layout, p->c_block);
+    return g->direct || conv_depthwise(g) ? 0 : p->c_block * g->taps * p->band;
+}
+
+/* Workspace: dw copies for sample blocks 1.., then one thread's buffers after another. */
 PL_WORKSPACE(conv_grad_filter)
 {
     conv_geom g = grad_geometry(args);
     filter_plan p = filter_grad_plan(&g);
     int64_t copies = (p.s_blocks - 1) * filter_elements(&g);
-    int64_t buffers = g.direct || conv_depthwise(&g) ? 0
-                                                     : (int64_t)args->nth * p.c_block * g.taps * g.ohw;
-    return (size_t)(copies + buffers) * sizeof(float);
+    return (size_t)(copies + (int64_t)args->nth * filter_buffer_floats(&g, &p)) * sizeof(float);
 }
 
 /* Sum of n floats in eight interleaved lanes: vectorisable, and the same order every
@@ -434,9 +463,8 @@ PL_KERNEL(conv_grad_filter)
         return;
     }
     float *copies = args->work;
-    float *col = g.direct ? NULL
-                          : copies + (p.s_blocks - 1) * filter_elements(&g) +
-                                (int64_t)args->ith * p.c_block * g.taps * g.ohw;
+    float *buffers = copies + (p.s_blocks - 1) * filter_elements(&g) +
+                     (int64_t)args->ith * filter_buffer_floats(&g, &p);
     int64_t begin, end;
     pl_kernel_share(g.groups * p.c_blocks * p.s_blocks, args->ith, args->nth, &begin, &end);
     for (int64_t chunk = begin; chunk < end; chunk++) {
@@ -446,17 +474,27 @@ PL_KERNEL(conv_grad_filter)
         int64_t n0 = sb * p.s_block, n1 = n0 + p.s_block < g.n ? n0 + p.s_block : g.n;
         float *dw = sb ? copies + (sb - 1) * filter_elements(&g) : args->out[0];
         float *target = dw + gi * g.og * g.k + c0 * g.taps;
+        if (p.flat) {
+            filter_block block = {.group = gi, .c0 = c0, .c1 = c1, .n0 = n0, .n1 = n1};
+            pl_conv_flat_grad_filter(&g, &p.layout, dy, x, &block, target, buffers);
+            continue;
+        }
         for (int64_t ni = n0; ni < n1; ni++) {
             const float *xg = x + (ni * g.c + gi * g.cg) * g.hw;
-            const float *source = xg + c0 * g.hw;
-            if (!g.direct) {
-                im2col(&g, xg, c0, c1, 0, g.ohw, col);
-                source = col;
+            for (int64_t j0 = 0; j0 < g.ohw; j0 += p.band) {
+                int64_t j1 = j0 + p.band < g.ohw ? j0 + p.band : g.ohw;
+                const float *source = xg + c0 * g.hw + j0;
+                int64_t ld = g.hw;
+                if (!g.direct) {
+                    im2col(&g, xg, c0, c1, j0, j1, buffers);
+                    source = buffers;
+                    ld = j1 - j0;
+                }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g.og,
+                            (int)((c1 - c0) * g.taps), (int)(j1 - j0), 1.0f,
+                            dy + (ni * g.o + gi * g.og) * g.ohw + j0, (int)g.ohw, source, (int)ld,
+                            ni > n0 || j0 > 0 ? 1.0f : 0.0f, target, (int)g.k);
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g.og,
-                        (int)((c1 - c0) * g.taps), (int)g.ohw, 1.0f,
-                        dy + (ni * g.o + gi * g.og) * g.ohw, (int)g.ohw, source, (int)g.ohw,
-                        ni > n0 ? 1.0f : 0.0f, target, (int)g.k);
         }
     }
     if (args->op->n_outputs == 2)

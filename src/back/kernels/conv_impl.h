@@ -56,6 +56,34 @@ void pl_conv_flatten(const conv_geom *g, const flat_layout *f, const float *x, i
 void pl_conv_spread(const conv_geom *g, const flat_layout *f, const float *y, int64_t q0,
                     int64_t q1, float *out);
 
+/* The filter gradient of a stride-1 convolution runs on flat volumes, one sgemm a tap with
+ * no column matrix (conv_flat.c), when each group has at least FLAT_MIN_CHANNELS channels
+ * in and out and each channel at least FLAT_MIN_POSITIONS output positions. With fewer
+ * channels a tap's product is too thin; with fewer positions the columns between output
+ * rows are a larger share of the work, and each tap's call makes and adds a whole block
+ * of dw for little work, so im2col's one call is faster (docs/training.md, "Kernels"). */
+#define FLAT_MIN_CHANNELS 16
+#define FLAT_MIN_POSITIONS 512
+
+static inline bool conv_flat_filter(const conv_geom *g, flat_layout *f)
+{
+    return !g->direct && g->cg >= FLAT_MIN_CHANNELS && g->og >= FLAT_MIN_CHANNELS &&
+           g->ohw >= FLAT_MIN_POSITIONS && pl_conv_flat_layout(g, f);
+}
+
+/* One chunk of the filter gradient: a group, its input channels [c0, c1), samples [n0, n1). */
+typedef struct filter_block {
+    int64_t group, c0, c1, n0, n1;
+} filter_block;
+
+/* Floats of one thread's workspace for blocks of `channels` input channels. */
+int64_t pl_conv_flat_filter_floats(const conv_geom *g, const flat_layout *f, int64_t channels);
+/* target (the block's first element of dw, rows g->k apart) = the block's filter gradient,
+ * summed over its samples. */
+void pl_conv_flat_grad_filter(const conv_geom *g, const flat_layout *f, const float *dy,
+                              const float *x, const filter_block *block, float *target,
+                              float *work);
+
 /* A convolution of height and width alone (depth 1 everywhere): the depthwise and
  * Winograd kernels take only these. */
 static inline bool conv_planar(const conv_geom *g)
