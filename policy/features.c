@@ -53,6 +53,7 @@ static int feature_kind(pl_op_kind kind)
         {PL_OP_AVG_POOL3D, PL_OP_AVG_POOL},
         {PL_OP_ADAPTIVE_AVG_POOL1D, PL_OP_ADAPTIVE_AVG_POOL},
         {PL_OP_ADAPTIVE_AVG_POOL3D, PL_OP_ADAPTIVE_AVG_POOL},
+        {PL_OP_SILU, PL_OP_GELU},
     };
     if ((int)kind < PL_POLICY_OP_KINDS)
         return (int)kind;

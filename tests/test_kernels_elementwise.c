@@ -117,6 +117,11 @@ static double hardswish_ref(double x)
     return x * fmin(fmax(x + 3.0, 0.0), 6.0) / 6.0;
 }
 
+static double silu_ref(double x)
+{
+    return x / (1.0 + exp(-x));
+}
+
 static void gelu_exact_attrs(pl_attrs *at)
 {
     at->approximate = PL_GELU_EXACT;
@@ -197,6 +202,8 @@ static const activation activations[] = {
      pow_1_5_ref, false, "pow 1.5", pow_1_5_attrs},
     {PL_OP_POW, PL_OP_POW_GRAD, {pl_kernel_pow, NULL, NULL}, {pl_kernel_pow_grad, NULL, NULL},
      pow_3_ref, false, "pow 3", pow_3_attrs},
+    {PL_OP_SILU, PL_OP_SILU_GRAD, {pl_kernel_silu, NULL, NULL},
+     {pl_kernel_silu_grad, NULL, NULL}, silu_ref, false, "silu", NULL},
 };
 
 static pl_attrs activation_attrs(const activation *act)

@@ -172,7 +172,8 @@ static void test_unary_and_softmax(void)
                                        PL_OP_SIGMOID,     PL_OP_SCALE,     PL_OP_LOG_SOFTMAX,
                                        PL_OP_SOFTMAX,     PL_OP_HARDSWISH, PL_OP_HARDSIGMOID,
                                        PL_OP_ERF,         PL_OP_EXP,       PL_OP_LOG,
-                                       PL_OP_SQRT,        PL_OP_RSQRT,     PL_OP_ABS};
+                                       PL_OP_SQRT,        PL_OP_RSQRT,     PL_OP_ABS,
+                                       PL_OP_SILU};
     pl_tensor x[1] = {tensor("x", "4,7", true)};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         result r = infer(kinds[k], NULL, 1, x, 1);

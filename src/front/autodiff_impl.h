@@ -47,7 +47,7 @@ bool pl_backward_mul(pl_autodiff *ad, int op);
 bool pl_backward_div(pl_autodiff *ad, int op);
 bool pl_backward_scale(pl_autodiff *ad, int op);
 /* relu, gelu, tanh, sigmoid, clamp, hardsigmoid, hardswish, erf, exp, log, sqrt, rsqrt,
- * abs, pow */
+ * abs, pow, silu */
 bool pl_backward_activation(pl_autodiff *ad, int op);
 bool pl_backward_softmax(pl_autodiff *ad, int op);    /* softmax, log_softmax, topk_gate */
 bool pl_backward_softmax_cross_entropy(pl_autodiff *ad, int op);

@@ -113,6 +113,7 @@ bool pl_backward_activation(pl_autodiff *ad, int op)
     case PL_OP_RSQRT: dx = EMIT(PL_OP_RSQRT_GRAD, 1, NULL, dy, y); break;
     case PL_OP_ABS: dx = EMIT(PL_OP_ABS_GRAD, 1, NULL, dy, x); break;
     case PL_OP_POW: dx = EMIT(PL_OP_POW_GRAD, 1, &f.attrs, dy, x); break;
+    case PL_OP_SILU: dx = EMIT(PL_OP_SILU_GRAD, 1, NULL, dy, x); break;
     default: dx = EMIT(PL_OP_SIGMOID_GRAD, 1, NULL, dy, y); break;
     }
     return pl_ad_contribute(ad, x, dx);

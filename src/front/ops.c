@@ -1253,6 +1253,8 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
     OP(PL_OP_ADAPTIVE_AVG_POOL3D, "adaptive_avg_pool3d", 1, 1, 1, 1, A(OUTPUT_SIZE),
        A(OUTPUT_SIZE), infer_adaptive_avg_pool3d, flops_adaptive_avg_pool,
        .backward = pl_backward_pool, .spatial = 3),
+    OP(PL_OP_SILU, "silu", 1, 1, 1, 1, 0, 0, infer_unary, flops_out5,
+       .backward = pl_backward_activation),
 #undef OP
 
 #define INTERNAL(kind, text, in_min, in_max, out_min, out_max, infer_fn, flops_fn, ...)        \
@@ -1332,6 +1334,8 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
     INTERNAL(PL_OP_ABS_GRAD, "abs_grad", 2, 2, 1, 1, pl_infer_like_first,
              pl_flops_elements_in0),
     INTERNAL(PL_OP_POW_GRAD, "pow_grad", 2, 2, 1, 1, pl_infer_like_first,
+             pl_flops_elements_out0x4),
+    INTERNAL(PL_OP_SILU_GRAD, "silu_grad", 2, 2, 1, 1, pl_infer_like_first,
              pl_flops_elements_out0x4),
     INTERNAL(PL_OP_ZEROS_LIKE, "zeros_like", 1, 1, 1, 1, pl_infer_like_first, pl_flops_zero),
     INTERNAL(PL_OP_ACCUMULATE, "accumulate", 2, 2, 0, 0, pl_infer_in_place,

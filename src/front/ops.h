@@ -82,6 +82,7 @@ typedef enum pl_op_kind {
     PL_OP_AVG_POOL3D,
     PL_OP_ADAPTIVE_AVG_POOL1D,
     PL_OP_ADAPTIVE_AVG_POOL3D,
+    PL_OP_SILU,
     /* Internal ops: automatic differentiation writes them into the training graph; model
      * files cannot name them. Inputs -> outputs; "like" inputs give only their shape. */
     PL_OP_MATMUL_GRAD_A,   /* dy, a, b -> da; forward's transpose flags; sums broadcast axes */
@@ -126,6 +127,7 @@ typedef enum pl_op_kind {
     PL_OP_RSQRT_GRAD,      /* dy, y -> -dy * y^3 / 2 */
     PL_OP_ABS_GRAD,        /* dy, x -> dy * sign(x), 0 at x = 0 */
     PL_OP_POW_GRAD,        /* dy, x -> dy * p * x^(p-1), 0 where p = 0; exponent p */
+    PL_OP_SILU_GRAD,       /* dy, x -> dy * s (1 + x (1 - s)), s = sigmoid(x) */
     PL_OP_ZEROS_LIKE,      /* x -> zeros of x's shape */
     PL_OP_ACCUMULATE,      /* acc, g -> (none): acc += g, in place */
     PL_OP_SCATTER_ACCUMULATE, /* acc [V,D], dy [...,D], ids [...] -> (none): acc[ids] += dy */

@@ -219,8 +219,7 @@ def activation(op, attrs=None):
 
 
 def silu(imp, name, x):
-    s = emit.unary(imp.b, "sigmoid", name + ".sigmoid", x)
-    return emit.binary(imp.b, "mul", name, x, s)
+    return emit.unary(imp.b, "silu", name, x)
 
 
 def flatten(imp, name, m, args, kwargs):

@@ -589,6 +589,17 @@ PL_KERNEL(pow_grad)
     GRAD_KERNEL(dy * (p == 0.0f ? 0.0f : p * powf(v, p - 1.0f)));
 }
 
+/* silu(x) = x sigmoid(x), as x / (1 + exp(-x)) like PyTorch's; d/dx = s (1 + x (1 - s)). */
+PL_VECTOR_CLONES PL_KERNEL(silu)
+{
+    UNARY_KERNEL(x / (1.0f + pl_expf(-x)));
+}
+
+PL_VECTOR_CLONES PL_KERNEL(silu_grad)
+{
+    GRAD_KERNEL(dy * pl_sigmoidf(v) * (1.0f + v * (1.0f - pl_sigmoidf(v))));
+}
+
 PL_KERNEL(logical_not)
 {
     UNARY_KERNEL(x == 0.0f ? 1.0f : 0.0f);

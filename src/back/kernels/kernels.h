@@ -113,6 +113,8 @@ PL_KERNEL(sqrt_grad);
 PL_KERNEL(rsqrt_grad);
 PL_KERNEL(abs_grad);
 PL_KERNEL(pow_grad);
+PL_KERNEL(silu);
+PL_KERNEL(silu_grad);
 PL_KERNEL(dropout);
 PL_KERNEL(dropout_grad);
 PL_KERNEL(zeros_like);
