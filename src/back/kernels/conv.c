@@ -28,6 +28,7 @@
 
 #include "conv_impl.h"
 #include "kernels.h"
+#include "kernels_impl.h"
 
 /* Floats in one thread's column buffer, at most (unless a single row needs more): 2 MiB,
  * so that the gradients' sgemm calls get enough rows on 224x224 images. */
@@ -110,8 +111,10 @@ static int64_t input_row(const conv_geom *g, int64_t kz, int64_t ki, int64_t oz,
 }
 
 /* Rows for channels [c0, c1) of one sample and group (`xg` points at its first channel)
- * and output positions [j0, j1), into col [(c1 - c0) * taps, j1 - j0]. Padding reads 0. */
-static void im2col(const conv_geom *g, const float *xg, int64_t c0, int64_t c1, int64_t j0,
+ * and output positions [j0, j1), into col [(c1 - c0) * taps, j1 - j0]. Padding reads 0.
+ * Stride 2 (every ResNet stem and downsampling) has a loop of its own with the stride a
+ * constant, which vectorises; compiled for each vector width. */
+PL_VECTOR_CLONES static void im2col(const conv_geom *g, const float *xg, int64_t c0, int64_t c1, int64_t j0,
                    int64_t j1, float *col)
 {
     int64_t cols = j1 - j0;
@@ -137,6 +140,9 @@ static void im2col(const conv_geom *g, const float *xg, int64_t c0, int64_t c1, 
                     if (g->sw == 1)
                         memcpy(dst + (a - x0), src + a + offset,
                                (size_t)(b - a) * sizeof(float));
+                    else if (g->sw == 2)
+                        for (int64_t ox = a; ox < b; ox++)
+                            dst[ox - x0] = src[ox * 2 + offset];
                     else
                         for (int64_t ox = a; ox < b; ox++)
                             dst[ox - x0] = src[ox * g->sw + offset];
