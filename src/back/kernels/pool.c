@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "kernels.h"
-#include "kernels_impl.h"
 
 enum { CACHED_COLUMNS = 16 }; /* kernel columns whose valid output range is precomputed */
 
@@ -293,36 +292,32 @@ PL_KERNEL(adaptive_avg_pool)
 enum { TILE = 256 }; /* output columns per pass of the gradients' stack buffers */
 
 /* Each window's gradient goes to its first maximum in row-major order, found for a tile
- * of output columns at a time, then added in output order. A cell is an int32_t index in
- * its plane (geometry: planes below 2^31 cells), so that the search vectorises. */
-PL_VECTOR_CLONES static void max_pool_grad_row(const pool_geom *g, const float *dy, const float *x,
-                                               float *dx, int64_t oz, int64_t oy)
+ * of output columns at a time, then added in output order. */
+static void max_pool_grad_row(const pool_geom *g, const float *dy, const float *x, float *dx,
+                              int64_t oz, int64_t oy)
 {
     row_window r = rows_of(g, oz, oy);
     float best[TILE];
-    int32_t arg[TILE];
+    int64_t arg[TILE];
     for (int64_t t0 = 0; t0 < g->ow; t0 += TILE) {
         int64_t t1 = t0 + TILE < g->ow ? t0 + TILE : g->ow;
         for (int64_t ox = t0; ox < t1; ox++) { /* the first cell, unless a later wins */
             int64_t x0, x1;
             window(ox, g->sw, g->pw, g->kw, g->w, &x0, &x1);
-            arg[ox - t0] = (int32_t)((r.z0 * g->h + r.y0) * g->w + x0);
+            arg[ox - t0] = (r.z0 * g->h + r.y0) * g->w + x0;
             best[ox - t0] = x[arg[ox - t0]];
         }
         for (int64_t iz = r.z0; iz < r.z1; iz++)
             for (int64_t iy = r.y0; iy < r.y1; iy++)
                 for (int64_t kj = 0; kj < g->kw; kj++) {
-                    int64_t lo, hi;
-                    int32_t at = (int32_t)((iz * g->h + iy) * g->w + kj - g->pw);
-                    int32_t sw = (int32_t)g->sw;
+                    int64_t lo, hi, at = (iz * g->h + iy) * g->w + kj - g->pw;
                     valid_outputs(g, kj, t0, t1, &lo, &hi);
-                    PL_INDEPENDENT_ITERATIONS
                     for (int64_t ox = lo; ox < hi; ox++) { /* no branch: maxima are random */
-                        int32_t cell = at + (int32_t)ox * sw;
+                        int64_t cell = at + ox * g->sw;
                         float v = x[cell];
-                        bool later_wins = v > best[ox - t0];
-                        best[ox - t0] = later_wins ? v : best[ox - t0];
-                        arg[ox - t0] = later_wins ? cell : arg[ox - t0];
+                        int64_t later_wins = -(int64_t)(v > best[ox - t0]); /* all ones */
+                        best[ox - t0] = v > best[ox - t0] ? v : best[ox - t0];
+                        arg[ox - t0] = (arg[ox - t0] & ~later_wins) | (cell & later_wins);
                     }
                 }
         for (int64_t ox = t0; ox < t1; ox++)
