@@ -218,10 +218,6 @@ def activation(op, attrs=None):
     return handler
 
 
-def silu(imp, name, x):
-    return emit.unary(imp.b, "silu", name, x)
-
-
 def flatten(imp, name, m, args, kwargs):
     return emit.reshape(imp.b, name, args[0], _out(imp, name))
 
@@ -433,7 +429,7 @@ HANDLERS = {
     nn.Sigmoid: activation("sigmoid"),
     nn.Tanh: activation("tanh"),
     nn.GELU: activation("gelu", lambda m: {"approximate": m.approximate}),
-    nn.SiLU: lambda imp, name, m, args, kwargs: silu(imp, name, args[0]),
+    nn.SiLU: activation("silu"),
     nn.Softmax: softmax("softmax"),
     nn.LogSoftmax: softmax("log_softmax"),
     nn.Flatten: flatten,
@@ -475,4 +471,4 @@ def handler_for(m):
             return HANDLERS[cls] if type(m).forward is cls.forward else None
     return None
 
-__all__ = ["HANDLERS", "LEAVES", "Refused", "adaptive_avg_pool", "conv", "silu", "ImportError_"]
+__all__ = ["HANDLERS", "LEAVES", "Refused", "adaptive_avg_pool", "conv", "ImportError_"]

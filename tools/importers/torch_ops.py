@@ -102,10 +102,6 @@ def _clamp(lo_name, hi_name, lo_default, hi_default):
     return handler
 
 
-def _silu(imp, name, args, kwargs):
-    return torch_modules.silu(imp, name, args[0])
-
-
 def _arg(args, kwargs, i, key, default):
     """Positional argument i or keyword key, as a plain value."""
     if len(args) > i:
@@ -451,7 +447,7 @@ FUNCTIONS = {
     "relu_": _unary("relu"),
     torch.sigmoid: _unary("sigmoid"), F.sigmoid: _unary("sigmoid"), "sigmoid": _unary("sigmoid"),
     torch.tanh: _unary("tanh"), F.tanh: _unary("tanh"), "tanh": _unary("tanh"),
-    F.gelu: _gelu, F.silu: _silu,
+    F.gelu: _gelu, F.silu: _unary("silu"),
     F.hardswish: _unary("hardswish"), F.hardsigmoid: _unary("hardsigmoid"),
     F.relu6: _unary("clamp", {"min": 0.0, "max": 6.0}),
     F.hardtanh: _clamp("min_val", "max_val", -1.0, 1.0),

@@ -369,7 +369,7 @@ typedef struct filter_plan {
     bool flat;
     flat_layout layout;
     int64_t c_block, c_blocks, s_block, s_blocks;
-    int64_t band; /* im2col: output positions a column buffer holds */
+    int64_t band; /* im2col: output positions a column buffer holds (else all) */
 } filter_plan;
 
 static filter_plan filter_grad_plan(const conv_geom *g)
@@ -400,7 +400,8 @@ static filter_plan filter_grad_plan(const conv_geom *g)
     int64_t s_blocks = clamp(ceil_div(FILTER_GRAD_CHUNKS, g->groups * p.c_blocks), 1, g->n);
     p.s_block = ceil_div(g->n, s_blocks);
     p.s_blocks = ceil_div(g->n, p.s_block);
-    p.band = g->direct ? g->ohw : even_block(g->ohw, COLUMN_BUFFER_FLOATS / (p.c_block * g->taps));
+    p.band = g->direct || p.flat ? g->ohw
+                                 : even_block(g->ohw, COLUMN_BUFFER_FLOATS / (p.c_block * g->taps));
     return p;
 }
 

@@ -107,7 +107,8 @@ void pl_conv_flat_grad_filter(const conv_geom *g, const flat_layout *f, const fl
                               const float *x, const filter_block *block, float *target, float *work)
 {
     int64_t gi = block->group, c0 = block->c0, n0 = block->n0, n1 = block->n1;
-    int64_t channels = block->c1 - c0, b = band(g, f, channels), span = b + last_tap(g, f);
+    int64_t channels = block->c1 - c0, b = band(g, f, channels), reach = last_tap(g, f);
+    int64_t span = b + reach;
     float *sums = work; /* [og][taps][channels] */
     float *xs = sums + g->taps * channels * g->og, *dys = xs + channels * span;
     for (int64_t ni = n0; ni < n1; ni++) {
@@ -116,7 +117,7 @@ void pl_conv_flat_grad_filter(const conv_geom *g, const flat_layout *f, const fl
         for (int64_t j0 = 0; j0 < f->run; j0 += b) {
             int64_t j1 = j0 + b < f->run ? j0 + b : f->run;
             for (int64_t c = 0; c < channels; c++)
-                pl_conv_flatten(g, f, xg + c * g->hw, j0, j1 + last_tap(g, f), xs + c * span);
+                pl_conv_flatten(g, f, xg + c * g->hw, j0, j1 + reach, xs + c * span);
             for (int64_t o = 0; o < g->og; o++)
                 pl_conv_spread(g, f, dyg + o * g->ohw, j0, j1, dys + o * b);
             float beta = ni > n0 || j0 > 0 ? 1.0f : 0.0f;

@@ -16,10 +16,9 @@
 
 #include "kernels.h"
 
-/* Each sgemm call packs the operand it is not tiled along once more, which costs a tenth
- * of the call at an edge of 128 (1024 x 1024 x 256 products in 96-row tiles run 15%
- * slower than in one call): tiles stay large and few, and 12 units divide evenly among 1,
- * 2, 3, 4 or 6 threads. */
+/* Each sgemm call packs the operand it is not tiled along once more, a cost that grows as
+ * tiles shrink (docs/training.md): tiles stay large and few, and 12 units divide evenly
+ * among 1, 2, 3, 4 or 6 threads. */
 enum {
     MAX_LEAD = PL_MAX_RANK - 2,
     TILE_ALIGN = 16, /* tile edges on the sgemm micro-kernels' multiples */

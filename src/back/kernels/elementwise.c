@@ -589,15 +589,27 @@ PL_KERNEL(pow_grad)
     GRAD_KERNEL(dy * (p == 0.0f ? 0.0f : p * powf(v, p - 1.0f)));
 }
 
-/* silu(x) = x sigmoid(x), as x / (1 + exp(-x)) like PyTorch's; d/dx = s (1 + x (1 - s)). */
+/* silu(x) = x sigmoid(x), as x / (1 + exp(-x)) like PyTorch's. */
+static inline float silu(float x)
+{
+    return x / (1.0f + pl_expf(-x));
+}
+
+/* d/dx: s (1 + x (1 - s)), s = sigmoid(x). */
+static inline float silu_derivative(float x)
+{
+    float s = pl_sigmoidf(x);
+    return s * (1.0f + x * (1.0f - s));
+}
+
 PL_VECTOR_CLONES PL_KERNEL(silu)
 {
-    UNARY_KERNEL(x / (1.0f + pl_expf(-x)));
+    UNARY_KERNEL(silu(x));
 }
 
 PL_VECTOR_CLONES PL_KERNEL(silu_grad)
 {
-    GRAD_KERNEL(dy * pl_sigmoidf(v) * (1.0f + v * (1.0f - pl_sigmoidf(v))));
+    GRAD_KERNEL(dy * silu_derivative(v));
 }
 
 PL_KERNEL(logical_not)
