@@ -312,11 +312,13 @@ static int run(trainer *t)
         epoch_loss += loss;
         window_steps++;
         epoch_steps++;
-        if (counts_accuracy(t))
-            window_correct += pl_cli_count_correct(
-                &t->sc, t->ex ? pl_executor_data(t->ex, t->sc.logits)
-                              : pl_session_data(t->s, t->sc.logits),
-                pl_session_data(t->s, t->sc.labels), g->batch_size);
+        const float *logits = !counts_accuracy(t) ? NULL
+                              : t->ex           ? pl_executor_data(t->ex, t->sc.logits)
+                                                : pl_session_data(t->s, t->sc.logits);
+        if (logits)
+            window_correct += pl_cli_count_correct(&t->sc, logits,
+                                                   pl_session_data(t->s, t->sc.labels),
+                                                   g->batch_size);
         if (!isfinite(loss)) {
             fprintf(stderr, "placer: train: the loss became %f at step %lld; try a smaller "
                     "--lr\n", (double)loss, (long long)t->at.step);

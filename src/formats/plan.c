@@ -32,12 +32,16 @@ pl_plan *pl_plan_new(const pl_graph *graph, pl_error *err)
     if (plan) {
         plan->device = calloc(n, sizeof *plan->device);
         plan->stage = calloc(n, sizeof *plan->stage);
+        plan->split = malloc(n * sizeof *plan->split);
+        plan->recompute = calloc(n, sizeof *plan->recompute);
     }
-    if (!plan || !plan->device || !plan->stage) {
+    if (!plan || !plan->device || !plan->stage || !plan->split || !plan->recompute) {
         pl_plan_free(plan);
         pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
         return NULL;
     }
+    for (size_t o = 0; o < n; o++)
+        plan->split[o] = 1;
     plan->n_ops = graph->n_forward_ops;
     plan->replicas = 1;
     plan->n_stages = 1;
@@ -52,6 +56,9 @@ void pl_plan_free(pl_plan *plan)
         return;
     free(plan->device);
     free(plan->stage);
+    free(plan->split);
+    free(plan->split_device);
+    free(plan->recompute);
     free(plan);
 }
 
@@ -67,8 +74,57 @@ pl_status pl_plan_set_replicas(pl_plan *plan, int replicas, pl_error *err)
     for (int r = plan->replicas; r < replicas; r++)
         memcpy(device + (size_t)r * n, device, n * sizeof *device);
     plan->device = device;
+    if (plan->split_device) { /* a new replica's shards are replica 0's */
+        size_t per = n * PL_MAX_SPLIT;
+        int *shards = realloc(plan->split_device, (size_t)replicas * per * sizeof *shards);
+        if (!shards)
+            return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        for (int r = plan->replicas; r < replicas; r++)
+            memcpy(shards + (size_t)r * per, shards, per * sizeof *shards);
+        plan->split_device = shards;
+    }
     plan->replicas = replicas;
     return PL_OK;
+}
+
+static size_t split_entries(const pl_plan *plan)
+{
+    return (size_t)plan->replicas * (size_t)(plan->n_ops > 0 ? plan->n_ops : 1) * PL_MAX_SPLIT;
+}
+
+pl_status pl_plan_split(pl_plan *plan, int o, int k, const int *devices, pl_error *err)
+{
+    if (k < 1 || k > PL_MAX_SPLIT)
+        return pl_error_set(err, PL_EINPUT, NULL, "an op split over %d devices: 1 to %d "
+                            "allowed", k, PL_MAX_SPLIT);
+    for (int r = 0; r < plan->replicas; r++)
+        for (int a = 0; a < k; a++)
+            for (int b = 0; b < a; b++)
+                if (devices[r * k + a] == devices[r * k + b])
+                    return pl_error_set(err, PL_EINPUT, NULL, "a split op's shards need "
+                                        "devices of their own; device %d holds shards %d "
+                                        "and %d", devices[r * k + a], b, a);
+    if (k > 1 && !plan->split_device) {
+        plan->split_device = calloc(split_entries(plan), sizeof *plan->split_device);
+        if (!plan->split_device)
+            return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    }
+    plan->split[o] = k;
+    for (int r = 0; r < plan->replicas; r++) {
+        pl_plan_replica(plan, r)[o] = devices[r * k];
+        for (int s = 0; k > 1 && s < k; s++)
+            plan->split_device[((size_t)r * (size_t)plan->n_ops + (size_t)o) * PL_MAX_SPLIT +
+                               (size_t)s] = devices[r * k + s];
+    }
+    return PL_OK;
+}
+
+bool pl_plan_rewrites_graph(const pl_plan *plan)
+{
+    for (int o = 0; o < plan->n_ops; o++)
+        if (plan->split[o] > 1 || plan->recompute[o])
+            return true;
+    return false;
 }
 
 pl_status pl_plan_copy(pl_plan *to, const pl_plan *from, pl_error *err)
@@ -79,6 +135,24 @@ pl_status pl_plan_copy(pl_plan *to, const pl_plan *from, pl_error *err)
     memcpy(to->device, from->device,
            (size_t)from->replicas * (size_t)from->n_ops * sizeof *to->device);
     memcpy(to->stage, from->stage, (size_t)from->n_ops * sizeof *to->stage);
+    memcpy(to->split, from->split, (size_t)from->n_ops * sizeof *to->split);
+    memcpy(to->recompute, from->recompute, (size_t)from->n_ops * sizeof *to->recompute);
+    if (from->split_device && !to->split_device &&
+        !(to->split_device = malloc(split_entries(from) * sizeof *to->split_device)))
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    if (from->split_device)
+        memcpy(to->split_device, from->split_device,
+               split_entries(from) * sizeof *to->split_device);
+    else if (to->split_device) {
+        free(to->split_device);
+        to->split_device = NULL;
+    }
+    pl_plan_copy_settings(to, from);
+    return PL_OK;
+}
+
+void pl_plan_copy_settings(pl_plan *to, const pl_plan *from)
+{
     to->n_stages = from->n_stages;
     to->micro_batches = from->micro_batches;
     to->schedule = from->schedule;
@@ -86,7 +160,6 @@ pl_status pl_plan_copy(pl_plan *to, const pl_plan *from, pl_error *err)
     to->shard_optimizer_state = from->shard_optimizer_state;
     to->model_hash = from->model_hash;
     to->provenance = from->provenance;
-    return PL_OK;
 }
 
 pl_status pl_plan_check(const pl_plan *plan, const pl_graph *graph, const pl_cluster *cluster,
@@ -119,15 +192,21 @@ pl_status pl_plan_check(const pl_plan *plan, const pl_graph *graph, const pl_clu
     for (int o = 0; o < plan->n_ops; o++) {
         const char *name = graph->ops[o].name;
         for (int r = 0; r < plan->replicas; r++) {
-            int d = pl_plan_replica(plan, r)[o];
             char replica[32] = "";
             if (plan->replicas > 1)
                 snprintf(replica, sizeof replica, " in replica %d", r);
-            if (d < 0 || d >= cluster->n_devices)
-                return pl_error_set(err, PL_EINPUT, NULL, "op \"%s\" is placed on device "
-                                    "%d%s; the cluster has %d", name, d, replica,
-                                    cluster->n_devices);
+            for (int s = 0; s < plan->split[o]; s++) {
+                int d = pl_plan_shard_device(plan, r, o, s);
+                if (d < 0 || d >= cluster->n_devices)
+                    return pl_error_set(err, PL_EINPUT, NULL, "op \"%s\" is placed on device "
+                                        "%d%s; the cluster has %d", name, d, replica,
+                                        cluster->n_devices);
+            }
         }
+        if (plan->split[o] < 1 || plan->split[o] > PL_MAX_SPLIT ||
+            (plan->split[o] > 1 && !plan->split_device))
+            return pl_error_set(err, PL_EINPUT, NULL, "op \"%s\" is split over %d devices: "
+                                "1 to %d allowed", name, plan->split[o], PL_MAX_SPLIT);
         if (plan->stage[o] < 0)
             return pl_error_set(err, PL_EINPUT, NULL, "op \"%s\" has stage %d", name,
                                 plan->stage[o]);

@@ -30,12 +30,13 @@
 #include "cluster.h"
 #include "error.h"
 #include "graph.h"
+#include "split_graph.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-enum { PL_PLAN_FORMAT_VERSION = 2, PL_MAX_REPLICAS = 64 };
+enum { PL_PLAN_FORMAT_VERSION = 3, PL_MAX_REPLICAS = 64 };
 
 typedef enum pl_schedule { PL_SCHEDULE_GPIPE, PL_SCHEDULE_1F1B } pl_schedule;
 
@@ -64,6 +65,17 @@ typedef struct pl_plan {
      * share of the parameter with its share of the state, and the updated shares are
      * all-gathered. The same update, with a replica's state memory divided by the copies. */
     bool shard_optimizer_state;
+    /* Tensor parallelism: per forward op, the devices that share it (1: it runs whole). An
+     * op split over k devices runs as k shards, each on its part of the op's parameters and
+     * outputs, with the collectives that keep the math whole between ops that do not share
+     * a layout (split_graph.h). Shard s of replica r runs on
+     * split_device[(r * n_ops + o) * PL_MAX_SPLIT + s], and device[] holds shard 0's.
+     * split_device is NULL while no op is split (pl_plan_split). */
+    int *split;
+    int *split_device;
+    /* Per forward op: its outputs are dropped once the forward pass has read them and
+     * computed again before the backward pass needs them (activation recomputation). */
+    bool *recompute;
     uint64_t model_hash; /* of the graph it places (pl_graph.hash) */
     pl_provenance provenance;
     /* What a plan file says it was made for (pl_plan_load_file): the model's name and
@@ -86,8 +98,32 @@ void pl_plan_free(pl_plan *plan);
 /* Gives the plan `replicas` replicas (1 to PL_MAX_REPLICAS), each placed as replica 0 is
  * until changed. PL_ENOMEM leaves it as it was. */
 pl_status pl_plan_set_replicas(pl_plan *plan, int replicas, pl_error *err);
+/* Splits forward op `o` over `k` devices (1 to PL_MAX_SPLIT; 1 makes it whole again on
+ * its first device): `devices` holds replicas x k entries, replica r's shards at
+ * devices[r * k ..]. PL_EINPUT for a device repeated within a replica or k out of range;
+ * the cluster's devices are checked by pl_plan_check. */
+pl_status pl_plan_split(pl_plan *plan, int o, int k, const int *devices, pl_error *err);
+/* The device of shard s of op o in replica r (its device when the op is whole). */
+static inline int pl_plan_shard_device(const pl_plan *plan, int r, int o, int s)
+{
+    if (!plan->split_device || plan->split[o] == 1)
+        return plan->device[(size_t)r * (size_t)plan->n_ops + (size_t)o];
+    return plan->split_device[((size_t)r * (size_t)plan->n_ops + (size_t)o) * PL_MAX_SPLIT +
+                              (size_t)s];
+}
+/* Whether the plan runs another training graph than the model's: it splits an op or
+ * recomputes activations (split_graph.h builds that graph). */
+bool pl_plan_rewrites_graph(const pl_plan *plan);
+/* The training graph a plan runs when it rewrites the model's (pl_plan_rewrites_graph),
+ * and the plan restated over its ops: each op on the devices of the model's op it comes
+ * from (split_graph.h: its origin and shard), in that op's stage, every other setting
+ * the plan's. Both the caller's to free. PL_EINPUT when the rewrite refuses the splits. */
+pl_status pl_plan_split_graph(const pl_plan *plan, const pl_graph *graph,
+                              pl_split_graph **split, pl_plan **restated, pl_error *err);
 /* Makes `to` (a plan of the same graph) a copy of `from`, replicas and provenance too. */
 pl_status pl_plan_copy(pl_plan *to, const pl_plan *from, pl_error *err);
+/* Copies what is not per op: stages counted, micro-batches, schedule, flags, provenance. */
+void pl_plan_copy_settings(pl_plan *to, const pl_plan *from);
 /* Replica r's devices: per forward op. */
 static inline int *pl_plan_replica(const pl_plan *plan, int r)
 {

@@ -60,15 +60,75 @@ static bool read_devices(pl_json_reader *r, const json_t *entry, const pl_cluste
     return true;
 }
 
+/* A list of device names, one per shard. */
+static bool read_shards(pl_json_reader *r, const json_t *list, const pl_cluster *cluster,
+                        int k, int *devices)
+{
+    if (!json_is_array(list))
+        return pl_json_fail(r, "expected a list of device names, got %s",
+                            pl_json_type_name(list));
+    if (json_array_size(list) != (size_t)k)
+        return pl_json_fail(r, "%zu devices, where the first replica's split has %d: every "
+                            "replica splits the op over as many", json_array_size(list), k);
+    for (int s = 0; s < k; s++) {
+        size_t at = pl_json_push_index(r, (size_t)s);
+        const json_t *item = json_array_get(list, (size_t)s);
+        if (!json_is_string(item))
+            return pl_json_fail(r, "expected a device name, got %s", pl_json_type_name(item));
+        if (!find_device(r, cluster, json_string_value(item), &devices[s]))
+            return false;
+        for (int t = 0; t < s; t++)
+            if (devices[t] == devices[s])
+                return pl_json_fail(r, "device \"%s\" holds two shards (%d and %d): each "
+                                    "shard of a split op needs a device of its own",
+                                    json_string_value(item), t, s);
+        pl_json_pop(r, at);
+    }
+    return true;
+}
+
+/* "split": the devices that share the op, every replica's; or one list per replica. */
+static bool read_split(pl_json_reader *r, const json_t *list, const pl_cluster *cluster,
+                       pl_plan *plan, int o)
+{
+    size_t back = pl_json_push_key(r, "split");
+    const json_t *first = json_array_get(list, 0);
+    bool per_replica = json_is_array(first);
+    size_t n = json_array_size(list);
+    if (per_replica && n != (size_t)plan->replicas)
+        return pl_json_fail(r, "%zu lists of devices for %d replica%s: one per replica", n,
+                            plan->replicas, plan->replicas == 1 ? "" : "s");
+    int k = (int)(per_replica ? json_array_size(first) : n);
+    if (k < 1 || k > PL_MAX_SPLIT)
+        return pl_json_fail(r, "%d devices: an op is split over 1 to %d", k, PL_MAX_SPLIT);
+    int devices[PL_MAX_REPLICAS * PL_MAX_SPLIT];
+    for (int rep = 0; rep < plan->replicas; rep++) {
+        size_t at = per_replica ? pl_json_push_index(r, (size_t)rep) : 0;
+        const json_t *shards = per_replica ? json_array_get(list, (size_t)rep) : list;
+        if (!read_shards(r, shards, cluster, k, devices + rep * k))
+            return false;
+        if (per_replica)
+            pl_json_pop(r, at);
+    }
+    if (pl_plan_split(plan, o, k, devices, r->err) != PL_OK)
+        return false;
+    pl_json_pop(r, back);
+    return true;
+}
+
 static bool read_placement(pl_json_reader *r, const json_t *entry, const pl_cluster *cluster,
                            const pl_strmap *ops, pl_plan *plan, bool *placed)
 {
-    static const char *const fields[] = {"op", "device", "devices", "stage", NULL};
+    static const char *const fields[] = {"op",    "device",    "devices", "split",
+                                         "stage", "recompute", NULL};
     const char *op_name;
     int64_t stage = 0;
+    json_t *split, *recompute;
     if (!pl_json_expect_object(r, entry, fields) ||
         !pl_json_string(r, entry, "op", true, &op_name) ||
-        !pl_json_integer(r, entry, "stage", false, 0, 1 << 20, &stage))
+        !pl_json_integer(r, entry, "stage", false, 0, 1 << 20, &stage) ||
+        !pl_json_member(r, entry, "split", JSON_ARRAY, false, &split) ||
+        !pl_json_member(r, entry, "recompute", JSON_TRUE, false, &recompute))
         return false;
     int o = pl_strmap_get(ops, op_name);
     if (o < 0) {
@@ -79,8 +139,13 @@ static bool read_placement(pl_json_reader *r, const json_t *entry, const pl_clus
         pl_json_push_key(r, "op");
         return pl_json_fail(r, "op \"%s\" is placed twice", op_name);
     }
-    if (!read_devices(r, entry, cluster, plan, o))
+    if (split && (json_object_get(entry, "device") || json_object_get(entry, "devices")))
+        return pl_json_fail(r, "give either \"split\" (the devices that share the op) or "
+                            "\"device\" or \"devices\"");
+    if (split ? !read_split(r, split, cluster, plan, o)
+              : !read_devices(r, entry, cluster, plan, o))
         return false;
+    plan->recompute[o] = json_is_true(recompute);
     placed[o] = true;
     plan->stage[o] = (int)stage;
     if (stage + 1 > plan->n_stages)
@@ -197,6 +262,7 @@ static bool read_plan(pl_json_reader *r, const json_t *root, const pl_graph *gra
                                          "schedule", "weight_gradients", "optimizer_state",
                                          "placement", "provenance", "partitions", NULL};
     static const char *const since_2[] = {"replicas", "optimizer_state"};
+    static const char *const since_3[] = {"split", "recompute"};
     const char *cluster_name;
     bool one_f_one_b, deferred, sharded;
     int64_t micro_batches = 1, replicas = 1, version;
@@ -209,6 +275,15 @@ static bool read_plan(pl_json_reader *r, const json_t *root, const pl_graph *gra
             pl_json_push_key(r, since_2[i]);
             return pl_json_fail(r, "%s came with format version 2", since_2[i]);
         }
+    json_t *entries = json_object_get(root, "placement");
+    for (size_t i = 0; version < 3 && i < json_array_size(entries); i++)
+        for (size_t k = 0; k < sizeof since_3 / sizeof *since_3; k++)
+            if (json_object_get(json_array_get(entries, i), since_3[k])) {
+                pl_json_push_key(r, "placement");
+                pl_json_push_index(r, i);
+                pl_json_push_key(r, since_3[k]);
+                return pl_json_fail(r, "%s came with format version 3", since_3[k]);
+            }
     if (!pl_json_expect_object(r, root, fields) ||
         !pl_json_string(r, root, "cluster", true, &cluster_name) ||
         !pl_json_integer(r, root, "replicas", false, 1, PL_MAX_REPLICAS, &replicas) ||
@@ -305,7 +380,30 @@ static bool partitions_json(json_t *list, int replica, const pl_partitions *p,
     return true;
 }
 
-/* "device" when every replica's is the same, else "devices". */
+/* A split op's devices: one list when every replica's are the same, else one per replica. */
+static json_t *split_json(const pl_plan *plan, int o, const pl_cluster *cluster)
+{
+    bool same = true;
+    for (int r = 1; r < plan->replicas; r++)
+        for (int s = 0; s < plan->split[o]; s++)
+            same = same && pl_plan_shard_device(plan, r, o, s) ==
+                               pl_plan_shard_device(plan, 0, o, s);
+    json_t *lists = json_array();
+    for (int r = 0; r < (same ? 1 : plan->replicas); r++) {
+        json_t *devices = json_array();
+        for (int s = 0; s < plan->split[o]; s++)
+            json_array_append_new(devices, json_string(
+                cluster->devices[pl_plan_shard_device(plan, r, o, s)].name));
+        json_array_append_new(lists, devices);
+    }
+    if (!same)
+        return lists;
+    json_t *one = json_incref(json_array_get(lists, 0));
+    json_decref(lists);
+    return one;
+}
+
+/* "device" when every replica's is the same, else "devices"; "split" for a split op. */
 static json_t *placement_json(const pl_plan *plan, const pl_graph *graph,
                               const pl_cluster *cluster)
 {
@@ -315,7 +413,9 @@ static json_t *placement_json(const pl_plan *plan, const pl_graph *graph,
         for (int k = 1; k < plan->replicas; k++)
             same = same && pl_plan_replica(plan, k)[o] == plan->device[o];
         json_t *entry = json_pack("{s:s}", "op", graph->ops[o].name);
-        if (same) {
+        if (plan->split[o] > 1) {
+            json_object_set_new(entry, "split", split_json(plan, o, cluster));
+        } else if (same) {
             json_object_set_new(entry, "device",
                                 json_string(cluster->devices[plan->device[o]].name));
         } else {
@@ -326,6 +426,8 @@ static json_t *placement_json(const pl_plan *plan, const pl_graph *graph,
             json_object_set_new(entry, "devices", devices);
         }
         json_object_set_new(entry, "stage", json_integer(plan->stage[o]));
+        if (plan->recompute[o])
+            json_object_set_new(entry, "recompute", json_true());
         json_array_append_new(placement, entry);
     }
     return placement;

@@ -198,3 +198,22 @@ void pl_shape_format(const pl_tensor *tensor, char *buf, int cap)
     if (used < cap)
         snprintf(buf + used, (size_t)(cap - used), "]");
 }
+
+void pl_shard_copy(const pl_tensor *shard, void *whole, void *part, bool to_whole)
+{
+    const pl_init *init = &shard->init;
+    int64_t outer = 1, inner = 1;
+    for (int a = 0; a < init->shard_axis; a++)
+        outer *= shard->dims[a];
+    for (int a = init->shard_axis + 1; a < shard->rank; a++)
+        inner *= shard->dims[a];
+    size_t run = (size_t)(shard->dims[init->shard_axis] * inner) * 4;
+    for (int64_t o = 0; o < outer; o++) {
+        char *w = (char *)whole + (size_t)((o * init->shard_whole + init->shard_start) * inner) * 4;
+        char *s = (char *)part + (size_t)o * run;
+        if (to_whole)
+            memcpy(w, s, run);
+        else
+            memcpy(s, w, run);
+    }
+}

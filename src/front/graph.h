@@ -33,6 +33,7 @@ enum {
     PL_MAX_RANK = 6,
     PL_MAX_NAME = 255,
     PL_MAX_OPS = 4000000,
+    PL_MAX_SPLIT = 16, /* devices that share one op (split_graph.h) */
 };
 #define PL_NO_BATCH (-1) /* pl_tensor.batch_axis of a tensor that does not depend on it */
 #define PL_MAX_DIM INT64_C(2147483647)      /* 2^31 - 1 */
@@ -67,6 +68,12 @@ typedef struct pl_init {
     double a, b; /* value; low, high; mean, std */
     uint64_t seed;
     const double *values; /* PL_INIT_VALUES: the tensor's elements (the graph's arena) */
+    /* A shard of a split tensor (split_graph.h): elements [shard_start, shard_start +
+     * dims[shard_axis]) of axis shard_axis of a whole tensor whose axis has shard_whole
+     * elements, its other axes alike. Its values are the whole tensor's there (`values`
+     * and the fans are the whole tensor's). shard_whole 0: the tensor is whole. */
+    int shard_axis;
+    int64_t shard_start, shard_whole;
 } pl_init;
 
 typedef struct pl_tensor {
@@ -184,6 +191,10 @@ void pl_batch_gather(const pl_tensor *tensor, const void *whole, int64_t first, 
                      void *part);
 void pl_batch_scatter(const pl_tensor *tensor, void *whole, int64_t first, int64_t count,
                       const void *part);
+/* Copies a shard's elements (pl_init's shard fields) between its own buffer `part` and
+ * the whole tensor's `whole`: into the whole when to_whole, else out of it. Element size
+ * 4. */
+void pl_shard_copy(const pl_tensor *shard, void *whole, void *part, bool to_whole);
 const char *pl_dtype_name(pl_dtype dtype);
 
 /* Index of the tensor or op with this name, or -1. Linear: for tools and tests. */

@@ -6,8 +6,12 @@
 
 #include "rng.h"
 
-void pl_tensor_fans(const pl_tensor *t, double *fan_in, double *fan_out)
+void pl_tensor_fans(const pl_tensor *shard, double *fan_in, double *fan_out)
 {
+    pl_tensor whole = *shard; /* a shard draws as its whole tensor does */
+    if (whole.init.shard_whole > 0)
+        whole.dims[whole.init.shard_axis] = whole.init.shard_whole;
+    const pl_tensor *t = &whole;
     if (t->rank >= 4) { /* [out, in/groups, kh, kw] or [out, in/groups, kd, kh, kw] */
         double field = 1;
         for (int a = 2; a < t->rank; a++)
@@ -22,13 +26,26 @@ void pl_tensor_fans(const pl_tensor *t, double *fan_in, double *fan_out)
     }
 }
 
+int64_t pl_shard_whole_index(const pl_tensor *t, int64_t i)
+{
+    const pl_init *init = &t->init;
+    if (init->shard_whole == 0)
+        return i;
+    int64_t inner = 1;
+    for (int a = init->shard_axis + 1; a < t->rank; a++)
+        inner *= t->dims[a];
+    int64_t part = t->dims[init->shard_axis], row = part * inner;
+    int64_t outer = i / row, within = i % row;
+    return (outer * init->shard_whole + init->shard_start) * inner + within;
+}
+
 /* i32 tensors (frozen parameters: ids, positions) hold integers. */
 static void initialize_integers(const pl_tensor *t, int32_t *data)
 {
     int64_t n = pl_tensor_elements(t);
     const pl_init *init = &t->init;
     for (int64_t i = 0; i < n; i++)
-        data[i] = init->kind == PL_INIT_VALUES  ? (int32_t)init->values[i]
+        data[i] = init->kind == PL_INIT_VALUES  ? (int32_t)init->values[pl_shard_whole_index(t, i)]
                   : init->kind == PL_INIT_ONES  ? 1
                   : init->kind == PL_INIT_CONSTANT ? (int32_t)init->a
                                                    : 0;
@@ -64,12 +81,13 @@ void pl_tensor_initialize(const pl_tensor *t, void *buffer)
             low = -high;
         }
         for (int64_t i = 0; i < n; i++)
-            data[i] = (float)(low + (high - low) * pl_rng_uniform(init->seed, (uint64_t)i));
+            data[i] = (float)(low + (high - low) * pl_rng_uniform(init->seed, (uint64_t)
+                                                                   pl_shard_whole_index(t, i)));
         return;
     }
     case PL_INIT_VALUES:
         for (int64_t i = 0; i < n; i++)
-            data[i] = (float)init->values[i];
+            data[i] = (float)init->values[pl_shard_whole_index(t, i)];
         return;
     case PL_INIT_NORMAL:
     case PL_INIT_HE_NORMAL: {
@@ -79,7 +97,7 @@ void pl_tensor_initialize(const pl_tensor *t, void *buffer)
             std = sqrt(2.0 / fan_in);
         }
         for (int64_t i = 0; i < n; i++)
-            data[i] = (float)(mean + std * pl_rng_normal(init->seed, (uint64_t)i));
+            data[i] = (float)(mean + std * pl_rng_normal(init->seed, (uint64_t)pl_shard_whole_index(t, i)));
         return;
     }
     }

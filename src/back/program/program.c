@@ -24,6 +24,8 @@ void pl_program_free(pl_program *p)
     free(p->refs);
     free(p->buffers);
     free(p->memory);
+    pl_split_graph_free(p->split);
+    pl_plan_free(p->split_plan);
     free(p);
 }
 

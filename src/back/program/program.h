@@ -110,7 +110,13 @@ typedef struct pl_device_memory {
 } pl_device_memory;
 
 typedef struct pl_program {
+    /* The training graph the tasks run: the model's, or, for a plan that splits ops, the
+     * rewritten one (split_graph.h), which the program owns with the plan restated over
+     * it (`split`, `split_plan`; NULL otherwise). `model` is the model's graph. */
     const pl_graph *graph;
+    const pl_graph *model;
+    pl_split_graph *split;
+    pl_plan *split_plan;
     pl_partitions *partitions;
     int n_devices;
     int n_links;

@@ -313,7 +313,7 @@ static pl_status check_mutations(const pl_builder *b, pl_error *err)
     return PL_OK;
 }
 
-pl_program *pl_program_new(const pl_graph *g, const pl_cluster *c, const pl_plan *plan,
+static pl_program *compile(const pl_graph *g, const pl_cluster *c, const pl_plan *plan,
                            pl_error *err)
 {
     if (pl_plan_check(plan, g, c, err) != PL_OK)
@@ -325,7 +325,7 @@ pl_program *pl_program_new(const pl_graph *g, const pl_cluster *c, const pl_plan
     pl_status status = PL_ENOMEM;
     if (!p)
         goto fail;
-    p->graph = g;
+    p->graph = p->model = g;
     p->n_devices = c->n_devices;
     p->replicas = plan->replicas;
     p->micro_batches = b.slices;
@@ -380,4 +380,26 @@ fail:
     builder_free(&b);
     pl_program_free(p);
     return NULL;
+}
+
+pl_program *pl_program_new(const pl_graph *g, const pl_cluster *c, const pl_plan *plan,
+                           pl_error *err)
+{
+    if (!pl_plan_rewrites_graph(plan))
+        return compile(g, c, plan, err);
+    pl_split_graph *split;
+    pl_plan *restated;
+    if (pl_plan_check(plan, g, c, err) != PL_OK ||
+        pl_plan_split_graph(plan, g, &split, &restated, err) != PL_OK)
+        return NULL;
+    pl_program *p = compile(split->graph, c, restated, err);
+    if (!p) {
+        pl_split_graph_free(split);
+        pl_plan_free(restated);
+        return NULL;
+    }
+    p->model = g;
+    p->split = split;
+    p->split_plan = restated;
+    return p;
 }

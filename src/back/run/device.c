@@ -64,7 +64,7 @@ void device_run_op(resource *r, const pl_task *task)
 {
     pl_executor *ex = r->ex;
     const pl_program *p = ex->program;
-    const pl_op *op = &ex->g->ops[task->op];
+    const pl_op *op = &ex->program->graph->ops[task->op];
     int k = task->micro_batch;
     pl_kernel_args args = {
         .op = op, .in_t = ex->ref_shapes + task->first_ref,
@@ -77,7 +77,7 @@ void device_run_op(resource *r, const pl_task *task)
     else
         pl_op_run(r->pool, &args);
     for (int j = 0; j < op->n_outputs; j++)
-        if (op->outputs[j] == ex->g->loss)
+        if (op->outputs[j] == ex->program->graph->loss)
             ex->losses[k] = *(const float *)args.out[j];
 }
 

@@ -62,15 +62,37 @@ static pl_status failed(pl_executor *ex, pl_error *err)
     return status;
 }
 
-/* Tensor t's shards of sharded state back in its host buffer (t < 0: every tensor's). */
+/* The model's tensor behind tensor t of the program's graph. */
+static int model_tensor(const pl_executor *ex, int t)
+{
+    return ex->program->split ? ex->program->split->tensor_origin[t] : t;
+}
+
+/* A split plan's parameter and state shards to or from the model's host buffers. */
+static void copy_split_shards(pl_executor *ex, bool to_model)
+{
+    const pl_program *p = ex->program;
+    for (int t = 0; p && p->split && t < p->graph->n_tensors; t++) {
+        const pl_tensor *tensor = &p->graph->tensors[t];
+        int whole = p->split->tensor_origin[t];
+        if (tensor->producer < 0 && whole >= 0 && tensor->init.shard_whole > 0)
+            pl_shard_copy(tensor, ex->host[whole], ex->program_host[t], to_model);
+    }
+}
+
+/* Tensor t's shards of sharded state back in its host buffer (t < 0: every tensor's; t
+ * is the model's), and a split plan's shards in the model's. */
 static void sync_shards(pl_executor *ex, int t)
 {
     const pl_program *p = ex->program;
     for (int c = 1; ex->copies && ex->copies_made && c < p->n_copies; c++)
-        if (p->copy_is_shard[c] && ex->copies[c] && (t < 0 || p->copy_tensor[c] == t)) {
+        if (p->copy_is_shard[c] && ex->copies[c] &&
+            (t < 0 || model_tensor(ex, p->copy_tensor[c]) == t)) {
             size_t offset, bytes = executor_copy_bytes(ex, c, &offset);
-            memcpy((char *)ex->host[p->copy_tensor[c]] + offset, ex->copies[c], bytes);
+            memcpy((char *)ex->program_host[p->copy_tensor[c]] + offset, ex->copies[c], bytes);
         }
+    if (ex->copies_made)
+        copy_split_shards(ex, true);
 }
 
 pl_status pl_executor_sync_host(pl_executor *ex, pl_error *err)
@@ -79,9 +101,51 @@ pl_status pl_executor_sync_host(pl_executor *ex, pl_error *err)
     if (status == PL_OK && ex->leading)
         status = executor_tell(ex, COMMAND_SYNC, 0, err);
     sync_shards(ex, -1);
-    if (status == PL_OK && ex->comm && ex->program)
+    if (status == PL_OK && ex->comm && ex->program) {
         status = executor_gather_host(ex, err);
+        if (ex->copies_made)
+            copy_split_shards(ex, true);
+    }
     return status;
+}
+
+/* Host buffers for the program's tensors: the model's, and the shards' own. */
+static bool bind_host(pl_executor *ex)
+{
+    const pl_program *p = ex->program;
+    if (!p->split) {
+        ex->program_host = ex->host;
+        return true;
+    }
+    int n = p->graph->n_tensors;
+    if (!(ex->program_host = calloc((size_t)n, sizeof *ex->program_host)))
+        return false;
+    for (int t = 0; t < n; t++) {
+        const pl_tensor *tensor = &p->graph->tensors[t];
+        int whole = p->split->tensor_origin[t];
+        if (tensor->producer >= 0 || whole < 0)
+            continue;
+        if (tensor->init.shard_whole == 0) {
+            ex->program_host[t] = ex->host[whole];
+            continue;
+        }
+        size_t bytes = ((size_t)pl_tensor_bytes(tensor) + 63) / 64 * 64;
+        if (!(ex->program_host[t] = aligned_alloc(64, bytes ? bytes : 64)))
+            return false;
+    }
+    return true;
+}
+
+static void free_host(pl_executor *ex)
+{
+    const pl_program *p = ex->program;
+    if (ex->program_host != ex->host) {
+        for (int t = 0; p && ex->program_host && t < p->graph->n_tensors; t++)
+            if (p->graph->tensors[t].init.shard_whole > 0 && p->graph->tensors[t].producer < 0)
+                free(ex->program_host[t]);
+        free(ex->program_host);
+    }
+    ex->program_host = NULL;
 }
 
 static void free_plan(pl_executor *ex)
@@ -91,6 +155,7 @@ static void free_plan(pl_executor *ex)
         free(ex->copies[c]);
     free(ex->copies);
     ex->copies = NULL;
+    free_host(ex);
     pl_program_free(ex->program);
     ex->program = NULL;
     for (int i = 0; ex->staging && i < ex->program_tasks; i++)
@@ -261,10 +326,12 @@ static bool make_copies(pl_executor *ex)
 static void fill_copies(pl_executor *ex)
 {
     const pl_program *p = ex->program;
+    copy_split_shards(ex, false);
     for (int c = 1; c < p->n_copies; c++) {
         size_t offset, bytes = executor_copy_bytes(ex, c, &offset);
         if (ex->copies[c])
-            memcpy(ex->copies[c], (const char *)ex->host[p->copy_tensor[c]] + offset, bytes);
+            memcpy(ex->copies[c], (const char *)ex->program_host[p->copy_tensor[c]] + offset,
+                   bytes);
     }
     ex->copies_made = true;
 }
@@ -323,7 +390,7 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
     pl_status status = executor_assign_roles(ex, err);
     if (status != PL_OK)
         return status;
-    if (!make_copies(ex))
+    if (!bind_host(ex) || !make_copies(ex))
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory for the replicas' copies");
     for (int d = 0; d < p->n_devices; d++) {
         resource *r = &ex->devices[d];
@@ -345,8 +412,8 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
         const pl_task *task = &p->tasks[i];
         int end = task->kind != PL_TASK_OP
                       ? task->first_ref + 2
-                      : task->first_ref + ex->g->ops[task->op].n_inputs +
-                            ex->g->ops[task->op].n_outputs;
+                      : task->first_ref + p->graph->ops[task->op].n_inputs +
+                            p->graph->ops[task->op].n_outputs;
         if (end > n_refs)
             n_refs = end;
         ex->task_resource[i] = NULL;
@@ -362,11 +429,12 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     for (int ref = 0; ref < n_refs; ref++) {
         const pl_buffer *buf = &p->buffers[p->refs[ref]];
-        bool staged = ex->staged[buf->tensor] && p->micro_batches > 1;
+        int model = model_tensor(ex, buf->tensor);
+        bool staged = model >= 0 && ex->staged[model] && p->micro_batches > 1;
         char *base = buf->device >= 0 ? ex->devices[buf->device].arena
                      : buf->copy > 0  ? ex->copies[buf->copy]
-                     : staged         ? ex->staged[buf->tensor]
-                                      : ex->host[buf->tensor];
+                     : staged         ? ex->staged[model]
+                                      : ex->program_host[buf->tensor];
         ex->ptrs[ref] = base ? base + buf->offset : NULL; /* NULL: on another rank */
         ex->ref_shapes[ref] = &p->shapes[buf->tensor];
     }
@@ -375,9 +443,12 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
         if (task->kind != PL_TASK_OP || task->micro_batch != p->micro_batches - 1 ||
             ex->roles[i] != ROLE_LOCAL)
             continue;
-        const pl_op *op = &ex->g->ops[task->op];
-        for (int j = 0; j < op->n_outputs; j++)
-            ex->last_output[op->outputs[j]] = ex->ptrs[task->first_ref + op->n_inputs + j];
+        const pl_op *op = &p->graph->ops[task->op];
+        for (int j = 0; j < op->n_outputs; j++) {
+            int model = model_tensor(ex, op->outputs[j]); /* -1: a split op's part */
+            if (model >= 0)
+                ex->last_output[model] = ex->ptrs[task->first_ref + op->n_inputs + j];
+        }
     }
     return PL_OK;
 }
@@ -434,7 +505,8 @@ const pl_program *pl_executor_program(const pl_executor *ex)
 
 void *pl_executor_data(pl_executor *ex, int t)
 {
-    if (ex->g->tensors[t].kind == PL_TENSOR_STATE)
+    if (ex->g->tensors[t].kind == PL_TENSOR_STATE ||
+        (ex->program && ex->program->split && ex->g->tensors[t].kind == PL_TENSOR_PARAM))
         sync_shards(ex, t);
     return lives_on_host(&ex->g->tensors[t]) ? ex->host[t] : ex->last_output[t];
 }

@@ -67,6 +67,9 @@ struct pl_executor {
     bool leading;          /* rank 0 of pl_executor_lead: tells the others what to do */
     void **host;
     bool owns_host;
+    void **program_host;   /* per tensor of the program's graph: its host buffer; `host`
+                              itself unless the plan splits ops, whose parameter and state
+                              shards have buffers of their own (split_graph.h) */
     void **staged;         /* per input batched on an axis other than 0: its slices (the
                               program's micro-batches), each gathered whole, one after
                               another; NULL elsewhere */

@@ -22,19 +22,19 @@ static int rank_of(const pl_executor *ex, int device)
 pl_status executor_gather_host(pl_executor *ex, pl_error *err)
 {
     const pl_program *p = ex->program;
-    const pl_graph *g = ex->g;
+    const pl_graph *g = p->graph;
     pl_status status = PL_OK;
     for (int t = 0; t < g->n_tensors && status == PL_OK; t++) {
         const pl_tensor *tensor = &g->tensors[t];
         int home = p->partitions->tensor_device[t];
         if ((tensor->kind == PL_TENSOR_PARAM || tensor->kind == PL_TENSOR_STATE) && home >= 0)
-            status = pl_comm_broadcast(ex->comm, ex->host[t], (size_t)pl_tensor_bytes(tensor),
-                                       rank_of(ex, home), err);
+            status = pl_comm_broadcast(ex->comm, ex->program_host[t],
+                                       (size_t)pl_tensor_bytes(tensor), rank_of(ex, home), err);
     }
     for (int c = 1; ex->copies_made && c < p->n_copies && status == PL_OK; c++)
         if (p->copy_is_shard[c]) { /* the shard itself: the host buffer was just replaced */
             size_t offset, bytes = executor_copy_bytes(ex, c, &offset);
-            char *host = (char *)ex->host[p->copy_tensor[c]] + offset;
+            char *host = (char *)ex->program_host[p->copy_tensor[c]] + offset;
             status = pl_comm_broadcast(ex->comm, ex->copies[c] ? ex->copies[c] : host, bytes,
                                        rank_of(ex, p->copy_device[c]), err);
             if (ex->copies[c] && status == PL_OK)

@@ -139,7 +139,7 @@ void executor_fail(pl_executor *ex, const pl_error *err)
 size_t executor_copy_bytes(const pl_executor *ex, int c, size_t *offset)
 {
     const pl_program *p = ex->program;
-    const pl_tensor *t = &ex->g->tensors[p->copy_tensor[c]];
+    const pl_tensor *t = &p->graph->tensors[p->copy_tensor[c]];
     int64_t elements = pl_tensor_elements(t);
     size_t element = elements > 0 ? (size_t)(pl_tensor_bytes(t) / elements) : 0;
     *offset = (size_t)p->copy_range[c].start * element;

@@ -1,0 +1,777 @@
+/* Tensor parallelism as a rewrite of the training graph (split_graph.h): the forward pass
+ * is built again op by op with split ops as shards and collectives between layouts, then
+ * differentiated. */
+#include "split_graph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autodiff.h"
+#include "graph_build.h"
+#include "strmap.h"
+
+enum { WHOLE, SPLIT, PARTIAL };
+
+/* An input as a shard reads it: whole (its shard's copy), split along an axis, the
+ * shard's own part of a partial value, or whole on shard 0 and absent elsewhere (a bias
+ * added once to a partial sum). */
+enum { IN_WHOLE, IN_SPLIT, IN_PARTIAL, IN_FIRST };
+
+/* A value of the model's graph in the new one. */
+typedef struct value {
+    int kind, axis, group, k;
+    int whole;               /* the whole value, or -1 until made */
+    int part[PL_MAX_SPLIT];  /* SPLIT and PARTIAL: shard s's */
+    int local[PL_MAX_SPLIT]; /* a whole copy on each shard of `group`, or -1 */
+    int scatter_axis;        /* PARTIAL: the axis its sums are scattered along, or -1 */
+    int sum[PL_MAX_SPLIT];   /* the scattered sums, shard j's on shard j */
+} value;
+
+/* How a split op's shards run: per input its reading (IN_*) and axis, the output's layout,
+ * and what changes in the attributes. */
+typedef struct rule {
+    int in[8], in_axis[8];
+    int out, out_axis;
+    int64_t groups_divided; /* a depthwise convolution's groups per shard, or 0 */
+    int reshape_axis;       /* a reshape's result axis that is split, or -1 */
+} rule;
+
+typedef struct splitter {
+    const pl_graph *g;
+    const int *split, *group;
+    pl_graph *n;
+    value *val; /* per tensor of g */
+    int *op_origin, *op_shard, origin_cap, shard_cap;
+    int *tensor_origin, tensor_cap;
+    pl_error *err;
+} splitter;
+
+static bool grow(int **array, int *cap, int need)
+{
+    if (need <= *cap)
+        return true;
+    int bigger = *cap ? *cap * 2 : 256;
+    while (bigger < need)
+        bigger *= 2;
+    int *grown = realloc(*array, (size_t)bigger * sizeof *grown);
+    if (!grown)
+        return false;
+    *array = grown;
+    *cap = bigger;
+    return true;
+}
+
+static bool oom(splitter *sp)
+{
+    pl_error_set(sp->err, PL_ENOMEM, NULL, "out of memory");
+    return false;
+}
+
+/* ---- building ------------------------------------------------------------------------- */
+
+/* A tensor of the new graph standing for model tensor `origin` (or a part of it). */
+static int add_tensor(splitter *sp, const char *name, const pl_tensor *like, int origin)
+{
+    int t = pl_graph_add_tensor(sp->n, name, like->kind, like);
+    if (t < 0 || !grow(&sp->tensor_origin, &sp->tensor_cap, t + 1))
+        return oom(sp), -1;
+    pl_tensor *nt = &sp->n->tensors[t];
+    nt->role = like->role;
+    nt->init = like->init;
+    nt->frozen = like->frozen;
+    sp->tensor_origin[t] = origin;
+    return t;
+}
+
+/* An op of the new forward pass, computing (part of) model op `origin` on `shard`.
+ * Returns the op, or -1. */
+static int emit(splitter *sp, pl_op_kind kind, const char *name, const int *inputs, int n_in,
+                int n_out, const pl_attrs *attrs, int origin, int shard)
+{
+    int o = pl_graph_add_op(sp->n, kind, name, inputs, n_in, n_out, attrs, PL_PHASE_FORWARD,
+                            sp->n->n_ops, sp->err);
+    if (o < 0)
+        return -1;
+    if (!grow(&sp->op_origin, &sp->origin_cap, o + 1) ||
+        !grow(&sp->op_shard, &sp->shard_cap, o + 1) ||
+        !grow(&sp->tensor_origin, &sp->tensor_cap, sp->n->n_tensors))
+        return oom(sp), -1;
+    sp->op_origin[o] = origin;
+    sp->op_shard[o] = shard;
+    for (int i = 0; i < n_out; i++)
+        sp->tensor_origin[sp->n->ops[o].outputs[i]] = -1;
+    return o;
+}
+
+static int out0(splitter *sp, int o)
+{
+    return o < 0 ? -1 : sp->n->ops[o].outputs[0];
+}
+
+/* The whole of a model tensor that no op produces (an input, parameter, state or
+ * constant), made on first use. */
+static int source_whole(splitter *sp, int t)
+{
+    value *v = &sp->val[t];
+    if (v->whole < 0)
+        v->whole = add_tensor(sp, sp->g->tensors[t].name, &sp->g->tensors[t], t);
+    return v->whole;
+}
+
+/* A parameter or state stored split along `axis`: part s of each shard. */
+static bool store_split(splitter *sp, int t, int axis, int group, int k)
+{
+    value *v = &sp->val[t];
+    const pl_tensor *whole = &sp->g->tensors[t];
+    for (int s = 0; s < k; s++) {
+        char name[PL_MAX_NAME + 16];
+        snprintf(name, sizeof name, "%s/tp%d", whole->name, s);
+        pl_tensor part = *whole;
+        part.dims[axis] = whole->dims[axis] / k;
+        part.init.shard_axis = axis;
+        part.init.shard_start = part.dims[axis] * s;
+        part.init.shard_whole = whole->dims[axis];
+        if ((v->part[s] = add_tensor(sp, name, &part, t)) < 0)
+            return false;
+    }
+    v->kind = SPLIT;
+    v->axis = axis;
+    v->group = group;
+    v->k = k;
+    return true;
+}
+
+/* Concatenates `parts` along `axis` on (origin, shard). */
+static int concat(splitter *sp, const char *what, const int *parts, int k, int axis, int origin,
+                  int shard)
+{
+    char name[PL_MAX_NAME + 32];
+    if (shard < 0)
+        snprintf(name, sizeof name, "%s/gather", what);
+    else
+        snprintf(name, sizeof name, "%s/gather@%d", what, shard);
+    pl_attrs attrs;
+    pl_attrs_default(&attrs);
+    attrs.axis = axis;
+    return out0(sp, emit(sp, PL_OP_CONCAT, name, parts, k, 1, &attrs, origin, shard));
+}
+
+/* A sum of `parts` in order, on (origin, shard). */
+static int add_up(splitter *sp, const char *what, const int *parts, int k, int origin, int shard)
+{
+    int sum = parts[0];
+    for (int i = 1; i < k && sum >= 0; i++) {
+        char name[PL_MAX_NAME + 32];
+        snprintf(name, sizeof name, "%s/sum%d@%d", what, i, shard < 0 ? 0 : shard);
+        int inputs[2] = {sum, parts[i]};
+        sum = out0(sp, emit(sp, PL_OP_ADD, name, inputs, 2, 1, NULL, origin, shard));
+    }
+    return sum;
+}
+
+/* An axis of model tensor t that k shards can share: not the batch's (micro-batches
+ * change it) nor `except`, and divisible by k; the first such, or -1. */
+static int free_axis(const pl_tensor *t, int k, int except)
+{
+    for (int a = 0; a < t->rank; a++)
+        if (a != t->batch_axis && a != except && t->dims[a] % k == 0 && t->dims[a] >= k)
+            return a;
+    return -1;
+}
+
+/* The reduce-scatter of a partial value along `axis`: each shard splits its part, and
+ * shard j adds up the parts j of every shard. */
+static bool scatter(splitter *sp, int t, int axis)
+{
+    value *v = &sp->val[t];
+    if (v->scatter_axis == axis)
+        return true;
+    int producer = sp->g->tensors[t].producer, k = v->k;
+    const char *what = sp->g->tensors[t].name;
+    int chunk[PL_MAX_SPLIT][PL_MAX_SPLIT]; /* [shard][part] */
+    pl_attrs attrs;
+    pl_attrs_default(&attrs);
+    attrs.axis = axis;
+    for (int s = 0; s < k; s++) {
+        char name[PL_MAX_NAME + 32];
+        snprintf(name, sizeof name, "%s/scatter@%d", what, s);
+        int o = emit(sp, PL_OP_SPLIT, name, &v->part[s], 1, k, &attrs, producer, s);
+        if (o < 0)
+            return false;
+        for (int j = 0; j < k; j++)
+            chunk[s][j] = sp->n->ops[o].outputs[j];
+    }
+    for (int j = 0; j < k; j++) {
+        int column[PL_MAX_SPLIT];
+        for (int s = 0; s < k; s++) /* its own part first: the others arrive */
+            column[s] = chunk[(j + s) % k][j];
+        if ((v->sum[j] = add_up(sp, what, column, k, producer, j)) < 0)
+            return false;
+    }
+    v->scatter_axis = axis;
+    return true;
+}
+
+/* Model tensor t whole, for model op `consumer` running whole (shard -1) or on shard s of
+ * a split op (then a copy of its own when t is split or partial in its group). */
+static int whole_of(splitter *sp, int t, int consumer, int s)
+{
+    value *v = &sp->val[t];
+    if (sp->g->tensors[t].producer < 0 && v->kind == WHOLE)
+        return source_whole(sp, t);
+    if (v->kind == WHOLE)
+        return v->whole;
+    if (consumer < 0) /* the loss: where it is computed */
+        consumer = sp->g->tensors[t].producer;
+    bool local = s >= 0 && sp->group[consumer] == v->group;
+    if (local && v->local[s] >= 0)
+        return v->local[s];
+    if (!local && v->whole >= 0)
+        return v->whole;
+    const pl_tensor *shape = &sp->g->tensors[t];
+    int made, at = local ? s : -1;
+    if (v->kind == SPLIT) {
+        made = concat(sp, shape->name, v->part, v->k, v->axis, consumer, at);
+    } else {
+        int axis = free_axis(shape, v->k, -1);
+        if (axis < 0) /* sizes that do not split: every part to one place */
+            made = add_up(sp, shape->name, v->part, v->k, consumer, at);
+        else
+            made = scatter(sp, t, axis) ? concat(sp, shape->name, v->sum, v->k, axis, consumer, at)
+                                        : -1;
+    }
+    if (local)
+        v->local[s] = made;
+    else
+        v->whole = made;
+    return made;
+}
+
+/* Part s of model tensor t split along `axis` over the k shards of `consumer`'s group. */
+static int part_of(splitter *sp, int t, int axis, int consumer, int s)
+{
+    value *v = &sp->val[t];
+    int k = sp->split[consumer], group = sp->group[consumer];
+    const pl_tensor *shape = &sp->g->tensors[t];
+    bool stored = shape->kind == PL_TENSOR_PARAM || shape->kind == PL_TENSOR_STATE;
+    if (v->kind == WHOLE && v->whole < 0 && stored && shape->producer < 0 &&
+        !store_split(sp, t, axis, group, k))
+        return -1;
+    if (v->kind == SPLIT && v->group == group && v->axis == axis && v->k == k)
+        return v->part[s];
+    if (v->kind == PARTIAL && v->group == group && v->k == k)
+        return scatter(sp, t, axis) ? v->sum[s] : -1;
+    int whole = whole_of(sp, t, consumer, s);
+    if (whole < 0)
+        return -1;
+    char name[PL_MAX_NAME + 32];
+    snprintf(name, sizeof name, "%s/slice@%d", shape->name, s);
+    pl_attrs attrs;
+    pl_attrs_default(&attrs);
+    attrs.axis = axis;
+    attrs.start = shape->dims[axis] / k * s;
+    attrs.end = attrs.start + shape->dims[axis] / k;
+    return out0(sp, emit(sp, PL_OP_SLICE, name, &whole, 1, 1, &attrs, consumer, s));
+}
+
+/* ---- rules ---------------------------------------------------------------------------- */
+
+static bool in_group(const splitter *sp, int o, int t, int kind)
+{
+    const value *v = &sp->val[t];
+    return v->kind == kind && v->group == sp->group[o] && v->k == sp->split[o];
+}
+
+static bool divides(const pl_tensor *t, int axis, int k)
+{
+    return axis >= 0 && axis < t->rank && axis != t->batch_axis && t->dims[axis] % k == 0;
+}
+
+static bool is_stored(const pl_tensor *t)
+{
+    return t->producer < 0 && t->kind != PL_TENSOR_INPUT;
+}
+
+static int resolve(int64_t axis, int rank)
+{
+    return (int)(axis < 0 ? axis + rank : axis);
+}
+
+/* Every input split along the output's `axis` where it has that axis at full size
+ * (broadcasting inputs are read whole). */
+static bool follow(const splitter *sp, const pl_op *op, int axis, rule *r)
+{
+    const pl_tensor *out = &sp->g->tensors[op->outputs[0]];
+    if (!divides(out, axis, sp->split[op - sp->g->ops]))
+        return false;
+    for (int i = 0; i < op->n_inputs; i++) {
+        const pl_tensor *x = &sp->g->tensors[op->inputs[i]];
+        int a = axis - (out->rank - x->rank);
+        bool full = a >= 0 && x->dims[a] == out->dims[axis];
+        r->in[i] = full ? IN_SPLIT : IN_WHOLE;
+        r->in_axis[i] = a;
+    }
+    r->out = SPLIT;
+    r->out_axis = axis;
+    return true;
+}
+
+/* The output axis a split input of an element-wise op maps to, or -1. */
+static int split_input_axis(const splitter *sp, const pl_op *op, int except)
+{
+    int o = (int)(op - sp->g->ops);
+    const pl_tensor *out = &sp->g->tensors[op->outputs[0]];
+    for (int i = 0; i < op->n_inputs; i++) {
+        int t = op->inputs[i];
+        if (!in_group(sp, o, t, SPLIT))
+            continue;
+        int a = sp->val[t].axis + out->rank - sp->g->tensors[t].rank;
+        if (a != except)
+            return a;
+    }
+    return -1;
+}
+
+static bool rule_elementwise(const splitter *sp, const pl_op *op, int except, rule *r)
+{
+    int o = (int)(op - sp->g->ops), k = sp->split[o];
+    int axis = split_input_axis(sp, op, except);
+    if (axis >= 0 && follow(sp, op, axis, r))
+        return true;
+    return follow(sp, op, free_axis(&sp->g->tensors[op->outputs[0]], k, except), r);
+}
+
+/* Sums keep partial values partial: all partial, or one partial (its shape the output's)
+ * and a whole value added on shard 0 only. */
+static bool rule_partial_sum(const splitter *sp, const pl_op *op, rule *r)
+{
+    int o = (int)(op - sp->g->ops), partial = 0;
+    const pl_tensor *out = &sp->g->tensors[op->outputs[0]];
+    for (int i = 0; i < op->n_inputs; i++) {
+        bool p = in_group(sp, o, op->inputs[i], PARTIAL);
+        partial += p;
+        r->in[i] = p ? IN_PARTIAL : IN_FIRST;
+        if (p && !pl_tensor_has_dims(&sp->g->tensors[op->inputs[i]], out->rank, out->dims))
+            return false;
+    }
+    if (partial == 0 || (op->kind == PL_OP_SUB && r->in[0] != IN_PARTIAL))
+        return false;
+    r->out = PARTIAL;
+    return true;
+}
+
+/* Products and quotients by a whole value are linear in a partial one. */
+static bool rule_partial_scale(const splitter *sp, const pl_op *op, rule *r)
+{
+    int o = (int)(op - sp->g->ops);
+    bool p0 = in_group(sp, o, op->inputs[0], PARTIAL), p1 = in_group(sp, o, op->inputs[1], PARTIAL);
+    const pl_tensor *out = &sp->g->tensors[op->outputs[0]];
+    int p = p0 ? 0 : 1;
+    if (p0 == p1 || (op->kind == PL_OP_DIV && !p0) ||
+        !pl_tensor_has_dims(&sp->g->tensors[op->inputs[p]], out->rank, out->dims))
+        return false;
+    r->in[p] = IN_PARTIAL;
+    r->in[1 - p] = IN_WHOLE;
+    r->out = PARTIAL;
+    return true;
+}
+
+static bool rule_matmul(const splitter *sp, const pl_op *op, rule *r)
+{
+    int o = (int)(op - sp->g->ops), k = sp->split[o];
+    int ta = op->attrs.transpose_a, tb = op->attrs.transpose_b;
+    int a = op->inputs[0], b = op->inputs[1];
+    const pl_tensor *A = &sp->g->tensors[a], *B = &sp->g->tensors[b];
+    const pl_tensor *out = &sp->g->tensors[op->outputs[0]];
+    int a_k = ta ? A->rank - 2 : A->rank - 1, a_m = ta ? A->rank - 1 : A->rank - 2;
+    int b_k = tb ? B->rank - 1 : B->rank - 2, b_n = tb ? B->rank - 2 : B->rank - 1;
+    r->out = SPLIT;
+    if (is_stored(B) && B->rank == 2) { /* a layer's weight: rows, else columns */
+        r->in[1] = IN_SPLIT;
+        if (in_group(sp, o, a, SPLIT) && sp->val[a].axis == a_k) {
+            r->in[0] = IN_SPLIT, r->in_axis[0] = a_k, r->in_axis[1] = b_k, r->out = PARTIAL;
+            return true;
+        }
+        r->in[0] = IN_WHOLE, r->in_axis[1] = b_n, r->out_axis = out->rank - 1;
+        return divides(B, b_n, k);
+    }
+    /* Two activations: a shared leading axis (heads), a's rows, b's columns, or the
+     * inner dimension (a partial product). */
+    if (A->rank == B->rank && A->rank == out->rank) {
+        for (int x = 0; x < A->rank - 2; x++)
+            if ((in_group(sp, o, a, SPLIT) && sp->val[a].axis == x) ||
+                (in_group(sp, o, b, SPLIT) && sp->val[b].axis == x)) {
+                r->in[0] = A->dims[x] == out->dims[x] ? IN_SPLIT : IN_WHOLE;
+                r->in[1] = B->dims[x] == out->dims[x] ? IN_SPLIT : IN_WHOLE;
+                r->in_axis[0] = r->in_axis[1] = r->out_axis = x;
+                return divides(out, x, k);
+            }
+        if (in_group(sp, o, a, SPLIT) && sp->val[a].axis == a_m) {
+            r->in[0] = IN_SPLIT, r->in_axis[0] = a_m, r->in[1] = IN_WHOLE;
+            r->out_axis = out->rank - 2;
+            return divides(out, r->out_axis, k);
+        }
+        if (in_group(sp, o, b, SPLIT) && sp->val[b].axis == b_n) {
+            r->in[1] = IN_SPLIT, r->in_axis[1] = b_n, r->in[0] = IN_WHOLE;
+            r->out_axis = out->rank - 1;
+            return divides(out, r->out_axis, k);
+        }
+        if (in_group(sp, o, a, SPLIT) && sp->val[a].axis == a_k && in_group(sp, o, b, SPLIT) &&
+            sp->val[b].axis == b_k) {
+            r->in[0] = r->in[1] = IN_SPLIT, r->in_axis[0] = a_k, r->in_axis[1] = b_k;
+            r->out = PARTIAL;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool rule_conv(const splitter *sp, const pl_op *op, rule *r)
+{
+    int o = (int)(op - sp->g->ops), k = sp->split[o];
+    const pl_tensor *x = &sp->g->tensors[op->inputs[0]], *w = &sp->g->tensors[op->inputs[1]];
+    int64_t groups = op->attrs.groups;
+    if (!is_stored(w))
+        return false;
+    r->in[1] = r->in[2] = IN_SPLIT;
+    r->in_axis[1] = r->in_axis[2] = 0;
+    r->out = SPLIT, r->out_axis = 1;
+    if (groups > 1) { /* grouped and depthwise: whole groups to each shard */
+        r->in[0] = IN_SPLIT, r->in_axis[0] = 1, r->groups_divided = groups / k;
+        return groups % k == 0;
+    }
+    if (in_group(sp, o, op->inputs[0], SPLIT) && sp->val[op->inputs[0]].axis == 1) {
+        r->in[0] = IN_SPLIT, r->in_axis[0] = 1, r->in_axis[1] = 1, r->in[2] = IN_FIRST;
+        r->out = PARTIAL;
+        return true;
+    }
+    (void)x;
+    r->in[0] = IN_WHOLE;
+    return divides(w, 0, k);
+}
+
+/* A reshape carries a split to the result's axis with as many elements before it, when
+ * the shards' share of it is whole. */
+static bool rule_reshape(const splitter *sp, const pl_op *op, rule *r)
+{
+    int o = (int)(op - sp->g->ops), t = op->inputs[0];
+    if (!in_group(sp, o, t, SPLIT))
+        return false;
+    const pl_tensor *x = &sp->g->tensors[t], *y = &sp->g->tensors[op->outputs[0]];
+    int64_t before = 1, at = 1;
+    for (int a = 0; a < sp->val[t].axis; a++)
+        before *= x->dims[a];
+    for (int b = 0; b < y->rank; b++) {
+        if (at == before && divides(y, b, sp->split[o]) && y->dims[b] > 1) {
+            r->in[0] = IN_SPLIT, r->in_axis[0] = sp->val[t].axis;
+            r->out = SPLIT, r->out_axis = b, r->reshape_axis = b;
+            return true;
+        }
+        at *= y->dims[b];
+    }
+    return false;
+}
+
+static bool rule_for(const splitter *sp, int o, rule *r)
+{
+    const pl_op *op = &sp->g->ops[o];
+    const pl_tensor *out = op->n_outputs == 1 ? &sp->g->tensors[op->outputs[0]] : NULL;
+    int k = sp->split[o];
+    *r = (rule){.reshape_axis = -1};
+    if (!out || k < 2 || op->n_inputs > 8)
+        return false;
+    switch (op->kind) {
+    case PL_OP_MATMUL: return rule_matmul(sp, op, r);
+    case PL_OP_ADD:
+    case PL_OP_SUB: return rule_elementwise(sp, op, -1, r) || rule_partial_sum(sp, op, r);
+    case PL_OP_MUL:
+    case PL_OP_DIV: return rule_partial_scale(sp, op, r) || rule_elementwise(sp, op, -1, r);
+    case PL_OP_SCALE:
+        if (in_group(sp, o, op->inputs[0], PARTIAL)) {
+            r->in[0] = IN_PARTIAL, r->out = PARTIAL;
+            return true;
+        }
+        return rule_elementwise(sp, op, -1, r);
+    case PL_OP_RELU:
+    case PL_OP_GELU:
+    case PL_OP_TANH:
+    case PL_OP_SIGMOID:
+    case PL_OP_CLAMP:
+    case PL_OP_HARDSIGMOID:
+    case PL_OP_HARDSWISH:
+    case PL_OP_ERF:
+    case PL_OP_EXP:
+    case PL_OP_LOG:
+    case PL_OP_SQRT:
+    case PL_OP_RSQRT:
+    case PL_OP_ABS:
+    case PL_OP_POW:
+    case PL_OP_SILU:
+    case PL_OP_WHERE: return rule_elementwise(sp, op, -1, r);
+    case PL_OP_SOFTMAX:
+    case PL_OP_LOG_SOFTMAX: return rule_elementwise(sp, op, resolve(op->attrs.axis, out->rank), r);
+    case PL_OP_LAYER_NORM: /* its scale and shift are along the axis it normalises */
+        if (!rule_elementwise(sp, op, resolve(op->attrs.axis, out->rank), r))
+            return false;
+        for (int i = 1; i < op->n_inputs; i++)
+            r->in[i] = IN_WHOLE;
+        return true;
+    case PL_OP_BATCH_NORM:
+        for (int i = 1; i < op->n_inputs; i++)
+            r->in[i] = IN_SPLIT, r->in_axis[i] = 0;
+        r->in[0] = IN_SPLIT, r->in_axis[0] = 1, r->out = SPLIT, r->out_axis = 1;
+        return divides(out, 1, k);
+    case PL_OP_MAX_POOL:
+    case PL_OP_AVG_POOL:
+    case PL_OP_GLOBAL_AVG_POOL:
+    case PL_OP_ADAPTIVE_AVG_POOL:
+    case PL_OP_MAX_POOL1D:
+    case PL_OP_MAX_POOL3D:
+    case PL_OP_AVG_POOL1D:
+    case PL_OP_AVG_POOL3D:
+    case PL_OP_ADAPTIVE_AVG_POOL1D:
+    case PL_OP_ADAPTIVE_AVG_POOL3D:
+        r->in[0] = IN_SPLIT, r->in_axis[0] = 1, r->out = SPLIT, r->out_axis = 1;
+        return divides(out, 1, k);
+    case PL_OP_CONV1D:
+    case PL_OP_CONV2D:
+    case PL_OP_CONV3D: return rule_conv(sp, op, r);
+    case PL_OP_EMBEDDING:
+        r->in[0] = IN_SPLIT, r->in_axis[0] = 1, r->in[1] = IN_WHOLE;
+        r->out = SPLIT, r->out_axis = out->rank - 1;
+        return is_stored(&sp->g->tensors[op->inputs[0]]) &&
+               divides(&sp->g->tensors[op->inputs[0]], 1, k);
+    case PL_OP_RESHAPE:
+    case PL_OP_FLATTEN: return rule_reshape(sp, op, r);
+    case PL_OP_TRANSPOSE: {
+        int t = op->inputs[0];
+        if (!in_group(sp, o, t, SPLIT))
+            return false;
+        for (int a = 0; a < op->attrs.perm.n; a++)
+            if (op->attrs.perm.v[a] == sp->val[t].axis)
+                r->out_axis = a;
+        r->in[0] = IN_SPLIT, r->in_axis[0] = sp->val[t].axis, r->out = SPLIT;
+        return true;
+    }
+    default: return false;
+    }
+}
+
+/* Whether every input a rule splits divides among the shards. */
+static bool rule_fits(const splitter *sp, const pl_op *op, const rule *r, int k)
+{
+    for (int i = 0; i < op->n_inputs; i++)
+        if (r->in[i] == IN_SPLIT && !divides(&sp->g->tensors[op->inputs[i]], r->in_axis[i], k))
+            return false;
+    return true;
+}
+
+/* ---- ops ------------------------------------------------------------------------------ */
+
+static bool copy_whole(splitter *sp, int o)
+{
+    const pl_op *op = &sp->g->ops[o];
+    int inputs[64], *in = op->n_inputs <= 64 ? inputs : malloc((size_t)op->n_inputs * sizeof *in);
+    if (!in)
+        return oom(sp);
+    bool ok = true;
+    for (int i = 0; ok && i < op->n_inputs; i++)
+        ok = (in[i] = whole_of(sp, op->inputs[i], o, -1)) >= 0;
+    int made = ok ? emit(sp, op->kind, op->name, in, op->n_inputs, op->n_outputs, &op->attrs, o, -1)
+                  : -1;
+    if (in != inputs)
+        free(in);
+    if (made < 0)
+        return false;
+    for (int i = 0; i < op->n_outputs; i++) { /* the model's names for whole values */
+        pl_tensor *t = &sp->n->tensors[sp->n->ops[made].outputs[i]];
+        t->name = sp->g->tensors[op->outputs[i]].name;
+        sp->val[op->outputs[i]].whole = sp->n->ops[made].outputs[i];
+    }
+    return true;
+}
+
+static bool copy_split(splitter *sp, int o, const rule *r)
+{
+    const pl_op *op = &sp->g->ops[o];
+    int k = sp->split[o], y = op->outputs[0];
+    value *v = &sp->val[y];
+    for (int s = 0; s < k; s++) {
+        int in[8], n_in = 0;
+        bool skip = false; /* a bias added on shard 0 only: the part passes on */
+        for (int i = 0; i < op->n_inputs; i++) {
+            int t = op->inputs[i], got;
+            switch (r->in[i]) {
+            case IN_SPLIT: got = part_of(sp, t, r->in_axis[i], o, s); break;
+            case IN_PARTIAL: got = sp->val[t].part[s]; break;
+            case IN_FIRST:
+                if (s > 0) {
+                    skip = op->kind == PL_OP_ADD || op->kind == PL_OP_SUB;
+                    continue;
+                }
+                got = whole_of(sp, t, o, s);
+                break;
+            default: got = whole_of(sp, t, o, s); break;
+            }
+            if (got < 0)
+                return false;
+            in[n_in++] = got;
+        }
+        if (skip) {
+            v->part[s] = in[0];
+            continue;
+        }
+        pl_attrs attrs = op->attrs;
+        if (r->groups_divided)
+            attrs.groups = r->groups_divided;
+        int64_t *shape = NULL;
+        if (r->reshape_axis >= 0 && op->kind == PL_OP_RESHAPE) {
+            /* The shape leaves the batch axis out. */
+            const pl_tensor *out = &sp->g->tensors[y];
+            int skip_batch = out->batch_axis != PL_NO_BATCH;
+            int at = r->reshape_axis - (skip_batch && out->batch_axis < r->reshape_axis);
+            if (!(shape = pl_arena_alloc(&sp->n->arena,
+                                         (size_t)(attrs.shape.n + 1) * sizeof *shape)))
+                return oom(sp);
+            memcpy(shape, attrs.shape.v, (size_t)attrs.shape.n * sizeof *shape);
+            shape[at] /= k;
+            attrs.shape.v = shape;
+        }
+        char name[PL_MAX_NAME + 16];
+        snprintf(name, sizeof name, "%s/tp%d", op->name, s);
+        int made = emit(sp, op->kind, name, in, n_in, 1, &attrs, o, s);
+        if (made < 0)
+            return false;
+        v->part[s] = sp->n->ops[made].outputs[0];
+    }
+    v->kind = r->out;
+    v->axis = r->out_axis;
+    v->group = sp->group[o];
+    v->k = k;
+    return true;
+}
+
+/* ---- the whole graph ------------------------------------------------------------------ */
+
+static pl_graph *new_graph(const pl_graph *g)
+{
+    pl_graph *n = calloc(1, sizeof *n);
+    if (!n)
+        return NULL;
+    n->name = g->name;
+    n->description = g->description;
+    n->batch_size = g->batch_size;
+    n->optimizer = g->optimizer;
+    n->batch_statistics = g->batch_statistics;
+    n->hash = g->hash;
+    n->loss = -1;
+    return n;
+}
+
+/* The model's tensor behind each state and constant that differentiation made: a shard's
+ * gradient and moments are the whole parameter's, by name after the parameter's. */
+static bool trace_training_tensors(splitter *sp, int first_new)
+{
+    pl_strmap names = {0};
+    bool ok = true;
+    for (int t = 0; ok && t < sp->g->n_tensors; t++)
+        if (sp->g->tensors[t].producer < 0)
+            ok = pl_strmap_put(&names, sp->g->tensors[t].name, t, NULL);
+    if (ok)
+        ok = grow(&sp->tensor_origin, &sp->tensor_cap, sp->n->n_tensors);
+    for (int t = first_new; ok && t < sp->n->n_tensors; t++) {
+        pl_tensor *nt = &sp->n->tensors[t];
+        sp->tensor_origin[t] = -1;
+        if (nt->producer >= 0)
+            continue;
+        char name[2 * PL_MAX_NAME + 32];
+        snprintf(name, sizeof name, "%s", nt->name);
+        if (nt->param >= 0) { /* PARAM/tpS/SUFFIX -> PARAM/SUFFIX */
+            int p = nt->param, whole = sp->tensor_origin[p];
+            const char *suffix = nt->name + strlen(sp->n->tensors[p].name);
+            if (whole >= 0)
+                snprintf(name, sizeof name, "%s%s", sp->g->tensors[whole].name, suffix);
+            nt->init.shard_axis = sp->n->tensors[p].init.shard_axis;
+            nt->init.shard_start = sp->n->tensors[p].init.shard_start;
+            nt->init.shard_whole = sp->n->tensors[p].init.shard_whole;
+        }
+        sp->tensor_origin[t] = pl_strmap_get(&names, name);
+    }
+    pl_strmap_release(&names);
+    return ok || oom(sp);
+}
+
+static bool rewrite(splitter *sp)
+{
+    const pl_graph *g = sp->g;
+    for (int t = 0; t < g->n_tensors; t++) {
+        value *v = &sp->val[t];
+        *v = (value){.kind = WHOLE, .whole = -1, .scatter_axis = -1};
+        for (int s = 0; s < PL_MAX_SPLIT; s++)
+            v->local[s] = -1;
+    }
+    for (int o = 0; o < g->n_forward_ops; o++) {
+        rule r;
+        bool split = rule_for(sp, o, &r) && rule_fits(sp, &g->ops[o], &r, sp->split[o]);
+        if (!(split ? copy_split(sp, o, &r) : copy_whole(sp, o)))
+            return false;
+    }
+    int loss = whole_of(sp, g->loss, -1, -1);
+    if (loss < 0)
+        return false;
+    for (int t = 0; t < g->n_tensors; t++) /* the activations the model would name */
+        if (g->tensors[t].producer >= 0 && sp->val[t].whole >= 0)
+            sp->tensor_origin[sp->val[t].whole] = t;
+    sp->n->loss = loss;
+    sp->n->n_forward_ops = sp->n->n_ops;
+    int first_new = sp->n->n_tensors;
+    if (pl_autodiff_build(sp->n, sp->err) != PL_OK)
+        return false;
+    return trace_training_tensors(sp, first_new);
+}
+
+pl_split_graph *pl_split_graph_new(const pl_graph *graph, const int *split, const int *group,
+                                   pl_error *err)
+{
+    pl_split_graph *out = calloc(1, sizeof *out);
+    splitter sp = {.g = graph, .split = split, .group = group, .err = err};
+    sp.val = malloc((size_t)(graph->n_tensors > 0 ? graph->n_tensors : 1) * sizeof *sp.val);
+    sp.n = new_graph(graph);
+    bool ok = out && sp.val && sp.n;
+    for (int o = 0; ok && o < graph->n_forward_ops; o++)
+        if (split[o] < 1 || split[o] > PL_MAX_SPLIT)
+            ok = pl_error_set(err, PL_EINPUT, NULL,
+                              "op \"%s\" is split over %d devices: 1 to "
+                              "%d allowed",
+                              graph->ops[o].name, split[o], PL_MAX_SPLIT) == PL_OK;
+    if (!out || !sp.val || !sp.n)
+        ok = oom(&sp);
+    if (ok)
+        ok = rewrite(&sp);
+    free(sp.val);
+    if (!ok) {
+        pl_graph_free(sp.n);
+        free(sp.op_origin);
+        free(sp.op_shard);
+        free(sp.tensor_origin);
+        free(out);
+        return NULL;
+    }
+    *out = (pl_split_graph){.graph = sp.n,
+                            .op_origin = sp.op_origin,
+                            .op_shard = sp.op_shard,
+                            .tensor_origin = sp.tensor_origin};
+    return out;
+}
+
+void pl_split_graph_free(pl_split_graph *split)
+{
+    if (!split)
+        return;
+    pl_graph_free(split->graph);
+    free(split->op_origin);
+    free(split->op_shard);
+    free(split->tensor_origin);
+    free(split);
+}
