@@ -14,6 +14,7 @@
 #include "session.h"
 #include "suites.h"
 #include "test_util.h"
+#include "training_check.h"
 
 enum { BATCH = 8 };
 
@@ -39,77 +40,6 @@ static pl_plan *random_replicated_plan(const pl_graph *g, int n_devices, uint64_
     return plan;
 }
 
-/* `steps` losses on one device with m micro-batches, and its parameters and optimiser
- * state after them (when `params` is not NULL: per tensor, a copy of its values). */
-static void one_device(const pl_graph *g, const pl_dataset *data, int m, int steps,
-                       float *losses, float **params)
-{
-    pl_session *s = pl_session_new(g, 1, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-    pl_test_fill_first_batch(g, data, pl_test_session_buffer, s);
-    for (int step = 1; step <= steps; step++)
-        CU_ASSERT_EQUAL(pl_session_train_step(s, step, m, &losses[step - 1], NULL), PL_OK);
-    for (int t = 0; params && t < g->n_tensors; t++)
-        if (g->tensors[t].kind == PL_TENSOR_PARAM || g->tensors[t].kind == PL_TENSOR_STATE) {
-            size_t bytes = (size_t)pl_tensor_bytes(&g->tensors[t]);
-            params[t] = malloc(bytes);
-            memcpy(params[t], pl_session_data(s, t), bytes);
-        }
-    pl_session_free(s);
-}
-
-/* To 1e-5: relative from 1 up, absolute below (a key's bias in attention has no gradient
- * and stays near 0; a loss trained on one batch for long falls to 1e-4, where summation
- * order shows). */
-static bool close_to(float got, float want)
-{
-    return fabsf(got - want) <= 1e-5f * fmaxf(fabsf(want), 1.0f);
-}
-
-/* Runs `plan` for `steps` steps on a fresh executor and compares with `want`. */
-static void check_plan(const pl_graph *g, const pl_cluster *c, const pl_dataset *data,
-                       const pl_plan *plan, int steps, const float *want, float **params,
-                       const char *what)
-{
-    pl_executor *ex = pl_executor_new(g, c, NULL, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ex);
-    pl_test_fill_first_batch(g, data, pl_test_executor_buffer, ex);
-    pl_fit fit;
-    pl_error err;
-    pl_error_init(&err, what);
-    CU_ASSERT_EQUAL_FATAL(pl_executor_set_plan(ex, plan, &fit, &err), PL_OK);
-    CU_ASSERT_TRUE(fit.fits);
-    CU_ASSERT_EQUAL(pl_executor_program(ex)->replicas, plan->replicas);
-    int wrong = 0;
-    for (int step = 1; step <= steps; step++) {
-        float loss = NAN;
-        CU_ASSERT_EQUAL(pl_executor_step(ex, step, &loss, &err), PL_OK);
-        if (!close_to(loss, want[step - 1]) && wrong++ == 0)
-            fprintf(stderr, "\n    %s (%d replicas, %d micro-batches, %d stages%s) step %d: "
-                    "loss %.9g, one device %.9g", what, plan->replicas, plan->micro_batches,
-                    plan->n_stages, plan->shard_optimizer_state ? ", sharded state" : "", step,
-                    (double)loss, (double)want[step - 1]);
-    }
-    CU_ASSERT_EQUAL(wrong, 0);
-    for (int t = 0; params && t < g->n_tensors; t++) {
-        if (!params[t])
-            continue;
-        const float *got = pl_executor_data(ex, t);
-        int64_t n = pl_tensor_elements(&g->tensors[t]), off = 0;
-        float worst = 0;
-        for (int64_t i = 0; i < n; i++) {
-            off += !close_to(got[i], params[t][i]);
-            worst = fmaxf(worst, fabsf(got[i] - params[t][i]));
-        }
-        if (off)
-            fprintf(stderr, "\n    %s: parameter %s differs in %lld of %lld values (by %g at "
-                    "most; e.g. %g, one device %g)", what, g->tensors[t].name, (long long)off,
-                    (long long)n, (double)worst, (double)got[0], (double)params[t][0]);
-        CU_ASSERT_EQUAL(off, 0);
-    }
-    pl_executor_free(ex);
-}
-
 /* Random replicated plans on 2 to 4 devices, every other with its optimiser state
  * sharded: two steps each, one device's losses with replicas x micro-batches
  * micro-batches, or with whole steps when `whole` (a model without batch statistics). */
@@ -126,11 +56,11 @@ static void check_replicas(const char *model, bool whole)
         pl_plan *plan = random_replicated_plan(g, n_devices, 77u * (uint64_t)i + 5);
         plan->shard_optimizer_state = i % 2 == 1;
         float want[STEPS];
-        one_device(g, data, whole ? 1 : plan->replicas * plan->micro_batches, STEPS, want,
+        pl_test_one_device(g, data, whole ? 1 : plan->replicas * plan->micro_batches, STEPS, want,
                    NULL);
         char what[128];
         snprintf(what, sizeof what, "%s plan %d", model, i);
-        check_plan(g, c, data, plan, STEPS, want, NULL, what);
+        pl_test_check_plan(g, c, data, plan, STEPS, want, NULL, what);
         pl_plan_free(plan);
         pl_cluster_free(c);
     }
@@ -171,13 +101,13 @@ static void check_hundred_steps(const char *model)
     float want[STEPS], split[STEPS];
     float **params = calloc((size_t)g->n_tensors, sizeof *params);
     float **split_params = calloc((size_t)g->n_tensors, sizeof *split_params);
-    one_device(g, data, 1, STEPS, want, params);
-    one_device(g, data, 4, STEPS, split, split_params);
+    pl_test_one_device(g, data, 1, STEPS, want, params);
+    pl_test_one_device(g, data, 4, STEPS, split, split_params);
     for (int t = 0; t < g->n_tensors; t++) {
         int64_t n = params[t] ? pl_tensor_elements(&g->tensors[t]) : 0;
         bool kept = true;
         for (int64_t i = 0; i < n; i++)
-            kept = kept && close_to(split_params[t][i], params[t][i]);
+            kept = kept && pl_test_close_to(split_params[t][i], params[t][i]);
         if (!kept) {
             free(params[t]);
             params[t] = NULL;
@@ -192,17 +122,17 @@ static void check_hundred_steps(const char *model)
     for (int r = 0; r < 4; r++)
         for (int o = 0; o < g->n_forward_ops; o++)
             pl_plan_replica(data_parallel, r)[o] = r;
-    check_plan(g, c, data, data_parallel, STEPS, want, params, model);
+    pl_test_check_plan(g, c, data, data_parallel, STEPS, want, params, model);
     data_parallel->shard_optimizer_state = true;
-    check_plan(g, c, data, data_parallel, STEPS, want, params, model);
+    pl_test_check_plan(g, c, data, data_parallel, STEPS, want, params, model);
 
     pl_plan *hybrid = pl_test_pipeline_plan(g, 2, 2, PL_SCHEDULE_1F1B);
     CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(hybrid, 2, NULL), PL_OK);
     for (int o = 0; o < g->n_forward_ops; o++)
         pl_plan_replica(hybrid, 1)[o] = 2 + hybrid->device[o];
-    check_plan(g, c, data, hybrid, STEPS, want, params, model);
+    pl_test_check_plan(g, c, data, hybrid, STEPS, want, params, model);
     hybrid->shard_optimizer_state = true;
-    check_plan(g, c, data, hybrid, STEPS, want, params, model);
+    pl_test_check_plan(g, c, data, hybrid, STEPS, want, params, model);
 
     for (int t = 0; t < g->n_tensors; t++)
         free(params[t]);
@@ -247,7 +177,7 @@ static void test_weights_after_plan(void)
         float want = NAN, got = NAN;
         CU_ASSERT_EQUAL(pl_session_train_step(s, step, 2, &want, NULL), PL_OK);
         CU_ASSERT_EQUAL(pl_executor_step(ex, step, &got, NULL), PL_OK);
-        CU_ASSERT(close_to(got, want));
+        CU_ASSERT(pl_test_close_to(got, want));
     }
     pl_plan_free(plan);
     pl_executor_free(ex);
@@ -340,15 +270,15 @@ static void test_hierarchy_losses(void)
     pl_dataset *data = pl_dataset_open(g, "synthetic", 3, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(data);
     float want[STEPS];
-    one_device(g, data, 8, STEPS, want, NULL);
+    pl_test_one_device(g, data, 8, STEPS, want, NULL);
     pl_plan *plan = pl_plan_new(g, NULL);
     CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(plan, 8, NULL), PL_OK);
     for (int r = 0; r < 8; r++)
         for (int o = 0; o < g->n_forward_ops; o++)
             pl_plan_replica(plan, r)[o] = r;
-    check_plan(g, c, data, plan, STEPS, want, NULL, "transformer on paced-8");
+    pl_test_check_plan(g, c, data, plan, STEPS, want, NULL, "transformer on paced-8");
     plan->shard_optimizer_state = true;
-    check_plan(g, c, data, plan, STEPS, want, NULL, "transformer on paced-8");
+    pl_test_check_plan(g, c, data, plan, STEPS, want, NULL, "transformer on paced-8");
     pl_plan_free(plan);
     pl_dataset_free(data);
     pl_cluster_free(c);
@@ -367,7 +297,7 @@ static void test_sharded_in_place(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(data);
     float want[STEPS];
     float **values = calloc((size_t)g->n_tensors, sizeof *values);
-    one_device(g, data, 4, STEPS, want, values);
+    pl_test_one_device(g, data, 4, STEPS, want, values);
     pl_cluster *c = native_cluster(3);
     pl_plan *plan = pl_plan_new(g, NULL);
     CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(plan, 4, NULL), PL_OK);
@@ -393,7 +323,7 @@ static void test_sharded_in_place(void)
     for (int t = 0; t < g->n_tensors; t++)
         trained += g->tensors[t].kind == PL_TENSOR_PARAM && !g->tensors[t].frozen;
     CU_ASSERT_EQUAL(sharded->n_shards, 3 * trained); /* an update per copy */
-    check_plan(g, c, data, plan, STEPS, want, values, "wide-layer sharded in place");
+    pl_test_check_plan(g, c, data, plan, STEPS, want, values, "wide-layer sharded in place");
     for (int t = 0; t < g->n_tensors; t++)
         free(values[t]);
     free(values);

@@ -34,7 +34,7 @@ pl_status pl_plan_split_graph(const pl_plan *plan, const pl_graph *graph, pl_spl
     if (!group)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     group_ops(plan, group);
-    pl_split_graph *s = pl_split_graph_new(graph, plan->split, group, err);
+    pl_split_graph *s = pl_split_graph_new(graph, plan->split, group, plan->stage, err);
     free(group);
     if (!s)
         return err && err->status != PL_OK ? err->status : PL_ENOMEM;

@@ -22,8 +22,11 @@ enum { IN_WHOLE, IN_SPLIT, IN_PARTIAL, IN_FIRST };
 typedef struct value {
     int kind, axis, group, k;
     int whole;               /* the whole value, or -1 until made */
+    int whole_stage;         /* the stage of the op it was made for: collectives made for
+                                an op serve ops of its stage and later ones only */
     int part[PL_MAX_SPLIT];  /* SPLIT and PARTIAL: shard s's */
     int local[PL_MAX_SPLIT]; /* a whole copy on each shard of `group`, or -1 */
+    int local_stage[PL_MAX_SPLIT];
     int scatter_axis;        /* PARTIAL: the axis its sums are scattered along, or -1 */
     int sum[PL_MAX_SPLIT];   /* the scattered sums, shard j's on shard j */
 } value;
@@ -39,7 +42,7 @@ typedef struct rule {
 
 typedef struct splitter {
     const pl_graph *g;
-    const int *split, *group;
+    const int *split, *group, *stage;
     pl_graph *n;
     value *val; /* per tensor of g */
     int *op_origin, *op_shard, origin_cap, shard_cap;
@@ -225,9 +228,10 @@ static int whole_of(splitter *sp, int t, int consumer, int s)
     if (consumer < 0) /* the loss: where it is computed */
         consumer = sp->g->tensors[t].producer;
     bool local = s >= 0 && sp->group[consumer] == v->group;
-    if (local && v->local[s] >= 0)
+    int stage = sp->stage ? sp->stage[consumer] : 0;
+    if (local && v->local[s] >= 0 && v->local_stage[s] <= stage)
         return v->local[s];
-    if (!local && v->whole >= 0)
+    if (!local && v->whole >= 0 && v->whole_stage <= stage)
         return v->whole;
     const pl_tensor *shape = &sp->g->tensors[t];
     int made, at = local ? s : -1;
@@ -242,9 +246,9 @@ static int whole_of(splitter *sp, int t, int consumer, int s)
                                         : -1;
     }
     if (local)
-        v->local[s] = made;
+        v->local[s] = made, v->local_stage[s] = stage;
     else
-        v->whole = made;
+        v->whole = made, v->whole_stage = stage;
     return made;
 }
 
@@ -732,10 +736,10 @@ static bool rewrite(splitter *sp)
 }
 
 pl_split_graph *pl_split_graph_new(const pl_graph *graph, const int *split, const int *group,
-                                   pl_error *err)
+                                   const int *stage, pl_error *err)
 {
     pl_split_graph *out = calloc(1, sizeof *out);
-    splitter sp = {.g = graph, .split = split, .group = group, .err = err};
+    splitter sp = {.g = graph, .split = split, .group = group, .stage = stage, .err = err};
     sp.val = malloc((size_t)(graph->n_tensors > 0 ? graph->n_tensors : 1) * sizeof *sp.val);
     sp.n = new_graph(graph);
     bool ok = out && sp.val && sp.n;

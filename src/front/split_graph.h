@@ -49,11 +49,14 @@ typedef struct pl_split_graph {
 
 /* Rewrites `graph` (a training graph) so that forward op o runs as split[o] shards (1:
  * whole); ops of the same `group[o]` (any integer; -1 for whole ops) share their devices
- * shard for shard, so that layouts pass between them without collectives. The result
- * borrows `graph`'s names, attribute lists and initial values: free it first. PL_EINPUT
- * when a split exceeds PL_MAX_SPLIT... ; PL_ENOMEM. */
+ * shard for shard, so that layouts pass between them without collectives. `stage` (NULL:
+ * none) gives each op's pipeline stage: a collective made for an op serves later ops only
+ * from the same stage on, so that every op of the result reads from its own stage or
+ * earlier ones when it takes its origin's. The result borrows `graph`'s names, attribute
+ * lists and initial values: free it first. PL_EINPUT when a split is outside 1 to
+ * PL_MAX_SPLIT; PL_ENOMEM. */
 pl_split_graph *pl_split_graph_new(const pl_graph *graph, const int *split, const int *group,
-                                   pl_error *err);
+                                   const int *stage, pl_error *err);
 void pl_split_graph_free(pl_split_graph *split);
 
 #ifdef __cplusplus

@@ -1,0 +1,237 @@
+/* Split ops (tensor parallelism): a plan that splits ops over devices computes what one
+ * device computes. Products split by columns then rows, attention by heads with
+ * sequence-split norms, convolutions by channels, alone and inside pipelines and replicas
+ * with the optimiser state replicated or sharded, for a hundred steps; random split plans
+ * of every bundled model for a few. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "program.h"
+#include "rng.h"
+#include "suites.h"
+#include "test_util.h"
+#include "training_check.h"
+
+enum { BATCH = 8 };
+
+/* Splits forward ops [from, to) of every replica r over devices first + r * stride ..
+ * + k - 1 (the loss stays whole). */
+static void split_ops(pl_plan *plan, const pl_graph *g, int from, int to, int k, int first,
+                      int stride)
+{
+    int devices[PL_MAX_REPLICAS * PL_MAX_SPLIT];
+    for (int r = 0; r < plan->replicas; r++)
+        for (int s = 0; s < k; s++)
+            devices[r * k + s] = first + r * stride + s;
+    for (int o = from; o < to; o++)
+        if (g->tensors[g->ops[o].outputs[0]].producer == o && g->ops[o].outputs[0] != g->loss)
+            CU_ASSERT_EQUAL_FATAL(pl_plan_split(plan, o, k, devices, NULL), PL_OK);
+}
+
+/* One device's losses and final state over `steps` whole steps. */
+typedef struct reference {
+    float *losses;
+    float **params;
+} reference;
+
+/* Parameters are compared where summation order does not move them on one device
+ * itself: where four micro-batches leave them as one batch does (attention's key bias has
+ * no gradient, and what moves it is rounding), and not at all in a model with batch
+ * statistics, where four micro-batches are another training. */
+static reference one_device(const pl_graph *g, const pl_dataset *data, int steps)
+{
+    reference want = {malloc((size_t)steps * sizeof(float)),
+                      calloc((size_t)g->n_tensors, sizeof(float *))};
+    float *other = malloc((size_t)steps * sizeof(float));
+    float **moved = calloc((size_t)g->n_tensors, sizeof(float *));
+    CU_ASSERT_FATAL(want.losses && want.params && other && moved);
+    pl_test_one_device(g, data, 1, steps, want.losses, want.params);
+    bool comparable = pl_graph_allows_micro_batches(g, 4);
+    for (int o = 0; o < g->n_forward_ops; o++) /* micro-batches change what they compute */
+        comparable = comparable && !pl_op_info_of(g->ops[o].kind)->batch_statistics;
+    if (comparable)
+        pl_test_one_device(g, data, 4, steps, other, moved);
+    for (int t = 0; t < g->n_tensors; t++) {
+        int64_t n = want.params[t] ? pl_tensor_elements(&g->tensors[t]) : 0;
+        bool kept = comparable;
+        for (int64_t i = 0; kept && i < n; i++)
+            kept = pl_test_close_to(moved[t][i], want.params[t][i]);
+        if (!kept) {
+            free(want.params[t]);
+            want.params[t] = NULL;
+        }
+        free(moved[t]);
+    }
+    free(moved);
+    free(other);
+    return want;
+}
+
+static void reference_free(const pl_graph *g, reference *want)
+{
+    for (int t = 0; t < g->n_tensors; t++)
+        free(want->params[t]);
+    free(want->params);
+    free(want->losses);
+}
+
+/* A hundred steps of: every op split over 2 devices, and over 4; two replicas, each split
+ * over 2 devices, the state replicated and sharded; a two-stage 1F1B pipeline of two
+ * micro-batches, each stage split over 2 devices. */
+static void check_hundred_steps(const char *model, int widest, bool parameters)
+{
+    enum { STEPS = 100 };
+    pl_graph *g = pl_test_bundled_training_graph(model, BATCH);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_dataset *data = pl_dataset_open(g, "synthetic", 3, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    reference want = one_device(g, data, STEPS);
+    for (int t = 0; !parameters && t < g->n_tensors; t++) {
+        free(want.params[t]);
+        want.params[t] = NULL;
+    }
+    pl_cluster *c = pl_test_cluster((pl_test_devices){.n = 4, .memory = 1LL << 34, .threads = 1});
+    char what[160];
+    int n = g->n_forward_ops;
+
+    for (int k = 2; k <= widest; k *= 2) {
+        pl_plan *plan = pl_plan_new(g, NULL);
+        split_ops(plan, g, 0, n, k, 0, 0);
+        snprintf(what, sizeof what, "%s split over %d devices", model, k);
+        pl_test_check_plan(g, c, data, plan, STEPS, want.losses, want.params, what);
+        pl_plan_free(plan);
+    }
+
+    pl_plan *replicated = pl_plan_new(g, NULL);
+    CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(replicated, 2, NULL), PL_OK);
+    split_ops(replicated, g, 0, n, 2, 0, 2);
+    snprintf(what, sizeof what, "%s: 2 replicas split over 2 devices", model);
+    pl_test_check_plan(g, c, data, replicated, STEPS, want.losses, want.params, what);
+    replicated->shard_optimizer_state = true;
+    pl_test_check_plan(g, c, data, replicated, STEPS, want.losses, want.params, what);
+    pl_plan_free(replicated);
+
+    pl_plan *pipeline = pl_test_pipeline_plan(g, 2, 2, PL_SCHEDULE_1F1B);
+    int middle = 0;
+    while (middle < n && pipeline->stage[middle] == 0)
+        middle++;
+    split_ops(pipeline, g, 0, middle, 2, 0, 0);
+    split_ops(pipeline, g, middle, n, 2, 2, 0);
+    snprintf(what, sizeof what, "%s: 2 stages each split over 2 devices", model);
+    pl_test_check_plan(g, c, data, pipeline, STEPS, want.losses, want.params, what);
+    pl_plan_free(pipeline);
+
+    reference_free(g, &want);
+    pl_cluster_free(c);
+    pl_dataset_free(data);
+    pl_graph_free(g);
+}
+
+static void test_products(void)
+{
+    check_hundred_steps("small/mlp-small.json", 4, true);
+}
+static void test_heads(void)
+{
+    check_hundred_steps("small/transformer-small.json", 2, true);
+}
+/* The losses only: a convolution's shards run its kernel at other sizes, whose sums go in
+ * another order, and over a hundred steps the ReLUs that rounding flips move a few dozen
+ * of the classifier's weights by up to 1e-4. */
+static void test_channels(void)
+{
+    check_hundred_steps("small/cnn-small.json", 2, false);
+}
+
+/* Random plans where each op is split, or not, over 2 or 4 of 4 devices drawn at random,
+ * in pipelines of random stages: three steps each, one device's losses. */
+static void check_random(const char *model)
+{
+    enum { STEPS = 3, PLANS = 4 };
+    pl_graph *g = pl_test_bundled_training_graph(model, BATCH);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_dataset *data = pl_dataset_open(g, "synthetic", 3, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(data);
+    pl_cluster *c = pl_test_cluster((pl_test_devices){.n = 4, .memory = 1LL << 34, .threads = 1});
+    for (int i = 0; i < PLANS; i++) {
+        uint64_t seed = 31u * (uint64_t)i + 7;
+        pl_plan *plan = pl_test_random_plan(g, 4, seed);
+        plan->micro_batches = 1;
+        for (int o = 0; o < g->n_forward_ops; o++) {
+            uint64_t draw = pl_rng_u64(seed, 5000u + (uint64_t)o);
+            if (draw % 3 == 0 || g->ops[o].outputs[0] == g->loss)
+                continue;
+            int k = draw % 2 ? 2 : 4, devices[PL_MAX_SPLIT];
+            for (int s = 0; s < k; s++) /* a rotation of the four */
+                devices[s] = (int)((draw / 7 + (uint64_t)s) % 4);
+            CU_ASSERT_EQUAL_FATAL(pl_plan_split(plan, o, k, devices, NULL), PL_OK);
+        }
+        float want[STEPS];
+        pl_test_one_device(g, data, 1, STEPS, want, NULL);
+        char what[128];
+        snprintf(what, sizeof what, "%s random split plan %d", model, i);
+        pl_test_check_plan(g, c, data, plan, STEPS, want, NULL, what);
+        pl_plan_free(plan);
+    }
+    pl_cluster_free(c);
+    pl_dataset_free(data);
+    pl_graph_free(g);
+}
+
+static void test_random_mlp(void)
+{
+    check_random("small/mlp-small.json");
+}
+static void test_random_cnn(void)
+{
+    check_random("small/cnn-small.json");
+}
+static void test_random_resnet(void)
+{
+    check_random("small/resnet-small.json");
+}
+static void test_random_inception(void)
+{
+    check_random("small/inception-small.json");
+}
+static void test_random_transformer(void)
+{
+    check_random("small/transformer-small.json");
+}
+static void test_random_lstm(void)
+{
+    check_random("small/lstm_lm-small.json");
+}
+static void test_random_seq2seq(void)
+{
+    check_random("small/seq2seq-small.json");
+}
+static void test_random_recommender(void)
+{
+    check_random("small/recommender-small.json");
+}
+static void test_random_moe(void)
+{
+    check_random("small/moe-small.json");
+}
+
+void pl_register_split_tests(void)
+{
+    static const pl_test_case cases[] = {
+        {"a hundred steps as one device: products by columns and rows", test_products},
+        {"a hundred steps as one device: attention by heads", test_heads},
+        {"a hundred steps as one device: convolutions by channels", test_channels},
+        {"random split plans: mlp", test_random_mlp},
+        {"random split plans: cnn", test_random_cnn},
+        {"random split plans: resnet", test_random_resnet},
+        {"random split plans: inception", test_random_inception},
+        {"random split plans: transformer", test_random_transformer},
+        {"random split plans: lstm_lm", test_random_lstm},
+        {"random split plans: seq2seq", test_random_seq2seq},
+        {"random split plans: recommender", test_random_recommender},
+        {"random split plans: moe", test_random_moe},
+        {NULL, NULL},
+    };
+    pl_test_add_suite("split", cases);
+}
