@@ -1,4 +1,5 @@
-/* Kernel tests: accumulate, scatter_accumulate (duplicate and out-of-range ids, and as
+/* Kernel tests: accumulate, scatter_accumulate (duplicate and out-of-range ids, a shard's
+ * rows from a first id, and as
  * the gradient of an embedding lookup by central differences), sgd_update with and
  * without velocity, and adam_update over several steps, against double-precision
  * references, in place, bitwise the same at 1, 3 and 7 threads. */
@@ -76,14 +77,14 @@ static void test_accumulate(void)
 }
 
 static void scatter_ref(float *want, const float *acc, const float *dy, const int32_t *ids,
-                        int64_t rows, int64_t vocab, int64_t d)
+                        int64_t rows, int64_t vocab, int64_t d, int64_t start)
 {
     for (int64_t i = 0; i < vocab * d; i++)
         want[i] = acc[i];
     for (int64_t r = 0; r < rows; r++)
-        if (ids[r] >= 0 && ids[r] < vocab)
+        if (ids[r] - start >= 0 && ids[r] - start < vocab)
             for (int64_t c = 0; c < d; c++)
-                want[ids[r] * d + c] += dy[r * d + c];
+                want[(ids[r] - start) * d + c] += dy[r * d + c];
 }
 
 static void test_scatter_accumulate(void)
@@ -92,9 +93,10 @@ static void test_scatter_accumulate(void)
         const char *acc, *dy, *ids;
     } shapes[] = {{"6,5", "2,3,5", "2,3"}, {"4,1", "7,1", "7"}, {"9,40", "30,40", "30"}};
     pl_attrs at = pl_kc_defaults();
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-        pl_tensor in_t[3] = {state(shapes[s].acc), pl_kc_tensor(shapes[s].dy, PL_F32, true),
-                             pl_kc_tensor(shapes[s].ids, PL_I32, true)};
+    for (size_t s = 0; s < 2 * sizeof shapes / sizeof *shapes; s++) {
+        at.start = s % 2 ? 2 : 0; /* a shard of a table split by rows: ids from 2 */
+        pl_tensor in_t[3] = {state(shapes[s / 2].acc), pl_kc_tensor(shapes[s / 2].dy, PL_F32, true),
+                             pl_kc_tensor(shapes[s / 2].ids, PL_I32, true)};
         int64_t vocab = in_t[0].dims[0], d = in_t[0].dims[1];
         int64_t rows = pl_tensor_elements(&in_t[2]);
         float *acc = pl_kc_random(&in_t[0], 3 + s, -1, 1);
@@ -102,7 +104,7 @@ static void test_scatter_accumulate(void)
         int32_t *ids = pl_kc_random(&in_t[2], 5 + s, -1, (double)vocab + 1); /* some outside */
         ids[0] = ids[rows - 1] = (int32_t)(vocab / 2); /* a repeated id */
         float *want = malloc((size_t)(vocab * d) * sizeof *want);
-        scatter_ref(want, acc, dy, ids, rows, vocab, d);
+        scatter_ref(want, acc, dy, ids, rows, vocab, d, at.start);
         void *in[] = {acc, dy, ids};
         float *wants[] = {want};
         check_in_place((pl_kernel_fns){pl_kernel_scatter_accumulate, NULL, NULL},

@@ -97,7 +97,7 @@ bool pl_ad_contribute(pl_autodiff *ad, int t, int gradient)
     return (ad->grad[t] = pl_ad_emit(ad, PL_OP_ADD, pair, 2, 1, NULL)) >= 0;
 }
 
-bool pl_ad_contribute_rows(pl_autodiff *ad, int table, int dy, int ids)
+bool pl_ad_contribute_rows(pl_autodiff *ad, int table, int dy, int ids, int64_t start)
 {
     if (ad->g->tensors[table].frozen)
         return true; /* a frozen table: nothing to learn */
@@ -109,7 +109,10 @@ bool pl_ad_contribute_rows(pl_autodiff *ad, int table, int dy, int ids)
     }
     int acc = accumulator_of(ad, table);
     int inputs[3] = {acc, dy, ids};
-    return acc >= 0 && add_op(ad, PL_OP_SCATTER_ACCUMULATE, inputs, 3, 0, NULL,
+    pl_attrs rows;
+    pl_attrs_default(&rows);
+    rows.start = start;
+    return acc >= 0 && add_op(ad, PL_OP_SCATTER_ACCUMULATE, inputs, 3, 0, &rows,
                               PL_PHASE_BACKWARD, ad->home[table]) >= 0;
 }
 

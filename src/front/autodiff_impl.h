@@ -36,8 +36,8 @@ int pl_ad_output(const pl_autodiff *ad, int first_output, int k);
 /* Adds `gradient` to tensor t's gradient: summed for activations, accumulated into the
  * state for parameters. Reduces over broadcast axes first when shapes differ. */
 bool pl_ad_contribute(pl_autodiff *ad, int t, int gradient);
-/* An embedding table's rows: acc[ids] += dy, without a dense gradient. */
-bool pl_ad_contribute_rows(pl_autodiff *ad, int table, int dy, int ids);
+/* An embedding table's rows: acc[ids - start] += dy, without a dense gradient. */
+bool pl_ad_contribute_rows(pl_autodiff *ad, int table, int dy, int ids, int64_t start);
 
 /* Backward rules, one per differentiable forward op kind (autodiff_rules.c). */
 bool pl_backward_matmul(pl_autodiff *ad, int op);

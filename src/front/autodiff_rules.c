@@ -334,7 +334,8 @@ bool pl_backward_transpose(pl_autodiff *ad, int op)
 bool pl_backward_embedding(pl_autodiff *ad, int op)
 {
     pl_op f = forward(ad, op);
-    return pl_ad_contribute_rows(ad, f.inputs[0], pl_ad_grad(ad, f.outputs[0]), f.inputs[1]);
+    return pl_ad_contribute_rows(ad, f.inputs[0], pl_ad_grad(ad, f.outputs[0]), f.inputs[1],
+                                 f.attrs.start);
 }
 
 bool pl_backward_reduce(pl_autodiff *ad, int op)

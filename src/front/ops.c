@@ -1187,7 +1187,7 @@ static const pl_op_info op_table[PL_OP_COUNT] = {
        .backward = pl_backward_reshape),
     OP(PL_OP_TRANSPOSE, "transpose", 1, 1, 1, 1, A(PERM), A(PERM), infer_transpose, flops_none,
        .backward = pl_backward_transpose),
-    OP(PL_OP_EMBEDDING, "embedding", 2, 2, 1, 1, 0, 0, infer_embedding, flops_none,
+    OP(PL_OP_EMBEDDING, "embedding", 2, 2, 1, 1, A(START), 0, infer_embedding, flops_none,
        .backward = pl_backward_embedding),
     OP(PL_OP_REDUCE_SUM, "reduce_sum", 1, 1, 1, 1, A(AXES) | A(KEEPDIMS), A(AXES),
        infer_reduce, flops_in1,

@@ -37,6 +37,7 @@ typedef struct rule {
     int in[8], in_axis[8];
     int out, out_axis;
     int64_t groups_divided; /* a depthwise convolution's groups per shard, or 0 */
+    int64_t rows_per_shard; /* an embedding split by rows: shard s's first id, over s */
     int reshape_axis;       /* a reshape's result axis that is split, or -1 */
 } rule;
 
@@ -477,6 +478,23 @@ static bool rule_reshape(const splitter *sp, const pl_op *op, rule *r)
     return false;
 }
 
+static bool rule_embedding(const splitter *sp, const pl_op *op, rule *r)
+{
+    int k = sp->split[op - sp->g->ops];
+    const pl_tensor *table = &sp->g->tensors[op->inputs[0]];
+    const pl_tensor *out = &sp->g->tensors[op->outputs[0]];
+    if (!is_stored(table))
+        return false;
+    r->in[0] = IN_SPLIT, r->in[1] = IN_WHOLE;
+    if (divides(table, 0, k)) {
+        r->in_axis[0] = 0, r->out = PARTIAL;
+        r->rows_per_shard = table->dims[0] / k;
+        return true;
+    }
+    r->in_axis[0] = 1, r->out = SPLIT, r->out_axis = out->rank - 1;
+    return divides(table, 1, k);
+}
+
 static bool rule_for(const splitter *sp, int o, rule *r)
 {
     const pl_op *op = &sp->g->ops[o];
@@ -541,11 +559,9 @@ static bool rule_for(const splitter *sp, int o, rule *r)
     case PL_OP_CONV1D:
     case PL_OP_CONV2D:
     case PL_OP_CONV3D: return rule_conv(sp, op, r);
-    case PL_OP_EMBEDDING:
-        r->in[0] = IN_SPLIT, r->in_axis[0] = 1, r->in[1] = IN_WHOLE;
-        r->out = SPLIT, r->out_axis = out->rank - 1;
-        return is_stored(&sp->g->tensors[op->inputs[0]]) &&
-               divides(&sp->g->tensors[op->inputs[0]], 1, k);
+    case PL_OP_EMBEDDING: /* by vocabulary rows (partial: each shard's rows or zeros),
+                             else by columns */
+        return rule_embedding(sp, op, r);
     case PL_OP_RESHAPE:
     case PL_OP_FLATTEN: return rule_reshape(sp, op, r);
     case PL_OP_TRANSPOSE: {
@@ -629,6 +645,8 @@ static bool copy_split(splitter *sp, int o, const rule *r)
         pl_attrs attrs = op->attrs;
         if (r->groups_divided)
             attrs.groups = r->groups_divided;
+        if (r->rows_per_shard)
+            attrs.start = op->attrs.start + r->rows_per_shard * s;
         int64_t *shape = NULL;
         if (r->reshape_axis >= 0 && op->kind == PL_OP_RESHAPE) {
             /* The shape leaves the batch axis out. */

@@ -10,7 +10,9 @@
  * - a product of two activations split along a leading axis (attention's heads) stays
  *   split; convolutions split their output channels (or, on split input channels, the
  *   inner sum, the bias added once); depthwise convolutions, batch norm and pooling
- *   follow split channels; an embedding splits its table's columns;
+ *   follow split channels; an embedding splits its table by rows (its output partial:
+ *   each shard looks up its own rows, zeros for the others) or, where the rows do not
+ *   divide, by columns;
  * - element-wise ops, norms and softmax follow a split on any axis they do not reduce;
  *   sums and scalings keep partial values partial; reshapes and transposes carry a split
  *   to the axis it becomes;

@@ -26,18 +26,19 @@ PL_VECTOR_CLONES PL_KERNEL(accumulate)
         acc[i] += g[i];
 }
 
-/* acc[ids[i], :] += dy[i, :], ids outside [0, V) skipped. */
+/* acc[ids[i] - start, :] += dy[i, :], ids outside [start, start + V) skipped (the
+ * embedding's `start`: a shard of a table split by rows). */
 PL_KERNEL(scatter_accumulate)
 {
     const pl_tensor *acc_t = args->in_t[0];
     float *acc = args->in[0];
     const float *dy = args->in[1];
     const int32_t *ids = args->in[2];
-    int64_t vocab = acc_t->dims[0], d = acc_t->dims[1];
+    int64_t vocab = acc_t->dims[0], d = acc_t->dims[1], start = args->op->attrs.start;
     int64_t rows = pl_tensor_elements(args->in_t[2]), c0, c1;
     pl_kernel_share(d, args->ith, args->nth, &c0, &c1);
     for (int64_t i = 0; i < rows; i++) {
-        int32_t id = ids[i];
+        int64_t id = ids[i] - start;
         if (id < 0 || id >= vocab)
             continue;
         float *dst = acc + id * d;

@@ -181,12 +181,13 @@ PL_KERNEL(transpose)
     }
 }
 
-/* embedding(table [V,D], ids [...]) -> [..., D]: row lookups shared by ids; an id
- * outside [0, V) gives a zero row rather than reading out of bounds. */
+/* embedding(table [V,D], ids [...]) -> [..., D]: row lookups shared by ids, the table's
+ * first row being id `start`; an id outside [start, start + V) gives a zero row (a
+ * shard of a table split by rows, or a bad id, never read out of bounds). */
 PL_KERNEL(embedding)
 {
     const pl_tensor *table_t = args->in_t[0];
-    int64_t vocab = table_t->dims[0], width = table_t->dims[1];
+    int64_t vocab = table_t->dims[0], width = table_t->dims[1], start = args->op->attrs.start;
     const float *table = args->in[0];
     const int32_t *ids = args->in[1];
     float *y = args->out[0];
@@ -194,7 +195,7 @@ PL_KERNEL(embedding)
     pl_kernel_share(pl_tensor_elements(args->in_t[1]), args->ith, args->nth, &begin, &end);
     for (int64_t i = begin; i < end; i++) {
         float *row = y + i * width;
-        int64_t id = ids[i];
+        int64_t id = ids[i] - start;
         if (id >= 0 && id < vocab)
             memcpy(row, table + id * width, (size_t)width * sizeof(float));
         else
