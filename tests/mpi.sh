@@ -1,7 +1,8 @@
 #!/bin/sh
 # placer across processes: run and train under mpirun with 2 and 4 ranks give what one
-# process gives (losses, checkpoints to the byte), replicas all-reduce across ranks, the
-# rank count is checked; a signal to one rank stops every rank at the same step; a rank that
+# process gives (losses, checkpoints to the byte) for pipelines, replicas and split ops;
+# replicas all-reduce across ranks, the rank count is checked; a signal to one rank stops
+# every rank at the same step; a rank that
 # dies or stops ends the others; and two network namespaces stand in for two hosts.
 . "${top_srcdir:-.}/tests/shell_lib.sh"
 
@@ -117,6 +118,19 @@ for state in replicated sharded; do
     train "$work/r1.out" "$work/r1.ckpt" "$plan" "$one"
     train "$work/r4.out" "$work/r4.ckpt" "$plan" "$src/graphs/clusters/paced-4-ranks-4.json" 4
     same "4 replicas over 4 ranks, state $state" "$work/r1" "$work/r4"
+done
+
+# Split plans: two stages each split over two devices, and two replicas each split over
+# two devices with their optimizer state sharded: the shards' collectives cross ranks, and
+# the checkpoint gathers the shards whole.
+for split in split-paced-4 split-replicas; do
+    plan=$src/tests/plans/transformer-small-$split.json
+    train "$work/s1.out" "$work/s1.ckpt" "$plan" "$one"
+    for ranks in 2 4; do
+        train "$work/s$ranks.out" "$work/s$ranks.ckpt" "$plan" \
+            "$src/graphs/clusters/paced-4-ranks-$ranks.json" "$ranks"
+        same "$split over $ranks ranks" "$work/s1" "$work/s$ranks"
+    done
 done
 
 # placer run: every rank's devices in the one trace rank 0 writes, one report. (Its loss

@@ -241,10 +241,11 @@ static int write_checkpoint(trainer *t)
 }
 
 /* The training accuracy counts the last step's logits: in one process, where they are
- * all in one place. */
+ * all in one place (one micro-batch of one replica). */
 static bool counts_accuracy(const trainer *t)
 {
-    return t->sc.logits >= 0 && t->o.micro_batches == 1 && !pl_cli_comm();
+    return t->sc.logits >= 0 && t->o.micro_batches == 1 && !pl_cli_comm() &&
+           (!t->plan || t->plan->replicas == 1);
 }
 
 /* Whether to stop for Ctrl-C or a signal. With an executor, its decision: under mpirun the
