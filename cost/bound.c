@@ -12,6 +12,14 @@
  * - what the links cost (bound_comm.c),
  * and the bound is the least of those over the sizes.
  *
+ * Split ops (tensor parallelism, split_graph.h): a plan may run each op of a kind the
+ * rewrite splits on up to min(devices, PL_MAX_SPLIT) devices at once, so such an op's
+ * time on the critical path, and a group's work, count shared among that many (with the
+ * replicas', the devices at most); the fill and drain then bound nothing, as with
+ * replicas, and the links' terms count parts of tensors (bound_comm.c). The terms stay bounds where a shard's time is at
+ * least its share of the whole op's: on paced devices, and where the cost model's time
+ * grows at least in proportion to the work.
+ *
  * Spreading over unequal devices: for any weights w_d >= 0 summing to 1, a step of T
  * has T >= sum_d w_d load_d (each load_d <= T), and sum_d w_d load_d >= sum over groups
  * of min_d w_d time(group, d), wherever the groups run. Equal weights give the work over
@@ -37,6 +45,7 @@
 #include "graph_build.h"
 #include "op_times.h"
 #include "simulate.h"
+#include "split_graph.h"
 
 /* Devices that time every op alike (the same threads and declared rate) form a class;
  * the bound works per class. */
@@ -139,11 +148,14 @@ static pl_status times_at(const pl_graph *g, const pl_cluster *c, const pl_cost_
  * they are alike) with those works: spread + (the idle at both ends) w_max. */
 typedef struct ramp_event {
     double at;
-    int slope; /* +1: an item's work may begin to fit; -1: all of it fits */
+    double slope; /* + its rate: an item's work may begin to fit; - its rate: all of it fits */
 } ramp_event;
 
+/* An item a plan may split over k devices (split_graph.h) fits k times as fast: at most
+ * min(its work, k (t - head)) before t; its rate is k (1 for an item run whole). */
 typedef struct ramps {
     double *head, *tail, *work; /* per item (op or group) */
+    const double *rate;         /* per item */
     ramp_event *events;         /* 2 per item */
     double *curves;             /* 4 (2 + 2 per item) */
 } ramps;
@@ -158,17 +170,18 @@ static int earlier(const void *a, const void *b)
  * items beginning at `begin` (their heads, or their tails for the step's end): the
  * times in at[], the idle in idle[]; returns how many. */
 static int idle_curve(int n_items, double n_devices, const double *begin, const double *work,
-                      double known, ramp_event *events, double *at, double *idle)
+                      const double *rate, double known, ramp_event *events, double *at,
+                      double *idle)
 {
     int n = 0;
     for (int i = 0; i < n_items; i++)
         if (begin[i] < known && work[i] > 0) {
-            events[n++] = (ramp_event){begin[i], 1};
-            events[n++] = (ramp_event){begin[i] + work[i], -1};
+            events[n++] = (ramp_event){begin[i], rate[i]};
+            events[n++] = (ramp_event){begin[i] + work[i] / rate[i], -rate[i]};
         }
     qsort(events, (size_t)n, sizeof *events, earlier);
-    double fits = 0, t = 0;
-    int active = 0, points = 0;
+    double fits = 0, t = 0, active = 0;
+    int points = 0;
     for (int e = 0; e <= n; e++) {
         double next = e < n && events[e].at < known ? events[e].at : known;
         fits += active * (next - t);
@@ -190,9 +203,10 @@ static double fill_and_drain(int n_items, double n_devices, const ramps *r, doub
     size_t most_points = 2 * (size_t)n_items + 2;
     double *fill_at = r->curves, *fill = fill_at + most_points;
     double *drain_at = fill + most_points, *drain = drain_at + most_points;
-    int n_fill = idle_curve(n_items, n_devices, r->head, r->work, known, r->events, fill_at, fill);
-    int n_drain =
-        idle_curve(n_items, n_devices, r->tail, r->work, known, r->events, drain_at, drain);
+    int n_fill = idle_curve(n_items, n_devices, r->head, r->work, r->rate, known, r->events,
+                            fill_at, fill);
+    int n_drain = idle_curve(n_items, n_devices, r->tail, r->work, r->rate, known, r->events,
+                             drain_at, drain);
     for (int j = 1; j < n_drain; j++) /* the most idle at the end within each length */
         if (drain[j - 1] > drain[j])
             drain[j] = drain[j - 1];
@@ -318,7 +332,8 @@ static double best_weights(const device_classes *k, const double *share, int n_i
 
 /* The spread terms at one size from the ops' shares per class (share, [op][class]):
  * - the groups' work spread by the best weights (returned),
- * - the heaviest group, on the class where it runs fastest (*heaviest),
+ * - the heaviest group, on the class where it runs fastest, shared as a split may share
+ *   it (*heaviest),
  * - for the fill and drain, 1 / w_max (*n_devices) and each op's and group's work
  *   (ops->work, groups->work: max_k w_k time / w_max),
  * - per op, its weighted work min_k w_k share for the update chains (spread[o * stride]).
@@ -351,7 +366,7 @@ static double spread_terms(const pl_graph *g, const int *unit, int n_groups,
             least = fmin(least, t[i]);
             groups->work[q] = fmax(groups->work[q], w[i] * t[i] / most);
         }
-        *heaviest = fmax(*heaviest, least);
+        *heaviest = fmax(*heaviest, least / groups->rate[q]);
     }
     for (int o = 0; o < g->n_ops; o++) {
         const double *t = &share[(size_t)o * (size_t)K];
@@ -512,13 +527,26 @@ pl_status pl_step_lower_bound_parts(const pl_graph *g, const pl_cluster *c,
     double *items = malloc((6 * n + 1) * sizeof *items); /* ops' and groups' paths, work */
     ramp_event *events = malloc((2 * n + 1) * sizeof *events);
     double *curves = malloc(4 * (2 * n + 2) * sizeof *curves);
-    ramps ops = {items, items + n, items + 2 * n, events, curves};
-    ramps groups = {items + 3 * n, items + 4 * n, items + 5 * n, events, curves};
+    ramps ops = {items, items + n, items + 2 * n, NULL, events, curves};
+    ramps groups = {items + 3 * n, items + 4 * n, items + 5 * n, NULL, events, curves};
     double *bounds = malloc(2 * (size_t)n_sizes * sizeof *bounds);
     double *comm = bounds + n_sizes; /* the links' term per size */
     int *copies_at = malloc((size_t)n_sizes * sizeof *copies_at);
+    double *rates = malloc((2 * n + 1) * sizeof *rates); /* per op, then per unit */
+    int split = 1; /* the most devices a split op may have */
+    int reach = c->n_devices < PL_MAX_SPLIT ? c->n_devices : PL_MAX_SPLIT;
+    for (size_t o = 0; rates && unit && o < n; o++)
+        rates[n + o] = 1;
+    for (size_t o = 0; rates && unit && o < n; o++) {
+        bool splits = pl_split_graph_splits(g->ops[g->ops[o].group].kind);
+        rates[o] = splits ? reach : 1;
+        split = splits ? reach : split;
+        rates[n + (size_t)unit[o]] = fmax(rates[n + (size_t)unit[o]], rates[o]);
+    }
+    ops.rate = rates;
+    groups.rate = rates + n;
     if (unit && shapes && step && spread && share && group_share && fastest_spread && micro &&
-        bounds && items && events && curves && copies_at)
+        bounds && items && events && curves && copies_at && rates)
         deps = dependencies_of(g, err);
     pl_status status = deps ? PL_OK : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     for (int size = 1, s = 0; status == PL_OK && size <= g->batch_size; size++) {
@@ -528,7 +556,11 @@ pl_status pl_step_lower_bound_parts(const pl_graph *g, const pl_cluster *c,
         /* replicas: each a share of the micro-batches, on devices of its own */
         int copies = pl_graph_whole_step_op(g) < 0 ? g->batch_size / size : 1;
         copies = copies < c->n_devices ? copies : c->n_devices;
-        copies_at[s] = copies;
+        /* split ops: each run of an op shared by as many devices (a group's work at the
+         * end of an update's chain by the replicas and the split together) */
+        for (size_t o = 0; o < n; o++)
+            micro[o] /= rates[o];
+        copies_at[s] = copies * split < c->n_devices ? copies * split : c->n_devices;
         if (status == PL_OK) {
             double heaviest, n_devices;
             paths_and_groups(g, unit, deps, micro, &ops, &groups);
@@ -544,8 +576,8 @@ pl_status pl_step_lower_bound_parts(const pl_graph *g, const pl_cluster *c,
                 bounds[s] = fmax(bounds[s], size_bound(g, work, heaviest, n_devices, copies,
                                                        micro, &ops, &groups));
             }
-            status = pl_bound_comm(g, c, shapes, size, copies, step + s, n_sizes, &comm[s],
-                                   err);
+            status = pl_bound_comm(g, c, shapes, size, copies, split, step + s, n_sizes,
+                                   &comm[s], err);
         }
         s++;
     }
@@ -576,5 +608,6 @@ pl_status pl_step_lower_bound_parts(const pl_graph *g, const pl_cluster *c,
     free(curves);
     free(bounds);
     free(copies_at);
+    free(rates);
     return status;
 }

@@ -25,6 +25,14 @@
  * the least over r = 1 .. copies. Sweeping T down the tensors' thresholds joins components
  * one tensor at a time (union-find), so the term costs a sort of the tensors per r.
  *
+ * A plan may split ops over up to `split` devices (split_graph.h): then what crosses may be
+ * a part of a tensor, 1/split of it, so the thresholds take a tensor's bytes over `split`;
+ * ops kept together run shard for shard on at most `split` devices, each reading its own
+ * parts, and load one with their work over `split` as well. But an op a plan cannot split
+ * runs whole on one device and reads its inputs whole there: a part from another device
+ * would cross. So a component with such an op runs on one device, as without splits. (The
+ * groups' terms stand: a component kept in one group still loads it with its work over g.)
+ *
  * Only activations and trained parameters count (inputs, constants and states are never
  * copied as tensors are, or not surely); latencies are left out. With a native link a
  * copy is a memcpy on its device's core, held to no bandwidth, and the term is 0. */
@@ -33,6 +41,7 @@
 #include <stdlib.h>
 
 #include "bound_impl.h"
+#include "split_graph.h"
 
 /* Bytes per second: the fastest link, the most a device sends, and between groups the
  * fastest link and the most a group sends (0 with one group); g the largest group. */
@@ -113,14 +122,23 @@ static int later_first(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-/* Union-find over ops with each component's work and whether a kept parameter joins it;
- * `load` is the heaviest component's load (work over `share`, or all of it when kept). */
+/* Union-find over ops with each component's work, whether a kept parameter joins it and
+ * whether an op a plan cannot split does; `load` is the heaviest component's load: its
+ * work times `share` (over the replicas and, where every op may be split, the split),
+ * all of it when a kept parameter joins it (but for the split). */
 typedef struct components {
     int *parent;
     double *work;
-    bool *kept;
-    double share, load;
+    bool *kept, *whole;
+    int replicas, split;
+    double load;
 } components;
+
+static double load_of(const components *k, int root)
+{
+    double r = k->kept[root] ? 1 : k->replicas, s = k->whole[root] ? 1 : k->split;
+    return k->work[root] / (r * s);
+}
 
 static int root_of(components *k, int o)
 {
@@ -137,20 +155,24 @@ static void join(components *k, int a, int b, bool kept)
         k->parent[b] = a;
         k->work[a] += k->work[b];
         k->kept[a] = k->kept[a] || k->kept[b];
+        k->whole[a] = k->whole[a] || k->whole[b];
     }
     k->kept[a] = k->kept[a] || kept;
-    k->load = fmax(k->load, k->kept[a] ? k->work[a] : k->work[a] * k->share);
+    k->load = fmax(k->load, load_of(k, a));
 }
 
-static void start_components(components *k, const double *work, int n_ops, double share)
+static void start_components(components *k, const pl_graph *g, const double *work,
+                             int replicas, int split)
 {
-    k->share = share;
+    k->replicas = replicas;
+    k->split = split;
     k->load = 0;
-    for (int o = 0; o < n_ops; o++) {
+    for (int o = 0; o < g->n_ops; o++) {
         k->parent[o] = o;
         k->work[o] = work[o];
         k->kept[o] = false;
-        k->load = fmax(k->load, work[o] * share);
+        k->whole[o] = !pl_split_graph_splits(g->ops[g->ops[o].group].kind);
+        k->load = fmax(k->load, load_of(k, o));
     }
 }
 
@@ -163,23 +185,24 @@ static void join_tensor(components *k, const pl_graph *g, const int *first_op,
         join(k, t->op, op_list[i], kept);
 }
 
-/* The least T at or above the components' loads at T, for r replicas. */
+/* The least T at or above the components' loads at T, for r replicas whose ops may be
+ * split over `split` devices. */
 static double sweep(const pl_graph *g, const link_speeds *s, const double *work, int r,
-                    const joining_tensor *tensors, int n_tensors, const int *first_op,
-                    const int *op_list, threshold *order, components *device,
-                    components *group)
+                    int split, const joining_tensor *tensors, int n_tensors,
+                    const int *first_op, const int *op_list, threshold *order,
+                    components *device, components *group)
 {
     int n = 0;
     for (int i = 0; i < n_tensors; i++) {
         const joining_tensor *t = &tensors[i];
-        double bytes = t->param ? t->bytes : t->bytes / r;
+        double bytes = (t->param ? t->bytes : t->bytes / r) / split;
         order[n++] = (threshold){bytes / (t->param ? s->device_out : s->fastest), i, false};
         if (s->group_size > 0)
             order[n++] = (threshold){bytes / (t->param ? s->group_out : s->between), i, true};
     }
     qsort(order, (size_t)n, sizeof *order, later_first);
-    start_components(device, work, g->n_ops, 1.0 / r);
-    start_components(group, work, g->n_ops, 1.0 / r);
+    start_components(device, g, work, r, split);
+    start_components(group, g, work, r, 1);
     int g_size = s->group_size > 0 ? s->group_size : 1;
     double best = HUGE_VAL, above = HUGE_VAL;
     for (int i = 0; i <= n; i++) {
@@ -251,8 +274,8 @@ static int joining_tensors(const pl_graph *g, const pl_tensor *shapes, double ru
 }
 
 pl_status pl_bound_comm(const pl_graph *g, const pl_cluster *c, const pl_tensor *shapes,
-                        int size, int copies, const double *step, int stride, double *seconds,
-                        pl_error *err)
+                        int size, int copies, int split, const double *step, int stride,
+                        double *seconds, pl_error *err)
 {
     link_speeds speeds;
     *seconds = 0;
@@ -264,20 +287,20 @@ pl_status pl_bound_comm(const pl_graph *g, const pl_cluster *c, const pl_tensor 
     threshold *order = malloc((2 * n_tensors + 1) * sizeof *order);
     double *work = malloc((3 * n + 1) * sizeof *work);
     int *parents = malloc((2 * n + 1) * sizeof *parents);
-    bool *kept = malloc(2 * n + 1);
+    bool *kept = malloc(4 * n + 1);
     int n_joining = -1;
     if (first_op && tensors && order && work && parents && kept)
         n_joining = joining_tensors(g, shapes, (double)g->batch_size / size, first_op,
                                     &op_list, tensors);
     if (n_joining >= 0) {
-        components device = {parents, work + n, kept, 0, 0};
-        components group = {parents + n, work + 2 * n, kept + n, 0, 0};
+        components device = {parents, work + n, kept, kept + 2 * n, 1, 1, 0};
+        components group = {parents + n, work + 2 * n, kept + n, kept + 3 * n, 1, 1, 0};
         for (size_t o = 0; o < n; o++)
             work[o] = step[o * (size_t)stride];
         double least = HUGE_VAL;
         for (int r = 1; r <= copies; r++)
-            least = fmin(least, sweep(g, &speeds, work, r, tensors, n_joining, first_op,
-                                      op_list, order, &device, &group));
+            least = fmin(least, sweep(g, &speeds, work, r, split, tensors, n_joining,
+                                      first_op, op_list, order, &device, &group));
         *seconds = least;
     }
     free(first_op);

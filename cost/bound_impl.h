@@ -7,11 +7,12 @@
 #include "graph.h"
 
 /* The communication term at one micro-batch size (bound_comm.c): the step is at least
- * *seconds for any plan of up to `copies` replicas. `shapes` are the tensors at that size,
- * step[o * stride] op o's share of the step on its fastest device (every run). 0 when a
- * device has a native link (its copies are not held to a bandwidth). */
+ * *seconds for any plan of up to `copies` replicas whose ops are split over up to `split`
+ * devices. `shapes` are the tensors at that size, step[o * stride] op o's share of the
+ * step on its fastest device (every run). 0 when a device has a native link (its copies
+ * are not held to a bandwidth). */
 pl_status pl_bound_comm(const pl_graph *graph, const pl_cluster *cluster,
-                        const pl_tensor *shapes, int size, int copies, const double *step,
-                        int stride, double *seconds, pl_error *err);
+                        const pl_tensor *shapes, int size, int copies, int split,
+                        const double *step, int stride, double *seconds, pl_error *err);
 
 #endif

@@ -797,3 +797,23 @@ void pl_split_graph_free(pl_split_graph *split)
     free(split->tensor_origin);
     free(split);
 }
+
+bool pl_split_graph_splits(pl_op_kind kind)
+{
+    switch (kind) {
+    case PL_OP_MATMUL: case PL_OP_ADD: case PL_OP_SUB: case PL_OP_MUL: case PL_OP_DIV:
+    case PL_OP_SCALE: case PL_OP_RELU: case PL_OP_GELU: case PL_OP_TANH: case PL_OP_SIGMOID:
+    case PL_OP_CLAMP: case PL_OP_HARDSIGMOID: case PL_OP_HARDSWISH: case PL_OP_ERF:
+    case PL_OP_EXP: case PL_OP_LOG: case PL_OP_SQRT: case PL_OP_RSQRT: case PL_OP_ABS:
+    case PL_OP_POW: case PL_OP_SILU: case PL_OP_WHERE: case PL_OP_SOFTMAX:
+    case PL_OP_LOG_SOFTMAX: case PL_OP_LAYER_NORM: case PL_OP_BATCH_NORM:
+    case PL_OP_MAX_POOL: case PL_OP_AVG_POOL: case PL_OP_GLOBAL_AVG_POOL:
+    case PL_OP_ADAPTIVE_AVG_POOL: case PL_OP_MAX_POOL1D: case PL_OP_MAX_POOL3D:
+    case PL_OP_AVG_POOL1D: case PL_OP_AVG_POOL3D: case PL_OP_ADAPTIVE_AVG_POOL1D:
+    case PL_OP_ADAPTIVE_AVG_POOL3D: case PL_OP_CONV1D: case PL_OP_CONV2D: case PL_OP_CONV3D:
+    case PL_OP_EMBEDDING: case PL_OP_RESHAPE: case PL_OP_FLATTEN: case PL_OP_TRANSPOSE:
+        return true;
+    default:
+        return false;
+    }
+}

@@ -61,6 +61,10 @@ pl_split_graph *pl_split_graph_new(const pl_graph *graph, const int *split, cons
                                    const int *stage, pl_error *err);
 void pl_split_graph_free(pl_split_graph *split);
 
+/* Whether the rewrite may split a forward op of this kind (sizes permitting): for bounds
+ * that must hold for every plan. */
+bool pl_split_graph_splits(pl_op_kind kind);
+
 #ifdef __cplusplus
 }
 #endif
