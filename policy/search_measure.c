@@ -263,7 +263,8 @@ void pl_search__measure_busy(pl_search_call *call)
     if (!call->executor || !(chosen->measured > 0) ||
         !within_budget(call, 1, expected_step(call, chosen) + s->slowest_placing) ||
         pl_executor_set_plan(call->executor, chosen->plan, &fit, NULL) != PL_OK || !fit.fits ||
-        pl_executor_step(call->executor, 0, &loss, NULL) != PL_OK) /* interrupted too */
+        pl_executor_step(call->executor, 0, &loss, NULL) != PL_OK || /* interrupted too */
+        pl_executor_interrupted(call->executor)) /* another rank's part cut short */
         return;
     const pl_program *p = pl_executor_program(call->executor);
     const double *starts = pl_executor_task_starts(call->executor);
