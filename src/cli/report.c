@@ -323,11 +323,12 @@ static void write_devices(FILE *fp, const pl_job *job)
         fprintf(fp, " %s | %s |\n", pl_units_bytes((double)chosen->sim.memory[d], a, sizeof a),
                 pl_units_bytes((double)c->devices[d].memory_bytes, b, sizeof b));
     }
-    char replicas[64];
-    fprintf(fp, "\n## Communication\n\n%d copies per step, %s in all; %s%d stage%s, %d "
+    char replicas[64], split[96];
+    fprintf(fp, "\n## Communication\n\n%d copies per step, %s in all; %s%s%d stage%s, %d "
             "micro-batch%s, %s.\n", chosen->sim.n_copies,
             pl_units_bytes((double)chosen->sim.copy_bytes, a, sizeof a),
-            pl_plan_replicas_text(chosen->plan, replicas, sizeof replicas), chosen->plan->n_stages,
+            pl_plan_replicas_text(chosen->plan, replicas, sizeof replicas),
+            pl_plan_split_text(chosen->plan, split, sizeof split), chosen->plan->n_stages,
             chosen->plan->n_stages == 1 ? "" : "s", chosen->plan->micro_batches,
             chosen->plan->micro_batches == 1 ? "" : "es",
             pl_plan_schedule_text(chosen->plan));

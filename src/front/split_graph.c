@@ -775,3 +775,19 @@ void pl_split_graph_free(pl_split_graph *split)
     free(split->tensor_origin);
     free(split);
 }
+
+bool pl_split_graph_collective(const pl_split_graph *split, const pl_graph *model, int o)
+{
+    const char *name = split->graph->ops[o].name;
+    int origin = split->op_origin[o], shard = split->op_shard[o];
+    if (origin < 0)
+        return true;
+    const char *own = model->ops[origin].name;
+    size_t n = strlen(own);
+    if (strncmp(name, own, n) != 0)
+        return true;
+    char tail[32] = ""; /* a whole op keeps its name, shard s is "NAME/tp{s}" */
+    if (shard >= 0)
+        snprintf(tail, sizeof tail, "/tp%d", shard);
+    return strcmp(name + n, tail) != 0;
+}

@@ -55,6 +55,10 @@ typedef struct pl_split_graph {
 pl_split_graph *pl_split_graph_new(const pl_graph *graph, const int *split, const int *group,
                                    pl_error *err);
 void pl_split_graph_free(pl_split_graph *split);
+/* Whether forward op o of split->graph is one the rewrite inserted for a collective (a
+ * concatenation, split, sum or slice between layouts) rather than model op op_origin[o]
+ * itself or a shard of it. `model` is the graph that was rewritten. */
+bool pl_split_graph_collective(const pl_split_graph *split, const pl_graph *model, int o);
 
 #ifdef __cplusplus
 }
