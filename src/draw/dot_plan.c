@@ -260,7 +260,7 @@ static pl_status open_graph(drawing *d, pl_error *err)
                  d->groups.depth);
     snprintf(title, sizeof title,
              "%s on %s (%s): %d device%s, %s%d stage%s, %d micro-batch%s, %s\n"
-             "cross-device traffic %s per step in %d copies%s%s\n%s%s",
+             "cross-device traffic %s per step in %d copies%s%s\n%s%s%s",
              d->graph->name, d->cluster->name,
              plan->provenance.algorithm[0] ? plan->provenance.algorithm : "plan", used,
              used == 1 ? "" : "s", pl_plan_split_text(d->given, split, sizeof split),
@@ -271,6 +271,8 @@ static pl_status open_graph(drawing *d, pl_error *err)
              d->op_seconds ? "; op times per step" : "", replicas,
              d->all_ops ? "every op; dashed: backward, dotted: optimizer update"
                         : "each box: a forward op with its backward ops and updates",
+             d->program->split ? "\na split op: a box per shard, NAME/tp0 ...; (collective): "
+                                 "an op of the collectives between their layouts" : "",
              grouped);
     pl__dot_set(g, "label", title);
     if (d->groups.depth > 0 || d->n_units > PL_DOT_MAX_BOXES)
