@@ -13,16 +13,6 @@
 #include "plan.h"
 #include "program.h"
 
-/* Whether replica r runs an op, or a shard of one, on device d. */
-static bool serves(const pl_plan *plan, int r, int d)
-{
-    for (int o = 0; o < plan->n_ops; o++)
-        for (int s = 0; s < plan->split[o]; s++)
-            if (pl_plan_shard_device(plan, r, o, s) == d)
-                return true;
-    return false;
-}
-
 /* Per device: its training ops and the replicas it serves. */
 static void describe_replicas(const pl_plan *plan, const pl_program *p,
                               const pl_cluster *cluster)
@@ -31,7 +21,7 @@ static void describe_replicas(const pl_plan *plan, const pl_program *p,
         char list[256] = "";
         size_t used = 0;
         for (int r = 0; r < plan->replicas; r++)
-            if (serves(plan, r, d) && used + 8 < sizeof list)
+            if (pl_plan_ops_on(plan, r, d) > 0 && used + 8 < sizeof list)
                 used += (size_t)snprintf(list + used, sizeof list - used, "%s%d",
                                          used ? ", " : "", r);
         printf("  %-12s %5d ops  replicas: %s\n", cluster->devices[d].name,
@@ -80,6 +70,8 @@ static void describe_splits(const pl_plan *plan, const pl_graph *model,
         for (int s = 0; s < plan->split[o]; s++)
             printf("%s %s", s ? "," : "",
                    cluster->devices[pl_plan_shard_device(plan, 0, o, s)].name);
+        if (plan->replicas > 1)
+            printf(" in replica 0");
         int count = 0;
         for (int q = o; q < plan->n_ops; q++)
             if (!listed[q] && same_devices(plan, o, q)) {

@@ -57,19 +57,6 @@ static json_t *row_json(const pl_search_row *row, const pl_cluster *c)
                      "refined", row->refined, "peak_memory_bytes", memory);
 }
 
-/* Replica 0's forward ops with a shard on device d (the whole op, when it is not split). */
-static int forward_ops_on(const pl_plan *plan, int d)
-{
-    int ops = 0;
-    for (int o = 0; o < plan->n_ops; o++) {
-        bool on = false;
-        for (int s = 0; s < plan->split[o]; s++)
-            on = on || pl_plan_shard_device(plan, 0, o, s) == d;
-        ops += on;
-    }
-    return ops;
-}
-
 static json_t *chosen_json(const pl_search *s, const pl_cluster *c)
 {
     const pl_search_row *row = &s->rows[s->chosen];
@@ -78,7 +65,7 @@ static json_t *chosen_json(const pl_search *s, const pl_cluster *c)
     for (int o = 0; o < row->plan->n_ops; o++)
         split_ops += row->plan->split[o] > 1;
     for (int d = 0; d < c->n_devices; d++) {
-        int ops = forward_ops_on(row->plan, d);
+        int ops = pl_plan_ops_on(row->plan, 0, d);
         json_array_append_new(
             devices, json_pack("{s:s, s:i, s:f, s:o, s:I, s:I}", "name", c->devices[d].name,
                                "forward_ops", ops, "simulated_busy_seconds",

@@ -301,16 +301,15 @@ static void write_devices(FILE *fp, const pl_job *job)
     const pl_search_row *chosen = &search->rows[search->chosen];
     char a[32], b[32];
     fprintf(fp, "## Devices (the chosen plan)\n\nForward ops are the model's own ops placed "
-            "on the device (their backward and update ops go with them). Utilisation is busy "
+            "on the device, a split op on each device that holds a shard of it (their "
+            "backward and update ops go with them). Utilisation is busy "
             "time over the step: simulated, and measured in one more step of the chosen "
             "plan.\n\n| device | forward ops | simulated busy (ms) | simulated utilisation | "
             "measured busy (ms) | measured utilisation | peak memory (simulated) | capacity |\n"
             "|---|---:|---:|---:|---:|---:|---:|---:|\n");
     double step = search->measured_busy_step;
     for (int d = 0; d < c->n_devices; d++) {
-        int ops = 0;
-        for (int o = 0; o < chosen->plan->n_ops; o++)
-            ops += chosen->plan->device[o] == d;
+        int ops = pl_plan_ops_on(chosen->plan, 0, d);
         fprintf(fp, "| ");
         md_text(fp, c->devices[d].name);
         fprintf(fp, " | %d | %.3f | %.0f%% |", ops, 1e3 * chosen->sim.busy_seconds[d],

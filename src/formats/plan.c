@@ -139,6 +139,18 @@ pl_status pl_plan_split(pl_plan *plan, int o, int k, const int *devices, pl_erro
     return PL_OK;
 }
 
+int pl_plan_ops_on(const pl_plan *plan, int r, int d)
+{
+    int ops = 0;
+    for (int o = 0; o < plan->n_ops; o++) {
+        bool on = false;
+        for (int s = 0; s < plan->split[o]; s++)
+            on = on || pl_plan_shard_device(plan, r, o, s) == d;
+        ops += on;
+    }
+    return ops;
+}
+
 bool pl_plan_rewrites_graph(const pl_plan *plan)
 {
     for (int o = 0; o < plan->n_ops; o++)

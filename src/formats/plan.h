@@ -114,6 +114,8 @@ static inline int pl_plan_shard_device(const pl_plan *plan, int r, int o, int s)
     return plan->split_device[((size_t)r * (size_t)plan->n_ops + (size_t)o) * PL_MAX_SPLIT +
                               (size_t)s];
 }
+/* Replica r's forward ops on device d: whole there, or a shard of them there. */
+int pl_plan_ops_on(const pl_plan *plan, int r, int d);
 /* Whether the plan runs another training graph than the model's: it splits an op or
  * recomputes activations (split_graph.h builds that graph). */
 bool pl_plan_rewrites_graph(const pl_plan *plan);
