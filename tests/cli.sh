@@ -176,6 +176,19 @@ for device in dev0 dev1; do # each holds shards, and receives from the other
     grep -Eq "^  $device +[1-9][0-9]* ops  receives +[1-9]" "$work/out" && ok ||
         bad "validate a split plan: $device neither runs shards nor receives"
 done
+# An op whose kind does not split runs whole on its first device, and validate says so.
+cat >"$work/whole.json" <<'EOF'
+{"format": "placer-plan", "version": 3, "cluster": "paced-4", "placement": [
+ {"op": "fc1/matmul", "device": "dev0"}, {"op": "fc1/bias", "device": "dev0"},
+ {"op": "fc1/relu", "device": "dev0"}, {"op": "fc2/matmul", "device": "dev0"},
+ {"op": "fc2/bias", "device": "dev0"}, {"op": "fc2/relu", "device": "dev0"},
+ {"op": "logits/matmul", "device": "dev0"}, {"op": "logits/bias", "device": "dev0"},
+ {"op": "loss", "split": ["dev0", "dev1"]}]}
+EOF
+expect 0 "validate a split that runs whole" "$bin" validate "$small" --cluster "$paced" \
+    --plan "$work/whole.json"
+contains "$work/out" "runs whole on its first device (its kind or sizes do not split): loss" \
+    "validate a split that runs whole"
 PLACER_PROFILE="$work/no-profile.json" expect 0 "dot a split plan" "$bin" dot "$small" \
     --plan "$split" --cluster "$paced" -o "$work/split.dot"
 for shard in dev0:fc1/matmul/tp0 dev1:fc1/matmul/tp1 dev0:fc2/relu/tp0 dev1:fc2/relu/tp1; do
