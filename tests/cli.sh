@@ -161,6 +161,50 @@ contains "$work/err" 'the model has no op "embed"' "dot with another model's pla
 [ "$(wc -l <"$work/err")" -eq 1 ] && [ ! -e "$work/bad.dot" ] && ok || bad "bad plan: not one line, or a file"
 expect 2 "dot --all-ops without a plan" "$bin" dot "$small" --all-ops
 
+# A plan that splits ops: validate describes the step it runs (the rewritten graph's
+# partitions, the splits, the collectives' ops), dot draws a box per shard on its device and
+# the collectives' copies red, and run says what it splits.
+split="$src/tests/plans/mlp-small-split-paced-4.json"
+expect 0 "validate a split plan" "$bin" validate "$small" --cluster "$paced" --plan "$split"
+contains "$work/out" ": 6 ops split over 2 devices (tensor parallel), 1 stage, 2 micro-batches" \
+    "validate a split plan"
+contains "$work/out" "split over dev0, dev1: fc1/matmul, fc1/bias, fc1/relu, fc2/matmul, fc2/bias, fc2/relu" \
+    "validate a split plan"
+grep -Eq '^  collectives: [1-9][0-9]* ops inserted in the forward pass \(' "$work/out" && ok ||
+    bad "validate a split plan: no collectives' ops counted"
+for device in dev0 dev1; do # each holds shards, and receives from the other
+    grep -Eq "^  $device +[1-9][0-9]* ops  receives +[1-9]" "$work/out" && ok ||
+        bad "validate a split plan: $device neither runs shards nor receives"
+done
+# An op whose kind does not split runs whole on its first device, and validate says so.
+cat >"$work/whole.json" <<'EOF'
+{"format": "placer-plan", "version": 3, "cluster": "paced-4", "placement": [
+ {"op": "fc1/matmul", "device": "dev0"}, {"op": "fc1/bias", "device": "dev0"},
+ {"op": "fc1/relu", "device": "dev0"}, {"op": "fc2/matmul", "device": "dev0"},
+ {"op": "fc2/bias", "device": "dev0"}, {"op": "fc2/relu", "device": "dev0"},
+ {"op": "logits/matmul", "device": "dev0"}, {"op": "logits/bias", "device": "dev0"},
+ {"op": "loss", "split": ["dev0", "dev1"]}]}
+EOF
+expect 0 "validate a split that runs whole" "$bin" validate "$small" --cluster "$paced" \
+    --plan "$work/whole.json"
+contains "$work/out" "runs whole on its first device (its kind or sizes do not split): loss" \
+    "validate a split that runs whole"
+PLACER_PROFILE="$work/no-profile.json" expect 0 "dot a split plan" "$bin" dot "$small" \
+    --plan "$split" --cluster "$paced" -o "$work/split.dot"
+for shard in dev0:fc1/matmul/tp0 dev1:fc1/matmul/tp1 dev0:fc2/relu/tp0 dev1:fc2/relu/tp1; do
+    sed -n "/subgraph \"cluster_device:${shard%%:*}\"/,/^\t}/p" "$work/split.dot" |
+        grep -qF "\"op:${shard#*:}\"" && ok || bad "dot a split plan: no ${shard#*:} on ${shard%%:*}"
+done
+contains "$work/split.dot" "(collective)" "dot a split plan"
+contains "$work/split.dot" "color=firebrick" "dot a split plan"
+if command -v dot >/dev/null 2>&1; then
+    expect 0 "render a split plan" dot -Tsvg "$work/split.dot" -o "$work/split.svg"
+fi
+expect 0 "run a split plan" "$bin" run "$small" --cluster "$paced" --plan "$split" --steps 1 \
+    --warmup 0
+contains "$work/out" "plan: 3 devices, 6 ops split over 2 devices (tensor parallel), 1 stage" \
+    "run a split plan"
+
 # A large model (428 ops named by dotted module paths): ops grouped into module boxes,
 # which render; --max-boxes 0 draws op by op (docs/plan-format.md, "Large models").
 dense="$src/tests/models/densenet-like.json"

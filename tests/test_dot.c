@@ -365,6 +365,56 @@ static void test_large_plan_grouped(void)
     pl_graph_free(g);
 }
 
+/* Whether node `name` is drawn in the cluster of device `device`. */
+static bool drawn_on(Agraph_t *g, const char *name, const char *device)
+{
+    char id[128];
+    snprintf(id, sizeof id, "cluster_device:%s", device);
+    Agraph_t *cluster = agsubg(g, id, 0);
+    Agnode_t *n = agnode(g, (char *)name, 0);
+    return cluster && n && agsubnode(cluster, n, 0);
+}
+
+/* mlp-small's first layer split over dev1 and dev2, the rest on dev0: a box per shard on
+ * its device, and the all-gather before fc2 on dev0, fed by red edges of each shard's
+ * 4 x 16 floats forward and their gradient back (512 bytes). */
+static void test_plan_split(void)
+{
+    pl_graph *g = pl_test_bundled_training_graph("small/mlp-small.json", 0);
+    pl_cluster *c = pl_test_bundled_cluster("paced-4.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    pl_plan *plan = pl_plan_new(g, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+    const int devices[] = {1, 2};
+    for (int o = 0; o < 3; o++) /* fc1's matmul, bias and ReLU */
+        CU_ASSERT_EQUAL_FATAL(pl_plan_split(plan, o, 2, devices, NULL), PL_OK);
+    char *text = NULL;
+    Agraph_t *read = draw(g, plan, c, NULL, false, &text);
+    CU_ASSERT_TRUE(drawn_on(read, "op:fc1/matmul/tp0", "dev1"));
+    CU_ASSERT_TRUE(drawn_on(read, "op:fc1/matmul/tp1", "dev2"));
+    CU_ASSERT_TRUE(drawn_on(read, "op:fc1/relu/tp1", "dev2"));
+    CU_ASSERT_TRUE(drawn_on(read, "op:fc2/matmul", "dev0"));
+    CU_ASSERT_PTR_NULL(agnode(read, "op:fc1/matmul", 0));
+    CU_ASSERT_TRUE(drawn_on(read, "op:fc1/relu/gather", "dev0"));
+    Agnode_t *gather = agnode(read, "op:fc1/relu/gather", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gather);
+    CU_ASSERT_PTR_NOT_NULL(strstr(agget(gather, "label"), "concat (collective)"));
+    for (int s = 0; s < 2; s++) {
+        char shard[64];
+        snprintf(shard, sizeof shard, "op:fc1/relu/tp%d", s);
+        const char *label = edge_label(read, shard, "op:fc1/relu/gather");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(label);
+        CU_ASSERT_STRING_EQUAL(label, "512 B");
+    }
+    CU_ASSERT_PTR_NOT_NULL(strstr(agget(read, "label"), "3 ops split over 2 devices"));
+    agclose(read);
+    free(text);
+    pl_plan_free(plan);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 static void test_plan_bad_input(void)
 {
     fixture fx = setup();
@@ -390,6 +440,8 @@ void pl_register_dot_tests(void)
         {"plan: a cluster per device, bytes on the cross-device edge",
          test_plan_devices_and_bytes},
         {"plan: groups collapsed or every op, times summed", test_plan_collapsed_and_all_ops},
+        {"plan: a split op's shards on their devices, the collectives' copies red",
+         test_plan_split},
         {"plan: an invalid plan is an input error", test_plan_bad_input},
         {"a large model: module boxes, every op and edge kept", test_large_model_grouped},
         {"a large plan: module boxes by device and stage", test_large_plan_grouped},

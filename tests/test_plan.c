@@ -1,6 +1,7 @@
 /* Plans: written and read back unchanged, checked against the dataflow, and their
  * partitions complete: every op on its group's device, every input available where it is
  * read (there already, fed, or transferred there exactly once). */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,29 @@ static void close_fixture(fixture *f)
     pl_cluster_free(f->c);
 }
 
+/* The plan written to a new file, `path` (64 bytes), and read back: NULL, its error
+ * printed, when it does not read. forget() removes the file. */
+static pl_plan *write_and_read(const fixture *f, const pl_plan *plan, char *path)
+{
+    char dir[] = "/tmp/placer-plan-XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    snprintf(path, 64, "%s/plan.json", dir);
+    CU_ASSERT_EQUAL_FATAL(pl_plan_write_file(path, plan, f->g, f->c, NULL), PL_OK);
+    pl_error err;
+    pl_error_init(&err, path);
+    pl_plan *back = pl_plan_load_file(path, f->g, f->c, &err);
+    if (!back)
+        fprintf(stderr, "%s\n", err.text);
+    return back;
+}
+
+static void forget(char *path)
+{
+    unlink(path);
+    *strrchr(path, '/') = '\0';
+    rmdir(path);
+}
+
 static void test_round_trip(void)
 {
     fixture f = open_fixture("small/transformer-small.json", "paced-4.json");
@@ -41,12 +65,8 @@ static void test_round_trip(void)
     plan->provenance.predicted_seconds = 0.125;
     CU_ASSERT_EQUAL_FATAL(pl_plan_check(plan, f.g, f.c, NULL), PL_OK);
     CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(f.g, NULL), PL_OK);
-    char dir[] = "/tmp/placer-plan-XXXXXX", path[64];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/plan.json", dir);
-    CU_ASSERT_EQUAL_FATAL(pl_plan_write_file(path, plan, f.g, f.c, NULL), PL_OK);
-    pl_error err;
-    pl_plan *back = pl_plan_load_file(path, f.g, f.c, &err);
+    char path[64];
+    pl_plan *back = write_and_read(&f, plan, path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(back);
     CU_ASSERT_EQUAL(memcmp(back->device, plan->device, (size_t)plan->n_ops * sizeof(int)), 0);
     CU_ASSERT_EQUAL(memcmp(back->stage, plan->stage, (size_t)plan->n_ops * sizeof(int)), 0);
@@ -62,8 +82,7 @@ static void test_round_trip(void)
     CU_ASSERT_DOUBLE_EQUAL(back->provenance.predicted_seconds, 0.125, 1e-12);
     pl_plan_free(back);
     pl_plan_free(plan);
-    unlink(path);
-    rmdir(dir);
+    forget(path);
     close_fixture(&f);
 }
 
@@ -76,19 +95,78 @@ static void test_replicas_round_trip(void)
     for (int o = 1; o < plan->n_ops; o++) /* op 0 on device 0 in both replicas */
         pl_plan_replica(plan, 1)[o] = 2 + plan->device[o];
     CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(f.g, NULL), PL_OK);
-    char dir[] = "/tmp/placer-plan-XXXXXX", path[64];
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/plan.json", dir);
-    CU_ASSERT_EQUAL_FATAL(pl_plan_write_file(path, plan, f.g, f.c, NULL), PL_OK);
-    pl_plan *back = pl_plan_load_file(path, f.g, f.c, NULL);
+    char path[64];
+    pl_plan *back = write_and_read(&f, plan, path);
     CU_ASSERT_PTR_NOT_NULL_FATAL(back);
     CU_ASSERT_EQUAL(back->replicas, 2);
     CU_ASSERT_EQUAL(memcmp(back->device, plan->device, 2 * (size_t)plan->n_ops * sizeof(int)), 0);
     CU_ASSERT_EQUAL(memcmp(back->stage, plan->stage, (size_t)plan->n_ops * sizeof(int)), 0);
     pl_plan_free(back);
     pl_plan_free(plan);
-    unlink(path);
-    rmdir(dir);
+    forget(path);
+    close_fixture(&f);
+}
+
+/* Whether the file's partitions put op `name` on `device` (replica 0's when replicated). */
+static bool partition_has(const json_t *root, const char *device, const char *name)
+{
+    const json_t *partitions = json_object_get(root, "partitions"), *entry, *op;
+    size_t i, j;
+    json_array_foreach(partitions, i, entry) {
+        const json_t *replica = json_object_get(entry, "replica");
+        if (strcmp(json_string_value(json_object_get(entry, "device")), device) != 0 ||
+            (replica && json_integer_value(replica) != 0))
+            continue;
+        json_array_foreach(json_object_get(entry, "ops"), j, op)
+            if (strcmp(json_string_value(op), name) == 0)
+                return true;
+    }
+    return false;
+}
+
+/* Version 3: a split op's devices, one list per replica when they differ, and the
+ * recomputation flag read back as written; the partitions are the rewritten graph's, its
+ * shards on their devices. */
+static void test_split_round_trip(void)
+{
+    fixture f = open_fixture("small/mlp-small.json", "paced-4.json");
+    pl_plan *plan = pl_plan_new(f.g, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+    CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(plan, 2, NULL), PL_OK);
+    const int pair[] = {0, 1, 2, 3}, other[] = {1, 0, 2, 3};
+    for (int o = 0; o < 3; o++) /* fc1's matmul, bias and ReLU over two devices */
+        CU_ASSERT_EQUAL_FATAL(pl_plan_split(plan, o, 2, o == 2 ? other : pair, NULL), PL_OK);
+    for (int o = 3; o < plan->n_ops; o++)
+        pl_plan_replica(plan, 1)[o] = 2;
+    plan->recompute[4] = true;
+    CU_ASSERT_EQUAL_FATAL(pl_plan_check(plan, f.g, f.c, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(pl_autodiff_build(f.g, NULL), PL_OK);
+    char path[64];
+    pl_plan *back = write_and_read(&f, plan, path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    CU_ASSERT_EQUAL(back->replicas, 2);
+    CU_ASSERT_EQUAL(memcmp(back->split, plan->split, (size_t)plan->n_ops * sizeof(int)), 0);
+    CU_ASSERT_EQUAL(memcmp(back->device, plan->device, 2 * (size_t)plan->n_ops * sizeof(int)), 0);
+    for (int r = 0; r < 2; r++)
+        for (int o = 0; o < plan->n_ops; o++)
+            for (int s = 0; s < plan->split[o]; s++)
+                CU_ASSERT_EQUAL(pl_plan_shard_device(back, r, o, s),
+                                pl_plan_shard_device(plan, r, o, s));
+    CU_ASSERT_EQUAL(memcmp(back->recompute, plan->recompute,
+                           (size_t)plan->n_ops * sizeof(bool)), 0);
+    CU_ASSERT_EQUAL(memcmp(back->stage, plan->stage, (size_t)plan->n_ops * sizeof(int)), 0);
+    json_t *root = json_load_file(path, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(root, "version")), 3);
+    CU_ASSERT_TRUE(partition_has(root, "dev0", "fc1/matmul/tp0"));
+    CU_ASSERT_TRUE(partition_has(root, "dev1", "fc1/matmul/tp1"));
+    CU_ASSERT_TRUE(partition_has(root, "dev1", "fc1/relu/tp0"));
+    CU_ASSERT_TRUE(partition_has(root, "dev0", "fc1/relu/tp1"));
+    CU_ASSERT_FALSE(partition_has(root, "dev0", "fc1/matmul"));
+    json_decref(root);
+    pl_plan_free(back);
+    pl_plan_free(plan);
+    forget(path);
     close_fixture(&f);
 }
 
@@ -158,6 +236,7 @@ void pl_register_plan_tests(void)
     static const pl_test_case cases[] = {
         {"a written plan reads back the same", test_round_trip},
         {"replicated plans round-trip", test_replicas_round_trip},
+        {"split plans round-trip, their partitions the shards'", test_split_round_trip},
         {"partitions place every op and move every tensor once", test_partitions_complete},
         {"checks: dataflow of stages, devices", test_checks},
         {NULL, NULL},

@@ -261,7 +261,8 @@ int pl_cli_write_plan_dot(const pl_graph *graph, const pl_plan *plan,
                           const pl_cluster *cluster, const double *op_seconds, bool all_ops,
                           int max_boxes, const char *path);
 /* Each op's simulated time per step (summed over its tasks) under `model`, or NULL when
- * the simulation fails. free(). */
+ * the simulation fails. free(). Per op of the graph the plan runs: the training graph's,
+ * or for a plan that splits ops, the rewritten graph's (as pl_dot_write_plan draws it). */
 double *pl_cli_op_seconds(const pl_graph *graph, const pl_cluster *cluster,
                           const pl_cost_model *model, const pl_plan *plan);
 /* The same from the cached profile, or

@@ -502,15 +502,16 @@ static int set_up(trainer *t)
                 t->g->name, t->g->batch_size, t->o.micro_batches > 1 ? " in micro-batches" : "",
                 t->g->n_ops, t->g->optimizer.kind == PL_OPT_ADAM ? "adam" : "sgd", t->o.threads,
                 t->o.threads == 1 ? "" : "s", pl_dataset_describe(t->data));
-    char replicas[64];
+    char replicas[64], split[96];
     if (!t->o.quiet && t->plan)
         fprintf(pl_cli_text,
                 "training %s: batch %d in %d micro-batch%s, %d ops, %s, placed by %s on "
-                "cluster \"%s\" (%s%d stage%s, %s%s), data: %s\n",
+                "cluster \"%s\" (%s%s%d stage%s, %s%s), data: %s\n",
                 t->g->name, t->g->batch_size, t->plan->micro_batches,
                 t->plan->micro_batches == 1 ? "" : "es", t->g->n_ops,
                 t->g->optimizer.kind == PL_OPT_ADAM ? "adam" : "sgd", t->o.plan, t->cluster->name,
-                pl_plan_replicas_text(t->plan, replicas, sizeof replicas), t->plan->n_stages,
+                pl_plan_replicas_text(t->plan, replicas, sizeof replicas),
+                pl_plan_split_text(t->plan, split, sizeof split), t->plan->n_stages,
                 t->plan->n_stages == 1 ? "" : "s", pl_plan_schedule_text(t->plan),
                 t->cluster->paced ? ", paced" : "", pl_dataset_describe(t->data));
     return PL_EXIT_OK;

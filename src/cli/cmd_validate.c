@@ -1,7 +1,9 @@
 /* placer validate MODEL.json... [--cluster C --plan P]: load each model, print its
  * summary or its first error; with a plan, check it against the model's training graph
- * and the cluster and summarise its partitions. */
+ * and the cluster and summarise the step it compiles to: ops and receives per device, and
+ * for a plan that splits ops, the splits and the collectives the rewrite inserts. */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -11,29 +13,129 @@
 #include "plan.h"
 #include "program.h"
 
-/* A plan's partitions: ops and incoming bytes per device. */
 /* Per device: its training ops and the replicas it serves. */
-static void describe_replicas(const pl_plan *plan, const pl_graph *graph,
+static void describe_replicas(const pl_plan *plan, const pl_program *p,
                               const pl_cluster *cluster)
 {
-    pl_program *p = pl_program_new(graph, cluster, plan, NULL);
-    for (int d = 0; p && d < cluster->n_devices; d++) {
+    for (int d = 0; d < cluster->n_devices; d++) {
         char list[256] = "";
         size_t used = 0;
-        for (int r = 0; r < plan->replicas; r++) {
-            bool serves = false;
-            for (int o = 0; o < plan->n_ops && !serves; o++)
-                serves = pl_plan_replica(plan, r)[o] == d;
-            if (serves && used + 8 < sizeof list)
+        for (int r = 0; r < plan->replicas; r++)
+            if (pl_plan_ops_on(plan, r, d) > 0 && used + 8 < sizeof list)
                 used += (size_t)snprintf(list + used, sizeof list - used, "%s%d",
                                          used ? ", " : "", r);
-        }
         printf("  %-12s %5d ops  replicas: %s\n", cluster->devices[d].name,
                pl_program_ops_on(p, d), used ? list : "none");
     }
-    pl_program_free(p);
 }
 
+/* Per device: its training ops, and what it receives (replica 0's partitions). */
+static void describe_devices(const pl_plan *plan, const pl_program *p,
+                             const pl_cluster *cluster)
+{
+    const pl_partitions *parts = p->partitions;
+    for (int d = 0; d < cluster->n_devices; d++) {
+        int64_t bytes = 0;
+        int received = 0;
+        for (int k = 0; k < parts->n_transfers; k++)
+            if (parts->transfers[k].to == d) {
+                bytes += pl_tensor_bytes(&p->graph->tensors[parts->transfers[k].tensor]);
+                received++;
+            }
+        printf("  %-12s %5d ops  receives %4d tensors, %.1f KiB per micro-batch step\n",
+               cluster->devices[d].name, parts->first_op[d + 1] - parts->first_op[d],
+               received, (double)bytes / 1024 / plan->micro_batches);
+    }
+}
+
+/* Whether ops o and q are split over the same devices (replica 0's, in order). */
+static bool same_devices(const pl_plan *plan, int o, int q)
+{
+    bool same = plan->split[o] == plan->split[q];
+    for (int s = 0; same && s < plan->split[o]; s++)
+        same = pl_plan_shard_device(plan, 0, o, s) == pl_plan_shard_device(plan, 0, q, s);
+    return same;
+}
+
+/* A line per set of devices: the ops split over it (replica 0's devices). */
+static void describe_splits(const pl_plan *plan, const pl_graph *model,
+                            const pl_cluster *cluster)
+{
+    enum { SHOWN = 8 }; /* names per line before "and N more" */
+    bool *listed = calloc((size_t)plan->n_ops + 1, sizeof *listed);
+    for (int o = 0; listed && o < plan->n_ops; o++) {
+        if (plan->split[o] == 1 || listed[o])
+            continue;
+        printf("  split over");
+        for (int s = 0; s < plan->split[o]; s++)
+            printf("%s %s", s ? "," : "",
+                   cluster->devices[pl_plan_shard_device(plan, 0, o, s)].name);
+        if (plan->replicas > 1)
+            printf(" in replica 0");
+        int count = 0;
+        for (int q = o; q < plan->n_ops; q++)
+            if (!listed[q] && same_devices(plan, o, q)) {
+                listed[q] = true;
+                if (count++ < SHOWN)
+                    printf("%s %s", count > 1 ? "," : ":", model->ops[q].name);
+            }
+        if (count > SHOWN)
+            printf(" and %d more", count - SHOWN);
+        printf("\n");
+    }
+    free(listed);
+}
+
+/* What the rewrite made of the split ops: those that run whole all the same, and the ops
+ * it inserted for the collectives, by kind. */
+static void describe_rewrite(const pl_plan *plan, const pl_program *p)
+{
+    const pl_split_graph *split = p->split;
+    const pl_graph *g = p->graph;
+    int inserted = 0, by_kind[PL_OP_COUNT] = {0}, whole = 0;
+    for (int o = 0; o < g->n_forward_ops; o++) {
+        if (pl_split_graph_collective(split, o)) {
+            inserted++;
+            by_kind[g->ops[o].kind]++;
+        } else if (split->op_shard[o] < 0 && plan->split[split->op_origin[o]] > 1) {
+            printf("%s %s", whole++ ? "," : "  runs whole on its first device (its kind or "
+                   "sizes do not split):", g->ops[o].name);
+        }
+    }
+    if (whole)
+        printf("\n");
+    printf("  collectives: %d op%s inserted in the forward pass", inserted,
+           inserted == 1 ? "" : "s");
+    for (int k = 0, listed = 0; k < PL_OP_COUNT; k++)
+        if (by_kind[k])
+            printf("%s%s %d", listed++ ? ", " : " (", pl_op_info_of((pl_op_kind)k)->name,
+                   by_kind[k]);
+    printf("%s, their gradients in the backward; %d training ops in all, %d in the model\n",
+           inserted ? ")" : "", g->n_ops, p->model->n_ops);
+}
+
+static void describe_plan(const char *plan_path, const pl_plan *plan, const pl_program *p,
+                          const pl_cluster *cluster)
+{
+    char replicas[64], split[96];
+    printf("%s: valid plan for \"%s\" on cluster \"%s\": %s%s%d stage%s, %d micro-batch%s, "
+           "%s\n", pl_cli_input_name(plan_path), p->model->name, cluster->name,
+           pl_plan_replicas_text(plan, replicas, sizeof replicas),
+           pl_plan_split_text(plan, split, sizeof split), plan->n_stages,
+           plan->n_stages == 1 ? "" : "s", plan->micro_batches,
+           plan->micro_batches == 1 ? "" : "es", pl_plan_schedule_text(plan));
+    if (p->split && split[0]) { /* split ops, not only recomputation */
+        describe_splits(plan, p->model, cluster);
+        describe_rewrite(plan, p);
+    }
+    if (plan->replicas > 1)
+        describe_replicas(plan, p, cluster);
+    else
+        describe_devices(plan, p, cluster);
+}
+
+/* The plan checked against the model and the cluster, and compiled into the step it runs
+ * (for a plan that splits ops, the rewritten graph's), which the summary describes. */
 static int check_plan(const char *model, pl_graph *graph, const char *cluster_path,
                       const char *plan_path, int quiet)
 {
@@ -43,41 +145,20 @@ static int check_plan(const char *model, pl_graph *graph, const char *cluster_pa
     pl_cluster *cluster = cluster_path ? pl_cluster_load_file(cluster_path, &err)
                                        : pl_cluster_local(&err);
     pl_plan *plan = NULL;
-    pl_partitions *parts = NULL;
+    pl_program *program = NULL;
     int status = PL_EXIT_OK;
     if (!cluster || (pl_error_init(&err, plan_path),
                      !(plan = pl_plan_load_file(plan_path, graph, cluster, &err))) ||
         (pl_error_init(&err, model), pl_autodiff_build(graph, &err) != PL_OK) ||
-        !(parts = pl_partitions_new(plan, graph, cluster->n_devices, &err))) {
+        (pl_error_init(&err, plan_path),
+         !(program = pl_program_new(graph, cluster, plan, &err)))) {
         status = pl_cli_report(&err);
     } else {
         pl_cli_warn_plan_model(plan_path, plan, graph);
     }
-    if (status == PL_EXIT_OK && !quiet) {
-        char replicas[64];
-        printf("%s: valid plan for \"%s\" on cluster \"%s\": %s%d stage%s, %d micro-batch%s, "
-               "%s\n", pl_cli_input_name(plan_path), graph->name, cluster->name,
-               pl_plan_replicas_text(plan, replicas, sizeof replicas),
-               plan->n_stages,
-               plan->n_stages == 1 ? "" : "s", plan->micro_batches,
-               plan->micro_batches == 1 ? "" : "es",
-               pl_plan_schedule_text(plan));
-        if (plan->replicas > 1)
-            describe_replicas(plan, graph, cluster);
-        for (int d = 0; plan->replicas == 1 && d < cluster->n_devices; d++) {
-            int64_t bytes = 0;
-            int received = 0;
-            for (int k = 0; k < parts->n_transfers; k++)
-                if (parts->transfers[k].to == d) {
-                    bytes += pl_tensor_bytes(&graph->tensors[parts->transfers[k].tensor]);
-                    received++;
-                }
-            printf("  %-12s %5d ops  receives %4d tensors, %.1f KiB per micro-batch step\n",
-                   cluster->devices[d].name, parts->first_op[d + 1] - parts->first_op[d],
-                   received, (double)bytes / 1024 / plan->micro_batches);
-        }
-    }
-    pl_partitions_free(parts);
+    if (status == PL_EXIT_OK && !quiet)
+        describe_plan(plan_path, plan, program, cluster);
+    pl_program_free(program);
     pl_plan_free(plan);
     pl_cluster_free(cluster);
     return status;
@@ -124,7 +205,8 @@ int pl_cmd_validate(int argc, char **argv)
             printf("Usage: placer validate [-q|--quiet] MODEL.json... [--cluster C --plan P]\n"
                    "Checks each model and prints its summary (with -q, only errors). With\n"
                    "--plan, also checks the plan against the model and the cluster (default:\n"
-                   "the local machine) and summarises its partitions.\n"
+                   "the local machine) and summarises its partitions: for a plan that splits\n"
+                   "ops, the graph it runs (its shards and the collectives' ops).\n"
                    "\n"
                    "  -q, --quiet      print only errors\n"
                    "  --plan FILE      a plan for the one model (plan-format.md)\n"

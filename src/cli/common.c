@@ -211,8 +211,9 @@ void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *c, const pl_pro
     int64_t bytes = 0;
     for (int d = 0; d < c->n_devices; d++)
         devices += pl_program_ops_on(p, d) > 0;
-    char replicas[64];
+    char replicas[64], split[96];
     pl_plan_replicas_text(plan, replicas, sizeof replicas);
+    pl_plan_split_text(plan, split, sizeof split);
     for (int i = 0; i < p->n_tasks; i++)
         if (p->tasks[i].kind == PL_TASK_COPY) {
             copies++;
@@ -220,8 +221,8 @@ void pl_cli_describe_plan(const pl_plan *plan, const pl_cluster *c, const pl_pro
         }
     char size[32];
     fprintf(pl_cli_text,
-            "plan: %d device%s, %s%d stage%s, %d micro-batch%s, %s; %d tasks, %d copies (%s) "
-            "per step\n", devices, devices == 1 ? "" : "s", replicas, plan->n_stages,
+            "plan: %d device%s, %s%s%d stage%s, %d micro-batch%s, %s; %d tasks, %d copies (%s) "
+            "per step\n", devices, devices == 1 ? "" : "s", replicas, split, plan->n_stages,
             plan->n_stages == 1 ? "" : "s", plan->micro_batches,
             plan->micro_batches == 1 ? "" : "es", pl_plan_schedule_text(plan), p->n_tasks,
             copies, pl_units_bytes((double)bytes, size, sizeof size));
@@ -705,7 +706,7 @@ double *pl_cli_op_seconds(const pl_graph *graph, const pl_cluster *cluster,
     if (program) {
         starts = malloc(((size_t)program->n_tasks + 1) * sizeof *starts);
         ends = malloc(((size_t)program->n_tasks + 1) * sizeof *ends);
-        op_seconds = calloc((size_t)graph->n_ops, sizeof *op_seconds);
+        op_seconds = calloc((size_t)program->graph->n_ops, sizeof *op_seconds);
     }
     if (starts && ends && op_seconds &&
         pl_simulate(program, cluster, model, &sim, starts, ends, NULL) == PL_OK) {

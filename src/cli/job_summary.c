@@ -61,10 +61,11 @@ static json_t *chosen_json(const pl_search *s, const pl_cluster *c)
 {
     const pl_search_row *row = &s->rows[s->chosen];
     json_t *devices = json_array();
+    int split_ops = 0;
+    for (int o = 0; o < row->plan->n_ops; o++)
+        split_ops += row->plan->split[o] > 1;
     for (int d = 0; d < c->n_devices; d++) {
-        int ops = 0;
-        for (int o = 0; o < row->plan->n_ops; o++)
-            ops += row->plan->device[o] == d;
+        int ops = pl_plan_ops_on(row->plan, 0, d);
         json_array_append_new(
             devices, json_pack("{s:s, s:i, s:f, s:o, s:I, s:I}", "name", c->devices[d].name,
                                "forward_ops", ops, "simulated_busy_seconds",
@@ -75,12 +76,14 @@ static json_t *chosen_json(const pl_search *s, const pl_cluster *c)
                                "capacity_bytes", (json_int_t)c->devices[d].memory_bytes));
     }
     double base = s->best_baseline >= 0 ? s->rows[s->best_baseline].measured : 0;
-    return json_pack("{s:i, s:s, s:f, s:o, s:b, s:o, s:i, s:i, s:s, s:i, s:I, s:o, s:o}",
+    return json_pack("{s:i, s:s, s:f, s:o, s:b, s:o, s:i, s:i, s:i, s:i, s:s, s:i, s:I, s:o, "
+                     "s:o}",
                      "row", s->chosen, "name", row->name, "simulated_seconds",
                      row->sim.step_seconds, "measured_seconds", seconds_or_null(row->measured),
                      "choice_unstable", s->choice_unstable,
                      "over_best_baseline", row->measured > 0 && base > 0
                                                ? json_real(row->measured / base) : json_null(),
+                     "replicas", row->plan->replicas, "split_ops", split_ops,
                      "stages", row->plan->n_stages, "micro_batches", row->plan->micro_batches,
                      "schedule", pl_plan_schedule_text(row->plan), "copies", row->sim.n_copies,
                      "copy_bytes", (json_int_t)row->sim.copy_bytes, "measured_busy_step_seconds",

@@ -301,16 +301,15 @@ static void write_devices(FILE *fp, const pl_job *job)
     const pl_search_row *chosen = &search->rows[search->chosen];
     char a[32], b[32];
     fprintf(fp, "## Devices (the chosen plan)\n\nForward ops are the model's own ops placed "
-            "on the device (their backward and update ops go with them). Utilisation is busy "
+            "on the device, a split op on each device that holds a shard of it (their "
+            "backward and update ops go with them). Utilisation is busy "
             "time over the step: simulated, and measured in one more step of the chosen "
             "plan.\n\n| device | forward ops | simulated busy (ms) | simulated utilisation | "
             "measured busy (ms) | measured utilisation | peak memory (simulated) | capacity |\n"
             "|---|---:|---:|---:|---:|---:|---:|---:|\n");
     double step = search->measured_busy_step;
     for (int d = 0; d < c->n_devices; d++) {
-        int ops = 0;
-        for (int o = 0; o < chosen->plan->n_ops; o++)
-            ops += chosen->plan->device[o] == d;
+        int ops = pl_plan_ops_on(chosen->plan, 0, d);
         fprintf(fp, "| ");
         md_text(fp, c->devices[d].name);
         fprintf(fp, " | %d | %.3f | %.0f%% |", ops, 1e3 * chosen->sim.busy_seconds[d],
@@ -323,11 +322,12 @@ static void write_devices(FILE *fp, const pl_job *job)
         fprintf(fp, " %s | %s |\n", pl_units_bytes((double)chosen->sim.memory[d], a, sizeof a),
                 pl_units_bytes((double)c->devices[d].memory_bytes, b, sizeof b));
     }
-    char replicas[64];
-    fprintf(fp, "\n## Communication\n\n%d copies per step, %s in all; %s%d stage%s, %d "
+    char replicas[64], split[96];
+    fprintf(fp, "\n## Communication\n\n%d copies per step, %s in all; %s%s%d stage%s, %d "
             "micro-batch%s, %s.\n", chosen->sim.n_copies,
             pl_units_bytes((double)chosen->sim.copy_bytes, a, sizeof a),
-            pl_plan_replicas_text(chosen->plan, replicas, sizeof replicas), chosen->plan->n_stages,
+            pl_plan_replicas_text(chosen->plan, replicas, sizeof replicas),
+            pl_plan_split_text(chosen->plan, split, sizeof split), chosen->plan->n_stages,
             chosen->plan->n_stages == 1 ? "" : "s", chosen->plan->micro_batches,
             chosen->plan->micro_batches == 1 ? "" : "es",
             pl_plan_schedule_text(chosen->plan));

@@ -44,9 +44,12 @@ pl_status pl_dot_write_graph(const pl_graph *graph, int max_boxes, FILE *out, pl
  * tensor that crosses devices, parameters included (dashed).
  *
  * `graph` is the training graph (autodiff.h); `plan` must be valid for it and `cluster`
- * (pl_plan_check; else PL_EINPUT from compiling its program). `op_seconds`, when not NULL,
- * holds a time per op of the training graph (seconds per step, all micro-batches), shown
- * on each box and summed per device. all_ops false draws each co-location group (graph.h)
+ * (pl_plan_check; else PL_EINPUT from compiling its program). A plan that splits ops is
+ * drawn as the graph it runs (program.h: the rewritten graph, split_graph.h): a box per
+ * shard "NAME/tp{s}" in its device's cluster, and the ops of the collectives, labelled
+ * "(collective)", between them. `op_seconds`, when not NULL, holds a time per op of the
+ * graph drawn (the program's; seconds per step, all micro-batches), shown on each box and
+ * summed per device. all_ops false draws each co-location group (graph.h)
  * as its forward op, labelled with the group's summed time, which keeps a 300-op training
  * graph readable; true draws every op (backward dashed, updates dotted). Node ids are
  * "op:NAME", device clusters "cluster_device:NAME", stages "cluster_device:NAME/stage:S".

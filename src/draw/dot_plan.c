@@ -8,6 +8,11 @@
  * placement costs. Bytes per step come from the step program's copy tasks (program.h), so
  * they are the ones the executor moves and `placer simulate` counts.
  *
+ * A plan that splits ops is drawn as the graph it runs (split_graph.h): each shard of a
+ * split op is a box of its own, "NAME/tp{s}", in its device's cluster, and the ops the
+ * rewrite inserts for the collectives (gathers, scatters, sums, slices) are boxes beside
+ * them, so that the copies between shards are red edges like any other.
+ *
  * Units are drawn in boxes (dot_modules.c): one each, or, in a drawing of more units than
  * its limit, one per module within a device and stage (and phase, with every op), inside
  * a cluster of the module's parent. Edges then join boxes and carry every tensor between
@@ -36,8 +41,9 @@ typedef struct edge_record {
 } edge_record;
 
 typedef struct drawing {
-    const pl_graph *graph;
-    const pl_plan *plan;
+    const pl_graph *graph; /* the graph the plan runs: the program's */
+    const pl_plan *plan;   /* the plan over it */
+    const pl_plan *given;  /* the plan as given, over the model's graph */
     const pl_cluster *cluster;
     const pl_program *program;
     const pl_partitions *parts;
@@ -245,7 +251,7 @@ static pl_status open_graph(drawing *d, pl_error *err)
     int used = 0;
     for (int dev = 0; dev < d->cluster->n_devices; dev++)
         used += pl_program_ops_on(d->program, dev) > 0;
-    char title[4096], bytes[32], grouped[256] = "", replicas[2048];
+    char title[4096], bytes[32], grouped[256] = "", replicas[2048], split[96];
     replica_lines(d, replicas, sizeof replicas);
     if (d->groups.depth > 0)
         snprintf(grouped, sizeof grouped, "\n%d %s in %d boxes: ops grouped by the first %d "
@@ -253,17 +259,20 @@ static pl_status open_graph(drawing *d, pl_error *err)
                  d->n_units, d->all_ops ? "ops" : "forward ops", d->groups.n_boxes,
                  d->groups.depth);
     snprintf(title, sizeof title,
-             "%s on %s (%s): %d device%s, %d stage%s, %d micro-batch%s, %s\n"
-             "cross-device traffic %s per step in %d copies%s%s\n%s%s",
+             "%s on %s (%s): %d device%s, %s%d stage%s, %d micro-batch%s, %s\n"
+             "cross-device traffic %s per step in %d copies%s%s\n%s%s%s",
              d->graph->name, d->cluster->name,
              plan->provenance.algorithm[0] ? plan->provenance.algorithm : "plan", used,
-             used == 1 ? "" : "s", plan->n_stages, plan->n_stages == 1 ? "" : "s",
+             used == 1 ? "" : "s", pl_plan_split_text(d->given, split, sizeof split),
+             plan->n_stages, plan->n_stages == 1 ? "" : "s",
              plan->micro_batches, plan->micro_batches == 1 ? "" : "es",
              pl_plan_schedule_text(plan),
              pl_units_bytes(d->total_bytes, bytes, sizeof bytes), d->n_copies,
              d->op_seconds ? "; op times per step" : "", replicas,
              d->all_ops ? "every op; dashed: backward, dotted: optimizer update"
                         : "each box: a forward op with its backward ops and updates",
+             d->program->split ? "\na split op: a box per shard, NAME/tp0 ...; (collective): "
+                                 "an op of the collectives between their layouts" : "",
              grouped);
     pl__dot_set(g, "label", title);
     if (d->groups.depth > 0 || d->n_units > PL_DOT_MAX_BOXES)
@@ -426,7 +435,10 @@ static Agnode_t *op_box(drawing *d, int o, double seconds)
 {
     const pl_op *op = &d->graph->ops[o];
     char label[PL_MAX_NAME + 96], time[32];
-    snprintf(label, sizeof label, "%s\n%s%s%s", op->name, pl_op_info_of(op->kind)->name,
+    bool collective = d->program->split && o < d->graph->n_forward_ops &&
+                      pl_split_graph_collective(d->program->split, o);
+    snprintf(label, sizeof label, "%s\n%s%s%s%s", op->name, pl_op_info_of(op->kind)->name,
+             collective ? " (collective)" : "",
              d->op_seconds ? " · " : "",
              d->op_seconds ? format_seconds(seconds, time, sizeof time) : "");
     Agraph_t *where = d->groups.depth > 0 ? module_container(d, o, op->name) : container(d, o);
@@ -557,12 +569,16 @@ pl_status pl_dot_write_plan(const pl_graph *graph, const pl_plan *plan,
         pl_error_init(&own, NULL);
         err = &own;
     }
-    drawing d = {.graph = graph, .plan = plan, .cluster = cluster, .op_seconds = op_seconds,
-                 .all_ops = all_ops, .max_boxes = max_boxes};
+    drawing d = {.graph = graph, .plan = plan, .given = plan, .cluster = cluster,
+                 .op_seconds = op_seconds, .all_ops = all_ops, .max_boxes = max_boxes};
     pl_program *program = pl_program_new(graph, cluster, plan, err);
     if (!program)
         return err->status;
     d.program = program;
+    if (program->split) {
+        d.graph = program->graph;
+        d.plan = program->split_plan;
+    }
     d.parts = program->partitions;
     pl_status status = gather(&d, err);
     if (status == PL_OK)

@@ -25,6 +25,26 @@ const char *pl_plan_replicas_text(const pl_plan *plan, char *buf, size_t cap)
     return buf;
 }
 
+const char *pl_plan_split_text(const pl_plan *plan, char *buf, size_t cap)
+{
+    int ops = 0, fewest = PL_MAX_SPLIT, most = 1;
+    for (int o = 0; o < plan->n_ops; o++)
+        if (plan->split[o] > 1) {
+            ops++;
+            fewest = plan->split[o] < fewest ? plan->split[o] : fewest;
+            most = plan->split[o] > most ? plan->split[o] : most;
+        }
+    if (ops == 0)
+        snprintf(buf, cap, "%s", "");
+    else if (fewest == most)
+        snprintf(buf, cap, "%d op%s split over %d devices (tensor parallel), ", ops,
+                 ops == 1 ? "" : "s", most);
+    else
+        snprintf(buf, cap, "%d ops split over %d to %d devices (tensor parallel), ", ops,
+                 fewest, most);
+    return buf;
+}
+
 pl_plan *pl_plan_new(const pl_graph *graph, pl_error *err)
 {
     pl_plan *plan = calloc(1, sizeof *plan);
@@ -117,6 +137,18 @@ pl_status pl_plan_split(pl_plan *plan, int o, int k, const int *devices, pl_erro
                                (size_t)s] = devices[r * k + s];
     }
     return PL_OK;
+}
+
+int pl_plan_ops_on(const pl_plan *plan, int r, int d)
+{
+    int ops = 0;
+    for (int o = 0; o < plan->n_ops; o++) {
+        bool on = false;
+        for (int s = 0; s < plan->split[o]; s++)
+            on = on || pl_plan_shard_device(plan, r, o, s) == d;
+        ops += on;
+    }
+    return ops;
 }
 
 bool pl_plan_rewrites_graph(const pl_plan *plan)

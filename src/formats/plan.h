@@ -91,6 +91,9 @@ const char *pl_plan_schedule_text(const pl_plan *plan);
 /* The replicas in words, to go before the stages: "" for one, "4 replicas, " or "4
  * replicas (optimizer state sharded), ". Returns buf. */
 const char *pl_plan_replicas_text(const pl_plan *plan, char *buf, size_t cap);
+/* The split ops in words, to go after the replicas: "" when no op is split, "6 ops split
+ * over 2 devices (tensor parallel), " or "... over 2 to 4 devices ...". Returns buf. */
+const char *pl_plan_split_text(const pl_plan *plan, char *buf, size_t cap);
 
 /* A new plan with every forward op on device 0, stage 0, one replica, one micro-batch. */
 pl_plan *pl_plan_new(const pl_graph *graph, pl_error *err);
@@ -111,6 +114,8 @@ static inline int pl_plan_shard_device(const pl_plan *plan, int r, int o, int s)
     return plan->split_device[((size_t)r * (size_t)plan->n_ops + (size_t)o) * PL_MAX_SPLIT +
                               (size_t)s];
 }
+/* Replica r's forward ops on device d: whole there, or a shard of them there. */
+int pl_plan_ops_on(const pl_plan *plan, int r, int d);
 /* Whether the plan runs another training graph than the model's: it splits an op or
  * recomputes activations (split_graph.h builds that graph). */
 bool pl_plan_rewrites_graph(const pl_plan *plan);

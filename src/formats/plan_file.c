@@ -433,23 +433,43 @@ static json_t *placement_json(const pl_plan *plan, const pl_graph *graph,
     return placement;
 }
 
+/* Every replica's partitions of the graph the plan runs: the training graph, or for a
+ * plan that splits ops, the rewritten one (split_graph.h), its shards and collectives. */
+static pl_status all_partitions_json(const pl_plan *plan, const pl_graph *graph,
+                                     const pl_cluster *cluster, json_t **out, pl_error *err)
+{
+    pl_split_graph *split = NULL;
+    pl_plan *restated = NULL;
+    pl_status status = PL_OK;
+    if (pl_plan_rewrites_graph(plan) &&
+        (status = pl_plan_split_graph(plan, graph, &split, &restated, err)) != PL_OK)
+        return status;
+    const pl_plan *runs = split ? restated : plan;
+    const pl_graph *g = split ? split->graph : graph;
+    json_t *partitions = json_array();
+    for (int k = 0; status == PL_OK && k < plan->replicas; k++) {
+        pl_partitions *parts = pl_partitions_of_replica(runs, k, g, cluster->n_devices, err);
+        if (!parts)
+            status = err ? err->status : PL_ENOMEM;
+        else if (!partitions_json(partitions, plan->replicas > 1 ? k : -1, parts, g, cluster))
+            status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory building the plan");
+        pl_partitions_free(parts);
+    }
+    pl_plan_free(restated);
+    pl_split_graph_free(split);
+    if (status != PL_OK)
+        json_decref(partitions);
+    *out = status == PL_OK ? partitions : NULL;
+    return status;
+}
+
 pl_status pl_plan_write_file(const char *path, const pl_plan *plan, const pl_graph *graph,
                              const pl_cluster *cluster, pl_error *err)
 {
-    json_t *partitions = json_array();
-    for (int k = 0; partitions && k < plan->replicas; k++) {
-        pl_partitions *parts = pl_partitions_of_replica(plan, k, graph, cluster->n_devices,
-                                                        err);
-        if (!parts) {
-            json_decref(partitions);
-            return err ? err->status : PL_ENOMEM;
-        }
-        if (!partitions_json(partitions, plan->replicas > 1 ? k : -1, parts, graph, cluster)) {
-            json_decref(partitions);
-            partitions = NULL;
-        }
-        pl_partitions_free(parts);
-    }
+    json_t *partitions;
+    pl_status status = all_partitions_json(plan, graph, cluster, &partitions, err);
+    if (status != PL_OK)
+        return status;
     char hash[17];
     snprintf(hash, sizeof hash, "%016" PRIx64, plan->model_hash);
     json_t *placement = placement_json(plan, graph, cluster);
@@ -480,7 +500,7 @@ pl_status pl_plan_write_file(const char *path, const pl_plan *plan, const pl_gra
     }
     if (!root)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory building the plan");
-    pl_status status = pl_json_write_file(path, root, JSON_INDENT(1) | JSON_PRESERVE_ORDER, err);
+    status = pl_json_write_file(path, root, JSON_INDENT(1) | JSON_PRESERVE_ORDER, err);
     json_decref(root);
     return status;
 }

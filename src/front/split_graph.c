@@ -46,7 +46,7 @@ typedef struct splitter {
     const int *split, *group, *stage;
     pl_graph *n;
     value *val; /* per tensor of g */
-    int *op_origin, *op_shard, origin_cap, shard_cap;
+    int *op_origin, *op_shard, *op_collective, origin_cap, shard_cap, collective_cap;
     int *tensor_origin, tensor_cap;
     pl_error *err;
 } splitter;
@@ -99,10 +99,12 @@ static int emit(splitter *sp, pl_op_kind kind, const char *name, const int *inpu
         return -1;
     if (!grow(&sp->op_origin, &sp->origin_cap, o + 1) ||
         !grow(&sp->op_shard, &sp->shard_cap, o + 1) ||
+        !grow(&sp->op_collective, &sp->collective_cap, o + 1) ||
         !grow(&sp->tensor_origin, &sp->tensor_cap, sp->n->n_tensors))
         return oom(sp), -1;
     sp->op_origin[o] = origin;
     sp->op_shard[o] = shard;
+    sp->op_collective[o] = 1; /* unless the op's own (copy_whole, copy_split) */
     for (int i = 0; i < n_out; i++)
         sp->tensor_origin[sp->n->ops[o].outputs[i]] = -1;
     return o;
@@ -604,6 +606,7 @@ static bool copy_whole(splitter *sp, int o)
         free(in);
     if (made < 0)
         return false;
+    sp->op_collective[made] = 0;
     for (int i = 0; i < op->n_outputs; i++) { /* the model's names for whole values */
         pl_tensor *t = &sp->n->tensors[sp->n->ops[made].outputs[i]];
         t->name = sp->g->tensors[op->outputs[i]].name;
@@ -665,6 +668,7 @@ static bool copy_split(splitter *sp, int o, const rule *r)
         int made = emit(sp, op->kind, name, in, n_in, 1, &attrs, o, s);
         if (made < 0)
             return false;
+        sp->op_collective[made] = 0;
         v->part[s] = sp->n->ops[made].outputs[0];
     }
     v->kind = r->out;
@@ -776,6 +780,7 @@ pl_split_graph *pl_split_graph_new(const pl_graph *graph, const int *split, cons
         pl_graph_free(sp.n);
         free(sp.op_origin);
         free(sp.op_shard);
+        free(sp.op_collective);
         free(sp.tensor_origin);
         free(out);
         return NULL;
@@ -783,6 +788,7 @@ pl_split_graph *pl_split_graph_new(const pl_graph *graph, const int *split, cons
     *out = (pl_split_graph){.graph = sp.n,
                             .op_origin = sp.op_origin,
                             .op_shard = sp.op_shard,
+                            .op_collective = sp.op_collective,
                             .tensor_origin = sp.tensor_origin};
     return out;
 }
@@ -794,6 +800,7 @@ void pl_split_graph_free(pl_split_graph *split)
     pl_graph_free(split->graph);
     free(split->op_origin);
     free(split->op_shard);
+    free(split->op_collective);
     free(split->tensor_origin);
     free(split);
 }
@@ -816,4 +823,9 @@ bool pl_split_graph_splits(pl_op_kind kind)
     default:
         return false;
     }
+}
+
+bool pl_split_graph_collective(const pl_split_graph *split, int o)
+{
+    return split->op_collective[o] != 0;
 }

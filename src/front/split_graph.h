@@ -43,6 +43,10 @@ typedef struct pl_split_graph {
      * (a collective's ops go with the op whose input they make, or whose output they
      * reduce), and its shard (-1: the op's first device). */
     int *op_origin, *op_shard;
+    /* Per forward op: 1 for an op the rewrite inserted for a collective (a concatenation,
+     * split, sum or slice between layouts), 0 for model op op_origin[o] itself or a shard
+     * of it. */
+    int *op_collective;
     /* Per tensor of `graph`: the model's tensor it is, or is a shard of (its init's shard
      * fields say which part); for an activation, the model's activation whose whole value
      * it holds, or -1 (a part, or a value the model does not have). */
@@ -60,6 +64,9 @@ typedef struct pl_split_graph {
 pl_split_graph *pl_split_graph_new(const pl_graph *graph, const int *split, const int *group,
                                    const int *stage, pl_error *err);
 void pl_split_graph_free(pl_split_graph *split);
+/* Whether forward op o of split->graph is one the rewrite inserted for a collective
+ * (op_collective). */
+bool pl_split_graph_collective(const pl_split_graph *split, int o);
 
 /* Whether the rewrite may split a forward op of this kind (sizes permitting): for bounds
  * that must hold for every plan. */
