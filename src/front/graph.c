@@ -207,13 +207,17 @@ void pl_shard_copy(const pl_tensor *shard, void *whole, void *part, bool to_whol
         outer *= shard->dims[a];
     for (int a = init->shard_axis + 1; a < shard->rank; a++)
         inner *= shard->dims[a];
-    size_t run = (size_t)(shard->dims[init->shard_axis] * inner) * 4;
-    for (int64_t o = 0; o < outer; o++) {
-        char *w = (char *)whole + (size_t)((o * init->shard_whole + init->shard_start) * inner) * 4;
-        char *s = (char *)part + (size_t)o * run;
-        if (to_whole)
-            memcpy(w, s, run);
-        else
-            memcpy(s, w, run);
-    }
+    int64_t groups = init->shard_groups > 1 ? init->shard_groups : 1;
+    int64_t per = shard->dims[init->shard_axis] / groups, stride = init->shard_whole / groups;
+    size_t run = (size_t)(per * inner) * 4;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t g = 0; g < groups; g++) {
+            int64_t at = o * init->shard_whole + g * stride + init->shard_start;
+            char *w = (char *)whole + (size_t)(at * inner) * 4;
+            char *s = (char *)part + (size_t)(o * groups + g) * run;
+            if (to_whole)
+                memcpy(w, s, run);
+            else
+                memcpy(s, w, run);
+        }
 }

@@ -71,8 +71,11 @@ typedef struct pl_init {
     /* A shard of a split tensor (split_graph.h): elements [shard_start, shard_start +
      * dims[shard_axis]) of axis shard_axis of a whole tensor whose axis has shard_whole
      * elements, its other axes alike. Its values are the whole tensor's there (`values`
-     * and the fans are the whole tensor's). shard_whole 0: the tensor is whole. */
-    int shard_axis;
+     * and the fans are the whole tensor's). shard_whole 0: the tensor is whole. With
+     * shard_groups g > 1 the whole axis is g equal groups (a fused product's query, key and
+     * value) and the shard holds elements [shard_start, shard_start + dims[shard_axis] / g)
+     * of each, one after another. */
+    int shard_axis, shard_groups;
     int64_t shard_start, shard_whole;
 } pl_init;
 
@@ -191,9 +194,9 @@ void pl_batch_gather(const pl_tensor *tensor, const void *whole, int64_t first, 
                      void *part);
 void pl_batch_scatter(const pl_tensor *tensor, void *whole, int64_t first, int64_t count,
                       const void *part);
-/* Copies a shard's elements (pl_init's shard fields) between its own buffer `part` and
- * the whole tensor's `whole`: into the whole when to_whole, else out of it. Element size
- * 4. */
+/* Copies a shard's elements (pl_init's shard fields, groups too) between its own buffer
+ * `part` and the whole tensor's `whole`: into the whole when to_whole, else out of it.
+ * Element size 4. */
 void pl_shard_copy(const pl_tensor *shard, void *whole, void *part, bool to_whole);
 const char *pl_dtype_name(pl_dtype dtype);
 

@@ -35,8 +35,11 @@ int64_t pl_shard_whole_index(const pl_tensor *t, int64_t i)
     for (int a = init->shard_axis + 1; a < t->rank; a++)
         inner *= t->dims[a];
     int64_t part = t->dims[init->shard_axis], row = part * inner;
-    int64_t outer = i / row, within = i % row;
-    return (outer * init->shard_whole + init->shard_start) * inner + within;
+    int64_t outer = i / row, at = i % row / inner, within = i % inner;
+    int64_t groups = init->shard_groups > 1 ? init->shard_groups : 1;
+    int64_t per = part / groups, group = at / per; /* its group, and its place there */
+    int64_t whole_at = group * (init->shard_whole / groups) + init->shard_start + at % per;
+    return (outer * init->shard_whole + whole_at) * inner + within;
 }
 
 /* i32 tensors (frozen parameters: ids, positions) hold integers. */
