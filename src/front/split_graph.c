@@ -86,8 +86,8 @@ static int source_whole(splitter *sp, int t)
     return v->whole;
 }
 
-/* A parameter or state stored split along `axis`: part s of each shard. */
-static bool store_split(splitter *sp, int t, int axis, int group, int k)
+/* A parameter or state stored split along `axis` (in `groups`): part s of each shard. */
+static bool store_split(splitter *sp, int t, int axis, int groups, int group, int k)
 {
     value *v = &sp->val[t];
     const pl_tensor *whole = &sp->g->tensors[t];
@@ -97,13 +97,15 @@ static bool store_split(splitter *sp, int t, int axis, int group, int k)
         pl_tensor part = *whole;
         part.dims[axis] = whole->dims[axis] / k;
         part.init.shard_axis = axis;
-        part.init.shard_start = part.dims[axis] * s;
+        part.init.shard_groups = groups;
+        part.init.shard_start = whole->dims[axis] / groups / k * s;
         part.init.shard_whole = whole->dims[axis];
         if ((v->part[s] = add_tensor(sp, name, &part, t)) < 0)
             return false;
     }
     v->kind = SPLIT;
     v->axis = axis;
+    v->groups = groups;
     v->group = group;
     v->k = k;
     return true;
@@ -170,6 +172,32 @@ static bool scatter(splitter *sp, int t, int axis)
     return true;
 }
 
+/* A value split in groups made whole on (consumer, shard): each shard's part cut into
+ * its groups, and the pieces concatenated group by group. */
+static int ungroup(splitter *sp, int t, int consumer, int shard)
+{
+    const value *v = &sp->val[t];
+    int groups = v->groups, k = v->k, piece[PL_MAX_SPLIT * PL_MAX_SPLIT];
+    const char *what = sp->g->tensors[t].name;
+    pl_attrs attrs;
+    pl_attrs_default(&attrs);
+    attrs.axis = v->axis;
+    if (groups * k > PL_MAX_SPLIT * PL_MAX_SPLIT)
+        return pl_error_set(sp->err, PL_EINPUT, NULL, "\"%s\": %d groups over %d shards", what,
+                            groups, k),
+               -1;
+    for (int s = 0; s < k; s++) {
+        char name[PL_MAX_NAME + 32];
+        snprintf(name, sizeof name, "%s/groups@%d", what, s);
+        int o = emit(sp, PL_OP_SPLIT, name, &v->part[s], 1, groups, &attrs, consumer, s);
+        if (o < 0)
+            return -1;
+        for (int g = 0; g < groups; g++)
+            piece[g * k + s] = sp->n->ops[o].outputs[g];
+    }
+    return concat(sp, what, piece, groups * k, v->axis, consumer, shard);
+}
+
 /* Model tensor t whole, for model op `consumer` running whole (shard -1) or on shard s of
  * a split op (then a copy of its own when t is split or partial in its group). */
 static int whole_of(splitter *sp, int t, int consumer, int s)
@@ -189,7 +217,9 @@ static int whole_of(splitter *sp, int t, int consumer, int s)
         return v->whole;
     const pl_tensor *shape = &sp->g->tensors[t];
     int made, at = local ? s : -1;
-    if (v->kind == SPLIT) {
+    if (v->kind == SPLIT && groups_of(v->groups) > 1) {
+        made = ungroup(sp, t, consumer, at);
+    } else if (v->kind == SPLIT) {
         made = concat(sp, shape->name, v->part, v->k, v->axis, consumer, at);
     } else {
         int axis = pl_split_free_axis(shape, v->k, -1);
@@ -206,31 +236,40 @@ static int whole_of(splitter *sp, int t, int consumer, int s)
     return made;
 }
 
-/* Part s of model tensor t split along `axis` over the k shards of `consumer`'s group. */
-static int part_of(splitter *sp, int t, int axis, int consumer, int s)
+/* Part s of model tensor t split along `axis` (in `groups`) over the k shards of
+ * `consumer`'s group. */
+static int part_of(splitter *sp, int t, int axis, int groups, int consumer, int s)
 {
     value *v = &sp->val[t];
     int k = sp->split[consumer], group = sp->group[consumer];
     const pl_tensor *shape = &sp->g->tensors[t];
     bool stored = shape->kind == PL_TENSOR_PARAM || shape->kind == PL_TENSOR_STATE;
     if (v->kind == WHOLE && v->whole < 0 && stored && shape->producer < 0 &&
-        !store_split(sp, t, axis, group, k))
+        !store_split(sp, t, axis, groups, group, k))
         return -1;
-    if (v->kind == SPLIT && v->group == group && v->axis == axis && v->k == k)
+    if (v->kind == SPLIT && v->group == group && v->axis == axis && v->k == k &&
+        groups_of(v->groups) == groups)
         return v->part[s];
-    if (v->kind == PARTIAL && v->group == group && v->k == k)
+    if (v->kind == PARTIAL && v->group == group && v->k == k && groups == 1)
         return scatter(sp, t, axis) ? v->sum[s] : -1;
     int whole = whole_of(sp, t, consumer, s);
     if (whole < 0)
         return -1;
-    char name[PL_MAX_NAME + 32];
-    snprintf(name, sizeof name, "%s/slice@%d", shape->name, s);
-    pl_attrs attrs;
-    pl_attrs_default(&attrs);
-    attrs.axis = axis;
-    attrs.start = shape->dims[axis] / k * s;
-    attrs.end = attrs.start + shape->dims[axis] / k;
-    return out0(sp, emit(sp, PL_OP_SLICE, name, &whole, 1, 1, &attrs, consumer, s));
+    int piece[PL_MAX_SPLIT]; /* part s of each group */
+    int64_t per = shape->dims[axis] / groups / k;
+    for (int g = 0; g < groups; g++) {
+        char name[PL_MAX_NAME + 32];
+        snprintf(name, sizeof name, "%s/slice@%d", shape->name, s);
+        pl_attrs attrs;
+        pl_attrs_default(&attrs);
+        attrs.axis = axis;
+        attrs.start = shape->dims[axis] / groups * g + per * s;
+        attrs.end = attrs.start + per;
+        if ((piece[g] = out0(sp, emit(sp, PL_OP_SLICE, name, &whole, 1, 1, &attrs, consumer, s))) <
+            0)
+            return -1;
+    }
+    return groups == 1 ? piece[0] : concat(sp, shape->name, piece, groups, axis, consumer, s);
 }
 
 /* ---- ops ------------------------------------------------------------------------------ */
@@ -263,14 +302,15 @@ static bool copy_split(splitter *sp, int o, const rule *r)
 {
     const pl_op *op = &sp->g->ops[o];
     int k = sp->split[o], y = op->outputs[0];
-    value *v = &sp->val[y];
     for (int s = 0; s < k; s++) {
         int in[8], n_in = 0;
         bool skip = false; /* a bias added on shard 0 only: the part passes on */
         for (int i = 0; i < op->n_inputs; i++) {
             int t = op->inputs[i], got;
             switch (r->in[i]) {
-            case IN_SPLIT: got = part_of(sp, t, r->in_axis[i], o, s); break;
+            case IN_SPLIT:
+                got = part_of(sp, t, r->in_axis[i], groups_of(r->in_groups[i]), o, s);
+                break;
             case IN_PARTIAL: got = sp->val[t].part[s]; break;
             case IN_FIRST:
                 if (s > 0) {
@@ -286,7 +326,7 @@ static bool copy_split(splitter *sp, int o, const rule *r)
             in[n_in++] = got;
         }
         if (skip) {
-            v->part[s] = in[0];
+            sp->val[y].part[s] = in[0];
             continue;
         }
         pl_attrs attrs = op->attrs;
@@ -309,16 +349,21 @@ static bool copy_split(splitter *sp, int o, const rule *r)
         }
         char name[PL_MAX_NAME + 16];
         snprintf(name, sizeof name, "%s/tp%d", op->name, s);
-        int made = emit(sp, op->kind, name, in, n_in, 1, &attrs, o, s);
+        int made = emit(sp, op->kind, name, in, n_in, op->n_outputs, &attrs, o, s);
         if (made < 0)
             return false;
         sp->op_collective[made] = 0;
-        v->part[s] = sp->n->ops[made].outputs[0];
+        for (int j = 0; j < op->n_outputs; j++) /* several: the parts of a split op */
+            sp->val[op->outputs[j]].part[s] = sp->n->ops[made].outputs[j];
     }
-    v->kind = r->out;
-    v->axis = r->out_axis;
-    v->group = sp->group[o];
-    v->k = k;
+    for (int j = 0; j < op->n_outputs; j++) {
+        value *v = &sp->val[op->outputs[j]];
+        v->kind = r->out;
+        v->axis = r->out_axis;
+        v->groups = groups_of(r->out_groups);
+        v->group = sp->group[o];
+        v->k = k;
+    }
     return true;
 }
 
@@ -363,6 +408,7 @@ static bool trace_training_tensors(splitter *sp, int first_new)
             if (whole >= 0)
                 snprintf(name, sizeof name, "%s%s", sp->g->tensors[whole].name, suffix);
             nt->init.shard_axis = sp->n->tensors[p].init.shard_axis;
+            nt->init.shard_groups = sp->n->tensors[p].init.shard_groups;
             nt->init.shard_start = sp->n->tensors[p].init.shard_start;
             nt->init.shard_whole = sp->n->tensors[p].init.shard_whole;
         }
@@ -377,13 +423,20 @@ static bool rewrite(splitter *sp)
     const pl_graph *g = sp->g;
     for (int t = 0; t < g->n_tensors; t++) {
         value *v = &sp->val[t];
-        *v = (value){.kind = WHOLE, .whole = -1, .scatter_axis = -1};
+        *v = (value){.kind = WHOLE, .groups = 1, .whole = -1, .scatter_axis = -1};
         for (int s = 0; s < PL_MAX_SPLIT; s++)
             v->local[s] = -1;
+        sp->consumer[t] = -1;
     }
+    for (int o = 0; o < g->n_forward_ops; o++)
+        for (int i = 0; i < g->ops[o].n_inputs; i++) {
+            int *c = &sp->consumer[g->ops[o].inputs[i]];
+            *c = *c == -1 || *c == o ? o : -2;
+        }
     for (int o = 0; o < g->n_forward_ops; o++) {
         rule r;
-        bool split = pl_split_rule_for(sp, o, &r) && pl_split_rule_fits(sp, &g->ops[o], &r, sp->split[o]);
+        bool split = pl_split_rule_for(sp, o, &r) &&
+                     pl_split_rule_fits(sp, &g->ops[o], &r, sp->split[o]);
         if (!(split ? copy_split(sp, o, &r) : copy_whole(sp, o)))
             return false;
     }
@@ -407,19 +460,22 @@ pl_split_graph *pl_split_graph_new(const pl_graph *graph, const int *split, cons
     pl_split_graph *out = calloc(1, sizeof *out);
     splitter sp = {.g = graph, .split = split, .group = group, .stage = stage, .err = err};
     sp.val = malloc((size_t)(graph->n_tensors > 0 ? graph->n_tensors : 1) * sizeof *sp.val);
+    sp.consumer = malloc((size_t)(graph->n_tensors > 0 ? graph->n_tensors : 1) *
+                         sizeof *sp.consumer);
     sp.n = new_graph(graph);
-    bool ok = out && sp.val && sp.n;
+    bool ok = out && sp.val && sp.consumer && sp.n;
     for (int o = 0; ok && o < graph->n_forward_ops; o++)
         if (split[o] < 1 || split[o] > PL_MAX_SPLIT)
             ok = pl_error_set(err, PL_EINPUT, NULL,
                               "op \"%s\" is split over %d devices: 1 to "
                               "%d allowed",
                               graph->ops[o].name, split[o], PL_MAX_SPLIT) == PL_OK;
-    if (!out || !sp.val || !sp.n)
+    if (!out || !sp.val || !sp.consumer || !sp.n)
         ok = oom(&sp);
     if (ok)
         ok = rewrite(&sp);
     free(sp.val);
+    free(sp.consumer);
     if (!ok) {
         pl_graph_free(sp.n);
         free(sp.op_origin);

@@ -13,24 +13,26 @@ enum { WHOLE, SPLIT, PARTIAL };
  * added once to a partial sum). */
 enum { IN_WHOLE, IN_SPLIT, IN_PARTIAL, IN_FIRST };
 
-/* A value of the model's graph in the new one. */
+/* A value of the model's graph in the new one. A split value's axis may be `groups`
+ * equal groups (a fused product's query, key and value), each shared among the shards:
+ * shard s holds part s of each group, one after another (1: the axis whole). */
 typedef struct value {
-    int kind, axis, group, k;
+    int kind, axis, groups, group, k;
     int whole;               /* the whole value, or -1 until made */
     int whole_stage;         /* the stage of the op it was made for: collectives made for
                                 an op serve ops of its stage and later ones only */
     int part[PL_MAX_SPLIT];  /* SPLIT and PARTIAL: shard s's */
     int local[PL_MAX_SPLIT]; /* a whole copy on each shard of `group`, or -1 */
     int local_stage[PL_MAX_SPLIT];
-    int scatter_axis;        /* PARTIAL: the axis its sums are scattered along, or -1 */
-    int sum[PL_MAX_SPLIT];   /* the scattered sums, shard j's on shard j */
+    int scatter_axis;      /* PARTIAL: the axis its sums are scattered along, or -1 */
+    int sum[PL_MAX_SPLIT]; /* the scattered sums, shard j's on shard j */
 } value;
 
 /* How a split op's shards run: per input its reading (IN_*) and axis, the output's layout,
  * and what changes in the attributes. */
 typedef struct rule {
-    int in[8], in_axis[8];
-    int out, out_axis;
+    int in[8], in_axis[8], in_groups[8]; /* groups: 0 reads as 1 */
+    int out, out_axis, out_groups;
     int64_t groups_divided; /* a depthwise convolution's groups per shard, or 0 */
     int64_t rows_per_shard; /* an embedding split by rows: shard s's first id, over s */
     int reshape_axis;       /* a reshape's result axis that is split, or -1 */
@@ -40,7 +42,8 @@ typedef struct splitter {
     const pl_graph *g;
     const int *split, *group, *stage;
     pl_graph *n;
-    value *val; /* per tensor of g */
+    value *val;    /* per tensor of g */
+    int *consumer; /* per tensor of g: its one forward reader, -1 none, -2 several */
     int *op_origin, *op_shard, *op_collective, origin_cap, shard_cap, collective_cap;
     int *tensor_origin, tensor_cap;
     pl_error *err;
@@ -53,5 +56,10 @@ int pl_split_free_axis(const pl_tensor *t, int k, int except);
 bool pl_split_rule_for(const splitter *sp, int o, rule *r);
 /* Whether every input a rule splits divides among the k shards. */
 bool pl_split_rule_fits(const splitter *sp, const pl_op *op, const rule *r, int k);
+
+static inline int groups_of(int groups)
+{
+    return groups > 1 ? groups : 1;
+}
 
 #endif

@@ -21,6 +21,13 @@ static bool divides(const pl_tensor *t, int axis, int k)
     return axis >= 0 && axis < t->rank && axis != t->batch_axis && t->dims[axis] % k == 0;
 }
 
+/* Whether value t comes split along `axis` in op o's group (in `groups`). */
+static bool split_along(const splitter *sp, int o, int t, int axis, int groups)
+{
+    return in_group(sp, o, t, SPLIT) && sp->val[t].axis == axis &&
+           groups_of(sp->val[t].groups) == groups;
+}
+
 static bool is_stored(const pl_tensor *t)
 {
     return t->producer < 0 && t->kind != PL_TENSOR_INPUT;
@@ -33,10 +40,10 @@ static int resolve(int64_t axis, int rank)
 
 /* Every input split along the output's `axis` where it has that axis at full size
  * (broadcasting inputs are read whole). */
-static bool follow(const splitter *sp, const pl_op *op, int axis, rule *r)
+static bool follow(const splitter *sp, const pl_op *op, int axis, int groups, rule *r)
 {
     const pl_tensor *out = &sp->g->tensors[op->outputs[0]];
-    if (!divides(out, axis, sp->split[op - sp->g->ops]))
+    if (!divides(out, axis, sp->split[op - sp->g->ops] * groups))
         return false;
     for (int i = 0; i < op->n_inputs; i++) {
         const pl_tensor *x = &sp->g->tensors[op->inputs[i]];
@@ -44,14 +51,17 @@ static bool follow(const splitter *sp, const pl_op *op, int axis, rule *r)
         bool full = a >= 0 && x->dims[a] == out->dims[axis];
         r->in[i] = full ? IN_SPLIT : IN_WHOLE;
         r->in_axis[i] = a;
+        r->in_groups[i] = groups;
     }
     r->out = SPLIT;
     r->out_axis = axis;
+    r->out_groups = groups;
     return true;
 }
 
-/* The output axis a split input of an element-wise op maps to, or -1. */
-static int split_input_axis(const splitter *sp, const pl_op *op, int except)
+/* The output axis a split input of an element-wise op maps to, or -1; *groups its
+ * groups. */
+static int split_input_axis(const splitter *sp, const pl_op *op, int except, int *groups)
 {
     int o = (int)(op - sp->g->ops);
     const pl_tensor *out = &sp->g->tensors[op->outputs[0]];
@@ -60,6 +70,7 @@ static int split_input_axis(const splitter *sp, const pl_op *op, int except)
         if (!in_group(sp, o, t, SPLIT))
             continue;
         int a = sp->val[t].axis + out->rank - sp->g->tensors[t].rank;
+        *groups = groups_of(sp->val[t].groups);
         if (a != except)
             return a;
     }
@@ -68,11 +79,58 @@ static int split_input_axis(const splitter *sp, const pl_op *op, int except)
 
 static bool rule_elementwise(const splitter *sp, const pl_op *op, int except, rule *r)
 {
-    int o = (int)(op - sp->g->ops), k = sp->split[o];
-    int axis = split_input_axis(sp, op, except);
-    if (axis >= 0 && follow(sp, op, axis, r))
+    int o = (int)(op - sp->g->ops), k = sp->split[o], groups = 1;
+    int axis = split_input_axis(sp, op, except, &groups);
+    if (axis >= 0 && follow(sp, op, axis, groups, r))
         return true;
-    return follow(sp, op, pl_split_free_axis(&sp->g->tensors[op->outputs[0]], k, except), r);
+    return follow(sp, op, pl_split_free_axis(&sp->g->tensors[op->outputs[0]], k, except), 1, r);
+}
+
+/* How many equal parts a product's output is cut into along its last axis right after
+ * (through element-wise ops of its shape, a bias): a fused query, key and value; 1 when it
+ * is not, or when k shards cannot share each part. */
+static int fused_parts(const splitter *sp, int t, int k)
+{
+    const pl_tensor *y = &sp->g->tensors[t];
+    for (int depth = 0; depth < 4; depth++) {
+        int c = sp->consumer[t];
+        if (c < 0)
+            return 1;
+        const pl_op *op = &sp->g->ops[c];
+        if (op->kind == PL_OP_SPLIT) {
+            int n = op->n_outputs, axis = resolve(op->attrs.axis, y->rank);
+            bool equal = !(op->attrs.given & PL_ATTR_BIT(PL_ATTR_SIZES));
+            return equal && axis == y->rank - 1 && n > 1 && y->dims[axis] % (n * k) == 0 ? n : 1;
+        }
+        const pl_tensor *out = &sp->g->tensors[op->outputs[0]];
+        bool elementwise = op->kind == PL_OP_ADD || op->kind == PL_OP_SUB ||
+                           op->kind == PL_OP_MUL || op->kind == PL_OP_SCALE;
+        if (!elementwise || op->n_outputs != 1 || !pl_tensor_has_dims(out, y->rank, y->dims))
+            return 1;
+        t = op->outputs[0];
+    }
+    return 1;
+}
+
+/* A split along an axis of n equal groups ends at the op that cuts the groups apart; a
+ * split along another axis goes on into every part. */
+static bool rule_split(const splitter *sp, const pl_op *op, rule *r)
+{
+    int o = (int)(op - sp->g->ops), t = op->inputs[0];
+    const pl_tensor *x = &sp->g->tensors[t];
+    int axis = resolve(op->attrs.axis, x->rank), n = op->n_outputs;
+    if (!in_group(sp, o, t, SPLIT) || (op->attrs.given & PL_ATTR_BIT(PL_ATTR_SIZES)))
+        return false;
+    const value *v = &sp->val[t];
+    int groups = groups_of(v->groups);
+    r->in[0] = IN_SPLIT, r->in_axis[0] = v->axis, r->in_groups[0] = groups;
+    r->out = SPLIT, r->out_axis = v->axis;
+    if (v->axis == axis) {
+        r->out_groups = 1;
+        return groups == n;
+    }
+    r->out_groups = groups;
+    return true;
 }
 
 /* Sums keep partial values partial: all partial, or one partial (its shape the output's)
@@ -122,36 +180,36 @@ static bool rule_matmul(const splitter *sp, const pl_op *op, rule *r)
     r->out = SPLIT;
     if (is_stored(B) && B->rank == 2) { /* a layer's weight: rows, else columns */
         r->in[1] = IN_SPLIT;
-        if (in_group(sp, o, a, SPLIT) && sp->val[a].axis == a_k) {
+        if (split_along(sp, o, a, a_k, 1)) {
             r->in[0] = IN_SPLIT, r->in_axis[0] = a_k, r->in_axis[1] = b_k, r->out = PARTIAL;
             return true;
         }
+        int parts = fused_parts(sp, op->outputs[0], k); /* each part's columns shared */
         r->in[0] = IN_WHOLE, r->in_axis[1] = b_n, r->out_axis = out->rank - 1;
-        return divides(B, b_n, k);
+        r->in_groups[1] = r->out_groups = parts;
+        return divides(B, b_n, k * parts);
     }
     /* Two activations: a shared leading axis (heads), a's rows, b's columns, or the
      * inner dimension (a partial product). */
     if (A->rank == B->rank && A->rank == out->rank) {
         for (int x = 0; x < A->rank - 2; x++)
-            if ((in_group(sp, o, a, SPLIT) && sp->val[a].axis == x) ||
-                (in_group(sp, o, b, SPLIT) && sp->val[b].axis == x)) {
+            if (split_along(sp, o, a, x, 1) || split_along(sp, o, b, x, 1)) {
                 r->in[0] = A->dims[x] == out->dims[x] ? IN_SPLIT : IN_WHOLE;
                 r->in[1] = B->dims[x] == out->dims[x] ? IN_SPLIT : IN_WHOLE;
                 r->in_axis[0] = r->in_axis[1] = r->out_axis = x;
                 return divides(out, x, k);
             }
-        if (in_group(sp, o, a, SPLIT) && sp->val[a].axis == a_m) {
+        if (split_along(sp, o, a, a_m, 1)) {
             r->in[0] = IN_SPLIT, r->in_axis[0] = a_m, r->in[1] = IN_WHOLE;
             r->out_axis = out->rank - 2;
             return divides(out, r->out_axis, k);
         }
-        if (in_group(sp, o, b, SPLIT) && sp->val[b].axis == b_n) {
+        if (split_along(sp, o, b, b_n, 1)) {
             r->in[1] = IN_SPLIT, r->in_axis[1] = b_n, r->in[0] = IN_WHOLE;
             r->out_axis = out->rank - 1;
             return divides(out, r->out_axis, k);
         }
-        if (in_group(sp, o, a, SPLIT) && sp->val[a].axis == a_k && in_group(sp, o, b, SPLIT) &&
-            sp->val[b].axis == b_k) {
+        if (split_along(sp, o, a, a_k, 1) && split_along(sp, o, b, b_k, 1)) {
             r->in[0] = r->in[1] = IN_SPLIT, r->in_axis[0] = a_k, r->in_axis[1] = b_k;
             r->out = PARTIAL;
             return true;
@@ -174,7 +232,7 @@ static bool rule_conv(const splitter *sp, const pl_op *op, rule *r)
         r->in[0] = IN_SPLIT, r->in_axis[0] = 1, r->groups_divided = groups / k;
         return groups % k == 0;
     }
-    if (in_group(sp, o, op->inputs[0], SPLIT) && sp->val[op->inputs[0]].axis == 1) {
+    if (split_along(sp, o, op->inputs[0], 1, 1)) {
         r->in[0] = IN_SPLIT, r->in_axis[0] = 1, r->in_axis[1] = 1, r->in[2] = IN_FIRST;
         r->out = PARTIAL;
         return true;
@@ -189,7 +247,7 @@ static bool rule_conv(const splitter *sp, const pl_op *op, rule *r)
 static bool rule_reshape(const splitter *sp, const pl_op *op, rule *r)
 {
     int o = (int)(op - sp->g->ops), t = op->inputs[0];
-    if (!in_group(sp, o, t, SPLIT))
+    if (!in_group(sp, o, t, SPLIT) || groups_of(sp->val[t].groups) > 1)
         return false;
     const pl_tensor *x = &sp->g->tensors[t], *y = &sp->g->tensors[op->outputs[0]];
     int64_t before = 1, at = 1;
@@ -223,85 +281,135 @@ static bool rule_embedding(const splitter *sp, const pl_op *op, rule *r)
     return divides(table, 1, k);
 }
 
+/* The kinds of op the rewrite splits, by how. */
+typedef enum family {
+    NOT_SPLIT,
+    PRODUCT,     /* matmul */
+    SUM,         /* add, sub: partial stays partial */
+    SCALING,     /* mul, div: partial stays partial by a whole factor */
+    SCALE,       /* scale */
+    ELEMENTWISE, /* one value per element */
+    NORMALISING, /* softmax, log_softmax: along their axis */
+    LAYER_NORM,
+    BATCH_NORM,
+    POOL,        /* per channel */
+    CONV,
+    EMBEDDING,
+    RESHAPE,
+    TRANSPOSE,
+    CUT,         /* split */
+} family;
+
+static family family_of(pl_op_kind kind)
+{
+    static const struct {
+        pl_op_kind kind;
+        family family;
+    } families[] = {
+        {PL_OP_MATMUL, PRODUCT},
+        {PL_OP_ADD, SUM},
+        {PL_OP_SUB, SUM},
+        {PL_OP_MUL, SCALING},
+        {PL_OP_DIV, SCALING},
+        {PL_OP_SCALE, SCALE},
+        {PL_OP_RELU, ELEMENTWISE},
+        {PL_OP_GELU, ELEMENTWISE},
+        {PL_OP_TANH, ELEMENTWISE},
+        {PL_OP_SIGMOID, ELEMENTWISE},
+        {PL_OP_CLAMP, ELEMENTWISE},
+        {PL_OP_HARDSIGMOID, ELEMENTWISE},
+        {PL_OP_HARDSWISH, ELEMENTWISE},
+        {PL_OP_ERF, ELEMENTWISE},
+        {PL_OP_EXP, ELEMENTWISE},
+        {PL_OP_LOG, ELEMENTWISE},
+        {PL_OP_SQRT, ELEMENTWISE},
+        {PL_OP_RSQRT, ELEMENTWISE},
+        {PL_OP_ABS, ELEMENTWISE},
+        {PL_OP_POW, ELEMENTWISE},
+        {PL_OP_SILU, ELEMENTWISE},
+        {PL_OP_WHERE, ELEMENTWISE},
+        {PL_OP_SOFTMAX, NORMALISING},
+        {PL_OP_LOG_SOFTMAX, NORMALISING},
+        {PL_OP_LAYER_NORM, LAYER_NORM},
+        {PL_OP_BATCH_NORM, BATCH_NORM},
+        {PL_OP_MAX_POOL, POOL},
+        {PL_OP_AVG_POOL, POOL},
+        {PL_OP_GLOBAL_AVG_POOL, POOL},
+        {PL_OP_ADAPTIVE_AVG_POOL, POOL},
+        {PL_OP_MAX_POOL1D, POOL},
+        {PL_OP_MAX_POOL3D, POOL},
+        {PL_OP_AVG_POOL1D, POOL},
+        {PL_OP_AVG_POOL3D, POOL},
+        {PL_OP_ADAPTIVE_AVG_POOL1D, POOL},
+        {PL_OP_ADAPTIVE_AVG_POOL3D, POOL},
+        {PL_OP_CONV1D, CONV},
+        {PL_OP_CONV2D, CONV},
+        {PL_OP_CONV3D, CONV},
+        {PL_OP_EMBEDDING, EMBEDDING},
+        {PL_OP_RESHAPE, RESHAPE},
+        {PL_OP_FLATTEN, RESHAPE},
+        {PL_OP_TRANSPOSE, TRANSPOSE},
+        {PL_OP_SPLIT, CUT},
+    };
+    for (size_t i = 0; i < sizeof families / sizeof *families; i++)
+        if (families[i].kind == kind)
+            return families[i].family;
+    return NOT_SPLIT;
+}
+
+static bool rule_transpose(const splitter *sp, const pl_op *op, rule *r)
+{
+    int o = (int)(op - sp->g->ops), t = op->inputs[0];
+    if (!in_group(sp, o, t, SPLIT))
+        return false;
+    for (int a = 0; a < op->attrs.perm.n; a++)
+        if (op->attrs.perm.v[a] == sp->val[t].axis)
+            r->out_axis = a;
+    r->in[0] = IN_SPLIT, r->in_axis[0] = sp->val[t].axis, r->out = SPLIT;
+    r->in_groups[0] = r->out_groups = groups_of(sp->val[t].groups);
+    return true;
+}
+
 bool pl_split_rule_for(const splitter *sp, int o, rule *r)
 {
     const pl_op *op = &sp->g->ops[o];
     const pl_tensor *out = op->n_outputs == 1 ? &sp->g->tensors[op->outputs[0]] : NULL;
     int k = sp->split[o];
+    family f = family_of(op->kind);
     *r = (rule){.reshape_axis = -1};
-    if (!out || k < 2 || op->n_inputs > 8)
+    if (k < 2 || op->n_inputs > 8 || (!out && f != CUT))
         return false;
-    switch (op->kind) {
-    case PL_OP_MATMUL: return rule_matmul(sp, op, r);
-    case PL_OP_ADD:
-    case PL_OP_SUB: return rule_elementwise(sp, op, -1, r) || rule_partial_sum(sp, op, r);
-    case PL_OP_MUL:
-    case PL_OP_DIV: return rule_partial_scale(sp, op, r) || rule_elementwise(sp, op, -1, r);
-    case PL_OP_SCALE:
+    switch (f) {
+    case PRODUCT: return rule_matmul(sp, op, r);
+    case SUM: return rule_elementwise(sp, op, -1, r) || rule_partial_sum(sp, op, r);
+    case SCALING: return rule_partial_scale(sp, op, r) || rule_elementwise(sp, op, -1, r);
+    case SCALE:
         if (in_group(sp, o, op->inputs[0], PARTIAL)) {
             r->in[0] = IN_PARTIAL, r->out = PARTIAL;
             return true;
         }
         return rule_elementwise(sp, op, -1, r);
-    case PL_OP_RELU:
-    case PL_OP_GELU:
-    case PL_OP_TANH:
-    case PL_OP_SIGMOID:
-    case PL_OP_CLAMP:
-    case PL_OP_HARDSIGMOID:
-    case PL_OP_HARDSWISH:
-    case PL_OP_ERF:
-    case PL_OP_EXP:
-    case PL_OP_LOG:
-    case PL_OP_SQRT:
-    case PL_OP_RSQRT:
-    case PL_OP_ABS:
-    case PL_OP_POW:
-    case PL_OP_SILU:
-    case PL_OP_WHERE: return rule_elementwise(sp, op, -1, r);
-    case PL_OP_SOFTMAX:
-    case PL_OP_LOG_SOFTMAX: return rule_elementwise(sp, op, resolve(op->attrs.axis, out->rank), r);
-    case PL_OP_LAYER_NORM: /* its scale and shift are along the axis it normalises */
+    case ELEMENTWISE: return rule_elementwise(sp, op, -1, r);
+    case NORMALISING: return rule_elementwise(sp, op, resolve(op->attrs.axis, out->rank), r);
+    case LAYER_NORM: /* its scale and shift are along the axis it normalises */
         if (!rule_elementwise(sp, op, resolve(op->attrs.axis, out->rank), r))
             return false;
         for (int i = 1; i < op->n_inputs; i++)
             r->in[i] = IN_WHOLE;
         return true;
-    case PL_OP_BATCH_NORM:
+    case BATCH_NORM:
         for (int i = 1; i < op->n_inputs; i++)
             r->in[i] = IN_SPLIT, r->in_axis[i] = 0;
         r->in[0] = IN_SPLIT, r->in_axis[0] = 1, r->out = SPLIT, r->out_axis = 1;
         return divides(out, 1, k);
-    case PL_OP_MAX_POOL:
-    case PL_OP_AVG_POOL:
-    case PL_OP_GLOBAL_AVG_POOL:
-    case PL_OP_ADAPTIVE_AVG_POOL:
-    case PL_OP_MAX_POOL1D:
-    case PL_OP_MAX_POOL3D:
-    case PL_OP_AVG_POOL1D:
-    case PL_OP_AVG_POOL3D:
-    case PL_OP_ADAPTIVE_AVG_POOL1D:
-    case PL_OP_ADAPTIVE_AVG_POOL3D:
+    case POOL:
         r->in[0] = IN_SPLIT, r->in_axis[0] = 1, r->out = SPLIT, r->out_axis = 1;
         return divides(out, 1, k);
-    case PL_OP_CONV1D:
-    case PL_OP_CONV2D:
-    case PL_OP_CONV3D: return rule_conv(sp, op, r);
-    case PL_OP_EMBEDDING: /* by vocabulary rows (partial: each shard's rows or zeros),
-                             else by columns */
-        return rule_embedding(sp, op, r);
-    case PL_OP_RESHAPE:
-    case PL_OP_FLATTEN: return rule_reshape(sp, op, r);
-    case PL_OP_TRANSPOSE: {
-        int t = op->inputs[0];
-        if (!in_group(sp, o, t, SPLIT))
-            return false;
-        for (int a = 0; a < op->attrs.perm.n; a++)
-            if (op->attrs.perm.v[a] == sp->val[t].axis)
-                r->out_axis = a;
-        r->in[0] = IN_SPLIT, r->in_axis[0] = sp->val[t].axis, r->out = SPLIT;
-        return true;
-    }
+    case CONV: return rule_conv(sp, op, r);
+    case EMBEDDING: return rule_embedding(sp, op, r);
+    case RESHAPE: return rule_reshape(sp, op, r);
+    case TRANSPOSE: return rule_transpose(sp, op, r);
+    case CUT: return rule_split(sp, op, r);
     default: return false;
     }
 }
@@ -310,27 +418,13 @@ bool pl_split_rule_for(const splitter *sp, int o, rule *r)
 bool pl_split_rule_fits(const splitter *sp, const pl_op *op, const rule *r, int k)
 {
     for (int i = 0; i < op->n_inputs; i++)
-        if (r->in[i] == IN_SPLIT && !divides(&sp->g->tensors[op->inputs[i]], r->in_axis[i], k))
+        if (r->in[i] == IN_SPLIT &&
+            !divides(&sp->g->tensors[op->inputs[i]], r->in_axis[i], k * groups_of(r->in_groups[i])))
             return false;
     return true;
 }
 
 bool pl_split_graph_splits(pl_op_kind kind)
 {
-    switch (kind) {
-    case PL_OP_MATMUL: case PL_OP_ADD: case PL_OP_SUB: case PL_OP_MUL: case PL_OP_DIV:
-    case PL_OP_SCALE: case PL_OP_RELU: case PL_OP_GELU: case PL_OP_TANH: case PL_OP_SIGMOID:
-    case PL_OP_CLAMP: case PL_OP_HARDSIGMOID: case PL_OP_HARDSWISH: case PL_OP_ERF:
-    case PL_OP_EXP: case PL_OP_LOG: case PL_OP_SQRT: case PL_OP_RSQRT: case PL_OP_ABS:
-    case PL_OP_POW: case PL_OP_SILU: case PL_OP_WHERE: case PL_OP_SOFTMAX:
-    case PL_OP_LOG_SOFTMAX: case PL_OP_LAYER_NORM: case PL_OP_BATCH_NORM:
-    case PL_OP_MAX_POOL: case PL_OP_AVG_POOL: case PL_OP_GLOBAL_AVG_POOL:
-    case PL_OP_ADAPTIVE_AVG_POOL: case PL_OP_MAX_POOL1D: case PL_OP_MAX_POOL3D:
-    case PL_OP_AVG_POOL1D: case PL_OP_AVG_POOL3D: case PL_OP_ADAPTIVE_AVG_POOL1D:
-    case PL_OP_ADAPTIVE_AVG_POOL3D: case PL_OP_CONV1D: case PL_OP_CONV2D: case PL_OP_CONV3D:
-    case PL_OP_EMBEDDING: case PL_OP_RESHAPE: case PL_OP_FLATTEN: case PL_OP_TRANSPOSE:
-        return true;
-    default:
-        return false;
-    }
+    return family_of(kind) != NOT_SPLIT;
 }
