@@ -292,12 +292,12 @@ typedef enum family {
     NORMALISING, /* softmax, log_softmax: along their axis */
     LAYER_NORM,
     BATCH_NORM,
-    POOL,        /* per channel */
+    POOL, /* per channel */
     CONV,
     EMBEDDING,
     RESHAPE,
     TRANSPOSE,
-    CUT,         /* split */
+    CUT, /* split */
 } family;
 
 static family family_of(pl_op_kind kind)
