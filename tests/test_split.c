@@ -137,7 +137,8 @@ static void test_heads(void)
     check_hundred_steps("small/transformer-small.json", 2, true);
 }
 /* nanoGPT as tools/import-torch imports it: its fused query, key and value cut apart
- * right after the product, the head tied to the token embedding. Trained by SGD: under
+ * right after the product, the head tied to the token embedding, dropout split with the
+ * values it drops. Trained by SGD: under
  * Adam, whose steps are normalised, rounding in near-zero gradients makes whole steps,
  * and one device itself moves its loss by 1.5e-5 with four micro-batches. */
 static void test_fused(void)
@@ -227,6 +228,15 @@ static void test_random_nanogpt(void)
 {
     check_random("tests/models/nanogpt.json");
 }
+/* Dropout by rows of a batch on axis 1, and of a batch merged with the axes after it. */
+static void test_random_seq_first(void)
+{
+    check_random("tests/models/seq-first.json");
+}
+static void test_random_windows(void)
+{
+    check_random("tests/models/windows.json");
+}
 
 void pl_register_split_tests(void)
 {
@@ -245,6 +255,8 @@ void pl_register_split_tests(void)
         {"random split plans: recommender", test_random_recommender},
         {"random split plans: moe", test_random_moe},
         {"random split plans: nanoGPT", test_random_nanogpt},
+        {"random split plans: the batch on axis 1", test_random_seq_first},
+        {"random split plans: the batch merged with other axes", test_random_windows},
         {NULL, NULL},
     };
     pl_test_add_suite("split", cases);

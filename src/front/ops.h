@@ -111,7 +111,9 @@ typedef enum pl_op_kind {
     PL_OP_SLICE_GRAD,      /* dy, x -> dx: dy in [start, end) along axis, zeros elsewhere */
     PL_OP_RESHAPE_LIKE,    /* x, like -> x's elements in like's shape */
     PL_OP_BROADCAST_LIKE,  /* dy, x -> factor * dy repeated over the `axes` reduced from x */
-    PL_OP_DROPOUT_GRAD,    /* dy -> dy masked and scaled exactly as the forward pass did */
+    PL_OP_DROPOUT_GRAD,    /* dy -> dy masked and scaled exactly as the forward pass did
+                              (a split dropout's shard: its attributes axis, start and end
+                              place it in the whole tensor; end 0: it is whole) */
     PL_OP_LSTM_CELL_GRAD,  /* dh', dc', x, w, b [, h, c] [, gates] -> dx, dz [, dh, dc],
                               or projected dh', dc', gx [, w, h, c] [, gates] -> dz
                               [, dh, dc]; dz: of the gates' inputs [N,4H]; gates: the

@@ -334,6 +334,11 @@ static bool copy_split(splitter *sp, int o, const rule *r)
             attrs.groups = r->groups_divided;
         if (r->rows_per_shard)
             attrs.start = op->attrs.start + r->rows_per_shard * s;
+        if (r->dropout) {
+            attrs.axis = r->out_axis;
+            attrs.end = sp->g->tensors[y].dims[r->out_axis];
+            attrs.start = attrs.end / k * s;
+        }
         int64_t *shape = NULL;
         if (r->reshape_axis >= 0 && op->kind == PL_OP_RESHAPE) {
             /* The shape leaves the batch axis out. */

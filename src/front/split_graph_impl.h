@@ -36,6 +36,7 @@ typedef struct rule {
     int64_t groups_divided; /* a depthwise convolution's groups per shard, or 0 */
     int64_t rows_per_shard; /* an embedding split by rows: shard s's first id, over s */
     int reshape_axis;       /* a reshape's result axis that is split, or -1 */
+    bool dropout;           /* a dropout's shards: axis, start and end say where they are */
 } rule;
 
 typedef struct splitter {

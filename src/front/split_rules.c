@@ -292,12 +292,13 @@ typedef enum family {
     NORMALISING, /* softmax, log_softmax: along their axis */
     LAYER_NORM,
     BATCH_NORM,
-    POOL, /* per channel */
+    POOL,        /* per channel */
     CONV,
     EMBEDDING,
     RESHAPE,
     TRANSPOSE,
-    CUT, /* split */
+    CUT,         /* split */
+    DROPOUT,     /* element-wise, its shards told where they are */
 } family;
 
 static family family_of(pl_op_kind kind)
@@ -350,6 +351,7 @@ static family family_of(pl_op_kind kind)
         {PL_OP_FLATTEN, RESHAPE},
         {PL_OP_TRANSPOSE, TRANSPOSE},
         {PL_OP_SPLIT, CUT},
+        {PL_OP_DROPOUT, DROPOUT},
     };
     for (size_t i = 0; i < sizeof families / sizeof *families; i++)
         if (families[i].kind == kind)
@@ -410,6 +412,9 @@ bool pl_split_rule_for(const splitter *sp, int o, rule *r)
     case RESHAPE: return rule_reshape(sp, op, r);
     case TRANSPOSE: return rule_transpose(sp, op, r);
     case CUT: return rule_split(sp, op, r);
+    case DROPOUT: /* each shard draws its elements' keep decisions as the whole would */
+        r->dropout = true;
+        return rule_elementwise(sp, op, -1, r) && groups_of(r->out_groups) == 1;
     default: return false;
     }
 }

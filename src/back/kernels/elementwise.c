@@ -640,6 +640,38 @@ static int64_t shared_keep_counter(const pl_kernel_args *args, pl_batch_layout l
     return args->step->micro_batch * rows + (i / row_size) % rows;
 }
 
+/* A shard of a split dropout (split_graph.h): its attributes axis, start and end say
+ * that its elements are [start, start + its size) of that axis of a tensor whose axis has
+ * `end` elements. Each element draws as that tensor's would: element by element, by its
+ * place there. */
+static void dropout_shard(const pl_kernel_args *args, int64_t begin, int64_t end)
+{
+    const pl_attrs *at = &args->op->attrs;
+    const float *x = in_f32(args, 0);
+    float *y = out_f32(args, 0);
+    pl_tensor whole = *args->out_t[0];
+    int axis = (int)at->axis;
+    int64_t inner = 1, part = whole.dims[axis];
+    for (int a = axis + 1; a < whole.rank; a++)
+        inner *= whole.dims[a];
+    whole.dims[axis] = at->end;
+    const pl_batch_layout layout = pl_tensor_batch_layout(&whole);
+    const int64_t m = args->step->micro_batches > 1 ? args->step->micro_batches : 1;
+    const int64_t run = pl_tensor_elements(&whole) / layout.outer, whole_run = run * m;
+    const float keep_scale = (float)(1.0 / (1.0 - at->rate));
+    for (int64_t i = begin; i < end; i++) {
+        int64_t j = (i / (part * inner) * at->end + at->start + i / inner % part) * inner +
+                    i % inner;
+        int64_t o = j / run, counter = at->mode == PL_DROPOUT_ELEMENT
+                                           ? o * whole_run + args->step->micro_batch * run +
+                                                 j - o * run
+                                           : shared_keep_counter(args, layout, j);
+        y[i] = pl_rng_keep((uint64_t)at->seed, args->step->step, counter, (float)at->rate)
+                   ? x[i] * keep_scale
+                   : 0.0f;
+    }
+}
+
 /* y = mask * x / (1 - rate); the mask is a pure function of (seed, step, position in the
  * whole step's batch), so the gradient redraws it instead of storing it. The micro-batch
  * holds `outer` runs of its samples (one unless the batch is after axis 0), each run a
@@ -654,6 +686,10 @@ PL_VECTOR_CLONES static void dropout_apply(const pl_kernel_args *args)
     if (!args->step->training) {
         if (end > begin)
             memcpy(y + begin, x + begin, (size_t)(end - begin) * sizeof *y);
+        return;
+    }
+    if (at->end > 0) {
+        dropout_shard(args, begin, end);
         return;
     }
     const float rate = (float)at->rate, keep_scale = (float)(1.0 / (1.0 - at->rate));
