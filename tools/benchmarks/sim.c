@@ -291,11 +291,12 @@ static pl_graph *open_training_graph(const options *o, const char *name, pl_erro
 
 typedef enum plan_kind {
     ONE_DEVICE, GPIPE, ONE_F_ONE_B, DEFERRED, INTERLEAVED, BLOCKED, ROUND_ROBIN,
-    DATA_PARALLEL, HYBRID, SHARDED, N_KINDS
+    DATA_PARALLEL, HYBRID, SHARDED, SPLIT, SPLIT_PIPELINE, N_KINDS
 } plan_kind;
 static const char *const kind_names[N_KINDS] = {"one device", "GPipe", "1F1B", "1F1B, W deferred",
                                                 "interleaved", "blocked random", "round-robin",
-                                                "data-parallel", "hybrid", "sharded state"};
+                                                "data-parallel", "hybrid", "sharded state",
+                                                "split ops", "split + pipeline"};
 
 /* A plan to measure, and what became of it. */
 typedef struct candidate {
@@ -419,6 +420,24 @@ static pl_plan *replicated(const pl_graph *g, pl_plan *plan, int replicas, int n
     return plan;
 }
 
+/* Every forward op but the loss split over devices first .. first + k - 1 (those of its
+ * stage, first + k * stage, in a pipeline plan): tensor parallelism (docs/tensor-parallel.md). */
+static pl_plan *split_plan(const pl_graph *g, pl_plan *plan, int k, pl_error *err)
+{
+    int devices[PL_MAX_SPLIT];
+    for (int o = 0; plan && o < g->n_forward_ops; o++) {
+        if (g->ops[o].outputs[0] == g->loss)
+            continue;
+        for (int s = 0; s < k; s++)
+            devices[s] = k * plan->stage[o] + s;
+        if (pl_plan_split(plan, o, k, devices, err) != PL_OK) {
+            pl_plan_free(plan);
+            return NULL;
+        }
+    }
+    return plan;
+}
+
 static const int micro_batch_choices[] = {1, 2, 4, 8};
 enum { N_MICRO = sizeof micro_batch_choices / sizeof *micro_batch_choices };
 
@@ -528,6 +547,25 @@ static pl_status make_candidates(candidates *cs, const options *o, const pl_grap
             plan->shard_optimizer_state = true;
         if (plan)
             status = add_candidate(cs, SHARDED, plan, err, "hybrid r2 s%d m2 sharded", n / 2);
+    }
+    /* split ops over 2 and all devices, and a two-stage pipeline of splits over half */
+    for (int k = 2; status == PL_OK && k <= n && k <= PL_MAX_SPLIT; k = k < n ? n : n + 1) {
+        pl_plan *plan = split_plan(g, one_device_plan(g, 1, err), k, err);
+        status = plan ? add_candidate(cs, SPLIT, plan, err, "split k%d", k) : err->status;
+    }
+    for (int i = 1; status == PL_OK && n >= 4 && i < N_MICRO - 1; i++) {
+        int m = micro_batch_choices[i];
+        pl_plan *plan = pipeline_plan(g, 2, m, PL_SCHEDULE_1F1B, err);
+        if (!plan && err->status != PL_OK)
+            status = err->status;
+        else if (plan && g->batch_size % m == 0 && pl_graph_allows_micro_batches(g, m)) {
+            plan = split_plan(g, plan, n / 2, err);
+            status = plan ? add_candidate(cs, SPLIT_PIPELINE, plan, err, "split k%d s2 m%d",
+                                          n / 2, m)
+                          : err->status;
+        } else {
+            pl_plan_free(plan);
+        }
     }
     for (int i = 0; status == PL_OK && n >= 4 && i < N_MICRO - 1; i++) {
         int m = micro_batch_choices[i];
