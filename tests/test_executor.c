@@ -258,20 +258,7 @@ static void test_micro_batches_moe(void) { bundled_keeps_losses("small/moe-small
 /* Dropout between two layers: its masks must not depend on the micro-batch count. */
 static void test_micro_batches_dropout(void)
 {
-    pl_graph *g = pl_test_training_model(
-        "[16]",
-        "{\"name\": \"w1\", \"shape\": [16, 32], \"init\": {\"kind\": \"glorot_uniform\", "
-        "\"seed\": 1}},"
-        "{\"name\": \"w2\", \"shape\": [32, 3], \"init\": {\"kind\": \"glorot_uniform\", "
-        "\"seed\": 2}}",
-        "{\"name\": \"fc1\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w1\"], \"outputs\": [\"h\"]},"
-        "{\"name\": \"drop\", \"op\": \"dropout\", \"inputs\": [\"h\"], \"outputs\": [\"d\"],"
-        " \"attrs\": {\"rate\": 0.5, \"seed\": 7}},"
-        "{\"name\": \"act\", \"op\": \"relu\", \"inputs\": [\"d\"], \"outputs\": [\"r\"]},"
-        "{\"name\": \"fc2\", \"op\": \"matmul\", \"inputs\": [\"r\", \"w2\"], \"outputs\": [\"logits\"]},"
-        "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"logits\", \"y\"],"
-        " \"outputs\": [\"loss\"]}",
-        "loss");
+    pl_graph *g = pl_test_dropout_model();
     check_micro_batches_keep_losses(g, "dropout");
 }
 
