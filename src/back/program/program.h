@@ -21,7 +21,8 @@
  * state, where its update runs; a tensor read on another device arrives by a copy into
  * that device's memory. Each micro-batch of an activation has a buffer, alive from its
  * writer to its last reader in program order, and a device's arena is packed by those
- * lifetimes (first fit by offset): buffers that are never alive at once share bytes, so a
+ * lifetimes (first fit by offset, or each value's micro-batches in slots of their own
+ * where that takes less): buffers that are never alive at once share bytes, so a
  * GPipe stage keeps every micro-batch, a 1F1B stage n_stages - stage, and a value read
  * only by the forward pass (a recomputed op's: recompute.h) is gone before the backward
  * pass. A buffer takes only bytes last held by buffers read on its writer's resource (or

@@ -8,7 +8,9 @@
  * next activation waiting for a link to send the last one would stall a pipeline): a
  * block takes only bytes whose last holders were read on its writer's resource, or held
  * another micro-batch of the same value where it is (a pipeline keeps as many of those
- * as its schedule has alive at once). */
+ * as its schedule has alive at once). First fit on blocks of many sizes can leave gaps:
+ * where keeping each value's micro-batches in slots of their own takes less, the arena
+ * is laid out that way instead. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
