@@ -350,7 +350,7 @@ static double simulate_fan_out(const pl_graph *g, const pl_cluster *c, double st
  * node port one after another, the last ending 3 x 3.6384 us after the first starts;
  * without (the same hardware with "ports": false, or paced devices of a version 1 file),
  * each pair has a link of its own and the three run at once, all ending 3.6384 us after h.
- * The step with ports is longer. Every device sends to others of its node: 4 node ports,
+ * The step with ports is longer, by a copy at least. Every device sends to others of its node: 4 node ports,
  * where without ports the program copies over 8 pairs' links. */
 static void test_ports_fan_out(void)
 {
@@ -382,7 +382,7 @@ static void test_ports_fan_out(void)
         }
         if (i == 0) {
             CU_ASSERT_DOUBLE_EQUAL(start[0], h_end, 1e-15); /* the same roofline for h */
-            CU_ASSERT_TRUE(step > alone + copy);
+            CU_ASSERT_TRUE(step >= alone + copy - 1e-12);
         }
     }
     CU_ASSERT_EQUAL(links[0], 4);

@@ -181,6 +181,24 @@ pl_graph *pl_test_two_layers(void)
     return g;
 }
 
+pl_graph *pl_test_dropout_model(void)
+{
+    return pl_test_training_model(
+        "[16]",
+        "{\"name\": \"w1\", \"shape\": [16, 32], \"init\": {\"kind\": \"glorot_uniform\", "
+        "\"seed\": 1}},"
+        "{\"name\": \"w2\", \"shape\": [32, 3], \"init\": {\"kind\": \"glorot_uniform\", "
+        "\"seed\": 2}}",
+        "{\"name\": \"fc1\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w1\"], \"outputs\": [\"h\"]},"
+        "{\"name\": \"drop\", \"op\": \"dropout\", \"inputs\": [\"h\"], \"outputs\": [\"d\"],"
+        " \"attrs\": {\"rate\": 0.5, \"seed\": 7}},"
+        "{\"name\": \"act\", \"op\": \"relu\", \"inputs\": [\"d\"], \"outputs\": [\"r\"]},"
+        "{\"name\": \"fc2\", \"op\": \"matmul\", \"inputs\": [\"r\", \"w2\"], \"outputs\": [\"logits\"]},"
+        "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"logits\", \"y\"],"
+        " \"outputs\": [\"loss\"]}",
+        "loss");
+}
+
 pl_plan *pl_test_pipeline_plan(const pl_graph *g, int stages, int micro_batches,
                                pl_schedule schedule)
 {

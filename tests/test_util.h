@@ -63,6 +63,9 @@ pl_cost_model pl_test_costs(pl_op_cost op, double copy_seconds, double per_byte,
 /* x[4,3] -> h = x w1 -> logits = h w2 -> softmax cross-entropy, as its training graph
  * (11 ops). Asserts (fatally) that it builds. */
 pl_graph *pl_test_two_layers(void);
+/* x[4,16] -> matmul -> dropout (rate 0.5, seed 7) -> relu -> matmul -> softmax
+ * cross-entropy, as its training graph. */
+pl_graph *pl_test_dropout_model(void);
 
 /* A layer-wise pipeline: forward op o on stage o * stages / forward ops, each stage on the
  * device of its number; `micro_batches` and `schedule` as given. Asserts (fatally) that it

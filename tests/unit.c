@@ -31,6 +31,7 @@ int main(int argc, char **argv)
     pl_register_executor_tests();
     pl_register_replica_tests();
     pl_register_split_tests();
+    pl_register_recompute_tests();
     pl_register_measure_tests();
     pl_register_simulate_tests();
     pl_register_op_times_tests();

@@ -1,9 +1,10 @@
-/* The training graph a plan with split ops runs (split_graph.h), and the plan restated
- * over its ops. */
+/* The training graph a plan with split ops or recomputed activations runs (split_graph.h,
+ * recompute.h), and the plan restated over its ops. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
+#include "recompute.h"
 
 /* Ops share their shards' devices when every replica puts their shards on the same ones:
  * each op's group is the first such op's index. */
@@ -23,6 +24,23 @@ static void group_ops(const pl_plan *plan, int *group)
                 group[o] = q;
         }
     }
+}
+
+/* The restated plan's recomputed ops recomputed in the rewritten graph; its clones are
+ * values the model does not have (tensor_origin -1). */
+static pl_status recompute(pl_split_graph *s, const pl_plan *restated, pl_error *err)
+{
+    int before = s->graph->n_tensors;
+    pl_status status = pl_recompute_graph(s->graph, restated->recompute, err);
+    if (status != PL_OK || s->graph->n_tensors == before)
+        return status;
+    int *origin = realloc(s->tensor_origin, (size_t)s->graph->n_tensors * sizeof *origin);
+    if (!origin)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    for (int t = before; t < s->graph->n_tensors; t++)
+        origin[t] = -1;
+    s->tensor_origin = origin;
+    return PL_OK;
 }
 
 pl_status pl_plan_split_graph(const pl_plan *plan, const pl_graph *graph, pl_split_graph **split,
@@ -52,6 +70,11 @@ pl_status pl_plan_split_graph(const pl_plan *plan, const pl_graph *graph, pl_spl
         p->recompute[o] = plan->recompute[from];
     }
     pl_plan_copy_settings(p, plan);
+    if (recompute(s, p, err) != PL_OK) {
+        pl_plan_free(p);
+        pl_split_graph_free(s);
+        return err && err->status != PL_OK ? err->status : PL_ENOMEM;
+    }
     *split = s;
     *restated = p;
     return PL_OK;

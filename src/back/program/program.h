@@ -19,13 +19,22 @@
  *
  * Buffers: every tensor has one home, where its producer runs or, for parameters and
  * state, where its update runs; a tensor read on another device arrives by a copy into
- * that device's memory. An activation gets as many slots as micro-batches are alive at
- * once in program order (a GPipe stage keeps all of them, a 1F1B stage n_stages - stage).
+ * that device's memory. Each micro-batch of an activation has a buffer, alive from its
+ * writer to its last reader in program order, and a device's arena is packed by those
+ * lifetimes (first fit by offset, or each value's micro-batches in slots of their own
+ * where that takes less): buffers that are never alive at once share bytes, so a
+ * GPipe stage keeps every micro-batch, a 1F1B stage n_stages - stage, and a value read
+ * only by the forward pass (a recomputed op's: recompute.h) is gone before the backward
+ * pass. A buffer takes only bytes last held by buffers read on its writer's resource (or
+ * by other micro-batches of its value), so that sharing does not tie a device to a link.
+ * The loss op's inputs and outputs of the last micro-batch live to the end of the step,
+ * for the host to read.
  * A task depends on the tasks before it in program order that write what it reads, or
- * read or write what it writes: any run that respects these dependencies computes what
- * the program computes in order, which is what one device computes, and cannot deadlock.
+ * read or write what it writes, and a writer on the writer and readers of the buffers that
+ * last held its bytes: any run that respects these dependencies computes what the program
+ * computes in order, which is what one device computes, and cannot deadlock.
  *
- * Memory: a device holds its activation slots and received copies (its arena), the
+ * Memory: a device holds its activations and received copies (its arena), the
  * parameters and state at home on it, the inputs and constants it reads, and the
  * workspace of its largest op. A program whose device needs more than its capacity is
  * still built; `oom_device` says which device does not fit.
@@ -103,16 +112,17 @@ typedef struct pl_link_use {
 } pl_link_use;
 
 typedef struct pl_device_memory {
-    int64_t arena;     /* activation slots and received copies */
+    int64_t arena;     /* activations and received copies, packed by lifetime */
     int64_t resident;  /* parameters, state, inputs and constants it holds or reads */
     int64_t workspace; /* its largest op's scratch */
     int64_t total;
 } pl_device_memory;
 
 typedef struct pl_program {
-    /* The training graph the tasks run: the model's, or, for a plan that splits ops, the
-     * rewritten one (split_graph.h), which the program owns with the plan restated over
-     * it (`split`, `split_plan`; NULL otherwise). `model` is the model's graph. */
+    /* The training graph the tasks run: the model's, or, for a plan that splits ops or
+     * recomputes activations, the rewritten one (split_graph.h, recompute.h), which the
+     * program owns with the plan restated over it (`split`, `split_plan`; NULL
+     * otherwise). `model` is the model's graph. */
     const pl_graph *graph;
     const pl_graph *model;
     pl_split_graph *split;

@@ -21,6 +21,9 @@ typedef struct instances {
     int n, m;
     int *base;  /* per place: its first buffer */
     int *slot;  /* per place and slice: its slot (activations) */
+    /* per arena buffer j < n_pred_buffers: preds[pred_first[j] .. pred_first[j + 1]), the
+     * buffers that last held its bytes before it (pl_pack_arena) */
+    int *pred_first, *preds, n_pred_buffers;
 } instances;
 
 static int instance_of(const pl_builder *b, int t, int d)
@@ -84,11 +87,15 @@ static void visit_refs(const pl_builder *b, int i, ref_visitor visit, void *cont
         visit(b, context, instance_of(b, op->outputs[j], d), k, true);
 }
 
-/* ---- slots: interval colouring of each activation's micro-batches ------------------------ */
+/* ---- slots: a buffer for each micro-batch an activation instance holds ------------------ */
 
+enum { UNREAD = -2, SEVERAL = -1 };
+
+/* When each slice of each instance is written and last read, in program order (-1: never),
+ * and the resource its readers run on (UNREAD, SEVERAL). */
 typedef struct lifetimes {
     int position;
-    int *written, *last_read; /* per instance and micro-batch, in program order */
+    int *written, *last_read, *readers; /* per instance and micro-batch */
 } lifetimes;
 
 static void note_lifetime(const pl_builder *b, void *context, int i, int k, bool writes)
@@ -96,67 +103,70 @@ static void note_lifetime(const pl_builder *b, void *context, int i, int k, bool
     lifetimes *l = context;
     if (k < 0 || i >= b->n_places || !pl_tensor_per_micro_batch(b, instance_tensor(b, i)))
         return;
-    int *at = writes ? l->written : l->last_read;
-    at[(size_t)i * (size_t)b->slices + (size_t)k] = l->position;
-}
-
-/* A slice and when it is written: sorted by that (programs compile on several threads
- * at once, so the comparison needs no state). */
-typedef struct written_slice {
-    int written, k;
-} written_slice;
-
-static int by_written(const void *x, const void *y)
-{
-    int a = ((const written_slice *)x)->written, b = ((const written_slice *)y)->written;
-    return (a > b) - (a < b);
-}
-
-/* Gives each slice of each activation instance the lowest slot free when it is written
- * (freed after its last reader), slices in the order they are written; returns the slot
- * count per instance. A slice an instance never holds (another replica's) has none. */
-static bool assign_slots(pl_builder *b, instances *in, int *n_slots)
-{
-    int m = in->m;
-    size_t cells = (size_t)in->n * (size_t)m;
-    lifetimes l = {0, malloc(cells * sizeof(int)), malloc(cells * sizeof(int))};
-    int *slot_end = malloc((size_t)m * sizeof *slot_end);
-    written_slice *order = malloc((size_t)m * sizeof *order);
-    bool ok = l.written && l.last_read && slot_end && order;
-    if (ok) {
-        for (size_t c = 0; c < cells; c++)
-            l.written[c] = l.last_read[c] = -1;
-        for (l.position = 0; l.position < b->p->n_tasks; l.position++)
-            visit_refs(b, l.position, note_lifetime, &l);
+    size_t c = (size_t)i * (size_t)b->slices + (size_t)k;
+    int resource = b->p->tasks[l->position].resource;
+    if (writes) {
+        l->written[c] = l->position;
+        return;
     }
-    for (int i = 0; ok && i < in->n; i++) {
+    l->last_read[c] = l->position;
+    l->readers[c] = l->readers[c] == UNREAD || l->readers[c] == resource ? resource : SEVERAL;
+}
+
+/* The host reads the loss op's inputs and outputs of the last slice after a step (the
+ * executor's losses and logits): they stay to the end. */
+static void keep_loss_values(const pl_builder *b, lifetimes *l)
+{
+    int loss_op = b->g->tensors[b->g->loss].producer, k = b->slices - 1;
+    if (loss_op < 0)
+        return;
+    const pl_op *op = &b->g->ops[loss_op];
+    for (int i = 0; i < b->n_places; i++) {
+        int t = instance_tensor(b, i);
+        bool read = false;
+        for (int j = 0; j < op->n_inputs; j++)
+            read = read || op->inputs[j] == t;
+        for (int j = 0; j < op->n_outputs; j++)
+            read = read || op->outputs[j] == t;
+        size_t c = (size_t)i * (size_t)b->slices + (size_t)k;
+        if (read && l->written[c] >= 0)
+            l->last_read[c] = b->p->n_tasks;
+    }
+}
+
+static bool find_lifetimes(pl_builder *b, lifetimes *l)
+{
+    size_t cells = (size_t)b->n_places * (size_t)b->slices;
+    l->written = malloc(cells * sizeof(int) + 1);
+    l->last_read = malloc(cells * sizeof(int) + 1);
+    l->readers = malloc(cells * sizeof(int) + 1);
+    if (!l->written || !l->last_read || !l->readers)
+        return false;
+    for (size_t c = 0; c < cells; c++) {
+        l->written[c] = l->last_read[c] = -1;
+        l->readers[c] = UNREAD;
+    }
+    for (l->position = 0; l->position < b->p->n_tasks; l->position++)
+        visit_refs(b, l->position, note_lifetime, l);
+    keep_loss_values(b, l);
+    return true;
+}
+
+/* Gives each slice an activation instance holds a slot of its own (the arena packs them by
+ * lifetime); returns the slot count per instance. A slice an instance never holds
+ * (another replica's) has none. */
+static void assign_slots(const pl_builder *b, instances *in, const lifetimes *l, int *n_slots)
+{
+    for (int i = 0; i < in->n; i++) {
         n_slots[i] = 0;
         if (!pl_tensor_per_micro_batch(b, instance_tensor(b, i)))
             continue;
-        const int *written = l.written + (size_t)i * (size_t)m;
-        int n = 0;
-        for (int k = 0; k < m; k++)
-            if (written[k] >= 0)
-                order[n++] = (written_slice){written[k], k};
-        qsort(order, (size_t)n, sizeof *order, by_written);
-        for (int o = 0; o < n; o++) {
-            int k = order[o].k;
-            size_t c = (size_t)i * (size_t)m + (size_t)k;
-            int start = l.written[c], end = l.last_read[c] > start ? l.last_read[c] : start;
-            int s = 0;
-            while (s < n_slots[i] && slot_end[s] >= start)
-                s++;
-            if (s == n_slots[i])
-                n_slots[i]++;
-            slot_end[s] = end;
-            in->slot[c] = s;
+        for (int k = 0; k < in->m; k++) {
+            size_t c = (size_t)i * (size_t)in->m + (size_t)k;
+            if (l->written[c] >= 0)
+                in->slot[c] = n_slots[i]++;
         }
     }
-    free(l.written);
-    free(l.last_read);
-    free(slot_end);
-    free(order);
-    return ok;
 }
 
 static int buffer_of(const pl_builder *b, const instances *in, int i, int k)
@@ -177,10 +187,52 @@ static int host_buffers(const pl_builder *b, int t)
     return pl_tensor_kind_of(b, t) == PL_TENSOR_INPUT ? b->slices : 1;
 }
 
+/* Packs each device's activation buffers by lifetime (program_arena.c); the packing's
+ * earlier holders of each buffer's bytes become in->pred_first / in->preds. */
+static bool pack_arenas(pl_builder *b, instances *in, const lifetimes *l, int places)
+{
+    pl_program *p = b->p;
+    pl_arena_block *blocks = malloc((size_t)(places ? places : 1) * sizeof *blocks);
+    pl_edges preds = {0};
+    bool ok = blocks != NULL;
+    for (int d = 0; ok && d < p->n_devices; d++) {
+        int n = 0;
+        for (int i = 0; i < in->n; i++) {
+            if (instance_device(b, i) != d)
+                continue;
+            if (!pl_tensor_per_micro_batch(b, instance_tensor(b, i))) { /* a step's copy */
+                blocks[n++] = (pl_arena_block){in->base[i], -1, p->n_tasks,
+                                               aligned(p->buffers[in->base[i]].bytes),
+                                               UNREAD, SEVERAL, i};
+                continue;
+            }
+            for (int k = 0; k < in->m; k++) {
+                size_t c = (size_t)i * (size_t)in->m + (size_t)k;
+                if (l->written[c] < 0)
+                    continue;
+                int buffer = in->base[i] + in->slot[c];
+                int end = l->last_read[c] > l->written[c] ? l->last_read[c] : l->written[c];
+                int writer = p->tasks[l->written[c]].resource;
+                blocks[n++] = (pl_arena_block){buffer, l->written[c], end,
+                                               aligned(p->buffers[buffer].bytes), writer,
+                                               l->readers[c] == UNREAD ? writer : l->readers[c],
+                                               i};
+            }
+        }
+        ok = pl_pack_arena(p, d, blocks, n, &preds);
+    }
+    ok = ok && pl_edges_csr(&preds, places, &in->pred_first, &in->preds);
+    in->n_pred_buffers = places;
+    free(blocks);
+    pl_edges_free(&preds);
+    return ok;
+}
+
 /* Every instance's buffers: slots in its device's arena, or its place on the host (a
  * batched input: one buffer per micro-batch, each its slice; the executor gathers the
  * slices of an input batched on another axis than 0 one after another). */
-static bool lay_out_buffers(pl_builder *b, instances *in, const int *n_slots)
+static bool lay_out_buffers(pl_builder *b, instances *in, const lifetimes *l,
+                            const int *n_slots)
 {
     pl_program *p = b->p;
     int count = 0;
@@ -203,17 +255,15 @@ static bool lay_out_buffers(pl_builder *b, instances *in, const int *n_slots)
             *buf = (pl_buffer){.tensor = t, .device = d, .copy = b->place_copy[i] > 0
                                                                   ? b->place_copy[i] : 0,
                                .bytes = bytes};
-            if (d >= 0) {
-                buf->offset = p->memory[d].arena;
-                p->memory[d].arena += aligned(bytes);
-            } else if (pl_tensor_kind_of(b, t) == PL_TENSOR_INPUT) {
+            if (d >= 0)
+                continue; /* pack_arenas places it */
+            if (pl_tensor_kind_of(b, t) == PL_TENSOR_INPUT)
                 buf->offset = b->g->tensors[t].batch_axis != PL_NO_BATCH ? bytes * s : 0;
-            } else {
+            else
                 buf->bytes = pl_tensor_bytes(&b->g->tensors[t]);
-            }
         }
     }
-    return pl_allreduce_buffers(b, places, in->base);
+    return pack_arenas(b, in, l, places) && pl_allreduce_buffers(b, places, in->base);
 }
 
 /* ---- references and dependencies --------------------------------------------------------- */
@@ -262,6 +312,15 @@ static void note_buffer(hazards *h, int buf, bool writes)
     h->last_writer[buf] = h->task;
 }
 
+/* A write into bytes that `earlier` held waits for its writer and every reader: it is not
+ * written again in the step, so its readers are all still listed. */
+static void note_earlier_holder(hazards *h, int earlier)
+{
+    depend(h, h->last_writer[earlier]);
+    for (int r = h->readers[earlier]; r >= 0; r = h->reader_next[r])
+        depend(h, h->reader_task[r]);
+}
+
 /* What an all-reduce works on is ordered range by range (its units), so that its steps
  * overlap; a task using a gradient whole uses every unit. Inputs and constants are never
  * written during a step: nothing to order. */
@@ -272,6 +331,9 @@ static void note_hazard(const pl_builder *b, void *context, int i, int k, bool w
     pl_tensor_kind kind = pl_tensor_kind_of(b, instance_tensor(b, i));
     if (kind == PL_TENSOR_INPUT || kind == PL_TENSOR_CONST || !h->ok)
         return;
+    if (writes && buf < h->in->n_pred_buffers)
+        for (int e = h->in->pred_first[buf]; e < h->in->pred_first[buf + 1]; e++)
+            note_earlier_holder(h, h->in->preds[e]);
     if (b->unit_count[buf] == 0)
         note_buffer(h, buf, writes);
     for (int u = 0; u < b->unit_count[buf]; u++)
@@ -408,13 +470,16 @@ static pl_status count_memory(pl_builder *b, pl_error *err)
 
 pl_status pl_program_assign_buffers(pl_builder *b, pl_error *err)
 {
-    instances in = {b->n_places, b->slices, NULL, NULL};
-    in.base = malloc((size_t)in.n * sizeof *in.base);
-    in.slot = malloc((size_t)in.n * (size_t)in.m * sizeof *in.slot);
-    int *n_slots = malloc((size_t)in.n * sizeof *n_slots);
+    instances in = {b->n_places, b->slices, NULL, NULL, NULL, NULL, 0};
+    in.base = malloc((size_t)in.n * sizeof *in.base + 1);
+    in.slot = malloc((size_t)in.n * (size_t)in.m * sizeof *in.slot + 1);
+    int *n_slots = malloc((size_t)in.n * sizeof *n_slots + 1);
+    lifetimes l = {0};
     pl_status status = PL_OK;
-    if (!in.base || !in.slot || !n_slots || !assign_slots(b, &in, n_slots) ||
-        !lay_out_buffers(b, &in, n_slots))
+    bool ok = in.base && in.slot && n_slots && find_lifetimes(b, &l);
+    if (ok)
+        assign_slots(b, &in, &l, n_slots);
+    if (!ok || !lay_out_buffers(b, &in, &l, n_slots))
         status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     if (status == PL_OK)
         status = find_dependencies(b, &in, err);
@@ -422,6 +487,11 @@ pl_status pl_program_assign_buffers(pl_builder *b, pl_error *err)
         status = count_memory(b, err);
     free(in.base);
     free(in.slot);
+    free(in.pred_first);
+    free(in.preds);
+    free(l.written);
+    free(l.last_read);
+    free(l.readers);
     free(n_slots);
     return status;
 }

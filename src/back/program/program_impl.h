@@ -161,6 +161,22 @@ int pl_block_of(int stage, int phase, int micro_batch, int m);
 
 int *pl_rank_blocks(int n_stages, int m, pl_schedule schedule, pl_error *err);
 
+/* program_arena.c: an activation buffer of a device's arena, alive from its writer to its
+ * last reader (positions in program order); the resources its writer and its readers run
+ * on (readers -1: several); the value (a place) it holds one micro-batch of. */
+typedef struct pl_arena_block {
+    int buffer;
+    int start, end;
+    int64_t bytes;
+    int writer, readers;
+    int value;
+} pl_arena_block;
+/* Packs a device's blocks by lifetime (they are reordered) after what its arena holds
+ * already: sets each buffer's offset and grows memory[device].arena to the peak. Adds an
+ * edge (buffer, earlier buffer) for each earlier block that last held some of a block's
+ * bytes: its writer waits for their readers. False when out of memory. */
+bool pl_pack_arena(pl_program *p, int device, pl_arena_block *blocks, int n, pl_edges *preds);
+
 /* program_buffers.c: slots and buffers, each task's references, the dependencies, and
  * every device's memory. */
 pl_status pl_program_assign_buffers(pl_builder *b, pl_error *err);

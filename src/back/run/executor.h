@@ -112,8 +112,9 @@ const pl_program *pl_executor_program(const pl_executor *executor);
 
 /* The host buffer of a parameter, state, constant or input tensor (inputs for the full
  * batch: fill them before a step), made whole first (pl_executor_sync_host). For an
- * activation, its value in the last micro-batch of the last step, on its home device;
- * NULL where a split plan (split_graph.h) never makes it whole. */
+ * input or output of the loss op, its value in the last micro-batch of the last step, on
+ * its home device; NULL where a split plan (split_graph.h) never makes it whole. Other
+ * activations' memory is reused within a step (program.h): their values are not kept. */
 void *pl_executor_data(pl_executor *executor, int t);
 
 /* Makes every host buffer whole: a sharded optimiser state's shards (plan.h), which the
