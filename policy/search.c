@@ -113,6 +113,7 @@ static pl_plan *place_one(pl_search_call *call, baseline_view *view, pl_baseline
         pl_error_init(&view->failure, NULL);
         view->status = pl_placer_init(&view->placer, call->graph, call->cluster, call->model,
                                       call->options->seed, &view->failure);
+        view->placer.no_replicas = call->options->no_replicas;
         view->built = true;
     }
     if (view->status != PL_OK) {
