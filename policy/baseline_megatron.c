@@ -21,8 +21,9 @@
  * collective forward and back for every product with a weight, the pipeline's fill and
  * drain, the hand-offs between stages and the replicas' all-reduce, each over its link;
  * and each device's memory) and the best estimates that fit are simulated, up to
- * MAX_SIMULATED within about SIMULATED_TASKS tasks, with the optimiser state replicated
- * and, where that does not fit, sharded. The fastest simulated plan that fits wins; while
+ * MAX_SIMULATED within about SIMULATED_TASKS tasks, and the whole model on the fastest
+ * device when it is estimated to fit (so that megatron is never slower than single), with
+ * the optimiser state replicated and, where that does not fit, sharded. The fastest simulated plan that fits wins; while
  * none fits, up to MAX_TRIED are simulated, and the one that misses by least is what the
  * error reports. */
 #include <float.h>
@@ -357,8 +358,9 @@ static pl_status score(const pl_placer *p, const pl_plan *plan, double *seconds,
     return status;
 }
 
-/* The layouts' plans simulated, best estimates first, the fastest that fits in `plan` (or,
- * while none fits, the one that misses by least). Returns PL_OK with *found false when
+/* The layouts' plans simulated, best estimates first, and the one-device layout when it
+ * is estimated to fit: the fastest that fits in `plan` (or, while none fits, the one that
+ * misses by least). Returns PL_OK with *found false when
  * no layout could be made at all. */
 static pl_status simulate_best(megatron *m, const layout *ls, int n, pl_plan *plan,
                                bool *found, pl_error *err)
@@ -369,12 +371,13 @@ static pl_status simulate_best(megatron *m, const layout *ls, int n, pl_plan *pl
     pl_status status = PL_OK;
     *found = false;
     for (int i = 0, simulated = 0; status == PL_OK && i < n; i++) {
-        if (simulated >= (fastest < 0 ? MAX_TRIED : MAX_SIMULATED))
-            break;
         const layout *l = &ls[i];
+        /* one device that holds the model (single's plan) is always tried */
+        bool alone = l->fits && l->tensor * l->stages * l->replicas == 1;
         double program_tasks = (double)p->graph->n_ops * l->tensor * l->micro_batches *
                                l->replicas;
-        if (simulated > 0 && tasks + program_tasks > SIMULATED_TASKS)
+        if (!alone && (simulated >= (fastest < 0 ? MAX_TRIED : MAX_SIMULATED) ||
+                       (simulated > 0 && tasks + program_tasks > SIMULATED_TASKS)))
             continue;
         pl_plan_free(trial);
         if (!(trial = pl_plan_new(p->graph, err)))

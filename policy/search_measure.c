@@ -99,7 +99,8 @@ static uint64_t plan_key(const pl_plan *plan)
 {
     uint64_t key = 0;
     for (int i = 0; i < plan->n_ops; i++)
-        key = key * 1000003u + (uint64_t)(plan->device[i] * 16 + plan->stage[i]);
+        key = key * 1000003u + (uint64_t)((plan->device[i] * 16 + plan->stage[i]) * 17 +
+                                          plan->split[i]);
     return key * 31 + (uint64_t)plan->micro_batches;
 }
 
