@@ -140,6 +140,16 @@ static bool same_plan(const pl_plan *a, const pl_plan *b)
     return true;
 }
 
+/* The algorithm places the same plan again for the same seed. */
+static void check_placed_again(pl_baseline a, const pl_graph *g, const pl_cluster *c,
+                               const pl_cost_model *m, uint64_t seed, const pl_plan *plan)
+{
+    pl_plan *again = pl_baseline_place(a, g, c, m, seed, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+    CU_ASSERT(same_plan(again, plan));
+    pl_plan_free(again);
+}
+
 /* Two independent heavy branches: every algorithm that can run them in parallel puts one
  * on each device, and the step is shorter than on one device. */
 static void test_two_branches(void)
@@ -351,12 +361,8 @@ static void test_suite_models(void)
                 /* a split plan's program runs the rewritten graph under the plan restated */
                 check_partitions(p->graph, p->split_plan ? p->split_plan : plan, p->partitions);
                 pl_program_free(p);
-                if (k == 1) { /* determinism, on paced-4 */
-                    pl_plan *again = pl_baseline_place(a, g, c, &m, 7, NULL);
-                    CU_ASSERT_PTR_NOT_NULL_FATAL(again);
-                    CU_ASSERT(same_plan(again, plan));
-                    pl_plan_free(again);
-                }
+                if (k == 1) /* determinism, on paced-4 */
+                    check_placed_again(a, g, c, &m, 7, plan);
                 pl_plan_free(plan);
             }
             pl_graph_free(g);
@@ -643,10 +649,7 @@ static void test_megatron_splits_to_fit(void)
                                 pl_plan_shard_device(plan, r, o, 0) % 2);
     }
     CU_ASSERT_EQUAL(widest, 4);
-    pl_plan *again = pl_baseline_place(PL_BASELINE_MEGATRON, g, c, &m, 1, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(again);
-    CU_ASSERT(same_plan(plan, again));
-    pl_plan_free(again);
+    check_placed_again(PL_BASELINE_MEGATRON, g, c, &m, 1, plan);
     pl_plan_free(plan);
     pl_cluster_free(c);
     pl_graph_free(g);
