@@ -169,16 +169,6 @@ static uint64_t plan_key(const pl_plan *p)
     uint64_t h = pl_hash_bytes(PL_HASH_INIT, p->device,
                                (size_t)p->replicas * (size_t)p->n_ops * sizeof *p->device);
     h = pl_hash_bytes(h, p->stage, (size_t)p->n_ops * sizeof *p->stage);
-    /* an offered plan may split ops (megatron's) or recompute them: not the same plan as
-       the one of its first devices */
-    h = pl_hash_bytes(h, p->split, (size_t)p->n_ops * sizeof *p->split);
-    h = pl_hash_bytes(h, p->recompute, (size_t)p->n_ops * sizeof *p->recompute);
-    for (int o = 0; o < p->n_ops; o++)
-        for (int r = 0; p->split[o] > 1 && r < p->replicas; r++)
-            for (int s = 0; s < p->split[o]; s++) {
-                int device = pl_plan_shard_device(p, r, o, s);
-                h = pl_hash_bytes(h, &device, sizeof device);
-            }
     return h ^ ((uint64_t)p->micro_batches << 2) ^ ((uint64_t)p->defer_weight_gradients << 1) ^
            (uint64_t)p->schedule ^ ((uint64_t)(p->replicas - 1) << 40);
 }

@@ -99,8 +99,7 @@ static uint64_t plan_key(const pl_plan *plan)
 {
     uint64_t key = 0;
     for (int i = 0; i < plan->n_ops; i++)
-        key = key * 1000003u + (uint64_t)((plan->device[i] * 16 + plan->stage[i]) * 17 +
-                                          plan->split[i]);
+        key = key * 1000003u + (uint64_t)(plan->device[i] * 16 + plan->stage[i]);
     return key * 31 + (uint64_t)plan->micro_batches;
 }
 
