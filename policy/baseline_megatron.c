@@ -13,8 +13,8 @@
  * groups' speeds, and every op of a stage is split over its group: the rewrite
  * (split_graph.h) splits products by columns then rows, attention by heads, and lets
  * element-wise ops and norms follow, and runs whole on the group's first device what it
- * cannot split. One micro-batch without a pipeline; with p stages, every count from 1 to 32
- * between p and 4p that divides a replica's batch (the largest dividing it when none
+ * cannot split. One micro-batch without a pipeline; with p stages, every power of two up
+ * to 32 between p and 4p that divides a replica's batch (the largest dividing it when none
  * does), under 1F1B.
  *
  * Every such layout is estimated (compute shared by the group and the replicas, a
@@ -23,9 +23,11 @@
  * and each device's memory) and the best estimates that fit are simulated, up to
  * MAX_SIMULATED within about SIMULATED_TASKS tasks, and the whole model on the fastest
  * device when it is estimated to fit (so that megatron is never slower than single), with
- * the optimiser state replicated and, where that does not fit, sharded. The fastest simulated plan that fits wins; while
- * none fits, up to MAX_TRIED are simulated, and the one that misses by least is what the
- * error reports. */
+ * the optimiser state replicated and, where that does not fit, sharded. The fastest
+ * simulated plan that fits wins; while none fits, up to MAX_TRIED are simulated, and the
+ * one that misses by least is what the error reports. So a placing builds about
+ * MAX_SIMULATED programs (MAX_TRIED when nothing fits), each of which rewrites and
+ * differentiates the graph, and one more for the plan it returns. */
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
