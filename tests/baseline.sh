@@ -64,8 +64,7 @@ for cluster in "$src"/graphs/clusters/*.json; do
     name=$(basename "$cluster" .json)
     case $name in *-ranks-*) continue ;; esac # measured under mpirun: tests/mpi.sh
     expect 0 "baseline all on $name" "$bin" baseline "$mlp" --algo all --cluster "$cluster"
-    # (megatron's plans may split ops, which the bound takes as whole: docs/baselines.md)
-    awk '$1 != "megatron" { for (i = 2; i <= NF; i++) if ($i ~ /^[0-9.]+x$/) { if ($i + 0 < 1) bad = 1; break } }
+    awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^[0-9.]+x$/) { if ($i + 0 < 1) bad = 1; break } }
          END { exit bad }' "$work/out" && ok ||
         bad "baseline all on $name: a plan under the lower bound"
     [ "$name" = unequal-4 ] || continue
