@@ -2,7 +2,8 @@
  * baseline and the fastest chosen; the progress events in the protocol's order; an
  * interrupt already set stops at once with a plan; a measured run on the paced cluster
  * measures the head-to-head contenders; no plan that fits is a result; megatron's split
- * plan chosen where nothing else fits, the agent's own whole; bad options and a
+ * plan chosen where nothing else fits, the agent's own whole; without replicas, megatron's
+ * plan of one; bad options and a
  * missing checkpoint are errors that say so; a checkpoint saved is resumed.
  *
  * Costs come from a synthetic model so that what is simulated does not depend on this
@@ -319,6 +320,29 @@ static void test_only_megatron_fits(void)
     fixture_free(&f);
 }
 
+/* Without replicas (the search's --no-replicas), data-parallel and hybrid are not tried and
+ * megatron keeps to one replica, where it replicates the model otherwise. */
+static void test_no_replicas(void)
+{
+    fixture f;
+    fixture_init(&f, "paced-4.json");
+    f.o.iterations = 1;
+    pl_search *s = run(&f, NULL, NULL);
+    CU_ASSERT_FATAL(s->n_rows > PL_BASELINE_MEGATRON);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s->rows[PL_BASELINE_MEGATRON].plan);
+    CU_ASSERT(s->rows[PL_BASELINE_MEGATRON].plan->replicas > 1);
+    pl_search_free(s);
+    f.o.no_replicas = true;
+    s = run(&f, NULL, NULL);
+    CU_ASSERT_FATAL(s->n_rows > PL_BASELINE_MEGATRON);
+    CU_ASSERT_PTR_NULL(s->rows[PL_BASELINE_DATA_PARALLEL].plan);
+    CU_ASSERT_PTR_NULL(s->rows[PL_BASELINE_HYBRID].plan);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s->rows[PL_BASELINE_MEGATRON].plan);
+    CU_ASSERT_EQUAL(s->rows[PL_BASELINE_MEGATRON].plan->replicas, 1);
+    pl_search_free(s);
+    fixture_free(&f);
+}
+
 /* Options out of range and a checkpoint that is not there: NULL, and the error says what
  * and where. */
 static void test_errors(void)
@@ -402,6 +426,7 @@ void pl_register_search_tests(void)
         {"no plan fits: a result without a chosen row", test_no_fit},
         {"only megatron's split plan fits: chosen, the agent's plans whole",
          test_only_megatron_fits},
+        {"no replicas: megatron's plan of one", test_no_replicas},
         {"bad options and a missing checkpoint", test_errors},
         {"a saved checkpoint resumed", test_resume},
         {"a checkpoint not saved: told, the result whole", test_checkpoint_not_saved},
