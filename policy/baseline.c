@@ -24,6 +24,7 @@ static const baseline_entry algorithms[PL_BASELINE_COUNT] = {
     [PL_BASELINE_PIPELINE_DP] = {"pipeline-dp", pl_place_pipeline_dp},
     [PL_BASELINE_DATA_PARALLEL] = {"data-parallel", pl_place_data_parallel},
     [PL_BASELINE_HYBRID] = {"hybrid", pl_place_hybrid},
+    [PL_BASELINE_MEGATRON] = {"megatron", pl_place_megatron},
 };
 
 const char *pl_baseline_name(pl_baseline algorithm)

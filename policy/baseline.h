@@ -21,6 +21,9 @@
  *                  as simulate fastest (the batch shared equally)
  *   hybrid         pipeline-dp inside a group of devices, replicated on every other group
  *                  (the cluster's groups joined by faster links, and equal runs of devices)
+ *   megatron       tensor parallelism inside groups of well-linked devices, pipeline stages
+ *                  across them, data replicas on top (Megatron-LM's recipe), the degrees
+ *                  that simulate fastest
  *
  * Times are each device's own (its threads and declared rate) and each link's own.
  *
@@ -57,11 +60,12 @@ typedef enum pl_baseline {
     PL_BASELINE_PIPELINE_DP,
     PL_BASELINE_DATA_PARALLEL,
     PL_BASELINE_HYBRID,
+    PL_BASELINE_MEGATRON,
     PL_BASELINE_COUNT
 } pl_baseline;
 
 /* "single", "round-robin", "expert", "metis", "etf", "sct", "pipeline-dp",
- * "data-parallel", "hybrid". */
+ * "data-parallel", "hybrid", "megatron". */
 const char *pl_baseline_name(pl_baseline algorithm);
 /* The algorithm of a name, or PL_BASELINE_COUNT when there is none. */
 pl_baseline pl_baseline_from_name(const char *name);

@@ -21,6 +21,7 @@ typedef struct pl_placer {
     const pl_cluster *cluster;
     const pl_cost_model *model;
     uint64_t seed;
+    bool no_replicas;    /* the caller wants plans of one replica (the search's --no-replicas) */
     int n_groups;        /* graph->n_forward_ops */
     int n_devices;
     double *seconds;     /* [group * n_devices + device]: the group's ops on that device */
@@ -116,6 +117,7 @@ pl_status pl_place_sct(const pl_placer *p, pl_plan *plan, pl_error *err);
 pl_status pl_place_pipeline_dp(const pl_placer *p, pl_plan *plan, pl_error *err);
 pl_status pl_place_data_parallel(const pl_placer *p, pl_plan *plan, pl_error *err);
 pl_status pl_place_hybrid(const pl_placer *p, pl_plan *plan, pl_error *err);
+pl_status pl_place_megatron(const pl_placer *p, pl_plan *plan, pl_error *err);
 
 pl_status pl_placer_no_memory(pl_error *err);
 

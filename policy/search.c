@@ -113,6 +113,7 @@ static pl_plan *place_one(pl_search_call *call, baseline_view *view, pl_baseline
         pl_error_init(&view->failure, NULL);
         view->status = pl_placer_init(&view->placer, call->graph, call->cluster, call->model,
                                       call->options->seed, &view->failure);
+        view->placer.no_replicas = call->options->no_replicas;
         view->built = true;
     }
     if (view->status != PL_OK) {
@@ -245,26 +246,37 @@ static void forget_error(pl_error *err)
     pl_error_init(err, kept.source);
 }
 
-/* The baseline the policy imitates: the best one when it is of one replica, else the
- * fitting baseline of one replica with the least simulated step (the first of equals), or
+/* Whether the agent can take a plan as its own: its actions, refinement and checkpoints
+ * place whole ops, so a plan that splits them (megatron's) stays a row of its own. */
+static bool agent_can_take(const pl_plan *plan)
+{
+    return !pl_plan_rewrites_graph(plan);
+}
+
+/* The baseline the policy imitates: the best one when it is of one replica and whole ops,
+ * else the fitting such baseline with the least simulated step (the first of equals), or
  * -1. An action places one replica: imitating a replicated plan would teach replica 0's
  * placement alone (data-parallel's: the whole model on one device), a slow plan by itself. */
 static int imitated_row(const pl_search *s)
 {
-    if (s->best_baseline < 0 || s->rows[s->best_baseline].plan->replicas == 1)
+    if (s->best_baseline < 0)
+        return -1;
+    const pl_plan *best = s->rows[s->best_baseline].plan;
+    if (best->replicas == 1 && agent_can_take(best))
         return s->best_baseline;
     int imitated = -1;
     for (int r = 0; r < s->n_rows; r++) {
         const pl_search_row *row = &s->rows[r];
         if (row->baseline && row->plan && row->fits && row->plan->replicas == 1 &&
+            agent_can_take(row->plan) &&
             (imitated < 0 || row->sim.step_seconds < s->rows[imitated].sim.step_seconds))
             imitated = r;
     }
     return imitated;
 }
 
-/* A new agent, offered every baseline that fits and imitating the best of one replica: the
- * policy starts from what works, and the best plans include the baselines. */
+/* A new agent, offered every baseline that fits (of whole ops) and imitating the best of one
+ * replica: the policy starts from what works, and the best plans include the baselines. */
 static pl_status start_new_agent(pl_search_call *call, const pl_agent_options *ao)
 {
     pl_search *s = call->result;
@@ -278,7 +290,7 @@ static pl_status start_new_agent(pl_search_call *call, const pl_agent_options *a
     if (o->zero_shot)
         return PL_OK;
     for (int r = 0; r < s->n_rows; r++) {
-        if (!s->rows[r].plan || !s->rows[r].fits)
+        if (!s->rows[r].plan || !s->rows[r].fits || !agent_can_take(s->rows[r].plan))
             continue;
         if (pl_agent_out_of_time(s->agent))
             break;

@@ -1,6 +1,7 @@
 #!/bin/sh
 # placer baseline: one algorithm's plan written and accepted by placer validate, the
-# table of every algorithm (measured too), bad input.
+# table of every algorithm (measured too), megatron's plan where nothing else fits
+# (simulated and measured), bad input.
 . "${top_srcdir:-.}/tests/shell_lib.sh"
 
 mlp=$src/graphs/small/mlp-small.json
@@ -85,9 +86,29 @@ contains "$work/out" "metis " "baseline metis on a skewed cluster"
 expect 3 "baseline --algo all: nothing fits" "$bin" baseline "$mlp" --algo all --cluster "$work/small.json"
 contains "$work/err" "every algorithm failed: no plan fits" "baseline --algo all: nothing fits"
 
+# Devices of 10 MiB, which hold none of mlp's layers with their state (23 MiB in all):
+# every other algorithm fails, megatron splits the layers over the four devices; its plan
+# validates, and its simulated step is within the simulator's bar (15%) of the executor's.
+big=$src/graphs/mlp.json
+sed -e 's/"memory_bytes": 1073741824/"memory_bytes": 10485760/' \
+    -e 's/"flops_per_second": 2e9/"flops_per_second": 5e8/' "$paced" >"$work/tight.json"
+expect 0 "baseline all: only megatron fits" "$bin" baseline "$big" --algo all --cluster "$work/tight.json"
+for a in single round-robin expert metis etf sct pipeline-dp data-parallel hybrid; do
+    grep -q "^$a  *failed: " "$work/out" && ok || bad "baseline all on tight devices: $a fits"
+done
+grep -q "^megatron  *[0-9.]* ms " "$work/out" && ok || bad "baseline all on tight devices: no megatron plan"
+expect 0 "baseline megatron, written" "$bin" baseline "$big" --algo megatron --cluster "$work/tight.json" -o "$work/megatron.json"
+contains "$work/megatron.json" '"split": [' "megatron's plan splits ops"
+contains "$work/megatron.json" '"algorithm": "megatron"' "megatron's provenance"
+expect 0 "validate accepts megatron's plan" "$bin" validate -q "$big" --cluster "$work/tight.json" --plan "$work/megatron.json"
+expect 0 "megatron's plan simulated and measured" "$bin" simulate "$big" --cluster "$work/tight.json" --plan "$work/megatron.json" --measure 3
+error=$(sed -n "s/.*the simulator's error \([-+][0-9.]*\)%.*/\1/p" "$work/out")
+awk -v e="$error" 'BEGIN { exit !(e != "" && e >= -15 && e <= 15) }' && ok ||
+    bad "megatron's plan: the simulator's error '$error'% is outside 15%"
+
 # Bad input.
 expect 2 "baseline: unknown algorithm" "$bin" baseline "$mlp" --algo random
-contains "$work/err" "unknown algorithm 'random' (valid: single, round-robin, expert, metis, etf, sct, pipeline-dp, data-parallel, hybrid, all)" "baseline: unknown algorithm"
+contains "$work/err" "unknown algorithm 'random' (valid: single, round-robin, expert, metis, etf, sct, pipeline-dp, data-parallel, hybrid, megatron, all)" "baseline: unknown algorithm"
 expect 2 "baseline: missing --algo" "$bin" baseline "$mlp"
 expect 2 "baseline: bad seed" "$bin" baseline "$mlp" --algo etf --seed -1
 expect 2 "baseline: -o with all" "$bin" baseline "$mlp" --algo all -o "$work/x.json"

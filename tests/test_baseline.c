@@ -7,6 +7,8 @@
  * a link too slow to cross raises to
  * one device's step; and on unequal
  * devices, list schedules no slower than one fast device and pipelines on the fast ones.
+ * megatron: layers no device holds split over the devices of one machine, and never
+ * slower than one device.
  *
  * Costs come from a synthetic model (1 GFLOP/s devices and fixed copy speeds) so that the
  * known answers do not depend on this machine. */
@@ -106,6 +108,48 @@ static bool fits(const pl_graph *g, const pl_cluster *c, const pl_plan *plan)
     return ok;
 }
 
+/* The memory of the program of everything on one device. */
+static long long whole_model_bytes(const pl_graph *g)
+{
+    pl_cluster *big = native_devices(1, 1LL << 34);
+    pl_plan *all = pl_plan_new(g, NULL);
+    pl_program *p = pl_program_new(g, big, all, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    long long whole = (long long)p->memory[0].total;
+    pl_program_free(p);
+    pl_plan_free(all);
+    pl_cluster_free(big);
+    return whole;
+}
+
+/* Whether two plans are the same: devices, shards, stages and shape. */
+static bool same_plan(const pl_plan *a, const pl_plan *b)
+{
+    if (a->replicas != b->replicas || a->n_stages != b->n_stages ||
+        a->micro_batches != b->micro_batches || a->schedule != b->schedule ||
+        a->shard_optimizer_state != b->shard_optimizer_state)
+        return false;
+    for (int o = 0; o < a->n_ops; o++) {
+        if (a->stage[o] != b->stage[o] || a->split[o] != b->split[o])
+            return false;
+        for (int r = 0; r < a->replicas; r++)
+            for (int s = 0; s < a->split[o]; s++)
+                if (pl_plan_shard_device(a, r, o, s) != pl_plan_shard_device(b, r, o, s))
+                    return false;
+    }
+    return true;
+}
+
+/* The algorithm places the same plan again for the same seed. */
+static void check_placed_again(pl_baseline a, const pl_graph *g, const pl_cluster *c,
+                               const pl_cost_model *m, uint64_t seed, const pl_plan *plan)
+{
+    pl_plan *again = pl_baseline_place(a, g, c, m, seed, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+    CU_ASSERT(same_plan(again, plan));
+    pl_plan_free(again);
+}
+
 /* Two independent heavy branches: every algorithm that can run them in parallel puts one
  * on each device, and the step is shorter than on one device. */
 static void test_two_branches(void)
@@ -185,7 +229,8 @@ static void test_chain(void)
  * few devices, or a model no device holds whole: the only refusals allowed. */
 static bool refused_rightly(pl_baseline a, const pl_plan *plan, const pl_error *err)
 {
-    return !plan && a >= PL_BASELINE_DATA_PARALLEL && err->status == PL_EINPUT;
+    return !plan && (a == PL_BASELINE_DATA_PARALLEL || a == PL_BASELINE_HYBRID) &&
+           err->status == PL_EINPUT;
 }
 
 /* A model that no device holds whole: single says so; every other algorithm splits it
@@ -222,7 +267,7 @@ static void test_memory_forced_split(void)
             fprintf(stderr, "\n    %s: %s\n", pl_baseline_name(a), err.text);
         CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
         CU_ASSERT(fits(g, c, plan));
-        CU_ASSERT(device_changes(g, plan) >= 1);
+        CU_ASSERT(device_changes(g, plan) >= 1 || pl_plan_rewrites_graph(plan));
         pl_plan_free(plan);
     }
     pl_cluster_free(c);
@@ -319,18 +364,11 @@ static void test_suite_models(void)
                 CU_ASSERT_EQUAL(pl_simulate(p, c, &m, &sim, NULL, NULL, NULL), PL_OK);
                 CU_ASSERT_DOUBLE_EQUAL(plan->provenance.predicted_seconds, sim.step_seconds, 0);
                 CU_ASSERT(bound > 0 && bound <= sim.step_seconds); /* a bound, for any plan */
-                check_partitions(g, plan, p->partitions);
+                /* a split plan's program runs the rewritten graph under the plan restated */
+                check_partitions(p->graph, p->split_plan ? p->split_plan : plan, p->partitions);
                 pl_program_free(p);
-                if (k == 1) { /* determinism, on paced-4 */
-                    pl_plan *again = pl_baseline_place(a, g, c, &m, 7, NULL);
-                    CU_ASSERT_PTR_NOT_NULL_FATAL(again);
-                    size_t bytes = (size_t)g->n_forward_ops * sizeof(int);
-                    CU_ASSERT_EQUAL(memcmp(again->device, plan->device, bytes), 0);
-                    CU_ASSERT_EQUAL(memcmp(again->stage, plan->stage, bytes), 0);
-                    CU_ASSERT_EQUAL(again->micro_batches, plan->micro_batches);
-                    CU_ASSERT_EQUAL(again->schedule, plan->schedule);
-                    pl_plan_free(again);
-                }
+                if (k == 1) /* determinism, on paced-4 */
+                    check_placed_again(a, g, c, &m, 7, plan);
                 pl_plan_free(plan);
             }
             pl_graph_free(g);
@@ -363,7 +401,8 @@ static void test_whole_steps(void)
         pl_error err;
         pl_error_init(&err, NULL);
         pl_plan *plan = pl_baseline_place(a, g, c, &m, 7, &err);
-        if (a >= PL_BASELINE_DATA_PARALLEL) { /* replicas split the batch as micro-batches do */
+        if (a == PL_BASELINE_DATA_PARALLEL || a == PL_BASELINE_HYBRID) {
+            /* replicas split the batch as micro-batches do */
             CU_ASSERT_PTR_NULL(plan);
             CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "cannot be replicated"));
             pl_plan_free(plan);
@@ -371,6 +410,7 @@ static void test_whole_steps(void)
         }
         CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
         CU_ASSERT_EQUAL(plan->micro_batches, 1);
+        CU_ASSERT_EQUAL(plan->replicas, 1); /* megatron's: tensor groups and stages only */
         CU_ASSERT_EQUAL(pl_plan_check(plan, g, c, NULL), PL_OK);
         pl_plan_free(plan);
     }
@@ -552,6 +592,95 @@ static void test_pipeline_unequal_devices(void)
     pl_cluster_free(c);
 }
 
+/* Two machines of four devices listed alternately (a0, b0, a1, b1, ...: device d is of
+ * machine d % 2), each holding `memory` bytes: 2 GB/s inside a machine, 0.25 GB/s between
+ * them (paced-8's links). */
+static pl_cluster *two_machines(long long memory)
+{
+    char json[4096];
+    int n = snprintf(json, sizeof json, "{\"format\": \"placer-cluster\", \"version\": 1, "
+                     "\"name\": \"two-machines\", \"devices\": [");
+    for (int d = 0; d < 8; d++)
+        n += snprintf(json + n, sizeof json - (size_t)n, "%s{\"name\": \"%c%d\", "
+                      "\"memory_bytes\": %lld}", d ? ", " : "", "ab"[d % 2], d / 2, memory);
+    n += snprintf(json + n, sizeof json - (size_t)n, "], \"default_link\": "
+                  "{\"bytes_per_second\": 2.5e8, \"latency_seconds\": 1e-4}, \"links\": [");
+    for (int a = 0, first = 1; a < 8; a++)
+        for (int b = a + 2; b < 8; b += 2, first = 0)
+            n += snprintf(json + n, sizeof json - (size_t)n, "%s{\"devices\": [\"%c%d\", "
+                          "\"%c%d\"], \"bytes_per_second\": 2e9, \"latency_seconds\": "
+                          "1e-5}", first ? "" : ", ", "ab"[a % 2], a / 2, "ab"[b % 2], b / 2);
+    snprintf(json + n, sizeof json - (size_t)n, "]}");
+    pl_error err;
+    pl_error_init(&err, "two-machines");
+    pl_cluster *c = pl_cluster_load_buffer(json, strlen(json), "two-machines", &err);
+    if (!c)
+        fprintf(stderr, "\n    %s\n", err.text);
+    return c;
+}
+
+/* A chain of two wide layers on two machines of four devices, each device holding 0.4 of
+ * the model: no device holds the model, nor a layer, nor a replica with its state sharded,
+ * so single, pipeline-dp and data-parallel fail; megatron splits the layers over four
+ * devices, every op's shards inside one machine, and its plan fits, the same for the same
+ * seed. */
+static void test_megatron_splits_to_fit(void)
+{
+    pl_graph *g = chain(2, 1024);
+    pl_cluster *c = two_machines(whole_model_bytes(g) * 4 / 10);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    pl_cost_model m = synthetic_costs(1e-10);
+    pl_baseline cannot[] = {PL_BASELINE_SINGLE, PL_BASELINE_PIPELINE_DP,
+                            PL_BASELINE_DATA_PARALLEL};
+    for (size_t i = 0; i < sizeof cannot / sizeof *cannot; i++) {
+        pl_error err;
+        pl_error_init(&err, NULL);
+        CU_ASSERT_PTR_NULL(pl_baseline_place(cannot[i], g, c, &m, 1, &err));
+        CU_ASSERT_EQUAL(err.status, PL_EINPUT);
+    }
+    pl_error err;
+    pl_error_init(&err, NULL);
+    pl_plan *plan = pl_baseline_place(PL_BASELINE_MEGATRON, g, c, &m, 1, &err);
+    if (!plan)
+        fprintf(stderr, "\n    megatron: %s\n", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+    CU_ASSERT_STRING_EQUAL(plan->provenance.algorithm, "megatron");
+    CU_ASSERT(fits(g, c, plan));
+    int widest = 1;
+    for (int o = 0; o < plan->n_ops; o++) {
+        widest = plan->split[o] > widest ? plan->split[o] : widest;
+        for (int r = 0; r < plan->replicas; r++)
+            for (int s = 1; s < plan->split[o]; s++)
+                CU_ASSERT_EQUAL(pl_plan_shard_device(plan, r, o, s) % 2,
+                                pl_plan_shard_device(plan, r, o, 0) % 2);
+    }
+    CU_ASSERT_EQUAL(widest, 4);
+    check_placed_again(PL_BASELINE_MEGATRON, g, c, &m, 1, plan);
+    pl_plan_free(plan);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* Where the whole model fits one device, megatron is no slower (simulated) than single,
+ * whose plan is among its layouts and always tried. */
+static void test_megatron_no_slower(void)
+{
+    pl_cluster *c = pl_test_bundled_cluster("paced-4.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    pl_cost_model m = fast_machine_costs();
+    static const char *const models[] = {"mlp.json", "transformer.json", "small/cnn-small.json"};
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
+        pl_graph *g = pl_test_bundled_training_graph(models[i], 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        double steps[PL_BASELINE_COUNT];
+        place_all(models[i], g, c, &m, steps);
+        CU_ASSERT(steps[PL_BASELINE_MEGATRON] > 0);
+        CU_ASSERT(steps[PL_BASELINE_MEGATRON] <= steps[PL_BASELINE_SINGLE]);
+        pl_graph_free(g);
+    }
+    pl_cluster_free(c);
+}
+
 /* A forward-only graph is refused with a message, not placed. */
 static void test_needs_training_graph(void)
 {
@@ -583,6 +712,9 @@ void pl_register_baseline_tests(void)
         {"a link no tensor can cross: the bound is one device's step", test_bound_pays_for_links},
         {"pipeline-dp on unequal devices takes the fast ones", test_pipeline_unequal_devices},
         {"batch statistics per step: one micro-batch", test_whole_steps},
+        {"megatron splits ops inside a machine where nothing else fits",
+         test_megatron_splits_to_fit},
+        {"megatron no slower than one device", test_megatron_no_slower},
         {NULL, NULL}};
     pl_test_add_suite("baseline", cases);
 }

@@ -1,7 +1,9 @@
 /* The placement search as a library call (search.h): simulating only, a row for every
  * baseline and the fastest chosen; the progress events in the protocol's order; an
  * interrupt already set stops at once with a plan; a measured run on the paced cluster
- * measures the head-to-head contenders; no plan that fits is a result; bad options and a
+ * measures the head-to-head contenders; no plan that fits is a result; megatron's split
+ * plan chosen where nothing else fits, the agent's own whole; without replicas, megatron's
+ * plan of one; bad options and a
  * missing checkpoint are errors that say so; a checkpoint saved is resumed.
  *
  * Costs come from a synthetic model so that what is simulated does not depend on this
@@ -288,6 +290,59 @@ static void test_no_fit(void)
     fixture_free(&f);
 }
 
+/* mlp on four devices of 10 MiB, which hold none of its layers with their state: megatron's
+ * plan, which splits them, is the only one that fits and is chosen; the agent, whose plans
+ * are of whole ops, neither took nor made a split plan. */
+static void test_only_megatron_fits(void)
+{
+    fixture f;
+    fixture_init(&f, "paced-4.json");
+    pl_cluster_free(f.c);
+    pl_graph_free(f.g);
+    f.g = pl_test_bundled_training_graph("mlp.json", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f.g);
+    f.c = pl_test_cluster((pl_test_devices){.n = 4, .memory = 10485760, .flops = 2e9,
+                                             .link_bytes_per_second = 1e9});
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f.c);
+    pl_search *s = run(&f, NULL, NULL);
+    CU_ASSERT_EQUAL(s->best_baseline, PL_BASELINE_MEGATRON);
+    CU_ASSERT_EQUAL(s->chosen, PL_BASELINE_MEGATRON);
+    CU_ASSERT_FATAL(s->n_rows > PL_BASELINE_MEGATRON);
+    CU_ASSERT(pl_plan_rewrites_graph(s->rows[PL_BASELINE_MEGATRON].plan));
+    for (int r = 0; r < s->n_rows; r++)
+        CU_ASSERT(r == PL_BASELINE_MEGATRON || !s->rows[r].plan || !s->rows[r].fits);
+    for (int k = 0; s->agent && k < pl_agent_best_count(s->agent); k++) {
+        pl_plan *plan = pl_agent_best_plan(s->agent, k, NULL);
+        CU_ASSERT(plan && !pl_plan_rewrites_graph(plan));
+        pl_plan_free(plan);
+    }
+    pl_search_free(s);
+    fixture_free(&f);
+}
+
+/* Without replicas (the search's --no-replicas), data-parallel and hybrid are not tried and
+ * megatron keeps to one replica, where it replicates the model otherwise. */
+static void test_no_replicas(void)
+{
+    fixture f;
+    fixture_init(&f, "paced-4.json");
+    f.o.iterations = 1;
+    pl_search *s = run(&f, NULL, NULL);
+    CU_ASSERT_FATAL(s->n_rows > PL_BASELINE_MEGATRON);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s->rows[PL_BASELINE_MEGATRON].plan);
+    CU_ASSERT(s->rows[PL_BASELINE_MEGATRON].plan->replicas > 1);
+    pl_search_free(s);
+    f.o.no_replicas = true;
+    s = run(&f, NULL, NULL);
+    CU_ASSERT_FATAL(s->n_rows > PL_BASELINE_MEGATRON);
+    CU_ASSERT_PTR_NULL(s->rows[PL_BASELINE_DATA_PARALLEL].plan);
+    CU_ASSERT_PTR_NULL(s->rows[PL_BASELINE_HYBRID].plan);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s->rows[PL_BASELINE_MEGATRON].plan);
+    CU_ASSERT_EQUAL(s->rows[PL_BASELINE_MEGATRON].plan->replicas, 1);
+    pl_search_free(s);
+    fixture_free(&f);
+}
+
 /* Options out of range and a checkpoint that is not there: NULL, and the error says what
  * and where. */
 static void test_errors(void)
@@ -369,6 +424,9 @@ void pl_register_search_tests(void)
         {"interrupted before the start: at once, with a plan", test_interrupted_at_once},
         {"measured: the head-to-head contenders, the fastest chosen", test_measured},
         {"no plan fits: a result without a chosen row", test_no_fit},
+        {"only megatron's split plan fits: chosen, the agent's plans whole",
+         test_only_megatron_fits},
+        {"no replicas: megatron's plan of one", test_no_replicas},
         {"bad options and a missing checkpoint", test_errors},
         {"a saved checkpoint resumed", test_resume},
         {"a checkpoint not saved: told, the result whole", test_checkpoint_not_saved},
