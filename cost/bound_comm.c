@@ -30,8 +30,10 @@
  * ops kept together run shard for shard on at most `split` devices, each reading its own
  * parts, and load one with their work over `split` as well. But an op a plan cannot split
  * runs whole on one device and reads its inputs whole there: a part from another device
- * would cross. So a component with such an op runs on one device, as without splits. (The
- * groups' terms stand: a component kept in one group still loads it with its work over g.)
+ * would cross. So a component with such an op runs on one device, as without splits. The
+ * groups' terms count components only, not single ops: a component kept in one group loads
+ * it with its work over g, but a single op may be split across groups (the devices' term
+ * counts it, over `split`).
  *
  * Only activations and trained parameters count (inputs, constants and states are never
  * copied as tensors are, or not surely); latencies are left out. With a native link a
@@ -129,13 +131,17 @@ static int later_first(const void *a, const void *b)
 typedef struct components {
     int *parent;
     double *work;
-    bool *kept, *whole;
+    bool *kept, *whole, *joined;
     int replicas, split;
+    bool alone_counts; /* an op joined to none loads a device (the devices' level) or not
+                          (the groups' level: its devices need not be one group's) */
     double load;
 } components;
 
 static double load_of(const components *k, int root)
 {
+    if (!k->joined[root] && !k->alone_counts)
+        return 0;
     double r = k->kept[root] ? 1 : k->replicas, s = k->whole[root] ? 1 : k->split;
     return k->work[root] / (r * s);
 }
@@ -156,21 +162,23 @@ static void join(components *k, int a, int b, bool kept)
         k->work[a] += k->work[b];
         k->kept[a] = k->kept[a] || k->kept[b];
         k->whole[a] = k->whole[a] || k->whole[b];
+        k->joined[a] = true;
     }
     k->kept[a] = k->kept[a] || kept;
     k->load = fmax(k->load, load_of(k, a));
 }
 
 static void start_components(components *k, const pl_graph *g, const double *work,
-                             int replicas, int split)
+                             int replicas, int split, bool alone_counts)
 {
     k->replicas = replicas;
     k->split = split;
+    k->alone_counts = alone_counts;
     k->load = 0;
     for (int o = 0; o < g->n_ops; o++) {
         k->parent[o] = o;
         k->work[o] = work[o];
-        k->kept[o] = false;
+        k->kept[o] = k->joined[o] = false;
         k->whole[o] = !pl_split_graph_splits(g->ops[g->ops[o].group].kind);
         k->load = fmax(k->load, load_of(k, o));
     }
@@ -201,8 +209,8 @@ static double sweep(const pl_graph *g, const link_speeds *s, const double *work,
             order[n++] = (threshold){bytes / (t->param ? s->group_out : s->between), i, true};
     }
     qsort(order, (size_t)n, sizeof *order, later_first);
-    start_components(device, g, work, r, split);
-    start_components(group, g, work, r, 1);
+    start_components(device, g, work, r, split, true);
+    start_components(group, g, work, r, 1, false);
     int g_size = s->group_size > 0 ? s->group_size : 1;
     double best = HUGE_VAL, above = HUGE_VAL;
     for (int i = 0; i <= n; i++) {
@@ -287,14 +295,16 @@ pl_status pl_bound_comm(const pl_graph *g, const pl_cluster *c, const pl_tensor 
     threshold *order = malloc((2 * n_tensors + 1) * sizeof *order);
     double *work = malloc((3 * n + 1) * sizeof *work);
     int *parents = malloc((2 * n + 1) * sizeof *parents);
-    bool *kept = malloc(4 * n + 1);
+    bool *kept = malloc(6 * n + 1);
     int n_joining = -1;
     if (first_op && tensors && order && work && parents && kept)
         n_joining = joining_tensors(g, shapes, (double)g->batch_size / size, first_op,
                                     &op_list, tensors);
     if (n_joining >= 0) {
-        components device = {parents, work + n, kept, kept + 2 * n, 1, 1, 0};
-        components group = {parents + n, work + 2 * n, kept + n, kept + 3 * n, 1, 1, 0};
+        components device = {parents, work + n, kept, kept + 2 * n, kept + 4 * n, 1, 1,
+                             true, 0};
+        components group = {parents + n, work + 2 * n, kept + n, kept + 3 * n, kept + 5 * n,
+                            1, 1, false, 0};
         for (size_t o = 0; o < n; o++)
             work[o] = step[o * (size_t)stride];
         double least = HUGE_VAL;

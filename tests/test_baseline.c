@@ -537,6 +537,32 @@ static void test_bound_pays_for_links(void)
     pl_graph_free(g);
 }
 
+/* Products so large that one alone, whole, outlasts the step a split of every op over
+ * four paced devices takes (each product a quarter on each device): the links' term must
+ * not hold an op whole on one device, nor, with no groups of devices, count it whole as a
+ * group's. megatron's plan simulates at or above the bound. */
+static void test_bound_holds_for_split_ops(void)
+{
+    pl_cost_model m = fast_machine_costs();
+    pl_graph *g = chain(2, 2048);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_cluster *c = pl_test_cluster((pl_test_devices){
+        .n = 4, .memory = 1 << 30, .flops = 1e9, .link_bytes_per_second = 1e9});
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    double bound = 0;
+    CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, &m, &bound, NULL), PL_OK);
+    pl_plan *plan = pl_baseline_place(PL_BASELINE_MEGATRON, g, c, &m, 1, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+    CU_ASSERT(pl_plan_rewrites_graph(plan));
+    double step = simulated_step(g, c, &m, plan);
+    if (step < bound)
+        fprintf(stderr, "\n    megatron %g s under the bound %g s\n", step, bound);
+    CU_ASSERT(step >= bound);
+    pl_plan_free(plan);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* unequal-4 with its slow pair listed first. */
 static const char slow_first[] =
     "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": \"slow-first\", \"devices\": ["
@@ -710,6 +736,8 @@ void pl_register_baseline_tests(void)
          test_bounds_and_unequal_devices},
         {"every model on the hardware clusters, with ports: the bound", test_bounds_on_hardware},
         {"a link no tensor can cross: the bound is one device's step", test_bound_pays_for_links},
+        {"products split over every device: their plan at or above the bound",
+         test_bound_holds_for_split_ops},
         {"pipeline-dp on unequal devices takes the fast ones", test_pipeline_unequal_devices},
         {"batch statistics per step: one micro-batch", test_whole_steps},
         {"megatron splits ops inside a machine where nothing else fits",
