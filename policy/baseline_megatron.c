@@ -5,7 +5,7 @@
  *
  * A tensor group is a run of t devices inside one of the cluster's groups (devices joined
  * by its faster links, cluster.h), the fastest runs first. For t = 1, 2, 4, ... (up to
- * PL_MAX_SPLIT and the largest group), p stages and d replicas with p x d tensor groups,
+ * PL_MAX_SPLIT and the devices), p stages and d replicas with p x d tensor groups,
  * replica r's stage s runs on tensor group s x d + r: a stage's replicas side by side, as
  * Megatron-LM orders its ranks, so that the all-reduce of a stage's gradients takes the
  * nearer links and the pipeline's smaller hand-offs cross the farther ones. The stages are
@@ -23,7 +23,10 @@
  * and each device's memory) and the best estimates that fit are simulated, up to
  * MAX_SIMULATED within about SIMULATED_TASKS tasks, and the whole model on the fastest
  * device when it is estimated to fit (so that megatron is never slower than single), with
- * the optimiser state replicated and, where that does not fit, sharded. The fastest
+ * the optimiser state replicated and, where that does not fit, sharded, and where neither
+ * fits, every op's activations recomputed (Megatron-LM's full recomputation). Only where
+ * no layout inside the groups fits are tensor groups taken across them, runs of t devices
+ * in order over the slower links (a model too large for one group's memory). The fastest
  * simulated plan that fits wins; while none fits, up to MAX_TRIED are simulated, and the
  * one that misses by least is what the error reports. So a placing builds about
  * MAX_SIMULATED programs (MAX_TRIED when nothing fits), each of which rewrites and
@@ -44,7 +47,8 @@ enum {
 /* One candidate: t devices to a tensor group, p stages, d replicas, m micro-batches. */
 typedef struct layout {
     int tensor, stages, replicas, micro_batches;
-    bool fits; /* by the estimate */
+    bool fits;   /* by the estimate */
+    bool across; /* its tensor groups span the cluster's groups (no group holds one) */
     double estimate;
 } layout;
 
@@ -102,14 +106,26 @@ static bool megatron_init(megatron *m, const pl_placer *p)
 }
 
 /* The tensor groups of t devices: devices[i * t ..] is group i's, runs of t devices in
- * order inside each of the cluster's groups, the fastest runs first (in order on a tie).
- * Returns how many. */
-static int tensor_groups(const pl_placer *p, int t, int *devices)
+ * order inside each of the cluster's groups, the fastest runs first (in order on a tie);
+ * when no group holds t devices, runs across them (over the slower links: such layouts
+ * estimate slower, and are what a model too large for one group needs). Returns how many. */
+static int tensor_groups(const pl_placer *p, int t, int *devices, bool *across)
 {
     int all[PL_MAX_DEVICES], group[PL_MAX_DEVICES], n = 0;
     for (int d = 0; d < p->n_devices; d++)
         all[d] = d;
     int k = pl_cluster_groups(p->cluster, all, p->n_devices, group);
+    bool within = false; /* whether some group holds t devices */
+    for (int c = 0; c < k && !within; c++) {
+        int size = 0;
+        for (int d = 0; d < p->n_devices; d++)
+            size += group[d] == c;
+        within = size >= t;
+    }
+    for (int d = 0; !within && d < p->n_devices; d++) /* else runs across the groups */
+        group[d] = 0;
+    k = within ? k : 1;
+    *across = !within;
     for (int c = 0; c < k; c++) {
         int run = 0;
         for (int d = 0; d < p->n_devices; d++) {
@@ -274,7 +290,8 @@ static layout *make_layouts(megatron *m, int *n)
     layout *ls = malloc(cap * sizeof *ls);
     int devices[PL_MAX_DEVICES];
     for (int t = 1; ls && t <= PL_MAX_SPLIT && t <= p->n_devices; t *= 2) {
-        int groups = tensor_groups(p, t, devices);
+        bool across;
+        int groups = tensor_groups(p, t, devices, &across);
         for (int S = 1; ls && S <= groups && S <= p->n_groups; S++)
             for (int d = 1; ls && S * d <= groups && d <= max_replicas; d++) {
                 if (g->batch_size % d != 0)
@@ -283,7 +300,7 @@ static layout *make_layouts(megatron *m, int *n)
                 int n_counts = micro_batch_counts(S, g->batch_size / d, whole, counts);
                 for (int i = 0; ls && i < n_counts; i++) {
                     layout l = {.tensor = t, .stages = S, .replicas = d,
-                                .micro_batches = counts[i]};
+                                .micro_batches = counts[i], .across = across};
                     if (!assign_stages(m, &l, devices))
                         continue;
                     estimate(m, &l, devices);
@@ -312,7 +329,8 @@ static pl_status fill_plan(megatron *m, const layout *l, pl_plan *plan, pl_error
 {
     const pl_placer *p = m->p;
     int devices[PL_MAX_DEVICES], shards[PL_MAX_REPLICAS * PL_MAX_SPLIT];
-    tensor_groups(p, l->tensor, devices);
+    bool across;
+    tensor_groups(p, l->tensor, devices, &across);
     assign_stages(m, l, devices);
     pl_status status = pl_plan_set_replicas(plan, l->replicas, err);
     for (int o = 0; status == PL_OK && o < p->n_groups; o++) {
@@ -364,8 +382,8 @@ static pl_status score(const pl_placer *p, const pl_plan *plan, double *seconds,
  * is estimated to fit: the fastest that fits in `plan` (or, while none fits, the one that
  * misses by least). Returns PL_OK with *found false when
  * no layout could be made at all. */
-static pl_status simulate_best(megatron *m, const layout *ls, int n, pl_plan *plan,
-                               bool *found, pl_error *err)
+static pl_status simulate_best(megatron *m, const layout *ls, int n, bool across,
+                               pl_plan *plan, bool *found, double *best, pl_error *err)
 {
     const pl_placer *p = m->p;
     pl_plan *trial = NULL;
@@ -374,6 +392,8 @@ static pl_status simulate_best(megatron *m, const layout *ls, int n, pl_plan *pl
     *found = false;
     for (int i = 0, simulated = 0; status == PL_OK && i < n; i++) {
         const layout *l = &ls[i];
+        if (l->across != across)
+            continue;
         /* one device that holds the model (single's plan) is always tried */
         bool alone = l->fits && l->tensor * l->stages * l->replicas == 1;
         double program_tasks = (double)p->graph->n_ops * l->tensor * l->micro_batches *
@@ -385,9 +405,14 @@ static pl_status simulate_best(megatron *m, const layout *ls, int n, pl_plan *pl
         if (!(trial = pl_plan_new(p->graph, err)))
             return err ? err->status : PL_ENOMEM;
         status = fill_plan(m, l, trial, err);
-        for (int shard = 0; status == PL_OK && shard < (l->replicas > 1 ? 2 : 1); shard++) {
+        /* Sharded state is what fits when the replicated one does not; recomputing every
+         * op's activations (Megatron-LM's full recomputation) when neither does. */
+        int tries = l->replicas > 1 ? 3 : 2;
+        for (int k = 0; status == PL_OK && k < tries; k++) {
             double seconds, over;
-            trial->shard_optimizer_state = shard;
+            trial->shard_optimizer_state = l->replicas > 1 && k > 0;
+            for (int o = 0; o < trial->n_ops; o++)
+                trial->recompute[o] = k == tries - 1;
             simulated++;
             tasks += program_tasks;
             status = score(p, trial, &seconds, &over, err);
@@ -399,14 +424,12 @@ static pl_status simulate_best(megatron *m, const layout *ls, int n, pl_plan *pl
                 *found = true;
                 status = pl_plan_copy(plan, trial, err);
             }
-            /* Sharded state is what fits when the replicated one does not. A plan that
-             * does not fit even so is where recomputation (plan.h: recompute, per stage)
-             * would come in, once the program drops what it marks. */
             if (seconds >= 0)
                 break;
         }
     }
     pl_plan_free(trial);
+    *best = fastest;
     return status;
 }
 
@@ -417,9 +440,18 @@ pl_status pl_place_megatron(const pl_placer *p, pl_plan *plan, pl_error *err)
     layout *ls = NULL;
     pl_status status = megatron_init(&m, p) && (ls = make_layouts(&m, &n))
                            ? PL_OK : pl_placer_no_memory(err);
-    bool found = false;
+    bool found = false, found_across = false;
+    double best = -1, best_across = -1;
     if (status == PL_OK)
-        status = simulate_best(&m, ls, n, plan, &found, err);
+        status = simulate_best(&m, ls, n, false, plan, &found, &best, err);
+    /* tensor groups across the cluster's groups only where none inside them fits */
+    pl_plan *wide = status == PL_OK && best < 0 ? pl_plan_new(p->graph, err) : NULL;
+    if (wide)
+        status = simulate_best(&m, ls, n, true, wide, &found_across, &best_across, err);
+    if (status == PL_OK && found_across && (best_across >= 0 || !found))
+        status = pl_plan_copy(plan, wide, err);
+    found = found || found_across;
+    pl_plan_free(wide);
     if (status == PL_OK && !found)
         status = pl_error_set(err, PL_EINPUT, NULL, "megatron: no layout of tensor groups, "
                               "stages and replicas can be made on these devices");
