@@ -234,24 +234,11 @@ static bool refused_rightly(pl_baseline a, const pl_plan *plan, const pl_error *
 }
 
 /* A model that no device holds whole: single says so; every other algorithm splits it
- * over both devices, within their memory. The baselines count every activation of a step
- * as held (an upper bound on the arena, which packs them by lifetime): so does `whole`. */
+ * over both devices, within their memory. */
 static void test_memory_forced_split(void)
 {
     pl_graph *g = chain(4, 512);
-    pl_cluster *big = native_devices(1, 1LL << 30);
-    pl_plan *all = pl_plan_new(g, NULL);
-    pl_program *p = pl_program_new(g, big, all, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    pl_graph_stats stats;
-    pl_graph_stats_compute(g, &stats);
-    long long whole = (long long)(p->memory[0].resident + p->memory[0].workspace +
-                                  stats.activation_bytes);
-    CU_ASSERT(p->memory[0].arena < stats.activation_bytes);
-    pl_program_free(p);
-    pl_plan_free(all);
-    pl_cluster_free(big);
-    pl_cluster *c = native_devices(2, whole * 6 / 10);
+    pl_cluster *c = native_devices(2, whole_model_bytes(g) * 6 / 10);
     pl_cost_model m = synthetic_costs(1e-10);
     pl_error err;
     pl_error_init(&err, NULL);

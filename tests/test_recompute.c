@@ -238,8 +238,9 @@ static void measure(const pl_graph *g, const pl_cluster *c, const pl_plan *plan,
 
 /* Recomputation trades work for memory: at batch 1024 the mlp's activations dominate; a
  * recomputing plan needs less memory on its device and computes the forward pass of the
- * recomputed layers again. Memory by lifetime alone already keeps less than every
- * activation of the step. */
+ * recomputed layers again. Memory by lifetime alone keeps less than every activation of
+ * the step: a plan that does not fit its device with each value in slots of its own is
+ * packed so, and fits. */
 static void test_trade(void)
 {
     pl_graph *g = pl_test_bundled_training_graph("small/mlp-small.json", BATCH);
@@ -260,8 +261,16 @@ static void test_trade(void)
     pl_graph_stats_compute(g, &stats);
     pl_plan *one = pl_plan_new(g, NULL);
     measure(g, c, one, &peak, &flops, &tasks);
-    CU_ASSERT(peak < stats.activation_bytes + stats.param_bytes + stats.state_bytes +
-                         stats.input_bytes);
+    int64_t slots = peak;
+    pl_cluster *small = pl_test_cluster((pl_test_devices){.n = 1, .memory = slots - 1,
+                                                          .threads = 1});
+    pl_program *packed = pl_program_new(g, small, one, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(packed);
+    CU_ASSERT_EQUAL(packed->oom_device, -1);
+    CU_ASSERT(packed->memory[0].total < stats.activation_bytes + stats.param_bytes +
+                                            stats.state_bytes + stats.input_bytes);
+    pl_program_free(packed);
+    pl_cluster_free(small);
     pl_plan_free(one);
     pl_plan_free(plan);
     pl_cluster_free(c);

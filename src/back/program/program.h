@@ -20,13 +20,16 @@
  * Buffers: every tensor has one home, where its producer runs or, for parameters and
  * state, where its update runs; a tensor read on another device arrives by a copy into
  * that device's memory. Each micro-batch of an activation has a buffer, alive from its
- * writer to its last reader in program order, and a device's arena is packed by those
- * lifetimes (first fit by offset, or each value's micro-batches in slots of their own
- * where that takes less): buffers that are never alive at once share bytes, so a
- * GPipe stage keeps every micro-batch, a 1F1B stage n_stages - stage, and a value read
- * only by the forward pass (a recomputed op's: recompute.h) is gone before the backward
- * pass. A buffer takes only bytes last held by buffers read on its writer's resource (or
- * by other micro-batches of its value), so that sharing does not tie a device to a link.
+ * writer to its last reader in program order. A device's arena keeps each value's
+ * micro-batches in slots of their own (a GPipe stage keeps every micro-batch, a 1F1B stage
+ * n_stages - stage); where the plan recomputes activations, or where the program would
+ * not fit its devices so, the arena is packed by lifetime instead (first fit by offset,
+ * or the slots where those take less): buffers never alive at once share bytes, so a
+ * value read only by the forward pass (a recomputed op's: recompute.h) is gone before the
+ * backward pass. Sharing bytes makes a writer wait for the other values that held them,
+ * which can cost time: hence only where memory asks for it. A buffer takes only bytes last
+ * held by buffers read on its writer's resource (or by other micro-batches of its value),
+ * so that sharing does not tie a device to a link.
  * The loss op's inputs and outputs of the last micro-batch live to the end of the step,
  * for the host to read.
  * A task depends on the tasks before it in program order that write what it reads, or

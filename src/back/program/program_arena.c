@@ -254,7 +254,8 @@ static int64_t by_value(const pl_arena_block *blocks, int n, int64_t *offsets)
     return top;
 }
 
-bool pl_pack_arena(pl_program *p, int device, pl_arena_block *blocks, int n, pl_edges *preds)
+bool pl_pack_arena(pl_program *p, int device, pl_arena_block *blocks, int n, bool tight,
+                   pl_edges *preds)
 {
     qsort(blocks, (size_t)n, sizeof *blocks, by_start);
     int64_t *fitted = malloc(((size_t)n + 1) * sizeof *fitted);
@@ -262,7 +263,7 @@ bool pl_pack_arena(pl_program *p, int device, pl_arena_block *blocks, int n, pl_
     int64_t fitted_top = fitted && apart ? sweep(blocks, n, fitted, true, NULL) : -1;
     int64_t apart_top = fitted_top >= 0 ? by_value(blocks, n, apart) : -1;
     /* first fit on blocks of many sizes may leave gaps that values kept apart do not */
-    int64_t *offsets = apart_top >= 0 && apart_top < fitted_top ? apart : fitted;
+    int64_t *offsets = apart_top >= 0 && (!tight || apart_top < fitted_top) ? apart : fitted;
     bool ok = apart_top >= 0 && sweep(blocks, n, offsets, false, preds) >= 0;
     for (int i = 0; ok && i < n; i++)
         p->buffers[blocks[i].buffer].offset = p->memory[device].arena + offsets[i];

@@ -219,7 +219,7 @@ static bool pack_arenas(pl_builder *b, instances *in, const lifetimes *l, int pl
                                                i};
             }
         }
-        ok = pl_pack_arena(p, d, blocks, n, &preds);
+        ok = pl_pack_arena(p, d, blocks, n, b->tight, &preds);
     }
     ok = ok && pl_edges_csr(&preds, places, &in->pred_first, &in->preds);
     in->n_pred_buffers = places;

@@ -314,12 +314,13 @@ static pl_status check_mutations(const pl_builder *b, pl_error *err)
 }
 
 static pl_program *compile(const pl_graph *g, const pl_cluster *c, const pl_plan *plan,
-                           pl_error *err)
+                           bool tight, pl_error *err)
 {
     if (pl_plan_check(plan, g, c, err) != PL_OK)
         return NULL;
     pl_program *p = calloc(1, sizeof *p);
-    pl_builder b = {.g = g, .c = c, .plan = plan, .p = p, .replicas = plan->replicas,
+    pl_builder b = {.g = g, .c = c, .plan = plan, .p = p, .tight = tight,
+                    .replicas = plan->replicas,
                     .m = plan->micro_batches,
                     .slices = plan->replicas * plan->micro_batches};
     pl_status status = PL_ENOMEM;
@@ -382,17 +383,35 @@ fail:
     return NULL;
 }
 
+/* Arenas packed by lifetime where the plan recomputes activations (it trades time for
+ * memory) or where the program would not fit without (program.h, "Memory"). */
+static pl_program *compile_to_fit(const pl_graph *g, const pl_cluster *c, const pl_plan *plan,
+                                  pl_error *err)
+{
+    bool recomputes = false;
+    for (int o = 0; o < plan->n_ops; o++)
+        recomputes = recomputes || plan->recompute[o];
+    pl_program *p = compile(g, c, plan, recomputes, err);
+    if (!p || recomputes || p->oom_device < 0)
+        return p;
+    pl_program *tight = compile(g, c, plan, true, err);
+    if (!tight)
+        return p;
+    pl_program_free(p);
+    return tight;
+}
+
 pl_program *pl_program_new(const pl_graph *g, const pl_cluster *c, const pl_plan *plan,
                            pl_error *err)
 {
     if (!pl_plan_rewrites_graph(plan))
-        return compile(g, c, plan, err);
+        return compile_to_fit(g, c, plan, err);
     pl_split_graph *split;
     pl_plan *restated;
     if (pl_plan_check(plan, g, c, err) != PL_OK ||
         pl_plan_split_graph(plan, g, &split, &restated, err) != PL_OK)
         return NULL;
-    pl_program *p = compile(split->graph, c, restated, err);
+    pl_program *p = compile_to_fit(split->graph, c, restated, err);
     if (!p) {
         pl_split_graph_free(split);
         pl_plan_free(restated);

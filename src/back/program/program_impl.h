@@ -52,6 +52,7 @@ typedef struct pl_builder {
     const pl_cluster *c;
     const pl_plan *plan;
     pl_program *p;
+    bool tight; /* arenas packed by lifetime (pl_pack_arena) */
     /* per tensor: its kind (pl_tensor_kind), which compiling reads for every reference; a
      * byte each, where the graph's tensors are a cache line and more each */
     unsigned char *tensor_kind;
@@ -171,11 +172,15 @@ typedef struct pl_arena_block {
     int writer, readers;
     int value;
 } pl_arena_block;
-/* Packs a device's blocks by lifetime (they are reordered) after what its arena holds
- * already: sets each buffer's offset and grows memory[device].arena to the peak. Adds an
- * edge (buffer, earlier buffer) for each earlier block that last held some of a block's
- * bytes: its writer waits for their readers. False when out of memory. */
-bool pl_pack_arena(pl_program *p, int device, pl_arena_block *blocks, int n, pl_edges *preds);
+/* Lays a device's blocks out (they are reordered) after what its arena holds already:
+ * sets each buffer's offset and grows memory[device].arena to the peak. Each value's
+ * micro-batches in slots of their own; or, when `tight`, packed by lifetime, values
+ * sharing bytes (where that is smaller): less memory, but a writer then waits for the
+ * readers of other values that held its bytes, which can cost time. Adds an edge (buffer,
+ * earlier buffer) for each earlier block that last held some of a block's bytes: its
+ * writer waits for their readers. False when out of memory. */
+bool pl_pack_arena(pl_program *p, int device, pl_arena_block *blocks, int n, bool tight,
+                   pl_edges *preds);
 
 /* program_buffers.c: slots and buffers, each task's references, the dependencies, and
  * every device's memory. */
