@@ -291,12 +291,13 @@ static pl_graph *open_training_graph(const options *o, const char *name, pl_erro
 
 typedef enum plan_kind {
     ONE_DEVICE, GPIPE, ONE_F_ONE_B, DEFERRED, INTERLEAVED, BLOCKED, ROUND_ROBIN,
-    DATA_PARALLEL, HYBRID, SHARDED, SPLIT, SPLIT_PIPELINE, N_KINDS
+    DATA_PARALLEL, HYBRID, SHARDED, SPLIT, SPLIT_PIPELINE, RECOMPUTE, N_KINDS
 } plan_kind;
 static const char *const kind_names[N_KINDS] = {"one device", "GPipe", "1F1B", "1F1B, W deferred",
                                                 "interleaved", "blocked random", "round-robin",
                                                 "data-parallel", "hybrid", "sharded state",
-                                                "split ops", "split + pipeline"};
+                                                "split ops", "split + pipeline",
+                                                "recomputed"};
 
 /* A plan to measure, and what became of it. */
 typedef struct candidate {
@@ -547,6 +548,23 @@ static pl_status make_candidates(candidates *cs, const options *o, const pl_grap
             plan->shard_optimizer_state = true;
         if (plan)
             status = add_candidate(cs, SHARDED, plan, err, "hybrid r2 s%d m2 sharded", n / 2);
+    }
+    /* pipelines over every device recomputing every op but each stage's last (whose
+     * outputs the next stage reads) and every 8th */
+    for (int i = 1; status == PL_OK && n > 1 && i < N_MICRO; i++) {
+        int m = micro_batch_choices[i];
+        pl_plan *plan = g->batch_size % m == 0 && pl_graph_allows_micro_batches(g, m)
+                            ? pipeline_plan(g, n, m, PL_SCHEDULE_GPIPE, err)
+                            : NULL;
+        if (!plan && err->status != PL_OK) {
+            status = err->status;
+            break;
+        }
+        for (int o = 0; plan && o < plan->n_ops; o++)
+            plan->recompute[o] = (o + 1) % 8 != 0 && o + 1 < plan->n_ops &&
+                                 plan->stage[o + 1] == plan->stage[o];
+        if (plan)
+            status = add_candidate(cs, RECOMPUTE, plan, err, "GPipe s%d m%d recomputed", n, m);
     }
     /* split ops over 2 and all devices, and a two-stage pipeline of splits over half */
     for (int k = 2; status == PL_OK && k <= n && k <= PL_MAX_SPLIT; k = k < n ? n : n + 1) {
