@@ -560,9 +560,9 @@ static pl_status make_candidates(candidates *cs, const options *o, const pl_grap
             status = err->status;
             break;
         }
-        for (int o = 0; plan && o < plan->n_ops; o++)
-            plan->recompute[o] = (o + 1) % 8 != 0 && o + 1 < plan->n_ops &&
-                                 plan->stage[o + 1] == plan->stage[o];
+        for (int op = 0; plan && op < plan->n_ops; op++)
+            plan->recompute[op] = (op + 1) % 8 != 0 && op + 1 < plan->n_ops &&
+                                  plan->stage[op + 1] == plan->stage[op];
         if (plan)
             status = add_candidate(cs, RECOMPUTE, plan, err, "GPipe s%d m%d recomputed", n, m);
     }
