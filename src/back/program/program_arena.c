@@ -221,14 +221,17 @@ static int by_value_then_start(const void *x, const void *y)
 
 /* The blocks of each value one after another, each value's micro-batches in slots of
  * their own that a micro-batch takes once the one before in it is last read: what the
- * arena would be if values never shared bytes. */
-static int64_t by_value(const pl_arena_block *blocks, int n, int64_t *offsets)
+ * arena would be if values never shared bytes. With `preds`, the edge from each block to
+ * the one before it in its slot, the only block that held its bytes. */
+static int64_t by_value(const pl_arena_block *blocks, int n, int64_t *offsets, pl_edges *preds)
 {
     value_block *order = malloc(((size_t)n + 1) * sizeof *order);
     int *slot_end = malloc(((size_t)n + 1) * sizeof *slot_end);
-    if (!order || !slot_end) {
+    int *slot_holder = malloc(((size_t)n + 1) * sizeof *slot_holder);
+    if (!order || !slot_end || !slot_holder) {
         free(order);
         free(slot_end);
+        free(slot_holder);
         return -1;
     }
     for (int i = 0; i < n; i++)
@@ -242,7 +245,12 @@ static int64_t by_value(const pl_arena_block *blocks, int n, int64_t *offsets)
             s++;
         if (s == slots)
             slots++;
+        else if (preds && !pl_edges_add(preds, block->buffer, blocks[slot_holder[s]].buffer))
+            top = -1;
+        if (top < 0)
+            break;
         slot_end[s] = block->end;
+        slot_holder[s] = order[i].index;
         offsets[order[i].index] = top + s * block->bytes;
         if (i + 1 == n || order[i + 1].value != order[i].value) { /* the value's last */
             top += slots * block->bytes;
@@ -251,6 +259,7 @@ static int64_t by_value(const pl_arena_block *blocks, int n, int64_t *offsets)
     }
     free(order);
     free(slot_end);
+    free(slot_holder);
     return top;
 }
 
@@ -260,10 +269,20 @@ bool pl_pack_arena(pl_program *p, int device, pl_arena_block *blocks, int n, boo
     qsort(blocks, (size_t)n, sizeof *blocks, by_start);
     int64_t *fitted = malloc(((size_t)n + 1) * sizeof *fitted);
     int64_t *apart = malloc(((size_t)n + 1) * sizeof *apart);
+    if (!tight) { /* values apart: their slots say which blocks share bytes */
+        int64_t top = fitted && apart ? by_value(blocks, n, apart, preds) : -1;
+        for (int i = 0; top >= 0 && i < n; i++)
+            p->buffers[blocks[i].buffer].offset = p->memory[device].arena + apart[i];
+        if (top >= 0)
+            p->memory[device].arena += top;
+        free(fitted);
+        free(apart);
+        return top >= 0;
+    }
     int64_t fitted_top = fitted && apart ? sweep(blocks, n, fitted, true, NULL) : -1;
-    int64_t apart_top = fitted_top >= 0 ? by_value(blocks, n, apart) : -1;
+    int64_t apart_top = fitted_top >= 0 ? by_value(blocks, n, apart, NULL) : -1;
     /* first fit on blocks of many sizes may leave gaps that values kept apart do not */
-    int64_t *offsets = apart_top >= 0 && (!tight || apart_top < fitted_top) ? apart : fitted;
+    int64_t *offsets = apart_top >= 0 && apart_top < fitted_top ? apart : fitted;
     bool ok = apart_top >= 0 && sweep(blocks, n, offsets, false, preds) >= 0;
     for (int i = 0; ok && i < n; i++)
         p->buffers[blocks[i].buffer].offset = p->memory[device].arena + offsets[i];
