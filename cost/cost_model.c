@@ -76,10 +76,12 @@ double pl_task_op_bytes(const pl_program *p, const pl_task *task)
 {
     const pl_op *op = &p->graph->ops[task->op];
     double bytes = 0;
-    for (int j = 0; j < op->n_inputs; j++)
-        bytes += (double)pl_tensor_bytes(&p->shapes[op->inputs[j]]);
     for (int j = 0; j < op->n_outputs; j++)
         bytes += (double)pl_tensor_bytes(&p->shapes[op->outputs[j]]);
+    if (op->kind == PL_OP_SLICE) /* it reads what it writes, not its whole input */
+        return 2 * bytes;
+    for (int j = 0; j < op->n_inputs; j++)
+        bytes += (double)pl_tensor_bytes(&p->shapes[op->inputs[j]]);
     return bytes;
 }
 

@@ -52,7 +52,7 @@
 extern "C" {
 #endif
 
-enum { PL_COST_FORMAT_VERSION = 11, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
+enum { PL_COST_FORMAT_VERSION = 12, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
 
 /* The executor's delays on paced devices and links. Each is a mean (they add up along a
  * step, the rare long ones included) measured by the contention at the moment it arose
@@ -203,7 +203,8 @@ double pl_cost_op(const pl_cost_model *model, pl_op_kind kind, int threads, doub
  * run (roofline.h), else pl_cost_op at its thread count. */
 double pl_cost_op_on(const pl_cost_model *model, pl_op_kind kind, const pl_device *device,
                      double flops, double bytes);
-/* Bytes an op task reads and writes at the micro-batch's shapes. */
+/* Bytes an op task reads and writes at the micro-batch's shapes; a slice reads only what
+ * it writes. */
 double pl_task_op_bytes(const pl_program *program, const pl_task *task);
 
 /* Fits one op kind's coefficients to samples (seconds, flops, bytes), non-negative, by
