@@ -34,6 +34,7 @@
 #include "profile.h"
 #include "rng.h"
 #include "simulate.h"
+#include "split_graph.h"
 
 enum {
     MAX_LIST = BENCH_MAX_LIST,   /* models or clusters named on the command line */
@@ -83,6 +84,7 @@ typedef struct options {
     uint64_t seed;
     bool calibrate, verbose;
     bool run[N_TABLES];
+    unsigned kinds; /* the plan kinds measured, a bit per kind (plan_kind) */
 } options;
 
 static void usage(FILE *out)
@@ -91,7 +93,7 @@ static void usage(FILE *out)
             "usage: sim [--top DIR] [--chain-100 MODEL.json] [--chain-100k MODEL.json]\n"
             "           [--models M,...] [--sizes S,...] [--clusters C,...] [--plans N] [--steps N]\n"
             "           [--warmup N] [--max-step SECONDS] [--budget SECONDS] [--seed N]\n"
-            "           [--only TABLE[,TABLE]] [--calibrate] [--quick] [-v]\n"
+            "           [--only TABLE[,TABLE]] [--kinds K,...] [--calibrate] [--quick] [-v]\n"
             "The simulator's accuracy against the executor and its speed; TABLE is accuracy\n"
             "or speed (both by default; speed needs both chains, from tools/gen-chain).\n"
             "  --top DIR           the source tree holding graphs/ (default .)\n"
@@ -106,6 +108,9 @@ static void usage(FILE *out)
             "  --max-step S        leave out plans predicted slower than S s (default 1.5)\n"
             "  --budget S          predicted measuring time per model and cluster (default 20)\n"
             "  --seed N            the random plans' seed (default 1)\n"
+            "  --kinds K,...       measure plans of these kinds only: one, GPipe, 1F1B, 1F1BW,\n"
+            "                      inter, block, robin, data, hybrd, shard, split, sp+pp, recmp\n"
+            "                      (default all)\n"
             "  --calibrate         calibrate afresh instead of loading the cached profile\n"
             "  --quick             a smoke run: 3 models, 4 plans, 2 steps, small budget\n"
             "  -v                  every measured plan, not only the rows\n",
@@ -298,6 +303,10 @@ static const char *const kind_names[N_KINDS] = {"one device", "GPipe", "1F1B", "
                                                 "data-parallel", "hybrid", "sharded state",
                                                 "split ops", "split + pipeline",
                                                 "recomputed"};
+/* The same, five letters wide, for the tables per kind, cluster and size. */
+static const char *const kind_abbreviations[N_KINDS] = {"one", "GPipe", "1F1B", "1F1BW", "inter",
+                                                        "block", "robin", "data", "hybrd",
+                                                        "shard", "split", "sp+pp", "recmp"};
 
 /* A plan to measure, and what became of it. */
 typedef struct candidate {
@@ -647,11 +656,15 @@ static void choose(const candidates *cs, const options *o, uint64_t seed, int pe
         order[j] = t;
     }
     int next[N_KINDS] = {0}; /* per kind: where its search in `order` resumes */
+    /* the kind that picks first changes from row to row, so that a row's budget running
+     * out does not always leave out the same kinds */
+    int first = (int)(pl_rng_u64(seed, (uint64_t)cs->n) % N_KINDS);
     double budget = o->budget;
     for (bool progress = true; order && progress && out->n < o->plans;) {
         progress = false;
-        for (int kind = 0; kind < N_KINDS && out->n < o->plans; kind++)
-            while (next[kind] < cs->n) {
+        for (int j = 0; j < N_KINDS && out->n < o->plans; j++) {
+            int kind = (first + j) % N_KINDS;
+            while (next[kind] < cs->n && (o->kinds >> kind & 1)) {
                 int i = order[next[kind]++];
                 double cost = (o->warmup + o->steps * per_step) * cs->v[i].predicted;
                 if (cs->v[i].kind == (plan_kind)kind && measurable(&cs->v[i], o) &&
@@ -662,14 +675,17 @@ static void choose(const candidates *cs, const options *o, uint64_t seed, int pe
                     break;
                 }
             }
+        }
     }
     free(order);
 }
 
 /* ---- the breakdown: a simulated timeline against a measured one --------------------------- */
 
-typedef enum task_class { FORWARD, BACKWARD, UPDATE, COPY, N_CLASSES } task_class;
-static const char *const class_names[N_CLASSES] = {"fwd", "bwd", "upd", "copy"};
+/* COLLECTIVE: the ops a split plan's rewrite inserted between layouts (concatenations,
+ * splits, sums, slices) and their gradients; the other op classes leave them out. */
+typedef enum task_class { FORWARD, BACKWARD, UPDATE, COLLECTIVE, COPY, N_CLASSES } task_class;
+static const char *const class_names[N_CLASSES] = {"fwd", "bwd", "upd", "coll", "copy"};
 
 /* One timeline, summarised. */
 typedef struct timeline_facts {
@@ -687,6 +703,8 @@ static task_class class_of(const pl_program *p, const pl_task *t)
 {
     if (t->kind != PL_TASK_OP) /* copies, and the all-reduce's sums */
         return COPY;
+    if (p->split && pl_split_graph_collective(p->split, p->graph->ops[t->op].group))
+        return COLLECTIVE;
     pl_phase phase = p->graph->ops[t->op].phase;
     return phase == PL_PHASE_FORWARD ? FORWARD : phase == PL_PHASE_BACKWARD ? BACKWARD : UPDATE;
 }
@@ -1169,16 +1187,16 @@ static void print_summaries(const options *o, const results *rs)
         print_accuracy(&a);
         printf("\n");
     }
-    printf("\nreplicated plans per cluster and size\n");
+    printf("\nreplicated, split and recomputed plans per cluster and size\n");
     printf("%-21s%s\n", "kind, cluster, size", accuracy_header);
-    for (int k = DATA_PARALLEL; k <= SHARDED; k++)
+    for (int k = DATA_PARALLEL; k < N_KINDS; k++)
         for (int c = 0; c < o->n_clusters; c++)
             for (int size = 0; size < N_SIZES; size++) {
                 accuracy a = summarise(o, rs, (filter){-1, c, k, size, AGAINST_MEDIAN});
                 if (a.n == 0)
                     continue;
                 char name[64];
-                snprintf(name, sizeof name, "%.5s %.9s %s", kind_names[k], o->clusters[c],
+                snprintf(name, sizeof name, "%.5s %.9s %s", kind_abbreviations[k], o->clusters[c],
                          size_names[size]);
                 printf("%-21.21s", name);
                 print_accuracy(&a);
@@ -1272,12 +1290,65 @@ static const result *worst_of_row(const results *rs, const row *w)
     return worst;
 }
 
+/* The median, least and greatest of n ratios, or dashes for none. */
+static void print_ratio_spread(double *v, int n)
+{
+    if (n == 0) {
+        printf(" %7s %15s", "-", "-");
+        return;
+    }
+    double least = v[0], most = v[0];
+    for (int i = 1; i < n; i++) {
+        least = v[i] < least ? v[i] : least;
+        most = v[i] > most ? v[i] : most;
+    }
+    printf(" %6.3fx  %5.3f..%5.3fx", pl_quantile(v, n, 0.5), least, most);
+}
+
+/* Per cluster and size, over the plans that split ops without a pipeline (whose copies
+ * then all move parts between layouts): the collectives' measured task seconds over the
+ * model's, ops and copies apart, per plan. */
+static void print_collectives(const options *o, const results *rs)
+{
+    printf("\ncollectives of plans that split ops (kind \"split ops\"): per plan, the measured "
+           "over the\nmodelled seconds of the collective ops (concatenations, splits, sums, "
+           "slices and their\ngradients) and of the copies that move the parts; median "
+           "(least..greatest) over plans\n");
+    printf("%-21s %5s %24s %24s\n", "cluster, size", "plans", "collective ops m/p",
+           "copies m/p");
+    double *ops = malloc(2 * (size_t)rs->n * sizeof *ops + 1), *copies = ops + rs->n;
+    for (int c = 0; ops && c < o->n_clusters; c++)
+        for (int size = 0; size < N_SIZES; size++) {
+            int n_ops = 0, n_copies = 0, n = 0;
+            for (int i = 0; i < rs->n; i++) {
+                const result *r = &rs->v[i];
+                if (r->cluster != c || (int)r->size != size || r->kind != SPLIT)
+                    continue;
+                const timeline_facts *m = &r->breakdown.measured, *q = &r->breakdown.predicted;
+                n++;
+                if (q->busy[COLLECTIVE] > 0)
+                    ops[n_ops++] = m->busy[COLLECTIVE] / q->busy[COLLECTIVE];
+                if (q->busy[COPY] > 0)
+                    copies[n_copies++] = m->busy[COPY] / q->busy[COPY];
+            }
+            if (n == 0)
+                continue;
+            char name[64];
+            snprintf(name, sizeof name, "%.14s, %s", o->clusters[c], size_names[size]);
+            printf("%-21.21s %5d", name, n);
+            print_ratio_spread(ops, n_ops);
+            print_ratio_spread(copies, n_copies);
+            printf("\n");
+        }
+    free(ops);
+}
+
 static void print_breakdown(const options *o, const results *rs)
 {
     printf("\n== 2. Breakdown: the last measured step's timeline against the simulated one "
            "of the same program\n"
            "   m/p: measured over predicted task seconds, summed, of forward, backward and "
-           "update ops and copies;\n"
+           "update ops,\n   collectives (the ops a split plan inserts between layouts) and copies;\n"
            "   hand-off: median delay from a task's last dependency ending on another "
            "device or link to its start\n   (n: measured hand-offs); edges: the first "
            "task's start plus the wait after the last task\n");
@@ -1298,6 +1369,7 @@ static void print_breakdown(const options *o, const results *rs)
         print_breakdown_columns(&r->breakdown.predicted, &r->breakdown.measured);
         printf("\n");
     }
+    print_collectives(o, rs);
 }
 
 /* ---- table 1: one row ---------------------------------------------------------------------- */
@@ -1624,10 +1696,29 @@ static bool parse_sizes(options *o, const char *text)
     return true;
 }
 
+/* A list of kinds by their abbreviations into a bit set. */
+static bool parse_kinds(const char *value, unsigned *kinds)
+{
+    char names[MAX_LIST][MAX_NAME];
+    int n = 0;
+    if (!bench_split_list(value, names, &n))
+        return false;
+    *kinds = 0;
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        while (k < N_KINDS && strcmp(names[i], kind_abbreviations[k]) != 0)
+            k++;
+        if (k == N_KINDS)
+            return false;
+        *kinds |= 1u << k;
+    }
+    return n > 0;
+}
+
 static void set_defaults(options *o)
 {
     *o = (options){.top = ".", .plans = 12, .steps = 3, .warmup = 1, .max_step = 1.5,
-                   .budget = 20, .seed = 1};
+                   .budget = 20, .seed = 1, .kinds = (1u << N_KINDS) - 1};
     set_sizes(o, true, true);
     set_list(o->clusters, &o->n_clusters, bundled_clusters,
              sizeof bundled_clusters / sizeof *bundled_clusters);
@@ -1688,6 +1779,8 @@ static bool parse_option(options *o, const char *arg, const char *value, bool *u
         o->seed = (uint64_t)seed;
     else if (strcmp(arg, "--only") == 0)
         return parse_tables(value, o->run);
+    else if (strcmp(arg, "--kinds") == 0)
+        return parse_kinds(value, &o->kinds);
     else
         return false;
     return true;
