@@ -185,9 +185,9 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
                    const pl_cost_model *m, double bound)
 {
     pl_executor *ex = NULL;
-    int status = PL_EXIT_OK, placed = 0, unfit = 0; /* unfit: failures of bad input, all of
-                                                      which say that nothing fits */
-    bool any_unstable = false;
+    int status = PL_EXIT_OK, placed = 0, unfit = 0, refused = 0; /* unfit: failed for memory;
+                                                                   refused: for bad input */
+    bool any_unstable = false, any_recomputes = false;
     fprintf(pl_cli_text, "%-12s %12s %9s %18s %10s %10s  %s\n", "algorithm", "simulated",
             "sim/bound", "measured", "meas/bound", "placed in", "peak memory per device, MiB");
     for (int a = 0; a < PL_BASELINE_COUNT && status == PL_EXIT_OK; a++) {
@@ -198,7 +198,8 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
             char line[2048];
             pl_error_format(&out.err, line, sizeof line);
             fprintf(pl_cli_text, "%-12s failed: %s\n", name, line);
-            unfit += out.err.status == PL_EINPUT;
+            unfit += out.err.status == PL_ENOFIT;
+            refused += out.err.status == PL_EINPUT;
             continue;
         }
         placed++;
@@ -213,8 +214,12 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
                      times->unstable ? " !" : "  ");
             snprintf(ratio, sizeof ratio, "%.2fx", out.measured / bound);
         }
+        char label[32]; /* the name, marked when the plan recomputes activations */
+        bool recomputes = pl_plan_recomputes(out.plan);
+        any_recomputes |= recomputes;
+        snprintf(label, sizeof label, "%s%s", name, recomputes ? " *" : "");
         /* ± is two bytes and one column: one more byte of width keeps the columns */
-        fprintf(pl_cli_text, "%-12s %9.3f ms %8.2fx %*s %10s %7.1f ms ", name,
+        fprintf(pl_cli_text, "%-12s %9.3f ms %8.2fx %*s %10s %7.1f ms ", label,
                 1e3 * out.plan->provenance.predicted_seconds,
                 out.plan->provenance.predicted_seconds / bound, out.measured > 0 ? 19 : 18,
                 measured, ratio, 1e3 * out.place_seconds);
@@ -225,6 +230,9 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
     fprintf(pl_cli_text,
             "sim/bound: the simulated step over the lower bound; meas/bound: the measured "
             "step over it\n");
+    if (any_recomputes)
+        fprintf(pl_cli_text, "*: the plan recomputes activations, which the devices' memory "
+                "needs (baselines.md)\n");
     if (o->measure && status == PL_EXIT_OK) {
         fprintf(pl_cli_text,
                 "measured: median of %ld steps after 3 warm-up, %s; a round that is unstable "
@@ -235,7 +243,7 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
     }
     pl_executor_free(ex);
     if (status == PL_EXIT_OK && placed == 0) {
-        bool none_fits = unfit == PL_BASELINE_COUNT;
+        bool none_fits = unfit > 0 && unfit + refused == PL_BASELINE_COUNT;
         pl_cli_error("baseline: every algorithm failed%s", none_fits ? ": no plan fits the "
                      "cluster's memory" : "");
         status = none_fits ? PL_EXIT_NO_FIT : PL_EXIT_FAILURE;
