@@ -297,7 +297,8 @@ pl_status pl_placer_init(pl_placer *p, const pl_graph *graph, const pl_cluster *
                          const pl_cost_model *model, uint64_t seed, pl_error *err)
 {
     *p = (pl_placer){.graph = graph, .cluster = cluster, .model = model, .seed = seed,
-                     .n_groups = graph->n_forward_ops, .n_devices = cluster->n_devices};
+                     .n_groups = graph->n_forward_ops, .n_devices = cluster->n_devices,
+                     .misfit.device = -1};
     if (graph->n_forward_ops < 1 || graph->n_ops == graph->n_forward_ops)
         return pl_error_set(err, PL_EINPUT, NULL,
                             "the baseline placers need a training graph (autodiff.h)");
