@@ -2,7 +2,7 @@
  * (policy/baseline.h), with its predicted step against the lower bound, written with -o;
  * --algo all: every algorithm in a table (simulated and, with --measure, measured step
  * with its spread and a mark when unstable (measure.h), each over the lower bound, peak
- * memory per device, placement time). */
+ * memory per device, placement time; a mark on a plan that recomputes activations). */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
 #include <stdio.h>
@@ -35,10 +35,12 @@ static void usage(void)
     printf("Usage: placer baseline MODEL.json --algo NAME [options]\n"
            "Places the model by a classical algorithm (baselines.md) and predicts its\n"
            "step time with this machine's profile (placer calibrate; made on first use).\n"
+           "Where no plan fits, it places again with activations recomputed; failing\n"
+           "that, it says how much memory its nearest plan needs (exit status 3).\n"
            "\n"
            "  --algo NAME      single, round-robin, expert, metis, etf, sct, pipeline-dp,\n"
            "                   data-parallel, hybrid, megatron, or all: every one in a\n"
-           "                   table\n"
+           "                   table (* marks a plan that recomputes activations)\n"
            "  --cluster FILE   the cluster (default: this machine, one device per core)\n"
            "  --seed N         the seed (default 1)\n"
            "  -o FILE          write the plan (one algorithm); default: only describe it\n"
