@@ -88,7 +88,8 @@ pl_plan *pl_placer_place_once(pl_placer *p, pl_baseline algorithm, pl_simulation
 static void say_recomputed(pl_error *err, const char *algorithm)
 {
     size_t name = strlen(algorithm);
-    bool named = strncmp(err->text, algorithm, name) == 0 && strncmp(err->text + name, ": ", 2) == 0;
+    bool named = strncmp(err->text, algorithm, name) == 0 &&
+                 strncmp(err->text + name, ": ", 2) == 0;
     pl_error said = *err;
     said.status = PL_OK;
     pl_error_set(&said, err->status, err->path[0] ? err->path : NULL,
@@ -569,11 +570,10 @@ static void note_misfit(const pl_plan *plan, const pl_cluster *c, int device,
                         const pl_program *program, pl_baseline_misfit *misfit)
 {
     pl_baseline_misfit mine = {.device = device, .needs = program->memory[device].total,
-                               .holds = c->devices[device].memory_bytes};
-    for (int o = 0; o < plan->n_ops; o++) {
-        mine.recomputes = mine.recomputes || plan->recompute[o];
+                               .holds = c->devices[device].memory_bytes,
+                               .recomputes = pl_plan_recomputes(plan)};
+    for (int o = 0; o < plan->n_ops; o++)
         mine.splits = mine.splits || plan->split[o] > 1;
-    }
     if (misfit && (misfit->device < 0 || (double)mine.needs / (double)mine.holds <
                                              (double)misfit->needs / (double)misfit->holds))
         *misfit = mine;
