@@ -1,12 +1,14 @@
 /* The baseline placers' table and what every algorithm shares: the groups' costs and
  * memory, the dataflow between groups, memory bookkeeping, and finishing a plan (memory
  * check, simulation, provenance). The algorithms live in baseline_*.c. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "baseline_impl.h"
 #include "op_times.h"
+#include "recompute.h"
 #include "simulate.h"
 
 typedef struct baseline_entry {
@@ -64,21 +66,63 @@ pl_plan *pl_baseline_place_simulated(pl_baseline algorithm, const pl_graph *grap
     return plan;
 }
 
-pl_plan *pl_placer_place(pl_placer *p, pl_baseline algorithm, pl_simulation *sim,
-                         pl_error *err)
+pl_plan *pl_placer_place_once(pl_placer *p, pl_baseline algorithm, pl_simulation *sim,
+                              pl_error *err)
 {
     if (algorithm != PL_BASELINE_SINGLE)
         pl_placer_drop_whole(p);
-    pl_plan *plan = pl_plan_new(p->graph, err);
+    pl_plan *plan = pl_placer_new_plan(p, err);
     pl_status status = plan ? PL_OK : err ? err->status : PL_ENOMEM;
     if (status == PL_OK)
         status = algorithms[algorithm].place(p, plan, err);
     if (status == PL_OK)
-        status = pl_placer_finish(p, plan, algorithms[algorithm].name, sim, err);
+        status = pl_placer_finish(p, plan, algorithms[algorithm].name, sim, &p->misfit, err);
     if (status != PL_OK) {
         pl_plan_free(plan);
         return NULL;
     }
+    return plan;
+}
+
+/* "ALGORITHM: even with activations recomputed, WHY" from "ALGORITHM: WHY". */
+static void say_recomputed(pl_error *err, const char *algorithm)
+{
+    size_t name = strlen(algorithm);
+    bool named = strncmp(err->text, algorithm, name) == 0 &&
+                 strncmp(err->text + name, ": ", 2) == 0;
+    pl_error said = *err;
+    said.status = PL_OK;
+    pl_error_set(&said, err->status, err->path[0] ? err->path : NULL,
+                 "%s: even with activations recomputed, %s", algorithm,
+                 named ? err->text + name + 2 : err->text);
+    *err = said;
+}
+
+pl_plan *pl_placer_place(pl_placer *p, pl_baseline algorithm, pl_simulation *sim,
+                         pl_error *err)
+{
+    p->misfit = (pl_baseline_misfit){.device = -1};
+    pl_error plain;
+    pl_error_init(&plain, err ? err->source : NULL);
+    pl_plan *plan = pl_placer_place_once(p, algorithm, sim, &plain);
+    bool again = !plan && plain.status == PL_ENOFIT && algorithm != PL_BASELINE_MEGATRON &&
+                 !p->recompute;
+    if (plan || !again) {
+        if (!plan && err)
+            *err = plain;
+        return plan;
+    }
+    if (pl_placer_recompute(p, err) != PL_OK)
+        return NULL;
+    if (!p->recompute) { /* nothing to recompute */
+        if (err)
+            *err = plain;
+        return NULL;
+    }
+    plan = pl_placer_place_once(p, algorithm, sim, err);
+    pl_placer_keep_all(p);
+    if (!plan && err && err->status == PL_ENOFIT)
+        say_recomputed(err, algorithms[algorithm].name);
     return plan;
 }
 
@@ -254,7 +298,8 @@ pl_status pl_placer_init(pl_placer *p, const pl_graph *graph, const pl_cluster *
                          const pl_cost_model *model, uint64_t seed, pl_error *err)
 {
     *p = (pl_placer){.graph = graph, .cluster = cluster, .model = model, .seed = seed,
-                     .n_groups = graph->n_forward_ops, .n_devices = cluster->n_devices};
+                     .n_groups = graph->n_forward_ops, .n_devices = cluster->n_devices,
+                     .misfit.device = -1};
     if (graph->n_forward_ops < 1 || graph->n_ops == graph->n_forward_ops)
         return pl_error_set(err, PL_EINPUT, NULL,
                             "the baseline placers need a training graph (autodiff.h)");
@@ -278,6 +323,7 @@ pl_status pl_placer_init(pl_placer *p, const pl_graph *graph, const pl_cluster *
 
 void pl_placer_clear(pl_placer *p)
 {
+    pl_placer_keep_all(p);
     free(p->seconds);
     free(p->flops);
     free(p->activation);
@@ -292,6 +338,93 @@ void pl_placer_drop_whole(pl_placer *p)
 {
     pl_program_free(p->whole);
     p->whole = NULL;
+}
+
+/* ---- the recomputing view ------------------------------------------------------------- */
+
+bool pl_placer_checkpoint(const pl_placer *p, int group)
+{
+    int every = (int)ceil(sqrt((double)p->n_groups));
+    return (group + 1) % every == 0;
+}
+
+/* The activations an op produces. */
+static int64_t outputs(const pl_graph *g, int o)
+{
+    int64_t bytes = 0;
+    for (int j = 0; j < g->ops[o].n_outputs; j++)
+        if (g->tensors[g->ops[o].outputs[j]].kind == PL_TENSOR_ACTIVATION)
+            bytes += pl_tensor_bytes(&g->tensors[g->ops[o].outputs[j]]);
+    return bytes;
+}
+
+/* What a group's weight-gradient ops produce (held to the update) into kept[group]. */
+static void weight_gradients(const pl_graph *g, int64_t *kept)
+{
+    for (int o = g->n_forward_ops; o < g->n_ops; o++)
+        if (g->ops[o].weight_gradient)
+            kept[g->ops[o].group] += outputs(g, o);
+}
+
+pl_status pl_placer_recompute(pl_placer *p, pl_error *err)
+{
+    if (p->recompute)
+        return PL_OK;
+    size_t n = (size_t)p->n_groups;
+    bool *recompute = calloc(n, sizeof *recompute);
+    int64_t *kept = calloc(n, sizeof *kept);
+    if (!recompute || !kept) {
+        free(recompute);
+        free(kept);
+        return pl_placer_no_memory(err);
+    }
+    weight_gradients(p->graph, kept);
+    bool any = false;
+    int64_t segment = 0, largest = 0, gradients = 0; /* a segment's recomputed outputs; the
+                                                        most gradients a group passes back */
+    for (int group = 0; group < p->n_groups; group++) {
+        int64_t forward = outputs(p->graph, group);
+        int64_t passed = p->activation[group] - forward - kept[group];
+        gradients = passed > gradients ? passed : gradients;
+        recompute[group] = !pl_placer_checkpoint(p, group) &&
+                           pl_recompute_allowed(p->graph, group);
+        kept[group] += recompute[group] ? 0 : forward;
+        any = any || (recompute[group] && forward > 0);
+        segment = recompute[group] ? segment + forward : 0;
+        largest = segment > largest ? segment : largest;
+    }
+    if (!any) {
+        free(recompute);
+        free(kept);
+        return PL_OK;
+    }
+    p->recompute = recompute;
+    p->plain_activation = p->activation;
+    p->activation = kept;
+    p->recompute_reserve = largest + gradients;
+    p->reserve += p->recompute_reserve;
+    return PL_OK;
+}
+
+void pl_placer_keep_all(pl_placer *p)
+{
+    if (!p->recompute)
+        return;
+    free(p->activation);
+    p->activation = p->plain_activation;
+    p->plain_activation = NULL;
+    p->reserve -= p->recompute_reserve;
+    p->recompute_reserve = 0;
+    free(p->recompute);
+    p->recompute = NULL;
+}
+
+pl_plan *pl_placer_new_plan(const pl_placer *p, pl_error *err)
+{
+    pl_plan *plan = pl_plan_new(p->graph, err);
+    for (int o = 0; plan && p->recompute && o < p->n_groups; o++)
+        plan->recompute[o] = p->recompute[o];
+    return plan;
 }
 
 int64_t pl_placer_room(const pl_placer *p, int device)
@@ -384,12 +517,32 @@ bool pl_placer_rebalance(const pl_placer *p, int *device)
 
 /* ---- finishing ---------------------------------------------------------------------------- */
 
+/* The device furthest over its memory, by the fraction of it: -1 when every one fits. */
+static int furthest_over(const pl_program *program, const pl_cluster *c, double *over)
+{
+    int furthest = -1;
+    *over = 0;
+    for (int d = 0; d < c->n_devices; d++) {
+        double capacity = (double)c->devices[d].memory_bytes;
+        double o = ((double)program->memory[d].total - capacity) / capacity;
+        if (o > *over) {
+            *over = o;
+            furthest = d;
+        }
+    }
+    return program->oom_device < 0 ? -1 : furthest >= 0 ? furthest : program->oom_device;
+}
+
 pl_status pl_placer_simulate(const pl_placer *p, const pl_plan *plan, double *seconds,
-                             pl_error *err)
+                             double *over, pl_error *err)
 {
     pl_program *program = pl_program_new(p->graph, p->cluster, plan, err);
     if (!program)
         return err ? err->status : PL_ENOMEM;
+    double by = 0;
+    furthest_over(program, p->cluster, &by);
+    if (over)
+        *over = by;
     pl_simulation sim;
     pl_status status = pl_simulate(program, p->cluster, p->model, &sim, NULL, NULL, err);
     *seconds = sim.oom_device >= 0 ? -1 : sim.step_seconds;
@@ -403,7 +556,7 @@ static bool all_on_device_0(const pl_plan *plan)
 {
     if (plan->replicas != 1 || plan->n_stages != 1 || plan->micro_batches != 1 ||
         plan->schedule != PL_SCHEDULE_GPIPE || plan->defer_weight_gradients ||
-        plan->shard_optimizer_state)
+        plan->shard_optimizer_state || pl_plan_rewrites_graph(plan))
         return false;
     for (int o = 0; o < plan->n_ops; o++)
         if (plan->device[o] != 0 || plan->stage[o] != 0)
@@ -411,8 +564,23 @@ static bool all_on_device_0(const pl_plan *plan)
     return true;
 }
 
+/* Keeps in *misfit the plan's fullest device when it is nearer to fitting than what
+ * *misfit holds (by the fraction of its memory over). */
+static void note_misfit(const pl_plan *plan, const pl_cluster *c, int device,
+                        const pl_program *program, pl_baseline_misfit *misfit)
+{
+    pl_baseline_misfit mine = {.device = device, .needs = program->memory[device].total,
+                               .holds = c->devices[device].memory_bytes,
+                               .recomputes = pl_plan_recomputes(plan)};
+    for (int o = 0; o < plan->n_ops; o++)
+        mine.splits = mine.splits || plan->split[o] > 1;
+    if (misfit && (misfit->device < 0 || (double)mine.needs / (double)mine.holds <
+                                             (double)misfit->needs / (double)misfit->holds))
+        *misfit = mine;
+}
+
 pl_status pl_placer_finish(const pl_placer *p, pl_plan *plan, const char *algorithm,
-                           pl_simulation *sim, pl_error *err)
+                           pl_simulation *sim, pl_baseline_misfit *misfit, pl_error *err)
 {
     pl_status status = pl_plan_check(plan, p->graph, p->cluster, err);
     bool whole = status == PL_OK && p->whole && all_on_device_0(plan);
@@ -423,13 +591,15 @@ pl_status pl_placer_finish(const pl_placer *p, pl_plan *plan, const char *algori
         return err ? err->status : PL_ENOMEM;
     if (status != PL_OK) /* the algorithm made a plan its own graph refuses: a bug */
         return err ? (err->status = PL_EINTERNAL) : PL_EINTERNAL;
-    if (program->oom_device >= 0) {
-        int d = program->oom_device;
-        status = pl_error_set(err, PL_EINPUT, NULL, "%s: no placement found that fits: device "
+    double over;
+    int d = furthest_over(program, p->cluster, &over);
+    if (d >= 0) {
+        status = pl_error_set(err, PL_ENOFIT, NULL, "%s: no placement found that fits: device "
                               "\"%s\" needs %lld bytes and holds %lld", algorithm,
                               p->cluster->devices[d].name,
                               (long long)program->memory[d].total,
                               (long long)p->cluster->devices[d].memory_bytes);
+        note_misfit(plan, p->cluster, d, program, misfit);
     }
     if (status == PL_OK)
         status = pl_simulate(program, p->cluster, p->model, sim, NULL, NULL, err);

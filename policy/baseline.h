@@ -30,13 +30,26 @@
  * Rules every algorithm keeps: a plan places forward ops only, so co-location groups
  * (a backward op with its forward op, an update with its parameter) move together; it
  * respects each device's memory capacity as the program (program.h) counts it, or fails
- * (PL_EINPUT) saying which device cannot be made to fit; it is deterministic for a
- * given seed; and its provenance names the algorithm.
+ * (PL_ENOFIT) saying how much memory its nearest plan needs on which device against what
+ * that device holds, where it got as far as a plan; it is deterministic for a given seed;
+ * and its provenance names the algorithm. Other refusals (a model that cannot be
+ * replicated, too few devices) are PL_EINPUT.
+ *
+ * Recomputation where memory needs it: an algorithm other than megatron (which recomputes
+ * as part of its recipe) that finds no plan that fits places again on a view of the model
+ * whose activations are recomputed: the outputs of every ceil(sqrt(n))-th of the n forward
+ * ops are kept as checkpoints and the others' recomputed from them in the backward pass
+ * (Chen et al. 2016; plan.h: recompute), and the algorithm's own memory estimates count
+ * what that keeps (baseline_impl.h). Its plan recomputes those ops' activations; the
+ * program's memory decides whether it fits, and when it still does not the error says
+ * that recomputation was tried too. Replicated plans try their optimiser state sharded
+ * before recomputation. A plan that fits without recomputing is the one it was before.
  *
  * Re-entrant: no state beyond the arguments, which are only read. */
 #ifndef PLACER_BASELINE_H
 #define PLACER_BASELINE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cluster.h"
@@ -63,6 +76,17 @@ typedef enum pl_baseline {
     PL_BASELINE_MEGATRON,
     PL_BASELINE_COUNT
 } pl_baseline;
+
+/* How near an algorithm that failed came to fitting: its nearest plan's device furthest
+ * over its memory (by the fraction of it), what that device needs and what it holds, and
+ * how the plan saves memory. `device` -1: no plan was built to count (the algorithm's own
+ * estimates refused every one), or the placing did not fail for memory. */
+typedef struct pl_baseline_misfit {
+    int device;
+    int64_t needs, holds;
+    bool recomputes; /* the plan recomputes activations */
+    bool splits;     /* the plan splits ops over devices */
+} pl_baseline_misfit;
 
 /* "single", "round-robin", "expert", "metis", "etf", "sct", "pipeline-dp",
  * "data-parallel", "hybrid", "megatron". */

@@ -143,7 +143,7 @@ static pl_status schedule_next(list_state *s, pl_error *err)
         }
     }
     if (pick < 0)
-        return pl_error_set(err, PL_EINPUT, NULL, "%s: no device has room left for op \"%s\"",
+        return pl_error_set(err, PL_ENOFIT, NULL, "%s: no device has room left for op \"%s\"",
                             s->sct ? "sct" : "etf", p->graph->ops[s->ready[0]].name);
     int group = s->ready[pick];
     s->ready[pick] = s->ready[--s->n_ready];
@@ -195,15 +195,15 @@ static pl_status list_or_single(const pl_placer *p, pl_plan *plan, bool sct, pl_
     pl_status status = list_schedule(p, plan, sct, err);
     if (status != PL_OK)
         return status;
-    pl_plan *single = pl_plan_new(p->graph, err);
+    pl_plan *single = pl_placer_new_plan(p, err);
     if (!single)
         return err ? err->status : PL_ENOMEM;
     double scheduled = -1, alone = -1;
     if (pl_place_single(p, single, NULL) == PL_OK && /* no device holds it: the schedule */
         memcmp(plan->device, single->device, (size_t)p->n_groups * sizeof *plan->device)) {
-        status = pl_placer_simulate(p, plan, &scheduled, err);
+        status = pl_placer_simulate(p, plan, &scheduled, NULL, err);
         if (status == PL_OK)
-            status = pl_placer_simulate(p, single, &alone, err);
+            status = pl_placer_simulate(p, single, &alone, NULL, err);
     }
     if (status == PL_OK && alone >= 0 && (scheduled < 0 || alone < scheduled))
         memcpy(plan->device, single->device, (size_t)p->n_groups * sizeof *plan->device);

@@ -24,8 +24,9 @@
  * MAX_SIMULATED within about SIMULATED_TASKS tasks, and the whole model on the fastest
  * device when it is estimated to fit (so that megatron is never slower than single), with
  * the optimiser state replicated and, where that does not fit, sharded, and where neither
- * fits, every op's activations recomputed but every sqrt(ops)-th op's, the checkpoints each
- * segment is recomputed from (Megatron-LM's full recomputation). Only where
+ * fits, every op's activations recomputed but the checkpoints', every ceil(sqrt(ops))-th
+ * op's, which each segment is recomputed from (Megatron-LM's full recomputation; the
+ * checkpoints every placer's recomputing view keeps: baseline_impl.h). Only where
  * no layout inside the groups fits are tensor groups taken across them, runs of t devices
  * in order over the slower links (a model too large for one group's memory). The fastest
  * simulated plan that fits wins; while none fits, up to MAX_TRIED are simulated, and the
@@ -33,7 +34,6 @@
  * MAX_SIMULATED programs (MAX_TRIED when nothing fits), each of which rewrites and
  * differentiates the graph, and one more for the plan it returns. */
 #include <float.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -410,12 +410,11 @@ static pl_status simulate_best(megatron *m, const layout *ls, int n, bool across
         /* Sharded state is what fits when the replicated one does not; recomputing every
          * op's activations (Megatron-LM's full recomputation) when neither does. */
         int tries = l->replicas > 1 ? 3 : 2;
-        int every = (int)ceil(sqrt((double)trial->n_ops)); /* checkpoints: kept outputs */
         for (int k = 0; status == PL_OK && k < tries; k++) {
             double seconds, over;
             trial->shard_optimizer_state = l->replicas > 1 && k > 0;
             for (int o = 0; o < trial->n_ops; o++)
-                trial->recompute[o] = k == tries - 1 && (o + 1) % every != 0;
+                trial->recompute[o] = k == tries - 1 && !pl_placer_checkpoint(p, o);
             simulated++;
             tasks += program_tasks;
             status = score(p, trial, &seconds, &over, err);

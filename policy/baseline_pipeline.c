@@ -159,7 +159,10 @@ static double stage_cost(const pl_placer *p, const segments *s, const candidate 
     double memory = s->resident[j] - s->resident[i] +
                     (s->activation[j] - s->activation[i] + (i > 0 ? s->cut[i] : 0) +
                      (j < s->n ? s->cut[j] : 0)) * alive / m;
-    if (memory > (double)pl_placer_room(p, dev))
+    /* a recomputing view's reserve holds a segment's recomputation at the full batch; a
+     * stage recomputes one micro-batch at a time */
+    double room = (double)pl_placer_room(p, dev) + (double)p->recompute_reserve * (m - 1) / m;
+    if (memory > room)
         return DBL_MAX;
     return compute > link ? compute : link;
 }
@@ -339,7 +342,7 @@ pl_status pl_place_pipeline_dp(const pl_placer *p, pl_plan *plan, pl_error *err)
     pl_status status = build_segments(p, &s) && (cs = make_candidates(p, &s, &n))
                            ? PL_OK : pl_placer_no_memory(err);
     if (status == PL_OK && n == 0)
-        status = pl_error_set(err, PL_EINPUT, NULL, "pipeline-dp: no split into stages fits "
+        status = pl_error_set(err, PL_ENOFIT, NULL, "pipeline-dp: no split into stages fits "
                               "the devices' memory");
     int chosen = -1;
     double fastest = 0, tasks = 0;
@@ -353,7 +356,7 @@ pl_status pl_place_pipeline_dp(const pl_placer *p, pl_plan *plan, pl_error *err)
         tasks += program_tasks;
         fill_plan(p, &s, &cs[i], plan);
         double seconds;
-        status = pl_placer_simulate(p, plan, &seconds, err);
+        status = pl_placer_simulate(p, plan, &seconds, NULL, err);
         if (status == PL_OK && seconds >= 0 && (chosen < 0 || seconds < fastest)) {
             chosen = i;
             fastest = seconds;

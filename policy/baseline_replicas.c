@@ -7,8 +7,11 @@
  *                  links) when it has equal ones, and equal runs of devices; the grouping
  *                  that simulates fastest
  *
- * Both try each plan with its optimizer state replicated and sharded (plan.h).
+ * Both try each plan with its optimizer state replicated and sharded (plan.h); where no
+ * plan fits, the one that misses the devices' memory by least is what finishing reports
+ * (and what placing again with recomputation starts from: baseline.h).
  */
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,19 +48,31 @@ static void by_speed(const pl_placer *p, int *order)
         }
 }
 
-/* Keeps `plan` in `best` when it simulates faster (or is the first that fits), with its
- * optimizer state replicated and then sharded (which shares the update among the copies,
- * and fits where a replicated state may not). */
-static pl_status keep_faster(const pl_placer *p, pl_plan *plan, pl_plan *best,
-                             double *fastest, pl_error *err)
+/* The best plan so far: the fastest simulated that fits (fastest >= 0), or while none
+ * fits, the one whose fullest device is least over its memory (least_over, a fraction of
+ * it; DBL_MAX: none tried). */
+typedef struct kept {
+    double fastest, least_over;
+} kept;
+
+/* Keeps `plan` in `best` when it simulates faster (or is the first that fits), or while
+ * none fits, misses by less; with its optimizer state replicated and then sharded (which
+ * shares the update among the copies, and fits where a replicated state may not). */
+static pl_status keep_faster(const pl_placer *p, pl_plan *plan, pl_plan *best, kept *k,
+                             pl_error *err)
 {
     pl_status status = PL_OK;
     for (int shard = 0; status == PL_OK && shard < 2; shard++) {
-        double seconds;
+        double seconds, over;
         plan->shard_optimizer_state = shard;
-        status = pl_placer_simulate(p, plan, &seconds, err);
-        if (status == PL_OK && seconds >= 0 && (*fastest < 0 || seconds < *fastest)) {
-            *fastest = seconds;
+        status = pl_placer_simulate(p, plan, &seconds, &over, err);
+        bool faster = seconds >= 0 && (k->fastest < 0 || seconds < k->fastest);
+        bool nearer = k->fastest < 0 && seconds < 0 && over < k->least_over;
+        if (status == PL_OK && (faster || nearer)) {
+            if (faster)
+                k->fastest = seconds;
+            else
+                k->least_over = over;
             status = pl_plan_copy(best, plan, err);
         }
     }
@@ -72,8 +87,8 @@ pl_status pl_place_data_parallel(const pl_placer *p, pl_plan *plan, pl_error *er
         return status;
     int order[PL_MAX_DEVICES];
     by_speed(p, order);
-    pl_plan *trial = pl_plan_new(p->graph, err);
-    double fastest = -1;
+    pl_plan *trial = pl_placer_new_plan(p, err);
+    kept k = {-1, DBL_MAX};
     status = trial ? PL_OK : PL_ENOMEM;
     for (int replicas = 2; status == PL_OK && replicas <= p->n_devices; replicas++) {
         if (p->graph->batch_size % replicas != 0)
@@ -83,14 +98,13 @@ pl_status pl_place_data_parallel(const pl_placer *p, pl_plan *plan, pl_error *er
             for (int o = 0; o < p->n_groups; o++)
                 pl_plan_replica(trial, r)[o] = order[r];
         if (status == PL_OK)
-            status = keep_faster(p, trial, plan, &fastest, err);
+            status = keep_faster(p, trial, plan, &k, err);
     }
     pl_plan_free(trial);
-    if (status == PL_OK && fastest < 0)
+    if (status == PL_OK && k.least_over == DBL_MAX && k.fastest < 0)
         return pl_error_set(err, PL_EINPUT, NULL, "data-parallel: no replica count from 2 to "
-                            "%d both divides the batch of %d and fits the devices' memory",
-                            p->n_devices, p->graph->batch_size);
-    return status;
+                            "%d divides the batch of %d", p->n_devices, p->graph->batch_size);
+    return status; /* finishing reports a plan that does not fit */
 }
 
 /* The groupings to try: replicas x devices each, devices[r * size + i] the i-th of
@@ -132,6 +146,20 @@ static int groupings(const pl_placer *p, grouping *out)
     return n;
 }
 
+/* pipeline-dp on a group of devices, on the view the placer has (plain or recomputing),
+ * once; NULL with `err` filled in when none fits. */
+static pl_plan *group_pipeline(const pl_placer *p, const pl_cluster *group, pl_error *err)
+{
+    pl_placer view;
+    pl_simulation sim;
+    pl_plan *pipeline = NULL;
+    if (pl_placer_init(&view, p->graph, group, p->model, p->seed, err) == PL_OK &&
+        (!p->recompute || pl_placer_recompute(&view, err) == PL_OK))
+        pipeline = pl_placer_place_once(&view, PL_BASELINE_PIPELINE_DP, &sim, err);
+    pl_placer_clear(&view);
+    return pipeline;
+}
+
 /* pipeline-dp on the grouping's first group, replicated on the others. */
 static pl_status replicate_pipeline(const pl_placer *p, const grouping *g, pl_plan *plan,
                                     pl_error *err)
@@ -141,8 +169,7 @@ static pl_status replicate_pipeline(const pl_placer *p, const grouping *g, pl_pl
         return err ? err->status : PL_ENOMEM;
     pl_error quiet;
     pl_error_init(&quiet, NULL);
-    pl_plan *pipeline = pl_baseline_place(PL_BASELINE_PIPELINE_DP, p->graph, first, p->model,
-                                          p->seed, &quiet);
+    pl_plan *pipeline = group_pipeline(p, first, &quiet);
     pl_cluster_free(first);
     if (!pipeline)
         return quiet.status == PL_ENOMEM ? pl_error_set(err, PL_ENOMEM, NULL, "out of memory")
@@ -170,21 +197,24 @@ pl_status pl_place_hybrid(const pl_placer *p, pl_plan *plan, pl_error *err)
     pl_plan *trial = pl_plan_new(p->graph, err);
     status = options && trial ? PL_OK : pl_placer_no_memory(err);
     int n = status == PL_OK ? groupings(p, options) : 0;
-    double fastest = -1;
+    kept k = {-1, DBL_MAX};
+    bool divides = false;
     for (int i = 0; status == PL_OK && i < n; i++) {
         if (p->graph->batch_size % options[i].replicas != 0)
             continue;
+        divides = true;
         status = replicate_pipeline(p, &options[i], trial, err);
         if (status == PL_OK)
-            status = keep_faster(p, trial, plan, &fastest, err);
+            status = keep_faster(p, trial, plan, &k, err);
         else if (status == PL_EINPUT)
             status = PL_OK;
     }
     free(options);
     pl_plan_free(trial);
-    if (status == PL_OK && fastest < 0)
-        return pl_error_set(err, PL_EINPUT, NULL, "hybrid: no replicated pipeline fits: the "
-                            "batch of %d divides among none of the groupings, or no group "
-                            "holds a pipeline", p->graph->batch_size);
-    return status;
+    if (status == PL_OK && k.least_over == DBL_MAX && k.fastest < 0)
+        return divides ? pl_error_set(err, PL_ENOFIT, NULL, "hybrid: no group of devices "
+                                      "holds a pipeline of the model")
+                       : pl_error_set(err, PL_EINPUT, NULL, "hybrid: the batch of %d divides "
+                                      "among none of the groupings", p->graph->batch_size);
+    return status; /* finishing reports a plan that does not fit */
 }

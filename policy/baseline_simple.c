@@ -25,7 +25,7 @@ pl_status pl_place_single(const pl_placer *p, pl_plan *plan, pl_error *err)
         }
     }
     if (best < 0)
-        return pl_error_set(err, PL_EINPUT, NULL, "single: no device holds the whole model: "
+        return pl_error_set(err, PL_ENOFIT, NULL, "single: no device holds the whole model: "
                             "it needs %lld bytes, the largest device \"%s\" holds %lld",
                             (long long)(need + p->reserve), p->cluster->devices[largest].name,
                             (long long)p->cluster->devices[largest].memory_bytes);
@@ -45,7 +45,7 @@ pl_status pl_place_round_robin(const pl_placer *p, pl_plan *plan, pl_error *err)
             tried++;
         }
         if (tried == p->n_devices)
-            return pl_error_set(err, PL_EINPUT, NULL, "round-robin: no device has room left for "
+            return pl_error_set(err, PL_ENOFIT, NULL, "round-robin: no device has room left for "
                                 "op \"%s\"", p->graph->ops[group].name);
         pl_ledger_add(&ledger, p, plan->device, group, next);
         plan->device[group] = next;

@@ -53,6 +53,7 @@ static pl_search_row *add_row(pl_search *s, const char *name, pl_plan *plan, boo
     snprintf(row->name, sizeof row->name, "%s", name);
     row->plan = plan;
     row->baseline = baseline;
+    row->misfit.device = -1;
     return row;
 }
 
@@ -144,11 +145,13 @@ static pl_status place_baselines(pl_search_call *call)
         bool replicated = b == PL_BASELINE_DATA_PARALLEL || b == PL_BASELINE_HYBRID;
         pl_plan *plan = NULL;
         pl_simulation sim;
+        pl_baseline_misfit misfit = {.device = -1};
         if (replicated && call->options->no_replicas)
             pl_error_set(&failure, PL_EINPUT, NULL, "not tried: no replicas (--no-replicas)");
         else {
             double started = pl_now();
             plan = place_one(call, &view, (pl_baseline)b, &sim, &failure);
+            misfit = view.placer.misfit;
             call->result->slowest_placing =
                 fmax(call->result->slowest_placing, pl_now() - started);
         }
@@ -156,6 +159,7 @@ static pl_status place_baselines(pl_search_call *call)
                                      true);
         if (!row)
             break;
+        row->misfit = misfit;
         if (!plan) {
             snprintf(row->failure, sizeof row->failure, "%s", failure.text);
         } else { /* placing it simulated it, as pl_search__simulate_row would */

@@ -68,6 +68,7 @@
 #include <stdint.h>
 
 #include "agent.h"
+#include "baseline.h"
 #include "bound.h"
 #include "cluster.h"
 #include "cost_model.h"
@@ -137,6 +138,8 @@ typedef struct pl_search_row {
     char name[96];        /* the baseline's ("pipeline-dp") or "agent #2 (origin)" */
     pl_plan *plan;        /* owned; NULL when the baseline failed */
     char failure[PL_ERROR_TEXT_MAX]; /* why, when it failed or was skipped */
+    pl_baseline_misfit misfit; /* a baseline that failed for memory: how near its nearest
+                                  plan came (device -1: none counted, or another failure) */
     bool baseline;
     bool skipped;         /* a baseline not placed: the budget was spent (failure says so) */
     bool reshaped;        /* the agent's: a baseline's placement under another shape */
@@ -184,7 +187,8 @@ typedef struct pl_search {
     int n_rows;
     pl_search_row rows[PL_SEARCH_MAX_ROWS]; /* the baselines in baseline.h's order, then
                                                the agent's */
-    int chosen;           /* the row to use, or -1: no plan fits the cluster's memory */
+    int chosen;           /* the row to use, or -1: no plan fits the cluster's memory
+                             (the rows' misfit say how near the baselines came) */
     int best_baseline;    /* the best baseline's row, or -1 */
     int head_to_head_rounds; /* rounds of the final measurement, 0: none */
     bool choice_unstable; /* the chosen row's measurement, or that of the best baseline it

@@ -73,10 +73,12 @@ for cluster in "$src"/graphs/clusters/*.json; do
         "$work/out" && ok || bad "baseline all on unequal-4: etf or sct slower than single"
 done
 
-# A cluster whose devices cannot hold the model: single fails with a reason.
+# A cluster whose devices cannot hold the model: single fails (exit 3) with a reason, saying
+# that it recomputed activations too.
 sed 's/"memory_bytes": 1073741824/"memory_bytes": 8192/' "$paced" >"$work/small.json"
-expect 2 "baseline: nothing fits" "$bin" baseline "$mlp" --algo single --cluster "$work/small.json"
-contains "$work/err" "no device holds the whole model" "baseline: nothing fits"
+expect 3 "baseline: nothing fits" "$bin" baseline "$mlp" --algo single --cluster "$work/small.json"
+contains "$work/err" "single: even with activations recomputed, no device holds the whole model" \
+    "baseline: nothing fits"
 # METIS's own failure text ("***Cannot bisect ...", on a device with a tiny share) stays
 # out of the table.
 sed -e 's/"flops_per_second": 1e9}/"flops_per_second": 1e5}/' "$src/graphs/clusters/paced-8.json" >"$work/skewed.json"

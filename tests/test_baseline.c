@@ -225,12 +225,12 @@ static void test_chain(void)
     pl_graph_free(g);
 }
 
-/* The replicated baselines refuse (PL_EINPUT) a model that cannot be replicated, or too
- * few devices, or a model no device holds whole: the only refusals allowed. */
+/* The replicated baselines refuse a model that cannot be replicated, or too few devices
+ * (PL_EINPUT), or a model no device holds whole (PL_ENOFIT): the only refusals allowed. */
 static bool refused_rightly(pl_baseline a, const pl_plan *plan, const pl_error *err)
 {
     return !plan && (a == PL_BASELINE_DATA_PARALLEL || a == PL_BASELINE_HYBRID) &&
-           err->status == PL_EINPUT;
+           (err->status == PL_EINPUT || err->status == PL_ENOFIT);
 }
 
 /* A model that no device holds whole: single says so; every other algorithm splits it
@@ -243,7 +243,7 @@ static void test_memory_forced_split(void)
     pl_error err;
     pl_error_init(&err, NULL);
     CU_ASSERT_PTR_NULL(pl_baseline_place(PL_BASELINE_SINGLE, g, c, &m, 1, &err));
-    CU_ASSERT_EQUAL(err.status, PL_EINPUT);
+    CU_ASSERT_EQUAL(err.status, PL_ENOFIT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "no device holds the whole model"));
     for (pl_baseline a = PL_BASELINE_ROUND_ROBIN; a < PL_BASELINE_COUNT; a++) {
         pl_error_init(&err, NULL);
@@ -649,7 +649,7 @@ static void test_megatron_splits_to_fit(void)
         pl_error err;
         pl_error_init(&err, NULL);
         CU_ASSERT_PTR_NULL(pl_baseline_place(cannot[i], g, c, &m, 1, &err));
-        CU_ASSERT_EQUAL(err.status, PL_EINPUT);
+        CU_ASSERT_EQUAL(err.status, PL_ENOFIT);
     }
     pl_error err;
     pl_error_init(&err, NULL);
@@ -694,6 +694,68 @@ static void test_megatron_no_slower(void)
     pl_cluster_free(c);
 }
 
+/* x [4096] -> scaled by a parameter -> 16 element-wise ops (relu and tanh in turn) ->
+ * cross-entropy over 4096 classes, at batch 4: 64 KiB an activation and 16 KiB of
+ * parameter, so that activations are nearly all of its memory. */
+static pl_graph *deep_activations(void)
+{
+    char nodes[4096] = "{\"name\": \"scale\", \"op\": \"mul\", \"inputs\": [\"x\", \"v\"], "
+                       "\"outputs\": [\"a\"]}";
+    for (int i = 0; i < 16; i++)
+        snprintf(nodes + strlen(nodes), sizeof nodes - strlen(nodes),
+                 ", {\"name\": \"a%d\", \"op\": \"%s\", \"inputs\": [\"a%.0d\"], \"outputs\": "
+                 "[\"a%d\"]}", i + 1, i % 2 ? "tanh" : "relu", i, i + 1);
+    snprintf(nodes + strlen(nodes), sizeof nodes - strlen(nodes),
+             ", {\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"a16\", "
+             "\"y\"], \"outputs\": [\"loss\"]}");
+    return pl_test_training_model(
+        "[4096]", "{\"name\": \"v\", \"shape\": [4096], \"init\": {\"kind\": \"ones\"}}", nodes,
+        "loss");
+}
+
+/* The deep model on devices holding `fraction` of its memory on one device: pipeline-dp,
+ * data-parallel, hybrid, etf, sct and single each find a plan that recomputes the
+ * activations of every op but every fifth, which fits and simulates, and which does not
+ * fit without recomputation. On devices that hold the model, no plan recomputes. */
+static void test_recompute_to_fit(void)
+{
+    static const struct {
+        pl_baseline algorithm;
+        int devices;
+        double fraction;
+    } cases[] = {{PL_BASELINE_PIPELINE_DP, 2, 0.17}, {PL_BASELINE_DATA_PARALLEL, 2, 0.25},
+                 {PL_BASELINE_HYBRID, 4, 0.17},      {PL_BASELINE_ETF, 2, 0.42},
+                 {PL_BASELINE_SCT, 2, 0.42},         {PL_BASELINE_SINGLE, 2, 0.42}};
+    pl_graph *g = deep_activations();
+    pl_cost_model m = synthetic_costs(1e-10);
+    long long whole = whole_model_bytes(g);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        pl_cluster *c = native_devices(cases[i].devices, (long long)(whole * cases[i].fraction));
+        pl_error err;
+        pl_error_init(&err, NULL);
+        pl_plan *plan = pl_baseline_place(cases[i].algorithm, g, c, &m, 1, &err);
+        if (!plan)
+            fprintf(stderr, "\n    %s: %s\n", pl_baseline_name(cases[i].algorithm), err.text);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+        CU_ASSERT(pl_plan_recomputes(plan));
+        for (int o = 0; o < plan->n_ops; o++) /* kept: every ceil(sqrt(18))-th op's */
+            CU_ASSERT_EQUAL(plan->recompute[o], (o + 1) % 5 != 0);
+        CU_ASSERT(fits(g, c, plan));
+        CU_ASSERT(plan->provenance.predicted_seconds > 0);
+        memset(plan->recompute, 0, (size_t)plan->n_ops * sizeof *plan->recompute);
+        CU_ASSERT(!fits(g, c, plan)); /* the same plan without recomputation */
+        pl_plan_free(plan);
+        pl_cluster_free(c);
+        c = native_devices(cases[i].devices, 1LL << 30);
+        plan = pl_baseline_place(cases[i].algorithm, g, c, &m, 1, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+        CU_ASSERT(!pl_plan_recomputes(plan));
+        pl_plan_free(plan);
+        pl_cluster_free(c);
+    }
+    pl_graph_free(g);
+}
+
 /* A forward-only graph is refused with a message, not placed. */
 static void test_needs_training_graph(void)
 {
@@ -730,6 +792,8 @@ void pl_register_baseline_tests(void)
         {"megatron splits ops inside a machine where nothing else fits",
          test_megatron_splits_to_fit},
         {"megatron no slower than one device", test_megatron_no_slower},
+        {"recomputation where nothing else fits: pipeline-dp, data-parallel, hybrid, etf, "
+         "sct, single", test_recompute_to_fit},
         {NULL, NULL}};
     pl_test_add_suite("baseline", cases);
 }

@@ -2,7 +2,7 @@
  * (policy/baseline.h), with its predicted step against the lower bound, written with -o;
  * --algo all: every algorithm in a table (simulated and, with --measure, measured step
  * with its spread and a mark when unstable (measure.h), each over the lower bound, peak
- * memory per device, placement time). */
+ * memory per device, placement time; a mark on a plan that recomputes activations). */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
 #include <stdio.h>
@@ -35,10 +35,12 @@ static void usage(void)
     printf("Usage: placer baseline MODEL.json --algo NAME [options]\n"
            "Places the model by a classical algorithm (baselines.md) and predicts its\n"
            "step time with this machine's profile (placer calibrate; made on first use).\n"
+           "Where no plan fits, it places again with activations recomputed; failing\n"
+           "that, it says how much memory its nearest plan needs (exit status 3).\n"
            "\n"
            "  --algo NAME      single, round-robin, expert, metis, etf, sct, pipeline-dp,\n"
            "                   data-parallel, hybrid, megatron, or all: every one in a\n"
-           "                   table\n"
+           "                   table (* marks a plan that recomputes activations)\n"
            "  --cluster FILE   the cluster (default: this machine, one device per core)\n"
            "  --seed N         the seed (default 1)\n"
            "  -o FILE          write the plan (one algorithm); default: only describe it\n"
@@ -185,9 +187,9 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
                    const pl_cost_model *m, double bound)
 {
     pl_executor *ex = NULL;
-    int status = PL_EXIT_OK, placed = 0, unfit = 0; /* unfit: failures of bad input, all of
-                                                      which say that nothing fits */
-    bool any_unstable = false;
+    int status = PL_EXIT_OK, placed = 0, unfit = 0, refused = 0; /* unfit: failed for memory;
+                                                                   refused: for bad input */
+    bool any_unstable = false, any_recomputes = false;
     fprintf(pl_cli_text, "%-12s %12s %9s %18s %10s %10s  %s\n", "algorithm", "simulated",
             "sim/bound", "measured", "meas/bound", "placed in", "peak memory per device, MiB");
     for (int a = 0; a < PL_BASELINE_COUNT && status == PL_EXIT_OK; a++) {
@@ -198,7 +200,8 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
             char line[2048];
             pl_error_format(&out.err, line, sizeof line);
             fprintf(pl_cli_text, "%-12s failed: %s\n", name, line);
-            unfit += out.err.status == PL_EINPUT;
+            unfit += out.err.status == PL_ENOFIT;
+            refused += out.err.status == PL_EINPUT;
             continue;
         }
         placed++;
@@ -213,8 +216,12 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
                      times->unstable ? " !" : "  ");
             snprintf(ratio, sizeof ratio, "%.2fx", out.measured / bound);
         }
+        char label[32]; /* the name, marked when the plan recomputes activations */
+        bool recomputes = pl_plan_recomputes(out.plan);
+        any_recomputes |= recomputes;
+        snprintf(label, sizeof label, "%s%s", name, recomputes ? " *" : "");
         /* ± is two bytes and one column: one more byte of width keeps the columns */
-        fprintf(pl_cli_text, "%-12s %9.3f ms %8.2fx %*s %10s %7.1f ms ", name,
+        fprintf(pl_cli_text, "%-12s %9.3f ms %8.2fx %*s %10s %7.1f ms ", label,
                 1e3 * out.plan->provenance.predicted_seconds,
                 out.plan->provenance.predicted_seconds / bound, out.measured > 0 ? 19 : 18,
                 measured, ratio, 1e3 * out.place_seconds);
@@ -225,6 +232,9 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
     fprintf(pl_cli_text,
             "sim/bound: the simulated step over the lower bound; meas/bound: the measured "
             "step over it\n");
+    if (any_recomputes)
+        fprintf(pl_cli_text, "*: the plan recomputes activations, which the devices' memory "
+                "needs (baselines.md)\n");
     if (o->measure && status == PL_EXIT_OK) {
         fprintf(pl_cli_text,
                 "measured: median of %ld steps after 3 warm-up, %s; a round that is unstable "
@@ -235,7 +245,7 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
     }
     pl_executor_free(ex);
     if (status == PL_EXIT_OK && placed == 0) {
-        bool none_fits = unfit == PL_BASELINE_COUNT;
+        bool none_fits = unfit > 0 && unfit + refused == PL_BASELINE_COUNT;
         pl_cli_error("baseline: every algorithm failed%s", none_fits ? ": no plan fits the "
                      "cluster's memory" : "");
         status = none_fits ? PL_EXIT_NO_FIT : PL_EXIT_FAILURE;

@@ -486,6 +486,34 @@ static int read_policy(job_state *s)
     return PL_EXIT_OK;
 }
 
+/* That no plan fits, and how near the nearest baseline's plan came: what it needs on its
+ * fullest device against what that device holds, and how it saved memory. */
+static void print_no_fit(const pl_search *search, const pl_cluster *c)
+{
+    const pl_search_row *nearest = NULL;
+    for (int r = 0; r < search->n_rows; r++) {
+        const pl_baseline_misfit *m = &search->rows[r].misfit;
+        if (m->device >= 0 &&
+            (!nearest || (double)m->needs / (double)m->holds <
+                             (double)nearest->misfit.needs / (double)nearest->misfit.holds))
+            nearest = &search->rows[r];
+    }
+    if (!nearest) {
+        pl_cli_error("no plan fits the cluster's memory");
+        return;
+    }
+    const pl_baseline_misfit *m = &nearest->misfit;
+    char needs[32], holds[32], device[4 * PL_MAX_NAME]; /* the name as a file gave it */
+    pl_text_escape(c->devices[m->device].name, device, sizeof device);
+    pl_cli_error("no plan fits the cluster's memory: the nearest found, %s's%s%s%s, needs %s "
+                 "on device \"%s\", which holds %s", nearest->name,
+                 m->splits || m->recomputes ? ", which " : "", m->splits ? "splits ops" : "",
+                 m->recomputes ? (m->splits ? " and recomputes activations"
+                                            : "recomputes activations") : "",
+                 pl_units_bytes((double)m->needs, needs, sizeof needs), device,
+                 pl_units_bytes((double)m->holds, holds, sizeof holds));
+}
+
 /* The search, printing as it goes; its result in s->search. */
 static int search(job_state *s)
 {
@@ -508,7 +536,7 @@ static int search(job_state *s)
     if (!s->search)
         return pl_cli_report(&err);
     if (s->search->chosen < 0) {
-        fprintf(stderr, "placer: no plan fits the cluster's memory\n");
+        print_no_fit(s->search, s->setup.cluster);
         return PL_EXIT_NO_FIT;
     }
     return PL_EXIT_OK;

@@ -124,7 +124,10 @@ static void describe_plan(const char *plan_path, const pl_plan *plan, const pl_p
            pl_plan_split_text(plan, split, sizeof split), plan->n_stages,
            plan->n_stages == 1 ? "" : "s", plan->micro_batches,
            plan->micro_batches == 1 ? "" : "es", pl_plan_schedule_text(plan));
-    if (p->split && split[0]) { /* split ops, not only recomputation */
+    bool splits = false; /* split ops, not only recomputation */
+    for (int o = 0; o < plan->n_ops; o++)
+        splits = splits || plan->split[o] > 1;
+    if (p->split && splits) {
         describe_splits(plan, p->model, cluster);
         describe_rewrite(plan, p);
     }

@@ -39,13 +39,19 @@ static void print_start(pl_progress *p, const pl_search_event *event)
             p->options->budget, (unsigned long long)p->options->seed);
 }
 
+/* What ends a placed baseline's line: that its plan recomputes activations, or "". */
+static const char *recomputes(const pl_search_row *row)
+{
+    return pl_plan_recomputes(row->plan) ? "  recomputes activations" : "";
+}
+
 /* A measured baseline: its spread, and a line more when it is not to be trusted. */
 static void print_measured_row(FILE *out, const pl_search_row *row)
 {
     char spread[32], why[512];
-    fprintf(out, "baseline %-12s simulated %9.3f ms  measured %9.3f ms %s\n", row->name,
+    fprintf(out, "baseline %-12s simulated %9.3f ms  measured %9.3f ms %s%s\n", row->name,
             1e3 * row->sim.step_seconds, 1e3 * row->measured,
-            pl_cli_spread_text(&row->series, spread, sizeof spread));
+            pl_cli_spread_text(&row->series, spread, sizeof spread), recomputes(row));
     if (row->series.unstable)
         fprintf(out, "  unstable in %d round%s (%s): the machine was busy?\n",
                 row->measure_rounds, row->measure_rounds == 1 ? "" : "s",
@@ -66,9 +72,9 @@ static void print_baselines(pl_progress *p, const pl_search_event *event)
         else if (row->measured > 0)
             print_measured_row(p->out, row);
         else
-            fprintf(p->out, "baseline %-12s simulated %9.3f ms  %s\n", row->name,
+            fprintf(p->out, "baseline %-12s simulated %9.3f ms  %s%s\n", row->name,
                     1e3 * row->sim.step_seconds,
-                    row->fits ? "(not measured)" : "(does not fit)");
+                    row->fits ? "(not measured)" : "(does not fit)", recomputes(row));
     }
 }
 

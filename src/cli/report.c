@@ -164,6 +164,8 @@ static void write_algorithms(FILE *fp, const pl_job *job)
         const pl_search_row *row = &search->rows[r];
         fprintf(fp, "| ");
         md_text(fp, row->name);
+        if (row->plan && pl_plan_recomputes(row->plan))
+            fprintf(fp, " (recomputes activations)");
         fprintf(fp, " |");
         if (!row->plan) {
             fprintf(fp, row->skipped ? " skipped: " : " failed: ");

@@ -27,21 +27,27 @@ const char *pl_plan_replicas_text(const pl_plan *plan, char *buf, size_t cap)
 
 const char *pl_plan_split_text(const pl_plan *plan, char *buf, size_t cap)
 {
-    int ops = 0, fewest = PL_MAX_SPLIT, most = 1;
-    for (int o = 0; o < plan->n_ops; o++)
+    int ops = 0, fewest = PL_MAX_SPLIT, most = 1, recomputed = 0;
+    for (int o = 0; o < plan->n_ops; o++) {
+        recomputed += plan->recompute[o];
         if (plan->split[o] > 1) {
             ops++;
             fewest = plan->split[o] < fewest ? plan->split[o] : fewest;
             most = plan->split[o] > most ? plan->split[o] : most;
         }
+    }
+    int n = 0;
     if (ops == 0)
-        snprintf(buf, cap, "%s", "");
+        n = snprintf(buf, cap, "%s", "");
     else if (fewest == most)
-        snprintf(buf, cap, "%d op%s split over %d devices (tensor parallel), ", ops,
-                 ops == 1 ? "" : "s", most);
+        n = snprintf(buf, cap, "%d op%s split over %d devices (tensor parallel), ", ops,
+                     ops == 1 ? "" : "s", most);
     else
-        snprintf(buf, cap, "%d ops split over %d to %d devices (tensor parallel), ", ops,
-                 fewest, most);
+        n = snprintf(buf, cap, "%d ops split over %d to %d devices (tensor parallel), ", ops,
+                     fewest, most);
+    if (recomputed > 0 && n >= 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, "activations of %d op%s recomputed, ", recomputed,
+                 recomputed == 1 ? "" : "s");
     return buf;
 }
 

@@ -91,9 +91,19 @@ const char *pl_plan_schedule_text(const pl_plan *plan);
 /* The replicas in words, to go before the stages: "" for one, "4 replicas, " or "4
  * replicas (optimizer state sharded), ". Returns buf. */
 const char *pl_plan_replicas_text(const pl_plan *plan, char *buf, size_t cap);
-/* The split ops in words, to go after the replicas: "" when no op is split, "6 ops split
- * over 2 devices (tensor parallel), " or "... over 2 to 4 devices ...". Returns buf. */
+/* The split ops and recomputed activations in words, to go after the replicas: "" when
+ * no op is split or recomputed, "6 ops split over 2 devices (tensor parallel), " or "...
+ * over 2 to 4 devices ...", then "activations of 30 ops recomputed, " (within 96 bytes).
+ * Returns buf. */
 const char *pl_plan_split_text(const pl_plan *plan, char *buf, size_t cap);
+/* Whether the plan recomputes some op's activations. */
+static inline bool pl_plan_recomputes(const pl_plan *plan)
+{
+    for (int o = 0; o < plan->n_ops; o++)
+        if (plan->recompute[o])
+            return true;
+    return false;
+}
 
 /* A new plan with every forward op on device 0, stage 0, one replica, one micro-batch. */
 pl_plan *pl_plan_new(const pl_graph *graph, pl_error *err);
