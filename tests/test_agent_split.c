@@ -1,0 +1,243 @@
+/* The agent's split and recompute decisions: the runs of devices a split may take,
+ * megatron's plan read back into an action and written again, the split and recompute
+ * heads of an untrained policy where the model fits and where it does not, and an agent
+ * that finds a plan that fits on its own where no layer fits one device. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_impl.h"
+#include "baseline.h"
+#include "policy_impl.h"
+#include "suites.h"
+#include "test_util.h"
+
+/* x -> `layers` matmuls of width x width, each with a relu, -> loss (SGD: a weight and its
+ * gradient, 8 width^2 bytes a layer). */
+static pl_graph *wide_chain(int layers, int width)
+{
+    char params[1024] = "", nodes[2048] = "", in[16] = "x", shape[16];
+    for (int i = 0; i < layers; i++) {
+        snprintf(params + strlen(params), sizeof params - strlen(params),
+                 "%s{\"name\": \"w%d\", \"shape\": [%d, %d], \"init\": {\"kind\": \"zeros\"}}",
+                 i ? ", " : "", i, width, width);
+        snprintf(nodes + strlen(nodes), sizeof nodes - strlen(nodes),
+                 "{\"name\": \"m%d\", \"op\": \"matmul\", \"inputs\": [\"%s\", \"w%d\"], "
+                 "\"outputs\": [\"m%d\"]}, {\"name\": \"r%d\", \"op\": \"relu\", \"inputs\": "
+                 "[\"m%d\"], \"outputs\": [\"r%d\"]}, ", i, in, i, i, i, i, i);
+        snprintf(in, sizeof in, "r%d", i);
+    }
+    snprintf(nodes + strlen(nodes), sizeof nodes - strlen(nodes),
+             "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"%s\", "
+             "\"y\"], \"outputs\": [\"loss\"]}", in);
+    snprintf(shape, sizeof shape, "[%d]", width);
+    return pl_test_training_model(shape, params, nodes, "loss");
+}
+
+/* An op costs 2 us plus 1 ns per FLOP; a copy 5 us plus 0.1 ns per byte. */
+static pl_cost_model flop_costs(void)
+{
+    return pl_test_costs((pl_op_cost){2e-6, 1e-9, 0, 1}, 5e-6, 1e-10, 1e-6);
+}
+
+static pl_agent_options small_options(void)
+{
+    pl_agent_options o;
+    pl_agent_options_default(&o);
+    o.samples = 16, o.groups = 4, o.hidden = 16, o.threads = 2;
+    return o;
+}
+
+/* Runs inside the cluster's groups: on two ranks of four devices (a0-a3 and a4-a7), a
+ * device splits over aligned runs of its own rank, 8 not at all. */
+static void test_split_runs(void)
+{
+    pl_graph *g = wide_chain(1, 64);
+    pl_cluster *c = pl_test_bundled_cluster("paced-8-ranks-2.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    pl_cost_model m = flop_costs();
+    pl_agent_options o = small_options();
+    pl_policy p;
+    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &m, &o, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(c->n_devices, 8);
+    for (int d = 0; d < 8; d++) {
+        CU_ASSERT(pl_policy_split_allowed(&p, d, 0));
+        CU_ASSERT(pl_policy_split_allowed(&p, d, 1));
+        CU_ASSERT(pl_policy_split_allowed(&p, d, 2));
+        CU_ASSERT(!pl_policy_split_allowed(&p, d, 3));
+    }
+    int devices[8];
+    pl_policy_split_devices(&p, 6, 1, devices);
+    CU_ASSERT(devices[0] == 6 && devices[1] == 7);
+    pl_policy_split_devices(&p, 5, 2, devices);
+    CU_ASSERT(devices[0] == 4 && devices[1] == 5 && devices[2] == 6 && devices[3] == 7);
+    pl_policy_split_devices(&p, 1, 1, devices);
+    CU_ASSERT(devices[0] == 0 && devices[1] == 1);
+    pl_policy_clear(&p);
+    pl_cost_model_clear(&m);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* Two layers no device holds (each 72 MiB with its gradient, the devices 48 MiB) on
+ * paced-8-small-memory. */
+typedef struct too_large {
+    pl_graph *g;
+    pl_cluster *c;
+    pl_cost_model m;
+} too_large;
+
+static void too_large_init(too_large *t)
+{
+    t->g = wide_chain(2, 3072);
+    t->c = pl_test_bundled_cluster("paced-8-small-memory.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t->c);
+    t->m = flop_costs();
+}
+
+static void too_large_free(too_large *t)
+{
+    pl_cost_model_clear(&t->m);
+    pl_cluster_free(t->c);
+    pl_graph_free(t->g);
+}
+
+/* megatron's plan as an action and back: its splits (runs of the machine), devices and
+ * stages given back exactly. */
+static void test_megatron_round_trip(void)
+{
+    too_large t;
+    too_large_init(&t);
+    pl_error err;
+    pl_error_init(&err, NULL);
+    pl_plan *plan = pl_baseline_place(PL_BASELINE_MEGATRON, t.g, t.c, &t.m, 1, &err);
+    if (!plan)
+        fprintf(stderr, "\n    megatron: %s\n", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+    CU_ASSERT(pl_plan_rewrites_graph(plan));
+    pl_agent_options options = small_options();
+    pl_policy p;
+    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, t.g, t.c, &t.m, &options, NULL), PL_OK);
+    pl_action *a = pl_actions_new(&p, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    bool exact = false;
+    CU_ASSERT_FATAL(pl_action_from_plan(&p, plan, a, &exact));
+    CU_ASSERT(exact);
+    pl_plan *again = pl_plan_new(t.g, NULL);
+    CU_ASSERT_FATAL(again && pl_action_to_plan(&p, a, again));
+    int split = 0;
+    for (int o = 0; o < plan->n_ops; o++) {
+        CU_ASSERT_EQUAL(again->split[o], plan->split[o]);
+        CU_ASSERT_EQUAL(again->recompute[o], plan->recompute[o]);
+        CU_ASSERT_EQUAL(again->stage[o], plan->stage[o]);
+        for (int s = 0; s < plan->split[o] && again->split[o] == plan->split[o]; s++)
+            CU_ASSERT_EQUAL(pl_plan_shard_device(again, 0, o, s),
+                            pl_plan_shard_device(plan, 0, o, s));
+        split += plan->split[o] > 1;
+    }
+    CU_ASSERT(split > 0);
+    CU_ASSERT_EQUAL(again->n_stages, plan->n_stages);
+    CU_ASSERT_EQUAL(again->micro_batches, plan->micro_batches);
+    /* a recomputing group: all its ops but its last */
+    int k = a->group[0], last = -1;
+    a->recompute[k] = 1;
+    CU_ASSERT_FATAL(pl_action_to_plan(&p, a, again));
+    for (int o = 0; o < p.n_ops; o++)
+        if (a->group[o] == k)
+            last = o;
+    for (int o = 0; o < p.n_ops; o++)
+        CU_ASSERT_EQUAL(again->recompute[o], a->group[o] == k && o != last);
+    CU_ASSERT(pl_action_from_plan(&p, again, a, &exact) && exact);
+    CU_ASSERT_EQUAL(a->recompute[a->group[0]], 1);
+    pl_plan_free(again);
+    pl_actions_free(a, 1);
+    pl_policy_clear(&p);
+    pl_plan_free(plan);
+    too_large_free(&t);
+}
+
+/* How many of the samples' non-empty groups split or recompute. */
+static double share_splitting(const pl_policy *p, const pl_action *a, int n)
+{
+    int groups = 0, splitting = 0;
+    for (int s = 0; s < n; s++)
+        for (int k = 0; k < p->groups; k++) {
+            bool used = false;
+            for (int i = 0; i < p->n_ops && !used; i++)
+                used = a[s].group[i] == k;
+            groups += used;
+            splitting += used && (a[s].split[k] > 0 || a[s].recompute[k]);
+        }
+    return (double)splitting / groups;
+}
+
+/* An untrained policy rarely splits or recomputes where the model fits, and mostly does
+ * where its devices are far over their room (the same weights: the memory features
+ * decide). */
+static void test_untrained_heads(void)
+{
+    enum { N = 64 };
+    pl_agent_options o = small_options();
+    pl_cost_model m = flop_costs();
+    pl_graph *small = wide_chain(2, 64);
+    pl_cluster *c = pl_test_bundled_cluster("paced-8-small-memory.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    pl_policy p;
+    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, small, c, &m, &o, NULL), PL_OK);
+    pl_action *a = pl_actions_new(&p, N);
+    CU_ASSERT_EQUAL_FATAL(pl_policy_sample(&p, 3, 0, a, N, NULL), PL_OK);
+    double fits = share_splitting(&p, a, N);
+    pl_actions_free(a, N);
+    pl_policy_clear(&p);
+    pl_graph *large = wide_chain(2, 8192); /* 512 MiB a layer with its gradient */
+    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, large, c, &m, &o, NULL), PL_OK);
+    a = pl_actions_new(&p, N);
+    CU_ASSERT_EQUAL_FATAL(pl_policy_sample(&p, 3, 0, a, N, NULL), PL_OK);
+    double over = share_splitting(&p, a, N);
+    pl_actions_free(a, N);
+    pl_policy_clear(&p);
+    CU_ASSERT(fits < 0.05);
+    CU_ASSERT(over > 0.5);
+    pl_graph_free(large);
+    pl_graph_free(small);
+    pl_cluster_free(c);
+    pl_cost_model_clear(&m);
+}
+
+/* Where no layer fits one device, an agent offered nothing finds within a few iterations
+ * a plan that fits: one that splits ops or recomputes (a plan of whole ops cannot). */
+static void test_finds_a_plan_that_fits(void)
+{
+    too_large t;
+    too_large_init(&t);
+    pl_agent_options o = small_options();
+    o.refine_every = 0;
+    pl_agent *a = pl_agent_new(t.g, t.c, &t.m, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    for (int i = 0; i < 4 && pl_agent_best_count(a) == 0; i++)
+        CU_ASSERT_EQUAL_FATAL(pl_agent_iterate(a, NULL, NULL), PL_OK);
+    CU_ASSERT_FATAL(pl_agent_best_count(a) > 0);
+    pl_plan *best = pl_agent_best_plan(a, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(best);
+    CU_ASSERT(pl_plan_rewrites_graph(best));
+    double step;
+    bool fits = false;
+    CU_ASSERT_EQUAL(pl_agent_simulate(a, best, &step, &fits, NULL), PL_OK);
+    CU_ASSERT(fits);
+    pl_plan_free(best);
+    pl_agent_free(a);
+    too_large_free(&t);
+}
+
+void pl_register_agent_split_tests(void)
+{
+    static const pl_test_case cases[] = {
+        {"a split takes an aligned run of its device's machine", test_split_runs},
+        {"megatron's plan as an action and back", test_megatron_round_trip},
+        {"untrained heads split where memory runs out, rarely elsewhere", test_untrained_heads},
+        {"no layer fits a device: the agent finds a plan that fits",
+         test_finds_a_plan_that_fits},
+        {NULL, NULL}};
+    pl_test_add_suite("agent-split", cases);
+}
