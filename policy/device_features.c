@@ -12,7 +12,9 @@
  *   size       log2 of the device count, / 6
  *
  * Everything is a ratio within the model and cluster: what the policy learns from one
- * pair of them applies to another. */
+ * pair of them applies to another. The same view also gives the split and recompute
+ * heads their memory figures (policy_split.c): each op's co-location group's bytes and
+ * each device's room, in bytes. */
 #include <math.h>
 #include <stdlib.h>
 

@@ -1,7 +1,8 @@
 /* The agent's split and recompute decisions: the runs of devices a split may take,
  * megatron's plan read back into an action and written again, the split and recompute
- * heads of an untrained policy where the model fits and where it does not, and an agent
- * that finds a plan that fits on its own where no layer fits one device. */
+ * heads of an untrained policy where the model fits and where it does not, an agent that
+ * finds a plan that fits on its own where no layer fits one device, and the shipped
+ * policy, made before these heads, loaded with their first weights. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +231,49 @@ static void test_finds_a_plan_that_fits(void)
     too_large_free(&t);
 }
 
+/* The shipped policy, made before the split and recompute heads, loads with their first
+ * weights, and a policy starting from it splits no more than a new one where the model
+ * fits. */
+static void test_shipped_policy(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/share/policy.plt", pl_test_srcdir());
+    pl_policy_weights w;
+    pl_error err;
+    pl_error_init(&err, path);
+    CU_ASSERT_EQUAL_FATAL(pl_policy_weights_read(path, &w, &err), PL_OK);
+    pl_policy_layout l;
+    pl_policy_layout_build(&l, w.hidden, w.rounds, w.groups);
+    CU_ASSERT_EQUAL_FATAL(w.n, l.n);
+    double *first = calloc((size_t)l.n, sizeof *first);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(first);
+    pl_policy_init_memory_heads(&l, w.hidden, w.groups, first);
+    int differ = 0;
+    for (int i = l.wsplit; i < l.n; i++)
+        differ += w.values[i] != first[i];
+    CU_ASSERT_EQUAL(differ, 0);
+    CU_ASSERT(w.values[l.bsplit + 1] < 0); /* not all zeros: the heads were initialised */
+    free(first);
+    enum { N = 32 };
+    pl_agent_options o = small_options();
+    o.hidden = w.hidden, o.rounds = w.rounds, o.groups = w.groups;
+    pl_cost_model m = flop_costs();
+    pl_graph *g = wide_chain(2, 64);
+    pl_cluster *c = pl_test_bundled_cluster("paced-8-small-memory.json");
+    pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL_FATAL(pl_agent_start_from(a, &w, NULL), PL_OK);
+    pl_action *actions = pl_actions_new(&a->policy, N);
+    CU_ASSERT_EQUAL_FATAL(pl_policy_sample(&a->policy, 1, 0, actions, N, NULL), PL_OK);
+    CU_ASSERT(share_splitting(&a->policy, actions, N) < 0.05);
+    pl_actions_free(actions, N);
+    pl_agent_free(a);
+    pl_policy_weights_clear(&w);
+    pl_graph_free(g);
+    pl_cluster_free(c);
+    pl_cost_model_clear(&m);
+}
+
 void pl_register_agent_split_tests(void)
 {
     static const pl_test_case cases[] = {
@@ -238,6 +282,7 @@ void pl_register_agent_split_tests(void)
         {"untrained heads split where memory runs out, rarely elsewhere", test_untrained_heads},
         {"no layer fits a device: the agent finds a plan that fits",
          test_finds_a_plan_that_fits},
+        {"the shipped policy loads with the heads' first weights", test_shipped_policy},
         {NULL, NULL}};
     pl_test_add_suite("agent-split", cases);
 }
