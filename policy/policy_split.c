@@ -15,11 +15,13 @@
 
 #include "policy_impl.h"
 
-/* The bias that keeps a group whole and its activations kept, and the weight that undoes
- * it once the group's device is over its room: a little past full, splitting and
- * recomputing become likely. */
-#define MEMORY_HEAD_BIAS 6.0
-#define MEMORY_HEAD_WEIGHT 12.0
+/* The bias that keeps a group whole and its activations kept, and the weight of the
+ * excess over the device's room that undoes it: at 1.5 times the room every choice is as
+ * likely as the default, beyond that more. The bias is that strong so that the two heads'
+ * entropy (about 0.002 nats) leaves the search's test of a collapsed policy (search.h,
+ * PL_SEARCH_COLLAPSED_ENTROPY) as it was on models that fit. */
+#define MEMORY_HEAD_BIAS 10.0
+#define MEMORY_HEAD_WEIGHT 20.0
 /* memory features are clipped here: a device 5 times over its room is as over as can be */
 #define MEMORY_FEATURE_CAP 4.0
 
