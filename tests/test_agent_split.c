@@ -1,12 +1,14 @@
 /* The agent's split and recompute decisions: the runs of devices a split may take,
  * megatron's plan read back into an action and written again, the split and recompute
  * heads of an untrained policy where the model fits and where it does not, an agent that
- * finds a plan that fits on its own where no layer fits one device, and the shipped
- * policy, made before these heads, loaded with their first weights. */
+ * finds a plan that fits on its own where no layer fits one device (and checkpoints it),
+ * a split plan replicated, and the shipped policy, made before these heads, loaded with
+ * their first weights. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent_impl.h"
 #include "baseline.h"
@@ -207,7 +209,8 @@ static void test_untrained_heads(void)
 }
 
 /* Where no layer fits one device, an agent offered nothing finds within a few iterations
- * a plan that fits: one that splits ops or recomputes (a plan of whole ops cannot). */
+ * a plan that fits: one that splits ops or recomputes (a plan of whole ops cannot); its
+ * checkpoint gives its plans back. */
 static void test_finds_a_plan_that_fits(void)
 {
     too_large t;
@@ -226,9 +229,73 @@ static void test_finds_a_plan_that_fits(void)
     bool fits = false;
     CU_ASSERT_EQUAL(pl_agent_simulate(a, best, &step, &fits, NULL), PL_OK);
     CU_ASSERT(fits);
+    /* a checkpoint gives back its split and recomputing plans */
+    char path[] = "/tmp/placer-agent-split-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    CU_ASSERT_EQUAL_FATAL(pl_agent_save(a, path, NULL), PL_OK);
+    pl_error err;
+    pl_agent *back = pl_agent_load(path, t.g, t.c, &t.m, &o, &err);
+    unlink(path);
+    if (!back)
+        fprintf(stderr, "\n    %s\n", err.text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    CU_ASSERT_EQUAL_FATAL(pl_agent_best_count(back), pl_agent_best_count(a));
+    for (int k = 0; k < pl_agent_best_count(a); k++) {
+        CU_ASSERT_EQUAL(back->best[k].key, a->best[k].key);
+        const pl_plan *x = a->best[k].plan, *y = back->best[k].plan;
+        for (int i = 0; i < x->n_ops; i++) {
+            CU_ASSERT_EQUAL(y->split[i], x->split[i]);
+            CU_ASSERT_EQUAL(y->recompute[i], x->recompute[i]);
+            for (int r = 0; r < x->replicas; r++)
+                for (int s = 0; s < x->split[i] && y->split[i] == x->split[i]; s++)
+                    CU_ASSERT_EQUAL(pl_plan_shard_device(y, r, i, s),
+                                    pl_plan_shard_device(x, r, i, s));
+        }
+    }
+    pl_agent_free(back);
     pl_plan_free(best);
     pl_agent_free(a);
     too_large_free(&t);
+}
+
+/* A plan splitting every op over a0-a1 of paced-8 (two machines of four) replicated: each
+ * further replica's shards take that replica's devices, a2-a3, then b0-b1 and b2-b3. */
+static void test_replicated_splits(void)
+{
+    pl_graph *g = wide_chain(2, 512);
+    pl_cluster *c = pl_test_bundled_cluster("paced-8.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    pl_cost_model m = flop_costs();
+    pl_agent_options o = small_options();
+    pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    pl_plan *plan = pl_plan_new(g, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+    for (int i = 0; i < plan->n_ops; i++)
+        CU_ASSERT_EQUAL_FATAL(pl_plan_split(plan, i, 2, (const int[]){0, 1}, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(pl_agent_replicate(a, plan, "split", NULL), PL_OK);
+    CU_ASSERT_FATAL(pl_agent_best_count(a) > 0);
+    pl_plan *best = pl_agent_best_plan(a, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(best);
+    CU_ASSERT(best->replicas > 1);
+    for (int r = 0; r < best->replicas; r++)
+        for (int i = 0; i < best->n_ops; i++) {
+            CU_ASSERT_EQUAL(best->split[i], 2);
+            for (int s = 0; s < 2; s++)
+                CU_ASSERT_EQUAL(pl_plan_shard_device(best, r, i, s), 2 * r + s);
+        }
+    double step;
+    bool fits = false;
+    CU_ASSERT_EQUAL(pl_agent_simulate(a, best, &step, &fits, NULL), PL_OK);
+    CU_ASSERT(fits);
+    pl_plan_free(best);
+    pl_plan_free(plan);
+    pl_agent_free(a);
+    pl_cost_model_clear(&m);
+    pl_cluster_free(c);
+    pl_graph_free(g);
 }
 
 /* The shipped policy, made before the split and recompute heads, loads with their first
@@ -282,6 +349,8 @@ void pl_register_agent_split_tests(void)
         {"untrained heads split where memory runs out, rarely elsewhere", test_untrained_heads},
         {"no layer fits a device: the agent finds a plan that fits",
          test_finds_a_plan_that_fits},
+        {"a split plan replicated: each replica's shards on its devices",
+         test_replicated_splits},
         {"the shipped policy loads with the heads' first weights", test_shipped_policy},
         {NULL, NULL}};
     pl_test_add_suite("agent-split", cases);
