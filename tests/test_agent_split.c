@@ -52,18 +52,47 @@ static pl_agent_options small_options(void)
     return o;
 }
 
+/* A model of `layers` layers of `width` on a bundled cluster, costed by FLOPs, and the
+ * tests' agent options. */
+typedef struct setting {
+    pl_graph *g;
+    pl_cluster *c;
+    pl_cost_model m;
+    pl_agent_options o;
+} setting;
+
+static void setting_init(setting *t, int layers, int width, const char *cluster)
+{
+    t->g = wide_chain(layers, width);
+    t->c = pl_test_bundled_cluster(cluster);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t->c);
+    t->m = flop_costs();
+    t->o = small_options();
+}
+
+static void setting_free(setting *t)
+{
+    pl_cost_model_clear(&t->m);
+    pl_cluster_free(t->c);
+    pl_graph_free(t->g);
+}
+
+/* Two layers no device holds (each 72 MiB with its gradient, the devices 48 MiB) on
+ * paced-8-small-memory. */
+static void too_large_init(setting *t)
+{
+    setting_init(t, 2, 3072, "paced-8-small-memory.json");
+}
+
 /* Runs inside the cluster's groups: on two ranks of four devices (a0-a3 and a4-a7), a
  * device splits over aligned runs of its own rank, 8 not at all. */
 static void test_split_runs(void)
 {
-    pl_graph *g = wide_chain(1, 64);
-    pl_cluster *c = pl_test_bundled_cluster("paced-8-ranks-2.json");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    pl_cost_model m = flop_costs();
-    pl_agent_options o = small_options();
+    setting t;
+    setting_init(&t, 1, 64, "paced-8-ranks-2.json");
     pl_policy p;
-    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, g, c, &m, &o, NULL), PL_OK);
-    CU_ASSERT_EQUAL_FATAL(c->n_devices, 8);
+    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, t.g, t.c, &t.m, &t.o, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(t.c->n_devices, 8);
     for (int d = 0; d < 8; d++) {
         CU_ASSERT(pl_policy_split_allowed(&p, d, 0));
         CU_ASSERT(pl_policy_split_allowed(&p, d, 1));
@@ -78,39 +107,14 @@ static void test_split_runs(void)
     pl_policy_split_devices(&p, 1, 1, devices);
     CU_ASSERT(devices[0] == 0 && devices[1] == 1);
     pl_policy_clear(&p);
-    pl_cost_model_clear(&m);
-    pl_cluster_free(c);
-    pl_graph_free(g);
-}
-
-/* Two layers no device holds (each 72 MiB with its gradient, the devices 48 MiB) on
- * paced-8-small-memory. */
-typedef struct too_large {
-    pl_graph *g;
-    pl_cluster *c;
-    pl_cost_model m;
-} too_large;
-
-static void too_large_init(too_large *t)
-{
-    t->g = wide_chain(2, 3072);
-    t->c = pl_test_bundled_cluster("paced-8-small-memory.json");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(t->c);
-    t->m = flop_costs();
-}
-
-static void too_large_free(too_large *t)
-{
-    pl_cost_model_clear(&t->m);
-    pl_cluster_free(t->c);
-    pl_graph_free(t->g);
+    setting_free(&t);
 }
 
 /* megatron's plan as an action and back: its splits (runs of the machine), devices and
  * stages given back exactly. */
 static void test_megatron_round_trip(void)
 {
-    too_large t;
+    setting t;
     too_large_init(&t);
     pl_error err;
     pl_error_init(&err, NULL);
@@ -119,9 +123,8 @@ static void test_megatron_round_trip(void)
         fprintf(stderr, "\n    megatron: %s\n", err.text);
     CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
     CU_ASSERT(pl_plan_rewrites_graph(plan));
-    pl_agent_options options = small_options();
     pl_policy p;
-    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, t.g, t.c, &t.m, &options, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, t.g, t.c, &t.m, &t.o, NULL), PL_OK);
     pl_action *a = pl_actions_new(&p, 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     bool exact = false;
@@ -157,7 +160,7 @@ static void test_megatron_round_trip(void)
     pl_actions_free(a, 1);
     pl_policy_clear(&p);
     pl_plan_free(plan);
-    too_large_free(&t);
+    setting_free(&t);
 }
 
 /* How many of the samples' non-empty groups split or recompute. */
@@ -213,11 +216,10 @@ static void test_untrained_heads(void)
  * checkpoint gives its plans back. */
 static void test_finds_a_plan_that_fits(void)
 {
-    too_large t;
+    setting t;
     too_large_init(&t);
-    pl_agent_options o = small_options();
-    o.refine_every = 0;
-    pl_agent *a = pl_agent_new(t.g, t.c, &t.m, &o, NULL);
+    t.o.refine_every = 0;
+    pl_agent *a = pl_agent_new(t.g, t.c, &t.m, &t.o, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     for (int i = 0; i < 4 && pl_agent_best_count(a) == 0; i++)
         CU_ASSERT_EQUAL_FATAL(pl_agent_iterate(a, NULL, NULL), PL_OK);
@@ -236,7 +238,7 @@ static void test_finds_a_plan_that_fits(void)
     close(fd);
     CU_ASSERT_EQUAL_FATAL(pl_agent_save(a, path, NULL), PL_OK);
     pl_error err;
-    pl_agent *back = pl_agent_load(path, t.g, t.c, &t.m, &o, &err);
+    pl_agent *back = pl_agent_load(path, t.g, t.c, &t.m, &t.o, &err);
     unlink(path);
     if (!back)
         fprintf(stderr, "\n    %s\n", err.text);
@@ -257,21 +259,18 @@ static void test_finds_a_plan_that_fits(void)
     pl_agent_free(back);
     pl_plan_free(best);
     pl_agent_free(a);
-    too_large_free(&t);
+    setting_free(&t);
 }
 
 /* A plan splitting every op over a0-a1 of paced-8 (two machines of four) replicated: each
  * further replica's shards take that replica's devices, a2-a3, then b0-b1 and b2-b3. */
 static void test_replicated_splits(void)
 {
-    pl_graph *g = wide_chain(2, 512);
-    pl_cluster *c = pl_test_bundled_cluster("paced-8.json");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    pl_cost_model m = flop_costs();
-    pl_agent_options o = small_options();
-    pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
+    setting t;
+    setting_init(&t, 2, 512, "paced-8.json");
+    pl_agent *a = pl_agent_new(t.g, t.c, &t.m, &t.o, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-    pl_plan *plan = pl_plan_new(g, NULL);
+    pl_plan *plan = pl_plan_new(t.g, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
     for (int i = 0; i < plan->n_ops; i++)
         CU_ASSERT_EQUAL_FATAL(pl_plan_split(plan, i, 2, (const int[]){0, 1}, NULL), PL_OK);
@@ -293,9 +292,7 @@ static void test_replicated_splits(void)
     pl_plan_free(best);
     pl_plan_free(plan);
     pl_agent_free(a);
-    pl_cost_model_clear(&m);
-    pl_cluster_free(c);
-    pl_graph_free(g);
+    setting_free(&t);
 }
 
 /* The shipped policy, made before the split and recompute heads, loads with their first
