@@ -518,7 +518,8 @@ static void memory_heads_backward(const pl_policy *p, const head *hd, const doub
 }
 
 /* Given dL/dlogits of the device, stage, split and recompute heads (g x devices,
- * g x HEAD_STAGES, g x SPLITS, g x RECOMPUTES), adds the weights' gradients to d->grad, dL/dh_R to d->dh and dL/dE to d->ddev. */
+ * g x HEAD_STAGES, g x SPLITS, g x RECOMPUTES), adds the weights' gradients to d->grad,
+ * dL/dh_R to d->dh and dL/dE to d->ddev. */
 static pl_status head_backward(const pl_policy *p, const embedding *e, const head *hd,
                                const int *group, const double *dld, const double *dls,
                                const double *dlsp, const double *dlrc, embedding_grad *d,

@@ -137,13 +137,13 @@ bool pl_action_split_to_plan(const pl_policy *p, const pl_action *a, pl_plan *pl
     return true;
 }
 
-/* The choice of a split over k devices: its log2, or -1 when k is not a power of two. */
+/* The nearest choice to a split over k devices: the largest whose degree is at most k. */
 static int choice_of(int k)
 {
-    for (int c = 0; c < PL_POLICY_SPLIT_CHOICES; c++)
-        if (k == 1 << c)
-            return c;
-    return -1;
+    int c = 0;
+    while (c + 1 < PL_POLICY_SPLIT_CHOICES && 1 << (c + 1) <= k)
+        c++;
+    return c;
 }
 
 bool pl_action_split_from_plan(const pl_policy *p, const pl_plan *plan, pl_action *a)
@@ -153,11 +153,7 @@ bool pl_action_split_from_plan(const pl_policy *p, const pl_plan *plan, pl_actio
     for (int k = 0; k < p->groups; k++)
         a->split[k] = a->recompute[k] = 0, last[k] = -1;
     for (int i = 0; i < p->n_ops; i++) {
-        int k = a->group[i], choice = choice_of(plan->split[i]);
-        if (choice < 0 || !pl_policy_split_allowed(p, a->device[k], choice))
-            exact = false;
-        choice = allowed_choice(p, a->device[k], choice < 0 ? PL_POLICY_SPLIT_CHOICES - 1
-                                                            : choice);
+        int k = a->group[i], choice = allowed_choice(p, a->device[k], choice_of(plan->split[i]));
         if (choice > a->split[k])
             a->split[k] = choice;
         a->recompute[k] |= plan->recompute[i];
