@@ -163,7 +163,8 @@ static void test_megatron_round_trip(void)
     setting_free(&t);
 }
 
-/* How many of the samples' non-empty groups split or recompute. */
+/* How many of the samples' non-empty groups split or recompute; each split one its
+ * device allows. */
 static double share_splitting(const pl_policy *p, const pl_action *a, int n)
 {
     int groups = 0, splitting = 0;
@@ -174,13 +175,14 @@ static double share_splitting(const pl_policy *p, const pl_action *a, int n)
                 used = a[s].group[i] == k;
             groups += used;
             splitting += used && (a[s].split[k] > 0 || a[s].recompute[k]);
+            CU_ASSERT(pl_policy_split_allowed(p, a[s].device[k], a[s].split[k]));
         }
     return (double)splitting / groups;
 }
 
 /* An untrained policy rarely splits or recomputes where the model fits, and mostly does
  * where its devices are far over their room (the same weights: the memory features
- * decide). */
+ * decide), never over 8 devices where the machines have 4. */
 static void test_untrained_heads(void)
 {
     enum { N = 64 };
@@ -193,6 +195,7 @@ static void test_untrained_heads(void)
     CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, small, c, &m, &o, NULL), PL_OK);
     pl_action *a = pl_actions_new(&p, N);
     CU_ASSERT_EQUAL_FATAL(pl_policy_sample(&p, 3, 0, a, N, NULL), PL_OK);
+    CU_ASSERT(!pl_policy_split_allowed(&p, 0, 3)); /* two machines of four */
     double fits = share_splitting(&p, a, N);
     pl_actions_free(a, N);
     pl_policy_clear(&p);
