@@ -45,11 +45,23 @@ static pl_status check_options(const pl_agent_options *o, pl_error *err)
 }
 
 /* Simulated step of a plan; *fits false when a device runs out of memory. A plan the
- * program rejects is an error of ours: the agent only makes valid plans. */
+ * program rejects is an error of ours: the agent only makes valid plans. Only the rewrite
+ * of split ops may refuse a valid plan (a value split into more groups than it handles,
+ * split_graph.h), and such a plan counts as one that does not fit. */
 pl_status pl_agent_simulate(const pl_agent *a, const pl_plan *plan, double *step,
                             bool *fits, pl_error *err)
 {
-    pl_program *program = pl_program_new(a->graph, a->cluster, plan, err);
+    pl_error refused;
+    pl_error_init(&refused, NULL);
+    bool splits = pl_plan_rewrites_graph(plan);
+    pl_program *program = pl_program_new(a->graph, a->cluster, plan, splits ? &refused : err);
+    if (!program && splits && refused.status == PL_EINPUT) {
+        *step = INFINITY;
+        *fits = false;
+        return PL_OK;
+    }
+    if (!program && splits && err)
+        *err = refused;
     if (!program)
         return err ? err->status : PL_EINTERNAL;
     pl_simulation sim;
@@ -169,6 +181,14 @@ static uint64_t plan_key(const pl_plan *p)
     uint64_t h = pl_hash_bytes(PL_HASH_INIT, p->device,
                                (size_t)p->replicas * (size_t)p->n_ops * sizeof *p->device);
     h = pl_hash_bytes(h, p->stage, (size_t)p->n_ops * sizeof *p->stage);
+    h = pl_hash_bytes(h, p->split, (size_t)p->n_ops * sizeof *p->split);
+    h = pl_hash_bytes(h, p->recompute, (size_t)p->n_ops * sizeof *p->recompute);
+    for (int r = 0; r < p->replicas; r++) /* the shards' devices, of split ops only */
+        for (int o = 0; o < p->n_ops; o++)
+            for (int s = 1; s < p->split[o]; s++) {
+                int device = pl_plan_shard_device(p, r, o, s);
+                h = pl_hash_bytes(h, &device, sizeof device);
+            }
     return h ^ ((uint64_t)p->micro_batches << 2) ^ ((uint64_t)p->defer_weight_gradients << 1) ^
            (uint64_t)p->schedule ^ ((uint64_t)(p->replicas - 1) << 40);
 }
@@ -514,7 +534,8 @@ static pl_status sweep_shapes(pl_agent *a, pl_action *action, const char *algori
         int count = a->policy.n_shapes - first < n ? a->policy.n_shapes - first : n;
         for (int k = 0; k < count; k++) {
             action->shape = first + k;
-            pl_action_to_plan(&a->policy, action, a->plans[k]);
+            if (!pl_action_to_plan(&a->policy, action, a->plans[k]))
+                return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
         }
         if ((status = simulate_all(a, count, true, err)) != PL_OK)
             break;
@@ -532,8 +553,9 @@ static pl_status sweep_shapes(pl_agent *a, pl_action *action, const char *algori
     if (status == PL_OK && fastest < INFINITY && replicate) /* and replicated, */
         status = pl_agent_replicate(a, a->swept, algorithm, err); /* that shape and its own */
     if (status == PL_OK && replicate) {
-        pl_action_to_plan(&a->policy, action, a->plans[0]);
-        status = pl_agent_replicate(a, a->plans[0], algorithm, err);
+        status = pl_action_to_plan(&a->policy, action, a->plans[0])
+                     ? pl_agent_replicate(a, a->plans[0], algorithm, err)
+                     : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     }
     return status;
 }
@@ -575,6 +597,8 @@ pl_status pl_agent_imitate(pl_agent *a, const pl_plan *plan, pl_error *err)
             memcpy(targets[k].group, targets[0].group, (size_t)a->policy.n_ops * sizeof *targets[k].group);
             memcpy(targets[k].device, targets[0].device, sizeof targets[k].device);
             memcpy(targets[k].stage, targets[0].stage, sizeof targets[k].stage);
+            memcpy(targets[k].split, targets[0].split, sizeof targets[k].split);
+            memcpy(targets[k].recompute, targets[0].recompute, sizeof targets[k].recompute);
         }
         targets[k].shape = k;
         weight[k] = n == 1 ? 1 : k == own ? 1 - IMITATION_SHAPE_SMOOTHING
@@ -634,7 +658,8 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
     if (status != PL_OK)
         return status;
     for (int s = 0; s < n; s++)
-        pl_action_to_plan(&a->policy, &a->actions[s], a->plans[s]);
+        if (!pl_action_to_plan(&a->policy, &a->actions[s], a->plans[s]))
+            return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     if ((status = simulate_all(a, n, false, err)) != PL_OK)
         return status;
     pl_agent_iteration it = {.iteration = a->iteration + 1, .best_reward = -INFINITY};

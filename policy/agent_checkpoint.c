@@ -1,7 +1,7 @@
 /* Agent checkpoints: everything a resumed search needs to continue as the uninterrupted
  * one would, bit for bit.
  *
- * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 10,
+ * Format (the machine's byte order, as training checkpoints): "PLACERAG", u32 version 11,
  * the header struct as the machine lays it out (u64 model hash (pl_graph.hash), u64 cluster
  * hash (pl_cluster_hash), i32 devices, i32 the mode (0 learning, 1 without learning, 2
  * sampling a policy without training it), the options that shape the
@@ -14,7 +14,9 @@
  * iteration, the pl_agent_iteration struct), i32 best count and per best plan: f64 step,
  * u64 key, 64 bytes of algorithm, i32 stages, micro-batches, schedule, flags (1: weight
  * gradients deferred, 2: optimizer state sharded), then the device and stage of every
- * forward op, i32 replicas and the other replicas' devices; the same for the lead plan
+ * forward op, i32 replicas and the other replicas' devices, i32 the split count of every
+ * forward op, for each split op each replica's shard devices (i32 each), and u8 per
+ * forward op whether its activations are recomputed; the same for the lead plan
  * (of one replica) after an i32 0 or 1, and for each origin's best plan after their i32
  * count. Written atomically. tests/invalid/README.md lists the offsets of a small
  * checkpoint.
@@ -36,8 +38,9 @@
 static const char MAGIC[8] = {'P', 'L', 'A', 'C', 'E', 'R', 'A', 'G'};
 /* 2: the shape head; deferred weight gradients; 3: the sweep; 4: the refinement; 5: the
  * cluster's hash; 6: the policy's layout independent of the graph and cluster; 7: the
- * origins; 8: replicas; 9: a sharded optimizer state; 10: the lead of one replica */
-enum { VERSION = 10 };
+ * origins; 8: replicas; 9: a sharded optimizer state; 10: the lead of one replica; 11: the
+ * split and recompute heads, plans that split ops and recompute activations */
+enum { VERSION = 11 };
 
 enum { FLAG_DEFER = 1, FLAG_SHARD = 2 };
 
@@ -81,8 +84,9 @@ static header header_of(const pl_graph *g, const pl_cluster *c, const pl_agent_o
     (ok = ok && ((n) == 0 || fwrite(ptr, sizeof *(ptr), (size_t)(n), fp) == (size_t)(n)))
 
 /* One kept plan: f64 step, u64 key, 64 bytes of algorithm, i32 stages, micro-batches,
- * schedule, flags, then the device and stage of every forward op, i32 replicas, and the
- * other replicas' devices. */
+ * schedule, flags, then the device and stage of every forward op, i32 replicas, the
+ * other replicas' devices, the split counts, split ops' shard devices and recompute
+ * flags. */
 static bool put_best(FILE *fp, const pl_agent_best *b)
 {
     bool ok = true;
@@ -99,6 +103,16 @@ static bool put_best(FILE *fp, const pl_agent_best *b)
     int32_t replicas = b->plan->replicas;
     PUT(fp, replicas);
     PUTN(fp, b->plan->device + b->plan->n_ops, (size_t)(replicas - 1) * (size_t)b->plan->n_ops);
+    PUTN(fp, b->plan->split, b->plan->n_ops);
+    for (int o = 0; o < b->plan->n_ops; o++)
+        for (int r = 0; b->plan->split[o] > 1 && r < replicas; r++)
+            PUTN(fp, b->plan->split_device + ((size_t)r * (size_t)b->plan->n_ops + (size_t)o) *
+                                                 PL_MAX_SPLIT,
+                 b->plan->split[o]);
+    for (int o = 0; o < b->plan->n_ops; o++) {
+        uint8_t recompute = b->plan->recompute[o];
+        PUT(fp, recompute);
+    }
     return ok;
 }
 
@@ -183,6 +197,36 @@ static bool get_curve(pl_binary_reader *r, const pl_agent *a)
     return r->ok;
 }
 
+/* A kept plan's split counts, shard devices and recompute flags (its replicas read). */
+static bool get_splits(pl_binary_reader *r, pl_plan *plan, const char *which)
+{
+    char what[160];
+    int devices[PL_MAX_REPLICAS * PL_MAX_SPLIT];
+    if (!pl_binary_take(r, plan->split, sizeof *plan->split, (size_t)plan->n_ops, which))
+        return false;
+    for (int o = 0; o < plan->n_ops; o++) {
+        int k = plan->split[o];
+        snprintf(what, sizeof what, "%s: op %d's split", which, o);
+        plan->split[o] = 1; /* until its devices are read */
+        if (!pl_binary_int_in(r, what, k, 1, PL_MAX_SPLIT) ||
+            (k > 1 && !pl_binary_take(r, devices, sizeof *devices,
+                                      (size_t)plan->replicas * (size_t)k, which)))
+            return false;
+        pl_error why;
+        pl_error_init(&why, NULL);
+        if (k > 1 && pl_plan_split(plan, o, k, devices, &why) != PL_OK)
+            return pl_binary_fail(r, "%s: op %d: %s", which, o, why.text);
+    }
+    for (int o = 0; o < plan->n_ops; o++) {
+        uint8_t recompute;
+        snprintf(what, sizeof what, "%s: op %d's recomputation", which, o);
+        if (!PL_BINARY_TAKE(r, recompute, what) || !pl_binary_int_in(r, what, recompute, 0, 1))
+            return false;
+        plan->recompute[o] = recompute;
+    }
+    return true;
+}
+
 static bool get_best(pl_binary_reader *r, const pl_agent *a, pl_agent_best *b, const char *which)
 {
     int32_t shape[4];
@@ -218,6 +262,8 @@ static bool get_best(pl_binary_reader *r, const pl_agent *a, pl_agent_best *b, c
         return pl_binary_fail(r, "%s: %s", which, grown.text);
     if (!pl_binary_take(r, plan->device + plan->n_ops, sizeof *plan->device,
                         (size_t)(replicas - 1) * (size_t)plan->n_ops, which))
+        return false;
+    if (!get_splits(r, plan, which))
         return false;
     plan->n_stages = shape[0];
     plan->micro_batches = shape[1];

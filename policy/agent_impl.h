@@ -15,7 +15,8 @@ enum { PL_AGENT_REFINED_KEYS = 8, PL_AGENT_MAX_ORIGINS = 16,
 typedef struct pl_agent_best {
     pl_plan *plan;      /* always allocated; valid for the first n_best */
     double step;        /* simulated */
-    uint64_t key;       /* of its devices, stages, micro-batches and schedule */
+    uint64_t key;       /* of its devices, stages, splits, recomputation, micro-batches and
+                           schedule */
     char algorithm[64];
 } pl_agent_best;
 

@@ -4,7 +4,9 @@
  * the devices are loaded. Here one forward op (with its co-location group) moves to the
  * device and stage of one of its producers or consumers, so stages keep following the
  * dataflow and the plan keeps its (device, stage) pairs. In a replicated plan the op moves
- * in every replica, each to that replica's device of the neighbour.
+ * in every replica, each to that replica's device of the neighbour. A split op stays where
+ * it is (its shards hold a run of devices); a whole op may move next to one, onto its
+ * first shard's device.
  *
  * A refined plan is kept among the best plans but never becomes the lead, which the
  * anchor imitates: the policy learns as it would without refinement. (Imitating refined
@@ -41,7 +43,8 @@ typedef struct chain {
 } chain;
 
 /* A proposal: op i to the device and stage of a random neighbour j; false when that is
- * where it is, or when its stage would no longer follow the dataflow or empty a stage. */
+ * where it is, when op i is split, or when its stage would no longer follow the dataflow
+ * or empty a stage. */
 static bool propose(const pl_policy *p, const pl_plan *plan, const int *in_stage, uint64_t key,
                     uint64_t *counter, int *op, int *neighbour, int *stage)
 {
@@ -49,7 +52,7 @@ static bool propose(const pl_policy *p, const pl_plan *plan, const int *in_stage
     const pl_adjacency *a = p->adjacency;
     int n_pred = pl_adjacency_n_producers(a, i);
     int degree = n_pred + pl_adjacency_n_consumers(a, i);
-    if (degree == 0)
+    if (degree == 0 || plan->split[i] > 1)
         return false;
     int e = (int)(pl_rng_u64(key, (*counter)++) % (uint64_t)degree);
     int j = e < n_pred ? a->producer[a->producer_first[i] + e]

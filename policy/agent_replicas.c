@@ -5,7 +5,8 @@
  * within each, so that on two machines of four devices a pipeline over one machine is
  * replicated on the other; each with its optimizer state replicated and sharded. The
  * fastest that simulates faster than the plan is kept, under the plan's label: refinement
- * then moves its ops in every replica. */
+ * then moves its ops in every replica. A split op's shards count among the devices a
+ * placement uses, and each replica's shards take that replica's devices as its ops do. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -34,9 +35,10 @@ pl_status pl_agent_replicate(pl_agent *a, const pl_plan *plan, const char *algor
     bool used[PL_MAX_DEVICES] = {false};
     int n_mine = 0, spare[PL_MAX_DEVICES];
     for (int o = 0; o < plan->n_ops; o++)
-        if (!used[plan->device[o]]) {
-            used[plan->device[o]] = true;
-            n_mine++;
+        for (int s = 0; s < plan->split[o]; s++) {
+            int d = pl_plan_shard_device(plan, 0, o, s);
+            n_mine += !used[d];
+            used[d] = true;
         }
     int n_spare = free_devices(a->cluster, used, spare);
     int rank[PL_MAX_DEVICES]; /* a used device's place among the plan's, by index */
@@ -58,8 +60,14 @@ pl_status pl_agent_replicate(pl_agent *a, const pl_plan *plan, const char *algor
             break;
         }
         for (int k = 1; k < r; k++)
-            for (int o = 0; o < plan->n_ops; o++)
-                pl_plan_replica(trial, k)[o] = spare[(k - 1) * n_mine + rank[plan->device[o]]];
+            for (int o = 0; o < plan->n_ops; o++) {
+                int *mine = spare + (k - 1) * n_mine;
+                pl_plan_replica(trial, k)[o] = mine[rank[plan->device[o]]];
+                for (int s = 0; plan->split[o] > 1 && s < plan->split[o]; s++)
+                    trial->split_device[((size_t)k * (size_t)plan->n_ops + (size_t)o) *
+                                            PL_MAX_SPLIT + (size_t)s] =
+                        mine[rank[pl_plan_shard_device(plan, 0, o, s)]];
+            }
         for (int shard = 0; status == PL_OK && shard < 2; shard++) {
             double step;
             trial->shard_optimizer_state = shard;

@@ -12,7 +12,9 @@
  *   size       log2 of the device count, / 6
  *
  * Everything is a ratio within the model and cluster: what the policy learns from one
- * pair of them applies to another. */
+ * pair of them applies to another. The same view also gives the split and recompute
+ * heads their memory figures (policy_split.c): each op's co-location group's bytes and
+ * each device's room, in bytes. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -65,9 +67,10 @@ pl_status pl_policy_device_features(pl_policy *p, const pl_graph *g, const pl_cl
     int n = c->n_devices;
     p->device_features = calloc((size_t)n * PL_POLICY_DEVICE_FEATURES,
                                 sizeof *p->device_features);
+    p->op_memory = calloc((size_t)g->n_forward_ops, sizeof *p->op_memory);
     double *copy = calloc((size_t)n * (size_t)n, sizeof *copy);
     pl_placer pl;
-    pl_status status = p->device_features && copy
+    pl_status status = p->device_features && p->op_memory && copy
                            ? pl_placer_init(&pl, g, c, model, 0, err)
                            : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     if (status != PL_OK) {
@@ -78,8 +81,10 @@ pl_status pl_policy_device_features(pl_policy *p, const pl_graph *g, const pl_cl
     double fastest = INFINITY, memory = 0, bytes = typical_edge_bytes(&pl);
     for (int d = 0; d < n; d++)
         fastest = fmin(fastest, 1 / pl_placer_device_speed(&pl, d));
-    for (int k = 0; k < pl.n_groups; k++)
-        memory += (double)pl_placer_memory(&pl, k);
+    for (int k = 0; k < pl.n_groups; k++) {
+        p->op_memory[k] = (double)pl_placer_memory(&pl, k);
+        memory += p->op_memory[k];
+    }
     double group_seconds = fastest / pl.n_groups;
     for (int d = 0; d < n; d++)
         for (int o = 0; o < n; o++)
@@ -98,6 +103,7 @@ pl_status pl_policy_device_features(pl_policy *p, const pl_graph *g, const pl_cl
                 high = fmax(high, copy[d * n + o]);
             }
         double room = (double)pl_placer_room(&pl, d);
+        p->device_room[d] = room;
         double angle = 2 * M_PI * d / n;
         f[0] = log((1 / pl_placer_device_speed(&pl, d)) / fastest);
         f[1] = room > 0 && memory > 0 ? fmax(-3, fmin(3, log(room / memory))) / 3 : -1;

@@ -139,6 +139,13 @@ void pl_policy_layout_build(pl_policy_layout *l, int hidden, int rounds, int gro
     TAKE(bst, PL_POLICY_HEAD_STAGES);
     TAKE(wshape, h * PL_POLICY_MAX_SHAPES);
     TAKE(bshape, PL_POLICY_MAX_SHAPES);
+    /* after the others, so that a policy file made before these heads keeps its offsets */
+    TAKE(wsplit, z * PL_POLICY_SPLIT_CHOICES);
+    TAKE(msplit, PL_POLICY_MEMORY_FEATURES * PL_POLICY_SPLIT_CHOICES);
+    TAKE(bsplit, PL_POLICY_SPLIT_CHOICES);
+    TAKE(wrc, z * PL_POLICY_RECOMPUTE_CHOICES);
+    TAKE(mrc, PL_POLICY_MEMORY_FEATURES * PL_POLICY_RECOMPUTE_CHOICES);
+    TAKE(brc, PL_POLICY_RECOMPUTE_CHOICES);
 #undef TAKE
     l->n = at;
 }
@@ -216,6 +223,8 @@ pl_status pl_policy_init(pl_policy *p, const pl_graph *g, const pl_cluster *c,
     init_matrix(p->params + l->wdq, z, h, seed, &counter);
     init_matrix(p->params + l->wst, z, PL_POLICY_HEAD_STAGES, seed, &counter);
     init_matrix(p->params + l->wshape, h, PL_POLICY_MAX_SHAPES, seed, &counter);
+    pl_policy_init_memory_heads(l, h, p->groups, p->params);
+    pl_policy_split_blocks(p, c);
     return PL_OK;
 }
 
@@ -224,6 +233,7 @@ void pl_policy_clear(pl_policy *p)
     free(p->features);
     free(p->group_features);
     free(p->device_features);
+    free(p->op_memory);
     pl_adjacency_free(p->adjacency);
     free(p->params);
     memset(p, 0, sizeof *p);

@@ -13,6 +13,9 @@
  *         device: softmax(([U, C] Wdq + bdq) E^T / sqrt(hidden)), attention over the
  *         devices, so that one set of weights serves any device count
  *         stage: softmax([U, C] Wst + bst) over the stages the cluster allows
+ *         split: softmax([U, C] Wsp + M Msp + bsp) over the degrees the group's device
+ *         allows, and recompute: softmax([U, C] Wrc + M Mrc + brc), M the group's memory
+ *         features (policy_split.c) once its device is chosen
  *   the plan's shape (micro-batch count x stages per device x schedule x weight gradients
  *         deferred or not):
  *         softmax(mean(h_R) Ws + bs) over the shapes the graph and options allow
@@ -73,15 +76,19 @@ static void categorical_grad(const double *p, int n, int chosen, double weight, 
     }
 }
 
+/* Past the sum by rounding: the last choice of any probability (masked ones have none). */
 static int draw(const double *p, int n, double u)
 {
     double acc = 0;
+    int last = n - 1;
     for (int i = 0; i < n - 1; i++) {
         acc += p[i];
         if (u < acc)
             return i;
     }
-    return n - 1;
+    while (last > 0 && p[last] == 0)
+        last--;
+    return last;
 }
 
 /* ---- the op embeddings ------------------------------------------------------------------ */
@@ -349,17 +356,26 @@ typedef struct head {
     int count[PL_AGENT_MAX_GROUPS];
     int nonempty;
     double *u, *q, *k, *v, *att, *c, *z, *a, *pd, *ps; /* a: the device head's queries */
+    /* the split and recompute heads: their logits from [U, C] (memory_heads adds the
+     * memory features' part), the memory features and the probabilities */
+    double *lsp, *lrc, *mem, *psp, *prc;
     double *block;
 } head;
 
-enum { HEAD_STAGES = PL_POLICY_HEAD_STAGES }; /* the stage head's columns, p->stages usable */
+enum {
+    HEAD_STAGES = PL_POLICY_HEAD_STAGES, /* the stage head's columns, p->stages usable */
+    SPLITS = PL_POLICY_SPLIT_CHOICES,
+    RECOMPUTES = PL_POLICY_RECOMPUTE_CHOICES,
+    MEMORY = PL_POLICY_MEMORY_FEATURES
+};
 
 static pl_status head_forward(const pl_policy *p, const embedding *e, const int *group,
                               head *hd, pl_error *err)
 {
     int n = p->n_ops, h = p->hidden, g = p->groups, u = h + PL_POLICY_GROUP_FEATURES + g;
     int z = u + h;
-    size_t total = (size_t)g * (u + 3 * h + g + h + z + h + p->devices + HEAD_STAGES);
+    size_t total = (size_t)g * (u + 3 * h + g + h + z + h + p->devices + HEAD_STAGES +
+                                2 * (SPLITS + RECOMPUTES) + MEMORY);
     memset(hd->count, 0, sizeof hd->count);
     hd->block = calloc(total, sizeof *hd->block);
     if (!hd->block)
@@ -374,7 +390,12 @@ static pl_status head_forward(const pl_policy *p, const embedding *e, const int 
     hd->z = at, at += (size_t)g * z;
     hd->a = at, at += (size_t)g * h;
     hd->pd = at, at += (size_t)g * p->devices;
-    hd->ps = at;
+    hd->ps = at, at += (size_t)g * HEAD_STAGES;
+    hd->lsp = at, at += (size_t)g * SPLITS;
+    hd->psp = at, at += (size_t)g * SPLITS;
+    hd->lrc = at, at += (size_t)g * RECOMPUTES;
+    hd->prc = at, at += (size_t)g * RECOMPUTES;
+    hd->mem = at;
     const double *top = e->h[p->rounds];
     for (int i = 0; i < n; i++) {
         int k = group[i];
@@ -423,6 +444,10 @@ static pl_status head_forward(const pl_policy *p, const embedding *e, const int 
     gemm(false, true, g, p->devices, h, 1 / sqrt((double)h), hd->a, e->dev, 0, hd->pd);
     gemm(false, false, g, HEAD_STAGES, z, 1, hd->z, w + l->wst, 0, hd->ps);
     add_bias(hd->ps, g, HEAD_STAGES, w + l->bst);
+    gemm(false, false, g, SPLITS, z, 1, hd->z, w + l->wsplit, 0, hd->lsp);
+    add_bias(hd->lsp, g, SPLITS, w + l->bsplit);
+    gemm(false, false, g, RECOMPUTES, z, 1, hd->z, w + l->wrc, 0, hd->lrc);
+    add_bias(hd->lrc, g, RECOMPUTES, w + l->brc);
     for (int k = 0; k < g; k++) {
         softmax(hd->pd + (size_t)k * p->devices, p->devices, hd->pd + (size_t)k * p->devices);
         double *ps = hd->ps + (size_t)k * HEAD_STAGES;
@@ -433,11 +458,72 @@ static pl_status head_forward(const pl_policy *p, const embedding *e, const int 
     return PL_OK;
 }
 
-/* Given dL/dlogits of the device and stage heads (g x devices, g x HEAD_STAGES), adds the
- * weights' gradients to d->grad, dL/dh_R to d->dh and dL/dE to d->ddev. */
+/* softmax over the choices allowed, 0 for the others (at least one is allowed) */
+static void masked_softmax(const double *logits, const bool *allowed, int n, double *p)
+{
+    double top = -INFINITY, sum = 0;
+    for (int i = 0; i < n; i++)
+        if (allowed[i] && logits[i] > top)
+            top = logits[i];
+    for (int i = 0; i < n; i++)
+        sum += p[i] = allowed[i] ? exp(logits[i] - top) : 0;
+    for (int i = 0; i < n; i++)
+        p[i] /= sum;
+}
+
+/* The split and recompute heads' probabilities once the action's groups and devices are
+ * chosen: the memory features' part added to the logits, the splits the device does not
+ * allow masked. */
+static void memory_heads(const pl_policy *p, head *hd, const pl_action *a)
+{
+    const double *w = p->params;
+    const pl_policy_layout *l = &p->layout;
+    pl_policy_memory_features(p, a, hd->mem);
+    for (int k = 0; k < p->groups; k++) {
+        double lsp[SPLITS], lrc[RECOMPUTES];
+        bool allowed[SPLITS], both[RECOMPUTES] = {true, true};
+        const double *m = hd->mem + (size_t)k * MEMORY;
+        for (int c = 0; c < SPLITS; c++) {
+            lsp[c] = hd->lsp[(size_t)k * SPLITS + c];
+            for (int j = 0; j < MEMORY; j++)
+                lsp[c] += m[j] * w[l->msplit + j * SPLITS + c];
+            allowed[c] = pl_policy_split_allowed(p, a->device[k], c);
+        }
+        for (int c = 0; c < RECOMPUTES; c++) {
+            lrc[c] = hd->lrc[(size_t)k * RECOMPUTES + c];
+            for (int j = 0; j < MEMORY; j++)
+                lrc[c] += m[j] * w[l->mrc + j * RECOMPUTES + c];
+        }
+        masked_softmax(lsp, allowed, SPLITS, hd->psp + (size_t)k * SPLITS);
+        masked_softmax(lrc, both, RECOMPUTES, hd->prc + (size_t)k * RECOMPUTES);
+    }
+}
+
+/* The split and recompute heads' part of head_backward: given dL/dlogits (dlsp, dlrc), their
+ * weights' gradients, and dL/dZ added to dz. */
+static void memory_heads_backward(const pl_policy *p, const head *hd, const double *dlsp,
+                                  const double *dlrc, double *grad, double *dz)
+{
+    int g = p->groups, z = 2 * p->hidden + PL_POLICY_GROUP_FEATURES + g;
+    const double *w = p->params;
+    const pl_policy_layout *l = &p->layout;
+    gemm(true, false, z, SPLITS, g, 1, hd->z, dlsp, 1, grad + l->wsplit);
+    gemm(true, false, MEMORY, SPLITS, g, 1, hd->mem, dlsp, 1, grad + l->msplit);
+    add_bias_back(dlsp, g, SPLITS, grad + l->bsplit);
+    gemm(true, false, z, RECOMPUTES, g, 1, hd->z, dlrc, 1, grad + l->wrc);
+    gemm(true, false, MEMORY, RECOMPUTES, g, 1, hd->mem, dlrc, 1, grad + l->mrc);
+    add_bias_back(dlrc, g, RECOMPUTES, grad + l->brc);
+    gemm(false, true, g, z, SPLITS, 1, dlsp, w + l->wsplit, 1, dz);
+    gemm(false, true, g, z, RECOMPUTES, 1, dlrc, w + l->wrc, 1, dz);
+}
+
+/* Given dL/dlogits of the device, stage, split and recompute heads (g x devices,
+ * g x HEAD_STAGES, g x SPLITS, g x RECOMPUTES), adds the weights' gradients to d->grad,
+ * dL/dh_R to d->dh and dL/dE to d->ddev. */
 static pl_status head_backward(const pl_policy *p, const embedding *e, const head *hd,
                                const int *group, const double *dld, const double *dls,
-                               embedding_grad *d, pl_error *err)
+                               const double *dlsp, const double *dlrc, embedding_grad *d,
+                               pl_error *err)
 {
     int n = p->n_ops, h = p->hidden, g = p->groups, u = h + PL_POLICY_GROUP_FEATURES + g;
     int z = u + h;
@@ -460,6 +546,7 @@ static pl_status head_backward(const pl_policy *p, const embedding *e, const hea
     add_bias_back(dls, g, HEAD_STAGES, grad + l->bst);
     gemm(false, true, g, z, h, 1, da, w + l->wdq, 0, dz);
     gemm(false, true, g, z, HEAD_STAGES, 1, dls, w + l->wst, 1, dz);
+    memory_heads_backward(p, hd, dlsp, dlrc, grad, dz);
     for (int k = 0; k < g; k++) {
         memcpy(du + (size_t)k * u, dz + (size_t)k * z, (size_t)u * sizeof *du);
         memcpy(dc + (size_t)k * h, dz + (size_t)k * z + u, (size_t)h * sizeof *dc);
@@ -541,6 +628,15 @@ pl_status pl_policy_sample(const pl_policy *p, uint64_t seed, uint64_t stream,
                                pl_rng_uniform(key, counter++));
         }
         a->shape = draw(e.pshape, p->n_shapes, pl_rng_uniform(key, counter++));
+        memory_heads(p, &hd, a); /* once the devices are chosen */
+        for (int k = 0; k < p->groups; k++) {
+            a->split[k] = hd.count[k] ? draw(hd.psp + (size_t)k * SPLITS, SPLITS,
+                                             pl_rng_uniform(key, counter++))
+                                      : 0;
+            a->recompute[k] = hd.count[k] ? draw(hd.prc + (size_t)k * RECOMPUTES, RECOMPUTES,
+                                                 pl_rng_uniform(key, counter++))
+                                          : 0;
+        }
         free(hd.block);
     }
     free(e.block);
@@ -586,53 +682,66 @@ static double shape_terms(const pl_policy *p, const embedding *e, const pl_actio
     return entropy_of(e->pshape, p->n_shapes);
 }
 
-/* The same for the device and stage heads of sample s over its grouping (hd), into dld
- * and dls (cleared here); returns its share of the heads' mean entropy. */
+/* Scratch of the objective's gradient: dL/dlogits of the grouper, and of the device,
+ * stage, split and recompute heads (one sample's), and the embeddings' backward state. */
+typedef struct objective_scratch {
+    double *dlg, *dld, *dls, *dlsp, *dlrc;
+    embedding_grad embedding;
+    double *block;
+} objective_scratch;
+
+/* The same for the device, stage, split and recompute heads of sample s over its grouping
+ * (hd), into x's dL/dlogits of the heads (cleared here); returns its share of the heads'
+ * mean entropy. */
 static double head_terms(const pl_policy *p, const head *hd, const pl_action *action,
-                         double weight, int n, double beta, double *j, double *logp, double *dld,
-                         double *dls)
+                         double weight, int n, double beta, double *j, double *logp,
+                         objective_scratch *x)
 {
     int g = p->groups;
-    memset(dld, 0, (size_t)g * p->devices * sizeof *dld);
-    memset(dls, 0, (size_t)g * HEAD_STAGES * sizeof *dls);
+    memset(x->dld, 0, (size_t)g * p->devices * sizeof *x->dld);
+    memset(x->dls, 0, (size_t)g * HEAD_STAGES * sizeof *x->dls);
+    memset(x->dlsp, 0, (size_t)g * SPLITS * sizeof *x->dlsp);
+    memset(x->dlrc, 0, (size_t)g * RECOMPUTES * sizeof *x->dlrc);
     double bw = beta / n / hd->nonempty, entropy = 0;
     for (int k = 0; k < g; k++) {
         if (!hd->count[k])
             continue;
         const double *pd = hd->pd + (size_t)k * p->devices;
         const double *ps = hd->ps + (size_t)k * HEAD_STAGES;
-        double lp = log(pd[action->device[k]]) + log(ps[action->stage[k]]);
+        const double *psp = hd->psp + (size_t)k * SPLITS;
+        const double *prc = hd->prc + (size_t)k * RECOMPUTES;
+        double lp = log(pd[action->device[k]]) + log(ps[action->stage[k]]) +
+                    log(psp[action->split[k]]) + log(prc[action->recompute[k]]);
         *j += weight * lp;
         if (logp)
             *logp += lp;
-        entropy += entropy_of(pd, p->devices) + entropy_of(ps, p->stages);
+        entropy += entropy_of(pd, p->devices) + entropy_of(ps, p->stages) +
+                   entropy_of(psp, SPLITS) + entropy_of(prc, RECOMPUTES);
         categorical_grad(pd, p->devices, action->device[k], weight, bw,
-                         dld + (size_t)k * p->devices);
+                         x->dld + (size_t)k * p->devices);
         categorical_grad(ps, p->stages, action->stage[k], weight, bw,
-                         dls + (size_t)k * HEAD_STAGES);
+                         x->dls + (size_t)k * HEAD_STAGES);
+        categorical_grad(psp, SPLITS, action->split[k], weight, bw,
+                         x->dlsp + (size_t)k * SPLITS);
+        categorical_grad(prc, RECOMPUTES, action->recompute[k], weight, bw,
+                         x->dlrc + (size_t)k * RECOMPUTES);
     }
     return entropy / hd->nonempty / n;
 }
-
-/* Scratch of the objective's gradient: dL/dlogits of the grouper, the device head and
- * the stage head (one sample's), and the embeddings' backward state. */
-typedef struct objective_scratch {
-    double *dlg, *dld, *dls;
-    embedding_grad embedding;
-    double *block;
-} objective_scratch;
 
 static bool scratch_new(const pl_policy *p, objective_scratch *x)
 {
     size_t nh = (size_t)p->n_ops * p->hidden, ng = (size_t)p->n_ops * p->groups;
     size_t nd = (size_t)p->groups * p->devices, ns = (size_t)p->groups * HEAD_STAGES;
+    size_t nsp = (size_t)p->groups * SPLITS, nrc = (size_t)p->groups * RECOMPUTES;
     size_t ne = (size_t)p->devices * p->hidden;
-    x->block = calloc(ng + nd + ns + 4 * nh + ne, sizeof *x->block);
+    x->block = calloc(ng + nd + ns + nsp + nrc + 4 * nh + ne, sizeof *x->block);
     if (!x->block)
         return false;
     x->dlg = x->block, x->dld = x->dlg + ng, x->dls = x->dld + nd;
+    x->dlsp = x->dls + ns, x->dlrc = x->dlsp + nsp;
     embedding_grad *d = &x->embedding;
-    d->dh = x->dls + ns, d->dprev = d->dh + nh, d->dz = d->dprev + nh, d->tmp = d->dz + nh;
+    d->dh = x->dlrc + nrc, d->dprev = d->dh + nh, d->dz = d->dprev + nh, d->tmp = d->dz + nh;
     d->ddev = d->tmp + nh;
     return true;
 }
@@ -662,11 +771,12 @@ pl_status pl_policy_objective(const pl_policy *p, const pl_action *actions,
         head hd;
         if ((status = head_forward(p, &e, actions[s].group, &hd, err)) != PL_OK)
             break;
+        memory_heads(p, &hd, &actions[s]);
         h_head += head_terms(p, &hd, &actions[s], weight[s], n, beta, &j_total,
-                             logp ? &logp[s] : NULL, x.dld, x.dls);
+                             logp ? &logp[s] : NULL, &x);
         if (grad)
-            status = head_backward(p, &e, &hd, actions[s].group, x.dld, x.dls, &x.embedding,
-                                   err);
+            status = head_backward(p, &e, &hd, actions[s].group, x.dld, x.dls, x.dlsp,
+                                   x.dlrc, &x.embedding, err);
         free(hd.block);
     }
     if (status == PL_OK) {
@@ -742,7 +852,7 @@ static int fold_stages(const pl_policy *p, pl_plan *plan, int n_stages, int fold
     return renumber_stages(plan, n, n_stages * fold);
 }
 
-void pl_action_to_plan(const pl_policy *p, const pl_action *a, pl_plan *plan)
+bool pl_action_to_plan(const pl_policy *p, const pl_action *a, pl_plan *plan)
 {
     int n = p->n_ops;
     plan->replicas = 1; /* an action places one copy of the model (agent_replicas.c) */
@@ -764,22 +874,26 @@ void pl_action_to_plan(const pl_policy *p, const pl_action *a, pl_plan *plan)
     plan->micro_batches = p->shape_mb[a->shape];
     plan->schedule = stages > 1 ? p->shape_schedule[a->shape] : PL_SCHEDULE_GPIPE;
     plan->defer_weight_gradients = p->shape_defer[a->shape];
+    return pl_action_split_to_plan(p, a, plan);
 }
 
 bool pl_action_from_plan(const pl_policy *p, const pl_plan *plan, pl_action *a, bool *exact)
 {
     int n_pairs = 0, pair_device[PL_AGENT_MAX_GROUPS], pair_stage[PL_AGENT_MAX_GROUPS];
+    int pair_split[PL_AGENT_MAX_GROUPS];
     bool same = true;
     for (int i = 0; i < p->n_ops; i++) {
         int stage = plan->stage[i] < p->stages ? plan->stage[i] : p->stages - 1;
         same = same && stage == plan->stage[i];
         int k = 0;
-        while (k < n_pairs && (pair_device[k] != plan->device[i] || pair_stage[k] != stage))
+        while (k < n_pairs && (pair_device[k] != plan->device[i] || pair_stage[k] != stage ||
+                               pair_split[k] != plan->split[i]))
             k++;
         if (k == n_pairs) {
             if (n_pairs < p->groups) {
                 pair_device[n_pairs] = plan->device[i];
                 pair_stage[n_pairs] = stage;
+                pair_split[n_pairs] = plan->split[i];
                 n_pairs++;
             } else {
                 k = p->groups - 1;
@@ -792,6 +906,7 @@ bool pl_action_from_plan(const pl_policy *p, const pl_plan *plan, pl_action *a, 
         a->device[k] = k < n_pairs ? pair_device[k] : 0;
         a->stage[k] = k < n_pairs ? pair_stage[k] : 0;
     }
+    same = pl_action_split_from_plan(p, plan, a) && same;
     for (int m = 0; m < p->n_shapes; m++)
         if (p->shape_mb[m] == plan->micro_batches && p->shape_fold[m] == 1 &&
             (plan->n_stages <= 1 || p->shape_schedule[m] == plan->schedule) &&

@@ -1,6 +1,8 @@
 /* Policy files: a policy's weight matrices by name in a tensor file (f32), and a scalar
  * "placer-policy-version". The hidden width, rounds and groups are read off the shapes,
- * and then every matrix must have the shape they give. */
+ * and then every matrix must have the shape they give. A file without the split and
+ * recompute heads (made before them) loads with their first weights
+ * (pl_policy_init_memory_heads): the heads are there in full or not at all. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,9 @@ typedef struct matrix {
     char name[32];
     int offset, rows, cols; /* cols 0: a vector of `rows` */
 } matrix;
+
+/* The split and recompute heads' matrices, the last of matrices_of's */
+enum { MEMORY_HEAD_MATRICES = 6 };
 
 /* The matrices of a layout, by name, in the layout's order. */
 static int matrices_of(const pl_policy_layout *l, int hidden, int rounds, int groups,
@@ -47,11 +52,17 @@ static int matrices_of(const pl_policy_layout *l, int hidden, int rounds, int gr
     ADD("stage/b", l->bst, PL_POLICY_HEAD_STAGES, 0);
     ADD("shape/w", l->wshape, h, PL_POLICY_MAX_SHAPES);
     ADD("shape/b", l->bshape, PL_POLICY_MAX_SHAPES, 0);
+    ADD("split/w", l->wsplit, z, PL_POLICY_SPLIT_CHOICES);
+    ADD("split/memory", l->msplit, PL_POLICY_MEMORY_FEATURES, PL_POLICY_SPLIT_CHOICES);
+    ADD("split/b", l->bsplit, PL_POLICY_SPLIT_CHOICES, 0);
+    ADD("recompute/w", l->wrc, z, PL_POLICY_RECOMPUTE_CHOICES);
+    ADD("recompute/memory", l->mrc, PL_POLICY_MEMORY_FEATURES, PL_POLICY_RECOMPUTE_CHOICES);
+    ADD("recompute/b", l->brc, PL_POLICY_RECOMPUTE_CHOICES, 0);
 #undef ADD
     return n;
 }
 
-enum { MAX_MATRICES = 16 + 4 * PL_POLICY_MAX_ROUNDS };
+enum { MAX_MATRICES = 16 + MEMORY_HEAD_MATRICES + 4 * PL_POLICY_MAX_ROUNDS };
 
 void pl_policy_weights_clear(pl_policy_weights *w)
 {
@@ -172,20 +183,26 @@ pl_status pl_policy_weights_read(const char *path, pl_policy_weights *w, pl_erro
     pl_policy_layout l;
     matrix m[MAX_MATRICES];
     int n = 0;
+    bool heads = true; /* the split and recompute heads are in the file */
     if (status == PL_OK) {
         pl_policy_layout_build(&l, w->hidden, w->rounds, w->groups);
         n = matrices_of(&l, w->hidden, w->rounds, w->groups, m);
-        if (f->n != n + 1)
+        heads = f->n != n + 1 - MEMORY_HEAD_MATRICES ||
+                pl_tensor_file_find(f, m[n - MEMORY_HEAD_MATRICES].name) >= 0;
+        if (f->n != n + 1 && heads)
             status = pl_error_set(err, PL_EINPUT, NULL,
                                   "%d tensors where a policy of these shapes has %d", f->n,
                                   n + 1);
     }
-    for (int k = 0; k < n && status == PL_OK; k++)
+    int in_file = heads ? n : n - MEMORY_HEAD_MATRICES;
+    for (int k = 0; k < in_file && status == PL_OK; k++)
         status = check_matrix(f, &m[k], err);
     if (status == PL_OK && !(w->values = calloc((size_t)l.n, sizeof *w->values)))
         status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    for (int k = 0; k < n && status == PL_OK; k++)
+    for (int k = 0; k < in_file && status == PL_OK; k++)
         status = load_matrix(f, &m[k], w, err);
+    if (status == PL_OK && !heads)
+        pl_policy_init_memory_heads(&l, w->hidden, w->groups, w->values);
     pl_tensor_file_free(f);
     if (status == PL_OK)
         w->n = l.n;

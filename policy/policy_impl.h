@@ -29,7 +29,12 @@ enum {
     PL_POLICY_OP_KINDS = PL_OP_LSTM_CELL + 1,
     PL_POLICY_OP_FEATURES = PL_POLICY_OP_KINDS + 1 + 8, /* kind one-hot, other, 8 numbers */
     PL_POLICY_GROUP_FEATURES = 2,
-    PL_POLICY_DEVICE_FEATURES = 13 /* device_features.c */
+    PL_POLICY_DEVICE_FEATURES = 13, /* device_features.c */
+    PL_POLICY_SPLIT_CHOICES = 4,    /* a group's ops split over 1, 2, 4 or 8 devices */
+    PL_POLICY_RECOMPUTE_CHOICES = 2, /* keep a group's activations or recompute them */
+    /* what the split and recompute heads read of memory (policy_split.c): the load of the
+     * group's device over its room, and how far that load is over the room */
+    PL_POLICY_MEMORY_FEATURES = 2
 };
 
 /* Offsets of each weight matrix in the flat parameter vector. Its size depends on the
@@ -47,11 +52,19 @@ typedef struct pl_policy_layout {
     int wdq, bdq;                                /* device head: a group's query */
     int wst, bst;                                /* stage head */
     int wshape, bshape;                          /* the plan's shape: micro-batches, folds */
+    int wsplit, msplit, bsplit;                  /* split head: group, memory, bias */
+    int wrc, mrc, brc;                           /* recompute head: the same */
     int n;
 } pl_policy_layout;
 
 /* The layout of a policy of these options (agent.h: hidden, rounds, groups). */
 void pl_policy_layout_build(pl_policy_layout *layout, int hidden, int rounds, int groups);
+/* The split and recompute heads' first weights (policy_split.c), the same for every seed:
+ * nothing from the group's embedding, and biases that keep a group whole and its
+ * activations unless its device's memory is over its room. A policy file without these
+ * heads (made before them) loads with these. */
+void pl_policy_init_memory_heads(const pl_policy_layout *layout, int hidden, int groups,
+                                 double *params);
 
 typedef struct pl_policy {
     int n_ops, n_features, hidden, rounds, groups, devices;
@@ -65,6 +78,13 @@ typedef struct pl_policy {
     double *features;                /* n_ops x n_features */
     double *group_features;          /* n_ops x PL_POLICY_GROUP_FEATURES: FLOPs share, 1/n */
     double *device_features;         /* devices x PL_POLICY_DEVICE_FEATURES */
+    double *op_memory;               /* per op: its co-location group's bytes */
+    double device_room[PL_MAX_DEVICES]; /* bytes a device holds of groups */
+    /* The devices a split may take: each cluster group's devices (cluster.h) in order,
+     * one group after another; a device's place in that order, and its group's first
+     * place and size. A split over k takes the aligned run of k holding the device. */
+    int split_order[PL_MAX_DEVICES], split_at[PL_MAX_DEVICES];
+    int split_first[PL_MAX_DEVICES], split_size[PL_MAX_DEVICES];
     pl_adjacency *adjacency;         /* the forward ops' distinct producers and consumers */
     pl_policy_layout layout;
     double *params;                  /* layout.n */
@@ -75,6 +95,9 @@ typedef struct pl_action {
     int *group;                       /* per op */
     int device[PL_AGENT_MAX_GROUPS];  /* per group */
     int stage[PL_AGENT_MAX_GROUPS];
+    int split[PL_AGENT_MAX_GROUPS];   /* its ops over 1 << split devices (policy_split.c) */
+    int recompute[PL_AGENT_MAX_GROUPS]; /* 1: its ops' activations recomputed, its last's
+                                           kept (the checkpoint later groups read) */
     int shape;                        /* index into shape_mb and shape_fold */
 } pl_action;
 
@@ -98,8 +121,8 @@ pl_status pl_policy_sample(const pl_policy *policy, uint64_t seed, uint64_t stre
                            pl_action *actions, int n, pl_error *err);
 
 /* J = sum_s weight[s] * log pi(actions[s]) + entropy * (mean entropy of the grouper's
- * decisions + mean over s of the mean entropy of the device and stage decisions of the
- * non-empty groups + entropy of the shape decision). Adds dJ/dparams to `grad`
+ * decisions + mean over s of the mean entropy of the device, stage, split and recompute
+ * decisions of the non-empty groups + entropy of the shape decision). Adds dJ/dparams to `grad`
  * (NULL: only J) and returns J in *objective; *mean_entropy gets the entropy term without
  * its weight, logp[s] log pi(actions[s]) (both NULL allowed). */
 pl_status pl_policy_objective(const pl_policy *policy, const pl_action *actions,
@@ -107,15 +130,44 @@ pl_status pl_policy_objective(const pl_policy *policy, const pl_action *actions,
                               double *mean_entropy, double *logp, double *grad, pl_error *err);
 
 /* The plan of an action: devices and stages per op, stages made to follow the dataflow
- * and numbered without gaps, 1F1B when pipelined. `plan` has graph->n_forward_ops ops. */
-void pl_action_to_plan(const pl_policy *policy, const pl_action *action, pl_plan *plan);
+ * and numbered without gaps, 1F1B when pipelined, ops split and activations recomputed as
+ * the split and recompute heads chose (policy_split.c). `plan` has graph->n_forward_ops
+ * ops. False when out of memory (a plan's first split devices), the plan then of whole
+ * ops. */
+bool pl_action_to_plan(const pl_policy *policy, const pl_action *action, pl_plan *plan);
 
-/* The action that reproduces a plan: one group per distinct (device, stage) pair, in
- * order of first appearance (pairs beyond the groups share the last group, stages beyond
- * the head's the last stage); false when the plan's shape is not among the choices.
+/* The action that reproduces a plan: one group per distinct (device, stage, split count)
+ * in order of first appearance (those beyond the groups share the last group, stages
+ * beyond the head's the last stage), each group's split degree its ops' (the largest its
+ * device allows) and recomputing when any of its ops does; false when the plan's shape is
+ * not among the choices.
  * *exact (NULL allowed): whether the action gives back the plan itself, not such an
- * approximation (a folded plan may have more stages or pairs than the head has). */
+ * approximation (a folded plan may have more stages or pairs than the head has, a plan may
+ * split ops over devices no run of the cluster's groups holds, or recompute other ops than
+ * a group's all but last). */
 bool pl_action_from_plan(const pl_policy *policy, const pl_plan *plan, pl_action *action,
                          bool *exact);
+
+/* ---- the split and recompute heads' view of the cluster and memory (policy_split.c) ---- */
+
+/* Fills split_order, split_at, split_first and split_size from the cluster's groups. */
+void pl_policy_split_blocks(pl_policy *policy, const pl_cluster *cluster);
+/* Whether a group on `device` may split over 1 << choice devices: its cluster group holds
+ * the aligned run of that many containing it. */
+bool pl_policy_split_allowed(const pl_policy *policy, int device, int choice);
+/* The run's devices, in order, into devices[1 << choice] (choice allowed). */
+void pl_policy_split_devices(const pl_policy *policy, int device, int choice, int *devices);
+/* The memory features of the action's groups on their devices (ops grouped and devices
+ * chosen): groups x PL_POLICY_MEMORY_FEATURES. */
+void pl_policy_memory_features(const pl_policy *policy, const pl_action *action,
+                               double *features);
+/* Writes the action's splits and recomputation into a plan whose devices and stages
+ * pl_action_to_plan has set; false when out of memory. */
+bool pl_action_split_to_plan(const pl_policy *policy, const pl_action *action, pl_plan *plan);
+/* The split and recompute choices of each group of an action pl_action_from_plan has
+ * grouped; false when the action does not give back the plan's splits and recomputation
+ * exactly. */
+bool pl_action_split_from_plan(const pl_policy *policy, const pl_plan *plan,
+                               pl_action *action);
 
 #endif

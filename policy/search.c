@@ -250,15 +250,8 @@ static void forget_error(pl_error *err)
     pl_error_init(err, kept.source);
 }
 
-/* Whether the agent can take a plan as its own: its actions, refinement and checkpoints
- * place whole ops, so a plan that splits them (megatron's) stays a row of its own. */
-static bool agent_can_take(const pl_plan *plan)
-{
-    return !pl_plan_rewrites_graph(plan);
-}
-
-/* The baseline the policy imitates: the best one when it is of one replica and whole ops,
- * else the fitting such baseline with the least simulated step (the first of equals), or
+/* The baseline the policy imitates: the best one when it is of one replica, else the
+ * fitting such baseline with the least simulated step (the first of equals), or
  * -1. An action places one replica: imitating a replicated plan would teach replica 0's
  * placement alone (data-parallel's: the whole model on one device), a slow plan by itself. */
 static int imitated_row(const pl_search *s)
@@ -266,20 +259,19 @@ static int imitated_row(const pl_search *s)
     if (s->best_baseline < 0)
         return -1;
     const pl_plan *best = s->rows[s->best_baseline].plan;
-    if (best->replicas == 1 && agent_can_take(best))
+    if (best->replicas == 1)
         return s->best_baseline;
     int imitated = -1;
     for (int r = 0; r < s->n_rows; r++) {
         const pl_search_row *row = &s->rows[r];
         if (row->baseline && row->plan && row->fits && row->plan->replicas == 1 &&
-            agent_can_take(row->plan) &&
             (imitated < 0 || row->sim.step_seconds < s->rows[imitated].sim.step_seconds))
             imitated = r;
     }
     return imitated;
 }
 
-/* A new agent, offered every baseline that fits (of whole ops) and imitating the best of one
+/* A new agent, offered every baseline that fits and imitating the best of one
  * replica: the policy starts from what works, and the best plans include the baselines. */
 static pl_status start_new_agent(pl_search_call *call, const pl_agent_options *ao)
 {
@@ -294,7 +286,7 @@ static pl_status start_new_agent(pl_search_call *call, const pl_agent_options *a
     if (o->zero_shot)
         return PL_OK;
     for (int r = 0; r < s->n_rows; r++) {
-        if (!s->rows[r].plan || !s->rows[r].fits || !agent_can_take(s->rows[r].plan))
+        if (!s->rows[r].plan || !s->rows[r].fits)
             continue;
         if (pl_agent_out_of_time(s->agent))
             break;

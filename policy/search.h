@@ -5,8 +5,8 @@
  *   1. every baseline (baseline.h) places the training graph and is simulated; the
  *      executor measures the three fastest by simulation, and the best baseline is the
  *      fastest measured (the fastest simulated when the call only simulates);
- *   2. the agent (agent.h) starts: a new one, offered every baseline that fits (but
- *      plans that split ops, which it does not make) and imitating the best, or one read
+ *   2. the agent (agent.h) starts: a new one, offered every baseline that fits (megatron's
+ *      split and recomputing plans too) and imitating the best, or one read
  *      back from a checkpoint (read first of all, before the baselines: a checkpoint that
  *      cannot be resumed fails the call at once);
  *   3. it iterates until its iterations are done, its share of the budget is spent, the

@@ -26,6 +26,7 @@ void pl_register_op_times_tests(void);
 void pl_register_hardware_tests(void);
 void pl_register_baseline_tests(void);
 void pl_register_agent_tests(void);
+void pl_register_agent_split_tests(void);
 void pl_register_search_tests(void);
 void pl_register_kernels_dense_tests(void);
 void pl_register_kernels_elementwise_tests(void);

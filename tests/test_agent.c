@@ -80,6 +80,10 @@ static void test_gradient(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(actions);
     CU_ASSERT_EQUAL(pl_policy_sample(&p, 5, 0, actions, N, NULL), PL_OK);
     actions[0].group[0] = 2; /* no group may be empty in every sample by chance alone */
+    for (int k = 0; k < p.groups; k++) { /* splits and recomputation, which are rare */
+        actions[1].split[k] = 1; /* the two devices share their links: a run of 2 */
+        actions[2].recompute[k] = 1;
+    }
     double weight[N] = {0.7, -0.4, 0.25}, beta = 0.3, j0;
     double *grad = calloc((size_t)p.layout.n, sizeof *grad);
     CU_ASSERT_EQUAL(pl_policy_objective(&p, actions, weight, N, beta, &j0, NULL, NULL, grad, NULL),

@@ -38,6 +38,7 @@ int main(int argc, char **argv)
     pl_register_hardware_tests();
     pl_register_baseline_tests();
     pl_register_agent_tests();
+    pl_register_agent_split_tests();
     pl_register_search_tests();
     pl_register_kernels_dense_tests();
     pl_register_kernels_elementwise_tests();
