@@ -1312,14 +1312,15 @@ static void print_collectives(const options *o, const results *rs)
 {
     printf("\ncollectives of plans that split ops (kind \"split ops\"): per plan, the measured "
            "over the\nmodelled seconds of the collective ops (concatenations, splits, sums, "
-           "slices and their\ngradients) and of the copies that move the parts; median "
-           "(least..greatest) over plans\n");
-    printf("%-21s %5s %24s %24s\n", "cluster, size", "plans", "collective ops m/p",
-           "copies m/p");
-    double *ops = malloc(2 * (size_t)rs->n * sizeof *ops + 1), *copies = ops + rs->n;
+           "slices and their\ngradients), of the copies that move the parts, and of both; "
+           "median (least..greatest) over plans\n");
+    printf("%-21s %5s %24s %24s %24s\n", "cluster, size", "plans", "collective ops m/p",
+           "copies m/p", "both m/p");
+    double *ops = malloc(3 * (size_t)rs->n * sizeof *ops + 1), *copies = ops + rs->n,
+           *both = copies + rs->n;
     for (int c = 0; ops && c < o->n_clusters; c++)
         for (int size = 0; size < N_SIZES; size++) {
-            int n_ops = 0, n_copies = 0, n = 0;
+            int n_ops = 0, n_copies = 0, n_both = 0, n = 0;
             for (int i = 0; i < rs->n; i++) {
                 const result *r = &rs->v[i];
                 if (r->cluster != c || (int)r->size != size || r->kind != SPLIT)
@@ -1330,6 +1331,9 @@ static void print_collectives(const options *o, const results *rs)
                     ops[n_ops++] = m->busy[COLLECTIVE] / q->busy[COLLECTIVE];
                 if (q->busy[COPY] > 0)
                     copies[n_copies++] = m->busy[COPY] / q->busy[COPY];
+                if (q->busy[COLLECTIVE] + q->busy[COPY] > 0)
+                    both[n_both++] = (m->busy[COLLECTIVE] + m->busy[COPY]) /
+                                     (q->busy[COLLECTIVE] + q->busy[COPY]);
             }
             if (n == 0)
                 continue;
@@ -1338,6 +1342,7 @@ static void print_collectives(const options *o, const results *rs)
             printf("%-21.21s %5d", name, n);
             print_ratio_spread(ops, n_ops);
             print_ratio_spread(copies, n_copies);
+            print_ratio_spread(both, n_both);
             printf("\n");
         }
     free(ops);
