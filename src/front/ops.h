@@ -83,8 +83,9 @@ typedef enum pl_op_kind {
     PL_OP_ADAPTIVE_AVG_POOL1D,
     PL_OP_ADAPTIVE_AVG_POOL3D,
     PL_OP_SILU,
-    /* Internal ops: automatic differentiation writes them into the training graph; model
-     * files cannot name them. Inputs -> outputs; "like" inputs give only their shape. */
+    /* Internal ops: automatic differentiation (and, for the vocabulary-parallel loss's,
+     * the tensor-parallel rewrite) writes them into the training graph; model files
+     * cannot name them. Inputs -> outputs; "like" inputs give only their shape. */
     PL_OP_MATMUL_GRAD_A,   /* dy, a, b -> da; forward's transpose flags; sums broadcast axes */
     PL_OP_MATMUL_GRAD_B,   /* dy, a, b -> db; likewise */
     PL_OP_SUM_TO,          /* x, like -> x summed over the axes where `like` was broadcast */
