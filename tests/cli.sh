@@ -189,6 +189,14 @@ expect 0 "validate a split that runs whole" "$bin" validate "$small" --cluster "
     --plan "$work/whole.json"
 contains "$work/out" "runs whole on its first device (its kind or sizes do not split): loss" \
     "validate a split that runs whole"
+# The head and its loss split by classes: the loss from the shards' log-sum-exps.
+sed -e 's/"logits\/matmul", "device": "dev0"/"logits\/matmul", "split": ["dev0", "dev1"]/' \
+    -e 's/"logits\/bias", "device": "dev0"/"logits\/bias", "split": ["dev0", "dev1"]/' \
+    "$work/whole.json" >"$work/vocab.json"
+expect 0 "validate a loss split by classes" "$bin" validate "$small" --cluster "$paced" \
+    --plan "$work/vocab.json"
+contains "$work/out" 'loss "loss" by vocabulary shards' "validate a loss split by classes"
+grep -q "runs whole" "$work/out" && bad "validate a loss split by classes: something whole" || ok
 PLACER_PROFILE="$work/no-profile.json" expect 0 "dot a split plan" "$bin" dot "$small" \
     --plan "$split" --cluster "$paced" -o "$work/split.dot"
 for shard in dev0:fc1/matmul/tp0 dev1:fc1/matmul/tp1 dev0:fc2/relu/tp0 dev1:fc2/relu/tp1; do

@@ -31,6 +31,7 @@ void pl_register_search_tests(void);
 void pl_register_kernels_dense_tests(void);
 void pl_register_kernels_elementwise_tests(void);
 void pl_register_kernels_softmax_tests(void);
+void pl_register_kernels_vocab_tests(void);
 void pl_register_kernels_norm_tests(void);
 void pl_register_kernels_lstm_tests(void);
 void pl_register_kernels_gru_tests(void);

@@ -501,11 +501,13 @@ static void test_bounds_on_hardware(void)
 
 /* A link too slow for any tensor to cross within a step: the bound is one device's step,
  * which the single-device plan meets but for its hand-offs, where the work spread over
- * the devices gives half of it. */
+ * the devices gives half of it. The model has an op no plan splits (the recommender's
+ * concatenation), which holds every op it is joined to on one device; ops that all split
+ * could run shard for shard on both. */
 static void test_bound_pays_for_links(void)
 {
     pl_cost_model m = fast_machine_costs();
-    pl_graph *g = pl_test_bundled_training_graph("small/mlp-small.json", 0);
+    pl_graph *g = pl_test_bundled_training_graph("small/recommender-small.json", 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     for (int slow = 0; slow < 2; slow++) {
         pl_cluster *c = pl_test_cluster((pl_test_devices){

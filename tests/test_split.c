@@ -1,8 +1,8 @@
 /* Split ops (tensor parallelism): a plan that splits ops over devices computes what one
  * device computes. Products split by columns then rows, attention by heads with
- * sequence-split norms, convolutions by channels, alone and inside pipelines and replicas
- * with the optimiser state replicated or sharded, for a hundred steps; random split plans
- * of every bundled model for a few. */
+ * sequence-split norms, convolutions by channels, a loss by classes, alone and inside
+ * pipelines and replicas with the optimiser state replicated or sharded, for a hundred
+ * steps; random split plans of every bundled model for a few. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,16 +16,17 @@
 enum { BATCH = 8 };
 
 /* Splits forward ops [from, to) of every replica r over devices first + r * stride ..
- * + k - 1 (the loss stays whole). */
+ * + k - 1, the loss only when `loss`. */
 static void split_ops(pl_plan *plan, const pl_graph *g, int from, int to, int k, int first,
-                      int stride)
+                      int stride, bool loss)
 {
     int devices[PL_MAX_REPLICAS * PL_MAX_SPLIT];
     for (int r = 0; r < plan->replicas; r++)
         for (int s = 0; s < k; s++)
             devices[r * k + s] = first + r * stride + s;
     for (int o = from; o < to; o++)
-        if (g->tensors[g->ops[o].outputs[0]].producer == o && g->ops[o].outputs[0] != g->loss)
+        if (g->tensors[g->ops[o].outputs[0]].producer == o &&
+            (loss || g->ops[o].outputs[0] != g->loss))
             CU_ASSERT_EQUAL_FATAL(pl_plan_split(plan, o, k, devices, NULL), PL_OK);
 }
 
@@ -79,7 +80,7 @@ static void reference_free(const pl_graph *g, reference *want)
 /* A hundred steps of: every op split over 2 devices, and over 4; two replicas, each split
  * over 2 devices, the state replicated and sharded; a two-stage 1F1B pipeline of two
  * micro-batches, each stage split over 2 devices. */
-static void check_hundred_steps(const char *model, int widest, bool parameters)
+static void check_hundred_steps(const char *model, int widest, bool parameters, bool loss)
 {
     enum { STEPS = 100 };
     pl_graph *g = pl_test_bundled_training_graph(model, BATCH);
@@ -97,7 +98,7 @@ static void check_hundred_steps(const char *model, int widest, bool parameters)
 
     for (int k = 2; k <= widest; k *= 2) {
         pl_plan *plan = pl_plan_new(g, NULL);
-        split_ops(plan, g, 0, n, k, 0, 0);
+        split_ops(plan, g, 0, n, k, 0, 0, loss);
         snprintf(what, sizeof what, "%s split over %d devices", model, k);
         pl_test_check_plan(g, c, data, plan, STEPS, want.losses, want.params, what);
         pl_plan_free(plan);
@@ -105,7 +106,7 @@ static void check_hundred_steps(const char *model, int widest, bool parameters)
 
     pl_plan *replicated = pl_plan_new(g, NULL);
     CU_ASSERT_EQUAL_FATAL(pl_plan_set_replicas(replicated, 2, NULL), PL_OK);
-    split_ops(replicated, g, 0, n, 2, 0, 2);
+    split_ops(replicated, g, 0, n, 2, 0, 2, loss);
     snprintf(what, sizeof what, "%s: 2 replicas split over 2 devices", model);
     pl_test_check_plan(g, c, data, replicated, STEPS, want.losses, want.params, what);
     replicated->shard_optimizer_state = true;
@@ -116,8 +117,8 @@ static void check_hundred_steps(const char *model, int widest, bool parameters)
     int middle = 0;
     while (middle < n && pipeline->stage[middle] == 0)
         middle++;
-    split_ops(pipeline, g, 0, middle, 2, 0, 0);
-    split_ops(pipeline, g, middle, n, 2, 2, 0);
+    split_ops(pipeline, g, 0, middle, 2, 0, 0, loss);
+    split_ops(pipeline, g, middle, n, 2, 2, 0, loss);
     snprintf(what, sizeof what, "%s: 2 stages each split over 2 devices", model);
     pl_test_check_plan(g, c, data, pipeline, STEPS, want.losses, want.params, what);
     pl_plan_free(pipeline);
@@ -130,11 +131,11 @@ static void check_hundred_steps(const char *model, int widest, bool parameters)
 
 static void test_products(void)
 {
-    check_hundred_steps("small/mlp-small.json", 4, true);
+    check_hundred_steps("small/mlp-small.json", 4, true, false);
 }
 static void test_heads(void)
 {
-    check_hundred_steps("small/transformer-small.json", 2, true);
+    check_hundred_steps("small/transformer-small.json", 2, true, false);
 }
 /* nanoGPT as tools/import-torch imports it: its fused query, key and value cut apart
  * right after the product, the head tied to the token embedding, dropout split with the
@@ -143,14 +144,73 @@ static void test_heads(void)
  * and one device itself moves its loss by 1.5e-5 with four micro-batches. */
 static void test_fused(void)
 {
-    check_hundred_steps("tests/models/nanogpt.json", 2, true);
+    check_hundred_steps("tests/models/nanogpt.json", 2, true, false);
 }
+/* The same with the loss split over the head's devices too (the vocabulary-parallel loss),
+ * and over 4 devices as well. */
+static void test_vocabulary(void)
+{
+    check_hundred_steps("tests/models/nanogpt.json", 4, true, true);
+}
+
+/* Transfers of the program that carry logits (the loss's first input) or a part of them
+ * split by classes: their positions whole, their last axis the classes or a 1/k share. */
+static int logits_transfers(const pl_graph *g, const pl_cluster *c, const pl_plan *plan, int k,
+                            int64_t *bytes)
+{
+    const pl_op *loss = &g->ops[g->tensors[g->loss].producer];
+    const pl_tensor *logits = &g->tensors[loss->inputs[0]];
+    int64_t classes = logits->dims[logits->rank - 1];
+    pl_program *p = pl_program_new(g, c, plan, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    int found = 0;
+    *bytes = 0;
+    for (int i = 0; i < p->n_transfers; i++) {
+        const pl_tensor *t = &p->shapes[p->transfers[i].tensor];
+        int64_t last = t->dims[t->rank - 1];
+        *bytes += pl_tensor_bytes(t);
+        found += t->rank == logits->rank && (last == classes || last == classes / k) &&
+                 pl_tensor_elements(t) / last == pl_tensor_elements(logits) / classes;
+    }
+    pl_program_free(p);
+    return found;
+}
+
+/* nanoGPT with its loss split over the head's devices too (the vocabulary-parallel loss):
+ * no logits cross devices where they did with the loss whole. Between the two, the
+ * transfers of one step differ by the logits' shards gathered and their gradients sent
+ * back ((k - 1) of [N, V/k] each way) against the per-position values ((k - 1) of [N, 1],
+ * two each way). */
+static void test_vocabulary_transfers(void)
+{
+    pl_graph *g = pl_test_bundled_training_graph("tests/models/nanogpt.json", BATCH);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    pl_cluster *c = pl_test_cluster((pl_test_devices){.n = 4, .memory = 1LL << 34, .threads = 1});
+    int loss = g->tensors[g->loss].producer, devices[PL_MAX_SPLIT] = {0, 1, 2, 3};
+    const pl_tensor *logits = &g->tensors[g->ops[loss].inputs[0]];
+    int64_t classes = logits->dims[logits->rank - 1];
+    int64_t positions = pl_tensor_elements(logits) / classes;
+    for (int k = 2; k <= 4; k *= 2) {
+        pl_plan *plan = pl_plan_new(g, NULL);
+        split_ops(plan, g, 0, g->n_forward_ops, k, 0, 0, false);
+        int64_t gathered, parallel;
+        CU_ASSERT_TRUE(logits_transfers(g, c, plan, k, &gathered) > 0);
+        CU_ASSERT_EQUAL_FATAL(pl_plan_split(plan, loss, k, devices, NULL), PL_OK);
+        CU_ASSERT_EQUAL(logits_transfers(g, c, plan, k, &parallel), 0);
+        CU_ASSERT_EQUAL(gathered - parallel,
+                        2 * (k - 1) * positions * (classes / k - 2) * (int64_t)sizeof(float));
+        pl_plan_free(plan);
+    }
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* The losses only: a convolution's shards run its kernel at other sizes, whose sums go in
  * another order, and over a hundred steps the ReLUs that rounding flips move a few dozen
  * of the classifier's weights by up to 1e-4. */
 static void test_channels(void)
 {
-    check_hundred_steps("small/cnn-small.json", 2, false);
+    check_hundred_steps("small/cnn-small.json", 2, false, false);
 }
 
 /* Random plans where each op is split, or not, over 2 or 4 of 4 devices drawn at random,
@@ -245,6 +305,8 @@ void pl_register_split_tests(void)
         {"a hundred steps as one device: attention by heads", test_heads},
         {"a hundred steps as one device: convolutions by channels", test_channels},
         {"a hundred steps as one device: a fused query, key and value", test_fused},
+        {"a hundred steps as one device: the loss split by classes", test_vocabulary},
+        {"the loss split by classes: no logits cross devices", test_vocabulary_transfers},
         {"random split plans: mlp", test_random_mlp},
         {"random split plans: cnn", test_random_cnn},
         {"random split plans: resnet", test_random_resnet},

@@ -43,6 +43,7 @@ int main(int argc, char **argv)
     pl_register_kernels_dense_tests();
     pl_register_kernels_elementwise_tests();
     pl_register_kernels_softmax_tests();
+    pl_register_kernels_vocab_tests();
     pl_register_kernels_norm_tests();
     pl_register_kernels_lstm_tests();
     pl_register_kernels_gru_tests();

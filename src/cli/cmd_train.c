@@ -241,11 +241,13 @@ static int write_checkpoint(trainer *t)
 }
 
 /* The training accuracy counts the last step's logits: in one process, where they are
- * all in one place (one micro-batch of one replica). */
+ * all in one place (one micro-batch of one replica, and a plan that makes them whole: a
+ * loss split by classes never does). Asked after a step. */
 static bool counts_accuracy(const trainer *t)
 {
     return t->sc.logits >= 0 && t->o.micro_batches == 1 && !pl_cli_comm() &&
-           (!t->plan || t->plan->replicas == 1);
+           (!t->plan || t->plan->replicas == 1) &&
+           (!t->ex || pl_executor_data(t->ex, t->sc.logits));
 }
 
 /* Whether to stop for Ctrl-C or a signal. With an executor, its decision: under mpirun the

@@ -112,6 +112,11 @@ static void describe_rewrite(const pl_plan *plan, const pl_program *p)
                    by_kind[k]);
     printf("%s, their gradients in the backward; %d training ops in all, %d in the model\n",
            inserted ? ")" : "", g->n_ops, p->model->n_ops);
+    for (int o = 0; o < g->n_forward_ops; o++)
+        if (g->ops[o].kind == PL_OP_LSE_CROSS_ENTROPY)
+            printf("  loss \"%s\" by vocabulary shards: one log-sum-exp and one label logit "
+                   "per position cross devices, not the logits\n",
+                   p->model->ops[split->op_origin[o]].name);
 }
 
 static void describe_plan(const char *plan_path, const pl_plan *plan, const pl_program *p,

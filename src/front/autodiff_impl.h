@@ -52,6 +52,9 @@ bool pl_backward_activation(pl_autodiff *ad, int op);
 bool pl_backward_softmax(pl_autodiff *ad, int op);    /* softmax, log_softmax, topk_gate */
 bool pl_backward_softmax_cross_entropy(pl_autodiff *ad, int op);
 bool pl_backward_mse(pl_autodiff *ad, int op);
+bool pl_backward_logsumexp(pl_autodiff *ad, int op); /* the vocabulary-parallel loss's */
+bool pl_backward_pick(pl_autodiff *ad, int op);
+bool pl_backward_lse_cross_entropy(pl_autodiff *ad, int op);
 bool pl_backward_norm(pl_autodiff *ad, int op);       /* layer_norm, batch_norm */
 bool pl_backward_conv(pl_autodiff *ad, int op);      /* conv1d, conv2d, conv3d */
 bool pl_backward_conv_transpose(pl_autodiff *ad, int op); /* conv_transpose1d to 3d */

@@ -14,6 +14,20 @@ static pl_op forward(const pl_autodiff *ad, int op)
     return ad->g->ops[op];
 }
 
+/* Output k of a gradient op (its first output `grads`, -1: it failed) as the gradient of
+ * input first_input + k of forward op f, for k < n, where one is needed. */
+static bool contribute_outputs(pl_autodiff *ad, const pl_op *f, int first_input, int grads,
+                               int n)
+{
+    if (grads < 0)
+        return false;
+    for (int k = 0; k < n; k++)
+        if (pl_ad_needs(ad, f->inputs[first_input + k]) &&
+            !pl_ad_contribute(ad, f->inputs[first_input + k], pl_ad_output(ad, grads, k)))
+            return false;
+    return true;
+}
+
 bool pl_backward_matmul(pl_autodiff *ad, int op)
 {
     pl_op f = forward(ad, op);
@@ -138,6 +152,34 @@ bool pl_backward_softmax_cross_entropy(pl_autodiff *ad, int op)
                                                   f.inputs[0], f.inputs[1], dloss));
 }
 
+/* The vocabulary-parallel loss's ops (split_graph.h): a log-sum-exp's gradient is the
+ * softmax, a picked logit's the label's one-hot, and the loss's, 1 / positions for each
+ * position with a label in range, positive for the log-sum-exp and negative for the
+ * picked logit. */
+bool pl_backward_logsumexp(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int dy = pl_ad_grad(ad, f.outputs[0]);
+    return pl_ad_contribute(ad, f.inputs[0], EMIT(PL_OP_LOGSUMEXP_GRAD, 1, NULL, dy, f.inputs[0],
+                                                  f.outputs[0]));
+}
+
+bool pl_backward_pick(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int dy = pl_ad_grad(ad, f.outputs[0]);
+    return pl_ad_contribute(ad, f.inputs[0],
+                            EMIT(PL_OP_PICK_GRAD, 1, NULL, dy, f.inputs[1], f.inputs[0]));
+}
+
+bool pl_backward_lse_cross_entropy(pl_autodiff *ad, int op)
+{
+    pl_op f = forward(ad, op);
+    int dloss = pl_ad_grad(ad, f.outputs[0]);
+    int both = EMIT(PL_OP_LSE_CROSS_ENTROPY_GRAD, 2, NULL, f.inputs[0], f.inputs[2], dloss);
+    return contribute_outputs(ad, &f, 0, both, 2);
+}
+
 bool pl_backward_mse(pl_autodiff *ad, int op)
 {
     pl_op f = forward(ad, op);
@@ -161,13 +203,7 @@ bool pl_backward_where(pl_autodiff *ad, int op)
     if (!pl_ad_needs(ad, f.inputs[1]) && !pl_ad_needs(ad, f.inputs[2]))
         return true;
     int split = EMIT(PL_OP_WHERE_GRAD, 2, NULL, pl_ad_grad(ad, f.outputs[0]), f.inputs[0]);
-    if (split < 0)
-        return false;
-    for (int k = 0; k < 2; k++)
-        if (pl_ad_needs(ad, f.inputs[1 + k]) &&
-            !pl_ad_contribute(ad, f.inputs[1 + k], pl_ad_output(ad, split, k)))
-            return false;
-    return true;
+    return contribute_outputs(ad, &f, 1, split, 2);
 }
 
 bool pl_backward_norm(pl_autodiff *ad, int op)
@@ -175,13 +211,7 @@ bool pl_backward_norm(pl_autodiff *ad, int op)
     pl_op f = forward(ad, op);
     pl_op_kind kind = f.kind == PL_OP_LAYER_NORM ? PL_OP_LAYER_NORM_GRAD : PL_OP_BATCH_NORM_GRAD;
     int dx = EMIT(kind, 3, NULL, pl_ad_grad(ad, f.outputs[0]), f.inputs[0], f.inputs[1]);
-    if (dx < 0)
-        return false;
-    for (int k = 0; k < 3; k++)
-        if (pl_ad_needs(ad, f.inputs[k]) &&
-            !pl_ad_contribute(ad, f.inputs[k], pl_ad_output(ad, dx, k)))
-            return false;
-    return true;
+    return contribute_outputs(ad, &f, 0, dx, 3);
 }
 
 /* The forward convolution and its two gradients, by spatial axes. */

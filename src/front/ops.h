@@ -83,8 +83,9 @@ typedef enum pl_op_kind {
     PL_OP_ADAPTIVE_AVG_POOL1D,
     PL_OP_ADAPTIVE_AVG_POOL3D,
     PL_OP_SILU,
-    /* Internal ops: automatic differentiation writes them into the training graph; model
-     * files cannot name them. Inputs -> outputs; "like" inputs give only their shape. */
+    /* Internal ops: automatic differentiation (and, for the vocabulary-parallel loss's,
+     * the tensor-parallel rewrite) writes them into the training graph; model files
+     * cannot name them. Inputs -> outputs; "like" inputs give only their shape. */
     PL_OP_MATMUL_GRAD_A,   /* dy, a, b -> da; forward's transpose flags; sums broadcast axes */
     PL_OP_MATMUL_GRAD_B,   /* dy, a, b -> db; likewise */
     PL_OP_SUM_TO,          /* x, like -> x summed over the axes where `like` was broadcast */
@@ -130,6 +131,17 @@ typedef enum pl_op_kind {
     PL_OP_ABS_GRAD,        /* dy, x -> dy * sign(x), 0 at x = 0 */
     PL_OP_POW_GRAD,        /* dy, x -> dy * p * x^(p-1), 0 where p = 0; exponent p */
     PL_OP_SILU_GRAD,       /* dy, x -> dy * s (1 + x (1 - s)), s = sigmoid(x) */
+    /* The cross-entropy of logits split along their class axis (split_graph.h: the
+     * vocabulary-parallel loss), written by the tensor-parallel rewrite; [..., 1]: one
+     * value per position. */
+    PL_OP_LOGSUMEXP,       /* x -> log(sum(exp(x))) along the last axis, [..., 1] */
+    PL_OP_LOGSUMEXP_GRAD,  /* dy, x, y -> dy * exp(x - y) */
+    PL_OP_PICK,            /* x [..., C], labels [...] -> x[label - start] where the label is
+                              in [start, start + C), else 0; [..., 1] */
+    PL_OP_PICK_GRAD,       /* dy, labels, x -> dy at [label - start], 0 elsewhere */
+    PL_OP_LSE_CROSS_ENTROPY, /* lse, picked, labels -> the mean over positions of lse -
+                                picked where the label is in [0, end), else 0 */
+    PL_OP_LSE_CROSS_ENTROPY_GRAD, /* lse, labels, dloss -> dlse, dpicked */
     PL_OP_ZEROS_LIKE,      /* x -> zeros of x's shape */
     PL_OP_ACCUMULATE,      /* acc, g -> (none): acc += g, in place */
     PL_OP_SCATTER_ACCUMULATE, /* acc [V,D], dy [...,D], ids [...] -> (none): acc[ids] += dy */

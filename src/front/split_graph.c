@@ -372,6 +372,62 @@ static bool copy_split(splitter *sp, int o, const rule *r)
     return true;
 }
 
+/* An op of the model's own computation (not a collective) on `shard`: its first output. */
+static int compute(splitter *sp, pl_op_kind kind, const char *name, const int *inputs, int n_in,
+                   const pl_attrs *attrs, int origin, int shard)
+{
+    int o = emit(sp, kind, name, inputs, n_in, 1, attrs, origin, shard);
+    if (o >= 0)
+        sp->op_collective[o] = 0;
+    return out0(sp, o);
+}
+
+/* Softmax cross-entropy over logits split along their classes (Megatron-LM's
+ * vocabulary-parallel cross-entropy): each shard gives the log-sum-exp of its classes and
+ * the logit of the labels among them, one value per position; shard 0 gathers the
+ * log-sum-exps, sums the logits and makes the loss. The logits never cross devices, nor
+ * do their gradients in the backward pass that differentiation builds from these ops. */
+static bool vocab_loss(splitter *sp, int o)
+{
+    const pl_op *op = &sp->g->ops[o];
+    const pl_tensor *logits = &sp->g->tensors[op->inputs[0]];
+    int k = sp->split[o], class_axis = logits->rank - 1, lse[PL_MAX_SPLIT], picked[PL_MAX_SPLIT];
+    int64_t classes = logits->dims[class_axis];
+    char name[PL_MAX_NAME + 32];
+    pl_attrs attrs;
+    pl_attrs_default(&attrs);
+    for (int s = 0; s < k; s++) {
+        int part = sp->val[op->inputs[0]].part[s], labels = whole_of(sp, op->inputs[1], o, s);
+        int pick_in[2] = {part, labels};
+        attrs.start = classes / k * s;
+        snprintf(name, sizeof name, "%s/lse/tp%d", op->name, s);
+        lse[s] = labels < 0 ? -1 : compute(sp, PL_OP_LOGSUMEXP, name, &part, 1, NULL, o, s);
+        snprintf(name, sizeof name, "%s/pick/tp%d", op->name, s);
+        picked[s] = lse[s] < 0 ? -1 : compute(sp, PL_OP_PICK, name, pick_in, 2, &attrs, o, s);
+        if (picked[s] < 0)
+            return false;
+    }
+    snprintf(name, sizeof name, "%s/lse", op->name);
+    int gathered = concat(sp, name, lse, k, class_axis, o, 0);
+    snprintf(name, sizeof name, "%s/pick", op->name);
+    int target = add_up(sp, name, picked, k, o, 0);
+    snprintf(name, sizeof name, "%s/lse", op->name);
+    int whole_lse = gathered < 0 || target < 0
+                        ? -1
+                        : compute(sp, PL_OP_LOGSUMEXP, name, &gathered, 1, NULL, o, 0);
+    int loss_in[3] = {whole_lse, target, whole_of(sp, op->inputs[1], o, 0)};
+    attrs.start = 0;
+    attrs.end = classes;
+    int loss = whole_lse < 0 ? -1
+                             : compute(sp, PL_OP_LSE_CROSS_ENTROPY, op->name, loss_in, 3, &attrs,
+                                       o, 0);
+    if (loss < 0)
+        return false;
+    sp->n->tensors[loss].name = sp->g->tensors[op->outputs[0]].name;
+    sp->val[op->outputs[0]].whole = loss;
+    return true;
+}
+
 /* ---- the whole graph ------------------------------------------------------------------ */
 
 static pl_graph *new_graph(const pl_graph *g)
@@ -442,7 +498,10 @@ static bool rewrite(splitter *sp)
         rule r;
         bool split = pl_split_rule_for(sp, o, &r) &&
                      pl_split_rule_fits(sp, &g->ops[o], &r, sp->split[o]);
-        if (!(split ? copy_split(sp, o, &r) : copy_whole(sp, o)))
+        bool made = pl_split_vocab_loss(sp, o) ? vocab_loss(sp, o)
+                    : split                    ? copy_split(sp, o, &r)
+                                               : copy_whole(sp, o);
+        if (!made)
             return false;
     }
     int loss = whole_of(sp, g->loss, -1, -1);

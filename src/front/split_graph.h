@@ -16,6 +16,11 @@
  * - element-wise ops, norms and softmax follow a split on any axis they do not reduce;
  *   sums and scalings keep partial values partial; reshapes and transposes carry a split
  *   to the axis it becomes;
+ * - a softmax cross-entropy whose logits come split along their class axis on its own
+ *   devices (a language model's head split by columns) is computed from each shard's
+ *   log-sum-exp and the logit of the label where the shard holds it, one value per
+ *   position, so that the logits never cross devices (Megatron-LM's vocabulary-parallel
+ *   cross-entropy);
  * - any other op, or one whose sizes do not divide among its devices, runs whole on its
  *   first device.
  * Where a consumer needs another layout than its producer gives, the rewrite inserts the

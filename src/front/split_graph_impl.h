@@ -53,6 +53,10 @@ typedef struct splitter {
 /* An axis of model tensor t that k shards can share: not the batch's (micro-batches
  * change it) nor `except`, and divisible by k; the first such, or -1. */
 int pl_split_free_axis(const pl_tensor *t, int k, int except);
+/* Whether forward op o is a softmax cross-entropy computed from its logits' shards (the
+ * vocabulary-parallel loss): split, and its logits split along their class axis among its
+ * devices. */
+bool pl_split_vocab_loss(const splitter *sp, int o);
 /* How forward op o's shards run, given its inputs' layouts; false: it runs whole. */
 bool pl_split_rule_for(const splitter *sp, int o, rule *r);
 /* Whether every input a rule splits divides among the k shards. */

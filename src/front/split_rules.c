@@ -299,6 +299,7 @@ typedef enum family {
     TRANSPOSE,
     CUT,         /* split */
     DROPOUT,     /* element-wise, its shards told where they are */
+    LOSS,        /* softmax cross-entropy: from logits split by classes (split_graph.c) */
 } family;
 
 static family family_of(pl_op_kind kind)
@@ -352,6 +353,7 @@ static family family_of(pl_op_kind kind)
         {PL_OP_TRANSPOSE, TRANSPOSE},
         {PL_OP_SPLIT, CUT},
         {PL_OP_DROPOUT, DROPOUT},
+        {PL_OP_SOFTMAX_CROSS_ENTROPY, LOSS},
     };
     for (size_t i = 0; i < sizeof families / sizeof *families; i++)
         if (families[i].kind == kind)
@@ -370,6 +372,14 @@ static bool rule_transpose(const splitter *sp, const pl_op *op, rule *r)
     r->in[0] = IN_SPLIT, r->in_axis[0] = sp->val[t].axis, r->out = SPLIT;
     r->in_groups[0] = r->out_groups = groups_of(sp->val[t].groups);
     return true;
+}
+
+bool pl_split_vocab_loss(const splitter *sp, int o)
+{
+    const pl_op *op = &sp->g->ops[o];
+    int logits = op->inputs[0];
+    return family_of(op->kind) == LOSS && sp->split[o] > 1 &&
+           split_along(sp, o, logits, sp->g->tensors[logits].rank - 1, 1);
 }
 
 bool pl_split_rule_for(const splitter *sp, int o, rule *r)
@@ -415,6 +425,7 @@ bool pl_split_rule_for(const splitter *sp, int o, rule *r)
     case DROPOUT: /* each shard draws its elements' keep decisions as the whole would */
         r->dropout = true;
         return rule_elementwise(sp, op, -1, r) && groups_of(r->out_groups) == 1;
+    case LOSS: return false; /* no shards of its own kind: pl_split_vocab_loss */
     default: return false;
     }
 }

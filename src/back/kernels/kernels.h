@@ -138,6 +138,16 @@ PL_WORKSPACE(mse);
 PL_KERNEL(mse_grad);
 PL_KERNEL(topk_gate);
 
+/* vocab_loss.c: softmax cross-entropy over logits split along their classes */
+PL_KERNEL(logsumexp);
+PL_KERNEL(logsumexp_grad);
+PL_KERNEL(pick);
+PL_KERNEL(pick_grad);
+PL_KERNEL(lse_cross_entropy);
+PL_FINISH(lse_cross_entropy);
+PL_WORKSPACE(lse_cross_entropy);
+PL_KERNEL(lse_cross_entropy_grad);
+
 /* norm.c: layer and batch normalisation */
 PL_KERNEL(layer_norm);
 PL_KERNEL(layer_norm_grad);

@@ -2,6 +2,7 @@
 #ifndef PLACER_KERNELS_IMPL_H
 #define PLACER_KERNELS_IMPL_H
 
+#include <math.h>
 #include <stdint.h>
 
 /* Eight lanes' partial sums, added pairwise in a fixed order. */
@@ -24,6 +25,26 @@ static inline float pl_sum_run(const float *x, int64_t n)
     for (; i < n; i++)
         sum += x[i];
     return sum;
+}
+
+/* The largest of x[0..n), n >= 1, in eight lanes so that it vectorises (GCC does not turn
+ * a float max into a vector reduction under IEEE rules); a maximum does not depend on the
+ * order, and a NaN is passed over as by the one-lane loop unless it is x[0]. */
+static inline float pl_max_run(const float *x, int64_t n)
+{
+    float lane[8];
+    for (int j = 0; j < 8; j++)
+        lane[j] = x[0];
+    int64_t i = 1;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+    float m = lane[0];
+    for (int j = 1; j < 8; j++)
+        m = lane[j] > m ? lane[j] : m;
+    for (; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
 }
 
 /* x86-64's baseline vectors are SSE2's, four floats. A loop whose function carries
@@ -83,6 +104,23 @@ static inline float pl_expf(float x)
     } bits = {.f = t}, scale;
     scale.u = (bits.u - UINT32_C(0x4B400000) + 127u) << 23;
     return y * scale.f;
+}
+
+/* log(sum(exp(x[0..n)))), n >= 1, with the largest value taken out first so that no
+ * exponential overflows; its sum in eight fixed lanes, as pl_sum_run. Double: a loss
+ * subtracts a logit from it. */
+static inline double pl_logsumexp_run(const float *x, int64_t n)
+{
+    float m = pl_max_run(x, n), lane[8] = {0}, sum = 0.0f;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            lane[j] += pl_expf(x[i + j] - m);
+    for (; i < n; i++)
+        sum += pl_expf(x[i] - m);
+    for (int j = 0; j < 8; j++)
+        sum += lane[j];
+    return (double)m + log((double)sum);
 }
 
 /* tanh(x): an odd rational approximation, x * P(x^2) / Q(x^2), exact to float precision

@@ -30,32 +30,12 @@ static axis_view view_along(const pl_tensor *t, int64_t axis)
     return v;
 }
 
-/* The largest of x[0..n), n >= 1, in eight lanes so that it vectorises (GCC does not turn
- * a float max into a vector reduction under IEEE rules); a maximum does not depend on the
- * order, and a NaN is passed over as by the one-lane loop unless it is x[0]. */
-static float max_run(const float *x, int64_t n)
-{
-    float lane[8];
-    for (int j = 0; j < 8; j++)
-        lane[j] = x[0];
-    int64_t i = 1;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++)
-            lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
-    float m = lane[0];
-    for (int j = 1; j < 8; j++)
-        m = lane[j] > m ? lane[j] : m;
-    for (; i < n; i++)
-        m = x[i] > m ? x[i] : m;
-    return m;
-}
-
 /* ---- softmax and log_softmax ------------------------------------------------------------ */
 
 /* One contiguous row: y = softmax(x) or log_softmax(x). */
 PL_VECTOR_CLONES static void softmax_row(const float *x, float *y, int64_t c, bool log_form)
 {
-    float m = max_run(x, c);
+    float m = pl_max_run(x, c);
     for (int64_t i = 0; i < c; i++)
         y[i] = pl_expf(x[i] - m);
     float sum = pl_sum_run(y, c);
@@ -275,16 +255,7 @@ PL_VECTOR_CLONES PL_KERNEL(softmax_cross_entropy)
             row_loss[r] = 0.0;
             continue;
         }
-        float m = max_run(x, classes), lane[8] = {0}, sum = 0.0f;
-        int64_t i = 0;
-        for (; i + 8 <= classes; i += 8)
-            for (int j = 0; j < 8; j++)
-                lane[j] += pl_expf(x[i + j] - m);
-        for (; i < classes; i++)
-            sum += pl_expf(x[i] - m);
-        for (int j = 0; j < 8; j++)
-            sum += lane[j];
-        row_loss[r] = (double)m + log((double)sum) - (double)x[labels[r]];
+        row_loss[r] = pl_logsumexp_run(x, classes) - (double)x[labels[r]];
     }
 }
 
