@@ -114,8 +114,9 @@ pl_status executor_assign_roles(pl_executor *ex, pl_error *err)
 
 /* ---- the leader's word ------------------------------------------------------------------- */
 
-/* A plan as the leader sends it: its shape, then its devices and stages. */
-enum { PLAN_FIELDS = 7 };
+/* A plan as the leader sends it: its shape, then its devices and stages, then its split
+ * ops' devices where it splits some, and its recomputed ops. */
+enum { PLAN_FIELDS = 8 };
 
 pl_status executor_tell(pl_executor *ex, command what, int64_t step, pl_error *err)
 {
@@ -123,21 +124,32 @@ pl_status executor_tell(pl_executor *ex, command what, int64_t step, pl_error *e
     return pl_comm_broadcast(ex->comm, message, sizeof message, 0, err);
 }
 
-/* The plan's devices and stages, from the leader into every follower's plan of its shape. */
+/* The plan's devices, stages, splits and recomputed ops, from the leader into every
+ * follower's plan of its shape (whose split_device is there when the leader's is). */
 static pl_status broadcast_placement(pl_executor *ex, pl_plan *plan, pl_error *err)
 {
-    pl_status status = pl_comm_broadcast(ex->comm, plan->device, (size_t)plan->replicas *
-                                         (size_t)plan->n_ops * sizeof *plan->device, 0, err);
-    return status != PL_OK ? status
-                           : pl_comm_broadcast(ex->comm, plan->stage,
-                                               (size_t)plan->n_ops * sizeof *plan->stage, 0, err);
+    size_t ops = (size_t)plan->n_ops, placed = (size_t)plan->replicas * ops;
+    pl_status status = pl_comm_broadcast(ex->comm, plan->device, placed * sizeof *plan->device,
+                                         0, err);
+    if (status == PL_OK)
+        status = pl_comm_broadcast(ex->comm, plan->stage, ops * sizeof *plan->stage, 0, err);
+    if (status == PL_OK)
+        status = pl_comm_broadcast(ex->comm, plan->split, ops * sizeof *plan->split, 0, err);
+    if (status == PL_OK && plan->split_device)
+        status = pl_comm_broadcast(ex->comm, plan->split_device,
+                                   placed * PL_MAX_SPLIT * sizeof *plan->split_device, 0, err);
+    if (status == PL_OK)
+        status = pl_comm_broadcast(ex->comm, plan->recompute, ops * sizeof *plan->recompute,
+                                   0, err);
+    return status;
 }
 
 pl_status executor_send_plan(pl_executor *ex, const pl_plan *plan, pl_error *err)
 {
     int64_t fields[PLAN_FIELDS] = {plan->n_ops, plan->replicas, plan->n_stages,
                                    plan->micro_batches, plan->schedule,
-                                   plan->defer_weight_gradients, plan->shard_optimizer_state};
+                                   plan->defer_weight_gradients, plan->shard_optimizer_state,
+                                   plan->split_device != NULL};
     pl_status status = pl_comm_broadcast(ex->comm, fields, sizeof fields, 0, err);
     /* the root only reads */
     return status != PL_OK ? status : broadcast_placement(ex, (pl_plan *)plan, err);
@@ -163,6 +175,13 @@ pl_plan *executor_receive_plan(pl_executor *ex, pl_error *err)
     plan->schedule = (pl_schedule)fields[4];
     plan->defer_weight_gradients = fields[5] != 0;
     plan->shard_optimizer_state = fields[6] != 0;
+    if (fields[7] && !(plan->split_device = calloc((size_t)plan->replicas *
+                                                   (size_t)plan->n_ops * PL_MAX_SPLIT,
+                                                   sizeof *plan->split_device))) {
+        pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        pl_plan_free(plan);
+        return NULL;
+    }
     if (broadcast_placement(ex, plan, err) != PL_OK) {
         pl_plan_free(plan);
         return NULL;
