@@ -16,28 +16,6 @@
 #include "suites.h"
 #include "test_util.h"
 
-/* x -> `layers` matmuls of width x width, each with a relu, -> loss (SGD: a weight and its
- * gradient, 8 width^2 bytes a layer). */
-static pl_graph *wide_chain(int layers, int width)
-{
-    char params[1024] = "", nodes[2048] = "", in[16] = "x", shape[16];
-    for (int i = 0; i < layers; i++) {
-        snprintf(params + strlen(params), sizeof params - strlen(params),
-                 "%s{\"name\": \"w%d\", \"shape\": [%d, %d], \"init\": {\"kind\": \"zeros\"}}",
-                 i ? ", " : "", i, width, width);
-        snprintf(nodes + strlen(nodes), sizeof nodes - strlen(nodes),
-                 "{\"name\": \"m%d\", \"op\": \"matmul\", \"inputs\": [\"%s\", \"w%d\"], "
-                 "\"outputs\": [\"m%d\"]}, {\"name\": \"r%d\", \"op\": \"relu\", \"inputs\": "
-                 "[\"m%d\"], \"outputs\": [\"r%d\"]}, ", i, in, i, i, i, i, i);
-        snprintf(in, sizeof in, "r%d", i);
-    }
-    snprintf(nodes + strlen(nodes), sizeof nodes - strlen(nodes),
-             "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"%s\", "
-             "\"y\"], \"outputs\": [\"loss\"]}", in);
-    snprintf(shape, sizeof shape, "[%d]", width);
-    return pl_test_training_model(shape, params, nodes, "loss");
-}
-
 /* An op costs 2 us plus 1 ns per FLOP; a copy 5 us plus 0.1 ns per byte. */
 static pl_cost_model flop_costs(void)
 {
@@ -63,7 +41,7 @@ typedef struct setting {
 
 static void setting_init(setting *t, int layers, int width, const char *cluster)
 {
-    t->g = wide_chain(layers, width);
+    t->g = pl_test_relu_chain(layers, width);
     t->c = pl_test_bundled_cluster(cluster);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t->c);
     t->m = flop_costs();
@@ -188,7 +166,7 @@ static void test_untrained_heads(void)
     enum { N = 64 };
     pl_agent_options o = small_options();
     pl_cost_model m = flop_costs();
-    pl_graph *small = wide_chain(2, 64);
+    pl_graph *small = pl_test_relu_chain(2, 64);
     pl_cluster *c = pl_test_bundled_cluster("paced-8-small-memory.json");
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     pl_policy p;
@@ -199,7 +177,7 @@ static void test_untrained_heads(void)
     double fits = share_splitting(&p, a, N);
     pl_actions_free(a, N);
     pl_policy_clear(&p);
-    pl_graph *large = wide_chain(2, 8192); /* 512 MiB a layer with its gradient */
+    pl_graph *large = pl_test_relu_chain(2, 8192); /* 512 MiB a layer with its gradient */
     CU_ASSERT_EQUAL_FATAL(pl_policy_init(&p, large, c, &m, &o, NULL), PL_OK);
     a = pl_actions_new(&p, N);
     CU_ASSERT_EQUAL_FATAL(pl_policy_sample(&p, 3, 0, a, N, NULL), PL_OK);
@@ -325,7 +303,7 @@ static void test_shipped_policy(void)
     pl_agent_options o = small_options();
     o.hidden = w.hidden, o.rounds = w.rounds, o.groups = w.groups;
     pl_cost_model m = flop_costs();
-    pl_graph *g = wide_chain(2, 64);
+    pl_graph *g = pl_test_relu_chain(2, 64);
     pl_cluster *c = pl_test_bundled_cluster("paced-8-small-memory.json");
     pl_agent *a = pl_agent_new(g, c, &m, &o, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);

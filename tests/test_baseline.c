@@ -62,27 +62,6 @@ static pl_graph *two_branches(void)
         "loss");
 }
 
-/* x -> (matmul, relu) x layers -> cross-entropy, width w. */
-static pl_graph *chain(int layers, int width)
-{
-    char params[2048] = "", nodes[4096] = "", in[16] = "x", shape[16];
-    for (int i = 0; i < layers; i++) {
-        snprintf(params + strlen(params), sizeof params - strlen(params),
-                 "%s{\"name\": \"w%d\", \"shape\": [%d, %d], \"init\": {\"kind\": \"zeros\"}}",
-                 i ? ", " : "", i, width, width);
-        snprintf(nodes + strlen(nodes), sizeof nodes - strlen(nodes),
-                 "{\"name\": \"m%d\", \"op\": \"matmul\", \"inputs\": [\"%s\", \"w%d\"], "
-                 "\"outputs\": [\"m%d\"]}, {\"name\": \"r%d\", \"op\": \"relu\", \"inputs\": "
-                 "[\"m%d\"], \"outputs\": [\"r%d\"]}, ", i, in, i, i, i, i, i);
-        snprintf(in, sizeof in, "r%d", i);
-    }
-    snprintf(nodes + strlen(nodes), sizeof nodes - strlen(nodes),
-             "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"%s\", "
-             "\"y\"], \"outputs\": [\"loss\"]}", in);
-    snprintf(shape, sizeof shape, "[%d]", width);
-    return pl_test_training_model(shape, params, nodes, "loss");
-}
-
 static int device_of(const pl_graph *g, const pl_plan *plan, const char *op)
 {
     int o = pl_graph_find_op(g, op);
@@ -188,7 +167,7 @@ static void test_two_branches(void)
  * it once, into halves of about equal work; pipelining (cheap copies) beats one device. */
 static void test_chain(void)
 {
-    pl_graph *g = chain(6, 128);
+    pl_graph *g = pl_test_relu_chain(6, 128);
     pl_cluster *c = native_devices(2, 1 << 30);
     pl_cost_model dear = synthetic_costs(1e-6), cheap = synthetic_costs(1e-10);
     for (pl_baseline a = PL_BASELINE_ETF; a <= PL_BASELINE_SCT; a++) {
@@ -237,7 +216,7 @@ static bool refused_rightly(pl_baseline a, const pl_plan *plan, const pl_error *
  * over both devices, within their memory. */
 static void test_memory_forced_split(void)
 {
-    pl_graph *g = chain(4, 512);
+    pl_graph *g = pl_test_relu_chain(4, 512);
     pl_cluster *c = native_devices(2, whole_model_bytes(g) * 6 / 10);
     pl_cost_model m = synthetic_costs(1e-10);
     pl_error err;
@@ -533,7 +512,7 @@ static void test_bound_pays_for_links(void)
 static void test_bound_holds_for_split_ops(void)
 {
     pl_cost_model m = fast_machine_costs();
-    pl_graph *g = chain(2, 2048);
+    pl_graph *g = pl_test_relu_chain(2, 2048);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     pl_cluster *c = pl_test_cluster((pl_test_devices){
         .n = 4, .memory = 1 << 30, .flops = 1e9, .link_bytes_per_second = 1e9});
@@ -641,7 +620,7 @@ static pl_cluster *two_machines(long long memory)
  * seed. */
 static void test_megatron_splits_to_fit(void)
 {
-    pl_graph *g = chain(2, 1024);
+    pl_graph *g = pl_test_relu_chain(2, 1024);
     pl_cluster *c = two_machines(whole_model_bytes(g) * 4 / 10);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     pl_cost_model m = synthetic_costs(1e-10);

@@ -52,6 +52,26 @@ pl_graph *pl_test_training_model(const char *x_shape, const char *params, const 
     return g;
 }
 
+pl_graph *pl_test_relu_chain(int layers, int width)
+{
+    char params[2048] = "", nodes[4096] = "", in[16] = "x", shape[16];
+    for (int i = 0; i < layers; i++) {
+        snprintf(params + strlen(params), sizeof params - strlen(params),
+                 "%s{\"name\": \"w%d\", \"shape\": [%d, %d], \"init\": {\"kind\": \"zeros\"}}",
+                 i ? ", " : "", i, width, width);
+        snprintf(nodes + strlen(nodes), sizeof nodes - strlen(nodes),
+                 "{\"name\": \"m%d\", \"op\": \"matmul\", \"inputs\": [\"%s\", \"w%d\"], "
+                 "\"outputs\": [\"m%d\"]}, {\"name\": \"r%d\", \"op\": \"relu\", \"inputs\": "
+                 "[\"m%d\"], \"outputs\": [\"r%d\"]}, ", i, in, i, i, i, i, i);
+        snprintf(in, sizeof in, "r%d", i);
+    }
+    snprintf(nodes + strlen(nodes), sizeof nodes - strlen(nodes),
+             "{\"name\": \"loss\", \"op\": \"softmax_cross_entropy\", \"inputs\": [\"%s\", "
+             "\"y\"], \"outputs\": [\"loss\"]}", in);
+    snprintf(shape, sizeof shape, "[%d]", width);
+    return pl_test_training_model(shape, params, nodes, "loss");
+}
+
 /* Prints a failed load's error under the test's name. */
 static void print_error(const pl_error *err)
 {

@@ -25,6 +25,10 @@ pl_graph *pl_test_model(const char *x_shape, const char *params, const char *nod
 pl_graph *pl_test_training_model(const char *x_shape, const char *params, const char *nodes,
                                  const char *loss);
 
+/* The training graph of x -> (matmul by a width x width weight, relu) x layers -> softmax
+ * cross-entropy (weights zero-initialised; at most 16 layers). */
+pl_graph *pl_test_relu_chain(int layers, int width);
+
 /* A bundled model (`file` in graphs/: "small/mlp-small.json"), as loaded, or NULL with its
  * error printed. */
 pl_graph *pl_test_bundled_graph(const char *file);
