@@ -158,6 +158,33 @@ static pl_status measure_suite(const pl_calibration *how, const char *dir, int t
     return status;
 }
 
+/* The suite's models, full-size and small, on two native devices at once
+ * (calibrate_together.c). */
+static pl_status measure_together(pl_cost_model *m, const pl_calibration *how, int steps,
+                                  pl_error *err)
+{
+    char small[4096];
+    snprintf(small, sizeof small, "%s/small", how->graphs_dir);
+    int n_full, n_small;
+    char **full = list_models(how->graphs_dir, &n_full);
+    char **smalls = list_models(small, &n_small);
+    char **both = malloc((size_t)(n_full + n_small + 1) * sizeof *both);
+    pl_status status = both ? PL_OK : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    if (both) {
+        for (int f = 0; f < n_full + n_small; f++)
+            both[f] = f < n_full ? full[f] : smalls[f - n_full];
+        if (how->progress)
+            how->progress(how->context, "ops on two devices at once");
+        status = pl_calib_together(m, both, n_full + n_small, steps, how->interrupt, err);
+    }
+    for (int f = 0; f < n_full + n_small; f++)
+        free(f < n_full ? full[f] : smalls[f - n_full]);
+    free(full);
+    free(smalls);
+    free(both);
+    return status;
+}
+
 static void fit_kinds(pl_cost_model *m, int threads, samples *kinds)
 {
     samples all = {0};
@@ -171,6 +198,49 @@ static void fit_kinds(pl_cost_model *m, int threads, samples *kinds)
     if (all.n >= 2)
         m->ops[threads][PL_OP_COUNT] = pl_cost_fit(all.seconds, all.flops, all.bytes, all.n);
     pl_calib_free_samples(&all);
+}
+
+pl_status pl_cost_calibrate_models(pl_cost_model *m, char *const *paths, int n_paths,
+                                   const pl_calibration *how, int *added, pl_error *err)
+{
+    static const int one[] = {1};
+    const int *threads = how->threads ? how->threads : one;
+    int n_threads = how->threads ? how->n_threads : 1;
+    int steps = how->steps ? how->steps : 5;
+    int pass_steps = (steps + 1) / 2 > 2 ? (steps + 1) / 2 : 2;
+    *added = 0;
+    pl_status status = PL_OK;
+    for (int i = 0; status == PL_OK && i < n_threads; i++) {
+        samples kinds[PL_OP_COUNT] = {{0}}; /* the kinds' fits stay the suite's */
+        op_times measured = {0};
+        for (int pass = 0; pass < 2 && status == PL_OK; pass++) /* as the suite's, twice */
+            for (int f = 0; f < n_paths && status == PL_OK; f++) {
+                pl_graph *g = pl_graph_load_file(paths[f], err);
+                if (!g) {
+                    status = err ? err->status : PL_EINPUT;
+                    break;
+                }
+                int batch = g->batch_size;
+                pl_graph_free(g);
+                if (how->progress && pass == 0)
+                    how->progress(how->context, paths[f]);
+                for (int b = batch, last = 0; status == PL_OK && b >= 1 && b >= batch / 8; b /= 2) {
+                    if (b != last)
+                        status = measure_ops(paths[f], b, threads[i], pass_steps, how->interrupt,
+                                             kinds, &measured, err);
+                    last = b;
+                }
+            }
+        int before = m->n_measured;
+        if (status == PL_OK)
+            status = pl_cost_add_measured(m, measured.v, measured.n, err);
+        if (status == PL_OK) /* one entry a signature: the rest replaced old ones */
+            *added += m->n_measured - before;
+        for (int k = 0; k < PL_OP_COUNT; k++)
+            pl_calib_free_samples(&kinds[k]);
+        free(measured.v);
+    }
+    return status;
 }
 
 pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_error *err)
@@ -219,6 +289,8 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
             pl_calib_free_samples(&kinds[k]);
         free(measured.v);
     }
+    if (status == PL_OK && pl_cost_has_threads(m, 1))
+        status = measure_together(m, how, steps > 2 ? 2 : steps, err);
     gaps g;
     memset(&g, 0, sizeof g);
     if (status == PL_OK)

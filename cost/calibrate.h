@@ -57,6 +57,14 @@ bool pl_calibration_noisy(const pl_calibration_record *record);
  * attempt: re-measuring a noisy calibration is the profile's, profile.h). */
 pl_status pl_cost_calibrate(pl_cost_model *model, const pl_calibration *how, pl_error *err);
 
+/* The ops of the models at `paths` (a model the user places), measured as the suite's are
+ * (at its batch, a half, a quarter and an eighth of it, in two passes, for each of `how`'s
+ * thread counts) and added to `model`'s measured op configurations, replacing any it had:
+ * the simulator then takes their times instead of the kinds' fits, which stay the suite's.
+ * *added counts the configurations the model lacked. */
+pl_status pl_cost_calibrate_models(pl_cost_model *model, char *const *paths, int n_paths,
+                                   const pl_calibration *how, int *added, pl_error *err);
+
 /* A transfer between ranks, measured: `bytes` sent from rank 0 to rank 1 and back through
  * the comm (pl_comm_ping_pong) at sizes from 4 KiB to 16 MiB, the one-way median of each
  * fitted as process_seconds + process_per_byte * bytes, on every rank's model. Collective:

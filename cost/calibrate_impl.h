@@ -102,6 +102,13 @@ pl_status pl_calib_overheads(const char *dir, int steps, const volatile sig_atom
 pl_status pl_calib_paced_lateness(const char *dir, int steps, const pl_cost_model *m,
                                   const volatile sig_atomic_t *interrupt, gaps *g, pl_error *err);
 
+/* calibrate_together.c: each of `models` (paths) at its batch and half of it, run on two
+ * native devices at once, one on each of cores 0 and 1: every op kind's factor over its
+ * time alone (`m`'s measured times, one thread) into m->ops[1][kind].together, and over
+ * every kind into m->ops[1][PL_OP_COUNT]. Nothing on a machine of one core. */
+pl_status pl_calib_together(pl_cost_model *m, char *const *models, int n_models, int steps,
+                            const volatile sig_atomic_t *interrupt, pl_error *err);
+
 /* calibrate_delays.c: fits the model's paced delays (cost_model.h) to their samples and
  * the step's finish. */
 void pl_calib_fit_delays(pl_cost_model *m, delay_samples by_level[PL_DELAY_COUNT][PL_COST_CONTENTION],

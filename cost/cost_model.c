@@ -61,7 +61,14 @@ double pl_cost_op(const pl_cost_model *m, pl_op_kind kind, int threads, double f
 {
     const pl_op_cost *row = m->ops[measured_threads(m, threads)];
     const pl_op_cost *c = row[kind].samples > 0 ? &row[kind] : &row[PL_OP_COUNT];
-    return c->seconds + c->per_flop * flops + c->per_byte * bytes;
+    return (c->seconds + c->per_flop * flops + c->per_byte * bytes) * pl_cost_speed(m);
+}
+
+double pl_cost_together(const pl_cost_model *m, pl_op_kind kind, int threads)
+{
+    const pl_op_cost *row = m->ops[measured_threads(m, threads)];
+    double factor = row[kind].together > 0 ? row[kind].together : row[PL_OP_COUNT].together;
+    return factor > 1 ? factor : 1;
 }
 
 double pl_cost_op_on(const pl_cost_model *m, pl_op_kind kind, const pl_device *device,
@@ -234,7 +241,8 @@ void pl_cost_set_copy_line(pl_cost_model *m, double seconds, double per_byte)
     m->n_copy_points = 2;
 }
 
-double pl_cost_native_copy(const pl_cost_model *m, double bytes)
+/* A copy's time off the curve, as measured. */
+static double copy_on_curve(const pl_cost_model *m, double bytes)
 {
     const pl_copy_point *c = m->copy_curve;
     int n = m->n_copy_points;
@@ -249,6 +257,11 @@ double pl_cost_native_copy(const pl_cost_model *m, double bytes)
         i++;
     return c[i - 1].seconds + (bytes - c[i - 1].bytes) * (c[i].seconds - c[i - 1].seconds) /
                               (c[i].bytes - c[i - 1].bytes);
+}
+
+double pl_cost_native_copy(const pl_cost_model *m, double bytes)
+{
+    return pl_cost_speed(m) * copy_on_curve(m, bytes);
 }
 
 double pl_cost_copy(const pl_cost_model *m, const pl_link *link, double bytes)
@@ -309,7 +322,7 @@ pl_op_cost pl_cost_fit(const double *seconds, const double *flops, const double 
         }
         if (error < best_error) {
             best_error = error;
-            best = (pl_op_cost){coef[0], coef[1], coef[2], n};
+            best = (pl_op_cost){coef[0], coef[1], coef[2], n, 0};
         }
     }
     return best;
@@ -348,11 +361,12 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
             const pl_op_cost *c = &m->ops[t][k];
             if (c->samples == 0)
                 continue;
-            json_array_append_new(ops, json_pack("{s:s, s:i, s:f, s:f, s:f, s:i}", "kind",
+            json_array_append_new(ops, json_pack("{s:s, s:i, s:f, s:f, s:f, s:i, s:f}", "kind",
                                                  k == PL_OP_COUNT ? "*" : pl_op_info_of(k)->name,
                                                  "threads", t, "seconds", c->seconds,
                                                  "per_flop", c->per_flop, "per_byte",
-                                                 c->per_byte, "samples", c->samples));
+                                                 c->per_byte, "samples", c->samples,
+                                                 "together", c->together));
         }
     json_t *measured = json_array();
     for (int i = 0; i < m->n_measured; i++) {
@@ -406,7 +420,7 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
 static bool read_op(pl_json_reader *r, const json_t *entry, pl_cost_model *m)
 {
     static const char *const fields[] = {"kind", "threads", "seconds", "per_flop", "per_byte",
-                                         "samples", NULL};
+                                         "samples", "together", NULL};
     const char *kind_name;
     int64_t threads, samples;
     pl_op_cost c;
@@ -416,8 +430,14 @@ static bool read_op(pl_json_reader *r, const json_t *entry, pl_cost_model *m)
         !pl_json_number(r, entry, "seconds", true, 0, 1e6, &c.seconds) ||
         !pl_json_number(r, entry, "per_flop", true, 0, 1, &c.per_flop) ||
         !pl_json_number(r, entry, "per_byte", true, 0, 1, &c.per_byte) ||
-        !pl_json_integer(r, entry, "samples", true, 1, INT32_MAX, &samples))
+        !pl_json_integer(r, entry, "samples", true, 1, INT32_MAX, &samples) ||
+        !pl_json_number(r, entry, "together", true, 0, 100, &c.together))
         return false;
+    if (c.together > 0 && c.together < 1) {
+        pl_json_push_key(r, "together");
+        return pl_json_fail(r, "%g: an op is never faster beside another (0: not measured, "
+                               "else 1 or more)", c.together);
+    }
     pl_op_kind kind = strcmp(kind_name, "*") == 0 ? PL_OP_COUNT : pl_op_from_name(kind_name);
     if (kind == PL_OP_COUNT && strcmp(kind_name, "*") != 0) {
         pl_json_push_key(r, "kind");

@@ -52,7 +52,7 @@
 extern "C" {
 #endif
 
-enum { PL_COST_FORMAT_VERSION = 12, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
+enum { PL_COST_FORMAT_VERSION = 13, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
 
 /* The executor's delays on paced devices and links. Each is a mean (they add up along a
  * step, the rare long ones included) measured by the contention at the moment it arose
@@ -91,6 +91,10 @@ int pl_cost_contention(bool alone, int others_busy, int others_computing);
 typedef struct pl_op_cost {
     double seconds, per_flop, per_byte;
     int samples; /* 0: not measured */
+    /* On a native device: how much longer the kind's ops take while another native device
+     * computes, as a factor (1 or more; 0: not measured, taken as 1). Two cores share
+     * caches, memory bandwidth and, on a virtual machine, perhaps one physical core. */
+    double together;
 } pl_op_cost;
 
 /* A native copy of `bytes` takes `seconds`. */
@@ -140,6 +144,9 @@ typedef struct pl_cost_model {
     pl_op_time *measured; /* sorted by signature; malloc'd */
     int n_measured;
     pl_calibration_record calibration;
+    /* The machine's pace now over the profile's (probe.h): native op and copy times are
+     * multiplied by it. 0: as measured. Set for one job, never written to a profile. */
+    double speed;
     /* Op times measured elsewhere (op_times.h) that replace the times above for the ops
      * of their graph they time; NULL: none. Borrowed, never written to a profile. */
     const struct pl_op_times *op_times;
@@ -147,14 +154,24 @@ typedef struct pl_cost_model {
 
 void pl_cost_model_clear(pl_cost_model *model);
 
+/* The factor native times take now (`speed`; 1 when unset). */
+static inline double pl_cost_speed(const pl_cost_model *model)
+{
+    return model->speed > 0 ? model->speed : 1;
+}
+
 /* An op's signature: what its time depends on (kind, attributes, the shapes and dtypes of
  * its inputs and outputs in `shapes`) and the device's thread count. */
 uint64_t pl_op_signature(const pl_op *op, const pl_tensor *shapes, int threads);
 /* Adds measurements (any order, repeats allowed: the lower median of each signature's times is
  * kept, and a new signature's time replaces an old one). */
 pl_status pl_cost_add_measured(pl_cost_model *model, pl_op_time *times, int n, pl_error *err);
-/* The measured time of a signature, or -1. */
+/* The measured time of a signature (at the model's speed), or -1. */
 double pl_cost_lookup(const pl_cost_model *model, uint64_t signature);
+
+/* How many of the graph's ops (at its shapes, on a device of `threads` threads) have a
+ * measured time: the rest are predicted by their kind's fit, extrapolated. */
+int pl_cost_measured_ops(const pl_cost_model *model, const pl_graph *graph, int threads);
 
 /* This machine's key: "cpu=...; cores=2; openblas=...; placer=0.1". */
 void pl_cost_machine_key(char *buf, size_t cap);
@@ -196,6 +213,9 @@ double pl_cost_native_copy(const pl_cost_model *model, double bytes);
 /* A copy of `bytes` over a link, as the executor takes it alone (contention 0; the
  * hand-off not included). */
 double pl_cost_copy(const pl_cost_model *model, const pl_link *link, double bytes);
+/* How much longer an op of `kind` on a native device of `threads` threads takes while
+ * another native device computes (pl_op_cost's `together`; 1 where unmeasured). */
+double pl_cost_together(const pl_cost_model *model, pl_op_kind kind, int threads);
 /* An op on a native device of `threads` threads, at the given FLOPs and bytes. */
 double pl_cost_op(const pl_cost_model *model, pl_op_kind kind, int threads, double flops,
                   double bytes);

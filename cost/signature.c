@@ -79,8 +79,17 @@ double pl_cost_lookup(const pl_cost_model *m, uint64_t signature)
         else
             hi = mid;
     }
-    return lo < m->n_measured && m->measured[lo].signature == signature ? m->measured[lo].seconds
-                                                                        : -1;
+    return lo < m->n_measured && m->measured[lo].signature == signature
+               ? m->measured[lo].seconds * pl_cost_speed(m)
+               : -1;
+}
+
+int pl_cost_measured_ops(const pl_cost_model *m, const pl_graph *g, int threads)
+{
+    int n = 0;
+    for (int o = 0; o < g->n_ops; o++)
+        n += pl_cost_lookup(m, pl_op_signature(&g->ops[o], g->tensors, threads)) >= 0;
+    return n;
 }
 
 pl_status pl_cost_add_measured(pl_cost_model *m, pl_op_time *times, int n, pl_error *err)

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "graph_build.h"
+#include "grow.h"
 #include "heap.h"
+#include "op_times.h"
 
 /* An event: a task released to its resource's queue, a paced task falling due (its held
  * time over: how late it ends depends on the contention then), or a task finished. */
@@ -16,6 +18,7 @@ typedef struct event {
     int seq; /* ties: the order they were posted */
     int task;
     event_kind kind;
+    int stamp; /* a FINISHED event counts only while it is its task's latest (shared) */
 } event;
 
 typedef struct simulator {
@@ -40,6 +43,16 @@ typedef struct simulator {
     int used;            /* resources with tasks */
     double *computing_until; /* per busy resource: when its task's native work ends */
     int *running, n_running, *running_at; /* the busy resources, and each one's place */
+    /* Ops on native devices share the machine (cost_model.h, `together`): each runs its
+     * work alone at `together` times slower while another native device computes. Per
+     * task: that factor (0: not a native op), the work left, counted in seconds alone,
+     * since when, and its FINISHED event's stamp. */
+    double *together, *left, *since;
+    int *stamp;
+    int sharing;           /* native op tasks running now */
+    int *current;          /* per busy resource: its task */
+    int events_cap;
+    bool failed;           /* out of memory posting an event */
     const pl_cost_model *m;
 } simulator;
 
@@ -55,11 +68,44 @@ static bool index_less(const void *context, int a, int b)
     return a < b;
 }
 
-static void post(simulator *s, double time, int task, event_kind kind)
+static bool post(simulator *s, double time, int task, event_kind kind)
 {
+    if (s->n_posted == s->events_cap) { /* a shared task's end moves: events outgrow n * 3 */
+        int cap = s->events_cap;
+        if (!pl_grow(&s->events, &cap, s->n_posted + 1, sizeof *s->events, 64) ||
+            !pl_grow(&s->event_heap, &s->events_cap, s->n_posted + 1, sizeof *s->event_heap, 64))
+            return false;
+    }
     int id = s->n_posted++;
-    s->events[id] = (event){time, id, task, kind};
+    s->events[id] = (event){time, id, task, kind, s->stamp[task]};
     pl_heap_push(s->event_heap, &s->n_events, id, event_less, s->events);
+    return true;
+}
+
+/* How much slower a native op task runs now: its factor while another native op runs. */
+static double slowdown(const simulator *s, int task)
+{
+    return s->sharing > 1 ? s->together[task] : 1;
+}
+
+/* The native op tasks running: their work done up to `now` at the pace they had, then
+ * their ends posted again at the pace from now on (after `sharing` changed). */
+static void repace(simulator *s, double now, int before)
+{
+    for (int i = 0; i < s->n_running; i++) {
+        int r = s->running[i], task = s->current[r];
+        if (!(s->together[task] > 0) || s->since[task] > now)
+            continue;
+        double was = before > 1 ? s->together[task] : 1, will = slowdown(s, task);
+        s->left[task] -= (now - s->since[task]) / was;
+        s->since[task] = now;
+        if (was == will)
+            continue;
+        s->stamp[task]++;
+        double end = now + (s->left[task] > 0 ? s->left[task] : 0) * will;
+        s->computing_until[r] = end;
+        s->failed |= !post(s, end, task, FINISHED);
+    }
 }
 
 /* The contention resource r meets at `now` (pl_cost_contention): the other resources
@@ -94,17 +140,27 @@ static void try_start(simulator *s, int r, double now)
     if (s->paced[r] && now > 0 && s->last_end[r] == now)
         at += delay_at(s, PL_DELAY_NEXT, r, now) +
               s->signals[r] * s->m->paced_signal_seconds;
+    double pace = 1;
+    if (s->together[task] > 0) { /* it slows the native ops running, and they it */
+        int before = s->sharing++;
+        repace(s, now, before);
+        s->left[task] = s->duration[task];
+        s->since[task] = at;
+        pace = slowdown(s, task);
+    }
     s->busy[r] = true;
+    s->current[r] = task;
     s->running_at[r] = s->n_running;
     s->running[s->n_running++] = r;
     s->start[task] = at;
-    s->computing_until[r] = at + (s->late[task] < 0 ? s->duration[task] : s->native[task]);
+    s->computing_until[r] = at + (s->late[task] < 0 ? s->duration[task] * pace : s->native[task]);
     if (s->late[task] < 0 || s->alone) /* alone, the delay is known now */
-        post(s, at + s->duration[task] +
-                (s->late[task] < 0 ? 0 : pl_cost_delay(s->m, (pl_delay)s->late[task], 0, 0, 0)),
-             task, FINISHED);
+        s->failed |= !post(s, at + s->duration[task] * pace +
+                                  (s->late[task] < 0
+                                       ? 0 : pl_cost_delay(s->m, (pl_delay)s->late[task], 0, 0, 0)),
+                           task, FINISHED);
     else
-        post(s, at + s->duration[task], task, DUE);
+        s->failed |= !post(s, at + s->duration[task], task, DUE);
 }
 
 /* How long after `now` a task released to resource r by another starts at the earliest:
@@ -134,6 +190,10 @@ static void finish(simulator *s, int task, double now)
     s->busy[r] = false;
     s->last_end[r] = now;
     s->signals[r] = 0;
+    if (s->together[task] > 0) {
+        int before = s->sharing--;
+        repace(s, now, before);
+    }
     for (int e = t->first_succ; e < t->first_succ + t->n_succ; e++) {
         int next = p->succ[e];
         int to = p->tasks[next].resource;
@@ -144,7 +204,7 @@ static void finish(simulator *s, int task, double now)
             continue;
         s->signals[r] += to != r; /* the executor's thread wakes that queue */
         if (s->ready_at[next] > now) {
-            post(s, s->ready_at[next], next, RELEASED);
+            s->failed |= !post(s, s->ready_at[next], next, RELEASED);
         } else { /* queued at once, as the executor's finishing thread does */
             pl_heap_push(s->queue + s->first[to], &s->queued[to], next, index_less, NULL);
             if (to != r)
@@ -172,6 +232,8 @@ static void free_simulator(simulator *s)
     free(s->computing_until);
     free(s->running);
     free(s->signals);
+    free(s->together);
+    free(s->stamp);
 }
 
 static bool new_simulator(simulator *s, const pl_program *p, const pl_cluster *c,
@@ -195,12 +257,18 @@ static bool new_simulator(simulator *s, const pl_program *p, const pl_cluster *c
     s->computing_until = calloc((size_t)resources + 1, sizeof(double));
     s->running = malloc(2 * ((size_t)resources + 1) * sizeof(int));
     s->signals = calloc((size_t)resources + 1, sizeof(int));
-    if (!s->duration || !s->late || !s->ready_at || !s->remaining || !s->busy || !s->queue ||
+    s->together = calloc((size_t)n * 3 + 1, sizeof(double));
+    s->stamp = calloc((size_t)n + (size_t)resources + 1, sizeof(int));
+    s->events_cap = n * 3 + 1;
+    if (!s->together || !s->stamp || !s->duration || !s->late || !s->ready_at || !s->remaining || !s->busy || !s->queue ||
         !s->queued || !s->first || !s->events || !s->event_heap || !s->last_end ||
         !s->polls || !s->op_cost || !s->computing_until || !s->running || !s->signals)
         return false;
     s->paced = s->polls + resources + 1;
     s->running_at = s->running + resources + 1;
+    s->left = s->together + n;
+    s->since = s->together + 2 * (size_t)n;
+    s->current = s->stamp + n;
     for (int o = 0; o < p->graph->n_ops; o++)
         s->op_cost[o].late = -2;
     for (int r = 0; r < resources; r++) {
@@ -258,6 +326,11 @@ static void cost_task(simulator *s, const pl_cluster *c, int i)
     s->duration[i] = cost.held + s->m->task_seconds;
     s->native[i] = cost.native;
     s->late[i] = (signed char)cost.late;
+    if (t->kind == PL_TASK_OP && !s->paced[t->resource] && !c->simulated &&
+        pl_op_times_seconds(s->m->op_times, s->p->graph, t->op, 1.0) < 0) {
+        s->together[i] = pl_cost_together(s->m, s->p->graph->ops[t->op].kind,
+                                          c->devices[t->resource].threads);
+    }
 }
 
 pl_status pl_simulate(const pl_program *p, const pl_cluster *c, const pl_cost_model *m,
@@ -281,18 +354,24 @@ pl_status pl_simulate(const pl_program *p, const pl_cluster *c, const pl_cost_mo
     for (int i = 0; i < p->n_tasks; i++)
         if (p->tasks[i].n_deps == 0) /* the caller releases them (the devices polling still,
                                         when they poll: steps run back to back) */
-            post(&s, handoff_to(&s, p->tasks[i].resource, 0), i, RELEASED);
-    while (s.n_events > 0) {
+            s.failed |= !post(&s, handoff_to(&s, p->tasks[i].resource, 0), i, RELEASED);
+    while (s.n_events > 0 && !s.failed) {
         event e = s.events[pl_heap_pop(s.event_heap, &s.n_events, event_less, s.events)];
         int r = p->tasks[e.task].resource;
+        if (e.kind == FINISHED && e.stamp != s.stamp[e.task])
+            continue; /* its pace changed: a later event ends it */
         if (e.kind == FINISHED) {
             finish(&s, e.task, e.time);
         } else if (e.kind == DUE) {
-            post(&s, e.time + delay_at(&s, (pl_delay)s.late[e.task], r, e.time), e.task, FINISHED);
+            s.failed |= !post(&s, e.time + delay_at(&s, (pl_delay)s.late[e.task], r, e.time), e.task, FINISHED);
         } else {
             pl_heap_push(s.queue + s.first[r], &s.queued[r], e.task, index_less, NULL);
             try_start(&s, r, e.time);
         }
+    }
+    if (s.failed) {
+        free_simulator(&s);
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     }
     for (int i = 0; i < p->n_tasks; i++) {
         if (s.end[i] > out->step_seconds)

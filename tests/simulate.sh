@@ -17,6 +17,15 @@ contains "$work/out" "calibrated in" "calibrate"
 [ -s "$PLACER_PROFILE" ] && ok || bad "calibrate: no profile written"
 expect 0 "calibrate again: cached" "$bin" calibrate
 contains "$work/out" "(cached; --force measures again)" "calibrate again: cached"
+# A model of its own: its ops measured into the profile, then predicted from them all.
+models=$src/tests/models
+expect 0 "calibrate a model" "$bin" calibrate -q "$models/convolutions.json"
+grep -q "^measured 1 model: [1-9][0-9]* op configurations new to the profile" "$work/out" && ok ||
+    bad "calibrate a model: no new op configurations"
+expect 0 "calibrate a model again" "$bin" calibrate -q "$models/convolutions.json"
+contains "$work/out" "measured 1 model: 0 op configurations new to the profile" "calibrate a model again"
+grep -Eq "convolutions.json: ([0-9]+) of its \1 training ops measured at its batch, 0 by" "$work/out" &&
+    ok || bad "calibrate a model again: not every op measured"
 
 expect 0 "simulate a plan" "$bin" simulate "$mlp" --cluster "$paced" --plan "$plan"
 contains "$work/out" 'simulate mlp-small on cluster "paced-4" (paced)' "simulate a plan"
@@ -81,7 +90,8 @@ contains "$work/err" "out of memory: device dev0 needs" "simulate a plan that do
 # Bad input.
 expect 2 "simulate: missing model" "$bin" simulate
 expect 2 "simulate: bad --measure" "$bin" simulate "$mlp" --measure 0
-expect 2 "calibrate: extra argument" "$bin" calibrate "$mlp"
+expect 2 "calibrate: a model that is not there" "$bin" calibrate "$work/none.json"
+expect 2 "calibrate: --check with a model" "$bin" calibrate --check "$mlp"
 expect 2 "simulate: plan of another cluster" "$bin" simulate "$mlp" --plan "$plan"
 printf '{"format": "placer-cost-profile", "version": 1, "machine": 5}' >"$work/bad.json"
 PLACER_PROFILE=$work/bad.json expect 0 "a broken profile is measured again" "$bin" calibrate -q

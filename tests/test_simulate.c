@@ -396,6 +396,43 @@ static void test_paced_contention(void)
     pl_graph_free(g);
 }
 
+/* Ops on two native devices at once share the machine, by hand (fork_of_eight, every op
+ * 1 ms, copies free, no hand-offs): a on the first device 0-1, then b0 on the second
+ * beside b1 on the first. Alone they end at 2, b2..b7 run 2-8, join 8-9, loss 9-10. At
+ * twice as slow together, b0 and b1 end at 3 and everything after a millisecond later.
+ * At 1.5 for relu alone, both end at 2.5. One device never meets another: no change. */
+static void test_native_sharing(void)
+{
+    pl_graph *g = fork_of_eight();
+    pl_cluster *c = two_devices(1 << 20);
+    pl_plan *plan = pl_plan_new(g, NULL);
+    plan->device[1] = 1; /* b0 */
+    pl_plan *alone = pl_plan_new(g, NULL);
+    pl_program *p = pl_program_new(g, c, plan, NULL), *one = pl_program_new(g, c, alone, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(one);
+    pl_cost_model m = unit_costs(0);
+    pl_cost_set_copy_line(&m, 0, 0);
+    pl_simulation sim;
+    double factors[][2] = {{0, 10}, {2, 11}, {1.5, 10.5}}; /* every kind's, the step in ms */
+    for (int f = 0; f < 3; f++) {
+        m.ops[1][PL_OP_COUNT].together = f == 2 ? 1 : factors[f][0];
+        m.ops[1][PL_OP_RELU].together = f == 2 ? 1.5 : 0;
+        CU_ASSERT_EQUAL(pl_simulate(p, c, &m, &sim, NULL, NULL, NULL), PL_OK);
+        CU_ASSERT_DOUBLE_EQUAL(1e3 * sim.step_seconds, factors[f][1], 1e-9);
+        CU_ASSERT_EQUAL(pl_simulate(one, c, &m, &sim, NULL, NULL, NULL), PL_OK);
+        CU_ASSERT_DOUBLE_EQUAL(1e3 * sim.step_seconds, 11, 1e-9);
+    }
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_together(&m, PL_OP_RELU, 1), 1.5, 0);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_together(&m, PL_OP_CONCAT, 1), 1, 0);
+    pl_program_free(p);
+    pl_program_free(one);
+    pl_plan_free(plan);
+    pl_plan_free(alone);
+    pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
 /* Where no kernel holds a core, a delay grows with the threads busy and used; elsewhere
  * it is its level's; never below 0. */
 static void test_delay_sharing(void)
@@ -618,7 +655,7 @@ static void test_profile_file(void)
 {
     pl_cost_model m = unit_costs(2e-5), back;
     pl_cost_machine_key(m.machine, sizeof m.machine);
-    m.ops[2][PL_OP_MATMUL] = (pl_op_cost){1e-6, 2e-11, 3e-12, 40};
+    m.ops[2][PL_OP_MATMUL] = (pl_op_cost){1e-6, 2e-11, 3e-12, 40, 1.25};
     m.paced_sharing[PL_DELAY_COPY][PL_SHARING_USED] = -3e-7;
     m.calibration = (pl_calibration_record){1795547646, 91.5, 3, 419, 0.021, 0.162, 0.84,
                                             0.25, 0.75};
@@ -637,6 +674,7 @@ static void test_profile_file(void)
     CU_ASSERT_STRING_EQUAL(back.machine, m.machine);
     CU_ASSERT_DOUBLE_EQUAL(back.ops[2][PL_OP_MATMUL].per_flop, 2e-11, 1e-20);
     CU_ASSERT_EQUAL(back.ops[2][PL_OP_MATMUL].samples, 40);
+    CU_ASSERT_DOUBLE_EQUAL(back.ops[2][PL_OP_MATMUL].together, 1.25, 1e-12);
     CU_ASSERT_DOUBLE_EQUAL(back.handoff_seconds, 2e-5, 1e-14);
     CU_ASSERT_DOUBLE_EQUAL(back.paced_sharing[PL_DELAY_COPY][PL_SHARING_USED], -3e-7, 1e-18);
     CU_ASSERT_EQUAL(back.n_copy_points, 2);
@@ -748,6 +786,7 @@ void pl_register_simulate_tests(void)
     static const pl_test_case cases[] = {
         {"one device: back to back", test_chain_one_device},
         {"two devices: by hand", test_two_devices},
+        {"native devices sharing the machine: by hand", test_native_sharing},
         {"a 2-stage pipeline: by hand", test_pipeline},
         {"a 2-stage pipeline, weight gradients deferred: by hand", test_pipeline_deferred},
         {"two devices, native link: by hand", test_two_devices_native},

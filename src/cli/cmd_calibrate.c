@@ -8,7 +8,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "autodiff.h"
 #include "cli.h"
+#include "load.h"
 #include "profile.h"
 
 void pl_cli_calibration_progress(void *context, const char *what)
@@ -24,6 +26,31 @@ void pl_cli_warn_profile(const pl_cost_model *m)
         fprintf(stderr, "placer: warning: %s\n", line);
 }
 
+/* The ops that slow most beside another device, and the factor over every kind. */
+static void print_together(const pl_cost_model *m, int threads)
+{
+    int order[PL_OP_COUNT], n = 0;
+    for (int k = 0; k < PL_OP_COUNT; k++)
+        if (m->ops[threads][k].together > 0)
+            order[n++] = k;
+    for (int i = 1; i < n; i++) /* by factor, largest first: few kinds, insertion sort */
+        for (int j = i; j > 0 && m->ops[threads][order[j]].together >
+                                     m->ops[threads][order[j - 1]].together; j--) {
+            int swap = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = swap;
+        }
+    printf("  beside another device computing, ops take x%.2f (every kind)",
+           m->ops[threads][PL_OP_COUNT].together);
+    for (int i = 0; i < n && i < 4; i++)
+        printf("%s %s x%.2f", i ? "," : "; most", pl_op_info_of((pl_op_kind)order[i])->name,
+               m->ops[threads][order[i]].together);
+    for (int i = n - 2 > 4 ? n - 2 : 4; i < n; i++)
+        printf("%s %s x%.2f", i == (n - 2 > 4 ? n - 2 : 4) ? "; least" : ",",
+               pl_op_info_of((pl_op_kind)order[i])->name, m->ops[threads][order[i]].together);
+    printf("\n");
+}
+
 static void print_profile(const pl_cost_model *m, const char *path)
 {
     printf("profile: %s\nmachine: %s\n", path, m->machine);
@@ -37,6 +64,8 @@ static void print_profile(const pl_cost_model *m, const char *path)
         printf("devices of %d thread%s: %d op kinds fitted; matmul %.1f GFLOP/s + %.1f us "
                "per call\n", t, t == 1 ? "" : "s", kinds,
                mm->per_flop > 0 ? 1e-9 / mm->per_flop : 0, 1e6 * mm->seconds);
+        if (m->ops[t][PL_OP_COUNT].together > 0)
+            print_together(m, t);
     }
     printf("native copies:");
     for (int i = 0; i < m->n_copy_points; i++) {
@@ -171,6 +200,47 @@ static int check_profile(const pl_cluster *cluster)
     return serves && !noisy && !old ? PL_EXIT_OK : PL_EXIT_FAILURE;
 }
 
+/* The models' own ops measured into the profile, which is written again; what the profile
+ * now predicts of each model from measurements, and what by extrapolation. */
+static int measure_models(pl_cost_model *m, const pl_cluster *cluster, char **models,
+                          int n_models, bool verbose)
+{
+    int threads[PL_COST_MAX_THREADS], n_threads = 0;
+    for (int d = 0; d < cluster->n_devices; d++) {
+        int t = cluster->devices[d].threads, seen = 0;
+        for (int i = 0; i < n_threads; i++)
+            seen |= threads[i] == t;
+        if (!seen && t >= 1 && t <= PL_COST_MAX_THREADS && n_threads < PL_COST_MAX_THREADS)
+            threads[n_threads++] = t;
+    }
+    pl_calibration how = {.threads = threads, .n_threads = n_threads,
+                          .progress = pl_cli_calibration_progress, .context = &verbose,
+                          .interrupt = &pl_cli_interrupted};
+    pl_error err;
+    pl_error_init(&err, NULL);
+    int added = 0;
+    if (pl_cost_calibrate_models(m, models, n_models, &how, &added, &err) != PL_OK)
+        return pl_cli_report(&err);
+    char path[4096];
+    if (pl_profile_path(path, sizeof path) && pl_cost_model_write(m, path, &err) != PL_OK)
+        return pl_cli_report(&err);
+    printf("measured %d model%s: %d op configurations new to the profile\n", n_models,
+           n_models == 1 ? "" : "s", added);
+    for (int i = 0; i < n_models; i++) {
+        pl_error_init(&err, models[i]);
+        pl_graph *g = pl_graph_load_file(models[i], &err);
+        if (!g || pl_autodiff_build(g, &err) != PL_OK) {
+            pl_graph_free(g);
+            return pl_cli_report(&err);
+        }
+        int measured = pl_cost_measured_ops(m, g, threads[0]);
+        printf("  %s: %d of its %d training ops measured at its batch, %d by their kinds' "
+               "fits\n", models[i], measured, g->n_ops, g->n_ops - measured);
+        pl_graph_free(g);
+    }
+    return PL_EXIT_OK;
+}
+
 int pl_cmd_calibrate(int argc, char **argv)
 {
     static const struct option options[] = {{"cluster", required_argument, NULL, 'c'},
@@ -190,13 +260,16 @@ int pl_cmd_calibrate(int argc, char **argv)
         case 'k': check = true; break;
         case 'q': verbose = false; break;
         case 'h':
-            printf("Usage: placer calibrate [--cluster C] [--force | --check] [-q]\n"
+            printf("Usage: placer calibrate [MODEL.json ...] [--cluster C] [--force | --check] [-q]\n"
                    "Measures this machine's kernels, copies and executor costs for the cost\n"
                    "model, for the thread counts of the cluster's devices (default: this\n"
                    "machine), and caches the profile; --force measures again. A calibration\n"
                    "whose two passes disagree, or that other work slowed, is noisy: it is\n"
                    "measured again (%d attempts in all, the quietest kept), and a noisy or\n"
                    "old (over %d days) profile is warned about at every use.\n"
+                   "Each MODEL.json given has its own ops measured too (at its batch and at a\n"
+                   "half, a quarter and an eighth of it) and added to the profile, so that the\n"
+                   "simulator takes their times instead of extrapolating from other ops.\n"
                    "\n"
                    "  --cluster FILE   the cluster ('-': standard input)\n"
                    "  -f, --force      measure again even when the cached profile fits\n"
@@ -217,15 +290,26 @@ int pl_cmd_calibrate(int argc, char **argv)
                                       argv[optind - 1]);
         }
     }
-    if (optind < argc)
-        return pl_cli_usage_error("calibrate: unexpected argument '%s'", argv[optind]);
+    int n_models = argc - optind;
+    char **models = argv + optind;
     if (check && force)
         return pl_cli_usage_error("calibrate: --check measures nothing: not with --force");
+    if (check && n_models > 0)
+        return pl_cli_usage_error("calibrate: --check measures nothing: not with a model");
+    for (int i = 0; i < n_models; i++)
+        if (strcmp(models[i], "-") == 0)
+            return pl_cli_usage_error("calibrate: a model is measured from its file: not '-'");
     char profile[4096];
-    const pl_cli_file input = {cluster_path, "the cluster", false};
+    pl_cli_file *inputs = calloc((size_t)n_models + 1, sizeof *inputs);
+    if (!inputs)
+        return PL_EXIT_FAILURE;
+    inputs[0] = (pl_cli_file){cluster_path, "the cluster", false};
+    for (int i = 0; i < n_models; i++)
+        inputs[i + 1] = (pl_cli_file){models[i], "a model", false};
     const pl_cli_file output = pl_cli_profile_output(profile, sizeof profile);
-    int checked = check ? pl_cli_check_inputs(&input, 1) /* --check writes nothing */
-                        : pl_cli_check_outputs(&input, 1, &output, 1);
+    int checked = check ? pl_cli_check_inputs(inputs, 1) /* --check writes nothing */
+                        : pl_cli_check_outputs(inputs, (size_t)n_models + 1, &output, 1);
+    free(inputs);
     if (checked != PL_EXIT_OK)
         return checked;
     pl_error err;
@@ -251,6 +335,8 @@ int pl_cmd_calibrate(int argc, char **argv)
     else if (pl_cli_leader() && pl_profile_load(m, cluster, force, pl_cli_calibration_progress,
                                                 &verbose, NULL, &calibrated, &err) != PL_OK)
         status = pl_cli_report(&err);
+    if (m && status == PL_EXIT_OK && n_models > 0 && pl_cli_leader())
+        status = measure_models(m, cluster, models, n_models, verbose);
     if (m && (status = pl_cli_share_costs(m, status)) == PL_EXIT_OK &&
         (status = pl_cli_measure_processes(m, force)) == PL_EXIT_OK && pl_cli_leader()) {
         double seconds = pl_now() - start;

@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "dot.h"
 #include "job.h"
+#include "profile.h"
 #include "progress.h"
 
 typedef struct main_options {
@@ -542,6 +543,56 @@ static int search(job_state *s)
     return PL_EXIT_OK;
 }
 
+/* Whether the cluster has a device of this machine's own cores, unpaced. */
+static bool has_native_device(const pl_cluster *c)
+{
+    for (int d = 0; !c->simulated && d < c->n_devices; d++)
+        if (!(c->devices[d].flops_per_second > 0))
+            return true;
+    return false;
+}
+
+/* The machine as it is now (probe.h): the profile's native times scaled to it. A probe
+ * that fails leaves the profile as measured and says why. */
+static void probe_machine(job_state *s)
+{
+    if (!has_native_device(s->setup.cluster))
+        return;
+    char reference[4096];
+    const char *graphs = pl_profile_graphs_dir();
+    snprintf(reference, sizeof reference, "%s/cnn.json", graphs ? graphs : ".");
+    const char *model = strcmp(s->o.model, "-") == 0 ? NULL : s->o.model;
+    pl_error err;
+    pl_error_init(&err, NULL);
+    if (pl_cost_probe(s->setup.costs, model, access(reference, R_OK) == 0 ? reference : NULL,
+                      &pl_cli_interrupted, &s->job.probe, &err) != PL_OK) {
+        if (err.status != PL_EINTERRUPTED)
+            fprintf(stderr, "placer: warning: the machine's speed was not probed (%s): the "
+                    "profile's times stand as measured\n", err.text);
+        return;
+    }
+    s->job.probed = s->job.probe.ops > 0;
+    if (s->job.probed)
+        s->setup.costs->speed = s->job.probe.scale;
+    if (!s->o.quiet && s->job.probed)
+        printf("the machine now: ops take x%.3f their profiled time (%d ops%s, %.2f s)\n",
+               s->job.probe.scale, s->job.probe.ops,
+               s->job.probe.reference ? ", a bundled model's" : " of the model", s->job.probe.seconds);
+}
+
+/* How much of the model the profile measured, and what it extrapolates. */
+static void note_measured_ops(job_state *s)
+{
+    const pl_graph *g = s->setup.graph;
+    int threads = s->setup.cluster->devices[0].threads;
+    s->job.ops_measured = pl_cost_measured_ops(s->setup.costs, g, threads);
+    if (!s->o.quiet && s->job.ops_measured < g->n_ops)
+        printf("the profile measured %d of the model's %d training ops; the other %d are "
+               "extrapolated from their kinds' fits (`placer calibrate %s` measures them)\n",
+               s->job.ops_measured, g->n_ops, g->n_ops - s->job.ops_measured,
+               pl_cli_input_name(s->o.model));
+}
+
 static int run_job(job_state *s)
 {
     int status = pl_cli_check_processes(s->setup.cluster);
@@ -562,6 +613,11 @@ static int run_job(job_state *s)
         if (!s->o.quiet)
             printf("%s\n", pl_cli_simulated_text(s->setup.cluster, s->setup.costs, simulated,
                                                   sizeof simulated));
+    }
+    s->job.ops_measured = -1;
+    if (!s->setup.cluster->simulated) {
+        probe_machine(s);
+        note_measured_ops(s);
     }
     s->job.graph = s->setup.graph;
     s->job.cluster = s->setup.cluster;

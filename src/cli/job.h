@@ -10,6 +10,7 @@
 #include "cluster.h"
 #include "cost_model.h"
 #include "graph.h"
+#include "probe.h"
 #include "search.h"
 
 typedef struct pl_job {
@@ -26,6 +27,10 @@ typedef struct pl_job {
     const char *op_times_path;  /* where costs->op_times came from; NULL: none */
     const pl_search *search; /* borrowed */
     bool no_drawings;        /* the budget was spent: the timelines are not drawn */
+    bool probed;             /* the machine was probed (native devices): costs->speed */
+    pl_probe probe;
+    int ops_measured;        /* the graph's ops whose configuration the profile measured (at
+                                the model's batch); -1: not counted (hardware) */
 } pl_job;
 
 /* Writes PREFIX.report.md, PREFIX.curve.svg (when the agent ran), the chosen plan's

@@ -162,6 +162,21 @@ int pl_job_write_summary(FILE *fp, const pl_job *job)
         json_decref(root);
         root = NULL;
     }
+    if (root && job->ops_measured >= 0 && /* how much of the model the profile measured */
+        json_object_set_new(root, "ops_measured", json_integer(job->ops_measured))) {
+        json_decref(root);
+        root = NULL;
+    }
+    if (root && /* the machine's pace now over the profile's (probe.h) */
+        json_object_set_new(root, "probe",
+                            job->probed ? json_pack("{s:f, s:i, s:b, s:f}", "scale",
+                                                    job->probe.scale, "ops", job->probe.ops,
+                                                    "reference_model", job->probe.reference,
+                                                    "seconds", job->probe.seconds)
+                                        : json_null())) {
+        json_decref(root);
+        root = NULL;
+    }
     if (!root) {
         fprintf(stderr, "placer: out of memory (or a name that is not UTF-8) writing the "
                 "summary\n");

@@ -388,6 +388,27 @@ static void write_op_times(FILE *fp, const pl_job *job)
                                       "machine's");
 }
 
+/* The machine as the job found it (probe.h), against the profile. */
+static void write_probe(FILE *fp, const pl_job *job)
+{
+    if (job->ops_measured >= 0 && job->ops_measured < job->graph->n_ops)
+        fprintf(fp, "**Ops the profile never measured**: %d of the model's %d training ops "
+                "(at its batch) are predicted from their kinds' fits, extrapolated; "
+                "`placer calibrate MODEL.json` measures them.\n\n",
+                job->graph->n_ops - job->ops_measured, job->graph->n_ops);
+    if (!job->probed)
+        return;
+    const pl_probe *p = &job->probe;
+    fprintf(fp, "**The machine now**: a probe at the start ran %d ops (%s) on one native "
+            "device in %.2f s; they took x%.3f the profile's times for them, and every "
+            "simulated figure here (the lower bound included) takes this machine's native op "
+            "and copy times scaled by that.\n\n", p->ops,
+            p->reference ? "of a bundled model: few of this model's ops are in the profile, "
+                           "or its step is too long"
+                         : "of this model",
+            p->seconds, p->scale);
+}
+
 static void write_markdown(FILE *fp, const pl_job *job, const report_files *files)
 {
     const pl_cluster *c = job->cluster;
@@ -409,6 +430,7 @@ static void write_markdown(FILE *fp, const pl_job *job, const report_files *file
             search->interrupted ? "; **interrupted (Ctrl-C or a signal): the best plan so far**"
                                 : "");
     write_op_times(fp, job);
+    write_probe(fp, job);
     if (c->simulated) {
         char simulated[PL_ERROR_TEXT_MAX];
         fprintf(fp, "**");

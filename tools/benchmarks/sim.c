@@ -69,10 +69,11 @@ static const char *const quick_models[] = {"mlp", "recommender", "transformer",
                                            "small/mlp-small", "small/transformer-small"};
 static const char *const bundled_clusters[] = {"local-2", "paced-4", "paced-8", "unequal-4"};
 
-/* The size classes a summary tells apart: the suite's models, and graphs/small's, whose
- * steps last about a millisecond, so the executor's own costs weigh most. */
-typedef enum size_class { FULL_SIZE, SMALL, N_SIZES } size_class;
-static const char *const size_names[N_SIZES] = {"full", "small"};
+/* The size classes a summary tells apart: the suite's models, graphs/small's, whose steps
+ * last about a millisecond, so the executor's own costs weigh most, and models given as
+ * files from elsewhere (imported ones, say), whose ops calibration never measured. */
+typedef enum size_class { FULL_SIZE, SMALL, UNSEEN, N_SIZES } size_class;
+static const char *const size_names[N_SIZES] = {"full", "small", "unseen"};
 
 typedef struct options {
     const char *top;       /* the source tree: graphs/ under it */
@@ -905,10 +906,14 @@ static double measured_quantile(const candidate *k, int first, int stride, doubl
 
 /* ---- results and their summaries ---------------------------------------------------------- */
 
-/* A model's size class: graphs/small's are named small/NAME. */
+/* A model's size class: graphs/small's are named small/NAME, others' files FILE.json. */
 static size_class size_of(const char *model)
 {
-    return strncmp(model, "small/", 6) == 0 || strstr(model, "/small/") ? SMALL : FULL_SIZE;
+    if (strncmp(model, "small/", 6) == 0 || strstr(model, "/small/"))
+        return SMALL;
+    size_t n = strlen(model);
+    return n > 5 && strcmp(model + n - 5, ".json") == 0 && !strstr(model, "graphs/") ? UNSEEN
+                                                                                   : FULL_SIZE;
 }
 
 /* One measured plan. */
@@ -1102,7 +1107,7 @@ static void print_row(const options *o, const results *rs, int w)
     accuracy a = summarise(o, rs, (filter){w, -1, -1, -1, AGAINST_MEDIAN});
     const char *model = o->models[r->model];
     printf("%-17.17s %-9.9s %5d %4d %4d %4d %5d",
-           size_of(model) == SMALL && strrchr(model, '/') ? strrchr(model, '/') + 1 : model,
+           size_of(model) != FULL_SIZE && strrchr(model, '/') ? strrchr(model, '/') + 1 : model,
            o->clusters[r->cluster],
            r->candidates, r->choice.oom, r->choice.slow,
            r->candidates - r->choice.oom - r->choice.slow - r->choice.n, r->rounds);

@@ -1,0 +1,124 @@
+/* The probe (probe.h): a model's ops for a moment, against the profile's times. */
+#include "probe.h"
+
+#include <stdlib.h>
+
+#include "autodiff.h"
+#include "calibrate_impl.h"
+#include "graph_build.h"
+#include "clock.h"
+#include "load.h"
+
+enum { PROBE_STEPS = 3, PROBE_MIN_OPS = 5 };
+
+/* The profile's time for an op configuration as measured, before any scaling. */
+static double profiled(const pl_cost_model *m, uint64_t signature)
+{
+    double t = pl_cost_lookup(m, signature);
+    return t >= 0 && m->speed > 0 ? t / m->speed : t;
+}
+
+/* The model at one batch: its steps run, its profiled ops' times summed into `out`. */
+static pl_status run_at(const pl_cost_model *m, const char *path, int batch, const pl_cluster *c,
+                        const volatile sig_atomic_t *interrupt, pl_probe *out, pl_error *err)
+{
+    workload w;
+    pl_fit fit;
+    double *times = NULL;
+    pl_status status = pl_calib_open(&w, path, batch, c, interrupt, err);
+    if (status == PL_OK && (status = pl_executor_set_plan(w.ex, w.plan, &fit, err)) == PL_OK &&
+        (status = pl_calib_run_steps(&w, PROBE_STEPS, &times, err)) == PL_OK) {
+        const pl_program *p = pl_executor_program(w.ex);
+        for (int i = 0; i < p->n_tasks; i++) {
+            if (p->tasks[i].kind != PL_TASK_OP)
+                continue;
+            double expected = profiled(m, pl_op_signature(&w.g->ops[p->tasks[i].op], p->shapes, 1));
+            if (expected < 0)
+                continue;
+            out->measured += pl_median(times + (size_t)i * PROBE_STEPS, PROBE_STEPS);
+            out->profiled += expected;
+            out->ops++;
+        }
+    }
+    pl_calib_close(&w);
+    free(times);
+    return status;
+}
+
+/* The predicted one-device step of the model at `batch` from its training graph alone
+ * (no executor: a large model's weights take seconds to set up), or -1 when it does not
+ * load; its parameters' and state's bytes in *bytes. */
+static double predicted_step(const pl_cost_model *m, const char *path, int batch, double *bytes,
+                             pl_error *err)
+{
+    pl_graph *g = pl_graph_load_file(path, err);
+    double step = -1;
+    if (g && pl_graph_set_batch(g, batch, err) == PL_OK && pl_autodiff_build(g, err) == PL_OK) {
+        step = 0;
+        for (int o = 0; o < g->n_ops; o++) {
+            const pl_op *op = &g->ops[o];
+            double t = pl_cost_lookup(m, pl_op_signature(op, g->tensors, 1));
+            step += t >= 0 ? t
+                           : pl_cost_op(m, op->kind, 1, op->flops,
+                                        (double)(op->bytes_read + op->bytes_written));
+        }
+        pl_graph_stats stats;
+        pl_graph_stats_compute(g, &stats);
+        *bytes = (double)(stats.param_bytes + stats.state_bytes);
+    }
+    pl_graph_free(g);
+    return step;
+}
+
+/* The model's batch (0 when it does not load). */
+static int batch_of(const char *path, pl_error *err)
+{
+    pl_graph *g = pl_graph_load_file(path, err);
+    int batch = g ? g->batch_size : 0;
+    pl_graph_free(g);
+    return batch;
+}
+
+/* The model at the largest of its batch, half, quarter and eighth whose step is short. */
+static pl_status probe_model(const pl_cost_model *m, const char *path, const pl_cluster *c,
+                             const volatile sig_atomic_t *interrupt, pl_probe *out, pl_error *err)
+{
+    int batch = batch_of(path, err);
+    if (batch == 0)
+        return err ? err->status : PL_EINPUT;
+    int smallest = batch / 8 > 0 ? batch / 8 : 1;
+    double bytes = 0, step = predicted_step(m, path, smallest, &bytes, err);
+    if (step < 0)
+        return err ? err->status : PL_EINPUT;
+    if (step > PL_PROBE_MAX_STEP_SECONDS || bytes > PL_PROBE_MAX_BYTES)
+        return PL_OK; /* too long to probe: the reference speaks for the machine */
+    int size = smallest;
+    while (size * 2 <= batch && step * 2 <= PL_PROBE_MAX_STEP_SECONDS) {
+        size *= 2;
+        step *= 2;
+    }
+    out->batch = size;
+    return run_at(m, path, size, c, interrupt, out, err);
+}
+
+pl_status pl_cost_probe(const pl_cost_model *m, const char *model_path, const char *reference_path,
+                        const volatile sig_atomic_t *interrupt, pl_probe *out, pl_error *err)
+{
+    double start = pl_now();
+    *out = (pl_probe){.scale = 1};
+    pl_cluster *c = pl_calib_cluster(1, 1, 0, false, err);
+    pl_status status = c ? PL_OK : PL_ENOMEM;
+    if (status == PL_OK && model_path)
+        status = probe_model(m, model_path, c, interrupt, out, err);
+    if (status == PL_OK && out->ops < PROBE_MIN_OPS && reference_path) {
+        out->reference = true;
+        int batch = out->batch;
+        status = probe_model(m, reference_path, c, interrupt, out, err);
+        out->batch = batch;
+    }
+    if (status == PL_OK && out->ops > 0 && out->profiled > 0)
+        out->scale = out->measured / out->profiled;
+    pl_cluster_free(c);
+    out->seconds = pl_now() - start;
+    return status;
+}
