@@ -234,6 +234,8 @@ static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
         print_replay(r, times->median);
     fprintf(pl_cli_text, "throughput: %.0f samples/s; loss %.4f at the last step\n",
             g->batch_size / m.series.median, (double)m.last_loss);
+    pl_cli_warn_load(&m.load, c, "the plan was measured", 0,
+                     m.series.unstable ? "its steps were unstable" : NULL);
     if (o->trace && pl_cli_leader()) {
         pl_error_init(&err, o->trace);
         if (pl_executor_write_trace(ex, o->trace, &err) != PL_OK)
