@@ -248,13 +248,10 @@ typedef struct pl_search {
 
 /* The load the search's measurements are judged by (pl_machine_load_disturbed): every
  * measurement's, pooled, and when they lasted under PL_MACHINE_LOAD_MIN_SECONDS in all
- * (too few clock ticks to judge), the reading before them too. */
+ * (too few clock ticks to judge), the reading before them too (pl_machine_load_judged). */
 static inline pl_machine_load pl_search_judged_load(const pl_search *search)
 {
-    pl_machine_load load = search->load_measuring;
-    if (load.seconds < PL_MACHINE_LOAD_MIN_SECONDS)
-        pl_machine_load_add(&load, &search->load_before);
-    return load;
+    return pl_machine_load_judged(&search->load_measuring, &search->load_before);
 }
 
 typedef enum pl_search_event_kind {

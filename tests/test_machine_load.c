@@ -127,6 +127,22 @@ static void test_pool_and_clamp(void)
     CU_ASSERT_EQUAL(pl_machine_load_share(&over), 1);
 }
 
+/* Too short a measurement is judged with the reading before it; none is unknown. */
+static void test_judged(void)
+{
+    pl_machine_load before = {.known = true, .seconds = 0.2, .total = 0.4, .others = 0.3};
+    pl_machine_load short_one = {.known = true, .seconds = 0.01, .total = 0.02, .others = 0};
+    pl_machine_load long_one = {.known = true, .seconds = 1, .total = 2, .others = 0.1};
+    pl_machine_load none = {0};
+    pl_machine_load judged = pl_machine_load_judged(&short_one, &before);
+    CU_ASSERT_DOUBLE_EQUAL(judged.seconds, 0.21, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(pl_machine_load_share(&judged), 0.3 / 0.42, 1e-12);
+    judged = pl_machine_load_judged(&long_one, &before);
+    CU_ASSERT_DOUBLE_EQUAL(pl_machine_load_share(&judged), 0.05, 1e-12);
+    judged = pl_machine_load_judged(&none, &before);
+    CU_ASSERT_FALSE(judged.known);
+}
+
 static void test_warning(void)
 {
     char text[512] = "untouched";
@@ -162,6 +178,7 @@ void pl_register_machine_load_tests(void)
         {"a busy thread of this process is not others' work", test_own_thread_is_ours},
         {"a busy child process is others' work", test_child_is_others},
         {"loads pool unclamped, shares clamp, unknown loads are skipped", test_pool_and_clamp},
+        {"a short measurement is judged with the reading before it", test_judged},
         {"one warning line, only when disturbed", test_warning},
         {NULL, NULL},
     };

@@ -193,8 +193,6 @@ void pl_cli_print_stability(FILE *out, const pl_measurement *m)
                 "spread\nunstable: %s: the machine was busy? Measure again on a quiet "
                 "machine\n", m->rounds, medians, m->round,
                 pl_cli_instability_text(&m->series, why, sizeof why));
-    fprintf(out, "machine: %s during round %d\n",
-            pl_cli_load_text(&m->load, why, sizeof why), m->round);
 }
 
 void pl_cli_warn_load(const pl_machine_load *load, const pl_cluster *c, const char *what,

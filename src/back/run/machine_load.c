@@ -72,6 +72,15 @@ void pl_machine_load_add(pl_machine_load *sum, const pl_machine_load *load)
     sum->steal += load->steal;
 }
 
+pl_machine_load pl_machine_load_judged(const pl_machine_load *during,
+                                       const pl_machine_load *before)
+{
+    pl_machine_load load = *during;
+    if (load.known && load.seconds < PL_MACHINE_LOAD_MIN_SECONDS)
+        pl_machine_load_add(&load, before);
+    return load;
+}
+
 static double clamped_share(double part, double total)
 {
     return total <= 0 || part <= 0 ? 0 : part >= total ? 1 : part / total;

@@ -70,6 +70,12 @@ pl_machine_load pl_machine_load_since(const pl_machine_cpu *start, double second
  * the sum is known once a known load was added. */
 void pl_machine_load_add(pl_machine_load *sum, const pl_machine_load *load);
 
+/* The load a measurement is judged by: `during` it, and when it lasted under
+ * PL_MACHINE_LOAD_MIN_SECONDS (too few clock ticks to judge alone), `before` it too;
+ * unknown when `during` is (nothing measured). */
+pl_machine_load pl_machine_load_judged(const pl_machine_load *during,
+                                       const pl_machine_load *before);
+
 /* Others' share of the machine's CPU, 0 to 1 (steal included); 0 when unknown. */
 double pl_machine_load_share(const pl_machine_load *load);
 /* The host's steal share, 0 to 1; 0 when unknown. */
