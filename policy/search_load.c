@@ -10,8 +10,8 @@ void pl_search__load_before(pl_search_call *call)
         return;
     call->read_before = true;
     /* placing the baselines took part of the interval already; it sleeps what is left */
-    call->result->load_before =
-        pl_machine_load_since(&call->executor_started, PL_SEARCH_LOAD_BEFORE_SECONDS);
+    call->result->load_before = pl_machine_load_since(&call->executor_started,
+                                                      PL_SEARCH_LOAD_BEFORE_SECONDS);
 }
 
 void pl_search__load_during(pl_search_call *call, const pl_machine_load *load)

@@ -146,8 +146,8 @@ static void test_judged(void)
 static void test_warning(void)
 {
     char text[512] = "untouched";
-    pl_machine_load quiet = {.known = true, .seconds = 1, .total = 2,
-                             .others = 2 * PL_MACHINE_LOAD_DISTURBED};
+    pl_machine_load quiet = {
+        .known = true, .seconds = 1, .total = 2, .others = 2 * PL_MACHINE_LOAD_DISTURBED};
     CU_ASSERT_FALSE(pl_machine_load_disturbed(&quiet));
     CU_ASSERT_FALSE(pl_machine_load_warning(&quiet, "x", 2, NULL, text, sizeof text));
     CU_ASSERT_STRING_EQUAL(text, "untouched");
@@ -164,8 +164,8 @@ static void test_warning(void)
                                  "trustworthy; run again on a quiet machine (close other "
                                  "programs; check with `uptime` or `top`)");
     pl_machine_load stolen = {.known = true, .seconds = 1, .total = 2, .others = 1, .steal = 0.8};
-    CU_ASSERT_TRUE(pl_machine_load_warning(&stolen, "the plan was measured", 0, NULL, text,
-                                           sizeof text));
+    CU_ASSERT_TRUE(
+        pl_machine_load_warning(&stolen, "the plan was measured", 0, NULL, text, sizeof text));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "other work took 50% of the CPU (40% stolen by the "
                                         "virtual machine's host) while the plan was measured:"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "the host's other virtual machines took it"));

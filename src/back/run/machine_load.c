@@ -21,8 +21,8 @@ pl_machine_cpu pl_machine_load_read(void)
     long hz = sysconf(_SC_CLK_TCK);
     struct rusage self;
     if (stat && hz > 0 && getrusage(RUSAGE_SELF, &self) == 0 &&
-        fscanf(stat, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-               &v[3], &v[4], &v[5], &v[6], &v[7]) == 8) {
+        fscanf(stat, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+               &v[4], &v[5], &v[6], &v[7]) == 8) {
         /* guest time is in user already; steal is a neighbour's on the host */
         cpu.busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)hz;
         cpu.steal = (double)v[7] / (double)hz;
@@ -72,8 +72,7 @@ void pl_machine_load_add(pl_machine_load *sum, const pl_machine_load *load)
     sum->steal += load->steal;
 }
 
-pl_machine_load pl_machine_load_judged(const pl_machine_load *during,
-                                       const pl_machine_load *before)
+pl_machine_load pl_machine_load_judged(const pl_machine_load *during, const pl_machine_load *before)
 {
     pl_machine_load load = *during;
     if (load.known && load.seconds < PL_MACHINE_LOAD_MIN_SECONDS)

@@ -59,8 +59,7 @@ typedef struct pl_machine_load {
 pl_machine_cpu pl_machine_load_read(void);
 
 /* The load between two readings (`before` first); unknown when either is. */
-pl_machine_load pl_machine_load_between(const pl_machine_cpu *before,
-                                        const pl_machine_cpu *after);
+pl_machine_load pl_machine_load_between(const pl_machine_cpu *before, const pl_machine_cpu *after);
 
 /* The load from `start` (a reading) to now, once at least `seconds` have passed since it
  * was read: it sleeps what is left of them first. */
