@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "grow.h"
 #include "load.h"
+#include "machine_load.h"
 
 /* Measured op configurations, growing. */
 typedef struct op_times {
@@ -78,16 +79,17 @@ static pl_status add_spread(spreads *s, pl_op_time *times, int second, int n, pl
 }
 
 static void record(pl_calibration_record *r, spreads *s, double start,
-                   const pl_calib_load *before)
+                   const pl_machine_cpu *before)
 {
-    pl_calib_load after = pl_calib_load_now();
+    pl_machine_cpu after = pl_machine_load_read();
+    pl_machine_load load = pl_machine_load_between(before, &after);
     r->measured_at = (long long)time(NULL);
     r->seconds = pl_now() - start;
     r->attempts = 1;
     r->compared = s->n;
     r->spread_median = s->n ? pl_quantile(s->v, s->n, 0.5) : 0;
     r->spread_p90 = s->n ? pl_quantile(s->v, s->n, 0.9) : 0;
-    r->others_share = pl_calib_others_share(before, &after);
+    r->others_share = pl_machine_load_share(&load);
     r->spread_threshold = PL_CALIBRATION_SPREAD_THRESHOLD;
     r->others_threshold = PL_CALIBRATION_OTHERS_THRESHOLD;
 }
@@ -252,7 +254,7 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
     memset(m, 0, sizeof *m);
     pl_cost_machine_key(m->machine, sizeof m->machine);
     double start = pl_now();
-    pl_calib_load load_before = pl_calib_load_now();
+    pl_machine_cpu load_before = pl_machine_load_read();
     spreads spread = {0};
     pl_status status = PL_OK;
     for (int i = 0; status == PL_OK && i < n_threads; i++) {

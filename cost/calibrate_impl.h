@@ -64,18 +64,6 @@ pl_status pl_calib_run_steps(workload *w, int steps, double **times, pl_error *e
 int pl_calib_pass_spread(pl_op_time *first, int n_first, pl_op_time *second, int n_second,
                          double min_seconds, double *spread);
 
-/* calibrate_load.c: how busy the machine was: CPU seconds of all its cores (/proc/stat:
- * busy, including a VM's stolen time, and in all) and of this process (getrusage), at one
- * moment. */
-typedef struct pl_calib_load {
-    double busy, total, ours;
-    bool known; /* false: no /proc/stat */
-} pl_calib_load;
-pl_calib_load pl_calib_load_now(void);
-/* The share of the machine's CPU time, 0 to 1, that others (other processes, the host's
- * neighbours) used between two readings; 0 when unknown. */
-double pl_calib_others_share(const pl_calib_load *before, const pl_calib_load *after);
-
 /* calibrate_executor.c: what the timelines show. */
 typedef struct gaps {
     samples task;    /* between a device's tasks, the next one already ready */

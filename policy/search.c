@@ -578,6 +578,9 @@ static pl_status run(pl_search_call *call)
         return call->err->status;
     if (call->executor)
         pl_executor_set_interrupt(call->executor, call->interrupt);
+    /* over processes, the other ranks on this machine would read as others' work */
+    call->reads_load = call->executor && !call->options->comm;
+    call->executor_started = pl_machine_load_read();
     if (call->executor && call->options->comm &&
         (pl_executor_set_comm(call->executor, call->options->comm, call->err) != PL_OK ||
          pl_executor_lead(call->executor, call->err) != PL_OK))
@@ -616,6 +619,7 @@ pl_search *pl_search_run(const pl_graph *graph, const pl_cluster *cluster,
         status = pl_error_set(&error, PL_ENOMEM, NULL, "out of memory");
     if (status == PL_OK) {
         call.result->chosen = call.result->best_baseline = -1;
+        call.result->load_worst = -1;
         status = run(&call);
     }
     if (status == PL_OK) {

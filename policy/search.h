@@ -28,6 +28,13 @@
  * not correct the simulator. The head-to-head examines each contender's steps too, goes
  * on past the budget while one is unstable and its rounds are short, and sets
  * `choice_unstable` when the choice rests on an unstable measurement.
+ * How busy the machine was (machine_load.h): before its first measurement the search reads
+ * the machine's load over at least PL_SEARCH_LOAD_BEFORE_SECONDS from the executor's start
+ * (sleeping what placing the baselines did not take), and during every measurement; each
+ * measured row keeps others' share during its measurement (the head-to-head's contenders,
+ * over the whole head-to-head), and the result the load pooled over every measurement and
+ * the highest share of one lasting PL_MACHINE_LOAD_MIN_SECONDS or more. Over several
+ * processes (options->comm) the other ranks would count as others: nothing is read there.
  * Simulating only (pl_search_options.simulate_only) skips every measurement: no executor
  * is made, and the result depends on the code, the cost model and the seed alone.
  *
@@ -74,6 +81,7 @@
 #include "cost_model.h"
 #include "error.h"
 #include "graph.h"
+#include "machine_load.h"
 #include "measure.h"
 #include "plan.h"
 #include "simulate.h"
@@ -152,6 +160,9 @@ typedef struct pl_search_row {
                              head-to-head's series */
     bool head_to_head;    /* measured last, taking turns with the other contenders */
     bool fits;            /* simulated, and measured when it was, within every device */
+    pl_machine_load load; /* how busy the machine was during its measurement (the round
+                             reported; the head-to-head's contenders: all its rounds);
+                             unknown when not measured */
 } pl_search_row;
 
 /* A measured step more than this many times its simulated step was most likely disturbed
@@ -163,6 +174,9 @@ static inline bool pl_search_row_disturbed(const pl_search_row *row)
 {
     return row->plan && row->measured > PL_SEARCH_DISTURBED * row->sim.step_seconds;
 }
+
+/* The least the search reads the machine's load before its first measurement, seconds. */
+#define PL_SEARCH_LOAD_BEFORE_SECONDS 0.2
 
 /* A measurement of the agent's best plan during the search. */
 typedef struct pl_search_measurement {
@@ -194,6 +208,10 @@ typedef struct pl_search {
     bool choice_unstable; /* the chosen row's measurement, or that of the best baseline it
                              was compared with, was unstable (measure.h): the choice may not
                              hold on a quiet machine */
+    pl_machine_load load_before;    /* before the first measurement (search.h, above) */
+    pl_machine_load load_measuring; /* every measurement's, pooled */
+    double load_worst;    /* others' highest share during one measurement of at least
+                             PL_MACHINE_LOAD_MIN_SECONDS, 0 to 1; -1: none that long */
     double bound;         /* the lower bound on the step (bound.h), seconds */
     pl_bound_parts bound_parts; /* the bound's parts (bound.h) */
     double agent_measured; /* the fastest step measured of the agent's best plans during
@@ -227,6 +245,14 @@ typedef struct pl_search {
                                                    saved ("cannot write PATH: REASON"), or
                                                    "" */
 } pl_search;
+
+/* The load the search's measurements are judged by (pl_machine_load_disturbed): every
+ * measurement's, pooled, and when they lasted under PL_MACHINE_LOAD_MIN_SECONDS in all
+ * (too few clock ticks to judge), the reading before them too (pl_machine_load_judged). */
+static inline pl_machine_load pl_search_judged_load(const pl_search *search)
+{
+    return pl_machine_load_judged(&search->load_measuring, &search->load_before);
+}
 
 typedef enum pl_search_event_kind {
     PL_SEARCH_STARTED,        /* the lower bound is known; nothing placed yet */

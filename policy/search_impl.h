@@ -17,6 +17,9 @@ typedef struct pl_search_call {
     pl_executor *executor; /* NULL when the call only simulates */
     pl_search *result;
     double start;          /* what the budget counts from */
+    bool reads_load;       /* an executor of one process: the machine's load is read */
+    bool read_before;      /* the load before the first measurement was read */
+    pl_machine_cpu executor_started; /* the machine's CPU when the executor was made */
     pl_error *err;
 } pl_search_call;
 
@@ -51,6 +54,11 @@ enum { PL_SEARCH_AGENT_ROWS = 3 };
  * the agent's rows, every step taken as long as the best baseline's (the agent's plans are
  * seldom slower), a quarter more for setting the plans. */
 double pl_search__head_to_head_seconds(const pl_search_call *call);
+
+/* How busy the machine was: before the first measurement (once), and during one
+ * (`load`) into the result's pool and worst. */
+void pl_search__load_before(pl_search_call *call);
+void pl_search__load_during(pl_search_call *call, const pl_machine_load *load);
 
 /* The chosen plan's busy time per device in one more measured step. */
 void pl_search__measure_busy(pl_search_call *call);

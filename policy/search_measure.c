@@ -81,15 +81,19 @@ pl_status pl_search__measure_row(pl_search_call *call, pl_search_row *row)
         row->fits = false;
         return PL_OK;
     }
+    pl_search__load_before(call);
     pl_status status = pl_executor_measure(call->executor, 1, call->options->measure_steps, &m,
                                            call->err);
     if (cut_short(call, status))
         return PL_OK;
     if (status != PL_OK)
         return status;
+    for (int r = 0; r < m.rounds; r++)
+        pl_search__load_during(call, &m.round_load[r]);
     row->measured = m.series.median;
     row->series = m.series;
     row->measure_rounds = m.rounds;
+    row->load = call->reads_load ? m.load : (pl_machine_load){0};
     note_measured(row);
     return PL_OK;
 }
@@ -182,9 +186,9 @@ static bool any_unstable(const int *who, int n, const double *steps, int rounds)
 }
 
 /* The contenders' step series become their measurements: the medians, and their
- * spreads and stability. */
+ * spreads and stability; the machine's load during the rounds is every contender's. */
 static pl_status keep_series(pl_search_call *call, const int *who, int n, double *steps,
-                             int rounds)
+                             int rounds, const pl_machine_load *load)
 {
     for (int k = 0; k < n; k++) {
         pl_search_row *row = &call->result->rows[who[k]];
@@ -195,6 +199,7 @@ static pl_status keep_series(pl_search_call *call, const int *who, int n, double
         row->measure_rounds = 1;
         note_measured(row);
         row->head_to_head = true;
+        row->load = *load;
         if (!row->baseline && !row->series.unstable)
             pl_agent_correct(call->result->agent, row->sim.step_seconds, row->measured);
     }
@@ -227,25 +232,34 @@ pl_status pl_search__head_to_head(pl_search_call *call)
     double budget_end = call->start + call->options->budget;
     int rounds = 0;
     pl_status status = PL_OK;
+    pl_machine_load load = {0}; /* over the rounds; unknown unless read */
+    pl_search__load_before(call);
     while (status == PL_OK && rounds < MAX_ROUNDS && !pl_search__interrupted(call) &&
            (rounds < MIN_ROUNDS ? within_budget(call, 1, round_seconds)
                                 : pl_now() < budget_end ||
                                       (within_budget(call, 1, round_seconds) &&
                                        any_unstable(who, n, steps, rounds)))) {
         double round_start = pl_now();
+        pl_machine_cpu before = pl_machine_load_read();
         status = take_turns(call, who, n, steps, rounds++);
+        pl_machine_cpu after = pl_machine_load_read();
         round_seconds = fmax(round_seconds, pl_now() - round_start);
         if (cut_short(call, status)) {
             rounds--; /* not a whole round */
             status = PL_OK;
             break;
         }
+        pl_machine_load round_load = pl_machine_load_between(&before, &after);
+        if (status == PL_OK && call->reads_load) {
+            pl_machine_load_add(&load, &round_load);
+            pl_search__load_during(call, &round_load);
+        }
         if (status == PL_OK)
             pl_search__tell(call, (pl_search_event){.kind = PL_SEARCH_HEAD_TO_HEAD,
                                                     .row = -1, .round = rounds});
     }
     if (status == PL_OK && rounds >= MIN_ROUNDS)
-        status = keep_series(call, who, n, steps, rounds);
+        status = keep_series(call, who, n, steps, rounds, &load);
     else if (status == PL_OK && !pl_search__interrupted(call))
         call->result->skipped |= PL_SEARCH_SKIPPED_HEAD_TO_HEAD;
     free(steps);

@@ -21,6 +21,7 @@ void pl_register_replica_tests(void);
 void pl_register_split_tests(void);
 void pl_register_recompute_tests(void);
 void pl_register_measure_tests(void);
+void pl_register_machine_load_tests(void);
 void pl_register_simulate_tests(void);
 void pl_register_op_times_tests(void);
 void pl_register_hardware_tests(void);

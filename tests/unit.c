@@ -33,6 +33,7 @@ int main(int argc, char **argv)
     pl_register_split_tests();
     pl_register_recompute_tests();
     pl_register_measure_tests();
+    pl_register_machine_load_tests();
     pl_register_simulate_tests();
     pl_register_op_times_tests();
     pl_register_hardware_tests();

@@ -222,6 +222,17 @@ const char *pl_cli_instability_text(const pl_series *series, char *text, size_t 
  * "measurement: steady ...", or what made it unstable in every round and which round the
  * figures are. */
 void pl_cli_print_stability(FILE *out, const pl_measurement *measurement);
+/* "placer: warning: other work took 63% of the CPU while WHAT ...: the measurements are
+ * not trustworthy; run again on a quiet machine (...)" on stderr when `load` was disturbed
+ * (machine_load.h: pl_machine_load_warning, which says what `slowdown` and `note` add), whatever -q says; nothing otherwise. Only for native cores in one process: paced
+ * devices mostly wait, so others' work seldom moves their steps, and over processes the
+ * other ranks are no one else's work. One line per command that measures. */
+void pl_cli_warn_load(const pl_machine_load *load, const pl_cluster *cluster, const char *what,
+                      double slowdown, const char *note);
+/* How busy the machine was, for a sentence: "other work took 3% of the CPU (0.42 s
+ * measured)", with the steal share when there was some, or "how busy the machine was is
+ * unknown (no /proc/stat)". Returns `text`. */
+const char *pl_cli_load_text(const pl_machine_load *load, char *text, size_t size);
 /* The footnote of a table whose measured figures carry a spread and a mark. */
 void pl_cli_print_spread_note(FILE *out, bool any_unstable);
 /* "plan: 3 devices, 3 stages, ..." for run and simulate. */

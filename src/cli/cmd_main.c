@@ -593,6 +593,24 @@ static void note_measured_ops(job_state *s)
                pl_cli_input_name(s->o.model));
 }
 
+/* One line on stderr when other work disturbed the measurements (cli.h), with how much
+ * slower than simulated the chosen plan's steps were. */
+static void warn_load(const job_state *s)
+{
+    const pl_search *search = s->search;
+    if (!search || search->chosen < 0)
+        return;
+    const pl_search_row *chosen = &search->rows[search->chosen];
+    double slowdown = chosen->measured > 0 && chosen->sim.step_seconds > 0
+                          ? chosen->measured / chosen->sim.step_seconds
+                          : 0;
+    pl_machine_load judged = pl_search_judged_load(search);
+    pl_cli_warn_load(&judged, s->setup.cluster, "the plans were measured",
+                     slowdown > 1 ? slowdown : 0,
+                     search->choice_unstable ? "the choice rests on an unstable measurement"
+                                             : NULL);
+}
+
 static int run_job(job_state *s)
 {
     int status = pl_cli_check_processes(s->setup.cluster);
@@ -626,6 +644,7 @@ static int run_job(job_state *s)
     s->job.op_times_path = s->o.op_times;
     if ((status = search(s)) == PL_EXIT_OK)
         status = write_outputs(s);
+    warn_load(s);
     /* an output not written (the model's drawing, the checkpoint) fails the job, after
        the plan and the report are written */
     if (status == PL_EXIT_OK && (s->graph_dot_status != PL_EXIT_OK ||

@@ -195,6 +195,29 @@ void pl_cli_print_stability(FILE *out, const pl_measurement *m)
                 pl_cli_instability_text(&m->series, why, sizeof why));
 }
 
+void pl_cli_warn_load(const pl_machine_load *load, const pl_cluster *c, const char *what,
+                      double slowdown, const char *note)
+{
+    char line[1024];
+    if (pl_cli_leader() && !pl_cli_comm() && !c->paced && !c->simulated &&
+        pl_machine_load_warning(load, what, slowdown, note, line, sizeof line))
+        fprintf(stderr, "placer: warning: %s\n", line);
+}
+
+const char *pl_cli_load_text(const pl_machine_load *load, char *text, size_t size)
+{
+    double steal = pl_machine_load_steal_share(load);
+    char stolen[48] = "";
+    if (steal >= 0.01)
+        snprintf(stolen, sizeof stolen, ", %.0f%% of it the host's steal", 100 * steal);
+    if (!load->known)
+        snprintf(text, size, "how busy the machine was is unknown (no /proc/stat)");
+    else
+        snprintf(text, size, "other work took %.0f%% of the CPU%s (%.2f s measured)",
+                 100 * pl_machine_load_share(load), stolen, load->seconds);
+    return text;
+}
+
 void pl_cli_print_spread_note(FILE *out, bool any_unstable)
 {
     fprintf(out, "±: half the interquartile range of the measured steps, over their "

@@ -23,6 +23,34 @@ static const char *stop_name(pl_search_stop stop)
     }
 }
 
+/* Others' share of the CPU during a load (machine_load.h), or null when unknown. */
+static json_t *share_or_null(const pl_machine_load *load)
+{
+    return load->known ? json_real(pl_machine_load_share(load)) : json_null();
+}
+
+/* How busy the machine was (search.h): before the first measurement, pooled over every
+ * measurement, the worst one, and the share judged (pl_search_judged_load) against the
+ * threshold; null when nothing was read (nothing measured, processes). */
+static json_t *machine_load_json(const pl_search *s)
+{
+    if (!s->load_before.known && !s->load_measuring.known)
+        return json_null();
+    pl_machine_load judged = pl_search_judged_load(s);
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:b}", "before_share",
+                     share_or_null(&s->load_before), "measuring_share",
+                     share_or_null(&s->load_measuring), "measuring_steal_share",
+                     s->load_measuring.known
+                         ? json_real(pl_machine_load_steal_share(&s->load_measuring))
+                         : json_null(),
+                     "measuring_seconds",
+                     s->load_measuring.known ? json_real(s->load_measuring.seconds)
+                                             : json_null(),
+                     "worst_share", s->load_worst >= 0 ? json_real(s->load_worst) : json_null(),
+                     "judged_share", share_or_null(&judged), "disturbed_above",
+                     PL_MACHINE_LOAD_DISTURBED, "disturbed", pl_machine_load_disturbed(&judged));
+}
+
 /* A measured row's steps (measure.h), or null. */
 static json_t *measurement_json(const pl_search_row *row)
 {
@@ -30,7 +58,7 @@ static json_t *measurement_json(const pl_search_row *row)
     if (!(row->measured > 0))
         return json_null();
     return json_pack("{s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:b, s:o, s:o, s:b, "
-                     "s:f, s:f, s:b}",
+                     "s:f, s:f, s:b, s:o}",
                      "steps", s->steps, "rounds", row->measure_rounds, "median_seconds",
                      s->median, "min_seconds", s->min, "max_seconds", s->max, "q1_seconds",
                      s->q1, "q3_seconds", s->q3, "iqr_spread", s->iqr_spread, "spread",
@@ -38,7 +66,8 @@ static json_t *measurement_json(const pl_search_row *row)
                      "low_mode_seconds", s->bimodal ? json_real(s->low_mode) : json_null(),
                      "high_mode_seconds", s->bimodal ? json_real(s->high_mode) : json_null(),
                      "drifting", s->drifting, "drift", s->drift, "rank_correlation",
-                     s->correlation, "likely_disturbed", pl_search_row_disturbed(row));
+                     s->correlation, "likely_disturbed", pl_search_row_disturbed(row),
+                     "others_share", share_or_null(&row->load));
 }
 
 static json_t *row_json(const pl_search_row *row, const pl_cluster *c)
@@ -153,6 +182,10 @@ int pl_job_write_summary(FILE *fp, const pl_job *job)
                                       s->bound_parts.communication, "micro_batch_size",
                                       s->bound_parts.micro_batch_size, "without_links_seconds",
                                       s->bound_parts.free_communication))) {
+        json_decref(root);
+        root = NULL;
+    }
+    if (root && json_object_set_new(root, "machine_load", machine_load_json(s))) {
         json_decref(root);
         root = NULL;
     }

@@ -118,6 +118,8 @@ static void write_measurement_notes(FILE *fp, const pl_search *search)
             fprintf(fp, ", %.1fx its simulated step (%.3f ms): the measurement was likely "
                     "disturbed, not the plan slow", row->measured / row->sim.step_seconds,
                     1e3 * row->sim.step_seconds);
+        if (row->load.known)
+            fprintf(fp, "; %s", pl_cli_load_text(&row->load, why, sizeof why));
         fprintf(fp, ". Measure it again on a quiet machine (placer run).");
     }
     fprintf(fp, "\n");
@@ -223,6 +225,40 @@ static void write_improvement(FILE *fp, const pl_search_row *chosen,
     fprintf(fp, ".\n\n");
 }
 
+/* How busy the machine was while the plans were measured (search.h), and whether that
+ * explains an unstable choice. */
+static void write_machine_load(FILE *fp, const pl_search *search)
+{
+    const pl_machine_load *during = &search->load_measuring;
+    pl_machine_load judged = pl_search_judged_load(search);
+    if (!judged.known)
+        return;
+    fprintf(fp, "How busy the machine was: while the plans were measured (%.2f s in all), "
+            "other work took %.0f%% of the CPU", during->seconds,
+            100 * pl_machine_load_share(during));
+    if (pl_machine_load_steal_share(during) >= 0.01)
+        fprintf(fp, " (%.0f%% the virtual machine's host's steal)",
+                100 * pl_machine_load_steal_share(during));
+    if (search->load_before.known)
+        fprintf(fp, "; %.0f%% before the first measurement",
+                100 * pl_machine_load_share(&search->load_before));
+    if (search->load_worst >= 0)
+        fprintf(fp, "; at most %.0f%% during one measurement", 100 * search->load_worst);
+    if (during->seconds < PL_MACHINE_LOAD_MIN_SECONDS)
+        fprintf(fp, "; judged with the reading before them (the measurements were too short "
+                "to judge alone), %.0f%%", 100 * pl_machine_load_share(&judged));
+    if (pl_machine_load_disturbed(&judged))
+        fprintf(fp, ". **That is above %.0f%%: the measurements were disturbed%s and are not "
+                "to be trusted.** Run again on a quiet machine (close other programs; check "
+                "with `uptime` or `top`).\n\n", 100 * PL_MACHINE_LOAD_DISTURBED,
+                search->choice_unstable ? ", which most likely made the choice's unstable" : "");
+    else
+        fprintf(fp, " (disturbed above %.0f%%)%s.\n\n", 100 * PL_MACHINE_LOAD_DISTURBED,
+                search->choice_unstable ? ": the load does not explain the unstable "
+                                          "measurement; the virtual machine's host or the "
+                                          "processor's clock may" : "");
+}
+
 static void write_choice(FILE *fp, const pl_search *search)
 {
     const pl_search_row *chosen = &search->rows[search->chosen];
@@ -247,6 +283,7 @@ static void write_choice(FILE *fp, const pl_search *search)
         fprintf(fp, "**The choice rests on an unstable measurement** (marked **!** above): "
                 "the machine was most likely busy while it was measured, and the choice may "
                 "not hold on a quiet machine.\n\n");
+    write_machine_load(fp, search);
 }
 
 /* Where the policy's weights came from. */

@@ -164,7 +164,10 @@ pl_status pl_executor_measure(pl_executor *ex, int warmup, int steps, pl_measure
     pl_series rounds[PL_MEASURE_MAX_ROUNDS];
     while (status == PL_OK && m->rounds < PL_MEASURE_MAX_ROUNDS &&
            (m->rounds == 0 || rounds[m->rounds - 1].unstable)) {
+        pl_machine_cpu before = pl_machine_load_read();
         status = run_round(ex, steps, times, &m->last_loss, err);
+        pl_machine_cpu after = pl_machine_load_read();
+        m->round_load[m->rounds] = pl_machine_load_between(&before, &after);
         if (status == PL_OK)
             status = pl_series_examine(times, steps, &rounds[m->rounds], err);
         if (status == PL_OK) {
@@ -183,5 +186,6 @@ pl_status pl_executor_measure(pl_executor *ex, int warmup, int steps, pl_measure
             best = r;
     m->round = best + 1;
     m->series = rounds[best];
+    m->load = m->round_load[best];
     return PL_OK;
 }

@@ -16,7 +16,9 @@
  * pl_executor_measure runs `warmup` steps, then a round of `steps` measured steps; while
  * the round's series is unstable and fewer than PL_MEASURE_MAX_ROUNDS rounds ran, it runs
  * another round (no second warm-up). It reports the first steady round, or, when none was,
- * the round with the smallest interquartile spread; `unstable` then stays set.
+ * the round with the smallest interquartile spread; `unstable` then stays set. It reads how
+ * busy the machine was (machine_load.h) at each round's start and end: what others took
+ * of the cores during each round, and during the one reported.
  *
  * Thread-safety: pl_series_examine is pure (thread-safe); pl_executor_measure drives the
  * executor, whose one caller it must be (executor.h). */
@@ -27,6 +29,7 @@
 
 #include "error.h"
 #include "executor.h"
+#include "machine_load.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,6 +73,8 @@ typedef struct pl_measurement {
     pl_series series;   /* that round's step times, examined: series.median is the step */
     double round_median[PL_MEASURE_MAX_ROUNDS]; /* every round's, [rounds] */
     bool round_unstable[PL_MEASURE_MAX_ROUNDS];
+    pl_machine_load round_load[PL_MEASURE_MAX_ROUNDS]; /* how busy the machine was */
+    pl_machine_load load; /* during the round reported */
     float last_loss;
 } pl_measurement;
 
