@@ -133,6 +133,24 @@ for split in split-paced-4 split-replicas; do
     done
 done
 
+# Native devices, one a rank (local-2-ranks-2: rank 0 on core 0, rank 1 on core 1): a plan
+# for local-2 trains as it does in one process.
+if [ "$(nproc)" -ge 2 ]; then
+    plan=$src/tests/plans/transformer-small-local-2.json
+    train "$work/n1.out" "$work/n1.ckpt" "$plan" "$src/graphs/clusters/local-2.json"
+    train "$work/n2.out" "$work/n2.ckpt" "$plan" "$src/graphs/clusters/local-2-ranks-2.json" 2
+    same "native devices over 2 ranks" "$work/n1" "$work/n2"
+    # No pacing holds a transfer's end: with the ranks' times from their own starts, a rank
+    # that left the barrier late showed transfers ending before they started.
+    for round in 1 2 3; do
+        expect 0 "native timeline over 2 ranks, round $round" mpi 2 "$bin" run "$model" \
+            --plan "$plan" --cluster "$src/graphs/clusters/local-2-ranks-2.json" --steps 3 \
+            --warmup 1 --trace "$work/native.trace.json" --timeline "$work/native.svg"
+        grep -q '"dur":-' "$work/native.trace.json" &&
+            bad "native timeline over 2 ranks: a task ends before it starts" || ok
+    done
+fi
+
 # placer run: every rank's devices in the one trace rank 0 writes, one report. (Its loss
 # depends on how many rounds the measurement took: the losses are train's to compare.)
 expect 0 "run over 4 ranks" mpi 4 "$bin" run "$model" --plan "$pipeline" --steps 3 \

@@ -403,7 +403,7 @@ static pl_status bind_program(pl_executor *ex, pl_error *err)
     ex->starts = calloc((size_t)n + 1, sizeof *ex->starts);
     ex->ends = calloc((size_t)n + 1, sizeof *ex->ends);
     ex->infos = calloc((size_t)p->micro_batches + 1, sizeof *ex->infos);
-    ex->combined = malloc((3 + (size_t)p->micro_batches + 2 * (size_t)n) * sizeof(double));
+    ex->combined = malloc((4 + (size_t)p->micro_batches + 2 * (size_t)n) * sizeof(double));
     ex->losses = calloc((size_t)p->micro_batches, sizeof *ex->losses);
     if (!ex->task_resource || !ex->pending || !ex->starts || !ex->ends || !ex->infos ||
         !ex->combined || !ex->losses)

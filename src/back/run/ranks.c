@@ -207,7 +207,10 @@ pl_status executor_begin_ranks_step(pl_executor *ex, pl_error *err)
 
 /* After a step on every rank: the slowest rank's time, each micro-batch's loss from the
  * rank that computed it, whether any was cut short or interrupted, and every task's times
- * (a transfer's start from its sender, its end from its receiver). */
+ * (a transfer's start from its sender, its end from its receiver). The ranks leave the
+ * barrier at different moments; on one host, where they share the clock, every time is
+ * taken from the earliest rank's start, so that a transfer ends no earlier than it
+ * started on native devices too (no pacing holds its end). Across hosts, each rank's own. */
 pl_status executor_end_ranks_step(pl_executor *ex, pl_error *err)
 {
     if (!ex->comm)
@@ -215,27 +218,30 @@ pl_status executor_end_ranks_step(pl_executor *ex, pl_error *err)
     const pl_program *p = ex->program;
     int m = p->micro_batches;
     double *values = ex->combined;
+    double origin = pl_comm_shared_clock(ex->comm) ? ex->step_start : 0;
     values[0] = ex->step_seconds;
     values[1] = atomic_load(&ex->cut_short) ? 1 : 0;
     values[2] = executor_flagged(ex) ? 1 : 0;
-    double *losses = values + 3, *starts = losses + m, *ends = starts + p->n_tasks;
+    values[3] = -origin; /* the earliest start, as a maximum */
+    double *losses = values + 4, *starts = losses + m, *ends = starts + p->n_tasks;
     for (int k = 0; k < m; k++)
         losses[k] = ex->losses[k];
     for (int i = 0; i < p->n_tasks; i++) { /* a receiving end records no start */
-        starts[i] = -ex->starts[i];
-        ends[i] = ex->roles[i] == ROLE_SEND ? -INFINITY : ex->ends[i];
+        starts[i] = -(ex->starts[i] + origin);
+        ends[i] = ex->roles[i] == ROLE_SEND ? -INFINITY : ex->ends[i] + origin;
     }
-    pl_status status = pl_comm_max(ex->comm, values, 3 + m + 2 * p->n_tasks, err);
+    pl_status status = pl_comm_max(ex->comm, values, 4 + m + 2 * p->n_tasks, err);
     if (status != PL_OK)
         return status;
     ex->step_seconds = values[0];
     atomic_store(&ex->cut_short, values[1] > 0);
     ex->interrupted = ex->interrupted || values[2] > 0;
+    double earliest = -values[3];
     for (int k = 0; k < m; k++)
         ex->losses[k] = (float)losses[k];
     for (int i = 0; i < p->n_tasks; i++) {
-        ex->starts[i] = -starts[i];
-        ex->ends[i] = ends[i];
+        ex->starts[i] = -starts[i] - earliest;
+        ex->ends[i] = ends[i] - earliest;
     }
     return PL_OK;
 }
