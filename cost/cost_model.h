@@ -52,7 +52,7 @@
 extern "C" {
 #endif
 
-enum { PL_COST_FORMAT_VERSION = 12, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
+enum { PL_COST_FORMAT_VERSION = 13, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
 
 /* The executor's delays on paced devices and links. Each is a mean (they add up along a
  * step, the rare long ones included) measured by the contention at the moment it arose
@@ -90,7 +90,11 @@ int pl_cost_contention(bool alone, int others_busy, int others_computing);
 
 typedef struct pl_op_cost {
     double seconds, per_flop, per_byte;
-    int samples; /* 0: not measured */
+    int samples;    /* 0: not measured */
+    double fastest; /* the fastest FLOP rate among its samples (FLOPs a second; 0: not
+                       known, as in a model made by hand): the native lower bound's roofline */
+    double least;   /* the least of its samples' times over the fit's (0: not known): how
+                       far below the fit an op may run */
 } pl_op_cost;
 
 /* A native copy of `bytes` takes `seconds`. */
@@ -161,6 +165,9 @@ void pl_cost_machine_key(char *buf, size_t cap);
 
 /* Whether the model has measurements for devices of `threads` threads. */
 bool pl_cost_has_threads(const pl_cost_model *model, int threads);
+/* The fastest FLOP rate calibration saw for any op on devices of `threads` threads (at the
+ * measured thread count pl_cost_op takes for them); 0 when not known. */
+double pl_cost_fastest_rate(const pl_cost_model *model, int threads);
 
 /* A paced delay at a contention level (pl_cost_contention; clamped), with `others_busy`
  * other devices and links busy then and `others_used` in the step (never below 0). */
@@ -208,7 +215,8 @@ double pl_cost_op_on(const pl_cost_model *model, pl_op_kind kind, const pl_devic
 double pl_task_op_bytes(const pl_program *program, const pl_task *task);
 
 /* Fits one op kind's coefficients to samples (seconds, flops, bytes), non-negative, by
- * least squares on relative error (times span microseconds to seconds). */
+ * least squares on relative error (times span microseconds to seconds), and records the
+ * fastest FLOP rate among them and the least of their times over the fit's. */
 pl_op_cost pl_cost_fit(const double *seconds, const double *flops, const double *bytes, int n);
 
 /* Profile files (JSON, written atomically). Reading checks the format version and every
