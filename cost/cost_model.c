@@ -61,6 +61,12 @@ double pl_cost_fastest_rate(const pl_cost_model *m, int threads)
     return m->ops[measured_threads(m, threads)][PL_OP_COUNT].fastest;
 }
 
+double pl_cost_least_over_fit(const pl_cost_model *m, pl_op_kind kind, int threads)
+{
+    const pl_op_cost *row = m->ops[measured_threads(m, threads)];
+    return row[kind].samples > 0 ? row[kind].least : row[PL_OP_COUNT].least;
+}
+
 double pl_cost_op(const pl_cost_model *m, pl_op_kind kind, int threads, double flops,
                   double bytes)
 {

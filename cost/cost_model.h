@@ -168,6 +168,9 @@ bool pl_cost_has_threads(const pl_cost_model *model, int threads);
 /* The fastest FLOP rate calibration saw for any op on devices of `threads` threads (at the
  * measured thread count pl_cost_op takes for them); 0 when not known. */
 double pl_cost_fastest_rate(const pl_cost_model *model, int threads);
+/* The least of an op kind's samples' times over the fit that pl_cost_op takes for it on
+ * devices of `threads` threads (the kind's, else all kinds'); 0 when not known. */
+double pl_cost_least_over_fit(const pl_cost_model *model, pl_op_kind kind, int threads);
 
 /* A paced delay at a contention level (pl_cost_contention; clamped), with `others_busy`
  * other devices and links busy then and `others_used` in the step (never below 0). */
