@@ -34,7 +34,8 @@
  * the executor's delays: a paced task never ends before its held time, but its lateness
  * is a mean that a quiet step beats. So no plan's simulated step can come out below the
  * bound, even where the measured times and the fit disagree, and no measured step on
- * paced devices. */
+ * paced devices. On native devices a calibrated profile's times are not floors: there
+ * each op takes native_floor's time (below). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -73,6 +74,27 @@ static void find_classes(const pl_cluster *c, device_classes *k)
     }
 }
 
+/* On a native device a calibrated profile's times are medians of ops run alone, not
+ * floors: inside a plan an op task ran down to 0.42x its profiled time (weights hot in
+ * cache across micro-batches), and the fit extrapolates to shapes calibration never saw
+ * (docs/simulator.md, "The lower bound"). So there an op counts at the larger of its FLOPs
+ * at NATIVE_RATE_HEADROOM times the fastest rate calibration saw for any op (no task
+ * reached more than 1.18x of it) and NATIVE_FLOOR times its profiled time, or, unprofiled,
+ * that times the least a sample of its kind took against the fit. */
+#define NATIVE_FLOOR 0.4
+#define NATIVE_RATE_HEADROOM 1.25
+
+static double native_floor(const pl_cost_model *m, const pl_device *device, pl_op_kind kind,
+                           double profiled, double flops, double bytes)
+{
+    double fastest = pl_cost_fastest_rate(m, device->threads);
+    double roofline = flops / (NATIVE_RATE_HEADROOM * fastest);
+    if (profiled >= 0)
+        return fmax(roofline, NATIVE_FLOOR * profiled);
+    double least = pl_cost_least_over_fit(m, kind, device->threads);
+    return fmax(roofline, NATIVE_FLOOR * least * pl_cost_op_on(m, kind, device, flops, bytes));
+}
+
 /* An op at the given shapes on a device of each class (times[k]); returns the least. */
 static double per_class(const pl_cost_model *m, const pl_cluster *c, const device_classes *k,
                         const pl_op *op, const pl_tensor *shapes, double flops, double *times)
@@ -85,7 +107,10 @@ static double per_class(const pl_cost_model *m, const pl_cluster *c, const devic
     for (int i = 0; i < k->n; i++) {
         const pl_device *device = &c->devices[k->device[i]];
         double t = pl_cost_lookup(m, pl_op_signature(op, shapes, device->threads));
-        if (t < 0)
+        if (device->flops_per_second <= 0 && !device->hardware &&
+            pl_cost_fastest_rate(m, device->threads) > 0) /* native, calibrated */
+            t = native_floor(m, device, op->kind, t, flops, bytes);
+        else if (t < 0)
             t = pl_cost_op_on(m, op->kind, device, flops, bytes);
         if (device->flops_per_second > 0) /* paced: never faster than its rate */
             t = fmax(t, flops / device->flops_per_second);
@@ -505,9 +530,8 @@ pl_status pl_step_lower_bound(const pl_graph *g, const pl_cluster *c, const pl_c
     return status;
 }
 
-pl_status pl_step_lower_bound_parts(const pl_graph *g, const pl_cluster *c,
-                                    const pl_cost_model *m, pl_bound_parts *parts,
-                                    pl_error *err)
+static pl_status bound_parts(const pl_graph *g, const pl_cluster *c, const pl_cost_model *m,
+                             pl_bound_parts *parts, pl_error *err)
 {
     int n_sizes = 0;
     for (int size = 1; size <= g->batch_size; size++)
@@ -609,5 +633,23 @@ pl_status pl_step_lower_bound_parts(const pl_graph *g, const pl_cluster *c,
     free(bounds);
     free(copies_at);
     free(rates);
+    return status;
+}
+
+pl_status pl_step_lower_bound_parts(const pl_graph *g, const pl_cluster *c,
+                                    const pl_cost_model *m, pl_bound_parts *parts,
+                                    pl_error *err)
+{
+    if (!(m->speed > 1))
+        return bound_parts(g, c, m, parts, err);
+    /* A machine probed slower than profiled (probe.h) may recover before a step is
+     * measured: the bound keeps the profile's own pace. */
+    pl_cost_model *as_profiled = malloc(sizeof *as_profiled);
+    if (!as_profiled)
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    *as_profiled = *m; /* its measurements borrowed, never freed here */
+    as_profiled->speed = 0;
+    pl_status status = bound_parts(g, c, as_profiled, parts, err);
+    free(as_profiled);
     return status;
 }

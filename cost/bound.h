@@ -31,7 +31,9 @@ extern "C" {
  * model that may be replicated (plan.h) may run
  * a group's micro-batches on as many devices as there are micro-batches (or devices): the
  * heaviest group's work is then shared by that many, and the fill and drain go. Each op's time is as pl_simulate takes it (on a
- * paced device with the pacer's lateness), so no plan simulates faster than the bound.
+ * paced device with the pacer's lateness), so no plan simulates faster than the bound;
+ * on a native device with a calibrated profile, a floor under what a measured op task may
+ * take (bound.c), so that no measured step falls below it either.
  * The memory capacities are not used: the bound stays valid, if looser, for models that
  * must be split to fit. */
 pl_status pl_step_lower_bound(const pl_graph *graph, const pl_cluster *cluster,

@@ -56,6 +56,17 @@ static int measured_threads(const pl_cost_model *m, int threads)
     return 1;
 }
 
+double pl_cost_fastest_rate(const pl_cost_model *m, int threads)
+{
+    return m->ops[measured_threads(m, threads)][PL_OP_COUNT].fastest;
+}
+
+double pl_cost_least_over_fit(const pl_cost_model *m, pl_op_kind kind, int threads)
+{
+    const pl_op_cost *row = m->ops[measured_threads(m, threads)];
+    return row[kind].samples > 0 ? row[kind].least : row[PL_OP_COUNT].least;
+}
+
 double pl_cost_op(const pl_cost_model *m, pl_op_kind kind, int threads, double flops,
                   double bytes)
 {
@@ -322,8 +333,14 @@ pl_op_cost pl_cost_fit(const double *seconds, const double *flops, const double 
         }
         if (error < best_error) {
             best_error = error;
-            best = (pl_op_cost){coef[0], coef[1], coef[2], n, 0};
+            best = (pl_op_cost){coef[0], coef[1], coef[2], n, 0, 0, 0};
         }
+    }
+    for (int i = 0; i < n; i++) {
+        double fitted = best.seconds + best.per_flop * flops[i] + best.per_byte * bytes[i];
+        best.fastest = fmax(best.fastest, flops[i] / seconds[i]);
+        if (fitted > 0 && (best.least == 0 || seconds[i] / fitted < best.least))
+            best.least = seconds[i] / fitted;
     }
     return best;
 }
@@ -361,12 +378,14 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
             const pl_op_cost *c = &m->ops[t][k];
             if (c->samples == 0)
                 continue;
-            json_array_append_new(ops, json_pack("{s:s, s:i, s:f, s:f, s:f, s:i, s:f}", "kind",
+            json_array_append_new(ops, json_pack("{s:s, s:i, s:f, s:f, s:f, s:i, s:f, s:f, s:f}",
+                                                 "kind",
                                                  k == PL_OP_COUNT ? "*" : pl_op_info_of(k)->name,
                                                  "threads", t, "seconds", c->seconds,
                                                  "per_flop", c->per_flop, "per_byte",
                                                  c->per_byte, "samples", c->samples,
-                                                 "together", c->together));
+                                                 "together", c->together, "fastest_flop_rate",
+                                                 c->fastest, "least_over_fit", c->least));
         }
     json_t *measured = json_array();
     for (int i = 0; i < m->n_measured; i++) {
@@ -420,10 +439,11 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
 static bool read_op(pl_json_reader *r, const json_t *entry, pl_cost_model *m)
 {
     static const char *const fields[] = {"kind", "threads", "seconds", "per_flop", "per_byte",
-                                         "samples", "together", NULL};
+                                         "samples", "together", "fastest_flop_rate",
+                                         "least_over_fit", NULL};
     const char *kind_name;
     int64_t threads, samples;
-    pl_op_cost c;
+    pl_op_cost c = {0};
     if (!pl_json_expect_object(r, entry, fields) ||
         !pl_json_string(r, entry, "kind", true, &kind_name) ||
         !pl_json_integer(r, entry, "threads", true, 1, PL_COST_MAX_THREADS, &threads) ||
@@ -431,7 +451,9 @@ static bool read_op(pl_json_reader *r, const json_t *entry, pl_cost_model *m)
         !pl_json_number(r, entry, "per_flop", true, 0, 1, &c.per_flop) ||
         !pl_json_number(r, entry, "per_byte", true, 0, 1, &c.per_byte) ||
         !pl_json_integer(r, entry, "samples", true, 1, INT32_MAX, &samples) ||
-        !pl_json_number(r, entry, "together", true, 0, 100, &c.together))
+        !pl_json_number(r, entry, "together", true, 0, 100, &c.together) ||
+        !pl_json_number(r, entry, "fastest_flop_rate", false, 0, 1e18, &c.fastest) ||
+        !pl_json_number(r, entry, "least_over_fit", false, 0, 1e6, &c.least))
         return false;
     if (c.together > 0 && c.together < 1) {
         pl_json_push_key(r, "together");

@@ -95,6 +95,10 @@ typedef struct pl_op_cost {
      * computes, as a factor (1 or more; 0: not measured, taken as 1). Two cores share
      * caches, memory bandwidth and, on a virtual machine, perhaps one physical core. */
     double together;
+    double fastest; /* the fastest FLOP rate among its samples (FLOPs a second; 0: not
+                       known, as in a model made by hand): the native lower bound's roofline */
+    double least;   /* the least of its samples' times over the fit's (0: not known): how
+                       far below the fit an op may run */
 } pl_op_cost;
 
 /* A native copy of `bytes` takes `seconds`. */
@@ -178,6 +182,12 @@ void pl_cost_machine_key(char *buf, size_t cap);
 
 /* Whether the model has measurements for devices of `threads` threads. */
 bool pl_cost_has_threads(const pl_cost_model *model, int threads);
+/* The fastest FLOP rate calibration saw for any op on devices of `threads` threads (at the
+ * measured thread count pl_cost_op takes for them); 0 when not known. */
+double pl_cost_fastest_rate(const pl_cost_model *model, int threads);
+/* The least of an op kind's samples' times over the fit that pl_cost_op takes for it on
+ * devices of `threads` threads (the kind's, else all kinds'); 0 when not known. */
+double pl_cost_least_over_fit(const pl_cost_model *model, pl_op_kind kind, int threads);
 
 /* A paced delay at a contention level (pl_cost_contention; clamped), with `others_busy`
  * other devices and links busy then and `others_used` in the step (never below 0). */
@@ -228,7 +238,8 @@ double pl_cost_op_on(const pl_cost_model *model, pl_op_kind kind, const pl_devic
 double pl_task_op_bytes(const pl_program *program, const pl_task *task);
 
 /* Fits one op kind's coefficients to samples (seconds, flops, bytes), non-negative, by
- * least squares on relative error (times span microseconds to seconds). */
+ * least squares on relative error (times span microseconds to seconds), and records the
+ * fastest FLOP rate among them and the least of their times over the fit's. */
 pl_op_cost pl_cost_fit(const double *seconds, const double *flops, const double *bytes, int n);
 
 /* Profile files (JSON, written atomically). Reading checks the format version and every

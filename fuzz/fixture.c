@@ -32,7 +32,7 @@ const fuzz_fixture *fuzz_fixture_get(void)
     if (!(fixture.cluster = pl_cluster_load_file(PL_FUZZ_CLUSTER, &err)))
         fail("the cluster", &err);
     memset(&fixture.model, 0, sizeof fixture.model);
-    fixture.model.ops[1][PL_OP_COUNT] = (pl_op_cost){2e-6, 1e-9, 0, 1};
+    fixture.model.ops[1][PL_OP_COUNT] = (pl_op_cost){2e-6, 1e-9, 0, 1, 0, 0};
     pl_cost_set_copy_line(&fixture.model, 5e-6, 1e-10);
     fixture.model.handoff_seconds = 1e-6;
     pl_agent_options_default(&fixture.options);

@@ -115,7 +115,8 @@ static int write_profiles(const fuzz_fixture *f, const char *dir)
     for (int threads = 1; threads <= 4; threads *= 2)
         for (int kind = 0; kind <= PL_OP_COUNT; kind++)
             full.ops[threads][kind] = (pl_op_cost){1e-6 * threads, 1e-9 / threads, 1e-10,
-                                                   3 + kind, 1 + 0.01 * kind};
+                                                   3 + kind, 1 + 0.01 * kind, 1e9 * threads,
+                                                   0.5};
     for (int k = 0; k < 6; k++)
         full.copy_curve[k] = (pl_copy_point){(double)(64 << (3 * k)), 2e-6 * (k + 1)};
     full.n_copy_points = 6;

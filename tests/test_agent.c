@@ -49,7 +49,7 @@ static pl_cluster *two_devices(void)
 /* An op costs 2 us plus 1 ns per FLOP; a copy 5 us plus 0.1 ns per byte. */
 static pl_cost_model flop_costs(void)
 {
-    return pl_test_costs((pl_op_cost){2e-6, 1e-9, 0, 1}, 5e-6, 1e-10, 1e-6);
+    return pl_test_costs((pl_op_cost){2e-6, 1e-9, 0, 1, 0, 0}, 5e-6, 1e-10, 1e-6);
 }
 
 /* A policy for g on c with the FLOP costs' device features. */

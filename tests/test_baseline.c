@@ -26,14 +26,14 @@
 /* 1 us + 1 ns per FLOP for every op; a copy 1 us + `per_byte` seconds a byte. */
 static pl_cost_model synthetic_costs(double per_byte)
 {
-    return pl_test_costs((pl_op_cost){1e-6, 1e-9, 0, 1}, 1e-6, per_byte, 1e-6);
+    return pl_test_costs((pl_op_cost){1e-6, 1e-9, 0, 1, 0, 0}, 1e-6, per_byte, 1e-6);
 }
 
 /* The same on a machine of 100 GFLOP/s, so that paced devices run at their declared
  * rates and unequal ones differ. */
 static pl_cost_model fast_machine_costs(void)
 {
-    return pl_test_costs((pl_op_cost){1e-6, 1e-11, 0, 1}, 1e-6, 1e-10, 1e-6);
+    return pl_test_costs((pl_op_cost){1e-6, 1e-11, 0, 1, 0, 0}, 1e-6, 1e-10, 1e-6);
 }
 
 static pl_cluster *native_devices(int n, long long memory)

@@ -84,7 +84,7 @@ static pl_agent_options agent_options(void)
 
 static pl_cost_model agent_costs(void)
 {
-    return pl_test_costs((pl_op_cost){2e-6, 1e-9, 0, 1}, 5e-6, 1e-10, 1e-6);
+    return pl_test_costs((pl_op_cost){2e-6, 1e-9, 0, 1, 0, 0}, 5e-6, 1e-10, 1e-6);
 }
 
 /* The fixtures every checkpoint case is read against: mlp-small's training graph, paced-4. */

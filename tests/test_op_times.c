@@ -47,7 +47,7 @@ static double step_ms(const pl_graph *g, const char *times, int micro_batches, d
     plan->micro_batches = micro_batches;
     pl_program *p = pl_program_new(g, c, plan, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    pl_cost_model m = pl_test_costs((pl_op_cost){1e-3, 0, 0, 1}, 1e-3, 0, 0);
+    pl_cost_model m = pl_test_costs((pl_op_cost){1e-3, 0, 0, 1, 0, 0}, 1e-3, 0, 0);
     pl_op_times *t = times ? read_times(g, &m, times, NULL) : NULL;
     CU_ASSERT_FATAL(!times || t);
     m.op_times = t;
@@ -99,7 +99,7 @@ static void test_backward_times(void)
     double h;
     CU_ASSERT_DOUBLE_EQUAL(step_ms(g, "{\"ops\": [\"fc\"], \"backward\": 0.009}", 1, &h), 17,
                            1e-9);
-    pl_cost_model m = pl_test_costs((pl_op_cost){1e-3, 0, 0, 1}, 1e-3, 0, 0);
+    pl_cost_model m = pl_test_costs((pl_op_cost){1e-3, 0, 0, 1, 0, 0}, 1e-3, 0, 0);
     pl_op_times *t = read_times(g, &m, "{\"ops\": [\"fc\"], \"backward\": 0.009}", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
     CU_ASSERT_EQUAL(t->n_forward_ops, 0);
@@ -119,7 +119,7 @@ static void test_backward_times(void)
 static void test_shares(void)
 {
     pl_graph *g = pl_test_two_layers();
-    pl_cost_model m = pl_test_costs((pl_op_cost){0, 1e-6, 0, 1}, 1e-3, 0, 0);
+    pl_cost_model m = pl_test_costs((pl_op_cost){0, 1e-6, 0, 1, 0, 0}, 1e-3, 0, 0);
     pl_op_times *t = read_times(g, &m, "{\"ops\": [\"h\", \"fc\"], \"forward\": 0.005}", NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(t);
     CU_ASSERT_DOUBLE_EQUAL(pl_op_times_seconds(t, g, pl_graph_find_op(g, "h"), 1), 3e-3, 1e-15);
@@ -161,7 +161,7 @@ static void test_bad_files(void)
         {"{\"ops\": [3], \"forward\": 1}", "/times/0/ops/0: expected an op's name, got an integer"},
     };
     pl_graph *g = pl_test_two_layers();
-    pl_cost_model m = pl_test_costs((pl_op_cost){1e-3, 0, 0, 1}, 1e-3, 0, 0);
+    pl_cost_model m = pl_test_costs((pl_op_cost){1e-3, 0, 0, 1, 0, 0}, 1e-3, 0, 0);
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         pl_error err;
         CU_ASSERT_PTR_NULL(read_times(g, &m, cases[i].times, &err));
@@ -179,7 +179,7 @@ static void test_bad_files(void)
 static void test_bad_heads(void)
 {
     pl_graph *g = pl_test_two_layers();
-    pl_cost_model m = pl_test_costs((pl_op_cost){1e-3, 0, 0, 1}, 1e-3, 0, 0);
+    pl_cost_model m = pl_test_costs((pl_op_cost){1e-3, 0, 0, 1, 0, 0}, 1e-3, 0, 0);
     char path[] = "/tmp/placer-op-times-XXXXXX";
     int fd = mkstemp(path);
     CU_ASSERT_FATAL(fd >= 0);

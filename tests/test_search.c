@@ -32,7 +32,7 @@ static void fixture_init(fixture *f, const char *cluster)
     CU_ASSERT_PTR_NOT_NULL_FATAL(f->g);
     f->c = pl_test_bundled_cluster(cluster);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f->c);
-    f->m = pl_test_costs((pl_op_cost){1e-6, 1e-9, 0, 1}, 1e-6, 1e-10, 1e-6);
+    f->m = pl_test_costs((pl_op_cost){1e-6, 1e-9, 0, 1, 0, 0}, 1e-6, 1e-10, 1e-6);
     pl_search_options_default(&f->o);
     f->o.samples = 8;
     f->o.iterations = 3;

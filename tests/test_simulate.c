@@ -34,7 +34,7 @@ static pl_cluster *two_devices(long long memory)
 /* Every op 1 ms and every copy 1 ms whatever their size; hand-offs as given. */
 static pl_cost_model unit_costs(double handoff)
 {
-    return pl_test_costs((pl_op_cost){1e-3, 0, 0, 1}, 1e-3, 0, handoff);
+    return pl_test_costs((pl_op_cost){1e-3, 0, 0, 1, 0, 0}, 1e-3, 0, handoff);
 }
 
 /* mode 0: all on device a; 1: fc and loss on b; 2: and on stage 1, 2 micro-batches; 3: and
@@ -257,6 +257,43 @@ static void test_lower_bound_measured(void)
     pl_program_free(p);
     pl_plan_free(plan);
     pl_cluster_free(c);
+    pl_graph_free(g);
+}
+
+/* A calibrated profile (a fastest rate known) on native devices: the bound of
+ * test_lower_bound (5.5 ms) with every op at 0.4 times its time, the fit's here (1 ms,
+ * its samples at least 0.5x of it: 0.2 ms) or a measured one (0.5 ms: 0.2 ms), or at its
+ * FLOPs at 1.25x the fastest rate where that is more; on paced devices as before. */
+static void test_lower_bound_native(void)
+{
+    pl_graph *g = pl_test_two_layers();
+    pl_cluster *native = two_devices(1 << 20), *paced = two_paced(1e15);
+    pl_cost_model m = unit_costs(0);
+    m.ops[1][PL_OP_COUNT].fastest = 1e30;
+    m.ops[1][PL_OP_COUNT].least = 0.5;
+    double bound;
+    CU_ASSERT_EQUAL(pl_step_lower_bound(g, native, &m, &bound, NULL), PL_OK);
+    CU_ASSERT_DOUBLE_EQUAL(1e3 * bound, 5.5 * 0.2, 1e-9);
+    CU_ASSERT_EQUAL(pl_step_lower_bound(g, paced, &m, &bound, NULL), PL_OK);
+    CU_ASSERT_DOUBLE_EQUAL(1e3 * bound, 5.5, 1e-9);
+    pl_tensor *shapes = malloc((size_t)g->n_tensors * sizeof *shapes);
+    pl_op_time *times = calloc((size_t)g->n_ops, sizeof *times);
+    CU_ASSERT_FATAL(shapes && times);
+    CU_ASSERT_EQUAL_FATAL(pl_graph_shapes_for_batch(g, g->batch_size, shapes, NULL), PL_OK);
+    for (int o = 0; o < g->n_ops; o++)
+        times[o] = (pl_op_time){pl_op_signature(&g->ops[o], shapes, 1), 0.5e-3};
+    CU_ASSERT_EQUAL(pl_cost_add_measured(&m, times, g->n_ops, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_step_lower_bound(g, native, &m, &bound, NULL), PL_OK);
+    CU_ASSERT_DOUBLE_EQUAL(1e3 * bound, 5.5 * 0.2, 1e-9);
+    m.ops[1][PL_OP_COUNT].fastest = 1; /* 1 FLOP/s: the roofline binds */
+    double roofline;
+    CU_ASSERT_EQUAL(pl_step_lower_bound(g, native, &m, &roofline, NULL), PL_OK);
+    CU_ASSERT(roofline > 100 * bound);
+    free(times);
+    free(shapes);
+    pl_cost_model_clear(&m);
+    pl_cluster_free(paced);
+    pl_cluster_free(native);
     pl_graph_free(g);
 }
 
@@ -530,7 +567,7 @@ static void test_lower_bound_random_plans(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(clusters[2]);
     CU_ASSERT_PTR_NOT_NULL_FATAL(clusters[3]);
     for (int machine = 0; machine < 2; machine++) {
-        pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, machine ? 1e-11 : 1e-9, 1e-10, 1},
+        pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, machine ? 1e-11 : 1e-9, 1e-10, 1, 0, 0},
                                         1e-6, 0, 0);
         for (int k = 0; k < PL_COST_CONTENTION; k++) /* this machine's, about */
             m.paced_delays[PL_DELAY_SLEPT][k] = m.paced_delays[PL_DELAY_COPY][k] =
@@ -554,7 +591,7 @@ static void test_lower_bound_unequal(void)
                                                          .flops = 4e9,
                                                          .link_bytes_per_second = 2e9});
     CU_ASSERT_PTR_NOT_NULL_FATAL(unequal);
-    pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, 1e-11, 1e-10, 1}, 1e-6, 0, 0);
+    pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, 1e-11, 1e-10, 1, 0, 0}, 1e-6, 0, 0);
     double bound_unequal, bound_fast;
     CU_ASSERT_EQUAL(pl_step_lower_bound(g, unequal, &m, &bound_unequal, NULL), PL_OK);
     CU_ASSERT_EQUAL(pl_step_lower_bound(g, fast, &m, &bound_fast, NULL), PL_OK);
@@ -795,6 +832,7 @@ void pl_register_simulate_tests(void)
         {"paced lateness: the pacer sleeps, spins, or does not hold", test_paced_lateness},
         {"the lower bound on paced devices: held times, no delays", test_lower_bound_paced},
         {"the lower bound under measured op times", test_lower_bound_measured},
+        {"the lower bound on native devices: floors under measured tasks", test_lower_bound_native},
         {"the lower bound: an update's chain", test_lower_bound_update_chain},
         {"the lower bound: the pipeline's fill and drain", test_lower_bound_fill_and_drain},
         {"the lower bound: under random plans", test_lower_bound_random_plans},

@@ -36,7 +36,7 @@ static fixture setup_graph(pl_graph *g)
     f.starts = calloc((size_t)f.p->n_tasks, sizeof *f.starts);
     f.ends = calloc((size_t)f.p->n_tasks, sizeof *f.ends);
     CU_ASSERT_FATAL(f.starts && f.ends);
-    pl_cost_model costs = pl_test_costs((pl_op_cost){1e-3, 0, 0, 1}, 1e-3, 0, 0);
+    pl_cost_model costs = pl_test_costs((pl_op_cost){1e-3, 0, 0, 1, 0, 0}, 1e-3, 0, 0);
     pl_simulation sim;
     CU_ASSERT_EQUAL_FATAL(pl_simulate(f.p, f.c, &costs, &sim, f.starts, f.ends, NULL), PL_OK);
     f.step_seconds = sim.step_seconds;
