@@ -9,7 +9,7 @@
 #include "clock.h"
 #include "load.h"
 
-enum { PROBE_STEPS = 3, PROBE_MIN_OPS = 5 };
+enum { PROBE_STEPS = 5, PROBE_MIN_OPS = 5 };
 
 /* The profile's time for an op configuration as measured, before any scaling. */
 static double profiled(const pl_cost_model *m, uint64_t signature)

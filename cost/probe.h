@@ -37,7 +37,7 @@ typedef struct pl_probe {
  * largest of its batch, a half, a quarter and an eighth of it whose step the profile puts
  * under PL_PROBE_MAX_STEP_SECONDS (those are the sizes calibration measured; a model
  * whose state exceeds PL_PROBE_MAX_BYTES is not run), one warm-up
- * and three measured steps; where fewer than 5 of its op tasks have a measured time in the
+ * and five measured steps; where fewer than 5 of its op tasks have a measured time in the
  * profile, runs `reference_path` (a bundled model) too. The scale is the compared ops'
  * measured median times over their profiled times, summed. `interrupt` may be NULL. */
 pl_status pl_cost_probe(const pl_cost_model *model, const char *model_path,

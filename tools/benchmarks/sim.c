@@ -31,6 +31,7 @@
 #include "data.h"
 #include "executor.h"
 #include "load.h"
+#include "probe.h"
 #include "profile.h"
 #include "rng.h"
 #include "simulate.h"
@@ -315,7 +316,9 @@ typedef struct candidate {
     char label[32];
     pl_plan *plan;
     int tasks;
-    double predicted;       /* seconds */
+    double predicted;       /* seconds, at the probed speed on native devices */
+    double unprobed, apart; /* the same with the profile's own speed, and without ops
+                               slowing each other (native devices; else = predicted) */
     bool fits;
     double times[MAX_STEPS]; /* measured steps */
     int n_times;
@@ -607,22 +610,37 @@ static pl_status make_candidates(candidates *cs, const options *o, const pl_grap
 
 /* ---- simulating and choosing ------------------------------------------------------------------ */
 
-/* Each candidate's predicted step and whether its memory fits. */
+/* A step simulated with `m` (the candidate's program made afresh). */
+static pl_status simulated(const pl_graph *g, const pl_cluster *c, const pl_cost_model *m,
+                           candidate *k, pl_simulation *sim, pl_error *err)
+{
+    pl_program *p = pl_program_new(g, c, k->plan, err);
+    pl_status status = p ? pl_simulate(p, c, m, sim, NULL, NULL, err) : err->status;
+    if (p)
+        k->tasks = p->n_tasks;
+    pl_program_free(p);
+    return status;
+}
+
+/* Each candidate's predicted step and whether its memory fits; on native devices also as
+ * the profile stands (`as_profiled`) and with no op slowed by another (`apart`). */
 static pl_status simulate_candidates(candidates *cs, const pl_graph *g, const pl_cluster *c,
-                                     const pl_cost_model *m, pl_error *err)
+                                     const pl_cost_model *m, const pl_cost_model *as_profiled,
+                                     const pl_cost_model *apart, pl_error *err)
 {
     for (int i = 0; i < cs->n; i++) {
         candidate *k = &cs->v[i];
         pl_simulation sim;
-        pl_program *p = pl_program_new(g, c, k->plan, err);
-        if (!p || pl_simulate(p, c, m, &sim, NULL, NULL, err) != PL_OK) {
-            pl_program_free(p);
+        if (simulated(g, c, m, k, &sim, err) != PL_OK)
             return err->status;
-        }
-        k->tasks = p->n_tasks;
-        k->predicted = sim.step_seconds;
+        k->predicted = k->unprobed = k->apart = sim.step_seconds;
         k->fits = sim.oom_device < 0;
-        pl_program_free(p);
+        if (as_profiled && simulated(g, c, as_profiled, k, &sim, err) != PL_OK)
+            return err->status;
+        k->unprobed = as_profiled ? sim.step_seconds : k->predicted;
+        if (apart && simulated(g, c, apart, k, &sim, err) != PL_OK)
+            return err->status;
+        k->apart = apart ? sim.step_seconds : k->predicted;
     }
     return PL_OK;
 }
@@ -924,6 +942,7 @@ typedef struct result {
     plan_kind kind;
     char label[32];
     double predicted, measured, bound;
+    double unprobed, apart; /* predicted without the probe, and with no op slowed by another */
     double quiet;     /* the fastest quarter's edge: the 25th percentile of its steps */
     double halves[2]; /* the medians of the even and of the odd rounds */
     breakdown breakdown;
@@ -931,6 +950,7 @@ typedef struct result {
 
 typedef struct row {
     int model, cluster;
+    pl_probe probe; /* native devices: the machine's speed when the row began */
     int first, n; /* its results */
     int candidates, rounds;
     choice choice;
@@ -955,8 +975,12 @@ typedef struct results {
  *   per profile cannot foresee and which weigh on steps under a millisecond;
  * - the executor with itself, the median of a plan's even rounds with that of its odd
  *   rounds. No simulator can agree with the executor much better than the executor
- *   agrees with itself. */
-typedef enum comparison { AGAINST_MEDIAN, AGAINST_QUIET, EDGES_MEASURED, SELF } comparison;
+ *   agrees with itself;
+ * - on native devices, the simulator's step without the probe (the profile's own speed),
+ *   and without ops slowing each other: what each of the two buys. */
+typedef enum comparison {
+    AGAINST_MEDIAN, AGAINST_QUIET, EDGES_MEASURED, SELF, UNPROBED, APART
+} comparison;
 
 /* Which results a summary covers (-1 matches anything), and what it compares. */
 typedef struct filter {
@@ -968,7 +992,10 @@ static double predicted_of(const result *r, comparison compare)
 {
     if (compare == EDGES_MEASURED)
         return r->predicted - r->breakdown.predicted.edges + r->breakdown.measured.edges;
-    return compare == SELF ? r->halves[0] : r->predicted;
+    return compare == SELF       ? r->halves[0]
+           : compare == UNPROBED ? r->unprobed
+           : compare == APART    ? r->apart
+                                 : r->predicted;
 }
 
 static double measured_of(const result *r, comparison compare)
@@ -1096,10 +1123,12 @@ static void print_accuracy_heading(const options *o)
            "FLOP-balanced pipelines (2..n stages, m of 1,2,4,8,\n   GPipe and 1F1B; n stages "
            "with weight gradients deferred; 2n stages interleaved), blocked\n   random, "
            "round-robin. Not measured: not fitting memory (oom), predicted\n   over "
-           "%.2g s (slow), and the rest past the %.3g s budget or the %d plans (left)\n",
+           "%.2g s (slow), and the rest past the %.3g s budget or the %d plans (left).\n"
+           "   speed: on native devices, the machine's pace when the row began over the\n"
+           "   profile's, probed as the main job does (docs/simulator.md); its predictions take it\n",
            o->max_step, o->budget, o->plans);
-    printf("%-17s %-9s %5s %4s %4s %4s %5s%s %5s\n", "model", "cluster", "cand", "oom", "slow",
-           "left", "steps", accuracy_header, "sec");
+    printf("%-17s %-9s %5s %4s %4s %4s %5s%s %5s %6s\n", "model", "cluster", "cand", "oom",
+           "slow", "left", "steps", accuracy_header, "sec", "speed");
 }
 
 static void print_row(const options *o, const results *rs, int w)
@@ -1113,7 +1142,12 @@ static void print_row(const options *o, const results *rs, int w)
            r->candidates, r->choice.oom, r->choice.slow,
            r->candidates - r->choice.oom - r->choice.slow - r->choice.n, r->rounds);
     print_accuracy(&a);
-    printf(" %5.0f\n", r->seconds);
+    printf(" %5.0f", r->seconds);
+    if (r->probe.ops > 0)
+        printf(" %6.3f", r->probe.scale);
+    else
+        printf(" %6s", "-");
+    printf("\n");
     for (int i = 0; o->verbose && i < r->n; i++) {
         const result *x = &rs->v[r->first + i];
         printf("      %-22s predicted %10.3f ms  measured %10.3f ms ", x->label,
@@ -1189,6 +1223,10 @@ static void print_summaries(const options *o, const results *rs)
                       "(the first task's start and the wait\nafter the last) replaced by its "
                       "last measured step's: what the model gets wrong\nbesides the wake-ups "
                       "that start and end a step", false);
+    print_per_cluster(o, rs, UNPROBED, "on native devices, the same without the probe: the "
+                      "profile's own speed, as calibrated", false);
+    print_per_cluster(o, rs, APART, "on native devices, the same (probed) with no op slowed "
+                      "by another running beside it", false);
     print_per_cluster(o, rs, SELF, "the executor against itself, per cluster: each plan's "
                       "median step of its even rounds\n(\"predicted\") against that of its odd "
                       "rounds; half the steps each, so about twice the\nnoise of a whole median: "
@@ -1403,12 +1441,32 @@ static pl_status add_result(results *rs, const candidate *k, int cluster, bool n
     result *r = &rs->v[rs->n++];
     *r = (result){.row = rs->n_rows, .cluster = cluster, .native = native, .size = size,
                   .kind = k->kind,
-                  .predicted = k->predicted, .measured = measured_quantile(k, 0, 1, 0.5),
+                  .predicted = k->predicted, .unprobed = k->unprobed, .apart = k->apart,
+                  .measured = measured_quantile(k, 0, 1, 0.5),
                   .quiet = measured_quantile(k, 0, 1, 0.25),
                   .halves = {measured_quantile(k, 0, 2, 0.5), measured_quantile(k, 1, 2, 0.5)}, .bound = bound,
                   .breakdown = *k->breakdown};
     snprintf(r->label, sizeof r->label, "%s", k->label);
     return PL_OK;
+}
+
+/* On native devices, as the main job does (probe.h): the machine's speed now, probed with
+ * the row's model, as `probed`'s speed; `apart` the same with no op slowed by another. */
+static pl_status probe_row(const options *o, const char *model, const pl_cost_model *m,
+                           pl_cost_model *probed, pl_cost_model *apart, pl_probe *probe,
+                           pl_error *err)
+{
+    char path[4096], reference[4096];
+    locate(o, "", model, path, sizeof path, err);
+    snprintf(reference, sizeof reference, "%s/graphs/cnn.json", o->top);
+    pl_status status = pl_cost_probe(m, path, reference, NULL, probe, err);
+    *probed = *m; /* its measurements borrowed */
+    probed->speed = status == PL_OK && probe->ops > 0 ? probe->scale : 0;
+    *apart = *probed;
+    for (int t = 1; t <= PL_COST_MAX_THREADS; t++)
+        for (int k = 0; k <= PL_OP_COUNT; k++)
+            apart->ops[t][k].together = 0;
+    return status;
 }
 
 /* Simulates a row's candidates, measures the chosen ones and records them. */
@@ -1417,10 +1475,22 @@ static pl_status measure_row(const options *o, results *rs, row *w, const pl_gra
 {
     candidates cs = {0};
     double bound;
+    bool native = !c->paced && !c->simulated;
+    pl_cost_model *probed = native ? malloc(2 * sizeof *probed) : NULL; /* and apart */
+    if (native && !probed)
+        return out_of_memory(err);
+    const pl_cost_model *as_profiled = m;
+    pl_status status = native ? probe_row(o, o->models[w->model], m, probed, probed + 1,
+                                          &w->probe, err)
+                              : PL_OK;
+    if (native)
+        m = probed;
     bench b = {.c = c, .m = m};
-    pl_status status = make_candidates(&cs, o, g, c, err);
     if (status == PL_OK)
-        status = simulate_candidates(&cs, g, c, m, err);
+        status = make_candidates(&cs, o, g, c, err);
+    if (status == PL_OK)
+        status = simulate_candidates(&cs, g, c, m, native ? as_profiled : NULL,
+                                     native ? probed + 1 : NULL, err);
     if (status == PL_OK)
         status = pl_step_lower_bound(g, c, m, &bound, err);
     if (status == PL_OK) {
@@ -1438,6 +1508,7 @@ static pl_status measure_row(const options *o, results *rs, row *w, const pl_gra
     w->n = rs->n - w->first;
     pl_executor_free(b.ex);
     candidates_free(&cs);
+    free(probed);
     return status;
 }
 
