@@ -1,7 +1,8 @@
 /* Convolution kernels against a direct double-precision reference (every output as the
- * textbook sum), over strides, padding, dilation, groups, 1x1 filters and shapes large
- * enough to cut into several chunks; at 1, 3 and 7 threads with bitwise equal results;
- * and both gradients against numerical differentiation of conv2d. */
+ * textbook sum), over strides, padding, dilation, groups, 1x1 filters, shapes large
+ * enough to cut into several chunks, and small outputs with several samples' columns side
+ * by side; at 1, 3 and 7 threads with bitwise equal results; and both gradients against
+ * numerical differentiation of conv2d. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,15 @@ static const conv_case cases[] = {
     {"2,32,24,24", "32,16,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 2, true, false},
     {"1,64,24,24", "16,64,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, false, false},
     {"1,16,190,190", "16,16,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, false, false},
+    /* samples side by side (conv_batched.c; fewer than 64 output positions, or 512 for
+     * the filter gradient): output rows and input channels in parts, a ragged last part;
+     * two sample blocks (two copies of dw); a 1x1 filter; Winograd's forward beside a
+     * batched filter gradient of uneven sample blocks; grouped and strided */
+    {"20,40,2,2", "130,40,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, false},
+    {"40,8,5,5", "12,8,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, false},
+    {"6,12,3,3", "70,12,1,1", {1, 1}, {0, 0}, {1, 1}, {0}, 1, false, false},
+    {"9,16,9,9", "20,16,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, false},
+    {"5,16,6,6", "24,4,3,3", {2, 2}, {1, 1}, {1, 1}, {0}, 4, true, false},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 

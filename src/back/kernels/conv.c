@@ -30,9 +30,6 @@
 #include "kernels.h"
 #include "kernels_impl.h"
 
-/* Floats in one thread's column buffer, at most (unless a single row needs more): 2 MiB,
- * so that the gradients' sgemm calls get enough rows on 224x224 images. */
-#define COLUMN_BUFFER_FLOATS (INT64_C(1) << 19)
 /* Forward column blocks: wide enough that repacking the filter per call is negligible,
  * narrow enough to give threads several chunks per sample of a large image. */
 #define MIN_BLOCK_COLUMNS INT64_C(64)
@@ -88,102 +85,6 @@ static conv_geom geometry(const pl_tensor *x, const pl_tensor *w, const pl_tenso
 }
 
 
-static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
-{
-    return v < lo ? lo : v > hi ? hi : v;
-}
-
-/* Cuts `total` into the fewest blocks of at most `most`, of nearly equal size: returns
- * the block size. */
-static int64_t even_block(int64_t total, int64_t most)
-{
-    return ceil_div(total, ceil_div(total, most < 1 ? 1 : most));
-}
-
-/* The input row (depth and height) that kernel tap (kz, ki) reads for output row
- * (oz, oy), as an offset into a channel's plane; -1 in the padding. */
-static int64_t input_row(const conv_geom *g, int64_t kz, int64_t ki, int64_t oz, int64_t oy)
-{
-    int64_t iz = oz * g->sd - g->pd + kz * g->dd, iy = oy * g->sh - g->ph + ki * g->dh;
-    if (iz < 0 || iz >= g->d || iy < 0 || iy >= g->h)
-        return -1;
-    return (iz * g->h + iy) * g->w;
-}
-
-/* Rows for channels [c0, c1) of one sample and group (`xg` points at its first channel)
- * and output positions [j0, j1), into col [(c1 - c0) * taps, j1 - j0]. Padding reads 0.
- * Stride 2 (every ResNet stem and downsampling) has a loop of its own with the stride a
- * constant, which vectorises; compiled for each vector width. */
-PL_VECTOR_CLONES static void im2col(const conv_geom *g, const float *xg, int64_t c0, int64_t c1, int64_t j0,
-                   int64_t j1, float *col)
-{
-    int64_t cols = j1 - j0;
-    for (int64_t c = c0; c < c1; c++) {
-        const float *plane = xg + c * g->hw;
-        for (int64_t tap = 0; tap < g->taps; tap++) {
-            int64_t kz = tap / (g->kh * g->kw), ki = tap / g->kw % g->kh, kj = tap % g->kw;
-            float *row = col + ((c - c0) * g->taps + tap) * cols;
-            int64_t offset = kj * g->dw - g->pw, lo, hi;
-            valid_columns(g, offset, &lo, &hi);
-            for (int64_t j = j0; j < j1;) {
-                int64_t oy = j / g->ow, x0 = j % g->ow;
-                int64_t x1 = x0 + (j1 - j) < g->ow ? x0 + (j1 - j) : g->ow;
-                int64_t in_row = input_row(g, kz, ki, oy / g->oh, oy % g->oh);
-                float *dst = row + (j - j0); /* output column ox at dst[ox - x0] */
-                if (in_row < 0) {
-                    memset(dst, 0, (size_t)(x1 - x0) * sizeof(float));
-                } else {
-                    const float *src = plane + in_row; /* input column ox*sw+offset */
-                    int64_t a = clamp(lo, x0, x1), b = clamp(hi, a, x1);
-                    for (int64_t ox = x0; ox < a; ox++)
-                        dst[ox - x0] = 0.0f;
-                    if (g->sw == 1)
-                        memcpy(dst + (a - x0), src + a + offset,
-                               (size_t)(b - a) * sizeof(float));
-                    else if (g->sw == 2)
-                        for (int64_t ox = a; ox < b; ox++)
-                            dst[ox - x0] = src[ox * 2 + offset];
-                    else
-                        for (int64_t ox = a; ox < b; ox++)
-                            dst[ox - x0] = src[ox * g->sw + offset];
-                    for (int64_t ox = b; ox < x1; ox++)
-                        dst[ox - x0] = 0.0f;
-                }
-                j += x1 - x0;
-            }
-        }
-    }
-}
-
-/* The inverse scatter: channels [c0, c1) of dx (`dxg` at the group's first channel) from
- * dcol [(c1 - c0) * taps, ohw], every contribution added in one fixed order. */
-static void col2im(const conv_geom *g, const float *dcol, int64_t c0, int64_t c1, float *dxg)
-{
-    for (int64_t c = c0; c < c1; c++) {
-        float *plane = dxg + c * g->hw;
-        memset(plane, 0, (size_t)g->hw * sizeof(float));
-        for (int64_t tap = 0; tap < g->taps; tap++) {
-            int64_t kz = tap / (g->kh * g->kw), ki = tap / g->kw % g->kh, kj = tap % g->kw;
-            const float *row = dcol + ((c - c0) * g->taps + tap) * g->ohw;
-            int64_t offset = kj * g->dw - g->pw, lo, hi;
-            valid_columns(g, offset, &lo, &hi);
-            for (int64_t oy = 0; oy < g->od * g->oh; oy++) { /* output rows, all depths */
-                int64_t in_row = input_row(g, kz, ki, oy / g->oh, oy % g->oh);
-                if (in_row < 0)
-                    continue;
-                float *dst = plane + in_row; /* input column ox*sw+offset */
-                const float *src = row + oy * g->ow;
-                if (g->sw == 1)
-                    for (int64_t ox = lo; ox < hi; ox++)
-                        dst[ox + offset] += src[ox];
-                else
-                    for (int64_t ox = lo; ox < hi; ox++)
-                        dst[ox * g->sw + offset] += src[ox];
-            }
-        }
-    }
-}
-
 /* ---- convolution --------------------------------------------------------------------------- */
 
 static int64_t forward_block_columns(const conv_geom *g)
@@ -202,6 +103,8 @@ PL_WORKSPACE(conv)
     conv_geom g = forward_geometry(args);
     if (conv_winograd(&g))
         return pl_conv_winograd_workspace(&g, args->nth);
+    if (conv_batched(&g))
+        return pl_conv_batched_workspace(&g, args->nth);
     if (g.direct || conv_depthwise(&g))
         return 0;
     return (size_t)args->nth * (size_t)(g.k * forward_block_columns(&g)) * sizeof(float);
@@ -222,6 +125,10 @@ PL_KERNEL(conv)
         pl_conv_winograd(&g, x, w, bias, y, args->work, args->ith, args->nth);
         return;
     }
+    if (conv_batched(&g)) {
+        pl_conv_batched(&g, x, w, bias, y, args->work, args->ith, args->nth);
+        return;
+    }
     int64_t block = forward_block_columns(&g), blocks = ceil_div(g.ohw, block);
     float *col = g.direct ? NULL : (float *)args->work + (int64_t)args->ith * g.k * block;
     int64_t begin, end;
@@ -234,7 +141,7 @@ PL_KERNEL(conv)
         const float *source = xg + j0;
         int64_t ld = g.hw;
         if (!g.direct) {
-            im2col(&g, xg, 0, g.cg, j0, j1, col);
+            pl_conv_im2col(&g, xg, 0, g.cg, j0, j1, col, cols);
             source = col;
             ld = cols;
         }
@@ -275,6 +182,8 @@ static size_t input_gradient_workspace(const conv_geom *g, int nth)
 {
     if (conv_winograd(g))
         return pl_conv_winograd_grad_input_workspace(g, nth);
+    if (conv_batched(g))
+        return pl_conv_batched_grad_input_workspace(g, nth);
     if (g->direct || conv_depthwise(g))
         return 0;
     return (size_t)nth * (size_t)(channel_block(g) * g->taps * g->ohw) * sizeof(float);
@@ -291,6 +200,10 @@ static void input_gradient(const conv_geom *g, const float *dy, const float *w, 
     }
     if (conv_winograd(g)) {
         pl_conv_winograd_grad_input(g, dy, w, dx, work, ith, nth);
+        return;
+    }
+    if (conv_batched(g)) {
+        pl_conv_batched_grad_input(g, dy, w, dx, work, ith, nth);
         return;
     }
     int64_t block = channel_block(g), blocks = ceil_div(g->cg, block);
@@ -310,7 +223,7 @@ static void input_gradient(const conv_geom *g, const float *dy, const float *w, 
                     (int)g->og, 1.0f, wg, (int)g->k, dyg, (int)g->ohw, 0.0f, target,
                     (int)g->ohw);
         if (!g->direct)
-            col2im(g, dcol, c0, c1, dxg);
+            pl_conv_col2im(g, dcol, g->ohw, c0, c1, dxg);
     }
 }
 
@@ -364,9 +277,10 @@ PL_FINISH(conv_transpose)
  * volumes (conv_flat.c) a block keeps every channel unless the groups and samples give
  * too few chunks, and at least FLAT_MIN_CHANNELS channels. If that is too few chunks, the
  * samples are cut into blocks too, each adding into its own copy of dw (block 0 into dw
- * itself, the others in the workspace), summed by `finish` in block order. */
+ * itself, the others in the workspace), summed by `finish` in block order. Batched
+ * convolutions (conv_batched.c) take sample blocks wide enough for one product each. */
 typedef struct filter_plan {
-    bool flat;
+    bool flat, batched;
     flat_layout layout;
     int64_t c_block, c_blocks, s_block, s_blocks;
     int64_t band; /* im2col: output positions a column buffer holds (else all) */
@@ -374,7 +288,7 @@ typedef struct filter_plan {
 
 static filter_plan filter_grad_plan(const conv_geom *g)
 {
-    filter_plan p = {.flat = false};
+    filter_plan p = {.flat = false, .batched = conv_batched_filter(g)};
     if (conv_depthwise(g)) { /* pl_conv_depthwise_grad_filter: whole channels, no copies */
         p.c_block = p.c_blocks = 1;
         p.s_block = g->n;
@@ -388,7 +302,9 @@ static filter_plan filter_grad_plan(const conv_geom *g)
         c_blocks = clamp(ceil_div(FLAT_FILTER_CHUNKS, g->groups * g->n), 1,
                          g->cg / FLAT_MIN_CHANNELS);
     } else {
-        int64_t widest = g->ohw < MIN_FILTER_BAND ? g->ohw : MIN_FILTER_BAND;
+        int64_t widest = p.batched ? pl_conv_batched_samples(g) * g->ohw
+                         : g->ohw < MIN_FILTER_BAND ? g->ohw
+                                                    : MIN_FILTER_BAND;
         c_blocks = ceil_div(g->cg, even_block(g->cg, COLUMN_BUFFER_FLOATS / (g->taps * widest)));
         int64_t narrowest = ceil_div(MIN_FILTER_COLUMNS, g->taps); /* channels per block */
         int64_t most = ceil_div(g->cg, narrowest);
@@ -397,7 +313,8 @@ static filter_plan filter_grad_plan(const conv_geom *g)
     }
     p.c_block = ceil_div(g->cg, c_blocks);
     p.c_blocks = ceil_div(g->cg, p.c_block);
-    int64_t s_blocks = clamp(ceil_div(FILTER_GRAD_CHUNKS, g->groups * p.c_blocks), 1, g->n);
+    int64_t s_blocks = p.batched ? ceil_div(g->n, pl_conv_batched_samples(g))
+                                 : clamp(ceil_div(FILTER_GRAD_CHUNKS, g->groups * p.c_blocks), 1, g->n);
     p.s_block = ceil_div(g->n, s_blocks);
     p.s_blocks = ceil_div(g->n, p.s_block);
     p.band = g->direct || p.flat ? g->ohw
@@ -415,6 +332,8 @@ static int64_t filter_buffer_floats(const conv_geom *g, const filter_plan *p)
 {
     if (p->flat)
         return pl_conv_flat_filter_floats(g, &p->layout, p->c_block);
+    if (p->batched)
+        return pl_conv_batched_filter_floats(g, p->c_block, p->s_block);
     return g->direct || conv_depthwise(g) ? 0 : p->c_block * g->taps * p->band;
 }
 
@@ -481,9 +400,13 @@ PL_KERNEL(conv_grad_filter)
         int64_t n0 = sb * p.s_block, n1 = n0 + p.s_block < g.n ? n0 + p.s_block : g.n;
         float *dw = sb ? copies + (sb - 1) * filter_elements(&g) : args->out[0];
         float *target = dw + gi * g.og * g.k + c0 * g.taps;
+        filter_block block = {.group = gi, .c0 = c0, .c1 = c1, .n0 = n0, .n1 = n1};
         if (p.flat) {
-            filter_block block = {.group = gi, .c0 = c0, .c1 = c1, .n0 = n0, .n1 = n1};
             pl_conv_flat_grad_filter(&g, &p.layout, dy, x, &block, target, buffers);
+            continue;
+        }
+        if (p.batched) {
+            pl_conv_batched_grad_filter(&g, dy, x, &block, target, buffers);
             continue;
         }
         for (int64_t ni = n0; ni < n1; ni++) {
@@ -493,7 +416,7 @@ PL_KERNEL(conv_grad_filter)
                 const float *source = xg + c0 * g.hw + j0;
                 int64_t ld = g.hw;
                 if (!g.direct) {
-                    im2col(&g, xg, c0, c1, j0, j1, buffers);
+                    pl_conv_im2col(&g, xg, c0, c1, j0, j1, buffers, j1 - j0);
                     source = buffers;
                     ld = j1 - j0;
                 }

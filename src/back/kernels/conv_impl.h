@@ -27,6 +27,22 @@ static inline int64_t ceil_div(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
+static inline int64_t clamp(int64_t v, int64_t lo, int64_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Cuts `total` into the fewest blocks of at most `most`, of nearly equal size: returns
+ * the block size. */
+static inline int64_t even_block(int64_t total, int64_t most)
+{
+    return ceil_div(total, ceil_div(total, most < 1 ? 1 : most));
+}
+
+/* Floats in one thread's column buffer, at most (unless a single row needs more): 2 MiB,
+ * so that the gradients' sgemm calls get enough rows on 224x224 images. */
+#define COLUMN_BUFFER_FLOATS (INT64_C(1) << 19)
+
 /* The output columns ox in [*lo, *hi) whose input column ox * sw + offset lies inside
  * [0, w), for the kernel column giving `offset` (= kj * dw - pw). */
 static inline void valid_columns(const conv_geom *g, int64_t offset, int64_t *lo, int64_t *hi)
@@ -38,6 +54,18 @@ static inline void valid_columns(const conv_geom *g, int64_t offset, int64_t *lo
     if (*lo > *hi)
         *lo = *hi;
 }
+
+/* Column matrices (conv_columns.c). A column matrix of one sample and group has a row
+ * per (input channel, kernel tap) and a column per output position. pl_conv_im2col
+ * writes the rows of channels [c0, c1) (`xg` at the group's first channel) for output
+ * positions [j0, j1) into col, its rows `ld` floats apart; padding reads 0.
+ * pl_conv_col2im is its adjoint: channels [c0, c1) of dx (`dxg` at the group's first
+ * channel) from dcol's rows (`ld` apart, output positions from 0), every contribution
+ * added in one fixed order. */
+void pl_conv_im2col(const conv_geom *g, const float *xg, int64_t c0, int64_t c1, int64_t j0,
+                    int64_t j1, float *col, int64_t ld);
+void pl_conv_col2im(const conv_geom *g, const float *dcol, int64_t ld, int64_t c0, int64_t c1,
+                    float *dxg);
 
 /* A stride-1 convolution's flat padded volume (conv_flat.c): `layers` x `rows` x `width`
  * floats a channel, the input's element 0 at `origin`; the output's flat indices run over
@@ -84,6 +112,27 @@ void pl_conv_flat_grad_filter(const conv_geom *g, const flat_layout *f, const fl
                               const float *x, const filter_block *block, float *target,
                               float *work);
 
+/* Convolutions with fewer than BATCHED_BELOW output positions a sample (and not
+ * depthwise, nor Winograd's where that applies) lay the column matrices of several samples
+ * side by side (conv_batched.c): one sample's product would be too narrow to run near the
+ * machine's peak. The filter gradient's products sum over the positions, so they gain
+ * up to a wider size, BATCHED_FILTER_BELOW (docs/training.md, "Kernels"). */
+#define BATCHED_BELOW 64
+#define BATCHED_FILTER_BELOW 512
+
+size_t pl_conv_batched_workspace(const conv_geom *g, int nth);
+void pl_conv_batched(const conv_geom *g, const float *x, const float *w, const float *bias,
+                     float *y, float *work, int ith, int nth);
+size_t pl_conv_batched_grad_input_workspace(const conv_geom *g, int nth);
+void pl_conv_batched_grad_input(const conv_geom *g, const float *dy, const float *w, float *dx,
+                                float *work, int ith, int nth);
+/* The filter gradient follows conv.c's cut into chunks, with sample blocks of
+ * pl_conv_batched_samples; a chunk's buffers take pl_conv_batched_filter_floats. */
+int64_t pl_conv_batched_samples(const conv_geom *g);
+int64_t pl_conv_batched_filter_floats(const conv_geom *g, int64_t channels, int64_t samples);
+void pl_conv_batched_grad_filter(const conv_geom *g, const float *dy, const float *x,
+                                 const filter_block *block, float *target, float *work);
+
 /* A convolution of height and width alone (depth 1 everywhere): the depthwise and
  * Winograd kernels take only these. */
 static inline bool conv_planar(const conv_geom *g)
@@ -97,6 +146,16 @@ static inline bool conv_planar(const conv_geom *g)
 static inline bool conv_depthwise(const conv_geom *g)
 {
     return g->groups > 1 && g->cg == 1 && g->og == 1 && conv_planar(g);
+}
+
+static inline bool conv_batched(const conv_geom *g)
+{
+    return g->ohw < BATCHED_BELOW && g->n > 1 && !conv_depthwise(g);
+}
+
+static inline bool conv_batched_filter(const conv_geom *g)
+{
+    return g->ohw < BATCHED_FILTER_BELOW && g->n > 1 && !conv_depthwise(g);
 }
 
 void pl_conv_depthwise(const conv_geom *g, const float *x, const float *w, const float *bias,
