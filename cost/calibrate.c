@@ -34,7 +34,7 @@ static pl_status measure_ops(const char *path, int batch, int threads, int steps
                              const volatile sig_atomic_t *interrupt, samples *kinds,
                              op_times *measured, pl_error *err)
 {
-    pl_cluster *c = pl_calib_cluster(1, threads, 0, false, err);
+    pl_cluster *c = pl_calib_cluster(1, threads, 0, -1, err);
     workload w = {0};
     pl_fit fit;
     double *times = NULL;

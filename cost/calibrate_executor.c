@@ -310,8 +310,8 @@ pl_status pl_calib_overheads(const char *dir, int steps, const volatile sig_atom
                                          "small/inception-small", "mlp", "lstm_lm", "moe",
                                          "cnn"};
     enum { N_SMALL = 3 };
-    pl_cluster *sleeping = pl_calib_cluster(2, 1, 0, false, err);
-    pl_cluster *polling = sleeping ? pl_calib_cluster(2, 1, 0, true, err) : NULL;
+    pl_cluster *sleeping = pl_calib_cluster(2, 1, 0, -1, err);
+    pl_cluster *polling = sleeping ? pl_calib_cluster(2, 1, 0, 0, err) : NULL;
     pl_status status = polling ? PL_OK : err ? err->status : PL_ENOMEM;
     for (size_t k = 0; status == PL_OK && k < sizeof models / sizeof *models; k++) {
         char path[4096];

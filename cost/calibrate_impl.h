@@ -42,9 +42,10 @@ void pl_calib_free_delays(delay_samples *s);
  * to them all. */
 void pl_calib_fit_copies(pl_cost_model *m, const samples *copies);
 
-/* A cluster of `n` devices of `threads` threads; flops > 0: paced at that rate; `pin`:
- * device d on core d when the machine has the cores (such devices poll, cluster.h). */
-pl_cluster *pl_calib_cluster(int n, int threads, double flops, bool pin, pl_error *err);
+/* A cluster of `n` devices of `threads` threads; flops > 0: paced at that rate;
+ * first_core >= 0: device d of one thread on core first_core + d when the machine has the
+ * cores (such devices poll, cluster.h), else unpinned. */
+pl_cluster *pl_calib_cluster(int n, int threads, double flops, int first_core, pl_error *err);
 
 /* A model's training graph at `batch` (0: its own), its executor on `cluster` with a plan
  * of everything on device 0 (not yet set), inputs filled with synthetic data; `interrupt`

@@ -94,18 +94,18 @@ void pl_calib_fit_copies(pl_cost_model *m, const samples *copies)
 /* A cluster of `n` devices of `threads` threads (flops_per_second 0: native); `pin`: device
  * d on core d, as the local machine's devices (they then poll when idle, cluster.h), when
  * the machine has a core for each. */
-pl_cluster *pl_calib_cluster(int n, int threads, double flops, bool pin, pl_error *err)
+pl_cluster *pl_calib_cluster(int n, int threads, double flops, int first_core, pl_error *err)
 {
     char text[2048], pace[64] = "";
     if (flops > 0)
         snprintf(pace, sizeof pace, ", \"flops_per_second\": %g", flops);
-    pin = pin && threads == 1 && n <= pl_machine_cores();
+    bool pin = first_core >= 0 && threads == 1 && first_core + n <= pl_machine_cores();
     int at = snprintf(text, sizeof text, "{\"format\": \"placer-cluster\", \"version\": 1, "
                       "\"name\": \"calibration\", \"devices\": [");
     for (int d = 0; d < n; d++) {
         char cores[32] = "";
         if (pin)
-            snprintf(cores, sizeof cores, ", \"cores\": [%d]", d);
+            snprintf(cores, sizeof cores, ", \"cores\": [%d]", first_core + d);
         at += snprintf(text + at, sizeof text - (size_t)at, "%s{\"name\": \"d%d\", \"threads\": "
                        "%d, \"memory_bytes\": %lld%s%s}", d ? ", " : "", d, threads,
                        1LL << 40, pace, cores);

@@ -36,24 +36,12 @@ typedef struct sums {
     int n[PL_OP_COUNT + 1];
 } sums;
 
-/* A cluster of one native device of one thread on `core`. */
-static pl_cluster *device_on(int core, pl_error *err)
-{
-    char text[512];
-    snprintf(text, sizeof text,
-             "{\"format\": \"placer-cluster\", \"version\": 1, \"name\": "
-             "\"calibration\", \"devices\": [{\"name\": \"d%d\", \"threads\": 1, "
-             "\"memory_bytes\": %lld, \"cores\": [%d]}], \"default_link\": {}}",
-             core, 1LL << 40, core);
-    return pl_cluster_load_buffer(text, strlen(text), "calibration", err);
-}
-
 /* One model at one batch on cores 0 and 1 at once; its ops' times into `sums`. */
 static pl_status measure_pair(const char *path, int batch, int steps, const pl_cost_model *m,
                               const volatile sig_atomic_t *interrupt, sums *sum, pl_error *err)
 {
-    pl_cluster *cores[2] = {device_on(0, err), NULL};
-    cores[1] = cores[0] ? device_on(1, err) : NULL;
+    pl_cluster *cores[2] = {pl_calib_cluster(1, 1, 0, 0, err), NULL};
+    cores[1] = cores[0] ? pl_calib_cluster(1, 1, 0, 1, err) : NULL;
     side sides[2];
     memset(sides, 0, sizeof sides);
     pl_status status = cores[1] ? PL_OK : PL_ENOMEM;

@@ -45,58 +45,53 @@ static pl_status run_at(const pl_cost_model *m, const char *path, int batch, con
     return status;
 }
 
-/* The predicted one-device step of the model at `batch` from its training graph alone
- * (no executor: a large model's weights take seconds to set up), or -1 when it does not
- * load; its parameters' and state's bytes in *bytes. */
-static double predicted_step(const pl_cost_model *m, const char *path, int batch, double *bytes,
-                             pl_error *err)
+/* The batch to probe the model at: the largest of its batch, half, quarter and eighth
+ * whose one-device step, predicted from the training graph alone at the eighth (no
+ * executor: a large model's weights take seconds to set up), is short; 0 when even the
+ * eighth's step or the model's parameters and state are too large to probe. */
+static pl_status probe_batch(const pl_cost_model *m, const char *path, int *size, pl_error *err)
 {
+    *size = 0;
     pl_graph *g = pl_graph_load_file(path, err);
-    double step = -1;
-    if (g && pl_graph_set_batch(g, batch, err) == PL_OK && pl_autodiff_build(g, err) == PL_OK) {
-        step = 0;
-        for (int o = 0; o < g->n_ops; o++) {
-            const pl_op *op = &g->ops[o];
-            double t = pl_cost_lookup(m, pl_op_signature(op, g->tensors, 1));
-            step += t >= 0 ? t
-                           : pl_cost_op(m, op->kind, 1, op->flops,
-                                        (double)(op->bytes_read + op->bytes_written));
-        }
-        pl_graph_stats stats;
-        pl_graph_stats_compute(g, &stats);
-        *bytes = (double)(stats.param_bytes + stats.state_bytes);
+    if (!g)
+        return err ? err->status : PL_EINPUT;
+    int batch = g->batch_size, smallest = batch / 8 > 0 ? batch / 8 : 1;
+    pl_status status = pl_graph_set_batch(g, smallest, err);
+    if (status == PL_OK)
+        status = pl_autodiff_build(g, err);
+    if (status != PL_OK) {
+        pl_graph_free(g);
+        return status;
     }
+    double step = 0;
+    for (int o = 0; o < g->n_ops; o++) {
+        const pl_op *op = &g->ops[o];
+        double t = pl_cost_lookup(m, pl_op_signature(op, g->tensors, 1));
+        step += t >= 0 ? t
+                       : pl_cost_op(m, op->kind, 1, op->flops,
+                                    (double)(op->bytes_read + op->bytes_written));
+    }
+    pl_graph_stats stats;
+    pl_graph_stats_compute(g, &stats);
     pl_graph_free(g);
-    return step;
+    if (step > PL_PROBE_MAX_STEP_SECONDS ||
+        (double)(stats.param_bytes + stats.state_bytes) > PL_PROBE_MAX_BYTES)
+        return PL_OK; /* too long to probe: the reference speaks for the machine */
+    *size = smallest;
+    while (*size * 2 <= batch && step * 2 <= PL_PROBE_MAX_STEP_SECONDS) {
+        *size *= 2;
+        step *= 2;
+    }
+    return PL_OK;
 }
 
-/* The model's batch (0 when it does not load). */
-static int batch_of(const char *path, pl_error *err)
-{
-    pl_graph *g = pl_graph_load_file(path, err);
-    int batch = g ? g->batch_size : 0;
-    pl_graph_free(g);
-    return batch;
-}
-
-/* The model at the largest of its batch, half, quarter and eighth whose step is short. */
 static pl_status probe_model(const pl_cost_model *m, const char *path, const pl_cluster *c,
                              const volatile sig_atomic_t *interrupt, pl_probe *out, pl_error *err)
 {
-    int batch = batch_of(path, err);
-    if (batch == 0)
-        return err ? err->status : PL_EINPUT;
-    int smallest = batch / 8 > 0 ? batch / 8 : 1;
-    double bytes = 0, step = predicted_step(m, path, smallest, &bytes, err);
-    if (step < 0)
-        return err ? err->status : PL_EINPUT;
-    if (step > PL_PROBE_MAX_STEP_SECONDS || bytes > PL_PROBE_MAX_BYTES)
-        return PL_OK; /* too long to probe: the reference speaks for the machine */
-    int size = smallest;
-    while (size * 2 <= batch && step * 2 <= PL_PROBE_MAX_STEP_SECONDS) {
-        size *= 2;
-        step *= 2;
-    }
+    int size;
+    pl_status status = probe_batch(m, path, &size, err);
+    if (status != PL_OK || size == 0)
+        return status;
     out->batch = size;
     return run_at(m, path, size, c, interrupt, out, err);
 }
@@ -106,7 +101,7 @@ pl_status pl_cost_probe(const pl_cost_model *m, const char *model_path, const ch
 {
     double start = pl_now();
     *out = (pl_probe){.scale = 1};
-    pl_cluster *c = pl_calib_cluster(1, 1, 0, false, err);
+    pl_cluster *c = pl_calib_cluster(1, 1, 0, -1, err);
     pl_status status = c ? PL_OK : PL_ENOMEM;
     if (status == PL_OK && model_path)
         status = probe_model(m, model_path, c, interrupt, out, err);

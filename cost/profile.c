@@ -87,8 +87,7 @@ bool pl_profile_read_cached(pl_cost_model *m, const pl_cluster *c)
     return false;
 }
 
-/* The cluster's distinct thread counts, and those the old profile had. */
-static int needed_threads(const pl_cluster *c, const pl_cost_model *old, int *threads)
+int pl_profile_threads(const pl_cluster *c, const pl_cost_model *old, int *threads)
 {
     int n = 0;
     for (int t = 1; t <= PL_COST_MAX_THREADS; t++) {
@@ -257,7 +256,7 @@ pl_status pl_profile_load(pl_cost_model *m, const pl_cluster *c, bool force,
     int threads[PL_COST_MAX_THREADS];
     char key[sizeof m->machine];
     pl_cost_machine_key(key, sizeof key);
-    int n = needed_threads(c, read && strcmp(old->machine, key) == 0 ? old : NULL, threads);
+    int n = pl_profile_threads(c, read && strcmp(old->machine, key) == 0 ? old : NULL, threads);
     free(old);
     pl_calibration how = {.graphs_dir = pl_profile_graphs_dir(), .threads = threads,
                           .n_threads = n, .progress = progress, .context = context,

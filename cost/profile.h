@@ -27,6 +27,10 @@ enum { PL_PROFILE_ATTEMPTS = 3, PL_PROFILE_OLD_DAYS = 30 };
 bool pl_profile_path(char *buf, size_t cap);
 /* The directory of models calibration measures, or NULL when none is found. */
 const char *pl_profile_graphs_dir(void);
+/* The thread counts a profile for `cluster` needs into threads[] (PL_COST_MAX_THREADS
+ * room), in increasing order: its devices' (within 1 to PL_COST_MAX_THREADS), and those
+ * `old` (may be NULL) has, which a new profile keeps. Returns how many. */
+int pl_profile_threads(const pl_cluster *cluster, const pl_cost_model *old, int *threads);
 
 /* The profile for `cluster`: read from the cache when it fits this machine and the
  * cluster's thread counts; else calibrated (progress and interrupt as in calibrate.h; an

@@ -205,14 +205,8 @@ static int check_profile(const pl_cluster *cluster)
 static int measure_models(pl_cost_model *m, const pl_cluster *cluster, char **models,
                           int n_models, bool verbose)
 {
-    int threads[PL_COST_MAX_THREADS], n_threads = 0;
-    for (int d = 0; d < cluster->n_devices; d++) {
-        int t = cluster->devices[d].threads, seen = 0;
-        for (int i = 0; i < n_threads; i++)
-            seen |= threads[i] == t;
-        if (!seen && t >= 1 && t <= PL_COST_MAX_THREADS && n_threads < PL_COST_MAX_THREADS)
-            threads[n_threads++] = t;
-    }
+    int threads[PL_COST_MAX_THREADS];
+    int n_threads = pl_profile_threads(cluster, NULL, threads);
     pl_calibration how = {.threads = threads, .n_threads = n_threads,
                           .progress = pl_cli_calibration_progress, .context = &verbose,
                           .interrupt = &pl_cli_interrupted};
