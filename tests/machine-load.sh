@@ -1,6 +1,7 @@
 #!/bin/sh
 # How busy the machine was while placer measured (machine_load.h): with busy loops on
-# every core alongside, the main job and placer run each say so in one warning line
+# every core alongside, the main job, placer run, simulate --measure and baseline
+# --measure each say so in one warning line
 # (whatever -q says), and the summary marks the measurements disturbed. Without them, only
 # what holds on any machine is asserted (the test machine may be shared): the shares are
 # in range and the line comes once at most.
@@ -67,6 +68,21 @@ hogs_stop
 once "$work/err" "$line" "loaded run"
 contains "$work/err" "while the plan was measured" "loaded run"
 contains "$work/out" "machine: other work took " "loaded run"
+
+# Loaded: placer simulate --measure and baseline --measure (one plan, every plan) warn
+# once each, and say the share.
+hogs_start
+expect 0 "loaded simulate" "$bin" simulate "$mlp" --plan "$work/loaded.plan.json" --measure 5
+once "$work/err" "$line" "loaded simulate"
+contains "$work/err" "while the plan was measured" "loaded simulate"
+contains "$work/out" "machine: other work took " "loaded simulate"
+expect 0 "loaded baseline" "$bin" baseline "$mlp" --algo single --measure 5
+once "$work/err" "$line" "loaded baseline"
+contains "$work/out" "machine: other work took " "loaded baseline"
+expect 0 "loaded baselines" "$bin" baseline "$mlp" --algo all --measure 3
+hogs_stop
+once "$work/err" "$line" "loaded baselines"
+contains "$work/err" "while the plans were measured" "loaded baselines"
 
 # Quiet as the machine allows: the shares are in range, the line at most once.
 expect 0 "quiet job" "$bin" "$mlp" --budget 3 -q -o "$work/quiet"

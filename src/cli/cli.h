@@ -229,6 +229,19 @@ void pl_cli_print_stability(FILE *out, const pl_measurement *measurement);
  * other ranks are no one else's work. One line per command that measures. */
 void pl_cli_warn_load(const pl_machine_load *load, const pl_cluster *cluster, const char *what,
                       double slowdown, const char *note);
+/* The least the machine's load is read before a measurement, seconds (machine_load.h). */
+#define PL_CLI_LOAD_BEFORE_SECONDS 0.2
+/* The load before a measurement that began reading at `started`: read once at least
+ * PL_CLI_LOAD_BEFORE_SECONDS have passed (sleeping what is left), or unknown over
+ * processes, where the other ranks would read as others' work. */
+pl_machine_load pl_cli_load_before(const pl_machine_cpu *started);
+/* The load a measurement is judged by (machine_load.h): its rounds', with `before` it when
+ * they were too short to judge alone (*with_before then true); unknown when `before` is. */
+pl_machine_load pl_cli_measured_load(const pl_measurement *measurement,
+                                     const pl_machine_load *before, bool *with_before);
+/* "machine: other work took 3% of the CPU (0.42 s measured) while WHAT[ and just
+ * before]", or that it is unknown (not over processes, where nothing is read). */
+void pl_cli_print_load(const pl_machine_load *judged, bool with_before, const char *what);
 /* How busy the machine was, for a sentence: "other work took 3% of the CPU (0.42 s
  * measured)", with the steal share when there was some, or "how busy the machine was is
  * unknown (no /proc/stat)". Returns `text`. */

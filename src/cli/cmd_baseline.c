@@ -26,6 +26,7 @@ typedef struct outcome {
     pl_plan *plan;
     double place_seconds, measured;
     pl_measurement measurement; /* valid when measured > 0 */
+    pl_machine_load load;       /* how busy the machine was while it was measured */
     int64_t memory[PL_MAX_DEVICES];
     pl_error err;
 } outcome;
@@ -134,6 +135,7 @@ static void place(const baseline_options *o, pl_baseline a, const pl_graph *g,
 static int measure(const baseline_options *o, const pl_graph *g, const pl_cluster *c,
                    pl_executor **ex, outcome *out)
 {
+    pl_machine_cpu started = pl_machine_load_read();
     pl_error err;
     pl_error_init(&err, o->model);
     pl_fit fit;
@@ -148,8 +150,11 @@ static int measure(const baseline_options *o, const pl_graph *g, const pl_cluste
     if (!fit.fits) /* the placers checked it: the executor agrees, or this is a bug */
         return pl_error_set(&err, PL_EINTERNAL, NULL, "the plan does not fit device %d",
                             fit.device), pl_cli_report(&err);
+    pl_machine_load before = pl_cli_load_before(&started);
     if (pl_executor_measure(*ex, 3, (int)o->measure, &m, &err) != PL_OK)
         return pl_cli_report(&err);
+    bool with_before;
+    out->load = pl_cli_measured_load(&m, &before, &with_before);
     out->measured = m.series.median;
     out->measurement = m;
     out->plan->provenance.measured_seconds = out->measured;
@@ -190,6 +195,7 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
     int status = PL_EXIT_OK, placed = 0, unfit = 0, refused = 0; /* unfit: failed for memory;
                                                                    refused: for bad input */
     bool any_unstable = false, any_recomputes = false;
+    pl_machine_load load = {0}; /* over every measured plan */
     fprintf(pl_cli_text, "%-12s %12s %9s %18s %10s %10s  %s\n", "algorithm", "simulated",
             "sim/bound", "measured", "meas/bound", "placed in", "peak memory per device, MiB");
     for (int a = 0; a < PL_BASELINE_COUNT && status == PL_EXIT_OK; a++) {
@@ -211,6 +217,7 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
         if (out.measured > 0) {
             const pl_series *times = &out.measurement.series;
             any_unstable |= times->unstable;
+            pl_machine_load_add(&load, &out.load);
             snprintf(measured, sizeof measured, "%.3f ms %s%s", 1e3 * out.measured,
                      pl_cli_spread_text(times, spread, sizeof spread),
                      times->unstable ? " !" : "  ");
@@ -242,6 +249,9 @@ static int run_all(const baseline_options *o, const pl_graph *g, const pl_cluste
                 o->measure, c->paced ? "paced (emulated devices)" : "native",
                 PL_MEASURE_MAX_ROUNDS);
         pl_cli_print_spread_note(pl_cli_text, any_unstable);
+        pl_cli_print_load(&load, false, "the plans were measured");
+        pl_cli_warn_load(&load, c, "the plans were measured", 0,
+                         any_unstable ? "some plans' steps were unstable" : NULL);
     }
     pl_executor_free(ex);
     if (status == PL_EXIT_OK && placed == 0) {
@@ -284,6 +294,9 @@ static int run_one(const baseline_options *o, const pl_graph *g, const pl_cluste
                 pl_cli_spread_text(&out.measurement.series, spread, sizeof spread),
                 out.measured / bound, o->measure, c->paced ? "paced" : "native");
         pl_cli_print_stability(pl_cli_text, &out.measurement);
+        pl_cli_print_load(&out.load, false, "the plan was measured");
+        pl_cli_warn_load(&out.load, c, "the plan was measured", 0,
+                         out.measurement.series.unstable ? "its steps were unstable" : NULL);
     }
     pl_executor_free(ex);
     if (status == PL_EXIT_OK && o->output && pl_cli_leader()) {

@@ -183,28 +183,6 @@ static void print_replay(const replay *r, double measured)
             1e3 * r->simulated_hardware);
 }
 
-/* The least the machine's load is read before the measurement, seconds (machine_load.h). */
-#define PL_RUN_LOAD_BEFORE_SECONDS 0.2
-
-/* Prints how busy the machine was while the plan was measured (every round), with the reading
- * `before` when the rounds were too short to judge alone, as "machine: ..." says it; unknown
- * over processes (nothing read before). */
-static pl_machine_load print_load(const pl_measurement *m, const pl_machine_load *before)
-{
-    pl_machine_load during = {0};
-    for (int round = 0; round < m->rounds && before->known; round++)
-        pl_machine_load_add(&during, &m->round_load[round]);
-    pl_machine_load judged = pl_machine_load_judged(&during, before);
-    char text[256];
-    if (judged.known)
-        fprintf(pl_cli_text, "machine: %s while the plan was measured%s\n",
-                pl_cli_load_text(&judged, text, sizeof text),
-                judged.seconds > during.seconds ? " and just before" : "");
-    else if (!pl_cli_comm())
-        fprintf(pl_cli_text, "machine: %s\n", pl_cli_load_text(&judged, text, sizeof text));
-    return judged;
-}
-
 static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
                    const pl_plan *plan, pl_executor *ex, const replay *r)
 {
@@ -237,11 +215,8 @@ static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
         fprintf(stderr, "placer: run: warning: the plan's devices have %d threads and this "
                 "machine %d cores: they share cores%s\n", threads, cores,
                 c->paced ? " (paced devices mostly wait, which leaves room)" : "");
-    /* how busy the machine was before: describing the plan took part of the interval;
-       over processes the other ranks would read as others' work, so nothing is read */
-    pl_machine_load before = {0};
-    if (!pl_cli_comm())
-        before = pl_machine_load_since(&started, PL_RUN_LOAD_BEFORE_SECONDS);
+    /* how busy the machine was before: describing the plan took part of the interval */
+    pl_machine_load before = pl_cli_load_before(&started);
     pl_measurement m;
     pl_status measured = pl_executor_measure(ex, (int)o->warmup, (int)o->steps, &m, &err);
     if (measured == PL_EINTERRUPTED)
@@ -258,7 +233,9 @@ static int measure(const run_options *o, const pl_graph *g, const pl_cluster *c,
             1e3 * times->median, pl_cli_spread_text(times, spread, sizeof spread), 1e3 * times->min,
             1e3 * times->max, 100 * times->iqr_spread, 100 * times->spread, o->steps, o->warmup);
     pl_cli_print_stability(pl_cli_text, &m);
-    pl_machine_load judged = print_load(&m, &before);
+    bool with_before;
+    pl_machine_load judged = pl_cli_measured_load(&m, &before, &with_before);
+    pl_cli_print_load(&judged, with_before, "the plan was measured");
     if (r)
         print_replay(r, times->median);
     fprintf(pl_cli_text, "throughput: %.0f samples/s; loss %.4f at the last step\n",

@@ -142,6 +142,7 @@ static void print_measured(const pl_measurement *m, long steps, double predicted
 static int measure(const simulate_options *o, pl_graph *g, const pl_cluster *c,
                    const pl_plan *plan, double predicted)
 {
+    pl_machine_cpu started = pl_machine_load_read();
     pl_error err;
     pl_error_init(&err, o->model);
     pl_executor *ex = NULL;
@@ -157,10 +158,17 @@ static int measure(const simulate_options *o, pl_graph *g, const pl_cluster *c,
     if (pl_executor_set_plan(ex, plan, &fit, &err) != PL_OK) {
         status = pl_cli_report(&err);
     } else {
-        if (pl_executor_measure(ex, 3, (int)o->measure, &m, &err) != PL_OK)
+        pl_machine_load before = pl_cli_load_before(&started);
+        if (pl_executor_measure(ex, 3, (int)o->measure, &m, &err) != PL_OK) {
             status = pl_cli_report(&err);
-        else
+        } else {
             print_measured(&m, o->measure, predicted);
+            bool with_before;
+            pl_machine_load judged = pl_cli_measured_load(&m, &before, &with_before);
+            pl_cli_print_load(&judged, with_before, "the plan was measured");
+            pl_cli_warn_load(&judged, c, "the plan was measured", 0,
+                             m.series.unstable ? "its steps were unstable" : NULL);
+        }
     }
     pl_executor_free(ex);
     return status;

@@ -204,6 +204,34 @@ void pl_cli_warn_load(const pl_machine_load *load, const pl_cluster *c, const ch
         fprintf(stderr, "placer: warning: %s\n", line);
 }
 
+pl_machine_load pl_cli_load_before(const pl_machine_cpu *started)
+{
+    return pl_cli_comm() ? (pl_machine_load){0}
+                         : pl_machine_load_since(started, PL_CLI_LOAD_BEFORE_SECONDS);
+}
+
+pl_machine_load pl_cli_measured_load(const pl_measurement *m, const pl_machine_load *before,
+                                     bool *with_before)
+{
+    pl_machine_load during = {0};
+    for (int round = 0; round < m->rounds && before->known; round++)
+        pl_machine_load_add(&during, &m->round_load[round]);
+    pl_machine_load judged = pl_machine_load_judged(&during, before);
+    *with_before = judged.seconds > during.seconds;
+    return judged;
+}
+
+void pl_cli_print_load(const pl_machine_load *judged, bool with_before, const char *what)
+{
+    char text[256];
+    if (judged->known)
+        fprintf(pl_cli_text, "machine: %s while %s%s\n",
+                pl_cli_load_text(judged, text, sizeof text), what,
+                with_before ? " and just before" : "");
+    else if (!pl_cli_comm())
+        fprintf(pl_cli_text, "machine: %s\n", pl_cli_load_text(judged, text, sizeof text));
+}
+
 const char *pl_cli_load_text(const pl_machine_load *load, char *text, size_t size)
 {
     double steal = pl_machine_load_steal_share(load);
