@@ -73,6 +73,14 @@ static const conv_case cases[] = {
     {"6,12,3,3", "70,12,1,1", {1, 1}, {0, 0}, {1, 1}, {0}, 1, false, false},
     {"9,16,9,9", "20,16,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, false},
     {"5,16,6,6", "24,4,3,3", {2, 2}, {1, 1}, {1, 1}, {0}, 4, true, false},
+    /* depthwise on small planes (conv_depthwise_small.c; fewer than 256 output positions):
+     * 1x1 planes of more channels than a block, 2x2 strided, a 7x7 filter wider than its
+     * plane; and on planes past that size, flat and strided */
+    {"3,70,1,1", "70,1,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 70, true, false},
+    {"2,130,4,4", "130,1,3,3", {2, 2}, {1, 1}, {1, 1}, {0}, 130, false, false},
+    {"2,8,3,3", "8,1,7,7", {1, 1}, {3, 3}, {1, 1}, {0}, 8, true, false},
+    {"2,6,17,17", "6,1,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 6, true, false},
+    {"2,5,33,32", "5,1,3,3", {2, 2}, {1, 1}, {1, 1}, {0}, 5, false, false},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 

@@ -63,6 +63,10 @@ PL_VECTOR_CLONES static void depthwise_flat(const conv_geom *g, const flat_layou
 PL_VECTOR_CLONES void pl_conv_depthwise(const conv_geom *g, const float *x, const float *w, const float *bias,
                        float *y, int ith, int nth)
 {
+    if (pl_conv_depthwise_small(g)) {
+        pl_conv_depthwise_small_forward(g, x, w, bias, y, ith, nth);
+        return;
+    }
     int64_t begin, end;
     pl_kernel_share(g->n * g->c, ith, nth, &begin, &end);
     flat_layout f;
@@ -121,6 +125,10 @@ PL_VECTOR_CLONES static void depthwise_grad_input_flat(const conv_geom *g, const
 PL_VECTOR_CLONES void pl_conv_depthwise_grad_input(const conv_geom *g, const float *dy, const float *w, float *dx,
                                   int ith, int nth)
 {
+    if (pl_conv_depthwise_small(g)) {
+        pl_conv_depthwise_small_grad_input(g, dy, w, dx, ith, nth);
+        return;
+    }
     int64_t begin, end;
     pl_kernel_share(g->n * g->c, ith, nth, &begin, &end);
     flat_layout f;
@@ -193,6 +201,10 @@ PL_VECTOR_CLONES static void depthwise_grad_filter_flat(const conv_geom *g, cons
 PL_VECTOR_CLONES void pl_conv_depthwise_grad_filter(const conv_geom *g, const float *dy,
                                                     const float *x, float *dw, int ith, int nth)
 {
+    if (pl_conv_depthwise_small(g)) {
+        pl_conv_depthwise_small_grad_filter(g, dy, x, dw, ith, nth);
+        return;
+    }
     int64_t begin, end;
     pl_kernel_share(g->c, ith, nth, &begin, &end);
     float column[COLUMN_BLOCK];

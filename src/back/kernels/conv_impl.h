@@ -158,6 +158,22 @@ static inline bool conv_batched_filter(const conv_geom *g)
     return g->ohw < BATCHED_FILTER_BELOW && g->n > 1 && !conv_depthwise(g);
 }
 
+/* Depthwise convolutions of fewer than DEPTHWISE_SMALL_PLANE output positions a plane, with
+ * filters of at most DEPTHWISE_SMALL_TAPS taps, run channel by channel inside each pair of
+ * an output and an input position (conv_depthwise_small.c): one plane at a time, their
+ * few multiply-adds cost less than the loops around them (docs/training.md, "Kernels"). */
+#define DEPTHWISE_SMALL_PLANE 256
+#define DEPTHWISE_SMALL_TAPS 49
+#define DEPTHWISE_SMALL_REACHES 2304 /* every 3x3 filter on such planes */
+
+bool pl_conv_depthwise_small(const conv_geom *g);
+void pl_conv_depthwise_small_forward(const conv_geom *g, const float *x, const float *w,
+                                     const float *bias, float *y, int ith, int nth);
+void pl_conv_depthwise_small_grad_input(const conv_geom *g, const float *dy, const float *w,
+                                        float *dx, int ith, int nth);
+void pl_conv_depthwise_small_grad_filter(const conv_geom *g, const float *dy, const float *x,
+                                         float *dw, int ith, int nth);
+
 void pl_conv_depthwise(const conv_geom *g, const float *x, const float *w, const float *bias,
                        float *y, int ith, int nth);
 void pl_conv_depthwise_grad_input(const conv_geom *g, const float *dy, const float *w, float *dx,
