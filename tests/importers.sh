@@ -1,23 +1,15 @@
 #!/bin/sh
-# The importers (tools/import-torch, tools/import-onnx): every real model of
-# tools/importers/zoo.py through both, checked against PyTorch by tests/importers/check.py
-# (outputs and first-step gradients within 1e-4); then the command lines' errors. Skipped
-# (exit 77) with a message when python3-torch, python3-torchvision or python3-onnx is
-# missing (tools/setup installs them). IMPORTER_MODELS names the models to check, "all"
-# (or unset) for every one; `make check` names a few (Makefile.am), tools/check all.
+# The importers (tools/import-torch, tools/import-onnx): the small models of
+# tools/importers/zoo.py's MAPPING_MODELS through both, checked against PyTorch by
+# tests/importers/check.py (outputs and first-step gradients within 1e-4), and the command
+# lines' errors. The zoo's real models are checked by tests/importers-zoo.sh, in shards
+# that run side by side (Makefile.am, ZOO_SHARDS), and the models written by hand by
+# tests/importers-written.sh. Skipped (exit 77) with a message when python3-torch,
+# python3-torchvision or python3-onnx is missing (tools/setup installs them).
 . "${top_srcdir:-.}/tests/shell_lib.sh"
 
 need_importers importers
 
-models=${IMPORTER_MODELS:-all}
-[ "$models" = all ] && models=
-# shellcheck disable=SC2086
-if "$py" "$src/tests/importers/check.py" --placer "$bin" $models >"$work/check" 2>&1; then
-    ok
-else
-    bad "check.py: a model differs from PyTorch or does not import"
-fi
-cat "$work/check"
 
 # A setting placer lacks is an unsupported operator too.
 expect 2 "stochastic depth at p=1" "$torch_import" \
@@ -118,13 +110,6 @@ expect 2 "a padding row of ones" "$torch_import" "$work/padding.py:build" --inpu
 contains "$work/err" "Embedding with padding_idx whose padding row is not zeros: 1 use" \
     "the padding row"
 [ ! -e "$work/padding.json" ] && ok || bad "a model was written despite the error"
-if [ -z "$models" ]; then
-    # The models written by hand the common ways: as many import and match as did.
-    "$src/tools/import-survey" --set written --placer "$bin" >"$work/written" 2>&1
-    cat "$work/written"
-    matched=$(sed -n 's/.*outputs match \([0-9]*\) .*/\1/p' "$work/written")
-    [ "${matched:-0}" -ge 30 ] && ok || bad "import-survey --set written: ${matched:-no} models match, expected at least 30"
-fi
 
 # The same through ONNX: its RNNs are listed.
 "$py" - "$src/tests/importers/unsupported.py" "$work/u.onnx" <<'PY' 2>/dev/null

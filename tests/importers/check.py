@@ -27,6 +27,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(TOP, "tools", "importers"))
@@ -48,8 +49,27 @@ class CheckFailed(Exception):
     pass
 
 
+# Seconds spent per phase of the model being checked (printed after its line): where a
+# check's time goes, to keep the whole suite's time in view.
+PHASES = {}
+
+
+class phase:
+    """with phase("export"): adds the block's wall-clock seconds to PHASES["export"]."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        self.start = time.monotonic()
+
+    def __exit__(self, *exc):
+        PHASES[self.name] = PHASES.get(self.name, 0.0) + time.monotonic() - self.start
+
+
 def run(cmd, **kw):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    with phase("placer" if cmd[0] == PLACER else os.path.basename(cmd[0])):
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
     if p.returncode != 0:
         raise CheckFailed("%s: exit %d\n%s%s" % (" ".join(cmd), p.returncode, p.stdout[-2000:],
                                                  p.stderr[-2000:]))
@@ -68,7 +88,7 @@ def import_model(name, via, module, work, numeric, batch, shape, gradients=False
         import torch
         onnx_path = os.path.join(work, "model.onnx")
         example = example_input(spec, 2, shape)
-        with open(os.devnull, "w") as null:
+        with open(os.devnull, "w") as null, phase("torch.onnx.export"):
             stderr = os.dup(2)
             os.dup2(null.fileno(), 2)  # torch.onnx warns at length on stderr
             try:
@@ -139,18 +159,32 @@ def settle_batch_norm(module, spec, batch, shape, weights):
     placer_tensors.write(weights, settled)
 
 
-def smallest_pool_gap(module, x):
-    """The smallest relative gap between the two largest, different values of a positive
-    max-pooling window, over every nn.MaxPool2d, in float64; None for a model without
-    one. Exact ties are copies of one value (a maximum passed on by an earlier pooling),
-    which every implementation breaks alike, by taking the first."""
-    import copy
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-    gaps = []
+class NearTie(Exception):
+    """Raised at the first max-pooling near-tie (PoolTies.near_tie): one refuses the
+    input, and the rest of the forward pass would only cost time."""
 
+
+class PoolTies:
+    """The module in float64, to find max-pooling near-ties in: one copy for every seed
+    conditioned_input tries (a copy of vgg11 in float64 is 1 GB, and at 224x224 most seeds
+    have a near-tie), its buffers (batch norm's running statistics) put back before each
+    forward pass, as a fresh copy would have them."""
+
+    def __init__(self, module):
+        import copy
+        import torch.nn as nn
+        self.pools = any(isinstance(mod, nn.MaxPool2d) for mod in module.modules())
+        if not self.pools:
+            return
+        self.m = copy.deepcopy(module).double()
+        self.buffers = [(b, b.clone()) for b in self.m.buffers()]
+        for mod in self.m.modules():
+            if isinstance(mod, nn.MaxPool2d):
+                mod.register_forward_hook(self.hook)
+
+    @staticmethod
     def hook(mod, inputs, output):
+        import torch.nn.functional as F
         v = inputs[0]
         pad = mod.padding if isinstance(mod.padding, tuple) else (mod.padding,) * 2
         v = F.pad(v, (pad[1], pad[1], pad[0], pad[0]), value=float("-inf"))
@@ -158,19 +192,28 @@ def smallest_pool_gap(module, x):
         top = cells.topk(2, dim=1).values
         gap = ((top[:, 0] - top[:, 1]) / top[:, 0])[top[:, 0] > 0]
         gap = gap[gap > 0]  # an exact tie is a copy (one max seen by two windows) or zeros
-        if gap.numel():
-            gaps.append(float(gap.min()))
+        if gap.numel() and float(gap.min()) < TIE_GAP:
+            raise NearTie()
 
-    if not any(isinstance(mod, nn.MaxPool2d) for mod in module.modules()):
-        return None
-    for training in (False, True):  # outputs are compared in inference, gradients training
-        m = copy.deepcopy(module).double().train(training)
-        for mod in m.modules():
-            if isinstance(mod, nn.MaxPool2d):
-                mod.register_forward_hook(hook)
-        with torch.no_grad():
-            m(*double(x))
-    return min(gaps) if gaps else None
+    def near_tie(self, x):
+        """Whether a positive max-pooling window of an nn.MaxPool2d holds two largest,
+        different values within TIE_GAP of each other (relative), in float64, in inference
+        or training mode; False for a model without one. Exact ties are copies of one value
+        (a maximum passed on by an earlier pooling), which every implementation breaks
+        alike, by taking the first."""
+        import torch
+        if not self.pools:
+            return False
+        for training in (False, True):  # outputs are compared in inference, gradients training
+            with torch.no_grad():
+                for b, saved in self.buffers:
+                    b.copy_(saved)
+                self.m.train(training)
+                try:
+                    self.m(*double(x))
+                except NearTie:
+                    return True
+        return False
 
 
 def conditioned_input(spec, module, batch, shape, first_seed):
@@ -178,10 +221,10 @@ def conditioned_input(spec, module, batch, shape, first_seed):
     max-pooling windows have no near-tie (two largest values within TIE_GAP): there
     float32 rounding picks the cell that gets the gradient, and PyTorch's own float32
     gradients differ from float64 by up to 6e-3 (vgg11 at 224x224)."""
+    ties = PoolTies(module)
     for seed in range(first_seed, first_seed + 40):
         x = example_input(spec, batch, shape, seed)
-        gap = smallest_pool_gap(module, x)
-        if gap is None or gap >= TIE_GAP:
+        if not ties.near_tie(x):
             return seed, x
     raise CheckFailed("no input among 40 seeds without a max-pooling near-tie")
 
@@ -281,7 +324,8 @@ def compare(spec, via, work, model_path, weights, module, batch, shape, first_se
     import torch
     import placer_tensors
     model = json.load(open(model_path))
-    seed, x = conditioned_input(spec, module, batch, shape, first_seed)
+    with phase("torch"):
+        seed, x = conditioned_input(spec, module, batch, shape, first_seed)
     data_names = [i["name"] for i in model["inputs"] if i["role"] == "data"]
     label = next(i for i in model["inputs"] if i["role"] == "label")
     module.eval()
@@ -302,11 +346,12 @@ def compare(spec, via, work, model_path, weights, module, batch, shape, first_se
     grads = os.path.join(work, "gradients.tensors")
     run([PLACER, "eval", model_path, "--weights", weights, "--inputs", inputs,
          "--outputs", outputs])
-    f32_out, f32_grads = torch_side(module, x, labels, in_double=False)
-    try:
-        ref_out, ref_grads = torch_side(module, x, labels, in_double=True)
-    except RuntimeError:  # the model makes float32 tensors of its own (torch.zeros(...))
-        ref_out, ref_grads = f32_out, f32_grads
+    with phase("torch"):
+        f32_out, f32_grads = torch_side(module, x, labels, in_double=False)
+        try:
+            ref_out, ref_grads = torch_side(module, x, labels, in_double=True)
+        except RuntimeError:  # the model makes float32 tensors of its own (torch.zeros(...))
+            ref_out, ref_grads = f32_out, f32_grads
     got_out = placer_tensors.read(outputs)[0][1]
     # Placer against PyTorch in float64, and against PyTorch's own float32 run: at a kink
     # (a ReLU's input, a max-pooling tie, within rounding) the two PyTorch runs can part,
@@ -373,6 +418,8 @@ def check(name, via, train_steps, job_budget):
     spec = spec_of(name)
     shape = spec.get("onnx_input", spec["input"]) if via == "onnx" else spec["input"]
     batch = spec.get("onnx_batch", spec["batch"]) if via == "onnx" else spec["batch"]
+    PHASES.clear()
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="placer-import-") as work:
         module = build_module(name, numeric=True)
         model_path, weights = import_model(name, via, module, work, True, batch, shape)
@@ -426,6 +473,10 @@ def check(name, via, train_steps, job_budget):
                     chosen["measured_seconds"] * 1e3,
                     chosen["measured_seconds"] / summary["lower_bound_seconds"],
                     chosen["over_best_baseline"])
+        total = time.monotonic() - started
+        PHASES["the rest"] = total - sum(PHASES.values())
+        line += "\n" + " " * 24 + "seconds: %.1f (%s)" % (total, ", ".join(
+            "%s %.1f" % kv for kv in sorted(PHASES.items(), key=lambda kv: -kv[1])))
         print(("ok   " if ok else "FAIL ") + line, flush=True)
         return ok
 
@@ -437,6 +488,8 @@ def main():
     p.add_argument("--via", choices=["torch", "onnx", "both"], default="both")
     p.add_argument("--train-steps", type=int, default=0)
     p.add_argument("--job-budget", type=float, default=0)
+    p.add_argument("--shard", metavar="K/N", help="the Kth of every N checks (a model "
+                   "through one importer; K from 1), so that N processes share the list")
     p.add_argument("--list", action="store_true")
     p.add_argument("--verbose", action="store_true", help="every gradient's error")
     p.add_argument("--placer", default=PLACER, help="the placer binary")
@@ -455,20 +508,29 @@ def main():
               "python3-onnx)" % e)
         return 77
     torch.set_num_threads(1)
+    names = args.models or list(MODELS)
+    unknown = [n for n in names if n not in MODELS and n not in MAPPING_MODELS]
+    if unknown:
+        print("check.py: unknown model %r (see --list)" % unknown[0], file=sys.stderr)
+        return 2
+    checks = [(name, via) for name in names
+              for via in (["torch", "onnx"] if args.via == "both" else [args.via])]
+    if args.shard:
+        # By check, not by model: a large model's two routes run in two shards.
+        k, _, n = args.shard.partition("/")
+        if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+            p.error("--shard %r: expected K/N with 1 <= K <= N" % args.shard)
+        checks = checks[int(k) - 1::int(n)]
     failed = 0
-    for name in args.models or list(MODELS):
-        if name not in MODELS and name not in MAPPING_MODELS:
-            print("check.py: unknown model %r (see --list)" % name, file=sys.stderr)
-            return 2
-        for via in (["torch", "onnx"] if args.via == "both" else [args.via]):
-            if via == "onnx" and "no_onnx" in spec_of(name):
-                print("skip %-20s onnx  %s" % (name, spec_of(name)["no_onnx"]), flush=True)
-                continue
-            try:
-                failed += not check(name, via, args.train_steps, args.job_budget)
-            except CheckFailed as e:
-                print("FAIL %-20s %-5s %s" % (name, via, e), flush=True)
-                failed += 1
+    for name, via in checks:
+        if via == "onnx" and "no_onnx" in spec_of(name):
+            print("skip %-20s onnx  %s" % (name, spec_of(name)["no_onnx"]), flush=True)
+            continue
+        try:
+            failed += not check(name, via, args.train_steps, args.job_budget)
+        except CheckFailed as e:
+            print("FAIL %-20s %-5s %s" % (name, via, e), flush=True)
+            failed += 1
     return 1 if failed else 0
 
 
