@@ -65,12 +65,13 @@ static const conv_case cases[] = {
     {"1,64,24,24", "16,64,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, false, false},
     {"1,16,190,190", "16,16,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, false, false},
     /* samples side by side (conv_batched.c; fewer than 64 output positions, or 512 for
-     * the filter gradient): output rows and input channels in parts, a ragged last part;
-     * two sample blocks (two copies of dw); a 1x1 filter; Winograd's forward beside a
-     * batched filter gradient of uneven sample blocks; grouped and strided */
+     * the filter gradient; fewer than 8 for 1x1 filters at stride 1): output rows and
+     * input channels in parts, a ragged last part; two sample blocks (two copies of dw); a
+     * 1x1 filter; Winograd's forward beside a batched filter gradient of uneven sample
+     * blocks; grouped and strided */
     {"20,40,2,2", "130,40,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, false},
     {"40,8,5,5", "12,8,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, false},
-    {"6,12,3,3", "70,12,1,1", {1, 1}, {0, 0}, {1, 1}, {0}, 1, false, false},
+    {"6,12,2,2", "70,12,1,1", {1, 1}, {0, 0}, {1, 1}, {0}, 1, false, false},
     {"9,16,9,9", "20,16,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, false},
     {"5,16,6,6", "24,4,3,3", {2, 2}, {1, 1}, {1, 1}, {0}, 4, true, false},
     /* depthwise on small planes (conv_depthwise_small.c; fewer than 256 output positions):

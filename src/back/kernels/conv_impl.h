@@ -116,9 +116,12 @@ void pl_conv_flat_grad_filter(const conv_geom *g, const flat_layout *f, const fl
  * depthwise, nor Winograd's where that applies) lay the column matrices of several samples
  * side by side (conv_batched.c): one sample's product would be too narrow to run near the
  * machine's peak. The filter gradient's products sum over the positions, so they gain
- * up to a wider size, BATCHED_FILTER_BELOW (docs/training.md, "Kernels"). */
+ * up to a wider size, BATCHED_FILTER_BELOW. A 1x1 filter at stride 1 reads its input in
+ * place, one sample at a time, and gains from the copies only below DIRECT_BATCHED_BELOW
+ * (docs/training.md, "Kernels"). */
 #define BATCHED_BELOW 64
 #define BATCHED_FILTER_BELOW 512
+#define DIRECT_BATCHED_BELOW 8
 
 size_t pl_conv_batched_workspace(const conv_geom *g, int nth);
 void pl_conv_batched(const conv_geom *g, const float *x, const float *w, const float *bias,
@@ -150,12 +153,14 @@ static inline bool conv_depthwise(const conv_geom *g)
 
 static inline bool conv_batched(const conv_geom *g)
 {
-    return g->ohw < BATCHED_BELOW && g->n > 1 && !conv_depthwise(g);
+    return g->ohw < (g->direct ? DIRECT_BATCHED_BELOW : BATCHED_BELOW) && g->n > 1 &&
+           !conv_depthwise(g);
 }
 
 static inline bool conv_batched_filter(const conv_geom *g)
 {
-    return g->ohw < BATCHED_FILTER_BELOW && g->n > 1 && !conv_depthwise(g);
+    return g->ohw < (g->direct ? DIRECT_BATCHED_BELOW : BATCHED_FILTER_BELOW) && g->n > 1 &&
+           !conv_depthwise(g);
 }
 
 /* Depthwise convolutions of fewer than DEPTHWISE_SMALL_PLANE output positions a plane, with
