@@ -15,11 +15,51 @@ static int64_t input_row(const conv_geom *g, int64_t kz, int64_t ki, int64_t oz,
     return (iz * g->h + iy) * g->w;
 }
 
+/* On small planes a row of the column matrix is a few floats, and working out where each
+ * run of them starts costs more than the copy: there the (tap, output position) pairs'
+ * input offsets are listed once, for every channel (MAP_MOST pairs at most, on the stack). */
+#define MAP_MOST 2048
+
+/* The input offset (within a channel's plane) that each tap reads for output positions
+ * [j0, j1), tap by tap, -1 in the padding; false when there are more than MAP_MOST pairs
+ * or a single channel to copy, where the runs are cheaper. */
+static bool tap_map(const conv_geom *g, int64_t channels, int64_t j0, int64_t j1, int32_t *map)
+{
+    int64_t n = j1 - j0;
+    if (channels < 2 || n * g->taps > MAP_MOST)
+        return false;
+    for (int64_t tap = 0; tap < g->taps; tap++) {
+        int64_t kz = tap / (g->kh * g->kw), ki = tap / g->kw % g->kh, kj = tap % g->kw;
+        for (int64_t j = j0; j < j1; j++) {
+            int64_t oy = j / g->ow, ox = j % g->ow;
+            int64_t in_row = input_row(g, kz, ki, oy / g->oh, oy % g->oh);
+            int64_t ix = ox * g->sw - g->pw + kj * g->dw;
+            bool inside = in_row >= 0 && ix >= 0 && ix < g->w;
+            map[tap * n + j - j0] = inside ? (int32_t)(in_row + ix) : -1;
+        }
+    }
+    return true;
+}
+
 /* Stride 2 (every ResNet stem and downsampling) has a loop of its own with the stride a
  * constant, which vectorises; compiled for each vector width. */
 PL_VECTOR_CLONES void pl_conv_im2col(const conv_geom *g, const float *xg, int64_t c0, int64_t c1,
                                      int64_t j0, int64_t j1, float *col, int64_t ld)
 {
+    int32_t map[MAP_MOST];
+    if (tap_map(g, c1 - c0, j0, j1, map)) {
+        int64_t n = j1 - j0;
+        for (int64_t c = c0; c < c1; c++) {
+            const float *plane = xg + c * g->hw;
+            for (int64_t tap = 0; tap < g->taps; tap++) {
+                const int32_t *at = map + tap * n;
+                float *row = col + ((c - c0) * g->taps + tap) * ld;
+                for (int64_t j = 0; j < n; j++)
+                    row[j] = at[j] >= 0 ? plane[at[j]] : 0.0f;
+            }
+        }
+        return;
+    }
     for (int64_t c = c0; c < c1; c++) {
         const float *plane = xg + c * g->hw;
         for (int64_t tap = 0; tap < g->taps; tap++) {
@@ -59,6 +99,21 @@ PL_VECTOR_CLONES void pl_conv_im2col(const conv_geom *g, const float *xg, int64_
 void pl_conv_col2im(const conv_geom *g, const float *dcol, int64_t ld, int64_t c0, int64_t c1,
                     float *dxg)
 {
+    int32_t map[MAP_MOST];
+    if (tap_map(g, c1 - c0, 0, g->ohw, map)) { /* contributions in the same order as below */
+        for (int64_t c = c0; c < c1; c++) {
+            float *plane = dxg + c * g->hw;
+            memset(plane, 0, (size_t)g->hw * sizeof(float));
+            for (int64_t tap = 0; tap < g->taps; tap++) {
+                const int32_t *at = map + tap * g->ohw;
+                const float *row = dcol + ((c - c0) * g->taps + tap) * ld;
+                for (int64_t j = 0; j < g->ohw; j++)
+                    if (at[j] >= 0)
+                        plane[at[j]] += row[j];
+            }
+        }
+        return;
+    }
     for (int64_t c = c0; c < c1; c++) {
         float *plane = dxg + c * g->hw;
         memset(plane, 0, (size_t)g->hw * sizeof(float));
