@@ -105,7 +105,9 @@ PL_WORKSPACE(conv)
         return pl_conv_winograd_workspace(&g, args->nth);
     if (conv_batched(&g))
         return pl_conv_batched_workspace(&g, args->nth);
-    if (g.direct || conv_depthwise(&g))
+    if (conv_depthwise(&g))
+        return (size_t)args->nth * (size_t)pl_conv_depthwise_floats(&g) * sizeof(float);
+    if (g.direct)
         return 0;
     return (size_t)args->nth * (size_t)(g.k * forward_block_columns(&g)) * sizeof(float);
 }
@@ -118,7 +120,9 @@ PL_KERNEL(conv)
     const float *bias = args->op->n_inputs == 3 ? args->in[2] : NULL;
     float *y = args->out[0];
     if (conv_depthwise(&g)) {
-        pl_conv_depthwise(&g, x, w, bias, y, args->ith, args->nth);
+        pl_conv_depthwise(&g, x, w, bias, y,
+                          (float *)args->work + args->ith * pl_conv_depthwise_floats(&g),
+                          args->ith, args->nth);
         return;
     }
     if (conv_winograd(&g)) {
@@ -184,7 +188,9 @@ static size_t input_gradient_workspace(const conv_geom *g, int nth)
         return pl_conv_winograd_grad_input_workspace(g, nth);
     if (conv_batched(g))
         return pl_conv_batched_grad_input_workspace(g, nth);
-    if (g->direct || conv_depthwise(g))
+    if (conv_depthwise(g))
+        return (size_t)nth * (size_t)pl_conv_depthwise_floats(g) * sizeof(float);
+    if (g->direct)
         return 0;
     return (size_t)nth * (size_t)(channel_block(g) * g->taps * g->ohw) * sizeof(float);
 }
@@ -195,7 +201,8 @@ static void input_gradient(const conv_geom *g, const float *dy, const float *w, 
                            float *work, int ith, int nth)
 {
     if (conv_depthwise(g)) {
-        pl_conv_depthwise_grad_input(g, dy, w, dx, ith, nth);
+        pl_conv_depthwise_grad_input(g, dy, w, dx, work + ith * pl_conv_depthwise_floats(g), ith,
+                                     nth);
         return;
     }
     if (conv_winograd(g)) {
@@ -334,7 +341,9 @@ static int64_t filter_buffer_floats(const conv_geom *g, const filter_plan *p)
         return pl_conv_flat_filter_floats(g, &p->layout, p->c_block);
     if (p->batched)
         return pl_conv_batched_filter_floats(g, p->c_block, p->s_block);
-    return g->direct || conv_depthwise(g) ? 0 : p->c_block * g->taps * p->band;
+    if (conv_depthwise(g))
+        return pl_conv_depthwise_floats(g);
+    return g->direct ? 0 : p->c_block * g->taps * p->band;
 }
 
 /* Workspace: dw copies for sample blocks 1.., then one thread's buffers after another. */
@@ -382,15 +391,15 @@ PL_KERNEL(conv_grad_filter)
     conv_geom g = grad_geometry(args);
     const float *dy = args->in[0], *x = args->in[1];
     filter_plan p = filter_grad_plan(&g);
+    float *copies = args->work;
+    float *buffers = copies + (p.s_blocks - 1) * filter_elements(&g) +
+                     (int64_t)args->ith * filter_buffer_floats(&g, &p);
     if (conv_depthwise(&g)) {
-        pl_conv_depthwise_grad_filter(&g, dy, x, args->out[0], args->ith, args->nth);
+        pl_conv_depthwise_grad_filter(&g, dy, x, args->out[0], buffers, args->ith, args->nth);
         if (args->op->n_outputs == 2)
             bias_grad_share(&g, dy, args->out[1], args->ith, args->nth);
         return;
     }
-    float *copies = args->work;
-    float *buffers = copies + (p.s_blocks - 1) * filter_elements(&g) +
-                     (int64_t)args->ith * filter_buffer_floats(&g, &p);
     int64_t begin, end;
     pl_kernel_share(g.groups * p.c_blocks * p.s_blocks, args->ith, args->nth, &begin, &end);
     for (int64_t chunk = begin; chunk < end; chunk++) {

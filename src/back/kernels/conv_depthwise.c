@@ -61,10 +61,10 @@ PL_VECTOR_CLONES static void depthwise_flat(const conv_geom *g, const flat_layou
 }
 
 PL_VECTOR_CLONES void pl_conv_depthwise(const conv_geom *g, const float *x, const float *w, const float *bias,
-                       float *y, int ith, int nth)
+                       float *y, float *work, int ith, int nth)
 {
     if (pl_conv_depthwise_small(g)) {
-        pl_conv_depthwise_small_forward(g, x, w, bias, y, ith, nth);
+        pl_conv_depthwise_small_forward(g, x, w, bias, y, work, ith, nth);
         return;
     }
     int64_t begin, end;
@@ -123,10 +123,10 @@ PL_VECTOR_CLONES static void depthwise_grad_input_flat(const conv_geom *g, const
 }
 
 PL_VECTOR_CLONES void pl_conv_depthwise_grad_input(const conv_geom *g, const float *dy, const float *w, float *dx,
-                                  int ith, int nth)
+                                  float *work, int ith, int nth)
 {
     if (pl_conv_depthwise_small(g)) {
-        pl_conv_depthwise_small_grad_input(g, dy, w, dx, ith, nth);
+        pl_conv_depthwise_small_grad_input(g, dy, w, dx, work, ith, nth);
         return;
     }
     int64_t begin, end;
@@ -199,10 +199,11 @@ PL_VECTOR_CLONES static void depthwise_grad_filter_flat(const conv_geom *g, cons
 /* Per tap and sample: each output column's products summed down the rows in float (one
  * vector lane a column), the columns then summed in double, the samples in double. */
 PL_VECTOR_CLONES void pl_conv_depthwise_grad_filter(const conv_geom *g, const float *dy,
-                                                    const float *x, float *dw, int ith, int nth)
+                                                    const float *x, float *dw, float *work,
+                                                    int ith, int nth)
 {
     if (pl_conv_depthwise_small(g)) {
-        pl_conv_depthwise_small_grad_filter(g, dy, x, dw, ith, nth);
+        pl_conv_depthwise_small_grad_filter(g, dy, x, dw, work, ith, nth);
         return;
     }
     int64_t begin, end;

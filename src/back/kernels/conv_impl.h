@@ -172,19 +172,26 @@ static inline bool conv_batched_filter(const conv_geom *g)
 #define DEPTHWISE_SMALL_REACHES 2304 /* every 3x3 filter on such planes */
 
 bool pl_conv_depthwise_small(const conv_geom *g);
+/* One thread's buffers on small planes, `work` below: floats. */
+int64_t pl_conv_depthwise_small_floats(const conv_geom *g);
 void pl_conv_depthwise_small_forward(const conv_geom *g, const float *x, const float *w,
-                                     const float *bias, float *y, int ith, int nth);
+                                     const float *bias, float *y, float *work, int ith, int nth);
 void pl_conv_depthwise_small_grad_input(const conv_geom *g, const float *dy, const float *w,
-                                        float *dx, int ith, int nth);
+                                        float *dx, float *work, int ith, int nth);
 void pl_conv_depthwise_small_grad_filter(const conv_geom *g, const float *dy, const float *x,
-                                         float *dw, int ith, int nth);
+                                         float *dw, float *work, int ith, int nth);
 
+/* `work`: this thread's pl_conv_depthwise_floats (none but on small planes). */
+static inline int64_t pl_conv_depthwise_floats(const conv_geom *g)
+{
+    return pl_conv_depthwise_small(g) ? pl_conv_depthwise_small_floats(g) : 0;
+}
 void pl_conv_depthwise(const conv_geom *g, const float *x, const float *w, const float *bias,
-                       float *y, int ith, int nth);
+                       float *y, float *work, int ith, int nth);
 void pl_conv_depthwise_grad_input(const conv_geom *g, const float *dy, const float *w, float *dx,
-                                  int ith, int nth);
+                                  float *work, int ith, int nth);
 void pl_conv_depthwise_grad_filter(const conv_geom *g, const float *dy, const float *x,
-                                   float *dw, int ith, int nth);
+                                   float *dw, float *work, int ith, int nth);
 
 /* 3x3 filters at stride 1 with enough channels in and out run as Winograd's F(2x2, 3x3)
  * (forward and input gradient; the filter gradient stays with im2col), when the batch
