@@ -44,6 +44,7 @@
 #include "adjacency.h"
 #include "bound_impl.h"
 #include "graph_build.h"
+#include "kernels.h"
 #include "op_times.h"
 #include "simulate.h"
 #include "split_graph.h"
@@ -85,14 +86,15 @@ static void find_classes(const pl_cluster *c, device_classes *k)
 #define NATIVE_RATE_HEADROOM 1.25
 
 static double native_floor(const pl_cost_model *m, const pl_device *device, pl_op_kind kind,
-                           double profiled, double flops, double bytes)
+                           int route, double profiled, double flops, double bytes)
 {
     double fastest = pl_cost_fastest_rate(m, device->threads);
     double roofline = flops / (NATIVE_RATE_HEADROOM * fastest);
     if (profiled >= 0)
         return fmax(roofline, NATIVE_FLOOR * profiled);
-    double least = pl_cost_least_over_fit(m, kind, device->threads);
-    return fmax(roofline, NATIVE_FLOOR * least * pl_cost_op_on(m, kind, device, flops, bytes));
+    double least = pl_cost_least_over_fit(m, kind, route, device->threads);
+    return fmax(roofline,
+                NATIVE_FLOOR * least * pl_cost_op_on(m, kind, route, device, flops, bytes));
 }
 
 /* An op at the given shapes on a device of each class (times[k]); returns the least. */
@@ -100,6 +102,7 @@ static double per_class(const pl_cost_model *m, const pl_cluster *c, const devic
                         const pl_op *op, const pl_tensor *shapes, double flops, double *times)
 {
     double bytes = 0, best = -1;
+    int route = pl_kernel_route_of(op, shapes);
     for (int j = 0; j < op->n_inputs; j++)
         bytes += (double)pl_tensor_bytes(&shapes[op->inputs[j]]);
     for (int j = 0; j < op->n_outputs; j++)
@@ -109,9 +112,9 @@ static double per_class(const pl_cost_model *m, const pl_cluster *c, const devic
         double t = pl_cost_lookup(m, pl_op_signature(op, shapes, device->threads));
         if (device->flops_per_second <= 0 && !device->hardware &&
             pl_cost_fastest_rate(m, device->threads) > 0) /* native, calibrated */
-            t = native_floor(m, device, op->kind, t, flops, bytes);
+            t = native_floor(m, device, op->kind, route, t, flops, bytes);
         else if (t < 0)
-            t = pl_cost_op_on(m, op->kind, device, flops, bytes);
+            t = pl_cost_op_on(m, op->kind, route, device, flops, bytes);
         if (device->flops_per_second > 0) /* paced: never faster than its rate */
             t = fmax(t, flops / device->flops_per_second);
         times[i] = t;

@@ -11,6 +11,7 @@
 #include "calibrate_impl.h"
 #include "clock.h"
 #include "grow.h"
+#include "kernels.h"
 #include "load.h"
 #include "machine_load.h"
 
@@ -28,10 +29,26 @@ static bool add_time(op_times *t, uint64_t signature, double seconds)
     return true;
 }
 
-/* Every op of one model at one batch, on one device of `threads` threads: a sample of its
- * kind and a measurement of its signature. */
+/* Samples for the fits, growing. */
+typedef struct op_samples {
+    pl_op_sample *v;
+    int n, cap;
+} op_samples;
+
+static bool add_op_sample(op_samples *s, pl_op_sample sample)
+{
+    if (!s)
+        return true;
+    if (!pl_grow(&s->v, &s->cap, s->n + 1, sizeof *s->v, 256))
+        return false;
+    s->v[s->n++] = sample;
+    return true;
+}
+
+/* Every op of one model at one batch, on one device of `threads` threads: a sample for the
+ * fits (unless `fits` is NULL) and a measurement of its signature. */
 static pl_status measure_ops(const char *path, int batch, int threads, int steps,
-                             const volatile sig_atomic_t *interrupt, samples *kinds,
+                             const volatile sig_atomic_t *interrupt, op_samples *fits,
                              op_times *measured, pl_error *err)
 {
     pl_cluster *c = pl_calib_cluster(1, threads, 0, -1, err);
@@ -46,8 +63,9 @@ static pl_status measure_ops(const char *path, int batch, int threads, int steps
             const pl_task *task = &p->tasks[i];
             const pl_op *op = &w.g->ops[task->op];
             double seconds = pl_median(times + (size_t)i * (size_t)steps, steps);
-            if (!pl_calib_add_sample(&kinds[op->kind], seconds, pl_task_flops(p, task),
-                            pl_task_op_bytes(p, task)) ||
+            pl_op_sample sample = {op->kind, pl_kernel_route_of(op, p->shapes), seconds,
+                                   pl_task_flops(p, task), pl_task_op_bytes(p, task)};
+            if (!add_op_sample(fits, sample) ||
                 !add_time(measured, pl_op_signature(op, p->shapes, threads), seconds)) {
                 status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
                 break;
@@ -135,7 +153,7 @@ static char **list_models(const char *dir, int *n)
 /* Every model at its batch and at a half, a quarter and an eighth of it, each run `steps`
  * steps. */
 static pl_status measure_suite(const pl_calibration *how, const char *dir, int threads,
-                               int steps, samples *kinds, op_times *measured, pl_error *err)
+                               int steps, op_samples *fits, op_times *measured, pl_error *err)
 {
     int n;
     char **files = list_models(dir, &n);
@@ -150,7 +168,7 @@ static pl_status measure_suite(const pl_calibration *how, const char *dir, int t
             how->progress(how->context, files[f]);
         for (int b = batch, last = 0; status == PL_OK && b >= 1 && b >= batch / 8; b /= 2) {
             if (b != last)
-                status = measure_ops(files[f], b, threads, steps, how->interrupt, kinds,
+                status = measure_ops(files[f], b, threads, steps, how->interrupt, fits,
                                      measured, err);
             last = b;
         }
@@ -187,21 +205,6 @@ static pl_status measure_together(pl_cost_model *m, const pl_calibration *how, i
     return status;
 }
 
-static void fit_kinds(pl_cost_model *m, int threads, samples *kinds)
-{
-    samples all = {0};
-    for (int k = 0; k < PL_OP_COUNT; k++) {
-        if (kinds[k].n >= 2)
-            m->ops[threads][k] = pl_cost_fit(kinds[k].seconds, kinds[k].flops, kinds[k].bytes,
-                                             kinds[k].n);
-        for (int i = 0; i < kinds[k].n; i++)
-            pl_calib_add_sample(&all, kinds[k].seconds[i], kinds[k].flops[i], kinds[k].bytes[i]);
-    }
-    if (all.n >= 2)
-        m->ops[threads][PL_OP_COUNT] = pl_cost_fit(all.seconds, all.flops, all.bytes, all.n);
-    pl_calib_free_samples(&all);
-}
-
 pl_status pl_cost_calibrate_models(pl_cost_model *m, char *const *paths, int n_paths,
                                    const pl_calibration *how, int *added, pl_error *err)
 {
@@ -213,8 +216,7 @@ pl_status pl_cost_calibrate_models(pl_cost_model *m, char *const *paths, int n_p
     *added = 0;
     pl_status status = PL_OK;
     for (int i = 0; status == PL_OK && i < n_threads; i++) {
-        samples kinds[PL_OP_COUNT] = {{0}}; /* the kinds' fits stay the suite's */
-        op_times measured = {0};
+        op_times measured = {0}; /* the fits stay the suite's */
         for (int pass = 0; pass < 2 && status == PL_OK; pass++) /* as the suite's, twice */
             for (int f = 0; f < n_paths && status == PL_OK; f++) {
                 pl_graph *g = pl_graph_load_file(paths[f], err);
@@ -229,7 +231,7 @@ pl_status pl_cost_calibrate_models(pl_cost_model *m, char *const *paths, int n_p
                 for (int b = batch, last = 0; status == PL_OK && b >= 1 && b >= batch / 8; b /= 2) {
                     if (b != last)
                         status = measure_ops(paths[f], b, threads[i], pass_steps, how->interrupt,
-                                             kinds, &measured, err);
+                                             NULL, &measured, err);
                     last = b;
                 }
             }
@@ -238,8 +240,6 @@ pl_status pl_cost_calibrate_models(pl_cost_model *m, char *const *paths, int n_p
             status = pl_cost_add_measured(m, measured.v, measured.n, err);
         if (status == PL_OK) /* one entry a signature: the rest replaced old ones */
             *added += m->n_measured - before;
-        for (int k = 0; k < PL_OP_COUNT; k++)
-            pl_calib_free_samples(&kinds[k]);
         free(measured.v);
     }
     return status;
@@ -262,10 +262,11 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
         if (t < 1 || t > PL_COST_MAX_THREADS)
             return pl_error_set(err, PL_EINPUT, NULL, "devices of %d threads: calibration "
                                 "covers 1 to %d", t, PL_COST_MAX_THREADS);
-        samples kinds[PL_OP_COUNT] = {{0}};
+        op_samples fits = {0};
         op_times measured = {0};
-        char small[4096];
+        char small[4096], shapes[4096];
         snprintf(small, sizeof small, "%s/small", how->graphs_dir);
+        snprintf(shapes, sizeof shapes, "%s/calibration", how->graphs_dir);
         /* Twice, seconds apart, and an op's time is the lower median of its samples: once
          * a whole model's run came out 30% slow (the VM's core slowed for a moment), and
          * every op of that model with it. */
@@ -273,22 +274,23 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
         int second = 0; /* where the second pass's times begin */
         for (int pass = 0; pass < 2 && status == PL_OK; pass++) {
             second = pass == 1 ? measured.n : 0;
-            status = measure_suite(how, how->graphs_dir, t, pass_steps, kinds, &measured, err);
+            status = measure_suite(how, how->graphs_dir, t, pass_steps, &fits, &measured, err);
             if (status == PL_OK)
-                status = measure_suite(how, small, t, pass_steps, kinds, &measured, err);
+                status = measure_suite(how, small, t, pass_steps, &fits, &measured, err);
+            if (status == PL_OK)
+                status = measure_suite(how, shapes, t, pass_steps, &fits, &measured, err);
         }
         if (status == PL_OK && measured.n == 0) /* a profile of nothing predicts 0 ms */
             status = pl_error_set(err, PL_EINPUT, NULL, "no models to calibrate with in %s "
                                   "or %s (PLACER_GRAPHS names placer's graphs/ directory)",
                                   how->graphs_dir, small);
         if (status == PL_OK)
-            fit_kinds(m, t, kinds);
+            status = pl_cost_fit_samples(m, t, fits.v, fits.n, err);
         if (status == PL_OK)
             status = add_spread(&spread, measured.v, second, measured.n, err);
         if (status == PL_OK)
             status = pl_cost_add_measured(m, measured.v, measured.n, err);
-        for (int k = 0; k < PL_OP_COUNT; k++)
-            pl_calib_free_samples(&kinds[k]);
+        free(fits.v);
         free(measured.v);
     }
     if (status == PL_OK && pl_cost_has_threads(m, 1))

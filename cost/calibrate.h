@@ -1,8 +1,10 @@
 /* Calibration: measures this machine with the executor itself and fits the cost model.
  *
- * - Ops: every model of a directory (its .json files and those of its small/) runs on one
- *   device of T threads at its batch, half, a quarter and an eighth of it; each op's time
- *   (the median over the measured steps) is a sample of its kind at that size.
+ * - Ops: every model of a directory (its .json files and those of its small/ and
+ *   calibration/: models of shapes the others lack, measured for the fits alone) runs on
+ *   one device of T threads at its batch, half, a quarter and an eighth of it; each op's
+ *   time (the median over the measured steps) is a sample of its kind, and of its kernel's
+ *   route, at that size.
  * - Copies: the executor's own copies between two native devices (a memcpy by the source
  *   device's thread), of small and full-size models dealt to them: bytes to megabytes.
  * - The executor's own costs, read from the timelines of small models placed on two native
@@ -37,7 +39,7 @@ extern "C" {
 enum { PL_CALIBRATION_MIN_COMPARED = 30 };
 
 typedef struct pl_calibration {
-    const char *graphs_dir; /* the models to measure: DIR and DIR/small */
+    const char *graphs_dir; /* the models to measure: DIR, DIR/small and DIR/calibration */
     const int *threads;     /* the thread counts to measure; NULL: {1} */
     int n_threads;
     int steps;              /* measured steps per model and batch; 0: 5 */

@@ -61,17 +61,28 @@ double pl_cost_fastest_rate(const pl_cost_model *m, int threads)
     return m->ops[measured_threads(m, threads)][PL_OP_COUNT].fastest;
 }
 
-double pl_cost_least_over_fit(const pl_cost_model *m, pl_op_kind kind, int threads)
+/* The fit an op takes: its route's, else its kind's, else all kinds'. */
+static const pl_op_cost *fit_of(const pl_cost_model *m, pl_op_kind kind, int route, int threads)
 {
-    const pl_op_cost *row = m->ops[measured_threads(m, threads)];
-    return row[kind].samples > 0 ? row[kind].least : row[PL_OP_COUNT].least;
+    int t = measured_threads(m, threads);
+    for (int i = 0; route >= 0 && i < m->n_routes; i++) {
+        const pl_route_fit *r = &m->routes[i];
+        if (r->threads == t && r->kind == kind && r->route == route)
+            return &r->cost;
+    }
+    const pl_op_cost *row = m->ops[t];
+    return row[kind].samples > 0 ? &row[kind] : &row[PL_OP_COUNT];
 }
 
-double pl_cost_op(const pl_cost_model *m, pl_op_kind kind, int threads, double flops,
-                  double bytes)
+double pl_cost_least_over_fit(const pl_cost_model *m, pl_op_kind kind, int route, int threads)
 {
-    const pl_op_cost *row = m->ops[measured_threads(m, threads)];
-    const pl_op_cost *c = row[kind].samples > 0 ? &row[kind] : &row[PL_OP_COUNT];
+    return fit_of(m, kind, route, threads)->least;
+}
+
+double pl_cost_op(const pl_cost_model *m, pl_op_kind kind, int route, int threads,
+                  double flops, double bytes)
+{
+    const pl_op_cost *c = fit_of(m, kind, route, threads);
     return (c->seconds + c->per_flop * flops + c->per_byte * bytes) * pl_cost_speed(m);
 }
 
@@ -82,12 +93,12 @@ double pl_cost_together(const pl_cost_model *m, pl_op_kind kind, int threads)
     return factor > 1 ? factor : 1;
 }
 
-double pl_cost_op_on(const pl_cost_model *m, pl_op_kind kind, const pl_device *device,
-                     double flops, double bytes)
+double pl_cost_op_on(const pl_cost_model *m, pl_op_kind kind, int route,
+                     const pl_device *device, double flops, double bytes)
 {
     if (device->hardware)
         return pl_roofline_seconds(device->hardware, kind, flops, bytes);
-    return pl_cost_op(m, kind, device->threads, flops, bytes);
+    return pl_cost_op(m, kind, route, device->threads, flops, bytes);
 }
 
 double pl_task_op_bytes(const pl_program *p, const pl_task *task)
@@ -109,7 +120,8 @@ double pl_cost_native(const pl_cost_model *m, const pl_program *p, const pl_clus
     if (task->kind == PL_TASK_COPY)
         return pl_cost_native_copy(m, (double)pl_task_bytes(p, task));
     if (task->kind == PL_TASK_REDUCE) /* an add on one thread: two ranges read, one written */
-        return pl_cost_op(m, PL_OP_ADD, 1, (double)pl_task_bytes(p, task) / sizeof(float),
+        return pl_cost_op(m, PL_OP_ADD, PL_ROUTE_ONE, 1,
+                          (double)pl_task_bytes(p, task) / sizeof(float),
                           3.0 * (double)pl_task_bytes(p, task));
     const pl_device *device = &c->devices[task->resource];
     const pl_op *op = &p->graph->ops[task->op];
@@ -123,8 +135,9 @@ double pl_cost_native(const pl_cost_model *m, const pl_program *p, const pl_clus
     }
     if (native >= 0)
         return native * share + zeroed;
-    return pl_cost_op_on(m, op->kind, device, pl_task_flops(p, task),
-                         pl_task_op_bytes(p, task) * share) + zeroed;
+    return pl_cost_op_on(m, op->kind, pl_kernel_route_of(op, p->shapes), device,
+                         pl_task_flops(p, task), pl_task_op_bytes(p, task) * share) +
+           zeroed;
 }
 
 const char *const pl_delay_names[PL_DELAY_COUNT + 1] = {"slept", "spun", "copy", "handoff",
@@ -345,6 +358,83 @@ pl_op_cost pl_cost_fit(const double *seconds, const double *flops, const double 
     return best;
 }
 
+/* Samples by kind, then route. */
+static int compare_samples(const void *a, const void *b)
+{
+    const pl_op_sample *x = a, *y = b;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    return (x->route > y->route) - (x->route < y->route);
+}
+
+/* Fits s[0 .. n) into *out, its `together` kept; below two samples *out stays. */
+static bool fit_into(const pl_op_sample *s, int n, pl_op_cost *out)
+{
+    if (n < 2)
+        return true;
+    double *v = malloc(3 * (size_t)n * sizeof *v);
+    if (!v)
+        return false;
+    for (int i = 0; i < n; i++) {
+        v[i] = s[i].seconds;
+        v[n + i] = s[i].flops;
+        v[2 * n + i] = s[i].bytes;
+    }
+    double together = out->together;
+    *out = pl_cost_fit(v, v + n, v + 2 * n, n);
+    out->together = together;
+    free(v);
+    return true;
+}
+
+/* The model's fit of a route, added when it has none; NULL when the list is full. */
+static pl_route_fit *route_fit(pl_cost_model *m, int threads, pl_op_kind kind, int route)
+{
+    for (int i = 0; i < m->n_routes; i++)
+        if (m->routes[i].threads == threads && m->routes[i].kind == kind &&
+            m->routes[i].route == route)
+            return &m->routes[i];
+    if (m->n_routes == PL_COST_MAX_ROUTE_FITS)
+        return NULL;
+    m->routes[m->n_routes] = (pl_route_fit){.threads = threads, .kind = kind, .route = route};
+    return &m->routes[m->n_routes++];
+}
+
+pl_status pl_cost_fit_samples(pl_cost_model *m, int threads, const pl_op_sample *samples, int n,
+                              pl_error *err)
+{
+    pl_op_sample *s = malloc(((size_t)n + 1) * sizeof *s);
+    if (!s || !fit_into(samples, n, &m->ops[threads][PL_OP_COUNT])) {
+        free(s);
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    }
+    memcpy(s, samples, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, compare_samples);
+    pl_status status = PL_OK;
+    for (int a = 0, b; status == PL_OK && a < n; a = b) {
+        for (b = a; b < n && s[b].kind == s[a].kind; b++)
+            ;
+        if (!fit_into(s + a, b - a, &m->ops[threads][s[a].kind]))
+            status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        if (s[a].route == s[b - 1].route) /* one route: the kind's fit is its own */
+            continue;
+        for (int r = a, e; status == PL_OK && r < b; r = e) {
+            for (e = r; e < b && s[e].route == s[r].route; e++)
+                ;
+            if (s[r].route < 0 || e - r < PL_COST_ROUTE_MIN_SAMPLES)
+                continue;
+            pl_route_fit *fit = route_fit(m, threads, s[r].kind, s[r].route);
+            if (!fit)
+                status = pl_error_set(err, PL_EINPUT, NULL, "more than %d kernel routes' fits",
+                                      PL_COST_MAX_ROUTE_FITS);
+            else if (!fit_into(s + r, e - r, &fit->cost))
+                status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+        }
+    }
+    free(s);
+    return status;
+}
+
 /* ---- profile files ----------------------------------------------------------------------- */
 
 static const char *const PROFILE_FORMAT = "placer-cost-profile";
@@ -387,6 +477,17 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
                                                  "together", c->together, "fastest_flop_rate",
                                                  c->fastest, "least_over_fit", c->least));
         }
+    for (int i = 0; i < m->n_routes; i++) {
+        const pl_route_fit *r = &m->routes[i];
+        const pl_op_cost *c = &r->cost;
+        json_array_append_new(
+            ops, json_pack("{s:s, s:s, s:i, s:f, s:f, s:f, s:i, s:f, s:f, s:f}", "kind",
+                           pl_op_info_of(r->kind)->name, "route", pl_kernel_route_names[r->route],
+                           "threads", r->threads, "seconds", c->seconds, "per_flop",
+                           c->per_flop, "per_byte", c->per_byte, "samples", c->samples,
+                           "together", c->together, "fastest_flop_rate", c->fastest,
+                           "least_over_fit", c->least));
+    }
     json_t *measured = json_array();
     for (int i = 0; i < m->n_measured; i++) {
         char signature[17];
@@ -436,12 +537,22 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
     return status;
 }
 
+/* A route's name (kernels.h), or -1. */
+static int route_from_name(const char *name)
+{
+    for (int i = 0; i < PL_KERNEL_ROUTES; i++)
+        if (strcmp(pl_kernel_route_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+/* An op kind's fit, or with "route" one of its kernel routes'. */
 static bool read_op(pl_json_reader *r, const json_t *entry, pl_cost_model *m)
 {
-    static const char *const fields[] = {"kind", "threads", "seconds", "per_flop", "per_byte",
-                                         "samples", "together", "fastest_flop_rate",
-                                         "least_over_fit", NULL};
-    const char *kind_name;
+    static const char *const fields[] = {"kind", "route", "threads", "seconds", "per_flop",
+                                         "per_byte", "samples", "together",
+                                         "fastest_flop_rate", "least_over_fit", NULL};
+    const char *kind_name, *route_name = NULL;
     int64_t threads, samples;
     pl_op_cost c = {0};
     if (!pl_json_expect_object(r, entry, fields) ||
@@ -465,10 +576,36 @@ static bool read_op(pl_json_reader *r, const json_t *entry, pl_cost_model *m)
         pl_json_push_key(r, "kind");
         return pl_json_fail(r, "unknown op kind \"%s\"", kind_name);
     }
+    c.samples = (int)samples;
+    if (!pl_json_string(r, entry, "route", false, &route_name))
+        return false;
+    if (route_name) {
+        int route = route_from_name(route_name);
+        pl_route_fit *fit = NULL;
+        pl_json_push_key(r, "route");
+        if (kind == PL_OP_COUNT)
+            return pl_json_fail(r, "a route belongs to one op kind, not to \"*\"");
+        if (route < 0) {
+            char known[256] = "";
+            for (int i = 0; i < PL_KERNEL_ROUTES; i++)
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+                         i ? ", " : "", pl_kernel_route_names[i]);
+            return pl_json_fail(r, "unknown kernel route \"%s\" (routes: %s)", route_name,
+                                known);
+        }
+        for (int i = 0; i < m->n_routes; i++)
+            if (m->routes[i].threads == threads && m->routes[i].kind == kind &&
+                m->routes[i].route == route)
+                return pl_json_fail(r, "route \"%s\" of op kind \"%s\" at %d threads is "
+                                    "given twice", route_name, kind_name, (int)threads);
+        if (!(fit = route_fit(m, (int)threads, kind, route)))
+            return pl_json_fail(r, "more than %d kernel routes' fits", PL_COST_MAX_ROUTE_FITS);
+        fit->cost = c;
+        return true;
+    }
     if (m->ops[threads][kind].samples != 0)
         return pl_json_fail(r, "op kind \"%s\" at %d threads is given twice", kind_name,
                             (int)threads);
-    c.samples = (int)samples;
     m->ops[threads][kind] = c;
     return true;
 }

@@ -5,7 +5,10 @@
  *   kind, attributes, input and output shapes, and T) when calibration measured one; else
  *   `seconds + per_flop * flops + per_byte * bytes` (FLOPs and bytes read and written at
  *   the micro-batch's shapes), with the three coefficients fitted per op kind and thread
- *   count to every measurement; a kind never measured uses the fit over all kinds.
+ *   count to every measurement; a kind never measured uses the fit over all kinds. Where
+ *   a kind's kernel takes routes of different speed by shape (a convolution's: depthwise,
+ *   Winograd, small outputs, ...; kernels.h), each route calibration measured often
+ *   enough has a fit of its own, which the kind's ops on that route take.
  * - On a paced device an op takes the larger of that and its FLOPs at the declared rate,
  *   and ends late by a delay (`paced_delays`) that depends on whether its pacer slept or
  *   only spun (cluster.h) and on the contention when it fell due: a paced thread needs a
@@ -52,7 +55,10 @@
 extern "C" {
 #endif
 
-enum { PL_COST_FORMAT_VERSION = 13, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
+enum { PL_COST_FORMAT_VERSION = 14, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
+/* A route's fit is made from at least this many samples (else its kind's stands in), and
+ * a profile holds at most PL_COST_MAX_ROUTE_FITS of them. */
+enum { PL_COST_ROUTE_MIN_SAMPLES = 6, PL_COST_MAX_ROUTE_FITS = 256 };
 
 /* The executor's delays on paced devices and links. Each is a mean (they add up along a
  * step, the rare long ones included) measured by the contention at the moment it arose
@@ -121,6 +127,14 @@ typedef struct pl_calibration_record {
     double spread_threshold, others_threshold;
 } pl_calibration_record;
 
+/* The fit of one kernel route (kernels.h: pl_kernel_route) of an op kind. */
+typedef struct pl_route_fit {
+    int threads;
+    pl_op_kind kind;
+    int route;
+    pl_op_cost cost;
+} pl_route_fit;
+
 /* One measured op configuration. */
 typedef struct pl_op_time {
     uint64_t signature;
@@ -131,6 +145,8 @@ typedef struct pl_cost_model {
     char machine[512];  /* the key: what the profile was measured on */
     /* by thread count (index 1 .. PL_COST_MAX_THREADS), op kind (PL_OP_COUNT: all kinds) */
     pl_op_cost ops[PL_COST_MAX_THREADS + 1][PL_OP_COUNT + 1];
+    pl_route_fit routes[PL_COST_MAX_ROUTE_FITS]; /* by thread count, kind and route */
+    int n_routes;
     pl_copy_point copy_curve[PL_COST_COPY_POINTS]; /* bytes ascending, seconds not falling */
     int n_copy_points;
     double handoff_seconds, task_seconds;
@@ -185,9 +201,11 @@ bool pl_cost_has_threads(const pl_cost_model *model, int threads);
 /* The fastest FLOP rate calibration saw for any op on devices of `threads` threads (at the
  * measured thread count pl_cost_op takes for them); 0 when not known. */
 double pl_cost_fastest_rate(const pl_cost_model *model, int threads);
-/* The least of an op kind's samples' times over the fit that pl_cost_op takes for it on
- * devices of `threads` threads (the kind's, else all kinds'); 0 when not known. */
-double pl_cost_least_over_fit(const pl_cost_model *model, pl_op_kind kind, int threads);
+/* The least of the samples' times over the fit that pl_cost_op takes for an op of `kind`
+ * on kernel route `route` (pl_kernel_route; PL_ROUTE_ONE for the kind's fit) on devices
+ * of `threads` threads; 0 when not known. */
+double pl_cost_least_over_fit(const pl_cost_model *model, pl_op_kind kind, int route,
+                              int threads);
 
 /* A paced delay at a contention level (pl_cost_contention; clamped), with `others_busy`
  * other devices and links busy then and `others_used` in the step (never below 0). */
@@ -226,13 +244,16 @@ double pl_cost_copy(const pl_cost_model *model, const pl_link *link, double byte
 /* How much longer an op of `kind` on a native device of `threads` threads takes while
  * another native device computes (pl_op_cost's `together`; 1 where unmeasured). */
 double pl_cost_together(const pl_cost_model *model, pl_op_kind kind, int threads);
-/* An op on a native device of `threads` threads, at the given FLOPs and bytes. */
-double pl_cost_op(const pl_cost_model *model, pl_op_kind kind, int threads, double flops,
-                  double bytes);
-/* An op on `device` at the given FLOPs and bytes: the roofline on hardware placer cannot
- * run (roofline.h), else pl_cost_op at its thread count. */
-double pl_cost_op_on(const pl_cost_model *model, pl_op_kind kind, const pl_device *device,
-                     double flops, double bytes);
+/* An op of `kind` whose kernel takes route `route` (pl_kernel_route_of, kernels.h; -1,
+ * PL_ROUTE_ONE, for the kind's fit over all its routes) on a native device of `threads`
+ * threads, at the given FLOPs and bytes: the route's fit, else the kind's, else all
+ * kinds'. */
+double pl_cost_op(const pl_cost_model *model, pl_op_kind kind, int route, int threads,
+                  double flops, double bytes);
+/* The same on `device`: the roofline on hardware placer cannot run (roofline.h), else
+ * pl_cost_op at its thread count. */
+double pl_cost_op_on(const pl_cost_model *model, pl_op_kind kind, int route,
+                     const pl_device *device, double flops, double bytes);
 /* Bytes an op task reads and writes at the micro-batch's shapes; a slice reads only what
  * it writes. */
 double pl_task_op_bytes(const pl_program *program, const pl_task *task);
@@ -241,6 +262,21 @@ double pl_task_op_bytes(const pl_program *program, const pl_task *task);
  * least squares on relative error (times span microseconds to seconds), and records the
  * fastest FLOP rate among them and the least of their times over the fit's. */
 pl_op_cost pl_cost_fit(const double *seconds, const double *flops, const double *bytes, int n);
+
+/* One measured op: a sample for the fits. */
+typedef struct pl_op_sample {
+    pl_op_kind kind;
+    int route; /* pl_kernel_route */
+    double seconds, flops, bytes;
+} pl_op_sample;
+
+/* Fits the model for devices of `threads` threads to the samples: each kind with two
+ * samples or more, all kinds together, and each route of a kind with
+ * PL_COST_ROUTE_MIN_SAMPLES samples or more where the kind took more than one. Replaces
+ * the fits it makes (their `together` kept), and leaves the others; PL_ENOMEM, or PL_EINPUT
+ * when the route fits would outgrow PL_COST_MAX_ROUTE_FITS. */
+pl_status pl_cost_fit_samples(pl_cost_model *model, int threads, const pl_op_sample *samples,
+                              int n, pl_error *err);
 
 /* Profile files (JSON, written atomically). Reading checks the format version and every
  * field (numbers in range, each op kind and thread count at most once, measurements

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "json_reader.h"
+#include "kernels.h"
 #include "strmap.h"
 
 #define OP_TIMES_MAX_BYTES ((size_t)256 << 20)
@@ -34,7 +35,8 @@ static double cost_model_seconds(const reading *rd, int o)
     double t = pl_cost_lookup(rd->m, pl_op_signature(op, rd->g->tensors, rd->threads));
     if (t >= 0)
         return t;
-    return pl_cost_op(rd->m, op->kind, rd->threads, op->flops,
+    return pl_cost_op(rd->m, op->kind, pl_kernel_route_of(op, rd->g->tensors), rd->threads,
+                      op->flops,
                       (double)(op->bytes_read + op->bytes_written));
 }
 

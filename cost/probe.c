@@ -6,6 +6,7 @@
 #include "autodiff.h"
 #include "calibrate_impl.h"
 #include "graph_build.h"
+#include "kernels.h"
 #include "clock.h"
 #include "load.h"
 
@@ -68,7 +69,8 @@ static pl_status probe_batch(const pl_cost_model *m, const char *path, int *size
         const pl_op *op = &g->ops[o];
         double t = pl_cost_lookup(m, pl_op_signature(op, g->tensors, 1));
         step += t >= 0 ? t
-                       : pl_cost_op(m, op->kind, 1, op->flops,
+                       : pl_cost_op(m, op->kind, pl_kernel_route_of(op, g->tensors), 1,
+                                    op->flops,
                                     (double)(op->bytes_read + op->bytes_written));
     }
     pl_graph_stats stats;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "baseline_impl.h"
+#include "kernels.h"
 #include "op_times.h"
 #include "recompute.h"
 #include "simulate.h"
@@ -200,7 +201,9 @@ static void op_seconds(const pl_placer *p, const pl_op *op, double *out)
             native = pl_cost_lookup(p->model,
                                     pl_op_signature(op, p->graph->tensors, device->threads));
             if (native < 0)
-                native = pl_cost_op_on(p->model, op->kind, device, op->flops, bytes);
+                native = pl_cost_op_on(p->model, op->kind,
+                                       pl_kernel_route_of(op, p->graph->tensors), device,
+                                       op->flops, bytes);
         }
         out[d] = native;
     }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "baseline_impl.h"
+#include "kernels.h"
 
 enum {
     MAX_SEGMENTS = 256,
@@ -66,7 +67,8 @@ static double fixed_seconds(const pl_placer *p, const pl_op *op, int dev)
     if (op->phase == PL_PHASE_UPDATE)
         return 0;
     const pl_device *device = &p->cluster->devices[dev];
-    double intercept = pl_cost_op_on(p->model, op->kind, device, 0, 0);
+    double intercept = pl_cost_op_on(p->model, op->kind,
+                                     pl_kernel_route_of(op, p->graph->tensors), device, 0, 0);
     double held = device->flops_per_second > 0 ? op->flops / device->flops_per_second : 0;
     double late = held > PL_DEVICE_PACE_SPIN_SECONDS ? pl_cost_delay(p->model, PL_DELAY_SLEPT, 0, 0, 0)
                   : held > 0 ? pl_cost_delay(p->model, PL_DELAY_SPUN, 0, 0, 0)

@@ -9,6 +9,7 @@
 #include "cost_model.h"
 #include "data.h"
 #include "executor.h"
+#include "kernels.h"
 #include "roofline.h"
 #include "simulate.h"
 #include "suites.h"
@@ -92,7 +93,7 @@ static void test_roofline_by_hand(void)
     CU_ASSERT_DOUBLE_EQUAL(pl_roofline_flops_per_second(hw, PL_OP_GELU), 1e12, 1);
     /* the cost model's own entry point, with nothing measured */
     pl_cost_model empty = {0};
-    CU_ASSERT_DOUBLE_EQUAL(pl_cost_op_on(&empty, PL_OP_ADD, &c->devices[0], 1024.0 * 1024, bytes),
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_op_on(&empty, PL_OP_ADD, PL_ROUTE_ONE, &c->devices[0], 1024.0 * 1024, bytes),
                            130.82912e-6, 1e-12);
     pl_cluster_free(c);
 }

@@ -12,6 +12,7 @@
 #include "rng.h"
 #include "executor.h"
 #include "graph_build.h"
+#include "kernels.h"
 #include "load.h"
 #include "profile.h"
 #include "simulate.h"
@@ -653,6 +654,55 @@ static void test_fit(void)
     CU_ASSERT(c.seconds >= 0 && c.per_flop >= 0 && c.per_byte >= 0);
 }
 
+/* Routes: a kind's ops on two kernel routes of different speed get a fit each (the
+ * kind's over both stays), taken by the route's ops; a route of too few samples, a kind of
+ * one route and a route the profile lacks take the kind's fit; a profile keeps them. */
+static void test_route_fits(void)
+{
+    pl_op_sample s[40];
+    int n = 0;
+    for (int i = 0; i < 8; i++) { /* two routes of conv2d: 1 ns and 10 ns a FLOP */
+        double flops = 1e5 * (i + 1);
+        s[n++] = (pl_op_sample){PL_OP_CONV2D, PL_ROUTE_IM2COL, 1e-9 * flops, flops, 0};
+        s[n++] = (pl_op_sample){PL_OP_CONV2D, PL_ROUTE_DEPTHWISE, 1e-8 * flops, flops, 0};
+    }
+    for (int i = 0; i < 3; i++) /* too few for a fit of their own */
+        s[n++] = (pl_op_sample){PL_OP_CONV2D, PL_ROUTE_WINOGRAD, 5e-4 * (i + 1), 1e5 * (i + 1), 0};
+    for (int i = 0; i < 6; i++) /* one route: the kind's fit is its own */
+        s[n++] = (pl_op_sample){PL_OP_RELU, PL_ROUTE_ONE, 2e-6 * (i + 1), 0, 1e3 * (i + 1)};
+    pl_cost_model m;
+    memset(&m, 0, sizeof m);
+    m.ops[1][PL_OP_CONV2D].together = 1.5;
+    CU_ASSERT_EQUAL_FATAL(pl_cost_fit_samples(&m, 1, s, n, NULL), PL_OK);
+    CU_ASSERT_EQUAL(m.n_routes, 2);
+    CU_ASSERT_EQUAL(m.ops[1][PL_OP_CONV2D].samples, 19);
+    CU_ASSERT_DOUBLE_EQUAL(m.ops[1][PL_OP_CONV2D].together, 1.5, 0); /* kept */
+    CU_ASSERT_EQUAL(m.ops[1][PL_OP_COUNT].samples, n);
+    double im2col = pl_cost_op(&m, PL_OP_CONV2D, PL_ROUTE_IM2COL, 1, 1e6, 0);
+    double depthwise = pl_cost_op(&m, PL_OP_CONV2D, PL_ROUTE_DEPTHWISE, 1, 1e6, 0);
+    CU_ASSERT_DOUBLE_EQUAL(im2col, 1e-3, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(depthwise, 1e-2, 1e-8);
+    double kind = pl_cost_op(&m, PL_OP_CONV2D, PL_ROUTE_ONE, 1, 1e6, 0);
+    CU_ASSERT(kind > im2col && kind < depthwise);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_op(&m, PL_OP_CONV2D, PL_ROUTE_WINOGRAD, 1, 1e6, 0), kind, 0);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_op(&m, PL_OP_RELU, PL_ROUTE_ONE, 1, 0, 5e3), 1e-5, 1e-11);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_least_over_fit(&m, PL_OP_CONV2D, PL_ROUTE_DEPTHWISE, 1), 1,
+                           1e-6);
+    char path[] = "/tmp/placer-routes-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    pl_cost_model back;
+    CU_ASSERT_EQUAL(pl_cost_model_write(&m, path, NULL), PL_OK);
+    CU_ASSERT_EQUAL_FATAL(pl_cost_model_read(&back, path, NULL), PL_OK);
+    CU_ASSERT_EQUAL(back.n_routes, 2);
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_op(&back, PL_OP_CONV2D, PL_ROUTE_DEPTHWISE, 1, 1e6, 0),
+                           depthwise, 1e-10); /* written to 9 digits */
+    CU_ASSERT_DOUBLE_EQUAL(pl_cost_op(&back, PL_OP_CONV2D, PL_ROUTE_ONE, 1, 1e6, 0), kind, 1e-10);
+    unlink(path);
+    pl_cost_model_clear(&back);
+}
+
 /* The copy curve: a point per range of sizes (a factor of 4) with three copies or more,
  * medians, never falling; linear between points, the last rate beyond. */
 static void test_copy_curve(void)
@@ -842,6 +892,7 @@ void pl_register_simulate_tests(void)
         {"paced delays: the fit", test_delay_fit},
         {"out of memory as the executor says", test_out_of_memory},
         {"the fit", test_fit},
+        {"the kernel routes' fits", test_route_fits},
         {"the copy curve", test_copy_curve},
         {"profile files", test_profile_file},
         {"calibration: the passes' spread", test_pass_spread},

@@ -57,12 +57,14 @@ static void print_profile(const pl_cost_model *m, const char *path)
     for (int t = 1; t <= PL_COST_MAX_THREADS; t++) {
         if (!pl_cost_has_threads(m, t))
             continue;
-        int kinds = 0;
+        int kinds = 0, routes = 0;
         for (int k = 0; k < PL_OP_COUNT; k++)
             kinds += m->ops[t][k].samples > 0;
+        for (int i = 0; i < m->n_routes; i++)
+            routes += m->routes[i].threads == t;
         const pl_op_cost *mm = &m->ops[t][PL_OP_MATMUL];
-        printf("devices of %d thread%s: %d op kinds fitted; matmul %.1f GFLOP/s + %.1f us "
-               "per call\n", t, t == 1 ? "" : "s", kinds,
+        printf("devices of %d thread%s: %d op kinds and %d kernel routes fitted; matmul %.1f "
+               "GFLOP/s + %.1f us per call\n", t, t == 1 ? "" : "s", kinds, routes,
                mm->per_flop > 0 ? 1e-9 / mm->per_flop : 0, 1e6 * mm->seconds);
         if (m->ops[t][PL_OP_COUNT].together > 0)
             print_together(m, t);

@@ -7,8 +7,9 @@
  *
  *   tools/benchmarks/extrapolate [--top DIR] [MODEL.json ...]
  *
- * The suite is TOP/graphs and TOP/graphs/small (TOP: the source tree, default .), at each model's batch and a half, quarter
- * and eighth of it (as calibration measures them). Models named on the command line (their
+ * The suite is what calibration measures: TOP/graphs, TOP/graphs/small and
+ * TOP/graphs/calibration (TOP: the source tree, default .), at each model's batch and a
+ * half, quarter and eighth of it. Models named on the command line (their
  * ops measured by `placer calibrate MODEL.json`) are predicted from the whole suite's fits.
  * Columns: the model's ops the profile measured at its batch; their time summed; the
  * same predicted by the held-out fits; the error; the median of the ops' errors
@@ -23,6 +24,7 @@
 #include "bench.h"
 #include "cost_model.h"
 #include "graph_build.h"
+#include "kernels.h"
 #include "load.h"
 #include "profile.h"
 
@@ -30,8 +32,7 @@
 typedef struct sample {
     int model;
     bool own_batch;
-    pl_op_kind kind;
-    double flops, bytes, seconds;
+    pl_op_sample op;
 } sample;
 
 typedef struct suite {
@@ -76,8 +77,9 @@ static void add_batch(suite *u, const pl_cost_model *m, const char *path, int mo
                 exit(1);
             }
         }
-        u->s[u->n++] = (sample){
-            model, own, op->kind, op->flops, (double)(op->bytes_read + op->bytes_written), t};
+        u->s[u->n++] = (sample){model, own,
+                                {op->kind, pl_kernel_route_of(op, g->tensors), t, op->flops,
+                                 (double)(op->bytes_read + op->bytes_written)}};
     }
     pl_graph_free(g);
 }
@@ -127,31 +129,27 @@ static void add_dir(suite *u, const pl_cost_model *m, const char *dir)
     }
 }
 
-/* Per kind (and PL_OP_COUNT: all kinds), the fit over the bundled models' samples but
- * `left_out`'s (-1: none). */
-static void fit_without(const suite *u, int left_out, pl_op_cost *fits)
+/* The fits over the bundled models' samples but `left_out`'s (-1: none), as calibration
+ * makes them (pl_cost_fit_samples), into a model of their own. */
+static void fit_without(const suite *u, int left_out, pl_cost_model *fits)
 {
-    double *seconds = malloc(3 * (size_t)u->n * sizeof *seconds + 1);
-    double *flops = seconds + u->n, *bytes = flops + u->n;
-    for (int k = 0; k <= PL_OP_COUNT; k++) {
-        int n = 0;
-        for (int i = 0; i < u->n; i++) {
-            const sample *s = &u->s[i];
-            if (s->model == left_out || s->model >= u->n_bundled ||
-                (k < PL_OP_COUNT && (int)s->kind != k))
-                continue;
-            seconds[n] = s->seconds;
-            flops[n] = s->flops;
-            bytes[n] = s->bytes;
-            n++;
-        }
-        fits[k] = n > 0 ? pl_cost_fit(seconds, flops, bytes, n) : (pl_op_cost){0};
+    pl_op_sample *v = malloc((size_t)u->n * sizeof *v + 1);
+    int n = 0;
+    for (int i = 0; v && i < u->n; i++)
+        if (u->s[i].model != left_out && u->s[i].model < u->n_bundled)
+            v[n++] = u->s[i].op;
+    memset(fits, 0, sizeof *fits);
+    pl_error err;
+    pl_error_init(&err, NULL);
+    if (!v || pl_cost_fit_samples(fits, 1, v, n, &err) != PL_OK) {
+        fprintf(stderr, "extrapolate: %s\n", v ? err.text : "out of memory");
+        exit(1);
     }
-    free(seconds);
+    free(v);
 }
 
 /* One model's row; its error over its measured time into *error. */
-static void report(const suite *u, int model, const pl_op_cost *fits, double *error)
+static void report(const suite *u, int model, const pl_cost_model *fits, double *error)
 {
     double measured = 0, predicted = 0, miss[PL_OP_COUNT] = {0};
     double *errors = malloc((size_t)u->n * sizeof *errors + 1);
@@ -160,12 +158,12 @@ static void report(const suite *u, int model, const pl_op_cost *fits, double *er
         const sample *s = &u->s[i];
         if (s->model != model || !s->own_batch)
             continue;
-        const pl_op_cost *c = fits[s->kind].samples > 0 ? &fits[s->kind] : &fits[PL_OP_COUNT];
-        double p = c->seconds + c->per_flop * s->flops + c->per_byte * s->bytes;
-        measured += s->seconds;
+        const pl_op_sample *o = &s->op;
+        double p = pl_cost_op(fits, o->kind, o->route, 1, o->flops, o->bytes);
+        measured += o->seconds;
         predicted += p;
-        miss[s->kind] += p - s->seconds;
-        errors[n++] = fabs(p - s->seconds) / s->seconds;
+        miss[o->kind] += p - o->seconds;
+        errors[n++] = fabs(p - o->seconds) / o->seconds;
     }
     qsort(errors, (size_t)n, sizeof *errors, compare_doubles);
     int worst = 0;
@@ -215,6 +213,8 @@ int main(int argc, char **argv)
     add_dir(&u, &m, dir);
     snprintf(dir, sizeof dir, "%.3800s/graphs/small", top);
     add_dir(&u, &m, dir);
+    snprintf(dir, sizeof dir, "%.3800s/graphs/calibration", top);
+    add_dir(&u, &m, dir);
     u.n_bundled = u.n_models;
     for (int i = first; i < argc && u.n_models < 64; i++)
         add_model(&u, &m, argv[i], true);
@@ -224,7 +224,11 @@ int main(int argc, char **argv)
     printf("%-26s %5s %10s %10s %9s %9s   %s\n", "model", "ops", "meas ms", "fit ms", "error",
            "med|op e|", "kind missing most");
     double errors[64];
-    pl_op_cost fits[PL_OP_COUNT + 1];
+    pl_cost_model *fits = malloc(sizeof *fits);
+    if (!fits) {
+        fprintf(stderr, "extrapolate: out of memory\n");
+        return 1;
+    }
     for (int k = 0; k < u.n_bundled; k++) {
         fit_without(&u, k, fits);
         report(&u, k, fits, &errors[k]);
@@ -236,6 +240,7 @@ int main(int argc, char **argv)
             report(&u, k, fits, &errors[k - u.n_bundled]);
         summary("named models, from the whole suite's fits", errors, u.n_models - u.n_bundled);
     }
+    free(fits);
     free(u.s);
     pl_cost_model_clear(&m);
     pl_cluster_free(c);

@@ -454,3 +454,62 @@ PL_FINISH(conv_grad_filter)
             dw[i] += copy[i];
     }
 }
+
+/* ---- routes (kernels.h) ------------------------------------------------------------------ */
+
+const char *const pl_kernel_route_names[PL_KERNEL_ROUTES + 1] = {
+    "im2col", "small_outputs", "winograd", "flat", "depthwise", "depthwise_small", NULL};
+
+/* As the forward and the input gradient choose. */
+static pl_kernel_route forward_route(const conv_geom *g)
+{
+    if (conv_depthwise(g))
+        return pl_conv_depthwise_small(g) ? PL_ROUTE_DEPTHWISE_SMALL : PL_ROUTE_DEPTHWISE;
+    if (conv_winograd(g))
+        return PL_ROUTE_WINOGRAD;
+    return conv_batched(g) ? PL_ROUTE_SMALL_OUTPUTS : PL_ROUTE_IM2COL;
+}
+
+/* As filter_grad_plan chooses. */
+static pl_kernel_route filter_route(const conv_geom *g)
+{
+    flat_layout layout;
+    if (conv_depthwise(g))
+        return pl_conv_depthwise_small(g) ? PL_ROUTE_DEPTHWISE_SMALL : PL_ROUTE_DEPTHWISE;
+    if (conv_flat_filter(g, &layout))
+        return PL_ROUTE_FLAT;
+    return conv_batched_filter(g) ? PL_ROUTE_SMALL_OUTPUTS : PL_ROUTE_IM2COL;
+}
+
+pl_kernel_route pl_kernel_route_of(const pl_op *op, const pl_tensor *shapes)
+{
+    const pl_tensor *in0 = &shapes[op->inputs[0]], *in1 = &shapes[op->inputs[1]];
+    switch (op->kind) {
+    case PL_OP_CONV1D:
+    case PL_OP_CONV2D:
+    case PL_OP_CONV3D: {
+        conv_geom g = geometry(in0, in1, &shapes[op->outputs[0]], &op->attrs);
+        return forward_route(&g);
+    }
+    case PL_OP_CONV_TRANSPOSE1D: /* x, w -> y: the input gradient of y's convolution */
+    case PL_OP_CONV_TRANSPOSE2D:
+    case PL_OP_CONV_TRANSPOSE3D: {
+        conv_geom g = geometry(&shapes[op->outputs[0]], in1, in0, &op->attrs);
+        return forward_route(&g);
+    }
+    case PL_OP_CONV1D_GRAD_INPUT: /* dy, x, w */
+    case PL_OP_CONV2D_GRAD_INPUT:
+    case PL_OP_CONV3D_GRAD_INPUT: {
+        conv_geom g = geometry(in1, &shapes[op->inputs[2]], in0, &op->attrs);
+        return forward_route(&g);
+    }
+    case PL_OP_CONV1D_GRAD_FILTER:
+    case PL_OP_CONV2D_GRAD_FILTER:
+    case PL_OP_CONV3D_GRAD_FILTER: {
+        conv_geom g = geometry(in1, &shapes[op->inputs[2]], in0, &op->attrs);
+        return filter_route(&g);
+    }
+    default:
+        return PL_ROUTE_ONE;
+    }
+}

@@ -156,6 +156,25 @@ PL_WORKSPACE(layer_norm_grad);
 PL_KERNEL(batch_norm);
 PL_KERNEL(batch_norm_grad);
 
+/* The routes a kernel takes by shape, where an op kind has several (the convolutions'
+ * routes, docs/training.md "Kernels"): their speeds differ by an order of magnitude, so
+ * the cost model fits each apart (cost_model.h). */
+typedef enum pl_kernel_route {
+    PL_ROUTE_ONE = -1,       /* the kind has a single route */
+    PL_ROUTE_IM2COL,         /* im2col and an sgemm a sample (a 1x1 filter reads in place) */
+    PL_ROUTE_SMALL_OUTPUTS,  /* several samples' columns in one sgemm (conv_batched.c) */
+    PL_ROUTE_WINOGRAD,       /* F(2x2, 3x3) (conv_winograd.c) */
+    PL_ROUTE_FLAT,           /* the filter gradient on flat padded volumes (conv_flat.c) */
+    PL_ROUTE_DEPTHWISE,      /* a filter a channel, plane by plane (conv_depthwise.c) */
+    PL_ROUTE_DEPTHWISE_SMALL, /* the same on small planes, channels innermost */
+    PL_KERNEL_ROUTES
+} pl_kernel_route;
+extern const char *const pl_kernel_route_names[PL_KERNEL_ROUTES + 1]; /* NULL-terminated */
+
+/* The route `op`'s kernel takes at `shapes` (by tensor index, as a program's shapes at
+ * its micro-batch); PL_ROUTE_ONE for a kind of a single route. */
+pl_kernel_route pl_kernel_route_of(const pl_op *op, const pl_tensor *shapes);
+
 /* conv.c: convolution (im2col + GEMM) and its gradients */
 /* Convolutions of 1 to 3 spatial axes (the rank of x says which) */
 PL_KERNEL(conv);
