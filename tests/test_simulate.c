@@ -13,6 +13,7 @@
 #include "executor.h"
 #include "graph_build.h"
 #include "kernels.h"
+#include "probe.h"
 #include "load.h"
 #include "profile.h"
 #include "simulate.h"
@@ -703,6 +704,52 @@ static void test_route_fits(void)
     pl_cost_model_clear(&back);
 }
 
+/* The measured times of the first `count` ops of a bundled model's training graph at
+ * `batch` (all: -1), each `seconds`, into the model. */
+static void measure_ops(pl_cost_model *m, const char *file, int batch, int count, double seconds)
+{
+    pl_graph *g = pl_test_bundled_training_graph(file, batch);
+    CU_ASSERT_FATAL(g != NULL);
+    int n = count < 0 || count > g->n_ops ? g->n_ops : count;
+    pl_op_time *times = malloc((size_t)n * sizeof *times);
+    for (int o = 0; o < n; o++)
+        times[o] = (pl_op_time){pl_op_signature(&g->ops[o], g->tensors, 1), seconds};
+    CU_ASSERT_EQUAL(pl_cost_add_measured(m, times, n, NULL), PL_OK);
+    free(times);
+    pl_graph_free(g);
+}
+
+/* The probe: a model whose profiled ops make up its step speaks for the machine; one whose
+ * few profiled ops are a sliver of its step leaves it to the reference model, run alone. */
+static void test_probe(void)
+{
+    char model[4096], reference[4096];
+    snprintf(model, sizeof model, "%s/graphs/small/mlp-small.json", pl_test_srcdir());
+    snprintf(reference, sizeof reference, "%s/graphs/small/cnn-small.json", pl_test_srcdir());
+    pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, 0, 0, 1, 0, 0}, 1e-6, 0, 0);
+    measure_ops(&m, "small/mlp-small.json", 4, -1, 10e-6); /* every op: the model alone */
+    pl_probe probe;
+    CU_ASSERT_EQUAL_FATAL(pl_cost_probe(&m, model, reference, NULL, &probe, NULL), PL_OK);
+    CU_ASSERT_FALSE(probe.reference);
+    CU_ASSERT_EQUAL(probe.batch, 4);
+    CU_ASSERT(probe.ops >= 20);
+    CU_ASSERT(probe.scale > 0 && probe.profiled > 0);
+    pl_cost_model_clear(&m);
+
+    m = pl_test_costs((pl_op_cost){1e-4, 0, 0, 1, 0, 0}, 1e-6, 0, 0);
+    measure_ops(&m, "small/mlp-small.json", 4, 6, 1e-9); /* six ops of a nanosecond */
+    CU_ASSERT_EQUAL_FATAL(pl_cost_probe(&m, model, reference, NULL, &probe, NULL), PL_OK);
+    pl_probe alone;
+    CU_ASSERT_EQUAL_FATAL(pl_cost_probe(&m, NULL, reference, NULL, &alone, NULL), PL_OK);
+    CU_ASSERT_TRUE(probe.reference);
+    CU_ASSERT_EQUAL(probe.ops, alone.ops); /* the reference's alone: the six not counted */
+    measure_ops(&m, "small/cnn-small.json", 4, -1, 10e-6);
+    CU_ASSERT_EQUAL_FATAL(pl_cost_probe(&m, model, reference, NULL, &probe, NULL), PL_OK);
+    CU_ASSERT_TRUE(probe.reference);
+    CU_ASSERT(probe.ops >= 20);
+    pl_cost_model_clear(&m);
+}
+
 /* The copy curve: a point per range of sizes (a factor of 4) with three copies or more,
  * medians, never falling; linear between points, the last rate beyond. */
 static void test_copy_curve(void)
@@ -893,6 +940,7 @@ void pl_register_simulate_tests(void)
         {"out of memory as the executor says", test_out_of_memory},
         {"the fit", test_fit},
         {"the kernel routes' fits", test_route_fits},
+        {"the probe, and when it leaves the model to the reference", test_probe},
         {"the copy curve", test_copy_curve},
         {"profile files", test_profile_file},
         {"calibration: the passes' spread", test_pass_spread},
