@@ -269,8 +269,10 @@ static void batch_norm_ref(const norm_case *c, const double *mean, const double 
             }
 }
 
+/* Planes of one position, of a few (below SMALL_PLANE, 16: summed as one run a block), and
+ * larger; a block of 64 channels and a second. */
 static const char *const batch_norm_shapes[] = {"4,3", "2,3,4,5", "3,70,2", "1,2,3,3",
-                                                "5,70"};
+                                                "5,70", "2,65,3,5", "3,4,4,4"};
 
 /* Every mode: training with and without running averages (checking their update),
  * evaluation with them (normalising by them) and without (batch statistics). */
@@ -355,23 +357,26 @@ static void test_batch_norm_gradient(void)
 /* A large mean against a small spread: statistics about the mean keep their precision. */
 static void test_batch_norm_offset(void)
 {
-    pl_attrs at = pl_kc_defaults();
-    norm_case c;
-    norm_setup(&c, "8,2,6,6", true, 50);
-    for (int64_t i = 0; i < c.n; i++)
-        c.x_data[i] = 1000.0f + c.x_data[i] * 0.01f;
-    pl_tensor in_t[3] = {c.x_t, c.p_t, c.p_t}, out_t;
-    void *in[] = {c.x_data, c.gamma, c.beta};
-    double mean[2], var[2];
-    batch_stats_ref(&c, mean, var);
-    float *want = pl_kc_floats(c.n);
-    batch_norm_ref(&c, mean, var, at.eps, want);
-    float *y = pl_kc_run_fresh(&batch_norm_fns, PL_OP_BATCH_NORM, &at, 3, in_t, in, &out_t, 2,
-                               NULL);
-    CU_ASSERT(max_error(y, want, c.n, "batch_norm offset") < 1e-4);
-    free(y);
-    free(want);
-    norm_free(&c);
+    static const char *const shapes[] = {"8,2,6,6", "8,2,2,2"}; /* large and small planes */
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        pl_attrs at = pl_kc_defaults();
+        norm_case c;
+        norm_setup(&c, shapes[s], true, 50);
+        for (int64_t i = 0; i < c.n; i++)
+            c.x_data[i] = 1000.0f + c.x_data[i] * 0.01f;
+        pl_tensor in_t[3] = {c.x_t, c.p_t, c.p_t}, out_t;
+        void *in[] = {c.x_data, c.gamma, c.beta};
+        double mean[2], var[2];
+        batch_stats_ref(&c, mean, var);
+        float *want = pl_kc_floats(c.n);
+        batch_norm_ref(&c, mean, var, at.eps, want);
+        float *y = pl_kc_run_fresh(&batch_norm_fns, PL_OP_BATCH_NORM, &at, 3, in_t, in, &out_t,
+                                   2, NULL);
+        CU_ASSERT(max_error(y, want, c.n, "batch_norm offset") < 1e-4);
+        free(y);
+        free(want);
+        norm_free(&c);
+    }
 }
 
 /* The test of the tests: a result wrong by 1e-3 in one element fails the check. */

@@ -455,10 +455,7 @@ PL_FINISH(conv_grad_filter)
     }
 }
 
-/* ---- routes (kernels.h) ------------------------------------------------------------------ */
-
-const char *const pl_kernel_route_names[PL_KERNEL_ROUTES + 1] = {
-    "im2col", "small_outputs", "winograd", "flat", "depthwise", "depthwise_small", NULL};
+/* ---- routes (routes.c) ------------------------------------------------------------------- */
 
 /* As the forward and the input gradient choose. */
 static pl_kernel_route forward_route(const conv_geom *g)
@@ -481,7 +478,7 @@ static pl_kernel_route filter_route(const conv_geom *g)
     return conv_batched_filter(g) ? PL_ROUTE_SMALL_OUTPUTS : PL_ROUTE_IM2COL;
 }
 
-pl_kernel_route pl_kernel_route_of(const pl_op *op, const pl_tensor *shapes)
+pl_kernel_route pl_conv_route(const pl_op *op, const pl_tensor *shapes)
 {
     const pl_tensor *in0 = &shapes[op->inputs[0]], *in1 = &shapes[op->inputs[1]];
     switch (op->kind) {

@@ -156,9 +156,10 @@ PL_WORKSPACE(layer_norm_grad);
 PL_KERNEL(batch_norm);
 PL_KERNEL(batch_norm_grad);
 
-/* The routes a kernel takes by shape, where an op kind has several (the convolutions'
- * routes, docs/training.md "Kernels"): their speeds differ by an order of magnitude, so
- * the cost model fits each apart (cost_model.h). */
+/* The routes a kernel takes by shape, where an op kind has several (routes.c; the
+ * convolutions' and batch norm's, docs/training.md "Kernels"): their speeds differ by up
+ * to an order of magnitude at the same FLOPs and bytes, so the cost model fits each apart
+ * (cost_model.h). */
 typedef enum pl_kernel_route {
     PL_ROUTE_ONE = -1,       /* the kind has a single route */
     PL_ROUTE_IM2COL,         /* im2col and an sgemm a sample (a 1x1 filter reads in place) */
@@ -167,6 +168,8 @@ typedef enum pl_kernel_route {
     PL_ROUTE_FLAT,           /* the filter gradient on flat padded volumes (conv_flat.c) */
     PL_ROUTE_DEPTHWISE,      /* a filter a channel, plane by plane (conv_depthwise.c) */
     PL_ROUTE_DEPTHWISE_SMALL, /* the same on small planes, channels innermost */
+    PL_ROUTE_PLANES,         /* batch norm, a channel's plane at a time (norm.c) */
+    PL_ROUTE_SMALL_PLANES,   /* batch norm of small planes, a block's planes as one run */
     PL_KERNEL_ROUTES
 } pl_kernel_route;
 extern const char *const pl_kernel_route_names[PL_KERNEL_ROUTES + 1]; /* NULL-terminated */

@@ -5,6 +5,13 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "kernels.h"
+
+/* The routes of the kinds that have several (routes.c): a convolution's of any kind
+ * (conv.c), batch norm's and its gradient's from x (norm.c). */
+pl_kernel_route pl_conv_route(const pl_op *op, const pl_tensor *shapes);
+pl_kernel_route pl_batch_norm_route(const pl_tensor *x);
+
 /* Eight lanes' partial sums, added pairwise in a fixed order. */
 static inline float pl_lanes_sum(const float lane[8])
 {

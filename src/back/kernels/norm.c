@@ -320,27 +320,81 @@ PL_VECTOR_CLONES static float term_run(channel_term term, const float *x, const 
     return run;
 }
 
+/* Small planes (fewer than SMALL_PLANE positions, as on a MobileNet's last layers): a
+ * block's planes lie one after another in each sample, so the block is one run of w * s
+ * elements, summed element-wise over the samples in double and then plane by plane. A
+ * call of term_run per plane of a few positions cost more than the plane (576 channels of
+ * 2x2 planes: 11 ns a plane). */
+#define SMALL_PLANE 16
+
+/* Per element of a block of small planes: its channel's value of `per_channel`. */
+static void spread(const double *per_channel, const nchw *v, int64_t w, double *out)
+{
+    for (int64_t e = 0; e < w * v->s; e++)
+        out[e] = per_channel ? per_channel[e / v->s] : 0.0;
+}
+
+/* The same for float values, and for the centres of `cs` as their hi and lo parts. */
+static void spread_floats(const float *per_channel, const nchw *v, int64_t w, float *out)
+{
+    for (int64_t e = 0; e < w * v->s; e++)
+        out[e] = per_channel[e / v->s];
+}
+
+static void spread_centres(const centre *cs, const nchw *v, int64_t w, float *hi, float *lo)
+{
+    for (int64_t e = 0; e < w * v->s; e++) {
+        hi[e] = cs[e / v->s].hi;
+        lo[e] = cs[e / v->s].lo;
+    }
+}
+
+PL_VECTOR_CLONES static void small_plane_sums(channel_term term, const float *x,
+                                              const float *dy, const nchw *v, int64_t c0,
+                                              int64_t w, const double *at, double *sum)
+{
+    double acc[CHANNEL_BLOCK * SMALL_PLANE] = {0}, c[CHANNEL_BLOCK * SMALL_PLANE];
+    int64_t run = w * v->s;
+    spread(at, v, w, c);
+    for (int64_t i = 0; i < v->n; i++) {
+        const float *xs = x + (i * v->c + c0) * v->s, *ds = dy ? dy + (i * v->c + c0) * v->s : NULL;
+        switch (term) {
+        case TERM_DEV:
+            for (int64_t e = 0; e < run; e++)
+                acc[e] += (double)xs[e] - c[e];
+            break;
+        case TERM_SQ_DEV:
+            for (int64_t e = 0; e < run; e++)
+                acc[e] += ((double)xs[e] - c[e]) * ((double)xs[e] - c[e]);
+            break;
+        case TERM_DY_DEV:
+            for (int64_t e = 0; e < run; e++)
+                acc[e] += (double)ds[e] * ((double)xs[e] - c[e]);
+            break;
+        }
+    }
+    for (int64_t k = 0; k < w; k++) {
+        sum[k] = 0.0;
+        for (int64_t j = 0; j < v->s; j++)
+            sum[k] += acc[k * v->s + j];
+    }
+}
+
 /* Per channel of [c0, c0 + w) (w <= CHANNEL_BLOCK): the sum of `term` about the centres
  * `at` (0 when NULL), in double, samples outermost, in the same order for any block. */
 static void channel_sums(channel_term term, const float *x, const float *dy, const nchw *v,
                          int64_t c0, int64_t w, const double *at, double *sum)
 {
+    if (v->s < SMALL_PLANE) {
+        small_plane_sums(term, x, dy, v, c0, w, at, sum);
+        return;
+    }
     centre cs[CHANNEL_BLOCK];
     for (int64_t k = 0; k < w; k++) {
         sum[k] = 0.0;
         cs[k] = centre_of(at ? at[k] : 0.0);
     }
     for (int64_t i = 0; i < v->n; i++) {
-        if (v->s == 1) { /* the block's channels are contiguous within each sample */
-            int64_t off = i * v->c + c0;
-            for (int64_t k = 0; k < w; k++) {
-                double dev = (double)x[off + k] - (at ? at[k] : 0.0);
-                sum[k] += term == TERM_DEV      ? dev
-                          : term == TERM_SQ_DEV ? dev * dev
-                                                : dy[off + k] * dev;
-            }
-            continue;
-        }
         for (int64_t k = 0; k < w; k++) {
             int64_t off = (i * v->c + c0 + k) * v->s;
             sum[k] += term_run(term, x + off, dy ? dy + off : NULL, cs[k], v->s);
@@ -372,14 +426,22 @@ PL_VECTOR_CLONES static void channel_affine(const float *x, float *y, const nchw
     centre cs[CHANNEL_BLOCK];
     for (int64_t k = 0; k < w; k++)
         cs[k] = centre_of(mean[k]);
-    for (int64_t i = 0; i < v->n; i++) {
-        if (v->s == 1) {
-            const float *xr = x + i * v->c + c0;
-            float *yr = y + i * v->c + c0;
-            for (int64_t k = 0; k < w; k++)
-                yr[k] = ((xr[k] - cs[k].hi) - cs[k].lo) * scale[k] + shift[k];
-            continue;
+    if (v->s < SMALL_PLANE) { /* one run of the block's planes a sample */
+        float hi[CHANNEL_BLOCK * SMALL_PLANE], lo[CHANNEL_BLOCK * SMALL_PLANE],
+            a[CHANNEL_BLOCK * SMALL_PLANE], b[CHANNEL_BLOCK * SMALL_PLANE];
+        int64_t run = w * v->s;
+        spread_centres(cs, v, w, hi, lo);
+        spread_floats(scale, v, w, a);
+        spread_floats(shift, v, w, b);
+        for (int64_t i = 0; i < v->n; i++) {
+            const float *xs = x + (i * v->c + c0) * v->s;
+            float *ys = y + (i * v->c + c0) * v->s;
+            for (int64_t e = 0; e < run; e++)
+                ys[e] = ((xs[e] - hi[e]) - lo[e]) * a[e] + b[e];
         }
+        return;
+    }
+    for (int64_t i = 0; i < v->n; i++) {
         for (int64_t k = 0; k < w; k++) {
             int64_t off = (i * v->c + c0 + k) * v->s;
             const centre c = cs[k];
@@ -453,14 +515,23 @@ PL_VECTOR_CLONES static void channel_grad_apply(const float *dy, const float *x,
     centre cs[CHANNEL_BLOCK];
     for (int64_t k = 0; k < w; k++)
         cs[k] = centre_of(mean[k]);
-    for (int64_t i = 0; i < v->n; i++) {
-        if (v->s == 1) {
-            int64_t off = i * v->c + c0;
-            for (int64_t k = 0; k < w; k++)
-                dx[off + k] = dy[off + k] * a[k] +
-                              ((x[off + k] - cs[k].hi) - cs[k].lo) * b[k] + c[k];
-            continue;
+    if (v->s < SMALL_PLANE) { /* one run of the block's planes a sample */
+        float hi[CHANNEL_BLOCK * SMALL_PLANE], lo[CHANNEL_BLOCK * SMALL_PLANE],
+            ae[CHANNEL_BLOCK * SMALL_PLANE], be[CHANNEL_BLOCK * SMALL_PLANE],
+            ce[CHANNEL_BLOCK * SMALL_PLANE];
+        int64_t run = w * v->s;
+        spread_centres(cs, v, w, hi, lo);
+        spread_floats(a, v, w, ae);
+        spread_floats(b, v, w, be);
+        spread_floats(c, v, w, ce);
+        for (int64_t i = 0; i < v->n; i++) {
+            int64_t off = (i * v->c + c0) * v->s;
+            for (int64_t e = 0; e < run; e++)
+                dx[off + e] = dy[off + e] * ae[e] + ((x[off + e] - hi[e]) - lo[e]) * be[e] + ce[e];
         }
+        return;
+    }
+    for (int64_t i = 0; i < v->n; i++) {
         for (int64_t k = 0; k < w; k++) {
             int64_t off = (i * v->c + c0 + k) * v->s;
             const centre m = cs[k];
@@ -502,4 +573,9 @@ PL_KERNEL(batch_norm_grad)
         }
         channel_grad_apply(dy, x, dx, &v, c0, w, mean, a, b, c);
     }
+}
+
+pl_kernel_route pl_batch_norm_route(const pl_tensor *x)
+{
+    return view_nchw(x).s < SMALL_PLANE ? PL_ROUTE_SMALL_PLANES : PL_ROUTE_PLANES;
 }
