@@ -27,7 +27,7 @@ typedef struct pl_probe {
                             1 when no op was compared */
     int ops;        /* op tasks compared: ones whose configuration the profile measured */
     int batch;      /* the batch the model ran at (0: not run) */
-    bool reference; /* the reference model was run alone: the model's own ops are not in
+    bool reference; /* the reference model was run instead: the model's own ops are not in
                        the profile (or too few, or too small a share of its step), or its
                        step is too long to probe */
     double measured, profiled; /* the compared ops' seconds per step, summed */
@@ -36,12 +36,12 @@ typedef struct pl_probe {
 
 /* Runs the model of `model_path` (NULL: none) on one native device of one thread, at the
  * largest of its batch, a half, a quarter and an eighth of it whose step the profile puts
- * under PL_PROBE_MAX_STEP_SECONDS (those are the sizes calibration measured; a model
- * whose state exceeds PL_PROBE_MAX_BYTES is not run), one warm-up
- * and five measured steps; where fewer than 5 of its op tasks have a measured time in the
- * profile, or those take less than a quarter of its step, runs `reference_path` (a bundled
- * model) instead. The scale is the compared ops' measured median times over their
- * profiled times, summed. `interrupt` may be NULL. */
+ * under PL_PROBE_MAX_STEP_SECONDS (those are the sizes calibration measured), one warm-up
+ * and five measured steps. Where it cannot (its state exceeds PL_PROBE_MAX_BYTES, or
+ * fewer than 5 of its ops have a measured time in the profile, or those take less than a
+ * quarter of its step), it runs `reference_path` (a bundled model) instead. The scale is
+ * the compared ops' measured median times over their profiled times, summed. `interrupt`
+ * may be NULL. */
 pl_status pl_cost_probe(const pl_cost_model *model, const char *model_path,
                         const char *reference_path, const volatile sig_atomic_t *interrupt,
                         pl_probe *out, pl_error *err);

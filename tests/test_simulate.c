@@ -742,6 +742,7 @@ static void test_probe(void)
     pl_probe alone;
     CU_ASSERT_EQUAL_FATAL(pl_cost_probe(&m, NULL, reference, NULL, &alone, NULL), PL_OK);
     CU_ASSERT_TRUE(probe.reference);
+    CU_ASSERT_EQUAL(probe.batch, 0); /* the model not run */
     CU_ASSERT_EQUAL(probe.ops, alone.ops); /* the reference's alone: the six not counted */
     measure_ops(&m, "small/cnn-small.json", 4, -1, 10e-6);
     CU_ASSERT_EQUAL_FATAL(pl_cost_probe(&m, model, reference, NULL, &probe, NULL), PL_OK);
