@@ -50,7 +50,7 @@ static const conv_case cases[] = {
     {"7,72,4,4", "8,18,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 4, true, false}, /* sample blocks 3,3,1 */
     /* Winograd F(2x2, 3x3) (at least 48 tiles): odd sizes, no padding, padding 2, padding
      * per axis, and tile blocks that cross samples */
-    {"3,16,7,9", "20,16,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, false},
+    {"3,16,9,9", "20,16,3,3", {1, 1}, {1, 1}, {1, 1}, {0}, 1, true, false},
     {"4,16,10,9", "16,16,3,3", {1, 1}, {0, 0}, {1, 1}, {0}, 1, false, false},
     {"3,24,5,8", "16,24,3,3", {1, 1}, {2, 2}, {1, 1}, {0}, 1, true, false},
     {"5,16,6,7", "17,16,3,3", {1, 1}, {0, 2}, {1, 1}, {0}, 1, false, false},

@@ -197,16 +197,21 @@ void pl_conv_depthwise_grad_filter(const conv_geom *g, const float *dy, const fl
  * (forward and input gradient; the filter gradient stays with im2col), when the batch
  * has enough 2x2 output tiles: each call transforms the whole filter, and 16 products
  * only a few tiles wide run far below the machine's peak, so with fewer tiles, or few
- * channels, im2col is faster (docs/training.md, "Kernels"). */
+ * channels, im2col is faster (docs/training.md, "Kernels"). Tiles that overhang an odd
+ * plane compute outputs that are thrown away: at most a quarter more than the plane
+ * (WINOGRAD_MOST_WASTE quarters), which leaves out 3x3, 5x5 and 7x7 planes (3x3: 16
+ * outputs computed for 9, and 1.3 to 2x slower than the small outputs' products). */
 #define WINOGRAD_MIN_CHANNELS 16
 #define WINOGRAD_MIN_TILES 48
+#define WINOGRAD_MOST_WASTE 5
 
 static inline bool conv_winograd(const conv_geom *g)
 {
+    int64_t tiled = 4 * ceil_div(g->oh, 2) * ceil_div(g->ow, 2);
     return conv_planar(g) && g->kh == 3 && g->kw == 3 && g->sh == 1 && g->sw == 1 && g->dh == 1 &&
            g->dw == 1 && g->groups == 1 && g->ph <= 2 && g->pw <= 2 &&
            g->c >= WINOGRAD_MIN_CHANNELS && g->o >= WINOGRAD_MIN_CHANNELS &&
-           g->n * ceil_div(g->oh, 2) * ceil_div(g->ow, 2) >= WINOGRAD_MIN_TILES;
+           g->n * tiled / 4 >= WINOGRAD_MIN_TILES && 4 * tiled <= WINOGRAD_MOST_WASTE * g->ohw;
 }
 
 size_t pl_conv_winograd_workspace(const conv_geom *g, int nth);
