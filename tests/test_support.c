@@ -1,5 +1,6 @@
 /* The support modules: error records, the string map, the arena, atomic files, JSON
  * pointers, the hash. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "arena.h"
 #include "atomic_file.h"
+#include "big_buffer.h"
 #include "grow.h"
 #include "hash.h"
 #include "json_reader.h"
@@ -88,6 +90,22 @@ static void test_arena(void)
     CU_ASSERT_STRING_EQUAL(small, "hello");
     pl_arena_release(&arena);
     pl_arena_release(&arena);
+}
+
+static void test_big_buffer(void)
+{
+    /* from a byte to 9 MiB: aligned for the kernels, every byte writable */
+    const size_t sizes[] = {0, 1, 64, 65, 4 << 20, (9 << 20) + 1};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        unsigned char *p = pl_big_buffer(sizes[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_EQUAL((uintptr_t)p % (sizes[i] >= (4 << 20) ? 2 << 20 : 64), 0);
+        memset(p, 0xab, sizes[i] ? sizes[i] : 64);
+        CU_ASSERT_EQUAL(p[sizes[i] ? sizes[i] - 1 : 63], 0xab);
+        free(p);
+    }
+    CU_ASSERT_PTR_NULL(pl_big_buffer(SIZE_MAX));
+    CU_ASSERT_PTR_NULL(pl_big_buffer((size_t)PTRDIFF_MAX));
 }
 
 static void test_atomic_file(void)
@@ -271,6 +289,7 @@ void pl_register_support_tests(void)
         {"string map grows and finds", test_strmap},
         {"string map keeps the room reserved", test_strmap_reserve},
         {"arena allocations", test_arena},
+        {"large buffers: aligned, whole, refused past the address space", test_big_buffer},
         {"atomic files replace whole or not at all", test_atomic_file},
         {"atomic files: the temporary name, beside a link's target", test_atomic_file_temp_name},
         {"atomic files: what killed writers left is removed", test_atomic_file_leftovers},

@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "atomic_file.h"
+#include "big_buffer.h"
 #include "binary_reader.h"
 #include "input_file.h"
 #include "json_reader.h"
@@ -368,7 +369,7 @@ pl_status pl_tensor_file_load(pl_tensor_file *file, int k, pl_error *err)
     if (err && err->status == PL_OK)
         pl_error_init(err, source->path);
     /* the index was checked against the file's length: e->bytes are there to read */
-    if (!(t->data = malloc(e->bytes ? e->bytes : 1)))
+    if (!(t->data = pl_big_buffer(e->bytes)))
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory (tensor \"%s\")", t->name);
     pl_status status = PL_OK;
     if (fseeko(source->fp, (off_t)(source->data_start + e->offset), SEEK_SET) != 0)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "big_buffer.h"
 #include "device.h"
 #include "op_run.h"
 
@@ -137,7 +138,7 @@ bool device_reserve_local(resource *r, size_t arena, size_t work)
 void *device_allocate_local(resource *r, size_t bytes, bool *ok)
 {
     (void)r;
-    void *memory = aligned_alloc(64, bytes ? (bytes + 63) / 64 * 64 : 64);
+    void *memory = pl_big_buffer(bytes);
     *ok = memory != NULL;
     return memory;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "big_buffer.h"
 #include "clock.h"
 #include "device.h"
 #include "init.h"
@@ -130,7 +131,7 @@ static bool bind_host(pl_executor *ex)
             continue;
         }
         size_t bytes = ((size_t)pl_tensor_bytes(tensor) + 63) / 64 * 64;
-        if (!(ex->program_host[t] = aligned_alloc(64, bytes ? bytes : 64)))
+        if (!(ex->program_host[t] = pl_big_buffer(bytes)))
             return false;
     }
     return true;
@@ -251,14 +252,14 @@ static pl_status set_up_host(pl_executor *ex, void *const *host, pl_error *err)
         if (!lives_on_host(tensor))
             continue;
         size_t bytes = ((size_t)pl_tensor_bytes(tensor) + 63) / 64 * 64;
-        if (staged_input(tensor) && !(ex->staged[t] = aligned_alloc(64, bytes ? bytes : 64)))
+        if (staged_input(tensor) && !(ex->staged[t] = pl_big_buffer(bytes)))
             return pl_error_set(err, PL_ENOMEM, NULL, "out of memory for tensor \"%s\"",
                                 tensor->name);
         if (host) {
             ex->host[t] = host[t];
             continue;
         }
-        if (!(ex->host[t] = aligned_alloc(64, bytes ? bytes : 64)))
+        if (!(ex->host[t] = pl_big_buffer(bytes)))
             return pl_error_set(err, PL_ENOMEM, NULL, "out of memory for tensor \"%s\"",
                                 tensor->name);
         memset(ex->host[t], 0, bytes ? bytes : 64);

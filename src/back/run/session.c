@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "big_buffer.h"
 #include "graph_build.h"
 #include "init.h"
 #include "kernels.h"
@@ -155,9 +156,9 @@ pl_session *pl_session_new(const pl_graph *g, int threads, pl_error *err)
     for (int t = 0; t < g->n_tensors; t++) {
         const pl_tensor *tensor = &g->tensors[t];
         size_t bytes = ((size_t)pl_tensor_bytes(tensor) + 63) / 64 * 64;
-        s->base[t] = s->data[t] = aligned_alloc(64, bytes ? bytes : 64);
+        s->base[t] = s->data[t] = pl_big_buffer(bytes);
         if (tensor->kind == PL_TENSOR_INPUT && tensor->batch_axis > 0)
-            s->stage[t] = aligned_alloc(64, bytes ? bytes : 64);
+            s->stage[t] = pl_big_buffer(bytes);
         if (!s->base[t] || (tensor->kind == PL_TENSOR_INPUT && tensor->batch_axis > 0 &&
                             !s->stage[t])) {
             pl_error_set(err, PL_ENOMEM, NULL, "out of memory for tensor \"%s\" (%zu bytes)",
