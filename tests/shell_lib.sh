@@ -74,6 +74,11 @@ render_svg() {
 # the importers' packages; sets py, torch_import and onnx_import.
 need_importers() {
     py=/usr/bin/python3
+    # PyTorch's tensors of the large models (vgg11: 0.5 GB of weights, a 1 GB copy in
+    # float64) in huge pages: faulting them in 4 KiB at a time took most of a check's time
+    # on a virtual machine. Inherited by the importers and placer the checks start.
+    GLIBC_TUNABLES=${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1
+    export GLIBC_TUNABLES
     if ! "$py" -c 'import torch, torchvision, onnx, numpy' 2>"$work/err"; then
         echo "SKIP: $1: $(tail -n 1 "$work/err") (tools/setup installs python3-torch," \
             "python3-torchvision and python3-onnx)"

@@ -1,10 +1,12 @@
 /* The unit-test runner: registers every suite and runs them all.
  * `tests/unit SUITE` runs one suite by name, `tests/unit --except A,B` all but those,
+ * `tests/unit --only A,B` those alone,
  * `tests/unit --list` prints the suites' names, one a line. `make check` runs each suite
  * as a test of its own (tests/suite.sh), so that they run in parallel; tests/suites.sh
  * checks that Makefile.am lists every suite registered here.
  * Exit status 1 when anything failed, 2 for an unknown suite. */
 #include <CUnit/Basic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,19 +61,23 @@ int main(int argc, char **argv)
             printf("%s\n", suite->pName);
         CU_cleanup_registry();
         return 0;
-    } else if (argc > 2 && strcmp(argv[1], "--except") == 0) {
-        /* every suite but those named, comma-separated (tools/check leaves the slowest out
-         * of valgrind) */
-        char names[256];
+    } else if (argc > 2 && (strcmp(argv[1], "--except") == 0 || strcmp(argv[1], "--only") == 0)) {
+        /* every suite but those named, or those alone, comma-separated (tools/check leaves
+         * the slowest out of valgrind and shares the rest between two lanes) */
+        bool only = strcmp(argv[1], "--only") == 0;
+        if (only)
+            for (CU_pSuite suite = CU_get_registry()->pSuite; suite; suite = suite->pNext)
+                CU_set_suite_active(suite, CU_FALSE);
+        char names[512];
         snprintf(names, sizeof names, "%s", argv[2]);
         for (char *name = strtok(names, ","); name; name = strtok(NULL, ",")) {
-            CU_pSuite skipped = CU_get_suite(name);
-            if (!skipped) {
+            CU_pSuite named = CU_get_suite(name);
+            if (!named) {
                 fprintf(stderr, "unit: no suite named '%s'\n", name);
                 CU_cleanup_registry();
                 return 2;
             }
-            CU_set_suite_active(skipped, CU_FALSE);
+            CU_set_suite_active(named, only ? CU_TRUE : CU_FALSE);
         }
         CU_basic_run_tests();
     } else if (argc > 1) {
