@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "allocator.h"
 #include "suites.h"
 
 int main(int argc, char **argv)
 {
+    pl_allocator_keep_freed(); /* as placer does: the suites build and free many programs */
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 1;
     pl_register_support_tests();

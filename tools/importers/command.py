@@ -6,6 +6,8 @@ standard error; PLACER_IMPORT_TRACEBACK=1 adds Python's traceback to a bug's.
 """
 
 import argparse
+import contextlib
+import io
 import math
 import os
 import stat
@@ -166,25 +168,49 @@ class OutputError(Exception):
     pass
 
 
-def run(main, prog):
-    """Runs an importer's main with the exit statuses above."""
+def outcome(main, prog):
+    """Runs an importer's main: its exit status (above), an error printed as one line on
+    standard error."""
     try:
-        limits.cap_memory()
         main()
+        return 0
     except (UsageError, ImportError_) as e:
-        _fail(prog, e, 2)
+        return _fail(prog, e, 2)
     except OutputError as e:
-        _fail(prog, e, 1)
+        return _fail(prog, e, 1)
     except KeyboardInterrupt:
-        _fail(prog, "interrupted; nothing written", 130)
+        return _fail(prog, "interrupted; nothing written", 130)
     except Exception as e:  # a bug, or memory running out: one line either way
         if limits.out_of_memory(e):
-            _fail(prog, "%s; nothing written (a smaller --batch or input may fit)"
-                  % limits.out_of_memory(e), 2)
+            return _fail(prog, "%s; nothing written (a smaller --batch or input may fit)"
+                         % limits.out_of_memory(e), 2)
         if os.environ.get("PLACER_IMPORT_TRACEBACK"):
             traceback.print_exc()
-        _fail(prog, "internal error: %s: %s (a bug; PLACER_IMPORT_TRACEBACK=1 shows where)"
-              % (type(e).__name__, _one_line(e)), 1)
+        return _fail(prog, "internal error: %s: %s (a bug; PLACER_IMPORT_TRACEBACK=1 shows "
+                     "where)" % (type(e).__name__, _one_line(e)), 1)
+
+
+def run(main, prog):
+    """Runs an importer's main as its command line, with the exit statuses above."""
+    limits.cap_memory()
+    sys.exit(outcome(main, prog))
+
+
+def call(main, prog, argv):
+    """Runs an importer's main in this process as the command line `prog argv` would (the
+    tests' checks: a second Python process would import PyTorch again, seconds each), its
+    memory uncapped: (exit status, what it printed)."""
+    saved, printed = sys.argv, io.StringIO()
+    sys.argv = [prog] + list(argv)
+    try:
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            try:
+                status = outcome(main, prog)
+            except SystemExit as e:  # --help, --version
+                status = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+    finally:
+        sys.argv = saved
+    return status, printed.getvalue()
 
 
 def describe(e):
@@ -198,4 +224,4 @@ def _one_line(e):
 
 def _fail(prog, message, status):
     print("%s: %s" % (prog, message), file=sys.stderr)
-    sys.exit(status)
+    return status

@@ -153,10 +153,13 @@ def survey_one(name, which, placer):
     with tempfile.TemporaryDirectory(prefix="placer-survey-") as work:
         model_path = os.path.join(work, "model.json")
         weights = os.path.join(work, "model.weights")
+        # in this process (its own already, run_one's): PyTorch is imported once
+        import command
+        import import_torch
         cmd = import_command(spec, model_path, weights)
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if p.returncode != 0:
-            result["error"] = first_error(p.stderr)
+        status, printed = command.call(import_torch.main, "import-torch", cmd[1:])
+        if status != 0:
+            result["error"] = first_error(printed)
             return result
         result["imported"] = True
         v = subprocess.run([placer, "validate", "-q", model_path], stdout=subprocess.PIPE,
