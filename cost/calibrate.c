@@ -298,7 +298,7 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
     gaps g;
     memset(&g, 0, sizeof g);
     if (status == PL_OK)
-        status = pl_calib_overheads(how->graphs_dir, steps, how->interrupt, &g, err);
+        status = pl_calib_overheads(how->graphs_dir, steps, m, how->interrupt, &g, err);
     if (status == PL_OK) /* the paced runs read copies' native times off the curve */
         pl_calib_fit_copies(m, &g.copy);
     if (status == PL_OK)
@@ -314,6 +314,7 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
         if (g.wake.n == 0)
             m->wake_seconds = m->handoff_seconds;
         pl_calib_fit_delays(m, g.delay, &g.finish);
+        pl_calib_fit_remote_inputs(m, &g);
         record(&m->calibration, &spread, start, &load_before);
     }
     free(spread.v);
@@ -326,6 +327,8 @@ pl_status pl_cost_calibrate(pl_cost_model *m, const pl_calibration *how, pl_erro
             pl_calib_free_delays(&g.delay[d][k]);
     pl_calib_free_samples(&g.finish);
     pl_calib_free_samples(&g.copy);
+    pl_calib_free_samples(&g.remote);
+    pl_calib_free_samples(&g.local);
     if (status != PL_OK)
         pl_cost_model_clear(m);
     return status;

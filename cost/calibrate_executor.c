@@ -7,6 +7,10 @@
 
 #include "calibrate_impl.h"
 
+/* The remote inputs' term is read off ops this short: on longer ones their pace beside the
+ * other core, not the inputs, decides the difference. */
+#define REMOTE_MAX_SECONDS 50e-6
+
 /* The paced lateness is measured on clusters linked like the bundled paced ones. */
 #define LINK_BYTES_PER_SECOND 1e9
 #define LINK_LATENCY 20e-6
@@ -23,11 +27,37 @@ static bool read_copies(const pl_program *p, const double *starts, const double 
     return ok;
 }
 
+/* The op tasks of one step's timeline on native devices: their times against the model's,
+ * with the bytes of the inputs another device copied in (remote) or none (local). */
+static bool read_remote(const pl_program *p, const double *starts, const double *ends,
+                        const pl_cost_model *m, const pl_cluster *c, gaps *g)
+{
+    double *copied_in = calloc((size_t)p->n_tasks + 1, sizeof *copied_in);
+    bool ok = copied_in != NULL;
+    for (int i = 0; ok && i < p->n_tasks; i++) {
+        const pl_task *t = &p->tasks[i];
+        if (t->kind != PL_TASK_COPY || p->transfers[t->transfer].from == p->transfers[t->transfer].to)
+            continue;
+        for (int e = t->first_succ; e < t->first_succ + t->n_succ; e++)
+            if (pl_task_reads_copy(p, &p->tasks[p->succ[e]], t))
+                copied_in[p->succ[e]] += (double)pl_task_bytes(p, t);
+    }
+    for (int i = 0; ok && i < p->n_tasks; i++) {
+        const pl_task *t = &p->tasks[i];
+        double profiled = t->kind == PL_TASK_OP ? pl_cost_native(m, p, c, t) : 0;
+        if (profiled > 0 && ends[i] > starts[i])
+            ok = pl_calib_add_sample(copied_in[i] > 0 ? &g->remote : &g->local,
+                                     ends[i] - starts[i], profiled, copied_in[i]);
+    }
+    free(copied_in);
+    return ok;
+}
+
 /* What one step's timeline is read for. */
 typedef struct reading {
     gaps *g;
-    bool copies, gaps, lateness;
-    const pl_cost_model *m;    /* lateness: the ops' native times */
+    bool copies, gaps, lateness, remote;
+    const pl_cost_model *m;    /* lateness, remote: the ops' native times */
     const pl_cluster *cluster; /* gaps: which devices poll; lateness: the devices */
     bool polling;              /* gaps: read the polling devices' hand-offs alone */
     bool handoffs;             /* lateness: the paced hand-offs and gaps too */
@@ -279,6 +309,7 @@ static pl_status read_steps(workload *w, int steps, const reading *how, pl_error
         const double *starts = pl_executor_task_starts(w->ex), *ends = pl_executor_task_ends(w->ex);
         if ((how->copies && !read_copies(p, starts, ends, how->g)) ||
             (how->gaps && !read_gaps(p, starts, ends, how)) ||
+            (how->remote && !read_remote(p, starts, ends, how->m, how->cluster, how->g)) ||
             (how->lateness &&
              !read_delays(p, starts, ends, pl_executor_step_seconds(w->ex), how)))
             status = pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
@@ -302,8 +333,8 @@ static pl_status run_dealt(const char *path, const pl_cluster *c, int steps,
     return status;
 }
 
-pl_status pl_calib_overheads(const char *dir, int steps, const volatile sig_atomic_t *interrupt,
-                             gaps *g, pl_error *err)
+pl_status pl_calib_overheads(const char *dir, int steps, const pl_cost_model *m,
+                             const volatile sig_atomic_t *interrupt, gaps *g, pl_error *err)
 {
     /* cnn: copies of megabytes, beyond the caches */
     static const char *const models[] = {"small/mlp-small", "small/transformer-small",
@@ -325,8 +356,9 @@ pl_status pl_calib_overheads(const char *dir, int steps, const volatile sig_atom
         /* devices on cores of their own, as the local machine's: polling, or asleep once
          * idle long enough (full-size ops are long enough); and the copies */
         if (status == PL_OK)
-            status = run_dealt(path, polling, steps, interrupt, &(reading){.g = g, .copies = true,
-                               .gaps = true, .polling = true, .cluster = polling}, err);
+            status = run_dealt(path, polling, steps, interrupt,
+                               &(reading){.g = g, .copies = true, .gaps = true, .remote = true,
+                                          .m = m, .polling = true, .cluster = polling}, err);
     }
     pl_cluster_free(sleeping);
     pl_cluster_free(polling);
@@ -433,4 +465,22 @@ pl_status pl_calib_paced_lateness(const char *dir, int steps, const pl_cost_mode
         pl_cluster_free(c);
     }
     return status;
+}
+
+void pl_calib_fit_remote_inputs(pl_cost_model *m, const gaps *g)
+{
+    m->remote_seconds = 0;
+    double *v = malloc(((size_t)g->local.n + (size_t)g->remote.n + 1) * sizeof *v);
+    int n = 0;
+    for (int i = 0; v && i < g->local.n; i++)
+        if (g->local.flops[i] <= REMOTE_MAX_SECONDS)
+            v[n++] = g->local.seconds[i] / g->local.flops[i];
+    double pace = n > 0 ? pl_median(v, n) : 0;
+    n = 0;
+    for (int i = 0; v && pace > 0 && i < g->remote.n; i++)
+        if (g->remote.flops[i] <= REMOTE_MAX_SECONDS)
+            v[n++] = g->remote.seconds[i] - pace * g->remote.flops[i];
+    double extra = n > 0 ? pl_median(v, n) : 0;
+    m->remote_seconds = extra > 0 && extra < 1e-3 ? extra : 0;
+    free(v);
 }

@@ -76,14 +76,25 @@ typedef struct gaps {
     delay_samples delay[PL_DELAY_COUNT][PL_COST_CONTENTION];
     samples finish; /* from the last paced task's end to the step's */
     samples copy;    /* native copies: seconds against bytes */
+    /* polling runs, devices on cores of their own: op tasks' times (seconds) against
+     * their profiled ones (flops) with the bytes of their inputs the other device copied
+     * in (bytes; remote) or none (local) */
+    samples remote, local;
 } gaps;
 
 /* Small models of DIR/small and full-size ones of DIR dealt to two native devices: the
  * per-task gap and the hand-off to a sleeping thread (small models, devices not pinned);
- * the hand-offs to a polling device and to one asleep past its poll window, and the
- * copies (every model, devices pinned to cores of their own when the machine has them). */
-pl_status pl_calib_overheads(const char *dir, int steps, const volatile sig_atomic_t *interrupt,
+ * the hand-offs to a polling device and to one asleep past its poll window, the copies,
+ * the per-task gap there, and the ops' times with and without inputs the other device
+ * copied in against m's (every model, devices pinned to cores of their own when the
+ * machine has them). */
+pl_status pl_calib_overheads(const char *dir, int steps, const pl_cost_model *m,
+                             const volatile sig_atomic_t *interrupt,
                              gaps *g, pl_error *err);
+/* The remote inputs' term (cost_model.h): the median of the remote ops' times less their
+ * profiled ones scaled by the local ops' median ratio (their pace in those runs, the other
+ * core computing beside them), over ops profiled under 50 us; 0 if that is negative. */
+void pl_calib_fit_remote_inputs(pl_cost_model *m, const gaps *g);
 /* The paced delays (cost_model.h) by the threads computing when each arose, read from
  * four paced devices sharing the machine's cores as paced-4's do: lstm_lm and transformer
  * pipelined (long ops, kernels holding cores), small models dealt round-robin (short ops,

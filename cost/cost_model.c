@@ -521,14 +521,14 @@ pl_status pl_cost_model_write(const pl_cost_model *m, const char *path, pl_error
                                         "per_byte", m->process_per_byte)
                             : json_null();
     json_t *calibration = write_calibration(&m->calibration);
-    json_t *root = json_pack("{s:s, s:i, s:s, s:o, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o}",
+    json_t *root = json_pack("{s:s, s:i, s:s, s:o, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o, s:f}",
                              "format", PROFILE_FORMAT, "version", PL_COST_FORMAT_VERSION,
                              "machine", m->machine, "copy_curve", curve, "handoff_seconds",
                              m->handoff_seconds, "poll_seconds", m->poll_seconds,
                              "wake_seconds", m->wake_seconds, "task_seconds", m->task_seconds,
                              "paced_delays", delays, "ops", ops,
                              "measured", measured, "calibration", calibration,
-                             "processes", processes);
+                             "processes", processes, "remote_inputs_seconds", m->remote_seconds);
     if (!root)
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     pl_status status = pl_json_write_file(path, root, JSON_INDENT(1) | JSON_REAL_PRECISION(9),
@@ -804,7 +804,7 @@ pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
                                          "wake_seconds", "task_seconds",
                                          "paced_delays",
                                          "ops", "measured", "calibration", "processes",
-                                         NULL};
+                                         "remote_inputs_seconds", NULL};
     pl_error_init(err, path);
     json_t *root = pl_json_parse_file(path, (size_t)16 << 20, err, NULL);
     if (!root)
@@ -851,6 +851,8 @@ pl_status pl_cost_model_read(pl_cost_model *m, const char *path, pl_error *err)
              pl_json_number(&r, processes, "per_byte", true, 0, 1, &m->process_per_byte);
         pl_json_pop(&r, back);
     }
+    /* optional: a model made by hand may leave it out */
+    ok = ok && pl_json_number(&r, root, "remote_inputs_seconds", false, 0, 1, &m->remote_seconds);
     json_decref(root);
     if (!ok)
         pl_cost_model_clear(m);

@@ -9,6 +9,8 @@
  *   a kind's kernel takes routes of different speed by shape (a convolution's: depthwise,
  *   Winograd, small outputs, ...; kernels.h), each route calibration measured often
  *   enough has a fit of its own, which the kind's ops on that route take.
+ * - On native devices on cores of their own, an op reading a buffer another device's
+ *   thread copied in that step takes `remote_seconds` longer (the other core's cache).
  * - On a paced device an op takes the larger of that and its FLOPs at the declared rate,
  *   and ends late by a delay (`paced_delays`) that depends on whether its pacer slept or
  *   only spun (cluster.h) and on the contention when it fell due: a paced thread needs a
@@ -55,7 +57,7 @@
 extern "C" {
 #endif
 
-enum { PL_COST_FORMAT_VERSION = 14, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
+enum { PL_COST_FORMAT_VERSION = 15, PL_COST_MAX_THREADS = 16, PL_COST_COPY_POINTS = 16 };
 /* A route's fit is made from at least this many samples (else its kind's stands in), and
  * a profile holds at most PL_COST_MAX_ROUTE_FITS of them. */
 enum { PL_COST_ROUTE_MIN_SAMPLES = 6, PL_COST_MAX_ROUTE_FITS = 256 };
@@ -150,6 +152,10 @@ typedef struct pl_cost_model {
     pl_copy_point copy_curve[PL_COST_COPY_POINTS]; /* bytes ascending, seconds not falling */
     int n_copy_points;
     double handoff_seconds, task_seconds;
+    /* Native devices on cores of their own: how much longer an op takes when another
+     * device's thread copied some of its inputs in that step (they come from the other
+     * core's cache, not its own). 0 where not measured (a model made by hand). */
+    double remote_seconds;
     double poll_seconds, wake_seconds; /* a polling native device: picking a task up while
                                           polling, and once asleep past the poll window */
     double paced_delays[PL_DELAY_COUNT][PL_COST_CONTENTION]; /* seconds, by contention */

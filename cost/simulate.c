@@ -51,6 +51,9 @@ typedef struct simulator {
     int *stamp;
     int sharing;           /* native op tasks running now */
     int *current;          /* per busy resource: its task */
+    /* Per task: some of its inputs another native device's thread copied in
+     * (cost_model.h, remote_seconds); NULL: no task's. */
+    bool *remote_inputs;
     int events_cap;
     bool failed;           /* out of memory posting an event */
     const pl_cost_model *m;
@@ -234,6 +237,38 @@ static void free_simulator(simulator *s)
     free(s->signals);
     free(s->together);
     free(s->stamp);
+    free(s->remote_inputs);
+}
+
+/* A native device on a core of its own (it polls), placer's to run. */
+static bool apart(const simulator *s, const pl_cluster *c, int r)
+{
+    return r < s->p->n_devices && !s->paced[r] && s->polls[r] && !c->simulated;
+}
+
+/* Which op tasks have remote inputs: copies between two devices of one rank on cores of
+ * their own, which the source device's thread writes. */
+static bool find_remote_inputs(simulator *s, const pl_cluster *c)
+{
+    const pl_program *p = s->p;
+    if (s->alone || !(s->m->remote_seconds > 0))
+        return true;
+    for (int i = 0; i < p->n_tasks; i++) {
+        const pl_task *t = &p->tasks[i];
+        if (t->kind != PL_TASK_COPY)
+            continue;
+        const pl_transfer *tr = &p->transfers[t->transfer];
+        if (tr->from == tr->to || !apart(s, c, tr->from) || !apart(s, c, tr->to) ||
+            c->devices[tr->from].rank != c->devices[tr->to].rank)
+            continue;
+        if (!s->remote_inputs &&
+            !(s->remote_inputs = calloc((size_t)p->n_tasks + 1, sizeof *s->remote_inputs)))
+            return false;
+        for (int e = t->first_succ; e < t->first_succ + t->n_succ; e++)
+            if (pl_task_reads_copy(p, &p->tasks[p->succ[e]], t))
+                s->remote_inputs[p->succ[e]] = true;
+    }
+    return true;
 }
 
 static bool new_simulator(simulator *s, const pl_program *p, const pl_cluster *c,
@@ -289,7 +324,7 @@ static bool new_simulator(simulator *s, const pl_program *p, const pl_cluster *c
         at += count;
     }
     s->alone = s->used <= 1;
-    return true;
+    return c->simulated || find_remote_inputs(s, c);
 }
 
 /* The longest chain of dependent task times, in program order (a topological order). */
@@ -323,6 +358,11 @@ static void cost_task(simulator *s, const pl_cluster *c, int i)
         cost = pl_cost_task_parts(s->m, s->p, c, t);
     if (cached)
         s->op_cost[t->op] = cost;
+    if (s->remote_inputs && s->remote_inputs[i]) { /* held as long: native devices */
+        double remote = s->m->remote_seconds * pl_cost_speed(s->m);
+        cost.native += remote;
+        cost.held += remote;
+    }
     s->duration[i] = cost.held + s->m->task_seconds;
     s->native[i] = cost.native;
     s->late[i] = (signed char)cost.late;

@@ -121,7 +121,7 @@ static int write_profiles(const fuzz_fixture *f, const char *dir)
         full.copy_curve[k] = (pl_copy_point){(double)(64 << (3 * k)), 2e-6 * (k + 1)};
     full.n_copy_points = 6;
     full.handoff_seconds = 1e-6, full.task_seconds = 2e-7;
-    full.poll_seconds = 3e-7, full.wake_seconds = 4e-5;
+    full.poll_seconds = 3e-7, full.wake_seconds = 4e-5, full.remote_seconds = 3e-7;
     for (int d = 0; d < PL_DELAY_COUNT; d++)
         for (int k = 0; k < PL_COST_CONTENTION; k++)
             full.paced_delays[d][k] = 1e-6 * (d + 1) * (k + 1);

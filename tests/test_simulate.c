@@ -472,6 +472,48 @@ static void test_native_sharing(void)
     pl_graph_free(g);
 }
 
+/* Devices on cores of their own (they poll): an op whose input the other device's thread
+ * copied in takes remote_seconds longer. The schedule of test_two_devices_native with 0.5
+ * ms more for the ops on b with h among their inputs (fc, fc grad_a and fc grad_b: h came
+ * from a) and for h grad_b on a (grad_a from b): b: fc 2-3.5, loss 3.5-4.5, loss grad
+ * 4.5-5.5, fc grad_a 5.5-7, copy grad_a 7-8, fc grad_b 8-9.5, fc accumulate 9.5-10.5, fc
+ * update 10.5-11.5; a: h grad_b 8-9.5, h accumulate 9.5-10.5, h update 10.5-11.5. Not on
+ * one device, nor on devices that do not poll (not pinned to cores: the term was measured
+ * on pinned ones). */
+static void test_remote_inputs(void)
+{
+    pl_graph *g = pl_test_two_layers();
+    static const int cores[] = {0, 1};
+    for (int pinned = 0; pinned < 2; pinned++) {
+        pl_cluster *c = two_devices(1 << 20);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        for (int d = 0; d < 2 && pinned; d++) {
+            c->devices[d].n_cores = 1;
+            c->devices[d].cores = &cores[d];
+        }
+        pl_plan *plan = pl_plan_new(g, NULL), *alone = pl_plan_new(g, NULL);
+        plan->device[1] = plan->device[2] = 1;
+        pl_program *p = pl_program_new(g, c, plan, NULL), *one = pl_program_new(g, c, alone, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(one);
+        pl_cost_model m = unit_costs(0);
+        m.remote_seconds = 0.5e-3;
+        pl_simulation sim;
+        CU_ASSERT_EQUAL(pl_simulate(p, c, &m, &sim, NULL, NULL, NULL), PL_OK);
+        CU_ASSERT_DOUBLE_EQUAL(1e3 * sim.step_seconds, pinned ? 11.5 : 10, 1e-9);
+        CU_ASSERT_EQUAL(pl_simulate(one, c, &m, &sim, NULL, NULL, NULL), PL_OK);
+        CU_ASSERT_DOUBLE_EQUAL(1e3 * sim.step_seconds, 11, 1e-9);
+        c->devices[0].cores = c->devices[1].cores = NULL; /* not the cluster's to free */
+        c->devices[0].n_cores = c->devices[1].n_cores = 0;
+        pl_program_free(p);
+        pl_program_free(one);
+        pl_plan_free(plan);
+        pl_plan_free(alone);
+        pl_cluster_free(c);
+    }
+    pl_graph_free(g);
+}
+
 /* Where no kernel holds a core, a delay grows with the threads busy and used; elsewhere
  * it is its level's; never below 0. */
 static void test_delay_sharing(void)
@@ -792,6 +834,7 @@ static void test_profile_file(void)
     pl_cost_machine_key(m.machine, sizeof m.machine);
     m.ops[2][PL_OP_MATMUL] = (pl_op_cost){1e-6, 2e-11, 3e-12, 40, 1.25};
     m.paced_sharing[PL_DELAY_COPY][PL_SHARING_USED] = -3e-7;
+    m.remote_seconds = 2.5e-7;
     m.calibration = (pl_calibration_record){1795547646, 91.5, 3, 419, 0.021, 0.162, 0.84,
                                             0.25, 0.75};
     pl_op_time times[] = {{42, 3e-4}, {7, 1e-5}, {42, 1e-4}, {42, 2e-4}, {9, 5e-5}, {9, 4e-5}};
@@ -812,6 +855,7 @@ static void test_profile_file(void)
     CU_ASSERT_DOUBLE_EQUAL(back.ops[2][PL_OP_MATMUL].together, 1.25, 1e-12);
     CU_ASSERT_DOUBLE_EQUAL(back.handoff_seconds, 2e-5, 1e-14);
     CU_ASSERT_DOUBLE_EQUAL(back.paced_sharing[PL_DELAY_COPY][PL_SHARING_USED], -3e-7, 1e-18);
+    CU_ASSERT_DOUBLE_EQUAL(back.remote_seconds, 2.5e-7, 1e-18);
     CU_ASSERT_EQUAL(back.n_copy_points, 2);
     CU_ASSERT_DOUBLE_EQUAL(pl_cost_native_copy(&back, 1e6), 1e-3, 1e-15);
     CU_ASSERT_EQUAL(back.n_measured, 3);
@@ -944,6 +988,7 @@ void pl_register_simulate_tests(void)
         {"the probe, and when it leaves the model to the reference", test_probe},
         {"the copy curve", test_copy_curve},
         {"profile files", test_profile_file},
+        {"native devices on cores of their own: an op's remote inputs", test_remote_inputs},
         {"calibration: the passes' spread", test_pass_spread},
         {"profiles: noisy and old", test_profile_noise},
         {NULL, NULL}};

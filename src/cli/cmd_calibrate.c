@@ -82,6 +82,8 @@ static void print_profile(const pl_cost_model *m, const char *path)
                m->process_per_byte > 0 ? 1e-9 / m->process_per_byte : 0);
     else
         printf("between ranks: not measured (mpirun -np 2 placer calibrate measures them)\n");
+    printf("an op whose inputs the other core copied in: %.2f us longer\n",
+           1e6 * m->remote_seconds);
     printf("hand-off to an idle device: %.1f us polling, %.1f us once it sleeps; %.1f us to a "
            "native one that never polls\n", 1e6 * m->poll_seconds, 1e6 * m->wake_seconds,
            1e6 * m->handoff_seconds);

@@ -239,6 +239,8 @@ static void print_profile(const pl_cost_model *m, bool calibrated, double second
            "4 KiB and 4 MiB %.2f and %.1f us\n", m->handoff_seconds * 1e6, m->poll_seconds * 1e6,
            m->wake_seconds * 1e6, m->task_seconds * 1e6, pl_cost_native_copy(m, 4096) * 1e6,
            pl_cost_native_copy(m, 4 << 20) * 1e6);
+    printf("   an op whose inputs the other core copied in: %.2f us longer\n",
+           m->remote_seconds * 1e6);
     printf("   paced delays, us, alone / others idle / pacing / one computing / more: slept");
     for (int k = 0; k < PL_COST_CONTENTION; k++)
         printf("%s%.1f", k ? " / " : " ", m->paced_delays[PL_DELAY_SLEPT][k] * 1e6);

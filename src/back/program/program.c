@@ -48,6 +48,17 @@ int64_t pl_task_bytes(const pl_program *p, const pl_task *task)
     return task->kind == PL_TASK_OP ? 0 : p->buffers[p->refs[task->first_ref + 1]].bytes;
 }
 
+bool pl_task_reads_copy(const pl_program *p, const pl_task *reader, const pl_task *copy)
+{
+    if (reader->kind != PL_TASK_OP || copy->kind != PL_TASK_COPY)
+        return false;
+    int written = p->refs[copy->first_ref + 1];
+    for (int k = 0; k < p->graph->ops[reader->op].n_inputs; k++)
+        if (p->refs[reader->first_ref + k] == written)
+            return true;
+    return false;
+}
+
 int pl_program_ops_on(const pl_program *p, int d)
 {
     const pl_graph *g = p->graph;

@@ -171,6 +171,9 @@ double pl_task_flops(const pl_program *program, const pl_task *task);
  * 1. */
 double pl_task_share(const pl_program *program, const pl_task *task);
 int64_t pl_task_bytes(const pl_program *program, const pl_task *task);
+/* Whether op task `reader` reads the buffer copy task `copy` writes (a successor of a copy
+ * may only wait for its buffer's space). */
+bool pl_task_reads_copy(const pl_program *program, const pl_task *reader, const pl_task *copy);
 /* The training ops that run on device d (every replica's, each op once). */
 int pl_program_ops_on(const pl_program *program, int d);
 /* "fc1/matmul#3" (micro-batch 3), "copy fc1/relu#3" or "reduce fc1/w/grad" into buf; for
