@@ -469,7 +469,6 @@ pl_status pl_calib_paced_lateness(const char *dir, int steps, const pl_cost_mode
 
 void pl_calib_fit_remote_inputs(pl_cost_model *m, const gaps *g)
 {
-    m->remote_seconds = 0;
     double *v = malloc(((size_t)g->local.n + (size_t)g->remote.n + 1) * sizeof *v);
     int n = 0;
     for (int i = 0; v && i < g->local.n; i++)

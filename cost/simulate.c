@@ -240,14 +240,14 @@ static void free_simulator(simulator *s)
     free(s->remote_inputs);
 }
 
-/* A native device on a core of its own (it polls), placer's to run. */
-static bool apart(const simulator *s, const pl_cluster *c, int r)
+/* A native device on a core of its own (it polls). */
+static bool apart(const simulator *s, int r)
 {
-    return r < s->p->n_devices && !s->paced[r] && s->polls[r] && !c->simulated;
+    return r < s->p->n_devices && !s->paced[r] && s->polls[r];
 }
 
 /* Which op tasks have remote inputs: copies between two devices of one rank on cores of
- * their own, which the source device's thread writes. */
+ * their own, which the source device's thread writes (a cluster placer runs). */
 static bool find_remote_inputs(simulator *s, const pl_cluster *c)
 {
     const pl_program *p = s->p;
@@ -258,7 +258,7 @@ static bool find_remote_inputs(simulator *s, const pl_cluster *c)
         if (t->kind != PL_TASK_COPY)
             continue;
         const pl_transfer *tr = &p->transfers[t->transfer];
-        if (tr->from == tr->to || !apart(s, c, tr->from) || !apart(s, c, tr->to) ||
+        if (tr->from == tr->to || !apart(s, tr->from) || !apart(s, tr->to) ||
             c->devices[tr->from].rank != c->devices[tr->to].rank)
             continue;
         if (!s->remote_inputs &&
