@@ -1,0 +1,129 @@
+"""A suite of instances for tools/bench-agent --suite NAME: graphs/NAME/suite.json (written
+by tools/gen-hard for the hard suite), each instance a model, a cluster, a budget and what
+its steps are; the ablation over them (the full agent against the search without learning,
+each against the best baseline of its own job) and the figures read from each job's
+summary, measured where the cluster's devices run here and simulated where they cannot."""
+import json
+import math
+import os
+
+# Row flags of a job's summary (docs/outputs.md): how an agent row came to be.
+OWN, SWEPT, REFINED = "the policy's own", "swept", "refined"
+
+
+def load_suite(top, name):
+    """The instances of suite NAME (graphs/NAME/suite.json) or of the file NAME (ending in
+    .json), their model and cluster paths (from the checkout's top) made absolute."""
+    path = name if name.endswith(".json") else os.path.join(top, "graphs", name, "suite.json")
+    try:
+        suite = json.load(open(path))
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"{path}: {e}")
+    instances = []
+    for k, i in enumerate(suite["instances"]):
+        model, cluster = (os.path.join(top, i[key]) for key in ("model", "cluster"))
+        for p in (model, cluster):
+            if not os.path.exists(p):
+                raise SystemExit(f"{path}: /instances/{k}: no file {p}")
+        label = (f"{os.path.splitext(os.path.basename(model))[0]}, "
+                 f"{os.path.splitext(os.path.basename(cluster))[0]}")
+        instances.append({"label": label, "model": model, "cluster": cluster,
+                          "budget": str(i.get("budget_seconds", 60)), "what": i["what"],
+                          "simulated": i["steps"].startswith("simulated")})
+    return instances
+
+
+def provenance(row):
+    """How the written row was made: a baseline, the policy's own, swept or refined."""
+    if row["kind"] != "agent":
+        return "baseline " + row["name"]
+    return REFINED if row["refined"] else SWEPT if row["reshaped"] else OWN
+
+
+def figures(summary_path, simulated):
+    """One job's figures: the written plan's step, the best baseline's, the best of the
+    policy's own plans (neither swept nor refined), the lower bound (ms), the written
+    plan's provenance and the agent's iterations. Steps are the measured ones (the
+    head-to-head rows, else every measured row) on devices that run here, the simulated
+    ones on hardware placer cannot run."""
+    s = json.load(open(summary_path))
+    if simulated:
+        rows = [r for r in s["rows"] if r["simulated_seconds"] and r["fits"]]
+        step = {r["name"]: 1e3 * r["simulated_seconds"] for r in rows}
+    else:
+        rows = [r for r in s["rows"] if r["measured_seconds"]]
+        rows = [r for r in rows if r["head_to_head"]] or rows
+        step = {r["name"]: 1e3 * r["measured_seconds"] for r in rows}
+    by_name = {r["name"]: r for r in rows}
+    baselines = [step[r["name"]] for r in rows if r["kind"] != "agent"]
+    own = [step[r["name"]] for r in rows
+           if r["kind"] == "agent" and not r["reshaped"] and not r["refined"]]
+    chosen = (s["chosen"] or {}).get("name")
+    return {"written": step.get(chosen), "baseline": min(baselines, default=None),
+            "own": min(own, default=None), "bound": 1e3 * s["lower_bound_seconds"],
+            "provenance": provenance(by_name[chosen]) if chosen in by_name else "-",
+            "iterations": s["iterations"]}
+
+
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def geometric_mean(values):
+    known = [v for v in values if v]
+    return math.exp(sum(map(math.log, known)) / len(known)) if known else float("nan")
+
+
+def cell(value):
+    return f"{value:.3f}" if value else "-"
+
+
+def ablation(a, instances, run_job, work):
+    """For each seed and instance, the full agent and the search without learning
+    (--no-learning), one job after another at the instance's budget; a table row each,
+    then the geometric means and the targets."""
+    print("| instance | steps | seed | full: written / best baseline | written plan | "
+          "without learning / best baseline | full / without learning | policy's own / "
+          "best baseline | written / lower bound | best baseline / lower bound | "
+          "iterations |")
+    print("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    full_base, full_without, owns, worst = [], [], [], []
+    for seed in a.seeds.split(","):
+        for inst in instances:
+            a.seed, a.cluster, a.budget = seed, inst["cluster"], inst["budget"]
+            got = []
+            for variant, extra in (("full", []), ("without", ["--no-learning"])):
+                prefix = os.path.join(work, f"{len(got)}-{seed}-{inst['label']}").replace(
+                    ", ", "-")
+                done = run_job(a, inst["model"], prefix, extra)
+                if done.returncode != 0:
+                    print(f"| {inst['label']} | | {seed} | {variant} failed: "
+                          f"{done.stderr.strip().splitlines()[-1:]} | | | | | | | |",
+                          flush=True)
+                    got.append(None)
+                    continue
+                got.append(figures(prefix + ".summary.json", inst["simulated"]))
+            full, without = got
+            if not full:
+                continue
+            r_full = ratio(full["written"], full["baseline"])
+            r_without = ratio(without["written"], without["baseline"]) if without else None
+            gain = ratio(r_full, r_without)
+            own = ratio(full["own"], full["baseline"])
+            full_base.append(r_full)
+            full_without.append(gain)
+            owns.append(own)
+            worst.append(r_full)
+            print(f"| {inst['label']} | {'simulated' if inst['simulated'] else 'paced'} | "
+                  f"{seed} | {cell(r_full)} | {full['provenance']} | {cell(r_without)} | "
+                  f"{cell(gain)} | {cell(own)} | {cell(ratio(full['written'], full['bound']))} "
+                  f"| {cell(ratio(full['baseline'], full['bound']))} | {full['iterations']} |",
+                  flush=True)
+    known = [w for w in worst if w]
+    print(f"\ngeometric means over {len(instances)} instances and seeds {a.seeds}: "
+          f"the full agent's written plan over the best baseline {geometric_mean(full_base):.3f} "
+          f"(target at most 0.85; worst {max(known, default=float('nan')):.3f}, target never "
+          f"above 1), over the search without learning {geometric_mean(full_without):.3f} "
+          f"(target at most 0.90), the policy's own plans over the best baseline "
+          f"{geometric_mean(owns):.3f} (target at most 1.0) "
+          f"(load average {os.getloadavg()[0]:.2f})")
