@@ -7,9 +7,6 @@ import json
 import math
 import os
 
-# Row flags of a job's summary (docs/outputs.md): how an agent row came to be.
-OWN, SWEPT, REFINED = "the policy's own", "swept", "refined"
-
 
 def load_suite(top, name):
     """The instances of suite NAME (graphs/NAME/suite.json) or of the file NAME (ending in
@@ -34,10 +31,18 @@ def load_suite(top, name):
 
 
 def provenance(row):
-    """How the written row was made: a baseline, the policy's own, swept or refined."""
+    """How the written row was made: a baseline's plan, the policy's own sample, or either
+    one swept to other shapes or refined by single-op moves (the row's name carries its
+    origin: "agent #2 (etf refined)", "agent #1 (rl reshaped)"; docs/outputs.md)."""
+    name = row["name"]
     if row["kind"] != "agent":
-        return "baseline " + row["name"]
-    return REFINED if row["refined"] else SWEPT if row["reshaped"] else OWN
+        return "baseline " + name
+    if not row["reshaped"] and not row["refined"]:
+        return "the policy's own"
+    how = ("swept and refined" if row["reshaped"] and row["refined"]
+           else "swept" if row["reshaped"] else "refined")
+    origin = name[name.find("(") + 1:].split()[0] if "(" in name else "rl"
+    return f"the policy's own, {how}" if origin == "rl" else f"baseline {origin}, {how}"
 
 
 def figures(summary_path, simulated):
