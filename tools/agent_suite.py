@@ -33,7 +33,8 @@ def load_suite(top, name):
 def provenance(row):
     """How the written row was made: a baseline's plan, the policy's own sample, or either
     one swept to other shapes or refined by single-op moves (the row's name carries its
-    origin: "agent #2 (etf refined)", "agent #1 (rl reshaped)"; docs/outputs.md)."""
+    origin: "agent #2 (etf refined)" from a baseline, "agent #1 (refined)" or "(reshaped
+    refined)" from the policy's own; docs/outputs.md)."""
     name = row["name"]
     if row["kind"] != "agent":
         return "baseline " + name
@@ -41,8 +42,9 @@ def provenance(row):
         return "the policy's own"
     how = ("swept and refined" if row["reshaped"] and row["refined"]
            else "swept" if row["reshaped"] else "refined")
-    origin = name[name.find("(") + 1:].split()[0] if "(" in name else "rl"
-    return f"the policy's own, {how}" if origin == "rl" else f"baseline {origin}, {how}"
+    origin = name[name.find("(") + 1:].rstrip(")").split()[0] if "(" in name else "rl"
+    own = origin in ("rl", "reshaped", "refined")
+    return f"the policy's own, {how}" if own else f"baseline {origin}, {how}"
 
 
 def figures(summary_path, simulated):
