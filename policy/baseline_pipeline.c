@@ -143,27 +143,42 @@ static bool build_segments(const pl_placer *p, segments *s)
     return ok;
 }
 
-/* Stage `stage` of `c` over segments i .. j on its device: its time, or DBL_MAX when it
- * does not fit. */
-static double stage_cost(const pl_placer *p, const segments *s, const candidate *c, int stage,
-                         int i, int j)
+/* What stage `stage` of `c` ending before segment j pays for its copies to the next
+ * stage's device, whichever segment it starts at. */
+static double stage_link(const pl_placer *p, const segments *s, const candidate *c, int stage,
+                         int j)
+{
+    int m = c->micro_batches;
+    if (j == s->n || stage + 1 == c->stages)
+        return 0;
+    return m * pl_placer_copy_seconds(p, c->device[stage], c->device[stage + 1], s->cut[j] / m);
+}
+
+/* The bytes stage `stage`'s device has for it: a recomputing view's reserve holds a
+ * segment's recomputation at the full batch, and a stage recomputes one micro-batch at a
+ * time. */
+static double stage_room(const pl_placer *p, const candidate *c, int stage)
+{
+    int m = c->micro_batches;
+    return (double)pl_placer_room(p, c->device[stage]) +
+           (double)p->recompute_reserve * (m - 1) / m;
+}
+
+/* Stage `stage` of `c` over segments i .. j on its device, given its stage_link and
+ * stage_room: its time, or DBL_MAX when it does not fit. */
+static double stage_cost(const segments *s, const candidate *c, int stage, int i, int j,
+                         double link, double room)
 {
     int m = c->micro_batches, dev = c->device[stage];
     size_t cells = (size_t)s->n + 1;
     const double *seconds = &s->seconds[(size_t)dev * cells];
     const double *fixed = &s->fixed[(size_t)dev * cells];
     double compute = seconds[j] - seconds[i] + (m - 1) * (fixed[j] - fixed[i]);
-    double link = 0;
-    if (j < s->n && stage + 1 < c->stages)
-        link = m * pl_placer_copy_seconds(p, dev, c->device[stage + 1], s->cut[j] / m);
     int alive = c->schedule == PL_SCHEDULE_GPIPE ? m
                 : m < c->stages - stage ? m : c->stages - stage;
     double memory = s->resident[j] - s->resident[i] +
                     (s->activation[j] - s->activation[i] + (i > 0 ? s->cut[i] : 0) +
                      (j < s->n ? s->cut[j] : 0)) * alive / m;
-    /* a recomputing view's reserve holds a segment's recomputation at the full batch; a
-     * stage recomputes one micro-batch at a time */
-    double room = (double)pl_placer_room(p, dev) + (double)p->recompute_reserve * (m - 1) / m;
     if (memory > room)
         return DBL_MAX;
     return compute > link ? compute : link;
@@ -177,14 +192,16 @@ static bool partition(const pl_placer *p, const segments *s, candidate *c, doubl
     if (S > K)
         return false;
     size_t cells = (size_t)K + 1;
-    for (int stage = 0; stage < S; stage++)
+    for (int stage = 0; stage < S; stage++) {
+        double room = stage_room(p, c, stage);
         for (int j = 0; j <= K; j++) {
             double *cell = &best[(size_t)stage * cells + (size_t)j];
             *cell = DBL_MAX;
             if (j < stage + 1 || j > K - (S - 1 - stage))
                 continue;
+            double link = stage_link(p, s, c, stage, j);
             if (stage == 0) {
-                *cell = stage_cost(p, s, c, 0, 0, j);
+                *cell = stage_cost(s, c, 0, 0, j, link, room);
                 from[j] = 0;
                 continue;
             }
@@ -192,7 +209,7 @@ static bool partition(const pl_placer *p, const segments *s, candidate *c, doubl
                 double before = best[(size_t)(stage - 1) * cells + (size_t)i];
                 if (before == DBL_MAX || before >= *cell)
                     continue;
-                double cost = stage_cost(p, s, c, stage, i, j);
+                double cost = stage_cost(s, c, stage, i, j, link, room);
                 double worst = cost > before ? cost : before;
                 if (worst < *cell) {
                     *cell = worst;
@@ -200,6 +217,7 @@ static bool partition(const pl_placer *p, const segments *s, candidate *c, doubl
                 }
             }
         }
+    }
     double slowest = best[(size_t)(S - 1) * cells + (size_t)K];
     if (slowest == DBL_MAX)
         return false;

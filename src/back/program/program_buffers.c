@@ -20,7 +20,13 @@ static int64_t aligned(int64_t bytes)
 typedef struct instances {
     int n, m;
     int *base;  /* per place: its first buffer */
-    int *slot;  /* per place and slice: its slot (activations) */
+    /* per place: the slices its tasks touch, first_slice[i] .. first_slice[i] + cells,
+     * as cells first_cell[i] .. first_cell[i + 1] of the per-slice arrays (a replica's
+     * place touches its own slices alone: one array of every place and slice would be
+     * replicas times larger, and mostly empty) */
+    int *first_slice;
+    size_t *first_cell, n_cells;
+    int *slot;  /* per cell: its slot (activations) */
     /* per arena buffer j < n_pred_buffers: preds[pred_first[j] .. pred_first[j + 1]), the
      * buffers that last held its bytes before it (pl_pack_arena) */
     int *pred_first, *preds, n_pred_buffers;
@@ -41,6 +47,13 @@ static int instance_tensor(const pl_builder *b, int i)
 static int instance_device(const pl_builder *b, int i)
 {
     return b->place_copy[i] >= 0 ? -1 : b->place_device[i];
+}
+
+/* The cell of place i's slice k, or SIZE_MAX when its tasks never touch that slice. */
+static size_t cell_of(const instances *in, int i, int k)
+{
+    size_t c = in->first_cell[i] + (size_t)(k - in->first_slice[i]);
+    return k >= in->first_slice[i] && c < in->first_cell[i + 1] ? c : SIZE_MAX;
 }
 
 static bool mutated_input(const pl_graph *g, const pl_op *op, int j)
@@ -94,8 +107,9 @@ enum { UNREAD = -2, SEVERAL = -1 };
 /* When each slice of each instance is written and last read, in program order (-1: never),
  * and the resource its readers run on (UNREAD, SEVERAL). */
 typedef struct lifetimes {
+    const instances *in;
     int position;
-    int *written, *last_read, *readers; /* per instance and micro-batch */
+    int *written, *last_read, *readers; /* per cell (instances) */
 } lifetimes;
 
 static void note_lifetime(const pl_builder *b, void *context, int i, int k, bool writes)
@@ -103,7 +117,7 @@ static void note_lifetime(const pl_builder *b, void *context, int i, int k, bool
     lifetimes *l = context;
     if (k < 0 || i >= b->n_places || !pl_tensor_per_micro_batch(b, instance_tensor(b, i)))
         return;
-    size_t c = (size_t)i * (size_t)b->slices + (size_t)k;
+    size_t c = cell_of(l->in, i, k);
     int resource = b->p->tasks[l->position].resource;
     if (writes) {
         l->written[c] = l->position;
@@ -128,15 +142,58 @@ static void keep_loss_values(const pl_builder *b, lifetimes *l)
             read = read || op->inputs[j] == t;
         for (int j = 0; j < op->n_outputs; j++)
             read = read || op->outputs[j] == t;
-        size_t c = (size_t)i * (size_t)b->slices + (size_t)k;
-        if (read && l->written[c] >= 0)
+        size_t c = read ? cell_of(l->in, i, k) : SIZE_MAX;
+        if (c != SIZE_MAX && l->written[c] >= 0)
             l->last_read[c] = b->p->n_tasks;
     }
 }
 
-static bool find_lifetimes(pl_builder *b, lifetimes *l)
+/* The slices each place's tasks touch: first_slice and, through `last`, the cells. */
+typedef struct slice_range {
+    int *first, *last;
+} slice_range;
+
+static void note_slice(const pl_builder *b, void *context, int i, int k, bool writes)
 {
-    size_t cells = (size_t)b->n_places * (size_t)b->slices;
+    (void)writes;
+    slice_range *r = context;
+    if (k < 0 || i >= b->n_places || !pl_tensor_per_micro_batch(b, instance_tensor(b, i)))
+        return;
+    r->first[i] = k < r->first[i] ? k : r->first[i];
+    r->last[i] = k > r->last[i] ? k : r->last[i];
+}
+
+static bool find_cells(const pl_builder *b, instances *in)
+{
+    int *last = malloc((size_t)in->n * sizeof *last + 1);
+    in->first_slice = malloc((size_t)in->n * sizeof *in->first_slice + 1);
+    in->first_cell = malloc(((size_t)in->n + 1) * sizeof *in->first_cell);
+    if (!last || !in->first_slice || !in->first_cell) {
+        free(last);
+        return false;
+    }
+    for (int i = 0; i < in->n; i++) {
+        in->first_slice[i] = in->m;
+        last[i] = -1;
+    }
+    slice_range r = {in->first_slice, last};
+    for (int t = 0; t < b->p->n_tasks; t++)
+        visit_refs(b, t, note_slice, &r);
+    in->first_cell[0] = 0;
+    for (int i = 0; i < in->n; i++) {
+        size_t n = last[i] >= in->first_slice[i] ? (size_t)(last[i] - in->first_slice[i] + 1)
+                                                 : 0;
+        in->first_cell[i + 1] = in->first_cell[i] + n;
+    }
+    in->n_cells = in->first_cell[in->n];
+    free(last);
+    return true;
+}
+
+static bool find_lifetimes(pl_builder *b, const instances *in, lifetimes *l)
+{
+    size_t cells = in->n_cells;
+    l->in = in;
     l->written = malloc(cells * sizeof(int) + 1);
     l->last_read = malloc(cells * sizeof(int) + 1);
     l->readers = malloc(cells * sizeof(int) + 1);
@@ -161,11 +218,9 @@ static void assign_slots(const pl_builder *b, instances *in, const lifetimes *l,
         n_slots[i] = 0;
         if (!pl_tensor_per_micro_batch(b, instance_tensor(b, i)))
             continue;
-        for (int k = 0; k < in->m; k++) {
-            size_t c = (size_t)i * (size_t)in->m + (size_t)k;
+        for (size_t c = in->first_cell[i]; c < in->first_cell[i + 1]; c++)
             if (l->written[c] >= 0)
                 in->slot[c] = n_slots[i]++;
-        }
     }
 }
 
@@ -175,7 +230,7 @@ static int buffer_of(const pl_builder *b, const instances *in, int i, int k)
         return i - b->n_places;
     int t = instance_tensor(b, i);
     if (pl_tensor_per_micro_batch(b, t))
-        return in->base[i] + in->slot[(size_t)i * (size_t)in->m + (size_t)k];
+        return in->base[i] + in->slot[cell_of(in, i, k)];
     if (pl_tensor_kind_of(b, t) == PL_TENSOR_INPUT && k > 0)
         return in->base[i] + k;
     return in->base[i];
@@ -206,8 +261,7 @@ static bool pack_arenas(pl_builder *b, instances *in, const lifetimes *l, int pl
                                                UNREAD, SEVERAL, i};
                 continue;
             }
-            for (int k = 0; k < in->m; k++) {
-                size_t c = (size_t)i * (size_t)in->m + (size_t)k;
+            for (size_t c = in->first_cell[i]; c < in->first_cell[i + 1]; c++) {
                 if (l->written[c] < 0)
                     continue;
                 int buffer = in->base[i] + in->slot[c];
@@ -470,13 +524,14 @@ static pl_status count_memory(pl_builder *b, pl_error *err)
 
 pl_status pl_program_assign_buffers(pl_builder *b, pl_error *err)
 {
-    instances in = {b->n_places, b->slices, NULL, NULL, NULL, NULL, 0};
+    instances in = {.n = b->n_places, .m = b->slices};
     in.base = malloc((size_t)in.n * sizeof *in.base + 1);
-    in.slot = malloc((size_t)in.n * (size_t)in.m * sizeof *in.slot + 1);
     int *n_slots = malloc((size_t)in.n * sizeof *n_slots + 1);
     lifetimes l = {0};
     pl_status status = PL_OK;
-    bool ok = in.base && in.slot && n_slots && find_lifetimes(b, &l);
+    bool ok = in.base && n_slots && find_cells(b, &in) &&
+              (in.slot = malloc(in.n_cells * sizeof *in.slot + 1)) &&
+              find_lifetimes(b, &in, &l);
     if (ok)
         assign_slots(b, &in, &l, n_slots);
     if (!ok || !lay_out_buffers(b, &in, &l, n_slots))
@@ -486,6 +541,8 @@ pl_status pl_program_assign_buffers(pl_builder *b, pl_error *err)
     if (status == PL_OK)
         status = count_memory(b, err);
     free(in.base);
+    free(in.first_slice);
+    free(in.first_cell);
     free(in.slot);
     free(in.pred_first);
     free(in.preds);
