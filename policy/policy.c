@@ -68,7 +68,7 @@ static double entropy_of(const double *p, int n)
 static void categorical_grad(const double *p, int n, int chosen, double weight, double beta,
                              double *d)
 {
-    double h = entropy_of(p, n);
+    double h = beta != 0 ? entropy_of(p, n) : 0;
     for (int i = 0; i < n; i++) {
         d[i] += weight * ((i == chosen) - p[i]);
         if (beta != 0 && p[i] > 0)
@@ -658,11 +658,17 @@ static double grouper_terms(const pl_policy *p, const embedding *e, const pl_act
         const double *pg = e->pg + (size_t)i * g;
         entropy += entropy_of(pg, g) / ops;
         double *d = dlg + (size_t)i * g;
-        for (int s = 0; s < n; s++) {
-            *j += weight[s] * log(pg[actions[s].group[i]]);
-            if (logp)
-                logp[s] += log(pg[actions[s].group[i]]);
-            categorical_grad(pg, g, actions[s].group[i], weight[s], 0, d);
+        /* a run of samples that group the op alike: one log and one gradient */
+        for (int s = 0, run; s < n; s += run) {
+            int chosen = actions[s].group[i];
+            double lp = log(pg[chosen]), summed = 0;
+            for (run = 0; s + run < n && actions[s + run].group[i] == chosen; run++) {
+                summed += weight[s + run];
+                if (logp)
+                    logp[s + run] += lp;
+            }
+            *j += summed * lp;
+            categorical_grad(pg, g, chosen, summed, 0, d);
         }
         categorical_grad(pg, g, 0, 0, beta / ops, d);
     }
@@ -690,19 +696,20 @@ typedef struct objective_scratch {
     double *block;
 } objective_scratch;
 
-/* The same for the device, stage, split and recompute heads of sample s over its grouping
- * (hd), into x's dL/dlogits of the heads (cleared here); returns its share of the heads'
- * mean entropy. */
+/* The same for the device, stage, split and recompute heads of `copies` samples that
+ * decide alike (action, their weights summed in `weight`) over their grouping (hd), into
+ * x's dL/dlogits of the heads (cleared here) and *logp (one sample's log-probability);
+ * returns their share of the heads' mean entropy. */
 static double head_terms(const pl_policy *p, const head *hd, const pl_action *action,
-                         double weight, int n, double beta, double *j, double *logp,
-                         objective_scratch *x)
+                         double weight, int copies, int n, double beta, double *j,
+                         double *logp, objective_scratch *x)
 {
     int g = p->groups;
     memset(x->dld, 0, (size_t)g * p->devices * sizeof *x->dld);
     memset(x->dls, 0, (size_t)g * HEAD_STAGES * sizeof *x->dls);
     memset(x->dlsp, 0, (size_t)g * SPLITS * sizeof *x->dlsp);
     memset(x->dlrc, 0, (size_t)g * RECOMPUTES * sizeof *x->dlrc);
-    double bw = beta / n / hd->nonempty, entropy = 0;
+    double bw = beta * copies / n / hd->nonempty, entropy = 0;
     for (int k = 0; k < g; k++) {
         if (!hd->count[k])
             continue;
@@ -713,8 +720,7 @@ static double head_terms(const pl_policy *p, const head *hd, const pl_action *ac
         double lp = log(pd[action->device[k]]) + log(ps[action->stage[k]]) +
                     log(psp[action->split[k]]) + log(prc[action->recompute[k]]);
         *j += weight * lp;
-        if (logp)
-            *logp += lp;
+        *logp += lp;
         entropy += entropy_of(pd, p->devices) + entropy_of(ps, p->stages) +
                    entropy_of(psp, SPLITS) + entropy_of(prc, RECOMPUTES);
         categorical_grad(pd, p->devices, action->device[k], weight, bw,
@@ -726,7 +732,25 @@ static double head_terms(const pl_policy *p, const head *hd, const pl_action *ac
         categorical_grad(prc, RECOMPUTES, action->recompute[k], weight, bw,
                          x->dlrc + (size_t)k * RECOMPUTES);
     }
-    return entropy / hd->nonempty / n;
+    return entropy * copies / hd->nonempty / n;
+}
+
+/* How many samples from s on decide what the heads see and choose alike: imitation's
+ * targets are one plan under every shape, and one pass through the heads serves them all. */
+static int same_heads(const pl_policy *p, const pl_action *actions, int s, int n)
+{
+    const pl_action *a = &actions[s];
+    int c = 1;
+    for (; s + c < n; c++) {
+        const pl_action *b = &actions[s + c];
+        if (memcmp(a->group, b->group, (size_t)p->n_ops * sizeof *a->group) ||
+            memcmp(a->device, b->device, sizeof a->device) ||
+            memcmp(a->stage, b->stage, sizeof a->stage) ||
+            memcmp(a->split, b->split, sizeof a->split) ||
+            memcmp(a->recompute, b->recompute, sizeof a->recompute))
+            break;
+    }
+    return c;
 }
 
 static bool scratch_new(const pl_policy *p, objective_scratch *x)
@@ -767,13 +791,18 @@ pl_status pl_policy_objective(const pl_policy *p, const pl_action *actions,
     double h_group = grouper_terms(p, &e, actions, weight, n, beta, &j_total, logp, x.dlg);
     double h_shape = shape_terms(p, &e, actions, weight, n, beta, &j_total, dlm);
     /* the heads come last forward, so their backward comes first (into dL/dh_R) */
-    for (int s = 0; s < n && status == PL_OK; s++) {
+    for (int s = 0, copies; s < n && status == PL_OK; s += copies) {
+        copies = same_heads(p, actions, s, n);
+        double summed = 0, lp = 0;
+        for (int c = 0; c < copies; c++)
+            summed += weight[s + c];
         head hd;
         if ((status = head_forward(p, &e, actions[s].group, &hd, err)) != PL_OK)
             break;
         memory_heads(p, &hd, &actions[s]);
-        h_head += head_terms(p, &hd, &actions[s], weight[s], n, beta, &j_total,
-                             logp ? &logp[s] : NULL, &x);
+        h_head += head_terms(p, &hd, &actions[s], summed, copies, n, beta, &j_total, &lp, &x);
+        for (int c = 0; logp && c < copies; c++)
+            logp[s + c] += lp;
         if (grad)
             status = head_backward(p, &e, &hd, actions[s].group, x.dld, x.dls, x.dlsp,
                                    x.dlrc, &x.embedding, err);
