@@ -618,6 +618,28 @@ pl_status pl_agent_imitate(pl_agent *a, const pl_plan *plan, pl_error *err)
     return status;
 }
 
+/* The sample best's record after curve[k] (iteration k + 1). */
+static void keep_sample_best(pl_agent *a, int k)
+{
+    if (a->sample_best_iteration == 0 || a->curve[k].best_reward > a->sample_best) {
+        a->sample_best = a->curve[k].best_reward;
+        a->sample_best_iteration = k + 1;
+    }
+}
+
+void pl_agent_append(pl_agent *a, const pl_agent_iteration *it)
+{
+    a->curve[a->iteration] = *it;
+    keep_sample_best(a, a->iteration++);
+}
+
+void pl_agent_replay_curve(pl_agent *a)
+{
+    a->sample_best_iteration = 0;
+    for (int k = 0; k < a->iteration; k++)
+        keep_sample_best(a, k);
+}
+
 static pl_status grow_curve(pl_agent *a)
 {
     if (a->iteration < a->curve_cap)
@@ -636,7 +658,7 @@ static pl_status iterate_without_learning(pl_agent *a, pl_agent_iteration *resul
                                           pl_error *err)
 {
     pl_agent_iteration it = {.iteration = a->iteration + 1};
-    a->curve[a->iteration++] = it;
+    pl_agent_append(a, &it);
     pl_status status = pl_agent_refine(a, err);
     if (status != PL_OK)
         return status;
@@ -733,7 +755,7 @@ pl_status pl_agent_iterate(pl_agent *a, pl_agent_iteration *result, pl_error *er
     }
     if (status != PL_OK)
         return status;
-    a->curve[a->iteration++] = it;
+    pl_agent_append(a, &it);
     if ((status = pl_agent_refine(a, err)) != PL_OK)
         return status;
     /* the best so far, after this iteration's refinement */

@@ -379,8 +379,10 @@ static pl_status read_body(pl_agent *a, FILE *fp, pl_error *err)
     a->curve_cap = a->iteration + 64;
     if (!(a->curve = malloc((size_t)a->curve_cap * sizeof *a->curve)))
         return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    if (!get_curve(&r, a) ||
-        !get_bests(&r, a, a->best, &a->n_best, PL_AGENT_MAX_BEST, "the best plans' count",
+    if (!get_curve(&r, a))
+        return PL_EINPUT;
+    pl_agent_replay_curve(a);
+    if (!get_bests(&r, a, a->best, &a->n_best, PL_AGENT_MAX_BEST, "the best plans' count",
                    "best plan") ||
         !PL_BINARY_TAKE(&r, a->n_lead, "the lead's count") ||
         !pl_binary_int_in(&r, "the lead's count", a->n_lead, 0, 1) ||

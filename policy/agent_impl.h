@@ -10,7 +10,8 @@
 #include "step_memo.h"
 
 enum { PL_AGENT_REFINED_KEYS = 8, PL_AGENT_MAX_ORIGINS = 16,
-       PL_AGENT_MAX_ITERATIONS = 100000000 };
+       PL_AGENT_MAX_ITERATIONS = 100000000,
+       PL_AGENT_STALLED = 5 /* iterations without a better sample: refine each one */ };
 
 typedef struct pl_agent_best {
     pl_plan *plan;      /* always allocated; valid for the first n_best */
@@ -51,6 +52,9 @@ struct pl_agent {
                                   from (a ring), not to start from again */
     int n_refined;             /* refinements so far */
     double policy_best;        /* the best step of the policy's own plans ("rl") */
+    double sample_best;        /* the best sample's reward over the iterations so far, and */
+    int sample_best_iteration; /* the last iteration that raised it (0: none yet); both
+                                  read from the curve on resuming (pl_agent_replay_curve) */
     pl_step_memo memo;         /* plans simulated before; not checkpointed (it saves time,
                                   it changes no result) */
     double deadline;           /* pl_agent_set_deadline's; 0: none */
@@ -97,5 +101,10 @@ pl_status pl_agent_refine(pl_agent *agent, pl_error *err);
  * when faster. */
 pl_status pl_agent_replicate(pl_agent *agent, const pl_plan *plan, const char *algorithm,
                              pl_error *err);
+
+/* Appends an iteration to the learning curve (room for it made) and keeps the sample
+ * best's record; pl_agent_replay_curve keeps it for a curve read from a checkpoint. */
+void pl_agent_append(pl_agent *a, const pl_agent_iteration *it);
+void pl_agent_replay_curve(pl_agent *a);
 
 #endif

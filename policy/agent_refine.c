@@ -178,11 +178,30 @@ static const pl_agent_best *refine_start(const pl_agent *a)
     return &a->best[0];
 }
 
+/* Whether the policy's samples have gone PL_AGENT_STALLED iterations without beating the
+ * best sample of the iterations before. */
+static bool sampling_stalled(const pl_agent *a)
+{
+    return a->sample_best_iteration > 0 &&
+           a->iteration - a->sample_best_iteration >= PL_AGENT_STALLED;
+}
+
+/* Without learning, every iteration refines. With it, the first does (the best baseline's
+ * refinement pays from the start, and on a large graph the budget may hold a few dozen
+ * iterations), then every refine_every-th, and every one while the policy's samples have
+ * stalled: what time the policy no longer turns into better plans goes to refinement. */
+static bool refinement_due(const pl_agent *a)
+{
+    int every = a->options.refine_every;
+    if (every <= 0 || a->options.refine_proposals <= 0)
+        return false;
+    return !a->options.learn || a->iteration == 1 || a->iteration % every == 0 ||
+           sampling_stalled(a);
+}
+
 pl_status pl_agent_refine(pl_agent *a, pl_error *err)
 {
-    int every = a->options.learn ? a->options.refine_every : 1;
-    if (a->options.refine_every <= 0 || a->options.refine_proposals <= 0 ||
-        a->iteration % every != 0)
+    if (!refinement_due(a))
         return PL_OK;
     const pl_agent_best *from = refine_start(a);
     if (!from)
