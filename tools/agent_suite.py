@@ -1,16 +1,21 @@
 """A suite of instances for tools/bench-agent --suite NAME: graphs/NAME/suite.json (written
-by tools/gen-hard for the hard suite), each instance a model, a cluster, a budget and what
-its steps are; the ablation over them (the full agent against the search without learning,
-each against the best baseline of its own job) and the figures read from each job's
-summary, measured where the cluster's devices run here and simulated where they cannot."""
+by tools/gen-hard for the hard suite), each instance a model, a cluster, a budget, what
+its steps are and its half (training or held out); the ablation over them (the full agent
+against the search without learning, each against the best baseline of its own job), the
+transfer (a policy pre-trained on the training half, zero-shot on the held-out half,
+against a search from fresh weights) and the figures read from each job's summary,
+measured where the cluster's devices run here and simulated where they cannot."""
 import json
 import math
 import os
+import random
+import time
 
 
 def load_suite(top, name):
     """The instances of suite NAME (graphs/NAME/suite.json) or of the file NAME (ending in
-    .json), their model and cluster paths (from the checkout's top) made absolute."""
+    .json), their model and cluster paths (from the checkout's top) made absolute, and its
+    pre-training settings (None when it has none)."""
     path = name if name.endswith(".json") else os.path.join(top, "graphs", name, "suite.json")
     try:
         suite = json.load(open(path))
@@ -24,10 +29,14 @@ def load_suite(top, name):
                 raise SystemExit(f"{path}: /instances/{k}: no file {p}")
         label = (f"{os.path.splitext(os.path.basename(model))[0]}, "
                  f"{os.path.splitext(os.path.basename(cluster))[0]}")
+        if i.get("half", "train") not in ("train", "held-out"):
+            raise SystemExit(f"{path}: /instances/{k}/half: \"train\" or \"held-out\", not "
+                             f"{i['half']!r}")
         instances.append({"label": label, "model": model, "cluster": cluster,
                           "budget": str(i.get("budget_seconds", 60)), "what": i["what"],
-                          "simulated": i["steps"].startswith("simulated")})
-    return instances
+                          "simulated": i["steps"].startswith("simulated"),
+                          "half": i.get("half", "train")})
+    return instances, suite.get("pretrain")
 
 
 def provenance(row):
@@ -134,3 +143,87 @@ def ablation(a, instances, run_job, work):
           f"(target at most 0.90), the policy's own plans over the best baseline "
           f"{geometric_mean(owns):.3f} (target at most 1.0) "
           f"(load average {os.getloadavg()[0]:.2f})")
+
+
+def pretrain(placer, instances, settings, work):
+    """A policy pre-trained on the instances of the training half, as `placer pretrain`
+    trains over a corpus: round after round, each instance in an order drawn from the seed
+    gets a simulated search (one visit: the baselines imitated, then `iterations` of
+    learning) that starts from the weights the visit before ended with. A visit is one
+    `placer pretrain` of the instance's model on its cluster, since an instance pairs a
+    model with its own cluster, not every cluster. Returns the policy file and the seconds
+    the visits took."""
+    train = [i for i in instances if i["half"] == "train"]
+    if not train:
+        raise SystemExit("the suite has no instance in its training half")
+    order = random.Random(settings["seed"])
+    policy, visit, start = None, 0, time.time()
+    for _ in range(settings["rounds"]):
+        for inst in order.sample(train, len(train)):
+            visit += 1
+            out = os.path.join(work, f"pretrained-{visit % 2}.plt")
+            args = ["pretrain", "-o", out, "--cluster", inst["cluster"], "--rounds", "1",
+                    "--iterations", str(settings["iterations"]), "--samples",
+                    str(settings["samples"]), "--seed", str(settings["seed"] * 1000 + visit)]
+            done = placer(args + (["--from", policy] if policy else []) + [inst["model"]])
+            if done.returncode != 0:
+                raise SystemExit(f"pre-training on {inst['label']}: "
+                                 f"{done.stderr.strip().splitlines()[-1:]}")
+            policy = out
+    return policy, time.time() - start
+
+
+def transfer(a, instances, settings, placer, run_job, work, seconds=10):
+    """A policy pre-trained on the training half (pretrain), then for each seed and
+    held-out instance: the full agent from fresh weights at the instance's budget, and
+    the pre-trained policy sampled as it is (--zero-shot) for `seconds` of search; each
+    job's written plan over its best baseline, and the zero-shot plan over the one from
+    scratch; then the geometric mean and the target."""
+    if not settings:
+        raise SystemExit("the suite says nothing on pre-training (its \"pretrain\" member)")
+    policy, took = pretrain(placer, instances, settings, work)
+    train = [i["label"] for i in instances if i["half"] == "train"]
+    print(f"pre-trained on the training half ({'; '.join(train)}): {settings['rounds']} "
+          f"rounds of {settings['iterations']} iterations a visit, seed {settings['seed']}, "
+          f"simulated, {took:.0f} s\n")
+    print(f"| instance | steps | seed | from scratch: written / best baseline | zero-shot, "
+          f"{seconds} s: written / best baseline | zero-shot / from scratch | zero-shot's "
+          f"written plan | the agent's search seconds: scratch, zero-shot | the jobs' "
+          f"seconds |")
+    print("|---|---|---:|---:|---:|---:|---|---:|---:|")
+    held = [i for i in instances if i["half"] == "held-out"]
+    ratios = []
+    for seed in a.seeds.split(","):
+        for inst in held:
+            a.seed, a.cluster, a.budget = seed, inst["cluster"], inst["budget"]
+            got = []
+            for k, extra in enumerate((["--no-pretrained"],
+                                       ["--policy", policy, "--zero-shot", "--search-seconds",
+                                        str(seconds)])):
+                prefix = os.path.join(work, f"t{k}-{seed}-{inst['label']}").replace(", ", "-")
+                done = run_job(a, inst["model"], prefix, extra)
+                if done.returncode != 0:
+                    print(f"| {inst['label']} | | {seed} | job {k + 1} failed: "
+                          f"{done.stderr.strip().splitlines()[-1:]} | | | | | |", flush=True)
+                    got.append(None)
+                    continue
+                f = figures(prefix + ".summary.json", inst["simulated"])
+                summary = json.load(open(prefix + ".summary.json"))
+                f["searched"] = (summary["learning"] or {}).get("search_seconds", 0)
+                f["elapsed"] = summary["elapsed_seconds"]
+                got.append(f)
+            scratch, zero = got
+            r = ratio(zero["written"], scratch["written"]) if scratch and zero else None
+            ratios.append(r)
+            cells = [cell(ratio(x["written"], x["baseline"])) if x else "-" for x in got]
+            searched, elapsed = (", ".join(f"{x[key]:.1f}" if x else "-" for x in got)
+                                 for key in ("searched", "elapsed"))
+            print(f"| {inst['label']} | {'simulated' if inst['simulated'] else 'paced'} | "
+                  f"{seed} | {cells[0]} | {cells[1]} | {cell(r)} | "
+                  f"{zero['provenance'] if zero else '-'} | {searched} | {elapsed} |",
+                  flush=True)
+    known = [r for r in ratios if r]
+    print(f"\ngeometric mean over {len(held)} held-out instances and seeds {a.seeds}: the "
+          f"pre-trained policy zero-shot ({seconds} s of search) over the search from fresh "
+          f"weights {geometric_mean(ratios):.3f} (target at most 1.10; worst "
+          f"{max(known, default=float('nan')):.3f}) (load average {os.getloadavg()[0]:.2f})")
