@@ -95,6 +95,29 @@ def cell(value):
     return f"{value:.3f}" if value else "-"
 
 
+def run_jobs(a, run_job, inst, seed, work, columns, variants):
+    """The instance's job for each (name, extra options) of variants, one after another at
+    its budget: each one's figures, with the seconds its agent searched and the job took,
+    or None for a job that failed (a table row of `columns` says so)."""
+    a.seed, a.cluster, a.budget = seed, inst["cluster"], inst["budget"]
+    got = []
+    for variant, extra in variants:
+        prefix = os.path.join(work, f"{len(got)}-{seed}-{inst['label']}").replace(", ", "-")
+        done = run_job(a, inst["model"], prefix, extra)
+        if done.returncode != 0:
+            print(f"| {inst['label']} | | {seed} | {variant} failed: "
+                  f"{done.stderr.strip().splitlines()[-1:]} |" + " |" * (columns - 4),
+                  flush=True)
+            got.append(None)
+            continue
+        f = figures(prefix + ".summary.json", inst["simulated"])
+        summary = json.load(open(prefix + ".summary.json"))
+        f["searched"] = (summary["learning"] or {}).get("search_seconds", 0)
+        f["elapsed"] = summary["elapsed_seconds"]
+        got.append(f)
+    return got
+
+
 def ablation(a, instances, run_job, work):
     """For each seed and instance, the full agent and the search without learning
     (--no-learning), one job after another at the instance's budget; a table row each,
@@ -107,19 +130,8 @@ def ablation(a, instances, run_job, work):
     full_base, full_without, owns = [], [], []
     for seed in a.seeds.split(","):
         for inst in instances:
-            a.seed, a.cluster, a.budget = seed, inst["cluster"], inst["budget"]
-            got = []
-            for variant, extra in (("full", []), ("without", ["--no-learning"])):
-                prefix = os.path.join(work, f"{len(got)}-{seed}-{inst['label']}").replace(
-                    ", ", "-")
-                done = run_job(a, inst["model"], prefix, extra)
-                if done.returncode != 0:
-                    print(f"| {inst['label']} | | {seed} | {variant} failed: "
-                          f"{done.stderr.strip().splitlines()[-1:]} | | | | | | | |",
-                          flush=True)
-                    got.append(None)
-                    continue
-                got.append(figures(prefix + ".summary.json", inst["simulated"]))
+            got = run_jobs(a, run_job, inst, seed, work, 11,
+                           (("full", []), ("without", ["--no-learning"])))
             full, without = got
             if not full:
                 continue
@@ -195,23 +207,10 @@ def transfer(a, instances, settings, placer, run_job, work, seconds=10):
     ratios = []
     for seed in a.seeds.split(","):
         for inst in held:
-            a.seed, a.cluster, a.budget = seed, inst["cluster"], inst["budget"]
-            got = []
-            for k, extra in enumerate((["--no-pretrained"],
-                                       ["--policy", policy, "--zero-shot", "--search-seconds",
-                                        str(seconds)])):
-                prefix = os.path.join(work, f"t{k}-{seed}-{inst['label']}").replace(", ", "-")
-                done = run_job(a, inst["model"], prefix, extra)
-                if done.returncode != 0:
-                    print(f"| {inst['label']} | | {seed} | job {k + 1} failed: "
-                          f"{done.stderr.strip().splitlines()[-1:]} | | | | | |", flush=True)
-                    got.append(None)
-                    continue
-                f = figures(prefix + ".summary.json", inst["simulated"])
-                summary = json.load(open(prefix + ".summary.json"))
-                f["searched"] = (summary["learning"] or {}).get("search_seconds", 0)
-                f["elapsed"] = summary["elapsed_seconds"]
-                got.append(f)
+            got = run_jobs(a, run_job, inst, seed, work, 9,
+                           (("from scratch", ["--no-pretrained"]),
+                            ("zero-shot", ["--policy", policy, "--zero-shot",
+                                           "--search-seconds", str(seconds)])))
             scratch, zero = got
             r = ratio(zero["written"], scratch["written"]) if scratch and zero else None
             ratios.append(r)
