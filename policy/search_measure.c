@@ -210,7 +210,8 @@ static pl_status keep_series(pl_search_call *call, const int *who, int n, double
 /* The best measured baseline and the agent's plans, measured taking turns step by step:
  * measurements minutes apart drift with the machine, and the final choice compares plans
  * within that drift. At least MIN_ROUNDS rounds (each while it is short or ends within the
- * budget), at most MAX_ROUNDS, as many as the budget leaves, and more while some
+ * budget), at most MAX_ROUNDS, as many as end within the budget less what follows them
+ * (the chosen plan's busy times and drawings), and more while some
  * contender's steps are unstable (measure.h) and a round is short or ends within the
  * budget; interrupted before MIN_ROUNDS, nothing was compared fairly and the earlier
  * measurements stand. */
@@ -222,21 +223,28 @@ pl_status pl_search__head_to_head(pl_search_call *call)
         if (r == s->best_baseline || (!s->rows[r].baseline && s->rows[r].fits))
             who[n++] = r;
     double round_seconds = 0; /* two steps of each contender; then what a round took */
-    for (int k = 0; k < n; k++)
-        round_seconds += 2 * expected_step(call, &s->rows[who[k]]);
+    double longest_step = 0;
+    for (int k = 0; k < n; k++) {
+        double step = expected_step(call, &s->rows[who[k]]);
+        round_seconds += 2 * step;
+        longest_step = fmax(longest_step, step);
+    }
     if (n < 2)
         return PL_OK;
     double *steps = malloc((size_t)n * MAX_ROUNDS * sizeof *steps);
     if (!steps)
         return pl_error_set(call->err, PL_ENOMEM, NULL, "out of memory");
-    double budget_end = call->start + call->options->budget;
+    /* rounds past the least end early enough for what follows them: a step of the chosen
+       plan for its busy times, and its program built twice (that step, and the drawings) */
+    double rounds_end = call->start + call->options->budget - longest_step -
+                        2 * s->slowest_placing;
     int rounds = 0;
     pl_status status = PL_OK;
     pl_machine_load load = {0}; /* over the rounds; unknown unless read */
     pl_search__load_before(call);
     while (status == PL_OK && rounds < MAX_ROUNDS && !pl_search__interrupted(call) &&
            (rounds < MIN_ROUNDS ? within_budget(call, 1, round_seconds)
-                                : pl_now() < budget_end ||
+                                : pl_now() + round_seconds <= rounds_end ||
                                       (within_budget(call, 1, round_seconds) &&
                                        any_unstable(who, n, steps, rounds)))) {
         double round_start = pl_now();

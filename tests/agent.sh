@@ -213,6 +213,14 @@ contains "$work/step.summary.json" "\"whole_steps\": \"batch_norm" "main job, pe
 contains "$work/step.report.md" "No plan was searched with micro-batches: batch\\_norm" "main job, per step: the report says why"
 grep -q '"whole_steps": null' "$work/inc.summary.json" && ok || bad "main job: whole_steps is not null"
 
+# A budget the final head-to-head could fill (steps of 0.2 s on paced-4): its rounds leave
+# the chosen plan's busy times and drawings time within the budget.
+expect 0 "main job, a short budget" "$bin" "$src/graphs/transformer.json" --cluster "$paced" \
+    --budget 12 -q -o "$work/short"
+for f in plan.dot timeline.svg timeline-measured.svg; do
+    [ -s "$work/short.$f" ] && ok || bad "main job, a short budget: no short.$f"
+done
+
 # tools/readme-pictures on a copy of the README: the job's pictures copied, its plan's
 # sentence and both pictures' links between the markers, nothing else changed; a README
 # without the markers is refused before any job runs.
