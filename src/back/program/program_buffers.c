@@ -49,6 +49,13 @@ static int instance_device(const pl_builder *b, int i)
     return b->place_copy[i] >= 0 ? -1 : b->place_device[i];
 }
 
+/* Whether a visited reference is to a slice of a place held per micro-batch: the ones
+ * whose slices take cells. */
+static bool sliced_place(const pl_builder *b, int i, int k)
+{
+    return k >= 0 && i < b->n_places && pl_tensor_per_micro_batch(b, instance_tensor(b, i));
+}
+
 /* The cell of place i's slice k, or SIZE_MAX when its tasks never touch that slice. */
 static size_t cell_of(const instances *in, int i, int k)
 {
@@ -115,7 +122,7 @@ typedef struct lifetimes {
 static void note_lifetime(const pl_builder *b, void *context, int i, int k, bool writes)
 {
     lifetimes *l = context;
-    if (k < 0 || i >= b->n_places || !pl_tensor_per_micro_batch(b, instance_tensor(b, i)))
+    if (!sliced_place(b, i, k))
         return;
     size_t c = cell_of(l->in, i, k);
     int resource = b->p->tasks[l->position].resource;
@@ -157,7 +164,7 @@ static void note_slice(const pl_builder *b, void *context, int i, int k, bool wr
 {
     (void)writes;
     slice_range *r = context;
-    if (k < 0 || i >= b->n_places || !pl_tensor_per_micro_batch(b, instance_tensor(b, i)))
+    if (!sliced_place(b, i, k))
         return;
     r->first[i] = k < r->first[i] ? k : r->first[i];
     r->last[i] = k > r->last[i] ? k : r->last[i];
