@@ -118,6 +118,16 @@ def run_jobs(a, run_job, inst, seed, work, columns, variants):
     return got
 
 
+def row_start(inst, seed):
+    """A table row's first cells: the instance, how its steps are had, the seed."""
+    return f"| {inst['label']} | {'simulated' if inst['simulated'] else 'paced'} | {seed} | "
+
+
+def worst(ratios):
+    """The largest of the known ratios (nan when none is)."""
+    return max((r for r in ratios if r), default=float('nan'))
+
+
 def ablation(a, instances, run_job, work):
     """For each seed and instance, the full agent and the search without learning
     (--no-learning), one job after another at the instance's budget; a table row each,
@@ -142,15 +152,14 @@ def ablation(a, instances, run_job, work):
             full_base.append(r_full)
             full_without.append(gain)
             owns.append(own)
-            print(f"| {inst['label']} | {'simulated' if inst['simulated'] else 'paced'} | "
-                  f"{seed} | {cell(r_full)} | {full['provenance']} | {cell(r_without)} | "
+            print(row_start(inst, seed) + f"{cell(r_full)} | {full['provenance']} | "
+                  f"{cell(r_without)} | "
                   f"{cell(gain)} | {cell(own)} | {cell(ratio(full['written'], full['bound']))} "
                   f"| {cell(ratio(full['baseline'], full['bound']))} | {full['iterations']} |",
                   flush=True)
-    known = [r for r in full_base if r]
     print(f"\ngeometric means over {len(instances)} instances and seeds {a.seeds}: "
           f"the full agent's written plan over the best baseline {geometric_mean(full_base):.3f} "
-          f"(target at most 0.85; worst {max(known, default=float('nan')):.3f}, target never "
+          f"(target at most 0.85; worst {worst(full_base):.3f}, target never "
           f"above 1), over the search without learning {geometric_mean(full_without):.3f} "
           f"(target at most 0.90), the policy's own plans over the best baseline "
           f"{geometric_mean(owns):.3f} (target at most 1.0) "
@@ -217,12 +226,10 @@ def transfer(a, instances, settings, placer, run_job, work, seconds=10):
             cells = [cell(ratio(x["written"], x["baseline"])) if x else "-" for x in got]
             searched, elapsed = (", ".join(f"{x[key]:.1f}" if x else "-" for x in got)
                                  for key in ("searched", "elapsed"))
-            print(f"| {inst['label']} | {'simulated' if inst['simulated'] else 'paced'} | "
-                  f"{seed} | {cells[0]} | {cells[1]} | {cell(r)} | "
+            print(row_start(inst, seed) + f"{cells[0]} | {cells[1]} | {cell(r)} | "
                   f"{zero['provenance'] if zero else '-'} | {searched} | {elapsed} |",
                   flush=True)
-    known = [r for r in ratios if r]
     print(f"\ngeometric mean over {len(held)} held-out instances and seeds {a.seeds}: the "
           f"pre-trained policy zero-shot ({seconds} s of search) over the search from fresh "
           f"weights {geometric_mean(ratios):.3f} (target at most 1.10; worst "
-          f"{max(known, default=float('nan')):.3f}) (load average {os.getloadavg()[0]:.2f})")
+          f"{worst(ratios):.3f}) (load average {os.getloadavg()[0]:.2f})")
