@@ -226,7 +226,8 @@ done
 # without the markers is refused before any job runs.
 cp "$src/README.md" "$work/README.md"
 expect 0 "readme-pictures" /usr/bin/python3 "$src/tools/readme-pictures" --placer "$bin" \
-    --model "$src/graphs/small/transformer-small.json" --budget 5 --readme "$work/README.md" \
+    --model "$src/graphs/small/transformer-small.json" --cluster "$paced" --budget 5 \
+    --readme "$work/README.md" \
     --images "$work/images"
 for picture in curve timeline-measured; do
     render_svg "$work/images/transformer-small-paced-4.$picture.svg" "readme-pictures: $picture"
@@ -237,6 +238,25 @@ outside() { sed '/<!-- \(curve\|plan\): tools\/readme-pictures -->/,/<!-- \/\(cu
 outside "$src/README.md" >"$work/readme.before"
 outside "$work/README.md" >"$work/readme.after"
 cmp -s "$work/readme.before" "$work/readme.after" && ok || bad "readme-pictures changed the README outside its blocks"
+# The sentence on plans that split ops (over one group, or a group per replica) and
+# recompute activations, on paced devices.
+cat >"$work/sentence.py" <<'EOF'
+import json, sys
+from importlib.machinery import SourceFileLoader
+tool = SourceFileLoader("readme_pictures", sys.argv[1]).load_module()
+summary = {"model": "m", "cluster": "c", "paced": True, "chosen": {"row": 0},
+           "rows": [{"kind": "agent", "name": "agent #1"}]}
+print(tool.describe(json.load(open(sys.argv[2])), summary))
+EOF
+for plan in nanogpt-split-recompute-paced-4 transformer-small-split-replicas; do
+    expect 0 "readme-pictures: $plan" /usr/bin/python3 "$work/sentence.py" \
+        "$src/tools/readme-pictures" "$src/tests/plans/$plan.json"
+    cp "$work/out" "$work/$plan.sentence"
+done
+contains "$work/nanogpt-split-recompute-paced-4.sentence" "ops split over two devices (tensor parallelism), the activations of 26 ops recomputed in the backward pass" "readme-pictures: split and recomputed"
+contains "$work/nanogpt-split-recompute-paced-4.sentence" "as the executor ran it on emulated (paced) devices" "readme-pictures: paced devices"
+contains "$work/transformer-small-split-replicas.sentence" "two replicas sharing each step's batch" "readme-pictures: split ops in replicas"
+contains "$work/transformer-small-split-replicas.sentence" "ops split over two devices" "readme-pictures: split ops in replicas"
 echo "no markers" >"$work/plain.md"
 expect 2 "readme-pictures without markers" /usr/bin/python3 "$src/tools/readme-pictures" \
     --placer "$bin" --readme "$work/plain.md" --images "$work/images"
