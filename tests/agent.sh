@@ -227,8 +227,7 @@ done
 cp "$src/README.md" "$work/README.md"
 expect 0 "readme-pictures" /usr/bin/python3 "$src/tools/readme-pictures" --placer "$bin" \
     --model "$src/graphs/small/transformer-small.json" --cluster "$paced" --budget 5 \
-    --readme "$work/README.md" \
-    --images "$work/images"
+    --readme "$work/README.md" --images "$work/images"
 for picture in curve timeline-measured; do
     render_svg "$work/images/transformer-small-paced-4.$picture.svg" "readme-pictures: $picture"
     contains "$work/README.md" "](images/transformer-small-paced-4.$picture.svg)" "readme-pictures: $picture"

@@ -59,7 +59,8 @@ def provenance(row):
 def figures(summary_path, simulated):
     """One job's figures: the written plan's step, the best baseline's, the best of the
     policy's own plans (neither swept nor refined), the lower bound (ms), the written
-    plan's provenance and the agent's iterations. Steps are the measured ones (the
+    plan's provenance, the agent's iterations and seconds of search, and the job's seconds.
+    Steps are the measured ones (the
     head-to-head rows, else every measured row) on devices that run here, the simulated
     ones on hardware placer cannot run."""
     s = json.load(open(summary_path))
@@ -78,7 +79,9 @@ def figures(summary_path, simulated):
     return {"written": step.get(chosen), "baseline": min(baselines, default=None),
             "own": min(own, default=None), "bound": 1e3 * s["lower_bound_seconds"],
             "provenance": provenance(by_name[chosen]) if chosen in by_name else "-",
-            "iterations": s["iterations"]}
+            "iterations": s["iterations"],
+            "searched": (s["learning"] or {}).get("search_seconds", 0),
+            "elapsed": s["elapsed_seconds"]}
 
 
 def ratio(a, b):
@@ -95,6 +98,16 @@ def cell(value):
     return f"{value:.3f}" if value else "-"
 
 
+def row_start(inst, seed):
+    """A table row's first cells: the instance, how its steps are had, the seed."""
+    return f"| {inst['label']} | {'simulated' if inst['simulated'] else 'paced'} | {seed} | "
+
+
+def worst(ratios):
+    """The largest of the known ratios (nan when none is)."""
+    return max((r for r in ratios if r), default=float('nan'))
+
+
 def run_jobs(a, run_job, inst, seed, work, columns, variants):
     """The instance's job for each (name, extra options) of variants, one after another at
     its budget: each one's figures, with the seconds its agent searched and the job took,
@@ -105,27 +118,12 @@ def run_jobs(a, run_job, inst, seed, work, columns, variants):
         prefix = os.path.join(work, f"{len(got)}-{seed}-{inst['label']}").replace(", ", "-")
         done = run_job(a, inst["model"], prefix, extra)
         if done.returncode != 0:
-            print(f"| {inst['label']} | | {seed} | {variant} failed: "
+            print(row_start(inst, seed) + f"{variant} failed: "
                   f"{done.stderr.strip().splitlines()[-1:]} |" + " |" * (columns - 4),
                   flush=True)
-            got.append(None)
-            continue
-        f = figures(prefix + ".summary.json", inst["simulated"])
-        summary = json.load(open(prefix + ".summary.json"))
-        f["searched"] = (summary["learning"] or {}).get("search_seconds", 0)
-        f["elapsed"] = summary["elapsed_seconds"]
-        got.append(f)
+        got.append(figures(prefix + ".summary.json", inst["simulated"])
+                   if done.returncode == 0 else None)
     return got
-
-
-def row_start(inst, seed):
-    """A table row's first cells: the instance, how its steps are had, the seed."""
-    return f"| {inst['label']} | {'simulated' if inst['simulated'] else 'paced'} | {seed} | "
-
-
-def worst(ratios):
-    """The largest of the known ratios (nan when none is)."""
-    return max((r for r in ratios if r), default=float('nan'))
 
 
 def ablation(a, instances, run_job, work):
@@ -153,8 +151,7 @@ def ablation(a, instances, run_job, work):
             full_without.append(gain)
             owns.append(own)
             print(row_start(inst, seed) + f"{cell(r_full)} | {full['provenance']} | "
-                  f"{cell(r_without)} | "
-                  f"{cell(gain)} | {cell(own)} | {cell(ratio(full['written'], full['bound']))} "
+                  f"{cell(r_without)} | {cell(gain)} | {cell(own)} | {cell(ratio(full['written'], full['bound']))} "
                   f"| {cell(ratio(full['baseline'], full['bound']))} | {full['iterations']} |",
                   flush=True)
     print(f"\ngeometric means over {len(instances)} instances and seeds {a.seeds}: "
