@@ -44,9 +44,9 @@
  * only until one fits, measures nothing more, lets the agent iterate no more, and returns
  * the best plan so far with `interrupted` set.
  *
- * Budget: a measurement (or a round of the head-to-head) that would take more than a
- * second and end after the budget is skipped (the plan stays unmeasured), so that one
- * slow plan cannot hold the search far beyond it; shorter ones run as before. Its length
+ * Budget: a measurement (or a round of the head-to-head) that would take more than
+ * PL_SEARCH_SHORT_SECONDS and end after the budget is skipped (the plan stays unmeasured),
+ * so that one slow plan cannot hold the search far beyond it; shorter ones run as before. Its length
  * is the longer of the simulated step and a step measured before (a large graph's step
  * costs more than the simulator says), and a head-to-head round's also what the last one
  * took. Once the agent's share of the budget is spent (below) and some baseline fits,
@@ -91,6 +91,8 @@ extern "C" {
 #endif
 
 enum { PL_SEARCH_MAX_ROWS = 24, PL_SEARCH_STALE = 200, PL_SEARCH_ENTROPY_WINDOW = 50 };
+/* Work shorter than this always runs, even past the budget (a caller's too: a drawing) */
+#define PL_SEARCH_SHORT_SECONDS 1.0
 #define PL_SEARCH_COLLAPSED_ENTROPY 0.05 /* nats per decision */
 #define PL_SEARCH_SAME_STEP 0.005         /* samples this close to the best plan's step */
 

@@ -33,16 +33,13 @@ static bool cut_short(pl_search_call *call, pl_status status)
     return true;
 }
 
-/* A measurement shorter than this (by simulation) always runs, as the budget always
- * allowed: only one that is long and would end after the budget is skipped (search.h). */
-enum { SHORT_SECONDS = 1 };
 
 /* Whether `steps` steps of `step_seconds` each (by simulation) may run: they are short, or
  * end within the budget, or there is no budget. */
 static bool within_budget(const pl_search_call *call, int steps, double step_seconds)
 {
     double budget = call->options->budget, seconds = steps * step_seconds;
-    return !(budget > 0) || seconds <= SHORT_SECONDS ||
+    return !(budget > 0) || seconds <= PL_SEARCH_SHORT_SECONDS ||
            pl_now() + seconds <= call->start + budget;
 }
 

@@ -106,7 +106,7 @@ static void print_usage(void)
            "MODEL.json or --cluster FILE of '-' is read from standard input (one of them).\n"
            "The budget holds for the whole job: a model too large for it gets the best\n"
            "plan of the phases there was time for (the job says which it skipped), and no\n"
-           "drawings once it is spent.\n"
+           "drawings that would take long once it is spent.\n"
            "Ctrl-C (or SIGTERM, SIGHUP) stops the search and writes the best plan so far\n"
            "(exit status 130), within a second: what is not written by then is not\n"
            "written. A checkpoint that cannot be saved is said and the plan still\n"
@@ -369,11 +369,13 @@ static void print_progress(void *context, const pl_search_event *event)
 /* Whether the budget leaves time for a drawing (the plan's, the step's timelines): the
  * plan, the report and the summary are always written, but a drawing needs a program and
  * a simulation of the graph, which on a large graph costs as much as placing a baseline
- * (the search's slowest one is the estimate). */
+ * (the search's slowest one is the estimate). A short drawing is made all the same, as a
+ * short measurement is (search.h): only a long one that would end past the budget is not. */
 static bool budget_allows_drawing(const job_state *s)
 {
-    return s->o.search.budget <= 0 ||
-           pl_now() + s->search->slowest_placing < s->start + s->o.search.budget;
+    double seconds = s->search->slowest_placing;
+    return s->o.search.budget <= 0 || seconds <= PL_SEARCH_SHORT_SECONDS ||
+           pl_now() + seconds < s->start + s->o.search.budget;
 }
 
 static int write_outputs(job_state *s)
