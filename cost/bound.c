@@ -16,9 +16,11 @@
  * rewrite splits on up to min(devices, PL_MAX_SPLIT) devices at once, so such an op's
  * time on the critical path, and a group's work, count shared among that many (with the
  * replicas', the devices at most); the fill and drain then bound nothing, as with
- * replicas, and the links' terms count parts of tensors (bound_comm.c). The terms stay bounds where a shard's time is at
- * least its share of the whole op's: on paced devices, and where the cost model's time
- * grows at least in proportion to the work.
+ * replicas, and the links' terms count parts of tensors (bound_comm.c). The terms stay
+ * bounds where a shard's time is at least its share of the whole op's: on paced devices,
+ * and where the cost model's time grows at least in proportion to the work. On hardware
+ * a shard is a kernel that pays the whole launch: on the critical path an op counts at
+ * its launch plus its share of the rest.
  *
  * Spreading over unequal devices: for any weights w_d >= 0 summing to 1, a step of T
  * has T >= sum_d w_d load_d (each load_d <= T), and sum_d w_d load_d >= sum over groups
@@ -97,9 +99,12 @@ static double native_floor(const pl_cost_model *m, const pl_device *device, pl_o
                 NATIVE_FLOOR * least * pl_cost_op_on(m, kind, route, device, flops, bytes));
 }
 
-/* An op at the given shapes on a device of each class (times[k]); returns the least. */
+/* An op at the given shapes on a device of each class (times[k]); returns the least, and
+ * in *fixed the least part of it that no shard of the op escapes (split ops): a kernel's
+ * launch on hardware, timed by the roofline (roofline.h), 0 elsewhere. */
 static double per_class(const pl_cost_model *m, const pl_cluster *c, const device_classes *k,
-                        const pl_op *op, const pl_tensor *shapes, double flops, double *times)
+                        const pl_op *op, const pl_tensor *shapes, double flops, double *times,
+                        double *fixed)
 {
     double bytes = 0, best = -1;
     int route = pl_kernel_route_of(op, shapes);
@@ -110,6 +115,8 @@ static double per_class(const pl_cost_model *m, const pl_cluster *c, const devic
     for (int i = 0; i < k->n; i++) {
         const pl_device *device = &c->devices[k->device[i]];
         double t = pl_cost_lookup(m, pl_op_signature(op, shapes, device->threads));
+        double launch = device->hardware && t < 0 ? device->hardware->launch_seconds : 0;
+        *fixed = i == 0 || launch < *fixed ? launch : *fixed;
         if (device->flops_per_second <= 0 && !device->hardware &&
             pl_cost_fastest_rate(m, device->threads) > 0) /* native, calibrated */
             t = native_floor(m, device, op->kind, route, t, flops, bytes);
@@ -133,11 +140,13 @@ static pl_adjacency *dependencies_of(const pl_graph *g, pl_error *err)
 }
 
 /* One micro-batch size: each op's time for one micro-batch on its fastest device
- * (`micro`) and its share of the step there (step[o * stride]: every micro-batch's, or
- * one run of an update), and its share on each class (share[o * classes + k]). */
+ * (`micro`), the part of it every shard of the op takes (`fixed`, per_class), its share
+ * of the step there (step[o * stride]: every micro-batch's, or one run of an update), and
+ * its share on each class (share[o * classes + k]). */
 static pl_status times_at(const pl_graph *g, const pl_cluster *c, const pl_cost_model *m,
                           const device_classes *k, int size, pl_tensor *shapes, double *micro,
-                          double *step, int stride, double *share, pl_error *err)
+                          double *fixed, double *step, int stride, double *share,
+                          pl_error *err)
 {
     pl_status status = pl_graph_shapes_for_batch(g, size, shapes, err);
     for (int o = 0; status == PL_OK && o < g->n_ops; o++) {
@@ -148,10 +157,10 @@ static pl_status times_at(const pl_graph *g, const pl_cluster *c, const pl_cost_
             return pl_error_set(err, PL_EINTERNAL, NULL, "op \"%s\": %s", op->name,
                                 ctx.message);
         double *times = &share[(size_t)o * (size_t)k->n];
-        micro[o] = per_class(m, c, k, op, shapes, flops, times);
+        micro[o] = per_class(m, c, k, op, shapes, flops, times, &fixed[o]);
         double profiled = pl_op_times_seconds(m->op_times, g, o, (double)size / g->batch_size);
         for (int i = 0; profiled >= 0 && i < k->n; i++) /* as the simulator times it */
-            times[i] = micro[o] = profiled;
+            times[i] = micro[o] = profiled, fixed[o] = 0;
         double runs = op->phase == PL_PHASE_UPDATE ? 1 : g->batch_size / size;
         step[(size_t)o * stride] = micro[o] * runs;
         for (int i = 0; i < k->n; i++)
@@ -551,6 +560,7 @@ static pl_status bound_parts(const pl_graph *g, const pl_cluster *c, const pl_co
     double *group_share = malloc((n + 1) * (size_t)k.n * sizeof *group_share);
     double *fastest_spread = malloc((n + 1) * sizeof *fastest_spread);
     double *micro = malloc((n + 1) * sizeof *micro);
+    double *fixed = malloc((n + 1) * sizeof *fixed);
     double *items = malloc((6 * n + 1) * sizeof *items); /* ops' and groups' paths, work */
     ramp_event *events = malloc((2 * n + 1) * sizeof *events);
     double *curves = malloc(4 * (2 * n + 2) * sizeof *curves);
@@ -573,20 +583,22 @@ static pl_status bound_parts(const pl_graph *g, const pl_cluster *c, const pl_co
     ops.rate = rates;
     groups.rate = rates + n;
     if (unit && shapes && step && spread && share && group_share && fastest_spread && micro &&
-        bounds && items && events && curves && copies_at && rates)
+        fixed && bounds && items && events && curves && copies_at && rates)
         deps = dependencies_of(g, err);
     pl_status status = deps ? PL_OK : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     for (int size = 1, s = 0; status == PL_OK && size <= g->batch_size; size++) {
         if (g->batch_size % size)
             continue;
-        status = times_at(g, c, m, &k, size, shapes, micro, step + s, n_sizes, share, err);
+        status = times_at(g, c, m, &k, size, shapes, micro, fixed, step + s, n_sizes, share,
+                          err);
         /* replicas: each a share of the micro-batches, on devices of its own */
         int copies = pl_graph_whole_step_op(g) < 0 ? g->batch_size / size : 1;
         copies = copies < c->n_devices ? copies : c->n_devices;
-        /* split ops: each run of an op shared by as many devices (a group's work at the
-         * end of an update's chain by the replicas and the split together) */
+        /* split ops: each run of an op shared by as many devices, but for the part every
+         * shard takes (a group's work at the end of an update's chain by the replicas and
+         * the split together) */
         for (size_t o = 0; o < n; o++)
-            micro[o] /= rates[o];
+            micro[o] = (micro[o] - fixed[o]) / rates[o] + fixed[o];
         copies_at[s] = copies * split < c->n_devices ? copies * split : c->n_devices;
         if (status == PL_OK) {
             double heaviest, n_devices;
@@ -630,6 +642,7 @@ static pl_status bound_parts(const pl_graph *g, const pl_cluster *c, const pl_co
     free(group_share);
     free(fastest_spread);
     free(micro);
+    free(fixed);
     free(items);
     free(events);
     free(curves);

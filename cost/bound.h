@@ -27,7 +27,8 @@ extern "C" {
  * - what the links cost (pl_step_lower_bound_parts, below);
  * and the least of those over the sizes. A plan may split an op of a kind split_graph.h
  * splits over up to min(devices, PL_MAX_SPLIT) devices: such an op's time on the critical
- * path and the fill and drain, and its group's work, count shared among that many. A
+ * path (but a hardware kernel's launch, which every shard pays) and the fill and drain,
+ * and its group's work, count shared among that many. A
  * model that may be replicated (plan.h) may run
  * a group's micro-batches on as many devices as there are micro-batches (or devices): the
  * heaviest group's work is then shared by that many, and the fill and drain go. Each op's time is as pl_simulate takes it (on a

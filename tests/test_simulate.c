@@ -623,6 +623,60 @@ static void test_lower_bound_random_plans(void)
         pl_cluster_free(clusters[k]);
 }
 
+/* On hardware every kernel pays its launch, a shard of a split op too: random plans that
+ * split ops over 2 to 16 devices, with micro-batches, of every small suite model on
+ * A100 nodes (the roofline alone, as for a cluster placer cannot run) simulate no faster
+ * than the bound, and the bound of a model of small ops is most of its critical path on
+ * one device, launches and all, not that path shared among the devices a split may use. */
+static void test_lower_bound_launches(void)
+{
+    pl_cluster *c = pl_test_bundled_cluster("a100-2-nodes.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    pl_cost_model m = {0};
+    for (int i = 0; i < PL_TEST_SMALL_MODELS; i++) {
+        pl_graph *g = pl_test_bundled_training_graph(pl_test_small_models[i], 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+        double bound;
+        CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, &m, &bound, NULL), PL_OK);
+        for (uint64_t seed = 1; seed <= 8; seed++) {
+            pl_plan *plan = pl_test_random_plan(g, c->n_devices, seed);
+            for (int o = 0; o < g->n_forward_ops; o++) {
+                uint64_t draw = pl_rng_u64(seed, 9000u + (uint64_t)o);
+                if (draw % 2 || g->ops[o].outputs[0] == g->loss)
+                    continue;
+                int k = 2 << (draw / 2 % 4), devices[PL_MAX_SPLIT]; /* 2, 4, 8 or 16 */
+                for (int s = 0; s < k; s++)
+                    devices[s] = (int)((draw / 16 + (uint64_t)s) % (uint64_t)c->n_devices);
+                CU_ASSERT_EQUAL_FATAL(pl_plan_split(plan, o, k, devices, NULL), PL_OK);
+            }
+            pl_program *p = pl_program_new(g, c, plan, NULL);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+            pl_simulation sim;
+            CU_ASSERT_EQUAL(pl_simulate(p, c, &m, &sim, NULL, NULL, NULL), PL_OK);
+            if (sim.step_seconds < bound)
+                fprintf(stderr, "\n    %s split, seed %d: %g s under the bound %g s\n",
+                        pl_test_small_models[i], (int)seed, sim.step_seconds, bound);
+            CU_ASSERT(sim.step_seconds >= bound);
+            pl_program_free(p);
+            pl_plan_free(plan);
+        }
+        pl_graph_free(g);
+    }
+    pl_graph *g = pl_test_bundled_training_graph("small/mlp-small.json", 0);
+    pl_plan *one = pl_plan_new(g, NULL);
+    pl_program *p = pl_program_new(g, c, one, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    pl_simulation sim;
+    double bound;
+    CU_ASSERT_EQUAL(pl_simulate(p, c, &m, &sim, NULL, NULL, NULL), PL_OK);
+    CU_ASSERT_EQUAL(pl_step_lower_bound(g, c, &m, &bound, NULL), PL_OK);
+    CU_ASSERT(bound > 0.9 * sim.critical_path_seconds);
+    pl_program_free(p);
+    pl_plan_free(one);
+    pl_graph_free(g);
+    pl_cluster_free(c);
+}
+
 /* Four paced devices of 4, 4, 1 and 1 GFLOP/s on a fast machine: the transformer's work
  * spreads over 10 GFLOP/s, not over four devices as fast as the fastest (16), so its
  * bound is above that of four 4 GFLOP/s devices by nearly 16/10, and no plan beats it. */
@@ -979,6 +1033,7 @@ void pl_register_simulate_tests(void)
         {"the lower bound: the pipeline's fill and drain", test_lower_bound_fill_and_drain},
         {"the lower bound: under random plans", test_lower_bound_random_plans},
         {"the lower bound on unequal devices", test_lower_bound_unequal},
+        {"the lower bound on hardware: a launch for every shard", test_lower_bound_launches},
         {"paced delays: a thread computing elsewhere", test_paced_contention},
         {"paced delays: the threads busy and used", test_delay_sharing},
         {"paced delays: the fit", test_delay_fit},

@@ -94,6 +94,12 @@ def geometric_mean(values):
     return math.exp(sum(map(math.log, known)) / len(known)) if known else float("nan")
 
 
+def mean_text(values):
+    """The geometric mean to three places, or "none" when no value is known."""
+    known = geometric_mean(values)
+    return "none" if math.isnan(known) else f"{known:.3f}"
+
+
 def cell(value):
     return f"{value:.3f}" if value else "-"
 
@@ -159,7 +165,7 @@ def ablation(a, instances, run_job, work):
           f"(target at most 0.85; worst {worst(full_base):.3f}, target never "
           f"above 1), over the search without learning {geometric_mean(full_without):.3f} "
           f"(target at most 0.90), the policy's own plans over the best baseline "
-          f"{geometric_mean(owns):.3f} (target at most 1.0) "
+          f"{mean_text(owns)} (target at most 1.0) "
           f"(load average {os.getloadavg()[0]:.2f})")
 
 
