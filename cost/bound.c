@@ -160,7 +160,9 @@ static pl_status times_at(const pl_graph *g, const pl_cluster *c, const pl_cost_
         micro[o] = per_class(m, c, k, op, shapes, flops, times, &fixed[o]);
         double profiled = pl_op_times_seconds(m->op_times, g, o, (double)size / g->batch_size);
         for (int i = 0; profiled >= 0 && i < k->n; i++) /* as the simulator times it */
-            times[i] = micro[o] = profiled, fixed[o] = 0;
+            times[i] = micro[o] = profiled;
+        if (profiled >= 0) /* a time measured whole: no part of it known to be fixed */
+            fixed[o] = 0;
         double runs = op->phase == PL_PHASE_UPDATE ? 1 : g->batch_size / size;
         step[(size_t)o * stride] = micro[o] * runs;
         for (int i = 0; i < k->n; i++)

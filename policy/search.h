@@ -46,10 +46,10 @@
  *
  * Budget: a measurement (or a round of the head-to-head) that would take more than
  * PL_SEARCH_SHORT_SECONDS and end after the budget is skipped (the plan stays unmeasured),
- * so that one slow plan cannot hold the search far beyond it; shorter ones run as before. Its length
- * is the longer of the simulated step and a step measured before (a large graph's step
- * costs more than the simulator says), and a head-to-head round's also what the last one
- * took. Once the agent's share of the budget is spent (below) and some baseline fits,
+ * so that one slow plan cannot hold the search far beyond it; shorter ones run as before.
+ * Its length is the longer of the simulated step and a step measured before (a large
+ * graph's step costs more than the simulator says), and a head-to-head round's also what
+ * the last one took. Once the agent's share of the budget is spent (below) and some baseline fits,
  * no more baselines are placed or measured, the agent's offers and imitation stop, and
  * no iteration starts: `skipped` says which phases were cut short.
  *

@@ -33,7 +33,6 @@ static bool cut_short(pl_search_call *call, pl_status status)
     return true;
 }
 
-
 /* Whether `steps` steps of `step_seconds` each (by simulation) may run: they are short, or
  * end within the budget, or there is no budget. */
 static bool within_budget(const pl_search_call *call, int steps, double step_seconds)

@@ -663,6 +663,7 @@ static void test_lower_bound_launches(void)
         pl_graph_free(g);
     }
     pl_graph *g = pl_test_bundled_training_graph("small/mlp-small.json", 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
     pl_plan *one = pl_plan_new(g, NULL);
     pl_program *p = pl_program_new(g, c, one, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);

@@ -157,8 +157,9 @@ def ablation(a, instances, run_job, work):
             full_without.append(gain)
             owns.append(own)
             print(row_start(inst, seed) + f"{cell(r_full)} | {full['provenance']} | "
-                  f"{cell(r_without)} | {cell(gain)} | {cell(own)} | {cell(ratio(full['written'], full['bound']))} "
-                  f"| {cell(ratio(full['baseline'], full['bound']))} | {full['iterations']} |",
+                  f"{cell(r_without)} | {cell(gain)} | {cell(own)} | "
+                  f"{cell(ratio(full['written'], full['bound']))} | "
+                  f"{cell(ratio(full['baseline'], full['bound']))} | {full['iterations']} |",
                   flush=True)
     print(f"\ngeometric means over {len(instances)} instances and seeds {a.seeds}: "
           f"the full agent's written plan over the best baseline {geometric_mean(full_base):.3f} "
