@@ -9,8 +9,10 @@
  *
  * The suite is what calibration measures: TOP/graphs, TOP/graphs/small and
  * TOP/graphs/calibration (TOP: the source tree, default .), at each model's batch and a
- * half, quarter and eighth of it. Models named on the command line (their
- * ops measured by `placer calibrate MODEL.json`) are predicted from the whole suite's fits.
+ * half, quarter and eighth of it. The calibration models stay in every fit: they hold
+ * kinds no other model does, so holding one out says nothing of the fits. Models named on
+ * the command line (their ops measured by `placer calibrate MODEL.json`) are predicted from
+ * the whole suite's fits.
  * Columns: the model's ops the profile measured at its batch; their time summed; the
  * same predicted by the held-out fits; the error; the median of the ops' errors
  * (unweighted); the kind whose ops' predictions miss the most time, and by how much. */
@@ -39,7 +41,8 @@ typedef struct suite {
     sample *s;
     int n, cap;
     char names[64][BENCH_MAX_NAME];
-    int n_models, n_bundled;
+    int n_models, n_bundled; /* models; the first n_bundled those calibration measures */
+    int n_held;              /* the first n_held the suite's own, each held out in turn */
 } suite;
 
 static int compare_doubles(const void *a, const void *b)
@@ -213,6 +216,7 @@ int main(int argc, char **argv)
     add_dir(&u, &m, dir);
     snprintf(dir, sizeof dir, "%.3800s/graphs/small", top);
     add_dir(&u, &m, dir);
+    u.n_held = u.n_models;
     snprintf(dir, sizeof dir, "%.3800s/graphs/calibration", top);
     add_dir(&u, &m, dir);
     u.n_bundled = u.n_models;
@@ -229,11 +233,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "extrapolate: out of memory\n");
         return 1;
     }
-    for (int k = 0; k < u.n_bundled; k++) {
+    for (int k = 0; k < u.n_held; k++) {
         fit_without(&u, k, fits);
         report(&u, k, fits, &errors[k]);
     }
-    summary("held out in turn", errors, u.n_bundled);
+    summary("held out in turn", errors, u.n_held);
     if (u.n_models > u.n_bundled) {
         fit_without(&u, -1, fits);
         for (int k = u.n_bundled; k < u.n_models; k++)
