@@ -36,12 +36,13 @@ typedef struct pl_probe {
 
 /* Runs the model of `model_path` (NULL: none) on one native device of one thread, at the
  * largest of its batch, a half, a quarter and an eighth of it whose step the profile puts
- * under PL_PROBE_MAX_STEP_SECONDS (those are the sizes calibration measured), one warm-up
- * and five measured steps. Where it cannot (its state exceeds PL_PROBE_MAX_BYTES, or
- * fewer than 5 of its ops have a measured time in the profile, or those take less than a
- * quarter of its step), it runs `reference_path` (a bundled model) instead. The scale is
- * the compared ops' measured median times over their profiled times, summed. `interrupt`
- * may be NULL. */
+ * under PL_PROBE_MAX_STEP_SECONDS (those are the sizes calibration measured), as
+ * calibration runs it: one warm-up and five measured steps, again until 50 ms have passed
+ * (25 runs at most). Where it cannot (its state exceeds PL_PROBE_MAX_BYTES, or fewer than
+ * 5 of its ops have a measured time in the profile, or those take less than a quarter of
+ * its step, or that step is under a millisecond), it runs `reference_path` (a bundled
+ * model) instead. The scale is the compared ops' measured median times, summed, of the
+ * median run, over their profiled times, summed. `interrupt` may be NULL. */
 pl_status pl_cost_probe(const pl_cost_model *model, const char *model_path,
                         const char *reference_path, const volatile sig_atomic_t *interrupt,
                         pl_probe *out, pl_error *err);

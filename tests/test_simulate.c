@@ -817,20 +817,28 @@ static void measure_ops(pl_cost_model *m, const char *file, int batch, int count
 }
 
 /* The probe: a model whose profiled ops make up its step speaks for the machine; one whose
- * few profiled ops are a sliver of its step leaves it to the reference model, run alone. */
+ * few profiled ops are a sliver of its step, or whose step takes microseconds, leaves it to
+ * the reference model, run alone. */
 static void test_probe(void)
 {
     char model[4096], reference[4096];
     snprintf(model, sizeof model, "%s/graphs/small/mlp-small.json", pl_test_srcdir());
     snprintf(reference, sizeof reference, "%s/graphs/small/cnn-small.json", pl_test_srcdir());
     pl_cost_model m = pl_test_costs((pl_op_cost){1e-6, 0, 0, 1, 0, 0}, 1e-6, 0, 0);
-    measure_ops(&m, "small/mlp-small.json", 4, -1, 10e-6); /* every op: the model alone */
+    measure_ops(&m, "small/mlp-small.json", 4, -1, 100e-6); /* every op: the model alone */
     pl_probe probe;
     CU_ASSERT_EQUAL_FATAL(pl_cost_probe(&m, model, reference, NULL, &probe, NULL), PL_OK);
     CU_ASSERT_FALSE(probe.reference);
     CU_ASSERT_EQUAL(probe.batch, 4);
     CU_ASSERT(probe.ops >= 20);
     CU_ASSERT(probe.scale > 0 && probe.profiled > 0);
+    pl_cost_model_clear(&m);
+
+    m = pl_test_costs((pl_op_cost){1e-6, 0, 0, 1, 0, 0}, 1e-6, 0, 0);
+    measure_ops(&m, "small/mlp-small.json", 4, -1, 10e-6); /* every op, a step under 1 ms */
+    CU_ASSERT_EQUAL_FATAL(pl_cost_probe(&m, model, reference, NULL, &probe, NULL), PL_OK);
+    CU_ASSERT_TRUE(probe.reference);
+    CU_ASSERT_EQUAL(probe.batch, 0);
     pl_cost_model_clear(&m);
 
     m = pl_test_costs((pl_op_cost){1e-4, 0, 0, 1, 0, 0}, 1e-6, 0, 0);
