@@ -111,15 +111,9 @@ static pl_status probe_batch(const pl_cost_model *m, const char *path, bool own,
     return PL_OK;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The model probed into `out`, if probe_batch finds a batch for it: run as calibration runs
  * it (a workload opened, a warm-up, a few steps), again and again until PROBE_SECONDS have
- * passed (PROBE_MAX_RUNS at most), its measured seconds the median run's. A small model's
+ * passed (PROBE_MAX_RUNS at most), its measured seconds the median of the runs'. A small model's
  * run takes microseconds, and one run of it read 0.8 to 1.4 times the profile from one job
  * to the next on a quiet machine; more steps in one run read it hot, faster than calibration
  * and the plans' measurements see it. */
@@ -134,17 +128,15 @@ static pl_status probe_model(const pl_cost_model *m, const char *path, bool own,
     out->batch = size;
     double until = pl_now() + PROBE_SECONDS, measured[PROBE_MAX_RUNS];
     int runs = 0;
+    pl_probe run;
     do {
-        pl_probe run = *out;
-        run.measured = run.profiled = 0;
-        run.ops = 0;
+        run = (pl_probe){0};
         status = run_at(m, path, size, c, interrupt, &run, err);
         measured[runs++] = run.measured;
-        out->profiled = run.profiled;
-        out->ops = run.ops;
     } while (status == PL_OK && runs < PROBE_MAX_RUNS && pl_now() < until);
-    qsort(measured, (size_t)runs, sizeof *measured, compare_doubles);
-    out->measured = measured[(runs - 1) / 2];
+    out->measured = pl_median(measured, runs);
+    out->profiled = run.profiled; /* the same ops every run */
+    out->ops = run.ops;
     return status;
 }
 
