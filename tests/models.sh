@@ -1,8 +1,9 @@
 #!/bin/sh
 # The generated models: tools/gen-models writes graphs/, graphs/small, graphs/calibration,
-# graphs/bench and the drawing test's model again byte for byte, and the bundled and
-# calibration models together hold every op kind a model file may name, so that
-# calibration fits each kind on its own measurements (docs/simulator.md, "Ops").
+# graphs/bench and the drawing test's model again byte for byte (tools/gen-gpt the split
+# tests' GPT), and the bundled and calibration models together hold every op kind a model
+# file may name, so that calibration fits each kind on its own measurements
+# (docs/simulator.md, "Ops").
 . "${top_srcdir:-.}/tests/shell_lib.sh"
 py=/usr/bin/python3
 
@@ -30,6 +31,10 @@ for set in calibration bench; do # (expect sets $what)
 done
 expect 0 "gen-models --drawing" "$py" "$src/tools/gen-models" --drawing "$work/tests/models"
 same_files "gen-models --drawing" tests/models densenet-like.json
+# the split tests' GPT of sizes that do not divide (tests/test_split.c)
+expect 0 "gen-gpt: gpt-odd" "$py" "$src/tools/gen-gpt" --layers 1 --hidden 18 --heads 2 \
+    --vocab 37 --sequence 8 --batch 8 --optimizer sgd --name gpt-odd -o "$work/tests/models/gpt-odd.json"
+same_files "gen-gpt" tests/models gpt-odd.json
 
 # The op kinds a model file may name: the loader's own list, from its error for an unknown
 # one.

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "program.h"
+#include "split_graph.h"
 #include "rng.h"
 #include "suites.h"
 #include "test_util.h"
@@ -151,6 +152,55 @@ static void test_fused(void)
 static void test_vocabulary(void)
 {
     check_hundred_steps("tests/models/nanogpt.json", 4, true, true);
+}
+
+/* A GPT whose sizes do not divide among the shards: a vocabulary of 37 classes and a
+ * hidden width of 18, its head and loss split by classes over 2 devices (19 and 18) and
+ * over 4 (10, 9, 9 and 9), its products by columns of unequal parts. */
+static void test_uneven(void)
+{
+    check_hundred_steps("tests/models/gpt-odd.json", 4, true, true);
+}
+
+/* The same model's head split by classes when the classes do not divide: its shards
+ * hold 19 and 18 columns, or 10, 9, 9 and 9, of the weight and of the logits, and its
+ * token embedding as many rows of the table (the vocabulary-parallel embedding), where
+ * sizes that must divide had kept the head whole on one device and split the table by
+ * its columns. */
+static void test_uneven_head(void)
+{
+    pl_graph *g = pl_test_bundled_training_graph("tests/models/gpt-odd.json", BATCH);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    int n = g->n_forward_ops, *split = malloc((size_t)n * sizeof *split),
+        *group = calloc((size_t)n, sizeof *group);
+    CU_ASSERT_FATAL(split && group);
+    static const int64_t want[2][4] = {{19, 18}, {10, 9, 9, 9}};
+    for (int k = 2, row = 0; k <= 4; k *= 2, row++) {
+        for (int o = 0; o < n; o++)
+            split[o] = k;
+        pl_split_graph *sg = pl_split_graph_new(g, split, group, NULL, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(sg);
+        for (int s = 0; s < k; s++) {
+            char name[64];
+            snprintf(name, sizeof name, "logits/w/tp%d", s);
+            int w = pl_graph_find_tensor(sg->graph, name);
+            CU_ASSERT_FATAL(w >= 0);
+            CU_ASSERT_EQUAL(sg->graph->tensors[w].dims[1], want[row][s]);
+            snprintf(name, sizeof name, "embed/table/tp%d", s); /* its rows: the vocabulary */
+            int table = pl_graph_find_tensor(sg->graph, name);
+            CU_ASSERT_FATAL(table >= 0);
+            CU_ASSERT_EQUAL(sg->graph->tensors[table].dims[0], want[row][s]);
+            snprintf(name, sizeof name, "logits/matmul/tp%d", s);
+            int o = pl_graph_find_op(sg->graph, name);
+            CU_ASSERT_FATAL(o >= 0);
+            const pl_tensor *y = &sg->graph->tensors[sg->graph->ops[o].outputs[0]];
+            CU_ASSERT_EQUAL(y->dims[y->rank - 1], want[row][s]);
+        }
+        pl_split_graph_free(sg);
+    }
+    free(split);
+    free(group);
+    pl_graph_free(g);
 }
 
 /* Transfers of the program that carry logits (the loss's first input) or a part of them
@@ -306,6 +356,8 @@ void pl_register_split_tests(void)
         {"a hundred steps as one device: convolutions by channels", test_channels},
         {"a hundred steps as one device: a fused query, key and value", test_fused},
         {"a hundred steps as one device: the loss split by classes", test_vocabulary},
+        {"a hundred steps as one device: parts of unequal sizes", test_uneven},
+        {"parts of unequal sizes: a head of 37 classes split over 2 and 4", test_uneven_head},
         {"the loss split by classes: no logits cross devices", test_vocabulary_transfers},
         {"random split plans: mlp", test_random_mlp},
         {"random split plans: cnn", test_random_cnn},

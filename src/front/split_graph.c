@@ -95,10 +95,11 @@ static bool store_split(splitter *sp, int t, int axis, int groups, int group, in
         char name[PL_MAX_NAME + 16];
         snprintf(name, sizeof name, "%s/tp%d", whole->name, s);
         pl_tensor part = *whole;
-        part.dims[axis] = whole->dims[axis] / k;
+        int64_t per_group = whole->dims[axis] / groups;
+        part.dims[axis] = groups * part_size(per_group, k, s);
         part.init.shard_axis = axis;
         part.init.shard_groups = groups;
-        part.init.shard_start = whole->dims[axis] / groups / k * s;
+        part.init.shard_start = part_start(per_group, k, s);
         part.init.shard_whole = whole->dims[axis];
         if ((v->part[s] = add_tensor(sp, name, &part, t)) < 0)
             return false;
@@ -152,6 +153,17 @@ static bool scatter(splitter *sp, int t, int axis)
     pl_attrs attrs;
     pl_attrs_default(&attrs);
     attrs.axis = axis;
+    int64_t n = sp->g->tensors[t].dims[axis];
+    if (n % k != 0) { /* uneven parts: as split values hold them */
+        int64_t *sizes = pl_arena_alloc(&sp->n->arena, (size_t)k * sizeof *sizes);
+        if (!sizes)
+            return oom(sp);
+        for (int s = 0; s < k; s++)
+            sizes[s] = part_size(n, k, s);
+        attrs.sizes.v = sizes;
+        attrs.sizes.n = k;
+        attrs.given |= PL_ATTR_BIT(PL_ATTR_SIZES);
+    }
     for (int s = 0; s < k; s++) {
         char name[PL_MAX_NAME + 32];
         snprintf(name, sizeof name, "%s/scatter@%d", what, s);
@@ -256,15 +268,15 @@ static int part_of(splitter *sp, int t, int axis, int groups, int consumer, int 
     if (whole < 0)
         return -1;
     int piece[PL_MAX_SPLIT]; /* part s of each group */
-    int64_t per = shape->dims[axis] / groups / k;
+    int64_t per_group = shape->dims[axis] / groups;
     for (int g = 0; g < groups; g++) {
         char name[PL_MAX_NAME + 32];
         snprintf(name, sizeof name, "%s/slice@%d", shape->name, s);
         pl_attrs attrs;
         pl_attrs_default(&attrs);
         attrs.axis = axis;
-        attrs.start = shape->dims[axis] / groups * g + per * s;
-        attrs.end = attrs.start + per;
+        attrs.start = per_group * g + part_start(per_group, k, s);
+        attrs.end = attrs.start + part_size(per_group, k, s);
         if ((piece[g] = out0(sp, emit(sp, PL_OP_SLICE, name, &whole, 1, 1, &attrs, consumer, s))) <
             0)
             return -1;
@@ -332,12 +344,12 @@ static bool copy_split(splitter *sp, int o, const rule *r)
         pl_attrs attrs = op->attrs;
         if (r->groups_divided)
             attrs.groups = r->groups_divided;
-        if (r->rows_per_shard)
-            attrs.start = op->attrs.start + r->rows_per_shard * s;
+        if (r->table_rows)
+            attrs.start = op->attrs.start + part_start(r->table_rows, k, s);
         if (r->dropout) {
             attrs.axis = r->out_axis;
             attrs.end = sp->g->tensors[y].dims[r->out_axis];
-            attrs.start = attrs.end / k * s;
+            attrs.start = part_start(attrs.end, k, s);
         }
         int64_t *shape = NULL;
         if (r->reshape_axis >= 0 && op->kind == PL_OP_RESHAPE) {
@@ -399,7 +411,7 @@ static bool vocab_loss(splitter *sp, int o)
     for (int s = 0; s < k; s++) {
         int part = sp->val[op->inputs[0]].part[s], labels = whole_of(sp, op->inputs[1], o, s);
         int pick_in[2] = {part, labels};
-        attrs.start = classes / k * s;
+        attrs.start = part_start(classes, k, s);
         snprintf(name, sizeof name, "%s/lse/tp%d", op->name, s);
         lse[s] = labels < 0 ? -1 : compute(sp, PL_OP_LOGSUMEXP, name, &part, 1, NULL, o, s);
         snprintf(name, sizeof name, "%s/pick/tp%d", op->name, s);

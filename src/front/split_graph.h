@@ -11,8 +11,8 @@
  *   split; convolutions split their output channels (or, on split input channels, the
  *   inner sum, the bias added once); depthwise convolutions, batch norm and pooling
  *   follow split channels; an embedding splits its table by rows (its output partial:
- *   each shard looks up its own rows, zeros for the others) or, where the rows do not
- *   divide, by columns;
+ *   each shard looks up its own rows, zeros for the others) or, with fewer rows than
+ *   shards, by columns;
  * - element-wise ops, norms and softmax follow a split on any axis they do not reduce;
  *   sums and scalings keep partial values partial; reshapes and transposes carry a split
  *   to the axis it becomes;
@@ -21,8 +21,12 @@
  *   log-sum-exp and the logit of the label where the shard holds it, one value per
  *   position, so that the logits never cross devices (Megatron-LM's vocabulary-parallel
  *   cross-entropy);
- * - any other op, or one whose sizes do not divide among its devices, runs whole on its
- *   first device.
+ * - any other op runs whole on its first device.
+ * An axis that does not divide among the shards is shared unevenly, the first n mod k
+ * shards holding one more, so that a vocabulary of 50,257 splits without padding (an axis
+ * shorter than the shards does not split); an axis of equal groups (a fused query, key
+ * and value), a depthwise convolution's groups and a reshape's split axis must divide,
+ * and an op whose axis does not runs whole.
  * Where a consumer needs another layout than its producer gives, the rewrite inserts the
  * collective as ops of the graph, on the devices that hold the parts: an all-gather
  * (concatenations), a reduce-scatter (each shard splits its partial value and shard j adds

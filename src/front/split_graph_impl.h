@@ -34,7 +34,7 @@ typedef struct rule {
     int in[8], in_axis[8], in_groups[8]; /* groups: 0 reads as 1 */
     int out, out_axis, out_groups;
     int64_t groups_divided; /* a depthwise convolution's groups per shard, or 0 */
-    int64_t rows_per_shard; /* an embedding split by rows: shard s's first id, over s */
+    int64_t table_rows;     /* an embedding split by rows: its table's (part_start), or 0 */
     int reshape_axis;       /* a reshape's result axis that is split, or -1 */
     bool dropout;           /* a dropout's shards: axis, start and end say where they are */
 } rule;
@@ -59,12 +59,26 @@ int pl_split_free_axis(const pl_tensor *t, int k, int except);
 bool pl_split_vocab_loss(const splitter *sp, int o);
 /* How forward op o's shards run, given its inputs' layouts; false: it runs whole. */
 bool pl_split_rule_for(const splitter *sp, int o, rule *r);
-/* Whether every input a rule splits divides among the k shards. */
+/* Whether every input a rule splits can be shared among the k shards (each part
+ * non-empty; equal parts of each group where an axis holds several). */
 bool pl_split_rule_fits(const splitter *sp, const pl_op *op, const rule *r, int k);
 
 static inline int groups_of(int groups)
 {
     return groups > 1 ? groups : 1;
+}
+
+/* An axis of n elements shared by k shards: an equal part each when k divides n, else the
+ * first n mod k shards hold one more (a vocabulary of 50,257 over 2: 25,129 and 25,128),
+ * so that no model needs padding to be split. Shard s's part and where it starts. */
+static inline int64_t part_size(int64_t n, int k, int s)
+{
+    return n / k + (s < n % k);
+}
+
+static inline int64_t part_start(int64_t n, int k, int s)
+{
+    return n / k * s + (s < n % k ? s : n % k);
 }
 
 #endif

@@ -21,6 +21,15 @@ static bool divides(const pl_tensor *t, int axis, int k)
     return axis >= 0 && axis < t->rank && axis != t->batch_axis && t->dims[axis] % k == 0;
 }
 
+/* Whether k shards can share `axis` of t, in `groups` (part_size): each group's part of
+ * an axis of several groups equal, a plain axis any way with none empty. */
+static bool shares(const pl_tensor *t, int axis, int k, int groups)
+{
+    if (groups > 1)
+        return divides(t, axis, k * groups);
+    return axis >= 0 && axis < t->rank && axis != t->batch_axis && t->dims[axis] >= k;
+}
+
 /* Whether value t comes split along `axis` in op o's group (in `groups`). */
 static bool split_along(const splitter *sp, int o, int t, int axis, int groups)
 {
@@ -43,7 +52,7 @@ static int resolve(int64_t axis, int rank)
 static bool follow(const splitter *sp, const pl_op *op, int axis, int groups, rule *r)
 {
     const pl_tensor *out = &sp->g->tensors[op->outputs[0]];
-    if (!divides(out, axis, sp->split[op - sp->g->ops] * groups))
+    if (!shares(out, axis, sp->split[op - sp->g->ops], groups))
         return false;
     for (int i = 0; i < op->n_inputs; i++) {
         const pl_tensor *x = &sp->g->tensors[op->inputs[i]];
@@ -187,7 +196,7 @@ static bool rule_matmul(const splitter *sp, const pl_op *op, rule *r)
         int parts = fused_parts(sp, op->outputs[0], k); /* each part's columns shared */
         r->in[0] = IN_WHOLE, r->in_axis[1] = b_n, r->out_axis = out->rank - 1;
         r->in_groups[1] = r->out_groups = parts;
-        return divides(B, b_n, k * parts);
+        return shares(B, b_n, k, parts);
     }
     /* Two activations: a shared leading axis (heads), a's rows, b's columns, or the
      * inner dimension (a partial product). */
@@ -197,17 +206,17 @@ static bool rule_matmul(const splitter *sp, const pl_op *op, rule *r)
                 r->in[0] = A->dims[x] == out->dims[x] ? IN_SPLIT : IN_WHOLE;
                 r->in[1] = B->dims[x] == out->dims[x] ? IN_SPLIT : IN_WHOLE;
                 r->in_axis[0] = r->in_axis[1] = r->out_axis = x;
-                return divides(out, x, k);
+                return shares(out, x, k, 1);
             }
         if (split_along(sp, o, a, a_m, 1)) {
             r->in[0] = IN_SPLIT, r->in_axis[0] = a_m, r->in[1] = IN_WHOLE;
             r->out_axis = out->rank - 2;
-            return divides(out, r->out_axis, k);
+            return shares(out, r->out_axis, k, 1);
         }
         if (split_along(sp, o, b, b_n, 1)) {
             r->in[1] = IN_SPLIT, r->in_axis[1] = b_n, r->in[0] = IN_WHOLE;
             r->out_axis = out->rank - 1;
-            return divides(out, r->out_axis, k);
+            return shares(out, r->out_axis, k, 1);
         }
         if (split_along(sp, o, a, a_k, 1) && split_along(sp, o, b, b_k, 1)) {
             r->in[0] = r->in[1] = IN_SPLIT, r->in_axis[0] = a_k, r->in_axis[1] = b_k;
@@ -239,17 +248,19 @@ static bool rule_conv(const splitter *sp, const pl_op *op, rule *r)
     }
     (void)x;
     r->in[0] = IN_WHOLE;
-    return divides(w, 0, k);
+    return shares(w, 0, k, 1);
 }
 
 /* A reshape carries a split to the result's axis with as many elements before it, when
- * the shards' share of it is whole. */
+ * the shards' share of it is whole and equal (an uneven part need not map onto the
+ * result's axis). */
 static bool rule_reshape(const splitter *sp, const pl_op *op, rule *r)
 {
     int o = (int)(op - sp->g->ops), t = op->inputs[0];
-    if (!in_group(sp, o, t, SPLIT) || groups_of(sp->val[t].groups) > 1)
-        return false;
     const pl_tensor *x = &sp->g->tensors[t], *y = &sp->g->tensors[op->outputs[0]];
+    if (!in_group(sp, o, t, SPLIT) || groups_of(sp->val[t].groups) > 1 ||
+        !divides(x, sp->val[t].axis, sp->split[o]))
+        return false;
     int64_t before = 1, at = 1;
     for (int a = 0; a < sp->val[t].axis; a++)
         before *= x->dims[a];
@@ -272,13 +283,13 @@ static bool rule_embedding(const splitter *sp, const pl_op *op, rule *r)
     if (!is_stored(table))
         return false;
     r->in[0] = IN_SPLIT, r->in[1] = IN_WHOLE;
-    if (divides(table, 0, k)) {
+    if (shares(table, 0, k, 1)) {
         r->in_axis[0] = 0, r->out = PARTIAL;
-        r->rows_per_shard = table->dims[0] / k;
+        r->table_rows = table->dims[0];
         return true;
     }
     r->in_axis[0] = 1, r->out = SPLIT, r->out_axis = out->rank - 1;
-    return divides(table, 1, k);
+    return shares(table, 1, k, 1);
 }
 
 /* The kinds of op the rewrite splits, by how. */
@@ -413,10 +424,10 @@ bool pl_split_rule_for(const splitter *sp, int o, rule *r)
         for (int i = 1; i < op->n_inputs; i++)
             r->in[i] = IN_SPLIT, r->in_axis[i] = 0;
         r->in[0] = IN_SPLIT, r->in_axis[0] = 1, r->out = SPLIT, r->out_axis = 1;
-        return divides(out, 1, k);
+        return shares(out, 1, k, 1);
     case POOL:
         r->in[0] = IN_SPLIT, r->in_axis[0] = 1, r->out = SPLIT, r->out_axis = 1;
-        return divides(out, 1, k);
+        return shares(out, 1, k, 1);
     case CONV: return rule_conv(sp, op, r);
     case EMBEDDING: return rule_embedding(sp, op, r);
     case RESHAPE: return rule_reshape(sp, op, r);
@@ -430,12 +441,11 @@ bool pl_split_rule_for(const splitter *sp, int o, rule *r)
     }
 }
 
-/* Whether every input a rule splits divides among the shards. */
 bool pl_split_rule_fits(const splitter *sp, const pl_op *op, const rule *r, int k)
 {
     for (int i = 0; i < op->n_inputs; i++)
-        if (r->in[i] == IN_SPLIT &&
-            !divides(&sp->g->tensors[op->inputs[i]], r->in_axis[i], k * groups_of(r->in_groups[i])))
+        if (r->in[i] == IN_SPLIT && !shares(&sp->g->tensors[op->inputs[i]], r->in_axis[i], k,
+                                            groups_of(r->in_groups[i])))
             return false;
     return true;
 }
