@@ -1,9 +1,9 @@
 #!/bin/sh
 # placer across processes: run and train under mpirun with 2 and 4 ranks give what one
-# process gives (losses, checkpoints to the byte) for pipelines, replicas and split ops;
-# replicas all-reduce across ranks, the rank count is checked; a signal to one rank stops
-# every rank at the same step; a rank that
-# dies or stops ends the others; and two network namespaces stand in for two hosts.
+# process gives (losses, checkpoints to the byte) for pipelines, replicas and split ops
+# (of sizes that divide and that do not); replicas all-reduce across ranks, the rank count
+# is checked; a signal to one rank stops every rank at the same step; a rank that dies or
+# stops ends the others; and two network namespaces stand in for two hosts.
 . "${top_srcdir:-.}/tests/shell_lib.sh"
 
 if ! command -v mpirun >/dev/null 2>&1; then
@@ -132,6 +132,18 @@ for split in split-paced-4 split-replicas; do
         same "$split over $ranks ranks" "$work/s1" "$work/s$ranks"
     done
 done
+
+# Sizes that do not divide: a GPT of 37 classes and width 18 split over four devices, its
+# embedding, head and loss in parts of 10, 9, 9 and 9 classes, over 2 and 4 ranks.
+model=$src/tests/models/gpt-odd.json
+plan=$src/tests/plans/gpt-odd-split-4.json
+train "$work/u1.out" "$work/u1.ckpt" "$plan" "$one"
+for ranks in 2 4; do
+    train "$work/u$ranks.out" "$work/u$ranks.ckpt" "$plan" \
+        "$src/graphs/clusters/paced-4-ranks-$ranks.json" "$ranks"
+    same "uneven parts over $ranks ranks" "$work/u1" "$work/u$ranks"
+done
+model=$src/graphs/small/transformer-small.json
 
 # Native devices, one a rank (local-2-ranks-2: rank 0 on core 0, rank 1 on core 1): a plan
 # for local-2 trains as it does in one process.
