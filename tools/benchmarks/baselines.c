@@ -4,7 +4,10 @@
  *           warm-up call, then --repeats timed calls; median, min and max
  *   table   algorithms x suite models x clusters: the simulated step, the measured one
  *           (the executor: warm-up steps, then --steps measured; median and spread) and
- *           the ratio of each to the lower bound
+ *           the ratio of each to the lower bound; on native devices the profile is first
+ *           scaled to the machine's speed now by a probe of the model, as the main job
+ *           does (probe.h), so that a machine slower or faster than when it was profiled
+ *           reads as such, not as the simulator's error
  *
  * Plans predicted slower than --max-step are not measured (shown as "-"), which keeps the
  * run to a few minutes. */
@@ -22,6 +25,7 @@
 #include "data.h"
 #include "executor.h"
 #include "measure.h"
+#include "probe.h"
 #include "profile.h"
 #include "simulate.h"
 
@@ -136,15 +140,38 @@ static pl_status table_row(const options *o, const pl_graph *g, const pl_cluster
     return status;
 }
 
+/* On native devices, the machine's speed now as the main job probes it (probe.h), into
+ * m's speed for the model's rows, and said in a line of its own. */
+static pl_status probe_model(const options *o, const char *name, const pl_cluster *c,
+                             pl_cost_model *m, pl_error *err)
+{
+    m->speed = 0;
+    if (c->paced || c->simulated)
+        return PL_OK;
+    char path[4096], reference[4096];
+    bench_graph_path(o->top, name, path, sizeof path);
+    bench_graph_path(o->top, "cnn", reference, sizeof reference);
+    pl_probe probe;
+    if (pl_cost_probe(m, path, reference, NULL, &probe, err) != PL_OK)
+        return err->status;
+    if (probe.ops > 0)
+        m->speed = probe.scale;
+    printf("%-12s %-8s probe: ops take x%.3f their profiled time (%s)\n", name, c->name,
+           pl_cost_speed(m), probe.reference ? "through cnn" : "its own ops");
+    return PL_OK;
+}
+
 static pl_status table_model(const options *o, const char *name, const pl_cluster *c,
-                             const pl_cost_model *m, pl_error *err)
+                             pl_cost_model *m, pl_error *err)
 {
     pl_graph *g = bench_open_graph(o->top, name, err);
     if (!g)
         return err->status;
     double bound = 0;
     pl_executor *ex = NULL;
-    pl_status status = pl_step_lower_bound(g, c, m, &bound, err);
+    pl_status status = probe_model(o, name, c, m, err);
+    if (status == PL_OK)
+        status = pl_step_lower_bound(g, c, m, &bound, err);
     for (int a = 0; a < PL_BASELINE_COUNT && status == PL_OK; a++)
         status = table_row(o, g, c, m, (pl_baseline)a, bound, &ex, err);
     pl_executor_free(ex);

@@ -80,14 +80,20 @@ pl_executor *bench_open_executor(const pl_graph *g, const pl_cluster *c, pl_erro
     return ex;
 }
 
+const char *bench_graph_path(const char *top, const char *name, char *path, size_t cap)
+{
+    size_t length = strlen(name);
+    if (length > 5 && strcmp(name + length - 5, ".json") == 0)
+        snprintf(path, cap, "%s", name);
+    else
+        snprintf(path, cap, "%s/graphs/%s.json", top, name);
+    return path;
+}
+
 pl_graph *bench_open_graph(const char *top, const char *name, pl_error *err)
 {
     char path[4096];
-    size_t length = strlen(name);
-    if (length > 5 && strcmp(name + length - 5, ".json") == 0)
-        snprintf(path, sizeof path, "%s", name);
-    else
-        snprintf(path, sizeof path, "%s/graphs/%s.json", top, name);
+    bench_graph_path(top, name, path, sizeof path);
     pl_error_init(err, path);
     pl_graph *g = pl_graph_load_file(path, err);
     if (g && pl_autodiff_build(g, err) != PL_OK) {

@@ -18,8 +18,10 @@ enum { BENCH_MAX_LIST = 32, BENCH_MAX_NAME = 256 };
 bool bench_parse_int(const char *text, int low, int high, int *value);
 /* "a,b,c" into names; false for an empty or too long name, or too many. */
 bool bench_split_list(const char *text, char names[BENCH_MAX_LIST][BENCH_MAX_NAME], int *n);
-/* A model's training graph (autodiff.h): TOP/graphs/NAME.json, or NAME itself when it
- * ends in ".json"; NULL with err filled in, naming the file. */
+/* A model's file: TOP/graphs/NAME.json, or NAME itself when it ends in ".json", into
+ * path; returns path. */
+const char *bench_graph_path(const char *top, const char *name, char *path, size_t cap);
+/* Its training graph (autodiff.h); NULL with err filled in, naming the file. */
 pl_graph *bench_open_graph(const char *top, const char *name, pl_error *err);
 /* A bundled cluster: TOP/graphs/clusters/NAME.json. */
 pl_cluster *bench_open_cluster(const char *top, const char *name, pl_error *err);
