@@ -135,6 +135,7 @@ done
 
 # Sizes that do not divide: a GPT of 37 classes and width 18 split over four devices, its
 # embedding, head and loss in parts of 10, 9, 9 and 9 classes, over 2 and 4 ranks.
+kept=$model
 model=$src/tests/models/gpt-odd.json
 plan=$src/tests/plans/gpt-odd-split-4.json
 train "$work/u1.out" "$work/u1.ckpt" "$plan" "$one"
@@ -143,7 +144,7 @@ for ranks in 2 4; do
         "$src/graphs/clusters/paced-4-ranks-$ranks.json" "$ranks"
     same "uneven parts over $ranks ranks" "$work/u1" "$work/u$ranks"
 done
-model=$src/graphs/small/transformer-small.json
+model=$kept
 
 # Native devices, one a rank (local-2-ranks-2: rank 0 on core 0, rank 1 on core 1): a plan
 # for local-2 trains as it does in one process.

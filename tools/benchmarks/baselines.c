@@ -25,7 +25,6 @@
 #include "data.h"
 #include "executor.h"
 #include "measure.h"
-#include "probe.h"
 #include "profile.h"
 #include "simulate.h"
 
@@ -148,14 +147,11 @@ static pl_status probe_model(const options *o, const char *name, const pl_cluste
     m->speed = 0;
     if (c->paced || c->simulated)
         return PL_OK;
-    char path[4096], reference[4096];
-    bench_graph_path(o->top, name, path, sizeof path);
-    bench_graph_path(o->top, "cnn", reference, sizeof reference);
     pl_probe probe;
-    if (pl_cost_probe(m, path, reference, NULL, &probe, err) != PL_OK)
+    double speed;
+    if (bench_probe(o->top, name, m, &probe, &speed, err) != PL_OK)
         return err->status;
-    if (probe.ops > 0)
-        m->speed = probe.scale;
+    m->speed = speed;
     printf("%-12s %-8s probe: ops take x%.3f their profiled time (%s)\n", name, c->name,
            pl_cost_speed(m), probe.reference ? "through cnn" : "its own ops");
     return PL_OK;

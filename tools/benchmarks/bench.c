@@ -103,6 +103,18 @@ pl_graph *bench_open_graph(const char *top, const char *name, pl_error *err)
     return g;
 }
 
+pl_status bench_probe(const char *top, const char *name, const pl_cost_model *m,
+                      pl_probe *probe, double *speed, pl_error *err)
+{
+    char path[4096], reference[4096];
+    bench_graph_path(top, name, path, sizeof path);
+    bench_graph_path(top, "cnn", reference, sizeof reference);
+    pl_error_init(err, path);
+    pl_status status = pl_cost_probe(m, path, reference, NULL, probe, err);
+    *speed = status == PL_OK && probe->ops > 0 ? probe->scale : 0;
+    return status;
+}
+
 pl_cluster *bench_open_cluster(const char *top, const char *name, pl_error *err)
 {
     char path[4096];

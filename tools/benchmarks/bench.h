@@ -10,6 +10,7 @@
 #include "error.h"
 #include "executor.h"
 #include "graph.h"
+#include "probe.h"
 #include "stats.h"
 
 enum { BENCH_MAX_LIST = 32, BENCH_MAX_NAME = 256 };
@@ -23,6 +24,11 @@ bool bench_split_list(const char *text, char names[BENCH_MAX_LIST][BENCH_MAX_NAM
 const char *bench_graph_path(const char *top, const char *name, char *path, size_t cap);
 /* Its training graph (autodiff.h); NULL with err filled in, naming the file. */
 pl_graph *bench_open_graph(const char *top, const char *name, pl_error *err);
+/* The machine's speed now, as the main job probes it on native devices (probe.h): the
+ * model NAME run against m's profile (through TOP/graphs/cnn.json where it cannot be),
+ * into *probe; *speed the factor for m's `speed` (0: none found). */
+pl_status bench_probe(const char *top, const char *name, const pl_cost_model *m,
+                      pl_probe *probe, double *speed, pl_error *err);
 /* A bundled cluster: TOP/graphs/clusters/NAME.json. */
 pl_cluster *bench_open_cluster(const char *top, const char *name, pl_error *err);
 /* An executor for g on c whose inputs hold one batch of synthetic samples (every step

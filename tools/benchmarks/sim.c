@@ -1458,12 +1458,10 @@ static pl_status probe_row(const options *o, const char *model, const pl_cost_mo
                            pl_cost_model *probed, pl_cost_model *apart, pl_probe *probe,
                            pl_error *err)
 {
-    char path[4096], reference[4096];
-    locate(o, "", model, path, sizeof path, err);
-    snprintf(reference, sizeof reference, "%s/graphs/cnn.json", o->top);
-    pl_status status = pl_cost_probe(m, path, reference, NULL, probe, err);
+    double speed;
+    pl_status status = bench_probe(o->top, model, m, probe, &speed, err);
     *probed = *m; /* its measurements borrowed */
-    probed->speed = status == PL_OK && probe->ops > 0 ? probe->scale : 0;
+    probed->speed = speed;
     *apart = *probed;
     for (int t = 1; t <= PL_COST_MAX_THREADS; t++)
         for (int k = 0; k <= PL_OP_COUNT; k++)
