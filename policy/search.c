@@ -235,11 +235,8 @@ static pl_agent_options agent_options(const pl_search_options *o)
         ao.rounds = o->policy->rounds;
         ao.groups = o->policy->groups;
     }
-    if (o->zero_shot) {
+    if (o->zero_shot)
         ao.train = false;
-        ao.sweep = false;
-        ao.refine_every = 0;
-    }
     return ao;
 }
 

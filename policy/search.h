@@ -129,7 +129,8 @@ typedef struct pl_search_options {
                                         hidden width, rounds and groups with them), or NULL
                                         (default): fresh ones from the seed */
     bool zero_shot;     /* the policy sampled as it is: no baselines offered or imitated, no
-                           training, no sweeps, no refinement (agent.h: train) */
+                           training (agent.h: train); its best samples still swept and
+                           refined unless no_sweep, no_refine say otherwise */
     const char *resume; /* an agent checkpoint of the same graph, cluster, seed and samples
                            to continue from, or NULL (default) */
     const char *checkpoint; /* where to save the agent's checkpoint, or NULL (default) */

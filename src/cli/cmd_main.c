@@ -95,7 +95,8 @@ static void print_usage(void)
            "                        pre-trained policy that ships with placer)\n"
            "  --no-pretrained       start the policy from fresh weights\n"
            "  --zero-shot           sample the pre-trained policy as it is: no baselines\n"
-           "                        imitated, no training, no sweeps or refinement\n"
+           "                        offered or imitated, no training (its best samples are\n"
+           "                        still reshaped and refined: --no-sweep, --no-refine)\n"
            "  --no-early-stop       iterate until the budget or --iterations even once the\n"
            "                        search has converged (no better plan for a while, the\n"
            "                        policy's samples all alike)\n"
@@ -702,6 +703,8 @@ int pl_cmd_main(int argc, char **argv)
         s.job.budget = s.o.search.budget;
         s.job.seed = s.o.search.seed;
         s.job.zero_shot = s.o.search.zero_shot;
+        s.job.no_sweep = s.o.search.no_sweep;
+        s.job.no_refine = s.o.search.no_refine;
         status = run_job(&s);
     }
     pl_cli_interrupt_grace(0);

@@ -23,6 +23,7 @@ typedef struct pl_job {
     bool calibrated;
     const char *policy_path; /* the weights the policy started from; NULL: fresh ones */
     bool zero_shot;          /* the policy sampled without training (--zero-shot) */
+    bool no_sweep, no_refine; /* --no-sweep, --no-refine */
     const pl_cost_model *costs; /* the profile the search simulated with */
     const char *op_times_path;  /* where costs->op_times came from; NULL: none */
     const pl_search *search; /* borrowed */

@@ -294,9 +294,13 @@ static void write_policy_origin(FILE *fp, const pl_job *job)
     if (job->policy_path) {
         fprintf(fp, " The policy started from the weights in `");
         md_text(fp, job->policy_path);
-        fprintf(fp, "`%s.", job->zero_shot ? " and was sampled without training "
-                                             "(`--zero-shot`): no baseline imitated, no sweeps "
-                                             "or refinement" : "");
+        static const char *const around[2][2] = {
+            {", its best samples reshaped and refined", ", its best samples reshaped, not refined"},
+            {", its best samples refined, not reshaped", ", no sweeps or refinement"}};
+        fprintf(fp, "`%s%s.", job->zero_shot ? " and was sampled without training "
+                                               "(`--zero-shot`): no baseline offered or imitated"
+                                             : "",
+                job->zero_shot ? around[job->no_sweep][job->no_refine] : "");
     } else {
         fprintf(fp, " The policy started from fresh weights.");
     }
