@@ -566,44 +566,60 @@ static pl_status sweep_shapes(pl_agent *a, pl_action *action, const char *algori
  * folds are where pipelines gain most (docs/agent.md). */
 #define IMITATION_SHAPE_SMOOTHING 0.3
 
+/* The imitation targets of `plan` (*n of them: the plan's decisions under every shape, the
+ * k-th of shape k) and their weights, smoothed towards the plan's own shape (*own); `plan`
+ * shaped as the agent's choices allow (PL_EINPUT otherwise). */
+static pl_status imitation_targets(pl_agent *a, const pl_plan *plan, pl_action **targets,
+                                   double **weight, int *n, int *own, pl_error *err)
+{
+    *n = a->policy.n_shapes;
+    *targets = pl_actions_new(&a->policy, *n);
+    *weight = malloc((size_t)*n * sizeof **weight);
+    if (!*targets || !*weight) {
+        pl_actions_free(*targets, *n);
+        free(*weight);
+        *targets = NULL, *weight = NULL;
+        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    }
+    pl_action *t = *targets;
+    if (!pl_action_from_plan(&a->policy, plan, &t[0], NULL)) {
+        pl_actions_free(*targets, *n);
+        free(*weight);
+        *targets = NULL, *weight = NULL;
+        return pl_error_set(err, PL_EINPUT, NULL, "the plan's shape (%d micro-batches, %s) is "
+                            "not among the agent's choices", plan->micro_batches,
+                            pl_plan_schedule_text(plan));
+    }
+    *own = t[0].shape;
+    for (int k = 0; k < *n; k++) {
+        if (k > 0) {
+            memcpy(t[k].group, t[0].group, (size_t)a->policy.n_ops * sizeof *t[k].group);
+            memcpy(t[k].device, t[0].device, sizeof t[k].device);
+            memcpy(t[k].stage, t[0].stage, sizeof t[k].stage);
+            memcpy(t[k].split, t[0].split, sizeof t[k].split);
+            memcpy(t[k].recompute, t[0].recompute, sizeof t[k].recompute);
+        }
+        t[k].shape = k;
+        (*weight)[k] = *n == 1 ? 1 : k == *own ? 1 - IMITATION_SHAPE_SMOOTHING
+                                                : IMITATION_SHAPE_SMOOTHING / (*n - 1);
+    }
+    return PL_OK;
+}
+
 pl_status pl_agent_imitate(pl_agent *a, const pl_plan *plan, pl_error *err)
 {
     pl_status status = pl_agent_offer(a, plan, err);
     if (status != PL_OK)
         return status;
-    int n = a->policy.n_shapes;
-    pl_action *targets = pl_actions_new(&a->policy, n);
-    double *weight = malloc((size_t)n * sizeof *weight);
-    if (!targets || !weight) {
-        pl_actions_free(targets, n);
-        free(weight);
-        return pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
-    }
-    if (!pl_action_from_plan(&a->policy, plan, &targets[0], NULL)) {
-        pl_actions_free(targets, n);
-        free(weight);
-        return pl_error_set(err, PL_EINPUT, NULL, "the plan's shape (%d micro-batches, %s) is "
-                            "not among the agent's choices", plan->micro_batches,
-                            pl_plan_schedule_text(plan));
-    }
+    pl_action *targets;
+    double *weight;
+    int n, own;
+    if ((status = imitation_targets(a, plan, &targets, &weight, &n, &own, err)) != PL_OK)
+        return status;
     char reshaped[64];
     snprintf(reshaped, sizeof reshaped, "%.50s" PL_AGENT_RESHAPED,
              plan->provenance.algorithm[0] ? plan->provenance.algorithm : "offered");
-    status = sweep_shapes(a, &targets[0], reshaped, err);
-    /* the same decisions under every shape, weighted to the smoothed target */
-    int own = targets[0].shape;
-    for (int k = 0; k < n; k++) {
-        if (k > 0) {
-            memcpy(targets[k].group, targets[0].group, (size_t)a->policy.n_ops * sizeof *targets[k].group);
-            memcpy(targets[k].device, targets[0].device, sizeof targets[k].device);
-            memcpy(targets[k].stage, targets[0].stage, sizeof targets[k].stage);
-            memcpy(targets[k].split, targets[0].split, sizeof targets[k].split);
-            memcpy(targets[k].recompute, targets[0].recompute, sizeof targets[k].recompute);
-        }
-        targets[k].shape = k;
-        weight[k] = n == 1 ? 1 : k == own ? 1 - IMITATION_SHAPE_SMOOTHING
-                                          : IMITATION_SHAPE_SMOOTHING / (n - 1);
-    }
+    status = sweep_shapes(a, &targets[own], reshaped, err);
     double objective;
     int steps = a->options.learn && a->options.train ? a->options.imitation_steps : 0;
     for (int step = 0; step < steps && status == PL_OK && !pl_agent_out_of_time(a); step++) {
@@ -615,6 +631,61 @@ pl_status pl_agent_imitate(pl_agent *a, const pl_plan *plan, pl_error *err)
     }
     pl_actions_free(targets, n);
     free(weight);
+    return status;
+}
+
+pl_status pl_agent_imitate_jointly(pl_agent *const *agents, const pl_plan *const *plans,
+                                   int n_agents, int steps, pl_error *err)
+{
+    pl_agent *lead = agents[0];
+    int n_params = lead->policy.layout.n;
+    for (int k = 1; k < n_agents; k++)
+        if (agents[k]->policy.layout.n != n_params)
+            return pl_error_set(err, PL_EINPUT, NULL, "joint imitation needs agents of one "
+                                "policy shape (hidden width, rounds, groups)");
+    pl_action **targets = calloc((size_t)n_agents, sizeof *targets);
+    double **weight = calloc((size_t)n_agents, sizeof *weight);
+    int *n = calloc((size_t)n_agents, sizeof *n), own;
+    pl_status status = targets && weight && n ? PL_OK
+                                              : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    /* each plan weighs the same: an op's group is a decision, so a graph of 12,000 ops
+       would otherwise outweigh one of 700 by as much */
+    double mean_ops = 0;
+    for (int k = 0; k < n_agents; k++)
+        mean_ops += (double)agents[k]->policy.n_ops / n_agents;
+    for (int k = 0; k < n_agents && status == PL_OK; k++) {
+        status = imitation_targets(agents[k], plans[k], &targets[k], &weight[k], &n[k], &own,
+                                   err);
+        for (int t = 0; t < n[k] && status == PL_OK; t++)
+            weight[k][t] *= mean_ops / agents[k]->policy.n_ops;
+    }
+    double objective;
+    for (int step = 0; step < steps && status == PL_OK && !pl_agent_out_of_time(lead); step++) {
+        memset(lead->grad, 0, (size_t)n_params * sizeof *lead->grad);
+        for (int k = 0; k < n_agents && status == PL_OK; k++) {
+            pl_agent *a = agents[k];
+            if (k > 0) {
+                memcpy(a->policy.params, lead->policy.params, (size_t)n_params * sizeof *a->policy.params);
+                memset(a->grad, 0, (size_t)n_params * sizeof *a->grad);
+            }
+            status = pl_policy_objective(&a->policy, targets[k], weight[k], n[k], 0, &objective,
+                                         NULL, NULL, a->grad, err);
+            if (k > 0)
+                for (int i = 0; i < n_params; i++)
+                    lead->grad[i] += a->grad[i];
+        }
+        if (status == PL_OK)
+            adam_ascend(lead);
+    }
+    for (int k = 1; k < n_agents && status == PL_OK; k++)
+        memcpy(agents[k]->policy.params, lead->policy.params, (size_t)n_params * sizeof *lead->policy.params);
+    for (int k = 0; targets && weight && n && k < n_agents; k++) {
+        pl_actions_free(targets[k], n[k]);
+        free(weight[k]);
+    }
+    free(targets);
+    free(weight);
+    free(n);
     return status;
 }
 

@@ -28,6 +28,8 @@ typedef struct pl_pretrain_pair {
     const char *name;          /* for progress: "seq2seq on paced-8" */
     const pl_graph *graph;     /* a training graph (autodiff.h) */
     const pl_cluster *cluster;
+    const pl_cost_model *model; /* the cluster's: this machine's profile, or none for
+                                   hardware placer cannot run (its datasheet's roofline) */
 } pl_pretrain_pair;
 
 typedef struct pl_pretrain_options {
@@ -35,6 +37,9 @@ typedef struct pl_pretrain_options {
     int rounds;      /* visits of every pair (default 3) */
     int iterations;  /* the agent's iterations a visit (default 20) */
     int samples;     /* plans drawn an iteration (default 32) */
+    int consolidation_steps; /* after the rounds, supervised steps of one policy towards
+                                every pair's fastest plan of one replica of its last
+                                visit at once (default 0: none) */
 } pl_pretrain_options;
 
 void pl_pretrain_options_default(pl_pretrain_options *options);
@@ -57,7 +62,7 @@ typedef void (*pl_pretrain_progress)(void *context, const pl_pretrain_visit *vis
  * counts out of range, or a pair on whose cluster no plan of its model fits the memory:
  * then *no_fit (NULL allowed; else -1) is that pair's index, the error names it, and the
  * weights are cleared (a policy learns nothing from plans that never fit). */
-pl_status pl_pretrain(const pl_pretrain_pair *pairs, int n_pairs, const pl_cost_model *model,
+pl_status pl_pretrain(const pl_pretrain_pair *pairs, int n_pairs,
                       const pl_pretrain_options *options, const pl_policy_weights *start,
                       pl_pretrain_progress progress, void *context,
                       volatile sig_atomic_t *interrupt, pl_policy_weights *weights,

@@ -135,6 +135,36 @@ once "$work/err" "no plan fits the cluster's memory" "pretrain, nothing fits"
 grep -q 'best 0\.000' "$work/out" && bad "pretrain, nothing fits: a best step of 0 ms" || ok
 [ -e "$work/tiny.plt" ] && bad "pretrain, nothing fits: a policy was written" || ok
 expect 2 "pretrain over its model" "$bin" pretrain -o "$small" "$small"
+# --paired: each model on its own cluster. --consolidate then fits the policy to each pair's
+# fastest plan of one replica at once: it changes the weights, and sampled as it is (its
+# samples alone) the policy places each pair at least as well as that pair's pipeline-dp
+# (a plan of one replica of its visit, so at most the fastest one's step).
+paced2=$src/share/clusters/paced-2.json
+for steps in 0 300; do
+    expect 0 "pretrain --paired --consolidate $steps" "$bin" pretrain -o "$work/c$steps.plt" \
+        --paired --consolidate $steps --rounds 1 --iterations 2 --samples 8 --cluster "$paced" \
+        --cluster "$paced2" "$small" "$src/graphs/small/cnn-small.json"
+    contains "$work/out" "round 1, cnn-small on paced-2: " "pretrain --paired"
+    contains "$work/out" "round 1, mlp-small on paced-4: " "pretrain --paired"
+done
+cmp -s "$work/c0.plt" "$work/c300.plt" && bad "pretrain --consolidate: the same weights" || ok
+for pair in "cnn-small $paced2" "mlp-small $paced"; do
+    set -- $pair
+    expect 0 "zero-shot on $1 after --consolidate" "$bin" "$src/graphs/small/$1.json" \
+        --cluster "$2" --policy "$work/c300.plt" --zero-shot --no-sweep --no-refine \
+        --iterations 3 --samples 16 -o "$work/zc-$1"
+    /usr/bin/python3 - "$work/zc-$1.summary.json" <<'PY' && ok || bad "pretrain --consolidate: $1's plan not kept"
+import json, sys
+s = json.load(open(sys.argv[1]))
+pipeline = next(r for r in s["rows"] if r["name"] == "pipeline-dp")["simulated_seconds"]
+sys.exit(not s["learning"]["best_simulated_seconds"] <= 1.01 * pipeline)
+PY
+done
+expect 2 "pretrain --paired, a cluster short" "$bin" pretrain -o "$work/x.plt" --paired \
+    --cluster "$paced" "$small" "$src/graphs/small/cnn-small.json"
+contains "$work/err" "--paired needs as many --cluster as models (1 clusters, 2 models)" \
+    "pretrain --paired, a cluster short"
+expect 2 "pretrain --consolidate -1" "$bin" pretrain -o "$work/x.plt" --consolidate -1 "$small"
 expect 2 "pretrain without -o" "$bin" pretrain "$small"
 expect 0 "main job from a policy" "$bin" "$model" --cluster "$paced" --iterations 2 \
     --samples 8 --policy "$work/p.plt" -o "$work/pol"

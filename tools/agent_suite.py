@@ -8,7 +8,6 @@ measured where the cluster's devices run here and simulated where they cannot.""
 import json
 import math
 import os
-import random
 import time
 
 
@@ -171,37 +170,34 @@ def ablation(a, instances, run_job, work):
 
 
 def pretrain(placer, instances, settings, work):
-    """A policy pre-trained on the instances of the training half, as `placer pretrain`
-    trains over a corpus: round after round, each instance in an order drawn from the seed
-    gets a simulated search (one visit: the baselines imitated, then `iterations` of
-    learning) that starts from the weights the visit before ended with. A visit is one
-    `placer pretrain` of the instance's model on its cluster, since an instance pairs a
-    model with its own cluster, not every cluster. Returns the policy file and the seconds
-    the visits took."""
+    """A policy pre-trained on the instances of the training half by one `placer pretrain
+    --paired` (each instance's model on its own cluster): round after round, each instance
+    in an order drawn from the seed gets a simulated search (one visit: the baselines
+    imitated, then `iterations` of learning) that starts from the weights the visit before
+    ended with; then, with "consolidate", that many supervised steps fitting the policy to
+    every instance's fastest plan at once. Returns the policy file and the seconds it took."""
     train = [i for i in instances if i["half"] == "train"]
     if not train:
         raise SystemExit("the suite has no instance in its training half")
-    order = random.Random(settings["seed"])
-    policy, visit, start = None, 0, time.time()
-    for _ in range(settings["rounds"]):
-        for inst in order.sample(train, len(train)):
-            visit += 1
-            out = os.path.join(work, f"pretrained-{visit % 2}.plt")
-            args = ["pretrain", "-o", out, "--cluster", inst["cluster"], "--rounds", "1",
-                    "--iterations", str(settings["iterations"]), "--samples",
-                    str(settings["samples"]), "--seed", str(settings["seed"] * 1000 + visit)]
-            done = placer(args + (["--from", policy] if policy else []) + [inst["model"]])
-            if done.returncode != 0:
-                raise SystemExit(f"pre-training on {inst['label']}: "
-                                 f"{done.stderr.strip().splitlines()[-1:]}")
-            policy = out
-    return policy, time.time() - start
+    out = os.path.join(work, "pretrained.plt")
+    args = ["pretrain", "-o", out, "--paired", "--rounds", str(settings["rounds"]),
+            "--iterations", str(settings["iterations"]), "--samples", str(settings["samples"]),
+            "--seed", str(settings["seed"]),
+            "--consolidate", str(settings.get("consolidate", 0))]
+    for inst in train:
+        args += ["--cluster", inst["cluster"]]
+    start = time.time()
+    done = placer(args + [inst["model"] for inst in train])
+    if done.returncode != 0:
+        raise SystemExit(f"pre-training: {done.stderr.strip().splitlines()[-1:]}")
+    return out, time.time() - start
 
 
 def transfer(a, instances, settings, placer, run_job, work, seconds=10):
     """A policy pre-trained on the training half (pretrain), then for each seed and
     held-out instance: the full agent from fresh weights at the instance's budget, and
-    the pre-trained policy sampled as it is (--zero-shot) for `seconds` of search; each
+    the pre-trained policy sampled as it is (--zero-shot: no baseline offered or imitated,
+    no training; its best samples swept and refined) for `seconds` of search; each
     job's written plan over its best baseline, and the zero-shot plan over the one from
     scratch; then the geometric mean and the target."""
     if not settings:
@@ -209,8 +205,9 @@ def transfer(a, instances, settings, placer, run_job, work, seconds=10):
     policy, took = pretrain(placer, instances, settings, work)
     train = [i["label"] for i in instances if i["half"] == "train"]
     print(f"pre-trained on the training half ({'; '.join(train)}): {settings['rounds']} "
-          f"rounds of {settings['iterations']} iterations a visit, seed {settings['seed']}, "
-          f"simulated, {took:.0f} s\n")
+          f"rounds of {settings['iterations']} iterations a visit, then "
+          f"{settings.get('consolidate', 0)} steps fitting every instance's fastest plan at "
+          f"once, seed {settings['seed']}, simulated, {took:.0f} s\n")
     print(f"| instance | steps | seed | from scratch: written / best baseline | zero-shot, "
           f"{seconds} s: written / best baseline | zero-shot / from scratch | zero-shot's "
           f"written plan | the agent's search seconds: scratch, zero-shot | the jobs' "

@@ -18,6 +18,7 @@ typedef struct pretrain_args {
     int n_clusters;
     const char **models;
     int n_models;
+    bool paired; /* the i-th model on the i-th cluster alone */
     pl_pretrain_options pretrain;
 } pretrain_args;
 
@@ -38,6 +39,11 @@ static void print_usage(void)
            "  --iterations N      the agent's iterations a visit (default 20)\n"
            "  --samples N         plans drawn an iteration (default 32)\n"
            "  --from FILE         start from this policy's weights (default: fresh ones)\n"
+           "  --paired            the i-th model on the i-th cluster alone, not every model\n"
+           "                      on every cluster (as many --cluster as models)\n"
+           "  --consolidate N     after the rounds, N supervised steps fitting the policy to\n"
+           "                      every pair's fastest plan (of one replica) at once, so\n"
+           "                      that it keeps them all (default 0: none)\n"
            "Ctrl-C writes the weights of the visits done (exit status 130). A model\n"
            "that fits nowhere on a cluster (no plan fits its memory) stops it with\n"
            "nothing written (exit status 3). More: " PLACER_DOCDIR "/agent.md.\n");
@@ -52,6 +58,8 @@ static int parse_options(int argc, char **argv, pretrain_args *a)
                                             {"iterations", required_argument, NULL, 'i'},
                                             {"samples", required_argument, NULL, 'n'},
                                             {"from", required_argument, NULL, 'f'},
+                                            {"paired", no_argument, NULL, 'P'},
+                                            {"consolidate", required_argument, NULL, 'C'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
@@ -87,6 +95,13 @@ static int parse_options(int argc, char **argv, pretrain_args *a)
                                           "4096)", optarg);
             a->pretrain.samples = (int)value;
             break;
+        case 'P': a->paired = true; break;
+        case 'C':
+            if (!pl_cli_parse_long(optarg, 0, 100000, &value))
+                return pl_cli_usage_error("pretrain: invalid value '%s' for --consolidate (0 "
+                                          "to 100000)", optarg);
+            a->pretrain.consolidation_steps = (int)value;
+            break;
         case 'h': print_usage(); return -1;
         default:
             return pl_cli_usage_error("pretrain: unknown option or missing argument '%s'",
@@ -101,6 +116,9 @@ static int parse_options(int argc, char **argv, pretrain_args *a)
     a->n_models = argc - optind;
     if (a->n_models > MAX_MODELS)
         return pl_cli_usage_error("pretrain: at most %d models", MAX_MODELS);
+    if (a->paired && a->n_clusters != a->n_models)
+        return pl_cli_usage_error("pretrain: --paired needs as many --cluster as models (%d "
+                                  "clusters, %d models)", a->n_clusters, a->n_models);
     pl_cli_file inputs[MAX_MODELS + MAX_CLUSTERS + 1];
     int n = 0;
     for (int i = 0; i < a->n_models; i++)
@@ -127,14 +145,15 @@ static void print_visit(void *context, const pl_pretrain_visit *v)
     fflush(pl_cli_text);
 }
 
-/* Every model on every cluster, set up (training graph, cluster, profile), into pairs. */
+/* Every model on every cluster (paired: each on its own), set up (training graph, cluster,
+ * profile), into pairs. */
 static int set_up(const pretrain_args *a, pl_cli_setup *setups, pl_pretrain_pair *pairs,
                   char (*names)[256])
 {
     int n = 0;
     int clusters = a->n_clusters ? a->n_clusters : 1;
     for (int m = 0; m < a->n_models; m++)
-        for (int c = 0; c < clusters; c++, n++) {
+        for (int c = a->paired ? m : 0; c < (a->paired ? m + 1 : clusters); c++, n++) {
             setups[n] = (pl_cli_setup){.model_path = a->models[m],
                                        .cluster_path = a->n_clusters ? a->clusters[c] : NULL,
                                        .needs = PL_CLI_TRAINING | PL_CLI_COSTS};
@@ -143,7 +162,8 @@ static int set_up(const pretrain_args *a, pl_cli_setup *setups, pl_pretrain_pair
                 return status;
             snprintf(names[n], sizeof names[n], "%s on %s", setups[n].graph->name,
                      setups[n].cluster->name);
-            pairs[n] = (pl_pretrain_pair){names[n], setups[n].graph, setups[n].cluster};
+            pairs[n] = (pl_pretrain_pair){names[n], setups[n].graph, setups[n].cluster,
+                                          setups[n].costs};
         }
     return PL_EXIT_OK;
 }
@@ -163,7 +183,7 @@ static int pretrain(const pretrain_args *a, pl_cli_setup *setups, pl_pretrain_pa
     pl_error_init(&err, NULL);
     pl_cli_catch_interrupt(true);
     int no_fit;
-    pl_status done = pl_pretrain(pairs, n_pairs, setups[0].costs, &a->pretrain,
+    pl_status done = pl_pretrain(pairs, n_pairs, &a->pretrain,
                                  a->start ? &start : NULL, print_visit, &begin,
                                  &pl_cli_interrupted, &weights, &no_fit, &err);
     pl_cli_catch_interrupt(false);
@@ -198,7 +218,7 @@ int pl_cmd_pretrain(int argc, char **argv)
     int status = parse_options(argc, argv, &a);
     if (status != PL_EXIT_OK)
         return status < 0 ? PL_EXIT_OK : status;
-    int n_pairs = a.n_models * (a.n_clusters ? a.n_clusters : 1);
+    int n_pairs = a.paired ? a.n_models : a.n_models * (a.n_clusters ? a.n_clusters : 1);
     pl_cli_setup *setups = calloc((size_t)n_pairs, sizeof *setups);
     pl_pretrain_pair *pairs = calloc((size_t)n_pairs, sizeof *pairs);
     char (*names)[256] = calloc((size_t)n_pairs, sizeof *names);
