@@ -204,10 +204,11 @@ def transfer(a, instances, settings, placer, run_job, work, seconds=10):
         raise SystemExit("the suite says nothing on pre-training (its \"pretrain\" member)")
     policy, took = pretrain(placer, instances, settings, work)
     train = [i["label"] for i in instances if i["half"] == "train"]
-    print(f"pre-trained on the training half ({'; '.join(train)}): {settings['rounds']} "
-          f"rounds of {settings['iterations']} iterations a visit, then "
-          f"{settings.get('consolidate', 0)} steps fitting every instance's fastest plan at "
-          f"once, seed {settings['seed']}, simulated, {took:.0f} s\n")
+    rounds = settings["rounds"]
+    print(f"pre-trained on the training half ({'; '.join(train)}): {rounds} "
+          f"round{'s' if rounds != 1 else ''} of {settings['iterations']} iterations a "
+          f"visit, then {settings.get('consolidate', 0)} steps fitting every instance's "
+          f"fastest plan at once, seed {settings['seed']}, simulated, {took:.0f} s\n")
     print(f"| instance | steps | seed | from scratch: written / best baseline | zero-shot, "
           f"{seconds} s: written / best baseline | zero-shot / from scratch | zero-shot's "
           f"written plan | the agent's search seconds: scratch, zero-shot | the jobs' "
