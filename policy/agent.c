@@ -646,8 +646,9 @@ pl_status pl_agent_imitate_jointly(pl_agent *const *agents, const pl_plan *const
     pl_action **targets = calloc((size_t)n_agents, sizeof *targets);
     double **weight = calloc((size_t)n_agents, sizeof *weight);
     int *n = calloc((size_t)n_agents, sizeof *n), own;
-    pl_status status = targets && weight && n ? PL_OK
-                                              : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    pl_status status = targets && weight && n
+                           ? PL_OK
+                           : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     /* each plan weighs the same: an op's group is a decision, so a graph of 12,000 ops
        would otherwise outweigh one of 700 by as much */
     double mean_ops = 0;
@@ -665,7 +666,8 @@ pl_status pl_agent_imitate_jointly(pl_agent *const *agents, const pl_plan *const
         for (int k = 0; k < n_agents && status == PL_OK; k++) {
             pl_agent *a = agents[k];
             if (k > 0) {
-                memcpy(a->policy.params, lead->policy.params, (size_t)n_params * sizeof *a->policy.params);
+                memcpy(a->policy.params, lead->policy.params,
+                       (size_t)n_params * sizeof *a->policy.params);
                 memset(a->grad, 0, (size_t)n_params * sizeof *a->grad);
             }
             status = pl_policy_objective(&a->policy, targets[k], weight[k], n[k], 0, &objective,
@@ -678,7 +680,8 @@ pl_status pl_agent_imitate_jointly(pl_agent *const *agents, const pl_plan *const
             adam_ascend(lead);
     }
     for (int k = 1; k < n_agents && status == PL_OK; k++)
-        memcpy(agents[k]->policy.params, lead->policy.params, (size_t)n_params * sizeof *lead->policy.params);
+        memcpy(agents[k]->policy.params, lead->policy.params,
+               (size_t)n_params * sizeof *lead->policy.params);
     for (int k = 0; targets && weight && n && k < n_agents; k++) {
         pl_actions_free(targets[k], n[k]);
         free(weight[k]);

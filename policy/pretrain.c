@@ -43,8 +43,8 @@ static const pl_plan *best_single(const pl_search *s)
 /* One visit: a simulated search from *weights (n 0: fresh ones), whose policy's weights
  * then replace them; *kept (NULL: not wanted) becomes a copy of the search's fastest plan
  * of one replica, or NULL. */
-static pl_status visit(const pl_pretrain_pair *pair, const pl_pretrain_options *o, uint64_t seed,
-                       volatile sig_atomic_t *interrupt, pl_policy_weights *weights,
+static pl_status visit(const pl_pretrain_pair *pair, const pl_pretrain_options *o,
+                       uint64_t seed, volatile sig_atomic_t *interrupt, pl_policy_weights *weights,
                        pl_pretrain_visit *report, pl_plan **kept, pl_error *err)
 {
     pl_search_options so;
@@ -56,8 +56,8 @@ static pl_status visit(const pl_pretrain_pair *pair, const pl_pretrain_options *
     so.simulate_only = true;
     so.run_to_budget = true;
     so.policy = weights->n ? weights : NULL;
-    pl_search *s = pl_search_run(pair->graph, pair->cluster, pair->model, &so, NULL, NULL, interrupt,
-                                 err);
+    pl_search *s = pl_search_run(pair->graph, pair->cluster, pair->model, &so, NULL, NULL,
+                                 interrupt, err);
     if (!s)
         return err ? err->status : PL_EINPUT;
     pl_status status = s->interrupted ? PL_EINTERRUPTED : PL_OK;
@@ -100,7 +100,8 @@ static pl_status consolidate(const pl_pretrain_pair *pairs, int n_pairs,
 {
     pl_agent **agents = calloc((size_t)n_pairs, sizeof *agents);
     const pl_plan **kept = calloc((size_t)n_pairs, sizeof *kept);
-    pl_status status = agents && kept ? PL_OK : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
+    pl_status status =
+        agents && kept ? PL_OK : pl_error_set(err, PL_ENOMEM, NULL, "out of memory");
     pl_agent_options ao;
     pl_agent_options_default(&ao);
     ao.seed = o->seed;

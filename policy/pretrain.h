@@ -5,10 +5,12 @@
  * Each round visits every (model, cluster) pair once, in an order drawn from the seed: a
  * simulated search (search.h, nothing measured) starts from the weights so far, offers
  * and imitates the baselines as every search does, learns for `iterations` iterations,
- * and its weights are where the next visit starts. The result is a pure function of the
- * corpus, the cost model, the seed and the counts.
+ * and its weights are where the next visit starts. Each visit all but overwrites what the
+ * ones before taught, so consolidation may follow: supervised steps fitting the policy to
+ * every pair's fastest plan of one replica from its last visit, all at once. The result is
+ * a pure function of the corpus, the pairs' cost models, the seed and the counts.
  *
- * Ownership: the corpus, the cost model and the options are borrowed for the call; the
+ * Ownership: the corpus, its cost models and the options are borrowed for the call; the
  * weights are the caller's (pl_policy_weights_clear). */
 #ifndef PLACER_PRETRAIN_H
 #define PLACER_PRETRAIN_H
