@@ -10,7 +10,8 @@
 #include "clock.h"
 #include "pretrain.h"
 
-enum { MAX_CLUSTERS = 16, MAX_MODELS = 256 };
+/* as many clusters as models: --paired gives each model its own */
+enum { MAX_CLUSTERS = 256, MAX_MODELS = 256 };
 
 typedef struct pretrain_args {
     const char *output, *start;
