@@ -637,6 +637,8 @@ pl_status pl_agent_imitate(pl_agent *a, const pl_plan *plan, pl_error *err)
 pl_status pl_agent_imitate_jointly(pl_agent *const *agents, const pl_plan *const *plans,
                                    int n_agents, int steps, pl_error *err)
 {
+    if (n_agents < 1)
+        return pl_error_set(err, PL_EINPUT, NULL, "joint imitation needs an agent");
     pl_agent *lead = agents[0];
     int n_params = lead->policy.layout.n;
     for (int k = 1; k < n_agents; k++)

@@ -157,7 +157,8 @@ pl_status pl_agent_imitate(pl_agent *agent, const pl_plan *plan, pl_error *err);
 /* Trains one policy to reproduce each agent's plan at once: `steps` Adam steps (the first
  * agent's optimiser) on the sum of the plans' log-likelihoods, every agent's policy holding
  * the first one's weights (so all must have the same hidden width, rounds and groups;
- * PL_EINPUT otherwise, or when a plan's shape is not among its agent's choices). Nothing is
+ * PL_EINPUT otherwise, without any agent, or when a plan's shape is not among its agent's
+ * choices). Nothing is
  * offered or simulated. Stops early, keeping the steps done, at the first agent's deadline
  * (pl_agent_set_deadline). Pre-training's consolidation (pretrain.h). */
 pl_status pl_agent_imitate_jointly(pl_agent *const *agents, const pl_plan *const *plans,
