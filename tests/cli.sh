@@ -446,6 +446,11 @@ PY
     page "$first" "$second, x.c gained a variable no benchmark reads"
     expect 0 "bench --check, changes accounted for" "$repo/tools/bench" --check
     contains "$work/out" "torch             fresh: measured at $first, checked up to $second" "bench --check, changes accounted for"
+    ! grep -q "account of changes" "$work/out" && ok || bad "bench --check noted a short account"
+    page "$first" "$second, $(printf '%0801d' 0)"
+    expect 0 "bench --check, a long account" "$repo/tools/bench" --check
+    contains "$work/out" "its account of changes since runs to 801 characters" "bench --check, a long account"
+    page "$first" "$second, x.c gained a variable no benchmark reads"
     printf '#!/bin/sh\necho the figures\n' >"$repo/tools/bench-exec"
     chmod +x "$repo/tools/bench-exec"
     expect 0 "bench --only exec" "$repo/tools/bench" --only exec --quick
